@@ -1,0 +1,3 @@
+"""graphtune's top layer: tuning, ApplyHistoryBest and the CLI."""
+
+__all__: list[str] = []

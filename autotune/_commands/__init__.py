@@ -1,0 +1,15 @@
+"""CLI subcommands, one module per concern; each has ``register(group)``."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+_MODULES = ["model_cmds"]
+
+
+def register_all(group: click.Group) -> None:
+    """Attach every subcommand module's commands to ``group``."""
+    for name in _MODULES:
+        importlib.import_module(f"autotune._commands.{name}").register(group)

@@ -1,0 +1,54 @@
+"""The ``graphtune`` command line.
+
+Subcommands live in :mod:`autotune._commands`; each imports TVM only inside the
+command body, so ``graphtune --help`` and the log commands start fast.
+A :class:`compiler.errors.GraphtuneError` raised anywhere becomes one line on
+stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import click
+
+from compiler.errors import GraphtuneError
+
+EXIT_USER_ERROR = 2
+
+
+class _Group(click.Group):
+    """A click group that turns user errors into one line and exit status 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except GraphtuneError as exc:
+            click.echo(f"graphtune: error: {exc}", err=True)
+            sys.exit(EXIT_USER_ERROR)
+        except KeyboardInterrupt:
+            click.echo("graphtune: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+@click.version_option(package_name="graphtune")
+def main(verbose: int) -> None:
+    """graphtune: find and apply fast graph schedules for the STCP920 NPU."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _register() -> None:
+    from autotune._commands import register_all
+
+    register_all(main)
+
+
+_register()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,3 @@
+"""Tuning records."""
+
+__all__: list[str] = []

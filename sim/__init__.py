@@ -1,0 +1,3 @@
+"""STCP920 simulator."""
+
+__all__: list[str] = []
