@@ -1,0 +1,328 @@
+"""Normalise an imported Relax module and read it into a :class:`~compiler.graph.Graph`.
+
+Normalisation (before anything reads the IR):
+1. ``FoldConstant`` (folds ONNX Clip's bound checks and Gemm's weight transposes),
+2. ONNX Clip's ``call_tir(maximum*/minimum*)`` rewritten to ``relax.op.maximum/minimum``
+   (otherwise the baked-in PrimFuncs pin the full batch and break batch splitting),
+3. ``DeadCodeElimination`` (drops batch_norm's unused mean/var projections),
+4. every binding renamed ``<op>_<k>`` (``conv2d_0``, ``add_15``) — the guide's
+   ``SetSpanName`` — so Graph op names and Relax variable names agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import relax
+
+from compiler._relax_util import attrs_to_dict, emit_main, main_bindings, remap, shape_of
+from compiler.graph import Graph, Op, Tensor
+from compiler.optable import count_flops, count_macs, is_npu_op, prod
+
+
+def op_type_of(value: Any) -> str:
+    """Relax op name without the ``relax.`` prefix (``nn.conv2d``)."""
+    name = str(value.op.name)
+    return name[len("relax.") :] if name.startswith("relax.") else name
+
+
+def _short(op_type: str) -> str:
+    return op_type.split(".")[-1]
+
+
+def normalize(mod: Any) -> Any:
+    """Canonical form every other step expects (see the module docstring)."""
+    mod = relax.transform.FoldConstant()(mod)
+    mod = _canonicalize_clip(mod)
+    mod = relax.transform.DeadCodeElimination(["main"])(mod)
+    mod = relax.transform.CanonicalizeBindings()(mod)
+    return set_span_names(mod)
+
+
+def _canonicalize_clip(mod: Any) -> Any:
+    bindings = main_bindings(mod)
+    if not any(_clip_call(b.value) for b in bindings):
+        return mod
+    f = mod["main"]
+
+    def body(bb: relax.BlockBuilder) -> Any:
+        vmap: dict[Any, Any] = {}
+        for b in bindings:
+            value = b.value
+            kind = _clip_call(value)
+            if kind:
+                x, c = (remap(a, vmap) for a in value.args[1].fields)
+                op = relax.op.maximum if kind == "maximum" else relax.op.minimum
+                vmap[b.var] = bb.emit(op(x, c), name_hint=b.var.name)
+            else:
+                vmap[b.var] = bb.emit(remap(value, vmap), name_hint=b.var.name)
+        return vmap[f.body.body] if f.body.body in vmap else remap(f.body.body, vmap)
+
+    new = emit_main(mod, list(f.params), body)
+    return relax.transform.DeadCodeElimination(["main"])(new)
+
+
+def _clip_call(value: Any) -> str:
+    if not isinstance(value, relax.Call) or not isinstance(value.op, tvm.ir.Op):
+        return ""
+    if value.op.name != "relax.call_tir" or not isinstance(value.args[0], tvm.ir.GlobalVar):
+        return ""
+    fname = value.args[0].name_hint
+    for kind in ("maximum", "minimum"):
+        if fname.startswith(kind) and len(value.args[1].fields) == 2:
+            return kind
+    return ""
+
+
+def set_span_names(mod: Any) -> Any:
+    """``SetSpanName``: give every binding of ``main`` a unique ``<op>_<k>`` name."""
+    f = mod["main"]
+    bindings = main_bindings(mod)
+    producer_type: dict[Any, str] = {}
+    counts: dict[str, int] = {}
+    names: dict[Any, str] = {}
+    for b in bindings:
+        v = b.value
+        if isinstance(v, relax.Call) and isinstance(v.op, tvm.ir.Op):
+            t = _short(op_type_of(v))
+            producer_type[b.var] = t
+            k = counts.get(t, 0)
+            counts[t] = k + 1
+            names[b.var] = f"{t}_{k}"
+        elif isinstance(v, relax.TupleGetItem) and producer_type.get(v.tuple_value) == "batch_norm":
+            names[b.var] = names[v.tuple_value]
+            names[v.tuple_value] = names[v.tuple_value] + "_t"
+        else:
+            k = counts.get("v", 0)
+            counts["v"] = k + 1
+            names[b.var] = f"v_{k}"
+
+    def body(bb: relax.BlockBuilder) -> Any:
+        vmap: dict[Any, Any] = {}
+        for b in bindings:
+            vmap[b.var] = bb.emit(remap(b.value, vmap), name_hint=names[b.var])
+        out = f.body.body
+        return vmap.get(out, out)
+
+    return emit_main(mod, list(f.params), body)
+
+
+def build_graph(mod: Any, name: str) -> Graph:
+    """Read ``main`` of a normalised module into a Graph."""
+    f = mod["main"]
+    tensors: dict[str, Tensor] = {}
+    params = [p.name for p in f.params]
+    first = shape_of(f.params[0].ty) if f.params else ()
+    batch = int(first[0]) if first else 1
+    for p in f.params:
+        shape = shape_of(p.ty)
+        batched = bool(shape) and shape[0] == batch
+        tensors[p.name] = Tensor(
+            p.name, shape, str(p.ty.dtype), "input", prod(shape), 1 if batched else None
+        )
+    ops: list[Op] = []
+    alias: dict[str, str] = {}
+    tuple_producer: dict[str, int] = {}
+    n_const = 0
+
+    def tensor_name(var: Any) -> str:
+        return alias.get(var.name, var.name)
+
+    for b in main_bindings(mod):
+        v = b.value
+        out_name = b.var.name
+        if isinstance(v, relax.Var):
+            alias[out_name] = tensor_name(v)
+            continue
+        if isinstance(v, relax.TupleGetItem):
+            src = tensor_name(v.tuple_value)
+            src_op = tuple_producer.get(src)
+            if src_op is not None and ops[src_op].op_type == "nn.batch_norm" and v.index == 0:
+                op = ops[src_op]
+                shape = shape_of(b.var.ty)
+                old = tensors.pop(op.output)
+                tensors[out_name] = Tensor(
+                    out_name, shape, str(b.var.ty.dtype), "activation", prod(shape), old.batch_mult
+                )
+                ops[src_op] = _replace(
+                    op, name=out_name, output=out_name, bindings=(*op.bindings, out_name)
+                )
+                tuple_producer.pop(src, None)
+                continue
+            ops.append(_make_op(len(ops), out_name, "tuple_get_item", [src], [], b.var,
+                                {"index": int(v.index)}, tensors, batch))
+            continue
+        if not isinstance(v, relax.Call) or not isinstance(v.op, tvm.ir.Op):
+            raise ValueError(f"unsupported binding {out_name}: {type(v).__name__}")
+        op_type = op_type_of(v)
+        inputs: list[str] = []
+        weights: list[str] = []
+        attrs = attrs_to_dict(v.attrs)
+        for i, arg in enumerate(_flat_args(v.args)):
+            if isinstance(arg, relax.Var):
+                inputs.append(tensor_name(arg))
+            elif isinstance(arg, tvm.ir.GenericConst):
+                wname = f"{out_name}.w{i}"
+                shape = tuple(int(s) for s in arg.value.shape)
+                tensors[wname] = Tensor(wname, shape, str(arg.value.dtype), "weight", prod(shape))
+                weights.append(wname)
+                n_const += 1
+            elif isinstance(arg, relax.ShapeExpr):
+                attrs[f"arg{i}_shape"] = [int(x) for x in arg.values]
+            elif isinstance(arg, relax.PrimValue):
+                attrs[f"arg{i}_value"] = str(arg.value)
+            else:
+                attrs[f"arg{i}"] = type(arg).__name__
+        op = _make_op(len(ops), out_name, op_type, inputs, weights, b.var, attrs, tensors, batch)
+        if isinstance(b.var.ty, relax.TupleType):
+            tuple_producer[out_name] = op.index
+        ops.append(op)
+
+    out_var = f.body.body
+    outputs = (
+        [tensor_name(x) for x in out_var.fields]
+        if isinstance(out_var, relax.Tuple)
+        else [tensor_name(out_var)]
+    )
+    return Graph(
+        name=name,
+        batch=batch,
+        ops=tuple(ops),
+        tensors=tensors,
+        inputs=tuple(params),
+        outputs=tuple(outputs),
+    )
+
+
+def _flat_args(args: Any) -> list[Any]:
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, relax.Tuple):
+            out.extend(a.fields)
+        else:
+            out.append(a)
+    return out
+
+
+def _replace(op: Op, **kw: Any) -> Op:
+    import dataclasses
+
+    return dataclasses.replace(op, **kw)
+
+
+def _make_op(
+    index: int,
+    name: str,
+    op_type: str,
+    inputs: list[str],
+    weights: list[str],
+    var: Any,
+    attrs: dict[str, Any],
+    tensors: dict[str, Tensor],
+    batch: int,
+) -> Op:
+    ty = var.ty
+    if isinstance(ty, relax.TupleType):
+        shapes = [shape_of(t) for t in ty.fields]
+        out_shape = shapes[0]
+        elements = sum(prod(s) for s in shapes)
+        dtype = str(ty.fields[0].dtype)
+    else:
+        out_shape = shape_of(ty)
+        elements = prod(out_shape)
+        dtype = str(ty.dtype)
+    in_shapes = [tensors[t].shape for t in inputs] + [tensors[w].shape for w in weights]
+    if op_type in ("nn.conv2d", "matmul") and len(inputs) == 2:
+        in_shapes = [tensors[t].shape for t in inputs]
+    mult, separable = _batch_rule(op_type, [tensors[t] for t in inputs], out_shape, attrs, batch)
+    tensors[name] = Tensor(name, out_shape, dtype, "activation", elements, mult)
+    macs = count_macs(op_type, in_shapes, out_shape, attrs)
+    flops = count_flops(op_type, in_shapes, out_shape, attrs)
+    return Op(
+        index=index,
+        name=name,
+        op_type=op_type,
+        inputs=tuple(inputs),
+        weights=tuple(weights),
+        output=name,
+        attrs=tuple(sorted(attrs.items())),
+        macs=macs,
+        flops=flops,
+        on_npu=is_npu_op(op_type),
+        batch_separable=separable,
+        bindings=(name,),
+    )
+
+
+_ELEMENTWISE_SAFE = {"nn.conv2d", "nn.conv3d", "nn.batch_norm", "nn.relu", "nn.max_pool2d",
+                     "nn.avg_pool2d", "nn.adaptive_avg_pool2d", "nn.gelu", "nn.silu"}
+
+
+def _batch_rule(
+    op_type: str,
+    inputs: list[Tensor],
+    out_shape: tuple[int, ...],
+    attrs: dict[str, Any],
+    batch: int,
+) -> tuple[int | None, bool]:
+    """(batch multiplier of the output, whether the op splits along the batch).
+
+    An op with no batched input produces an unbatched value and is trivially
+    separable (it is replicated per chunk). An op with a batched input is
+    separable when every chunk can be computed from its own slice.
+    """
+    batched = [t for t in inputs if t.batched]
+    if not batched:
+        return None, True
+    lead = batched[0]
+    mult = lead.batch_mult or 1
+
+    def ok(m: int) -> tuple[int | None, bool]:
+        return m, True
+
+    def no() -> tuple[int | None, bool]:
+        return None, False
+
+    if not out_shape or out_shape[0] % batch:
+        return no()
+    out_mult = out_shape[0] // batch
+    axes = attrs.get("axis", attrs.get("axes"))
+    axis_list = [] if axes is None else ([axes] if isinstance(axes, int) else list(axes))
+    ndim_out = len(out_shape)
+    norm_axes = [a % max(len(lead.shape), 1) for a in axis_list]
+    if op_type == "reshape":
+        per_in = lead.elements // (batch)
+        return ok(out_mult) if per_in * batch == prod_(out_shape) and out_mult >= 1 else no()
+    if op_type == "permute_dims":
+        perm = attrs.get("axes")
+        return ok(mult) if perm is None or (perm and perm[0] == 0) and out_mult == mult else no()
+    if op_type in ("sum", "mean", "max", "min", "argmax", "argmin", "nn.softmax",
+                   "nn.layer_norm", "concat", "split", "strided_slice", "nn.log_softmax"):
+        if axes is None and op_type in ("sum", "mean", "max", "min", "argmax", "argmin"):
+            return no()
+        return ok(mult) if 0 not in norm_axes and out_mult == mult else no()
+    if op_type == "take":
+        data = inputs[0] if inputs else None
+        if data is not None and data.batched:
+            ax = int(attrs.get("axis", 0) or 0) % len(data.shape)
+            return ok(mult) if ax != 0 and out_mult == mult else no()
+        return ok(out_mult)  # indices batched, table constant: an embedding lookup
+    if op_type == "matmul":
+        if all(t.batched for t in inputs) or (inputs[0].batched and len(inputs) == 1):
+            return ok(mult) if out_mult == mult else no()
+        a = inputs[0]
+        if a.batched and (len(inputs) < 2 or len(inputs[1].shape) < ndim_out or True):
+            return ok(mult) if out_mult == mult else no()
+        return no()
+    # elementwise ops, convolutions, pooling: batch stays on axis 0
+    same_rank = all(len(t.shape) == ndim_out for t in batched)
+    if same_rank and all((t.batch_mult or 1) == out_mult for t in batched):
+        others = [t for t in inputs if not t.batched]
+        if all(len(t.shape) < ndim_out or t.shape[0] == 1 for t in others):
+            return ok(out_mult)
+    return no()
+
+
+def prod_(shape: tuple[int, ...]) -> int:
+    return prod(shape)

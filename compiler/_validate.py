@@ -1,0 +1,177 @@
+"""Structural validation of a GraphSchedule against a Graph (and a Target)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from compiler.errors import ScheduleError
+from compiler.plan import chunk_dag, derive_transfers, group_io, group_order
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule, Placement
+    from compiler.target import Target
+
+
+def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> None:
+    """Raise ScheduleError naming the first problem; see GraphSchedule.validate."""
+    if s.batch != graph.batch:
+        raise ScheduleError(
+            f"schedule is for batch {s.batch} but the model has batch {graph.batch}: "
+            f"import the model at batch {s.batch} (--batch {s.batch})"
+        )
+    if s.workload_key and s.workload_key != graph.workload_key:
+        raise ScheduleError(
+            f"schedule was made for workload {s.workload_key}, this model is "
+            f"{graph.workload_key}: make the schedule for this model"
+        )
+    names = [g.name for g in s.groups]
+    dup = _first_dup(names)
+    if dup:
+        raise ScheduleError(f"two groups are named {dup!r}")
+    n = len(graph.ops)
+    owner: dict[int, str] = {}
+    for g in s.groups:
+        if not g.ops:
+            raise ScheduleError(f"group {g.name} has no ops")
+        for i in g.ops:
+            if i >= n:
+                raise ScheduleError(f"group {g.name}: op index {i} does not exist ({n} ops)")
+            if i in owner and owner[i] != g.name:
+                raise ScheduleError(
+                    f"op {graph.ops[i].name} is in two groups: {owner[i]} and {g.name}"
+                )
+            owner[i] = g.name
+    missing = [op.name for op in graph.ops if op.index not in owner]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise ScheduleError(f"op {missing[0]}{more} is in no group: every op needs one")
+    for g in s.groups:
+        io = group_io(graph, g.ops)
+        if len(io.outputs) != 1:
+            what = ", ".join(io.outputs) if io.outputs else "none"
+            raise ScheduleError(
+                f"group {g.name} has {len(io.outputs)} outputs ({what}): "
+                "a group must have exactly one output"
+            )
+    group_order(graph, s.groups)
+    for g in s.groups:
+        _check_group(g, graph, target)
+    _check_transfers(s, graph, target)
+    _check_order(s, graph)
+
+
+def _check_group(g: object, graph: Graph, target: Target | None) -> None:
+    from compiler.schedule import Group
+
+    assert isinstance(g, Group)
+    if g.split < 1:
+        raise ScheduleError(f"group {g.name}: split factor must be >= 1, got {g.split}")
+    if graph.batch % g.split:
+        raise ScheduleError(
+            f"group {g.name}: split factor {g.split} does not divide batch {graph.batch}"
+        )
+    if g.split > 1:
+        for i in g.ops:
+            op = graph.ops[i]
+            if not op.batch_separable:
+                raise ScheduleError(
+                    f"group {g.name}: op {op.name} ({op.op_type}) mixes samples, so the "
+                    "group cannot be split along the batch: use split 1"
+                )
+    if len(g.chunks) != g.split:
+        raise ScheduleError(
+            f"group {g.name}: split {g.split} needs {g.split} chunk placements, "
+            f"got {len(g.chunks)}"
+        )
+    out = group_io(graph, g.ops).outputs[0]
+    out_op = graph.ops[graph.producer[out]]
+    samples = graph.batch // g.split
+    for c, p in enumerate(g.chunks):
+        where = f"group {g.name} chunk {c}"
+        if out_op.on_npu and p.mem_scope not in out_op.allowed_scopes:
+            raise ScheduleError(
+                f"{where}: output op {out_op.name} ({out_op.op_type}) cannot be placed in "
+                f"{p.mem_scope} (allowed: {', '.join(out_op.allowed_scopes)})"
+            )
+        _check_bind(where, p, samples, target)
+
+
+def _check_bind(where: str, p: Placement, samples: int, target: Target | None) -> None:
+    seen: set[int] = set()
+    for part in p.core_bind:
+        for core in part:
+            if core < 0 or (target is not None and core >= target.chip.cores_per_cluster):
+                top = target.chip.cores_per_cluster - 1 if target else 0
+                raise ScheduleError(
+                    f"{where}: core {core} does not exist (cores are 0-{top} in a cluster)"
+                )
+            if core in seen:
+                raise ScheduleError(f"{where}: core {core} appears twice in core_bind")
+            seen.add(core)
+    parts = len(p.core_bind)
+    if samples % parts:
+        raise ScheduleError(
+            f"{where}: {samples} samples cannot be divided evenly over {parts} core parts"
+        )
+
+
+def _check_transfers(s: GraphSchedule, graph: Graph, target: Target | None) -> None:
+    expected, _, _ = derive_transfers(graph, s.groups)
+    exp = {t.name: t for t in expected}
+    got = {t.name: t for t in s.transfers}
+    if len(got) != len(s.transfers):
+        raise ScheduleError(f"two transfers are named {_first_dup([t.name for t in s.transfers])!r}")
+    for name, t in exp.items():
+        if name not in got:
+            raise ScheduleError(
+                f"missing transfer {name}: {t.kind} of {t.tensor} chunks "
+                f"{list(t.src_chunks)} (split {t.src_factor} -> {t.dst_factor})"
+            )
+        g = got[name]
+        if (g.kind, g.tensor, g.src_factor, g.dst_factor, g.src_chunks, g.dst_chunks) != (
+            t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks, t.dst_chunks
+        ):
+            raise ScheduleError(
+                f"transfer {name} does not match the groups: expected {t.kind} of {t.tensor} "
+                f"chunks {list(t.src_chunks)} -> {list(t.dst_chunks)} "
+                f"(split {t.src_factor} -> {t.dst_factor})"
+            )
+    extra = set(got) - set(exp)
+    if extra:
+        raise ScheduleError(f"transfer {sorted(extra)[0]} is not needed by these groups")
+    for t in s.transfers:
+        samples = graph.batch // max(t.dst_factor, 1)
+        _check_bind(f"transfer {t.name}", t.placement, samples if samples else 1, target)
+
+
+def _check_order(s: GraphSchedule, graph: Graph) -> None:
+    deps, _ = chunk_dag(graph, s)
+    want = set(deps)
+    pos: dict[tuple[str, str, int], int] = {}
+    for i, step in enumerate(s.order):
+        node = ("g", step.name, step.chunk) if step.kind == "group" else ("t", step.name, 0)
+        if node not in want:
+            raise ScheduleError(f"order: {step} is not a step of this schedule")
+        if node in pos:
+            raise ScheduleError(f"order: {step} appears twice")
+        pos[node] = i
+    for node in deps:
+        if node not in pos:
+            label = f"{node[1]}[{node[2]}]" if node[0] == "g" else node[1]
+            raise ScheduleError(f"order: {label} is missing")
+    for node, ds in deps.items():
+        for d in ds:
+            if pos[d] > pos[node]:
+                a = f"{node[1]}[{node[2]}]" if node[0] == "g" else node[1]
+                b = f"{d[1]}[{d[2]}]" if d[0] == "g" else d[1]
+                raise ScheduleError(f"order: {a} runs before {b}, which produces its input")
+
+
+def _first_dup(names: list[str]) -> str:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            return n
+        seen.add(n)
+    return ""

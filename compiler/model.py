@@ -1,0 +1,237 @@
+"""``Model``: an imported ONNX model, as the TensorTurbo guide's ``Model``.
+
+Example:
+    >>> m = load_onnx("resnet50.onnx")
+    >>> m.get_input_info()
+    {'input': {'shape': [1, 3, 224, 224], 'dtype': 'float32'}}
+    >>> m.set_input_shape({"input": [16, 3, 224, 224]})
+    >>> m.graph.flops_per_sample ...
+    >>> m.compile("resnet50.stcobj", schedule=resnet50_schedule)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from compiler.errors import ModelError
+
+if TYPE_CHECKING:
+    import onnx
+
+    from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+
+WEIGHT_INPUTS_KEY = "graphtune.weight_inputs"
+
+
+class Model:
+    """An imported model: ONNX proto, the normalised Relax module and its Graph."""
+
+    def __init__(
+        self,
+        proto: onnx.ModelProto,
+        name: str,
+        shape: Mapping[str, Sequence[int]] | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.proto = proto
+        self.name = name
+        self.path = path
+        self._check_ops()
+        init_names = {i.name for i in proto.graph.initializer}
+        meta = {p.key: p.value for p in proto.metadata_props}
+        self.weight_inputs: list[str] = [
+            w for w in meta.get(WEIGHT_INPUTS_KEY, "").split(",") if w
+        ]
+        self._all_inputs = [i for i in proto.graph.input if i.name not in init_names]
+        self.data_inputs = [i.name for i in self._all_inputs if i.name not in self.weight_inputs]
+        self._shapes: dict[str, list[int]] = {}
+        self._dtypes: dict[str, str] = {}
+        for vi in self._all_inputs:
+            self._shapes[vi.name] = _onnx_shape(vi)
+            self._dtypes[vi.name] = _onnx_dtype(vi)
+        self._weights: dict[str, Any] | None = None
+        self._mod: Any = None
+        self._graph: Graph | None = None
+        if shape:
+            self.set_input_shape(shape)
+
+    # ---- the guide's model API -------------------------------------------------------
+    def get_input_info(self) -> dict[str, dict[str, Any]]:
+        """``{name: {"shape": [...], "dtype": str}}`` of the data inputs."""
+        return {
+            n: {"shape": list(self._shapes[n]), "dtype": self._dtypes[n]} for n in self.data_inputs
+        }
+
+    def get_output_info(self) -> dict[str, dict[str, Any]]:
+        """``{name: {"shape": [...], "dtype": str}}`` of the outputs (static shapes)."""
+        g = self.graph
+        names = [o.name for o in self.proto.graph.output]
+        out = {}
+        for name, t in zip(names, g.outputs):
+            tensor = g.tensors[t]
+            out[name] = {"shape": list(tensor.shape), "dtype": tensor.dtype}
+        return out
+
+    def set_input_shape(self, input_shape: Mapping[str, Sequence[int]]) -> None:
+        """Change input shapes (e.g. the batch); shapes of the whole model are re-derived."""
+        for name, shape in input_shape.items():
+            if name not in self.data_inputs:
+                raise ModelError(
+                    f"model has no input {name!r} (inputs: {', '.join(self.data_inputs)})"
+                )
+            if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
+                raise ModelError(f"shape of {name} must be positive integers, got {shape!r}")
+            old = self._shapes[name]
+            if len(old) != len(shape):
+                raise ModelError(f"input {name} has rank {len(old)}, got shape {list(shape)}")
+            self._shapes[name] = [int(d) for d in shape]
+        self._mod = None
+        self._graph = None
+
+    def set_batch(self, batch: int) -> None:
+        """Set dim 0 of every data input to ``batch``."""
+        if batch < 1:
+            raise ModelError(f"batch must be >= 1, got {batch}")
+        self.set_input_shape({n: [batch, *self._shapes[n][1:]] for n in self.data_inputs})
+
+    @property
+    def batch(self) -> int:
+        """Dim 0 of the first data input."""
+        return self._shapes[self.data_inputs[0]][0] if self.data_inputs else 1
+
+    # ---- Relax and Graph -------------------------------------------------------------
+    @property
+    def mod(self) -> Any:
+        """The normalised Relax IRModule (imported on first use)."""
+        if self._mod is None:
+            self._mod = self._import()
+        return self._mod
+
+    @property
+    def graph(self) -> Graph:
+        """The :class:`~compiler.graph.Graph` view of :attr:`mod`."""
+        if self._graph is None:
+            from compiler._relax_graph import build_graph
+
+            self._graph = build_graph(self.mod, self.name)
+        return self._graph
+
+    @property
+    def weights(self) -> dict[str, Any]:
+        """Values of the weight inputs (zoo "inputs" mode), regenerated deterministically."""
+        if self._weights is None:
+            if not self.weight_inputs:
+                self._weights = {}
+            else:
+                from compiler import zoo
+
+                self._weights = zoo.materialize_weights(self.proto)
+        return self._weights
+
+    def _import(self) -> Any:
+        import tvm
+        from tvm import relax
+        from tvm.relax.frontend.onnx import from_onnx
+
+        from compiler._relax_graph import normalize
+
+        for n in self.data_inputs:
+            if any(d <= 0 for d in self._shapes[n]):
+                raise ModelError(
+                    f"input {n} has a symbolic shape {self._shapes[n]}: give a concrete shape "
+                    "(--batch B, or shape={...})"
+                )
+        shape_dict = {vi.name: self._shapes[vi.name] for vi in self._all_inputs}
+        try:
+            mod = from_onnx(self.proto, shape_dict=shape_dict)
+        except Exception as exc:  # noqa: BLE001 - the frontend raises many kinds
+            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise ModelError(f"{self.name}: TVM cannot import this model: {first}") from None
+        if self.weight_inputs:
+            params = list(mod["main"].params)
+            binds = {}
+            for vi, p in zip(self._all_inputs, params):
+                if vi.name in self.weight_inputs:
+                    binds[p.name] = tvm.runtime.tensor(self.weights[vi.name])
+            mod = relax.transform.BindParams("main", binds)(mod)
+        return normalize(mod)
+
+    def _check_ops(self) -> None:
+        from tvm.relax.frontend.onnx import onnx_frontend
+
+        known = onnx_frontend._get_convert_map()
+        bad = sorted({n.op_type for n in self.proto.graph.node if n.op_type not in known})
+        if bad:
+            raise ModelError(
+                f"{self.name}: unsupported ONNX op(s) {', '.join(bad)}: "
+                "rewrite them with supported ops or export with another opset"
+            )
+
+    # ---- compile ---------------------------------------------------------------------
+    def compile(
+        self,
+        output_file: str | os.PathLike[str],
+        schedule: GraphSchedule | Callable[..., Any] | None = None,
+        target: Target | None = None,
+        **config: Any,
+    ) -> GraphSchedule:
+        """Schedule, build and write a ``.stcobj`` artifact; returns the schedule used.
+
+        ``schedule`` is a :class:`GraphSchedule`, a callable like
+        ``resnet50_schedule(mod, batch)`` built from the manual primitives, or
+        None: then the active dispatch contexts (``ApplyHistoryBest``) are asked,
+        and otherwise the automatic level ``config["tb.graph_schedule_level"]``
+        (default 3) is used.
+        """
+        from compiler._build import compile_model
+
+        return compile_model(self, Path(output_file), schedule, target, config)
+
+
+def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] | None = None) -> Model:
+    """Load an ONNX file into a :class:`Model` (``from_onnx`` in the guide).
+
+    Raises:
+        ModelError: missing file, not ONNX, truncated, invalid, or unsupported op.
+    """
+    import onnx
+
+    p = Path(path)
+    if not p.exists():
+        raise ModelError(f"no such model file: {p}")
+    if p.is_dir():
+        raise ModelError(f"{p} is a directory, not an ONNX file")
+    try:
+        proto = onnx.load(str(p))
+    except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError and others
+        raise ModelError(f"{p} is not an ONNX model or is truncated ({type(exc).__name__})") from None
+    if not proto.graph.node:
+        raise ModelError(f"{p} is not an ONNX model or is truncated (no graph nodes)")
+    try:
+        onnx.checker.check_model(proto)
+    except Exception as exc:  # noqa: BLE001
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"{p} is not a valid ONNX model: {first}") from None
+    return Model(proto, name=p.stem, shape=shape, path=str(p))
+
+
+from_onnx = load_onnx
+
+
+def _onnx_shape(vi: Any) -> list[int]:
+    dims = vi.type.tensor_type.shape.dim
+    return [int(d.dim_value) if d.HasField("dim_value") else -1 for d in dims]
+
+
+def _onnx_dtype(vi: Any) -> str:
+    import onnx
+
+    try:
+        return str(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+    except Exception:  # noqa: BLE001
+        return "unknown"

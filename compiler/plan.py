@@ -1,0 +1,402 @@
+"""Building schedules: group boundaries, derived split/concat transfers, chunk DAG, orders.
+
+:func:`make_schedule` is how the manual primitives, the automatic levels and the
+search space all turn "these groups, split like this, placed like that" into a
+complete :class:`~compiler.schedule.GraphSchedule`: it derives the transfers
+the vendor's ``SplitGroups`` would insert, names them in the guide's order
+(``concat_0`` is the first concatenate in DFS post-order), and orders the steps.
+
+Transfer rules, for a batched tensor made by a group split ``a`` ways and read by
+a group split ``b`` ways: ``a == b`` nothing; ``a % b == 0`` ``b`` concats of
+``a/b`` chunks each; ``b % a == 0`` ``a`` splits into ``b/a`` pieces each;
+otherwise one concat of everything then one split. Model inputs count as split
+1; a model output made by a split group is concatenated back (into DDR).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from compiler.errors import ScheduleError
+from compiler.schedule import GraphSchedule, Group, Placement, Step, Transfer
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+
+Node = tuple[str, str, int]  # ("g", group, chunk) | ("t", transfer, 0)
+
+
+@dataclass(frozen=True)
+class GroupIO:
+    """Boundary of an op set: tensors read from outside, tensors used outside."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+def group_io(graph: Graph, ops: Sequence[int]) -> GroupIO:
+    """Input and output tensors of an op set (weights excluded)."""
+    members = set(ops)
+    produced = {graph.ops[i].output for i in members}
+    inputs: dict[str, None] = {}
+    for i in sorted(members):
+        for t in graph.ops[i].inputs:
+            if t not in produced:
+                inputs[t] = None
+    graph_outputs = set(graph.outputs)
+    outputs = []
+    for i in sorted(members):
+        out = graph.ops[i].output
+        used_outside = any(c not in members for c in graph.consumers.get(out, ()))
+        if used_outside or out in graph_outputs:
+            outputs.append(out)
+    return GroupIO(tuple(inputs), tuple(outputs))
+
+
+def group_order(graph: Graph, groups: Sequence[Group]) -> list[str]:
+    """Group names in a topological order (ties: smallest op index first).
+
+    Raises:
+        ScheduleError: the groups form a cycle (named).
+    """
+    owner = {i: g.name for g in groups for i in g.ops}
+    deps: dict[str, set[str]] = {g.name: set() for g in groups}
+    for g in groups:
+        for i in g.ops:
+            for p in graph.preds(i):
+                if owner.get(p) not in (None, g.name):
+                    deps[g.name].add(owner[p])
+    first = {g.name: min(g.ops) if g.ops else 0 for g in groups}
+    done: list[str] = []
+    ready = sorted((n for n, d in deps.items() if not d), key=first.__getitem__)
+    remaining = {n: set(d) for n, d in deps.items()}
+    while ready:
+        n = ready.pop(0)
+        done.append(n)
+        for m, d in remaining.items():
+            if n in d:
+                d.discard(n)
+                if not d and m not in done and m not in ready:
+                    ready.append(m)
+        ready.sort(key=first.__getitem__)
+        remaining.pop(n, None)
+    if len(done) != len(groups):
+        left = [n for n in deps if n not in done]
+        cycle = _find_cycle({n: deps[n] & set(left) for n in left})
+        raise ScheduleError(
+            "groups form a cycle: " + " -> ".join(cycle) + " (split them at a single tensor)"
+        )
+    return done
+
+
+def _find_cycle(deps: dict[str, set[str]]) -> list[str]:
+    start = next(iter(deps))
+    path = [start]
+    seen = {start: 0}
+    cur = start
+    while True:
+        nxt = sorted(deps[cur])[0]
+        if nxt in seen:
+            return [*path[seen[nxt] :], nxt]
+        seen[nxt] = len(path)
+        path.append(nxt)
+        cur = nxt
+
+
+@dataclass
+class _Chunking:
+    """Which node provides chunk ``c`` of a tensor cut ``f`` ways."""
+
+    providers: dict[tuple[str, int, int], Node]
+
+
+def derive_transfers(
+    graph: Graph, groups: Sequence[Group]
+) -> tuple[list[Transfer], dict[Node, list[Node]], list[Node]]:
+    """Transfers the groups need, the chunk DAG (node -> deps) and the output nodes.
+
+    Transfers come back named ``split_<k>`` / ``concat_<k>`` in DFS post-order
+    from the outputs, with a default placement (see :func:`default_transfer_placement`).
+    """
+    by_name = {g.name: g for g in groups}
+    owner = {i: g.name for g in groups for i in g.ops}
+    producer_group: dict[str, str] = {}
+    for i, gname in owner.items():
+        producer_group[graph.ops[i].output] = gname
+    providers: dict[tuple[str, int, int], Node] = {}
+    for g in groups:
+        out = group_io(graph, g.ops).outputs
+        for t in out:
+            for c in range(g.split):
+                providers[(t, g.split, c)] = ("g", g.name, c)
+    deps: dict[Node, list[Node]] = {}
+    specs: dict[str, Transfer] = {}
+    counter = [0]
+
+    def factor_of(t: str) -> int:
+        pg = producer_group.get(t)
+        return by_name[pg].split if pg is not None else 1
+
+    def provide(
+        t: str, f: int, c: int, consumers: Sequence[Placement] | None
+    ) -> Node | None:
+        """Node providing chunk c of t cut f ways (None: a model input, always there)."""
+        tensor = graph.tensors[t]
+        src_f = factor_of(t)
+        if not tensor.batched:
+            pg = producer_group.get(t)
+            return None if pg is None else ("g", pg, 0)
+        if f == src_f:
+            return providers.get((t, f, c))
+        key = (t, f, c)
+        if key in providers:
+            return providers[key]
+        if src_f % f == 0:
+            r = src_f // f
+            for j in range(f):
+                src = tuple(range(j * r, (j + 1) * r))
+                _add("concat", t, src_f, f, src, (j,), _at(consumers, j))
+        elif f % src_f == 0:
+            r = f // src_f
+            for i in range(src_f):
+                dst = tuple(range(i * r, (i + 1) * r))
+                _add("split", t, src_f, f, (i,), dst, _at(consumers, dst[0]))
+        else:
+            if (t, 1, 0) not in providers:
+                _add("concat", t, src_f, 1, tuple(range(src_f)), (0,), _at(consumers, 0))
+            _add("split", t, 1, f, (0,), tuple(range(f)), _at(consumers, 0))
+        return providers[key]
+
+    def _add(
+        kind: str,
+        t: str,
+        sf: int,
+        df: int,
+        src: tuple[int, ...],
+        dst: tuple[int, ...],
+        consumer: Placement | None,
+    ) -> None:
+        tmp = f"~{kind}{counter[0]}"
+        counter[0] += 1
+        node: Node = ("t", tmp, 0)
+        src_nodes = [provide(t, sf, i, None) for i in src]
+        deps[node] = [n for n in src_nodes if n is not None]
+        src_places = [by_name[n[1]].chunks[n[2]] for n in src_nodes if n and n[0] == "g"]
+        place = default_transfer_placement(kind, src_places, consumer, graph.tensors[t].kind)
+        specs[tmp] = Transfer(tmp, kind, t, sf, df, src, dst, place)
+        for c in dst:
+            providers[(t, df, c)] = node
+
+    for g in groups:
+        io = group_io(graph, g.ops)
+        for c in range(g.split):
+            node: Node = ("g", g.name, c)
+            ds: list[Node] = []
+            for t in io.inputs:
+                p = provide(t, g.split, c, g.chunks)
+                if p is not None and p not in ds:
+                    ds.append(p)
+            deps[node] = ds
+    out_nodes: list[Node] = []
+    for t in graph.outputs:
+        p = provide(t, 1, 0, None) if graph.tensors[t].batched else providers.get(
+            (t, factor_of(t), 0)
+        )
+        if p is not None and p not in out_nodes:
+            out_nodes.append(p)
+    # fix transfers feeding model outputs: they land in DDR
+    out_tmp = {n[1] for n in out_nodes if n[0] == "t"}
+    # name transfers in DFS post-order from the outputs (the guide's ListOps order)
+    post = postorder(deps, out_nodes)
+    names: dict[str, str] = {}
+    counts = {"split": 0, "concat": 0}
+    for n in post:
+        if n[0] == "t":
+            kind = specs[n[1]].kind
+            names[n[1]] = f"{kind}_{counts[kind]}"
+            counts[kind] += 1
+    for tmp, spec in specs.items():
+        if tmp not in names:
+            names[tmp] = f"{spec.kind}_{counts[spec.kind]}"
+            counts[spec.kind] += 1
+    transfers = []
+    for tmp, spec in specs.items():
+        place = spec.placement
+        if tmp in out_tmp:
+            place = Placement("DDR", place.core_bind)
+        transfers.append(
+            Transfer(names[tmp], spec.kind, spec.tensor, spec.src_factor, spec.dst_factor,
+                     spec.src_chunks, spec.dst_chunks, place)
+        )
+    transfers.sort(key=lambda t: (t.kind, int(t.name.rsplit("_", 1)[1])))
+
+    def rn(n: Node) -> Node:
+        return ("t", names[n[1]], 0) if n[0] == "t" else n
+
+    new_deps = {rn(k): [rn(d) for d in v] for k, v in deps.items()}
+    return transfers, new_deps, [rn(n) for n in out_nodes]
+
+
+def _at(places: Sequence[Placement] | None, i: int) -> Placement | None:
+    return places[i] if places is not None and i < len(places) else None
+
+
+def default_transfer_placement(
+    kind: str,
+    sources: Sequence[Placement],
+    consumer: Placement | None,
+    tensor_kind: str,
+) -> Placement:
+    """Where a split/concat puts its result when nobody said.
+
+    Splits of model inputs stay in DDR (a split there is a view). Otherwise the
+    result goes where the consumer computes (its cores), in L1 when every source
+    was in L1, else in the slowest scope among the sources.
+    """
+    order = {"DDR": 0, "LLB": 1, "L1": 2}
+    if consumer is not None:
+        bind = consumer.core_bind
+    elif sources:
+        bind = sources[0].core_bind
+    else:
+        bind = ((0,),)
+    if not sources:
+        return Placement("DDR", bind)
+    slowest = min((s.mem_scope for s in sources), key=order.__getitem__)
+    return Placement(slowest, bind)
+
+
+def postorder(deps: dict[Node, list[Node]], roots: Sequence[Node]) -> list[Node]:
+    """DFS post-order of the chunk DAG from ``roots``; unreachable nodes are appended."""
+    seen: set[Node] = set()
+    out: list[Node] = []
+    for root in roots:
+        stack: list[tuple[Node, int]] = [(root, 0)]
+        while stack:
+            n, i = stack.pop()
+            if i == 0:
+                if n in seen:
+                    continue
+                seen.add(n)
+            ds = deps.get(n, [])
+            if i < len(ds):
+                stack.append((n, i + 1))
+                if ds[i] not in seen:
+                    stack.append((ds[i], 0))
+            else:
+                out.append(n)
+    rest = [n for n in deps if n not in seen]
+    if rest:
+        out.extend(m for m in _topo(deps, rest) if m not in seen)
+    return out
+
+
+def _topo(deps: dict[Node, list[Node]], nodes: list[Node]) -> list[Node]:
+    placed: set[Node] = set()
+    out: list[Node] = []
+
+    def visit(n: Node) -> None:
+        if n in placed:
+            return
+        placed.add(n)
+        for d in deps.get(n, []):
+            visit(d)
+        out.append(n)
+
+    for n in nodes:
+        visit(n)
+    return out
+
+
+def make_schedule(
+    graph: Graph,
+    groups: Sequence[Group],
+    *,
+    order: str | Sequence[Step] = "depth",
+    transfer_placements: dict[str, Placement] | None = None,
+    source: str = "",
+) -> GraphSchedule:
+    """Complete a schedule from its groups: derive transfers, pick an order.
+
+    Args:
+        graph: the model's graph (fixes the batch and the workload key).
+        groups: the groups, with split factors and one placement per chunk.
+        order: ``"depth"`` (DFS post-order of the chunk DAG, as the guide's ResNet-50
+            plan: each consumer chunk runs as soon as its inputs exist), ``"breadth"``
+            (group by group, all chunks of one group before the next), or an
+            explicit list of steps.
+        transfer_placements: placements for transfers by derived name
+            (``concat_0``), overriding the defaults.
+        source: provenance label stored in the schedule.
+    """
+    group_order(graph, groups)  # cycle check with a readable message
+    transfers, deps, outs = derive_transfers(graph, groups)
+    if transfer_placements:
+        unknown = set(transfer_placements) - {t.name for t in transfers}
+        if unknown:
+            raise ScheduleError(f"no transfer named {sorted(unknown)[0]!r} in this schedule")
+        transfers = [
+            Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks,
+                     t.dst_chunks, transfer_placements.get(t.name, t.placement))
+            for t in transfers
+        ]
+    if isinstance(order, str):
+        if order == "depth":
+            nodes = postorder(deps, outs)
+        elif order == "breadth":
+            nodes = _breadth(graph, groups, deps)
+        else:
+            raise ScheduleError(f"unknown order {order!r}: use depth or breadth")
+        steps = tuple(Step("group", n[1], n[2]) if n[0] == "g" else Step("transfer", n[1])
+                      for n in nodes)
+    else:
+        steps = tuple(order)
+    return GraphSchedule(
+        batch=graph.batch,
+        groups=tuple(groups),
+        transfers=tuple(transfers),
+        order=steps,
+        workload_key=graph.workload_key,
+        source=source,
+    )
+
+
+def _breadth(graph: Graph, groups: Sequence[Group], deps: dict[Node, list[Node]]) -> list[Node]:
+    by_name = {g.name: g for g in groups}
+    out: list[Node] = []
+    placed: set[Node] = set()
+
+    def place(n: Node) -> None:
+        if n in placed:
+            return
+        for d in deps.get(n, []):
+            place(d)
+        placed.add(n)
+        out.append(n)
+
+    for name in group_order(graph, groups):
+        for c in range(by_name[name].split):
+            place(("g", name, c))
+    for n in deps:
+        place(n)
+    return out
+
+
+def chunk_dag(graph: Graph, schedule: GraphSchedule) -> tuple[dict[Node, list[Node]], list[Node]]:
+    """The dependency DAG between the schedule's steps, and the output nodes."""
+    cached = schedule._cache.get("chunk_dag")
+    if cached is None:
+        _, deps, outs = derive_transfers(graph, schedule.groups)
+        cached = (deps, outs)
+        schedule._cache["chunk_dag"] = cached
+    return cached
+
+
+def single_group_schedule(
+    graph: Graph, placement: Placement, split: int = 1, source: str = ""
+) -> GraphSchedule:
+    """Every op in one group: the simplest valid schedule (handy in tests)."""
+    g = Group("group_0", tuple(range(len(graph.ops))), split, (placement,) * split)
+    return make_schedule(graph, [g], source=source)

@@ -1,0 +1,346 @@
+"""The chip description shared by the compiler (capacities) and the simulator (timing).
+
+A :class:`Target` is loaded from a TOML file and validated: a missing, unknown,
+mistyped or impossible key raises :class:`~compiler.errors.TargetError` naming
+the key (``l1.data_bytes must be > 0``). The default STCP920 description ships
+in ``compiler/targets/stcp920.toml``; ``Target.hash`` identifies a description
+in tuning records.
+
+Example:
+    >>> t = Target.default()
+    >>> t.cores, t.l1.data_bytes, t.key
+    (32, 1048576, 'STCP920:...')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from compiler.errors import TargetError
+
+_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1}
+
+
+@dataclass(frozen=True)
+class ChipConfig:
+    clusters: int
+    cores_per_cluster: int
+
+
+@dataclass(frozen=True)
+class MatrixUnit:
+    macs_per_cycle: int
+    granule_m: int
+    granule_n: int
+    instr_overhead_cycles: float
+
+
+@dataclass(frozen=True)
+class VectorUnit:
+    lanes: int
+    transcendental_cycles_per_element: float
+
+
+@dataclass(frozen=True)
+class L1Config:
+    data_bytes: int
+    weight_bytes: int
+    bytes_per_cycle: float
+
+
+@dataclass(frozen=True)
+class LLBConfig:
+    bytes: int
+    bytes_per_cycle: float
+    broadcast: bool
+
+
+@dataclass(frozen=True)
+class DDRConfig:
+    bytes: int
+    bytes_per_cycle: float
+    latency_cycles: float
+
+
+@dataclass(frozen=True)
+class DMAConfig:
+    core_bytes_per_cycle: float
+    system_dmas_per_cluster: int
+    setup_cycles: float
+
+
+@dataclass(frozen=True)
+class NoCConfig:
+    mesh_rows: int
+    mesh_cols: int
+    cores_per_router: int
+    link_bytes_per_cycle: float
+    hop_latency_cycles: float
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    launch_overhead_us: float
+
+
+_SECTIONS: dict[str, type] = {
+    "chip": ChipConfig,
+    "matrix": MatrixUnit,
+    "vector": VectorUnit,
+    "l1": L1Config,
+    "llb": LLBConfig,
+    "ddr": DDRConfig,
+    "dma": DMAConfig,
+    "noc": NoCConfig,
+    "host": HostConfig,
+}
+# Keys that may be zero (latencies, overheads); everything else numeric must be > 0.
+_MAY_BE_ZERO = {
+    "matrix.instr_overhead_cycles",
+    "ddr.latency_cycles",
+    "dma.setup_cycles",
+    "noc.hop_latency_cycles",
+    "host.launch_overhead_us",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A validated chip description; frozen, hashable, JSON-serialisable."""
+
+    name: str
+    clock_hz: float
+    compute_dtype: str
+    chip: ChipConfig
+    matrix: MatrixUnit
+    vector: VectorUnit
+    l1: L1Config
+    llb: LLBConfig
+    ddr: DDRConfig
+    dma: DMAConfig
+    noc: NoCConfig
+    host: HostConfig
+    _router_cache: dict[tuple[int, int], tuple[int, int]] = field(
+        default_factory=dict, repr=False, compare=False, hash=False
+    )
+
+    # ---- loading -----------------------------------------------------------------
+    @classmethod
+    def default(cls) -> Target:
+        """The STCP920 description shipped with graphtune."""
+        text = resources.files("compiler").joinpath("targets/stcp920.toml").read_text()
+        return cls.from_toml(text, source="<default STCP920>")
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Target:
+        """Load and validate a TOML hardware file."""
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as exc:
+            raise TargetError(f"cannot read hardware file {p}: {exc.strerror}") from None
+        return cls.from_toml(text, source=str(p))
+
+    @classmethod
+    def from_toml(cls, text: str, source: str = "<string>") -> Target:
+        """Parse TOML text into a validated Target."""
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise TargetError(f"{source} is not valid TOML: {exc}") from None
+        return cls.from_dict(data, source=source)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> Target:
+        """Validate a nested dict (the TOML layout) into a Target."""
+        top = {"name": str, "clock_hz": float, "compute_dtype": str}
+        unknown = set(data) - set(top) - set(_SECTIONS)
+        if unknown:
+            key = sorted(unknown)[0]
+            raise TargetError(f"{source}: unknown key {key!r} (valid: {_valid_keys()})")
+        kwargs: dict[str, Any] = {}
+        for key, typ in top.items():
+            if key not in data:
+                raise TargetError(f"{source}: missing key {key!r}")
+            kwargs[key] = _coerce(key, data[key], typ, source)
+        if kwargs["compute_dtype"] not in _DTYPE_BYTES:
+            raise TargetError(
+                f"{source}: compute_dtype must be one of {sorted(_DTYPE_BYTES)}, "
+                f"got {kwargs['compute_dtype']!r}"
+            )
+        if kwargs["clock_hz"] <= 0:
+            raise TargetError(f"{source}: clock_hz must be > 0")
+        for section, dc in _SECTIONS.items():
+            raw = data.get(section)
+            if not isinstance(raw, dict):
+                raise TargetError(f"{source}: missing section [{section}]")
+            names = {f.name for f in fields(dc)}
+            extra = set(raw) - names
+            if extra:
+                raise TargetError(f"{source}: unknown key {section}.{sorted(extra)[0]}")
+            values: dict[str, Any] = {}
+            for f in fields(dc):
+                dotted = f"{section}.{f.name}"
+                if f.name not in raw:
+                    raise TargetError(f"{source}: missing key {dotted}")
+                typ = {"int": int, "float": float, "bool": bool}[str(f.type)]
+                v = _coerce(dotted, raw[f.name], typ, source)
+                if typ is not bool:
+                    if v < 0 or (v == 0 and dotted not in _MAY_BE_ZERO):
+                        bound = ">= 0" if dotted in _MAY_BE_ZERO else "> 0"
+                        raise TargetError(f"{source}: {dotted} must be {bound}, got {v}")
+                values[f.name] = v
+            kwargs[section] = dc(**values)
+        target = cls(**kwargs)
+        target._check_topology(source)
+        return target
+
+    def _check_topology(self, source: str) -> None:
+        n, cpr = self.chip.cores_per_cluster, self.noc.cores_per_router
+        routers = self.noc.mesh_rows * self.noc.mesh_cols
+        if n % cpr or routers * cpr != self.cores:
+            raise TargetError(
+                f"{source}: noc mesh {self.noc.mesh_rows}x{self.noc.mesh_cols} with "
+                f"{cpr} cores per router does not hold {self.chip.clusters} clusters of {n} cores"
+            )
+        try:
+            self._cluster_block()
+        except ValueError:
+            raise TargetError(
+                f"{source}: clusters of {n // cpr} routers do not tile the "
+                f"{self.noc.mesh_rows}x{self.noc.mesh_cols} noc mesh"
+            ) from None
+
+    # ---- derived values ----------------------------------------------------------
+    @property
+    def cores(self) -> int:
+        """Cores on the chip."""
+        return self.chip.clusters * self.chip.cores_per_cluster
+
+    @property
+    def dtype_bytes(self) -> int:
+        """Bytes per element of the compute data type (FP16: 2)."""
+        return _DTYPE_BYTES[self.compute_dtype]
+
+    @property
+    def peak_flops(self) -> float:
+        """Chip peak in FLOP/s (a MAC is two FLOPs)."""
+        return 2.0 * self.matrix.macs_per_cycle * self.cores * self.clock_hz
+
+    def to_dict(self) -> dict[str, Any]:
+        """The TOML layout as a plain dict."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "clock_hz": self.clock_hz,
+            "compute_dtype": self.compute_dtype,
+        }
+        for section in _SECTIONS:
+            out[section] = dataclasses.asdict(getattr(self, section))
+        return out
+
+    @cached_property
+    def hash(self) -> str:
+        """16 hex digits identifying every value of this description."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def key(self) -> str:
+        """``"<name>:<hash>"``: how records and ApplyHistoryBest name a target."""
+        return f"{self.name}:{self.hash}"
+
+    def replace(self, **sections: dict[str, Any]) -> Target:
+        """A copy with some values changed, e.g. ``replace(ddr={"bytes_per_cycle": 54})``."""
+        data = self.to_dict()
+        for section, values in sections.items():
+            if isinstance(values, dict):
+                data[section] = {**data[section], **values}
+            else:
+                data[section] = values
+        return Target.from_dict(data, source="<replace>")
+
+    # ---- NoC geometry ------------------------------------------------------------
+    def _cluster_block(self) -> tuple[int, int]:
+        """(rows, cols) of routers that one cluster occupies."""
+        per = self.chip.cores_per_cluster // self.noc.cores_per_router
+        best: tuple[int, int] | None = None
+        for br in range(1, per + 1):
+            if per % br:
+                continue
+            bc = per // br
+            if self.noc.mesh_rows % br or self.noc.mesh_cols % bc:
+                continue
+            if (self.noc.mesh_rows // br) * (self.noc.mesh_cols // bc) != self.chip.clusters:
+                continue
+            if best is None or abs(br - bc) < abs(best[0] - best[1]):
+                best = (br, bc)
+        if best is None:
+            raise ValueError("no tiling")
+        return best
+
+    def router_of(self, cluster: int, core: int) -> tuple[int, int]:
+        """Mesh coordinates (row, col) of the router a core sits on."""
+        cached = self._router_cache.get((cluster, core))
+        if cached is not None:
+            return cached
+        br, bc = self._cluster_block()
+        per_row = self.noc.mesh_cols // bc
+        qr, qc = divmod(cluster, per_row)
+        local = core // self.noc.cores_per_router
+        lr, lc = divmod(local, bc)
+        pos = (qr * br + lr, qc * bc + lc)
+        self._router_cache[(cluster, core)] = pos
+        return pos
+
+    def route(
+        self, src: tuple[int, int], dst: tuple[int, int]
+    ) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """Directed links of the XY (dimension-order) route between two routers."""
+        links = []
+        r, c = src
+        while c != dst[1]:
+            nc = c + (1 if dst[1] > c else -1)
+            links.append(((r, c), (r, nc)))
+            c = nc
+        while r != dst[0]:
+            nr = r + (1 if dst[0] > r else -1)
+            links.append(((r, c), (nr, c)))
+            r = nr
+        return links
+
+    def cycles_to_us(self, cycles: float) -> float:
+        """Convert cycles at the target clock to microseconds."""
+        return cycles / self.clock_hz * 1e6
+
+
+def _coerce(key: str, value: Any, typ: type, source: str) -> Any:
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise TargetError(f"{source}: {key} must be true or false, got {value!r}")
+        return value
+    if typ is str:
+        if not isinstance(value, str):
+            raise TargetError(f"{source}: {key} must be a string, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TargetError(f"{source}: {key} must be a number, got {value!r}")
+    if typ is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise TargetError(f"{source}: {key} must be an integer, got {value!r}")
+        return int(value)
+    if not math.isfinite(value):
+        raise TargetError(f"{source}: {key} must be finite, got {value!r}")
+    return float(value)
+
+
+def _valid_keys() -> str:
+    return "name, clock_hz, compute_dtype, " + ", ".join(f"[{s}]" for s in _SECTIONS)
