@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,7 +149,9 @@ class Model:
                 )
         shape_dict = {vi.name: self._shapes[vi.name] for vi in self._all_inputs}
         try:
-            mod = from_onnx(self.proto, shape_dict=shape_dict)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the frontend warns about every renamed input
+                mod = from_onnx(self.proto, shape_dict=shape_dict)
         except Exception as exc:  # noqa: BLE001 - the frontend raises many kinds
             first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             raise ModelError(f"{self.name}: TVM cannot import this model: {first}") from None
