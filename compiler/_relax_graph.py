@@ -235,7 +235,9 @@ def _make_op(
     in_shapes = [tensors[t].shape for t in inputs] + [tensors[w].shape for w in weights]
     if op_type in ("nn.conv2d", "matmul") and len(inputs) == 2:
         in_shapes = [tensors[t].shape for t in inputs]
-    mult, separable = _batch_rule(op_type, [tensors[t] for t in inputs], out_shape, attrs, batch)
+    mult, separable = _batch_rule(
+        op_type, [tensors[t] for t in inputs], out_shape, attrs, batch, bool(weights)
+    )
     tensors[name] = Tensor(name, out_shape, dtype, "activation", elements, mult)
     macs = count_macs(op_type, in_shapes, out_shape, attrs)
     flops = count_flops(op_type, in_shapes, out_shape, attrs)
@@ -265,6 +267,7 @@ def _batch_rule(
     out_shape: tuple[int, ...],
     attrs: dict[str, Any],
     batch: int,
+    const_operand: bool = False,
 ) -> tuple[int | None, bool]:
     """(batch multiplier of the output, whether the op splits along the batch).
 
@@ -303,6 +306,8 @@ def _batch_rule(
             return no()
         return ok(mult) if 0 not in norm_axes and out_mult == mult else no()
     if op_type == "take":
+        if const_operand and len(inputs) == 1:
+            return ok(out_mult)  # constant table, batched indices: an embedding lookup
         data = inputs[0] if inputs else None
         if data is not None and data.batched:
             ax = int(attrs.get("axis", 0) or 0) % len(data.shape)
