@@ -299,7 +299,7 @@ def _batch_rule(
         return ok(out_mult) if per_in * batch == prod_(out_shape) and out_mult >= 1 else no()
     if op_type == "permute_dims":
         perm = attrs.get("axes")
-        return ok(mult) if perm is None or (perm and perm[0] == 0) and out_mult == mult else no()
+        return ok(mult) if perm is None or ((perm and perm[0] == 0) and out_mult == mult) else no()
     if op_type in ("sum", "mean", "max", "min", "argmax", "argmin", "nn.softmax",
                    "nn.layer_norm", "concat", "split", "strided_slice", "nn.log_softmax"):
         if axes is None and op_type in ("sum", "mean", "max", "min", "argmax", "argmin"):

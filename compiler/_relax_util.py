@@ -20,10 +20,10 @@ class Remap(PyExprMutator):  # type: ignore[misc]
         super().__init__()
         self.vmap = vmap
 
-    def visit_var_(self, v: Any) -> Any:  # noqa: D102
+    def visit_var_(self, v: Any) -> Any:
         return self.vmap.get(v, v)
 
-    def visit_dataflow_var_(self, v: Any) -> Any:  # noqa: D102
+    def visit_dataflow_var_(self, v: Any) -> Any:
         return self.vmap.get(v, v)
 
 
@@ -64,7 +64,7 @@ def attrs_to_dict(attrs: Any) -> dict[str, Any]:
             continue
         try:
             val = getattr(attrs, key)
-        except Exception:  # noqa: BLE001 - some reflection fields are not readable
+        except Exception:
             continue
         if callable(val):
             continue

@@ -35,7 +35,8 @@ from typing import Any
 from compiler.errors import ScheduleError
 from compiler.graph import Graph, Op, OpIndex
 from compiler.plan import make_schedule
-from compiler.schedule import GraphSchedule, Group as GroupValue, NPUMemScope, Placement, Step
+from compiler.schedule import GraphSchedule, NPUMemScope, Placement, Step
+from compiler.schedule import Group as GroupValue
 
 __all__ = [
     "FuseTargetOps",
@@ -147,14 +148,14 @@ class NPUSubFunction:
     params: list[ParamRef]
 
 
-def SetSpanName(mod: Any) -> Any:  # noqa: N802 - the guide's name
+def SetSpanName(mod: Any) -> Any:
     """Give every op a unique name (``conv2d_0``, ``add_15``); imported models already have them."""
     from compiler._relax_graph import set_span_names
 
     return mod if _named(mod) else set_span_names(mod)
 
 
-def GetNPUSubFunctions(function: Any) -> list[NPUSubFunction]:  # noqa: N802
+def GetNPUSubFunctions(function: Any) -> list[NPUSubFunction]:
     """NPU kernel functions of ``main`` in DAG post-order (CPU ops separate them)."""
     sid, st = _state_of(function)
     g = st.graph
@@ -170,9 +171,9 @@ def GetNPUSubFunctions(function: Any) -> list[NPUSubFunction]:  # noqa: N802
     return out
 
 
-def ListOps(function: Any) -> OpIndex:  # noqa: N802
+def ListOps(function: Any) -> OpIndex:
     """``{op_type: [ops in DFS post-order]}``; after ``SplitGroups`` also ``split``/``concatenate``."""
-    sid, st = _state_of(function)
+    _, st = _state_of(function)
     ops = function.ops if isinstance(function, NPUSubFunction) else None
     index = st.graph.list_ops(ops)
     if st.schedule is not None:
@@ -282,7 +283,7 @@ def _tag(mod: Any, sid: str) -> Any:
     return new
 
 
-def GroupOps(groups: Sequence[Group]) -> Callable[[Any], Any]:  # noqa: N802
+def GroupOps(groups: Sequence[Group]) -> Callable[[Any], Any]:
     """Outline each group into a Relax function (groups named ``group_<i>`` in list order)."""
 
     def run(mod: Any) -> Any:
@@ -296,7 +297,7 @@ def GroupOps(groups: Sequence[Group]) -> Callable[[Any], Any]:  # noqa: N802
     return run
 
 
-def FuseTargetOps(groups: Sequence[Group]) -> Callable[[Any], Any]:  # noqa: N802
+def FuseTargetOps(groups: Sequence[Group]) -> Callable[[Any], Any]:
     """Fuse each group into one function that cannot be split (``SplitGroups`` refuses it)."""
 
     def run(mod: Any) -> Any:
@@ -311,7 +312,7 @@ def FuseTargetOps(groups: Sequence[Group]) -> Callable[[Any], Any]:  # noqa: N80
     return run
 
 
-def SplitGroups(factors: dict[Group, int]) -> Callable[[Any], Any]:  # noqa: N802
+def SplitGroups(factors: dict[Group, int]) -> Callable[[Any], Any]:
     """Split groups along the batch: factor = number of chunks (16 images, factor 8 = 2 each)."""
 
     def run(mod: Any) -> Any:
@@ -355,7 +356,7 @@ class ScheduleInfo:
         raise ScheduleError(f"ScheduleInfo needs a group chunk, a split/concat or an op, got {x!r}")
 
 
-def Schedule(infos: Sequence[ScheduleInfo]) -> Callable[[Any], Any]:  # noqa: N802
+def Schedule(infos: Sequence[ScheduleInfo]) -> Callable[[Any], Any]:
     """Fix placements and the execution order (the list order) of every step."""
 
     def run(mod: Any) -> Any:

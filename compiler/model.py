@@ -152,7 +152,7 @@ class Model:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the frontend warns about every renamed input
                 mod = from_onnx(self.proto, shape_dict=shape_dict)
-        except Exception as exc:  # noqa: BLE001 - the frontend raises many kinds
+        except Exception as exc:
             first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             raise ModelError(f"{self.name}: TVM cannot import this model: {first}") from None
         if self.weight_inputs:
@@ -211,13 +211,13 @@ def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] |
         raise ModelError(f"{p} is a directory, not an ONNX file")
     try:
         proto = onnx.load(str(p))
-    except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError and others
+    except Exception as exc:
         raise ModelError(f"{p} is not an ONNX model or is truncated ({type(exc).__name__})") from None
     if not proto.graph.node:
         raise ModelError(f"{p} is not an ONNX model or is truncated (no graph nodes)")
     try:
         onnx.checker.check_model(proto)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{p} is not a valid ONNX model: {first}") from None
     return Model(proto, name=p.stem, shape=shape, path=str(p))
@@ -236,5 +236,5 @@ def _onnx_dtype(vi: Any) -> str:
 
     try:
         return str(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
-    except Exception:  # noqa: BLE001
+    except Exception:
         return "unknown"

@@ -150,4 +150,4 @@ def count_flops(
     if op_type in ("nn.max_pool2d", "nn.avg_pool2d"):
         pool = attrs.get("pool_size", (1, 1))
         return prod(out_shape) * prod(pool)  # type: ignore[arg-type]
-    return int(round(prod(out_shape) * spec.flops_per_element))
+    return round(prod(out_shape) * spec.flops_per_element)

@@ -77,7 +77,7 @@ def normalize_core_bind(bind: Any) -> CoreBind:
         raise ScheduleError(f"core_bind must be a non-empty list of cores or of core lists: {bind!r}")
     if all(isinstance(x, int) for x in bind):
         return tuple((int(x),) for x in bind)
-    parts = []
+    parts: list[tuple[int, ...]] = []
     for part in bind:
         if isinstance(part, int):
             parts.append((int(part),))
