@@ -119,7 +119,10 @@ class Model:
         if self._graph is None:
             from compiler._relax_graph import build_graph
 
-            self._graph = build_graph(self.mod, self.name)
+            # The Graph never depends on weight values: when the weights are inputs
+            # that would have to be generated, read the structure with zeros instead.
+            mod = self._mod if self._mod is not None or not self.weight_inputs else self._import(True)
+            self._graph = build_graph(mod, self.name)
         return self._graph
 
     @property
@@ -134,7 +137,7 @@ class Model:
                 self._weights = zoo.materialize_weights(self.proto)
         return self._weights
 
-    def _import(self) -> Any:
+    def _import(self, zero_weights: bool = False) -> Any:
         import tvm
         from tvm import relax
         from tvm.relax.frontend.onnx import from_onnx
@@ -156,11 +159,17 @@ class Model:
             first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             raise ModelError(f"{self.name}: TVM cannot import this model: {first}") from None
         if self.weight_inputs:
+            import numpy as np
+
             params = list(mod["main"].params)
             binds = {}
             for vi, p in zip(self._all_inputs, params):
                 if vi.name in self.weight_inputs:
-                    binds[p.name] = tvm.runtime.tensor(self.weights[vi.name])
+                    if zero_weights:
+                        value = np.zeros(self._shapes[vi.name], dtype=self._dtypes[vi.name])
+                    else:
+                        value = self.weights[vi.name]
+                    binds[p.name] = tvm.runtime.tensor(value)
             mod = relax.transform.BindParams("main", binds)(mod)
         return normalize(mod)
 
