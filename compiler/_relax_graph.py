@@ -21,6 +21,9 @@ from compiler.graph import Graph, Op, Tensor
 from compiler.optable import count_flops, count_macs, is_npu_op, prod
 
 
+SPAN_NAMES_ATTR = "graphtune.span_names"
+
+
 def op_type_of(value: Any) -> str:
     """Relax op name without the ``relax.`` prefix (``nn.conv2d``)."""
     name = str(value.op.name)
@@ -105,7 +108,13 @@ def set_span_names(mod: Any) -> Any:
         out = f.body.body
         return vmap.get(out, out)
 
-    return emit_main(mod, list(f.params), body)
+    return emit_main(mod, list(f.params), body, attrs={SPAN_NAMES_ATTR: 1})
+
+
+def has_span_names(mod: Any) -> bool:
+    """Whether ``set_span_names`` already named this module's bindings."""
+    attrs = mod["main"].attrs
+    return attrs is not None and SPAN_NAMES_ATTR in attrs
 
 
 def build_graph(mod: Any, name: str) -> Graph:

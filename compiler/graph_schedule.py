@@ -28,6 +28,7 @@ Example (the guide's flow)::
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +54,14 @@ __all__ = [
 ]
 
 STATE_ATTR = "graphtune.state"
-_STATES: dict[str, _State] = {}
+_MAX_SESSIONS = 256  # scheduling sessions remembered (oldest forgotten first)
+_STATES: OrderedDict[str, _State] = OrderedDict()
+
+
+def _remember(sid: str, state: _State) -> None:
+    _STATES[sid] = state
+    while len(_STATES) > _MAX_SESSIONS:
+        _STATES.popitem(last=False)
 
 
 @dataclass
@@ -79,7 +87,7 @@ class GraphModule:
     def __init__(self, graph: Graph, state_id: str | None = None) -> None:
         if state_id is None:
             state_id = uuid.uuid4().hex
-            _STATES[state_id] = _State(base=None, graph=graph)
+            _remember(state_id, _State(base=None, graph=graph))
         self.state_id = state_id
         self.attrs = {STATE_ATTR: state_id}
 
@@ -106,14 +114,14 @@ def _state_of(obj: Any) -> tuple[str, _State]:
     mod = obj if isinstance(obj, tvm.IRModule) else tvm.IRModule({"main": func})
     base = set_span_names(mod) if not _named(mod) else mod
     sid = uuid.uuid4().hex
-    _STATES[sid] = _State(base=base, graph=build_graph(base, "model"))
+    _remember(sid, _State(base=base, graph=build_graph(base, "model")))
     return sid, _STATES[sid]
 
 
 def _named(mod: Any) -> bool:
-    from compiler._relax_util import main_bindings
+    from compiler._relax_graph import has_span_names
 
-    return all("_" in b.var.name for b in main_bindings(mod)[:5])
+    return has_span_names(mod)
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,10 @@ class Model:
 
             # The Graph never depends on weight values: when the weights are inputs
             # that would have to be generated, read the structure with zeros instead.
-            mod = self._mod if self._mod is not None or not self.weight_inputs else self._import(True)
+            if self._mod is None and self.weight_inputs:
+                mod = self._import(zero_weights=True)
+            else:
+                mod = self.mod
             self._graph = build_graph(mod, self.name)
         return self._graph
 
