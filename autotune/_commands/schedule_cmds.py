@@ -140,14 +140,23 @@ def _save(schedule: GraphSchedule, path: str) -> None:
               help="Hardware TOML (default: the STCP920).")
 def show_cmd(schedule_path: str, model_path: str | None, target_file: str | None) -> None:
     """Print a schedule's groups, transfers and execution order."""
-    from compiler.schedule import GraphSchedule
 
-    schedule = GraphSchedule.load(schedule_path)
+    schedule = load_schedule(schedule_path)
     graph = None
     if model_path is not None:
         graph = load_model(model_path, schedule.batch).graph
         schedule.validate(graph, _target(target_file))
     _print_schedule(schedule, graph)
+
+
+def load_schedule(path: str) -> GraphSchedule:
+    """``GraphSchedule.load`` with a binary (non-UTF-8) file as a ScheduleError too."""
+    from compiler.schedule import GraphSchedule
+
+    try:
+        return GraphSchedule.load(path)
+    except UnicodeDecodeError:
+        raise ScheduleError(f"{path} is not a schedule: not a JSON text file") from None
 
 
 def bind_shape(placement: Placement) -> str:
@@ -237,9 +246,8 @@ def _print_schedule(s: GraphSchedule, graph: Graph | None) -> None:
               help="ONNX file to write.")
 def export_cmd(schedule_path: str, model_path: str, onnx_out: str) -> None:
     """Write MODEL.onnx with every node annotated with its group (open it in Netron)."""
-    from compiler.schedule import GraphSchedule
 
-    schedule = GraphSchedule.load(schedule_path)
+    schedule = load_schedule(schedule_path)
     model = load_model(model_path, schedule.batch)
     schedule.validate(model.graph)
     matched, total = export_onnx(model, schedule, onnx_out)
