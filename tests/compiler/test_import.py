@@ -158,8 +158,17 @@ def _bad_files(tmp: Path) -> dict[str, Path]:
     unsupported = tmp / "unsupported.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
               str(unsupported))
+    # A valid ONNX op that TVM's frontend lacks (Det, opset 11+).
+    det = helper.make_graph(
+        [helper.make_node("Det", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 3])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])],
+    )
+    no_frontend = tmp / "det.onnx"
+    onnx.save(helper.make_model(det, opset_imports=[helper.make_opsetid("", 17)]),
+              str(no_frontend))
     return {"missing": tmp / "missing.onnx", "text": text, "truncated": trunc,
-            "unsupported op": unsupported}
+            "made-up op": unsupported, "op without TVM converter": no_frontend}
 
 
 def test_bad_files(tmp: Path) -> None:
