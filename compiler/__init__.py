@@ -12,6 +12,7 @@ from compiler.errors import (
     ScheduleError,
     TargetError,
 )
+from compiler.executor import Executor
 from compiler.graph import Graph, Op, OpIndex, Tensor
 from compiler.model import Model, from_onnx, load_onnx
 from compiler.plan import group_io, make_schedule
@@ -30,6 +31,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "CapacityError",
     "CompileError",
+    "Executor",
     "Graph",
     "GraphSchedule",
     "GraphtuneError",
