@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from compiler.errors import ScheduleError
 from compiler.optable import RELAY_ALIASES, op_spec
 
 GRAPH_KEY_VERSION = 1
@@ -88,6 +89,13 @@ class Op:
         return dict(self.attrs).get(key, default)
 
 
+class MissingOpError(ScheduleError, KeyError):
+    """``ListOps(...)["nn.layer_norm"]`` on a graph without that op type."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class OpIndex(dict[str, list[Op]]):
     """``ListOps`` result: ``{op_type: [ops in DFS post-order]}`` with Relay aliases.
 
@@ -101,7 +109,9 @@ class OpIndex(dict[str, list[Op]]):
             return self[alias]
         if not key.startswith("nn.") and f"nn.{key}" in self:
             return self[f"nn.{key}"]
-        raise KeyError(f"no op of type {key!r} (types: {', '.join(sorted(self))})")
+        raise MissingOpError(
+            f"this model has no op of type {key!r} (it has: {', '.join(sorted(self))})"
+        )
 
 
 @dataclass(frozen=True)

@@ -323,6 +323,8 @@ class GraphSchedule:
                 text = f.read()
         except OSError as exc:
             raise ScheduleError(f"cannot read schedule file {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ScheduleError(f"{path} is not a schedule file (not JSON text)") from None
         try:
             return cls.loads(text)
         except ScheduleError as exc:

@@ -37,7 +37,7 @@ from compiler.graph_schedule import (
 )
 from compiler.schedule import GraphSchedule
 
-__all__ = ["PLANS", "bert_base_schedule", "deepfm_schedule", "plan", "resnet50_schedule"]
+__all__ = ["PLANS", "PLAN_BATCH", "bert_base_schedule", "deepfm_schedule", "plan", "resnet50_schedule"]
 
 
 def _require_batch(name: str, graph: Graph, batch: int) -> None:
@@ -180,6 +180,16 @@ PLANS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _natural_batch(fn: Callable[..., Any]) -> int:
+    import inspect
+
+    return int(inspect.signature(fn).parameters["batch"].default)
+
+
+PLAN_BATCH: dict[str, int] = {name: _natural_batch(fn) for name, fn in PLANS.items()}
+"""The batch each hand-written plan is written for (its core bindings assume it)."""
+
+
 def plan(name: str, graph: Graph) -> GraphSchedule:
     """Run a named hand-written schedule on a Graph (no TVM) and return its GraphSchedule."""
     from compiler.graph_schedule import GraphModule
@@ -187,7 +197,7 @@ def plan(name: str, graph: Graph) -> GraphSchedule:
     if name not in PLANS:
         raise ScheduleError(f"unknown plan {name!r}: choose one of {', '.join(PLANS)}")
     fn = PLANS[name]
-    s = schedule_of(fn(GraphModule(graph), batch=graph.batch))
+    s = schedule_of(fn(GraphModule(graph)))  # at the plan's own batch: a mismatch is an error
     s.validate(graph)
     return GraphSchedule(
         batch=s.batch,

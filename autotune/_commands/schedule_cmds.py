@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from compiler.model import Model
     from compiler.schedule import GraphSchedule, Placement
 
-# The batch each hand-written plan is written for (its core bindings assume it).
-PLAN_BATCH = {"resnet50": 16, "bert_base": 8, "deepfm": 320 * 8}
+from compiler.schedules import PLAN_BATCH
 
 
 class _ScheduleGroup(click.Group):

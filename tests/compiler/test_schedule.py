@@ -176,8 +176,6 @@ def test_cyclic_groups(graphs: dict[str, Graph]) -> None:
         GraphSchedule(4, tuple(groups), (), ()).validate(g)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: GraphSchedule.load lets UnicodeDecodeError escape "
-                   "on a binary file (it catches only OSError around open/read)")
 def test_load_binary_file(tmp_path: Path) -> None:
     p = tmp_path / "model.onnx"
     p.write_bytes(b"\x08\x08\x12\xd5\xff\xfe" * 10)
