@@ -20,7 +20,6 @@ from compiler._relax_util import attrs_to_dict, emit_main, main_bindings, remap,
 from compiler.graph import Graph, Op, Tensor
 from compiler.optable import count_flops, count_macs, is_npu_op, prod
 
-
 SPAN_NAMES_ATTR = "graphtune.span_names"
 
 
