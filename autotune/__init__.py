@@ -1,3 +1,5 @@
 """graphtune's top layer: tuning, ApplyHistoryBest and the CLI."""
 
-__all__: list[str] = []
+from autotune._apply_history import ApplyHistoryBest
+
+__all__ = ["ApplyHistoryBest"]

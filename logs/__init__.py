@@ -1,3 +1,64 @@
-"""Tuning records."""
+"""Tuning records: schema and versions, append/read, the best-record database, distill.
 
-__all__: list[str] = []
+A log is a JSON-lines file, one measurement per line (format and versioning
+rules in ``logs/README.md``). This package imports only the standard library
+and :mod:`compiler.errors` (so ``compiler/__init__`` must stay free of TVM; a
+test checks that importing ``logs`` loads no heavy package).
+
+Example:
+    >>> with RecordWriter("tune.jsonl") as out:
+    ...     out.write(record)
+    >>> db = Database.load("tune.jsonl")
+    >>> db.best(record.workload_key, record.target)
+"""
+
+from logs._database import Database, KeyStats
+from logs._distill import DistillRow, DistillSummary, distill
+from logs._io import (
+    FileReport,
+    LogWarning,
+    Progress,
+    RecordWriter,
+    read_records,
+    write_records_atomic,
+)
+from logs._record import (
+    SCHEMA_VERSION,
+    IndexKey,
+    Provenance,
+    Record,
+    Result,
+    Status,
+    TargetKey,
+    WorkloadInfo,
+    parse_target_key,
+    target_key_str,
+)
+from logs._schema import RECORD_SCHEMA, NewerVersionError, validate
+
+__all__ = [
+    "RECORD_SCHEMA",
+    "SCHEMA_VERSION",
+    "Database",
+    "DistillRow",
+    "DistillSummary",
+    "FileReport",
+    "IndexKey",
+    "KeyStats",
+    "LogWarning",
+    "NewerVersionError",
+    "Progress",
+    "Provenance",
+    "Record",
+    "RecordWriter",
+    "Result",
+    "Status",
+    "TargetKey",
+    "WorkloadInfo",
+    "distill",
+    "parse_target_key",
+    "read_records",
+    "target_key_str",
+    "validate",
+    "write_records_atomic",
+]

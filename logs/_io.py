@@ -1,0 +1,360 @@
+"""Appending records to a log file and reading them back.
+
+A log is a UTF-8 text file of JSON lines, one record per line. The writer
+appends each record with one ``write`` loop on an ``O_APPEND`` descriptor (no
+user-space buffer), so a killed writer leaves at most one torn last line; the
+next writer first ends that line so it cannot swallow a new record. The reader
+streams line by line, skips lines that are torn or not records, and reports
+them in one :class:`LogWarning` per file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.errors import LogError
+from logs._record import Record
+from logs._schema import NewerVersionError, check_record, upgrade
+
+Progress = Callable[[int, int], None]
+"""``progress(bytes_done, bytes_total)``, called now and then while a file is read."""
+
+_PROGRESS_EVERY = 65536  # lines
+_SHOW_LINES = 10  # line numbers listed in a warning
+
+
+class LogWarning(UserWarning):
+    """A log was read with problems that did not stop it (skipped lines)."""
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What reading one log file found.
+
+    Attributes:
+        path: The file.
+        records: Records read.
+        bad_lines: Line numbers (1-based) skipped as torn or not a record.
+        first_problem: Why the first bad line was skipped, ``""`` if none.
+        torn_last_line: The last line had no newline and was skipped.
+    """
+
+    path: str
+    records: int
+    bad_lines: tuple[int, ...]
+    first_problem: str
+    torn_last_line: bool
+
+
+class LineScan:
+    """Iterates the non-blank lines of one log file and keeps the books on them.
+
+    Callers decode each line with :meth:`decode` (or their own fast path), call
+    :meth:`bad` for lines they reject, count records in :attr:`records`, and
+    call :meth:`finish` at the end.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], progress: Progress | None = None) -> None:
+        self.path = os.fspath(path)
+        self.records = 0
+        self._progress = progress
+        self._bad: list[int] = []
+        self._first_problem = ""
+        self._torn_line = 0
+        self._garbage = False  # a bad line that is not merely a torn record
+        try:
+            self._file = open(self.path, "rb", buffering=1 << 20)  # noqa: SIM115
+            self._size = os.fstat(self._file.fileno()).st_size
+        except OSError as exc:
+            raise LogError(f"cannot read log {self.path}: {exc.strerror}") from None
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        progress = self._progress
+        lineno = 0
+        with self._file as f:
+            try:
+                for line in f:
+                    lineno += 1
+                    if progress is not None and lineno % _PROGRESS_EVERY == 0:
+                        progress(f.tell(), self._size)
+                    if not line.endswith(b"\n"):
+                        self._torn_line = lineno  # only the last line can lack it
+                    if line.isspace():
+                        continue
+                    yield lineno, line
+            except OSError as exc:
+                raise LogError(f"cannot read log {self.path}: {exc.strerror}") from None
+        if progress is not None:
+            progress(self._size, self._size)
+
+    def bad(self, lineno: int, reason: str, line: bytes, *, decoded: bool) -> None:
+        """Record that ``line`` (number ``lineno``) was skipped for ``reason``.
+
+        ``decoded`` says the line was valid JSON (so not torn, just not a record).
+        """
+        self._bad.append(lineno)
+        if not self._first_problem:
+            self._first_problem = f"line {lineno}: {reason}"
+        if decoded or not line.lstrip().startswith(b"{"):
+            self._garbage = True
+
+    def decode(self, lineno: int, line: bytes) -> dict[str, Any] | None:
+        """Decode one line completely into a checked current-layout record object.
+
+        Returns None (after :meth:`bad`) for a torn or malformed line.
+
+        Raises:
+            NewerVersionError: The line has a newer major version.
+        """
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            self.bad(lineno, "not valid JSON (torn or garbage)", line, decoded=False)
+            return None
+        obj = self.upgrade(obj, lineno)
+        problem = check_record(obj)
+        if problem:
+            self.bad(lineno, problem, line, decoded=True)
+            return None
+        return obj  # type: ignore[no-any-return]
+
+    def upgrade(self, obj: Any, lineno: int) -> Any:
+        """:func:`logs._schema.upgrade` with the file and line in the error."""
+        try:
+            return upgrade(obj)
+        except NewerVersionError as exc:
+            raise NewerVersionError(exc.version, f"file {self.path} line {lineno}") from None
+
+    def finish(self) -> FileReport:
+        """Warn once about skipped lines and return the report.
+
+        Raises:
+            LogError: No line was a record and some bad line was not merely a
+                torn record: the file is not a graphtune log.
+        """
+        bad = tuple(self._bad)
+        if bad and self.records == 0 and self._garbage:
+            raise LogError(
+                f"{self.path} is not a graphtune log: none of its lines is a record "
+                f"({self._first_problem})"
+            )
+        if bad:
+            shown = ", ".join(str(n) for n in bad[:_SHOW_LINES])
+            more = f" and {len(bad) - _SHOW_LINES} more" if len(bad) > _SHOW_LINES else ""
+            torn = (
+                f"; line {self._torn_line} is a torn last line (writer interrupted?)"
+                if self._torn_line in bad
+                else ""
+            )
+            warnings.warn(
+                f"{self.path}: skipped {len(bad)} unreadable line(s) at line(s) {shown}{more}"
+                f"{torn}; first problem: {self._first_problem}; read {self.records} record(s)",
+                LogWarning,
+                stacklevel=3,
+            )
+        return FileReport(
+            path=self.path,
+            records=self.records,
+            bad_lines=bad,
+            first_problem=self._first_problem,
+            torn_last_line=self._torn_line in bad,
+        )
+
+
+def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
+    """Stream the records of one log file, oldest first.
+
+    Torn and garbage lines are skipped and reported in one :class:`LogWarning`
+    when the file has been read to its end. Records of the pre-release
+    version 0.9 (a flat layout with numeric error codes) are upgraded to 1.0
+    on the fly (``logs._schema.upgrade``; the mapping is in ``logs/README.md``);
+    1.x records are read with their unknown keys kept.
+
+    Raises:
+        LogError: The file cannot be read, is not a log, or has a record of a
+            newer major version (``"file X line N has record version 2.0, ..."``).
+    """
+    scan = LineScan(path)
+    for lineno, line in scan:
+        obj = scan.decode(lineno, line)
+        if obj is not None:
+            scan.records += 1
+            yield Record._from_checked(obj)
+    scan.finish()
+
+
+class RecordWriter:
+    """Appends records to a log file.
+
+    Contract:
+        * Each :meth:`write` is one ``os.write`` loop of one whole line on an
+          ``O_APPEND`` descriptor, with no user-space buffer: when it returns the
+          record is in the operating system and survives the process being
+          killed. A kill during a write leaves one torn last line, which
+          readers skip with a warning.
+        * ``fsync`` (survives a power loss) runs at :meth:`close` and at most
+          ``fsync_interval_s`` after any write, from a timer if the writer idles.
+        * Opening a file whose last line is torn first ends that line, so the
+          torn line stays one skipped line instead of corrupting the next record.
+        * Thread-safe: writes from several threads are serialized.
+
+    Example:
+        >>> with RecordWriter("tune.jsonl") as out:
+        ...     out.write(record)
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync_interval_s: float = 2.0) -> None:
+        self.path = os.fspath(path)
+        self._interval = fsync_interval_s
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._dirty = False
+        self._count = 0
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        try:
+            self._fd = os.open(self.path, flags, 0o666)
+            size = os.fstat(self._fd).st_size
+            if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                _write_all(self._fd, b"\n")
+        except OSError as exc:
+            raise LogError(f"cannot open log {self.path} for appending: {exc.strerror}") from None
+        self._last_sync = time.monotonic()
+
+    @property
+    def count(self) -> int:
+        """Records written by this writer."""
+        return self._count
+
+    def write(self, record: Record) -> None:
+        """Append one record (see the class contract)."""
+        data = record.to_line().encode("utf-8")
+        with self._lock:
+            if self._fd < 0:
+                raise ValueError(f"writer for {self.path} is closed")
+            try:
+                _write_all(self._fd, data)
+            except OSError as exc:
+                raise LogError(f"cannot append to log {self.path}: {exc.strerror}") from None
+            self._count += 1
+            self._dirty = True
+            elapsed = time.monotonic() - self._last_sync
+            if elapsed >= self._interval:
+                self._sync_locked()
+            elif self._timer is None:
+                self._timer = threading.Timer(self._interval - elapsed, self._timed_sync)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def write_many(self, records: Iterable[Record]) -> None:
+        """Append records one by one."""
+        for record in records:
+            self.write(record)
+
+    def flush(self) -> None:
+        """fsync now."""
+        with self._lock:
+            if self._fd >= 0:
+                self._sync_locked()
+
+    def close(self) -> None:
+        """fsync and close; closing twice is harmless."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._fd >= 0:
+                try:
+                    self._sync_locked()
+                finally:
+                    os.close(self._fd)
+                    self._fd = -1
+
+    def _timed_sync(self) -> None:
+        with self._lock:
+            self._timer = None
+            if self._fd >= 0:
+                self._sync_locked()
+
+    def _sync_locked(self) -> None:
+        if self._dirty:
+            os.fsync(self._fd)
+            self._dirty = False
+        self._last_sync = time.monotonic()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_records_atomic(path: str | os.PathLike[str], records: Iterable[Record]) -> int:
+    """Replace ``path`` with ``records`` atomically (temp file, fsync, rename).
+
+    Readers see either the old file or the whole new one. An existing file's
+    permissions are kept.
+
+    Returns:
+        The number of records written.
+
+    Raises:
+        LogError: The directory is not writable (nothing is changed then).
+    """
+    target = os.path.abspath(os.fspath(path))
+    directory, name = os.path.split(target)
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o644
+    except OSError as exc:
+        raise LogError(f"cannot write {target}: {exc.strerror}") from None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise LogError(f"cannot write {target}: {exc.strerror}") from None
+    count = 0
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for record in records:
+                f.write(record.to_line().encode("utf-8"))
+                count += 1
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise LogError(f"cannot write {target}: {exc.strerror}") from None
+        raise
+    _fsync_dir(directory)
+    return count
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        # Some filesystems refuse fsync on a directory; the rename is done anyway.
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)

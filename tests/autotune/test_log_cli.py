@@ -1,0 +1,102 @@
+"""``graphtune distill`` and ``graphtune log show`` through the root CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autotune.cli import main
+from logs import Status, read_records
+from tests.logs.helpers import TARGET, TARGET2, WKEY, WKEY2, make_record, write_lines
+
+
+@pytest.fixture
+def run_log(tmp_path: Path) -> Path:
+    path = tmp_path / "run.jsonl"
+    write_lines(
+        path,
+        [
+            make_record(300.0, trial=0),
+            make_record(200.0, trial=1, tag=1),
+            make_record(None, status=Status.CAPACITY, trial=2),
+            make_record(None, status=Status.CAPACITY, trial=3),
+            make_record(None, status=Status.TIMEOUT, trial=4, target=TARGET2),
+            make_record(55.5, key=WKEY2, model="bert-base", batch=1, trial=5),
+        ],
+    )
+    return path
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_distill_prints_what_it_kept(run_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "best.jsonl"
+    code, stdout, stderr = _invoke("distill", "-i", str(run_log), "-o", str(out), "--top", "2")
+    assert code == 0, stderr
+    assert "bert-base" in stdout and "55.5" in stdout and "200.0" in stdout
+    assert "kept 3 of 6 record(s) for 2 (workload, target) pair(s)" in stdout
+    assert "1 pair(s) had no valid record" in stdout
+    kept = list(read_records(out))
+    assert [r.result.latency_us for r in kept] == [200.0, 300.0, 55.5]
+    code, stdout, _ = _invoke("distill", "-i", str(run_log), "-o", str(out), "--top", "2")
+    assert code == 0 and "merged with its previous content" in stdout
+    assert list(read_records(out)) == kept
+
+
+def test_distill_takes_several_inputs_after_one_flag(run_log: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    write_lines(other, [make_record(10.0, tag=5)])
+    out = tmp_path / "best.jsonl"
+    code, _, stderr = _invoke("distill", "-i", str(run_log), str(other), "-o", str(out))
+    assert code == 0, stderr
+    assert [r.result.latency_us for r in read_records(out)] == [10.0, 55.5]
+
+
+def test_log_show(run_log: Path) -> None:
+    code, stdout, stderr = _invoke("log", "show", str(run_log))
+    assert code == 0, stderr
+    assert "capacity 2" in stdout and "timeout 1" in stdout
+    assert "6 record(s), 2 workload(s), 3 (workload, target) pair(s)" in stdout
+    assert WKEY[:12] in stdout and TARGET.hash[:8] in stdout
+    assert "2025-11-22 04:18:00" in stdout  # when the best was measured (UTC)
+
+
+def test_torn_line_is_a_warning_not_an_error(run_log: Path) -> None:
+    with open(run_log, "a") as f:
+        f.write(make_record().to_line()[:90])
+    code, stdout, stderr = _invoke("log", "show", str(run_log))
+    assert code == 0
+    assert stderr.startswith("graphtune: warning: ") and "line 7 is a torn last line" in stderr
+    assert "6 record(s)" in stdout
+
+
+@pytest.mark.parametrize("kind", ["garbage", "newer", "missing"])
+def test_bad_file_is_one_line_and_exit_2(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    if kind == "garbage":
+        path.write_bytes(b"\x08\x01ONNX\x00\nmore\n")
+    elif kind == "newer":
+        obj = json.loads(make_record().to_line())
+        obj["v"] = "2.0"
+        path.write_text(json.dumps(obj) + "\n")
+    for args in (("log", "show", str(path)), ("distill", "-i", str(path), "-o", str(tmp_path / "o"))):
+        code, stdout, stderr = _invoke(*args)
+        assert code == 2
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("graphtune: error: ")
+        assert "Traceback" not in stdout + stderr
+        assert {"garbage": "not a graphtune log", "newer": "upgrade graphtune", "missing": "cannot read"}[
+            kind
+        ] in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_distill_needs_inputs(tmp_path: Path) -> None:
+    code, _, stderr = _invoke("distill", "-o", str(tmp_path / "o.jsonl"))
+    assert code == 2 and "no input logs" in stderr
