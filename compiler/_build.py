@@ -159,6 +159,7 @@ def ensure_imported(model: Model) -> None:
     with native_output_to_log(log), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Renaming name", category=UserWarning)
         _ = model.graph
+        _ = model.mod
 
 
 def resolve_schedule(
@@ -172,12 +173,22 @@ def resolve_schedule(
     if isinstance(schedule, GraphSchedule):
         if schedule.batch < 1:
             raise ScheduleError(f"schedule batch must be >= 1, got {schedule.batch}")
-        if schedule.batch != model.batch:
+        rebatched = schedule.batch != model.batch
+        if rebatched:
             log.info("schedule is for batch %d: re-importing the model at that batch",
                      schedule.batch)
             model.set_batch(schedule.batch)
             ensure_imported(model)
-        schedule.validate(model.graph, target)
+        try:
+            schedule.validate(model.graph, target)
+        except ScheduleError as exc:
+            if rebatched and schedule.workload_key != model.graph.workload_key:
+                raise ScheduleError(
+                    f"schedule is for batch {schedule.batch} and workload "
+                    f"{schedule.workload_key}; this model at batch {schedule.batch} is "
+                    f"{model.graph.workload_key}: make the schedule for this model"
+                ) from None
+            raise ScheduleError(str(exc)) from None
         return schedule
     if schedule is not None:
         if not callable(schedule):

@@ -1,0 +1,338 @@
+"""``graphtune compile`` and ``graphtune run``.
+
+``compile`` turns an ONNX file into a ``.stcobj`` artifact with a schedule from
+a file (``--schedule``), an automatic level (``--level``) or the best tuned
+record of a log (``--log``); ``run`` executes an artifact on the host CPU.
+TVM is imported inside the command bodies only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from compiler.errors import CompileError, GraphtuneError, ModelError, ScheduleError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from rich.console import Console
+    from rich.status import Status
+
+    from compiler.artifact import ArtifactMeta, TensorInfo
+    from compiler.model import Model
+    from compiler.schedule import GraphSchedule
+
+
+class UsageError(GraphtuneError):
+    """Options that cannot be combined, or a malformed option value."""
+
+
+def register(group: click.Group) -> None:
+    """Attach this module's commands."""
+    group.add_command(compile_cmd)
+    group.add_command(run_cmd)
+
+
+# ---- compile ---------------------------------------------------------------------------------
+@click.command("compile")
+@click.argument("model_path", metavar="MODEL.onnx", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Artifact to write (default: MODEL.stcobj in the current directory).")
+@click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False),
+              help="A GraphSchedule JSON file to apply.")
+@click.option("--level", type=int, default=None,
+              help="Automatic graph-schedule level 0-3 (default 3).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False),
+              help="Compile with the best tuned schedule of this log (ApplyHistoryBest).")
+@click.option("--batch", type=int, default=None, help="Set the batch (dim 0 of every input).")
+@click.option("--target", "target_path", type=click.Path(dir_okay=False),
+              help="Hardware description TOML (default: the shipped STCP920).")
+def compile_cmd(
+    model_path: str,
+    output: str | None,
+    schedule_path: str | None,
+    level: int | None,
+    log_path: str | None,
+    batch: int | None,
+    target_path: str | None,
+) -> None:
+    """Schedule and build MODEL.onnx into a .stcobj artifact."""
+    chosen = [name for name, v in (("--schedule", schedule_path), ("--level", level),
+                                   ("--log", log_path)) if v is not None]
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(chosen)} cannot be combined: give at most one")
+    if level is not None and level not in (0, 1, 2, 3):
+        raise UsageError(f"--level must be 0, 1, 2 or 3, got {level}")
+    if batch is not None and batch < 1:
+        raise UsageError(f"--batch must be >= 1, got {batch}")
+    out = Path(output) if output else Path(Path(model_path).stem + ".stcobj")
+
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+
+    schedule = GraphSchedule.load(schedule_path) if schedule_path else None
+    if schedule is not None and not schedule.source:
+        schedule = _with_source(schedule, Path(schedule_path or "").name)
+    if schedule is not None and batch is not None and schedule.batch != batch:
+        raise ScheduleError(
+            f"{schedule_path}: schedule is for batch {schedule.batch} but --batch is {batch}"
+        )
+    target = Target.from_file(target_path) if target_path else None
+    config: dict[str, Any] = {} if level is None else {"tb.graph_schedule_level": level}
+    con = _console(stderr=True)
+    t0 = time.perf_counter()
+    with _progress(con, f"importing {model_path}") as status:
+        model = _load_model(model_path, batch)
+        with _dispatch(log_path):
+            status(f"compiling {model.name}")
+            try:
+                used = model.compile(out, schedule=schedule, target=target, **config)
+            except ScheduleError as exc:
+                if schedule_path:
+                    raise ScheduleError(f"{schedule_path}: {exc}") from None
+                raise
+    elapsed = time.perf_counter() - t0
+    size = out.stat().st_size
+    click.echo(
+        f"wrote {out} ({_mb(size)}) in {elapsed:.1f} s: {model.name} batch {used.batch}, "
+        f"schedule {used.source or '(unnamed)'} ({_plural(len(used.groups), 'group')}, "
+        f"{_plural(sum(g.split for g in used.groups), 'chunk')})"
+    )
+
+
+def _with_source(s: GraphSchedule, source: str) -> GraphSchedule:
+    from compiler.schedule import GraphSchedule
+
+    return GraphSchedule(batch=s.batch, groups=s.groups, transfers=s.transfers, order=s.order,
+                         workload_key=s.workload_key, source=source, version=s.version)
+
+
+def _load_model(path: str, batch: int | None) -> Model:
+    """Load and import an ONNX file; anything the import stack raises becomes a ModelError."""
+    from compiler._build import ensure_imported
+    from compiler.model import load_onnx
+
+    try:
+        model = load_onnx(path)
+        if batch is not None:
+            model.set_batch(batch)
+        ensure_imported(model)
+    except GraphtuneError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the import stack raises many kinds
+        raise ModelError(f"{path}: cannot import this model: {_last_line(exc)}") from None
+    return model
+
+
+@contextlib.contextmanager
+def _dispatch(log_path: str | None) -> Iterator[None]:
+    """``ApplyHistoryBest(log_path)`` as the active dispatch context (nothing when None)."""
+    if log_path is None:
+        yield
+        return
+    try:
+        from autotune._apply_history import ApplyHistoryBest
+    except ImportError:
+        raise UsageError("--log needs autotune.ApplyHistoryBest, which this install lacks") \
+            from None
+    with ApplyHistoryBest(log_path):
+        yield
+
+
+# ---- run -------------------------------------------------------------------------------------
+@click.command("run")
+@click.argument("artifact", metavar="MODEL.stcobj", type=click.Path(dir_okay=False))
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy",
+              help="An input from a .npy file (repeatable); missing inputs get random data.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Save the outputs to this .npz (keys: output names).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random data for inputs not given.")
+def run_cmd(artifact: str, inputs: Sequence[str], output: str | None, seed: int) -> None:
+    """Run a .stcobj artifact on the host CPU (the NPU's functional model)."""
+    import numpy as np
+
+    from compiler.artifact import read_meta
+    from compiler.executor import check_input
+
+    meta = read_meta(artifact)  # cheap: bad files fail before TVM loads
+    by_name = {t.name: t for t in meta.inputs}
+    given: dict[str, np.ndarray] = {}
+    for spec in inputs:
+        name, path = _parse_input(spec, by_name)
+        try:
+            given[name] = check_input(by_name[name], _load_npy(path, name))
+        except CompileError as exc:
+            raise CompileError(f"--input {name}={path}: {exc}") from None
+    con = _console(stderr=True)
+    from compiler.executor import Executor
+
+    with _progress(con, f"loading {artifact}") as status:
+        ex = Executor.load(artifact)
+        ex.set_input(given)
+        rng = np.random.default_rng(seed)
+        for info in meta.inputs:
+            if info.name not in given:
+                value, how = _random_input(info, rng)
+                click.echo(f"note: input {info.name!r} not given: {how} (seed {seed})", err=True)
+                ex.set_input({info.name: value})
+        status(f"running {meta.model}")
+        t0 = time.perf_counter()
+        outputs = ex()
+        elapsed = time.perf_counter() - t0
+    names = _output_names(meta, len(outputs))
+    click.echo(f"{meta.model} (batch {meta.batch}, schedule {meta.schedule_source or '?'}) "
+               f"ran in {elapsed:.3f} s")
+    for name, arr in zip(names, outputs):
+        click.echo(f"  {name}: {_summary(arr)}")
+    if output:
+        _save_npz(Path(output), dict(zip(names, outputs)))
+        click.echo(f"wrote {output}")
+
+
+def _parse_input(spec: str, by_name: dict[str, TensorInfo]) -> tuple[str, str]:
+    name, sep, path = spec.partition("=")
+    if not sep or not name or not path:
+        raise UsageError(f"--input {spec!r}: use NAME=FILE.npy")
+    if name not in by_name:
+        raise UsageError(f"--input {name}: the model has no such input "
+                         f"(inputs: {', '.join(by_name)})")
+    return name, path
+
+
+def _load_npy(path: str, name: str) -> np.ndarray:
+    import numpy as np
+
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"--input {name}: no such file {p}")
+    try:
+        value = np.load(p, allow_pickle=False)  # never unpickle a user's file
+    except (ValueError, OSError, EOFError) as exc:
+        raise UsageError(f"--input {name}: {p} is not a .npy array ({_last_line(exc)})") \
+            from None
+    if not isinstance(value, np.ndarray):
+        value.close()
+        raise UsageError(f"--input {name}: {p} is an .npz archive: give one array as .npy")
+    return value
+
+
+def _random_input(info: TensorInfo, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    """Seeded data of the input's dtype and valid range, and a phrase saying what it is."""
+    import numpy as np
+
+    dtype = np.dtype(info.dtype)
+    if dtype.kind == "b":
+        return rng.random(info.shape) < 0.5, "random booleans"
+    if dtype.kind in "iu":
+        if info.int_high is not None:
+            return (rng.integers(0, info.int_high, size=info.shape).astype(dtype),
+                    f"random integers in [0, {info.int_high})")
+        return np.zeros(info.shape, dtype), "zeros (its valid range is unknown)"
+    return rng.standard_normal(info.shape).astype(dtype), f"random N(0, 1) {dtype}"
+
+
+def _output_names(meta: ArtifactMeta, n: int) -> list[str]:
+    names = [t.name for t in meta.outputs]
+    return names if len(names) == n else [f"output_{i}" for i in range(n)]
+
+
+def _summary(arr: np.ndarray) -> str:
+    import numpy as np
+
+    head = f"shape {list(arr.shape)} {arr.dtype}"
+    if arr.size == 0:
+        return head + " (empty)"
+    if arr.dtype.kind in "biuf":
+        a = arr.astype(np.float64)
+        flat = ", ".join(f"{v:.4g}" for v in a.ravel()[:4])
+        more = ", ..." if arr.size > 4 else ""
+        return (f"{head}  min {a.min():.4g}  max {a.max():.4g}  mean {a.mean():.4g}  "
+                f"[{flat}{more}]")
+    return head
+
+
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    import numpy as np
+
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise CompileError(f"cannot write {path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)  # type: ignore[arg-type]  # keys are output names
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# ---- progress --------------------------------------------------------------------------------
+class _StatusHandler(logging.Handler):
+    """Shows INFO records of the build as the status line; prints warnings above it."""
+
+    def __init__(self, status: Status, con: Console) -> None:
+        super().__init__(logging.INFO)
+        self._status = status
+        self._console = con
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if record.levelno >= logging.WARNING:
+            self._console.print(f"warning: {msg}", markup=False, highlight=False)
+        else:
+            self._status.update(msg)
+
+
+@contextlib.contextmanager
+def _progress(con: Console, what: str) -> Iterator[Any]:
+    """A rich status line fed by the build's log; yields ``update(text)``.
+
+    Only on a terminal, and only when ``-v`` has not already asked for the log
+    itself; otherwise progress goes to the log (``graphtune -v compile ...``).
+    """
+    build_log = logging.getLogger("compiler._build")
+    if not con.is_terminal or build_log.isEnabledFor(logging.INFO):
+        yield lambda text: logging.getLogger(__name__).info("%s", text)
+        return
+    with con.status(what) as status:
+        handler = _StatusHandler(status, con)
+        old_level, old_propagate = build_log.level, build_log.propagate
+        build_log.addHandler(handler)
+        build_log.setLevel(logging.INFO)
+        build_log.propagate = False
+        try:
+            yield status.update
+        finally:
+            build_log.removeHandler(handler)
+            build_log.setLevel(old_level)
+            build_log.propagate = old_propagate
+
+
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else type(exc).__name__
