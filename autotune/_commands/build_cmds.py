@@ -87,9 +87,8 @@ def compile_cmd(
         )
     target = Target.from_file(target_path) if target_path else None
     config: dict[str, Any] = {} if level is None else {"tb.graph_schedule_level": level}
-    con = _console(stderr=True)
     t0 = time.perf_counter()
-    with _progress(con, f"importing {model_path}") as status:
+    with _progress(f"importing {model_path}") as status:
         model = _load_model(model_path, batch)
         with _dispatch(log_path):
             status(f"compiling {model.name}")
@@ -172,10 +171,9 @@ def run_cmd(artifact: str, inputs: Sequence[str], output: str | None, seed: int)
             given[name] = check_input(by_name[name], _load_npy(path, name))
         except CompileError as exc:
             raise CompileError(f"--input {name}={path}: {exc}") from None
-    con = _console(stderr=True)
     from compiler.executor import Executor
 
-    with _progress(con, f"loading {artifact}") as status:
+    with _progress(f"loading {artifact}") as status:
         ex = Executor.load(artifact)
         ex.set_input(given)
         rng = np.random.default_rng(seed)
@@ -295,34 +293,42 @@ class _StatusHandler(logging.Handler):
 
 
 @contextlib.contextmanager
-def _progress(con: Console, what: str) -> Iterator[Any]:
-    """A rich status line fed by the build's log; yields ``update(text)``.
+def _progress(what: str) -> Iterator[Any]:
+    """A rich status line on stderr fed by the build's log; yields ``update(text)``.
 
     Only on a terminal, and only when ``-v`` has not already asked for the log
     itself; otherwise progress goes to the log (``graphtune -v compile ...``).
+    The status writes to a duplicate of stderr's descriptor, so it keeps
+    spinning while TVM's native output is diverted from descriptor 2 (see
+    :func:`compiler.executor.native_output_to_log`).
     """
     build_log = logging.getLogger("compiler._build")
-    if not con.is_terminal or build_log.isEnabledFor(logging.INFO):
+    if build_log.isEnabledFor(logging.INFO) or not _stderr_is_terminal():
         yield lambda text: logging.getLogger(__name__).info("%s", text)
         return
-    with con.status(what) as status:
-        handler = _StatusHandler(status, con)
-        old_level, old_propagate = build_log.level, build_log.propagate
-        build_log.addHandler(handler)
-        build_log.setLevel(logging.INFO)
-        build_log.propagate = False
-        try:
-            yield status.update
-        finally:
-            build_log.removeHandler(handler)
-            build_log.setLevel(old_level)
-            build_log.propagate = old_propagate
-
-
-def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    with os.fdopen(os.dup(2), "w", buffering=1) as stream:
+        con = Console(file=stream, highlight=False)
+        with con.status(what) as status:
+            handler = _StatusHandler(status, con)
+            old_level, old_propagate = build_log.level, build_log.propagate
+            build_log.addHandler(handler)
+            build_log.setLevel(logging.INFO)
+            build_log.propagate = False
+            try:
+                yield status.update
+            finally:
+                build_log.removeHandler(handler)
+                build_log.setLevel(old_level)
+                build_log.propagate = old_propagate
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return os.isatty(2)
+    except OSError:
+        return False
 
 
 def _plural(n: int, word: str) -> str:
