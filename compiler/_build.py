@@ -6,7 +6,9 @@ The schedule comes from one of three places (the TensorTurbo guide's rules):
 * a schedule function built from the manual primitives, such as
   :func:`compiler.schedules.resnet50_schedule`: it is called with the model's
   Relax module and the schedule it records is read back with
-  :func:`compiler.graph_schedule.schedule_of`;
+  :func:`compiler.graph_schedule.schedule_of`, validated, and applied to the
+  model's module like any GraphSchedule (one path from schedule to IR, so a
+  schedule file saved from it builds the identical artifact);
 * ``None``: the active dispatch contexts (``autotune.ApplyHistoryBest``) are
   asked, and when none has the workload the automatic level
   ``config["tb.graph_schedule_level"]`` (default 3) decides.
