@@ -305,6 +305,12 @@ def _batch_rule(
     if op_type == "reshape":
         per_in = lead.elements // (batch)
         return ok(out_mult) if per_in * batch == prod_(out_shape) and out_mult >= 1 else no()
+    if op_type in ("expand_dims", "squeeze"):
+        rank = ndim_out if op_type == "expand_dims" else len(lead.shape)
+        touched = [a % max(rank, 1) for a in axis_list] if axis_list else []
+        if op_type == "squeeze" and not axis_list:
+            touched = [i for i, d in enumerate(lead.shape) if d == 1]
+        return ok(mult) if 0 not in touched and out_mult == mult else no()
     if op_type == "permute_dims":
         perm = attrs.get("axes")
         return ok(mult) if perm is None or ((perm and perm[0] == 0) and out_mult == mult) else no()

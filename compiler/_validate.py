@@ -79,6 +79,13 @@ def _check_group(g: object, graph: Graph, target: Target | None) -> None:
                     f"group {g.name}: op {op.name} ({op.op_type}) mixes samples, so the "
                     "group cannot be split along the batch: use split 1"
                 )
+    if g.split > 1:
+        out_t = group_io(graph, g.ops).outputs[0]
+        if not graph.tensors[out_t].batched:
+            raise ScheduleError(
+                f"group {g.name}: its output {out_t} does not carry the batch, so the group "
+                "cannot be split along the batch: use split 1"
+            )
     if len(g.chunks) != g.split:
         raise ScheduleError(
             f"group {g.name}: split {g.split} needs {g.split} chunk placements, "

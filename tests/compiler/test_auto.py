@@ -99,3 +99,12 @@ def test_core_bind_for(samples: int, expected: tuple[tuple[int, ...], ...]) -> N
     assert len(bind) == len(expected)
     assert all(len(p) == len(e) for p, e in zip(bind, expected))
     assert sorted(c for p in bind for c in p) == list(range(8))
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_zoo_op_splits_along_the_batch(name: str) -> None:
+    """Batch propagation reaches every op and output, so any group may be split."""
+    graph = _graph(name, 4, **MODELS[name])
+    stuck = [op.name for op in graph.ops if not op.batch_separable]
+    unbatched = [op.name for op in graph.ops if not graph.tensors[op.output].batched]
+    assert stuck == [] and unbatched == []
