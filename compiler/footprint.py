@@ -1,0 +1,468 @@
+"""Activation footprint of an op set: how many bytes must sit in L1 while it runs.
+
+Shared by the automatic levels (to size groups and splits) and the simulator
+(capacity checks), so both agree on what fits. Pure Python, no heavy imports;
+results are cached per ``(graph, ops)`` because the tuner asks millions of times.
+
+The model (in the target's compute type, FP16 by default) follows how the NPU
+compiler executes a group: ops run one after another in topological order,
+each tile by tile, and
+
+* **views** (``reshape``, ``squeeze``, ``expand_dims``, ``flatten``) alias their
+  input: no bytes;
+* **fused chains**: an op whose only consumer is the next op, an elementwise
+  one (``add``, ``nn.relu``, ``nn.batch_norm``, ``erf``, ...), hands its output
+  over tile by tile, so the intermediate never exists in full (conv + bn + relu,
+  matmul + bias, the erf-GELU chain);
+* **in place**: a fused chain ending in an elementwise op writes its output over
+  a same-sized tensor that dies in the chain (the residual ``add``);
+* **rolling buffers**: a streaming op (matrix ops, pooling, reductions,
+  ``softmax``, ``layer_norm``, elementwise) whose streamed (first) input dies at
+  it releases input tiles as it writes output tiles, so it needs
+  ``max(input, output)`` instead of the sum;
+* everything else (transposes, concat, gathers) needs its inputs and its output
+  at once;
+* a group input stays live until its last use in the set and is overwritten
+  only if no other group reads it (with ``held=True``, see
+  :attr:`Footprint.held_profile`, inputs stay live to the end and are never
+  overwritten); the group's output stays live to the end.
+
+Bytes are counted per sample for tensors that carry the batch, and whole for
+the rest ("fixed" bytes, replicated on every core that runs the group).
+
+Example:
+    >>> fp = group_footprint(graph, tuple(range(10)))
+    >>> fp.peak_sample_bytes, fp.peak_bytes(samples=2, cores=1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from compiler.optable import op_spec
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph, Op
+
+__all__ = [
+    "Footprint",
+    "Profile",
+    "batched_tensors",
+    "group_footprint",
+    "group_profile",
+    "is_elementwise",
+    "peak_of",
+    "sample_bytes",
+    "streamable_inputs",
+]
+
+VIEW_OPS = frozenset({"reshape", "squeeze", "expand_dims", "flatten", "tuple_get_item"})
+# Vector-unit ops that are not elementwise (they reduce, window or normalise rows).
+_ROW_OPS = frozenset({
+    "sum", "mean", "max", "min", "argmax", "argmin", "nn.softmax", "nn.layer_norm",
+    "nn.max_pool2d", "nn.avg_pool2d", "nn.adaptive_avg_pool2d",
+})
+_NOT_EW = _ROW_OPS | {"vision.roi_align", "vision.roi_pool", "vision.non_max_suppression", "topk"}
+GATHER_OPS = frozenset({"take", "gather_nd"})
+
+_CACHE_KEY = "footprint"
+_BATCHED_KEY = "footprint.batched"
+
+Profile = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Live activation bytes of an op set, per sample (batched) and fixed (unbatched).
+
+    Attributes:
+        peak_sample_bytes: Largest batched live bytes per sample at any op.
+        peak_fixed_bytes: Largest unbatched live bytes at any op.
+        profile: ``(sample_bytes, fixed_bytes)`` live during each op, pruned to the
+            points that can be the maximum for some sample count.
+        held_profile: The same with the group's inputs kept live to the end (what
+            the memory holds when another group still needs an input afterwards).
+        input_sample_bytes: Group inputs (distinct, weights excluded), per sample.
+        input_fixed_bytes: Unbatched group inputs.
+        output_sample_bytes: The group output(s), per sample.
+        output_fixed_bytes: Unbatched group output(s).
+        weight_bytes: Weights loaded into the weight buffer (gather tables excluded).
+        max_op_weight_bytes: Largest weights of a single op (gather tables excluded).
+        gather_sample_bytes: Rows gathered from tables (``take``) per sample; they
+            come from DDR, not through the weight buffer.
+        gather_fixed_bytes: Unbatched gathered bytes.
+        peak_op: Op index where the per-sample peak occurs (-1 for an empty set).
+    """
+
+    peak_sample_bytes: int
+    peak_fixed_bytes: int
+    profile: Profile
+    held_profile: Profile
+    input_sample_bytes: int
+    input_fixed_bytes: int
+    output_sample_bytes: int
+    output_fixed_bytes: int
+    weight_bytes: int
+    max_op_weight_bytes: int
+    gather_sample_bytes: int
+    gather_fixed_bytes: int
+    peak_op: int
+
+    def peak_bytes(self, samples: int = 1, cores: int = 1, held: bool = False) -> int:
+        """Peak bytes on one core when ``samples`` samples are spread over ``cores`` cores.
+
+        The batched part divides over the cores that share the samples; the fixed
+        part is replicated on each.
+
+        Args:
+            samples: Samples the cores process together.
+            cores: Cores sharing those samples.
+            held: Keep the group's inputs live to the end (see :attr:`held_profile`).
+        """
+        return peak_of(self.held_profile if held else self.profile, samples, cores)
+
+
+def is_elementwise(op: Op, graph: Graph) -> bool:
+    """Whether an op maps element to element (fusable as an epilogue, in place)."""
+    if op.op_type in _NOT_EW or op_spec(op.op_type).unit not in ("vector", "special"):
+        return False
+    out = graph.tensors[op.output].elements
+    return all(graph.tensors[t].elements <= out for t in op.inputs)
+
+
+def batched_tensors(graph: Graph) -> frozenset[str]:
+    """Names of the tensors that carry the batch in dim 0.
+
+    ``Tensor.batch_mult`` says so for most tensors; an activation whose dim 0 is
+    a multiple of the batch and whose producer reads a batched tensor is batched
+    too (this covers embedding lookups, whose output the graph view may leave
+    unmarked).
+    """
+    cached = graph._cache.get(_BATCHED_KEY)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    out: set[str] = {n for n, t in graph.tensors.items() if t.batched}
+    for op in graph.ops:
+        t = graph.tensors[op.output]
+        if op.output in out or t.kind != "activation" or not t.shape:
+            continue
+        if t.shape[0] % graph.batch == 0 and any(i in out for i in op.inputs):
+            out.add(op.output)
+    result = frozenset(out)
+    graph._cache[_BATCHED_KEY] = result
+    return result
+
+
+def sample_bytes(graph: Graph, tensor: str) -> tuple[int, int]:
+    """``(bytes per sample, fixed bytes)`` of a tensor: one of the two is zero."""
+    n = graph.nbytes(tensor)
+    if tensor in batched_tensors(graph):
+        return n // graph.batch, 0
+    return 0, n
+
+
+def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:
+    """The activation footprint of an op set (see the module docstring for the model).
+
+    Every input is staged in L1 and the output kept to the end (the conservative
+    case: inputs and output placed in L1); :func:`group_profile` gives the
+    variants where inputs stream in from LLB/DDR or the output streams out.
+
+    Args:
+        graph: The model.
+        ops: Op indices of the set (any order; duplicates ignored).
+
+    Returns:
+        The :class:`Footprint`, cached per graph and op set.
+    """
+    an = _analysis(graph, tuple(sorted(set(ops))))
+    if an.footprint is None:
+        an.footprint = _summary(graph, an)
+    return an.footprint
+
+
+def streamable_inputs(graph: Graph, ops: Iterable[int]) -> frozenset[str]:
+    """Group inputs that can stream from LLB/DDR tile by tile instead of being staged.
+
+    An input streams when a single op of the set reads it, as its streamed (first)
+    operand, and that op consumes it in output order (matrix ops, elementwise,
+    pooling, row-wise normalisation).
+    """
+    return _analysis(graph, tuple(sorted(set(ops)))).streamable
+
+
+def group_profile(
+    graph: Graph,
+    ops: Iterable[int],
+    streamed: frozenset[str] = frozenset(),
+    stream_output: bool = False,
+    held: bool = False,
+) -> Profile:
+    """Live ``(sample bytes, fixed bytes)`` during each op, pruned (see :attr:`Footprint.profile`).
+
+    Args:
+        graph: The model.
+        ops: The op set.
+        streamed: Inputs that stream in from LLB/DDR (a subset of
+            :func:`streamable_inputs`; others are ignored): only a tile is in L1.
+        stream_output: The output goes to LLB/DDR as it is produced: it occupies L1
+            only while ops of the set still read it.
+        held: Inputs stay live to the end and are never overwritten (another step
+            still reads them from this L1).
+    """
+    an = _analysis(graph, tuple(sorted(set(ops))))
+    key = (streamed & an.streamable, stream_output, held)
+    hit = an.profiles.get(key)
+    if hit is None:
+        hit = _profile(graph, an, *key)[0]
+        an.profiles[key] = hit
+    return hit
+
+
+def peak_of(profile: Profile, samples: int = 1, cores: int = 1) -> int:
+    """Peak bytes on one core of a profile for ``samples`` samples shared by ``cores`` cores."""
+    best = 0
+    for s, f in profile:
+        v = -(-s * samples // cores) + f
+        if v > best:
+            best = v
+    return best
+
+
+# ---- the computation ------------------------------------------------------------------
+
+
+class _Analysis:
+    """Structure of an op set: views resolved, fused chains, lifetimes (mutable cache)."""
+
+    __slots__ = ("chains", "footprint", "group_inputs", "last", "ops", "outside_use", "private",
+                 "produced", "profiles", "root", "seq", "size", "streamable", "virtual")
+
+    ops: tuple[int, ...]
+    size: dict[str, tuple[int, int]]
+    root: dict[str, str]
+    seq: list[Op]
+    produced: set[str]
+    outside_use: set[str]
+    group_inputs: list[str]
+    private: frozenset[str]
+    streamable: frozenset[str]
+    virtual: set[str]
+    chains: list[list[int]]
+    last: dict[str, int]
+    profiles: dict[tuple[frozenset[str], bool, bool], Profile]
+    footprint: Footprint | None
+
+    def __init__(self) -> None:
+        self.profiles = {}
+        self.footprint = None
+
+
+def _analysis(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
+    cache: dict[tuple[int, ...], _Analysis] = graph._cache.setdefault(_CACHE_KEY, {})
+    hit = cache.get(ops)
+    if hit is None:
+        hit = _analyse(graph, ops)
+        cache[ops] = hit
+    return hit
+
+
+def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
+    an = _Analysis()
+    an.ops = ops
+    members = set(ops)
+    an.size = {t: sample_bytes(graph, t)
+               for i in ops for t in (*graph.ops[i].inputs, graph.ops[i].output)}
+
+    # views alias their source tensor
+    alias: dict[str, str] = {}
+
+    def root(t: str) -> str:
+        while t in alias:
+            t = alias[t]
+        return t
+
+    seq: list[Op] = []
+    for i in ops:
+        op = graph.ops[i]
+        if op.op_type in VIEW_OPS and len(op.inputs) == 1:
+            alias[op.output] = root(op.inputs[0])
+        else:
+            seq.append(op)
+    an.root = {t: root(t) for t in an.size}
+    an.seq = seq
+    graph_outputs = set(graph.outputs)
+    end = len(seq)
+
+    an.produced = {op.output for op in seq}
+    outside: set[str] = set()
+    for i in ops:
+        out = graph.ops[i].output
+        if out in graph_outputs or any(c not in members for c in graph.consumers.get(out, ())):
+            outside.add(root(out))
+    an.outside_use = outside
+
+    pos: dict[str, list[int]] = {}  # root tensor -> positions (in seq) of its readers
+    for p, op in enumerate(seq):
+        for t in dict.fromkeys(root(x) for x in op.inputs):
+            pos.setdefault(t, []).append(p)
+    an.group_inputs = [t for t in pos if t not in an.produced]
+    # a group input nobody else reads may be overwritten once it dies here
+    an.private = frozenset(
+        t for t in an.group_inputs
+        if t not in graph_outputs and all(c in members for c in graph.consumers.get(t, ()))
+    )
+    an.streamable = frozenset(
+        t for t in an.group_inputs
+        if len(pos[t]) == 1 and _streams_input(seq[pos[t][0]], t, root, graph)
+    )
+
+    # fused chains: seq[p] feeds only seq[p+1], an elementwise op of the same size
+    virtual: set[str] = set()
+    for p in range(end - 1):
+        out = seq[p].output
+        nxt = seq[p + 1]
+        if out in outside or pos.get(out) != [p + 1]:
+            continue
+        if is_elementwise(nxt, graph) and \
+                graph.tensors[nxt.output].elements >= graph.tensors[out].elements:
+            virtual.add(out)
+    an.virtual = virtual
+    chains: list[list[int]] = []
+    for p in range(end):
+        if chains and seq[p - 1].output in virtual:
+            chains[-1].append(p)
+        else:
+            chains.append([p])
+    an.chains = chains
+
+    # last reader of every materialised tensor, in chain units
+    chain_of = {p: c for c, chain in enumerate(chains) for p in chain}
+    an.last = {t: chain_of[ps[-1]] for t, ps in pos.items()}
+    return an
+
+
+def _profile(
+    graph: Graph, an: _Analysis, streamed: frozenset[str], stream_output: bool, held: bool
+) -> tuple[Profile, int, int, int]:
+    """(pruned profile, peak sample bytes, peak fixed bytes, op index of the peak)."""
+    size, root, seq = an.size, an.root, an.seq
+    zero = (0, 0)
+    last = dict(an.last)
+    n_chains = len(an.chains)
+    for t in an.outside_use:
+        if not stream_output:
+            last[t] = n_chains
+    live_s = live_f = 0
+    for t in an.group_inputs:
+        if t in streamed:
+            continue
+        s, f = size.get(t, zero)
+        live_s += s
+        live_f += f
+    points: list[tuple[int, int]] = []
+    best_s, best_f, best_op = 0, 0, -1
+    for c, chain in enumerate(an.chains):
+        out = seq[chain[-1]].output
+        out_s, out_f = size[out]
+        if stream_output and out in an.outside_use and last.get(out, c) <= c:
+            out_s = out_f = 0  # written out tile by tile, nobody here reads it later
+        dying: dict[str, None] = {}
+        for p in chain:
+            for t in seq[p].inputs:
+                r = root[t]
+                if r in an.virtual or r in streamed or last.get(r) != c:
+                    continue
+                if held and r not in an.produced:
+                    continue
+                dying[r] = None
+        reusable = [t for t in dying if t in an.produced or (t in an.private and not held)]
+        anchor = seq[chain[0]]
+        first = root[anchor.inputs[0]] if anchor.inputs else None
+        during_s, during_f = live_s + out_s, live_f + out_f
+        if len(chain) > 1 or is_elementwise(seq[chain[-1]], graph):
+            # in place over a same-sized tensor that dies in the chain
+            if any(size[t][0] >= out_s and size[t][1] >= out_f for t in reusable):
+                during_s, during_f = live_s, live_f
+        if (during_s, during_f) != (live_s, live_f) and first in reusable \
+                and _streams(anchor, graph):
+            in_s, in_f = size[first]
+            during_s = live_s - in_s + max(in_s, out_s)
+            during_f = live_f - in_f + max(in_f, out_f)
+        points.append((during_s, during_f))
+        if during_s > best_s:
+            best_s, best_op = during_s, anchor.index
+        best_f = max(best_f, during_f)
+        for t in dying:
+            s, f = size.get(t, zero)
+            live_s -= s
+            live_f -= f
+        if last.get(out, c) > c:
+            live_s += out_s
+            live_f += out_f
+    return _prune(points), best_s, best_f, best_op
+
+
+def _summary(graph: Graph, an: _Analysis) -> Footprint:
+    prof, peak_s, peak_f, peak_op = _profile(graph, an, frozenset(), False, False)
+    held_prof = _profile(graph, an, frozenset(), False, True)[0]
+    an.profiles[(frozenset(), False, False)] = prof
+    an.profiles[(frozenset(), False, True)] = held_prof
+    zero = (0, 0)
+    in_s = sum(an.size.get(t, zero)[0] for t in an.group_inputs)
+    in_f = sum(an.size.get(t, zero)[1] for t in an.group_inputs)
+    out_s = sum(an.size[t][0] for t in an.outside_use if t in an.size)
+    out_f = sum(an.size[t][1] for t in an.outside_use if t in an.size)
+    w_total = w_max = g_s = g_f = 0
+    for i in an.ops:
+        op = graph.ops[i]
+        if op.op_type in GATHER_OPS:
+            s, f = an.size[op.output]
+            g_s += s
+            g_f += f
+            continue
+        w = graph.weight_bytes_of(op)
+        w_total += w
+        w_max = max(w_max, w)
+    return Footprint(
+        peak_sample_bytes=peak_s,
+        peak_fixed_bytes=peak_f,
+        profile=prof,
+        held_profile=held_prof,
+        input_sample_bytes=in_s,
+        input_fixed_bytes=in_f,
+        output_sample_bytes=out_s,
+        output_fixed_bytes=out_f,
+        weight_bytes=w_total,
+        max_op_weight_bytes=w_max,
+        gather_sample_bytes=g_s,
+        gather_fixed_bytes=g_f,
+        peak_op=peak_op,
+    )
+
+
+def _streams(op: Op, graph: Graph) -> bool:
+    """Whether an op consumes its first input tile by tile in output order."""
+    unit = op_spec(op.op_type).unit
+    return unit == "matrix" or op.op_type in _ROW_OPS or is_elementwise(op, graph)
+
+
+def _streams_input(op: Op, t: str, root: Callable[[str], str], graph: Graph) -> bool:
+    """Whether ``op`` reads tensor ``t`` once, tile by tile in output order."""
+    roots = [root(x) for x in op.inputs]
+    if roots.count(t) != 1:
+        return False
+    if is_elementwise(op, graph):
+        return True  # every operand is read at the output tile's position
+    return roots[0] == t and _streams(op, graph)
+
+
+def _prune(points: Sequence[tuple[int, int]]) -> Profile:
+    """Keep the points not dominated in both coordinates (the only possible maxima)."""
+    out: list[tuple[int, int]] = []
+    for s, f in sorted(set(points), key=lambda p: (-p[0], -p[1])):
+        if not out or f > max(q[1] for q in out):
+            out.append((s, f))
+    return tuple(out)

@@ -1,0 +1,571 @@
+"""The simulation loop: steps in schedule order on shared resources, with capacity checks.
+
+For each step of ``schedule.order`` (one cluster; core ids within it):
+
+1. **Capacity** (program order): L1 of each core holds the live L1-placed outputs
+   of earlier steps (until their last consumer step ends) plus, for a group
+   chunk, its working set (:func:`compiler.footprint.group_footprint` for its
+   samples per part over its cores per part) minus input bytes already on the
+   core; a transfer's result reuses source bytes that die with it (in place).
+   The LLB holds the live LLB-placed outputs. An overflow ends the simulation
+   with a :class:`~sim._result.SimError`.
+2. **Loads**: inputs that are not already on the step's cores (another core's L1
+   over the NoC, the LLB, DDR), gathered table rows and the first weight tile, as
+   one reservation on every resource they cross. They may start while the
+   previous step on those cores still computes (prefetch, double buffering)
+   when that step's L1 use plus the incoming bytes fit in L1; otherwise they
+   wait for it to end.
+3. **Compute** on the step's cores (synchronised) once loads are done and the
+   cores are free; the remaining weights stream from DDR through the LLB
+   (broadcast) during compute and the step cannot end before they are in.
+4. **Stores** of outputs placed in LLB or DDR start when compute ends (the next
+   step may compute meanwhile); consumers wait for them.
+
+Transfers (split/concat) are loads and nothing else. Reservations are first come,
+first served by ready time (:class:`~sim._resources.Reservations`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from compiler.errors import ScheduleError
+from compiler.footprint import (
+    Footprint,
+    group_footprint,
+    group_profile,
+    peak_of,
+    sample_bytes,
+    streamable_inputs,
+)
+from compiler.plan import chunk_dag, group_io
+from sim._bound import lower_bound_cycles
+from sim._model import ComputeCost, group_cost
+from sim._moves import Layout, MovePlan, fixed_plan, move_plan
+from sim._resources import Chip, Reservations, chip_of
+from sim._result import DmaEvent, SimError, SimResult, StepRecord
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule, Group, Transfer
+    from compiler.target import Target
+
+__all__ = ["run"]
+
+Node = tuple[str, str, int]
+_MODEL_INPUT = -1
+_MOVE_CACHE_LIMIT = 200_000
+
+
+@dataclass(frozen=True)
+class _GroupStatic:
+    """What a group's op set costs regardless of placement (cached per graph)."""
+
+    footprint: Footprint
+    inputs: tuple[tuple[str, int, int], ...]  # (tensor, bytes per sample, fixed bytes)
+    output: str
+    out_sample: int
+    out_fixed: int
+    weights: int
+    first_tile: int
+    streamable: frozenset[str]
+
+
+def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupStatic:
+    cache: dict[tuple[object, ...], _GroupStatic] = graph._cache.setdefault("sim.group", {})
+    key = (ops, half_wb)
+    hit = cache.get(key)
+    if hit is None:
+        io = group_io(graph, ops)
+        fp = group_footprint(graph, ops)
+        first = 0
+        for i in ops:
+            w = fp.weight_bytes and graph.weight_bytes_of(graph.ops[i])
+            if w and graph.ops[i].op_type not in ("take", "gather_nd"):
+                first = w
+                break
+        out = io.outputs[0]
+        osb, ofb = sample_bytes(graph, out)
+        hit = _GroupStatic(
+            fp, tuple((t, *sample_bytes(graph, t)) for t in io.inputs), out, osb, ofb,
+            fp.weight_bytes, int(min(first, half_wb, fp.weight_bytes)),
+            streamable_inputs(graph, ops),
+        )
+        cache[key] = hit
+    return hit
+
+
+@lru_cache(maxsize=32)
+def _move_cache(target: Target) -> dict[object, MovePlan]:
+    return {}
+
+
+class _Flows:
+    """Accumulates resource -> bytes and per-core arrivals of one reservation."""
+
+    __slots__ = ("ddr", "flows", "hops", "incoming", "noc", "staying")
+
+    def __init__(self) -> None:
+        self.flows: dict[int, float] = {}
+        self.incoming: dict[int, float] = {}
+        self.staying: dict[int, float] = {}
+        self.noc = 0.0
+        self.ddr = 0.0
+        self.hops = 0
+
+    def add(self, plan: MovePlan, nbytes: float) -> None:
+        if nbytes <= 0:
+            return
+        f = self.flows
+        for r, c in plan.flows:
+            f[r] = f.get(r, 0.0) + c * nbytes
+        for r, c in plan.incoming:
+            self.incoming[r] = self.incoming.get(r, 0.0) + c * nbytes
+        for r, c in plan.staying:
+            self.staying[r] = self.staying.get(r, 0.0) + c * nbytes
+        self.noc += plan.noc * nbytes
+        self.ddr += plan.ddr * nbytes
+        if plan.hops > self.hops:
+            self.hops = plan.hops
+
+
+class _Sim:
+    """One simulation's state (lives for one ``run`` call)."""
+
+    def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target, record: bool) -> None:
+        self.g, self.s, self.t = graph, schedule, target
+        self.chip: Chip = chip_of(target)
+        self.moves = _move_cache(target)
+        if len(self.moves) > _MOVE_CACHE_LIMIT:
+            self.moves.clear()
+        self.res = Reservations(self.chip, record)
+        n = self.chip.cores
+        self.n = n
+        self.l1_cap = target.l1.data_bytes
+        self.llb_cap = target.llb.bytes
+        self.half_wb = target.l1.weight_bytes / 2
+        self.setup = target.dma.setup_cycles
+        self.ddr_lat = target.ddr.latency_cycles
+        self.hop_lat = target.noc.hop_latency_cycles
+        # timing state
+        self.core_start = [0.0] * n
+        self.core_free = [0.0] * n
+        self.core_usage = [0.0] * n
+        self.mme = [0.0] * n
+        self.vme = [0.0] * n
+        # memory state: node index -> (per-core L1 bytes, LLB bytes, name)
+        self.l1_live = [0.0] * n
+        self.llb_live = 0.0
+        self.peak_l1 = [0.0] * n
+        self.peak_llb = 0.0
+        self.resident: dict[int, tuple[dict[int, float], float, str]] = {}
+        self.noc_bytes = 0.0
+        self.weight_bytes = 0.0
+        self.records: list[list[object]] = []
+
+    # ---- reservations ------------------------------------------------------------
+    def latency_of(self, fl: _Flows) -> float:
+        lat = self.setup + fl.hops * self.hop_lat
+        if fl.ddr > 0:
+            lat += self.ddr_lat
+        return lat
+
+    # ---- the run ---------------------------------------------------------------------
+    def run(self) -> SimResult | SimError:
+        g, s, _t = self.g, self.s, self.t
+        deps, outs = chunk_dag(g, s)
+        order: list[Node] = [
+            ("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0) for st in s.order
+        ]
+        pos = {node: i for i, node in enumerate(order)}
+        end_pos = len(order)
+        last = list(range(end_pos))
+        for node, ds in deps.items():
+            for d in ds:
+                if pos[node] > last[pos[d]]:
+                    last[pos[d]] = pos[node]
+        out_nodes = {pos[o] for o in outs}
+        for o in out_nodes:
+            last[o] = end_pos
+        self.expire: dict[int, list[int]] = {}
+        for i, lu in enumerate(last):
+            self.expire.setdefault(lu, []).append(i)
+        self.last = last
+        self.ready = [0.0] * end_pos
+        self.rec_of: dict[int, int] = {}
+        groups = {gr.name: gr for gr in s.groups}
+        transfers = {tr.name: tr for tr in s.transfers}
+        self.layouts: list[Layout] = []
+        self.provides: list[str] = []
+        self.cores_of: list[tuple[int, ...]] = []
+        for node in order:
+            if node[0] == "g":
+                gr = groups[node[1]]
+                self.layouts.append(_group_layout(gr, node[2], g.batch))
+                self.provides.append(_group_static(g, gr.ops, self.half_wb).output)
+                self.cores_of.append(gr.chunks[node[2]].cores)
+            else:
+                tr = transfers[node[1]]
+                self.layouts.append(_transfer_layout(tr, g.batch))
+                self.provides.append(tr.tensor)
+                self.cores_of.append(tr.placement.cores)
+        for i, node in enumerate(order):
+            dep_idx = [pos[d] for d in deps.get(node, [])]
+            if node[0] == "g":
+                gr = groups[node[1]]
+                err = self.group_step(i, gr, node[2], dep_idx)
+            else:
+                err = self.transfer_step(i, transfers[node[1]], dep_idx)
+            if err is not None:
+                return err
+        for o in sorted(out_nodes):
+            self.final_store(o)
+        return self.result(end_pos)
+
+    # ---- memory -------------------------------------------------------------------------
+    def node_l1(self, i: int) -> dict[int, float]:
+        """Per-core L1 bytes of node ``i``'s output (its layout must be L1)."""
+        sb, fb = sample_bytes(self.g, self.provides[i])
+        per: dict[int, float] = {}
+        for _, spp, parts in self.layouts[i][1]:
+            for part in parts:
+                share = spp * sb / len(part)
+                for c in part:
+                    per[c] = per.get(c, 0.0) + share + fb
+        return per
+
+    def node_total(self, i: int) -> float:
+        sb, fb = sample_bytes(self.g, self.provides[i])
+        return sum(spp * len(parts) for _, spp, parts in self.layouts[i][1]) * sb + fb
+
+    def allocate(self, i: int) -> None:
+        if self.last[i] <= i:
+            return
+        scope = self.layouts[i][0]
+        if scope == "L1":
+            per = self.node_l1(i)
+            for c, b in per.items():
+                self.l1_live[c] += b
+            self.resident[i] = (per, 0.0, self.label(i))
+        elif scope == "LLB":
+            b = self.node_total(i)
+            self.llb_live += b
+            self.resident[i] = ({}, b, self.label(i))
+
+    def release(self, k: int) -> None:
+        for i in self.expire.get(k, ()):
+            item = self.resident.pop(i, None)
+            if item is None:
+                continue
+            for c, b in item[0].items():
+                self.l1_live[c] -= b
+            self.llb_live -= item[1]
+
+    def label(self, i: int) -> str:
+        st = self.s.order[i]
+        return f"{st.name}[{st.chunk}]" if st.kind == "group" else st.name
+
+    def l1_error(self, k: int, c: int, needed: float, work: float) -> SimError:
+        live = [(f"{name} ({self.provides[i]})", int(per.get(c, 0.0)))
+                for i, (per, _, name) in self.resident.items() if per.get(c, 0.0) > 0]
+        if work > 0:
+            live.append((f"{self.label(k)} working set", int(work)))
+        live.sort(key=lambda x: -x[1])
+        step = self.label(k)
+        what = ", ".join(f"{n} {b}" for n, b in live[:4])
+        return SimError(
+            "capacity",
+            f"L1 of core {c} overflows at {step}: needs {int(needed)} bytes, has "
+            f"{self.l1_cap} (live: {what})",
+            f"L1 of core {c}", step, int(needed), self.l1_cap, tuple(live),
+            self.t.cycles_to_us(lower_bound_cycles(self.g, self.g.batch, self.t)),
+        )
+
+    def llb_error(self, k: int, needed: float) -> SimError:
+        live = sorted(((f"{name} ({self.provides[i]})", int(b))
+                       for i, (_, b, name) in self.resident.items() if b > 0), key=lambda x: -x[1])
+        step = self.label(k)
+        what = ", ".join(f"{n} {b}" for n, b in live[:4])
+        return SimError(
+            "capacity",
+            f"LLB of cluster 0 overflows at {step}: needs {int(needed)} bytes, has "
+            f"{self.llb_cap} (live: {what})",
+            "LLB of cluster 0", step, int(needed), self.llb_cap, tuple(live),
+            self.t.cycles_to_us(lower_bound_cycles(self.g, self.g.batch, self.t)),
+        )
+
+    # ---- steps ----------------------------------------------------------------------------
+    def inputs_flows(
+        self, k: int, dep_idx: list[int], tensors: tuple[tuple[str, int, int], ...],
+        dst: Layout, dst_cores: tuple[int, ...], streamable: frozenset[str],
+    ) -> tuple[_Flows, _Flows, frozenset[str], float, bool]:
+        """Flows bringing ``tensors`` from their providers to layout ``dst``.
+
+        Returns the staged loads, the streamed loads (inputs in LLB/DDR that the
+        step reads tile by tile), the names streamed, when the data is ready, and
+        whether an L1 input must be held (a later step still reads it).
+        """
+        staged, streamed = _Flows(), _Flows()
+        names: list[str] = []
+        by_tensor = {self.provides[d]: d for d in dep_idx}
+        ready = 0.0
+        held = False
+        for name, sb, fb in tensors:
+            d = by_tensor.get(name, _MODEL_INPUT)
+            if d == _MODEL_INPUT:
+                src: Layout = ("DDR", ((0, self.g.batch, ((-1,),)),))
+                src_cores: tuple[int, ...] = ()
+            else:
+                ready = max(ready, self.ready[d])
+                src = self.layouts[d]
+                src_cores = self.cores_of[d]
+                if src[0] == "L1" and self.last[d] > k:
+                    held = True
+            fl = staged
+            if src[0] != "L1" and name in streamable:
+                fl = streamed
+                names.append(name)
+            if sb:
+                fl.add(move_plan(self.chip, src, dst, self.moves), sb)
+            if fb:
+                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves), fb)
+        return staged, streamed, frozenset(names), ready, held
+
+    def gate(self, cores: tuple[int, ...], incoming: dict[int, float]) -> float:
+        """Earliest load start allowed by L1 room on the destination cores."""
+        gate = 0.0
+        for c in cores:
+            inc = incoming.get(c, 0.0)
+            if inc <= 0:
+                continue
+            t = self.core_start[c] if self.core_usage[c] + inc <= self.l1_cap else self.core_free[c]
+            if t > gate:
+                gate = t
+        return gate
+
+    def group_step(self, k: int, gr: Group, chunk: int, dep_idx: list[int]) -> SimError | None:
+        place = gr.chunks[chunk]
+        parts = place.core_bind
+        cores = self.cores_of[k]
+        samples = self.g.batch // gr.split
+        spp = samples // len(parts)
+        cpp = len(parts[0])
+        info = _group_static(self.g, gr.ops, self.half_wb)
+        cost: ComputeCost = group_cost(self.g, gr.ops, spp, cpp, self.t, len(cores))
+        stage: Layout = ("L1", self.layouts[k][1])
+        fl, st, streamed, data_ready, held = self.inputs_flows(
+            k, dep_idx, info.inputs, stage, cores, info.streamable)
+        out_off = place.mem_scope != "L1"
+        # capacity (program order)
+        prof = group_profile(self.g, gr.ops, streamed, out_off, held)
+        work = float(peak_of(prof, spp, cpp))
+        usage: dict[int, float] = {}
+        for c in cores:
+            u = self.l1_live[c] - fl.staying.get(c, 0.0) + work
+            usage[c] = u
+            if u > self.l1_cap:
+                return self.l1_error(k, c, u, work)
+            if u > self.peak_l1[c]:
+                self.peak_l1[c] = u
+        if place.mem_scope == "LLB":
+            need = self.llb_live + self.node_total(k)
+            if need > self.llb_cap:
+                return self.llb_error(k, need)
+            self.peak_llb = max(self.peak_llb, need)
+        # gathered rows: each core fetches its own from DDR before it starts
+        fp = info.footprint
+        if fp.gather_sample_bytes or fp.gather_fixed_bytes:
+            per_core = spp * fp.gather_sample_bytes / cpp + fp.gather_fixed_bytes
+            ddr = self.chip.ddr
+            for c in cores:
+                fl.flows[c] = fl.flows.get(c, 0.0) + per_core
+                fl.incoming[c] = fl.incoming.get(c, 0.0) + per_core
+            fl.flows[ddr] = fl.flows.get(ddr, 0.0) + per_core * len(cores)
+            fl.ddr += per_core * len(cores)
+            self.weight_bytes += per_core * len(cores)
+        # the first weight tile is loaded (double-buffered) before compute, the rest streams
+        if info.first_tile:
+            for r, b in self.weight_flows(info.first_tile, cores).items():
+                fl.flows[r] = fl.flows.get(r, 0.0) + b
+            fl.ddr += info.first_tile
+        rest = info.weights - info.first_tile
+        if rest > 0:
+            for r, b in self.weight_flows(rest, cores).items():
+                st.flows[r] = st.flows.get(r, 0.0) + b
+            st.ddr += rest
+        if out_off:
+            st.add(move_plan(self.chip, stage, self.layouts[k], self.moves), info.out_sample)
+            if info.out_fixed:
+                st.add(fixed_plan(self.chip, "L1", cores, place.mem_scope, cores, self.moves),
+                       info.out_fixed)
+        self.noc_bytes += fl.noc + st.noc
+        # timing
+        label = self.label(k)
+        load_ready = max(data_ready, self.gate(cores, fl.incoming))
+        ls, le = self.res.reserve(f"{label} load", fl.flows, load_ready, self.latency_of(fl))
+        start = le
+        for c in cores:
+            if self.core_free[c] > start:
+                start = self.core_free[c]
+        end = start + cost.cycles
+        if st.flows:
+            _, send = self.res.reserve(f"{label} stream", st.flows, start, self.latency_of(st))
+            end = max(end, send)
+        for c in cores:
+            self.core_start[c] = start
+            self.core_free[c] = end
+            self.core_usage[c] = usage[c]
+            self.mme[c] += cost.mme_cycles
+            self.vme[c] += cost.vme_cycles
+        self.rec_of[k] = len(self.records)
+        self.records.append([label, "group", cores, ls, le, start, end, end, cost.mme_cycles,
+                             cost.vme_cycles, int(max(usage.values(), default=0.0)),
+                             place.mem_scope])
+        self.ready[k] = end
+        self.release(k)
+        self.allocate(k)
+        return None
+
+    def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> dict[int, float]:
+        """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""
+        if nbytes <= 0:
+            return {}
+        chip = self.chip
+        flows = {c: float(nbytes) for c in cores}
+        if self.t.llb.broadcast:
+            flows[chip.ddr] = float(nbytes)
+            flows[chip.llb] = 2.0 * nbytes
+            self.weight_bytes += nbytes
+        else:
+            flows[chip.ddr] = float(nbytes) * len(cores)
+            self.weight_bytes += nbytes * len(cores)
+        return flows
+
+    def transfer_step(self, k: int, tr: Transfer, dep_idx: list[int]) -> SimError | None:
+        dst = self.layouts[k]
+        cores = self.cores_of[k]
+        sb, fb = sample_bytes(self.g, tr.tensor)
+        fl = _Flows()
+        data_ready = 0.0
+        srcs = dep_idx or [_MODEL_INPUT]
+        for d in srcs:
+            if d == _MODEL_INPUT:
+                src: Layout = ("DDR", ((0, self.g.batch, ((-1,),)),))
+                src_cores: tuple[int, ...] = ()
+            else:
+                data_ready = max(data_ready, self.ready[d])
+                src = self.layouts[d]
+                src_cores = self.cores_of[d]
+            if sb:
+                fl.add(move_plan(self.chip, src, dst, self.moves), sb)
+            if fb:
+                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], cores, self.moves), fb)
+        # capacity: sources dying here are reused in place
+        self.release(k)
+        self.allocate(k)
+        if dst[0] == "L1":
+            for c in cores:
+                u = self.l1_live[c]
+                if u > self.l1_cap:
+                    return self.l1_error(k, c, u, 0.0)
+                if u > self.peak_l1[c]:
+                    self.peak_l1[c] = u
+        elif dst[0] == "LLB":
+            if self.llb_live > self.llb_cap:
+                return self.llb_error(k, self.llb_live)
+            self.peak_llb = max(self.peak_llb, self.llb_live)
+        self.noc_bytes += fl.noc
+        label = self.label(k)
+        ready = max(data_ready, self.gate(cores, fl.incoming) if dst[0] == "L1" else 0.0)
+        ls, le = self.res.reserve(label, fl.flows, ready, self.latency_of(fl))
+        self.ready[k] = le
+        self.rec_of[k] = len(self.records)
+        usage = max((self.l1_live[c] for c in cores), default=0.0) if dst[0] == "L1" else 0.0
+        self.records.append([label, "transfer", cores, ls, le, ls, le, le, 0.0, 0.0, int(usage),
+                             dst[0]])
+        return None
+
+    def final_store(self, i: int) -> None:
+        """Model outputs not placed in DDR go back to DDR for the host."""
+        lay = self.layouts[i]
+        if lay[0] == "DDR":
+            return
+        sb, fb = sample_bytes(self.g, self.provides[i])
+        fl = _Flows()
+        fl.add(move_plan(self.chip, lay, ("DDR", lay[1]), self.moves), sb)
+        if fb:
+            fl.add(fixed_plan(self.chip, lay[0], self.cores_of[i], "DDR", (), self.moves), fb)
+        _, end = self.res.reserve(f"{self.label(i)} output", fl.flows, self.ready[i],
+                                  self.latency_of(fl))
+        self.ready[i] = end
+        self.records[self.rec_of[i]][7] = end
+
+    # ---- result -----------------------------------------------------------------------------
+    def result(self, n_steps: int) -> SimResult:
+        t, chip, res = self.t, self.chip, self.res
+        end = max([0.0, *self.ready, *self.core_free])
+        launch = t.host.launch_overhead_us * t.clock_hz / 1e6
+        latency = end + launch
+        busy: dict[str, float] = {}
+        for c in range(self.n):
+            busy[f"core{c}.mme"] = self.mme[c]
+            busy[f"core{c}.vme"] = self.vme[c]
+        for r, name in enumerate(chip.names):
+            busy[name] = res.busy[r]
+        bw = chip.bytes_per_cycle
+        us = t.cycles_to_us(latency)
+        batch = self.g.batch
+        per_s = batch / (us * 1e-6) if us > 0 else 0.0
+        steps = tuple(StepRecord(*rec) for rec in self.records)  # type: ignore[arg-type]
+        events = tuple(
+            DmaEvent(label, chip.names[r], start, d)
+            for label, start, spans in res.events for r, d in spans
+        ) if res.record else ()
+        return SimResult(
+            status="ok",
+            batch=batch,
+            clock_hz=t.clock_hz,
+            latency_cycles=latency,
+            latency_us=us,
+            throughput_per_s=per_s,
+            chip_throughput_per_s=per_s * t.chip.clusters,
+            lower_bound_us=t.cycles_to_us(lower_bound_cycles(self.g, batch, t)),
+            busy_cycles=busy,
+            peak_l1_bytes=int(max(self.peak_l1, default=0.0)),
+            peak_l1_bytes_per_core=tuple(int(x) for x in self.peak_l1),
+            peak_llb_bytes=int(self.peak_llb),
+            ddr_bytes=res.busy[chip.ddr] * bw[chip.ddr],
+            noc_bytes=self.noc_bytes,
+            llb_bytes=res.busy[chip.llb] * bw[chip.llb],
+            weight_bytes_loaded=self.weight_bytes,
+            steps=steps,
+            dma_events=events,
+        )
+
+
+def _group_layout(gr: Group, chunk: int, batch: int) -> Layout:
+    samples = batch // gr.split
+    place = gr.chunks[chunk]
+    parts = place.core_bind
+    return (place.mem_scope, ((chunk * samples, samples // len(parts), parts),))
+
+
+def _transfer_layout(tr: Transfer, batch: int) -> Layout:
+    samples = batch // tr.dst_factor
+    parts = tr.placement.core_bind
+    spp = samples // len(parts)
+    return (tr.placement.mem_scope,
+            tuple((d * samples, spp, parts) for d in tr.dst_chunks))
+
+
+def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = True
+        ) -> SimResult | SimError:
+    """Validate and simulate; never raises for a bad schedule (see the module doc)."""
+    bound_us = target.cycles_to_us(lower_bound_cycles(graph, graph.batch, target))
+    try:
+        schedule.validate(graph, target)
+    except ScheduleError as exc:
+        return SimError("invalid", str(exc), lower_bound_us=bound_us)
+    return _Sim(graph, schedule, target, record).run()

@@ -1,0 +1,199 @@
+"""Where bytes go when a tensor moves from one placement to another.
+
+A *layout* says where a node's output lives: its memory scope and *pieces*,
+each ``(first sample, samples per part, parts)``; part ``p`` of a piece holds
+samples ``first + p*spp .. first + (p+1)*spp`` and a sample held by a part of
+``k`` cores is cut in ``k`` equal slices, slice ``i`` on the part's ``i``-th
+core. A group chunk has one piece; a split transfer has one per output chunk.
+
+:func:`move_plan` compares a source and a destination layout sample by sample
+range and returns, per byte of one sample, what every resource carries:
+
+* L1 -> L1: each destination core needs its slice; overlapping bytes already on
+  that core stay (free; in place), the rest comes from the source cores over
+  the NoC (source DMA port, XY links, destination DMA port);
+* LLB or DDR -> L1: the LLB port or DDR channel plus the destination port;
+* L1 -> LLB or DDR: the source port plus the LLB port or DDR channel;
+* LLB <-> DDR: the system DMAs (LLB port and DDR channel);
+* the same off-core scope: a view, nothing moves.
+
+Plans are linear in the bytes per sample, so they are cached per layout pair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim._resources import Chip
+
+__all__ = ["Layout", "MovePlan", "fixed_plan", "move_plan"]
+
+Piece = tuple[int, int, tuple[tuple[int, ...], ...]]
+Layout = tuple[str, tuple[Piece, ...]]
+
+
+@dataclass(frozen=True)
+class MovePlan:
+    """Coefficients (per byte of one sample, or per byte of a fixed tensor).
+
+    Attributes:
+        flows: Resource id -> bytes carried.
+        incoming: Destination core -> bytes arriving in its L1.
+        staying: Destination core -> bytes already in its L1 (reused in place).
+        noc: Bytes crossing the NoC between cores.
+        ddr: Bytes through the DDR channel.
+        hops: Most links on one route (for the hop latency).
+    """
+
+    flows: tuple[tuple[int, float], ...]
+    incoming: tuple[tuple[int, float], ...]
+    staying: tuple[tuple[int, float], ...]
+    noc: float
+    ddr: float
+    hops: int
+
+
+_EMPTY = MovePlan((), (), (), 0.0, 0.0, 0)
+
+
+def _parts(pieces: tuple[Piece, ...]) -> list[tuple[int, int, tuple[int, ...]]]:
+    out = []
+    for first, spp, parts in pieces:
+        for p, cores in enumerate(parts):
+            lo = first + p * spp
+            out.append((lo, lo + spp, cores))
+    out.sort()
+    return out
+
+
+def _slices(src: tuple[int, ...], dst: tuple[int, ...]) -> list[tuple[int, int, float]]:
+    """``(src core, dst core, fraction of a sample)`` for equal contiguous slices."""
+    out = []
+    ks, kd = len(src), len(dst)
+    for j, d in enumerate(dst):
+        lo, hi = j / kd, (j + 1) / kd
+        for i, s in enumerate(src):
+            a, b = max(lo, i / ks), min(hi, (i + 1) / ks)
+            if b > a:
+                out.append((s, d, b - a))
+    return out
+
+
+def move_plan(chip: Chip, src: Layout, dst: Layout, cache: dict[object, MovePlan]) -> MovePlan:
+    """Per-sample-byte movement from layout ``src`` to layout ``dst`` (see module doc)."""
+    key = (src, dst)
+    hit = cache.get(key)
+    if hit is None:
+        hit = _plan(chip, src, dst)
+        cache[key] = hit
+    return hit
+
+
+def _plan(chip: Chip, src: Layout, dst: Layout) -> MovePlan:
+    s_scope, d_scope = src[0], dst[0]
+    if s_scope == d_scope and s_scope != "L1":
+        return _EMPTY
+    flows: dict[int, float] = {}
+    incoming: dict[int, float] = {}
+    staying: dict[int, float] = {}
+    noc = 0.0
+    hops = 0
+    off = {"LLB": chip.llb, "DDR": chip.ddr}
+    s_parts, d_parts = _parts(src[1]), _parts(dst[1])
+    i = 0
+    for d_lo, d_hi, d_cores in d_parts:
+        while i < len(s_parts) and s_parts[i][1] <= d_lo:
+            i += 1
+        j = i
+        while j < len(s_parts) and s_parts[j][0] < d_hi:
+            s_lo, s_hi, s_cores = s_parts[j]
+            n = min(s_hi, d_hi) - max(s_lo, d_lo)
+            j += 1
+            if n <= 0:
+                continue
+            if s_scope == "L1" and d_scope == "L1":
+                for a, b, frac in _slices(s_cores, d_cores):
+                    nb = n * frac
+                    if a == b:
+                        staying[b] = staying.get(b, 0.0) + nb
+                        continue
+                    incoming[b] = incoming.get(b, 0.0) + nb
+                    flows[a] = flows.get(a, 0.0) + nb
+                    flows[b] = flows.get(b, 0.0) + nb
+                    route = chip.routes[(a, b)]
+                    for link in route:
+                        flows[link] = flows.get(link, 0.0) + nb
+                    noc += nb
+                    hops = max(hops, len(route))
+            elif d_scope == "L1":
+                r = off[s_scope]
+                flows[r] = flows.get(r, 0.0) + n
+                for c in d_cores:
+                    flows[c] = flows.get(c, 0.0) + n / len(d_cores)
+                    incoming[c] = incoming.get(c, 0.0) + n / len(d_cores)
+            elif s_scope == "L1":
+                r = off[d_scope]
+                flows[r] = flows.get(r, 0.0) + n
+                for c in s_cores:
+                    flows[c] = flows.get(c, 0.0) + n / len(s_cores)
+            else:  # LLB <-> DDR through the system DMAs
+                flows[chip.llb] = flows.get(chip.llb, 0.0) + n
+                flows[chip.ddr] = flows.get(chip.ddr, 0.0) + n
+    return MovePlan(
+        tuple(flows.items()), tuple(incoming.items()), tuple(staying.items()), noc,
+        flows.get(chip.ddr, 0.0), hops,
+    )
+
+
+def fixed_plan(
+    chip: Chip, src_scope: str, src_cores: tuple[int, ...], dst_scope: str,
+    dst_cores: tuple[int, ...], cache: dict[object, MovePlan],
+) -> MovePlan:
+    """Movement of an unbatched tensor (every destination core needs all of it).
+
+    An unbatched L1 tensor is replicated on every core that computed it; a core
+    without a copy gets one from the first source core.
+    """
+    key = ("fixed", src_scope, src_cores, dst_scope, dst_cores)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    if src_scope == dst_scope and src_scope != "L1":
+        cache[key] = _EMPTY
+        return _EMPTY
+    flows: dict[int, float] = {}
+    incoming: dict[int, float] = {}
+    staying: dict[int, float] = {}
+    noc, hops = 0.0, 0
+    off = {"LLB": chip.llb, "DDR": chip.ddr}
+    targets = dst_cores if dst_scope == "L1" else (-1,)
+    for c in targets:
+        if src_scope == "L1":
+            if c in src_cores:
+                staying[c] = 1.0
+                continue
+            a = src_cores[0]
+            flows[a] = flows.get(a, 0.0) + 1.0
+            if c >= 0:
+                route = chip.routes[(a, c)]
+                flows[c] = flows.get(c, 0.0) + 1.0
+                incoming[c] = 1.0
+                for link in route:
+                    flows[link] = flows.get(link, 0.0) + 1.0
+                noc += 1.0
+                hops = max(hops, len(route))
+            else:
+                r = off[dst_scope]
+                flows[r] = flows.get(r, 0.0) + 1.0
+        elif c >= 0:
+            r = off[src_scope]
+            flows[r] = flows.get(r, 0.0) + 1.0
+            flows[c] = flows.get(c, 0.0) + 1.0
+            incoming[c] = 1.0
+        else:
+            flows[chip.llb] = flows.get(chip.llb, 0.0) + 1.0
+            flows[chip.ddr] = flows.get(chip.ddr, 0.0) + 1.0
+    plan = MovePlan(tuple(flows.items()), tuple(incoming.items()), tuple(staying.items()), noc,
+                    flows.get(chip.ddr, 0.0), hops)
+    cache[key] = plan
+    return plan

@@ -1,0 +1,64 @@
+"""Chrome / Perfetto trace of a simulated inference (open in ui.perfetto.dev or chrome://tracing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim._result import SimResult
+
+__all__ = ["to_chrome_trace"]
+
+
+def to_chrome_trace(result: SimResult) -> dict[str, Any]:
+    """The result's timeline as a Chrome trace-event JSON object.
+
+    One process (the cluster); one track per core's step, matrix engine, vector
+    engine and DMA port, then the LLB port, the DDR channel and each NoC link.
+    Times are microseconds at the target clock.
+
+    Example:
+        >>> json.dump(to_chrome_trace(simulate(graph, schedule, target)), open("t.json", "w"))
+    """
+    scale = 1e6 / result.clock_hz
+    tracks: dict[str, int] = {}
+    events: list[dict[str, Any]] = []
+
+    def tid(name: str) -> int:
+        if name not in tracks:
+            tracks[name] = len(tracks) + 1
+        return tracks[name]
+
+    cores = sorted({c for st in result.steps for c in st.cores})
+    for c in cores:
+        for kind in ("step", "mme", "vme", "dma"):
+            tid(f"core{c}.{kind}")
+    tid("llb")
+    tid("ddr")
+
+    def add(name: str, track: str, start: float, dur: float, args: dict[str, Any]) -> None:
+        if dur <= 0:
+            return
+        events.append({"name": name, "cat": track.split(".")[-1], "ph": "X", "pid": 0,
+                       "tid": tid(track), "ts": start * scale, "dur": dur * scale,
+                       "args": args})
+
+    for st in result.steps:
+        if st.kind != "group":
+            continue
+        args = {"mem_scope": st.mem_scope, "l1_bytes": st.l1_bytes,
+                "load_cycles": st.load_end_cycles - st.load_start_cycles}
+        for c in st.cores:
+            add(st.name, f"core{c}.step", st.start_cycles, st.end_cycles - st.start_cycles, args)
+            add(st.name, f"core{c}.mme", st.start_cycles, st.mme_cycles, {})
+            add(st.name, f"core{c}.vme", st.start_cycles, st.vme_cycles, {})
+    for ev in result.dma_events:
+        add(ev.label, ev.resource, ev.start_cycles, ev.duration_cycles, {})
+    meta: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "cluster 0"}}
+    ]
+    for name, t in tracks.items():
+        meta.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": t, "args": {"name": name}})
+        meta.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": t,
+                     "args": {"sort_index": t}})
+    return {"traceEvents": meta + events, "displayTimeUnit": "ns",
+            "otherData": {"latency_us": result.latency_us, "batch": result.batch}}
