@@ -320,3 +320,24 @@ def test_resnet50_with_the_guide_schedule_matches_onnxruntime(tmp_path: Path) ->
     assert used.source == "resnet50_schedule"
     assert max(g.split for g in used.groups) > 1
     assert_matches(run_artifact(out, case.inputs), case.expected)
+
+
+@pytest.mark.slow
+def test_bert_base_with_the_guide_schedule_matches_onnxruntime(tmp_path: Path) -> None:
+    """Full-size BERT-base (seq 128, batch 8) with the guide's plan; ~4 minutes of CPU."""
+    from compiler.schedules import bert_base_schedule
+
+    case = make_case("bert_base", batch=8, seq=128)
+    out = tmp_path / "bert_base.stcobj"
+    used = case.model().compile(out, schedule=bert_base_schedule)
+    assert used.source == "bert_base_schedule"
+    assert len(used.groups) == 2 + 6 * 12  # pre, 6 per block, post
+    assert_matches(run_artifact(out, case.inputs), case.expected)
+
+
+@pytest.mark.slow
+def test_resnet50_at_batch_1_unscheduled_level_matches_onnxruntime(tmp_path: Path) -> None:
+    case = make_case("resnet50", batch=1)
+    out = tmp_path / "resnet50_b1.stcobj"
+    case.model().compile(out)
+    assert_matches(run_artifact(out, case.inputs), case.expected)
