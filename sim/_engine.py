@@ -211,8 +211,9 @@ class _Sim:
                 self.layouts.append(_transfer_layout(tr, g.batch))
                 self.provides.append(tr.tensor)
                 self.cores_of.append(tr.placement.cores)
+        self.deps_of = {pos[n]: [pos[d] for d in ds] for n, ds in deps.items()}
         for i, node in enumerate(order):
-            dep_idx = [pos[d] for d in deps.get(node, [])]
+            dep_idx = self.deps_of.get(i, [])
             if node[0] == "g":
                 gr = groups[node[1]]
                 err = self.group_step(i, gr, node[2], dep_idx)
@@ -267,9 +268,20 @@ class _Sim:
         st = self.s.order[i]
         return f"{st.name}[{st.chunk}]" if st.kind == "group" else st.name
 
-    def l1_error(self, k: int, c: int, needed: float, work: float) -> SimError:
-        live = [(f"{name} ({self.provides[i]})", int(per.get(c, 0.0)))
-                for i, (per, _, name) in self.resident.items() if per.get(c, 0.0) > 0]
+    def l1_error(self, k: int, c: int, needed: float, work: float,
+                 reused: dict[int, float] | None = None) -> SimError:
+        """The overflow of core ``c``'s L1 at step ``k``.
+
+        ``reused``: per core, input bytes already there that the working set counts.
+        """
+        inputs = set(self.deps_of.get(k, ()))
+        live = []
+        for i, (per, _, name) in self.resident.items():
+            b = per.get(c, 0.0)
+            if i in inputs and reused:
+                b -= min(b, reused.get(c, 0.0))
+            if b > 0:
+                live.append((f"{name} ({self.provides[i]})", int(b)))
         if work > 0:
             live.append((f"{self.label(k)} working set", int(work)))
         live.sort(key=lambda x: -x[1])
@@ -300,17 +312,20 @@ class _Sim:
     def inputs_flows(
         self, k: int, dep_idx: list[int], tensors: tuple[tuple[str, int, int], ...],
         dst: Layout, dst_cores: tuple[int, ...], streamable: frozenset[str],
-    ) -> tuple[_Flows, _Flows, frozenset[str], float, bool]:
+    ) -> tuple[dict[str, _Flows], dict[str, _Flows], frozenset[str], dict[str, float], bool]:
         """Flows bringing ``tensors`` from their providers to layout ``dst``.
 
-        Returns the staged loads, the streamed loads (inputs in LLB/DDR that the
-        step reads tile by tile), the names streamed, when the data is ready, and
-        whether an L1 input must be held (a later step still reads it).
+        Returns the staged loads and the streamed loads (inputs in LLB/DDR that the
+        step reads tile by tile), each by source scope (separate DMA requests), the
+        names streamed, when the data of each source scope is ready (``"*"``: all
+        inputs), and whether an L1 input must be held (a later step still reads
+        it from there).
         """
-        staged, streamed = _Flows(), _Flows()
+        staged: dict[str, _Flows] = {}
+        streamed: dict[str, _Flows] = {}
         names: list[str] = []
         by_tensor = {self.provides[d]: d for d in dep_idx}
-        ready = 0.0
+        ready: dict[str, float] = {"*": 0.0}
         held = False
         for name, sb, fb in tensors:
             d = by_tensor.get(name, _MODEL_INPUT)
@@ -318,15 +333,20 @@ class _Sim:
                 src: Layout = ("DDR", ((0, self.g.batch, ((-1,),)),))
                 src_cores: tuple[int, ...] = ()
             else:
-                ready = max(ready, self.ready[d])
                 src = self.layouts[d]
                 src_cores = self.cores_of[d]
+                t = self.ready[d]
+                ready["*"] = max(ready["*"], t)
+                ready[src[0]] = max(ready.get(src[0], 0.0), t)
                 if src[0] == "L1" and self.last[d] > k:
                     held = True
-            fl = staged
+            bucket = staged
             if src[0] != "L1" and name in streamable:
-                fl = streamed
+                bucket = streamed
                 names.append(name)
+            fl = bucket.get(src[0])
+            if fl is None:
+                fl = bucket[src[0]] = _Flows()
             if sb:
                 fl.add(move_plan(self.chip, src, dst, self.moves), sb)
             if fb:
@@ -355,18 +375,19 @@ class _Sim:
         info = _group_static(self.g, gr.ops, self.half_wb)
         cost: ComputeCost = group_cost(self.g, gr.ops, spp, cpp, self.t, len(cores))
         stage: Layout = ("L1", self.layouts[k][1])
-        fl, st, streamed, data_ready, held = self.inputs_flows(
+        staged, streamed, names, ready, held = self.inputs_flows(
             k, dep_idx, info.inputs, stage, cores, info.streamable)
         out_off = place.mem_scope != "L1"
         # capacity (program order)
-        prof = group_profile(self.g, gr.ops, streamed, out_off, held)
-        work = float(peak_of(prof, spp, cpp))
+        near = staged.get("L1")
+        staying = near.staying if near is not None else {}
+        work = float(peak_of(group_profile(self.g, gr.ops, names, out_off, held), spp, cpp))
         usage: dict[int, float] = {}
         for c in cores:
-            u = self.l1_live[c] - fl.staying.get(c, 0.0) + work
+            u = self.l1_live[c] - staying.get(c, 0.0) + work
             usage[c] = u
             if u > self.l1_cap:
-                return self.l1_error(k, c, u, work)
+                return self.l1_error(k, c, u, work, staying)
             if u > self.peak_l1[c]:
                 self.peak_l1[c] = u
         if place.mem_scope == "LLB":
@@ -378,41 +399,48 @@ class _Sim:
         fp = info.footprint
         if fp.gather_sample_bytes or fp.gather_fixed_bytes:
             per_core = spp * fp.gather_sample_bytes / cpp + fp.gather_fixed_bytes
-            ddr = self.chip.ddr
+            fl = staged.setdefault("DDR", _Flows())
             for c in cores:
                 fl.flows[c] = fl.flows.get(c, 0.0) + per_core
                 fl.incoming[c] = fl.incoming.get(c, 0.0) + per_core
-            fl.flows[ddr] = fl.flows.get(ddr, 0.0) + per_core * len(cores)
+            fl.flows[self.chip.ddr] = fl.flows.get(self.chip.ddr, 0.0) + per_core * len(cores)
             fl.ddr += per_core * len(cores)
             self.weight_bytes += per_core * len(cores)
+        loads = [(ready.get(kind, 0.0), fl) for kind, fl in staged.items()]
+        streams = list(streamed.values())
         # the first weight tile is loaded (double-buffered) before compute, the rest streams
         if info.first_tile:
-            for r, b in self.weight_flows(info.first_tile, cores).items():
-                fl.flows[r] = fl.flows.get(r, 0.0) + b
-            fl.ddr += info.first_tile
-        rest = info.weights - info.first_tile
-        if rest > 0:
-            for r, b in self.weight_flows(rest, cores).items():
-                st.flows[r] = st.flows.get(r, 0.0) + b
-            st.ddr += rest
+            loads.append((0.0, self.weight_flows(info.first_tile, cores)))
+        if info.weights > info.first_tile:
+            streams.append(self.weight_flows(info.weights - info.first_tile, cores))
         if out_off:
+            st = _Flows()
             st.add(move_plan(self.chip, stage, self.layouts[k], self.moves), info.out_sample)
             if info.out_fixed:
                 st.add(fixed_plan(self.chip, "L1", cores, place.mem_scope, cores, self.moves),
                        info.out_fixed)
-        self.noc_bytes += fl.noc + st.noc
-        # timing
+            streams.append(st)
+        incoming: dict[int, float] = {}
+        for fl in staged.values():
+            for c, b in fl.incoming.items():
+                incoming[c] = incoming.get(c, 0.0) + b
+            self.noc_bytes += fl.noc
+        # timing: loads may start during the previous step on these cores when L1 has room
         label = self.label(k)
-        load_ready = max(data_ready, self.gate(cores, fl.incoming))
-        ls, le = self.res.reserve(f"{label} load", fl.flows, load_ready, self.latency_of(fl))
-        start = le
+        gate = self.gate(cores, incoming)
+        ls = le = max(gate, ready["*"])
+        for i, (data, fl) in enumerate(loads):
+            a, b = self.res.reserve(f"{label} load", fl.flows, max(gate, data),
+                                    self.latency_of(fl))
+            ls, le = (a, b) if i == 0 else (min(ls, a), max(le, b))
+        start = max(le, ready["*"])
         for c in cores:
             if self.core_free[c] > start:
                 start = self.core_free[c]
         end = start + cost.cycles
-        if st.flows:
-            _, send = self.res.reserve(f"{label} stream", st.flows, start, self.latency_of(st))
-            end = max(end, send)
+        for fl in streams:
+            _, b = self.res.reserve(f"{label} stream", fl.flows, start, self.latency_of(fl))
+            end = max(end, b)
         for c in cores:
             self.core_start[c] = start
             self.core_free[c] = end
@@ -428,20 +456,20 @@ class _Sim:
         self.allocate(k)
         return None
 
-    def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> dict[int, float]:
+    def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
         """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""
-        if nbytes <= 0:
-            return {}
         chip = self.chip
-        flows = {c: float(nbytes) for c in cores}
+        fl = _Flows()
+        fl.flows = {c: float(nbytes) for c in cores}
         if self.t.llb.broadcast:
-            flows[chip.ddr] = float(nbytes)
-            flows[chip.llb] = 2.0 * nbytes
+            fl.flows[chip.ddr] = float(nbytes)
+            fl.flows[chip.llb] = 2.0 * nbytes
             self.weight_bytes += nbytes
         else:
-            flows[chip.ddr] = float(nbytes) * len(cores)
+            fl.flows[chip.ddr] = float(nbytes) * len(cores)
             self.weight_bytes += nbytes * len(cores)
-        return flows
+        fl.ddr = fl.flows[chip.ddr]
+        return fl
 
     def transfer_step(self, k: int, tr: Transfer, dep_idx: list[int]) -> SimError | None:
         dst = self.layouts[k]
