@@ -429,6 +429,7 @@ class _Sim:
         label = self.label(k)
         gate = self.gate(cores, incoming)
         ls = le = max(gate, ready["*"])
+        loads.sort(key=lambda x: x[0])  # first come, first served
         for i, (data, fl) in enumerate(loads):
             a, b = self.res.reserve(f"{label} load", fl.flows, max(gate, data),
                                     self.latency_of(fl))

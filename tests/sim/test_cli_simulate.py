@@ -1,0 +1,112 @@
+"""``graphtune simulate``: summary, JSON, trace, bad schedules and options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+from click.testing import CliRunner
+
+from autotune.cli import main
+from compiler import zoo
+from compiler.graph import Graph
+from compiler.plan import single_group_schedule
+from compiler.schedule import GraphSchedule, Placement
+
+JSON_KEYS = {"status", "latency_us", "throughput_per_s", "chip_throughput_per_s",
+             "peak_l1_bytes", "peak_llb_bytes", "ddr_bytes", "noc_bytes", "lower_bound_us",
+             "error"}
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("models") / "tiny.onnx"
+    onnx.save(zoo.build("tiny_cnn", batch=8, weights="inputs"), str(path))
+    return path
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_level_summary(model_file: Path) -> None:
+    code, out, _ = run("simulate", str(model_file), "--level", "3")
+    assert code == 0, out
+    for word in ("latency", "throughput", "lower bound", "peak L1", "DDR", "busy"):
+        assert word in out
+
+
+def test_json_and_trace(model_file: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    code, out, _ = run("simulate", str(model_file), "--level", "2", "--json",
+                       "--trace", str(trace))
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) >= JSON_KEYS and data["status"] == "ok" and data["error"] is None
+    assert data["batch"] == 8 and data["latency_us"] >= data["lower_bound_us"] > 0
+    assert data["chip_throughput_per_s"] == pytest.approx(4 * data["throughput_per_s"])
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e["ph"] == "X" for e in events)
+    assert {"core0.mme", "ddr"} <= {e["args"]["name"] for e in events
+                                     if e.get("name") == "thread_name"}
+
+
+def test_batch_option_sets_the_batch(model_file: Path) -> None:
+    code, out, _ = run("simulate", str(model_file), "--level", "3", "--batch", "4", "--json")
+    assert code == 0 and json.loads(out)["batch"] == 4
+
+
+def test_schedule_file(model_file: Path, tiny: Graph, tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    single_group_schedule(tiny, Placement.make("DDR", list(range(8)))).save(str(path))
+    code, out, _ = run("simulate", str(model_file), "--schedule", str(path), "--json")
+    assert code == 0 and json.loads(out)["status"] == "ok"
+
+
+def test_schedule_that_does_not_fit_the_model(model_file: Path, tiny: Graph,
+                                              tmp_path: Path) -> None:
+    s = single_group_schedule(tiny, Placement.make("DDR", list(range(8))))
+    bad = GraphSchedule(batch=s.batch, groups=s.groups[:0], transfers=(), order=())
+    path = tmp_path / "bad.json"
+    bad.save(str(path))
+    code, out, err = run("simulate", str(model_file), "--schedule", str(path))
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "bad.json" in lines[0] and "in no group" in lines[0]
+    code, out, _ = run("simulate", str(model_file), "--schedule", str(path), "--json")
+    data = json.loads(out)
+    assert code == 2 and data["status"] == "invalid" and "in no group" in data["error"]
+    assert set(data) >= JSON_KEYS
+
+
+def test_schedule_for_another_batch(model_file: Path, tiny: Graph, tmp_path: Path) -> None:
+    path = tmp_path / "s8.json"
+    single_group_schedule(tiny, Placement.make("DDR", list(range(8)))).save(str(path))
+    code, out, _ = run("simulate", str(model_file), "--schedule", str(path), "--batch", "4",
+                       "--json")
+    assert code == 2 and json.loads(out)["status"] == "invalid"
+
+
+def test_capacity_overflow(model_file: Path, tiny: Graph, tmp_path: Path) -> None:
+    sched = tmp_path / "l1.json"
+    single_group_schedule(tiny, Placement.make("L1", list(range(8)))).save(str(sched))
+    small = tmp_path / "small.toml"
+    text = Path(__file__).parents[2].joinpath("compiler/targets/stcp920.toml").read_text()
+    small.write_text(text.replace("data_bytes = 1048576", "data_bytes = 4096"))
+    args = ["simulate", str(model_file), "--schedule", str(sched), "--target", str(small)]
+    code, out, _ = run(*args, "--json")
+    data = json.loads(out)
+    assert code == 1 and data["status"] == "invalid" and data["reason"] == "capacity"
+    assert data["resource"].startswith("L1 of core") and data["available_bytes"] == 4096
+    code, out, err = run(*args)
+    assert code == 1 and "L1 of core" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [[], ["--level", "1", "--schedule", "x.json"],
+                                  ["--level", "3", "--batch", "0"]])
+def test_option_errors(model_file: Path, args: list[str]) -> None:
+    code, _, err = run("simulate", str(model_file), *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "error" in err
