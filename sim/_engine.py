@@ -98,7 +98,14 @@ def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupS
 
 
 @lru_cache(maxsize=32)
+def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], _Flows]:
+    """Weight flows of one target by (bytes, cores), shared by every simulation."""
+    return {}
+
+
+@lru_cache(maxsize=32)
 def _move_cache(target: Target) -> dict[object, MovePlan]:
+    """Movement plans (and weight flows) of one target, shared by every simulation."""
     return {}
 
 
@@ -138,6 +145,10 @@ class _Sim:
         self.g, self.s, self.t = graph, schedule, target
         self.chip: Chip = chip_of(target)
         self.moves = _move_cache(target)
+        self.wcache = _weight_cache(target)
+        if len(self.wcache) > _MOVE_CACHE_LIMIT:
+            self.wcache.clear()
+        self.costs: dict[tuple[str, int, int, int], tuple[_GroupStatic, ComputeCost]] = {}
         if len(self.moves) > _MOVE_CACHE_LIMIT:
             self.moves.clear()
         self.res = Reservations(self.chip, record)
@@ -197,6 +208,7 @@ class _Sim:
         self.rec_of: dict[int, int] = {}
         groups = {gr.name: gr for gr in s.groups}
         transfers = {tr.name: tr for tr in s.transfers}
+        self.labels = [str(st) for st in s.order]
         self.layouts: list[Layout] = []
         self.provides: list[str] = []
         self.cores_of: list[tuple[int, ...]] = []
@@ -265,8 +277,7 @@ class _Sim:
             self.llb_live -= item[1]
 
     def label(self, i: int) -> str:
-        st = self.s.order[i]
-        return f"{st.name}[{st.chunk}]" if st.kind == "group" else st.name
+        return self.labels[i]
 
     def l1_error(self, k: int, c: int, needed: float, work: float,
                  reused: dict[int, float] | None = None) -> SimError:
@@ -372,8 +383,14 @@ class _Sim:
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
         cpp = len(parts[0])
-        info = _group_static(self.g, gr.ops, self.half_wb)
-        cost: ComputeCost = group_cost(self.g, gr.ops, spp, cpp, self.t, len(cores))
+        key = (gr.name, spp, cpp, len(cores))
+        hit = self.costs.get(key)
+        if hit is None:
+            hit = self.costs[key] = (
+                _group_static(self.g, gr.ops, self.half_wb),
+                group_cost(self.g, gr.ops, spp, cpp, self.t, len(cores)),
+            )
+        info, cost = hit
         stage: Layout = ("L1", self.layouts[k][1])
         staged, streamed, names, ready, held = self.inputs_flows(
             k, dep_idx, info.inputs, stage, cores, info.streamable)
@@ -383,9 +400,12 @@ class _Sim:
         staying = near.staying if near is not None else {}
         work = float(peak_of(group_profile(self.g, gr.ops, names, out_off, held), spp, cpp))
         usage: dict[int, float] = {}
+        top = 0.0
         for c in cores:
             u = self.l1_live[c] - staying.get(c, 0.0) + work
             usage[c] = u
+            if u > top:
+                top = u
             if u > self.l1_cap:
                 return self.l1_error(k, c, u, work, staying)
             if u > self.peak_l1[c]:
@@ -450,8 +470,7 @@ class _Sim:
             self.vme[c] += cost.vme_cycles
         self.rec_of[k] = len(self.records)
         self.records.append([label, "group", cores, ls, le, start, end, end, cost.mme_cycles,
-                             cost.vme_cycles, int(max(usage.values(), default=0.0)),
-                             place.mem_scope])
+                             cost.vme_cycles, int(top), place.mem_scope])
         self.ready[k] = end
         self.release(k)
         self.allocate(k)
@@ -459,17 +478,20 @@ class _Sim:
 
     def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
         """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""
-        chip = self.chip
-        fl = _Flows()
-        fl.flows = {c: float(nbytes) for c in cores}
-        if self.t.llb.broadcast:
-            fl.flows[chip.ddr] = float(nbytes)
-            fl.flows[chip.llb] = 2.0 * nbytes
-            self.weight_bytes += nbytes
-        else:
-            fl.flows[chip.ddr] = float(nbytes) * len(cores)
-            self.weight_bytes += nbytes * len(cores)
-        fl.ddr = fl.flows[chip.ddr]
+        key = (nbytes, cores)
+        fl = self.wcache.get(key)
+        if fl is None:
+            chip = self.chip
+            fl = _Flows()
+            fl.flows = {c: float(nbytes) for c in cores}
+            if self.t.llb.broadcast:
+                fl.flows[chip.ddr] = float(nbytes)
+                fl.flows[chip.llb] = 2.0 * nbytes
+            else:
+                fl.flows[chip.ddr] = float(nbytes) * len(cores)
+            fl.ddr = fl.flows[chip.ddr]
+            self.wcache[key] = fl  # shared between simulations, never mutated
+        self.weight_bytes += fl.ddr
         return fl
 
     def transfer_step(self, k: int, tr: Transfer, dep_idx: list[int]) -> SimError | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -30,7 +31,7 @@ GUIDE_ORDER = [
 ]
 
 
-def zoo_graph(name: str, batch: int, **kw: object) -> Graph:
+def zoo_graph(name: str, batch: int, **kw: Any) -> Graph:
     """Import a zoo model (weights as inputs: tiny file) and return its Graph."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -76,7 +77,7 @@ def resnet_guide_plan(graph: Graph, ends: Sequence[int] = (4, 8, 14)) -> GraphSc
     """
     adds = residual_adds(graph)
     bounds = [-1, *(adds[i - 1] for i in ends), len(graph.ops) - 1]
-    chunks = [[("LLB", C4), ("L1", C4)] * 4, [("LLB", C2), ("L1", C2)] * 2,
+    chunks: list[list[tuple[str, Any]]] = [[("LLB", C4), ("L1", C4)] * 4, [("LLB", C2), ("L1", C2)] * 2,
               [("LLB", C1), ("L1", C1)], [("DDR", C0)]]
     groups = [
         Group(f"group_{i}", tuple(range(bounds[i] + 1, bounds[i + 1] + 1)), [8, 4, 2, 1][i],

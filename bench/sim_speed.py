@@ -1,0 +1,141 @@
+"""How long one simulator evaluation takes, and where the time goes.
+
+Median time per ``sim.simulate`` call (fresh schedule objects, so no
+per-schedule cache helps; graph caches warm, as in a tuning run) for
+ResNet-50 batch 16 and BERT-base batch 8 under the automatic level O3 and the
+guide's hand-written plans, split into structural validation
+(``GraphSchedule.validate``) and the simulation proper, then a cProfile
+summary of the ResNet-50 plan.
+
+Run: ``.venv/bin/python bench/sim_speed.py [--repeat 200] [--no-profile]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from compiler import zoo  # noqa: E402
+from compiler.auto import graph_schedule_level  # noqa: E402
+from compiler.graph import Graph  # noqa: E402
+from compiler.model import Model  # noqa: E402
+from compiler.plan import make_schedule  # noqa: E402
+from compiler.schedule import GraphSchedule, Group, Placement  # noqa: E402
+from compiler.schedules import plan  # noqa: E402
+from compiler.target import Target  # noqa: E402
+from sim import SimError, simulate  # noqa: E402
+
+GOAL_MS = 2.0  # per ResNet-50 evaluation, one core
+
+
+def load(name: str, batch: int) -> Graph:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Model(zoo.build(name, batch=batch, weights="inputs"), name=name).graph
+
+
+def resnet50_guide_port(graph: Graph) -> GraphSchedule:
+    """The guide's resnet50_schedule with its groups closed after each downsampling block.
+
+    Same splits (8/4/2/1), scopes, core bindings and order as the guide; the group
+    boundaries are the 4th, 8th and 14th residual adds (see sim/README.md).
+    """
+    c4, c2 = [[0, 1, 2, 3], [4, 5, 6, 7]], [[1, 3], [5, 7], [0, 2], [4, 6]]
+    c1, c0 = [3, 7, 2, 6, 1, 5, 0, 4], [7, 6, 5, 4, 3, 2, 1, 0]
+    adds = [op.index for op in graph.ops if op.op_type == "add" and len(op.inputs) == 2]
+    bounds = [-1, adds[3], adds[7], adds[13], len(graph.ops) - 1]
+    scopes = [[("LLB", c4), ("L1", c4)] * 4, [("LLB", c2), ("L1", c2)] * 2,
+              [("LLB", c1), ("L1", c1)], [("DDR", c0)]]
+    groups = [Group(f"group_{i}", tuple(range(bounds[i] + 1, bounds[i + 1] + 1)),
+                    [8, 4, 2, 1][i], tuple(Placement.make(s, b) for s, b in scopes[i]))
+              for i in range(4)]
+    tp = {f"concat_{i}": Placement.make("L1", b) for i, b in enumerate([c2, c2, c1, c2, c2, c1,
+                                                                         c0])}
+    tp["split_0"] = Placement.make("DDR", c4)
+    return make_schedule(graph, groups, transfer_placements=tp, source="guide port (4/8/14)")
+
+
+def median_ms(fn: Callable[[GraphSchedule], object], schedule: GraphSchedule,
+              repeat: int) -> tuple[float, float]:
+    """Median (wall, CPU) ms of ``fn`` on fresh copies of ``schedule`` (no per-schedule cache).
+
+    CPU time is what one core spends; wall time also counts waiting for the CPU when
+    other processes share the machine.
+    """
+    data = schedule.to_json()
+    copies = [GraphSchedule.from_json(data) for _ in range(repeat)]
+    wall, cpu = [], []
+    for s in copies:
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn(s)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return statistics.median(wall) * 1e3, statistics.median(cpu) * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=200)
+    ap.add_argument("--no-profile", action="store_true")
+    args = ap.parse_args()
+    target = Target.default()
+    print("importing ResNet-50 b16 and BERT-base b8 ...", file=sys.stderr)
+    r50, bert = load("resnet50", 16), load("bert_base", 8)
+    cases = [
+        ("resnet50 b16", "O3", r50, graph_schedule_level(r50, target, 3)),
+        ("resnet50 b16", "guide (compiler.schedules)", r50, plan("resnet50", r50)),
+        ("resnet50 b16", "guide port 4/8/14", r50, resnet50_guide_port(r50)),
+        ("bert_base b8", "O3", bert, graph_schedule_level(bert, target, 3)),
+        ("bert_base b8", "guide (compiler.schedules)", bert, plan("bert_base", bert)),
+    ]
+    print(f"{'model':14} {'schedule':28} {'steps':>5} {'status':>9} {'wall ms':>8} "
+          f"{'cpu ms':>7} {'validate':>9} {'simulate':>9}")
+    for model, name, graph, schedule in cases:
+        result = simulate(graph, schedule, target)  # warm the graph caches
+        wall, cpu = median_ms(lambda s, g=graph: simulate(g, s, target, timeline=False),
+                              schedule, args.repeat)
+        _, valid = median_ms(lambda s, g=graph: s.validate(g, target), schedule, args.repeat)
+        note = " (stops at the overflow)" if isinstance(result, SimError) else ""
+        print(f"{model:14} {name:28} {len(schedule.order):5d} {result.status:>9} {wall:8.3f} "
+              f"{cpu:7.3f} {valid:9.3f} {cpu - valid:9.3f}{note}")
+    port = resnet50_guide_port(r50)
+    _, best = median_ms(lambda s: simulate(r50, s, target, timeline=False), port, args.repeat)
+    verdict = "meets" if best < GOAL_MS else "misses"
+    print(f"\nResNet-50 guide plan: {best:.3f} ms CPU per evaluation "
+          f"({verdict} the {GOAL_MS} ms goal); validate/simulate columns are CPU ms")
+    if args.no_profile:
+        return
+    copies = [GraphSchedule.from_json(port.to_json()) for _ in range(args.repeat)]
+    prof = cProfile.Profile()
+    prof.enable()
+    for s in copies:
+        simulate(r50, s, target, timeline=False)
+    prof.disable()
+    stats = pstats.Stats(prof)
+    by_area: dict[str, float] = {}
+    for (path, _, _func), row in stats.stats.items():  # type: ignore[attr-defined]
+        tottime = row[2]
+        area = ("validation (compiler.plan / _validate)"
+                if "compiler/plan.py" in path or "_validate" in path or "compiler/graph.py" in path
+                else "simulation (sim/, compiler/footprint.py)" if "/sim/" in path
+                or "footprint" in path else "other (builtins, schedule types)")
+        by_area[area] = by_area.get(area, 0.0) + tottime
+    total = sum(by_area.values())
+    print("\nprofile of the ResNet-50 guide plan (self time by area):")
+    for area, t in sorted(by_area.items(), key=lambda x: -x[1]):
+        print(f"  {100 * t / total:5.1f} %  {area}")
+    print("\ntop functions by self time:")
+    stats.sort_stats("tottime").print_stats(12)
+
+
+if __name__ == "__main__":
+    main()
