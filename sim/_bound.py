@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from compiler.footprint import GATHER_OPS, batched_tensors
 from compiler.optable import op_spec
+from sim._dtype import in_compute_dtype
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -16,6 +17,7 @@ __all__ = ["lower_bound", "lower_bound_cycles"]
 
 def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     """Bound in cycles: see :func:`lower_bound`."""
+    graph = in_compute_dtype(graph, target)
     key = ("sim.bound", target.hash, batch)
     hit = graph._cache.get(key)  # type: ignore[call-overload]
     if hit is not None:

@@ -42,6 +42,7 @@ from compiler.footprint import (
 )
 from compiler.plan import chunk_dag, group_io
 from sim._bound import lower_bound_cycles
+from sim._dtype import in_compute_dtype
 from sim._model import ComputeCost, group_cost
 from sim._moves import Layout, MovePlan, fixed_plan, move_plan
 from sim._resources import Chip, Reservations, chip_of
@@ -307,8 +308,12 @@ class _Sim:
         )
 
     def llb_error(self, k: int, needed: float) -> SimError:
-        live = sorted(((f"{name} ({self.provides[i]})", int(b))
-                       for i, (_, b, name) in self.resident.items() if b > 0), key=lambda x: -x[1])
+        live = [(f"{name} ({self.provides[i]})", int(b))
+                for i, (_, b, name) in self.resident.items() if b > 0]
+        if needed > self.llb_live:
+            live.append((f"{self.label(k)} output ({self.provides[k]})",
+                         int(needed - self.llb_live)))
+        live.sort(key=lambda x: -x[1])
         step = self.label(k)
         what = ", ".join(f"{n} {b}" for n, b in live[:4])
         return SimError(
@@ -614,9 +619,10 @@ def _transfer_layout(tr: Transfer, batch: int) -> Layout:
 def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = True
         ) -> SimResult | SimError:
     """Validate and simulate; never raises for a bad schedule (see the module doc)."""
-    bound_us = target.cycles_to_us(lower_bound_cycles(graph, graph.batch, target))
     try:
         schedule.validate(graph, target)
     except ScheduleError as exc:
+        graph = in_compute_dtype(graph, target)
+        bound_us = target.cycles_to_us(lower_bound_cycles(graph, graph.batch, target))
         return SimError("invalid", str(exc), lower_bound_us=bound_us)
-    return _Sim(graph, schedule, target, record).run()
+    return _Sim(in_compute_dtype(graph, target), schedule, target, record).run()

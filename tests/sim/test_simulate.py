@@ -235,3 +235,13 @@ def test_chrome_trace_has_a_track_per_engine_port_and_link(resnet50: Graph,
     last = max(e["ts"] + e["dur"] for e in spans)
     assert last <= r.latency_us + 1e-6
     assert math.isclose(trace["otherData"]["latency_us"], r.latency_us)
+
+
+def test_sizes_follow_the_target_compute_type(branches: Graph, target: Target) -> None:
+    s = branch_schedule(branches)
+    fp16 = ok(simulate(branches, s, target))
+    fp32 = ok(simulate(branches, s, target.replace(compute_dtype="float32")))
+    assert branches.tensors["x"].dtype == "float32" and branches.float_bytes == 2
+    assert fp32.weight_bytes_loaded == pytest.approx(2 * fp16.weight_bytes_loaded)
+    assert fp32.ddr_bytes == pytest.approx(2 * fp16.ddr_bytes)
+    assert fp32.peak_l1_bytes == 2 * fp16.peak_l1_bytes
