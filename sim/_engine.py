@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from compiler.errors import ScheduleError
 from compiler.footprint import (
     Footprint,
+    Profile,
     group_footprint,
     group_profile,
     peak_of,
@@ -150,6 +151,7 @@ class _Sim:
         if len(self.wcache) > _MOVE_CACHE_LIMIT:
             self.wcache.clear()
         self.costs: dict[tuple[str, int, int, int], tuple[_GroupStatic, ComputeCost]] = {}
+        self.profiles: dict[tuple[str, frozenset[str], bool, bool], Profile] = {}
         if len(self.moves) > _MOVE_CACHE_LIMIT:
             self.moves.clear()
         self.res = Reservations(self.chip, record)
@@ -403,7 +405,11 @@ class _Sim:
         # capacity (program order)
         near = staged.get("L1")
         staying = near.staying if near is not None else {}
-        work = float(peak_of(group_profile(self.g, gr.ops, names, out_off, held), spp, cpp))
+        pkey = (gr.name, names, out_off, held)
+        prof = self.profiles.get(pkey)
+        if prof is None:
+            prof = self.profiles[pkey] = group_profile(self.g, gr.ops, names, out_off, held)
+        work = float(peak_of(prof, spp, cpp))
         usage: dict[int, float] = {}
         top = 0.0
         for c in cores:
@@ -619,8 +625,12 @@ def _transfer_layout(tr: Transfer, batch: int) -> Layout:
 def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = True
         ) -> SimResult | SimError:
     """Validate and simulate; never raises for a bad schedule (see the module doc)."""
+    # A schedule is frozen: once valid for a (graph, target), it stays valid.
+    mark = ("sim.valid", graph.workload_key, target.hash)
     try:
-        schedule.validate(graph, target)
+        if mark not in schedule._cache:
+            schedule.validate(graph, target)
+            schedule._cache[mark] = True  # type: ignore[index]
     except ScheduleError as exc:
         graph = in_compute_dtype(graph, target)
         bound_us = target.cycles_to_us(lower_bound_cycles(graph, graph.batch, target))

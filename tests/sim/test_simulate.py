@@ -245,3 +245,40 @@ def test_sizes_follow_the_target_compute_type(branches: Graph, target: Target) -
     assert fp32.weight_bytes_loaded == pytest.approx(2 * fp16.weight_bytes_loaded)
     assert fp32.ddr_bytes == pytest.approx(2 * fp16.ddr_bytes)
     assert fp32.peak_l1_bytes == 2 * fp16.peak_l1_bytes
+
+
+def test_random_schedules_give_results_or_errors_never_exceptions(tiny: Graph,
+                                                                  target: Target) -> None:
+    import random
+
+    from compiler.errors import ScheduleError
+    from compiler.schedule import Group
+
+    rng = random.Random(7)
+    n, seen = len(tiny.ops), set()
+    for _ in range(40):
+        cuts = sorted(rng.sample(range(1, n), rng.randint(0, 5)))
+        bounds = [0, *cuts, n]
+        groups = []
+        for i in range(len(bounds) - 1):
+            split = rng.choice([1, 2, 4, 8])
+            chunks = []
+            for _c in range(split):
+                parts = rng.choice([p for p in (1, 2, 4, 8) if (8 // split) % p == 0])
+                per = rng.choice([k for k in (1, 2, 4) if k * parts <= 8])
+                cores = rng.sample(range(8), parts * per)
+                chunks.append(Placement.make(rng.choice(["DDR", "LLB", "L1"]),
+                                             [cores[j * per:(j + 1) * per] for j in range(parts)]))
+            groups.append(Group(f"g{i}", tuple(range(bounds[i], bounds[i + 1])), split,
+                                tuple(chunks)))
+        try:
+            s = make_schedule(tiny, groups, order=rng.choice(["depth", "breadth"]))
+        except ScheduleError:
+            continue
+        r = simulate(tiny, s, target)
+        seen.add(r.status)
+        if isinstance(r, SimResult):
+            assert r.latency_over_bound >= 1.0 and r.peak_l1_bytes <= target.l1.data_bytes
+        else:
+            assert r.message and (r.status == "invalid" or r.needed_bytes > r.available_bytes)
+    assert "ok" in seen and len(seen) >= 2
