@@ -4,25 +4,25 @@ For each step of ``schedule.order`` (one cluster; core ids within it):
 
 1. **Capacity** (program order): L1 of each core holds the live L1-placed outputs
    of earlier steps (until their last consumer step ends) plus, for a group
-   chunk, its working set (:func:`compiler.footprint.group_footprint` for its
-   samples per part over its cores per part) minus input bytes already on the
-   core; a transfer's result reuses source bytes that die with it (in place).
-   The LLB holds the live LLB-placed outputs. An overflow ends the simulation
-   with a :class:`~sim._result.SimError`.
-2. **Loads**: inputs that are not already on the step's cores (another core's L1
-   over the NoC, the LLB, DDR), gathered table rows and the first weight tile, as
-   one reservation on every resource they cross. They may start while the
-   previous step on those cores still computes (prefetch, double buffering)
+   chunk, its working set (:func:`compiler.footprint.group_profile` for its
+   samples per part over its cores per part, with the inputs it streams from
+   LLB/DDR and an output it streams out counted as tiles) minus input bytes
+   already on the core; a transfer's result reuses source bytes that die with it
+   (in place). The LLB holds the live LLB-placed outputs. An overflow ends the
+   simulation with a :class:`~sim._result.SimError`.
+2. **Loads** (staged inputs not already on the step's cores: another core's L1
+   over the NoC, the LLB, DDR; gathered table rows; the first weight tile), one
+   reservation per source, each once its data is ready. They may start while
+   the previous step on those cores still computes (prefetch, double buffering)
    when that step's L1 use plus the incoming bytes fit in L1; otherwise they
    wait for it to end.
-3. **Compute** on the step's cores (synchronised) once loads are done and the
-   cores are free; the remaining weights stream from DDR through the LLB
-   (broadcast) during compute and the step cannot end before they are in.
-4. **Stores** of outputs placed in LLB or DDR start when compute ends (the next
-   step may compute meanwhile); consumers wait for them.
+3. **Compute** on the step's cores (synchronised) once loads are done, the data
+   is ready and the cores are free. During it stream the remaining weights (DDR
+   through the LLB, broadcast), the inputs read tile by tile from LLB/DDR and the
+   output placed in LLB/DDR; the step ends when compute and those streams are done.
 
 Transfers (split/concat) are loads and nothing else. Reservations are first come,
-first served by ready time (:class:`~sim._resources.Reservations`).
+first served (:class:`~sim._resources.Reservations`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from compiler.errors import ScheduleError
 from compiler.footprint import (
+    GATHER_OPS,
     Footprint,
     Profile,
     group_footprint,
@@ -82,12 +83,8 @@ def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupS
     if hit is None:
         io = group_io(graph, ops)
         fp = group_footprint(graph, ops)
-        first = 0
-        for i in ops:
-            w = fp.weight_bytes and graph.weight_bytes_of(graph.ops[i])
-            if w and graph.ops[i].op_type not in ("take", "gather_nd"):
-                first = w
-                break
+        first = next((graph.weight_bytes_of(graph.ops[i]) for i in ops
+                      if graph.ops[i].weights and graph.ops[i].op_type not in GATHER_OPS), 0)
         out = io.outputs[0]
         osb, ofb = sample_bytes(graph, out)
         hit = _GroupStatic(
@@ -107,7 +104,7 @@ def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], _Flows]
 
 @lru_cache(maxsize=32)
 def _move_cache(target: Target) -> dict[object, MovePlan]:
-    """Movement plans (and weight flows) of one target, shared by every simulation."""
+    """Movement plans of one target, shared by every simulation."""
     return {}
 
 
@@ -150,10 +147,11 @@ class _Sim:
         self.wcache = _weight_cache(target)
         if len(self.wcache) > _MOVE_CACHE_LIMIT:
             self.wcache.clear()
-        self.costs: dict[tuple[str, int, int, int], tuple[_GroupStatic, ComputeCost]] = {}
-        self.profiles: dict[tuple[str, frozenset[str], bool, bool], Profile] = {}
         if len(self.moves) > _MOVE_CACHE_LIMIT:
             self.moves.clear()
+        # per-run caches: a group's chunks share costs and working sets
+        self.costs: dict[tuple[str, int, int, int], tuple[_GroupStatic, ComputeCost]] = {}
+        self.profiles: dict[tuple[str, frozenset[str], bool, bool], Profile] = {}
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
         self.n = n
