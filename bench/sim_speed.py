@@ -7,7 +7,7 @@ guide's hand-written plans, split into structural validation
 (``GraphSchedule.validate``) and the simulation proper, then a cProfile
 summary of the ResNet-50 plan.
 
-Run: ``.venv/bin/python bench/sim_speed.py [--repeat 200] [--no-profile]``
+Run: ``.venv/bin/python bench/sim_speed.py [--repeat 100] [--no-profile]``
 """
 
 from __future__ import annotations
@@ -65,26 +65,30 @@ def resnet50_guide_port(graph: Graph) -> GraphSchedule:
 
 
 def median_ms(fn: Callable[[GraphSchedule], object], schedule: GraphSchedule,
-              repeat: int) -> tuple[float, float]:
+              repeat: int, rounds: int = 5) -> tuple[float, float]:
     """Median (wall, CPU) ms of ``fn`` on fresh copies of ``schedule`` (no per-schedule cache).
 
-    CPU time is what one core spends; wall time also counts waiting for the CPU when
-    other processes share the machine.
+    The best of ``rounds`` medians: on a shared machine the slower rounds measure the
+    neighbours. CPU time is what one core spends; wall time also counts waiting.
     """
     data = schedule.to_json()
-    copies = [GraphSchedule.from_json(data) for _ in range(repeat)]
-    wall, cpu = [], []
-    for s in copies:
-        w0, c0 = time.perf_counter(), time.process_time()
-        fn(s)
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return statistics.median(wall) * 1e3, statistics.median(cpu) * 1e3
+    best = (float("inf"), float("inf"))
+    for _ in range(rounds):
+        copies = [GraphSchedule.from_json(data) for _ in range(repeat)]
+        wall, cpu = [], []
+        for s in copies:
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn(s)
+            cpu.append(time.process_time() - c0)
+            wall.append(time.perf_counter() - w0)
+        got = (statistics.median(wall) * 1e3, statistics.median(cpu) * 1e3)
+        best = min(best, got, key=lambda x: x[1])
+    return best
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=100)
     ap.add_argument("--no-profile", action="store_true")
     args = ap.parse_args()
     target = Target.default()
