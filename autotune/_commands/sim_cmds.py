@@ -60,6 +60,8 @@ def simulate_cmd(
 
     Prints latency, throughput (one cluster and the chip, one stream per
     cluster), latency over the roofline bound, peak memory and resource use.
+    Exit status: 0 the schedule runs, 1 it overflows L1 or the LLB, 2 it does not
+    fit the model (or another user error).
     """
     if (schedule_path is None) == (level is None):
         raise SimUsageError("give exactly one of --schedule S.json or --level N")
