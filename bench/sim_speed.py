@@ -28,8 +28,7 @@ from compiler import zoo  # noqa: E402
 from compiler.auto import graph_schedule_level  # noqa: E402
 from compiler.graph import Graph  # noqa: E402
 from compiler.model import Model  # noqa: E402
-from compiler.plan import make_schedule  # noqa: E402
-from compiler.schedule import GraphSchedule, Group, Placement  # noqa: E402
+from compiler.schedule import GraphSchedule  # noqa: E402
 from compiler.schedules import plan  # noqa: E402
 from compiler.target import Target  # noqa: E402
 from sim import SimError, simulate  # noqa: E402
@@ -44,24 +43,10 @@ def load(name: str, batch: int) -> Graph:
 
 
 def resnet50_guide_port(graph: Graph) -> GraphSchedule:
-    """The guide's resnet50_schedule with its groups closed after each downsampling block.
+    """The guide's resnet50_schedule, run through the manual primitives (no TVM)."""
+    from compiler.schedules import plan
 
-    Same splits (8/4/2/1), scopes, core bindings and order as the guide; the group
-    boundaries are the 4th, 8th and 14th residual adds (see sim/README.md).
-    """
-    c4, c2 = [[0, 1, 2, 3], [4, 5, 6, 7]], [[1, 3], [5, 7], [0, 2], [4, 6]]
-    c1, c0 = [3, 7, 2, 6, 1, 5, 0, 4], [7, 6, 5, 4, 3, 2, 1, 0]
-    adds = [op.index for op in graph.ops if op.op_type == "add" and len(op.inputs) == 2]
-    bounds = [-1, adds[3], adds[7], adds[13], len(graph.ops) - 1]
-    scopes = [[("LLB", c4), ("L1", c4)] * 4, [("LLB", c2), ("L1", c2)] * 2,
-              [("LLB", c1), ("L1", c1)], [("DDR", c0)]]
-    groups = [Group(f"group_{i}", tuple(range(bounds[i] + 1, bounds[i + 1] + 1)),
-                    [8, 4, 2, 1][i], tuple(Placement.make(s, b) for s, b in scopes[i]))
-              for i in range(4)]
-    tp = {f"concat_{i}": Placement.make("L1", b) for i, b in enumerate([c2, c2, c1, c2, c2, c1,
-                                                                         c0])}
-    tp["split_0"] = Placement.make("DDR", c4)
-    return make_schedule(graph, groups, transfer_placements=tp, source="guide port (4/8/14)")
+    return plan("resnet50", graph)
 
 
 def median_ms(fn: Callable[[GraphSchedule], object], schedule: GraphSchedule,

@@ -1,10 +1,13 @@
 """Hand-written schedules from the manual-schedule guide, ported to graphtune.
 
 * :func:`resnet50_schedule` — the guide's ``resnet50_schedule`` code, line for
-  line, on this project's ResNet-50: group boundaries at the same residual adds
-  by position (end of conv2_x, conv3_x and conv4_x = the 3rd, 7th and 13th
-  residual ``add``; the guide's Relay graph numbered them 15/31/55 because its
-  BatchNorms were decomposed into adds), batch 16.
+  line, on this project's ResNet-50, batch 16. Group boundaries sit at the same
+  residual adds by position: the guide's ``add[15]``, ``add[31]``, ``add[55]``
+  count four adds per bottleneck in its Relay graph, i.e. the ends of the 4th,
+  8th and 14th blocks — each stage's first (downsampling) block closes the
+  previous group, as the guide's memory table says ("start to Conv3_x before
+  downsampling" holds the 2,352 KiB block). In this graph (BatchNorm is one op,
+  the FC bias is the only other add) those are ``add[3]``, ``add[7]``, ``add[13]``.
 * :func:`bert_base_schedule` — the guide's BERT-base plan (seq 128, batch 8):
   pre-encoding group, per encoder block five attention groups split at the
   matmuls plus the "double matmul" FFN group, post-encoding group; split 1,
@@ -59,12 +62,12 @@ def resnet50_schedule(mod: Any, batch: int = 16) -> Any:
             f"bias add); this model has {len(ops['nn.conv2d'])} convolutions and "
             f"{len(ops['add'])} adds"
         )
-    # Four-stage partition: ends of conv2_x, conv3_x, conv4_x, and the softmax.
+    # Four-stage partition (the guide's add[15]/[31]/[55]: ends of blocks 4, 8 and 14).
     groups = [
-        Group([func.params[0]], ops["add"][2]),
-        Group([ops["add"][2]], ops["add"][6]),
-        Group([ops["add"][6]], ops["add"][12]),
-        Group([ops["add"][12]], ops["nn.softmax"][0]),
+        Group([func.params[0]], ops["add"][3]),
+        Group([ops["add"][3]], ops["add"][7]),
+        Group([ops["add"][7]], ops["add"][13]),
+        Group([ops["add"][13]], ops["nn.softmax"][0]),
     ]
     mod = GroupOps(groups)(mod)
     mod = SplitGroups(

@@ -92,8 +92,20 @@ def test_resnet50_stage_sizes(resnet50: Graph) -> None:
         assert group_footprint(resnet50, block).peak_sample_bytes <= guide * KIB
 
 
+def test_primitive_port_equals_the_reconstruction(resnet50: Graph) -> None:
+    """compiler.schedules.resnet50_schedule (primitives) builds exactly the guide's plan."""
+    from compiler.schedules import plan
+
+    ported, rebuilt = plan("resnet50", resnet50), resnet_guide_plan(resnet50)
+    assert ported.groups == rebuilt.groups
+    assert ported.transfers == rebuilt.transfers
+    assert ported.order == rebuilt.order
+
+
 def test_resnet50_guide_plan_is_valid_and_calibrated(resnet50: Graph, target: Target) -> None:
-    r = ok(simulate(resnet50, resnet_guide_plan(resnet50), target))
+    from compiler.schedules import plan
+
+    r = ok(simulate(resnet50, plan("resnet50", resnet50), target))
     assert r.peak_l1_bytes <= 784 * KIB  # 3136 KiB per image over 4 cores, and so on
     assert r.peak_llb_bytes <= target.llb.bytes
     assert r.chip_throughput_per_s == pytest.approx(BYTEMLPERF_RESNET50_FP16, rel=0.15)
