@@ -25,12 +25,13 @@ from math import gcd
 
 from compiler.errors import ScheduleError
 from compiler.graph import Graph
-from compiler.plan import group_io, make_schedule
+from compiler.footprint import group_footprint
+from compiler.plan import chunk_dag, group_io, make_schedule
 from compiler.schedule import GraphSchedule, Group, Placement
 from compiler.target import Target
 
 LEVELS = (0, 1, 2, 3)
-_L1_WORK_FRACTION = 0.8  # of L1 for a chunk's working set; the rest holds live outputs
+_O2_L1_FRACTION = 0.8  # O2: of L1 for results and the running op; the rest is headroom
 
 
 def graph_schedule_level(graph: Graph, target: Target, level: int = 3) -> GraphSchedule:
@@ -67,7 +68,7 @@ def _per_op(graph: Graph, target: Target, level: int) -> GraphSchedule:
             work = sum(graph.nbytes(t) for t in op.inputs) + size
             l1_ok = (
                 sum(l1_live.values()) + work + size
-            ) / cores <= target.l1.data_bytes * _L1_WORK_FRACTION
+            ) / cores <= target.l1.data_bytes * _O2_L1_FRACTION
             llb_ok = sum(llb_live.values()) + size <= target.llb.bytes
             if level >= 2 and l1_ok and "L1" in op.allowed_scopes:
                 scope = "L1"
@@ -87,47 +88,6 @@ def _last_use(graph: Graph) -> dict[str, int]:
     for t in graph.outputs:
         last[t] = len(graph.ops)
     return last
-
-
-def peak_bytes_per_sample(graph: Graph, ops: Sequence[int]) -> tuple[float, int]:
-    """(peak live batched bytes per sample, peak live unbatched bytes) inside an op set.
-
-    Tensors live from their producer (or the group start, for group inputs) to
-    their last consumer inside the set; the group's output lives to the end.
-    """
-    members = sorted(ops)
-    inside = set(members)
-    last: dict[str, int] = {}
-    for i in members:
-        for t in graph.ops[i].inputs:
-            last[t] = i
-    out = group_io(graph, members).outputs
-    for t in out:
-        last[t] = members[-1] + 1
-    live: dict[str, tuple[float, int]] = {}
-    for t in group_io(graph, members).inputs:
-        live[t] = _split_bytes(graph, t)
-    peak_b, peak_u = 0.0, 0
-    for i in members:
-        op = graph.ops[i]
-        live[op.output] = _split_bytes(graph, op.output)
-        b = sum(v[0] for v in live.values())
-        u = sum(v[1] for v in live.values())
-        peak_b, peak_u = max(peak_b, b), max(peak_u, u)
-        for t in [t for t in live if last.get(t, -1) <= i and not _produced_after(graph, t, i, inside)]:
-            del live[t]
-    return peak_b, peak_u
-
-
-def _produced_after(graph: Graph, t: str, i: int, inside: set[int]) -> bool:
-    p = graph.producer.get(t)
-    return p is not None and p in inside and p > i
-
-
-def _split_bytes(graph: Graph, t: str) -> tuple[float, int]:
-    tensor = graph.tensors[t]
-    size = tensor.nbytes(graph.float_bytes)
-    return (size / graph.batch, 0) if tensor.batched else (0.0, size)
 
 
 def _single_tensor_cuts(graph: Graph) -> list[int]:
@@ -161,20 +121,33 @@ def _divisors(n: int) -> list[int]:
 
 
 def _min_split(graph: Graph, ops: Sequence[int], target: Target) -> int | None:
-    """Fewest chunks whose per-core working set fits L1 (None: nothing fits)."""
-    per_sample, fixed = peak_bytes_per_sample(graph, ops)
+    """Fewest chunks whose per-core working set fits L1 (None: nothing fits).
+
+    The working set is :func:`compiler.footprint.group_footprint` — the same
+    lifetimes the simulator checks — with the group's inputs held to the end
+    (another chunk may still need them) as a margin.
+    """
+    fp = group_footprint(graph, tuple(ops))
     separable = all(graph.ops[i].batch_separable for i in ops)
     cores = target.chip.cores_per_cluster
-    budget = target.l1.data_bytes * _L1_WORK_FRACTION
     for split in _divisors(graph.batch) if separable else [1]:
         samples = graph.batch // split
         bind = core_bind_for(samples, cores)
-        cores_per_sample = len(bind[0])
-        samples_per_part = samples // len(bind)
-        per_core = per_sample * samples_per_part / cores_per_sample + fixed
-        if per_core <= budget:
+        per_core = fp.peak_bytes(samples // len(bind), len(bind[0]), held=True)
+        if per_core <= target.l1.data_bytes:
             return split
     return None
+
+
+def _cost(graph: Graph, ops: Sequence[int], split: int, target: Target) -> float:
+    """Cycles a group spends reloading its weights from DDR, once per chunk."""
+    return split * group_footprint(graph, tuple(ops)).weight_bytes / target.ddr.bytes_per_cycle
+
+
+def _boundary_cost(graph: Graph, ops: Sequence[int], target: Target) -> float:
+    """Cycles to spill a group's result to LLB and read it back (what merging saves)."""
+    out = group_io(graph, ops).outputs
+    return sum(2 * graph.nbytes(t) for t in out) / target.llb.bytes_per_cycle
 
 
 def _o3(graph: Graph, target: Target) -> GraphSchedule:
@@ -193,43 +166,173 @@ def _o3(graph: Graph, target: Target) -> GraphSchedule:
             prev, ps = merged[-1]
             both = prev + seg
             ms = _min_split(graph, both, target)
-            # Merge only when no part must split more than alone: more chunks would reload
-            # the lighter part's weights once per extra chunk.
-            if ms is not None and ms == ps == s:
-                merged[-1] = (both, ms)
-                continue
+            if ps is not None and s is not None and ms is not None:
+                apart = _cost(graph, prev, ps, target) + _cost(graph, seg, s, target)
+                apart += _boundary_cost(graph, prev, target)
+                if _cost(graph, both, ms, target) <= apart:
+                    merged[-1] = (both, ms)
+                    continue
         merged.append((seg, s))
     cores = target.chip.cores_per_cluster
     groups: list[Group] = []
-    outputs = set(graph.outputs)
     for k, (ops, split) in enumerate(merged):
         if split is None:
-            # nothing fits L1 even one sample per chunk: per-op groups through LLB/DDR
+            # Not even one sample per chunk fits L1: per-op groups, results through LLB/DDR.
             for i in ops:
                 op = graph.ops[i]
                 bind = core_bind_for(graph.batch, cores)
-                scope = "DDR" if op.output in outputs else "LLB"
-                if scope not in op.allowed_scopes:
-                    scope = "DDR"
-                groups.append(Group(f"o3_{k}_{op.name}", (i,), 1, (Placement(scope, bind),)))
+                groups.append(Group(f"o3_{k}_{op.name}", (i,), 1, (Placement("LLB", bind),)))
             continue
-        samples = graph.batch // split
-        bind = core_bind_for(samples, cores)
-        out = group_io(graph, ops).outputs
-        out_t = out[0] if len(out) == 1 else None
-        if out_t is None:
-            raise ScheduleError(f"O3 built a group with {len(out)} outputs")  # pragma: no cover
-        out_op = graph.ops[graph.producer[out_t]]
-        chunk_out = graph.nbytes(out_t) / split
-        if out_t in outputs:
-            scope = "DDR"
-        elif chunk_out / cores <= target.l1.data_bytes * (1 - _L1_WORK_FRACTION):
-            scope = "L1"
-        elif chunk_out <= target.llb.bytes / 2 and "LLB" in out_op.allowed_scopes:
-            scope = "LLB"
+        bind = core_bind_for(graph.batch // split, cores)
+        groups.append(Group(f"group_{k}", tuple(ops), split, (Placement("L1", bind),) * split))
+    # Start optimistic (every result in L1, the model outputs in DDR), then demote
+    # what the memory walk finds does not fit.
+    draft = make_schedule(graph, groups, order="depth", source="O3")
+    return _fit(graph, draft, target)
+
+
+def _fit(graph: Graph, schedule: GraphSchedule, target: Target) -> GraphSchedule:
+    """Demote results L1 -> LLB -> DDR until the lifetimes walk fits the memories."""
+    placements = _Placements(graph, schedule, target)
+    for _ in range(4 * len(placements.nodes) + 8):
+        victim = placements.overflow()
+        if victim is None:
+            break
+        placements.demote(victim)
+    return placements.schedule()
+
+
+class _Placements:
+    """A capacity walk over a schedule's order (the simulator's lifetimes, simplified).
+
+    A result placed in L1 occupies its cores from its step until its last reader;
+    one in LLB occupies the cluster's LLB likewise; the running group chunk also
+    needs its working set (:func:`compiler.footprint.group_footprint`, inputs
+    included, so inputs it reads are not counted twice). Model outputs and every
+    result not allowed in a scope go to the next slower scope.
+    """
+
+    def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target) -> None:
+        self.g, self.s, self.t = graph, schedule, target
+        deps, outs = chunk_dag(graph, schedule)
+        self.nodes = [("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0)
+                      for st in schedule.order]
+        self.pos = {n: i for i, n in enumerate(self.nodes)}
+        self.deps = deps
+        self.last: dict[tuple[str, str, int], int] = {n: self.pos[n] for n in self.nodes}
+        for n, ds in deps.items():
+            for d in ds:
+                self.last[d] = max(self.last[d], self.pos[n])
+        for n in outs:
+            self.last[n] = len(self.nodes)
+        self.groups = {g.name: g for g in schedule.groups}
+        self.transfers = {t.name: t for t in schedule.transfers}
+        self.place: dict[tuple[str, str, int], Placement] = {}
+        for n in self.nodes:
+            p = self._initial(n)
+            self.place[n] = p
+        for n in outs:
+            self.place[n] = Placement("DDR", self.place[n].core_bind)
+
+    def _initial(self, n: tuple[str, str, int]) -> Placement:
+        if n[0] == "g":
+            return self.groups[n[1]].chunks[n[2]]
+        tr = self.transfers[n[1]]
+        if tr.kind == "split" and tr.tensor in self.g.inputs:
+            return Placement("DDR", tr.placement.core_bind)
+        return Placement("L1", tr.placement.core_bind)
+
+    def _allowed(self, n: tuple[str, str, int], scope: str) -> bool:
+        if n[0] == "g":
+            out = group_io(self.g, self.groups[n[1]].ops).outputs[0]
         else:
-            scope = "DDR"
-        if scope not in out_op.allowed_scopes:
-            scope = "DDR"
-        groups.append(Group(f"group_{k}", tuple(ops), split, (Placement(scope, bind),) * split))
-    return make_schedule(graph, groups, order="depth", source="O3")
+            out = self.transfers[n[1]].tensor
+        p = self.g.producer.get(out)
+        return p is None or scope in self.g.ops[p].allowed_scopes
+
+    def _bytes(self, n: tuple[str, str, int]) -> float:
+        if n[0] == "g":
+            gr = self.groups[n[1]]
+            return self.g.nbytes(group_io(self.g, gr.ops).outputs[0]) / gr.split
+        tr = self.transfers[n[1]]
+        return self.g.nbytes(tr.tensor) * len(tr.dst_chunks) / tr.dst_factor
+
+    def _work(self, n: tuple[str, str, int]) -> dict[int, float]:
+        p = self.place[n]
+        if n[0] != "g":
+            if p.mem_scope != "L1":
+                return {}
+            per = self._bytes(n) / len(p.cores)
+            return {c: per for c in p.cores}
+        gr = self.groups[n[1]]
+        samples = self.g.batch // gr.split
+        parts = len(p.core_bind)
+        need = group_footprint(self.g, gr.ops).peak_bytes(samples // parts, len(p.core_bind[0]))
+        return {c: float(need) for c in p.cores}
+
+    def overflow(self) -> tuple[str, str, int] | None:
+        """A held result to demote so that the walk fits, or None when it fits."""
+        l1_cap, llb_cap = self.t.l1.data_bytes, self.t.llb.bytes
+        for i, n in enumerate(self.nodes):
+            live = [m for m in self.nodes[:i] if self.last[m] >= i]
+            reads = set(self.deps.get(n, ()))
+            llb = sum(self._bytes(m) for m in live if self.place[m].mem_scope == "LLB")
+            if self.place[n].mem_scope == "LLB":
+                llb += self._bytes(n)
+            if llb > llb_cap:
+                held = [m for m in live if self.place[m].mem_scope == "LLB" and m not in reads]
+                if held:
+                    return max(held, key=lambda m: (self._next_use(m, i), self._bytes(m)))
+                return n if self.place[n].mem_scope == "LLB" else None
+            per_core = dict.fromkeys(range(self.t.chip.cores_per_cluster), 0.0)
+            for c, b in self._work(n).items():
+                per_core[c] += b
+            for m in live:
+                p = self.place[m]
+                if p.mem_scope != "L1":
+                    continue
+                share = self._bytes(m) / len(p.cores)
+                if m in reads:  # what this step reads in place is inside its working set
+                    share *= self._unread_fraction(m)
+                for c in p.cores:
+                    per_core[c] += share
+            worst = max(per_core, key=per_core.__getitem__)
+            if per_core[worst] > l1_cap:
+                held = [m for m in live if self.place[m].mem_scope == "L1"
+                        and worst in self.place[m].cores
+                        and (m not in reads or self._unread_fraction(m) > 0)]
+                if held:
+                    return max(held, key=lambda m: (self._next_use(m, i), self._bytes(m)))
+                if n[0] == "t" and self.place[n].mem_scope == "L1":
+                    return n
+        return None
+
+    def _unread_fraction(self, m: tuple[str, str, int]) -> float:
+        """Of a result read by one consumer chunk, the part other chunks still need."""
+        if m[0] == "t" and self.transfers[m[1]].kind == "split":
+            pieces = len(self.transfers[m[1]].dst_chunks)
+            return 1.0 - 1.0 / pieces
+        return 0.0
+
+    def _next_use(self, m: tuple[str, str, int], i: int) -> int:
+        uses = [self.pos[n] for n, ds in self.deps.items() if m in ds and self.pos[n] >= i]
+        return min(uses) if uses else len(self.nodes)
+
+    def demote(self, n: tuple[str, str, int]) -> None:
+        """Move a result one scope slower (L1 -> LLB -> DDR), skipping scopes it may not use."""
+        p = self.place[n]
+        order = ["L1", "LLB", "DDR"]
+        for scope in order[order.index(p.mem_scope) + 1 :]:
+            if self._allowed(n, scope) or scope == "DDR":
+                self.place[n] = Placement(scope, p.core_bind)
+                return
+
+    def schedule(self) -> GraphSchedule:
+        """The schedule with the walk's placements."""
+        groups = []
+        for gr in self.s.groups:
+            chunks = tuple(self.place[("g", gr.name, c)] for c in range(gr.split))
+            groups.append(Group(gr.name, gr.ops, gr.split, chunks))
+        tp = {name: self.place[("t", name, 0)] for name in self.transfers}
+        return make_schedule(self.g, groups, order=list(self.s.order), transfer_placements=tp,
+                             source=self.s.source)
