@@ -6,16 +6,20 @@
 * **O2** — every op its own group, results in L1 while the cores' L1 holds them
   next to the running op's working set, else LLB, else DDR.
 * **O3** — reorder, split and merge: cut the graph where a single tensor crosses
-  (ResNet's residual adds, BERT's block ends), merge neighbouring segments that
-  fit L1 at the same split factor (more chunks would reload weights), split each group along
-  the batch just enough for its working set to fit L1, keep group outputs in L1
-  when they are small (else LLB, else DDR), and run depth-first so a consumer
-  chunk follows its producers (the guide's ResNet-50 order).
+  (ResNet's residual adds, BERT's block ends); give each segment the fewest
+  chunks whose working set (:mod:`compiler.footprint`, the simulator's
+  lifetimes) fits a core's L1; merge neighbours when the merged group's extra
+  weight reloads from DDR (one per chunk) cost less than spilling the boundary
+  tensor through the LLB; run depth-first so a consumer chunk follows its
+  producers (the guide's ResNet-50 order); start with every result in L1 and let
+  a lifetimes walk over the order demote results L1 -> LLB -> DDR (farthest
+  next use first) until every L1 and the LLB fit.
 
-Capacities come from the :class:`~compiler.target.Target`; the estimates here
-are deliberately simple (per-sample peak of live tensors, spread evenly over
-the cores of a chunk). The simulator is the judge: it tracks real lifetimes.
-All levels return structurally valid schedules for any graph and batch.
+Capacities come from the :class:`~compiler.target.Target`. The walk here is a
+simplified copy of the simulator's memory model (the compiler may not import
+``sim``); the simulator stays the judge, and the tests check that every level
+of every zoo model fits it. All levels return structurally valid schedules
+for any graph and batch.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from collections.abc import Sequence
 from math import gcd
 
 from compiler.errors import ScheduleError
-from compiler.graph import Graph
 from compiler.footprint import group_footprint
+from compiler.graph import Graph
 from compiler.plan import chunk_dag, group_io, make_schedule
 from compiler.schedule import GraphSchedule, Group, Placement
 from compiler.target import Target
