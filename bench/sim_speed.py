@@ -42,13 +42,6 @@ def load(name: str, batch: int) -> Graph:
         return Model(zoo.build(name, batch=batch, weights="inputs"), name=name).graph
 
 
-def resnet50_guide_port(graph: Graph) -> GraphSchedule:
-    """The guide's resnet50_schedule, run through the manual primitives (no TVM)."""
-    from compiler.schedules import plan
-
-    return plan("resnet50", graph)
-
-
 def median_ms(fn: Callable[[GraphSchedule], object], schedule: GraphSchedule,
               repeat: int, rounds: int = 5) -> tuple[float, float]:
     """Median (wall, CPU) ms of ``fn`` on fresh copies of ``schedule`` (no per-schedule cache).
@@ -82,7 +75,6 @@ def main() -> None:
     cases = [
         ("resnet50 b16", "O3", r50, graph_schedule_level(r50, target, 3)),
         ("resnet50 b16", "guide (compiler.schedules)", r50, plan("resnet50", r50)),
-        ("resnet50 b16", "guide port 4/8/14", r50, resnet50_guide_port(r50)),
         ("bert_base b8", "O3", bert, graph_schedule_level(bert, target, 3)),
         ("bert_base b8", "guide (compiler.schedules)", bert, plan("bert_base", bert)),
     ]
@@ -96,7 +88,7 @@ def main() -> None:
         note = " (stops at the overflow)" if isinstance(result, SimError) else ""
         print(f"{model:14} {name:28} {len(schedule.order):5d} {result.status:>9} {wall:8.3f} "
               f"{cpu:7.3f} {valid:9.3f} {cpu - valid:9.3f}{note}")
-    port = resnet50_guide_port(r50)
+    port = plan("resnet50", r50)
     _, best = median_ms(lambda s: simulate(r50, s, target, timeline=False), port, args.repeat)
     verdict = "meets" if best < GOAL_MS else "misses"
     print(f"\nResNet-50 guide plan: {best:.3f} ms CPU per evaluation "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compiler.errors import ScheduleError
-from compiler.plan import chunk_dag, derive_transfers, group_io, group_order
+from compiler.plan import chunk_dag, derived, group_io, group_order
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -124,7 +124,7 @@ def _check_bind(where: str, p: Placement, samples: int, target: Target | None) -
 
 
 def _check_transfers(s: GraphSchedule, graph: Graph, target: Target | None) -> None:
-    expected, _, _ = derive_transfers(graph, s.groups)
+    expected, _, _ = derived(graph, s)
     exp = {t.name: t for t in expected}
     got = {t.name: t for t in s.transfers}
     if len(got) != len(s.transfers):

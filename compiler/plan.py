@@ -37,7 +37,15 @@ class GroupIO:
 
 
 def group_io(graph: Graph, ops: Sequence[int]) -> GroupIO:
-    """Input and output tensors of an op set (weights excluded)."""
+    """Input and output tensors of an op set (weights excluded); cached per graph."""
+    key = ("group_io", tuple(ops))
+    hit = graph._cache.get(key)
+    if hit is None:
+        hit = graph._cache[key] = _group_io(graph, ops)
+    return hit  # type: ignore[no-any-return]
+
+
+def _group_io(graph: Graph, ops: Sequence[int]) -> GroupIO:
     members = set(ops)
     produced = {graph.ops[i].output for i in members}
     inputs: dict[str, None] = {}
@@ -384,14 +392,21 @@ def _breadth(graph: Graph, groups: Sequence[Group], deps: dict[Node, list[Node]]
     return out
 
 
+def derived(
+    graph: Graph, schedule: GraphSchedule
+) -> tuple[list[Transfer], dict[Node, list[Node]], list[Node]]:
+    """:func:`derive_transfers` of a schedule's groups, cached on the schedule."""
+    cached = schedule._cache.get("derived")
+    if cached is None or cached[0] is not graph:
+        cached = (graph, derive_transfers(graph, schedule.groups))
+        schedule._cache["derived"] = cached
+    return cached[1]  # type: ignore[no-any-return]
+
+
 def chunk_dag(graph: Graph, schedule: GraphSchedule) -> tuple[dict[Node, list[Node]], list[Node]]:
     """The dependency DAG between the schedule's steps, and the output nodes."""
-    cached = schedule._cache.get("chunk_dag")
-    if cached is None:
-        _, deps, outs = derive_transfers(graph, schedule.groups)
-        cached = (deps, outs)
-        schedule._cache["chunk_dag"] = cached
-    return cached
+    _, deps, outs = derived(graph, schedule)
+    return deps, outs
 
 
 def single_group_schedule(
