@@ -125,7 +125,7 @@ class Graph:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     float_bytes: int = 2
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, hash=False)
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False, hash=False)
 
     # ---- lookups -----------------------------------------------------------------
     def __len__(self) -> int:
