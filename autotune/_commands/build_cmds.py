@@ -9,7 +9,6 @@ TVM is imported inside the command bodies only.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import tempfile
 import time
@@ -19,15 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from compiler.errors import CompileError, GraphtuneError, ModelError, ScheduleError
+from autotune._commands._common import last_line, load_model, progress
+from compiler.errors import CompileError, GraphtuneError, ScheduleError
 
 if TYPE_CHECKING:
     import numpy as np
-    from rich.console import Console
-    from rich.status import Status
 
     from compiler.artifact import ArtifactMeta, TensorInfo
-    from compiler.model import Model
     from compiler.schedule import GraphSchedule
 
 
@@ -88,8 +85,8 @@ def compile_cmd(
     target = Target.from_file(target_path) if target_path else None
     config: dict[str, Any] = {} if level is None else {"tb.graph_schedule_level": level}
     t0 = time.perf_counter()
-    with _progress(f"importing {model_path}") as status:
-        model = _load_model(model_path, batch)
+    with progress(f"importing {model_path}", feed="compiler._build") as status:
+        model = load_model(model_path, batch, relax=True)
         with _dispatch(log_path):
             status(f"compiling {model.name}")
             try:
@@ -112,23 +109,6 @@ def _with_source(s: GraphSchedule, source: str) -> GraphSchedule:
 
     return GraphSchedule(batch=s.batch, groups=s.groups, transfers=s.transfers, order=s.order,
                          workload_key=s.workload_key, source=source, version=s.version)
-
-
-def _load_model(path: str, batch: int | None) -> Model:
-    """Load and import an ONNX file; anything the import stack raises becomes a ModelError."""
-    from compiler._build import ensure_imported
-    from compiler.model import load_onnx
-
-    try:
-        model = load_onnx(path)
-        if batch is not None:
-            model.set_batch(batch)
-        ensure_imported(model)
-    except GraphtuneError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the import stack raises many kinds
-        raise ModelError(f"{path}: cannot import this model: {_last_line(exc)}") from None
-    return model
 
 
 @contextlib.contextmanager
@@ -173,7 +153,7 @@ def run_cmd(artifact: str, inputs: Sequence[str], output: str | None, seed: int)
             raise CompileError(f"--input {name}={path}: {exc}") from None
     from compiler.executor import Executor
 
-    with _progress(f"loading {artifact}") as status:
+    with progress(f"loading {artifact}", feed="compiler._build") as status:
         ex = Executor.load(artifact)
         ex.set_input(given)
         rng = np.random.default_rng(seed)
@@ -215,7 +195,7 @@ def _load_npy(path: str, name: str) -> np.ndarray:
     try:
         value = np.load(p, allow_pickle=False)  # never unpickle a user's file
     except (ValueError, OSError, EOFError) as exc:
-        raise UsageError(f"--input {name}: {p} is not a .npy array ({_last_line(exc)})") \
+        raise UsageError(f"--input {name}: {p} is not a .npy array ({last_line(exc)})") \
             from None
     if not isinstance(value, np.ndarray):
         value.close()
@@ -275,70 +255,9 @@ def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
         raise
 
 
-# ---- progress --------------------------------------------------------------------------------
-class _StatusHandler(logging.Handler):
-    """Shows INFO records of the build as the status line; prints warnings above it."""
-
-    def __init__(self, status: Status, con: Console) -> None:
-        super().__init__(logging.INFO)
-        self._status = status
-        self._console = con
-
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
-        if record.levelno >= logging.WARNING:
-            self._console.print(f"warning: {msg}", markup=False, highlight=False)
-        else:
-            self._status.update(msg)
-
-
-@contextlib.contextmanager
-def _progress(what: str) -> Iterator[Any]:
-    """A rich status line on stderr fed by the build's log; yields ``update(text)``.
-
-    Only on a terminal, and only when ``-v`` has not already asked for the log
-    itself; otherwise progress goes to the log (``graphtune -v compile ...``).
-    The status writes to a duplicate of stderr's descriptor, so it keeps
-    spinning while TVM's native output is diverted from descriptor 2 (see
-    :func:`compiler.executor.native_output_to_log`).
-    """
-    build_log = logging.getLogger("compiler._build")
-    if build_log.isEnabledFor(logging.INFO) or not _stderr_is_terminal():
-        yield lambda text: logging.getLogger(__name__).info("%s", text)
-        return
-    from rich.console import Console
-
-    with os.fdopen(os.dup(2), "w", buffering=1) as stream:
-        con = Console(file=stream, highlight=False)
-        with con.status(what) as status:
-            handler = _StatusHandler(status, con)
-            old_level, old_propagate = build_log.level, build_log.propagate
-            build_log.addHandler(handler)
-            build_log.setLevel(logging.INFO)
-            build_log.propagate = False
-            try:
-                yield status.update
-            finally:
-                build_log.removeHandler(handler)
-                build_log.setLevel(old_level)
-                build_log.propagate = old_propagate
-
-
-def _stderr_is_terminal() -> bool:
-    try:
-        return os.isatty(2)
-    except OSError:
-        return False
-
-
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
-
-
-def _last_line(exc: BaseException) -> str:
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else type(exc).__name__

@@ -7,13 +7,11 @@ other commands start fast.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from autotune._commands._common import console, load_model, progress, write_atomic
 from compiler.errors import GraphtuneError, ModelError
 
 if TYPE_CHECKING:
@@ -24,53 +22,6 @@ def register(group: click.Group) -> None:
     """Attach this module's commands."""
     group.add_command(zoo_cmd)
     group.add_command(info_cmd)
-
-
-# ---- shared helpers (also used by schedule_cmds) -------------------------------------------
-def load_model(path: str, batch: int | None = None) -> Model:
-    """Load an ONNX file, set the batch and import it; every failure is a ModelError.
-
-    ``load_onnx`` already turns file problems into ModelError; anything else the
-    import raises (TVM internals, protobuf oddities) is wrapped here so the CLI
-    never shows a traceback.
-    """
-    from compiler.model import load_onnx
-
-    try:
-        model = load_onnx(path)
-        if batch is not None:
-            model.set_batch(batch)
-        _ = model.graph  # import now, inside the guard
-    except GraphtuneError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the import stack raises many kinds
-        first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"{path}: cannot import this model: {first}") from None
-    return model
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same directory, then rename."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise GraphtuneError(f"cannot write {target}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def console() -> Any:
-    """A rich console on the current stdout (CliRunner swaps it)."""
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False)
 
 
 def _human_bytes(n: float) -> str:
@@ -158,9 +109,11 @@ def zoo_cmd(
         raise GraphtuneError("give the output file: graphtune zoo NAME -o FILE.onnx")
     defaults = entries[name].options if name in entries else {}
     parsed = dict(_parse_option(o, defaults.get(o.split("=", 1)[0].strip())) for o in options)
-    proto = zoo.build(name, batch=batch, seq=seq, weights=weights, seed=seed, **parsed)
-    data = proto.SerializeToString()
-    write_atomic(output, data)
+    with progress(f"building {name} ({weights} weights)") as status:
+        proto = zoo.build(name, batch=batch, seq=seq, weights=weights, seed=seed, **parsed)
+        status(f"writing {output}")
+        data = proto.SerializeToString()
+        write_atomic(output, data)
     click.echo(f"{output}: {_human_bytes(len(data))}, {len(proto.graph.node)} nodes")
 
 

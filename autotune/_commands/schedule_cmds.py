@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from autotune._commands.model_cmds import console, load_model, write_atomic
+from autotune._commands._common import console, load_model, write_atomic
 from compiler.errors import GraphtuneError, ScheduleError
 
 if TYPE_CHECKING:

@@ -68,7 +68,7 @@ def simulate_cmd(
     if batch is not None and batch < 1:
         raise SimUsageError(f"--batch must be >= 1, got {batch}")
 
-    from autotune._commands.model_cmds import load_model
+    from autotune._commands._common import load_model
     from autotune._commands.schedule_cmds import load_schedule
     from compiler.target import Target
 
