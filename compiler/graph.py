@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from compiler.errors import ScheduleError
 from compiler.optable import RELAY_ALIASES, op_spec
 
 GRAPH_KEY_VERSION = 1
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -201,28 +202,14 @@ class Graph:
         cached = self._cache.get("postorder")
         if cached is not None:
             return tuple(cached)
-        seen: set[int] = set()
-        order: list[int] = []
         prod = self.producer
-        for out in self.outputs:
-            if out not in prod:
-                continue
-            stack: list[tuple[int, int]] = [(prod[out], 0)]
-            while stack:
-                idx, i = stack.pop()
-                if i == 0:
-                    if idx in seen:
-                        continue
-                    seen.add(idx)
-                ins = [prod[t] for t in self.ops[idx].inputs if t in prod]
-                if i < len(ins):
-                    stack.append((idx, i + 1))
-                    if ins[i] not in seen:
-                        stack.append((ins[i], 0))
-                else:
-                    order.append(idx)
+        deps = {
+            op.index: list(dict.fromkeys(prod[t] for t in op.inputs if t in prod))
+            for op in self.ops
+        }
+        roots = [prod[t] for t in self.outputs if t in prod]
         # ops not reaching an output (dead code kept for completeness) follow in topo order
-        order.extend(op.index for op in self.ops if op.index not in seen)
+        order = dfs_postorder(deps, roots)
         self._cache["postorder"] = order
         return tuple(order)
 
@@ -342,6 +329,32 @@ class Graph:
             "cpu_ops": [op.name for op in self.cpu_ops()],
             "workload_key": self.workload_key,
         }
+
+
+def dfs_postorder(deps: Mapping[K, Sequence[K]], roots: Sequence[K]) -> list[K]:
+    """Depth-first post-order from ``roots`` (dependencies first, in their listed order).
+
+    Nodes of ``deps`` that no root reaches follow, each after its own dependencies,
+    in ``deps`` order. Iterative: deep graphs do not hit Python's recursion limit.
+    """
+    seen: set[K] = set()
+    out: list[K] = []
+    for root in [*roots, *deps]:
+        if root in seen:
+            continue
+        stack: list[tuple[K, int]] = [(root, 0)]
+        seen.add(root)
+        while stack:
+            n, i = stack.pop()
+            ds = deps.get(n, ())
+            if i < len(ds):
+                stack.append((n, i + 1))
+                if ds[i] not in seen:
+                    seen.add(ds[i])
+                    stack.append((ds[i], 0))
+            else:
+                out.append(n)
+    return out
 
 
 def _jsonable(value: Any) -> Any:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.errors import ScheduleError
+from compiler.graph import dfs_postorder
 from compiler.schedule import GraphSchedule, Group, Placement, Step, Transfer
 
 if TYPE_CHECKING:
@@ -278,44 +279,7 @@ def default_transfer_placement(
 
 def postorder(deps: dict[Node, list[Node]], roots: Sequence[Node]) -> list[Node]:
     """DFS post-order of the chunk DAG from ``roots``; unreachable nodes are appended."""
-    seen: set[Node] = set()
-    out: list[Node] = []
-    for root in roots:
-        stack: list[tuple[Node, int]] = [(root, 0)]
-        while stack:
-            n, i = stack.pop()
-            if i == 0:
-                if n in seen:
-                    continue
-                seen.add(n)
-            ds = deps.get(n, [])
-            if i < len(ds):
-                stack.append((n, i + 1))
-                if ds[i] not in seen:
-                    stack.append((ds[i], 0))
-            else:
-                out.append(n)
-    rest = [n for n in deps if n not in seen]
-    if rest:
-        out.extend(m for m in _topo(deps, rest) if m not in seen)
-    return out
-
-
-def _topo(deps: dict[Node, list[Node]], nodes: list[Node]) -> list[Node]:
-    placed: set[Node] = set()
-    out: list[Node] = []
-
-    def visit(n: Node) -> None:
-        if n in placed:
-            return
-        placed.add(n)
-        for d in deps.get(n, []):
-            visit(d)
-        out.append(n)
-
-    for n in nodes:
-        visit(n)
-    return out
+    return dfs_postorder(deps, roots)
 
 
 def make_schedule(
