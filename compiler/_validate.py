@@ -46,6 +46,7 @@ def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> 
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise ScheduleError(f"op {missing[0]}{more} is in no group: every op needs one")
+    group_order(graph, s.groups)  # a cycle first: it is the root cause of extra outputs
     for g in s.groups:
         io = group_io(graph, g.ops)
         if len(io.outputs) != 1:
@@ -54,7 +55,6 @@ def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> 
                 f"group {g.name} has {len(io.outputs)} outputs ({what}): "
                 "a group must have exactly one output"
             )
-    group_order(graph, s.groups)
     for g in s.groups:
         _check_group(g, graph, target)
     _check_transfers(s, graph, target)
