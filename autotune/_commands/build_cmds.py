@@ -9,8 +9,6 @@ TVM is imported inside the command bodies only.
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -18,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from autotune._commands._common import last_line, load_model, progress
+from autotune._commands._common import last_line, load_model, progress, write_atomic
 from compiler.errors import CompileError, GraphtuneError, ScheduleError
 
 if TYPE_CHECKING:
@@ -239,20 +237,13 @@ def _summary(arr: np.ndarray) -> str:
 
 
 def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    import io
+
     import numpy as np
 
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise CompileError(f"cannot write {path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)  # type: ignore[arg-type]  # keys are output names
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]  # keys are output names
+    write_atomic(path, buf.getvalue())
 
 
 def _plural(n: int, word: str) -> str:
