@@ -243,18 +243,23 @@ def _print_schedule(s: GraphSchedule, graph: Graph | None) -> None:
               help="The model the schedule was made for.")
 @click.option("--onnx", "onnx_out", required=True, type=click.Path(dir_okay=False),
               help="ONNX file to write.")
-def export_cmd(schedule_path: str, model_path: str, onnx_out: str) -> None:
+@click.option("--functions", is_flag=True,
+              help="Draw each group as one ONNX local function (a box Netron opens).")
+def export_cmd(schedule_path: str, model_path: str, onnx_out: str, functions: bool) -> None:
     """Write MODEL.onnx with every node annotated with its group (open it in Netron)."""
 
     schedule = load_schedule(schedule_path)
     model = load_model(model_path, schedule.batch)
     schedule.validate(model.graph)
-    matched, total = export_onnx(model, schedule, onnx_out)
-    click.echo(f"{onnx_out}: {total} nodes annotated with {len(schedule.groups)} groups "
+    matched, total = export_onnx(model, schedule, onnx_out, functions=functions)
+    shown = "as ONNX functions" if functions else "annotated with"
+    click.echo(f"{onnx_out}: {total} nodes {shown} {len(schedule.groups)} groups "
                f"({matched} matched to Relax ops by dataflow and shape)")
 
 
-def export_onnx(model: Model, schedule: GraphSchedule, path: str) -> tuple[int, int]:
+def export_onnx(
+    model: Model, schedule: GraphSchedule, path: str, functions: bool = False
+) -> tuple[int, int]:
     """Write the model with group annotations; returns (nodes matched, nodes).
 
     Every node gets ``metadata_props`` ``graphtune.group``, ``graphtune.split``,
@@ -265,9 +270,9 @@ def export_onnx(model: Model, schedule: GraphSchedule, path: str) -> tuple[int, 
     node's output shape. A node with no such op (folded at import) inherits the
     group of its input's producer (``graphtune.mapping = inferred``).
 
-    The grouping is shown with annotations rather than ONNX local functions:
-    annotations keep the node list (and so every tool's view of the model)
-    unchanged.
+    By default the grouping is shown with annotations, which keep the node list
+    (and so every tool's view of the model) unchanged; ``functions=True`` also
+    wraps each group in an ONNX local function (:mod:`._onnx_functions`).
     """
     import onnx
 
@@ -307,8 +312,13 @@ def export_onnx(model: Model, schedule: GraphSchedule, path: str) -> tuple[int, 
                         f"{schedule.batch}, {len(schedule.groups)} groups; node metadata "
                         "graphtune.group names each node's group")
     onnx.checker.check_model(proto)
+    total = len(proto.graph.node)
+    if functions:
+        from autotune._commands._onnx_functions import wrap_groups
+
+        proto = wrap_groups(proto)
     write_atomic(path, proto.SerializeToString())
-    return matched, len(proto.graph.node)
+    return matched, total
 
 
 def _prop(node: Any, key: str, value: str) -> None:

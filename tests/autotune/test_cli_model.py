@@ -86,6 +86,28 @@ def test_schedule_make_show_export(tiny: Path, tmp_path: Path) -> None:
         assert props["graphtune.group"] in names and "graphtune group" in node.doc_string
 
 
+@pytest.mark.parametrize("level", ["0", "3"])
+def test_schedule_export_as_functions(tiny: Path, tmp_path: Path, level: str) -> None:
+    """Each group becomes one ONNX local function; the model computes the same."""
+    import numpy as np
+    import onnxruntime as ort
+
+    s_json, g_onnx = tmp_path / "s.json", tmp_path / "g.onnx"
+    assert run("schedule", "make", tiny, "--level", level, "-o", s_json).exit_code == 0
+    r = run("schedule", "export", s_json, "--model", tiny, "--onnx", g_onnx, "--functions")
+    assert r.exit_code == 0, r.stderr
+    s = GraphSchedule.load(str(s_json))
+    m, original = onnx.load(str(g_onnx)), onnx.load(str(tiny))
+    onnx.checker.check_model(m)
+    called = {n.op_type for n in m.graph.node if n.domain == "graphtune"}
+    assert called == {f.name for f in m.functions} <= {g.name for g in s.groups}
+    assert sum(len(f.node) for f in m.functions) == len(original.graph.node)
+    inputs = {**zoo.random_inputs(original, seed=0), **zoo.materialize_weights(original)}
+    want = ort.InferenceSession(original.SerializeToString()).run(None, inputs)[0]
+    got = ort.InferenceSession(m.SerializeToString()).run(None, inputs)[0]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_schedule_short_form_and_plan(tiny: Path, tmp_path: Path) -> None:
     s_json, g_onnx = tmp_path / "s.json", tmp_path / "g.onnx"
     r = run("schedule", tiny, "--level", "1", "-o", s_json, "--onnx", g_onnx)
