@@ -113,21 +113,14 @@ class Reservations:
             if free_at[r] > start:
                 start = free_at[r]
         longest = 0.0
+        spans = []
+        for r, nbytes in flows.items():
+            d = nbytes / bw[r]
+            free_at[r] = start + d
+            busy[r] += d
+            if d > longest:
+                longest = d
+            spans.append((r, d))
         if self.record:
-            spans = []
-            for r, nbytes in flows.items():
-                d = nbytes / bw[r]
-                free_at[r] = start + d
-                busy[r] += d
-                if d > longest:
-                    longest = d
-                spans.append((r, d))
             self.events.append((label, start, tuple(spans)))
-        else:
-            for r, nbytes in flows.items():
-                d = nbytes / bw[r]
-                free_at[r] = start + d
-                busy[r] += d
-                if d > longest:
-                    longest = d
         return start, start + longest + latency

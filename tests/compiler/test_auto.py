@@ -50,7 +50,9 @@ def test_levels_full_size_encoders(name: str) -> None:
     for batch in (1, 16):
         graph = _graph(name, batch)
         for level in range(4):
-            graph_schedule_level(graph, target, level).validate(graph, target)
+            s = graph_schedule_level(graph, target, level)
+            s.validate(graph, target)  # raises with the reason if not
+            assert sum(len(g.ops) for g in s.groups) == len(graph.ops)
 
 
 def test_scopes_follow_the_level_meaning() -> None:
