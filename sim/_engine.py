@@ -27,6 +27,7 @@ first served (:class:`~sim._resources.Reservations`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -45,8 +46,9 @@ from compiler.footprint import (
 from compiler.plan import chunk_dag, group_io
 from sim._bound import lower_bound_cycles
 from sim._dtype import in_compute_dtype
-from sim._model import ComputeCost, group_cost
-from sim._moves import Layout, MovePlan, fixed_plan, move_plan
+from sim._invariants import check_invariants
+from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_cost, group_work
+from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, StepRecord
 
@@ -150,7 +152,7 @@ class _Sim:
         if len(self.moves) > _MOVE_CACHE_LIMIT:
             self.moves.clear()
         # per-run caches: a group's chunks share costs and working sets
-        self.costs: dict[tuple[str, int, int, int], tuple[_GroupStatic, ComputeCost]] = {}
+        self.costs: dict[tuple[object, ...], ComputeCost] = {}
         self.profiles: dict[tuple[str, frozenset[str], bool, bool], Profile] = {}
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
@@ -158,6 +160,7 @@ class _Sim:
         self.l1_cap = target.l1.data_bytes
         self.llb_cap = target.llb.bytes
         self.half_wb = target.l1.weight_bytes / 2
+        self.burst = max(1, target.ddr.burst_bytes)
         self.setup = target.dma.setup_cycles
         self.ddr_lat = target.ddr.latency_cycles
         self.hop_lat = target.noc.hop_latency_cycles
@@ -328,6 +331,7 @@ class _Sim:
     def inputs_flows(
         self, k: int, dep_idx: list[int], tensors: tuple[tuple[str, int, int], ...],
         dst: Layout, dst_cores: tuple[int, ...], streamable: frozenset[str],
+        work: GroupWork | None = None,
     ) -> tuple[dict[str, _Flows], dict[str, _Flows], frozenset[str], dict[str, float], bool]:
         """Flows bringing ``tensors`` from their providers to layout ``dst``.
 
@@ -335,7 +339,8 @@ class _Sim:
         step reads tile by tile), each by source scope (separate DMA requests), the
         names streamed, when the data of each source scope is ready (``"*"``: all
         inputs), and whether an L1 input must be held (a later step still reads
-        it from there).
+        it from there). A streamed input that an op re-reads once per extra weight
+        tile (``work.rereads``) crosses its path once per pass.
         """
         staged: dict[str, _Flows] = {}
         streamed: dict[str, _Flows] = {}
@@ -357,16 +362,20 @@ class _Sim:
                 if src[0] == "L1" and self.last[d] > k:
                     held = True
             bucket = staged
+            passes = 1
             if src[0] != "L1" and name in streamable:
                 bucket = streamed
                 names.append(name)
+                if work is not None:
+                    passes += sum(x for _, t, x in work.rereads if t == name)
             fl = bucket.get(src[0])
             if fl is None:
                 fl = bucket[src[0]] = _Flows()
             if sb:
-                fl.add(move_plan(self.chip, src, dst, self.moves), sb)
+                fl.add(move_plan(self.chip, src, dst, self.moves), sb * passes)
             if fb:
-                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves), fb)
+                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves),
+                       fb * passes)
         return staged, streamed, frozenset(names), ready, held
 
     def gate(self, cores: tuple[int, ...], incoming: dict[int, float]) -> float:
@@ -381,6 +390,16 @@ class _Sim:
                 gate = t
         return gate
 
+    def part_cost(self, gr: Group, spp: int, cores: int, step_cores: int,
+                  remote: frozenset[int]) -> ComputeCost:
+        """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples."""
+        key = (gr.name, spp, cores, step_cores, remote)
+        hit = self.costs.get(key)
+        if hit is None:
+            hit = self.costs[key] = group_cost(self.g, gr.ops, spp, cores, self.t, step_cores,
+                                               remote)
+        return hit
+
     def group_step(self, k: int, gr: Group, chunk: int, dep_idx: list[int]) -> SimError | None:
         place = gr.chunks[chunk]
         parts = place.core_bind
@@ -388,17 +407,11 @@ class _Sim:
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
         cpp = len(parts[0])
-        key = (gr.name, spp, cpp, len(cores))
-        hit = self.costs.get(key)
-        if hit is None:
-            hit = self.costs[key] = (
-                _group_static(self.g, gr.ops, self.half_wb),
-                group_cost(self.g, gr.ops, spp, cpp, self.t, len(cores)),
-            )
-        info, cost = hit
+        info = _group_static(self.g, gr.ops, self.half_wb)
+        work = group_work(self.g, gr.ops, self.t)
         stage: Layout = ("L1", self.layouts[k][1])
         staged, streamed, names, ready, held = self.inputs_flows(
-            k, dep_idx, info.inputs, stage, cores, info.streamable)
+            k, dep_idx, info.inputs, stage, cores, info.streamable, work)
         out_off = place.mem_scope != "L1"
         # capacity (program order)
         near = staged.get("L1")
@@ -407,16 +420,16 @@ class _Sim:
         prof = self.profiles.get(pkey)
         if prof is None:
             prof = self.profiles[pkey] = group_profile(self.g, gr.ops, names, out_off, held)
-        work = float(peak_of(prof, spp, cpp))
+        work_bytes = float(peak_of(prof, spp, cpp))
         usage: dict[int, float] = {}
         top = 0.0
         for c in cores:
-            u = self.l1_live[c] - staying.get(c, 0.0) + work
+            u = self.l1_live[c] - staying.get(c, 0.0) + work_bytes
             usage[c] = u
             if u > top:
                 top = u
             if u > self.l1_cap:
-                return self.l1_error(k, c, u, work, staying)
+                return self.l1_error(k, c, u, work_bytes, staying)
             if u > self.peak_l1[c]:
                 self.peak_l1[c] = u
         if place.mem_scope == "LLB":
@@ -424,19 +437,32 @@ class _Sim:
             if need > self.llb_cap:
                 return self.llb_error(k, need)
             self.peak_llb = max(self.peak_llb, need)
-        # gathered rows: each core fetches its own from DDR before it starts
-        fp = info.footprint
-        if fp.gather_sample_bytes or fp.gather_fixed_bytes:
-            per_core = spp * fp.gather_sample_bytes / cpp + fp.gather_fixed_bytes
-            fl = staged.setdefault("DDR", _Flows())
-            for c in cores:
-                fl.flows[c] = fl.flows.get(c, 0.0) + per_core
-                fl.incoming[c] = fl.incoming.get(c, 0.0) + per_core
-            fl.flows[self.chip.ddr] = fl.flows.get(self.chip.ddr, 0.0) + per_core * len(cores)
-            fl.ddr += per_core * len(cores)
-            self.weight_bytes += per_core * len(cores)
+        # compute, part by part: a part of n cores splits its samples' rows n ways; the
+        # cores run synchronised, so the step ends when its slowest part ends
+        remote = work.remote_ops(names)
+        cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote)
+                   for n in {len(p) for p in parts}}
+        slowest = max(cost_of.values(), key=lambda c: c.cycles)
         loads = [(ready.get(kind, 0.0), fl) for kind, fl in staged.items()]
         streams = list(streamed.values())
+        # gathered rows: each core fetches its own, a burst per row, unless reading the
+        # whole (small) table through the weight path moves fewer DDR bytes
+        if work.gathers:
+            rows_fl, table = self.gather_flows(work, spp, parts, cores)
+            if rows_fl is not None:
+                loads.append((ready["*"], rows_fl))
+            if table:
+                loads.append((0.0, self.weight_flows(table, cores)))
+        # the cores of a part exchange halos / operands at cuts inside a sample
+        if work.cut_bytes:
+            ex = _Flows()
+            for part in parts:
+                cuts = cuts_inside_samples(spp, len(part))
+                if cuts:
+                    ex.add(exchange_plan(self.chip, part, self.moves), cuts * work.cut_bytes)
+            if ex.flows:
+                streams.append(ex)
+                self.noc_bytes += ex.noc
         # the first weight tile is loaded (double-buffered) before compute, the rest streams
         if info.first_tile:
             loads.append((0.0, self.weight_flows(info.first_tile, cores)))
@@ -450,7 +476,7 @@ class _Sim:
                        info.out_fixed)
             streams.append(st)
         incoming: dict[int, float] = {}
-        for fl in staged.values():
+        for _, fl in loads:
             for c, b in fl.incoming.items():
                 incoming[c] = incoming.get(c, 0.0) + b
             self.noc_bytes += fl.noc
@@ -467,23 +493,58 @@ class _Sim:
         for c in cores:
             if self.core_free[c] > start:
                 start = self.core_free[c]
-        end = start + cost.cycles
+        end = start + slowest.cycles
         for fl in streams:
             _, b = self.res.reserve(f"{label} stream", fl.flows, start, self.latency_of(fl))
             end = max(end, b)
-        for c in cores:
-            self.core_start[c] = start
-            self.core_free[c] = end
-            self.core_usage[c] = usage[c]
-            self.mme[c] += cost.mme_cycles
-            self.vme[c] += cost.vme_cycles
+        for part in parts:
+            cost = cost_of[len(part)]
+            for c in part:
+                self.core_start[c] = start
+                self.core_free[c] = end
+                self.core_usage[c] = usage[c]
+                self.mme[c] += cost.mme_cycles
+                self.vme[c] += cost.vme_cycles
         self.rec_of[k] = len(self.records)
-        self.records.append([label, "group", cores, ls, le, start, end, end, cost.mme_cycles,
-                             cost.vme_cycles, int(top), place.mem_scope])
+        self.records.append([label, "group", cores, ls, le, start, end, end, slowest.mme_cycles,
+                             slowest.vme_cycles, int(top), place.mem_scope])
         self.ready[k] = end
         self.release(k)
         self.allocate(k)
         return None
+
+    def gather_flows(self, work: GroupWork, spp: int, parts: tuple[tuple[int, ...], ...],
+                     cores: tuple[int, ...]) -> tuple[_Flows | None, float]:
+        """Gathered rows of a step: ``(row reads from DDR, table bytes loaded instead)``.
+
+        A core reads its rows from DDR, each row rounded up to whole DDR bursts. A table
+        that fits half a weight buffer and costs fewer DDR bytes than those rows is
+        loaded whole through the weight path instead and gathered on chip.
+        """
+        burst, chip = self.burst, self.chip
+        rows_fl = _Flows()
+        table_bytes = 0.0
+        for d in work.gathers:
+            row = max(d.row_bytes, 1)
+            cost_row = math.ceil(row / burst) * burst
+            per_core: dict[int, float] = {}
+            for part in parts:
+                n = len(part)
+                rows = math.ceil(spp * d.amount / row / n) if d.batched else math.ceil(d.amount / row)
+                for c in part:
+                    per_core[c] = rows * cost_row
+            total = sum(per_core.values())
+            table_ddr = d.table_bytes if self.t.llb.broadcast else d.table_bytes * len(cores)
+            if d.table_bytes and d.table_bytes <= self.half_wb and table_ddr < total:
+                table_bytes += d.table_bytes
+                continue
+            for c, b in per_core.items():
+                rows_fl.flows[c] = rows_fl.flows.get(c, 0.0) + b
+                rows_fl.incoming[c] = rows_fl.incoming.get(c, 0.0) + b
+            rows_fl.flows[chip.ddr] = rows_fl.flows.get(chip.ddr, 0.0) + total
+            rows_fl.ddr += total
+            self.weight_bytes += total
+        return (rows_fl if rows_fl.flows else None), table_bytes
 
     def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
         """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""
@@ -633,4 +694,13 @@ def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = Tr
         graph = in_compute_dtype(graph, target)
         bound_us = target.cycles_to_us(lower_bound_cycles(graph, graph.batch, target))
         return SimError("invalid", str(exc), lower_bound_us=bound_us)
-    return _Sim(in_compute_dtype(graph, target), schedule, target, record).run()
+    g = in_compute_dtype(graph, target)
+    sim = _Sim(g, schedule, target, record)
+    out = sim.run()
+    if isinstance(out, SimResult):
+        used = {c for i, node in enumerate(schedule.order) if node.kind == "group"
+                for c in sim.cores_of[i]}
+        bad = check_invariants(out, g, target, len(used))
+        if bad is not None:
+            return bad
+    return out

@@ -243,7 +243,8 @@ def test_sizes_follow_the_target_compute_type(branches: Graph, target: Target) -
     fp32 = ok(simulate(branches, s, target.replace(compute_dtype="float32")))
     assert branches.tensors["x"].dtype == "float32" and branches.float_bytes == 2
     assert fp32.weight_bytes_loaded == pytest.approx(2 * fp16.weight_bytes_loaded)
-    assert fp32.ddr_bytes == pytest.approx(2 * fp16.ddr_bytes)
+    # twice the bytes, and more passes over x: a weight tile holds half the elements
+    assert fp32.ddr_bytes > 2 * fp16.ddr_bytes
     assert fp32.peak_l1_bytes == 2 * fp16.peak_l1_bytes
 
 
