@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from compiler.memo import memo_of
+
 if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.target import Target
@@ -21,9 +23,9 @@ def in_compute_dtype(graph: Graph, target: Target) -> Graph:
     width = target.dtype_bytes
     if graph.float_bytes == width:
         return graph
-    key = f"sim.float_bytes.{width}"
-    other = graph._cache.get(key)
+    memo = memo_of(graph)
+    key = ("float_bytes", width)
+    other = memo.get(key)
     if other is None:
-        other = dataclasses.replace(graph, float_bytes=width, _cache={})
-        graph._cache[key] = other
+        other = memo[key] = dataclasses.replace(graph, float_bytes=width)
     return other  # type: ignore[no-any-return]

@@ -42,6 +42,7 @@ from compiler.footprint import (
     sample_bytes,
     streamable_inputs,
 )
+from compiler.memo import memo_of
 from compiler.plan import chunk_dag, group_io
 from sim._bound import lower_bound_cycles
 from sim._dtype import in_compute_dtype
@@ -77,9 +78,9 @@ class _GroupStatic:
 
 
 def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupStatic:
-    cache: dict[tuple[object, ...], _GroupStatic] = graph._cache.setdefault("sim.group", {})
-    key = (ops, half_wb)
-    hit = cache.get(key)
+    memo = memo_of(graph)
+    key = ("sim.group", ops, half_wb)
+    hit: _GroupStatic | None = memo.get(key)
     if hit is None:
         io = group_io(graph, ops)
         fp = group_footprint(graph, ops)
@@ -92,7 +93,7 @@ def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupS
             fp.weight_bytes, int(min(first, half_wb, fp.weight_bytes)),
             streamable_inputs(graph, ops),
         )
-        cache[key] = hit
+        memo[key] = hit
     return hit
 
 
@@ -624,11 +625,12 @@ def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = Tr
         ) -> SimResult | SimError:
     """Validate and simulate; never raises for a bad schedule (see the module doc)."""
     # A schedule is frozen: once valid for a (graph, target), it stays valid.
-    mark = ("sim.valid", graph.workload_key, target.hash)
+    memo = memo_of(schedule, limit=8)
+    mark = ("sim.valid", id(graph), target.hash)
     try:
-        if mark not in schedule._cache:
+        if memo.get(mark) is not graph:
             schedule.validate(graph, target)
-            schedule._cache[mark] = True  # type: ignore[index]
+            memo[mark] = graph
     except ScheduleError as exc:
         graph = in_compute_dtype(graph, target)
         bound_us = target.cycles_to_us(lower_bound_cycles(graph, graph.batch, target))
