@@ -15,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, TypeVar
 
 from compiler.errors import ScheduleError
+from compiler.memo import memo_of
 from compiler.optable import RELAY_ALIASES, op_spec
 
 GRAPH_KEY_VERSION = 1
@@ -126,7 +127,14 @@ class Graph:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     float_bytes: int = 2
-    _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False, hash=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Fields only (and the workload key once computed): lookups derived with
+        # cached_property are rebuilt on use, so a pickle never grows with use.
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        if "workload_key" in self.__dict__:
+            state["workload_key"] = self.__dict__["workload_key"]
+        return state
 
     # ---- lookups -----------------------------------------------------------------
     def __len__(self) -> int:
@@ -199,7 +207,8 @@ class Graph:
     # ---- the guide's indexing primitives -------------------------------------------
     def postorder(self) -> tuple[int, ...]:
         """Op indices in depth-first post-order from the outputs (the guide's ListOps order)."""
-        cached = self._cache.get("postorder")
+        memo = memo_of(self)
+        cached = memo.get("postorder")
         if cached is not None:
             return tuple(cached)
         prod = self.producer
@@ -210,7 +219,7 @@ class Graph:
         roots = [prod[t] for t in self.outputs if t in prod]
         # ops not reaching an output (dead code kept for completeness) follow in topo order
         order = dfs_postorder(deps, roots)
-        self._cache["postorder"] = order
+        memo["postorder"] = order
         return tuple(order)
 
     def list_ops(self, indices: tuple[int, ...] | None = None) -> OpIndex:

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from compiler.footprint import GATHER_OPS, batched_tensors
+from compiler.memo import memo_of
 from compiler.opshape import OpKind, op_shapes
 from compiler.optable import op_spec
 from sim._dtype import in_compute_dtype
@@ -26,7 +27,8 @@ def compulsory_ddr_bytes(graph: Graph, batch: int, target: Target) -> float:
     """
     graph = in_compute_dtype(graph, target)
     key = ("sim.compulsory", target.hash, batch)
-    hit = graph._cache.get(key)  # type: ignore[call-overload]
+    memo = memo_of(graph)
+    hit = memo.get(key)
     if hit is not None:
         return float(hit)
     scale = batch / graph.batch
@@ -46,7 +48,7 @@ def compulsory_ddr_bytes(graph: Graph, batch: int, target: Target) -> float:
     io = sum(graph.nbytes(t) * (scale if t in batched else 1.0)
              for t in dict.fromkeys((*read, *graph.outputs)))
     total = weight + gathered + io
-    graph._cache[key] = total  # type: ignore[index]
+    memo[key] = total
     return total
 
 
@@ -54,7 +56,8 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     """Bound in cycles: see :func:`lower_bound`."""
     graph = in_compute_dtype(graph, target)
     key = ("sim.bound", target.hash, batch)
-    hit = graph._cache.get(key)  # type: ignore[call-overload]
+    memo = memo_of(graph)
+    hit = memo.get(key)
     if hit is not None:
         return float(hit)
     scale = batch / graph.batch
@@ -81,7 +84,7 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     ddr = compulsory_ddr_bytes(graph, batch, target) / target.ddr.bytes_per_cycle
     launch = target.host.launch_overhead_us * target.clock_hz / 1e6
     bound = max(compute, ddr) + launch
-    graph._cache[key] = bound  # type: ignore[index]
+    memo[key] = bound
     return bound
 
 

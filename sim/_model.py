@@ -42,6 +42,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from compiler.memo import memo_of
 from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
 
 if TYPE_CHECKING:
@@ -115,10 +116,10 @@ class GroupWork:
 
 def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
     """The :class:`GroupWork` of an op set on a target (cached per graph)."""
-    cache: dict[tuple[object, ...], GroupWork] = graph._cache.setdefault("sim.work", {})
+    memo = memo_of(graph)
     half_wb = target.l1.weight_bytes / 2
-    key = (ops, half_wb)
-    hit = cache.get(key)
+    key = ("sim.work", ops, half_wb)
+    hit: GroupWork | None = memo.get(key)
     if hit is None:
         shapes = op_shapes(graph)
         inside = {graph.ops[i].output for i in ops}
@@ -135,8 +136,7 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
             if d.kind.is_matrix and d.weight_bytes > half_wb and op.inputs \
                     and op.inputs[0] not in inside:
                 rereads.append((i, op.inputs[0], math.ceil(d.weight_bytes / half_wb) - 1))
-        hit = GroupWork(cut, tuple(rereads), tuple(gathers))
-        cache[key] = hit
+        hit = memo[key] = GroupWork(cut, tuple(rereads), tuple(gathers))
     return hit
 
 
@@ -168,12 +168,12 @@ def group_cost(
 
     Cached per graph, op set, sample count, core counts, re-read placement and target.
     """
-    cache: dict[tuple[object, ...], ComputeCost] = graph._cache.setdefault("sim.cost", {})
-    key = (target.hash, ops, samples, cores, step_cores, remote)
-    hit = cache.get(key)
+    memo = memo_of(graph)
+    key = ("sim.cost", target.hash, ops, samples, cores, step_cores, remote)
+    hit: ComputeCost | None = memo.get(key)
     if hit is None:
-        hit = _cost(op_shapes(graph), ops, samples, cores, target, step_cores, remote)
-        cache[key] = hit
+        hit = memo[key] = _cost(op_shapes(graph), ops, samples, cores, target, step_cores,
+                                remote)
     return hit
 
 
