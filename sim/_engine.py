@@ -15,12 +15,17 @@ within it):
    when that step's L1 use plus the incoming bytes fit in L1; otherwise they
    wait for it to end.
 2. **Compute** on the step's cores (synchronised) once loads are done, the data
-   is ready and the cores are free. During it stream the remaining weights (DDR
-   through the LLB, broadcast), the inputs read tile by tile from LLB/DDR and the
-   output placed in LLB/DDR; the step ends when compute and those streams are done.
+   is ready and the cores are free, priced part by part (a part of ``k`` cores
+   splits its samples' rows ``k`` ways; the slowest part sets the step's time).
+   During it stream the remaining weights (DDR through the LLB, broadcast), the
+   inputs read tile by tile from LLB/DDR (once more per extra weight tile of an op
+   re-reading them), the output placed in LLB/DDR and the exchange between the
+   cores of a part that cut a sample (halos, batched-matmul operands, on the NoC);
+   the step ends when compute and those streams are done.
 
 Transfers (split/concat) are loads and nothing else. Reservations are first come,
-first served (:class:`~sim._resources.Reservations`).
+first served (:class:`~sim._resources.Reservations`). Every result is checked
+against the invariants of :mod:`sim._invariants` before it is returned.
 """
 
 from __future__ import annotations

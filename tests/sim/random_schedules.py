@@ -93,8 +93,8 @@ def random_placement(rng: random.Random, samples: int, cores: int, bad: bool = F
 
 
 def random_groups(graph: Graph, rng: random.Random, cores: int, bad: bool = False,
-                  max_groups: int = 12) -> list[Group]:
-    """Contiguous op ranges with random splits and placements."""
+                  max_groups: int = 12, max_split: int | None = None) -> list[Group]:
+    """Contiguous op ranges with random splits (at most ``max_split``) and placements."""
     n = len(graph.ops)
     pool = single_tensor_cuts(graph)
     if not pool or rng.random() < 0.25:
@@ -106,7 +106,7 @@ def random_groups(graph: Graph, rng: random.Random, cores: int, bad: bool = Fals
     for i, end in enumerate(ends):
         ops = tuple(range(start, end + 1))
         start = end + 1
-        groups.append(_random_group(graph, rng, f"g{i}", ops, cores, bad))
+        groups.append(_random_group(graph, rng, f"g{i}", ops, cores, bad, max_split=max_split))
     return groups
 
 
@@ -118,10 +118,12 @@ def _separable(graph: Graph, ops: Sequence[int]) -> bool:
 
 
 def _random_group(graph: Graph, rng: random.Random, name: str, ops: tuple[int, ...],
-                  cores: int, bad: bool, split: int | None = None) -> Group:
+                  cores: int, bad: bool, split: int | None = None,
+                  max_split: int | None = None) -> Group:
     b = graph.batch
     if split is None:
         options = divisors(b) if _separable(graph, ops) else [1]
+        options = [d for d in options if max_split is None or d <= max_split]
         split = rng.choice(options)
         if rng.random() < 0.2:
             split = rng.choice([1, max(options)])
@@ -136,16 +138,21 @@ def _random_group(graph: Graph, rng: random.Random, name: str, ops: tuple[int, .
 def random_order(graph: Graph, groups: Sequence[Group], rng: random.Random) -> list[Step]:
     """A random topological order of the chunk DAG (transfers included)."""
     _, deps, _ = derive_transfers(graph, groups)
-    waiting = {n: set(ds) for n, ds in deps.items()}
-    done: set[Node] = set()
+    missing = {n: len(set(ds)) for n, ds in deps.items()}
+    users: dict[Node, list[Node]] = {}
+    for n, ds in deps.items():
+        for d in set(ds):
+            users.setdefault(d, []).append(n)
     steps = []
-    ready = [n for n, ds in waiting.items() if not ds]
+    ready = [n for n, k in missing.items() if not k]
     while ready:
-        node = ready.pop(rng.randrange(len(ready)))
-        done.add(node)
+        i = rng.randrange(len(ready))
+        ready[i], ready[-1] = ready[-1], ready[i]
+        node = ready.pop()
         steps.append(Step("group", node[1], node[2]) if node[0] == "g" else Step("transfer", node[1]))
-        for m, ds in waiting.items():
-            if m not in done and m not in ready and node in ds and ds <= done:
+        for m in users.get(node, ()):
+            missing[m] -= 1
+            if not missing[m]:
                 ready.append(m)
     return steps
 
@@ -176,10 +183,11 @@ def build(graph: Graph, groups: Sequence[Group], rng: random.Random, cores: int,
     return make_schedule(graph, groups, order=steps, transfer_placements=tp, source="random")
 
 
-def random_schedule(graph: Graph, rng: random.Random, cores: int, bad: bool = False
-                    ) -> GraphSchedule:
+def random_schedule(graph: Graph, rng: random.Random, cores: int, bad: bool = False,
+                    max_split: int | None = None) -> GraphSchedule:
     """A random schedule from scratch (may raise ScheduleError, see :func:`build`)."""
-    return build(graph, random_groups(graph, rng, cores, bad), rng, cores, bad=bad)
+    return build(graph, random_groups(graph, rng, cores, bad, max_split=max_split), rng, cores,
+                 bad=bad)
 
 
 # ---- mutations of a schedule --------------------------------------------------------------------
@@ -192,9 +200,15 @@ def _sorted_groups(groups: list[Group]) -> list[Group]:
 
 
 def mutate(graph: Graph, s: GraphSchedule, rng: random.Random, cores: int,
-           bad: bool = False) -> GraphSchedule:
-    """One random move applied to ``s`` (see the module doc); may raise ScheduleError."""
+           bad: bool = False, max_split: int | None = None) -> GraphSchedule:
+    """One random move applied to ``s`` (see the module doc); may raise ScheduleError.
+
+    ``max_split`` caps the split factors a move picks (a search on a large batch
+    keeps its simulations short); None: any divisor of the batch.
+    """
     move = rng.choice(MOVES)
+    if move is _resplit:
+        return _resplit(graph, s, rng, cores, bad, max_split)
     return move(graph, s, rng, cores, bad)
 
 
@@ -275,11 +289,11 @@ def _regroup_shift(graph: Graph, s: GraphSchedule, rng: random.Random, cores: in
 
 
 def _resplit(graph: Graph, s: GraphSchedule, rng: random.Random, cores: int,
-             bad: bool) -> GraphSchedule:
+             bad: bool, max_split: int | None = None) -> GraphSchedule:
     groups = list(s.groups)
     i = rng.randrange(len(groups))
     g = groups[i]
-    groups[i] = _random_group(graph, rng, g.name, g.ops, cores, bad)
+    groups[i] = _random_group(graph, rng, g.name, g.ops, cores, bad, max_split=max_split)
     return build(graph, groups, rng, cores, bad=bad, keep=_keep(s))
 
 
