@@ -144,7 +144,7 @@ def test_every_level_is_a_result_or_a_reason(model: str, tname: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("model", "tname"), CASES, ids=[f"{m}-{t}" for m, t in CASES])
-@settings(max_examples=150, deadline=None, database=None,
+@settings(max_examples=60, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(rng=st.randoms(use_true_random=False))
 def test_random_schedules_never_fool_the_simulator_large(model: str, tname: str,
