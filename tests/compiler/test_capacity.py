@@ -42,9 +42,9 @@ def test_uneven_parts_are_sized_part_by_part(tiny: Graph) -> None:
     uneven = plan_memory(tiny, _one_group(tiny, [[0, 1, 2, 3, 4], [5], [6], [7]]), DEFAULT)
     single = plan_memory(tiny, _one_group(tiny, [[0], [5], [6], [7]]), DEFAULT)
     assert uneven.ok and single.ok
-    step = [s for s in uneven.steps if s.l1_bytes][0]
+    step = next(s for s in uneven.steps if s.l1_bytes)
     per_core = dict(step.l1_bytes)
-    ref = dict([s for s in single.steps if s.l1_bytes][0].l1_bytes)
+    ref = dict(next(s for s in single.steps if s.l1_bytes).l1_bytes)
     assert per_core[5] == pytest.approx(ref[5])
     assert per_core[0] < per_core[5] / 2  # a fifth of the rows of the same 2 samples
 
