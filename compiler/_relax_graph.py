@@ -178,7 +178,9 @@ def build_graph(mod: Any, name: str) -> Graph:
                 n_const += 1
             elif isinstance(arg, relax.ShapeExpr):
                 attrs[f"arg{i}_shape"] = [int(x) for x in arg.values]
-            elif isinstance(arg, relax.PrimValue):
+            elif isinstance(arg, tvm.ir.Constant):
+                # A prim value (IntImm/FloatImm/StringImm: pad value, tril's k); TVM 0.27
+                # has no relax.PrimValue class (GenericConst, a tensor, is caught above).
                 attrs[f"arg{i}_value"] = str(arg.value)
             else:
                 attrs[f"arg{i}"] = type(arg).__name__

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 import pytest
 from onnx import helper
@@ -181,3 +182,27 @@ def test_bad_files(tmp: Path) -> None:
         assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, (case,
                                                                                       r.stderr)
         assert lines[0].startswith("graphtune: error:"), case
+
+
+def _single_node_model(node: onnx.NodeProto, inits: list[onnx.TensorProto]) -> onnx.ModelProto:
+    g = helper.make_graph(
+        [node], "one", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 4, 4])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], inits,
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_ops_with_prim_value_arguments_import() -> None:
+    # Relax calls whose arguments include a prim value (Trilu's k, Pad's call_tir) used to
+    # raise AttributeError: module 'tvm.relax' has no attribute 'PrimValue'.
+    from onnx import numpy_helper
+
+    from compiler.model import Model
+
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], dtype=np.int64), "pads")
+    pad = Model(_single_node_model(helper.make_node("Pad", ["x", "pads"], ["y"]), [pads]),
+                name="pad").graph
+    assert pad.tensors[pad.outputs[0]].shape == (2, 3, 6, 6)
+    tril = Model(_single_node_model(helper.make_node("Trilu", ["x"], ["y"], upper=0), []),
+                 name="tril").graph
+    assert [(op.op_type, dict(op.attrs)) for op in tril.ops] == [("tril", {"arg1_value": "0"})]
