@@ -95,10 +95,8 @@ TARGETS = ("default", "small_memory", "fewer_cores")
 MIB, KIB = 1024 * 1024, 1024
 
 VIT_B16 = "nn.MultiheadAttention moves the batch off axis 0: permute_dims_2 cannot be split"
-GPT_B16_4_CORES = "per-op levels: the c_attn split needs 768 KiB of a 512 KiB L1"
 KNOWN: dict[tuple[str, int, str, int], str] = {
     **{("vit", 16, t, level): VIT_B16 for t in TARGETS for level in range(4)},
-    **{("gpt", 16, "fewer_cores", level): GPT_B16_4_CORES for level in range(3)},
 }
 
 
