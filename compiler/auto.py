@@ -209,27 +209,73 @@ def fit_to_target(graph: Graph, schedule: GraphSchedule, target: Target) -> Grap
     Each round asks :func:`compiler.capacity.check_capacity` for the first overflow
     and demotes one result occupying the overflowing memory: one the step does not
     read, farthest next use first (Belady), then one it reads, then the step's own
-    output. Every demotion lowers a scope, so the loop ends.
+    output. When nothing is left to demote and a group chunk's own working set is
+    what overflows, that group is split along the batch into the next number of
+    chunks (as the NPU compiler tiles an op that does not fit), and at one sample
+    per chunk broken into one group per op. Every round lowers a scope, raises a
+    split or breaks a group, so the loop ends.
 
     Raises:
         ScheduleError: when nothing is left to demote and the schedule still
             does not fit (one op's working set exceeds a core's L1), naming the
             overflow.
     """
-    deps, _ = chunk_dag(graph, schedule)
-    for _ in range(2 * len(schedule.order) + 2):
+    while True:
         issue = check_capacity(graph, schedule, target)
         if issue is None:
             return schedule
+        deps, _ = chunk_dag(graph, schedule)
         nodes = order_nodes(schedule)
         victim = _victim(graph, schedule, issue, nodes, deps)
-        if victim is None:
+        if victim is not None:
+            schedule = _demoted(graph, schedule, nodes[victim])
+            continue
+        finer = _split_further(graph, schedule, nodes[issue.step_index], target)
+        if finer is None:
+            finer = _ungrouped(graph, schedule, nodes[issue.step_index])
+        if finer is None:
             raise ScheduleError(
                 f"{schedule.source or 'the schedule'} does not fit this target even with every "
                 f"result demoted: {issue.message}; use a target with more L1/LLB or a smaller batch"
             )
-        schedule = _demoted(graph, schedule, nodes[victim])
-    raise AssertionError("unreachable: every round demotes one result")
+        schedule = finer
+
+
+def _ungrouped(graph: Graph, schedule: GraphSchedule, n: Node) -> GraphSchedule | None:
+    """The schedule with group ``n`` broken into one group per op (or None: one op already)."""
+    if n[0] != "g":
+        return None
+    gr = schedule.group(n[1])
+    if len(gr.ops) < 2:
+        return None
+    groups: list[Group] = []
+    for g in schedule.groups:
+        if g.name != gr.name:
+            groups.append(g)
+            continue
+        groups.extend(Group(f"{g.name}_{graph.ops[i].name}", (i,), g.split, g.chunks) for i in g.ops)
+    return make_schedule(graph, groups, order="depth", source=schedule.source)
+
+
+def _split_further(graph: Graph, schedule: GraphSchedule, n: Node, target: Target
+                   ) -> GraphSchedule | None:
+    """The schedule with group ``n`` cut into the next larger number of chunks (or None)."""
+    if n[0] != "g":
+        return None
+    gr = schedule.group(n[1])
+    if not all(graph.ops[i].batch_separable for i in gr.ops):
+        return None
+    finer = [d for d in _divisors(graph.batch) if d > gr.split]
+    if not finer:
+        return None
+    split = finer[0]
+    bind = core_bind_for(graph.batch // split, target.chip.cores_per_cluster)
+    scopes = [p.mem_scope for p in gr.chunks]
+    chunks = tuple(Placement(scopes[min(c * len(scopes) // split, len(scopes) - 1)], bind)
+                   for c in range(split))
+    groups = [Group(g.name, g.ops, split, chunks) if g.name == gr.name else g
+              for g in schedule.groups]
+    return make_schedule(graph, groups, order="depth", source=schedule.source)
 
 
 def _output_tensor(graph: Graph, schedule: GraphSchedule, n: Node) -> str:

@@ -19,6 +19,11 @@ compute type (:func:`in_compute_dtype`):
   part), with the inputs it streams from LLB/DDR and an output it streams out
   counted as tiles, minus input bytes already on the core (the working set
   counts them);
+* **stream buffers**: every input streamed from LLB/DDR and an output streamed
+  out needs its tiles double-buffered in L1 while the DMA fills or drains them:
+  two tiles of :data:`STREAM_TILE_ELEMENTS` elements (the vector engine's tile,
+  as the simulator times it) or the core's whole slice when smaller. Without
+  them a fully streamed op would need no L1 at all and fit any target;
 * a **transfer**'s result reuses in place the source bytes that die with it.
 
 An overflow is a :class:`CapacityIssue`: which L1 or the LLB, at which step,
@@ -54,7 +59,10 @@ if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
     from compiler.target import Target
 
+STREAM_TILE_ELEMENTS = 4096  # elements per DMA/vector tile (sim/_model.py uses the same tile)
+
 __all__ = [
+    "STREAM_TILE_ELEMENTS",
     "CapacityIssue",
     "MemoryPlan",
     "StepMemory",
@@ -308,10 +316,16 @@ class _Walk:
         names = frozenset(streamed)
         out_off = layout[0] != "L1"
         prof = group_profile(g, ops, names, out_off, held)
+        buffered = [sample_bytes(g, t) for t in sorted(names)]
+        if out_off:
+            buffered.append(sample_bytes(g, self.provides[k]))
+        tile = STREAM_TILE_ELEMENTS * g.float_bytes
         usage: dict[int, float] = {}
         for _, spp, parts in layout[1]:
             for part in parts:
                 work = float(peak_of(prof, spp, len(part)))
+                for sb, fb in buffered:
+                    work += 2.0 * min(tile, -(-sb * spp // len(part)) + fb)
                 for c in part:
                     u = self.l1_live[c] - staying.get(c, 0.0) + work
                     usage[c] = u

@@ -45,12 +45,11 @@ from __future__ import annotations
 
 import enum
 import math
-import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.footprint import GATHER_OPS, VIEW_OPS, batched_tensors
+from compiler.memo import memo_of
 from compiler.optable import op_spec, prod
 
 if TYPE_CHECKING:
@@ -179,25 +178,14 @@ def useful_matrix_cycles(shape: OpShape, share: float, matrix: MatrixUnit) -> fl
     return matrix_tiles(shape, share, matrix).useful_cycles
 
 
-# Per-process memo: op shapes by graph object (weakly held, bounded). A Graph is
-# immutable, so its shapes never change; the memo lives beside it, not in it.
-_MEMO: OrderedDict[int, tuple[weakref.ref[Graph], tuple[OpShape, ...]]] = OrderedDict()
-_MEMO_SIZE = 64
-
-
 def op_shapes(graph: Graph) -> tuple[OpShape, ...]:
-    """The :class:`OpShape` of every op of ``graph``, in op order (memoised per graph)."""
-    key = id(graph)
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0]() is graph:
-        _MEMO.move_to_end(key)
-        return hit[1]
-    batched = batched_tensors(graph)
-    shapes = tuple(op_shape(graph, op, batched) for op in graph.ops)
-    _MEMO[key] = (weakref.ref(graph), shapes)
-    if len(_MEMO) > _MEMO_SIZE:
-        _MEMO.popitem(last=False)
-    return shapes
+    """The :class:`OpShape` of every op of ``graph``, in op order (remembered beside the graph)."""
+    memo = memo_of(graph)
+    hit: tuple[OpShape, ...] | None = memo.get("opshapes")
+    if hit is None:
+        batched = batched_tensors(graph)
+        hit = memo["opshapes"] = tuple(op_shape(graph, op, batched) for op in graph.ops)
+    return hit
 
 
 def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpShape:
