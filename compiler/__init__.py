@@ -9,6 +9,7 @@ from compiler.errors import (
     GraphtuneError,
     LogError,
     ModelError,
+    OutputError,
     ScheduleError,
     TargetError,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "NPUMemScope",
     "Op",
     "OpIndex",
+    "OutputError",
     "Placement",
     "ScheduleError",
     "Step",

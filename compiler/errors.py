@@ -34,3 +34,7 @@ class CompileError(GraphtuneError):
 
 class LogError(GraphtuneError):
     """A tuning-record file cannot be used (newer schema, unreadable, wrong kind)."""
+
+
+class OutputError(GraphtuneError):
+    """An output path cannot take the output: a directory, a device, an input, unwritable."""
