@@ -30,7 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compiler.errors import CompileError, ScheduleError
+from compiler.errors import CompileError, OutputError, ScheduleError
+from compiler.files import check_output
 from compiler.schedule import GraphSchedule
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ def compile_model(
     Args:
         model: The imported model; its batch changes when a GraphSchedule asks
             for another one.
-        path: The ``.stcobj`` to write (atomically; its directory must exist).
+        path: The ``.stcobj`` to write (atomically; its directory must exist; not
+            the model's own file nor a directory or special file).
         schedule: A GraphSchedule, a schedule function, or None (see the module doc).
         target: The chip description; the default STCP920 when None.
         config: The guide's compile options; see :func:`check_config`.
@@ -100,8 +102,10 @@ def compile_model(
     tgt = target if target is not None else Target.default()
     timings: dict[str, float] = {}
     dest = Path(path)
-    if not dest.parent.is_dir():
-        raise CompileError(f"cannot write {dest}: directory {dest.parent} does not exist")
+    try:  # before the build: a bad path fails in a second, not after minutes
+        check_output(dest, inputs=[model.path])
+    except OutputError as exc:
+        raise CompileError(str(exc)) from None
 
     with _stage(timings, "import", f"importing {model.name} into Relax"):
         ensure_imported(model)
@@ -296,7 +300,8 @@ def _build_and_write(
                 created=datetime.now(UTC).isoformat(timespec="seconds"),
                 timings_s=dict(timings),
             )
-            return write_artifact(dest, lib, schedule.dumps(indent=1), ir_text, meta)
+            return write_artifact(dest, lib, schedule.dumps(indent=1), ir_text, meta,
+                                  inputs=(model.path,))
 
 
 def _input_infos(model: Model, graph: Graph, scheduled: Any) -> tuple[Any, ...]:

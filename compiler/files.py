@@ -349,8 +349,6 @@ def open_input(
     text = os.fspath(path)
     try:
         st = os.stat(text)
-    except FileNotFoundError:
-        raise error(f"no such {what}: {text}") from None
     except (OSError, ValueError) as exc:
         reason = _why(exc) if isinstance(exc, OSError) else str(exc)
         raise error(f"cannot read {what} {text}: {reason}") from None

@@ -11,6 +11,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
+import logging
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +31,7 @@ if TYPE_CHECKING:
     from compiler.target import Target
 
 WEIGHT_INPUTS_KEY = "graphtune.weight_inputs"
+log = logging.getLogger(__name__)
 
 
 class Model:
@@ -146,6 +151,7 @@ class Model:
         from tvm.relax.frontend.onnx import from_onnx
 
         from compiler._relax_graph import normalize
+        from compiler.executor import native_output_to_log
 
         for n in self.data_inputs:
             if any(d <= 0 for d in self._shapes[n]):
@@ -154,13 +160,24 @@ class Model:
                     "(--batch B, or shape={...})"
                 )
         shape_dict = {vi.name: self._shapes[vi.name] for vi in self._all_inputs}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the frontend warns about every renamed input
-                mod = from_onnx(self.proto, shape_dict=shape_dict)
-        except Exception as exc:
-            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            raise ModelError(f"{self.name}: TVM cannot import this model: {first}") from None
+        problem = ""
+        printed = io.StringIO()  # the frontend print()s "Error converting operator ..."
+        with native_output_to_log(log):
+            try:
+                with warnings.catch_warnings(), contextlib.redirect_stdout(printed):
+                    warnings.simplefilter("ignore")  # the frontend warns about every renamed input
+                    mod = from_onnx(self.proto, shape_dict=shape_dict)
+            except Exception as exc:
+                text = str(exc).strip()
+                problem = text.splitlines()[-1] if text else type(exc).__name__
+            if problem:
+                # Free the failed import's frames here: TVM's BlockBuilder prints a
+                # warning to stderr when it is destroyed, which must go to the log.
+                gc.collect()
+        for line in printed.getvalue().splitlines():
+            log.debug("frontend: %s", line)
+        if problem:
+            raise ModelError(f"{self.name}: TVM cannot import this model: {problem}")
         if self.weight_inputs:
             import numpy as np
 

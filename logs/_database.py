@@ -186,7 +186,7 @@ class Database:
                 if slot is None:
                     workload = WorkloadInfo.from_json(w)
                     target = TargetKey(t["chip"], t["hash"])
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
                 # Only a line with a forged CRC gets here: every other line was checked.
                 scan.bad(lineno, f"inconsistent record ({exc!r})", line, decoded=True)
                 continue
