@@ -201,7 +201,9 @@ def _create_temp(real: Path, given: str) -> tuple[int, str]:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise OutputError(f"cannot write {given}: {_why(exc)} (in {directory})") from None
+            raise OutputError(
+                f"cannot write {given}: cannot create a file in {directory} ({_why(exc)})"
+            ) from None
     raise OutputError(f"cannot write {given}: no free temporary name in {directory}")
 
 

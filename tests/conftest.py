@@ -15,4 +15,4 @@ def _quiet_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     """
     from autotune._commands import _common
 
-    monkeypatch.setattr(_common, "PROGRESS_AFTER_S", float("inf"))
+    monkeypatch.setattr(_common, "PROGRESS_AFTER_S", float("inf"), raising=False)
