@@ -422,16 +422,22 @@ def extract_library(
     out = Path(directory) / LIB
     with _open(p) as zf:
         info = zf.getinfo(LIB)
-        if meta is not None and info.file_size != meta.lib_bytes:
-            raise CompileError(
-                f"{p}: {LIB} is {info.file_size} bytes but meta.json says {meta.lib_bytes}: "
-                "the artifact is damaged or was altered; recompile it"
-            )
-        h = hashlib.sha256()
+        if meta is not None:
+            if info.file_size != meta.lib_bytes:
+                raise CompileError(
+                    f"{p}: {LIB} is {info.file_size} bytes but meta.json says {meta.lib_bytes}: "
+                    "the artifact is damaged or was altered; recompile it"
+                )
+            # Hash before anything is written: a library that does not match never
+            # reaches the disk, let alone the loader.
+            if _member_sha256(zf, info, p) != meta.lib_sha256:
+                raise CompileError(
+                    f"{p}: {LIB} does not match the SHA-256 in meta.json: the artifact is "
+                    "damaged or was altered, and its library is not loaded; recompile it"
+                )
         try:
             with zf.open(info) as src, open(out, "wb") as dst:
                 while chunk := src.read(_CHUNK):
-                    h.update(chunk)
                     dst.write(chunk)
         except OSError as exc:
             _unlink(out)
@@ -440,13 +446,18 @@ def extract_library(
         except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, encrypted...
             _unlink(out)
             raise CompileError(f"{p}: {LIB} is corrupt ({_why(exc)})") from None
-    if meta is not None and h.hexdigest() != meta.lib_sha256:
-        _unlink(out)
-        raise CompileError(
-            f"{p}: {LIB} does not match the SHA-256 in meta.json: the artifact is damaged "
-            "or was altered, and its library is not loaded; recompile it"
-        )
     return out
+
+
+def _member_sha256(zf: zipfile.ZipFile, info: zipfile.ZipInfo, p: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with zf.open(info) as src:
+            while chunk := src.read(_CHUNK):
+                h.update(chunk)
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, encrypted...
+        raise CompileError(f"{p}: {LIB} is corrupt ({_why(exc)})") from None
+    return h.hexdigest()
 
 
 def _unlink(path: str | os.PathLike[str]) -> None:

@@ -205,7 +205,10 @@ class Executor:
         import tvm
 
         args = [tvm.runtime.tensor(self._inputs[t.name], self._device) for t in self.meta.inputs]
-        result = self._vm["main"](*args)
+        try:
+            result = self._vm["main"](*args)
+        except Exception as exc:  # noqa: BLE001 - the VM raises TVM's own error kinds
+            raise CompileError(f"{self.path}: the model failed to run ({_first(exc)})") from None
         return _tensor_to_numpy(result)
 
     def __call__(self) -> list[np.ndarray]:
