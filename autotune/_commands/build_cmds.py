@@ -245,7 +245,7 @@ def _load_npy(path: str, info: TensorInfo) -> np.ndarray:
                 shape, _, dtype = npy_format.read_array_header_2_0(f)
             else:
                 raise ValueError(f"unsupported .npy format version {version}")
-        except (ValueError, OSError, EOFError, SyntaxError, TypeError, UnicodeDecodeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - numpy's header parser (ast, tokenize) raises many kinds
             if head == b"PK":
                 raise UsageError(f"--input {name}: {p} is an .npz archive: give one array as "
                                  ".npy") from None

@@ -40,7 +40,9 @@ class Hang(BaseException):  # noqa: N818 - not an Exception: no handler in graph
 class Stats:
     """What the fuzz suite ran (printed at the end of a session without xdist)."""
 
-    cases: Counter[str] = field(default_factory=Counter)  # kind -> cases
+    files: Counter[str] = field(default_factory=Counter)  # kind -> generated or corpus files
+    cases: Counter[str] = field(default_factory=Counter)  # kind -> CLI runs
+    accepted: Counter[str] = field(default_factory=Counter)  # kind -> files that were fine
     exits: Counter[int] = field(default_factory=Counter)
     slowest_s: float = 0.0
     slowest: str = ""
@@ -130,12 +132,15 @@ def leftovers(directory: Path) -> list[str]:
 
 
 def summary() -> str:
-    total = sum(STATS.cases.values())
-    kinds = ", ".join(f"{k} {n}" for k, n in sorted(STATS.cases.items()))
+    files = sum(STATS.files.values())
+    runs = sum(STATS.cases.values())
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(STATS.files.items()))
+    good = ", ".join(f"{k} {n}" for k, n in sorted(STATS.accepted.items()))
     exits = ", ".join(f"exit {k}: {n}" for k, n in sorted(STATS.exits.items()))
-    return (f"fuzz: {total} cases in {time.perf_counter() - STATS.started:.1f} s ({kinds}); "
-            f"{exits}; slowest case {STATS.slowest_s:.2f} s ({STATS.slowest[:100]}); "
-            f"largest memory added {STATS.peak_mb:.0f} MB ({STATS.peak[:100]})")
+    return (f"fuzz: {files} files ({kinds}) in {runs} CLI runs, "
+            f"{time.perf_counter() - STATS.started:.1f} s; {exits}; accepted and used further: "
+            f"{good or 'none'}; slowest run {STATS.slowest_s:.2f} s ({STATS.slowest[:90]}); "
+            f"most memory added {STATS.peak_mb:.0f} MB ({STATS.peak[:90]})")
 
 
 def fresh_dir(root: Path, name: str) -> Path:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.fuzz._harness import PROGRESS, leftovers, run_cli
+from tests.fuzz._harness import PROGRESS, STATS, leftovers, run_cli
 
 BAD = Path(__file__).resolve().parents[1] / "data" / "bad"
 SCRIPT = Path(sys.executable).parent / "graphtune"
@@ -38,12 +38,14 @@ def _expect(kind: str, name: str) -> tuple[int, ...]:
 
 @pytest.mark.parametrize("name", corpus("onnx"))
 def test_onnx(kit: dict[str, Any], name: str) -> None:
+    STATS.files["corpus onnx"] += 1
     extra = ["--batch", "3"] if name == "fixed_batch.onnx" else []
     run_cli("corpus-onnx", "info", BAD / "onnx" / name, *extra, allowed=_expect("onnx", name))
 
 
 @pytest.mark.parametrize("name", corpus("schedule"))
 def test_schedule(kit: dict[str, Any], name: str, tmp_path: Path) -> None:
+    STATS.files["corpus schedule"] += 1
     path = BAD / "schedule" / name
     run_cli("corpus-schedule", "simulate", kit["tiny"], "--schedule", path,
             allowed=_expect("schedule", name))
@@ -56,12 +58,14 @@ def test_schedule(kit: dict[str, Any], name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", corpus("target"))
 def test_target(kit: dict[str, Any], name: str) -> None:
+    STATS.files["corpus target"] += 1
     run_cli("corpus-target", "simulate", kit["tiny"], "--level", "0", "--target",
             BAD / "target" / name, allowed=(2,))
 
 
 @pytest.mark.parametrize("name", corpus("log"))
 def test_log(kit: dict[str, Any], name: str, tmp_path: Path) -> None:
+    STATS.files["corpus log"] += 1
     path = BAD / "log" / name
     run_cli("corpus-log", "log", "show", path, allowed=(0, 2))
     out = tmp_path / "best.jsonl"
@@ -90,6 +94,7 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.mark.parametrize("name", corpus("stcobj"))
 def test_artifact(kit: dict[str, Any], name: str, loads: list[str]) -> None:
+    STATS.files["corpus stcobj"] += 1
     run_cli("corpus-stcobj", "run", BAD / "stcobj" / name, allowed=(2,))
     if name not in CHECKSUM_MATCHES:
         assert loads == [], f"{name}: a library was handed to the loader"
@@ -97,6 +102,7 @@ def test_artifact(kit: dict[str, Any], name: str, loads: list[str]) -> None:
 
 @pytest.mark.parametrize("name", corpus("npy"))
 def test_npy_input(kit: dict[str, Any], name: str, loads: list[str]) -> None:
+    STATS.files["corpus npy"] += 1
     for slot in ("feat_value", "feat_index"):
         run_cli("corpus-npy", "run", kit["art"], "--input", f"{slot}={BAD / 'npy' / name}",
                 allowed=(2,))
@@ -105,6 +111,7 @@ def test_npy_input(kit: dict[str, Any], name: str, loads: list[str]) -> None:
 
 # ---- big files, made at test time rather than committed ----------------------------------------
 def test_big_files(kit: dict[str, Any], tmp_path: Path) -> None:
+    STATS.files["corpus big (made here)"] += 5
     d = kit["schedules"][0].to_json()
     big = tmp_path / "big.json"
     big.write_text(json.dumps(d) + " " * (9 << 20))  # valid JSON, 9 MiB
