@@ -19,7 +19,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from compiler.errors import LogError, OutputError
 from compiler.files import AtomicFile, open_input
@@ -76,7 +76,8 @@ class LineScan:
         self._garbage = False  # a bad line that is not merely a torn record
         raw = open_input(self.path, "log", LogError)
         try:
-            self._file = io.BufferedReader(raw.detach(), buffer_size=1 << 20)  # type: ignore[arg-type]
+            unbuffered = cast(io.BufferedReader, raw).detach()
+            self._file = io.BufferedReader(cast(io.RawIOBase, unbuffered), buffer_size=1 << 20)
             self._size = os.fstat(self._file.fileno()).st_size
         except OSError as exc:
             raise LogError(f"cannot read log {self.path}: {exc.strerror}") from None

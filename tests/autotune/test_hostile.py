@@ -457,3 +457,20 @@ def test_quick_errors_stay_one_line_through_a_pipe(kit: dict[str, Any], tmp_path
     proc = script("compile", kit["tiny"], "--schedule", tmp_path / "missing.json")
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+# ---- no pickle, eval or code from a user's file -------------------------------------------------
+def test_no_pickle_eval_or_exec_in_graphtune() -> None:
+    """The only code graphtune runs from a file is an artifact's library (see the README)."""
+    banned = re.compile(r"\b(pickle|cloudpickle|marshal|shelve)\.loads?\(|(?<![.\w])(eval|exec)\("
+                        r"|allow_pickle\s*=\s*True|yaml\.(unsafe_)?load\(|literal_eval\(")
+    hits = []
+    for package in ("autotune", "compiler", "sim", "logs", "search_space", "cost_model"):
+        for path in (ROOT / package).rglob("*.py"):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if banned.search(line.split("#")[0]):
+                    hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert hits == []
+    loads = [str(p.relative_to(ROOT)) for package in ("autotune", "compiler", "sim", "logs")
+             for p in (ROOT / package).rglob("*.py") if "load_module(" in p.read_text()]
+    assert loads == ["compiler/executor.py"]  # the artifact's library, after its checksum

@@ -265,7 +265,8 @@ def stcobj_files() -> None:
     write("stcobj", "random_bytes.stcobj", RANDOM)
     write("stcobj", "truncated_half.stcobj", whole[: len(whole) // 2])
     write("stcobj", "truncated_tail.stcobj", whole[:-10])
-    write("stcobj", "foreign_zip.stcobj", _zip({"word/document.xml": b"<w/>", "[Content_Types].xml": b"<x/>"}))
+    write("stcobj", "foreign_zip.stcobj", _zip({"word/document.xml": b"<w/>",
+                                                "[Content_Types].xml": b"<x/>"}))
     write("stcobj", "missing_lib.stcobj", _zip({"meta.json": json.dumps(ok).encode(),
                                                 "schedule.json": b"{}", "ir.txt": b""}))
     # lib.so is not a shared library, but its checksum matches: it is handed to the
