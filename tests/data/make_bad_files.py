@@ -228,6 +228,11 @@ def log_files() -> None:
     bad["groups"][0]["ops"] = [[0, 10**12]]
     write("log", "ops_1e12_record.jsonl", record_line(bad))
     write("log", "schedule_string_record.jsonl", record_line("\"not a schedule\""))
+    # A CRC anyone can compute: a matching one proves nothing about the header.
+    write("log", "forged_crc_status_null.jsonl", record_line(good, crc=True, result={
+        "status": None, "latency_us": 13.0, "throughput_per_s": None, "error": ""}))
+    write("log", "forged_crc_time_string.jsonl", record_line(good, crc=True, prov={
+        "time_unix_s": "yesterday"}))
 
 
 def _zip(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
