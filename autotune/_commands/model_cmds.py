@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from autotune._commands._common import console, load_model, progress, write_atomic
+from autotune._commands._common import (
+    check_outputs,
+    console,
+    load_model,
+    progress,
+    write_atomic,
+)
 from compiler.errors import GraphtuneError, ModelError
 
 if TYPE_CHECKING:
@@ -107,6 +113,7 @@ def zoo_cmd(
         raise GraphtuneError("give a model NAME (see graphtune zoo --list)")
     if output is None:
         raise GraphtuneError("give the output file: graphtune zoo NAME -o FILE.onnx")
+    check_outputs({"-o": output})
     defaults = entries[name].options if name in entries else {}
     parsed = dict(_parse_option(o, defaults.get(o.split("=", 1)[0].strip())) for o in options)
     with progress(f"building {name} ({weights} weights)") as status:

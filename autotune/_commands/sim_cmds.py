@@ -68,9 +68,11 @@ def simulate_cmd(
     if batch is not None and batch < 1:
         raise SimUsageError(f"--batch must be >= 1, got {batch}")
 
-    from autotune._commands._common import load_model
+    from autotune._commands._common import check_outputs, load_model
     from autotune._commands.schedule_cmds import load_schedule
     from compiler.target import Target
+
+    check_outputs({"--trace": trace_path}, inputs=[model_path, schedule_path, target_file])
 
     target = Target.from_file(target_file) if target_file else Target.default()
     schedule = load_schedule(schedule_path) if schedule_path is not None else None
@@ -153,7 +155,7 @@ def _report_error(err: SimError, schedule_path: str | None, as_json: bool) -> No
 
 
 def _write_trace(result: SimResult, path: str) -> None:
-    from autotune._commands.model_cmds import write_atomic
+    from compiler.files import write_atomic
     from sim import to_chrome_trace
 
     write_atomic(path, json.dumps(to_chrome_trace(result)).encode())
@@ -163,7 +165,7 @@ def _print(result: SimResult, graph: Graph, target: Target, label: str,
            trace_path: str | None) -> None:
     from rich.table import Table
 
-    from autotune._commands.model_cmds import console
+    from autotune._commands._common import console
 
     con = console()
     head = Table(title=f"{graph.name} batch {result.batch}, schedule {label}", show_header=False)
