@@ -135,10 +135,17 @@ def info_cmd(model_path: str, batch: int | None, as_json: bool) -> None:
     g = model.graph
     summary = g.summary()
     summary["macs_per_sample"] = g.macs / g.batch
+    # the ONNX file's names, as the table shows them (the Graph view uses Relax names)
+    summary["inputs"] = _jsonable_info(model.get_input_info())
+    summary["outputs"] = _jsonable_info(model.get_output_info())
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
         return
     _print_info(model, summary)
+
+
+def _jsonable_info(info: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {n: {"shape": list(d["shape"]), "dtype": str(d["dtype"])} for n, d in info.items()}
 
 
 def _print_info(model: Model, s: dict[str, Any]) -> None:
