@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from compiler.errors import ScheduleError
 from compiler.graph import dfs_postorder
+from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, Group, Placement, Step, Transfer
 
 if TYPE_CHECKING:
@@ -40,9 +41,10 @@ class GroupIO:
 def group_io(graph: Graph, ops: Sequence[int]) -> GroupIO:
     """Input and output tensors of an op set (weights excluded); cached per graph."""
     key = ("group_io", tuple(ops))
-    hit = graph._cache.get(key)
+    memo = memo_of(graph)
+    hit = memo.get(key)
     if hit is None:
-        hit = graph._cache[key] = _group_io(graph, ops)
+        hit = memo[key] = _group_io(graph, ops)
     return hit  # type: ignore[no-any-return]
 
 
@@ -359,11 +361,12 @@ def _breadth(graph: Graph, groups: Sequence[Group], deps: dict[Node, list[Node]]
 def derived(
     graph: Graph, schedule: GraphSchedule
 ) -> tuple[list[Transfer], dict[Node, list[Node]], list[Node]]:
-    """:func:`derive_transfers` of a schedule's groups, cached on the schedule."""
-    cached = schedule._cache.get("derived")
+    """:func:`derive_transfers` of a schedule's groups, remembered per (schedule, graph)."""
+    memo = memo_of(schedule, limit=8)
+    key = ("derived", id(graph))
+    cached = memo.get(key)
     if cached is None or cached[0] is not graph:
-        cached = (graph, derive_transfers(graph, schedule.groups))
-        schedule._cache["derived"] = cached
+        cached = memo[key] = (graph, derive_transfers(graph, schedule.groups))
     return cached[1]  # type: ignore[no-any-return]
 
 

@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -129,9 +129,6 @@ class Target:
     dma: DMAConfig
     noc: NoCConfig
     host: HostConfig
-    _router_cache: dict[tuple[int, int], tuple[int, int]] = field(
-        default_factory=dict, repr=False, compare=False, hash=False
-    )
 
     # ---- loading -----------------------------------------------------------------
     @classmethod
@@ -289,17 +286,12 @@ class Target:
 
     def router_of(self, cluster: int, core: int) -> tuple[int, int]:
         """Mesh coordinates (row, col) of the router a core sits on."""
-        cached = self._router_cache.get((cluster, core))
-        if cached is not None:
-            return cached
         br, bc = self._cluster_block()
         per_row = self.noc.mesh_cols // bc
         qr, qc = divmod(cluster, per_row)
         local = core // self.noc.cores_per_router
         lr, lc = divmod(local, bc)
-        pos = (qr * br + lr, qc * bc + lc)
-        self._router_cache[(cluster, core)] = pos
-        return pos
+        return (qr * br + lr, qc * bc + lc)
 
     def route(
         self, src: tuple[int, int], dst: tuple[int, int]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compiler.footprint import GATHER_OPS, batched_tensors
+from compiler.memo import memo_of
 from compiler.optable import op_spec
 from sim._dtype import in_compute_dtype
 
@@ -19,7 +20,8 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     """Bound in cycles: see :func:`lower_bound`."""
     graph = in_compute_dtype(graph, target)
     key = ("sim.bound", target.hash, batch)
-    hit = graph._cache.get(key)  # type: ignore[call-overload]
+    memo = memo_of(graph)
+    hit = memo.get(key)
     if hit is not None:
         return float(hit)
     scale = batch / graph.batch
@@ -46,7 +48,7 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     ddr = (weight + gathered + io) / target.ddr.bytes_per_cycle
     launch = target.host.launch_overhead_us * target.clock_hz / 1e6
     bound = max(compute, vector, ddr) + launch
-    graph._cache[key] = bound  # type: ignore[index]
+    memo[key] = bound
     return bound
 
 

@@ -1,22 +1,20 @@
-"""The simulation loop: steps in schedule order on shared resources, with capacity checks.
+"""The simulation loop: steps in schedule order on shared resources.
 
-For each step of ``schedule.order`` (one cluster; core ids within it):
+Capacity is decided first, without timing, by the one capacity model
+(:func:`compiler.capacity.plan_memory`: lifetimes over the order, per-core L1,
+the cluster's LLB, working sets per core part); an overflow ends the
+simulation with a :class:`~sim._result.SimError` before any timing. Its
+per-step facts (which inputs stream from LLB/DDR, L1 in use on each core) feed
+the timing walk. For each step of ``schedule.order`` (one cluster; core ids
+within it):
 
-1. **Capacity** (program order): L1 of each core holds the live L1-placed outputs
-   of earlier steps (until their last consumer step ends) plus, for a group
-   chunk, its working set (:func:`compiler.footprint.group_profile` for its
-   samples per part over its cores per part, with the inputs it streams from
-   LLB/DDR and an output it streams out counted as tiles) minus input bytes
-   already on the core; a transfer's result reuses source bytes that die with it
-   (in place). The LLB holds the live LLB-placed outputs. An overflow ends the
-   simulation with a :class:`~sim._result.SimError`.
-2. **Loads** (staged inputs not already on the step's cores: another core's L1
+1. **Loads** (staged inputs not already on the step's cores: another core's L1
    over the NoC, the LLB, DDR; gathered table rows; the first weight tile), one
    reservation per source, each once its data is ready. They may start while
    the previous step on those cores still computes (prefetch, double buffering)
    when that step's L1 use plus the incoming bytes fit in L1; otherwise they
    wait for it to end.
-3. **Compute** on the step's cores (synchronised) once loads are done, the data
+2. **Compute** on the step's cores (synchronised) once loads are done, the data
    is ready and the cores are free. During it stream the remaining weights (DDR
    through the LLB, broadcast), the inputs read tile by tile from LLB/DDR and the
    output placed in LLB/DDR; the step ends when compute and those streams are done.
@@ -31,20 +29,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_memory
 from compiler.errors import ScheduleError
-from compiler.footprint import (
-    GATHER_OPS,
-    Footprint,
-    Profile,
-    group_footprint,
-    group_profile,
-    peak_of,
-    sample_bytes,
-    streamable_inputs,
-)
+from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
+from compiler.layout import group_layout, input_layout, transfer_layout
+from compiler.memo import memo_of
 from compiler.plan import chunk_dag, group_io
 from sim._bound import lower_bound_cycles
-from sim._dtype import in_compute_dtype
 from sim._model import ComputeCost, group_cost
 from sim._moves import Layout, MovePlan, fixed_plan, move_plan
 from sim._resources import Chip, Reservations, chip_of
@@ -73,13 +64,12 @@ class _GroupStatic:
     out_fixed: int
     weights: int
     first_tile: int
-    streamable: frozenset[str]
 
 
 def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupStatic:
-    cache: dict[tuple[object, ...], _GroupStatic] = graph._cache.setdefault("sim.group", {})
-    key = (ops, half_wb)
-    hit = cache.get(key)
+    memo = memo_of(graph)
+    key = ("sim.group", ops, half_wb)
+    hit: _GroupStatic | None = memo.get(key)
     if hit is None:
         io = group_io(graph, ops)
         fp = group_footprint(graph, ops)
@@ -90,9 +80,8 @@ def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupS
         hit = _GroupStatic(
             fp, tuple((t, *sample_bytes(graph, t)) for t in io.inputs), out, osb, ofb,
             fp.weight_bytes, int(min(first, half_wb, fp.weight_bytes)),
-            streamable_inputs(graph, ops),
         )
-        cache[key] = hit
+        memo[key] = hit
     return hit
 
 
@@ -140,8 +129,10 @@ class _Flows:
 class _Sim:
     """One simulation's state (lives for one ``run`` call)."""
 
-    def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target, record: bool) -> None:
+    def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target, record: bool,
+                 memory: MemoryPlan) -> None:
         self.g, self.s, self.t = graph, schedule, target
+        self.memory = memory
         self.chip: Chip = chip_of(target)
         self.moves = _move_cache(target)
         self.wcache = _weight_cache(target)
@@ -151,12 +142,10 @@ class _Sim:
             self.moves.clear()
         # per-run caches: a group's chunks share costs and working sets
         self.costs: dict[tuple[str, int, int, int], tuple[_GroupStatic, ComputeCost]] = {}
-        self.profiles: dict[tuple[str, frozenset[str], bool, bool], Profile] = {}
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
         self.n = n
         self.l1_cap = target.l1.data_bytes
-        self.llb_cap = target.llb.bytes
         self.half_wb = target.l1.weight_bytes / 2
         self.setup = target.dma.setup_cycles
         self.ddr_lat = target.ddr.latency_cycles
@@ -167,12 +156,6 @@ class _Sim:
         self.core_usage = [0.0] * n
         self.mme = [0.0] * n
         self.vme = [0.0] * n
-        # memory state: node index -> (per-core L1 bytes, LLB bytes, name)
-        self.l1_live = [0.0] * n
-        self.llb_live = 0.0
-        self.peak_l1 = [0.0] * n
-        self.peak_llb = 0.0
-        self.resident: dict[int, tuple[dict[int, float], float, str]] = {}
         self.noc_bytes = 0.0
         self.weight_bytes = 0.0
         self.records: list[list[object]] = []
@@ -188,9 +171,7 @@ class _Sim:
     def run(self) -> SimResult | SimError:
         g, s, _t = self.g, self.s, self.t
         deps, outs = chunk_dag(g, s)
-        order: list[Node] = [
-            ("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0) for st in s.order
-        ]
+        order: list[Node] = order_nodes(s)
         pos = {node: i for i, node in enumerate(order)}
         end_pos = len(order)
         last = list(range(end_pos))
@@ -201,9 +182,6 @@ class _Sim:
         out_nodes = {pos[o] for o in outs}
         for o in out_nodes:
             last[o] = end_pos
-        self.expire: dict[int, list[int]] = {}
-        for i, lu in enumerate(last):
-            self.expire.setdefault(lu, []).append(i)
         self.last = last
         self.ready = [0.0] * end_pos
         self.rec_of: dict[int, int] = {}
@@ -216,12 +194,12 @@ class _Sim:
         for node in order:
             if node[0] == "g":
                 gr = groups[node[1]]
-                self.layouts.append(_group_layout(gr, node[2], g.batch))
+                self.layouts.append(group_layout(gr, node[2], g.batch))
                 self.provides.append(_group_static(g, gr.ops, self.half_wb).output)
                 self.cores_of.append(gr.chunks[node[2]].cores)
             else:
                 tr = transfers[node[1]]
-                self.layouts.append(_transfer_layout(tr, g.batch))
+                self.layouts.append(transfer_layout(tr, g.batch))
                 self.provides.append(tr.tensor)
                 self.cores_of.append(tr.placement.cores)
         self.deps_of = {pos[n]: [pos[d] for d in ds] for n, ds in deps.items()}
@@ -238,115 +216,29 @@ class _Sim:
             self.final_store(o)
         return self.result(end_pos)
 
-    # ---- memory -------------------------------------------------------------------------
-    def node_l1(self, i: int) -> dict[int, float]:
-        """Per-core L1 bytes of node ``i``'s output (its layout must be L1)."""
-        sb, fb = sample_bytes(self.g, self.provides[i])
-        per: dict[int, float] = {}
-        for _, spp, parts in self.layouts[i][1]:
-            for part in parts:
-                share = spp * sb / len(part)
-                for c in part:
-                    per[c] = per.get(c, 0.0) + share + fb
-        return per
-
-    def node_total(self, i: int) -> float:
-        sb, fb = sample_bytes(self.g, self.provides[i])
-        return sum(spp * len(parts) for _, spp, parts in self.layouts[i][1]) * sb + fb
-
-    def allocate(self, i: int) -> None:
-        if self.last[i] <= i:
-            return
-        scope = self.layouts[i][0]
-        if scope == "L1":
-            per = self.node_l1(i)
-            for c, b in per.items():
-                self.l1_live[c] += b
-            self.resident[i] = (per, 0.0, self.label(i))
-        elif scope == "LLB":
-            b = self.node_total(i)
-            self.llb_live += b
-            self.resident[i] = ({}, b, self.label(i))
-
-    def release(self, k: int) -> None:
-        for i in self.expire.get(k, ()):
-            item = self.resident.pop(i, None)
-            if item is None:
-                continue
-            for c, b in item[0].items():
-                self.l1_live[c] -= b
-            self.llb_live -= item[1]
-
     def label(self, i: int) -> str:
         return self.labels[i]
-
-    def l1_error(self, k: int, c: int, needed: float, work: float,
-                 reused: dict[int, float] | None = None) -> SimError:
-        """The overflow of core ``c``'s L1 at step ``k``.
-
-        ``reused``: per core, input bytes already there that the working set counts.
-        """
-        inputs = set(self.deps_of.get(k, ()))
-        live = []
-        for i, (per, _, name) in self.resident.items():
-            b = per.get(c, 0.0)
-            if i in inputs and reused:
-                b -= min(b, reused.get(c, 0.0))
-            if b > 0:
-                live.append((f"{name} ({self.provides[i]})", int(b)))
-        if work > 0:
-            live.append((f"{self.label(k)} working set", int(work)))
-        live.sort(key=lambda x: -x[1])
-        step = self.label(k)
-        what = ", ".join(f"{n} {b}" for n, b in live[:4])
-        return SimError(
-            "capacity",
-            f"L1 of core {c} overflows at {step}: needs {int(needed)} bytes, has "
-            f"{self.l1_cap} (live: {what})",
-            f"L1 of core {c}", step, int(needed), self.l1_cap, tuple(live),
-            self.t.cycles_to_us(lower_bound_cycles(self.g, self.g.batch, self.t)),
-        )
-
-    def llb_error(self, k: int, needed: float) -> SimError:
-        live = [(f"{name} ({self.provides[i]})", int(b))
-                for i, (_, b, name) in self.resident.items() if b > 0]
-        if needed > self.llb_live:
-            live.append((f"{self.label(k)} output ({self.provides[k]})",
-                         int(needed - self.llb_live)))
-        live.sort(key=lambda x: -x[1])
-        step = self.label(k)
-        what = ", ".join(f"{n} {b}" for n, b in live[:4])
-        return SimError(
-            "capacity",
-            f"LLB of cluster 0 overflows at {step}: needs {int(needed)} bytes, has "
-            f"{self.llb_cap} (live: {what})",
-            "LLB of cluster 0", step, int(needed), self.llb_cap, tuple(live),
-            self.t.cycles_to_us(lower_bound_cycles(self.g, self.g.batch, self.t)),
-        )
 
     # ---- steps ----------------------------------------------------------------------------
     def inputs_flows(
         self, k: int, dep_idx: list[int], tensors: tuple[tuple[str, int, int], ...],
-        dst: Layout, dst_cores: tuple[int, ...], streamable: frozenset[str],
-    ) -> tuple[dict[str, _Flows], dict[str, _Flows], frozenset[str], dict[str, float], bool]:
+        dst: Layout, dst_cores: tuple[int, ...], streamed_names: frozenset[str],
+    ) -> tuple[dict[str, _Flows], dict[str, _Flows], dict[str, float]]:
         """Flows bringing ``tensors`` from their providers to layout ``dst``.
 
-        Returns the staged loads and the streamed loads (inputs in LLB/DDR that the
-        step reads tile by tile), each by source scope (separate DMA requests), the
-        names streamed, when the data of each source scope is ready (``"*"``: all
-        inputs), and whether an L1 input must be held (a later step still reads
-        it from there).
+        Returns the staged loads and the streamed loads (``streamed_names``: inputs
+        in LLB/DDR that the step reads tile by tile, as the capacity model decided),
+        each by source scope (separate DMA requests), and when the data of each
+        source scope is ready (``"*"``: all inputs).
         """
         staged: dict[str, _Flows] = {}
         streamed: dict[str, _Flows] = {}
-        names: list[str] = []
         by_tensor = {self.provides[d]: d for d in dep_idx}
         ready: dict[str, float] = {"*": 0.0}
-        held = False
         for name, sb, fb in tensors:
             d = by_tensor.get(name, _MODEL_INPUT)
             if d == _MODEL_INPUT:
-                src: Layout = ("DDR", ((0, self.g.batch, ((-1,),)),))
+                src: Layout = input_layout(self.g.batch)
                 src_cores: tuple[int, ...] = ()
             else:
                 src = self.layouts[d]
@@ -354,12 +246,7 @@ class _Sim:
                 t = self.ready[d]
                 ready["*"] = max(ready["*"], t)
                 ready[src[0]] = max(ready.get(src[0], 0.0), t)
-                if src[0] == "L1" and self.last[d] > k:
-                    held = True
-            bucket = staged
-            if src[0] != "L1" and name in streamable:
-                bucket = streamed
-                names.append(name)
+            bucket = streamed if name in streamed_names else staged
             fl = bucket.get(src[0])
             if fl is None:
                 fl = bucket[src[0]] = _Flows()
@@ -367,7 +254,7 @@ class _Sim:
                 fl.add(move_plan(self.chip, src, dst, self.moves), sb)
             if fb:
                 fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves), fb)
-        return staged, streamed, frozenset(names), ready, held
+        return staged, streamed, ready
 
     def gate(self, cores: tuple[int, ...], incoming: dict[int, float]) -> float:
         """Earliest load start allowed by L1 room on the destination cores."""
@@ -397,33 +284,12 @@ class _Sim:
             )
         info, cost = hit
         stage: Layout = ("L1", self.layouts[k][1])
-        staged, streamed, names, ready, held = self.inputs_flows(
-            k, dep_idx, info.inputs, stage, cores, info.streamable)
+        mem = self.memory.steps[k]
+        staged, streamed, ready = self.inputs_flows(
+            k, dep_idx, info.inputs, stage, cores, mem.streamed)
         out_off = place.mem_scope != "L1"
-        # capacity (program order)
-        near = staged.get("L1")
-        staying = near.staying if near is not None else {}
-        pkey = (gr.name, names, out_off, held)
-        prof = self.profiles.get(pkey)
-        if prof is None:
-            prof = self.profiles[pkey] = group_profile(self.g, gr.ops, names, out_off, held)
-        work = float(peak_of(prof, spp, cpp))
-        usage: dict[int, float] = {}
-        top = 0.0
-        for c in cores:
-            u = self.l1_live[c] - staying.get(c, 0.0) + work
-            usage[c] = u
-            if u > top:
-                top = u
-            if u > self.l1_cap:
-                return self.l1_error(k, c, u, work, staying)
-            if u > self.peak_l1[c]:
-                self.peak_l1[c] = u
-        if place.mem_scope == "LLB":
-            need = self.llb_live + self.node_total(k)
-            if need > self.llb_cap:
-                return self.llb_error(k, need)
-            self.peak_llb = max(self.peak_llb, need)
+        usage = dict(mem.l1_bytes)
+        top = max(usage.values(), default=0.0)
         # gathered rows: each core fetches its own from DDR before it starts
         fp = info.footprint
         if fp.gather_sample_bytes or fp.gather_fixed_bytes:
@@ -481,8 +347,6 @@ class _Sim:
         self.records.append([label, "group", cores, ls, le, start, end, end, cost.mme_cycles,
                              cost.vme_cycles, int(top), place.mem_scope])
         self.ready[k] = end
-        self.release(k)
-        self.allocate(k)
         return None
 
     def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
@@ -512,7 +376,7 @@ class _Sim:
         srcs = dep_idx or [_MODEL_INPUT]
         for d in srcs:
             if d == _MODEL_INPUT:
-                src: Layout = ("DDR", ((0, self.g.batch, ((-1,),)),))
+                src: Layout = input_layout(self.g.batch)
                 src_cores: tuple[int, ...] = ()
             else:
                 data_ready = max(data_ready, self.ready[d])
@@ -522,27 +386,13 @@ class _Sim:
                 fl.add(move_plan(self.chip, src, dst, self.moves), sb)
             if fb:
                 fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], cores, self.moves), fb)
-        # capacity: sources dying here are reused in place
-        self.release(k)
-        self.allocate(k)
-        if dst[0] == "L1":
-            for c in cores:
-                u = self.l1_live[c]
-                if u > self.l1_cap:
-                    return self.l1_error(k, c, u, 0.0)
-                if u > self.peak_l1[c]:
-                    self.peak_l1[c] = u
-        elif dst[0] == "LLB":
-            if self.llb_live > self.llb_cap:
-                return self.llb_error(k, self.llb_live)
-            self.peak_llb = max(self.peak_llb, self.llb_live)
         self.noc_bytes += fl.noc
         label = self.label(k)
         ready = max(data_ready, self.gate(cores, fl.incoming) if dst[0] == "L1" else 0.0)
         ls, le = self.res.reserve(label, fl.flows, ready, self.latency_of(fl))
         self.ready[k] = le
         self.rec_of[k] = len(self.records)
-        usage = max((self.l1_live[c] for c in cores), default=0.0) if dst[0] == "L1" else 0.0
+        usage = max((b for _, b in self.memory.steps[k].l1_bytes), default=0.0)
         self.records.append([label, "transfer", cores, ls, le, ls, le, le, 0.0, 0.0, int(usage),
                              dst[0]])
         return None
@@ -593,9 +443,9 @@ class _Sim:
             chip_throughput_per_s=per_s * t.chip.clusters,
             lower_bound_us=t.cycles_to_us(lower_bound_cycles(self.g, batch, t)),
             busy_cycles=busy,
-            peak_l1_bytes=int(max(self.peak_l1, default=0.0)),
-            peak_l1_bytes_per_core=tuple(int(x) for x in self.peak_l1),
-            peak_llb_bytes=int(self.peak_llb),
+            peak_l1_bytes=self.memory.peak_l1_bytes,
+            peak_l1_bytes_per_core=self.memory.peak_l1_bytes_per_core,
+            peak_llb_bytes=self.memory.peak_llb_bytes,
             ddr_bytes=res.busy[chip.ddr] * bw[chip.ddr],
             noc_bytes=self.noc_bytes,
             llb_bytes=res.busy[chip.llb] * bw[chip.llb],
@@ -605,32 +455,27 @@ class _Sim:
         )
 
 
-def _group_layout(gr: Group, chunk: int, batch: int) -> Layout:
-    samples = batch // gr.split
-    place = gr.chunks[chunk]
-    parts = place.core_bind
-    return (place.mem_scope, ((chunk * samples, samples // len(parts), parts),))
-
-
-def _transfer_layout(tr: Transfer, batch: int) -> Layout:
-    samples = batch // tr.dst_factor
-    parts = tr.placement.core_bind
-    spp = samples // len(parts)
-    return (tr.placement.mem_scope,
-            tuple((d * samples, spp, parts) for d in tr.dst_chunks))
-
-
 def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = True
         ) -> SimResult | SimError:
     """Validate and simulate; never raises for a bad schedule (see the module doc)."""
     # A schedule is frozen: once valid for a (graph, target), it stays valid.
-    mark = ("sim.valid", graph.workload_key, target.hash)
+    memo = memo_of(schedule, limit=8)
+    mark = ("sim.valid", id(graph), target.hash)
     try:
-        if mark not in schedule._cache:
+        if memo.get(mark) is not graph:
             schedule.validate(graph, target)
-            schedule._cache[mark] = True  # type: ignore[index]
+            memo[mark] = graph
     except ScheduleError as exc:
         graph = in_compute_dtype(graph, target)
         bound_us = target.cycles_to_us(lower_bound_cycles(graph, graph.batch, target))
         return SimError("invalid", str(exc), lower_bound_us=bound_us)
-    return _Sim(in_compute_dtype(graph, target), schedule, target, record).run()
+    sized = in_compute_dtype(graph, target)
+    memory = plan_memory(sized, schedule, target)
+    issue = memory.issue
+    if issue is not None:
+        return SimError(
+            "capacity", issue.message, issue.resource, issue.step, issue.needed_bytes,
+            issue.capacity_bytes, issue.live,
+            target.cycles_to_us(lower_bound_cycles(sized, sized.batch, target)),
+        )
+    return _Sim(sized, schedule, target, record, memory).run()

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.footprint import GATHER_OPS, VIEW_OPS, batched_tensors
+from compiler.memo import memo_of
 from compiler.optable import op_spec, prod
 
 if TYPE_CHECKING:
@@ -88,11 +89,12 @@ class _OpDesc:
 
 
 def _descs(graph: Graph) -> tuple[_OpDesc, ...]:
-    cached = graph._cache.get("sim.opdesc")
+    memo = memo_of(graph)
+    cached = memo.get("sim.opdesc")
     if cached is None:
         batched = batched_tensors(graph)
         cached = tuple(_describe(graph, op, batched) for op in graph.ops)
-        graph._cache["sim.opdesc"] = cached
+        memo["sim.opdesc"] = cached
     return cached  # type: ignore[no-any-return]
 
 
@@ -147,12 +149,11 @@ def group_cost(
 
     Cached per graph, op set, sample count, core counts and target.
     """
-    cache: dict[tuple[object, ...], ComputeCost] = graph._cache.setdefault("sim.cost", {})
-    key = (target.hash, ops, samples, cores, step_cores)
-    hit = cache.get(key)
+    memo = memo_of(graph)
+    key = ("sim.cost", target.hash, ops, samples, cores, step_cores)
+    hit: ComputeCost | None = memo.get(key)
     if hit is None:
-        hit = _cost(_descs(graph), ops, samples, cores, target, step_cores)
-        cache[key] = hit
+        hit = memo[key] = _cost(_descs(graph), ops, samples, cores, target, step_cores)
     return hit
 
 
