@@ -180,8 +180,8 @@ def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = No
     Args:
         space: The space.
         get: The reader.
-        overrides: Choice indices that replace the reader's answer for scope and
-            transfer-scope parameters (the capacity repair's demotions).
+        overrides: Choice indices by free parameter that replace the reader's answer
+            for scope and transfer-scope parameters (the capacity repair's demotions).
 
     Returns:
         The schedule, and for each step node the parameter that sets its scope.
@@ -189,9 +189,11 @@ def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = No
     if overrides:
         base = get
 
+        rep = space.rep
+
         def get(d: int) -> int:
             v = base(d)
-            return overrides.get(d, v)
+            return overrides.get(int(rep[d]), v)
 
     batch = space.batches[get(space.d_batch)] if space.d_batch >= 0 else space.batch
     graph = space.graph_for(batch)
@@ -314,15 +316,16 @@ def decode_fitted(space: Space, get: Reader, max_rounds: int = 64) -> GraphSched
             d = scope_dim.get(node)
             if d is None:
                 continue
+            f = int(space.rep[d])
             choices = free_choices[d].choices
-            cur = choices[overrides.get(d, get(d))]
+            cur = choices[overrides.get(f, get(d))]
             if free_choices[d].kind == "scope":
                 nxt = (_LLB_NEXT if llb else _L1_NEXT).get(cur)
             else:
                 nxt = (_X_LLB_NEXT if llb else _X_L1_NEXT).get(cur)
             if nxt is None:
                 continue
-            overrides[d] = choices.index(nxt)
+            overrides[f] = choices.index(nxt)
             changed = True
             break
         if not changed:

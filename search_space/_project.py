@@ -10,6 +10,7 @@ exact or refused, never approximate.
 from __future__ import annotations
 
 from math import gcd
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from compiler.plan import derive_transfers
@@ -37,26 +38,62 @@ class NotInSpace(Exception):
     """The schedule cannot be expressed; the message says why."""
 
 
+_PREFER = {"samples": max, "parts": max, "cpp": min}
+
+
 class _Assign:
-    """A full-length assignment being built; conflicting writes are refusals."""
+    """A full-length assignment being built; conflicting writes are refusals.
+
+    Slot parameters shared by several groups (one group per op, ties) are
+    *offered* instead: the choices each group accepts are intersected, and when
+    nothing is common the unrepaired value wins (most samples, fewest cores per
+    part: decoding only ever lowers samples and raises cores). The caller's
+    decode-and-compare settles the rest.
+    """
 
     def __init__(self, space: Space) -> None:
         self.space = space
-        self.values: dict[int, int] = {}
+        self.values: dict[int, int] = {}  # free parameter -> choice index
+        self.offers: dict[int, list[set[int]]] = {}
 
     def set(self, d: int, value: object, what: str) -> None:
         dim = self.space.dims[d]
+        f = int(self.space.rep[d])  # tied parameters are one
         if value not in dim.choices:
             raise NotInSpace(f"{what}: {value!r} is not a choice of {dim.name} {list(dim.choices)}")
         idx = dim.choices.index(value)
-        old = self.values.get(d)
+        old = self.values.get(f)
         if old is not None and old != idx:
-            raise NotInSpace(f"{what}: {dim.name} would need both {dim.choices[old]!r} and {value!r}")
-        self.values[d] = idx
+            tie = " (tied)" if self.space.options.ties else ""
+            raise NotInSpace(f"{what}: {dim.name}{tie} would need both {dim.choices[old]!r} "
+                             f"and {value!r}")
+        self.values[f] = idx
+
+    def offer(self, d: int, values: list[object], what: str) -> None:
+        dim = self.space.dims[d]
+        idx = {dim.choices.index(v) for v in values if v in dim.choices}
+        if not idx:
+            raise NotInSpace(f"{what}: {values[0]!r} is not a choice of {dim.name} "
+                             f"{list(dim.choices)}")
+        self.offers.setdefault(int(self.space.rep[d]), []).append(idx)
+
+    def resolve(self) -> None:
+        for f, sets in self.offers.items():
+            common = set.intersection(*sets)
+            dim = self.space.free[f]
+            if common:
+                self.values[f] = min(common)
+                continue
+            pick = _PREFER.get(dim.kind)
+            every = set.union(*sets)
+            if pick is None:
+                self.values[f] = min(sets[0])
+            else:
+                self.values[f] = dim.choices.index(pick(dim.choices[i] for i in every))
 
 
 def project(space: Space, s: GraphSchedule) -> list[dict[int, int]]:
-    """Full assignments (one per order candidate) that may decode to ``s``.
+    """Assignments of free parameters (one per order candidate) that may decode to ``s``.
 
     Raises:
         NotInSpace: the groups, bindings, scopes or transfers cannot be expressed.
@@ -72,11 +109,12 @@ def project(space: Space, s: GraphSchedule) -> list[dict[int, int]]:
     groups = sorted(s.groups, key=lambda g: min(g.ops) if g.ops else -1)
     recs = _blocks(space, asg, groups)
     _groups(space, asg, s, recs)
+    asg.resolve()
     out = []
     for order, la in ORDER_CANDIDATES:
         values = dict(asg.values)
-        values[space.d_order] = ORDERS.index(order)
-        values[space.d_lookahead] = LOOKAHEADS.index(la)
+        values[int(space.rep[space.d_order])] = ORDERS.index(order)
+        values[int(space.rep[space.d_lookahead])] = LOOKAHEADS.index(la)
         out.append(values)
     return out
 
@@ -138,7 +176,7 @@ def _blocks(space: Space, asg: _Assign, groups: list[Group]) -> list[tuple[_G, G
 def _batch_of(space: Space, asg: _Assign) -> int:
     if space.d_batch < 0:
         return space.batch
-    return int(space.dims[space.d_batch].choices[asg.values[space.d_batch]])
+    return int(space.dims[space.d_batch].choices[asg.values[int(space.rep[space.d_batch])]])
 
 
 def _closure(seg_of_op: tuple[int, ...], segs: tuple[tuple[int, int], ...],
@@ -170,6 +208,7 @@ def _groups(space: Space, asg: _Assign, s: GraphSchedule, recs: list[tuple[_G, G
     deps = {r.name: [by_out[t].name for t in r.info.inputs if t in by_out] for r, _ in recs}
     by_name = {r.name: (r, g) for r, g in recs}
     topo = group_topo_order(list(by_name), {r.name: r.start for r, _ in recs}, deps)
+    alts: dict[str, list[tuple[int, ...]]] = {}
     for name in topo:
         r, g = by_name[name]
         slot = space.slot[r.slot]
@@ -189,29 +228,32 @@ def _groups(space: Space, asg: _Assign, s: GraphSchedule, recs: list[tuple[_G, G
             raise NotInSpace(f"{what}: {parts} parts do not divide {samples} samples")
         spp = samples // parts
         if r.info.separable and len(divs) > 1:
-            asg.set(slot, spp, what)
-        asg.set(slot + 1, cpp, what)
-        asg.set(slot + 2, parts, what)
+            asg.offer(slot, [spp], what)
+        asg.offer(slot + 1, [cpp], what)
+        asg.offer(slot + 2, [parts], what)
         r.split, r.cores, r.parts = g.split, cores, parts
         producer = next((by_name[d][0] for d in deps[name]), None)
         spreads = (False, True) if cores < n and g.split > 1 else (False,)
-        found = None
+        # the producer's full core order is known only up to its choice: try each it allows
+        prods: list[object] = [None] if producer is None else [
+            SimpleNamespace(split=producer.split, perm=pi) for pi in alts[producer.name]]
+        matches = []
         for choice in perm_choices(n):
-            pi = core_perm(choice, n, producer, batch // g.split, batch)
-            for sp in spreads:
-                if all(c.core_bind == chunk_bind(pi, cores, parts, k, sp)
-                       for k, c in enumerate(g.chunks)):
-                    found = (choice, pi, sp)
-                    break
-            if found:
-                break
-        if found is None:
+            for prod in prods if choice == "reuse" else prods[:1]:
+                pi = core_perm(choice, n, prod, batch // g.split, batch)  # type: ignore[arg-type]
+                for sp in spreads:
+                    if all(c.core_bind == chunk_bind(pi, cores, parts, k, sp)
+                           for k, c in enumerate(g.chunks)):
+                        matches.append((choice, pi, sp))
+                        break
+        if not matches:
             raise NotInSpace(f"{what}: core binding {[list(p) for p in bind0]} is neither a "
                              "rotation of the cluster nor a reuse of its producer's cores")
-        asg.set(slot + 3, found[0], what)
-        r.perm, r.spread = found[1], found[2]
+        asg.offer(slot + 3, [m[0] for m in matches], what)
+        r.perm, r.spread = matches[0][1], matches[0][2]
+        alts[name] = list(dict.fromkeys(m[1] for m in matches))
         if len(spreads) > 1:
-            asg.set(slot + 4, int(found[2]), what)
+            asg.offer(slot + 4, sorted({int(m[2]) for m in matches}), what)
     _scopes(space, asg, recs, deps, batch, l1, llb)
     _xscopes(space, asg, s, graph, recs, by_out, llb)
 
@@ -228,12 +270,11 @@ def _scopes(space: Space, asg: _Assign, recs: list[tuple[_G, Group]], deps: dict
         samples = batch // r.split
         spp, cpp = samples // r.parts, r.cores // r.parts
         want = [c.mem_scope for c in g.chunks]
-        for policy in SCOPE_POLICIES:
-            got = [repair_scope(x, r.info, spp, cpp, samples, l1, llb)
-                   for x in chunk_scopes(policy, r.split, wave)]
-            if got == want:
-                asg.set(space.d_scope[r.scope_at], policy, f"group {g.name}")
-                break
+        ok = [policy for policy in SCOPE_POLICIES
+              if [repair_scope(x, r.info, spp, cpp, samples, l1, llb)
+                  for x in chunk_scopes(policy, r.split, wave)] == want]
+        if ok:
+            asg.offer(space.d_scope[r.scope_at], ok, f"group {g.name}")
         else:
             raise NotInSpace(f"group {g.name}: chunk scopes {want} follow no scope policy "
                              f"({', '.join(SCOPE_POLICIES)}) for waves of {wave}")
@@ -271,7 +312,7 @@ def _xscopes(space: Space, asg: _Assign, s: GraphSchedule, graph: object,
             continue
         for xs in TRANSFER_SCOPES:
             if all(transfer_scope(xs, dflt, nb, llb) == got for got, dflt, nb in items):
-                asg.set(space.slot[r.slot] + 5, xs, f"group {g.name}")
+                asg.offer(space.slot[r.slot] + 5, [xs], f"group {g.name}")
                 break
         else:
             raise NotInSpace(f"group {g.name}: its transfers' scopes {[x[0] for x in items]} "

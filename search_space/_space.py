@@ -489,15 +489,9 @@ class Space:
     def _params(self, vec: np.ndarray, active: Sequence[int]) -> dict[str, Any]:
         return {self.free[f].name: self.free[f].choices[int(vec[f])] for f in active}
 
-    def _to_free(self, full: dict[int, int]) -> tuple[np.ndarray | None, str | None]:
+    def _to_free(self, free: dict[int, int]) -> tuple[np.ndarray | None, str | None]:
         vec = np.zeros(len(self.free), dtype=np.int16)
-        owner: dict[int, int] = {}
-        for d, v in full.items():
-            f = int(self.rep[d])
-            if f in owner and int(vec[f]) != v:
-                return None, (f"tied parameters differ: {self.dims[owner[f]].name} and "
-                              f"{self.dims[d].name} (build the space without ties)")
-            owner[f] = d
+        for f, v in free.items():
             vec[f] = v
         return vec, None
 
