@@ -9,6 +9,7 @@ exact or refused, never approximate.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import gcd
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
@@ -69,7 +70,7 @@ class _Assign:
                              f"and {value!r}")
         self.values[f] = idx
 
-    def offer(self, d: int, values: list[object], what: str) -> None:
+    def offer(self, d: int, values: Sequence[object], what: str) -> None:
         dim = self.space.dims[d]
         idx = {dim.choices.index(v) for v in values if v in dim.choices}
         if not idx:

@@ -269,8 +269,12 @@ class Space:
         key = id(s)
         if len(self._mine) > 200_000:
             self._mine = {k: v for k, v in self._mine.items() if v[0]() is not None}
-        self._mine[key] = (weakref.ref(s, lambda _r, k=key: self._mine.pop(k, None)), vec,
-                           tuple(active))
+        mine = self._mine
+
+        def forget(_r: object, k: int = key) -> None:
+            mine.pop(k, None)
+
+        self._mine[key] = (weakref.ref(s, forget), vec, tuple(active))
 
     def _known(self, s: GraphSchedule) -> tuple[np.ndarray, tuple[int, ...]] | None:
         hit = self._mine.get(id(s))
@@ -470,9 +474,7 @@ class Space:
         want = schedule.structural_key()
         reason = "no candidate"
         for k, full in enumerate(candidates):
-            vec, why = self._to_free(full)
-            if vec is None:
-                return Projection(None, reason=why)
+            vec = self._to_free(full)
             s, canon, active = self._decode_free(vec)
             got = s.structural_key()
             if got == want:
@@ -489,11 +491,11 @@ class Space:
     def _params(self, vec: np.ndarray, active: Sequence[int]) -> dict[str, Any]:
         return {self.free[f].name: self.free[f].choices[int(vec[f])] for f in active}
 
-    def _to_free(self, free: dict[int, int]) -> tuple[np.ndarray | None, str | None]:
+    def _to_free(self, free: dict[int, int]) -> np.ndarray:
         vec = np.zeros(len(self.free), dtype=np.int16)
         for f, v in free.items():
             vec[f] = v
-        return vec, None
+        return vec
 
     # ---- checks and reporting --------------------------------------------------------------
     def precheck(self, schedule: GraphSchedule) -> Check:
