@@ -33,17 +33,15 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from compiler.footprint import GATHER_OPS, VIEW_OPS, batched_tensors
 from compiler.memo import memo_of
-from compiler.optable import op_spec, prod
+from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
 
 if TYPE_CHECKING:
-    from compiler.graph import Graph, Op
+    from compiler.graph import Graph
     from compiler.target import Target
 
 __all__ = ["ComputeCost", "group_cost"]
 
-_MAT_SHARED, _MAT_BATCHED, _VECTOR, _SPECIAL, _MOVE, _VIEW, _GATHER = range(7)
 _VECTOR_TILE = 4096  # elements per vector instruction tile (fill/drain granularity)
 
 
@@ -75,63 +73,6 @@ class ComputeCost:
                    self.weight_bound_cycles) + self.fill_cycles
 
 
-@dataclass(frozen=True)
-class _OpDesc:
-    kind: int
-    batched: bool
-    amount: float  # rows (shared-B matmul/conv), GEMMs (batched matmul), FLOPs, or bytes
-    groups: int = 1
-    mg: int = 1  # rows of one GEMM (batched matmul)
-    n: int = 1
-    k: int = 1
-    weight_bytes: int = 0
-    in_bytes: float = 0.0  # streamed input, per sample or whole
-
-
-def _descs(graph: Graph) -> tuple[_OpDesc, ...]:
-    memo = memo_of(graph)
-    cached = memo.get("sim.opdesc")
-    if cached is None:
-        batched = batched_tensors(graph)
-        cached = tuple(_describe(graph, op, batched) for op in graph.ops)
-        memo["sim.opdesc"] = cached
-    return cached  # type: ignore[no-any-return]
-
-
-def _describe(graph: Graph, op: Op, batched: frozenset[str]) -> _OpDesc:
-    out = graph.tensors[op.output]
-    is_b = op.output in batched
-    per = graph.batch if is_b else 1
-    wbytes = 0 if op.op_type in GATHER_OPS else graph.weight_bytes_of(op)
-    in_bytes = graph.nbytes(op.inputs[0]) / per if op.inputs else 0.0
-    if op.op_type in VIEW_OPS:
-        return _OpDesc(_VIEW, is_b, 0.0)
-    unit = op_spec(op.op_type).unit
-    if unit == "matrix" and op.macs:
-        elems = max(out.elements, 1)
-        k = max(1, round(op.macs / elems))
-        if op.op_type.startswith("nn.conv"):
-            groups = int(op.attr("groups", 1) or 1)
-            layout = str(op.attr("data_layout", "NCHW"))
-            co = out.shape[-1] if layout.endswith("C") else out.shape[1]
-            rows = elems / co
-            return _OpDesc(_MAT_SHARED, is_b, rows / per, groups, 1, max(1, co // groups), k,
-                           wbytes, in_bytes)
-        n = out.shape[-1] if out.shape else 1
-        two_acts = len(op.inputs) >= 2 and op.inputs[1] in batched
-        if two_acts and len(out.shape) >= 2:
-            mg = out.shape[-2]
-            gemms = prod(out.shape[:-2])
-            return _OpDesc(_MAT_BATCHED, is_b, gemms / per, 1, mg, n, k, wbytes, in_bytes)
-        return _OpDesc(_MAT_SHARED, is_b, elems / n / per, 1, 1, n, k, wbytes, in_bytes)
-    if op.op_type in GATHER_OPS:
-        return _OpDesc(_GATHER, is_b, graph.nbytes(op.output) / per)
-    if unit == "move":
-        return _OpDesc(_MOVE, is_b, graph.nbytes(op.output) / per)
-    work = (op.flops or out.elements) / per
-    return _OpDesc(_SPECIAL if unit == "special" else _VECTOR, is_b, work, weight_bytes=wbytes)
-
-
 def group_cost(
     graph: Graph, ops: tuple[int, ...], samples: int, cores: int, target: Target,
     step_cores: int = 1,
@@ -153,7 +94,7 @@ def group_cost(
     key = ("sim.cost", target.hash, ops, samples, cores, step_cores)
     hit: ComputeCost | None = memo.get(key)
     if hit is None:
-        hit = memo[key] = _cost(_descs(graph), ops, samples, cores, target, step_cores)
+        hit = memo[key] = _cost(op_shapes(graph), ops, samples, cores, target, step_cores)
     return hit
 
 
@@ -166,7 +107,7 @@ def weight_path_bytes_per_cycle(target: Target, step_cores: int) -> float:
 
 
 def _cost(
-    descs: tuple[_OpDesc, ...], ops: tuple[int, ...], s: int, k: int, target: Target,
+    shapes: tuple[OpShape, ...], ops: tuple[int, ...], s: int, k: int, target: Target,
     step_cores: int,
 ) -> ComputeCost:
     mat, vec = target.matrix, target.vector
@@ -177,34 +118,30 @@ def _cost(
     wbw = weight_path_bytes_per_cycle(target, step_cores)
     mme = vme = move = fill = useful = wbound = 0.0
     for i in ops:
-        d = descs[i]
+        d = shapes[i]
         kind = d.kind
-        if kind == _VIEW:
+        if kind == OpKind.VIEW:
             continue
         share = math.ceil(s * d.amount / k) if d.batched else math.ceil(d.amount)
-        if kind in (_MAT_SHARED, _MAT_BATCHED):
-            if kind == _MAT_SHARED:
-                reps, rows = d.groups, share
-            else:
-                reps, rows = share, d.mg
-            tiles = reps * math.ceil(rows / gm) * math.ceil(d.n / gn)
-            t_op = tiles * (gm * gn * d.k / macs + ovh)
+        if kind.is_matrix:
+            mt = matrix_tiles(d, share, mat)
+            t_op = mt.padded_cycles + mt.tiles * ovh
             mme += t_op
-            useful += reps * rows * d.n * d.k / macs
+            useful += mt.useful_cycles
             fill += d.k * gm * gn / macs + ovh
             wbound += max(t_op, d.weight_bytes / wbw)
-        elif kind in (_VECTOR, _SPECIAL):
-            c = share / lanes * (tcpe if kind == _SPECIAL else 1.0)
+        elif kind in (OpKind.VECTOR, OpKind.SPECIAL):
+            c = share / lanes * (tcpe if kind == OpKind.SPECIAL else 1.0)
             vme += c
             fill += min(c, _VECTOR_TILE / lanes)
-        elif kind == _MOVE:
+        elif kind == OpKind.MOVE:
             move += 2.0 * share / l1bw
         else:  # gather: rows arrive by DMA (see the engine), written once into L1
             move += share / l1bw
-        if d.weight_bytes > half_wb and kind in (_MAT_SHARED, _MAT_BATCHED):
+        if d.weight_bytes > half_wb and kind.is_matrix:
             extra = math.ceil(d.weight_bytes / half_wb) - 1
             streamed = s * d.in_bytes / k if d.batched else d.in_bytes
             move += extra * streamed / l1bw
-        if d.weight_bytes and kind not in (_MAT_SHARED, _MAT_BATCHED):
+        if d.weight_bytes and not kind.is_matrix:
             wbound += d.weight_bytes / wbw
     return ComputeCost(mme, vme, move, fill, useful, wbound)
