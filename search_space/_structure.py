@@ -3,7 +3,7 @@
 All of it is found from the graph, never hard-coded per model:
 
 * **segments** — maximal op ranges (topological order) between the points
-  after which exactly one tensor is live (:func:`compiler.auto._single_tensor_cuts`,
+  after which exactly one tensor is live (:func:`compiler.plan.single_tensor_cuts`,
   the same cut points O3 uses): ResNet's residual adds and block ends, BERT's
   LayerNorms. A *block* is a run of consecutive segments; cutting at a segment
   boundary is always safe (one tensor crosses), so every block is a valid
@@ -28,12 +28,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compiler.auto import _single_tensor_cuts
 from compiler.footprint import group_profile, sample_bytes, streamable_inputs
 from compiler.footprint import peak_of as _peak_of
 from compiler.graph import Graph
 from compiler.optable import op_spec
-from compiler.plan import group_io
+from compiler.plan import group_io, single_tensor_cuts
 
 __all__ = ["GroupInfo", "Structure", "analyse", "group_info"]
 
@@ -61,7 +60,7 @@ class Structure:
 def analyse(graph: Graph) -> Structure:
     """Segments, anchors, possible group starts and segment signatures of ``graph``."""
     n = len(graph.ops)
-    cuts = [c for c in _single_tensor_cuts(graph) if 0 <= c < n - 1]
+    cuts = [c for c in single_tensor_cuts(graph) if 0 <= c < n - 1]
     segments: list[tuple[int, int]] = []
     start = 0
     for end in [*cuts, n - 1]:
