@@ -66,6 +66,7 @@ __all__ = [
     "MemoryPlan",
     "StepMemory",
     "check_capacity",
+    "chunk_working_set",
     "in_compute_dtype",
     "order_nodes",
     "plan_memory",
@@ -166,6 +167,75 @@ def order_nodes(schedule: GraphSchedule) -> list[Node]:
             for st in schedule.order]
 
 
+class _GroupFacts:
+    """What every chunk step of one op set needs (remembered beside the graph).
+
+    ``work`` remembers :func:`chunk_working_set` results by
+    ``(streamed, stream_output, held, samples, cores)``.
+    """
+
+    __slots__ = ("inputs", "ops", "output", "sizes", "streamable", "work")
+
+    def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
+        io = group_io(graph, ops)
+        self.ops = ops
+        self.inputs = io.inputs
+        self.output = io.outputs[0] if io.outputs else graph.ops[ops[-1]].output
+        self.streamable = streamable_inputs(graph, ops)
+        self.sizes = {t: sample_bytes(graph, t) for t in (*io.inputs, self.output)}
+        self.work: dict[tuple[frozenset[str], bool, bool, int, int], float] = {}
+
+
+def _facts(graph: Graph, ops: tuple[int, ...]) -> _GroupFacts:
+    memo = memo_of(graph)
+    key = ("capacity.facts", ops)
+    hit: _GroupFacts | None = memo.get(key)
+    if hit is None:
+        hit = memo[key] = _GroupFacts(graph, ops)
+    return hit
+
+
+def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output: bool,
+          held: bool, samples: int, cores: int) -> float:
+    key = (streamed, stream_output, held, samples, cores)
+    hit = f.work.get(key)
+    if hit is not None:
+        return hit
+    prof = group_profile(graph, f.ops, streamed, stream_output, held)
+    work = float(peak_of(prof, samples, cores))
+    buffered = [f.sizes[t] for t in sorted(streamed)]
+    if stream_output:
+        buffered.append(f.sizes[f.output])
+    tile = STREAM_TILE_ELEMENTS * graph.float_bytes
+    for sb, fb in buffered:
+        work += 2.0 * min(tile, -(-sb * samples // cores) + fb)
+    f.work[key] = work
+    return work
+
+
+def chunk_working_set(graph: Graph, ops: tuple[int, ...], streamed: frozenset[str],
+                      stream_output: bool, held: bool, samples: int, cores: int) -> float:
+    """Bytes one core of a group chunk needs for the chunk itself (the walk's working set).
+
+    The footprint of the op set for ``samples`` samples shared by ``cores`` cores
+    (:func:`compiler.footprint.group_profile`) plus the double-buffered tiles of
+    every streamed input and of a streamed output. What is already live on the core
+    comes on top (minus input bytes already in place): the walk adds it.
+
+    Args:
+        graph: The graph, sized in the target's compute type (:func:`in_compute_dtype`).
+        ops: The group's op set.
+        streamed: Inputs read tile by tile from LLB/DDR (others are ignored unless
+            :func:`compiler.footprint.streamable_inputs` allows them).
+        stream_output: The output goes to LLB/DDR as it is produced.
+        held: An input in L1 is still read by a later step (inputs stay to the end).
+        samples: Samples of the core's part.
+        cores: Cores of the part.
+    """
+    f = _facts(graph, tuple(ops))
+    return _work(graph, f, frozenset(streamed) & f.streamable, stream_output, held, samples, cores)
+
+
 def check_capacity(graph: Graph, schedule: GraphSchedule, target: Target) -> CapacityIssue | None:
     """The first overflow of a structurally valid schedule, or None when it fits."""
     return plan_memory(graph, schedule, target).issue
@@ -220,31 +290,39 @@ class _Walk:
         self.expire: dict[int, list[int]] = {}
         for i, lu in enumerate(last):
             self.expire.setdefault(lu, []).append(i)
-        groups = {gr.name: gr for gr in s.groups}
+        groups = {gr.name: (gr, _facts(g, gr.ops)) for gr in s.groups}
         transfers = {tr.name: tr for tr in s.transfers}
-        self.labels = [str(st) for st in s.order]
         self.layouts: list[Layout] = []
         self.provides: list[str] = []
+        facts: list[_GroupFacts | None] = []
+        batch = g.batch
         for node in order:
             if node[0] == "g":
-                gr = groups[node[1]]
-                self.layouts.append(group_layout(gr, node[2], g.batch))
-                self.provides.append(group_io(g, gr.ops).outputs[0])
+                gr, f = groups[node[1]]
+                self.layouts.append(group_layout(gr, node[2], batch))
+                self.provides.append(f.output)
+                facts.append(f)
             else:
                 tr = transfers[node[1]]
-                self.layouts.append(transfer_layout(tr, g.batch))
+                self.layouts.append(transfer_layout(tr, batch))
                 self.provides.append(tr.tensor)
+                facts.append(None)
+        self.input_scope = input_layout(batch)[0]
         issue = None
         for k, node in enumerate(order):
-            dep_idx = [pos[d] for d in deps.get(node, ())]
-            if node[0] == "g":
-                issue = self.group_step(k, groups[node[1]].ops, dep_idx)
+            f = facts[k]
+            if f is not None:
+                issue = self.group_step(k, f, [pos[d] for d in deps.get(node, ())])
             else:
                 issue = self.transfer_step(k)
             if issue is not None:
                 break
         return MemoryPlan(tuple(self.steps), tuple(int(x) for x in self.peak_l1),
                           int(self.peak_llb), issue)
+
+    def label(self, i: int) -> str:
+        """How step ``i`` is named in messages (``group_1[2]``, ``concat_0``)."""
+        return str(self.s.order[i])
 
     # ---- results -----------------------------------------------------------------------
     def sizes(self, i: int) -> tuple[int, int]:
@@ -282,18 +360,18 @@ class _Walk:
             self.llb_live -= item[1]
 
     # ---- steps -------------------------------------------------------------------------
-    def group_step(self, k: int, ops: tuple[int, ...], dep_idx: list[int]) -> CapacityIssue | None:
+    def group_step(self, k: int, f: _GroupFacts, dep_idx: list[int]) -> CapacityIssue | None:
         g = self.g
         layout = self.layouts[k]
         stage: Layout = ("L1", layout[1])
-        streamable = streamable_inputs(g, ops)
+        streamable = f.streamable
         by_tensor = {self.provides[d]: d for d in dep_idx}
         streamed: list[str] = []
         staying: dict[int, float] = {}
         held = False
-        for name in group_io(g, ops).inputs:
+        for name in f.inputs:
             d = by_tensor.get(name)
-            src_scope = self.layouts[d][0] if d is not None else input_layout(g.batch)[0]
+            src_scope = self.layouts[d][0] if d is not None else self.input_scope
             if src_scope != "L1":
                 if name in streamable:
                     streamed.append(name)
@@ -301,7 +379,7 @@ class _Walk:
             assert d is not None
             if self.last[d] > k:
                 held = True
-            sb, fb = sample_bytes(g, name)
+            sb, fb = f.sizes[name]
             if sb:
                 for c, n in staying_fraction(self.layouts[d], stage).items():
                     staying[c] = staying.get(c, 0.0) + n * sb
@@ -314,24 +392,18 @@ class _Walk:
                                 staying[c] = staying.get(c, 0.0) + fb
         names = frozenset(streamed)
         out_off = layout[0] != "L1"
-        prof = group_profile(g, ops, names, out_off, held)
-        buffered = [sample_bytes(g, t) for t in sorted(names)]
-        if out_off:
-            buffered.append(sample_bytes(g, self.provides[k]))
-        tile = STREAM_TILE_ELEMENTS * g.float_bytes
         usage: dict[int, float] = {}
+        live, peak, cap = self.l1_live, self.peak_l1, self.l1_cap
         for _, spp, parts in layout[1]:
             for part in parts:
-                work = float(peak_of(prof, spp, len(part)))
-                for sb, fb in buffered:
-                    work += 2.0 * min(tile, -(-sb * spp // len(part)) + fb)
+                work = _work(g, f, names, out_off, held, spp, len(part))
                 for c in part:
-                    u = self.l1_live[c] - staying.get(c, 0.0) + work
+                    u = live[c] - staying.get(c, 0.0) + work
                     usage[c] = u
-                    if u > self.l1_cap:
+                    if u > cap:
                         return self.l1_issue(k, c, u, work, staying, dep_idx)
-                    if u > self.peak_l1[c]:
-                        self.peak_l1[c] = u
+                    if u > peak[c]:
+                        peak[c] = u
         if layout[0] == "LLB":
             need = self.llb_live + self.node_total(k)
             if need > self.llb_cap:
@@ -375,21 +447,21 @@ class _Walk:
             if i in inputs:
                 b -= min(b, reused.get(c, 0.0))
             if b > 0:
-                live.append((f"{self.labels[i]} ({self.provides[i]})", int(b)))
+                live.append((f"{self.label(i)} ({self.provides[i]})", int(b)))
                 steps.append((i, int(b)))
         if work > 0:
-            live.append((f"{self.labels[k]} working set", int(work)))
+            live.append((f"{self.label(k)} working set", int(work)))
         live.sort(key=lambda x: -x[1])
-        return CapacityIssue(f"L1 of core {c}", c, self.labels[k], k, int(needed), self.l1_cap,
+        return CapacityIssue(f"L1 of core {c}", c, self.label(k), k, int(needed), self.l1_cap,
                              tuple(live), tuple(steps))
 
     def llb_issue(self, k: int, needed: float) -> CapacityIssue:
-        live = [(f"{self.labels[i]} ({self.provides[i]})", int(b))
+        live = [(f"{self.label(i)} ({self.provides[i]})", int(b))
                 for i, (_, b) in self.resident.items() if b > 0]
         steps = [(i, int(b)) for i, (_, b) in self.resident.items() if b > 0]
         if needed > self.llb_live:
-            live.append((f"{self.labels[k]} output ({self.provides[k]})",
+            live.append((f"{self.label(k)} output ({self.provides[k]})",
                          int(needed - self.llb_live)))
         live.sort(key=lambda x: -x[1])
-        return CapacityIssue("LLB of cluster 0", -1, self.labels[k], k, int(needed), self.llb_cap,
+        return CapacityIssue("LLB of cluster 0", -1, self.label(k), k, int(needed), self.llb_cap,
                              tuple(live), tuple(steps))
