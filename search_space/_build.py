@@ -2,42 +2,77 @@
 
 A *reader* answers "which choice does parameter ``d`` take?"; decoding asks only
 for the parameters that matter given the earlier answers (define-by-run), so the
-same walk serves a numeric vector, an Optuna trial and a projection check.
+same walk serves a numeric vector, an Optuna trial and a projection check
+(:mod:`search_space._project` drives the same :class:`Decoding` with a known
+schedule's values).
 
-Decoding repairs choices that cannot work, deterministically, and only those
-(so every valid schedule is a fixed point):
+Decoding runs in three passes, producers before consumers:
 
-* a split that does not divide the batch becomes the largest divisor below it;
-  a group that cannot be split along the batch gets split 1;
-* core parts become ``gcd(parts, cores, samples per chunk)``;
-* when even the least working set of a chunk (every streamable input streamed,
-  the output streamed out; :mod:`compiler.footprint`) exceeds a core's L1, the
-  split grows (then shrinks), then all cores are used, until it fits;
-* a chunk output in a scope its op may not use, in L1 when the working set with
-  the output kept does not fit, or in the LLB when it is larger than the LLB,
-  goes one scope slower.
+1. **shape and cores** of every group: samples per core part, cores per part,
+   parts, core order (rotation or the producer's cores), spread;
+2. the **chunk DAG** of those groups (:func:`compiler.plan.derive_transfers`:
+   which split/concat transfers exist, which chunk reads which);
+3. **scopes**: each group's scope policy gives every chunk a wanted scope; then
+   the group's transfers get theirs (the slowest source, or the group's
+   transfer-scope parameter).
+
+Repairs change only choices that *cannot* work, each judged by a lower bound of
+what the capacity model (:mod:`compiler.capacity`) will count, so a schedule that
+fits is never changed by them (known schedules project exactly) and every
+decoded schedule is a fixed point:
+
+* a split that does not divide the batch becomes the largest divisor below it; a
+  group that cannot be split along the batch gets split 1; core parts become
+  ``gcd(parts, cores, samples per chunk)``;
+* a chunk shape whose least working set (:func:`compiler.capacity.chunk_working_set`,
+  the least over inputs streamed or staged and the output kept or streamed) does
+  not fit a core's L1 gets fewer samples per part, then more cores per part;
+* a chunk output goes one scope slower (L1 -> LLB -> DDR) when its op may not
+  write that scope, or when, in L1, the chunk's own working set with the output
+  kept, plus the earlier L1 chunks of its wave already on the core, exceeds L1,
+  or a consumer that reads it in place cannot hold it next to its own working
+  set; or when, in LLB, the wave's LLB chunks so far plus the chunk's LLB inputs
+  exceed the LLB;
+* a transfer result goes one scope slower by the same L1 and LLB tests.
+
+What lower bounds cannot see (results live across many steps, held inputs) is
+left to the capacity model: :meth:`Space.precheck` reports it, and the optional
+capacity repair (``SpaceOptions.repair_rounds``) demotes scope parameters.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import gcd
 from typing import TYPE_CHECKING
 
-from compiler.plan import derive_transfers
-from compiler.schedule import GraphSchedule, Group, Placement, Step, Transfer
-from search_space._dims import LOOKAHEADS, MODES, ORDERS, SCOPE_POLICIES, TRANSFER_SCOPES, unshuffle
+from compiler.capacity import CapacityWalk, chunk_working_set, in_compute_dtype, remember_plan
+from compiler.layout import Layout, staying_fraction
+from compiler.memo import memo_of
+from compiler.plan import Node, derive_transfers
+from compiler.schedule import GraphSchedule, Group, Step, Transfer
+from search_space._dims import (
+    CUT_BELOW,
+    GRANULARITIES,
+    LOOKAHEADS,
+    MODES,
+    ORDERS,
+    SCOPE_POLICIES,
+    TRANSFER_SCOPES,
+    unshuffle,
+)
 from search_space._order import breadth_order, depth_order, group_topo_order
 from search_space._structure import GroupInfo, anchor_partition, group_info, partition_is_valid
 
 if TYPE_CHECKING:
-    from compiler.graph import Graph
     from search_space._space import Space
 
-_SLOWER = {"L1": ("L1", "LLB", "DDR"), "LLB": ("LLB", "DDR"), "DDR": ("DDR",)}
+SLOWER = {"L1": ("L1", "LLB", "DDR"), "LLB": ("LLB", "DDR"), "DDR": ("DDR",)}
+_RANK = {"DDR": 0, "LLB": 1, "L1": 2}
 
 Reader = Callable[[int], int]
+CoreBind = tuple[tuple[int, ...], ...]
 
 
 @dataclass
@@ -54,8 +89,12 @@ class _G:
     parts: int = 1
     perm: tuple[int, ...] = ()
     spread: bool = False
-    xscope: str = "auto"
-    chunks: tuple[Placement, ...] = ()
+    binds: tuple[CoreBind, ...] = ()
+    scopes: tuple[str, ...] = ()
+    wave: int = 1
+    samples: int = 0  # samples of one chunk
+    deps: list[str] = field(default_factory=list)
+    consumers: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -89,11 +128,11 @@ def block_parts(space: Space, a: int, b: int, mode: str) -> Block:
 
 
 def read_blocks(space: Space, get: Reader) -> list[Block]:
-    """The grouping: which segments form blocks (cut dims, min/max size) and their modes."""
-    st = space.structure
-    segs = st.segments
+    """The grouping: which segments form blocks (granularity, cut ranks, min/max size), modes."""
+    segs = space.structure.segments
     opts = space.options
     lens = [b - a + 1 for a, b in segs]
+    below = CUT_BELOW[GRANULARITIES[get(space.d_gran)]] if space.d_gran >= 0 else 0
     blocks: list[Block] = []
     a = 0
     size = lens[0]
@@ -102,10 +141,10 @@ def read_blocks(space: Space, get: Reader) -> list[Block]:
         nxt = lens[k + 1]
         if opts.max_group_ops is not None and size + nxt > opts.max_group_ops:
             cut = True
-        elif size < opts.min_group_ops:
+        elif size < opts.min_group_ops or below == 0:
             cut = False
         else:
-            cut = bool(space.dims[space.d_cut[k]].choices[get(space.d_cut[k])])
+            cut = get(space.d_cut[k]) < below
         if cut:
             blocks.append(block_parts(space, a, k, mode))
             a = k + 1
@@ -115,13 +154,6 @@ def read_blocks(space: Space, get: Reader) -> list[Block]:
             size += nxt
     blocks.append(block_parts(space, a, len(segs) - 1, mode))
     return blocks
-
-
-def _info(space: Space, graph: Graph, ops: tuple[int, ...], key: tuple[object, ...]) -> GroupInfo:
-    hit = space._infos.get(key)
-    if hit is None:
-        hit = space._infos[key] = group_info(graph, ops)
-    return hit
 
 
 def core_perm(choice: str, n: int, producer: _G | None, samples: int, batch: int) -> tuple[int, ...]:
@@ -137,7 +169,7 @@ def core_perm(choice: str, n: int, producer: _G | None, samples: int, batch: int
 
 
 def chunk_bind(perm: tuple[int, ...], cores: int, parts: int, chunk: int,
-               spread: bool) -> tuple[tuple[int, ...], ...]:
+               spread: bool) -> CoreBind:
     """Core parts of one chunk: ``parts`` runs of ``cores // parts`` cores along ``perm``."""
     n = len(perm)
     shift = (chunk * cores) % n if spread else 0
@@ -159,36 +191,372 @@ def chunk_scopes(policy: str, split: int, wave: int) -> list[str]:
     return out
 
 
-def repair_scope(scope: str, info: GroupInfo, spp: int, cpp: int, samples: int,
-                 l1_bytes: int, llb_bytes: int) -> str:
-    """One scope slower while the scope cannot work (see the module doc)."""
-    for s in _SLOWER[scope]:
-        if s not in info.scopes:
-            continue
-        if s == "L1" and not info.fits(spp, cpp, l1_bytes, True):
-            continue
-        if s == "LLB" and info.out_bytes(samples) > llb_bytes:
-            continue
+def divisors_of(n: int) -> list[int]:
+    """Divisors of ``n``, ascending."""
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+class Decoding:
+    """The state of one decode: groups, their shapes, the chunk DAG, decided scopes.
+
+    Decoding (:func:`decode_with`) and projection (:mod:`search_space._project`) both
+    drive it, so the repairs a decode applies are exactly those a projection expects.
+    """
+
+    def __init__(self, space: Space, batch: int, order: str = "depth", lookahead: int = 0) -> None:
+        self.space = space
+        self.batch = batch
+        self.graph = space.graph_for(batch)
+        self.mem = in_compute_dtype(self.graph, space.target)
+        target = space.target
+        self.n = target.chip.cores_per_cluster
+        self.l1 = target.l1.data_bytes
+        self.llb = target.llb.bytes
+        self.divs = space.divisors[batch]
+        self.order = order
+        self.lookahead = lookahead
+        self.groups: list[_G] = []
+        self.by_name: dict[str, _G] = {}
+        self.by_out: dict[str, _G] = {}
+        self.topo: list[str] = []
+        # filled by derive() and start_walk()
+        self.draft: list[Group] = []
+        self.transfers: list[Transfer] = []
+        self.transfer_by_name: dict[str, Transfer] = {}
+        self.deps: dict[Node, list[Node]] = {}
+        self.outs: list[Node] = []
+        self.fixed: set[str] = set()
+        self.nodes: list[Node] = []
+
+    # ---- groups ----------------------------------------------------------------------------
+    def add_blocks(self, blocks: Sequence[Block]) -> None:
+        """Group records of the blocks, their dependencies and topological order."""
+        space = self.space
+        for blk in blocks:
+            block_start = space.structure.segments[blk.first_seg][0]
+            for k, ops in enumerate(blk.parts):
+                start = ops[0]
+                slot = block_start if blk.mode == "ops" else start
+                self.groups.append(_G(f"g{start}", start, slot, start, self.info(blk, k)))
+        self._link()
+
+    def info(self, blk: Block, k: int) -> GroupInfo:
+        """Facts of part ``k`` of a block (remembered by the space)."""
+        key = (self.batch, blk.first_seg, blk.last_seg, blk.mode, k)
+        info = self.space._infos.get(key)
+        if info is None:
+            info = self.space._infos[key] = group_info(self.mem, blk.parts[k])
+        return info
+
+    def add_group(self, name: str, start: int, slot: int, info: GroupInfo) -> None:
+        """One group record (projection builds them from a schedule's groups)."""
+        self.groups.append(_G(name, start, slot, start, info))
+
+    def link(self) -> None:
+        """Dependencies and order once every group is added."""
+        self._link()
+
+    def _link(self) -> None:
+        self.by_name = {gr.name: gr for gr in self.groups}
+        self.by_out = {gr.info.output: gr for gr in self.groups}
+        for gr in self.groups:
+            gr.deps = [self.by_out[t].name for t in gr.info.inputs if t in self.by_out]
+        for gr in self.groups:  # ascending start: the first consumer comes first
+            for d in gr.deps:
+                self.by_name[d].consumers.append(gr.name)
+        self.topo = group_topo_order([gr.name for gr in self.groups],
+                                     {gr.name: gr.start for gr in self.groups},
+                                     {gr.name: gr.deps for gr in self.groups})
+
+    def producer(self, gr: _G) -> _G | None:
+        """The producer whose cores a ``reuse`` binding follows (the first input's)."""
+        return self.by_name[gr.deps[0]] if gr.deps else None
+
+    # ---- pass 1: shape and cores ----------------------------------------------------------
+    def least_work(self, info: GroupInfo, spp: int, cpp: int) -> float:
+        """A lower bound of a chunk's per-core working set, whatever the scopes around it."""
+        key = ("least", spp, cpp)
+        hit = info.cache.get(key)
+        if hit is None:
+            ops, streams = info.ops, info.streamable
+            hit = min(chunk_working_set(self.mem, ops, s, off, False, spp, cpp)
+                      for s in (streams, frozenset()) for off in (True, False))
+            info.cache[key] = hit
+        return hit
+
+    def fit(self, info: GroupInfo, spp: int, cpp: int, parts: int) -> tuple[int, int, int]:
+        """(samples per part, cores per part, parts) of a chunk, made consistent and fitted.
+
+        ``spp == 0`` means the group cannot be split: the whole batch is one chunk.
+        Parts divide the cores left (``n // cpp``) and the samples; when the least
+        working set does not fit one core, first fewer samples per part, then more
+        cores per part (the guide: "more cores per image").
+        """
+        key = ("fit", spp, cpp, parts)
+        hit = info.cache.get(key)
+        if hit is not None:
+            return hit  # type: ignore[return-value]
+        n, batch, l1 = self.n, self.batch, self.l1
+
+        def shape(s: int, c: int) -> tuple[int, int, int]:
+            if s == 0:
+                p = gcd(gcd(parts, n // c), batch)
+                return batch // p, c, p
+            return s, c, gcd(gcd(parts, n // c), batch // s)
+
+        first = result = shape(spp, cpp)
+        if self.least_work(info, first[0], first[1]) > l1:
+            found = None
+            for c in (d for d in divisors_of(n) if d >= cpp):
+                if spp == 0:
+                    for p in (d for d in divisors_of(gcd(n // c, batch)) if d >= first[2]):
+                        if self.least_work(info, batch // p, c) <= l1:
+                            found = (batch // p, c, p)
+                            break
+                else:
+                    for s in (d for d in reversed(self.divs) if d <= spp):
+                        cand = shape(s, c)
+                        if self.least_work(info, cand[0], cand[1]) <= l1:
+                            found = cand
+                            break
+                if found is not None:
+                    break
+            result = found or first
+        info.cache[key] = result  # type: ignore[assignment]
+        return result
+
+    def set_shape(self, gr: _G, spp: int, cpp: int, parts: int) -> None:
+        """Record a fitted shape."""
+        gr.split, gr.cores, gr.parts = self.batch // (spp * parts), cpp * parts, parts
+        gr.samples = spp * parts
+
+    def set_binding(self, gr: _G, perm: tuple[int, ...], spread: bool) -> None:
+        """Record the core order and the chunk bindings it gives."""
+        gr.perm, gr.spread = perm, spread
+        cache = self.space._binds
+        binds = []
+        for c in range(gr.split):
+            key = (perm, gr.cores, gr.parts, c if spread else 0, spread)
+            b = cache.get(key)
+            if b is None:
+                b = cache[key] = chunk_bind(perm, gr.cores, gr.parts, c, spread)
+            binds.append(b)
+        gr.binds = tuple(binds)
+
+    # ---- pass 2: the chunk DAG ---------------------------------------------------------------
+    def derive(self) -> None:
+        """Transfers and chunk DAG of the shaped groups (scopes are not decided yet)."""
+        for gr in self.groups:
+            cons = [self.by_name[c] for c in gr.consumers]
+            gr.wave = gr.split // gcd(gr.split, cons[0].split) if cons else gr.split
+        self.draft = [Group(gr.name, gr.info.ops, gr.split,
+                            tuple(self.space.placement("DDR", b) for b in gr.binds))
+                      for gr in self.groups]
+        self.transfers, self.deps, self.outs = derive_transfers(self.graph, self.draft)
+        self.transfer_by_name = {t.name: t for t in self.transfers}
+        self.fixed = {nd[1] for nd in self.outs if nd[0] == "t"}
+
+    # ---- pass 3: order, then scopes along a capacity walk -------------------------------------
+    def start_walk(self) -> None:
+        """Fix the order and start the capacity walk that decides every result's scope."""
+        splits = {gr.name: gr.split for gr in self.groups}
+        if self.order == "depth":
+            self.nodes = depth_order(self.deps, self.outs, splits, self.lookahead)
+        else:
+            self.nodes = breadth_order(self.deps, self.topo, splits)
+        self.walk = walk = CapacityWalk(self.graph, self.space.target, self.draft, self.transfers,
+                                        self.deps, self.outs, self.nodes)
+        n_steps = len(self.nodes)
+        self.future: list[list[float]] = [[0.0] * self.n for _ in range(n_steps)]
+        self.readers_at: list[set[int]] = [set() for _ in range(n_steps)]
+        for j, reads in enumerate(walk.reads):
+            for i in reads:
+                self.readers_at[i].add(j)
+
+    def step_kind(self, k: int) -> tuple[str, _G | None]:
+        """What step ``k`` is: ``("g", group)``, ``("t", producing group)`` for a transfer
+        whose scope is free, or ``("fixed", None)`` (model inputs and outputs)."""
+        node = self.nodes[k]
+        if node[0] == "g":
+            return "g", self.by_name[node[1]]
+        t = self.transfer_by_name[node[1]]
+        prod = self.by_out.get(t.tensor)
+        if prod is None or t.name in self.fixed:
+            return "fixed", None
+        return "t", prod
+
+    def want(self, k: int, policy_or_xscope: str) -> str:
+        """The scope step ``k`` asks for under its group's scope policy (group chunks) or
+        transfer-scope choice (``auto``: the slowest source, as the compiler derives)."""
+        node = self.nodes[k]
+        if node[0] == "g":
+            gr = self.by_name[node[1]]
+            return chunk_scopes(policy_or_xscope, gr.split, gr.wave)[node[2]]
+        if policy_or_xscope != "auto":
+            return policy_or_xscope
+        srcs = [self.walk.layouts[d][0] for d in self.walk.reads[k]]
+        return min(srcs, key=_RANK.__getitem__) if srcs else "DDR"
+
+    def pick(self, k: int, want: str) -> str:
+        """The first scope from ``want`` down (L1, LLB, DDR) that step ``k`` may use:
+        allowed for its op, not ruled out for the steps its result lives through, and
+        fitting now (the capacity model's own walk)."""
+        node = self.nodes[k]
+        allowed = self.by_name[node[1]].info.scopes if node[0] == "g" else SLOWER["L1"]
+        options = [s for s in SLOWER[want] if s in allowed] or [want]
+        for s in options[:-1]:
+            if s == "L1" and not self._ahead_ok(k):
+                continue
+            if self.walk.fits(k, s) is None:
+                return s
+        return options[-1]
+
+    def _work_lb(self, j: int, k: int) -> float:
+        """A lower bound of group chunk ``j``'s working set per core, its inputs' scopes
+        as committed so far and step ``k``'s result (the next to commit) in L1."""
+        walk = self.walk
+        gr = self.by_name[self.nodes[j][1]]
+        info = gr.info
+        src = {walk.provides[d]: d for d in walk.reads[j]}
+        known: list[str] = []
+        unknown: list[str] = []
+        held = False
+        for t in info.inputs:
+            d = src.get(t)
+            if d is None:
+                scope = walk.input_scope
+            elif d == k:
+                scope = "L1"
+            elif d < k:
+                scope = walk.layouts[d][0]
+            else:
+                if t in info.streamable:
+                    unknown.append(t)
+                continue
+            if scope == "L1":
+                held = held or (d is not None and walk.last[d] > j)
+            elif t in info.streamable:
+                known.append(t)
+        key = ("lb", gr.samples, gr.cores, gr.parts, frozenset(known), frozenset(unknown), held)
+        hit = info.cache.get(key)
+        if hit is None:
+            spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
+            base = frozenset(known)
+            options = [base | frozenset(unknown), base] if unknown else [base]
+            if len(unknown) == 2:
+                options += [base | {u} for u in unknown]
+            hit = min(chunk_working_set(self.mem, info.ops, st, off, held, spp, cpp)
+                      for st in options for off in (True, False))
+            info.cache[key] = hit
+        return hit
+
+    def _staying(self, k: int, j: int) -> dict[int, float]:
+        """Bytes of step ``k``'s result (in L1) that reader ``j`` finds in place, per core."""
+        walk = self.walk
+        src: Layout = ("L1", walk.layouts[k][1])
+        dst: Layout = ("L1", walk.layouts[j][1])
+        sb, fb = walk.sizes(k)
+        out = {c: n * sb for c, n in staying_fraction(src, dst).items()} if sb else {}
+        if fb:
+            src_cores = {c for _, _, parts in src[1] for p in parts for c in p}
+            for _, _, parts in dst[1]:
+                for part in parts:
+                    for c in part:
+                        if c in src_cores:
+                            out[c] = out.get(c, 0.0) + fb
+        return out
+
+    def _ahead_ok(self, k: int) -> bool:
+        """Whether step ``k``'s result may sit in L1 through its lifetime: at every later
+        group chunk on its cores, the results already placed in L1 and still live there,
+        plus it (less what a reader finds in place), plus a lower bound of that chunk's
+        working set must fit (a lower bound of what the walk will count)."""
+        walk = self.walk
+        mine = walk.result_l1_bytes(k)
+        if max(mine.values(), default=0.0) > self.l1:
+            return False
+        end = min(walk.last[k], len(self.nodes) - 1)
+        readers = self.readers_at[k]
+        for j in range(k + 1, end + 1):
+            if self.nodes[j][0] != "g":
+                continue
+            row = self.future[j]
+            need = self._work_lb(j, k)
+            stay = self._staying(k, j) if j in readers else {}
+            for c in self._cores(j):
+                if row[c] + mine.get(c, 0.0) - stay.get(c, 0.0) + need > self.l1:
+                    return False
+        return True
+
+    def _cores(self, j: int) -> tuple[int, ...]:
+        node = self.nodes[j]
+        gr = self.by_name[node[1]]
+        return tuple(c for part in gr.binds[node[2]] for c in part)
+
+    def commit(self, k: int, scope: str) -> None:
+        """Walk step ``k`` with its result in ``scope`` (and remember what it occupies in
+        L1 at the later steps it lives through; a reader counts what it does not find in
+        place)."""
+        walk = self.walk
+        walk.commit(k, scope)
+        if scope == "L1" and walk.last[k] > k:
+            readers = self.readers_at[k]
+            mine = walk.result_l1_bytes(k)
+            for j in range(k + 1, min(walk.last[k], len(self.nodes) - 1) + 1):
+                row = self.future[j]
+                if j in readers:
+                    stay = self._staying(k, j)
+                    for c, b in mine.items():
+                        row[c] += max(0.0, b - stay.get(c, 0.0))
+                else:
+                    for c, b in mine.items():
+                        row[c] += b
+
+    # ---- the schedule ----------------------------------------------------------------------
+    def schedule(self) -> GraphSchedule:
+        """The GraphSchedule of the walked groups, transfers and order."""
+        space, walk = self.space, self.walk
+        scope = {node: walk.layouts[k][0] for k, node in enumerate(self.nodes)}
+        groups = tuple(Group(gr.name, gr.info.ops, gr.split,
+                             tuple(space.placement(scope[("g", gr.name, c)], b)
+                                   for c, b in enumerate(gr.binds)))
+                       for gr in self.groups)
+        transfers = []
+        for t in self.transfers:
+            sc = scope[("t", t.name, 0)]
+            if sc == t.placement.mem_scope:
+                transfers.append(t)
+            else:
+                transfers.append(Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor,
+                                          t.src_chunks, t.dst_chunks,
+                                          space.placement(sc, t.placement.core_bind)))
+        steps = tuple(Step("group", nd[1], nd[2]) if nd[0] == "g" else Step("transfer", nd[1])
+                      for nd in self.nodes)
+        s = GraphSchedule(batch=self.batch, groups=groups, transfers=tuple(transfers),
+                          order=steps, workload_key=self.graph.workload_key,
+                          source="search_space")
+        # derived once and walked once: validation and the pre-check reuse both
+        memo_of(s, limit=8)[("derived", id(self.graph))] = (self.graph,
+                                                            (self.transfers, self.deps, self.outs))
+        remember_plan(self.graph, s, space.target, walk.plan())
         return s
-    return scope if scope in info.scopes or not info.scopes else info.scopes[0]
 
 
 def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = None
-                ) -> tuple[GraphSchedule, dict[tuple[str, str, int], int]]:
+                ) -> tuple[GraphSchedule, dict[Node, int]]:
     """Build the schedule the reader's answers describe (see the module doc).
 
     Args:
         space: The space.
         get: The reader.
         overrides: Choice indices by free parameter that replace the reader's answer
-            for scope and transfer-scope parameters (the capacity repair's demotions).
+            (the capacity repair's demotions of scope parameters).
 
     Returns:
         The schedule, and for each step node the parameter that sets its scope.
     """
     if overrides:
         base = get
-
         rep = space.rep
 
         def get(d: int) -> int:
@@ -196,33 +564,15 @@ def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = No
             return overrides.get(int(rep[d]), v)
 
     batch = space.batches[get(space.d_batch)] if space.d_batch >= 0 else space.batch
-    graph = space.graph_for(batch)
     order = ORDERS[get(space.d_order)]
     lookahead = LOOKAHEADS[get(space.d_lookahead)] if order == "depth" else 0
-    target = space.target
-    n = target.chip.cores_per_cluster
-    l1 = target.l1.data_bytes
-    llb = target.llb.bytes
+    dec = Decoding(space, batch, order, lookahead)
+    dec.add_blocks(read_blocks(space, get))
     dims = space.dims
+    divs = dec.divs
 
-    groups: list[_G] = []
-    scope_dim: dict[tuple[str, str, int], int] = {}
-    for blk in read_blocks(space, get):
-        block_start = blk.parts[0][0] if blk.mode != "ops" else space.structure.segments[blk.first_seg][0]
-        for k, ops in enumerate(blk.parts):
-            info = _info(space, graph, ops, (batch, blk.first_seg, blk.last_seg, blk.mode, k))
-            start = ops[0]
-            slot = block_start if blk.mode == "ops" else start
-            groups.append(_G(f"g{start}", start, slot, start, info))
-    by_out = {gr.info.output: gr for gr in groups}
-    deps = {gr.name: [by_out[t].name for t in gr.info.inputs if t in by_out] for gr in groups}
-    by_name = {gr.name: gr for gr in groups}
-    topo = group_topo_order([gr.name for gr in groups], {gr.name: gr.start for gr in groups}, deps)
-    divs = space.divisors[batch]
-
-    # pass 1: chunk shape and cores, producers first (reuse needs the producer's cores)
-    for name in topo:
-        gr = by_name[name]
+    for name in dec.topo:  # producers first: reuse needs the producer's cores
+        gr = dec.by_name[name]
         slot = space.slot[gr.slot]
         spp = 0
         if gr.info.separable and len(divs) > 1:
@@ -230,52 +580,29 @@ def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = No
             spp = max(d for d in divs if d <= want) if want >= 1 else 1
         cpp = dims[slot + 1].choices[get(slot + 1)]
         parts = dims[slot + 2].choices[get(slot + 2)]
-        spp, cpp, parts = fit_chunk(gr.info, batch, divs, spp, cpp, parts, n, l1)
-        gr.split, gr.cores, gr.parts = batch // (spp * parts), cpp * parts, parts
-        perm_choice = dims[slot + 3].choices[get(slot + 3)]
-        producer = next((by_name[d] for d in deps[name]), None)
-        gr.perm = core_perm(perm_choice, n, producer, batch // gr.split, batch)
-        if gr.cores < n and gr.split > 1:
-            gr.spread = bool(dims[slot + 4].choices[get(slot + 4)])
-        gr.xscope = TRANSFER_SCOPES[get(slot + 5)]
-
-    # pass 2: scopes, by wave (the chunks one consumer chunk gathers)
-    consumer: dict[str, _G] = {}
-    for gr in groups:  # ascending start: the first consumer wins
-        for d in deps[gr.name]:
-            consumer.setdefault(d, gr)
-    built: list[Group] = []
-    for gr in groups:
-        cons = consumer.get(gr.name)
-        wave = gr.split // gcd(gr.split, cons.split) if cons is not None else gr.split
-        policy = SCOPE_POLICIES[get(space.d_scope[gr.scope_at])]
-        samples = batch // gr.split
-        spp, cpp = samples // gr.parts, gr.cores // gr.parts
-        chunks = []
-        for c, want in enumerate(chunk_scopes(policy, gr.split, wave)):
-            scope = repair_scope(want, gr.info, spp, cpp, samples, l1, llb)
-            chunks.append(space.placement(scope, chunk_bind(gr.perm, gr.cores, gr.parts, c,
-                                                            gr.spread)))
-        gr.chunks = tuple(chunks)
-        for c in range(gr.split):
-            scope_dim[("g", gr.name, c)] = space.d_scope[gr.scope_at]
-        built.append(Group(gr.name, gr.info.ops, gr.split, gr.chunks))
-
-    transfers, cdeps, outs = derive_transfers(graph, built)
-    transfers = _transfer_scopes(graph, transfers, outs, by_out, llb)
-    for t in transfers:
-        producer = by_out.get(t.tensor)
-        if producer is not None:
-            scope_dim[("t", t.name, 0)] = space.slot[producer.slot] + 5
-    splits = {gr.name: gr.split for gr in groups}
-    if order == "depth":
-        nodes = depth_order(cdeps, outs, splits, lookahead)
-    else:
-        nodes = breadth_order(cdeps, topo, splits)
-    steps = tuple(Step("group", nd[1], nd[2]) if nd[0] == "g" else Step("transfer", nd[1])
-                  for nd in nodes)
-    return GraphSchedule(batch=batch, groups=tuple(built), transfers=tuple(transfers), order=steps,
-                         workload_key=graph.workload_key, source="search_space"), scope_dim
+        dec.set_shape(gr, *dec.fit(gr.info, spp, cpp, parts))
+        perm = core_perm(dims[slot + 3].choices[get(slot + 3)], dec.n, dec.producer(gr),
+                         gr.samples, batch)
+        spread = bool(dims[slot + 4].choices[get(slot + 4)]) if gr.cores < dec.n and gr.split > 1 \
+            else False
+        dec.set_binding(gr, perm, spread)
+    dec.derive()
+    dec.start_walk()
+    scope_dim: dict[Node, int] = {}
+    choice: dict[str, str] = {}  # group -> its policy; "t:" + group -> its transfer scope
+    for k, node in enumerate(dec.nodes):
+        kind, owner = dec.step_kind(k)
+        if owner is None:
+            dec.commit(k, dec.walk.layouts[k][0])
+            continue
+        key = owner.name if kind == "g" else "t:" + owner.name
+        d = space.d_scope[owner.scope_at] if kind == "g" else space.slot[owner.slot] + 5
+        ch = choice.get(key)
+        if ch is None:
+            ch = choice[key] = (SCOPE_POLICIES if kind == "g" else TRANSFER_SCOPES)[get(d)]
+        scope_dim[node] = d
+        dec.commit(k, dec.pick(k, dec.want(k, ch)))
+    return dec.schedule(), scope_dim
 
 
 # Demotion of a scope policy when the memory named overflows (each step slower).
@@ -285,22 +612,22 @@ _X_L1_NEXT = {"auto": "LLB", "L1": "LLB", "LLB": "DDR"}
 _X_LLB_NEXT = {"auto": "DDR", "LLB": "DDR"}
 
 
-def decode_fitted(space: Space, get: Reader, max_rounds: int = 64) -> GraphSchedule:
-    """Decode, then demote scope policies while the capacity model reports an overflow.
+def decode_fitted(space: Space, get: Reader, max_rounds: int) -> GraphSchedule:
+    """Decode, then demote scope parameters while the capacity model reports an overflow.
 
     Each round asks :func:`compiler.capacity.check_capacity` for the first
-    overflow and moves the scope policy of one result occupying that memory one
-    step slower (largest first; the overflowing step's own output last), so
-    the result stays a point of the space. Stops when it fits, when nothing
-    occupying the memory can be demoted (a working set that does not fit), or
-    after ``max_rounds``.
+    overflow and moves the scope parameter of one result occupying that memory one
+    step slower (largest first; the overflowing step's own output last), so the
+    result stays a point of the space. Stops when it fits, when nothing occupying
+    the memory can be demoted (a working set that does not fit), or after
+    ``max_rounds`` re-decodes.
     """
     from compiler.capacity import check_capacity
 
     overrides: dict[int, int] = {}
     schedule, scope_dim = decode_with(space, get)
     graph = space.graph_for(schedule.batch)
-    free_choices = space.dims
+    dims = space.dims
     for _ in range(max_rounds):
         issue = check_capacity(graph, schedule, space.target)
         if issue is None:
@@ -312,14 +639,14 @@ def decode_fitted(space: Space, get: Reader, max_rounds: int = 64) -> GraphSched
         changed = False
         for i in cands:
             st = order[i]
-            node = ("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0)
+            node: Node = ("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0)
             d = scope_dim.get(node)
             if d is None:
                 continue
             f = int(space.rep[d])
-            choices = free_choices[d].choices
+            choices = dims[d].choices
             cur = choices[overrides.get(f, get(d))]
-            if free_choices[d].kind == "scope":
+            if dims[d].kind == "scope":
                 nxt = (_LLB_NEXT if llb else _L1_NEXT).get(cur)
             else:
                 nxt = (_X_LLB_NEXT if llb else _X_L1_NEXT).get(cur)
@@ -332,67 +659,3 @@ def decode_fitted(space: Space, get: Reader, max_rounds: int = 64) -> GraphSched
             break
         schedule, scope_dim = decode_with(space, get, overrides)
     return schedule
-
-
-def fit_chunk(info: GroupInfo, batch: int, divs: Sequence[int], spp: int, cpp: int, parts: int,
-              n: int, l1: int) -> tuple[int, int, int]:
-    """(samples per part, cores per part, parts) of a chunk, made consistent and fitted.
-
-    ``spp == 0`` means the group cannot be split: the whole batch is one chunk.
-    Parts divide the cores left (``n // cpp``) and the samples; when the least
-    working set does not fit one core, first fewer samples per part, then more
-    cores per part (the guide: "more cores per image").
-    """
-
-    def shape(s: int, c: int) -> tuple[int, int, int]:
-        if s == 0:
-            p = gcd(gcd(parts, n // c), batch)
-            return batch // p, c, p
-        return s, c, gcd(gcd(parts, n // c), batch // s)
-
-    first = shape(spp, cpp)
-    if info.fits(first[0], first[1], l1, False):
-        return first
-    for c in (d for d in divisors_of(n) if d >= cpp):
-        if spp == 0:
-            for p in (d for d in divisors_of(gcd(n // c, batch)) if d >= first[2]):
-                if info.fits(batch // p, c, l1, False):
-                    return batch // p, c, p
-            continue
-        for s in (d for d in reversed(divs) if d <= spp):
-            if info.fits(s, c, l1, False):
-                return shape(s, c)
-    return first
-
-
-def divisors_of(n: int) -> list[int]:
-    """Divisors of ``n``, ascending."""
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def transfer_scope(xscope: str, default: str, nbytes: float, llb: int) -> str:
-    """Scope of a transfer of a group's output under its ``xscope`` parameter."""
-    if xscope == "auto":
-        return default
-    if xscope == "LLB" and nbytes > llb:
-        return "DDR"
-    return xscope
-
-
-def _transfer_scopes(graph: Graph, transfers: list[Transfer], outs: Sequence[tuple[str, str, int]],
-                     by_out: dict[str, _G], llb: int) -> list[Transfer]:
-    fixed = {nd[1] for nd in outs if nd[0] == "t"}
-    out = []
-    for t in transfers:
-        gr = by_out.get(t.tensor)
-        if gr is None or t.name in fixed or gr.xscope == "auto":
-            out.append(t)
-            continue
-        nbytes = graph.nbytes(t.tensor) * len(t.dst_chunks) / t.dst_factor
-        scope = transfer_scope(gr.xscope, t.placement.mem_scope, nbytes, llb)
-        if scope == t.placement.mem_scope:
-            out.append(t)
-            continue
-        out.append(Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks,
-                            t.dst_chunks, Placement(scope, t.placement.core_bind)))
-    return out

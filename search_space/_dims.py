@@ -18,6 +18,13 @@ TRANSFER_SCOPES = ("auto", "L1", "LLB", "DDR")
 MODES = ("whole", "anchors", "ops")
 """How a block becomes groups: one group, the anchor partition, or one group per op."""
 ORDERS = ("depth", "breadth")
+GRANULARITIES = ("1/2", "1/4", "1/8", "1/16", "0")
+"""Share of the cut points that are group boundaries: a cut point is one when its
+rank (``cut@k``, 0..15) is below ``16 * granularity``. Uniform ranks and a uniform
+granularity give blocks of every size, coarse more often than fine (the mean share
+is 0.19), and any set of boundaries is one point (granularity ``1/2``)."""
+RANKS = 16
+CUT_BELOW = {"1/2": 8, "1/4": 4, "1/8": 2, "1/16": 1, "0": 0}
 LOOKAHEADS = (0, 1, 2, 3)
 SLOT_KINDS = ("samples", "cpp", "parts", "perm", "spread", "xscope")
 
@@ -25,7 +32,8 @@ KIND_HELP = {
     "batch": "batch size (throughput objective)",
     "order": "depth-first waves or breadth-first",
     "lookahead": "chunks a producer may run ahead (depth-first)",
-    "cut": "group boundary at a single-tensor cut point",
+    "granularity": "share of the cut points that are group boundaries",
+    "cut": "rank of a single-tensor cut point (a boundary when below 16 x granularity)",
     "mode": "block as one group, its anchor partition, or one group per op",
     "samples": "samples per core part (split = batch / (samples x parts), a divisor)",
     "cpp": "cores per part (cores sharing one part's samples)",

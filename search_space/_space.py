@@ -11,7 +11,10 @@ kind       one per                  choices
 batch      space (``batch_choices``) the batch sizes
 order      space                    ``depth`` (the guide's waves) or ``breadth``
 lookahead  space                    0-3 chunks a producer runs ahead (depth only)
-cut        single-tensor cut point  0 (merge the segments) or 1 (group boundary)
+granularity space                   share of the cut points that are boundaries:
+                                    ``1/2``, ``1/4``, ``1/8``, ``1/16``, ``0``
+cut        single-tensor cut point  rank 0-15; a boundary when below
+                                    ``16 x granularity``
 mode       segment (starting block) ``whole``, ``anchors`` (the guide's matmul
                                     boundaries) or ``ops`` (one group per op)
 split      possible group start     divisors of the batch
@@ -44,10 +47,13 @@ from compiler.errors import GraphtuneError, ScheduleError
 from compiler.schedule import GraphSchedule, Placement
 from search_space._build import decode_fitted, decode_with
 from search_space._dims import (
+    CUT_BELOW,
+    GRANULARITIES,
     KIND_HELP,
     LOOKAHEADS,
     MODES,
     ORDERS,
+    RANKS,
     SCOPE_POLICIES,
     TRANSFER_SCOPES,
     Dim,
@@ -82,8 +88,15 @@ class SpaceOptions:
             the batch given to :func:`build_space` only.
         max_split: Samples-per-part choices stop where a group would need more
             chunks than this (each chunk is a step; repairs may still go beyond).
-        repair: Decoding demotes scope policies while the capacity model reports an
-            overflow (see :mod:`search_space._build`).
+        per_op: Blocks may be one group per op (the ``ops`` mode, as O0-O2 group);
+            without it those levels cannot be projected.
+        per_op_prior: Probability :meth:`Space.sample` gives a block the ``ops`` mode
+            (the other modes share the rest). One group per op multiplies the steps
+            of a schedule and rarely pays; Optuna and :meth:`Space.sample_vectors`
+            with ``uniform=True`` still draw it like any other choice.
+        repair_rounds: Decoding re-decodes up to this many times, each time demoting
+            the scope parameter of one result the capacity model finds overflowing
+            (0: only the lower-bound repairs of :mod:`search_space._build`).
     """
 
     min_group_ops: int = 1
@@ -91,14 +104,16 @@ class SpaceOptions:
     ties: bool = False
     batch_choices: tuple[int, ...] = ()
     max_split: int = 64
-    repair: bool = True
     per_op: bool = True
+    per_op_prior: float = 0.02
+    repair_rounds: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Keyed JSON."""
         return {"min_group_ops": self.min_group_ops, "max_group_ops": self.max_group_ops,
                 "ties": self.ties, "batch_choices": list(self.batch_choices),
-                "max_split": self.max_split, "repair": self.repair}
+                "max_split": self.max_split, "per_op": self.per_op,
+                "per_op_prior": self.per_op_prior, "repair_rounds": self.repair_rounds}
 
 
 @dataclass(frozen=True)
@@ -167,6 +182,7 @@ class Space:
         self._blocks: dict[tuple[int, int, str], Block] = {}
         self._infos: dict[tuple[object, ...], GroupInfo] = {}
         self._places: dict[tuple[str, tuple[tuple[int, ...], ...]], Placement] = {}
+        self._binds: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
         self._mine: dict[int, tuple[weakref.ref[GraphSchedule], np.ndarray, tuple[int, ...]]] = {}
         self._layout()
 
@@ -182,7 +198,9 @@ class Space:
         self.d_batch = add("batch", "batch", self.batches) if len(self.batches) > 1 else -1
         self.d_order = add("order", "order", ORDERS)
         self.d_lookahead = add("lookahead", "lookahead", LOOKAHEADS)
-        self.d_cut = [add(f"cut@{b}", "cut", (0, 1), b) for a, b in st.segments[:-1]]
+        self.d_gran = add("granularity", "granularity", GRANULARITIES) if len(st.segments) > 1 \
+            else -1
+        self.d_cut = [add(f"cut@{b}", "cut", tuple(range(RANKS)), b) for a, b in st.segments[:-1]]
         modes = MODES if self.options.per_op else MODES[:2]
         self.d_mode = [add(f"mode@{a}", "mode", modes, a) for a, _ in st.segments]
         splits = sorted({d for b in self.batches for d in self.divisors[b]
@@ -215,6 +233,7 @@ class Space:
         for d in range(len(dims)):
             self._unit_of_free[self.rep[d]] = unit[free[self.rep[d]]]
         self._n_units = len(st.segments) + 1
+        self._mode_free = np.array(sorted({int(self.rep[d]) for d in self.d_mode}), dtype=np.int64)
 
     def _tie_map(self) -> np.ndarray:
         """Full dim -> representative full dim when repeated segments share parameters."""
@@ -282,11 +301,16 @@ class Space:
             return hit[1], hit[2]
         return None
 
+    def _decode(self, get: Callable[[int], int]) -> GraphSchedule:
+        if self.options.repair_rounds > 0:
+            return decode_fitted(self, get, self.options.repair_rounds)
+        return decode_with(self, get)[0]
+
     # ---- the numeric view ----------------------------------------------------------------
     def _decode_free(self, vec: np.ndarray) -> tuple[GraphSchedule, np.ndarray, list[int]]:
         full = vec[self.rep]
         rec = _Recorder(full)
-        s = decode_fitted(self, rec) if self.options.repair else decode_with(self, rec)[0]
+        s = self._decode(rec)
         active = sorted({int(self.rep[d]) for d in rec.active})
         canon = np.zeros(len(self.free), dtype=np.int16)
         canon[active] = vec[active]
@@ -330,13 +354,22 @@ class Space:
             out[k] = self.encode(s)
         return out
 
-    def sample_vectors(self, rng: np.random.Generator, count: int) -> np.ndarray:
-        """``count`` uniformly random vectors (every parameter uniform over its choices)."""
-        return (rng.random((count, len(self.free))) * self.n_choices).astype(np.int16)
+    def sample_vectors(self, rng: np.random.Generator, count: int,
+                       uniform: bool = False) -> np.ndarray:
+        """``count`` random vectors: every parameter uniform over its choices, except the
+        block mode ``ops``, drawn with probability ``options.per_op_prior`` (all of them
+        uniform with ``uniform=True``)."""
+        vecs = (rng.random((count, len(self.free))) * self.n_choices).astype(np.int16)
+        if not uniform and self.options.per_op and self._mode_free.size:
+            k = self._mode_free.size
+            ops = rng.random((count, k)) < self.options.per_op_prior
+            other = (rng.random((count, k)) * (len(MODES) - 1)).astype(np.int16)
+            vecs[:, self._mode_free] = np.where(ops, MODES.index("ops"), other)
+        return vecs
 
-    def sample(self, rng: np.random.Generator) -> GraphSchedule:
-        """A uniformly random schedule of the space (each active parameter uniform)."""
-        return self._decode_free(self.sample_vectors(rng, 1)[0])[0]
+    def sample(self, rng: np.random.Generator, uniform: bool = False) -> GraphSchedule:
+        """A random schedule of the space (see :meth:`sample_vectors`)."""
+        return self._decode_free(self.sample_vectors(rng, 1, uniform)[0])[0]
 
     # ---- Optuna --------------------------------------------------------------------------
     def suggest(self, trial: Any) -> GraphSchedule:
@@ -358,7 +391,7 @@ class Space:
                 values[f] = hit
             return hit
 
-        s = decode_fitted(self, get) if self.options.repair else decode_with(self, get)[0]
+        s = self._decode(get)
         active = sorted(asked)
         self._remember(s, values, active)
         return s
@@ -414,8 +447,15 @@ class Space:
             child[f] = (int(child[f]) + step) % int(self.n_choices[f])
             return child
 
-        if kind == "boundary":
-            on = [f for f in cuts if child[f] == 1]
+        gran = int(self.rep[self.d_gran]) if self.d_gran >= 0 else -1
+        below = CUT_BELOW[GRANULARITIES[int(child[gran])]] if gran >= 0 else 0
+        on = [f for f in cuts if child[f] < below]
+        off = [f for f in cuts if child[f] >= below]
+
+        def rank(lo: int, hi: int) -> int:
+            return int(rng.integers(lo, hi))
+
+        if kind == "boundary":  # a boundary moves to a neighbouring cut point
             if not on:
                 return None
             f = on[int(rng.integers(len(on)))]
@@ -424,17 +464,26 @@ class Space:
                 return None
             nb = [k + dk for dk in (-1, 1) if 0 <= k + dk < len(self.d_cut)]
             g = int(self.rep[self.d_cut[nb[int(rng.integers(len(nb)))]]]) if nb else None
-            if g is None or child[g] == 1:
+            if g is None or child[g] < below:
                 return None
-            child[f], child[g] = 0, 1
+            child[f], child[g] = child[g], child[f]
             return child
-        if kind == "merge":
-            on = [f for f in cuts if child[f] == 1]
-            return reroll(on)
-        if kind == "split_group":
-            off = [f for f in cuts if child[f] == 0]
+        if kind == "merge":  # a boundary goes away
+            if not on:
+                return None
+            child[on[int(rng.integers(len(on)))]] = rank(below, RANKS)
+            return child
+        if kind == "split_group":  # a new boundary, or a block's mode changes
             modes = by_kind.get("mode", [])
-            return reroll(off + modes)
+            if below == 0 and gran >= 0:
+                modes = [*modes, gran]  # no boundaries at all: a finer granularity
+            pick = int(rng.integers(len(off) + len(modes))) if off or modes else -1
+            if pick < 0:
+                return None
+            if pick < len(off) and below > 0:
+                child[off[pick]] = rank(0, below)
+                return child
+            return reroll(modes)
         if kind == "split":
             return reroll(by_kind.get("samples", []) + by_kind.get("parts", []))
         if kind == "rebind":
@@ -481,11 +530,6 @@ class Space:
                 return Projection(s, canon.copy(), self._params(canon, active))
             if k == 0:
                 reason = _first_difference(got, want)
-            elif got[:3] != want[:3]:
-                break
-        if reason.endswith("order"):
-            reason = ("the order is neither depth-first (look-ahead 0-3) nor breadth-first "
-                      "over the chunk DAG")
         return Projection(None, reason=reason)
 
     def _params(self, vec: np.ndarray, active: Sequence[int]) -> dict[str, Any]:
@@ -519,15 +563,19 @@ class Space:
         return Check(True)
 
     def size(self, ties: bool | None = None) -> float:
-        """log10 of the number of distinct parameter vectors (with or without ties).
+        """log10 of the number of points of the space (with or without ties).
 
-        An upper bound on distinct schedules: inactive parameters and repairs make
-        some vectors decode alike.
+        Every parameter counts its choices, except that a cut point counts two
+        (boundary or not) and the granularity one: they only say which cut points
+        are boundaries. An upper bound on distinct schedules: inactive parameters
+        and repairs make some points decode alike.
         """
         use = self.options.ties if ties is None else ties
         rep = self._ties_tied if use else self._ties_untied
         free = sorted(set(rep.tolist()))
-        return float(sum(math.log10(len(self.dims[d].choices)) for d in free))
+        states = {"cut": 2, "granularity": 1}
+        return float(sum(math.log10(states.get(self.dims[d].kind, len(self.dims[d].choices)))
+                         for d in free))
 
     def describe(self) -> dict[str, Any]:
         """Dimensions, their counts and choices, the structure found and the sizes."""

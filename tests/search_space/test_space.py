@@ -75,7 +75,7 @@ def test_samples_round_trip_and_are_structurally_valid(key: str, target: Target)
 @pytest.mark.parametrize("key", ["tiny_cnn", "deepfm", "bert2"])
 def test_precheck_agrees_with_the_simulator(key: str, target: Target) -> None:
     g = small_graph(key)
-    space = build_space(g, target, options=SpaceOptions(repair=False))
+    space = build_space(g, target, options=SpaceOptions())
     rng = np.random.default_rng(2)
     kinds = set()
     for _ in range(30):
