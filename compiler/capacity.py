@@ -347,17 +347,19 @@ class CapacityWalk:
                 self.provides.append(tr.tensor)
                 self.facts.append(None)
         self.input_scope = input_layout(batch)[0]
+        self.src_of = [{self.provides[d]: d for d in reads} for reads in self.reads]
         self._trial: tuple[int, str, _Eval] | None = None
+        self._prep: tuple[int, frozenset[str], dict[int, float], bool] | None = None
 
     # ---- the interface -------------------------------------------------------------------
-    def fits(self, k: int, scope: str) -> CapacityIssue | None:
-        """The overflow step ``k`` (the next to commit) would cause with its result in
-        ``scope``, or None. Changes nothing."""
+    def fits(self, k: int, scope: str) -> bool:
+        """Whether step ``k`` (the next to commit) fits with its result in ``scope`` after
+        the steps committed so far. Changes nothing."""
         if k != self.done:
             raise ValueError(f"step {k} is not the next step ({self.done})")
-        ev = self._evaluate(k, (scope, self.layouts[k][1]))
+        ev = self._evaluate(k, (scope, self.layouts[k][1]), explain=False)
         self._trial = (k, scope, ev)
-        return ev.issue
+        return ev.issue is None
 
     def commit(self, k: int, scope: str) -> CapacityIssue | None:
         """Walk step ``k`` (the next one) with its result in ``scope``; its overflow or None."""
@@ -366,7 +368,7 @@ class CapacityWalk:
         self.layouts[k] = (scope, self.layouts[k][1])
         trial = self._trial
         ev = trial[2] if trial is not None and trial[0] == k and trial[1] == scope \
-            else self._evaluate(k, self.layouts[k])
+            and trial[2].issue is None else self._evaluate(k, self.layouts[k])
         self._trial = None
         self.done += 1
         recording = self.issue is None
@@ -454,18 +456,48 @@ class CapacityWalk:
             self.llb_live -= item[1]
 
     # ---- steps -------------------------------------------------------------------------
-    def _evaluate(self, k: int, layout: Layout) -> _Eval:
+    def _evaluate(self, k: int, layout: Layout, explain: bool = True) -> _Eval:
+        """The step's accounting; without ``explain`` an overflow is :data:`_OVER`."""
         f = self.facts[k]
         if f is not None:
-            return self._evaluate_group(k, f, layout)
-        return self._evaluate_transfer(k, layout)
+            return self._evaluate_group(k, f, layout, explain)
+        return self._evaluate_transfer(k, layout, explain)
 
-    def _evaluate_group(self, k: int, f: _GroupFacts, layout: Layout) -> _Eval:
+    def _evaluate_group(self, k: int, f: _GroupFacts, layout: Layout, explain: bool) -> _Eval:
         g = self.g
         dep_idx = self.reads[k]
+        prep = self._prep
+        if prep is None or prep[0] != k:
+            prep = self._prep = (k, *self._inputs(k, f, layout))
+        _, names, staying, held = prep
+        out_off = layout[0] != "L1"
+        usage: list[tuple[int, float]] = []
+        live, cap = self.l1_live, self.l1_cap
+        for _, spp, parts in layout[1]:
+            for part in parts:
+                work = _work(g, f, names, out_off, held, spp, len(part))
+                for c in part:
+                    u = live[c] - staying.get(c, 0.0) + work
+                    if u > cap:
+                        issue = self.l1_issue(k, c, u, work, staying, dep_idx, self.resident) \
+                            if explain else _OVER
+                        return _Eval(issue, usage, names, held, None)
+                    usage.append((c, u))
+        need = None
+        if layout[0] == "LLB":
+            need = self.llb_live + self._total(k, layout)
+            if need > self.llb_cap:
+                issue = self.llb_issue(k, need, self.resident, self.llb_live) if explain else _OVER
+                return _Eval(issue, usage, names, held, None)
+        return _Eval(None, usage, names, held, need)
+
+    def _inputs(self, k: int, f: _GroupFacts, layout: Layout
+                ) -> tuple[frozenset[str], dict[int, float], bool]:
+        """Streamed inputs, input bytes already in place per core, and whether an L1
+        input is held for a later step (the same whatever the step's own scope)."""
         stage: Layout = ("L1", layout[1])
         streamable = f.streamable
-        by_tensor = {self.provides[d]: d for d in dep_idx}
+        by_tensor = self.src_of[k]
         streamed: list[str] = []
         staying: dict[int, float] = {}
         held = False
@@ -490,32 +522,13 @@ class CapacityWalk:
                         for c in part:
                             if c in src_cores:
                                 staying[c] = staying.get(c, 0.0) + fb
-        names = frozenset(streamed)
-        out_off = layout[0] != "L1"
-        usage: list[tuple[int, float]] = []
-        live, cap = self.l1_live, self.l1_cap
-        for _, spp, parts in layout[1]:
-            for part in parts:
-                work = _work(g, f, names, out_off, held, spp, len(part))
-                for c in part:
-                    u = live[c] - staying.get(c, 0.0) + work
-                    if u > cap:
-                        issue = self.l1_issue(k, c, u, work, staying, dep_idx, self.resident)
-                        return _Eval(issue, usage, names, held, None)
-                    usage.append((c, u))
-        need = None
-        if layout[0] == "LLB":
-            need = self.llb_live + self._total(k, layout)
-            if need > self.llb_cap:
-                return _Eval(self.llb_issue(k, need, self.resident, self.llb_live), usage, names,
-                             held, None)
-        return _Eval(None, usage, names, held, need)
+        return frozenset(streamed), staying, held
 
     def _total(self, k: int, layout: Layout) -> float:
         sb, fb = self.sizes(k)
         return sum(spp * len(parts) for _, spp, parts in layout[1]) * sb + fb
 
-    def _evaluate_transfer(self, k: int, layout: Layout) -> _Eval:
+    def _evaluate_transfer(self, k: int, layout: Layout, explain: bool) -> _Eval:
         # sources dying here are reused in place: released before the result is allocated
         expiring = [i for i in self.expire.get(k, ()) if i in self.resident]
         own = self.last[k] > k
@@ -530,6 +543,8 @@ class CapacityWalk:
                     u -= self.resident[i][0].get(c, 0.0)
                 u += per.get(c, 0.0)
                 if u > self.l1_cap:
+                    if not explain:
+                        return _Eval(_OVER, usage, frozenset(), False, None)
                     resident = {i: v for i, v in self.resident.items() if i not in expiring}
                     if own:
                         resident[k] = (per, 0.0)
@@ -544,6 +559,8 @@ class CapacityWalk:
             if own:
                 live += self._total(k, layout)
             if live > self.llb_cap:
+                if not explain:
+                    return _Eval(_OVER, usage, frozenset(), False, None)
                 resident = {i: v for i, v in self.resident.items() if i not in expiring}
                 if own:
                     resident[k] = ({}, self._total(k, layout))
@@ -583,6 +600,9 @@ class CapacityWalk:
         live.sort(key=lambda x: -x[1])
         return CapacityIssue("LLB of cluster 0", -1, self.label(k), k, int(needed), self.llb_cap,
                              tuple(live), tuple(steps))
+
+
+_OVER = CapacityIssue("", 0, "", 0, 0, 0, (), ())  # an overflow not worth describing
 
 
 @dataclass(frozen=True)

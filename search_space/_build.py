@@ -234,10 +234,9 @@ class Decoding:
         space = self.space
         for blk in blocks:
             block_start = space.structure.segments[blk.first_seg][0]
-            for k, ops in enumerate(blk.parts):
+            for k, ops in enumerate(blk.parts):  # the block's groups share its slot
                 start = ops[0]
-                slot = block_start if blk.mode == "ops" else start
-                self.groups.append(_G(f"g{start}", start, slot, start, self.info(blk, k)))
+                self.groups.append(_G(f"g{start}", start, block_start, start, self.info(blk, k)))
         self._link()
 
     def info(self, blk: Block, k: int) -> GroupInfo:
@@ -368,6 +367,16 @@ class Decoding:
                                         self.deps, self.outs, self.nodes)
         n_steps = len(self.nodes)
         self.future: list[list[float]] = [[0.0] * self.n for _ in range(n_steps)]
+        self.cores_of: list[tuple[int, ...] | None] = []
+        self.bounds: list[tuple[float, float]] = []
+        for node in self.nodes:
+            if node[0] == "g":
+                gr = self.by_name[node[1]]
+                self.cores_of.append(tuple(c for part in gr.binds[node[2]] for c in part))
+                self.bounds.append(self._bounds(gr))
+            else:
+                self.cores_of.append(None)
+                self.bounds.append((0.0, 0.0))
         self.readers_at: list[set[int]] = [set() for _ in range(n_steps)]
         for j, reads in enumerate(walk.reads):
             for i in reads:
@@ -407,7 +416,7 @@ class Decoding:
         for s in options[:-1]:
             if s == "L1" and not self._ahead_ok(k):
                 continue
-            if self.walk.fits(k, s) is None:
+            if self.walk.fits(k, s):
                 return s
         return options[-1]
 
@@ -473,25 +482,49 @@ class Decoding:
         working set must fit (a lower bound of what the walk will count)."""
         walk = self.walk
         mine = walk.result_l1_bytes(k)
-        if max(mine.values(), default=0.0) > self.l1:
+        cap = self.l1
+        if max(mine.values(), default=0.0) > cap:
             return False
         end = min(walk.last[k], len(self.nodes) - 1)
         readers = self.readers_at[k]
+        cores_of, bounds, future = self.cores_of, self.bounds, self.future
         for j in range(k + 1, end + 1):
-            if self.nodes[j][0] != "g":
+            cores = cores_of[j]
+            if cores is None:
                 continue
-            row = self.future[j]
-            need = self._work_lb(j, k)
-            stay = self._staying(k, j) if j in readers else {}
-            for c in self._cores(j):
-                if row[c] + mine.get(c, 0.0) - stay.get(c, 0.0) + need > self.l1:
-                    return False
+            row = future[j]
+            stay = self._staying(k, j) if j in readers else None
+            top = -1.0
+            for c in cores:
+                b = mine.get(c)
+                if b is not None:
+                    v = row[c] + b - (stay.get(c, 0.0) if stay else 0.0)
+                    if v > top:
+                        top = v
+            if top < 0.0 and stay is None:
+                continue  # neither on its cores nor read by it
+            top = max(top, 0.0)
+            least, most = bounds[j]
+            if top + least > cap:
+                return False
+            if top + most > cap and top + self._work_lb(j, k) > cap:
+                return False
         return True
 
-    def _cores(self, j: int) -> tuple[int, ...]:
-        node = self.nodes[j]
-        gr = self.by_name[node[1]]
-        return tuple(c for part in gr.binds[node[2]] for c in part)
+    def _bounds(self, gr: _G) -> tuple[float, float]:
+        """(least, most) of a chunk's working set per core over the ways its inputs and
+        output may be placed (the least is a lower bound of any; the most is where a
+        finer look cannot find more)."""
+        info = gr.info
+        key = ("bounds", gr.samples, gr.cores, gr.parts)
+        hit = info.cache.get(key)
+        if hit is None:
+            spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
+            ws = [chunk_working_set(self.mem, info.ops, st, off, held, spp, cpp)
+                  for st in (info.streamable, frozenset()) for off in (True, False)
+                  for held in (False, True)]
+            hit = info.cache[key] = (min(ws), max(ws))  # type: ignore[assignment]
+        return hit  # type: ignore[return-value]
 
     def commit(self, k: int, scope: str) -> None:
         """Walk step ``k`` with its result in ``scope`` (and remember what it occupies in

@@ -18,13 +18,14 @@ TRANSFER_SCOPES = ("auto", "L1", "LLB", "DDR")
 MODES = ("whole", "anchors", "ops")
 """How a block becomes groups: one group, the anchor partition, or one group per op."""
 ORDERS = ("depth", "breadth")
-GRANULARITIES = ("1/2", "1/4", "1/8", "1/16", "0")
+GRANULARITIES = ("1/4", "1/8", "1/16", "1/32", "0")
 """Share of the cut points that are group boundaries: a cut point is one when its
-rank (``cut@k``, 0..15) is below ``16 * granularity``. Uniform ranks and a uniform
+rank (``cut@k``, 0..31) is below ``32 * granularity``. Uniform ranks and a uniform
 granularity give blocks of every size, coarse more often than fine (the mean share
-is 0.19), and any set of boundaries is one point (granularity ``1/2``)."""
-RANKS = 16
-CUT_BELOW = {"1/2": 8, "1/4": 4, "1/8": 2, "1/16": 1, "0": 0}
+is 0.09); any set of boundaries is a point of the space (ranks 0 at the boundaries,
+31 elsewhere, any granularity but ``0``)."""
+RANKS = 32
+CUT_BELOW = {"1/4": 8, "1/8": 4, "1/16": 2, "1/32": 1, "0": 0}
 LOOKAHEADS = (0, 1, 2, 3)
 SLOT_KINDS = ("samples", "cpp", "parts", "perm", "spread", "xscope")
 
@@ -33,7 +34,7 @@ KIND_HELP = {
     "order": "depth-first waves or breadth-first",
     "lookahead": "chunks a producer may run ahead (depth-first)",
     "granularity": "share of the cut points that are group boundaries",
-    "cut": "rank of a single-tensor cut point (a boundary when below 16 x granularity)",
+    "cut": "rank of a single-tensor cut point (a boundary when below 32 x granularity)",
     "mode": "block as one group, its anchor partition, or one group per op",
     "samples": "samples per core part (split = batch / (samples x parts), a divisor)",
     "cpp": "cores per part (cores sharing one part's samples)",

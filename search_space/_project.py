@@ -192,7 +192,7 @@ def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[Group]) -> d
         if blk.last_seg + 1 < len(segs):
             boundary[blk.last_seg] = True
         for idx, part in enumerate(blk.parts):
-            slot = segs[k][0] if blk.mode == "ops" else part[0]
+            slot = segs[k][0]
             name = f"g{part[0]}"
             dec.add_group(name, part[0], slot, dec.info(blk, idx))
             target[name] = owner[part[0]]

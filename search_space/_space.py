@@ -12,18 +12,18 @@ batch      space (``batch_choices``) the batch sizes
 order      space                    ``depth`` (the guide's waves) or ``breadth``
 lookahead  space                    0-3 chunks a producer runs ahead (depth only)
 granularity space                   share of the cut points that are boundaries:
-                                    ``1/2``, ``1/4``, ``1/8``, ``1/16``, ``0``
-cut        single-tensor cut point  rank 0-15; a boundary when below
-                                    ``16 x granularity``
+                                    ``1/4``, ``1/8``, ``1/16``, ``1/32``, ``0``
+cut        single-tensor cut point  rank 0-31; a boundary when below
+                                    ``32 x granularity``
 mode       segment (starting block) ``whole``, ``anchors`` (the guide's matmul
                                     boundaries) or ``ops`` (one group per op)
-split      possible group start     divisors of the batch
-cores      possible group start     cores a chunk runs on (divisors of the cluster)
-parts      possible group start     core parts the chunk's samples spread over
-perm       possible group start     ``rotK`` or ``reuse`` (the producer's cores,
-                                    the guide's "scheme 2")
-spread     possible group start     successive chunks on successive core sets
-xscope     possible group start     scope of the group's split/concat transfers
+samples    segment (starting block) samples per core part (with ``parts``: the split)
+cpp        segment (starting block) cores per part
+parts      segment (starting block) core parts the chunk's samples spread over
+perm       segment (starting block) ``rotK`` or ``reuse`` (each group on its producer's
+                                    cores, the guide's "scheme 2")
+spread     segment (starting block) successive chunks on successive core sets
+xscope     segment (starting block) scope of the groups' split/concat transfers
 scope      op                       scope policy of the chunk outputs by wave
 ========== ======================== ===============================================
 
@@ -207,7 +207,7 @@ class Space:
                          if b // d <= self.options.max_split} | {max(self.batches)})
         core_counts = divisors(n)
         self.slot: dict[int, int] = {}
-        for p in st.starts:
+        for p, _ in st.segments:  # a block's groups share the slot of its first segment
             self.slot[p] = add(f"samples@{p}", "samples", splits, p)
             add(f"cpp@{p}", "cpp", core_counts, p)
             add(f"parts@{p}", "parts", core_counts, p)
