@@ -31,7 +31,7 @@ from compiler.capacity import CapacityIssue, check_capacity, order_nodes
 from compiler.errors import ScheduleError
 from compiler.footprint import group_footprint
 from compiler.graph import Graph
-from compiler.plan import Node, chunk_dag, group_io, make_schedule
+from compiler.plan import Node, chunk_dag, group_io, make_schedule, single_tensor_cuts
 from compiler.schedule import GraphSchedule, Group, Placement
 from compiler.target import Target
 
@@ -69,40 +69,8 @@ def _per_op(graph: Graph, target: Target, level: int) -> GraphSchedule:
     return fit_to_target(graph, draft, target)
 
 
-def _last_use(graph: Graph) -> dict[str, int]:
-    last: dict[str, int] = {}
-    for op in graph.ops:
-        for t in op.inputs:
-            last[t] = op.index
-    for t in graph.outputs:
-        last[t] = len(graph.ops)
-    return last
-
-
-def _single_tensor_cuts(graph: Graph) -> list[int]:
-    """Op indices after which exactly one tensor is live (model inputs included)."""
-    last = _last_use(graph)
-    first_use: dict[str, int] = {}
-    for op in graph.ops:
-        for t in op.inputs:
-            first_use.setdefault(t, op.index)
-    born = {op.output: op.index for op in graph.ops}
-    for t in graph.inputs:
-        born[t] = -1
-    cuts = []
-    # sweep: live count after op i = tensors born <= i with last use > i
-    events: dict[int, int] = {}
-    for t, b in born.items():
-        lu = last.get(t, b)
-        if lu > b:
-            events[b] = events.get(b, 0) + 1
-            events[lu] = events.get(lu, 0) - 1
-    live = events.get(-1, 0)
-    for op in graph.ops:
-        live += events.get(op.index, 0)
-        if live == 1 and op.index < len(graph.ops) - 1:
-            cuts.append(op.index)
-    return cuts
+# Kept for callers of the former private name (bench/sim_speed.py).
+_single_tensor_cuts = single_tensor_cuts
 
 
 def _divisors(n: int) -> list[int]:
@@ -140,7 +108,7 @@ def _boundary_cost(graph: Graph, ops: Sequence[int], target: Target) -> float:
 
 
 def _o3(graph: Graph, target: Target) -> GraphSchedule:
-    cuts = _single_tensor_cuts(graph)
+    cuts = single_tensor_cuts(graph)
     bounds = [*cuts, len(graph.ops) - 1]
     segments: list[list[int]] = []
     start = 0

@@ -67,6 +67,43 @@ def _group_io(graph: Graph, ops: Sequence[int]) -> GroupIO:
     return GroupIO(tuple(inputs), tuple(outputs))
 
 
+def _last_use(graph: Graph) -> dict[str, int]:
+    last: dict[str, int] = {}
+    for op in graph.ops:
+        for t in op.inputs:
+            last[t] = op.index
+    for t in graph.outputs:
+        last[t] = len(graph.ops)
+    return last
+
+
+def single_tensor_cuts(graph: Graph) -> list[int]:
+    """Op indices after which exactly one tensor is live (model inputs included).
+
+    Cutting the op order there leaves one tensor crossing the boundary (ResNet's
+    residual adds, BERT's block ends): O3 builds its segments on these points and
+    the search space its group boundaries. The last op is never a cut.
+    """
+    last = _last_use(graph)
+    born = {op.output: op.index for op in graph.ops}
+    for t in graph.inputs:
+        born[t] = -1
+    cuts = []
+    # sweep: live count after op i = tensors born <= i with last use > i
+    events: dict[int, int] = {}
+    for t, b in born.items():
+        lu = last.get(t, b)
+        if lu > b:
+            events[b] = events.get(b, 0) + 1
+            events[lu] = events.get(lu, 0) - 1
+    live = events.get(-1, 0)
+    for op in graph.ops:
+        live += events.get(op.index, 0)
+        if live == 1 and op.index < len(graph.ops) - 1:
+            cuts.append(op.index)
+    return cuts
+
+
 def group_order(graph: Graph, groups: Sequence[Group]) -> list[str]:
     """Group names in a topological order (ties: smallest op index first).
 
