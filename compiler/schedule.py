@@ -257,6 +257,23 @@ class GraphSchedule:
         """Op index -> group name."""
         return {i: g.name for g in self.groups for i in g.ops}
 
+    def structural_key(self) -> tuple[Any, ...]:
+        """What the schedule does, without its labels: equal keys = the same schedule.
+
+        Groups are identified by their ops (named by their first op index in the
+        order), so renaming a group, the ``source`` and the ``workload_key`` do not
+        change the key; everything that changes execution does. Hashable.
+        """
+        first = {g.name: min(g.ops) if g.ops else -1 for g in self.groups}
+        groups = tuple(sorted(((g.ops, g.split, g.chunks) for g in self.groups),
+                              key=lambda x: x[0]))
+        transfers = tuple(sorted(
+            ((t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks, t.dst_chunks,
+              t.placement) for t in self.transfers), key=lambda x: x[0]))
+        order = tuple((first.get(s.name, s.name), s.chunk) if s.kind == "group" else s.name
+                      for s in self.order)
+        return (self.batch, groups, transfers, order)
+
     # ---- JSON --------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """Keyed JSON object (never positional arrays at the top level)."""
