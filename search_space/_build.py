@@ -173,8 +173,26 @@ def repair_scope(scope: str, info: GroupInfo, spp: int, cpp: int, samples: int,
     return scope if scope in info.scopes or not info.scopes else info.scopes[0]
 
 
-def decode_with(space: Space, get: Reader) -> GraphSchedule:
-    """Build the schedule the reader's answers describe (see the module doc)."""
+def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = None
+                ) -> tuple[GraphSchedule, dict[tuple[str, str, int], int]]:
+    """Build the schedule the reader's answers describe (see the module doc).
+
+    Args:
+        space: The space.
+        get: The reader.
+        overrides: Choice indices that replace the reader's answer for scope and
+            transfer-scope parameters (the capacity repair's demotions).
+
+    Returns:
+        The schedule, and for each step node the parameter that sets its scope.
+    """
+    if overrides:
+        base = get
+
+        def get(d: int) -> int:
+            v = base(d)
+            return overrides.get(d, v)
+
     batch = space.batches[get(space.d_batch)] if space.d_batch >= 0 else space.batch
     graph = space.graph_for(batch)
     order = ORDERS[get(space.d_order)]
@@ -186,6 +204,7 @@ def decode_with(space: Space, get: Reader) -> GraphSchedule:
     dims = space.dims
 
     groups: list[_G] = []
+    scope_dim: dict[tuple[str, str, int], int] = {}
     for blk in read_blocks(space, get):
         block_start = blk.parts[0][0] if blk.mode != "ops" else space.structure.segments[blk.first_seg][0]
         for k, ops in enumerate(blk.parts):
@@ -199,22 +218,22 @@ def decode_with(space: Space, get: Reader) -> GraphSchedule:
     topo = group_topo_order([gr.name for gr in groups], {gr.name: gr.start for gr in groups}, deps)
     divs = space.divisors[batch]
 
-    # pass 1: split and cores, producers first (reuse needs the producer's cores)
+    # pass 1: chunk shape and cores, producers first (reuse needs the producer's cores)
     for name in topo:
         gr = by_name[name]
         slot = space.slot[gr.slot]
-        split = 1
+        spp = 0
         if gr.info.separable and len(divs) > 1:
             want = dims[slot].choices[get(slot)]
-            split = max(d for d in divs if d <= want) if want >= 1 else 1
-        cores = dims[slot + 1].choices[get(slot + 1)]
-        parts_want = dims[slot + 2].choices[get(slot + 2)]
-        split, cores, parts = _fit_chunk(gr.info, batch, divs, split, cores, parts_want, n, l1)
-        gr.split, gr.cores, gr.parts = split, cores, parts
+            spp = max(d for d in divs if d <= want) if want >= 1 else 1
+        cpp = dims[slot + 1].choices[get(slot + 1)]
+        parts = dims[slot + 2].choices[get(slot + 2)]
+        spp, cpp, parts = fit_chunk(gr.info, batch, divs, spp, cpp, parts, n, l1)
+        gr.split, gr.cores, gr.parts = batch // (spp * parts), cpp * parts, parts
         perm_choice = dims[slot + 3].choices[get(slot + 3)]
         producer = next((by_name[d] for d in deps[name]), None)
-        gr.perm = core_perm(perm_choice, n, producer, batch // split, batch)
-        if cores < n and split > 1:
+        gr.perm = core_perm(perm_choice, n, producer, batch // gr.split, batch)
+        if gr.cores < n and gr.split > 1:
             gr.spread = bool(dims[slot + 4].choices[get(slot + 4)])
         gr.xscope = TRANSFER_SCOPES[get(slot + 5)]
 
@@ -236,10 +255,16 @@ def decode_with(space: Space, get: Reader) -> GraphSchedule:
             chunks.append(space.placement(scope, chunk_bind(gr.perm, gr.cores, gr.parts, c,
                                                             gr.spread)))
         gr.chunks = tuple(chunks)
+        for c in range(gr.split):
+            scope_dim[("g", gr.name, c)] = space.d_scope[gr.scope_at]
         built.append(Group(gr.name, gr.info.ops, gr.split, gr.chunks))
 
     transfers, cdeps, outs = derive_transfers(graph, built)
     transfers = _transfer_scopes(graph, transfers, outs, by_out, llb)
+    for t in transfers:
+        producer = by_out.get(t.tensor)
+        if producer is not None:
+            scope_dim[("t", t.name, 0)] = space.slot[producer.slot] + 5
     splits = {gr.name: gr.split for gr in groups}
     if order == "depth":
         nodes = depth_order(cdeps, outs, splits, lookahead)
@@ -248,27 +273,98 @@ def decode_with(space: Space, get: Reader) -> GraphSchedule:
     steps = tuple(Step("group", nd[1], nd[2]) if nd[0] == "g" else Step("transfer", nd[1])
                   for nd in nodes)
     return GraphSchedule(batch=batch, groups=tuple(built), transfers=tuple(transfers), order=steps,
-                         workload_key=graph.workload_key, source="search_space")
+                         workload_key=graph.workload_key, source="search_space"), scope_dim
 
 
-def _fit_chunk(info: GroupInfo, batch: int, divs: Sequence[int], split: int, cores: int,
-               parts: int, n: int, l1: int) -> tuple[int, int, int]:
-    """(split, cores, parts) with parts dividing both; grown until the least working set fits."""
+# Demotion of a scope policy when the memory named overflows (each step slower).
+_L1_NEXT = {"L1": "LLB/2", "LLB/2": "LLB>L1", "LLB>L1": "LLB", "LLB": "DDR", "DDR>L1": "DDR"}
+_LLB_NEXT = {"LLB": "DDR", "LLB>L1": "DDR>L1", "LLB/2": "DDR>L1"}
+_X_L1_NEXT = {"auto": "LLB", "L1": "LLB", "LLB": "DDR"}
+_X_LLB_NEXT = {"auto": "DDR", "LLB": "DDR"}
 
-    def shape(s: int, u: int) -> tuple[int, int, int]:
-        return s, u, gcd(gcd(parts, u), batch // s)
 
-    s, u, p = shape(split, cores)
-    if info.fits(batch // s // p, u // p, l1, False):
-        return s, u, p
-    splits = [split] if not info.separable else (
-        [d for d in divs if d >= split] + [d for d in reversed(divs) if d < split])
-    for uu in dict.fromkeys((cores, n)):
-        for ss in splits:
-            s2, u2, p2 = shape(ss, uu)
-            if info.fits(batch // s2 // p2, u2 // p2, l1, False):
-                return s2, u2, p2
-    return s, u, p
+def decode_fitted(space: Space, get: Reader, max_rounds: int = 64) -> GraphSchedule:
+    """Decode, then demote scope policies while the capacity model reports an overflow.
+
+    Each round asks :func:`compiler.capacity.check_capacity` for the first
+    overflow and moves the scope policy of one result occupying that memory one
+    step slower (largest first; the overflowing step's own output last), so
+    the result stays a point of the space. Stops when it fits, when nothing
+    occupying the memory can be demoted (a working set that does not fit), or
+    after ``max_rounds``.
+    """
+    from compiler.capacity import check_capacity
+
+    overrides: dict[int, int] = {}
+    schedule, scope_dim = decode_with(space, get)
+    graph = space.graph_for(schedule.batch)
+    free_choices = space.dims
+    for _ in range(max_rounds):
+        issue = check_capacity(graph, schedule, space.target)
+        if issue is None:
+            break
+        llb = issue.core < 0
+        order = schedule.order
+        cands = [i for i, _ in sorted(issue.live_steps, key=lambda x: -x[1])]
+        cands.append(issue.step_index)
+        changed = False
+        for i in cands:
+            st = order[i]
+            node = ("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0)
+            d = scope_dim.get(node)
+            if d is None:
+                continue
+            choices = free_choices[d].choices
+            cur = choices[overrides.get(d, get(d))]
+            if free_choices[d].kind == "scope":
+                nxt = (_LLB_NEXT if llb else _L1_NEXT).get(cur)
+            else:
+                nxt = (_X_LLB_NEXT if llb else _X_L1_NEXT).get(cur)
+            if nxt is None:
+                continue
+            overrides[d] = choices.index(nxt)
+            changed = True
+            break
+        if not changed:
+            break
+        schedule, scope_dim = decode_with(space, get, overrides)
+    return schedule
+
+
+def fit_chunk(info: GroupInfo, batch: int, divs: Sequence[int], spp: int, cpp: int, parts: int,
+              n: int, l1: int) -> tuple[int, int, int]:
+    """(samples per part, cores per part, parts) of a chunk, made consistent and fitted.
+
+    ``spp == 0`` means the group cannot be split: the whole batch is one chunk.
+    Parts divide the cores left (``n // cpp``) and the samples; when the least
+    working set does not fit one core, first fewer samples per part, then more
+    cores per part (the guide: "more cores per image").
+    """
+
+    def shape(s: int, c: int) -> tuple[int, int, int]:
+        if s == 0:
+            p = gcd(gcd(parts, n // c), batch)
+            return batch // p, c, p
+        return s, c, gcd(gcd(parts, n // c), batch // s)
+
+    first = shape(spp, cpp)
+    if info.fits(first[0], first[1], l1, False):
+        return first
+    for c in (d for d in divisors_of(n) if d >= cpp):
+        if spp == 0:
+            for p in (d for d in divisors_of(gcd(n // c, batch)) if d >= first[2]):
+                if info.fits(batch // p, c, l1, False):
+                    return batch // p, c, p
+            continue
+        for s in (d for d in reversed(divs) if d <= spp):
+            if info.fits(s, c, l1, False):
+                return shape(s, c)
+    return first
+
+
+def divisors_of(n: int) -> list[int]:
+    """Divisors of ``n``, ascending."""
+    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def transfer_scope(xscope: str, default: str, nbytes: float, llb: int) -> str:

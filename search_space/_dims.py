@@ -19,7 +19,7 @@ MODES = ("whole", "anchors", "ops")
 """How a block becomes groups: one group, the anchor partition, or one group per op."""
 ORDERS = ("depth", "breadth")
 LOOKAHEADS = (0, 1, 2, 3)
-SLOT_KINDS = ("split", "cores", "parts", "perm", "spread", "xscope")
+SLOT_KINDS = ("samples", "cpp", "parts", "perm", "spread", "xscope")
 
 KIND_HELP = {
     "batch": "batch size (throughput objective)",
@@ -27,9 +27,9 @@ KIND_HELP = {
     "lookahead": "chunks a producer may run ahead (depth-first)",
     "cut": "group boundary at a single-tensor cut point",
     "mode": "block as one group, its anchor partition, or one group per op",
-    "split": "batch chunks of a group (divisors of the batch)",
-    "cores": "cores a group's chunk runs on",
-    "parts": "core parts the chunk's samples are spread over",
+    "samples": "samples per core part (split = batch / (samples x parts), a divisor)",
+    "cpp": "cores per part (cores sharing one part's samples)",
+    "parts": "core parts a chunk's samples are spread over",
     "perm": "which cores: a rotation of the cluster, or reuse of the producer's cores",
     "spread": "successive chunks on successive core sets (when a chunk uses part of the cluster)",
     "xscope": "scope of the split/concat transfers of a group's output",

@@ -174,22 +174,25 @@ def _groups(space: Space, asg: _Assign, s: GraphSchedule, recs: list[tuple[_G, G
         r, g = by_name[name]
         slot = space.slot[r.slot]
         what = f"group {g.name}"
-        if r.info.separable and len(divs) > 1:
-            asg.set(slot, g.split, what)
-        elif g.split != 1:
-            raise NotInSpace(f"{what}: split {g.split} of a group that cannot be split")
         if len(g.chunks) != g.split or not g.chunks:
             raise NotInSpace(f"{what}: {len(g.chunks)} chunk placements for split {g.split}")
+        if g.split != 1 and not r.info.separable:
+            raise NotInSpace(f"{what}: split {g.split} of a group that cannot be split")
         bind0 = g.chunks[0].core_bind
         cores = len(g.chunks[0].cores)
         parts = len(bind0)
-        if any(len(p) != len(bind0[0]) for p in bind0) or cores != parts * len(bind0[0]):
+        cpp = len(bind0[0])
+        if any(len(p) != cpp for p in bind0) or cores != parts * cpp:
             raise NotInSpace(f"{what}: core parts of unequal size {[list(p) for p in bind0]}")
-        asg.set(slot + 1, cores, what)
+        samples = batch // g.split
+        if samples % parts:
+            raise NotInSpace(f"{what}: {parts} parts do not divide {samples} samples")
+        spp = samples // parts
+        if r.info.separable and len(divs) > 1:
+            asg.set(slot, spp, what)
+        asg.set(slot + 1, cpp, what)
         asg.set(slot + 2, parts, what)
         r.split, r.cores, r.parts = g.split, cores, parts
-        if gcd(gcd(parts, cores), batch // g.split) != parts:
-            raise NotInSpace(f"{what}: {parts} parts do not divide {batch // g.split} samples")
         producer = next((by_name[d][0] for d in deps[name]), None)
         spreads = (False, True) if cores < n and g.split > 1 else (False,)
         found = None

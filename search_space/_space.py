@@ -35,14 +35,14 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from compiler.errors import GraphtuneError, ScheduleError
 from compiler.schedule import GraphSchedule, Placement
-from search_space._build import decode_with
+from search_space._build import decode_fitted, decode_with
 from search_space._dims import (
     KIND_HELP,
     LOOKAHEADS,
@@ -80,17 +80,25 @@ class SpaceOptions:
         ties: Repeated segments share their parameters (a smaller space).
         batch_choices: Batch sizes to choose from (throughput objective); empty:
             the batch given to :func:`build_space` only.
+        max_split: Samples-per-part choices stop where a group would need more
+            chunks than this (each chunk is a step; repairs may still go beyond).
+        repair: Decoding demotes scope policies while the capacity model reports an
+            overflow (see :mod:`search_space._build`).
     """
 
     min_group_ops: int = 1
     max_group_ops: int | None = None
     ties: bool = False
     batch_choices: tuple[int, ...] = ()
+    max_split: int = 64
+    repair: bool = True
+    per_op: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """Keyed JSON."""
         return {"min_group_ops": self.min_group_ops, "max_group_ops": self.max_group_ops,
-                "ties": self.ties, "batch_choices": list(self.batch_choices)}
+                "ties": self.ties, "batch_choices": list(self.batch_choices),
+                "max_split": self.max_split, "repair": self.repair}
 
 
 @dataclass(frozen=True)
@@ -175,13 +183,15 @@ class Space:
         self.d_order = add("order", "order", ORDERS)
         self.d_lookahead = add("lookahead", "lookahead", LOOKAHEADS)
         self.d_cut = [add(f"cut@{b}", "cut", (0, 1), b) for a, b in st.segments[:-1]]
-        self.d_mode = [add(f"mode@{a}", "mode", MODES, a) for a, _ in st.segments]
-        splits = sorted({d for b in self.batches for d in self.divisors[b]})
+        modes = MODES if self.options.per_op else MODES[:2]
+        self.d_mode = [add(f"mode@{a}", "mode", modes, a) for a, _ in st.segments]
+        splits = sorted({d for b in self.batches for d in self.divisors[b]
+                         if b // d <= self.options.max_split} | {max(self.batches)})
         core_counts = divisors(n)
         self.slot: dict[int, int] = {}
         for p in st.starts:
-            self.slot[p] = add(f"split@{p}", "split", splits, p)
-            add(f"cores@{p}", "cores", core_counts, p)
+            self.slot[p] = add(f"samples@{p}", "samples", splits, p)
+            add(f"cpp@{p}", "cpp", core_counts, p)
             add(f"parts@{p}", "parts", core_counts, p)
             add(f"perm@{p}", "perm", perm_choices(n), p)
             add(f"spread@{p}", "spread", (0, 1), p)
@@ -272,7 +282,7 @@ class Space:
     def _decode_free(self, vec: np.ndarray) -> tuple[GraphSchedule, np.ndarray, list[int]]:
         full = vec[self.rep]
         rec = _Recorder(full)
-        s = decode_with(self, rec)
+        s = decode_fitted(self, rec) if self.options.repair else decode_with(self, rec)[0]
         active = sorted({int(self.rep[d]) for d in rec.active})
         canon = np.zeros(len(self.free), dtype=np.int16)
         canon[active] = vec[active]
@@ -344,7 +354,7 @@ class Space:
                 values[f] = hit
             return hit
 
-        s = decode_with(self, get)
+        s = decode_fitted(self, get) if self.options.repair else decode_with(self, get)[0]
         active = sorted(asked)
         self._remember(s, values, active)
         return s
@@ -422,9 +432,9 @@ class Space:
             modes = by_kind.get("mode", [])
             return reroll(off + modes)
         if kind == "split":
-            return reroll(by_kind.get("split", []))
+            return reroll(by_kind.get("samples", []) + by_kind.get("parts", []))
         if kind == "rebind":
-            return reroll([f for k in ("cores", "parts", "perm", "spread")
+            return reroll([f for k in ("cpp", "parts", "perm", "spread")
                            for f in by_kind.get(k, [])])
         if kind == "scope":
             return reroll(by_kind.get("scope", []) + by_kind.get("xscope", []))
@@ -594,14 +604,15 @@ def build_space(graph: Graph, target: Target, batch: int | None = None,
         raise SpaceError(f"{graph.name}: the graph has no ops, there is nothing to schedule")
     if opts.min_group_ops < 1 or (opts.max_group_ops is not None and opts.max_group_ops < 1):
         raise SpaceError("min_group_ops and max_group_ops must be >= 1")
+    if opts.max_split < 1:
+        raise SpaceError(f"max_split must be >= 1, got {opts.max_split}")
     if any(b < 1 for b in opts.batch_choices):
         raise SpaceError(f"batch choices must be >= 1, got {list(opts.batch_choices)}")
     b = graph.batch if batch is None else batch
     if b < 1:
         raise SpaceError(f"batch must be >= 1, got {b}")
     if opts.batch_choices and b not in opts.batch_choices:
-        opts = SpaceOptions(opts.min_group_ops, opts.max_group_ops, opts.ties,
-                            tuple(sorted({*opts.batch_choices, b})))
+        opts = replace(opts, batch_choices=tuple(sorted({*opts.batch_choices, b})))
     space = Space(graph, target, b, opts, graph_at)
     for bb in space.batches:
         space.graph_for(bb)
