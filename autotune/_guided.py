@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -181,8 +181,42 @@ class GuidedSampler(BaseSampler):
         """Breed, rank and queue the next round of proposals."""
         o = self.options
         self.rounds += 1
-        sp, rng = self.space, self._rng
         parents = self._best(o.parents)
+        n_eps = round(o.proposals * o.eps)
+        if parents and not self.ranker.trained_on:
+            ranked, ranked_by = self._neighbours(parents), ""
+        else:
+            ranked, ranked_by = self._evolve(parents), f"{self.ranker.name}/n={self.ranker.trained_on}"
+        picked = 0
+        for cid, s in ranked:
+            if picked >= o.proposals - n_eps:
+                break
+            if self._admit(cid, s, ranked_by):
+                picked += 1
+        for _ in range(8 * max(n_eps, 1)):
+            if picked >= o.proposals:
+                break
+            s = self.space.sample(self._rng)
+            if self._admit(candidate_id(s), s, ""):
+                picked += 1
+        log.debug("round %d: %d candidates ranked, %d proposed", self.rounds, len(ranked), picked)
+
+    def _neighbours(self, parents: Sequence[np.ndarray]) -> list[tuple[str, GraphSchedule]]:
+        """No model yet: one-move neighbours of the best measured, the best parent's first."""
+        o, rng = self.options, self._rng
+        keyed: list[tuple[float, str, GraphSchedule]] = []
+        per = max(2, 2 * o.proposals // len(parents))
+        for rank, vec in enumerate(parents):
+            parent = self.space.decode(vec)
+            for _ in range(per):
+                s = self.space.mutate(parent, rng)
+                keyed.append((rank + float(rng.random()), candidate_id(s), s))
+        keyed.sort(key=lambda x: x[0])
+        return self._fresh((cid, s) for _, cid, s in keyed)
+
+    def _evolve(self, parents: Sequence[np.ndarray]) -> list[tuple[str, GraphSchedule]]:
+        """Model-guided evolution; the new candidates, best predicted first."""
+        o, sp, rng = self.options, self.space, self._rng
         n_random = max(1, int(o.population * o.random_share)) if parents else o.population
         pop: list[GraphSchedule] = [sp.decode(v) for v in parents]
         pop += [sp.sample(rng) for _ in range(n_random)]
@@ -194,28 +228,20 @@ class GuidedSampler(BaseSampler):
             children = self._breed(pop, scores, o.population)
             for s in children:
                 pool.setdefault(candidate_id(s), s)
-            keep = np.argsort(-scores)[: max(1, len(pop) // 4)]
+            keep = np.argsort(-scores, kind="stable")[: max(1, len(pop) // 4)]
             pop = [pop[int(k)] for k in keep] + children
-        fresh = [(cid, s) for cid, s in pool.items() if cid not in self._seen]
-        ranked_by = f"{self.ranker.name}/n={self.ranker.trained_on}" if self.ranker.trained_on else ""
-        n_eps = round(o.proposals * o.eps)
-        picked = 0
-        if fresh:
-            scores = self._predict([s for _, s in fresh])
-            for k in np.argsort(-scores, kind="stable"):
-                if picked >= o.proposals - n_eps:
-                    break
-                cid, s = fresh[int(k)]
-                if self._admit(cid, s, ranked_by):
-                    picked += 1
-        for _ in range(8 * max(n_eps, 1)):
-            if picked >= o.proposals:
-                break
-            s = sp.sample(rng)
-            if self._admit(candidate_id(s), s, ""):
-                picked += 1
-        log.debug("round %d: %d bred, %d new, %d proposed", self.rounds, len(pool), len(fresh),
-                  picked)
+        fresh = self._fresh(pool.items())
+        if not fresh:
+            return []
+        scores = self._predict([s for _, s in fresh])
+        return [fresh[int(k)] for k in np.argsort(-scores, kind="stable")]
+
+    def _fresh(self, items: Iterable[tuple[str, GraphSchedule]]) -> list[tuple[str, GraphSchedule]]:
+        out: dict[str, GraphSchedule] = {}
+        for cid, s in items:
+            if cid not in self._seen:
+                out.setdefault(cid, s)
+        return list(out.items())
 
     def _admit(self, cid: str, s: GraphSchedule, ranked_by: str) -> bool:
         if cid in self._seen or not self.space.precheck(s).ok:

@@ -107,21 +107,6 @@ def reconcile(study: Study, space: Space, records: Sequence[tuple[Record, str]],
         else:
             study.tell(number, value)
 
-    told = requeued = restored = added = 0
-    for t in trials:
-        if t.state != TrialState.RUNNING:
-            continue
-        hit = ours.get(t.number)
-        if hit is not None and dict(hit[0].prov.params) == t.params:
-            study._storage.set_trial_user_attr(t._trial_id, CID_ATTR, hit[1])
-            finish(t.number, hit[0])
-            told += 1
-            continue
-        study.tell(t.number, state=TrialState.FAIL)
-        if t.params and all(p in dists for p in t.params):
-            study.enqueue_trial(dict(t.params), user_attrs=dict(t.user_attrs))
-            requeued += 1
-
     def add(rec: Record | None, cid: str | None, params: dict[str, Any] | None) -> None:
         if rec is None or params is None:
             study.add_trial(create_trial(state=TrialState.FAIL, system_attrs={"graphtune_lost": True}))
@@ -133,6 +118,8 @@ def reconcile(study: Study, space: Space, records: Sequence[tuple[Record, str]],
             user_attrs={CID_ATTR: cid, "graphtune_from_log": rec.prov.tuner},
         ))
 
+    told = requeued = restored = added = 0
+    # The lost tail first: new trials take the next numbers, which must be the logged ones.
     tail = sorted(k for k in ours if k >= n)
     if tail:
         for k in range(n, tail[-1] + 1):
@@ -140,6 +127,23 @@ def reconcile(study: Study, space: Space, records: Sequence[tuple[Record, str]],
             params = _params(hit[0], space) if hit else None
             add(hit[0] if hit else None, hit[1] if hit else None, params)
             restored += 1
+
+    requeue: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for t in trials:
+        if t.state != TrialState.RUNNING:
+            continue
+        hit = ours.get(t.number)
+        if hit is not None and dict(hit[0].prov.params) == t.params:
+            study._storage.set_trial_user_attr(t._trial_id, CID_ATTR, hit[1])
+            finish(t.number, hit[0])
+            told += 1
+            continue
+        study.tell(t.number, state=TrialState.FAIL)
+        if t.params and all(p in dists for p in t.params):
+            requeue.append((dict(t.params), dict(t.user_attrs)))
+    for params, attrs in requeue:
+        study.enqueue_trial(params, user_attrs=attrs)
+        requeued += 1
 
     have = _study_cids(study, space)
     for rec, cid in records:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import warnings
 import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -86,8 +87,10 @@ def make_sampler(name: str, seed: int | None, **guided: Any) -> BaseSampler:
     if name == "tpe":
         # group=True models the space's conditional parameters; constant_liar keeps
         # parallel proposals apart while their measurements are in flight.
-        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
-                                          constant_liar=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                              constant_liar=True)
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed)
     if name == "gp":
