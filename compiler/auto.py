@@ -211,8 +211,9 @@ def fit_to_target(graph: Graph, schedule: GraphSchedule, target: Target) -> Grap
     read, farthest next use first (Belady), then one it reads, then the step's own
     output. When nothing is left to demote and a group chunk's own working set is
     what overflows, that group is split along the batch into the next number of
-    chunks (as the NPU compiler tiles an op that does not fit). Every round lowers
-    a scope or raises a split, so the loop ends.
+    chunks (as the NPU compiler tiles an op that does not fit), and at one sample
+    per chunk broken into one group per op. Every round lowers a scope, raises a
+    split or breaks a group, so the loop ends.
 
     Raises:
         ScheduleError: when nothing is left to demote and the schedule still
@@ -231,11 +232,29 @@ def fit_to_target(graph: Graph, schedule: GraphSchedule, target: Target) -> Grap
             continue
         finer = _split_further(graph, schedule, nodes[issue.step_index], target)
         if finer is None:
+            finer = _ungrouped(graph, schedule, nodes[issue.step_index])
+        if finer is None:
             raise ScheduleError(
                 f"{schedule.source or 'the schedule'} does not fit this target even with every "
                 f"result demoted: {issue.message}; use a target with more L1/LLB or a smaller batch"
             )
         schedule = finer
+
+
+def _ungrouped(graph: Graph, schedule: GraphSchedule, n: Node) -> GraphSchedule | None:
+    """The schedule with group ``n`` broken into one group per op (or None: one op already)."""
+    if n[0] != "g":
+        return None
+    gr = schedule.group(n[1])
+    if len(gr.ops) < 2:
+        return None
+    groups: list[Group] = []
+    for g in schedule.groups:
+        if g.name != gr.name:
+            groups.append(g)
+            continue
+        groups.extend(Group(f"{g.name}_{graph.ops[i].name}", (i,), g.split, g.chunks) for i in g.ops)
+    return make_schedule(graph, groups, order="depth", source=schedule.source)
 
 
 def _split_further(graph: Graph, schedule: GraphSchedule, n: Node, target: Target

@@ -38,6 +38,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -380,8 +381,9 @@ class _Walk:
         if work > 0:
             live.append((f"{self.labels[k]} working set", int(work)))
         live.sort(key=lambda x: -x[1])
-        return CapacityIssue(f"L1 of core {c}", c, self.labels[k], k, int(needed), self.l1_cap,
-                             tuple(live), tuple(steps))
+        # rounded up: an overflow by a fraction of a byte still needs more than the capacity
+        return CapacityIssue(f"L1 of core {c}", c, self.labels[k], k, math.ceil(needed),
+                             self.l1_cap, tuple(live), tuple(steps))
 
     def llb_issue(self, k: int, needed: float) -> CapacityIssue:
         live = [(f"{self.labels[i]} ({self.provides[i]})", int(b))
@@ -391,5 +393,5 @@ class _Walk:
             live.append((f"{self.labels[k]} output ({self.provides[k]})",
                          int(needed - self.llb_live)))
         live.sort(key=lambda x: -x[1])
-        return CapacityIssue("LLB of cluster 0", -1, self.labels[k], k, int(needed), self.llb_cap,
-                             tuple(live), tuple(steps))
+        return CapacityIssue("LLB of cluster 0", -1, self.labels[k], k, math.ceil(needed),
+                             self.llb_cap, tuple(live), tuple(steps))

@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -141,11 +143,16 @@ class Model:
         return self._weights
 
     def _import(self, zero_weights: bool = False) -> Any:
+        from compiler._relax_graph import normalize
+
+        return normalize(self._import_unnormalized(zero_weights))
+
+    def _import_unnormalized(self, zero_weights: bool = False) -> Any:
+        """``from_onnx`` with the weight inputs bound (zeros, or :attr:`weights`)."""
         import tvm
         from tvm import relax
-        from tvm.relax.frontend.onnx import from_onnx
 
-        from compiler._relax_graph import normalize
+        from compiler._onnx_fold import fold_shapes
 
         for n in self.data_inputs:
             if any(d <= 0 for d in self._shapes[n]):
@@ -155,12 +162,22 @@ class Model:
                 )
         shape_dict = {vi.name: self._shapes[vi.name] for vi in self._all_inputs}
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the frontend warns about every renamed input
-                mod = from_onnx(self.proto, shape_dict=shape_dict)
+            mod = _from_onnx(self.proto, shape_dict)
         except Exception as exc:
-            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            raise ModelError(f"{self.name}: TVM cannot import this model: {first}") from None
+            # TVM folds most shape arithmetic itself; when it cannot (a Reshape target
+            # built from Gather(Shape(x), [i]), as torch exports advanced indexing),
+            # fold it with the fixed shapes first and try again.
+            folded = fold_shapes(self.proto, shape_dict)
+            mod = None
+            if folded is not self.proto:
+                try:
+                    mod = _from_onnx(folded, shape_dict)
+                except Exception:
+                    pass  # report the error of the graph as given
+            if mod is None:
+                first = str(exc).strip().splitlines()[-1] if str(exc).strip() else \
+                    type(exc).__name__
+                raise ModelError(f"{self.name}: TVM cannot import this model: {first}") from None
         if self.weight_inputs:
             import numpy as np
 
@@ -174,7 +191,7 @@ class Model:
                         value = self.weights[vi.name]
                     binds[p.name] = tvm.runtime.tensor(value)
             mod = relax.transform.BindParams("main", binds)(mod)
-        return normalize(mod)
+        return mod
 
     def _check_ops(self) -> None:
         from tvm.relax.frontend.onnx import onnx_frontend
@@ -206,6 +223,16 @@ class Model:
         from compiler._build import compile_model
 
         return compile_model(self, Path(output_file), schedule, target, config)
+
+
+def _from_onnx(proto: onnx.ModelProto, shape_dict: Mapping[str, Sequence[int]]) -> Any:
+    from tvm.relax.frontend.onnx import from_onnx
+
+    # The frontend warns about every renamed input and prints the failing node to stdout
+    # before raising; the ModelError carries the message instead.
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return from_onnx(proto, shape_dict=dict(shape_dict))
 
 
 def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] | None = None) -> Model:

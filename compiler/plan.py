@@ -15,6 +15,7 @@ otherwise one concat of everything then one split. Model inputs count as split
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -80,19 +81,21 @@ def group_order(graph: Graph, groups: Sequence[Group]) -> list[str]:
                 if owner.get(p) not in (None, g.name):
                     deps[g.name].add(owner[p])
     first = {g.name: min(g.ops) if g.ops else 0 for g in groups}
+    users: dict[str, list[str]] = {g.name: [] for g in groups}
+    waiting = {n: len(d) for n, d in deps.items()}
+    for n, d in deps.items():
+        for m in d:
+            users[m].append(n)
+    ready = [(first[n], n) for n, k in waiting.items() if k == 0]
+    heapq.heapify(ready)
     done: list[str] = []
-    ready = sorted((n for n, d in deps.items() if not d), key=first.__getitem__)
-    remaining = {n: set(d) for n, d in deps.items()}
-    while ready:
-        n = ready.pop(0)
+    while ready:  # Kahn's algorithm; ties by smallest first op
+        _, n = heapq.heappop(ready)
         done.append(n)
-        for m, d in remaining.items():
-            if n in d:
-                d.discard(n)
-                if not d and m not in done and m not in ready:
-                    ready.append(m)
-        ready.sort(key=first.__getitem__)
-        remaining.pop(n, None)
+        for m in users[n]:
+            waiting[m] -= 1
+            if waiting[m] == 0:
+                heapq.heappush(ready, (first[m], m))
     if len(done) != len(groups):
         left = [n for n in deps if n not in done]
         cycle = _find_cycle({n: deps[n] & set(left) for n in left})
@@ -327,7 +330,7 @@ def make_schedule(
                       for n in nodes)
     else:
         steps = tuple(order)
-    return GraphSchedule(
+    schedule = GraphSchedule(
         batch=graph.batch,
         groups=tuple(groups),
         transfers=tuple(transfers),
@@ -335,6 +338,9 @@ def make_schedule(
         workload_key=graph.workload_key,
         source=source,
     )
+    # Derived once: validation and the capacity walk reuse it (placements do not change it).
+    memo_of(schedule, limit=8)[("derived", id(graph))] = (graph, (transfers, deps, outs))
+    return schedule
 
 
 def _breadth(graph: Graph, groups: Sequence[Group], deps: dict[Node, list[Node]]) -> list[Node]:

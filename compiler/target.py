@@ -69,6 +69,9 @@ class DDRConfig:
     bytes: int
     bytes_per_cycle: float
     latency_cycles: float
+    # Smallest DDR access: a gathered row shorter than this still costs a burst.
+    # Optional in hardware files (older files omit it).
+    burst_bytes: int = 32
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,9 @@ class Target:
             for f in fields(dc):
                 dotted = f"{section}.{f.name}"
                 if f.name not in raw:
+                    if f.default is not dataclasses.MISSING:
+                        values[f.name] = f.default
+                        continue
                     raise TargetError(f"{source}: missing key {dotted}")
                 typ = {"int": int, "float": float, "bool": bool}[str(f.type)]
                 v = _coerce(dotted, raw[f.name], typ, source)

@@ -6,8 +6,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from compiler.errors import LogError
 from logs._database import Database, PathLike
+from logs._errors import LogError
 from logs._io import Progress, write_records_atomic
 from logs._record import TargetKey, WorkloadInfo
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.errors import LogError
+from logs._errors import LogError
 from logs._record import Record
 from logs._schema import NewerVersionError, check_record, upgrade
 

@@ -134,9 +134,8 @@ def measure_one(graph: Graph, schedule: GraphSchedule, target: Target, *,
                            time.perf_counter() - t0)
     dt = time.perf_counter() - t0
     if isinstance(r, SimError):
-        message = r.message if r.status != "invariant" else f"invariant violated: {r.message}"
         return Measurement(_STATUS.get(r.status, "sim_error"), None, None, r.lower_bound_us,
-                           message, dt)
+                           r.message, dt)
     return Measurement("ok", r.latency_us, r.chip_throughput_per_s, r.lower_bound_us, "", dt,
                        r)
 
