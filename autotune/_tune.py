@@ -35,7 +35,8 @@ from autotune._studies import (
     tuner_label,
 )
 from autotune._tasks import Task, extract_tasks
-from compiler.errors import GraphtuneError, LogError
+from compiler.errors import GraphtuneError
+from logs import LogError
 
 if TYPE_CHECKING:
     from autotune._guided import GuidedOptions
