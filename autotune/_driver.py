@@ -236,11 +236,14 @@ class Driver:
         ts = self.job.tasks[c.task]
         g = ts.task.graph
         study = ts.study.study_name if c.trial is not None else ""
+        schedule = c.schedule.to_json()
+        if not is_seed_label(c.tuner):
+            schedule["source"] = f"tuner:{study}/{c.trial.number if c.trial else ''}"
         rec = Record(
             WorkloadInfo(ts.task.key, ts.task.name,
                          {n: tuple(s) for n, s in g.input_shapes().items()}, g.batch),
             self.target_key,
-            c.schedule.to_json(),
+            schedule,
             m.to_log_result(),
             Provenance.now(measurer=self.measurer.name, measurer_version=self.measurer.version,
                            tuner=c.tuner, study=study,
@@ -250,7 +253,7 @@ class Driver:
         self.writer.write(rec)  # the log first: it is the truth
         # A lost candidate was not measured: its trials fail and it may be proposed again.
         value = self.value(m) if m.status != "worker_lost" else None
-        self.note(ts, c.tuner, c.schedule, c.trial.number if c.trial else None, m, c.cid)
+        self.note(ts, c.tuner, schedule, c.trial.number if c.trial else None, m, c.cid)
         self._tell(c.trial, value)
         for trial, label in self._inflight.pop((c.task, c.cid), []):
             self._tell(trial, value)

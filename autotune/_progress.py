@@ -90,8 +90,8 @@ class ProgressTable:
 
         tab = Table(title=f"tuning: {job.total}/{job.budget} measurements, "
                           f"{job.rate:.1f}/s on {job.workers} worker(s), {job.seconds:.0f} s")
-        for col, just in (("task", "left"), ("trials", "right"), ("best µs", "right"),
-                          ("vs O3", "right"), ("vs plan", "right"), ("lat/bound", "right"),
+        for col, just in (("task", "left"), ("n", "right"), ("best µs", "right"),
+                          ("xO3", "right"), ("xplan", "right"), ("/bound", "right"),
                           ("state", "left")):
             tab.add_column(col, justify=just)  # type: ignore[arg-type]
         for t in job.tasks:
@@ -100,8 +100,9 @@ class ProgressTable:
             tab.add_row(t.task.name, str(t.records), _us(t.best_latency_us), _x(t.speedup("O3")),
                         _x(t.speedup("plan:")), f"{bound:.2f}" if bound else "-",
                         t.stopped or "tuning")
-        for m in model_names([t.task for t in job.tasks]):
-            tab.add_row(f"[b]{m}[/b] end to end", "", _us(job.model_latency(m)), "", "", "", "")
+        if len(job.tasks) > 1 or job.tasks[0].task.weight > 1:
+            for m in model_names([t.task for t in job.tasks]):
+                tab.add_row(f"{m} (model)", "", _us(job.model_latency(m)), "", "", "", "")
         return tab
 
 
@@ -110,18 +111,19 @@ def summary_table(result: TuneResult) -> Any:
     from rich.table import Table
 
     tab = Table(title=f"tuned: {result.measured} new measurements ({result.total} in the log), "
-                      f"{result.measurements_per_s:.1f}/s, {result.seconds:.0f} s")
-    for col in ("task", "records", "best µs", "best by", "vs O3", "vs plan", "vs best O0-O3",
-                "lat/bound", "errors"):
-        tab.add_column(col, justify="left" if col in ("task", "best by", "errors") else "right")
+                      f"{result.measurements_per_s:.1f}/s, {result.seconds:.0f} s",
+                caption="xO3, xplan, xO0-3: speed-up of the best over O3, the guide's plan and "
+                        "the best level; /bound: latency over the lower bound")
+    for col in ("task", "n", "best µs", "by", "xO3", "xplan", "xO0-3", "/bound", "errors"):
+        tab.add_column(col, justify="left" if col in ("task", "by", "errors") else "right")
     for t in result.tasks:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(t.errors.items())) or "-"
         bound = f"{t.latency_over_bound:.2f}" if t.latency_over_bound else "-"
         tab.add_row(t.name, str(t.records), _us(t.best_latency_us), t.best_tuner or "-",
                     _x(t.speedup("O3")), _x(t.speedup("plan:")), _x(t.speedup("O")), bound, errors)
-    for m in result.models:
-        ratios = [f"{name} {_x(base / m.best_us) if base and m.best_us else '-'}"
-                  for name, base in (("O3", m.o3_us), ("plan", m.plan_us))]
-        tab.add_row(f"[b]{m.name}[/b] end to end", "", _us(m.best_us), "", *[r.split()[1] for r in ratios],
-                    _x(m.best_level_us / m.best_us if m.best_level_us and m.best_us else None), "", "")
+    if len(result.tasks) > 1 or result.tasks[0].weight > 1:
+        for m in result.models:
+            tab.add_row(f"{m.name} (model)", "", _us(m.best_us), "",
+                        *(_x(base / m.best_us) if base and m.best_us else "-"
+                          for base in (m.o3_us, m.plan_us, m.best_level_us)), "", "")
     return tab

@@ -93,6 +93,7 @@ class JobState:
         tasks: One state per task.
         budget: Records the job's tasks should have in the log when it ends.
         started: ``time.monotonic()`` at the start of measuring.
+        ended: ``time.monotonic()`` when measuring ended (None while it runs).
         measured_now: Measurements of this run.
         workers: Parallel measurers.
         rounds: Batches finished in this run.
@@ -102,6 +103,7 @@ class JobState:
     budget: int
     workers: int
     started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
     measured_now: int = 0
     rounds: int = 0
 
@@ -112,8 +114,8 @@ class JobState:
 
     @property
     def seconds(self) -> float:
-        """Time since measuring started."""
-        return time.monotonic() - self.started
+        """Time measuring took (so far, while it runs)."""
+        return (self.ended or time.monotonic()) - self.started
 
     @property
     def rate(self) -> float:

@@ -208,6 +208,7 @@ def tune(
                             tuner_label(sampler), batch_size, callbacks)
             job.started = _now()
             driver.run()
+            job.ended = _now()
         handle.flush()
         curve_path = None
         if curve:
