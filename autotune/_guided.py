@@ -172,9 +172,10 @@ class GuidedSampler(BaseSampler):
             self._trained_at = len(self._y)
 
     def _label(self, value: float) -> float | None:
+        """The cost model's target: speed, higher = faster (1/latency or throughput)."""
         if not np.isfinite(value) or value <= 0:
             return None
-        return float(-np.log(value) if self.objective == "latency" else np.log(value))
+        return float(1.0 / value if self.objective == "latency" else value)
 
     # ---- a round -------------------------------------------------------------------------
     def _refill(self) -> None:

@@ -41,7 +41,7 @@ class Ranker(Protocol):
         ...
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> None:
-        """(Re)train on all data so far; ``y`` is higher for faster schedules."""
+        """(Re)train on all data so far; ``y`` is the speed (> 0, higher = faster)."""
         ...
 
     def predict(self, x: np.ndarray) -> np.ndarray:
@@ -50,7 +50,7 @@ class Ranker(Protocol):
 
 
 class EncodingXGB:
-    """XGBoost regression of ``y`` on the space's encoding (categorical choice indices).
+    """XGBoost regression of ``log(y)`` on the space's encoding (categorical choice indices).
 
     Random scores until ``min_samples`` measurements exist (cold start).
     """
@@ -73,7 +73,8 @@ class EncodingXGB:
             return
         import xgboost as xgb
 
-        dtrain = xgb.DMatrix(x, label=y - float(np.mean(y)))
+        logy = np.log(y)
+        dtrain = xgb.DMatrix(x, label=logy - float(np.mean(logy)))
         params = {"max_depth": 6, "eta": 0.2, "subsample": 0.8, "colsample_bytree": 0.8,
                   "min_child_weight": 1, "nthread": 1, "seed": self._seed,
                   "objective": "reg:squarederror", "verbosity": 0}
@@ -100,10 +101,7 @@ class CostModelRanker:
         self._target = target
         self._features = cost_model.features  # type: ignore[attr-defined,unused-ignore]
         model_cls = cost_model.XGBModel  # type: ignore[attr-defined,unused-ignore]
-        try:
-            self._model = model_cls(seed=seed)
-        except TypeError:
-            self._model = model_cls()
+        self._model = model_cls(seed=0 if seed is None else seed)
         self.trained_on = 0
 
     def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
