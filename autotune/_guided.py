@@ -248,7 +248,7 @@ class GuidedSampler(BaseSampler):
         if cid in self._seen or not self.space.precheck(s).ok:
             return False
         self._seen.add(cid)
-        params = self.space.params_of(self.space.encode(s))
+        params = dict(self.space.project(s).params)  # the space remembers what it decoded
         self._queue.append(_Proposal(cid, params, ranked_by))
         return True
 
