@@ -102,8 +102,8 @@ class Driver:
         self.callbacks = list(callbacks)
         self._batches: dict[int, list[Candidate]] = {}
         self._next_batch = 0
-        # Candidates being measured -> other trials (and their labels) waiting for them.
-        self._inflight: dict[tuple[int, str], list[tuple[Trial, str]]] = {}
+        # Candidates being measured -> other trials waiting for them.
+        self._inflight: dict[tuple[int, str], list[Trial]] = {}
         self._host = socket.gethostname()
 
     # ---- the loop --------------------------------------------------------------------------
@@ -172,8 +172,6 @@ class Driver:
                 continue
             if c.cid in ts.measured:
                 self._tell(c.trial, ts.measured[c.cid])
-                if is_seed_label(c.tuner) and ts.baselines.get(c.tuner) is None:
-                    ts.baselines[c.tuner] = ts.latency.get(c.cid)
                 ts.dup_streak += 1
                 if ts.dup_streak >= _DUP_LIMIT:
                     ts.stopped = f"{_DUP_LIMIT} proposals in a row were measured before"
@@ -183,7 +181,7 @@ class Driver:
             waiting = self._inflight.get((k, c.cid))
             if waiting is not None:
                 if c.trial is not None:
-                    waiting.append((c.trial, c.tuner))
+                    waiting.append(c.trial)
                 continue
             self._inflight[(k, c.cid)] = []
             out.append(c)
@@ -255,10 +253,8 @@ class Driver:
         value = self.value(m) if m.status != "worker_lost" else None
         self.note(ts, c.tuner, schedule, c.trial.number if c.trial else None, m, c.cid)
         self._tell(c.trial, value)
-        for trial, label in self._inflight.pop((c.task, c.cid), []):
+        for trial in self._inflight.pop((c.task, c.cid), []):
             self._tell(trial, value)
-            if is_seed_label(label) and ts.baselines.get(label) is None:
-                ts.baselines[label] = m.latency_us if m.ok else None
         self.job.measured_now += 1
         ts.new += 1
         self.scheduler.record(c.task, m.latency_us if m.ok else None)
@@ -294,8 +290,6 @@ def note_measurement(ts: TaskState, objective: str, tuner: str,
         ts.latency[cid] = latency
     if not m.ok:
         ts.errors[m.status] = ts.errors.get(m.status, 0) + 1
-    if is_seed_label(tuner) and ts.baselines.get(tuner) is None:
-        ts.baselines[tuner] = latency
     if latency is not None and _better(m, ts.best, objective):
         sched = schedule if isinstance(schedule, dict) else schedule.to_json()
         ts.best = Best(latency, m.throughput_per_s, sched, tuner, trial)

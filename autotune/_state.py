@@ -39,7 +39,8 @@ class TaskState:
             the log (earlier runs included); never measured again.
         latency: Candidate id -> latency (None: failed) of the same candidates.
         history: Latency of each of the task's records in log order (None: failed).
-        baselines: Seed label (``O3``, ``plan:resnet50``) -> measured latency (None: failed).
+        seed_cids: Seed label (``O3``, ``plan:resnet50``) -> its candidate id (two seeds
+            may be one candidate: DeepFM's O3 is the guide's plan).
         lower_bound_us: The simulator's roofline bound of the task.
         best: The best candidate (by the objective), or None.
         curve: ``(task measurement number, best latency so far)`` after each measurement.
@@ -57,7 +58,7 @@ class TaskState:
     measured: dict[str, float | None] = field(default_factory=dict)
     latency: dict[str, float | None] = field(default_factory=dict)
     history: list[float | None] = field(default_factory=list)
-    baselines: dict[str, float | None] = field(default_factory=dict)
+    seed_cids: dict[str, str] = field(default_factory=dict)
     lower_bound_us: float = 0.0
     best: Best | None = None
     curve: list[tuple[int, float]] = field(default_factory=list)
@@ -67,6 +68,11 @@ class TaskState:
     seeds_direct: list[tuple[str, GraphSchedule]] = field(default_factory=list)
     dup_streak: int = 0
     stopped: str = ""
+
+    @property
+    def baselines(self) -> dict[str, float | None]:
+        """Seed label -> measured latency (None: failed or not measured yet)."""
+        return {label: self.latency.get(cid) for label, cid in self.seed_cids.items()}
 
     @property
     def best_latency_us(self) -> float | None:

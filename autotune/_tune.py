@@ -317,12 +317,13 @@ def _enqueue_seeds(ts: TaskState, target: Target) -> None:
     baseline from that measurement; one the space cannot express is measured
     as it is, outside the study.
     """
+    enqueued: set[str] = set()
     for label, s in seed_schedules(ts.task.graph, target):
         cid = candidate_id(s)
-        if cid in ts.latency:
-            if ts.baselines.get(label) is None:
-                ts.baselines[label] = ts.latency[cid]
+        ts.seed_cids[label] = cid
+        if cid in ts.latency or cid in enqueued:
             continue
+        enqueued.add(cid)
         proj = ts.space.project(s)
         if proj.schedule is None:
             log.info("task %s: seed %s is outside the space (%s); measured as it is",

@@ -223,3 +223,20 @@ def test_user_errors_are_one_line_before_ray(no_ray: None, tiny_onnx: Path, tmp_
     onnx.save(onnx.load(str(tiny_onnx)), str(onnx_as_log))
     assert "model_as_log.jsonl" in _error([str(tiny_onnx), "--trials", "5", "--workers", "1",
                                            "--log", str(onnx_as_log)])
+
+
+def test_two_seeds_that_are_one_schedule_are_measured_once(
+        tiny_graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autotune import _tune
+    from autotune._studies import seed_schedules
+
+    real = seed_schedules(tiny_graph, Target.default())
+    o3 = dict(real)["O3"]
+    monkeypatch.setattr(_tune, "seed_schedules", lambda g, t: [("plan:same", o3), *real])
+    res = tune([tiny_graph], trials=8, workers=0, log=tmp_path / "p.jsonl", seed=0, guided=SMALL,
+               curve=False)
+    (task,) = res.tasks
+    assert task.baselines["plan:same"] == task.baselines["O3"] is not None
+    assert task.speedup("plan:") == task.speedup("O3")
+    tuners = [r["prov"]["tuner"] for r in _lines(tmp_path / "p.jsonl")]
+    assert tuners[:4] == ["plan:same", "O0", "O1", "O2"] and "O3" not in tuners
