@@ -1,7 +1,38 @@
-"""XGBoost cost model over candidate schedules.
+"""Cost models that rank candidate schedules, so a tuner measures only the promising few.
 
-Filled by the cost-model issue; features come from ``compiler.Graph`` and
-``compiler.GraphSchedule``, labels from ``logs`` records.
+* :func:`features` turns schedules of one graph into rows of named, documented
+  columns (:data:`FEATURES`), normalised by the target's rates and capacities,
+  without running the simulator (this package never imports ``sim``);
+* :class:`CostModel` is the interface (``fit``, ``update``, ``predict``: higher
+  = faster); :class:`XGBModel` learns from measurements (pairwise ranking on top
+  of a roofline prior; ``save``/``load`` in XGBoost's JSON/UBJSON),
+  :class:`AnalyticalModel` is that roofline estimate alone and
+  :class:`RandomModel` the baseline;
+* :mod:`cost_model.metrics`: Spearman, pairwise accuracy, top-k recall.
+
+Example:
+    >>> X = features(graph, measured, target)
+    >>> model = XGBModel(); model.fit(X, throughputs)
+    >>> scores = model.predict(features(graph, proposals, target))
 """
 
-__all__: list[str] = []
+from cost_model import metrics
+from cost_model._base import CostModel, CostModelError
+from cost_model._features import FEATURES, Feature, feature_names, features, reference_cycles
+from cost_model._simple import AnalyticalModel, RandomModel, analytical_cycles
+from cost_model._xgb import XGBModel
+
+__all__ = [
+    "FEATURES",
+    "AnalyticalModel",
+    "CostModel",
+    "CostModelError",
+    "Feature",
+    "RandomModel",
+    "XGBModel",
+    "analytical_cycles",
+    "feature_names",
+    "features",
+    "metrics",
+    "reference_cycles",
+]

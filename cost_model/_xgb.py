@@ -1,0 +1,284 @@
+"""``XGBModel``: gradient-boosted trees on schedule features, trained online from measurements.
+
+Two objectives (``objective=``):
+
+* ``"rank"``: XGBoost's pairwise ranking loss (``rank:pairwise``) on the measured
+  throughputs: it learns which of two schedules is faster, the question a tuner
+  asks when it keeps the best few of thousands of proposals;
+* ``"regression"``: squared error on log-throughput.
+
+Both start from the roofline prior (:class:`~cost_model.AnalyticalModel`) and
+learn its errors: the prior is the trees' base margin (ranking) or is subtracted
+from the label (regression), so a few hundred measurements only have to correct
+it. ``prior=None`` learns from the features alone. Labels of each query group
+(one network, or one tuning task) are centred on their mean: only the order
+within a group matters, so networks of very different speeds train one model.
+
+Until ``min_samples`` measurements exist the model predicts random scores (cold
+start, as Ansor's). :meth:`update` adds measurements and retrains once the data
+has grown by ``retrain_growth`` since the last training.
+
+Files: :meth:`save` writes XGBoost's own JSON (``.json``) or UBJSON (any other
+name) with graphtune's metadata as booster attributes (format version,
+objective, prior, feature names); :meth:`load` refuses a file that is not an
+XGBoost model, not a graphtune cost model, or was trained on other features,
+with one :class:`CostModelError` line. A loaded model predicts with its trees;
+training it further (``fit``/``update``) continues boosting from them
+(``warm_start``), which is how a pre-trained model shipped with graphtune
+adapts to a new network.
+
+Example:
+    >>> m = XGBModel()                     # objective="rank"
+    >>> m.update(features(graph, batch1, target), throughputs1)
+    >>> m.save("cost.json"); XGBModel.load("cost.json").predict(X)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cost_model._base import CostModel, CostModelError, check_training_data
+from cost_model._features import feature_names
+from cost_model._simple import AnalyticalModel
+
+__all__ = ["XGBModel"]
+
+FORMAT_VERSION = 1
+_KIND = "graphtune.cost_model.XGBModel"
+OBJECTIVES = {"rank": "rank:pairwise", "regression": "reg:squarederror"}
+
+
+class XGBModel(CostModel):
+    """XGBoost cost model (see the module doc).
+
+    Args:
+        objective: ``"rank"`` (pairwise ranking) or ``"regression"`` (log-throughput).
+        prior: ``"analytical"`` (learn the roofline estimate's errors) or None.
+        min_samples: Measurements needed before the trees replace random scores.
+        retrain_growth: :meth:`update` retrains once the data grew by this fraction
+            since the last training (always below ``min_samples``).
+        rounds: Boosting rounds of a training from scratch.
+        warm_rounds: Boosting rounds added to loaded trees (``warm_start``).
+        params: Extra XGBoost parameters (override the defaults).
+        seed: Seeds XGBoost's sampling and the cold-start scores.
+        features: Names of the columns it is fed (default :func:`cost_model.feature_names`;
+            with the search space's encoding appended, ``feature_names(space)``).
+    """
+
+    def __init__(self, objective: str = "rank", prior: str | None = "analytical",
+                 min_samples: int = 32, retrain_growth: float = 0.1, rounds: int = 300,
+                 warm_rounds: int = 100, params: dict[str, Any] | None = None,
+                 seed: int = 0, features: list[str] | None = None) -> None:
+        super().__init__()
+        self.feature_names = list(features) if features is not None else feature_names()
+        if objective not in OBJECTIVES:
+            raise CostModelError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        if prior not in (None, "analytical"):
+            raise CostModelError(f"prior must be 'analytical' or None, got {prior!r}")
+        self.objective = objective
+        self.prior = prior
+        self.min_samples = min_samples
+        self.retrain_growth = retrain_growth
+        self.rounds = rounds
+        self.warm_rounds = warm_rounds
+        self.seed = seed
+        self.params: dict[str, Any] = {
+            "objective": OBJECTIVES[objective],
+            "eta": 0.1,
+            "max_depth": 6,
+            "min_child_weight": 1.0,
+            "subsample": 0.8,
+            "colsample_bytree": 0.8,
+            "seed": seed,
+            "verbosity": 0,
+        }
+        if objective == "rank":
+            self.params.update({"lambdarank_pair_method": "mean",
+                                "lambdarank_num_pair_per_sample": 8})
+        self.params.update(params or {})
+        self.rng = np.random.default_rng(seed)
+        self._booster: Any = None  # trees trained here
+        self._base: Any = None  # trees loaded from a file (warm start)
+        self._groups = np.zeros(0, dtype=np.int64)
+        self._trained_on = 0
+
+    # ---- training ------------------------------------------------------------------------------
+    def fit(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -> None:
+        """Train on ``X`` and throughputs ``y`` (replaces earlier data).
+
+        Args:
+            X: Feature rows (:func:`cost_model.features`).
+            y: Measured throughputs (> 0).
+            groups: Query group per row (e.g. the network): only orders within a group
+                are learnt. Default: one group.
+        """
+        X, y = self._check(X, y)
+        g = np.zeros(len(y), dtype=np.int64) if groups is None else np.asarray(groups).ravel()
+        if len(g) != len(y):
+            raise CostModelError(f"{len(y)} throughputs but {len(g)} group ids")
+        self._remember(X, y)
+        self._groups = g
+        self._train()
+
+    def update(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -> None:
+        """Add measurements; retrain when the data grew by ``retrain_growth`` (or is small)."""
+        X, y = self._check(X, y)
+        g = np.zeros(len(y), dtype=np.int64) if groups is None else np.asarray(groups).ravel()
+        if len(g) != len(y):
+            raise CostModelError(f"{len(y)} throughputs but {len(g)} group ids")
+        if self.n_samples:
+            X, y = np.vstack([self._X, X]), np.concatenate([self._y, y])
+            g = np.concatenate([self._groups, g])
+        self._remember(X, y)
+        self._groups = g
+        due = self.n_samples >= (1.0 + self.retrain_growth) * self._trained_on
+        if self._trained_on < self.min_samples or due:
+            self._train()
+
+    def _check(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        X, y = check_training_data(X, y)
+        if X.shape[1] != len(self.feature_names):
+            raise CostModelError(
+                f"got {X.shape[1]} feature columns, the model uses {len(self.feature_names)}")
+        return X, y
+
+    def _train(self) -> None:
+        import xgboost as xgb
+
+        n = self.n_samples
+        if n < self.min_samples and self._base is None:
+            self._booster, self._trained_on = None, n
+            return
+        order = np.argsort(self._groups, kind="stable")  # ranking wants each query contiguous
+        X, y, g = self._X[order], self._y[order], self._groups[order]
+        prior = self._prior(X)
+        d = xgb.DMatrix(X, feature_names=self.feature_names)
+        if self.objective == "rank":
+            d.set_label(np.log(y))
+            d.set_base_margin(prior)
+            _, counts = np.unique(g, return_counts=True)
+            d.set_group(counts)
+        else:
+            d.set_label(_centred(np.log(y) - prior, g))
+        if self._base is not None:
+            self._booster = xgb.train(self.params, d, self.warm_rounds, xgb_model=self._base.copy())
+        else:
+            self._booster = xgb.train(self.params, d, self.rounds)
+        self._trained_on = n
+
+    def _prior(self, X: np.ndarray) -> np.ndarray:
+        if self.prior is None:
+            return np.zeros(len(X))
+        return AnalyticalModel().predict(X)
+
+    # ---- prediction ----------------------------------------------------------------------------
+    @property
+    def trained(self) -> bool:
+        """Whether trees score (False: the random cold start)."""
+        return self._booster is not None or self._base is not None
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Scores, higher = predicted faster.
+
+        Ranking: the pairwise model's margin (prior included); regression: the
+        predicted log-throughput centred on the training data's mean. Random in
+        [0, 1) during the cold start.
+        """
+        import xgboost as xgb
+
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise CostModelError(f"features must be a 2-D array, got {X.ndim}-D")
+        booster = self._booster if self._booster is not None else self._base
+        if booster is None:
+            return self.rng.random(len(X))
+        if X.shape[1] != len(self.feature_names):
+            raise CostModelError(
+                f"got {X.shape[1]} feature columns, the model uses {len(self.feature_names)}")
+        d = xgb.DMatrix(X, feature_names=self.feature_names)
+        return np.asarray(booster.predict(d, output_margin=True)) + self._prior(X)
+
+    # ---- files ---------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the trees in XGBoost's format (``.json``: JSON, else UBJSON), atomically.
+
+        Raises:
+            CostModelError: the model has no trees yet (cold start), or the file
+                cannot be written.
+        """
+        booster = self._booster if self._booster is not None else self._base
+        if booster is None:
+            raise CostModelError(
+                f"nothing to save: the model has {self.n_samples} measurements, fewer than "
+                f"min_samples={self.min_samples}")
+        booster.set_attr(graphtune=_KIND, graphtune_format=str(FORMAT_VERSION),
+                         objective=self.objective, prior=self.prior or "none",
+                         features=json.dumps(self.feature_names),
+                         n_samples=str(self.n_samples))
+        p = Path(path)
+        suffix = ".json" if p.suffix == ".json" else ".ubj"
+        try:
+            fd, tmp = tempfile.mkstemp(dir=p.parent.resolve(), prefix=".costmodel-", suffix=suffix)
+            os.close(fd)
+            booster.save_model(tmp)
+            os.replace(tmp, p)
+        except OSError as exc:
+            raise CostModelError(f"cannot write cost model {p}: {exc.strerror}") from None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> XGBModel:
+        """Read a model written by :meth:`save` (XGBoost JSON or UBJSON).
+
+        Keyword arguments configure further training (``min_samples``, ``rounds``...).
+
+        Raises:
+            CostModelError: unreadable, not an XGBoost model, not a graphtune cost
+                model, a newer format, or features other than this graphtune's.
+        """
+        import xgboost as xgb
+
+        p = Path(path)
+        if not p.is_file():
+            raise CostModelError(f"cost model file {p} does not exist")
+        try:
+            booster = xgb.Booster(model_file=str(p))
+        except xgb.core.XGBoostError:
+            raise CostModelError(
+                f"{p} is not an XGBoost model file (corrupt, truncated or another format)") from None
+        if booster.attr("graphtune") != _KIND:
+            raise CostModelError(f"{p} is an XGBoost model but not a graphtune cost model")
+        version = booster.attr("graphtune_format") or "?"
+        if not version.isdigit() or int(version) > FORMAT_VERSION:
+            raise CostModelError(
+                f"{p} has cost-model format {version}, newer than this graphtune's "
+                f"({FORMAT_VERSION}): upgrade graphtune")
+        try:
+            names = json.loads(booster.attr("features") or "")
+        except json.JSONDecodeError:
+            names = None
+        base = feature_names()
+        if not isinstance(names, list) or names[: len(base)] != base:
+            raise CostModelError(
+                f"{p} was trained on other features than this graphtune computes: retrain it")
+        objective = booster.attr("objective") or ""
+        prior = booster.attr("prior")
+        if objective not in OBJECTIVES or prior not in ("analytical", "none"):
+            raise CostModelError(f"{p}: unknown objective {objective!r} or prior {prior!r}")
+        model = cls(objective=objective, prior=None if prior == "none" else prior,
+                    features=names, **kwargs)
+        model._base = booster
+        return model
+
+
+def _centred(v: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    out = v.astype(np.float64).copy()
+    for g in np.unique(groups):
+        m = groups == g
+        out[m] -= out[m].mean()
+    return out

@@ -1,0 +1,155 @@
+"""cost_model.features: documented columns, target normalisation, known values, caching."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler.auto import core_bind_for
+from compiler.graph import Graph
+from compiler.plan import make_schedule
+from compiler.schedule import GraphSchedule, Group, Placement
+from compiler.target import Target
+from cost_model import FEATURES, feature_names, features, reference_cycles
+from tests.cost_model.conftest import cut_points
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def col(X: np.ndarray, name: str) -> np.ndarray:
+    return X[:, feature_names().index(name)]
+
+
+def two_groups(graph: Graph, scope: str, bind_a: object, bind_b: object, split: int = 1
+               ) -> GraphSchedule:
+    """The graph cut once in the middle; group 0's result in ``scope``."""
+    cut = cut_points(graph)[len(cut_points(graph)) // 2]
+    a = tuple(range(cut + 1))
+    b = tuple(range(cut + 1, len(graph.ops)))
+    pa, pb = Placement.make(scope, bind_a), Placement.make("DDR", bind_b)
+    return make_schedule(graph, [Group("a", a, split, (pa,) * split),
+                                 Group("b", b, split, (pb,) * split)])
+
+
+def test_every_column_is_named_and_documented() -> None:
+    names = feature_names()
+    assert len(names) == len(set(names)) == len(FEATURES) >= 30
+    for f in FEATURES:
+        assert f.name.isidentifier() and len(f.doc) > 20, f
+
+
+def test_rows_are_finite_and_fixed_length(tiny: Graph, target: Target,
+                                          tiny_candidates: list[GraphSchedule]) -> None:
+    X = features(tiny, tiny_candidates, target)
+    assert X.shape == (len(tiny_candidates), len(FEATURES))
+    assert np.all(np.isfinite(X))
+    assert features(tiny, [], target).shape == (0, len(FEATURES))
+    # shares are shares
+    for name in ("mme_pad_waste", "l1_reuse", "act_l1_share", "act_llb_share", "act_ddr_share",
+                 "interleave", "cores_per_step", "cores_per_part", "transfers_per_step"):
+        v = col(X, name)
+        assert np.all((v >= 0) & (v <= 1 + 1e-9)), name
+    shares = col(X, "act_l1_share") + col(X, "act_llb_share") + col(X, "act_ddr_share")
+    assert np.allclose(shares, 1.0)
+    assert np.all(col(X, "weight_reload") >= 1 - 1e-9)
+    assert np.all(col(X, "mme_cycles") >= col(X, "mme_useful_cycles"))
+    assert np.all(col(X, "compute_serial") >= col(X, "compute_group_critical") - 1e-9)
+    assert np.all(col(X, "compute_group_critical") >= col(X, "core_busy_max") - 1e-9)
+
+
+def test_rows_do_not_depend_on_the_batch_of_candidates(tiny: Graph, target: Target,
+                                                       tiny_candidates: list[GraphSchedule]) -> None:
+    """Cached tables give each schedule the same row alone, in any company, in a new process."""
+    X = features(tiny, tiny_candidates, target)
+    for i in (0, 17, 101):
+        assert np.array_equal(features(tiny, [tiny_candidates[i]], target)[0], X[i])
+    rev = features(tiny, tiny_candidates[::-1], target)
+    assert np.array_equal(rev[::-1], X)
+    fresh = [GraphSchedule.loads(s.dumps()) for s in tiny_candidates[:20]]
+    assert np.array_equal(features(tiny, fresh, target), X[:20])
+
+
+def test_scaling_every_rate_leaves_the_features_unchanged(tiny: Graph, target: Target,
+                                                          tiny_candidates: list[GraphSchedule]
+                                                          ) -> None:
+    """Normalised by the target: a chip twice as fast everywhere gives the same rows, so a model
+    trained on one target ranks on another. (Fixed overheads in cycles do not scale: zeroed.)"""
+    base = target.replace(matrix={"instr_overhead_cycles": 0}, dma={"setup_cycles": 0},
+                          ddr={"latency_cycles": 0})
+    fast = base.replace(
+        matrix={"macs_per_cycle": 2 * base.matrix.macs_per_cycle},
+        vector={"lanes": 2 * base.vector.lanes},
+        l1={"bytes_per_cycle": 2 * base.l1.bytes_per_cycle},
+        llb={"bytes_per_cycle": 2 * base.llb.bytes_per_cycle},
+        ddr={"bytes_per_cycle": 2 * base.ddr.bytes_per_cycle},
+        dma={"core_bytes_per_cycle": 2 * base.dma.core_bytes_per_cycle},
+        noc={"link_bytes_per_cycle": 2 * base.noc.link_bytes_per_cycle},
+    )
+    a = features(tiny, tiny_candidates[:40], base)
+    b = features(tiny, tiny_candidates[:40], fast)
+    assert np.allclose(a, b, rtol=1e-9, atol=1e-12)
+    assert reference_cycles(tiny, fast) == pytest.approx(reference_cycles(tiny, base) / 2)
+
+
+def test_capacity_columns_scale_with_the_capacity(tiny: Graph, target: Target,
+                                                  tiny_candidates: list[GraphSchedule]) -> None:
+    big = target.replace(l1={"data_bytes": 2 * target.l1.data_bytes},
+                         llb={"bytes": 2 * target.llb.bytes})
+    a = features(tiny, tiny_candidates[:30], target)
+    b = features(tiny, tiny_candidates[:30], big)
+    for name in ("ws_peak_l1", "l1_peak_est", "llb_peak_est"):
+        assert np.allclose(col(b, name), col(a, name) / 2), name
+
+
+def test_known_values_one_group_in_ddr(tiny: Graph, target: Target) -> None:
+    n = target.chip.cores_per_cluster
+    one = make_schedule(tiny, [Group("all", tuple(range(len(tiny.ops))), 1,
+                                     (Placement("DDR", core_bind_for(tiny.batch, n)),))])
+    four = make_schedule(tiny, [Group("all", tuple(range(len(tiny.ops))), 4,
+                                      (Placement("DDR", core_bind_for(2, n)),) * 4)])
+    X = features(tiny, [one, four], target)
+    assert col(X, "groups_per_op")[0] == pytest.approx(1 / len(tiny.ops))
+    assert col(X, "weight_reload") == pytest.approx([1.0, 4.0])  # weights reloaded per chunk
+    assert col(X, "act_ddr_share") == pytest.approx([1.0, 1.0])
+    assert col(X, "chunks_max_log2") == pytest.approx([0.0, 2.0])
+    assert col(X, "cores_per_step") == pytest.approx([1.0, 1.0])
+    assert col(X, "noc_cycles") == pytest.approx([0.0, 0.0])
+    assert col(X, "l1_reuse") == pytest.approx([0.0, 0.0])
+
+
+def test_l1_results_stay_on_their_cores_or_cross_the_noc(tiny: Graph, target: Target) -> None:
+    same = two_groups(tiny, "L1", [0, 1, 2, 3], [0, 1, 2, 3], split=2)
+    moved = two_groups(tiny, "L1", [0, 1, 2, 3], [4, 5, 6, 7], split=2)
+    via_llb = two_groups(tiny, "LLB", [0, 1, 2, 3], [0, 1, 2, 3], split=2)
+    X = features(tiny, [same, moved, via_llb], target)
+    assert col(X, "noc_cycles")[0] == 0 and col(X, "l1_reuse")[0] > 0
+    assert col(X, "noc_cycles")[1] > 0 and col(X, "l1_reuse")[1] == 0
+    assert col(X, "noc_hops")[1] >= 1
+    assert col(X, "llb_cycles")[2] > col(X, "llb_cycles")[0]
+    assert col(X, "act_llb_share")[2] > 0
+
+
+def test_reference_time_is_the_simulators_roofline(tiny: Graph, target: Target) -> None:
+    """One roofline: the reference time equals sim's lower bound without the host launch."""
+    from sim import lower_bound
+
+    launch = target.host.launch_overhead_us
+    for t in (target, target.replace(ddr={"bytes_per_cycle": 8}),
+              target.replace(matrix={"macs_per_cycle": 64})):
+        ref_us = t.cycles_to_us(reference_cycles(tiny, t))
+        assert ref_us == pytest.approx(lower_bound(tiny, tiny.batch, t) - launch, rel=1e-9)
+
+
+def test_cost_model_never_imports_sim() -> None:
+    code = ("import sys, cost_model; import numpy; "
+            "bad = [m for m in sys.modules if m == 'sim' or m.startswith('sim.')]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT,
+                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    for path in (ROOT / "cost_model").rglob("*.py"):
+        text = path.read_text()
+        assert "import sim" not in text and "from sim" not in text, path
