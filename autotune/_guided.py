@@ -57,7 +57,7 @@ class GuidedOptions:
         retrain_every: Retrain the cost model when this many new measurements arrived.
     """
 
-    population: int = 128
+    population: int = 96
     generations: int = 2
     proposals: int = 16
     parents: int = 8

@@ -90,7 +90,11 @@ class EncodingXGB:
 
 
 class CostModelRanker:
-    """``cost_model.features`` + ``cost_model.XGBModel`` behind the :class:`Ranker` calls."""
+    """``cost_model.features`` + ``cost_model.XGBModel`` behind the :class:`Ranker` calls.
+
+    The model learns incrementally (``XGBModel.update`` retrains when the data grew
+    enough) on one thread: the measurers own the other cores.
+    """
 
     name = "xgb"
 
@@ -101,15 +105,18 @@ class CostModelRanker:
         self._target = target
         self._features = cost_model.features  # type: ignore[attr-defined,unused-ignore]
         model_cls = cost_model.XGBModel  # type: ignore[attr-defined,unused-ignore]
-        self._model = model_cls(seed=0 if seed is None else seed)
+        self._model = model_cls(seed=0 if seed is None else seed, params={"nthread": 1})
+        self._rows = 0
         self.trained_on = 0
 
     def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
         return np.asarray(self._features(self._graph, list(schedules), self._target))
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> None:
-        self._model.fit(x, y)
-        self.trained_on = len(y)
+        if len(y) > self._rows:
+            self._model.update(x[self._rows:], y[self._rows:])
+            self._rows = len(y)
+        self.trained_on = self._model.n_samples if self._model.trained else 0
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self._model.predict(x), dtype=np.float64)

@@ -87,10 +87,18 @@ def test_cli_tune_records_every_measurement_seeds_first(tiny_onnx: Path, tmp_pat
     trials = _study(str(tmp_path / "tune.journal")).trials
     assert len(trials) >= 24 and all(t.state == TrialState.COMPLETE for t in trials)
     best = ApplyHistoryBest(str(log)).query(task["key"], Target.default().key)
+    logged_best = next(r["schedule"] for r in recs
+                       if r["result"]["latency_us"] == task["best_latency_us"])
     assert best is not None and GraphSchedule.from_json(best).structural_key() == \
-        GraphSchedule.from_json(next(r["schedule"] for r in recs
-                                     if r["result"]["latency_us"] == task["best_latency_us"])
-                                ).structural_key()
+        GraphSchedule.from_json(logged_best).structural_key()
+    made = CliRunner().invoke(main, ["schedule", "make", str(tiny_onnx), "--log", str(log),
+                                     "-o", str(tmp_path / "tuned.json")])
+    assert made.exit_code == 0, made.output
+    assert GraphSchedule.load(str(tmp_path / "tuned.json")).structural_key() == \
+        GraphSchedule.from_json(logged_best).structural_key()
+    missing = CliRunner().invoke(main, ["schedule", "make", str(tiny_onnx), "--batch", "2",
+                                        "--log", str(log), "-o", str(tmp_path / "x.json")])
+    assert missing.exit_code == 2 and "no tuned schedule" in missing.stderr
 
 
 def test_same_seed_in_process_gives_the_same_log(tiny_graph: Graph, tmp_path: Path) -> None:
