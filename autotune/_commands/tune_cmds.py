@@ -72,6 +72,11 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     if early_stopping is not None and early_stopping < 1:
         raise GraphtuneError(f"--early-stopping must be >= 1, got {early_stopping}")
     check_sampler(sampler)
+    from autotune._commands._common import check_outputs
+    from autotune._curve import curve_path_for
+
+    check_outputs({"--log": log_path, "the tuning curve": curve_path_for(log_path)},
+                  inputs=[*model_paths, target_file])
     check_log_path(log_path)
     from compiler.target import Target
 
