@@ -59,6 +59,8 @@ def schedule_group() -> None:
 @click.option("--level", type=click.IntRange(0, 3), default=None, help="Automatic level O0-O3.")
 @click.option("--plan", "plan_name", type=click.Choice(sorted(PLAN_BATCH)), default=None,
               help="One of the guide's hand-written plans.")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None,
+              help="The best tuned schedule of a tuning log (the one compile --log applies).")
 @click.option("--batch", type=int, default=None,
               help="Batch to import the model at (default: the file's, or the plan's batch).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
@@ -71,15 +73,16 @@ def make_cmd(
     model_path: str,
     level: int | None,
     plan_name: str | None,
+    log_path: str | None,
     batch: int | None,
     output: str,
     onnx_out: str | None,
     target_file: str | None,
 ) -> None:
-    """Write a graph schedule for MODEL.onnx from --level N or --plan NAME."""
-    if (level is None) == (plan_name is None):
-        raise ScheduleError("give exactly one of --level N or --plan NAME")
-    check_outputs({"-o": output, "--onnx": onnx_out}, inputs=[model_path, target_file])
+    """Write a graph schedule for MODEL.onnx from --level N, --plan NAME or --log LOG.jsonl."""
+    if sum(x is not None for x in (level, plan_name, log_path)) != 1:
+        raise ScheduleError("give exactly one of --level N, --plan NAME or --log LOG.jsonl")
+    check_outputs({"-o": output, "--onnx": onnx_out}, inputs=[model_path, target_file, log_path])
     target = _target(target_file)
     if plan_name is not None:
         natural = PLAN_BATCH[plan_name]
@@ -93,6 +96,8 @@ def make_cmd(
     graph = model.graph
     if plan_name is not None:
         schedule = _run_plan(plan_name, graph)
+    elif log_path is not None:
+        schedule = _tuned(log_path, graph, target)
     else:
         from compiler.auto import graph_schedule_level
 
@@ -121,6 +126,19 @@ def _target(path: str | None) -> Any:
     from compiler.target import Target
 
     return Target.from_file(path) if path else Target.default()
+
+
+def _tuned(log_path: str, graph: Graph, target: Any) -> GraphSchedule:
+    """The best valid record of ``graph``'s workload on ``target`` in a log."""
+    from autotune import ApplyHistoryBest
+    from compiler.schedule import GraphSchedule
+
+    ctx = ApplyHistoryBest(log_path)
+    found = ctx.query(graph.workload_key, target.key)
+    if found is None:
+        raise ScheduleError(f"{log_path} has no tuned schedule for {graph.name} "
+                            f"(workload {graph.workload_key}) on {target.key}: tune it first")
+    return GraphSchedule.from_json(found)
 
 
 def _run_plan(name: str, graph: Graph) -> GraphSchedule:

@@ -213,3 +213,25 @@ def test_importing_logs_stays_light() -> None:
     # from compiler only the root of the error hierarchy and the one atomic writer (its
     # __init__ is lazy)
     assert out.stdout.strip() == "[] ['compiler', 'compiler.errors', 'compiler.files']"
+
+
+def test_1_1_provenance_params_and_cost_model_round_trip() -> None:
+    prov = Provenance.now(tuner="graphtune-guided", study="s", trial=3,
+                          params={"split@0": 4, "order": "depth"}, cost_model="xgb/n=64")
+    rec = Record(WorkloadInfo(WKEY), TARGET, {"v": "1.0", "batch": 8}, Result(Status.OK, 10.0), prov)
+    obj = json.loads(rec.to_line())
+    assert obj["v"] == "1.1" and obj["prov"]["params"] == {"split@0": 4, "order": "depth"}
+    assert obj["prov"]["cost_model"] == "xgb/n=64"
+    assert Record.from_json(obj) == rec
+    validate(obj)
+    bad = copy.deepcopy(obj)
+    bad["prov"]["params"] = [1, 2]
+    assert check_record(bad) == "prov.params must be an object"
+
+
+def test_1_0_record_without_the_1_1_keys_writes_back_unchanged() -> None:
+    obj = make_record().to_json()
+    obj["v"] = "1.0"
+    rec = Record.from_json(obj)
+    assert "params" not in rec.to_json()["prov"] and "cost_model" not in rec.to_json()["prov"]
+    assert rec.to_json() == obj
