@@ -36,6 +36,9 @@ __all__ = ["BoundAnalysis", "TaskLog", "bound_analysis", "is_seed_label", "read_
 # which a schedule has no room to grow its chunks or fuse deeper.
 BUSY_LIMIT = 0.5
 CAPACITY_LIMIT = 0.9
+OCCUPIED = "cores occupied by steps (busiest core)"
+# DDR traffic above this multiple of the compulsory bytes is worth naming in the verdict.
+EXCESS_DDR = 1.2
 
 
 def is_seed_label(tuner: str) -> bool:
@@ -179,11 +182,12 @@ class BoundAnalysis:
         compute_floor_us: The compute term when it binds; None when DDR binds (the
             compute term is then at most ``ddr_floor_us``).
         compulsory_ddr_bytes: Bytes every schedule moves through DDR.
-        resources: ``(name, busy / latency)``, busiest first: cores (computing, from
-            the timeline), their matrix and vector engines, their DMA ports, the
-            DDR channel, the LLB port, the busiest NoC link.
-        limit: The busiest resource's name, or ``"dependencies"`` when no resource
-            is busy more than :data:`BUSY_LIMIT` of the time.
+        resources: ``(name, busy / latency)``, busiest first: the cores' occupancy
+            by steps (from the timeline; it includes waiting for streamed weights),
+            their matrix and vector engines, their DMA ports, the DDR channel, the
+            LLB port, the busiest NoC link, and the host launch's share.
+        limit: The busiest resource's name (occupancy aside), or ``"dependencies"``
+            when none is busy more than :data:`BUSY_LIMIT` of the time.
         l1_fraction: Peak L1 use of the fullest core over its data capacity.
         llb_fraction: Peak LLB use over its capacity.
         capacity_bound: L1 or LLB above :data:`CAPACITY_LIMIT`.
@@ -226,8 +230,11 @@ def bound_analysis(graph: Graph, result: SimResult, target: Target) -> BoundAnal
     resources = _resources(result)
     if result.latency_us > 0:
         resources.append(("host launch", launch / result.latency_us))
-        resources.sort(key=lambda r: -r[1])
-    top_name, top_busy = resources[0] if resources else ("", 0.0)
+    resources.sort(key=lambda r: -r[1])
+    # A step occupies its cores while it waits for streamed weights too, so occupancy
+    # is shown but never named the limit: the engines and the channels are.
+    limits = [r for r in resources if r[0] != OCCUPIED]
+    top_name, top_busy = limits[0] if limits else ("", 0.0)
     limit = top_name if top_busy > BUSY_LIMIT else "dependencies"
     l1 = result.peak_l1_bytes / target.l1.data_bytes
     llb = result.peak_llb_bytes / target.llb.bytes if target.llb.bytes else 0.0
@@ -237,8 +244,8 @@ def bound_analysis(graph: Graph, result: SimResult, target: Target) -> BoundAnal
         compute_floor_us=compute_floor, compulsory_ddr_bytes=ddr_bytes,
         resources=tuple(resources), limit=limit, l1_fraction=l1, llb_fraction=llb,
         capacity_bound=capacity,
-        verdict=_verdict(result, floor, launch, ddr_floor, compute_floor, limit, top_busy, l1, llb,
-                         capacity),
+        verdict=_verdict(result, floor, launch, ddr_floor, compute_floor, ddr_bytes, limit,
+                         top_busy, l1, llb, capacity),
     )
 
 
@@ -247,7 +254,7 @@ def _resources(result: SimResult) -> list[tuple[str, float]]:
     rows: list[tuple[str, float]] = []
     computing = _core_compute_fraction(result)
     if computing:
-        rows.append(("cores computing (busiest core)", max(computing.values())))
+        rows.append((OCCUPIED, max(computing.values())))
     for engine, label in (("mme", "matrix engine"), ("vme", "vector engine"), ("dma", "core DMA")):
         vals = [v for k, v in busy.items() if k.startswith("core") and k.endswith("." + engine)]
         if vals:
@@ -259,7 +266,6 @@ def _resources(result: SimResult) -> list[tuple[str, float]]:
     if links:
         top = max(sorted(links), key=links.__getitem__)
         rows.append((f"NoC link {top[4:]} (busiest)", links[top]))
-    rows.sort(key=lambda r: -r[1])
     return rows
 
 
@@ -285,18 +291,22 @@ def _core_compute_fraction(result: SimResult) -> dict[int, float]:
 
 
 def _verdict(result: SimResult, floor: str, launch: float, ddr_floor: float,
-             compute_floor: float | None, limit: str, busy: float, l1: float, llb: float,
-             capacity: bool) -> str:
+             compute_floor: float | None, compulsory: float, limit: str, busy: float, l1: float,
+             llb: float, capacity: bool) -> str:
     ratio = result.latency_over_bound
     if limit == "dependencies":
         head = (f"No resource is busy more than {BUSY_LIMIT:.0%} of the time: the latency "
                 "is set by dependencies and fill/drain, not by a bandwidth")
     elif limit == "host launch":
         head = (f"Launch-bound: the host launch ({launch:,.1f} µs) is {busy:.0%} of the latency")
-    elif limit.startswith(("cores", "matrix", "vector")):
-        head = f"Compute-bound: {limit} {busy:.0%} of the latency"
+    elif limit.startswith(("matrix", "vector")):
+        head = f"Compute-bound: the {limit} is busy {busy:.0%} of the latency"
     elif limit.startswith("DDR"):
         head = f"DDR-bound: the DDR channel is busy {busy:.0%} of the latency"
+        if result.ddr_bytes > EXCESS_DDR * compulsory:
+            head += (f" and moves {result.ddr_bytes / compulsory:.1f}x the compulsory bytes "
+                     f"({result.weight_bytes_loaded / 1e6:,.1f} MB of it weights and gathers "
+                     "loaded, the rest activations)")
     elif limit.startswith("NoC"):
         head = f"NoC-bound: {limit} is busy {busy:.0%} of the latency"
     else:

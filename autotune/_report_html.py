@@ -61,7 +61,9 @@ class TaskView:
     @property
     def result(self) -> SimResult | None:
         """The simulation when it ran."""
-        return self.sim if self.sim is not None and self.sim.ok else None  # type: ignore[return-value]
+        from sim import SimResult
+
+        return self.sim if isinstance(self.sim, SimResult) else None
 
 
 def _e(value: object) -> str:

@@ -158,8 +158,8 @@ def _simulate(views: Sequence[TaskView], targets: dict[str, Target]) -> int:
             update(f"simulating task {i}/{len(todo)}")
             view.target = target
             view.sim = simulate(view.graph, view.schedule, target, timeline=False)
-            if view.sim.ok:
-                view.analysis = bound_analysis(view.graph, view.sim, target)  # type: ignore[arg-type]
+            if view.result is not None:
+                view.analysis = bound_analysis(view.graph, view.result, target)
                 done += 1
     for view in views:
         if view.graph is None and not view.sim_note:

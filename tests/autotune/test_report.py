@@ -222,19 +222,35 @@ def test_bound_analysis_splits_the_floor(fx: Fixture) -> None:
         busy = dict(a.resources)
         assert busy["DDR channel"] == pytest.approx(r.busy_fraction()["ddr"])
         assert [v for _, v in a.resources] == sorted(busy.values(), reverse=True)
-        assert a.limit == a.resources[0][0] or a.limit == "dependencies"
+        named = [r for r in a.resources if not r[0].startswith("cores occupied")]
+        assert a.limit == named[0][0] or (a.limit == "dependencies" and named[0][1] <= 0.5)
         assert 0 < a.l1_fraction < 1 and a.verdict.endswith(".")
 
 
-def test_bound_analysis_names_a_compute_bound_schedule() -> None:
-    # ViT-B/16-shaped but 2 layers at batch 16 under O3: the matrix engines never rest.
+@pytest.mark.parametrize(
+    ("name", "batch", "options", "floor", "limit", "verdict"),
+    [
+        # 16-channel convs on 64x32 matrix units: the engines run, padded, all the time
+        ("tiny_cnn", 64, {"image_size": 64}, "compute", "matrix engine", "Compute-bound"),
+        # two ViT-B layers at batch 16 under O3: weights stream again for every chunk
+        ("vit", 16, {"num_layers": 2}, "compute", "DDR channel",
+         "DDR-bound: the DDR channel is busy"),
+    ],
+)
+def test_bound_analysis_names_the_limit(name: str, batch: int, options: dict[str, Any],
+                                        floor: str, limit: str, verdict: str) -> None:
     target = Target.default()
-    graph = _graph(zoo.build("vit", batch=16, weights="inputs", num_layers=2), "vit")
+    graph = _graph(zoo.build(name, batch=batch, weights="inputs", **options), name)
     r = simulate(graph, graph_schedule_level(graph, target, 3), target, timeline=False)
     assert isinstance(r, SimResult)
     a = bound_analysis(graph, r, target)
-    assert a.floor == "compute" and a.limit.startswith(("cores", "matrix"))
-    assert a.verdict.startswith("Compute-bound")
+    assert a.floor == floor and a.limit.startswith(limit) and a.verdict.startswith(verdict)
+    busy = dict(a.resources)
+    assert busy[a.limit] > 0.5
+    if limit.startswith("DDR"):
+        assert r.ddr_bytes > 1.2 * a.compulsory_ddr_bytes
+        assert f"moves {r.ddr_bytes / a.compulsory_ddr_bytes:.1f}x the compulsory bytes" \
+            in a.verdict
 
 
 def test_task_without_model_or_records(fx: Fixture, tmp_path: Path) -> None:
