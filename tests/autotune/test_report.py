@@ -296,6 +296,51 @@ def test_targets_by_hash(fx: Fixture, tmp_path: Path) -> None:
            "file" in text
 
 
+def _model_with_a_cpu_op() -> onnx.ModelProto:
+    """conv, relu, Pad (not an NPU op: the host runs it), conv, relu: two NPU sub-functions."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+             for n, s in (("w1", (8, 3, 3, 3)), ("w2", (8, 8, 3, 3)))]
+    inits.append(numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1]), "pads"))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Pad", ["r1", "pads"], ["p"], name="pad"),
+             helper.make_node("Conv", ["p", "w2"], ["c2"], name="conv2"),
+             helper.make_node("Relu", ["c2"], ["y"], name="relu2")]
+    graph = helper.make_graph(
+        nodes, "two_parts", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 16, 16])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_npu_subfunctions_are_matched(tmp_path: Path) -> None:
+    target = Target.default()
+    proto = _model_with_a_cpu_op()
+    path = tmp_path / "two_parts.onnx"
+    onnx.save(proto, str(path))
+    graph = _graph(proto, "two_parts")
+    runs = graph.npu_subfunctions()
+    assert len(runs) == 2
+    log = tmp_path / "parts.jsonl"
+    with RecordWriter(log) as w:
+        for i, ops in enumerate(runs):
+            part = graph.subgraph(ops, name=f"two_parts[{ops[0]}:{ops[-1]}]")
+            s = graph_schedule_level(part, target, 3)
+            (m,) = measure(part, [s], target)
+            assert m.ok
+            w.write(_record(part, part.name, s.to_json(), m.to_log_result(), "O3", i, target))
+    out = tmp_path / "r.html"
+    r = run("report", log, "-o", out, "--model", path)
+    assert r.exit_code == 0, r.stderr
+    assert "2 task(s), 2 simulated" in r.output
+    text = out.read_text(encoding="utf-8")
+    assert "NPU sub-function 0 (conv2d_0..relu_0, 2 ops)" in text
+    assert "NPU sub-function 1 (conv2d_1..relu_1, 2 ops)" in text
+
+
 def _toml(data: dict[str, Any]) -> str:
     lines = [f"{k} = {_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
     for section, values in data.items():
