@@ -163,6 +163,10 @@ def _simulate(views: Sequence[TaskView], targets: dict[str, Target]) -> int:
                 done += 1
     for view in views:
         if view.graph is None and not view.sim_note:
-            view.sim_note = ("give the model with --model to simulate the best schedule"
-                             if view.schedule is not None else "no valid record: nothing to simulate")
+            if view.schedule is not None:
+                view.sim_note = "give the model with --model to simulate the best schedule"
+            elif view.schedule_error:
+                view.sim_note = "the best schedule does not parse: nothing to simulate"
+            else:
+                view.sim_note = "no valid record: nothing to simulate"
     return done

@@ -33,6 +33,7 @@ from sim import MEASURER, MEASURER_VERSION, SimResult, measure, simulate
 
 GPT_SMALL: dict[str, Any] = dict(num_layers=1, hidden=64, heads=4, inner=128, vocab=100)
 EVIL = '<script>alert("x")</script>'
+MATH = "plan:$\\frac{1}{$"  # a seed label that matplotlib would parse as mathtext
 
 
 def run(*args: object) -> Result:
@@ -96,10 +97,10 @@ class Fixture:
             hostile = WorkloadInfo("feedface" + "0" * 16, EVIL, {"x<y": (1, 2)}, 1)
             out.write(Record(hostile, TargetKey("STCP920", "0ddba11"), {"v": 1, "batch": 1},
                              LogResult(Status.OK, latency_us=5.0, error=""),
-                             Provenance.now(tuner=EVIL)))
+                             Provenance.now(tuner=MATH)))
             out.write(Record(hostile, TargetKey("STCP920", "0ddba11"), {"v": 1, "batch": 1},
                              LogResult(Status.CAPACITY, error=f"L1 overflow {EVIL}"),
-                             Provenance.now(tuner="$x$ \\frac")))
+                             Provenance.now(tuner=EVIL)))
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +172,7 @@ def test_user_text_is_escaped(page: str) -> None:
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
     assert "worker &lt;lost&gt; &amp; gone" in page
     assert "the best record&#x27;s schedule does not parse" in page
+    assert "the best schedule does not parse: nothing to simulate" in page
 
 
 def test_model_task_is_simulated_and_bounded(fx: Fixture, page: str) -> None:
@@ -205,7 +207,7 @@ def test_summary_numbers(fx: Fixture) -> None:
         assert task.to_reach(0.95) == next(i for i, v in enumerate(curve, 1)
                                            if v is not None and v <= min(ok) / 0.95)
     hostile = tasks[2]
-    assert hostile.best is not None and hostile.baselines == {}
+    assert hostile.best is not None and hostile.baselines == {MATH: 5.0}
     assert hostile.first_errors == {"capacity": f"L1 overflow {EVIL}"}
 
 
