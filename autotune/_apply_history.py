@@ -105,7 +105,8 @@ class ApplyHistoryBest(DispatchContext):
         )
         if self.strict:
             raise LogError(
-                f"{message}; tune it, or compile without strict=True to fall back to {fallback}"
+                f"{message}; tune it, or compile without strict mode (strict=True, --strict) "
+                f"to fall back to {fallback}"
             )
         if (workload_key, target_key) in self._warned:
             return

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         CompileError,
         GraphtuneError,
         ModelError,
+        OutputError,
         ScheduleError,
         TargetError,
     )
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "CapacityError": "errors", "CompileError": "errors", "GraphtuneError": "errors",
-    "ModelError": "errors", "ScheduleError": "errors", "TargetError": "errors",
+    "ModelError": "errors", "OutputError": "errors", "ScheduleError": "errors", "TargetError": "errors",
     "Executor": "executor",
     "Graph": "graph", "Op": "graph", "OpIndex": "graph", "Tensor": "graph",
     "Model": "model", "from_onnx": "model", "load_onnx": "model",
@@ -61,6 +62,7 @@ __all__ = [
     "NPUMemScope",
     "Op",
     "OpIndex",
+    "OutputError",
     "Placement",
     "ScheduleError",
     "Step",

@@ -32,4 +32,8 @@ class CompileError(GraphtuneError):
     """Building or loading a compiled artifact failed."""
 
 
+class OutputError(GraphtuneError):
+    """An output path cannot take the output: a directory, a device, an input, unwritable."""
+
+
 # ``logs.LogError`` (a GraphtuneError too) lives with the logs package.

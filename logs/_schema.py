@@ -229,7 +229,7 @@ def split_line(line: bytes) -> tuple[dict[str, Any], bytes] | None:
     try:
         text = body[:i].decode("utf-8") + "}"
         head, end = _scan_once(text, 0)
-    except (StopIteration, ValueError):
+    except (StopIteration, ValueError, RecursionError):
         return None
     if end != len(text) or type(head) is not dict:
         return None

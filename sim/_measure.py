@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.schedule import GraphSchedule
     from compiler.target import Target
-    from logs import Result
+    from logs import Record, Result
 
 __all__ = ["MEASURER", "MEASURER_VERSION", "Measurement", "measure"]
 
@@ -84,6 +84,22 @@ class Measurement:
         from logs import Result, Status
 
         return Result(Status(self.status), self.latency_us, self.throughput_per_s, self.error)
+
+    def to_record(self, graph: Graph, schedule: GraphSchedule, target: Target,
+                  **prov: Any) -> Record:
+        """A log record of this measurement (``prov``: Provenance fields, e.g. tuner="manual")."""
+        from logs import Provenance, Record, TargetKey, WorkloadInfo
+
+        prov.setdefault("measurer", MEASURER)
+        prov.setdefault("measurer_version", MEASURER_VERSION)
+        return Record(
+            WorkloadInfo(graph.workload_key, graph.name,
+                         {n: tuple(s) for n, s in graph.input_shapes().items()}, graph.batch),
+            TargetKey(target.name, target.hash),
+            schedule.to_json(),
+            self.to_log_result(),
+            Provenance.now(**prov),
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Keyed JSON (without the full result)."""

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from autotune._commands._common import console, load_model, write_atomic
+from autotune._commands._common import check_outputs, console, load_model
 from compiler.errors import GraphtuneError, ScheduleError
+from compiler.files import AtomicFile, commit_all, write_atomic
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -78,6 +79,7 @@ def make_cmd(
     """Write a graph schedule for MODEL.onnx from --level N or --plan NAME."""
     if (level is None) == (plan_name is None):
         raise ScheduleError("give exactly one of --level N or --plan NAME")
+    check_outputs({"-o": output, "--onnx": onnx_out}, inputs=[model_path, target_file])
     target = _target(target_file)
     if plan_name is not None:
         natural = PLAN_BATCH[plan_name]
@@ -97,12 +99,21 @@ def make_cmd(
         assert level is not None
         schedule = graph_schedule_level(graph, target, level)
     schedule.validate(graph, target)
-    _save(schedule, output)
-    msg = (f"{output}: {len(schedule.groups)} groups, {len(schedule.transfers)} transfers, "
-           f"{len(schedule.order)} steps, batch {schedule.batch} ({schedule.source})")
-    if onnx_out is not None:
-        export_onnx(model, schedule, onnx_out)
-        msg += f"; grouped graph {onnx_out}"
+    inputs = [model_path, target_file]
+    staged = [AtomicFile(output, inputs=inputs)]
+    try:
+        staged[0].write((schedule.dumps(indent=1) + "\n").encode())
+        msg = (f"{output}: {len(schedule.groups)} groups, {len(schedule.transfers)} transfers, "
+               f"{len(schedule.order)} steps, batch {schedule.batch} ({schedule.source})")
+        if onnx_out is not None:
+            staged.append(AtomicFile(onnx_out, inputs=inputs))
+            proto, _, _ = annotated_onnx(model, schedule)
+            staged[1].write(proto.SerializeToString())
+            msg += f"; grouped graph {onnx_out}"
+        commit_all(staged)  # both files or neither
+    finally:
+        for f in staged:
+            f.discard()
     click.echo(msg)
 
 
@@ -126,10 +137,6 @@ def _run_plan(name: str, graph: Graph) -> GraphSchedule:
         raise ScheduleError(f"plan {name} does not fit model {graph.name}: {detail}") from None
 
 
-def _save(schedule: GraphSchedule, path: str) -> None:
-    write_atomic(path, (schedule.dumps(indent=1) + "\n").encode())
-
-
 # ---- show ---------------------------------------------------------------------------------
 @schedule_group.command("show")
 @click.argument("schedule_path", metavar="S.json")
@@ -141,10 +148,11 @@ def show_cmd(schedule_path: str, model_path: str | None, target_file: str | None
     """Print a schedule's groups, transfers and execution order."""
 
     schedule = load_schedule(schedule_path)
+    target = _target(target_file)  # a bad --target is an error even without --model
     graph = None
     if model_path is not None:
         graph = load_model(model_path, schedule.batch).graph
-        schedule.validate(graph, _target(target_file))
+        schedule.validate(graph, target)
     _print_schedule(schedule, graph)
 
 
@@ -248,19 +256,32 @@ def _print_schedule(s: GraphSchedule, graph: Graph | None) -> None:
 def export_cmd(schedule_path: str, model_path: str, onnx_out: str, functions: bool) -> None:
     """Write MODEL.onnx with every node annotated with its group (open it in Netron)."""
 
+    check_outputs({"--onnx": onnx_out}, inputs=[schedule_path, model_path])
     schedule = load_schedule(schedule_path)
     model = load_model(model_path, schedule.batch)
     schedule.validate(model.graph)
-    matched, total = export_onnx(model, schedule, onnx_out, functions=functions)
+    matched, total = export_onnx(model, schedule, onnx_out, functions=functions,
+                                 inputs=[schedule_path, model_path])
     shown = "as ONNX functions" if functions else "annotated with"
     click.echo(f"{onnx_out}: {total} nodes {shown} {len(schedule.groups)} groups "
                f"({matched} matched to Relax ops by dataflow and shape)")
 
 
 def export_onnx(
-    model: Model, schedule: GraphSchedule, path: str, functions: bool = False
+    model: Model, schedule: GraphSchedule, path: str, functions: bool = False,
+    inputs: Sequence[str | None] = (),
 ) -> tuple[int, int]:
     """Write the model with group annotations; returns (nodes matched, nodes).
+
+    See :func:`annotated_onnx`; ``inputs`` are files ``path`` must not be.
+    """
+    proto, matched, total = annotated_onnx(model, schedule, functions)
+    write_atomic(path, proto.SerializeToString(), inputs=[model.path, *inputs])
+    return matched, total
+
+
+def annotated_onnx(model: Model, schedule: GraphSchedule, functions: bool = False) -> tuple[Any, int, int]:
+    """The model's ONNX with group annotations, the nodes matched to ops, and the nodes.
 
     Every node gets ``metadata_props`` ``graphtune.group``, ``graphtune.split``,
     ``graphtune.chunks`` and ``graphtune.mapping``, and a ``doc_string`` saying the
@@ -317,8 +338,7 @@ def export_onnx(
         from autotune._commands._onnx_functions import wrap_groups
 
         proto = wrap_groups(proto)
-    write_atomic(path, proto.SerializeToString())
-    return matched, total
+    return proto, matched, total
 
 
 def _prop(node: Any, key: str, value: str) -> None:
