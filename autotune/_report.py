@@ -142,7 +142,8 @@ def read_tasks(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[TaskLog], 
     notes = [str(w.message) for w in caught if issubclass(w.category, logs.LogWarning)]
     if not tasks:
         names = ", ".join(os.fspath(p) for p in paths)
-        raise logs.LogError(f"{names}: no tuning record to report")
+        skipped = f"; {notes[0]}" if notes else ""
+        raise logs.LogError(f"{names}: no tuning record to report{skipped}")
     for task in tasks.values():
         found = db.best(task.workload.key, task.target, 1)
         task.best = found[0] if found else None

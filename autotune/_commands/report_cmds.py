@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from autotune._commands._common import load_model, progress, write_atomic
+from autotune._commands._common import check_outputs, load_model, progress, write_atomic
 from compiler.errors import GraphtuneError
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ def report_cmd(log_paths: tuple[str, ...], output: str, model_paths: tuple[str, 
     from autotune._report_html import TaskView, render
     from compiler.target import Target
 
+    inputs = [*log_paths, *model_paths, *target_files]
+    check_outputs({"-o": output}, inputs=inputs)
     targets = {t.hash: t for t in [Target.default(), *(Target.from_file(f) for f in target_files)]}
     with progress(f"reading {', '.join(log_paths)}"):
         tasks, notes = read_tasks(log_paths)
@@ -71,7 +73,7 @@ def report_cmd(log_paths: tuple[str, ...], output: str, model_paths: tuple[str, 
     with progress("drawing the report"):
         page = render(views, list(log_paths), list(model_paths), notes, version)
     data = page.encode("utf-8")
-    write_atomic(output, data)
+    write_atomic(output, data, inputs=inputs)
     for note in notes:
         click.echo(f"graphtune: warning: {note}", err=True)
     click.echo(f"{output}: {len(views)} task(s), {simulated} simulated, "
