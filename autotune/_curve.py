@@ -46,8 +46,11 @@ def draw_curve(job: JobState, path: str) -> str | None:
         if t.lower_bound_us:
             ax.axhline(t.lower_bound_us, color="grey", linestyle=":", linewidth=1,
                        label=f"lower bound {t.lower_bound_us:,.0f} µs")
-        top = max([ys[0], *(v for v in (t.baseline("O3"), t.baseline("plan:")) if v)])
-        ax.set_ylim(bottom=min(min(ys), t.lower_bound_us or min(ys)) * 0.95, top=top * 1.05)
+        # Zoom on the baselines: O0's first point would flatten everything that matters.
+        bases = [v for v in (t.baseline("O3"), t.baseline("plan:")) if v]
+        top = 1.25 * max(bases) if bases else max(ys) * 1.05
+        ax.set_ylim(bottom=min(min(ys), t.lower_bound_us or min(ys)) * 0.95, top=top)
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_title(f"{t.task.name} (batch {t.task.batch}, ×{t.task.weight})", fontsize=9)
         ax.set_xlabel("measurements")
         ax.set_ylabel("best latency (µs)")

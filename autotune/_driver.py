@@ -17,14 +17,14 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from autotune._reconcile import CID_ATTR, SEED_ATTR, SEED_CID_ATTR
 from autotune._state import Best, JobState, TaskState
 from autotune._studies import candidate_id, seed_schedules
 from compiler.errors import GraphtuneError
-from logs import Provenance, Record, RecordWriter, TargetKey, WorkloadInfo
+from logs import RecordWriter
 
 if TYPE_CHECKING:
     from optuna.trial import Trial
@@ -94,7 +94,6 @@ class Driver:
         self.writer = writer
         self.storage = storage
         self.target = target
-        self.target_key = TargetKey(target.name, target.hash)
         self.measurer = measurer
         self.objective = objective
         self.tuner = tuner
@@ -232,26 +231,18 @@ class Driver:
 
     def _record(self, c: Candidate, m: Measurement, host: str) -> None:
         ts = self.job.tasks[c.task]
-        g = ts.task.graph
         study = ts.study.study_name if c.trial is not None else ""
-        schedule = c.schedule.to_json()
+        schedule = c.schedule
         if not is_seed_label(c.tuner):
-            schedule["source"] = f"tuner:{study}/{c.trial.number if c.trial else ''}"
-        rec = Record(
-            WorkloadInfo(ts.task.key, ts.task.name,
-                         {n: tuple(s) for n, s in g.input_shapes().items()}, g.batch),
-            self.target_key,
-            schedule,
-            m.to_log_result(),
-            Provenance.now(measurer=self.measurer.name, measurer_version=self.measurer.version,
-                           tuner=c.tuner, study=study,
-                           trial=c.trial.number if c.trial is not None else None, host=host,
-                           params=c.params, cost_model=c.cost_model),
-        )
+            schedule = replace(schedule, source=f"tuner:{study}/{c.trial.number if c.trial else ''}")
+        rec = m.to_record(ts.task.graph, schedule, self.target, measurer=self.measurer.name,
+                          measurer_version=self.measurer.version, tuner=c.tuner, study=study,
+                          trial=c.trial.number if c.trial is not None else None, host=host,
+                          params=c.params, cost_model=c.cost_model)
         self.writer.write(rec)  # the log first: it is the truth
         # A lost candidate was not measured: its trials fail and it may be proposed again.
         value = self.value(m) if m.status != "worker_lost" else None
-        self.note(ts, c.tuner, schedule, c.trial.number if c.trial else None, m, c.cid)
+        self.note(ts, c.tuner, dict(rec.schedule), c.trial.number if c.trial else None, m, c.cid)
         self._tell(c.trial, value)
         for trial in self._inflight.pop((c.task, c.cid), []):
             self._tell(trial, value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,9 +207,9 @@ def tune(
             job.workers = pool.workers
             driver = Driver(job, scheduler, pool, writer, handle, tgt, meas, objective,
                             tuner_label(sampler), batch_size, callbacks)
-            job.started = _now()
+            job.started = time.monotonic()
             driver.run()
-            job.ended = _now()
+            job.ended = time.monotonic()
         handle.flush()
         curve_path = None
         if curve:
@@ -220,12 +221,6 @@ def tune(
         if handle is not None:
             handle.close()
         os.close(lock)
-
-
-def _now() -> float:
-    import time
-
-    return time.monotonic()
 
 
 def _lock_log(path: str) -> int:

@@ -2,42 +2,48 @@
 
 A *reader* answers "which choice does parameter ``d`` take?"; decoding asks only
 for the parameters that matter given the earlier answers (define-by-run), so the
-same walk serves a numeric vector, an Optuna trial and a projection check
-(:mod:`search_space._project` drives the same :class:`Decoding` with a known
-schedule's values).
+same walk serves a numeric vector and an Optuna trial; projection
+(:mod:`search_space._project`) drives the same :class:`Decoding` with a known
+schedule's values.
 
-Decoding runs in three passes, producers before consumers:
+Decoding runs in three passes:
 
-1. **shape and cores** of every group: samples per core part, cores per part,
-   parts, core order (rotation or the producer's cores), spread;
-2. the **chunk DAG** of those groups (:func:`compiler.plan.derive_transfers`:
-   which split/concat transfers exist, which chunk reads which);
-3. **scopes**: each group's scope policy gives every chunk a wanted scope; then
-   the group's transfers get theirs (the slowest source, or the group's
-   transfer-scope parameter).
+1. **groups, shapes and cores**, producers first: the blocks (granularity, cut
+   ranks, modes), then per group its samples per core part, cores per part,
+   parts, core order (a rotation or its producer's cores) and spread;
+2. the **chunk DAG** of those groups (:func:`compiler.plan.derive_transfers`)
+   and the **order** (depth-first with look-ahead, or breadth-first): neither
+   depends on where results live;
+3. **scopes, along the capacity walk**: :class:`compiler.capacity.CapacityWalk`
+   walks the order, and each step's result gets the scope its group's policy
+   (a group chunk) or transfer-scope choice (a transfer; ``auto`` is the slowest
+   source, as the compiler derives) asks for, or the next slower one (L1 -> LLB
+   -> DDR) while the op may not write it, the step would overflow now, or (for
+   L1) the result would crowd a later step on its cores out of L1 (below).
 
-Repairs change only choices that *cannot* work, each judged by a lower bound of
-what the capacity model (:mod:`compiler.capacity`) will count, so a schedule that
-fits is never changed by them (known schedules project exactly) and every
-decoded schedule is a fixed point:
+The walk is the capacity model the simulator and :meth:`Space.precheck` use, so
+the LLB never overflows, and a step overflows L1 only when even its output
+streamed out does not fit next to what earlier steps left in L1. The look-ahead
+that keeps L1 results from causing that adds, at every later group chunk on the
+result's cores, the L1 results already placed and still live there, the result
+itself (less what a reader finds in place), and that chunk's working set with its
+inputs as placed so far (the least over those not placed yet) and its output
+streamed out. That is a lower bound of what the walk will count, up to one
+stream buffer (a later step that keeps its output in L1 needs no output buffer):
+so a schedule that fits is, except within that margin, never changed by it.
 
-* a split that does not divide the batch becomes the largest divisor below it; a
-  group that cannot be split along the batch gets split 1; core parts become
-  ``gcd(parts, cores, samples per chunk)``;
-* a chunk shape whose least working set (:func:`compiler.capacity.chunk_working_set`,
-  the least over inputs streamed or staged and the output kept or streamed) does
-  not fit a core's L1 gets fewer samples per part, then more cores per part;
-* a chunk output goes one scope slower (L1 -> LLB -> DDR) when its op may not
-  write that scope, or when, in L1, the chunk's own working set with the output
-  kept, plus the earlier L1 chunks of its wave already on the core, exceeds L1,
-  or a consumer that reads it in place cannot hold it next to its own working
-  set; or when, in LLB, the wave's LLB chunks so far plus the chunk's LLB inputs
-  exceed the LLB;
-* a transfer result goes one scope slower by the same L1 and LLB tests.
+The other repairs are plain consistency, also no-ops on schedules that fit: a
+split that does not divide the batch becomes the largest divisor below it; a
+group that cannot be split along the batch gets split 1; core parts become
+``gcd(parts, cores, samples per chunk)``; a chunk shape whose least working set
+(:func:`compiler.capacity.chunk_working_set`, the least over inputs streamed or
+staged and the output kept or streamed) does not fit a core's L1 gets fewer
+samples per part, then more cores per part.
 
-What lower bounds cannot see (results live across many steps, held inputs) is
-left to the capacity model: :meth:`Space.precheck` reports it, and the optional
-capacity repair (``SpaceOptions.repair_rounds``) demotes scope parameters.
+Every decoded schedule is a fixed point: projecting it finds choices whose
+decoding repeats every decision. The optional capacity repair
+(``SpaceOptions.repair_rounds``) re-decodes with the scope parameter of a result
+crowding an overflow demoted.
 """
 
 from __future__ import annotations
@@ -421,8 +427,9 @@ class Decoding:
         return options[-1]
 
     def _work_lb(self, j: int, k: int) -> float:
-        """A lower bound of group chunk ``j``'s working set per core, its inputs' scopes
-        as committed so far and step ``k``'s result (the next to commit) in L1."""
+        """Group chunk ``j``'s working set per core with its output streamed out, its
+        inputs as placed so far, step ``k``'s result (the next to commit) in L1, and the
+        least over the inputs not placed yet (see the module doc)."""
         walk = self.walk
         gr = self.by_name[self.nodes[j][1]]
         info = gr.info
@@ -454,8 +461,8 @@ class Decoding:
             options = [base | frozenset(unknown), base] if unknown else [base]
             if len(unknown) == 2:
                 options += [base | {u} for u in unknown]
-            hit = min(chunk_working_set(self.mem, info.ops, st, off, held, spp, cpp)
-                      for st in options for off in (True, False))
+            hit = min(chunk_working_set(self.mem, info.ops, st, True, held, spp, cpp)
+                      for st in options)
             info.cache[key] = hit
         return hit
 
@@ -476,10 +483,8 @@ class Decoding:
         return out
 
     def _ahead_ok(self, k: int) -> bool:
-        """Whether step ``k``'s result may sit in L1 through its lifetime: at every later
-        group chunk on its cores, the results already placed in L1 and still live there,
-        plus it (less what a reader finds in place), plus a lower bound of that chunk's
-        working set must fit (a lower bound of what the walk will count)."""
+        """Whether step ``k``'s result may sit in L1 through its lifetime without crowding
+        a later group chunk on its cores out of L1 (see the module doc)."""
         walk = self.walk
         mine = walk.result_l1_bytes(k)
         cap = self.l1
@@ -512,17 +517,15 @@ class Decoding:
         return True
 
     def _bounds(self, gr: _G) -> tuple[float, float]:
-        """(least, most) of a chunk's working set per core over the ways its inputs and
-        output may be placed (the least is a lower bound of any; the most is where a
-        finer look cannot find more)."""
+        """(least, most) of a chunk's working set per core, output streamed out, over its
+        inputs streamed or staged and held or not: :meth:`_work_lb` lies between."""
         info = gr.info
         key = ("bounds", gr.samples, gr.cores, gr.parts)
         hit = info.cache.get(key)
         if hit is None:
             spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
-            ws = [chunk_working_set(self.mem, info.ops, st, off, held, spp, cpp)
-                  for st in (info.streamable, frozenset()) for off in (True, False)
-                  for held in (False, True)]
+            ws = [chunk_working_set(self.mem, info.ops, st, True, held, spp, cpp)
+                  for st in (info.streamable, frozenset()) for held in (False, True)]
             hit = info.cache[key] = (min(ws), max(ws))  # type: ignore[assignment]
         return hit  # type: ignore[return-value]
 
