@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from compiler.derive import Node, chunk_dag, group_io
 from compiler.footprint import group_profile, peak_of, sample_bytes, streamable_inputs
 from compiler.layout import (
     Layout,
@@ -53,11 +54,10 @@ from compiler.layout import (
     transfer_layout,
 )
 from compiler.memo import memo_of
-from compiler.plan import Node, chunk_dag, group_io
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, Group, Transfer
+    from compiler.schedule import GraphSchedule, GroupSpec, Transfer
     from compiler.target import Target
 
 STREAM_TILE_ELEMENTS = 4096  # elements per DMA/vector tile (sim/_model.py uses the same tile)
@@ -116,7 +116,7 @@ class StepMemory:
 
     Attributes:
         l1_bytes: ``(core, bytes)`` in use on each of the step's cores while it runs.
-        streamed: Group inputs read tile by tile from LLB/DDR (not staged in L1).
+        streamed: GroupSpec inputs read tile by tile from LLB/DDR (not staged in L1).
         held: An L1 input of the step is still read by a later step.
     """
 
@@ -298,7 +298,7 @@ class CapacityWalk:
         layouts: Per position, the result's layout (scope as committed so far).
     """
 
-    def __init__(self, graph: Graph, target: Target, groups: Sequence[Group],
+    def __init__(self, graph: Graph, target: Target, groups: Sequence[GroupSpec],
                  transfers: Sequence[Transfer], deps: Mapping[Node, Sequence[Node]],
                  outs: Sequence[Node], nodes: Sequence[Node]) -> None:
         g = self.g = in_compute_dtype(graph, target)

@@ -11,7 +11,7 @@ Decoding runs in three passes:
 1. **groups, shapes and cores**, producers first: the blocks (granularity, cut
    ranks, modes), then per group its samples per core part, cores per part,
    parts, core order (a rotation or its producer's cores) and spread;
-2. the **chunk DAG** of those groups (:func:`compiler.plan.derive_transfers`)
+2. the **chunk DAG** of those groups (:func:`compiler.derive.derive_transfers`)
    and the **order** (depth-first with look-ahead, or breadth-first): neither
    depends on where results live;
 3. **scopes, along the capacity walk**: :class:`compiler.capacity.CapacityWalk`
@@ -54,10 +54,10 @@ from math import gcd
 from typing import TYPE_CHECKING
 
 from compiler.capacity import CapacityWalk, chunk_working_set, in_compute_dtype, remember_plan
+from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
-from compiler.plan import Node, derive_transfers
-from compiler.schedule import GraphSchedule, Group, Step, Transfer
+from compiler.schedule import GraphSchedule, GroupSpec, Step, Transfer
 from search_space._dims import (
     CUT_BELOW,
     GRANULARITIES,
@@ -226,7 +226,7 @@ class Decoding:
         self.by_out: dict[str, _G] = {}
         self.topo: list[str] = []
         # filled by derive() and start_walk()
-        self.draft: list[Group] = []
+        self.draft: list[GroupSpec] = []
         self.transfers: list[Transfer] = []
         self.transfer_by_name: dict[str, Transfer] = {}
         self.deps: dict[Node, list[Node]] = {}
@@ -236,7 +236,7 @@ class Decoding:
 
     # ---- groups ----------------------------------------------------------------------------
     def add_blocks(self, blocks: Sequence[Block]) -> None:
-        """Group records of the blocks, their dependencies and topological order."""
+        """GroupSpec records of the blocks, their dependencies and topological order."""
         space = self.space
         for blk in blocks:
             block_start = space.structure.segments[blk.first_seg][0]
@@ -354,7 +354,7 @@ class Decoding:
         for gr in self.groups:
             cons = [self.by_name[c] for c in gr.consumers]
             gr.wave = gr.split // gcd(gr.split, cons[0].split) if cons else gr.split
-        self.draft = [Group(gr.name, gr.info.ops, gr.split,
+        self.draft = [GroupSpec(gr.name, gr.info.ops, gr.split,
                             tuple(self.space.placement("DDR", b) for b in gr.binds))
                       for gr in self.groups]
         self.transfers, self.deps, self.outs = derive_transfers(self.graph, self.draft)
@@ -427,7 +427,7 @@ class Decoding:
         return options[-1]
 
     def _work_lb(self, j: int, k: int) -> float:
-        """Group chunk ``j``'s working set per core with its output streamed out, its
+        """GroupSpec chunk ``j``'s working set per core with its output streamed out, its
         inputs as placed so far, step ``k``'s result (the next to commit) in L1, and the
         least over the inputs not placed yet (see the module doc)."""
         walk = self.walk
@@ -553,7 +553,7 @@ class Decoding:
         """The GraphSchedule of the walked groups, transfers and order."""
         space, walk = self.space, self.walk
         scope = {node: walk.layouts[k][0] for k, node in enumerate(self.nodes)}
-        groups = tuple(Group(gr.name, gr.info.ops, gr.split,
+        groups = tuple(GroupSpec(gr.name, gr.info.ops, gr.split,
                              tuple(space.placement(scope[("g", gr.name, c)], b)
                                    for c, b in enumerate(gr.binds)))
                        for gr in self.groups)

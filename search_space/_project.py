@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from compiler.plan import Node
-from compiler.schedule import GraphSchedule, Group
+from compiler.derive import Node
+from compiler.schedule import GraphSchedule, GroupSpec
 from search_space._build import (
     Block,
     Decoding,
@@ -143,13 +143,13 @@ def _project_for(space: Space, s: GraphSchedule, kind: str) -> list[dict[int, in
     return result
 
 
-def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[Group]) -> dict[str, Group]:
+def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[GroupSpec]) -> dict[str, GroupSpec]:
     """Blocks and modes from the groups: sets granularity, cut ranks and modes, adds the
     group records to ``dec``; returns the schedule's group by record name."""
     st = space.structure
     segs = st.segments
     n = len(space.graph.ops)
-    owner: dict[int, Group] = {}
+    owner: dict[int, GroupSpec] = {}
     for g in groups:
         for i in g.ops:
             if i >= n:
@@ -158,7 +158,7 @@ def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[Group]) -> d
     missing = [i for i in range(n) if i not in owner]
     if missing:
         raise NotInSpace(f"op {missing[0]} is in no group")
-    target: dict[str, Group] = {}
+    target: dict[str, GroupSpec] = {}
     boundary: dict[int, bool] = {}
     k = 0
     while k < len(segs):
@@ -209,7 +209,7 @@ def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[Group]) -> d
 
 
 def _closure(seg_of_op: tuple[int, ...], segs: tuple[tuple[int, int], ...],
-             owner: dict[int, Group], k: int) -> int | None:
+             owner: dict[int, GroupSpec], k: int) -> int | None:
     """Smallest last segment b such that the groups touching segments k..b stay inside them."""
     lo = segs[k][0]
     b = k
@@ -226,7 +226,7 @@ def _closure(seg_of_op: tuple[int, ...], segs: tuple[tuple[int, int], ...],
         b = nb
 
 
-def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, Group]) -> None:
+def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, GroupSpec]) -> None:
     """Offers for every group's shape and binding; records the schedule's in ``dec``."""
     batch, n, divs = dec.batch, dec.n, dec.divs
     alts: dict[str, list[tuple[int, ...]]] = {}
@@ -298,7 +298,7 @@ def _orders(dec: Decoding, s: GraphSchedule, kind: str) -> list[int]:
 
 
 def _scopes(space: Space, asg: _Assign, dec: Decoding, s: GraphSchedule,
-            target: dict[str, Group]) -> None:
+            target: dict[str, GroupSpec]) -> None:
     """Offers for every group's scope policy and transfer scope: the choices whose
     decoding gives each step the schedule's scope, along the same capacity walk."""
     given = {t.name: t for t in s.transfers}

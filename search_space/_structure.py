@@ -3,7 +3,7 @@
 All of it is found from the graph, never hard-coded per model:
 
 * **segments** — maximal op ranges (topological order) between the points
-  after which exactly one tensor is live (:func:`compiler.plan.single_tensor_cuts`,
+  after which exactly one tensor is live (:func:`compiler.derive.single_tensor_cuts`,
   the same cut points O3 uses): ResNet's residual adds and block ends, BERT's
   LayerNorms. A *block* is a run of consecutive segments; cutting at a segment
   boundary is always safe (one tensor crosses), so every block is a valid
@@ -28,10 +28,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from compiler.derive import group_io, single_tensor_cuts
 from compiler.footprint import sample_bytes, streamable_inputs
 from compiler.graph import Graph
 from compiler.optable import op_spec
-from compiler.plan import group_io, single_tensor_cuts
 
 __all__ = ["GroupInfo", "Structure", "analyse", "group_info"]
 

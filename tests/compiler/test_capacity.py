@@ -6,10 +6,10 @@ import pytest
 
 from compiler.auto import graph_schedule_level
 from compiler.capacity import check_capacity, plan_memory
+from compiler.derive import make_schedule
 from compiler.errors import ScheduleError
 from compiler.graph import Graph
-from compiler.plan import make_schedule
-from compiler.schedule import Group, Placement
+from compiler.schedule import GroupSpec, Placement
 from compiler.target import Target
 from sim import SimError, SimResult, simulate
 from tests.sim.conftest import zoo_graph
@@ -30,7 +30,7 @@ def tiny() -> Graph:
 
 def _one_group(graph: Graph, bind: object, scope: str = "DDR") -> object:
     ops = tuple(range(len(graph.ops)))
-    return make_schedule(graph, [Group("all", ops, 1, (Placement.make(scope, bind),))])
+    return make_schedule(graph, [GroupSpec("all", ops, 1, (Placement.make(scope, bind),))])
 
 
 def test_uneven_parts_are_sized_part_by_part(tiny: Graph) -> None:
@@ -110,7 +110,7 @@ def test_the_walk_step_by_step_is_plan_memory(tiny: Graph, target_name: str) -> 
     from dataclasses import replace
 
     from compiler.capacity import CapacityWalk, order_nodes
-    from compiler.plan import chunk_dag
+    from compiler.derive import chunk_dag
 
     target = TARGETS[target_name]
     draft = graph_schedule_level(tiny, target, 3)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from compiler.errors import ScheduleError
 from compiler.graph import dfs_postorder
 from compiler.memo import memo_of
-from compiler.schedule import GraphSchedule, Group, Placement, Step, Transfer
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, Step, Transfer
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -104,8 +104,8 @@ def single_tensor_cuts(graph: Graph) -> list[int]:
     return cuts
 
 
-def group_order(graph: Graph, groups: Sequence[Group]) -> list[str]:
-    """Group names in a topological order (ties: smallest op index first).
+def group_order(graph: Graph, groups: Sequence[GroupSpec]) -> list[str]:
+    """GroupSpec names in a topological order (ties: smallest op index first).
 
     Raises:
         ScheduleError: the groups form a cycle (named).
@@ -164,7 +164,7 @@ class _Chunking:
 
 
 def derive_transfers(
-    graph: Graph, groups: Sequence[Group]
+    graph: Graph, groups: Sequence[GroupSpec]
 ) -> tuple[list[Transfer], dict[Node, list[Node]], list[Node]]:
     """Transfers the groups need, the chunk DAG (node -> deps) and the output nodes.
 
@@ -326,7 +326,7 @@ def postorder(deps: dict[Node, list[Node]], roots: Sequence[Node]) -> list[Node]
 
 def make_schedule(
     graph: Graph,
-    groups: Sequence[Group],
+    groups: Sequence[GroupSpec],
     *,
     order: str | Sequence[Step] = "depth",
     transfer_placements: dict[str, Placement] | None = None,
@@ -380,7 +380,7 @@ def make_schedule(
     return schedule
 
 
-def _breadth(graph: Graph, groups: Sequence[Group], deps: dict[Node, list[Node]]) -> list[Node]:
+def _breadth(graph: Graph, groups: Sequence[GroupSpec], deps: dict[Node, list[Node]]) -> list[Node]:
     by_name = {g.name: g for g in groups}
     out: list[Node] = []
     placed: set[Node] = set()
@@ -423,5 +423,5 @@ def single_group_schedule(
     graph: Graph, placement: Placement, split: int = 1, source: str = ""
 ) -> GraphSchedule:
     """Every op in one group: the simplest valid schedule (handy in tests)."""
-    g = Group("group_0", tuple(range(len(graph.ops))), split, (placement,) * split)
+    g = GroupSpec("group_0", tuple(range(len(graph.ops))), split, (placement,) * split)
     return make_schedule(graph, [g], source=source)
