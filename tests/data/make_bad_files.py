@@ -231,6 +231,7 @@ def log_files() -> None:
     # A CRC anyone can compute: a matching one proves nothing about the header.
     write("log", "forged_crc_status_null.jsonl", record_line(good, crc=True, result={
         "status": None, "latency_us": 13.0, "throughput_per_s": None, "error": ""}))
+    write("log", "status_list.jsonl", record_line(good, result={"status": []}))
     write("log", "forged_crc_time_string.jsonl", record_line(good, crc=True, prov={
         "time_unix_s": "yesterday"}))
 
