@@ -106,7 +106,11 @@ def _check_group(g: object, graph: Graph, target: Target | None) -> None:
 
 def _check_bind(where: str, p: Placement, samples: int, target: Target | None) -> None:
     seen: set[int] = set()
+    if not p.core_bind:
+        raise ScheduleError(f"{where}: core_bind has no parts")
     for part in p.core_bind:
+        if not part:
+            raise ScheduleError(f"{where}: core_bind has an empty part (every part needs a core)")
         for core in part:
             if core < 0 or (target is not None and core >= target.chip.cores_per_cluster):
                 top = target.chip.cores_per_cluster - 1 if target else 0

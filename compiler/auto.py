@@ -1,41 +1,41 @@
 """Automatic graph-schedule levels O0-O3 (``tb.graph_schedule_level``), as in the TensorTurbo guide.
 
 * **O0** — every op its own group, every result in DDR.
-* **O1** — every op its own group, results in LLB while the cluster's LLB holds
-  everything live, else DDR.
-* **O2** — every op its own group, results in L1 while the cores' L1 holds them
-  next to the running op's working set, else LLB, else DDR.
+* **O1** — every op its own group, results in LLB, demoted to DDR where the
+  LLB cannot hold everything live.
+* **O2** — every op its own group, results in L1, demoted to LLB, then DDR,
+  where the cores' L1 cannot hold them next to the running op's working set.
 * **O3** — reorder, split and merge: cut the graph where a single tensor crosses
   (ResNet's residual adds, BERT's block ends); give each segment the fewest
-  chunks whose working set (:mod:`compiler.footprint`, the simulator's
-  lifetimes) fits a core's L1; merge neighbours when the merged group's extra
-  weight reloads from DDR (one per chunk) cost less than spilling the boundary
-  tensor through the LLB; run depth-first so a consumer chunk follows its
-  producers (the guide's ResNet-50 order); start with every result in L1 and let
-  a lifetimes walk over the order demote results L1 -> LLB -> DDR (farthest
-  next use first) until every L1 and the LLB fit.
+  chunks whose working set (:mod:`compiler.footprint`) fits a core's L1; merge
+  neighbours when the merged group's extra weight reloads from DDR (one per
+  chunk) cost less than spilling the boundary tensor through the LLB; run
+  depth-first so a consumer chunk follows its producers (the guide's ResNet-50
+  order); start with every result in L1.
 
-Capacities come from the :class:`~compiler.target.Target`. The walk here is a
-simplified copy of the simulator's memory model (the compiler may not import
-``sim``); the simulator stays the judge, and the tests check that every level
-of every zoo model fits it. All levels return structurally valid schedules
-for any graph and batch.
+Every level then goes through :func:`fit_to_target`: the one capacity model
+(:mod:`compiler.capacity`, which the simulator also uses) walks the order and
+results are demoted L1 -> LLB -> DDR (farthest next use first) until every L1
+and the LLB fit. No level returns a schedule that does not fit; when even
+fully demoted it cannot, :class:`~compiler.errors.ScheduleError` says where.
+Capacities come from the :class:`~compiler.target.Target`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from math import gcd
 
+from compiler.capacity import CapacityIssue, check_capacity, order_nodes
 from compiler.errors import ScheduleError
 from compiler.footprint import group_footprint
 from compiler.graph import Graph
-from compiler.plan import chunk_dag, group_io, make_schedule
+from compiler.plan import Node, chunk_dag, group_io, make_schedule
 from compiler.schedule import GraphSchedule, Group, Placement
 from compiler.target import Target
 
 LEVELS = (0, 1, 2, 3)
-_O2_L1_FRACTION = 0.8  # O2: of L1 for results and the running op; the rest is headroom
 
 
 def graph_schedule_level(graph: Graph, target: Target, level: int = 3) -> GraphSchedule:
@@ -57,31 +57,16 @@ def core_bind_for(samples: int, cores: int) -> tuple[tuple[int, ...], ...]:
 def _per_op(graph: Graph, target: Target, level: int) -> GraphSchedule:
     cores = target.chip.cores_per_cluster
     bind = core_bind_for(graph.batch, cores)
-    last_use = _last_use(graph)
     outputs = set(graph.outputs)
-    llb_live: dict[str, int] = {}
-    l1_live: dict[str, int] = {}
+    want = {0: "DDR", 1: "LLB", 2: "L1"}[level]
     groups = []
     for op in graph.ops:
-        for store in (llb_live, l1_live):  # free what nobody reads any more
-            for t in [t for t in store if last_use.get(t, -1) < op.index]:
-                del store[t]
-        size = graph.nbytes(op.output)
         scope = "DDR"
-        if op.output not in outputs and level >= 1:
-            work = sum(graph.nbytes(t) for t in op.inputs) + size
-            l1_ok = (
-                sum(l1_live.values()) + work + size
-            ) / cores <= target.l1.data_bytes * _O2_L1_FRACTION
-            llb_ok = sum(llb_live.values()) + size <= target.llb.bytes
-            if level >= 2 and l1_ok and "L1" in op.allowed_scopes:
-                scope = "L1"
-                l1_live[op.output] = size
-            elif llb_ok and "LLB" in op.allowed_scopes:
-                scope = "LLB"
-                llb_live[op.output] = size
+        if op.output not in outputs:
+            scope = next(sc for sc in _SLOWER[want] if sc in op.allowed_scopes or sc == "DDR")
         groups.append(Group(op.name, (op.index,), 1, (Placement(scope, bind),)))
-    return make_schedule(graph, groups, order="depth", source=f"O{level}")
+    draft = make_schedule(graph, groups, order="depth", source=f"O{level}")
+    return fit_to_target(graph, draft, target)
 
 
 def _last_use(graph: Graph) -> dict[str, int]:
@@ -192,151 +177,167 @@ def _o3(graph: Graph, target: Target) -> GraphSchedule:
     # Start optimistic (every result in L1, the model outputs in DDR), then demote
     # what the memory walk finds does not fit.
     draft = make_schedule(graph, groups, order="depth", source="O3")
-    return _fit(graph, draft, target)
+    return fit_to_target(graph, _optimistic(graph, draft), target)
 
 
-def _fit(graph: Graph, schedule: GraphSchedule, target: Target) -> GraphSchedule:
-    """Demote results L1 -> LLB -> DDR until the lifetimes walk fits the memories."""
-    placements = _Placements(graph, schedule, target)
-    for _ in range(4 * len(placements.nodes) + 8):
-        victim = placements.overflow()
-        if victim is None:
-            break
-        placements.demote(victim)
-    return placements.schedule()
+def _optimistic(graph: Graph, schedule: GraphSchedule) -> GraphSchedule:
+    """Every transfer result in L1 (splits of model inputs stay DDR views), outputs in DDR."""
+    _, outs = chunk_dag(graph, schedule)
+    out_set = set(outs)
+    transfers = tuple(
+        replace(t, placement=Placement(
+            "DDR" if ("t", t.name, 0) in out_set or (t.kind == "split" and t.tensor in graph.inputs)
+            else "L1", t.placement.core_bind))
+        for t in schedule.transfers
+    )
+    groups = tuple(
+        replace(g, chunks=tuple(
+            Placement("DDR", p.core_bind) if ("g", g.name, c) in out_set else p
+            for c, p in enumerate(g.chunks)
+        ))
+        for g in schedule.groups
+    )
+    return replace(schedule, groups=groups, transfers=transfers)
 
 
-class _Placements:
-    """A capacity walk over a schedule's order (the simulator's lifetimes, simplified).
+_SLOWER = {"L1": ("L1", "LLB", "DDR"), "LLB": ("LLB", "DDR"), "DDR": ("DDR",)}
 
-    A result placed in L1 occupies its cores from its step until its last reader;
-    one in LLB occupies the cluster's LLB likewise; the running group chunk also
-    needs its working set (:func:`compiler.footprint.group_footprint`, inputs
-    included, so inputs it reads are not counted twice). Model outputs and every
-    result not allowed in a scope go to the next slower scope.
+
+def fit_to_target(graph: Graph, schedule: GraphSchedule, target: Target) -> GraphSchedule:
+    """Demote results L1 -> LLB -> DDR until the capacity model says the schedule fits.
+
+    Each round asks :func:`compiler.capacity.check_capacity` for the first overflow
+    and demotes one result occupying the overflowing memory: one the step does not
+    read, farthest next use first (Belady), then one it reads, then the step's own
+    output. When nothing is left to demote and a group chunk's own working set is
+    what overflows, that group is split along the batch into the next number of
+    chunks (as the NPU compiler tiles an op that does not fit), and at one sample
+    per chunk broken into one group per op. Every round lowers a scope, raises a
+    split or breaks a group, so the loop ends.
+
+    Raises:
+        ScheduleError: when nothing is left to demote and the schedule still
+            does not fit (one op's working set exceeds a core's L1), naming the
+            overflow.
     """
+    while True:
+        issue = check_capacity(graph, schedule, target)
+        if issue is None:
+            return schedule
+        deps, _ = chunk_dag(graph, schedule)
+        nodes = order_nodes(schedule)
+        victim = _victim(graph, schedule, issue, nodes, deps)
+        if victim is not None:
+            schedule = _demoted(graph, schedule, nodes[victim])
+            continue
+        finer = _split_further(graph, schedule, nodes[issue.step_index], target)
+        if finer is None:
+            finer = _ungrouped(graph, schedule, nodes[issue.step_index])
+        if finer is None:
+            raise ScheduleError(
+                f"{schedule.source or 'the schedule'} does not fit this target even with every "
+                f"result demoted: {issue.message}; use a target with more L1/LLB or a smaller batch"
+            )
+        schedule = finer
 
-    def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target) -> None:
-        self.g, self.s, self.t = graph, schedule, target
-        deps, outs = chunk_dag(graph, schedule)
-        self.nodes = [("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0)
-                      for st in schedule.order]
-        self.pos = {n: i for i, n in enumerate(self.nodes)}
-        self.deps = deps
-        self.last: dict[tuple[str, str, int], int] = {n: self.pos[n] for n in self.nodes}
-        for n, ds in deps.items():
-            for d in ds:
-                self.last[d] = max(self.last[d], self.pos[n])
-        for n in outs:
-            self.last[n] = len(self.nodes)
-        self.groups = {g.name: g for g in schedule.groups}
-        self.transfers = {t.name: t for t in schedule.transfers}
-        self.place: dict[tuple[str, str, int], Placement] = {}
-        for n in self.nodes:
-            p = self._initial(n)
-            self.place[n] = p
-        for n in outs:
-            self.place[n] = Placement("DDR", self.place[n].core_bind)
 
-    def _initial(self, n: tuple[str, str, int]) -> Placement:
-        if n[0] == "g":
-            return self.groups[n[1]].chunks[n[2]]
-        tr = self.transfers[n[1]]
-        if tr.kind == "split" and tr.tensor in self.g.inputs:
-            return Placement("DDR", tr.placement.core_bind)
-        return Placement("L1", tr.placement.core_bind)
-
-    def _allowed(self, n: tuple[str, str, int], scope: str) -> bool:
-        if n[0] == "g":
-            out = group_io(self.g, self.groups[n[1]].ops).outputs[0]
-        else:
-            out = self.transfers[n[1]].tensor
-        p = self.g.producer.get(out)
-        return p is None or scope in self.g.ops[p].allowed_scopes
-
-    def _bytes(self, n: tuple[str, str, int]) -> float:
-        if n[0] == "g":
-            gr = self.groups[n[1]]
-            return self.g.nbytes(group_io(self.g, gr.ops).outputs[0]) / gr.split
-        tr = self.transfers[n[1]]
-        return self.g.nbytes(tr.tensor) * len(tr.dst_chunks) / tr.dst_factor
-
-    def _work(self, n: tuple[str, str, int]) -> dict[int, float]:
-        p = self.place[n]
-        if n[0] != "g":
-            if p.mem_scope != "L1":
-                return {}
-            per = self._bytes(n) / len(p.cores)
-            return {c: per for c in p.cores}
-        gr = self.groups[n[1]]
-        samples = self.g.batch // gr.split
-        parts = len(p.core_bind)
-        need = group_footprint(self.g, gr.ops).peak_bytes(samples // parts, len(p.core_bind[0]))
-        return {c: float(need) for c in p.cores}
-
-    def overflow(self) -> tuple[str, str, int] | None:
-        """A held result to demote so that the walk fits, or None when it fits."""
-        l1_cap, llb_cap = self.t.l1.data_bytes, self.t.llb.bytes
-        for i, n in enumerate(self.nodes):
-            live = [m for m in self.nodes[:i] if self.last[m] >= i]
-            reads = set(self.deps.get(n, ()))
-            llb = sum(self._bytes(m) for m in live if self.place[m].mem_scope == "LLB")
-            if self.place[n].mem_scope == "LLB":
-                llb += self._bytes(n)
-            if llb > llb_cap:
-                held = [m for m in live if self.place[m].mem_scope == "LLB" and m not in reads]
-                if held:
-                    return max(held, key=lambda m: (self._next_use(m, i), self._bytes(m)))
-                return n if self.place[n].mem_scope == "LLB" else None
-            per_core = dict.fromkeys(range(self.t.chip.cores_per_cluster), 0.0)
-            for c, b in self._work(n).items():
-                per_core[c] += b
-            for m in live:
-                p = self.place[m]
-                if p.mem_scope != "L1":
-                    continue
-                share = self._bytes(m) / len(p.cores)
-                if m in reads:  # what this step reads in place is inside its working set
-                    share *= self._unread_fraction(m)
-                for c in p.cores:
-                    per_core[c] += share
-            worst = max(per_core, key=per_core.__getitem__)
-            if per_core[worst] > l1_cap:
-                held = [m for m in live if self.place[m].mem_scope == "L1"
-                        and worst in self.place[m].cores
-                        and (m not in reads or self._unread_fraction(m) > 0)]
-                if held:
-                    return max(held, key=lambda m: (self._next_use(m, i), self._bytes(m)))
-                if n[0] == "t" and self.place[n].mem_scope == "L1":
-                    return n
+def _ungrouped(graph: Graph, schedule: GraphSchedule, n: Node) -> GraphSchedule | None:
+    """The schedule with group ``n`` broken into one group per op (or None: one op already)."""
+    if n[0] != "g":
         return None
+    gr = schedule.group(n[1])
+    if len(gr.ops) < 2:
+        return None
+    groups: list[Group] = []
+    for g in schedule.groups:
+        if g.name != gr.name:
+            groups.append(g)
+            continue
+        groups.extend(Group(f"{g.name}_{graph.ops[i].name}", (i,), g.split, g.chunks) for i in g.ops)
+    return make_schedule(graph, groups, order="depth", source=schedule.source)
 
-    def _unread_fraction(self, m: tuple[str, str, int]) -> float:
-        """Of a result read by one consumer chunk, the part other chunks still need."""
-        if m[0] == "t" and self.transfers[m[1]].kind == "split":
-            pieces = len(self.transfers[m[1]].dst_chunks)
-            return 1.0 - 1.0 / pieces
-        return 0.0
 
-    def _next_use(self, m: tuple[str, str, int], i: int) -> int:
-        uses = [self.pos[n] for n, ds in self.deps.items() if m in ds and self.pos[n] >= i]
-        return min(uses) if uses else len(self.nodes)
+def _split_further(graph: Graph, schedule: GraphSchedule, n: Node, target: Target
+                   ) -> GraphSchedule | None:
+    """The schedule with group ``n`` cut into the next larger number of chunks (or None)."""
+    if n[0] != "g":
+        return None
+    gr = schedule.group(n[1])
+    if not all(graph.ops[i].batch_separable for i in gr.ops):
+        return None
+    finer = [d for d in _divisors(graph.batch) if d > gr.split]
+    if not finer:
+        return None
+    split = finer[0]
+    bind = core_bind_for(graph.batch // split, target.chip.cores_per_cluster)
+    scopes = [p.mem_scope for p in gr.chunks]
+    chunks = tuple(Placement(scopes[min(c * len(scopes) // split, len(scopes) - 1)], bind)
+                   for c in range(split))
+    groups = [Group(g.name, g.ops, split, chunks) if g.name == gr.name else g
+              for g in schedule.groups]
+    return make_schedule(graph, groups, order="depth", source=schedule.source)
 
-    def demote(self, n: tuple[str, str, int]) -> None:
-        """Move a result one scope slower (L1 -> LLB -> DDR), skipping scopes it may not use."""
-        p = self.place[n]
-        order = ["L1", "LLB", "DDR"]
-        for scope in order[order.index(p.mem_scope) + 1 :]:
-            if self._allowed(n, scope) or scope == "DDR":
-                self.place[n] = Placement(scope, p.core_bind)
-                return
 
-    def schedule(self) -> GraphSchedule:
-        """The schedule with the walk's placements."""
-        groups = []
-        for gr in self.s.groups:
-            chunks = tuple(self.place[("g", gr.name, c)] for c in range(gr.split))
-            groups.append(Group(gr.name, gr.ops, gr.split, chunks))
-        tp = {name: self.place[("t", name, 0)] for name in self.transfers}
-        return make_schedule(self.g, groups, order=list(self.s.order), transfer_placements=tp,
-                             source=self.s.source)
+def _output_tensor(graph: Graph, schedule: GraphSchedule, n: Node) -> str:
+    if n[0] == "g":
+        return group_io(graph, schedule.group(n[1]).ops).outputs[0]
+    return schedule.transfer(n[1]).tensor
+
+
+def _scope_of(schedule: GraphSchedule, n: Node) -> str:
+    if n[0] == "g":
+        return schedule.group(n[1]).chunks[n[2]].mem_scope
+    return schedule.transfer(n[1]).placement.mem_scope
+
+
+def _next_scope(graph: Graph, schedule: GraphSchedule, n: Node) -> str | None:
+    """The next slower scope the node's output may use (None: already in DDR)."""
+    scope = _scope_of(schedule, n)
+    p = graph.producer.get(_output_tensor(graph, schedule, n))
+    for sc in _SLOWER[scope][1:]:
+        if sc == "DDR" or p is None or sc in graph.ops[p].allowed_scopes:
+            return sc
+    return None
+
+
+def _victim(graph: Graph, schedule: GraphSchedule, issue: CapacityIssue, nodes: list[Node],
+            deps: dict[Node, list[Node]]) -> int | None:
+    k = issue.step_index
+    reads = {nodes.index(d) for d in deps.get(nodes[k], ())} if nodes[k] in deps else set()
+    pos = {n: i for i, n in enumerate(nodes)}
+    next_use: dict[int, int] = {}
+    for n, ds in deps.items():
+        i = pos[n]
+        if i <= k:
+            continue
+        for d in ds:
+            j = pos[d]
+            if i < next_use.get(j, len(nodes) + 1):
+                next_use[j] = i
+    live = [(i, b) for i, b in issue.live_steps if _next_scope(graph, schedule, nodes[i])]
+    unread = [(i, b) for i, b in live if i not in reads]
+    for cands in (unread, [(i, b) for i, b in live if i in reads]):
+        if cands:
+            return max(cands, key=lambda x: (next_use.get(x[0], len(nodes)), x[1]))[0]
+    if _next_scope(graph, schedule, nodes[k]):
+        return k
+    return None
+
+
+def _demoted(graph: Graph, schedule: GraphSchedule, n: Node) -> GraphSchedule:
+    """The schedule with node ``n``'s output one scope slower."""
+    scope = _next_scope(graph, schedule, n)
+    assert scope is not None
+    if n[0] == "g":
+        groups = tuple(
+            replace(g, chunks=tuple(
+                Placement(scope, p.core_bind) if c == n[2] else p for c, p in enumerate(g.chunks)
+            )) if g.name == n[1] else g
+            for g in schedule.groups
+        )
+        return replace(schedule, groups=groups)
+    transfers = tuple(
+        replace(t, placement=Placement(scope, t.placement.core_bind)) if t.name == n[1] else t
+        for t in schedule.transfers
+    )
+    return replace(schedule, transfers=transfers)

@@ -32,8 +32,7 @@ class CompileError(GraphtuneError):
     """Building or loading a compiled artifact failed."""
 
 
-class LogError(GraphtuneError):
-    """A tuning-record file cannot be used (newer schema, unreadable, wrong kind)."""
+# ``logs.LogError`` (a GraphtuneError too) lives with the logs package.
 
 
 class OutputError(GraphtuneError):

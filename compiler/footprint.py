@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from compiler.memo import memo_of
 from compiler.optable import op_spec
 
 if TYPE_CHECKING:
@@ -140,7 +141,8 @@ def batched_tensors(graph: Graph) -> frozenset[str]:
     too (this covers embedding lookups, whose output the graph view may leave
     unmarked).
     """
-    cached = graph._cache.get(_BATCHED_KEY)
+    memo = memo_of(graph)
+    cached = memo.get(_BATCHED_KEY)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     out: set[str] = {n for n, t in graph.tensors.items() if t.batched}
@@ -151,16 +153,21 @@ def batched_tensors(graph: Graph) -> frozenset[str]:
         if t.shape[0] % graph.batch == 0 and any(i in out for i in op.inputs):
             out.add(op.output)
     result = frozenset(out)
-    graph._cache[_BATCHED_KEY] = result
+    memo[_BATCHED_KEY] = result
     return result
 
 
 def sample_bytes(graph: Graph, tensor: str) -> tuple[int, int]:
     """``(bytes per sample, fixed bytes)`` of a tensor: one of the two is zero."""
-    n = graph.nbytes(tensor)
-    if tensor in batched_tensors(graph):
-        return n // graph.batch, 0
-    return 0, n
+    memo = memo_of(graph)
+    table: dict[str, tuple[int, int]] | None = memo.get("sample_bytes")
+    if table is None:
+        batched = batched_tensors(graph)
+        table = memo["sample_bytes"] = {
+            t: ((graph.nbytes(t) // graph.batch, 0) if t in batched else (0, graph.nbytes(t)))
+            for t in graph.tensors
+        }
+    return table[tensor]
 
 
 def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:
@@ -261,11 +268,11 @@ class _Analysis:
 
 
 def _analysis(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
-    cache: dict[tuple[int, ...], _Analysis] = graph._cache.setdefault(_CACHE_KEY, {})
-    hit = cache.get(ops)
+    memo = memo_of(graph)
+    key = (_CACHE_KEY, ops)
+    hit: _Analysis | None = memo.get(key)
     if hit is None:
-        hit = _analyse(graph, ops)
-        cache[ops] = hit
+        hit = memo[key] = _analyse(graph, ops)
     return hit
 
 

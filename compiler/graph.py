@@ -15,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import Any, TypeVar
 
 from compiler.errors import ScheduleError
+from compiler.memo import memo_of
 from compiler.optable import RELAY_ALIASES, op_spec
 
 GRAPH_KEY_VERSION = 1
@@ -126,7 +127,14 @@ class Graph:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     float_bytes: int = 2
-    _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False, hash=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Fields only (and the workload key once computed): lookups derived with
+        # cached_property are rebuilt on use, so a pickle never grows with use.
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        if "workload_key" in self.__dict__:
+            state["workload_key"] = self.__dict__["workload_key"]
+        return state
 
     # ---- lookups -----------------------------------------------------------------
     def __len__(self) -> int:
@@ -156,10 +164,13 @@ class Graph:
 
     def preds(self, index: int) -> tuple[int, ...]:
         """Indices of the ops whose outputs op ``index`` reads."""
+        return self._preds[index]
+
+    @cached_property
+    def _preds(self) -> tuple[tuple[int, ...], ...]:
         prod = self.producer
-        return tuple(
-            dict.fromkeys(prod[t] for t in self.ops[index].inputs if t in prod)
-        )
+        return tuple(tuple(dict.fromkeys(prod[t] for t in op.inputs if t in prod))
+                     for op in self.ops)
 
     def succs(self, index: int) -> tuple[int, ...]:
         """Indices of the ops that read op ``index``'s output."""
@@ -199,7 +210,8 @@ class Graph:
     # ---- the guide's indexing primitives -------------------------------------------
     def postorder(self) -> tuple[int, ...]:
         """Op indices in depth-first post-order from the outputs (the guide's ListOps order)."""
-        cached = self._cache.get("postorder")
+        memo = memo_of(self)
+        cached = memo.get("postorder")
         if cached is not None:
             return tuple(cached)
         prod = self.producer
@@ -210,7 +222,7 @@ class Graph:
         roots = [prod[t] for t in self.outputs if t in prod]
         # ops not reaching an output (dead code kept for completeness) follow in topo order
         order = dfs_postorder(deps, roots)
-        self._cache["postorder"] = order
+        memo["postorder"] = order
         return tuple(order)
 
     def list_ops(self, indices: tuple[int, ...] | None = None) -> OpIndex:
@@ -242,6 +254,42 @@ class Graph:
         if cur:
             runs.append(tuple(cur))
         return runs
+
+    def subgraph(self, ops: Sequence[int], name: str | None = None) -> Graph:
+        """The graph of an op set (e.g. one NPU sub-function), ops re-indexed from 0.
+
+        Tensors read from outside the set become its inputs (model inputs or
+        results of other ops, in first-use order); results used outside the set or
+        that are model outputs become its outputs. It has its own workload key, so
+        a model with CPU ops gives one tuning task per NPU sub-function.
+
+        Raises:
+            ScheduleError: when ``ops`` is empty or names an op that does not exist.
+        """
+        keep = sorted(set(ops))
+        if not keep or keep[0] < 0 or keep[-1] >= len(self.ops):
+            raise ScheduleError(f"subgraph needs op indices in 0-{len(self.ops) - 1}, got {list(ops)[:5]}")
+        members = set(keep)
+        produced = {self.ops[i].output for i in keep}
+        inputs: dict[str, None] = {}
+        for i in keep:
+            for t in self.ops[i].inputs:
+                if t not in produced:
+                    inputs[t] = None
+        outs = set(self.outputs)
+        outputs = [self.ops[i].output for i in keep
+                   if self.ops[i].output in outs
+                   or any(c not in members for c in self.consumers.get(self.ops[i].output, ()))]
+        new_ops = tuple(replace(self.ops[i], index=k) for k, i in enumerate(keep))
+        tensors: dict[str, Tensor] = {}
+        for op in new_ops:
+            for t in (*op.inputs, *op.weights, op.output):
+                tensors[t] = self.tensors[t]
+        for t in inputs:
+            if tensors[t].kind == "activation":
+                tensors[t] = replace(tensors[t], kind="input")
+        return Graph(name or f"{self.name}[{keep[0]}:{keep[-1]}]", self.batch, new_ops, tensors,
+                     tuple(inputs), tuple(outputs), self.float_bytes)
 
     def cpu_ops(self) -> list[Op]:
         """Ops that run on the host CPU."""

@@ -148,11 +148,16 @@ class Model:
         return self._weights
 
     def _import(self, zero_weights: bool = False) -> Any:
+        from compiler._relax_graph import normalize
+
+        return normalize(self._import_unnormalized(zero_weights))
+
+    def _import_unnormalized(self, zero_weights: bool = False) -> Any:
+        """``from_onnx`` with the weight inputs bound (zeros, or :attr:`weights`)."""
         import tvm
         from tvm import relax
-        from tvm.relax.frontend.onnx import from_onnx
 
-        from compiler._relax_graph import normalize
+        from compiler._onnx_fold import fold_shapes
         from compiler.executor import native_output_to_log
 
         for n in self.data_inputs:
@@ -163,21 +168,28 @@ class Model:
                 )
         shape_dict = {vi.name: self._shapes[vi.name] for vi in self._all_inputs}
         problem = ""
-        printed = io.StringIO()  # the frontend print()s "Error converting operator ..."
         with native_output_to_log(log):
             try:
-                with warnings.catch_warnings(), contextlib.redirect_stdout(printed):
-                    warnings.simplefilter("ignore")  # the frontend warns about every renamed input
-                    mod = from_onnx(self.proto, shape_dict=shape_dict)
+                mod = _from_onnx(self.proto, shape_dict)
             except Exception as exc:
-                text = str(exc).strip()
-                problem = text.splitlines()[-1] if text else type(exc).__name__
+                # TVM folds most shape arithmetic itself; when it cannot (a Reshape target
+                # built from Gather(Shape(x), [i]), as torch exports advanced indexing),
+                # fold it with the fixed shapes first and try again.
+                folded = fold_shapes(self.proto, shape_dict)
+                mod = None
+                if folded is not self.proto:
+                    try:
+                        mod = _from_onnx(folded, shape_dict)
+                    except Exception:
+                        pass  # report the error of the graph as given
+                if mod is None:
+                    text = str(exc).strip()
+                    problem = text.splitlines()[-1] if text else type(exc).__name__
             if problem:
-                # Free the failed import's frames here: TVM's BlockBuilder prints a
-                # warning to stderr when it is destroyed, which must go to the log.
+                # Free the failed import's frames here, outside the except block: TVM's
+                # BlockBuilder prints a warning to stderr when it is destroyed, which
+                # must go to the log, not after the one-line error.
                 gc.collect()
-        for line in printed.getvalue().splitlines():
-            log.debug("frontend: %s", line)
         if problem:
             raise ModelError(f"{self.name}: TVM cannot import this model: {problem}")
         if self.weight_inputs:
@@ -193,7 +205,7 @@ class Model:
                         value = self.weights[vi.name]
                     binds[p.name] = tvm.runtime.tensor(value)
             mod = relax.transform.BindParams("main", binds)(mod)
-        return normalize(mod)
+        return mod
 
     def _check_ops(self) -> None:
         from tvm.relax.frontend.onnx import onnx_frontend
@@ -225,6 +237,16 @@ class Model:
         from compiler._build import compile_model
 
         return compile_model(self, Path(output_file), schedule, target, config)
+
+
+def _from_onnx(proto: onnx.ModelProto, shape_dict: Mapping[str, Sequence[int]]) -> Any:
+    from tvm.relax.frontend.onnx import from_onnx
+
+    # The frontend warns about every renamed input and prints the failing node to stdout
+    # before raising; the ModelError carries the message instead.
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return from_onnx(proto, shape_dict=dict(shape_dict))
 
 
 def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] | None = None) -> Model:

@@ -15,12 +15,14 @@ otherwise one concat of everything then one split. Model inputs count as split
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.errors import ScheduleError
 from compiler.graph import dfs_postorder
+from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, Group, Placement, Step, Transfer
 
 if TYPE_CHECKING:
@@ -40,9 +42,10 @@ class GroupIO:
 def group_io(graph: Graph, ops: Sequence[int]) -> GroupIO:
     """Input and output tensors of an op set (weights excluded); cached per graph."""
     key = ("group_io", tuple(ops))
-    hit = graph._cache.get(key)
+    memo = memo_of(graph)
+    hit = memo.get(key)
     if hit is None:
-        hit = graph._cache[key] = _group_io(graph, ops)
+        hit = memo[key] = _group_io(graph, ops)
     return hit  # type: ignore[no-any-return]
 
 
@@ -78,19 +81,21 @@ def group_order(graph: Graph, groups: Sequence[Group]) -> list[str]:
                 if owner.get(p) not in (None, g.name):
                     deps[g.name].add(owner[p])
     first = {g.name: min(g.ops) if g.ops else 0 for g in groups}
+    users: dict[str, list[str]] = {g.name: [] for g in groups}
+    waiting = {n: len(d) for n, d in deps.items()}
+    for n, d in deps.items():
+        for m in d:
+            users[m].append(n)
+    ready = [(first[n], n) for n, k in waiting.items() if k == 0]
+    heapq.heapify(ready)
     done: list[str] = []
-    ready = sorted((n for n, d in deps.items() if not d), key=first.__getitem__)
-    remaining = {n: set(d) for n, d in deps.items()}
-    while ready:
-        n = ready.pop(0)
+    while ready:  # Kahn's algorithm; ties by smallest first op
+        _, n = heapq.heappop(ready)
         done.append(n)
-        for m, d in remaining.items():
-            if n in d:
-                d.discard(n)
-                if not d and m not in done and m not in ready:
-                    ready.append(m)
-        ready.sort(key=first.__getitem__)
-        remaining.pop(n, None)
+        for m in users[n]:
+            waiting[m] -= 1
+            if waiting[m] == 0:
+                heapq.heappush(ready, (first[m], m))
     if len(done) != len(groups):
         left = [n for n in deps if n not in done]
         cycle = _find_cycle({n: deps[n] & set(left) for n in left})
@@ -325,7 +330,7 @@ def make_schedule(
                       for n in nodes)
     else:
         steps = tuple(order)
-    return GraphSchedule(
+    schedule = GraphSchedule(
         batch=graph.batch,
         groups=tuple(groups),
         transfers=tuple(transfers),
@@ -333,6 +338,9 @@ def make_schedule(
         workload_key=graph.workload_key,
         source=source,
     )
+    # Derived once: validation and the capacity walk reuse it (placements do not change it).
+    memo_of(schedule, limit=8)[("derived", id(graph))] = (graph, (transfers, deps, outs))
+    return schedule
 
 
 def _breadth(graph: Graph, groups: Sequence[Group], deps: dict[Node, list[Node]]) -> list[Node]:
@@ -359,11 +367,12 @@ def _breadth(graph: Graph, groups: Sequence[Group], deps: dict[Node, list[Node]]
 def derived(
     graph: Graph, schedule: GraphSchedule
 ) -> tuple[list[Transfer], dict[Node, list[Node]], list[Node]]:
-    """:func:`derive_transfers` of a schedule's groups, cached on the schedule."""
-    cached = schedule._cache.get("derived")
+    """:func:`derive_transfers` of a schedule's groups, remembered per (schedule, graph)."""
+    memo = memo_of(schedule, limit=8)
+    key = ("derived", id(graph))
+    cached = memo.get(key)
     if cached is None or cached[0] is not graph:
-        cached = (graph, derive_transfers(graph, schedule.groups))
-        schedule._cache["derived"] = cached
+        cached = memo[key] = (graph, derive_transfers(graph, schedule.groups))
     return cached[1]  # type: ignore[no-any-return]
 
 

@@ -27,7 +27,7 @@ import enum
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from compiler.errors import ScheduleError
@@ -238,7 +238,6 @@ class GraphSchedule:
     workload_key: str | None = None
     source: str = ""  # who made it: "O3", "resnet50_schedule", "tuner:study/trial"
     version: int = SCHEMA_VERSION
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, hash=False)
 
     # ---- lookup ----------------------------------------------------------------------
     def group(self, name: str) -> Group:
@@ -257,11 +256,7 @@ class GraphSchedule:
 
     def group_of_op(self) -> dict[int, str]:
         """Op index -> group name."""
-        cached = self._cache.get("group_of_op")
-        if cached is None:
-            cached = {i: g.name for g in self.groups for i in g.ops}
-            self._cache["group_of_op"] = cached
-        return dict(cached)
+        return {i: g.name for g in self.groups for i in g.ops}
 
     # ---- JSON --------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -70,6 +70,9 @@ class DDRConfig:
     bytes: int
     bytes_per_cycle: float
     latency_cycles: float
+    # Smallest DDR access: a gathered row shorter than this still costs a burst.
+    # Optional in hardware files (older files omit it).
+    burst_bytes: int = 32
 
 
 @dataclass(frozen=True)
@@ -144,9 +147,6 @@ class Target:
     dma: DMAConfig
     noc: NoCConfig
     host: HostConfig
-    _router_cache: dict[tuple[int, int], tuple[int, int]] = field(
-        default_factory=dict, repr=False, compare=False, hash=False
-    )
 
     # ---- loading -----------------------------------------------------------------
     @classmethod
@@ -218,6 +218,9 @@ class Target:
             for f in fields(dc):
                 dotted = f"{section}.{f.name}"
                 if f.name not in raw:
+                    if f.default is not dataclasses.MISSING:
+                        values[f.name] = f.default
+                        continue
                     raise TargetError(f"{source}: missing key {dotted}")
                 typ = {"int": int, "float": float, "bool": bool}[str(f.type)]
                 v = _coerce(dotted, raw[f.name], typ, source)
@@ -319,17 +322,12 @@ class Target:
 
     def router_of(self, cluster: int, core: int) -> tuple[int, int]:
         """Mesh coordinates (row, col) of the router a core sits on."""
-        cached = self._router_cache.get((cluster, core))
-        if cached is not None:
-            return cached
         br, bc = self._cluster_block()
         per_row = self.noc.mesh_cols // bc
         qr, qc = divmod(cluster, per_row)
         local = core // self.noc.cores_per_router
         lr, lc = divmod(local, bc)
-        pos = (qr * br + lr, qc * bc + lc)
-        self._router_cache[(cluster, core)] = pos
-        return pos
+        return (qr * br + lr, qc * bc + lc)
 
     def route(
         self, src: tuple[int, int], dst: tuple[int, int]

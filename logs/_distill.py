@@ -6,9 +6,10 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from compiler.errors import LogError, OutputError
+from compiler.errors import OutputError
 from compiler.files import check_output
 from logs._database import Database, PathLike
+from logs._errors import LogError
 from logs._io import Progress, write_records_atomic
 from logs._record import TargetKey, WorkloadInfo
 

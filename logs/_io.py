@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
-from compiler.errors import LogError, OutputError
+from compiler.errors import OutputError
 from compiler.files import AtomicFile, open_input
+from logs._errors import LogError
 from logs._record import Record
 from logs._schema import NewerVersionError, check_record, upgrade
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.errors import LogError
+from logs._errors import LogError
 
 SCHEMA_VERSION = "1.0"
 """The version this graphtune writes, as ``"major.minor"``."""

@@ -22,7 +22,7 @@ import math
 import zlib
 from typing import Any
 
-from compiler.errors import LogError
+from logs._errors import LogError
 from logs._record import SCHEMA_MAJOR, SCHEMA_VERSION, Status
 
 _STATUSES = frozenset(s.value for s in Status)

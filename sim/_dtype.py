@@ -1,29 +1,5 @@
-"""Tensor sizes in the target's compute data type."""
+"""Tensor sizes in the target's compute data type (defined beside the capacity model)."""
 
-from __future__ import annotations
-
-import dataclasses
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from compiler.graph import Graph
-    from compiler.target import Target
+from compiler.capacity import in_compute_dtype
 
 __all__ = ["in_compute_dtype"]
-
-
-def in_compute_dtype(graph: Graph, target: Target) -> Graph:
-    """The graph with floating-point tensors sized in the target's compute type.
-
-    The Graph view sizes floats in FP16 (the STCP920's type); a target computing in
-    another type gets a copy (cached on the graph) with its own caches.
-    """
-    width = target.dtype_bytes
-    if graph.float_bytes == width:
-        return graph
-    key = f"sim.float_bytes.{width}"
-    other = graph._cache.get(key)
-    if other is None:
-        other = dataclasses.replace(graph, float_bytes=width, _cache={})
-        graph._cache[key] = other
-    return other  # type: ignore[no-any-return]

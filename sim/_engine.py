@@ -1,52 +1,50 @@
-"""The simulation loop: steps in schedule order on shared resources, with capacity checks.
+"""The simulation loop: steps in schedule order on shared resources.
 
-For each step of ``schedule.order`` (one cluster; core ids within it):
+Capacity is decided first, without timing, by the one capacity model
+(:func:`compiler.capacity.plan_memory`: lifetimes over the order, per-core L1,
+the cluster's LLB, working sets per core part); an overflow ends the
+simulation with a :class:`~sim._result.SimError` before any timing. Its
+per-step facts (which inputs stream from LLB/DDR, L1 in use on each core) feed
+the timing walk. For each step of ``schedule.order`` (one cluster; core ids
+within it):
 
-1. **Capacity** (program order): L1 of each core holds the live L1-placed outputs
-   of earlier steps (until their last consumer step ends) plus, for a group
-   chunk, its working set (:func:`compiler.footprint.group_profile` for its
-   samples per part over its cores per part, with the inputs it streams from
-   LLB/DDR and an output it streams out counted as tiles) minus input bytes
-   already on the core; a transfer's result reuses source bytes that die with it
-   (in place). The LLB holds the live LLB-placed outputs. An overflow ends the
-   simulation with a :class:`~sim._result.SimError`.
-2. **Loads** (staged inputs not already on the step's cores: another core's L1
+1. **Loads** (staged inputs not already on the step's cores: another core's L1
    over the NoC, the LLB, DDR; gathered table rows; the first weight tile), one
    reservation per source, each once its data is ready. They may start while
    the previous step on those cores still computes (prefetch, double buffering)
    when that step's L1 use plus the incoming bytes fit in L1; otherwise they
    wait for it to end.
-3. **Compute** on the step's cores (synchronised) once loads are done, the data
-   is ready and the cores are free. During it stream the remaining weights (DDR
-   through the LLB, broadcast), the inputs read tile by tile from LLB/DDR and the
-   output placed in LLB/DDR; the step ends when compute and those streams are done.
+2. **Compute** on the step's cores (synchronised) once loads are done, the data
+   is ready and the cores are free, priced part by part (a part of ``k`` cores
+   splits its samples' rows ``k`` ways; the slowest part sets the step's time).
+   During it stream the remaining weights (DDR through the LLB, broadcast), the
+   inputs read tile by tile from LLB/DDR (once more per extra weight tile of an op
+   re-reading them), the output placed in LLB/DDR and the exchange between the
+   cores of a part that cut a sample (halos, batched-matmul operands, on the NoC);
+   the step ends when compute and those streams are done.
 
 Transfers (split/concat) are loads and nothing else. Reservations are first come,
-first served (:class:`~sim._resources.Reservations`).
+first served (:class:`~sim._resources.Reservations`). Every result is checked
+against the invariants of :mod:`sim._invariants` before it is returned.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_memory
 from compiler.errors import ScheduleError
-from compiler.footprint import (
-    GATHER_OPS,
-    Footprint,
-    Profile,
-    group_footprint,
-    group_profile,
-    peak_of,
-    sample_bytes,
-    streamable_inputs,
-)
+from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
+from compiler.layout import group_layout, input_layout, transfer_layout
+from compiler.memo import memo_of
 from compiler.plan import chunk_dag, group_io
 from sim._bound import lower_bound_cycles
-from sim._dtype import in_compute_dtype
-from sim._model import ComputeCost, group_cost
-from sim._moves import Layout, MovePlan, fixed_plan, move_plan
+from sim._invariants import check_invariants
+from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_cost, group_work
+from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, StepRecord
 
@@ -73,13 +71,12 @@ class _GroupStatic:
     out_fixed: int
     weights: int
     first_tile: int
-    streamable: frozenset[str]
 
 
 def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupStatic:
-    cache: dict[tuple[object, ...], _GroupStatic] = graph._cache.setdefault("sim.group", {})
-    key = (ops, half_wb)
-    hit = cache.get(key)
+    memo = memo_of(graph)
+    key = ("sim.group", ops, half_wb)
+    hit: _GroupStatic | None = memo.get(key)
     if hit is None:
         io = group_io(graph, ops)
         fp = group_footprint(graph, ops)
@@ -90,9 +87,8 @@ def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupS
         hit = _GroupStatic(
             fp, tuple((t, *sample_bytes(graph, t)) for t in io.inputs), out, osb, ofb,
             fp.weight_bytes, int(min(first, half_wb, fp.weight_bytes)),
-            streamable_inputs(graph, ops),
         )
-        cache[key] = hit
+        memo[key] = hit
     return hit
 
 
@@ -140,8 +136,10 @@ class _Flows:
 class _Sim:
     """One simulation's state (lives for one ``run`` call)."""
 
-    def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target, record: bool) -> None:
+    def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target, record: bool,
+                 memory: MemoryPlan) -> None:
         self.g, self.s, self.t = graph, schedule, target
+        self.memory = memory
         self.chip: Chip = chip_of(target)
         self.moves = _move_cache(target)
         self.wcache = _weight_cache(target)
@@ -150,14 +148,13 @@ class _Sim:
         if len(self.moves) > _MOVE_CACHE_LIMIT:
             self.moves.clear()
         # per-run caches: a group's chunks share costs and working sets
-        self.costs: dict[tuple[str, int, int, int], tuple[_GroupStatic, ComputeCost]] = {}
-        self.profiles: dict[tuple[str, frozenset[str], bool, bool], Profile] = {}
+        self.costs: dict[tuple[object, ...], ComputeCost] = {}
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
         self.n = n
         self.l1_cap = target.l1.data_bytes
-        self.llb_cap = target.llb.bytes
         self.half_wb = target.l1.weight_bytes / 2
+        self.burst = max(1, target.ddr.burst_bytes)
         self.setup = target.dma.setup_cycles
         self.ddr_lat = target.ddr.latency_cycles
         self.hop_lat = target.noc.hop_latency_cycles
@@ -167,12 +164,6 @@ class _Sim:
         self.core_usage = [0.0] * n
         self.mme = [0.0] * n
         self.vme = [0.0] * n
-        # memory state: node index -> (per-core L1 bytes, LLB bytes, name)
-        self.l1_live = [0.0] * n
-        self.llb_live = 0.0
-        self.peak_l1 = [0.0] * n
-        self.peak_llb = 0.0
-        self.resident: dict[int, tuple[dict[int, float], float, str]] = {}
         self.noc_bytes = 0.0
         self.weight_bytes = 0.0
         self.records: list[list[object]] = []
@@ -188,9 +179,7 @@ class _Sim:
     def run(self) -> SimResult | SimError:
         g, s, _t = self.g, self.s, self.t
         deps, outs = chunk_dag(g, s)
-        order: list[Node] = [
-            ("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0) for st in s.order
-        ]
+        order: list[Node] = order_nodes(s)
         pos = {node: i for i, node in enumerate(order)}
         end_pos = len(order)
         last = list(range(end_pos))
@@ -201,9 +190,6 @@ class _Sim:
         out_nodes = {pos[o] for o in outs}
         for o in out_nodes:
             last[o] = end_pos
-        self.expire: dict[int, list[int]] = {}
-        for i, lu in enumerate(last):
-            self.expire.setdefault(lu, []).append(i)
         self.last = last
         self.ready = [0.0] * end_pos
         self.rec_of: dict[int, int] = {}
@@ -216,12 +202,12 @@ class _Sim:
         for node in order:
             if node[0] == "g":
                 gr = groups[node[1]]
-                self.layouts.append(_group_layout(gr, node[2], g.batch))
+                self.layouts.append(group_layout(gr, node[2], g.batch))
                 self.provides.append(_group_static(g, gr.ops, self.half_wb).output)
                 self.cores_of.append(gr.chunks[node[2]].cores)
             else:
                 tr = transfers[node[1]]
-                self.layouts.append(_transfer_layout(tr, g.batch))
+                self.layouts.append(transfer_layout(tr, g.batch))
                 self.provides.append(tr.tensor)
                 self.cores_of.append(tr.placement.cores)
         self.deps_of = {pos[n]: [pos[d] for d in ds] for n, ds in deps.items()}
@@ -238,115 +224,32 @@ class _Sim:
             self.final_store(o)
         return self.result(end_pos)
 
-    # ---- memory -------------------------------------------------------------------------
-    def node_l1(self, i: int) -> dict[int, float]:
-        """Per-core L1 bytes of node ``i``'s output (its layout must be L1)."""
-        sb, fb = sample_bytes(self.g, self.provides[i])
-        per: dict[int, float] = {}
-        for _, spp, parts in self.layouts[i][1]:
-            for part in parts:
-                share = spp * sb / len(part)
-                for c in part:
-                    per[c] = per.get(c, 0.0) + share + fb
-        return per
-
-    def node_total(self, i: int) -> float:
-        sb, fb = sample_bytes(self.g, self.provides[i])
-        return sum(spp * len(parts) for _, spp, parts in self.layouts[i][1]) * sb + fb
-
-    def allocate(self, i: int) -> None:
-        if self.last[i] <= i:
-            return
-        scope = self.layouts[i][0]
-        if scope == "L1":
-            per = self.node_l1(i)
-            for c, b in per.items():
-                self.l1_live[c] += b
-            self.resident[i] = (per, 0.0, self.label(i))
-        elif scope == "LLB":
-            b = self.node_total(i)
-            self.llb_live += b
-            self.resident[i] = ({}, b, self.label(i))
-
-    def release(self, k: int) -> None:
-        for i in self.expire.get(k, ()):
-            item = self.resident.pop(i, None)
-            if item is None:
-                continue
-            for c, b in item[0].items():
-                self.l1_live[c] -= b
-            self.llb_live -= item[1]
-
     def label(self, i: int) -> str:
         return self.labels[i]
-
-    def l1_error(self, k: int, c: int, needed: float, work: float,
-                 reused: dict[int, float] | None = None) -> SimError:
-        """The overflow of core ``c``'s L1 at step ``k``.
-
-        ``reused``: per core, input bytes already there that the working set counts.
-        """
-        inputs = set(self.deps_of.get(k, ()))
-        live = []
-        for i, (per, _, name) in self.resident.items():
-            b = per.get(c, 0.0)
-            if i in inputs and reused:
-                b -= min(b, reused.get(c, 0.0))
-            if b > 0:
-                live.append((f"{name} ({self.provides[i]})", int(b)))
-        if work > 0:
-            live.append((f"{self.label(k)} working set", int(work)))
-        live.sort(key=lambda x: -x[1])
-        step = self.label(k)
-        what = ", ".join(f"{n} {b}" for n, b in live[:4])
-        return SimError(
-            "capacity",
-            f"L1 of core {c} overflows at {step}: needs {int(needed)} bytes, has "
-            f"{self.l1_cap} (live: {what})",
-            f"L1 of core {c}", step, int(needed), self.l1_cap, tuple(live),
-            self.t.cycles_to_us(lower_bound_cycles(self.g, self.g.batch, self.t)),
-        )
-
-    def llb_error(self, k: int, needed: float) -> SimError:
-        live = [(f"{name} ({self.provides[i]})", int(b))
-                for i, (_, b, name) in self.resident.items() if b > 0]
-        if needed > self.llb_live:
-            live.append((f"{self.label(k)} output ({self.provides[k]})",
-                         int(needed - self.llb_live)))
-        live.sort(key=lambda x: -x[1])
-        step = self.label(k)
-        what = ", ".join(f"{n} {b}" for n, b in live[:4])
-        return SimError(
-            "capacity",
-            f"LLB of cluster 0 overflows at {step}: needs {int(needed)} bytes, has "
-            f"{self.llb_cap} (live: {what})",
-            "LLB of cluster 0", step, int(needed), self.llb_cap, tuple(live),
-            self.t.cycles_to_us(lower_bound_cycles(self.g, self.g.batch, self.t)),
-        )
 
     # ---- steps ----------------------------------------------------------------------------
     def inputs_flows(
         self, k: int, dep_idx: list[int], tensors: tuple[tuple[str, int, int], ...],
-        dst: Layout, dst_cores: tuple[int, ...], streamable: frozenset[str],
-    ) -> tuple[dict[str, _Flows], dict[str, _Flows], frozenset[str], dict[str, float], bool]:
+        dst: Layout, dst_cores: tuple[int, ...], streamed_names: frozenset[str],
+        work: GroupWork | None = None,
+    ) -> tuple[dict[str, _Flows], dict[str, _Flows], dict[str, float]]:
         """Flows bringing ``tensors`` from their providers to layout ``dst``.
 
-        Returns the staged loads and the streamed loads (inputs in LLB/DDR that the
-        step reads tile by tile), each by source scope (separate DMA requests), the
-        names streamed, when the data of each source scope is ready (``"*"``: all
-        inputs), and whether an L1 input must be held (a later step still reads
-        it from there).
+        Returns the staged loads and the streamed loads (``streamed_names``: inputs
+        in LLB/DDR that the step reads tile by tile, as the capacity model decided),
+        each by source scope (separate DMA requests), and when the data of each
+        source scope is ready (``"*"``: all inputs). A streamed input that an op
+        re-reads once per extra weight tile (``work.rereads``) crosses its path once
+        per pass.
         """
         staged: dict[str, _Flows] = {}
         streamed: dict[str, _Flows] = {}
-        names: list[str] = []
         by_tensor = {self.provides[d]: d for d in dep_idx}
         ready: dict[str, float] = {"*": 0.0}
-        held = False
         for name, sb, fb in tensors:
             d = by_tensor.get(name, _MODEL_INPUT)
             if d == _MODEL_INPUT:
-                src: Layout = ("DDR", ((0, self.g.batch, ((-1,),)),))
+                src: Layout = input_layout(self.g.batch)
                 src_cores: tuple[int, ...] = ()
             else:
                 src = self.layouts[d]
@@ -354,20 +257,21 @@ class _Sim:
                 t = self.ready[d]
                 ready["*"] = max(ready["*"], t)
                 ready[src[0]] = max(ready.get(src[0], 0.0), t)
-                if src[0] == "L1" and self.last[d] > k:
-                    held = True
             bucket = staged
-            if src[0] != "L1" and name in streamable:
+            passes = 1
+            if name in streamed_names:
                 bucket = streamed
-                names.append(name)
+                if work is not None:
+                    passes += sum(x for _, t, x in work.rereads if t == name)
             fl = bucket.get(src[0])
             if fl is None:
                 fl = bucket[src[0]] = _Flows()
             if sb:
-                fl.add(move_plan(self.chip, src, dst, self.moves), sb)
+                fl.add(move_plan(self.chip, src, dst, self.moves), sb * passes)
             if fb:
-                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves), fb)
-        return staged, streamed, frozenset(names), ready, held
+                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves),
+                       fb * passes)
+        return staged, streamed, ready
 
     def gate(self, cores: tuple[int, ...], incoming: dict[int, float]) -> float:
         """Earliest load start allowed by L1 room on the destination cores."""
@@ -381,62 +285,57 @@ class _Sim:
                 gate = t
         return gate
 
+    def part_cost(self, gr: Group, spp: int, cores: int, step_cores: int,
+                  remote: frozenset[int]) -> ComputeCost:
+        """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples."""
+        key = (gr.name, spp, cores, step_cores, remote)
+        hit = self.costs.get(key)
+        if hit is None:
+            hit = self.costs[key] = group_cost(self.g, gr.ops, spp, cores, self.t, step_cores,
+                                               remote)
+        return hit
+
     def group_step(self, k: int, gr: Group, chunk: int, dep_idx: list[int]) -> SimError | None:
         place = gr.chunks[chunk]
         parts = place.core_bind
         cores = self.cores_of[k]
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
-        cpp = len(parts[0])
-        key = (gr.name, spp, cpp, len(cores))
-        hit = self.costs.get(key)
-        if hit is None:
-            hit = self.costs[key] = (
-                _group_static(self.g, gr.ops, self.half_wb),
-                group_cost(self.g, gr.ops, spp, cpp, self.t, len(cores)),
-            )
-        info, cost = hit
+        info = _group_static(self.g, gr.ops, self.half_wb)
+        work = group_work(self.g, gr.ops, self.t)
         stage: Layout = ("L1", self.layouts[k][1])
-        staged, streamed, names, ready, held = self.inputs_flows(
-            k, dep_idx, info.inputs, stage, cores, info.streamable)
+        mem = self.memory.steps[k]
+        staged, streamed, ready = self.inputs_flows(
+            k, dep_idx, info.inputs, stage, cores, mem.streamed, work)
         out_off = place.mem_scope != "L1"
-        # capacity (program order)
-        near = staged.get("L1")
-        staying = near.staying if near is not None else {}
-        pkey = (gr.name, names, out_off, held)
-        prof = self.profiles.get(pkey)
-        if prof is None:
-            prof = self.profiles[pkey] = group_profile(self.g, gr.ops, names, out_off, held)
-        work = float(peak_of(prof, spp, cpp))
-        usage: dict[int, float] = {}
-        top = 0.0
-        for c in cores:
-            u = self.l1_live[c] - staying.get(c, 0.0) + work
-            usage[c] = u
-            if u > top:
-                top = u
-            if u > self.l1_cap:
-                return self.l1_error(k, c, u, work, staying)
-            if u > self.peak_l1[c]:
-                self.peak_l1[c] = u
-        if place.mem_scope == "LLB":
-            need = self.llb_live + self.node_total(k)
-            if need > self.llb_cap:
-                return self.llb_error(k, need)
-            self.peak_llb = max(self.peak_llb, need)
-        # gathered rows: each core fetches its own from DDR before it starts
-        fp = info.footprint
-        if fp.gather_sample_bytes or fp.gather_fixed_bytes:
-            per_core = spp * fp.gather_sample_bytes / cpp + fp.gather_fixed_bytes
-            fl = staged.setdefault("DDR", _Flows())
-            for c in cores:
-                fl.flows[c] = fl.flows.get(c, 0.0) + per_core
-                fl.incoming[c] = fl.incoming.get(c, 0.0) + per_core
-            fl.flows[self.chip.ddr] = fl.flows.get(self.chip.ddr, 0.0) + per_core * len(cores)
-            fl.ddr += per_core * len(cores)
-            self.weight_bytes += per_core * len(cores)
+        usage = dict(mem.l1_bytes)
+        top = max(usage.values(), default=0.0)
+        # compute, part by part: a part of n cores splits its samples' rows n ways; the
+        # cores run synchronised, so the step ends when its slowest part ends
+        remote = work.remote_ops(mem.streamed)
+        cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote)
+                   for n in {len(p) for p in parts}}
+        slowest = max(cost_of.values(), key=lambda c: c.cycles)
         loads = [(ready.get(kind, 0.0), fl) for kind, fl in staged.items()]
         streams = list(streamed.values())
+        # gathered rows: each core fetches its own, a burst per row, unless reading the
+        # whole (small) table through the weight path moves fewer DDR bytes
+        if work.gathers:
+            rows_fl, table = self.gather_flows(work, spp, parts, cores)
+            if rows_fl is not None:
+                loads.append((ready["*"], rows_fl))
+            if table:
+                loads.append((0.0, self.weight_flows(table, cores)))
+        # the cores of a part exchange halos / operands at cuts inside a sample
+        if work.cut_bytes:
+            ex = _Flows()
+            for part in parts:
+                cuts = cuts_inside_samples(spp, len(part))
+                if cuts:
+                    ex.add(exchange_plan(self.chip, part, self.moves), cuts * work.cut_bytes)
+            if ex.flows:
+                streams.append(ex)
+                self.noc_bytes += ex.noc
         # the first weight tile is loaded (double-buffered) before compute, the rest streams
         if info.first_tile:
             loads.append((0.0, self.weight_flows(info.first_tile, cores)))
@@ -450,7 +349,7 @@ class _Sim:
                        info.out_fixed)
             streams.append(st)
         incoming: dict[int, float] = {}
-        for fl in staged.values():
+        for _, fl in loads:
             for c, b in fl.incoming.items():
                 incoming[c] = incoming.get(c, 0.0) + b
             self.noc_bytes += fl.noc
@@ -467,23 +366,56 @@ class _Sim:
         for c in cores:
             if self.core_free[c] > start:
                 start = self.core_free[c]
-        end = start + cost.cycles
+        end = start + slowest.cycles
         for fl in streams:
             _, b = self.res.reserve(f"{label} stream", fl.flows, start, self.latency_of(fl))
             end = max(end, b)
-        for c in cores:
-            self.core_start[c] = start
-            self.core_free[c] = end
-            self.core_usage[c] = usage[c]
-            self.mme[c] += cost.mme_cycles
-            self.vme[c] += cost.vme_cycles
+        for part in parts:
+            cost = cost_of[len(part)]
+            for c in part:
+                self.core_start[c] = start
+                self.core_free[c] = end
+                self.core_usage[c] = usage[c]
+                self.mme[c] += cost.mme_cycles
+                self.vme[c] += cost.vme_cycles
         self.rec_of[k] = len(self.records)
-        self.records.append([label, "group", cores, ls, le, start, end, end, cost.mme_cycles,
-                             cost.vme_cycles, int(top), place.mem_scope])
+        self.records.append([label, "group", cores, ls, le, start, end, end, slowest.mme_cycles,
+                             slowest.vme_cycles, int(top), place.mem_scope])
         self.ready[k] = end
-        self.release(k)
-        self.allocate(k)
         return None
+
+    def gather_flows(self, work: GroupWork, spp: int, parts: tuple[tuple[int, ...], ...],
+                     cores: tuple[int, ...]) -> tuple[_Flows | None, float]:
+        """Gathered rows of a step: ``(row reads from DDR, table bytes loaded instead)``.
+
+        A core reads its rows from DDR, each row rounded up to whole DDR bursts. A table
+        that fits half a weight buffer and costs fewer DDR bytes than those rows is
+        loaded whole through the weight path instead and gathered on chip.
+        """
+        burst, chip = self.burst, self.chip
+        rows_fl = _Flows()
+        table_bytes = 0.0
+        for d in work.gathers:
+            row = max(d.row_bytes, 1)
+            cost_row = math.ceil(row / burst) * burst
+            per_core: dict[int, float] = {}
+            for part in parts:
+                n = len(part)
+                rows = math.ceil(spp * d.amount / row / n) if d.batched else math.ceil(d.amount / row)
+                for c in part:
+                    per_core[c] = rows * cost_row
+            total = sum(per_core.values())
+            table_ddr = d.table_bytes if self.t.llb.broadcast else d.table_bytes * len(cores)
+            if d.table_bytes and d.table_bytes <= self.half_wb and table_ddr < total:
+                table_bytes += d.table_bytes
+                continue
+            for c, b in per_core.items():
+                rows_fl.flows[c] = rows_fl.flows.get(c, 0.0) + b
+                rows_fl.incoming[c] = rows_fl.incoming.get(c, 0.0) + b
+            rows_fl.flows[chip.ddr] = rows_fl.flows.get(chip.ddr, 0.0) + total
+            rows_fl.ddr += total
+            self.weight_bytes += total
+        return (rows_fl if rows_fl.flows else None), table_bytes
 
     def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
         """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""
@@ -512,7 +444,7 @@ class _Sim:
         srcs = dep_idx or [_MODEL_INPUT]
         for d in srcs:
             if d == _MODEL_INPUT:
-                src: Layout = ("DDR", ((0, self.g.batch, ((-1,),)),))
+                src: Layout = input_layout(self.g.batch)
                 src_cores: tuple[int, ...] = ()
             else:
                 data_ready = max(data_ready, self.ready[d])
@@ -522,27 +454,13 @@ class _Sim:
                 fl.add(move_plan(self.chip, src, dst, self.moves), sb)
             if fb:
                 fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], cores, self.moves), fb)
-        # capacity: sources dying here are reused in place
-        self.release(k)
-        self.allocate(k)
-        if dst[0] == "L1":
-            for c in cores:
-                u = self.l1_live[c]
-                if u > self.l1_cap:
-                    return self.l1_error(k, c, u, 0.0)
-                if u > self.peak_l1[c]:
-                    self.peak_l1[c] = u
-        elif dst[0] == "LLB":
-            if self.llb_live > self.llb_cap:
-                return self.llb_error(k, self.llb_live)
-            self.peak_llb = max(self.peak_llb, self.llb_live)
         self.noc_bytes += fl.noc
         label = self.label(k)
         ready = max(data_ready, self.gate(cores, fl.incoming) if dst[0] == "L1" else 0.0)
         ls, le = self.res.reserve(label, fl.flows, ready, self.latency_of(fl))
         self.ready[k] = le
         self.rec_of[k] = len(self.records)
-        usage = max((self.l1_live[c] for c in cores), default=0.0) if dst[0] == "L1" else 0.0
+        usage = max((b for _, b in self.memory.steps[k].l1_bytes), default=0.0)
         self.records.append([label, "transfer", cores, ls, le, ls, le, le, 0.0, 0.0, int(usage),
                              dst[0]])
         return None
@@ -593,9 +511,9 @@ class _Sim:
             chip_throughput_per_s=per_s * t.chip.clusters,
             lower_bound_us=t.cycles_to_us(lower_bound_cycles(self.g, batch, t)),
             busy_cycles=busy,
-            peak_l1_bytes=int(max(self.peak_l1, default=0.0)),
-            peak_l1_bytes_per_core=tuple(int(x) for x in self.peak_l1),
-            peak_llb_bytes=int(self.peak_llb),
+            peak_l1_bytes=self.memory.peak_l1_bytes,
+            peak_l1_bytes_per_core=self.memory.peak_l1_bytes_per_core,
+            peak_llb_bytes=self.memory.peak_llb_bytes,
             ddr_bytes=res.busy[chip.ddr] * bw[chip.ddr],
             noc_bytes=self.noc_bytes,
             llb_bytes=res.busy[chip.llb] * bw[chip.llb],
@@ -605,32 +523,35 @@ class _Sim:
         )
 
 
-def _group_layout(gr: Group, chunk: int, batch: int) -> Layout:
-    samples = batch // gr.split
-    place = gr.chunks[chunk]
-    parts = place.core_bind
-    return (place.mem_scope, ((chunk * samples, samples // len(parts), parts),))
-
-
-def _transfer_layout(tr: Transfer, batch: int) -> Layout:
-    samples = batch // tr.dst_factor
-    parts = tr.placement.core_bind
-    spp = samples // len(parts)
-    return (tr.placement.mem_scope,
-            tuple((d * samples, spp, parts) for d in tr.dst_chunks))
-
-
 def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = True
         ) -> SimResult | SimError:
     """Validate and simulate; never raises for a bad schedule (see the module doc)."""
     # A schedule is frozen: once valid for a (graph, target), it stays valid.
-    mark = ("sim.valid", graph.workload_key, target.hash)
+    memo = memo_of(schedule, limit=8)
+    mark = ("sim.valid", id(graph), target.hash)
     try:
-        if mark not in schedule._cache:
+        if memo.get(mark) is not graph:
             schedule.validate(graph, target)
-            schedule._cache[mark] = True  # type: ignore[index]
+            memo[mark] = graph
     except ScheduleError as exc:
         graph = in_compute_dtype(graph, target)
         bound_us = target.cycles_to_us(lower_bound_cycles(graph, graph.batch, target))
         return SimError("invalid", str(exc), lower_bound_us=bound_us)
-    return _Sim(in_compute_dtype(graph, target), schedule, target, record).run()
+    sized = in_compute_dtype(graph, target)
+    memory = plan_memory(sized, schedule, target)
+    issue = memory.issue
+    if issue is not None:
+        return SimError(
+            "capacity", issue.message, issue.resource, issue.step, issue.needed_bytes,
+            issue.capacity_bytes, issue.live,
+            target.cycles_to_us(lower_bound_cycles(sized, sized.batch, target)),
+        )
+    sim = _Sim(sized, schedule, target, record, memory)
+    out = sim.run()
+    if isinstance(out, SimResult):
+        used = {c for i, step in enumerate(schedule.order) if step.kind == "group"
+                for c in sim.cores_of[i]}
+        bad = check_invariants(out, sized, target, len(used))
+        if bad is not None:
+            return bad
+    return out

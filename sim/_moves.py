@@ -24,12 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler.layout import Layout, part_ranges, slices
 from sim._resources import Chip
 
-__all__ = ["Layout", "MovePlan", "fixed_plan", "move_plan"]
+__all__ = ["Layout", "MovePlan", "exchange_plan", "fixed_plan", "move_plan"]
 
-Piece = tuple[int, int, tuple[tuple[int, ...], ...]]
-Layout = tuple[str, tuple[Piece, ...]]
 
 
 @dataclass(frozen=True)
@@ -56,29 +55,6 @@ class MovePlan:
 _EMPTY = MovePlan((), (), (), 0.0, 0.0, 0)
 
 
-def _parts(pieces: tuple[Piece, ...]) -> list[tuple[int, int, tuple[int, ...]]]:
-    out = []
-    for first, spp, parts in pieces:
-        for p, cores in enumerate(parts):
-            lo = first + p * spp
-            out.append((lo, lo + spp, cores))
-    out.sort()
-    return out
-
-
-def _slices(src: tuple[int, ...], dst: tuple[int, ...]) -> list[tuple[int, int, float]]:
-    """``(src core, dst core, fraction of a sample)`` for equal contiguous slices."""
-    out = []
-    ks, kd = len(src), len(dst)
-    for j, d in enumerate(dst):
-        lo, hi = j / kd, (j + 1) / kd
-        for i, s in enumerate(src):
-            a, b = max(lo, i / ks), min(hi, (i + 1) / ks)
-            if b > a:
-                out.append((s, d, b - a))
-    return out
-
-
 def move_plan(chip: Chip, src: Layout, dst: Layout, cache: dict[object, MovePlan]) -> MovePlan:
     """Per-sample-byte movement from layout ``src`` to layout ``dst`` (see module doc)."""
     key = (src, dst)
@@ -99,7 +75,7 @@ def _plan(chip: Chip, src: Layout, dst: Layout) -> MovePlan:
     noc = 0.0
     hops = 0
     off = {"LLB": chip.llb, "DDR": chip.ddr}
-    s_parts, d_parts = _parts(src[1]), _parts(dst[1])
+    s_parts, d_parts = part_ranges(src[1]), part_ranges(dst[1])
     i = 0
     for d_lo, d_hi, d_cores in d_parts:
         while i < len(s_parts) and s_parts[i][1] <= d_lo:
@@ -112,7 +88,7 @@ def _plan(chip: Chip, src: Layout, dst: Layout) -> MovePlan:
             if n <= 0:
                 continue
             if s_scope == "L1" and d_scope == "L1":
-                for a, b, frac in _slices(s_cores, d_cores):
+                for a, b, frac in slices(s_cores, d_cores):
                     nb = n * frac
                     if a == b:
                         staying[b] = staying.get(b, 0.0) + nb
@@ -195,5 +171,36 @@ def fixed_plan(
             flows[chip.ddr] = flows.get(chip.ddr, 0.0) + 1.0
     plan = MovePlan(tuple(flows.items()), tuple(incoming.items()), tuple(staying.items()), noc,
                     flows.get(chip.ddr, 0.0), hops)
+    cache[key] = plan
+    return plan
+
+
+def exchange_plan(chip: Chip, part: tuple[int, ...], cache: dict[object, MovePlan]) -> MovePlan:
+    """Per byte exchanged between the cores of one part (row cuts inside samples).
+
+    The cores of a part hold consecutive pieces of the rows; what crosses a cut
+    (halo rows, a batched matmul's second operand) goes between neighbouring cores
+    of the part, spread evenly over the neighbour pairs, half in each direction.
+    """
+    key = ("exchange", part)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    if len(part) < 2:
+        cache[key] = _EMPTY
+        return _EMPTY
+    pairs = [(a, b) for i in range(len(part) - 1)
+             for a, b in ((part[i], part[i + 1]), (part[i + 1], part[i]))]
+    share = 1.0 / len(pairs)
+    flows: dict[int, float] = {}
+    incoming: dict[int, float] = {}
+    hops = 0
+    for a, b in pairs:
+        route = chip.routes[(a, b)]
+        for r in (a, b, *route):
+            flows[r] = flows.get(r, 0.0) + share
+        incoming[b] = incoming.get(b, 0.0) + share
+        hops = max(hops, len(route))
+    plan = MovePlan(tuple(flows.items()), tuple(incoming.items()), (), 1.0, 0.0, hops)
     cache[key] = plan
     return plan

@@ -147,7 +147,10 @@ def _report_error(err: SimError, schedule_path: str | None, as_json: bool) -> No
         from compiler.errors import ScheduleError
 
         raise ScheduleError(message)
-    click.echo(f"graphtune: schedule does not fit: {message}", err=True)
+    if err.status == "invariant":
+        click.echo(f"graphtune: simulator bug, result discarded: {message}", err=True)
+    else:
+        click.echo(f"graphtune: schedule does not fit: {message}", err=True)
     sys.exit(code)
 
 

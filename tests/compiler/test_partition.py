@@ -53,3 +53,25 @@ def test_get_npu_sub_functions_and_list_ops() -> None:
     first, second = (ListOps(f) for f in funcs)
     assert set(first) == {"nn.relu", "add"} and set(second) == {"nn.relu", "multiply"}
     assert second["relu"][0].name == "relu_1"  # "relu" finds "nn.relu"
+
+
+def test_each_npu_subfunction_is_a_graph_with_its_own_workload_key() -> None:
+    from compiler.auto import graph_schedule_level
+    from compiler.target import Target
+    from sim import SimResult, simulate
+
+    g = _graph()
+    subs = [g.subgraph(run) for run in g.npu_subfunctions()]
+    assert [[op.name for op in s.ops] for s in subs] == [["relu_0", "add_0"],
+                                                         ["relu_1", "multiply_0"]]
+    assert [op.index for op in subs[1].ops] == [0, 1]
+    assert subs[0].inputs == ("x",) and subs[0].outputs == ("add_0",)
+    assert subs[1].inputs == ("log_0",) and subs[1].outputs == ("multiply_0",)
+    assert subs[1].tensors["log_0"].kind == "input" and subs[1].tensors["log_0"].batched
+    keys = {g.workload_key, *(s.workload_key for s in subs)}
+    assert len(keys) == 3
+    # same structure, same key: the two sub-functions differ only by their constants' roles
+    assert g.subgraph(g.npu_subfunctions()[0]).workload_key == subs[0].workload_key
+    target = Target.default()
+    for s in subs:
+        assert isinstance(simulate(s, graph_schedule_level(s, target, 3), target), SimResult)
