@@ -36,12 +36,14 @@ _INDEX = {"type": "integer", "minimum": 0, "maximum": MAX_OPS - 1}
 _CORE = {"type": "integer", "minimum": 0, "maximum": MAX_CORE - 1}
 _CORES = {"type": "array", "minItems": 1, "maxItems": MAX_CORE}
 _SCOPE = {
+    "description": "DDR, LLB or L1 (or 0, 1, 2)",
     "anyOf": [
         {"type": "string", "maxLength": 32},
         {"type": "integer", "minimum": 0, "maximum": 2},
     ]
 }
 _CORE_BIND = {
+    "description": f"a list of core ids, or of lists of core ids (ids 0 to {MAX_CORE - 1})",
     "anyOf": [
         _CORE,
         {**_CORES, "items": {"anyOf": [_CORE, {**_CORES, "items": _CORE}]}},
@@ -110,6 +112,7 @@ SCHEDULE_SCHEMA: dict[str, Any] = {
             "type": "array",
             "maxItems": MAX_STEPS,
             "items": {
+                "description": "['g', group, chunk] or ['t', transfer]",
                 "anyOf": [
                     {"type": "array", "minItems": 3, "maxItems": 3,
                      "prefixItems": [{"const": "g"}, _NAME,
