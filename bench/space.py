@@ -42,10 +42,10 @@ def _graph(name: str):  # noqa: ANN202
 
 
 def _guide(name: str, g) -> GraphSchedule | None:  # noqa: ANN001
-    from compiler import schedules
+    from compiler import guide_plans
 
     plan = {"resnet50": "resnet50", "bert_base": "bert_base", "deepfm": "deepfm"}.get(name)
-    return schedules.plan(plan, g) if plan else None
+    return guide_plans.guide_plan(plan, g) if plan else None
 
 
 def _copy(s: GraphSchedule) -> GraphSchedule:

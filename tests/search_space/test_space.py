@@ -42,11 +42,11 @@ def test_levels_project_exactly_and_round_trip(key: str, target: Target) -> None
 
 
 def test_guide_plans_project_exactly(target: Target) -> None:
-    from compiler import schedules
+    from compiler import guide_plans
 
     for key, name in (("bert2", "bert_base"), ("deepfm", "deepfm")):
         g = small_graph(key)
-        plan = schedules.plan(name, g)
+        plan = guide_plans.guide_plan(name, g)
         p = build_space(g, target).project(_copy(plan))
         assert p.schedule is not None, f"{name}: {p.reason}"
         assert p.params["order"] == ("breadth" if name == "bert_base" else p.params["order"])
