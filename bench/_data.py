@@ -19,13 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from bench._candidates import Candidates, Genome
 from compiler import zoo
 from compiler.graph import Graph
 from compiler.model import Model
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
-
-from _candidates import Candidates, Genome  # type: ignore[import-not-found]
 
 # bench name -> (zoo model, batch, zoo options)
 NETWORKS: dict[str, tuple[str, int, dict[str, Any]]] = {
