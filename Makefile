@@ -26,22 +26,31 @@ GT := $(VENV)/bin/graphtune
 OUT := demo_out
 
 # The main job end to end: model zoo -> import -> the guide's ResNet-50 plan and O3 ->
-# simulated on the STCP920 -> a compiled artifact that runs.
+# tuned on the STCP920 simulator (Ray workers on loopback) -> compiled under the tuning
+# log -> a compiled artifact that runs; prints the speed-ups over O3 and the guide's plan,
+# writes the Perfetto traces and the tuning curve.
+DEMO_TRIALS ?= 300
+DEMO_WORKERS ?= 2
 demo: $(STAMP)
 	mkdir -p $(OUT)
 	$(GT) zoo resnet50 --batch 16 --weights inputs -o $(OUT)/resnet50.onnx
 	$(GT) info $(OUT)/resnet50.onnx
 	$(GT) schedule make $(OUT)/resnet50.onnx --plan resnet50 -o $(OUT)/resnet50_plan.json
-	$(GT) schedule show $(OUT)/resnet50_plan.json
 	$(GT) simulate $(OUT)/resnet50.onnx --schedule $(OUT)/resnet50_plan.json --trace $(OUT)/resnet50_trace.json
-	$(GT) simulate $(OUT)/resnet50.onnx --level 3
-	$(GT) zoo tiny_cnn --batch 4 -o $(OUT)/tiny_cnn.onnx
-	$(GT) compile $(OUT)/tiny_cnn.onnx --level 3 -o $(OUT)/tiny_cnn.stcobj
-	$(GT) run $(OUT)/tiny_cnn.stcobj -o $(OUT)/tiny_cnn_out.npz
+	$(GT) tune $(OUT)/resnet50.onnx --trials $(DEMO_TRIALS) --workers $(DEMO_WORKERS) --seed 0 --log $(OUT)/resnet50_tune.jsonl
+	$(GT) schedule make $(OUT)/resnet50.onnx --log $(OUT)/resnet50_tune.jsonl -o $(OUT)/resnet50_tuned.json
+	$(GT) simulate $(OUT)/resnet50.onnx --schedule $(OUT)/resnet50_tuned.json --trace $(OUT)/resnet50_tuned_trace.json
+	$(GT) compile $(OUT)/resnet50.onnx --log $(OUT)/resnet50_tune.jsonl -o $(OUT)/resnet50_tuned.stcobj
+	$(GT) run $(OUT)/resnet50_tuned.stcobj -o $(OUT)/resnet50_tuned_out.npz
+	@echo "traces: $(OUT)/resnet50_trace.json (guide plan), $(OUT)/resnet50_tuned_trace.json (tuned); open in ui.perfetto.dev"
+	@echo "tuning curve: $(OUT)/resnet50_tune.curve.png; studies: $(OUT)/resnet50_tune.journal (optuna-dashboard)"
 
 bench: $(STAMP)
 	$(PY) bench/sim_speed.py
 	$(PY) bench/logs_load.py
+	$(PY) bench/tune_workers.py
+	$(PY) bench/search_efficiency.py
+	$(PY) bench/tune_kill.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info demo_out

@@ -1,5 +1,48 @@
-"""graphtune's top layer: tuning, ApplyHistoryBest and the CLI."""
+"""graphtune's top layer: tuning jobs, ApplyHistoryBest and the CLI.
+
+Example:
+    >>> from autotune import tune, ApplyHistoryBest
+    >>> result = tune(["r50.onnx"], trials=300, workers=2, log="tune.jsonl", seed=0)
+    >>> result.tasks[0].speedup("O3"), result.curve
+    >>> with ApplyHistoryBest("tune.jsonl"):
+    ...     model.compile("r50.stcobj")
+"""
 
 from autotune._apply_history import ApplyHistoryBest
+from autotune._measurer import Measurer, SimMeasurer
+from autotune._result import ModelResult, TaskResult, TuneResult
+from autotune._scheduler import GradientScheduler, TaskProgress
+from autotune._state import JobState, TaskState
+from autotune._tasks import Task, TaskUse, extract_tasks
+from autotune._tune import tune
 
-__all__ = ["ApplyHistoryBest"]
+_LAZY = {"GuidedOptions": "autotune._guided", "GuidedSampler": "autotune._guided"}
+
+
+def __getattr__(name: str) -> object:
+    # The guided sampler subclasses Optuna's BaseSampler: import Optuna only when asked,
+    # so the CLI starts fast.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'autotune' has no attribute {name!r}")
+
+__all__ = [
+    "ApplyHistoryBest",
+    "GradientScheduler",
+    "GuidedOptions",
+    "GuidedSampler",
+    "JobState",
+    "Measurer",
+    "ModelResult",
+    "SimMeasurer",
+    "Task",
+    "TaskProgress",
+    "TaskResult",
+    "TaskState",
+    "TaskUse",
+    "TuneResult",
+    "extract_tasks",
+    "tune",
+]

@@ -9,8 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from compiler.dispatch import DispatchContext
-from compiler.errors import LogError
-from logs import Database, TargetKey
+from logs import Database, LogError, TargetKey
 
 PathLike = str | os.PathLike[str]
 
@@ -28,7 +27,7 @@ class ApplyHistoryBest(DispatchContext):
     a record for another target never matches) lets the next context answer;
     if none does, the compile uses the automatic level and this context warns
     once per (workload, target), naming the key and the fallback, or raises
-    :class:`~compiler.errors.LogError` when ``strict``.
+    :class:`~logs.LogError` when ``strict``.
 
     Contexts stack (the innermost is asked first). Counters :attr:`hits` and
     :attr:`misses` count the queries this context answered or could not answer.
@@ -106,7 +105,8 @@ class ApplyHistoryBest(DispatchContext):
         )
         if self.strict:
             raise LogError(
-                f"{message}; tune it, or compile without strict=True to fall back to {fallback}"
+                f"{message}; tune it, or compile without strict mode (strict=True, --strict) "
+                f"to fall back to {fallback}"
             )
         if (workload_key, target_key) in self._warned:
             return

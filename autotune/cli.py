@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -20,7 +21,38 @@ EXIT_USER_ERROR = 2
 
 
 class _Group(click.Group):
-    """A click group that turns user errors into one line and exit status 2."""
+    """A click group that turns user errors into one line and exit status 2.
+
+    That covers click's own usage errors too (an unknown option, a directory
+    given for a file): ``graphtune: error: <what> (see 'graphtune zoo --help')``
+    instead of click's four-line usage block.
+    """
+
+    def main(  # type: ignore[override]  # one signature for click's two overloads
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # `graphtune` alone prints the help
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            message = " ".join(exc.format_message().split())
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            click.echo(f"graphtune: error: {message}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("graphtune: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -43,9 +75,10 @@ def main(verbose: int) -> None:
 
 
 def _register() -> None:
-    from autotune._commands import register_all
+    from autotune._commands import register_all, report_cmds
 
     register_all(main)
+    report_cmds.register(main)
 
 
 _register()

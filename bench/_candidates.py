@@ -17,11 +17,11 @@ import numpy as np
 
 from compiler.auto import fit_to_target
 from compiler.capacity import check_capacity
+from compiler.derive import group_io, make_schedule
 from compiler.errors import ScheduleError
 from compiler.footprint import group_footprint
 from compiler.graph import Graph
-from compiler.plan import group_io, make_schedule
-from compiler.schedule import GraphSchedule, Group, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement
 from compiler.target import Target
 
 SCOPES = ("DDR", "LLB", "L1")
@@ -156,7 +156,7 @@ class Candidates:
             per = cores // parts
             bind = tuple(tuple(ids[p * per:(p + 1) * per]) for p in range(parts))
             chunks = tuple(Placement(gen.scopes[i][c], bind) for c in range(split))
-            groups.append(Group(f"group_{i}", tuple(range(first, last + 1)), split, chunks))
+            groups.append(GroupSpec(f"group_{i}", tuple(range(first, last + 1)), split, chunks))
             first = last + 1
         s = make_schedule(self.g, groups, order=gen.order, source="bench random")
         return self.fit(s) if self.repair else s

@@ -4,7 +4,7 @@ The schedule comes from one of three places (the TensorTurbo guide's rules):
 
 * a :class:`~compiler.schedule.GraphSchedule` (a schedule file, a tuning record);
 * a schedule function built from the manual primitives, such as
-  :func:`compiler.schedules.resnet50_schedule`: it is called with the model's
+  :func:`compiler.guide_plans.resnet50_schedule`: it is called with the model's
   Relax module and the schedule it records is read back with
   :func:`compiler.graph_schedule.schedule_of`, validated, and applied to the
   model's module like any GraphSchedule (one path from schedule to IR, so a
@@ -30,7 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compiler.errors import CompileError, ScheduleError
+from compiler.errors import CompileError, OutputError, ScheduleError
+from compiler.files import check_output
 from compiler.schedule import GraphSchedule
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ def compile_model(
     Args:
         model: The imported model; its batch changes when a GraphSchedule asks
             for another one.
-        path: The ``.stcobj`` to write (atomically; its directory must exist).
+        path: The ``.stcobj`` to write (atomically; its directory must exist; not
+            the model's own file nor a directory or special file).
         schedule: A GraphSchedule, a schedule function, or None (see the module doc).
         target: The chip description; the default STCP920 when None.
         config: The guide's compile options; see :func:`check_config`.
@@ -100,8 +102,10 @@ def compile_model(
     tgt = target if target is not None else Target.default()
     timings: dict[str, float] = {}
     dest = Path(path)
-    if not dest.parent.is_dir():
-        raise CompileError(f"cannot write {dest}: directory {dest.parent} does not exist")
+    try:  # before the build: a bad path fails in a second, not after minutes
+        check_output(dest, inputs=[model.path])
+    except OutputError as exc:
+        raise CompileError(str(exc)) from None
 
     with _stage(timings, "import", f"importing {model.name} into Relax"):
         ensure_imported(model)
@@ -296,7 +300,8 @@ def _build_and_write(
                 created=datetime.now(UTC).isoformat(timespec="seconds"),
                 timings_s=dict(timings),
             )
-            return write_artifact(dest, lib, schedule.dumps(indent=1), ir_text, meta)
+            return write_artifact(dest, lib, schedule.dumps(indent=1), ir_text, meta,
+                                  inputs=(model.path,))
 
 
 def _input_infos(model: Model, graph: Graph, scheduled: Any) -> tuple[Any, ...]:
@@ -311,12 +316,12 @@ def _input_infos(model: Model, graph: Graph, scheduled: Any) -> tuple[Any, ...]:
             f"{model.name}: main has {len(params)} params but the model has "
             f"{len(names)} data inputs"
         )
-    highs = index_ranges(graph)
+    ranges = index_ranges(graph)
     out = []
     for name, param, gname in zip(names, params, graph.inputs):
         dtype = str(param.ty.dtype)
-        out.append(TensorInfo(name, shape_of(param.ty), dtype,
-                              highs.get(gname) if dtype.startswith(_INT_KINDS) else None))
+        low, high = ranges.get(gname, (None, None)) if dtype.startswith(_INT_KINDS) else (None, None)
+        out.append(TensorInfo(name, shape_of(param.ty), dtype, int_high=high, int_low=low))
     return tuple(out)
 
 
@@ -331,21 +336,25 @@ def _output_infos(model: Model, graph: Graph) -> tuple[Any, ...]:
     )
 
 
-def index_ranges(graph: Graph) -> dict[str, int]:
-    """Integer inputs used as ``take`` indices -> exclusive upper bound of valid values.
+def index_ranges(graph: Graph) -> dict[str, tuple[int, int]]:
+    """Integer inputs used as ``take`` indices -> ``(low, high)``: valid values are ``low <= x < high``.
 
-    The bound is the gathered table's size along the take axis (the smallest,
-    when one input indexes several tables). Inputs that reach no take are absent.
+    ``high`` is the gathered table's size along the take axis (the smallest,
+    when one input indexes several tables). ``low`` is ``-high`` when every path
+    from the input to a take passes the importer's negative-index normalisation
+    (``where(x < 0, x + n, x)``, as ONNX ``Gather`` defines negative indices),
+    else 0. Inputs that reach no take are absent.
     """
-    out: dict[str, int] = {}
+    out: dict[str, tuple[int, int]] = {}
     for name in graph.inputs:
         if not graph.tensors[name].dtype.startswith(_INT_KINDS):
             continue
         seen = {name}
-        frontier = [name]
+        frontier = [(name, False)]  # (tensor, passed a where)
         best: int | None = None
+        wrapped = True
         while frontier:
-            t = frontier.pop()
+            t, normalised = frontier.pop()
             for i in graph.consumers.get(t, ()):
                 op = graph.ops[i]
                 if op.op_type == "take" and len(op.weights) == 1 and op.inputs == (t,):
@@ -354,12 +363,13 @@ def index_ranges(graph: Graph) -> dict[str, int]:
                     if table.shape:
                         n = table.shape[axis]
                         best = n if best is None else min(best, n)
+                        wrapped = wrapped and normalised
                 elif (op.op_type in _INDEX_PASSTHROUGH and op.output not in seen
                       and graph.tensors[op.output].dtype.startswith((*_INT_KINDS, "bool"))):
                     seen.add(op.output)
-                    frontier.append(op.output)
+                    frontier.append((op.output, normalised or op.op_type == "where"))
         if best is not None:
-            out[name] = best
+            out[name] = (-best if wrapped else 0, best)
     return out
 
 

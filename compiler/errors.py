@@ -32,5 +32,8 @@ class CompileError(GraphtuneError):
     """Building or loading a compiled artifact failed."""
 
 
-class LogError(GraphtuneError):
-    """A tuning-record file cannot be used (newer schema, unreadable, wrong kind)."""
+class OutputError(GraphtuneError):
+    """An output path cannot take the output: a directory, a device, an input, unwritable."""
+
+
+# ``logs.LogError`` (a GraphtuneError too) lives with the logs package.

@@ -99,12 +99,23 @@ class Executor:
         The library is copied to a temporary directory, loaded, and the copy
         removed (the loaded code stays mapped).
 
+        Only a library whose size and SHA-256 match ``meta.json`` is loaded (see
+        :func:`compiler.artifact.extract_library`). That detects a damaged or
+        mixed-up file; it does not make a hostile artifact safe: loading runs
+        the library's code, so load only artifacts you trust.
+
         Raises:
-            CompileError: Not an artifact, a newer format, or the library does not
-                load (for example built by another TVM version).
+            CompileError: Not an artifact, a newer format, a library that does not
+                match its checksum, or one that does not load (for example built
+                by another TVM version).
         """
         p = Path(path)
         meta = read_meta(p)
+        if not meta.lib_sha256:
+            raise CompileError(
+                f"{p} is artifact format {meta.format_version}, which records no checksum of "
+                "its library, so the library is not loaded: recompile it with this graphtune"
+            )
         import tvm
         from tvm import relax
 
@@ -116,7 +127,7 @@ class Executor:
                 p, meta.tvm_version, tvm.__version__,
             )
         with tempfile.TemporaryDirectory(prefix="stcobj-") as tmp:
-            lib_path = extract_library(p, tmp)
+            lib_path = extract_library(p, tmp, meta)  # refuses a library that does not match
             try:
                 with native_output_to_log(log):
                     lib = tvm.runtime.load_module(str(lib_path))
@@ -160,10 +171,12 @@ class Executor:
 
         Values are converted to the model's dtype when the conversion keeps
         their kind (float16 data for a float32 model, int32 ids for int64);
-        float data for an integer input is refused.
+        float data for an integer input is refused, and so are indices outside
+        the table they index (``TensorInfo.int_low``/``int_high``).
 
         Raises:
-            CompileError: Unknown name, wrong shape, or a non-convertible dtype.
+            CompileError: Unknown name, wrong shape, a non-convertible dtype, or
+                an index out of range.
         """
         by_name = {t.name: t for t in self.meta.inputs}
         staged: dict[str, np.ndarray] = {}
@@ -192,7 +205,10 @@ class Executor:
         import tvm
 
         args = [tvm.runtime.tensor(self._inputs[t.name], self._device) for t in self.meta.inputs]
-        result = self._vm["main"](*args)
+        try:
+            result = self._vm["main"](*args)
+        except Exception as exc:  # noqa: BLE001 - the VM raises TVM's own error kinds
+            raise CompileError(f"{self.path}: the model failed to run ({_first(exc)})") from None
         return _tensor_to_numpy(result)
 
     def __call__(self) -> list[np.ndarray]:
@@ -227,8 +243,26 @@ def check_input(info: TensorInfo, value: Any) -> np.ndarray:
                 f"input {info.name!r} has dtype {arr.dtype}, the model expects {want} "
                 "(convert it yourself if that is intended)"
             )
+    if info.int_high is not None and arr.size:
+        _check_index_range(info, arr)  # before the cast: int64 -> int32 would wrap around
+    if arr.dtype != want:
         arr = arr.astype(want)
     return np.ascontiguousarray(arr)
+
+
+def _check_index_range(info: TensorInfo, arr: np.ndarray) -> None:
+    """Refuse indices outside ``[int_low, int_high)``: the CPU build would read out of bounds."""
+    assert info.int_high is not None
+    low = 0 if info.int_low is None else info.int_low
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo >= low and hi < info.int_high:
+        return
+    bad = lo if lo < low else hi
+    where = np.argwhere((arr < low) | (arr >= info.int_high))[0]
+    raise CompileError(
+        f"input {info.name!r} holds index {bad} at {list(map(int, where))}, outside the "
+        f"table it indexes (valid: {low} <= index < {info.int_high})"
+    )
 
 
 def _first(exc: BaseException) -> str:

@@ -159,10 +159,15 @@ def batched_tensors(graph: Graph) -> frozenset[str]:
 
 def sample_bytes(graph: Graph, tensor: str) -> tuple[int, int]:
     """``(bytes per sample, fixed bytes)`` of a tensor: one of the two is zero."""
-    n = graph.nbytes(tensor)
-    if tensor in batched_tensors(graph):
-        return n // graph.batch, 0
-    return 0, n
+    memo = memo_of(graph)
+    table: dict[str, tuple[int, int]] | None = memo.get("sample_bytes")
+    if table is None:
+        batched = batched_tensors(graph)
+        table = memo["sample_bytes"] = {
+            t: ((graph.nbytes(t) // graph.batch, 0) if t in batched else (0, graph.nbytes(t)))
+            for t in graph.tensors
+        }
+    return table[tensor]
 
 
 def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:

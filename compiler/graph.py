@@ -164,10 +164,13 @@ class Graph:
 
     def preds(self, index: int) -> tuple[int, ...]:
         """Indices of the ops whose outputs op ``index`` reads."""
+        return self._preds[index]
+
+    @cached_property
+    def _preds(self) -> tuple[tuple[int, ...], ...]:
         prod = self.producer
-        return tuple(
-            dict.fromkeys(prod[t] for t in self.ops[index].inputs if t in prod)
-        )
+        return tuple(tuple(dict.fromkeys(prod[t] for t in op.inputs if t in prod))
+                     for op in self.ops)
 
     def succs(self, index: int) -> tuple[int, ...]:
         """Indices of the ops that read op ``index``'s output."""

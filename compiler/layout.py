@@ -14,10 +14,11 @@ holds and what a step finds already in place; the simulator's movement plans
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from compiler.schedule import Group, Transfer
+    from compiler.schedule import GroupSpec, Transfer
 
 __all__ = [
     "Layout",
@@ -35,7 +36,7 @@ Piece = tuple[int, int, tuple[tuple[int, ...], ...]]
 Layout = tuple[str, tuple[Piece, ...]]
 
 
-def group_layout(gr: Group, chunk: int, batch: int) -> Layout:
+def group_layout(gr: GroupSpec, chunk: int, batch: int) -> Layout:
     """Layout of chunk ``chunk`` of group ``gr``."""
     samples = batch // gr.split
     place = gr.chunks[chunk]
@@ -80,8 +81,12 @@ def slices(src: tuple[int, ...], dst: tuple[int, ...]) -> list[tuple[int, int, f
     return out
 
 
+@lru_cache(maxsize=65536)
 def samples_per_core(layout: Layout) -> dict[int, float]:
-    """Samples' worth of bytes each core holds (a part of ``k`` cores: ``spp / k`` each)."""
+    """Samples' worth of bytes each core holds (a part of ``k`` cores: ``spp / k`` each).
+
+    Cached per layout: do not mutate the returned dict.
+    """
     per: dict[int, float] = {}
     for _, spp, parts in layout[1]:
         for part in parts:
@@ -91,11 +96,13 @@ def samples_per_core(layout: Layout) -> dict[int, float]:
     return per
 
 
+@lru_cache(maxsize=65536)
 def staying_fraction(src: Layout, dst: Layout) -> dict[int, float]:
     """Per destination core, samples' worth of ``src`` already in its L1 for ``dst``.
 
     Only an L1 source can leave bytes in place; the rest must move (see
-    ``sim/_moves.py``). Units: bytes of one sample.
+    ``sim/_moves.py``). Units: bytes of one sample. Cached per layout pair: do not
+    mutate the returned dict.
     """
     if src[0] != "L1" or dst[0] != "L1":
         return {}

@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 import weakref
-from collections import OrderedDict
 from typing import Any
 
 __all__ = ["BoundedDict", "memo_of", "memo_size"]
@@ -28,27 +27,21 @@ __all__ = ["BoundedDict", "memo_of", "memo_size"]
 DEFAULT_LIMIT = 100_000
 
 
-class BoundedDict(OrderedDict[Any, Any]):
-    """A dict that evicts its least recently inserted or read items past ``limit``."""
+class BoundedDict(dict[Any, Any]):
+    """A dict that forgets its oldest entries past ``limit`` items (FIFO: reads stay cheap)."""
 
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         super().__init__()
         self.limit = limit
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        if key in self:
-            self.move_to_end(key)
-            return super().__getitem__(key)
-        return default
-
     def __setitem__(self, key: Any, value: Any) -> None:
         super().__setitem__(key, value)
         if len(self) > self.limit:
-            self.popitem(last=False)
+            del self[next(iter(self))]
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
         if key in self:
-            return self.get(key)
+            return self[key]
         self[key] = default
         return default
 

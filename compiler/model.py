@@ -11,6 +11,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
+import logging
+import math
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +32,7 @@ if TYPE_CHECKING:
     from compiler.target import Target
 
 WEIGHT_INPUTS_KEY = "graphtune.weight_inputs"
+log = logging.getLogger(__name__)
 
 
 class Model:
@@ -43,6 +49,7 @@ class Model:
         self.name = name
         self.path = path
         self._check_ops()
+        check_constant_sizes(proto, name)
         init_names = {i.name for i in proto.graph.initializer}
         meta = {p.key: p.value for p in proto.metadata_props}
         self.weight_inputs: list[str] = [
@@ -141,11 +148,17 @@ class Model:
         return self._weights
 
     def _import(self, zero_weights: bool = False) -> Any:
+        from compiler._relax_graph import normalize
+
+        return normalize(self._import_unnormalized(zero_weights))
+
+    def _import_unnormalized(self, zero_weights: bool = False) -> Any:
+        """``from_onnx`` with the weight inputs bound (zeros, or :attr:`weights`)."""
         import tvm
         from tvm import relax
-        from tvm.relax.frontend.onnx import from_onnx
 
-        from compiler._relax_graph import normalize
+        from compiler._onnx_fold import fold_shapes
+        from compiler.executor import native_output_to_log
 
         for n in self.data_inputs:
             if any(d <= 0 for d in self._shapes[n]):
@@ -154,13 +167,32 @@ class Model:
                     "(--batch B, or shape={...})"
                 )
         shape_dict = {vi.name: self._shapes[vi.name] for vi in self._all_inputs}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the frontend warns about every renamed input
-                mod = from_onnx(self.proto, shape_dict=shape_dict)
-        except Exception as exc:
-            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            raise ModelError(f"{self.name}: TVM cannot import this model: {first}") from None
+        problem = ""
+        printed = io.StringIO()  # the frontend print()s "Error converting operator ..."
+        mod = None
+        with native_output_to_log(log):
+            try:
+                mod = _from_onnx(self.proto, shape_dict, printed)
+            except Exception as exc:
+                text = str(exc).strip()
+                problem = text.splitlines()[-1] if text else type(exc).__name__
+                # TVM folds most shape arithmetic itself; when it cannot (a Reshape target
+                # built from Gather(Shape(x), [i]), as torch exports advanced indexing),
+                # fold it with the fixed shapes first and try again.
+                folded = fold_shapes(self.proto, shape_dict)
+                if folded is not self.proto:
+                    try:
+                        mod = _from_onnx(folded, shape_dict, printed)
+                    except Exception:
+                        pass  # report the error of the graph as given
+            if mod is None:
+                # Free the failed import's frames here: TVM's BlockBuilder prints a
+                # warning to stderr when it is destroyed, which must go to the log.
+                gc.collect()
+        for line in printed.getvalue().splitlines():
+            log.debug("frontend: %s", line)
+        if mod is None:
+            raise ModelError(f"{self.name}: TVM cannot import this model: {problem}")
         if self.weight_inputs:
             import numpy as np
 
@@ -174,7 +206,7 @@ class Model:
                         value = self.weights[vi.name]
                     binds[p.name] = tvm.runtime.tensor(value)
             mod = relax.transform.BindParams("main", binds)(mod)
-        return normalize(mod)
+        return mod
 
     def _check_ops(self) -> None:
         from tvm.relax.frontend.onnx import onnx_frontend
@@ -208,6 +240,17 @@ class Model:
         return compile_model(self, Path(output_file), schedule, target, config)
 
 
+def _from_onnx(proto: onnx.ModelProto, shape_dict: Mapping[str, Sequence[int]],
+               printed: io.StringIO) -> Any:
+    from tvm.relax.frontend.onnx import from_onnx
+
+    # The frontend warns about every renamed input and prints the failing node to stdout
+    # before raising; the ModelError carries the message, the printout goes to the log.
+    with warnings.catch_warnings(), contextlib.redirect_stdout(printed):
+        warnings.simplefilter("ignore")
+        return from_onnx(proto, shape_dict=dict(shape_dict))
+
+
 def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] | None = None) -> Model:
     """Load an ONNX file into a :class:`Model` (``from_onnx`` in the guide).
 
@@ -236,6 +279,58 @@ def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] |
 
 
 from_onnx = load_onnx
+
+
+MAX_CONSTANT_ELEMENTS = 1 << 28
+"""Largest tensor a node may make from constants (1 GiB in FP32; BERT-large's largest
+activation at batch 64, seq 512 is this size). TVM's importer folds such nodes into
+arrays, so a 200-byte file asking for 10^12 elements would otherwise exhaust memory."""
+
+# onnx.TensorProto's integer types: UINT8, INT8, UINT16, INT16, INT32, INT64, UINT32, UINT64.
+_INT_TYPES = frozenset({2, 3, 4, 5, 6, 7, 12, 13})
+# Ops whose output size follows from a small constant input: op -> that input's index.
+_SIZED_BY_CONSTANT = {"ConstantOfShape": 0, "Expand": 1, "Tile": 1}
+
+
+def check_constant_sizes(proto: onnx.ModelProto, name: str) -> None:
+    """Refuse a model whose constant-shaped nodes would make huge arrays at import.
+
+    Raises:
+        ModelError: A ``ConstantOfShape``, ``Expand``, ``Tile`` or ``Range``
+            with constant inputs asks for more than :data:`MAX_CONSTANT_ELEMENTS`.
+    """
+    from onnx import numpy_helper
+
+    small: dict[str, Any] = {}  # small integer constants by tensor name
+    value = small.get
+    for init in proto.graph.initializer:
+        if init.data_type in _INT_TYPES and math.prod(init.dims) <= 16:
+            small[init.name] = numpy_helper.to_array(init)
+    for node in proto.graph.node:
+        if node.op_type == "Constant":
+            for attr in node.attribute:
+                if attr.name == "value" and attr.t.data_type in _INT_TYPES \
+                        and math.prod(attr.t.dims) <= 16:
+                    small[node.output[0]] = numpy_helper.to_array(attr.t)
+            continue
+        elements: float | None = None
+        if node.op_type in _SIZED_BY_CONSTANT and len(node.input) > _SIZED_BY_CONSTANT[node.op_type]:
+            v = value(node.input[_SIZED_BY_CONSTANT[node.op_type]])
+            if v is not None:
+                elements = math.prod(float(max(int(d), 1)) for d in v.reshape(-1))
+                if node.op_type == "Tile" and node.input[0] in small:
+                    elements *= small[node.input[0]].size
+        elif node.op_type == "Range" and len(node.input) == 3:
+            start, limit, delta = (value(t) for t in node.input)
+            if start is not None and limit is not None and delta is not None and delta.item():
+                elements = max(0.0, math.ceil((float(limit.item()) - float(start.item()))
+                                              / float(delta.item())))
+        if elements is not None and elements > MAX_CONSTANT_ELEMENTS:
+            raise ModelError(
+                f"{name}: node {node.name or node.output[0]!r} ({node.op_type}) makes a tensor of "
+                f"{elements:.3g} elements from constants, more than graphtune imports "
+                f"({MAX_CONSTANT_ELEMENTS}): the file is damaged or not meant for an accelerator"
+            )
 
 
 def _onnx_shape(vi: Any) -> list[int]:

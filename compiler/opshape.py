@@ -24,8 +24,15 @@ Kinds (:class:`OpKind`):
 * ``VECTOR`` / ``SPECIAL``: ``amount`` FLOPs on the vector unit (special: exp,
   erf, divide, ... at the transcendental rate);
 * ``MOVE``: ``amount`` output bytes copied (transposes, concats, slices);
-* ``GATHER``: ``amount`` bytes of table rows gathered (embedding lookups);
+* ``GATHER``: ``amount`` bytes of table rows gathered (embedding lookups),
+  ``row_bytes`` each, from a table of ``table_bytes``;
 * ``VIEW``: free (reshape, squeeze, ...).
+
+Two facts say what the cores of a part exchange when they split one sample's
+output rows (the simulator charges them on the NoC): ``halo_bytes``, the input
+rows a windowed op (convolution, pooling) needs from the neighbouring core at
+one such cut, and ``operand_bytes``, the second operand of a batched matmul
+(attention's K or V), which every core computing rows of a sample needs whole.
 
 Example:
     >>> shapes = op_shapes(graph)
@@ -94,6 +101,15 @@ class OpShape:
         weight_bytes: Constant bytes the op reads through the weight buffer (gather
             tables excluded: their rows are ``amount``).
         in_bytes: Bytes of the op's first (streamed) input, per sample if batched.
+        halo_bytes: Input bytes a windowed op (kernel taller than its stride) needs
+            from the neighbouring core where one sample's output rows are cut
+            between two cores: ``(dilated kernel height - stride)`` input rows of
+            every input channel.
+        operand_bytes: ``BATCHED_MATMUL``: bytes per sample of the second operand,
+            needed whole by every core that computes rows of that sample.
+        table_bytes: ``GATHER``: bytes of the table rows are gathered from (0 when
+            the table is an activation, already on chip).
+        row_bytes: ``GATHER``: bytes of one gathered row (one DDR access).
     """
 
     kind: OpKind
@@ -105,6 +121,19 @@ class OpShape:
     k: int = 1
     weight_bytes: int = 0
     in_bytes: float = 0.0
+    halo_bytes: float = 0.0
+    operand_bytes: float = 0.0
+    table_bytes: int = 0
+    row_bytes: int = 0
+
+    @property
+    def macs(self) -> float:
+        """Multiply-accumulates of a matrix op (per sample when batched; 0 otherwise)."""
+        if self.kind == OpKind.MATRIX:
+            return self.amount * self.groups * self.n * self.k
+        if self.kind == OpKind.BATCHED_MATMUL:
+            return self.amount * self.gemm_rows * self.n * self.k
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -177,6 +206,7 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
     if op.op_type in VIEW_OPS:
         return OpShape(OpKind.VIEW, is_b, 0.0)
     unit = op_spec(op.op_type).unit
+    halo = _halo_bytes(graph, op) if is_b else 0.0
     if unit == "matrix" and op.macs:
         elems = max(out.elements, 1)
         k = max(1, round(op.macs / elems))
@@ -186,19 +216,81 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
             co = out.shape[-1] if layout.endswith("C") else out.shape[1]
             rows = elems / co
             return OpShape(OpKind.MATRIX, is_b, rows / per, groups, 1, max(1, co // groups), k,
-                           wbytes, in_bytes)
+                           wbytes, in_bytes, halo_bytes=halo)
         n = out.shape[-1] if out.shape else 1
         two_acts = len(op.inputs) >= 2 and op.inputs[1] in batched
         if two_acts and len(out.shape) >= 2:
             mg = out.shape[-2]
             gemms = prod(out.shape[:-2])
+            operand = graph.nbytes(op.inputs[1]) / per if is_b else 0.0
             return OpShape(OpKind.BATCHED_MATMUL, is_b, gemms / per, 1, mg, n, k, wbytes,
-                           in_bytes)
+                           in_bytes, operand_bytes=operand)
         return OpShape(OpKind.MATRIX, is_b, elems / n / per, 1, 1, n, k, wbytes, in_bytes)
     if op.op_type in GATHER_OPS:
-        return OpShape(OpKind.GATHER, is_b, graph.nbytes(op.output) / per)
+        table, row = _table(graph, op)
+        return OpShape(OpKind.GATHER, is_b, graph.nbytes(op.output) / per, table_bytes=table,
+                       row_bytes=row)
     if unit == "move":
         return OpShape(OpKind.MOVE, is_b, graph.nbytes(op.output) / per)
     work = (op.flops or out.elements) / per
     kind = OpKind.SPECIAL if unit == "special" else OpKind.VECTOR
-    return OpShape(kind, is_b, work, weight_bytes=wbytes)
+    return OpShape(kind, is_b, work, weight_bytes=wbytes, in_bytes=in_bytes, halo_bytes=halo)
+
+
+_WINDOWED = frozenset({"nn.conv2d", "nn.conv3d", "nn.max_pool2d", "nn.avg_pool2d"})
+
+
+def _pair(v: object, default: int) -> tuple[int, ...]:
+    if isinstance(v, list | tuple) and v:
+        return tuple(int(x) for x in v)
+    if isinstance(v, int):
+        return (v,)
+    return (default,)
+
+
+def _halo_bytes(graph: Graph, op: Op) -> float:
+    """Input bytes across one cut of a sample's output rows (see :attr:`OpShape.halo_bytes`).
+
+    Output rows are cut along the outermost spatial axis (rows are laid out
+    sample, then height, then width), so a core needs ``kernel - stride`` input
+    rows of its neighbour's part, every column and channel of them.
+    """
+    if op.op_type not in _WINDOWED or not op.inputs:
+        return 0.0
+    x = graph.tensors[op.inputs[0]]
+    if len(x.shape) < 4:
+        return 0.0
+    layout = str(op.attr("data_layout", op.attr("layout", "NCHW")) or "NCHW")
+    if op.op_type.startswith("nn.conv"):
+        if not op.weights:
+            return 0.0
+        wshape = graph.tensors[op.weights[0]].shape
+        kernel = int(wshape[2]) if len(wshape) >= 4 else 1
+    else:
+        kernel = _pair(op.attr("pool_size"), 1)[0]
+    stride = _pair(op.attr("strides"), 1)[0]
+    dilation = _pair(op.attr("dilation"), 1)[0]
+    rows = dilation * (kernel - 1) + 1 - stride
+    if rows <= 0:
+        return 0.0
+    if layout.endswith("C"):  # NHWC: row = W x C
+        row_elems = prod(x.shape[2:])
+    else:  # NCHW: row = C x W (one line of every channel)
+        row_elems = x.shape[1] * prod(x.shape[3:])
+    per_elem = graph.nbytes(op.inputs[0]) / max(x.elements, 1)
+    return float(rows * row_elems * per_elem)
+
+
+def _table(graph: Graph, op: Op) -> tuple[int, int]:
+    """``(table bytes, row bytes)`` of a gather; the table is its constant operand."""
+    if not op.weights:
+        out = graph.tensors[op.output]
+        last = out.shape[-1] if out.shape else 1
+        return 0, max(1, graph.nbytes(op.output) // max(out.elements, 1) * last)
+    t = graph.tensors[op.weights[0]]
+    axis = int(op.attr("axis", 0) or 0) if op.op_type == "take" else 0
+    if axis < 0:
+        axis += len(t.shape)
+    per_elem = graph.nbytes(t.name) / max(t.elements, 1)
+    row = prod(t.shape[axis + 1:]) * per_elem
+    return graph.nbytes(t.name), max(1, round(row))

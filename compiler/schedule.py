@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -123,7 +124,7 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class Group:
+class GroupSpec:
     """A single-output op set, split into ``split`` chunks along the batch."""
 
     name: str
@@ -141,7 +142,7 @@ class Group:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Group:
+    def from_json(cls, d: dict[str, Any]) -> GroupSpec:
         """Inverse of :meth:`to_json`."""
         name = str(_get(d, "name", "group"))
         chunks = _get(d, "chunks", f"group {name}")
@@ -231,7 +232,7 @@ class GraphSchedule:
     """A complete graph schedule. Frozen; JSON round-trippable; see the module doc."""
 
     batch: int
-    groups: tuple[Group, ...]
+    groups: tuple[GroupSpec, ...]
     transfers: tuple[Transfer, ...]
     order: tuple[Step, ...]
     workload_key: str | None = None
@@ -239,7 +240,7 @@ class GraphSchedule:
     version: int = SCHEMA_VERSION
 
     # ---- lookup ----------------------------------------------------------------------
-    def group(self, name: str) -> Group:
+    def group(self, name: str) -> GroupSpec:
         """A group by name."""
         for g in self.groups:
             if g.name == name:
@@ -256,6 +257,23 @@ class GraphSchedule:
     def group_of_op(self) -> dict[int, str]:
         """Op index -> group name."""
         return {i: g.name for g in self.groups for i in g.ops}
+
+    def structural_key(self) -> tuple[Any, ...]:
+        """What the schedule does, without its labels: equal keys = the same schedule.
+
+        Groups are identified by their ops (named by their first op index in the
+        order), so renaming a group, the ``source`` and the ``workload_key`` do not
+        change the key; everything that changes execution does. Hashable.
+        """
+        first = {g.name: min(g.ops) if g.ops else -1 for g in self.groups}
+        groups = tuple(sorted(((g.ops, g.split, g.chunks) for g in self.groups),
+                              key=lambda x: x[0]))
+        transfers = tuple(sorted(
+            ((t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks, t.dst_chunks,
+              t.placement) for t in self.transfers), key=lambda x: x[0]))
+        order = tuple((first.get(s.name, s.name), s.chunk) if s.kind == "group" else s.name
+                      for s in self.order)
+        return (self.batch, groups, transfers, order)
 
     # ---- JSON --------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -277,23 +295,30 @@ class GraphSchedule:
 
     @classmethod
     def from_json(cls, d: Any) -> GraphSchedule:
-        """Parse and check the JSON layout (not the graph: see :meth:`validate`)."""
+        """Parse and check the JSON layout (not the graph: see :meth:`validate`).
+
+        The layout is checked against the bounded JSON Schema
+        :data:`compiler._schedule_schema.SCHEDULE_SCHEMA` before anything is
+        built from it, so any malformed input is a one-line ScheduleError in
+        bounded time and memory.
+        """
+        from compiler._json_schema import short
+        from compiler._schedule_schema import check_schedule_json
+
         if not isinstance(d, dict):
             raise ScheduleError("a schedule must be a JSON object")
         if d.get("kind", KIND) != KIND:
-            raise ScheduleError(f"not a graph schedule (kind={d.get('kind')!r})")
+            raise ScheduleError(f"not a graph schedule (kind={short(d.get('kind'))})")
         version = _int(_get(d, "v", "schedule"), "schedule version")
         if version > SCHEMA_VERSION:
             raise ScheduleError(
                 f"schedule version {version} is newer than this graphtune ({SCHEMA_VERSION}): "
                 "upgrade graphtune"
             )
-        for key in ("groups", "transfers", "order"):
-            if not isinstance(d.get(key), list):
-                raise ScheduleError(f"schedule: {key!r} must be a list")
+        check_schedule_json(d)
         return cls(
             batch=_int(_get(d, "batch", "schedule"), "schedule: batch"),
-            groups=tuple(Group.from_json(g) for g in d["groups"]),
+            groups=tuple(GroupSpec.from_json(g) for g in d["groups"]),
             transfers=tuple(Transfer.from_json(t) for t in d["transfers"]),
             order=tuple(Step.from_json(s) for s in d["order"]),
             workload_key=d.get("workload_key"),
@@ -302,39 +327,45 @@ class GraphSchedule:
         )
 
     @classmethod
-    def loads(cls, text: str) -> GraphSchedule:
-        """Parse JSON text."""
+    def loads(cls, text: str | bytes) -> GraphSchedule:
+        """Parse JSON text (see :meth:`from_json`).
+
+        Raises:
+            ScheduleError: Not JSON, too large or too deeply nested, or malformed.
+        """
+        from compiler._schedule_schema import MAX_SCHEDULE_BYTES
+
+        if len(text) > MAX_SCHEDULE_BYTES:
+            raise ScheduleError(f"schedule is larger than {MAX_SCHEDULE_BYTES >> 20} MiB")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ScheduleError(f"schedule is not valid JSON: {exc}") from None
+        except UnicodeDecodeError:
+            raise ScheduleError("schedule is not JSON text (not UTF-8)") from None
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            raise ScheduleError(f"schedule is not valid JSON: {str(exc)[:120]}") from None
+        except RecursionError:
+            raise ScheduleError("schedule is not valid JSON: nested too deeply") from None
         return cls.from_json(data)
 
     @classmethod
-    def load(cls, path: str) -> GraphSchedule:
-        """Read a schedule file."""
+    def load(cls, path: str | os.PathLike[str]) -> GraphSchedule:
+        """Read a schedule file (at most ``MAX_SCHEDULE_BYTES``, a regular file or pipe)."""
+        from compiler._schedule_schema import MAX_SCHEDULE_BYTES
+        from compiler.files import read_bounded
+
+        data = read_bounded(path, "schedule file", MAX_SCHEDULE_BYTES, ScheduleError)
         try:
-            with open(path) as f:
-                text = f.read()
-        except OSError as exc:
-            raise ScheduleError(f"cannot read schedule file {path}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise ScheduleError(f"{path} is not a schedule file (not JSON text)") from None
-        try:
-            return cls.loads(text)
+            return cls.loads(data)
         except ScheduleError as exc:
-            raise ScheduleError(f"{path}: {exc}") from None
+            raise ScheduleError(f"{os.fspath(path)}: {exc}") from None
 
-    def save(self, path: str) -> None:
-        """Write atomically (temp file, then rename)."""
-        import os
-        import tempfile
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write atomically (:func:`compiler.files.write_atomic`)."""
+        from compiler.files import write_atomic
 
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".schedule-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            f.write(self.dumps(indent=1))
-        os.replace(tmp, path)
+        write_atomic(path, (self.dumps(indent=1) + "\n").encode())
 
     # ---- validation ------------------------------------------------------------------
     def validate(self, graph: Graph, target: Target | None = None) -> None:

@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from compiler._json_schema import short
 from compiler.errors import TargetError
 
 _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1}
@@ -69,6 +70,9 @@ class DDRConfig:
     bytes: int
     bytes_per_cycle: float
     latency_cycles: float
+    # Smallest DDR access: a gathered row shorter than this still costs a burst.
+    # Optional in hardware files (older files omit it).
+    burst_bytes: int = 32
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,20 @@ _MAY_BE_ZERO = {
 }
 
 
+MAX_TARGET_BYTES = 1 << 20
+# Bounds that keep a hand-written file from making the loader or the simulator
+# loop for ever: the STCP920 has 4 clusters of 8 cores on a 4x8 mesh.
+_MAX_INT = 1 << 62
+_MAX = {
+    "chip.clusters": 1024,
+    "chip.cores_per_cluster": 1024,
+    "noc.mesh_rows": 1024,
+    "noc.mesh_cols": 1024,
+    "noc.cores_per_router": 1024,
+    "dma.system_dmas_per_cluster": 1024,
+}
+
+
 @dataclass(frozen=True)
 class Target:
     """A validated chip description; frozen, hashable, JSON-serialisable."""
@@ -139,12 +157,16 @@ class Target:
 
     @classmethod
     def from_file(cls, path: str | Path) -> Target:
-        """Load and validate a TOML hardware file."""
+        """Load and validate a TOML hardware file (UTF-8 text of at most 1 MiB)."""
+        from compiler.files import read_bounded
+
         p = Path(path)
+        data = read_bounded(p, "hardware file", MAX_TARGET_BYTES, TargetError)
         try:
-            text = p.read_text()
-        except OSError as exc:
-            raise TargetError(f"cannot read hardware file {p}: {exc.strerror}") from None
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise TargetError(f"{p} is not a hardware file: not UTF-8 text (a binary file?)") \
+                from None
         return cls.from_toml(text, source=str(p))
 
     @classmethod
@@ -154,6 +176,8 @@ class Target:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise TargetError(f"{source} is not valid TOML: {exc}") from None
+        except RecursionError:
+            raise TargetError(f"{source} is not valid TOML: nested too deeply") from None
         return cls.from_dict(data, source=source)
 
     @classmethod
@@ -163,7 +187,7 @@ class Target:
         unknown = set(data) - set(top) - set(_SECTIONS)
         if unknown:
             key = sorted(unknown)[0]
-            raise TargetError(f"{source}: unknown key {key!r} (valid: {_valid_keys()})")
+            raise TargetError(f"{source}: unknown key {short(key)} (valid: {_valid_keys()})")
         kwargs: dict[str, Any] = {}
         for key, typ in top.items():
             if key not in data:
@@ -176,6 +200,12 @@ class Target:
             )
         if kwargs["clock_hz"] <= 0:
             raise TargetError(f"{source}: clock_hz must be > 0")
+        name = kwargs["name"]
+        if not name or len(name) > 64 or ":" in name or name != name.strip():
+            raise TargetError(
+                f"{source}: name must be 1-64 characters without ':' or surrounding spaces, "
+                f"got {name[:70]!r}"
+            )
         for section, dc in _SECTIONS.items():
             raw = data.get(section)
             if not isinstance(raw, dict):
@@ -183,11 +213,14 @@ class Target:
             names = {f.name for f in fields(dc)}
             extra = set(raw) - names
             if extra:
-                raise TargetError(f"{source}: unknown key {section}.{sorted(extra)[0]}")
+                raise TargetError(f"{source}: unknown key {section}.{str(sorted(extra)[0])[:64]}")
             values: dict[str, Any] = {}
             for f in fields(dc):
                 dotted = f"{section}.{f.name}"
                 if f.name not in raw:
+                    if f.default is not dataclasses.MISSING:
+                        values[f.name] = f.default
+                        continue
                     raise TargetError(f"{source}: missing key {dotted}")
                 typ = {"int": int, "float": float, "bool": bool}[str(f.type)]
                 v = _coerce(dotted, raw[f.name], typ, source)
@@ -195,6 +228,9 @@ class Target:
                     if v < 0 or (v == 0 and dotted not in _MAY_BE_ZERO):
                         bound = ">= 0" if dotted in _MAY_BE_ZERO else "> 0"
                         raise TargetError(f"{source}: {dotted} must be {bound}, got {v}")
+                    limit = _MAX.get(dotted, _MAX_INT)
+                    if v > limit:
+                        raise TargetError(f"{source}: {dotted} must be <= {limit}, got {v}")
                 values[f.name] = v
             kwargs[section] = dc(**values)
         target = cls(**kwargs)
@@ -317,21 +353,25 @@ class Target:
 def _coerce(key: str, value: Any, typ: type, source: str) -> Any:
     if typ is bool:
         if not isinstance(value, bool):
-            raise TargetError(f"{source}: {key} must be true or false, got {value!r}")
+            raise TargetError(f"{source}: {key} must be true or false, got {short(value)}")
         return value
     if typ is str:
         if not isinstance(value, str):
-            raise TargetError(f"{source}: {key} must be a string, got {value!r}")
+            raise TargetError(f"{source}: {key} must be a string, got {short(value)}")
         return value
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TargetError(f"{source}: {key} must be a number, got {value!r}")
+        raise TargetError(f"{source}: {key} must be a number, got {short(value)}")
     if typ is int:
         if isinstance(value, float) and not value.is_integer():
-            raise TargetError(f"{source}: {key} must be an integer, got {value!r}")
+            raise TargetError(f"{source}: {key} must be an integer, got {short(value)}")
         return int(value)
-    if not math.isfinite(value):
-        raise TargetError(f"{source}: {key} must be finite, got {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise TargetError(f"{source}: {key} must be a finite number, got {str(value)[:40]}")
+    return number
 
 
 def _valid_keys() -> str:

@@ -47,15 +47,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compiler.capacity import in_compute_dtype
+from compiler.derive import group_io
 from compiler.footprint import GATHER_OPS, group_footprint, sample_bytes
 from compiler.layout import slices
 from compiler.memo import memo_of
 from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
-from compiler.plan import group_io
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, Group, Placement
+    from compiler.schedule import GraphSchedule, GroupSpec, Placement
     from compiler.target import Target
 
 __all__ = ["FEATURES", "Feature", "feature_names", "features", "reference_cycles"]
@@ -379,7 +379,7 @@ class _Featuriser:
         self.pair_hop[si, di] = hop
 
     # ---- groups --------------------------------------------------------------------------------
-    def group_id(self, gr: Group) -> int:
+    def group_id(self, gr: GroupSpec) -> int:
         ops = gr.ops
         ch = gr.chunks
         # a contiguous op range is keyed by its ends (hashing ~100 ints per group adds up)
@@ -446,7 +446,7 @@ class _Featuriser:
         self.c_parts.append(np.array(parts, dtype=np.int32))
         return i
 
-    def _add_group(self, gr: Group) -> int:
+    def _add_group(self, gr: GroupSpec) -> int:
         info = self.opset(gr.ops)
         n = self.batch // gr.split
         ids = [self.chunk_id(gr.ops, info, n, p.mem_scope, p.core_bind) for p in gr.chunks]

@@ -2,8 +2,9 @@
 
 A log is a JSON-lines file, one measurement per line (format and versioning
 rules in ``logs/README.md``). This package imports only the standard library
-and :mod:`compiler.errors` (so ``compiler/__init__`` must stay free of TVM; a
-test checks that importing ``logs`` loads no heavy package).
+and :mod:`compiler.errors` for the root of the error hierarchy (``compiler``'s
+``__init__`` loads nothing eagerly; a test checks that importing ``logs`` loads
+no heavy package).
 
 Example:
     >>> with RecordWriter("tune.jsonl") as out:
@@ -14,6 +15,7 @@ Example:
 
 from logs._database import Database, KeyStats
 from logs._distill import DistillRow, DistillSummary, distill
+from logs._errors import LogError
 from logs._io import (
     FileReport,
     LogWarning,
@@ -45,6 +47,7 @@ __all__ = [
     "FileReport",
     "IndexKey",
     "KeyStats",
+    "LogError",
     "LogWarning",
     "NewerVersionError",
     "Progress",

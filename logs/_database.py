@@ -28,7 +28,7 @@ from logs._record import (
     TargetKey,
     WorkloadInfo,
 )
-from logs._schema import major_of, split_line
+from logs._schema import check_record, major_of, split_line
 
 PathLike = str | os.PathLike[str]
 
@@ -164,6 +164,8 @@ class Database:
                     scan.upgrade(head, lineno)  # raises for a newer major
                     if major_of(head.get("v")) != SCHEMA_MAJOR:
                         head = sched = None
+                if sched is not None and check_record(head, with_schedule=False):
+                    head = sched = None  # a CRC that matches but a header that does not check
             if sched is None:
                 head = scan.decode(lineno, line)
                 if head is None:
@@ -186,7 +188,7 @@ class Database:
                 if slot is None:
                     workload = WorkloadInfo.from_json(w)
                     target = TargetKey(t["chip"], t["hash"])
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
                 # Only a line with a forged CRC gets here: every other line was checked.
                 scan.bad(lineno, f"inconsistent record ({exc!r})", line, decoded=True)
                 continue

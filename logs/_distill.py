@@ -6,8 +6,10 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from compiler.errors import LogError
+from compiler.errors import OutputError
+from compiler.files import check_output
 from logs._database import Database, PathLike
+from logs._errors import LogError
 from logs._io import Progress, write_records_atomic
 from logs._record import TargetKey, WorkloadInfo
 
@@ -82,6 +84,11 @@ def distill(
     out = os.fspath(output)
     if os.path.isdir(out):
         raise LogError(f"output {out} is a directory: give a file name")
+    try:
+        # The output may be an input: distill merges it rather than overwriting it.
+        check_output(out)
+    except OutputError as exc:
+        raise LogError(str(exc)) from None
     db = Database(top_k)
     previous: Database | None = None
     if os.path.exists(out):

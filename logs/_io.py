@@ -10,18 +10,20 @@ them in one :class:`LogWarning` per file.
 
 from __future__ import annotations
 
-import contextlib
+import io
 import json
 import os
-import tempfile
+import stat
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from compiler.errors import LogError
+from compiler.errors import OutputError
+from compiler.files import AtomicFile, open_input
+from logs._errors import LogError
 from logs._record import Record
 from logs._schema import NewerVersionError, check_record, upgrade
 
@@ -30,6 +32,8 @@ Progress = Callable[[int, int], None]
 
 _PROGRESS_EVERY = 65536  # lines
 _SHOW_LINES = 10  # line numbers listed in a warning
+MAX_LINE_BYTES = 16 << 20
+"""Longest line read; a longer one is skipped as bad, read in bounded memory."""
 
 
 class LogWarning(UserWarning):
@@ -71,8 +75,10 @@ class LineScan:
         self._first_problem = ""
         self._torn_line = 0
         self._garbage = False  # a bad line that is not merely a torn record
+        raw = open_input(self.path, "log", LogError)
         try:
-            self._file = open(self.path, "rb", buffering=1 << 20)  # noqa: SIM115
+            unbuffered = cast(io.BufferedReader, raw).detach()
+            self._file = io.BufferedReader(cast(io.RawIOBase, unbuffered), buffer_size=1 << 20)
             self._size = os.fstat(self._file.fileno()).st_size
         except OSError as exc:
             raise LogError(f"cannot read log {self.path}: {exc.strerror}") from None
@@ -80,13 +86,20 @@ class LineScan:
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         progress = self._progress
         lineno = 0
+        limit = MAX_LINE_BYTES
         with self._file as f:
+            readline = f.readline
             try:
-                for line in f:
+                while line := readline(limit):
                     lineno += 1
                     if progress is not None and lineno % _PROGRESS_EVERY == 0:
                         progress(f.tell(), self._size)
                     if not line.endswith(b"\n"):
+                        if len(line) >= limit:  # an overlong line: skip it, in bounded memory
+                            while (rest := readline(limit)) and not rest.endswith(b"\n"):
+                                pass
+                            self.bad(lineno, f"longer than {limit >> 20} MiB", b"", decoded=True)
+                            continue
                         self._torn_line = lineno  # only the last line can lack it
                     if line.isspace():
                         continue
@@ -117,7 +130,7 @@ class LineScan:
         """
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.bad(lineno, "not valid JSON (torn or garbage)", line, decoded=False)
             return None
         obj = self.upgrade(obj, lineno)
@@ -221,7 +234,14 @@ class RecordWriter:
         self._count = 0
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
         try:
-            self._fd = os.open(self.path, flags, 0o666)
+            st = os.stat(self.path)
+        except OSError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise LogError(f"cannot open log {self.path} for appending: it is {kind}")
+        try:
+            self._fd = os.open(self.path, flags, 0o666)  # the umask applies
             size = os.fstat(self._fd).st_size
             if size and os.pread(self._fd, 1, size - 1) != b"\n":
                 _write_all(self._fd, b"\n")
@@ -304,57 +324,30 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def write_records_atomic(path: str | os.PathLike[str], records: Iterable[Record]) -> int:
-    """Replace ``path`` with ``records`` atomically (temp file, fsync, rename).
+    """Replace ``path`` with ``records`` atomically (:class:`compiler.files.AtomicFile`).
 
     Readers see either the old file or the whole new one. An existing file's
-    permissions are kept.
+    permissions are kept; a new file gets the umask's. A directory or special
+    file at ``path`` is refused.
 
     Returns:
         The number of records written.
 
     Raises:
-        LogError: The directory is not writable (nothing is changed then).
+        LogError: The path cannot be written (nothing is changed then).
     """
-    target = os.path.abspath(os.fspath(path))
-    directory, name = os.path.split(target)
     try:
-        mode = os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o644
-    except OSError as exc:
-        raise LogError(f"cannot write {target}: {exc.strerror}") from None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise LogError(f"cannot write {target}: {exc.strerror}") from None
+        out = AtomicFile(path)
+    except OutputError as exc:
+        raise LogError(str(exc)) from None
     count = 0
     try:
-        with os.fdopen(fd, "wb") as f:
-            for record in records:
-                f.write(record.to_line().encode("utf-8"))
-                count += 1
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise LogError(f"cannot write {target}: {exc.strerror}") from None
-        raise
-    _fsync_dir(directory)
-    return count
-
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        # Some filesystems refuse fsync on a directory; the rename is done anyway.
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
+        for record in records:
+            out.write(record.to_line().encode("utf-8"))
+            count += 1
+        out.commit()
+    except OutputError as exc:
+        raise LogError(str(exc)) from None
     finally:
-        os.close(fd)
+        out.discard()
+    return count

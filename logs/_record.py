@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.errors import LogError
+from logs._errors import LogError
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 """The version this graphtune writes, as ``"major.minor"``."""
 
 SCHEMA_MAJOR = 1
@@ -219,6 +219,9 @@ class Provenance:
         trial: Trial number within the study, if any.
         time_unix_s: When the measurement finished, seconds since the Unix epoch (UTC).
         host: Host that ran the measurement.
+        params: The sampler's parameters of the candidate (Optuna trial params), since 1.1.
+        cost_model: The cost model that ranked the candidate (name and training size),
+            since 1.1; empty when none did.
         extra: Keys from a newer minor version.
     """
 
@@ -229,6 +232,8 @@ class Provenance:
     trial: int | None = None
     time_unix_s: float = 0.0
     host: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    cost_model: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -245,8 +250,9 @@ class Provenance:
         return cls(**fields)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``"prov"`` object of a record."""
-        return {
+        """The ``"prov"`` object of a record (the 1.1 keys only when set, so a 1.0
+        record is written back exactly as it was read)."""
+        out: dict[str, Any] = {
             "measurer": self.measurer,
             "measurer_version": self.measurer_version,
             "tuner": self.tuner,
@@ -254,8 +260,13 @@ class Provenance:
             "trial": self.trial,
             "time_unix_s": self.time_unix_s,
             "host": self.host,
-            **self.extra,
         }
+        if self.params:
+            out["params"] = dict(self.params)
+        if self.cost_model:
+            out["cost_model"] = self.cost_model
+        out.update(self.extra)
+        return out
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Provenance:
@@ -268,6 +279,8 @@ class Provenance:
             trial=obj.get("trial"),
             time_unix_s=obj["time_unix_s"],
             host=obj.get("host", ""),
+            params=obj.get("params", {}),
+            cost_model=obj.get("cost_model", ""),
             extra=_extra(obj, _PROV_KEYS),
         )
 
@@ -398,7 +411,8 @@ _LINE_JSON: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False, "
 _WORKLOAD_KEYS = frozenset({"key", "model", "input_shapes", "batch"})
 _RESULT_KEYS = frozenset({"status", "latency_us", "throughput_per_s", "error"})
 _PROV_KEYS = frozenset(
-    {"measurer", "measurer_version", "tuner", "study", "trial", "time_unix_s", "host"}
+    {"measurer", "measurer_version", "tuner", "study", "trial", "time_unix_s", "host", "params",
+     "cost_model"}
 )
 # crc32 is a property of a line, not of the record: dropped on read.
 _RECORD_KEYS = frozenset({"v", "workload", "target", "result", "prov", "schedule", "crc32"})

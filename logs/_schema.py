@@ -22,7 +22,7 @@ import math
 import zlib
 from typing import Any
 
-from compiler.errors import LogError
+from logs._errors import LogError
 from logs._record import SCHEMA_MAJOR, SCHEMA_VERSION, Status
 
 _STATUSES = frozenset(s.value for s in Status)
@@ -101,7 +101,7 @@ def _from_0_9(obj: dict[str, Any]) -> dict[str, Any]:
     if isinstance(throughput, int | float) and throughput < 0:
         throughput = None
     return {
-        "v": SCHEMA_VERSION,
+        "v": "1.0",  # the layout 0.9 maps onto; it has none of the keys later minors added
         "workload": {
             "key": obj.get("workload_key"),
             "model": obj.get("model", ""),
@@ -173,7 +173,7 @@ def check_record(obj: Any, with_schedule: bool = True) -> str | None:
     if type(r) is not dict:
         return "'result' is missing or not an object"
     status = r.get("status")
-    if status not in _STATUSES:
+    if type(status) is not str or status not in _STATUSES:  # a list would not even hash
         return f"result.status {status!r} is not one of {', '.join(sorted(_STATUSES))}"
     latency = r.get("latency_us")
     if latency is not None and _bad_number(latency):
@@ -193,9 +193,11 @@ def check_record(obj: Any, with_schedule: bool = True) -> str | None:
     trial = p.get("trial")
     if trial is not None and type(trial) is not int:
         return "prov.trial must be an integer or null"
-    for name in ("measurer", "measurer_version", "tuner", "study", "host"):
+    for name in ("measurer", "measurer_version", "tuner", "study", "host", "cost_model"):
         if type(p.get(name, "")) is not str:
             return f"prov.{name} must be a string"
+    if type(p.get("params", _EMPTY)) is not dict:
+        return "prov.params must be an object"
     if with_schedule:
         s = obj.get("schedule")
         if type(s) is not dict or "v" not in s or "batch" not in s:
@@ -229,7 +231,7 @@ def split_line(line: bytes) -> tuple[dict[str, Any], bytes] | None:
     try:
         text = body[:i].decode("utf-8") + "}"
         head, end = _scan_once(text, 0)
-    except (StopIteration, ValueError):
+    except (StopIteration, ValueError, RecursionError):
         return None
     if end != len(text) or type(head) is not dict:
         return None
@@ -292,6 +294,8 @@ RECORD_SCHEMA: dict[str, Any] = {
                 "trial": {"type": ["integer", "null"]},
                 "time_unix_s": {"type": "number", "minimum": 0},
                 "host": _STR,
+                "params": {"type": "object"},
+                "cost_model": _STR,
             },
         },
         "schedule": {"type": "object", "required": ["v", "batch"]},

@@ -1,11 +1,13 @@
-"""Roofline lower bound of one inference on one cluster."""
+"""Roofline lower bound of one inference on one cluster, and the bytes that must cross DDR."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from compiler.footprint import GATHER_OPS, batched_tensors
 from compiler.memo import memo_of
+from compiler.opshape import OpKind, op_shapes
 from compiler.optable import op_spec
 from sim._dtype import in_compute_dtype
 
@@ -13,7 +15,41 @@ if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.target import Target
 
-__all__ = ["lower_bound", "lower_bound_cycles"]
+__all__ = ["compulsory_ddr_bytes", "lower_bound", "lower_bound_cycles"]
+
+
+def compulsory_ddr_bytes(graph: Graph, batch: int, target: Target) -> float:
+    """Bytes any schedule of ``batch`` samples moves through the cluster's DDR channel.
+
+    Each weight once (the simulator never keeps weights on chip between steps), the
+    model's inputs (those an op reads) and outputs, and for each gather the cheaper of reading its table
+    once and reading its rows, each rounded up to whole DDR bursts.
+    """
+    graph = in_compute_dtype(graph, target)
+    key = ("sim.compulsory", target.hash, batch)
+    memo = memo_of(graph)
+    hit = memo.get(key)
+    if hit is not None:
+        return float(hit)
+    scale = batch / graph.batch
+    batched = batched_tensors(graph)
+    burst = max(1, target.ddr.burst_bytes)
+    shapes = op_shapes(graph)
+    gathered = 0.0
+    for d in shapes:
+        if d.kind != OpKind.GATHER or not d.table_bytes:
+            continue
+        row = max(d.row_bytes, 1)
+        rows = d.amount * (batch if d.batched else 1) / row
+        gathered += min(float(d.table_bytes), rows * math.ceil(row / burst) * burst)
+    loaded = {w for op in graph.ops if op.op_type not in GATHER_OPS for w in op.weights}
+    weight = sum(graph.nbytes(w) for w in loaded)
+    read = [t for t in graph.inputs if t in graph.consumers]
+    io = sum(graph.nbytes(t) * (scale if t in batched else 1.0)
+             for t in dict.fromkeys((*read, *graph.outputs)))
+    total = weight + gathered + io
+    memo[key] = total
+    return total
 
 
 def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
@@ -27,27 +63,27 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     scale = batch / graph.batch
     batched = batched_tensors(graph)
     cores = target.chip.cores_per_cluster
-    macs = vec = gathered = 0.0
-    for op in graph.ops:
+    shapes = op_shapes(graph)
+    fixed = flexible = vec = 0.0
+    for op, d in zip(graph.ops, shapes, strict=True):
         unit = op_spec(op.op_type).unit
         per = scale if op.output in batched else 1.0
         if unit == "matrix":
-            macs += op.macs * per
+            if d.kind == OpKind.MATRIX and d.groups > 1:
+                flexible += op.macs * per  # either engine may run a grouped conv
+            else:
+                fixed += op.macs * per
         elif unit == "vector":
             vec += op.flops * per
         elif unit == "special":
             vec += op.flops * per * target.vector.transcendental_cycles_per_element
-        if op.op_type in GATHER_OPS:
-            gathered += graph.nbytes(op.output) * per
-    loaded = {w for op in graph.ops if op.op_type not in GATHER_OPS for w in op.weights}
-    weight = sum(graph.nbytes(w) for w in loaded)
-    io = sum(graph.nbytes(t) * (scale if t in batched else 1.0)
-             for t in (*graph.inputs, *graph.outputs))
-    compute = macs / (target.matrix.macs_per_cycle * cores)
-    vector = vec / (target.vector.lanes * cores)
-    ddr = (weight + gathered + io) / target.ddr.bytes_per_cycle
+    mac_rate, lanes = target.matrix.macs_per_cycle, target.vector.lanes
+    # matrix-only work, vector-only work, and everything over both engines together
+    compute = max(fixed / (mac_rate * cores), vec / (lanes * cores),
+                  (fixed + flexible + vec) / ((mac_rate + lanes) * cores))
+    ddr = compulsory_ddr_bytes(graph, batch, target) / target.ddr.bytes_per_cycle
     launch = target.host.launch_overhead_us * target.clock_hz / 1e6
-    bound = max(compute, vector, ddr) + launch
+    bound = max(compute, ddr) + launch
     memo[key] = bound
     return bound
 
@@ -55,10 +91,11 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
 def lower_bound(graph: Graph, batch: int, target: Target) -> float:
     """Roofline bound of one inference of ``batch`` samples on one cluster, in µs.
 
-    ``max(matrix work at peak, vector work at peak, compulsory DDR traffic at the DDR
-    bandwidth)`` plus the host launch: MACs (no padding) over every core's matrix
-    unit, vector FLOPs over every core's lanes (special ops at the transcendental
-    rate), and each weight read once plus inputs, outputs and gathered table rows.
+    ``max(compute at peak, compulsory DDR traffic at the DDR bandwidth)`` plus the
+    host launch. Compute: MACs (no padding) over every core's matrix unit, vector
+    work (FLOPs; special ops at the transcendental rate) over every core's lanes,
+    and, since grouped convolutions may run on either engine, all of it over both
+    engines at once. DDR: :func:`compulsory_ddr_bytes`.
 
     Args:
         graph: The model (any batch; work scales per sample).

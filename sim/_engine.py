@@ -15,35 +15,42 @@ within it):
    when that step's L1 use plus the incoming bytes fit in L1; otherwise they
    wait for it to end.
 2. **Compute** on the step's cores (synchronised) once loads are done, the data
-   is ready and the cores are free. During it stream the remaining weights (DDR
-   through the LLB, broadcast), the inputs read tile by tile from LLB/DDR and the
-   output placed in LLB/DDR; the step ends when compute and those streams are done.
+   is ready and the cores are free, priced part by part (a part of ``k`` cores
+   splits its samples' rows ``k`` ways; the slowest part sets the step's time).
+   During it stream the remaining weights (DDR through the LLB, broadcast), the
+   inputs read tile by tile from LLB/DDR (once more per extra weight tile of an op
+   re-reading them), the output placed in LLB/DDR and the exchange between the
+   cores of a part that cut a sample (halos, batched-matmul operands, on the NoC);
+   the step ends when compute and those streams are done.
 
 Transfers (split/concat) are loads and nothing else. Reservations are first come,
-first served (:class:`~sim._resources.Reservations`).
+first served (:class:`~sim._resources.Reservations`). Every result is checked
+against the invariants of :mod:`sim._invariants` before it is returned.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_memory
+from compiler.derive import chunk_dag, group_io
 from compiler.errors import ScheduleError
 from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
 from compiler.layout import group_layout, input_layout, transfer_layout
 from compiler.memo import memo_of
-from compiler.plan import chunk_dag, group_io
 from sim._bound import lower_bound_cycles
-from sim._model import ComputeCost, group_cost
-from sim._moves import Layout, MovePlan, fixed_plan, move_plan
+from sim._invariants import check_invariants
+from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_cost, group_work
+from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, StepRecord
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, Group, Transfer
+    from compiler.schedule import GraphSchedule, GroupSpec, Transfer
     from compiler.target import Target
 
 __all__ = ["run"]
@@ -141,12 +148,13 @@ class _Sim:
         if len(self.moves) > _MOVE_CACHE_LIMIT:
             self.moves.clear()
         # per-run caches: a group's chunks share costs and working sets
-        self.costs: dict[tuple[str, int, int, int], tuple[_GroupStatic, ComputeCost]] = {}
+        self.costs: dict[tuple[object, ...], ComputeCost] = {}
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
         self.n = n
         self.l1_cap = target.l1.data_bytes
         self.half_wb = target.l1.weight_bytes / 2
+        self.burst = max(1, target.ddr.burst_bytes)
         self.setup = target.dma.setup_cycles
         self.ddr_lat = target.ddr.latency_cycles
         self.hop_lat = target.noc.hop_latency_cycles
@@ -223,13 +231,16 @@ class _Sim:
     def inputs_flows(
         self, k: int, dep_idx: list[int], tensors: tuple[tuple[str, int, int], ...],
         dst: Layout, dst_cores: tuple[int, ...], streamed_names: frozenset[str],
+        work: GroupWork | None = None,
     ) -> tuple[dict[str, _Flows], dict[str, _Flows], dict[str, float]]:
         """Flows bringing ``tensors`` from their providers to layout ``dst``.
 
         Returns the staged loads and the streamed loads (``streamed_names``: inputs
         in LLB/DDR that the step reads tile by tile, as the capacity model decided),
         each by source scope (separate DMA requests), and when the data of each
-        source scope is ready (``"*"``: all inputs).
+        source scope is ready (``"*"``: all inputs). A streamed input that an op
+        re-reads once per extra weight tile (``work.rereads``) crosses its path once
+        per pass.
         """
         staged: dict[str, _Flows] = {}
         streamed: dict[str, _Flows] = {}
@@ -246,14 +257,20 @@ class _Sim:
                 t = self.ready[d]
                 ready["*"] = max(ready["*"], t)
                 ready[src[0]] = max(ready.get(src[0], 0.0), t)
-            bucket = streamed if name in streamed_names else staged
+            bucket = staged
+            passes = 1
+            if name in streamed_names:
+                bucket = streamed
+                if work is not None:
+                    passes += sum(x for _, t, x in work.rereads if t == name)
             fl = bucket.get(src[0])
             if fl is None:
                 fl = bucket[src[0]] = _Flows()
             if sb:
-                fl.add(move_plan(self.chip, src, dst, self.moves), sb)
+                fl.add(move_plan(self.chip, src, dst, self.moves), sb * passes)
             if fb:
-                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves), fb)
+                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves),
+                       fb * passes)
         return staged, streamed, ready
 
     def gate(self, cores: tuple[int, ...], incoming: dict[int, float]) -> float:
@@ -268,41 +285,57 @@ class _Sim:
                 gate = t
         return gate
 
-    def group_step(self, k: int, gr: Group, chunk: int, dep_idx: list[int]) -> SimError | None:
+    def part_cost(self, gr: GroupSpec, spp: int, cores: int, step_cores: int,
+                  remote: frozenset[int]) -> ComputeCost:
+        """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples."""
+        key = (gr.name, spp, cores, step_cores, remote)
+        hit = self.costs.get(key)
+        if hit is None:
+            hit = self.costs[key] = group_cost(self.g, gr.ops, spp, cores, self.t, step_cores,
+                                               remote)
+        return hit
+
+    def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
         place = gr.chunks[chunk]
         parts = place.core_bind
         cores = self.cores_of[k]
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
-        cpp = len(parts[0])
-        key = (gr.name, spp, cpp, len(cores))
-        hit = self.costs.get(key)
-        if hit is None:
-            hit = self.costs[key] = (
-                _group_static(self.g, gr.ops, self.half_wb),
-                group_cost(self.g, gr.ops, spp, cpp, self.t, len(cores)),
-            )
-        info, cost = hit
+        info = _group_static(self.g, gr.ops, self.half_wb)
+        work = group_work(self.g, gr.ops, self.t)
         stage: Layout = ("L1", self.layouts[k][1])
         mem = self.memory.steps[k]
         staged, streamed, ready = self.inputs_flows(
-            k, dep_idx, info.inputs, stage, cores, mem.streamed)
+            k, dep_idx, info.inputs, stage, cores, mem.streamed, work)
         out_off = place.mem_scope != "L1"
         usage = dict(mem.l1_bytes)
         top = max(usage.values(), default=0.0)
-        # gathered rows: each core fetches its own from DDR before it starts
-        fp = info.footprint
-        if fp.gather_sample_bytes or fp.gather_fixed_bytes:
-            per_core = spp * fp.gather_sample_bytes / cpp + fp.gather_fixed_bytes
-            fl = staged.setdefault("DDR", _Flows())
-            for c in cores:
-                fl.flows[c] = fl.flows.get(c, 0.0) + per_core
-                fl.incoming[c] = fl.incoming.get(c, 0.0) + per_core
-            fl.flows[self.chip.ddr] = fl.flows.get(self.chip.ddr, 0.0) + per_core * len(cores)
-            fl.ddr += per_core * len(cores)
-            self.weight_bytes += per_core * len(cores)
+        # compute, part by part: a part of n cores splits its samples' rows n ways; the
+        # cores run synchronised, so the step ends when its slowest part ends
+        remote = work.remote_ops(mem.streamed)
+        cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote)
+                   for n in {len(p) for p in parts}}
+        slowest = max(cost_of.values(), key=lambda c: c.cycles)
         loads = [(ready.get(kind, 0.0), fl) for kind, fl in staged.items()]
         streams = list(streamed.values())
+        # gathered rows: each core fetches its own, a burst per row, unless reading the
+        # whole (small) table through the weight path moves fewer DDR bytes
+        if work.gathers:
+            rows_fl, table = self.gather_flows(work, spp, parts, cores)
+            if rows_fl is not None:
+                loads.append((ready["*"], rows_fl))
+            if table:
+                loads.append((0.0, self.weight_flows(table, cores)))
+        # the cores of a part exchange halos / operands at cuts inside a sample
+        if work.cut_bytes:
+            ex = _Flows()
+            for part in parts:
+                cuts = cuts_inside_samples(spp, len(part))
+                if cuts:
+                    ex.add(exchange_plan(self.chip, part, self.moves), cuts * work.cut_bytes)
+            if ex.flows:
+                streams.append(ex)
+                self.noc_bytes += ex.noc
         # the first weight tile is loaded (double-buffered) before compute, the rest streams
         if info.first_tile:
             loads.append((0.0, self.weight_flows(info.first_tile, cores)))
@@ -316,7 +349,7 @@ class _Sim:
                        info.out_fixed)
             streams.append(st)
         incoming: dict[int, float] = {}
-        for fl in staged.values():
+        for _, fl in loads:
             for c, b in fl.incoming.items():
                 incoming[c] = incoming.get(c, 0.0) + b
             self.noc_bytes += fl.noc
@@ -333,21 +366,56 @@ class _Sim:
         for c in cores:
             if self.core_free[c] > start:
                 start = self.core_free[c]
-        end = start + cost.cycles
+        end = start + slowest.cycles
         for fl in streams:
             _, b = self.res.reserve(f"{label} stream", fl.flows, start, self.latency_of(fl))
             end = max(end, b)
-        for c in cores:
-            self.core_start[c] = start
-            self.core_free[c] = end
-            self.core_usage[c] = usage[c]
-            self.mme[c] += cost.mme_cycles
-            self.vme[c] += cost.vme_cycles
+        for part in parts:
+            cost = cost_of[len(part)]
+            for c in part:
+                self.core_start[c] = start
+                self.core_free[c] = end
+                self.core_usage[c] = usage[c]
+                self.mme[c] += cost.mme_cycles
+                self.vme[c] += cost.vme_cycles
         self.rec_of[k] = len(self.records)
-        self.records.append([label, "group", cores, ls, le, start, end, end, cost.mme_cycles,
-                             cost.vme_cycles, int(top), place.mem_scope])
+        self.records.append([label, "group", cores, ls, le, start, end, end, slowest.mme_cycles,
+                             slowest.vme_cycles, int(top), place.mem_scope])
         self.ready[k] = end
         return None
+
+    def gather_flows(self, work: GroupWork, spp: int, parts: tuple[tuple[int, ...], ...],
+                     cores: tuple[int, ...]) -> tuple[_Flows | None, float]:
+        """Gathered rows of a step: ``(row reads from DDR, table bytes loaded instead)``.
+
+        A core reads its rows from DDR, each row rounded up to whole DDR bursts. A table
+        that fits half a weight buffer and costs fewer DDR bytes than those rows is
+        loaded whole through the weight path instead and gathered on chip.
+        """
+        burst, chip = self.burst, self.chip
+        rows_fl = _Flows()
+        table_bytes = 0.0
+        for d in work.gathers:
+            row = max(d.row_bytes, 1)
+            cost_row = math.ceil(row / burst) * burst
+            per_core: dict[int, float] = {}
+            for part in parts:
+                n = len(part)
+                rows = math.ceil(spp * d.amount / row / n) if d.batched else math.ceil(d.amount / row)
+                for c in part:
+                    per_core[c] = rows * cost_row
+            total = sum(per_core.values())
+            table_ddr = d.table_bytes if self.t.llb.broadcast else d.table_bytes * len(cores)
+            if d.table_bytes and d.table_bytes <= self.half_wb and table_ddr < total:
+                table_bytes += d.table_bytes
+                continue
+            for c, b in per_core.items():
+                rows_fl.flows[c] = rows_fl.flows.get(c, 0.0) + b
+                rows_fl.incoming[c] = rows_fl.incoming.get(c, 0.0) + b
+            rows_fl.flows[chip.ddr] = rows_fl.flows.get(chip.ddr, 0.0) + total
+            rows_fl.ddr += total
+            self.weight_bytes += total
+        return (rows_fl if rows_fl.flows else None), table_bytes
 
     def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
         """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""
@@ -478,4 +546,12 @@ def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = Tr
             issue.capacity_bytes, issue.live,
             target.cycles_to_us(lower_bound_cycles(sized, sized.batch, target)),
         )
-    return _Sim(sized, schedule, target, record, memory).run()
+    sim = _Sim(sized, schedule, target, record, memory)
+    out = sim.run()
+    if isinstance(out, SimResult):
+        used = {c for i, step in enumerate(schedule.order) if step.kind == "group"
+                for c in sim.cores_of[i]}
+        bad = check_invariants(out, sized, target, len(used))
+        if bad is not None:
+            return bad
+    return out

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.schedule import GraphSchedule
     from compiler.target import Target
-    from logs import Result
+    from logs import Record, Result
 
 __all__ = ["MEASURER", "MEASURER_VERSION", "Measurement", "measure"]
 
@@ -85,6 +85,22 @@ class Measurement:
 
         return Result(Status(self.status), self.latency_us, self.throughput_per_s, self.error)
 
+    def to_record(self, graph: Graph, schedule: GraphSchedule, target: Target,
+                  **prov: Any) -> Record:
+        """A log record of this measurement (``prov``: Provenance fields, e.g. tuner="manual")."""
+        from logs import Provenance, Record, TargetKey, WorkloadInfo
+
+        prov.setdefault("measurer", MEASURER)
+        prov.setdefault("measurer_version", MEASURER_VERSION)
+        return Record(
+            WorkloadInfo(graph.workload_key, graph.name,
+                         {n: tuple(s) for n, s in graph.input_shapes().items()}, graph.batch),
+            TargetKey(target.name, target.hash),
+            schedule.to_json(),
+            self.to_log_result(),
+            Provenance.now(**prov),
+        )
+
     def to_json(self) -> dict[str, Any]:
         """Keyed JSON (without the full result)."""
         return {
@@ -134,9 +150,8 @@ def measure_one(graph: Graph, schedule: GraphSchedule, target: Target, *,
                            time.perf_counter() - t0)
     dt = time.perf_counter() - t0
     if isinstance(r, SimError):
-        message = r.message if r.status != "invariant" else f"invariant violated: {r.message}"
         return Measurement(_STATUS.get(r.status, "sim_error"), None, None, r.lower_bound_us,
-                           message, dt)
+                           r.message, dt)
     return Measurement("ok", r.latency_us, r.chip_throughput_per_s, r.lower_bound_us, "", dt,
                        r)
 

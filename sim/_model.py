@@ -1,7 +1,8 @@
 """Per-step compute cost of a group chunk on one core (ZigZag/Timeloop style).
 
 Each core of a step runs its share of the chunk: ``samples`` samples shared by
-``cores`` cores (a part), the output rows divided between them.
+``cores`` cores (a part), the output rows divided between them. The work of
+each op is its :class:`compiler.opshape.OpShape`; this module prices it.
 
 * Matrix ops (``nn.conv2d``, ``matmul``): the 64x32 MAC array does one
   ``granule_m x granule_n`` block per cycle per element of the reduction, so
@@ -11,12 +12,20 @@ Each core of a step runs its share of the chunk: ``samples`` samples shared by
   (per group for grouped convs), ``K`` the reduction; plus
   ``instr_overhead_cycles`` per matrix instruction, one per 64x32 output granule
   (accumulated over the whole reduction in the IM buffer).
+* Grouped convolutions (depthwise: one channel per group) are mapped the way the
+  NPU compiler's separate depthwise kernel would, the cheapest of: per group on
+  the array (``N`` padded to 32 columns), channel-packed on the array (32 / N
+  groups side by side with block-diagonal weights: ``N`` fills the granule, the
+  reduction grows by the same factor), or on the vector unit (one MAC per lane
+  per cycle, no matrix instructions). See ``sim/README.md``.
 * Vector ops: FLOPs / lanes; special ops (exp, erf, divide, softmax, GELU) at the
   transcendental rate.
 * Move ops (transposes, concats, gathers): bytes read and written at the L1 bandwidth;
   views (reshape, squeeze, ...) are free.
 * Ops whose weights exceed half the weight buffer stream them in tiles and re-read
-  their input once per extra tile (L1 traffic on the move engine).
+  their input once per extra tile: L1 traffic on the move engine when the input is
+  in L1; an input streamed from LLB/DDR is read again from there (the engine
+  charges those passes on the LLB port / DDR channel, see :func:`group_work`).
 
 The engines (matrix, vector, move/MTE) overlap: a step's compute time is the max
 of their sums plus a fill/drain of one tile per op (the first output tile of an op
@@ -38,9 +47,9 @@ from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.target import Target
+    from compiler.target import MatrixUnit, Target
 
-__all__ = ["ComputeCost", "group_cost"]
+__all__ = ["ComputeCost", "GroupWork", "cuts_inside_samples", "group_cost", "group_work"]
 
 _VECTOR_TILE = 4096  # elements per vector instruction tile (fill/drain granularity)
 
@@ -73,9 +82,76 @@ class ComputeCost:
                    self.weight_bound_cycles) + self.fill_cycles
 
 
+@dataclass(frozen=True)
+class GroupWork:
+    """What an op set moves besides its inputs, outputs and weights (placement-free).
+
+    Attributes:
+        cut_bytes: Bytes the cores of a part exchange over the NoC at each cut of one
+            sample's output rows between two cores: conv/pooling halos and the
+            second operand of batched matmuls (:attr:`OpShape.halo_bytes`,
+            :attr:`OpShape.operand_bytes`), summed over the set's batched ops.
+        rereads: ``(op index, input tensor, extra passes)`` of the ops whose weights
+            exceed half the weight buffer and whose first input comes from outside
+            the set: each extra weight tile reads that input again.
+        gathers: The set's gather ops.
+    """
+
+    cut_bytes: float
+    rereads: tuple[tuple[int, str, int], ...]
+    gathers: tuple[OpShape, ...]
+
+    def passes(self, streamed: frozenset[str]) -> dict[str, int]:
+        """Extra passes over each streamed input (the engine charges them at the source)."""
+        out: dict[str, int] = {}
+        for _, t, extra in self.rereads:
+            if t in streamed:
+                out[t] = out.get(t, 0) + extra
+        return out
+
+    def remote_ops(self, streamed: frozenset[str]) -> frozenset[int]:
+        """Ops whose re-reads are charged at the source (their input streams in)."""
+        return frozenset(i for i, t, _ in self.rereads if t in streamed)
+
+
+def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
+    """The :class:`GroupWork` of an op set on a target (cached per graph)."""
+    memo = memo_of(graph)
+    half_wb = target.l1.weight_bytes / 2
+    key = ("sim.work", ops, half_wb)
+    hit: GroupWork | None = memo.get(key)
+    if hit is None:
+        shapes = op_shapes(graph)
+        inside = {graph.ops[i].output for i in ops}
+        cut = 0.0
+        rereads = []
+        gathers = []
+        for i in ops:
+            d = shapes[i]
+            if d.batched:
+                cut += d.halo_bytes + d.operand_bytes
+            if d.kind == OpKind.GATHER:
+                gathers.append(d)
+            op = graph.ops[i]
+            if d.kind.is_matrix and d.weight_bytes > half_wb and op.inputs \
+                    and op.inputs[0] not in inside:
+                rereads.append((i, op.inputs[0], math.ceil(d.weight_bytes / half_wb) - 1))
+        hit = memo[key] = GroupWork(cut, tuple(rereads), tuple(gathers))
+    return hit
+
+
+def cuts_inside_samples(samples: int, cores: int) -> int:
+    """Cuts that fall inside a sample when ``samples`` samples' rows go to ``cores`` cores.
+
+    The rows (sample-major) are cut into ``cores`` equal pieces; of the
+    ``cores - 1`` cuts, ``gcd(samples, cores) - 1`` fall between samples.
+    """
+    return cores - math.gcd(samples, cores)
+
+
 def group_cost(
     graph: Graph, ops: tuple[int, ...], samples: int, cores: int, target: Target,
-    step_cores: int = 1,
+    step_cores: int = 1, remote: frozenset[int] = frozenset(),
 ) -> ComputeCost:
     """Per-core compute cost of ``ops`` for ``samples`` samples shared by ``cores`` cores.
 
@@ -87,14 +163,17 @@ def group_cost(
         target: The chip.
         step_cores: Cores running the step (they share DDR for weights when the LLB
             cannot broadcast).
+        remote: Ops whose weight-tile re-reads of their input are charged at the
+            input's source (it streams from LLB/DDR), not on the L1 move engine.
 
-    Cached per graph, op set, sample count, core counts and target.
+    Cached per graph, op set, sample count, core counts, re-read placement and target.
     """
     memo = memo_of(graph)
-    key = ("sim.cost", target.hash, ops, samples, cores, step_cores)
+    key = ("sim.cost", target.hash, ops, samples, cores, step_cores, remote)
     hit: ComputeCost | None = memo.get(key)
     if hit is None:
-        hit = memo[key] = _cost(op_shapes(graph), ops, samples, cores, target, step_cores)
+        hit = memo[key] = _cost(op_shapes(graph), ops, samples, cores, target, step_cores,
+                                remote)
     return hit
 
 
@@ -106,9 +185,32 @@ def weight_path_bytes_per_cycle(target: Target, step_cores: int) -> float:
     return min(target.ddr.bytes_per_cycle / max(step_cores, 1), port)
 
 
+def grouped_conv_cycles(d: OpShape, rows: float, mat: MatrixUnit, lanes: int
+                        ) -> tuple[str, float, float]:
+    """The cheapest mapping of a grouped conv's ``rows`` output rows on one core.
+
+    Returns ``(engine, cycles, useful matrix cycles)``: engine ``"matrix"`` (per
+    group, or channel-packed) or ``"vector"``.
+    """
+    gm, gn, macs, ovh = mat.granule_m, mat.granule_n, mat.macs_per_cycle, mat.instr_overhead_cycles
+    mt = matrix_tiles(d, rows, mat)
+    best = ("matrix", mt.padded_cycles + mt.tiles * ovh, mt.useful_cycles)
+    pack = gn // d.n if d.n < gn else 1
+    if pack > 1:
+        packs = math.ceil(d.groups / pack)
+        tiles = packs * math.ceil(rows / gm) * math.ceil(pack * d.n / gn)
+        cyc = tiles * (gm * gn * pack * d.k / macs + ovh)
+        if cyc < best[1]:
+            best = ("matrix", cyc, mt.useful_cycles)
+    vec = rows * d.groups * d.n * d.k / lanes
+    if vec < best[1]:
+        best = ("vector", vec, 0.0)
+    return best
+
+
 def _cost(
     shapes: tuple[OpShape, ...], ops: tuple[int, ...], s: int, k: int, target: Target,
-    step_cores: int,
+    step_cores: int, remote: frozenset[int],
 ) -> ComputeCost:
     mat, vec = target.matrix, target.vector
     gm, gn, macs, ovh = mat.granule_m, mat.granule_n, mat.macs_per_cycle, mat.instr_overhead_cycles
@@ -123,7 +225,18 @@ def _cost(
         if kind == OpKind.VIEW:
             continue
         share = math.ceil(s * d.amount / k) if d.batched else math.ceil(d.amount)
-        if kind.is_matrix:
+        if kind == OpKind.MATRIX and d.groups > 1:
+            engine, c, u = grouped_conv_cycles(d, share, mat, lanes)
+            if engine == "vector":
+                vme += c
+                fill += min(c, _VECTOR_TILE / lanes)
+                wbound += d.weight_bytes / wbw
+            else:
+                mme += c
+                useful += u
+                fill += d.k * gm * gn / macs + ovh
+                wbound += max(c, d.weight_bytes / wbw)
+        elif kind.is_matrix:
             mt = matrix_tiles(d, share, mat)
             t_op = mt.padded_cycles + mt.tiles * ovh
             mme += t_op
@@ -138,7 +251,7 @@ def _cost(
             move += 2.0 * share / l1bw
         else:  # gather: rows arrive by DMA (see the engine), written once into L1
             move += share / l1bw
-        if d.weight_bytes > half_wb and kind.is_matrix:
+        if d.weight_bytes > half_wb and kind.is_matrix and i not in remote:
             extra = math.ceil(d.weight_bytes / half_wb) - 1
             streamed = s * d.in_bytes / k if d.batched else d.in_bytes
             move += extra * streamed / l1bw

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from compiler.layout import Layout, part_ranges, slices
 from sim._resources import Chip
 
-__all__ = ["Layout", "MovePlan", "fixed_plan", "move_plan"]
+__all__ = ["Layout", "MovePlan", "exchange_plan", "fixed_plan", "move_plan"]
 
 
 
@@ -171,5 +171,36 @@ def fixed_plan(
             flows[chip.ddr] = flows.get(chip.ddr, 0.0) + 1.0
     plan = MovePlan(tuple(flows.items()), tuple(incoming.items()), tuple(staying.items()), noc,
                     flows.get(chip.ddr, 0.0), hops)
+    cache[key] = plan
+    return plan
+
+
+def exchange_plan(chip: Chip, part: tuple[int, ...], cache: dict[object, MovePlan]) -> MovePlan:
+    """Per byte exchanged between the cores of one part (row cuts inside samples).
+
+    The cores of a part hold consecutive pieces of the rows; what crosses a cut
+    (halo rows, a batched matmul's second operand) goes between neighbouring cores
+    of the part, spread evenly over the neighbour pairs, half in each direction.
+    """
+    key = ("exchange", part)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    if len(part) < 2:
+        cache[key] = _EMPTY
+        return _EMPTY
+    pairs = [(a, b) for i in range(len(part) - 1)
+             for a, b in ((part[i], part[i + 1]), (part[i + 1], part[i]))]
+    share = 1.0 / len(pairs)
+    flows: dict[int, float] = {}
+    incoming: dict[int, float] = {}
+    hops = 0
+    for a, b in pairs:
+        route = chip.routes[(a, b)]
+        for r in (a, b, *route):
+            flows[r] = flows.get(r, 0.0) + share
+        incoming[b] = incoming.get(b, 0.0) + share
+        hops = max(hops, len(route))
+    plan = MovePlan(tuple(flows.items()), tuple(incoming.items()), (), 1.0, 0.0, hops)
     cache[key] = plan
     return plan

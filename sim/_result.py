@@ -171,7 +171,9 @@ class SimError:
     """Why a schedule cannot run (frozen; a value, never raised).
 
     Attributes:
-        status: ``"invalid"`` (structure: the ScheduleError message) or ``"capacity"``.
+        status: ``"invalid"`` (structure: the ScheduleError message), ``"capacity"``
+            or ``"invariant"`` (the simulator produced a physically impossible
+            result: a simulator bug, see ``sim._invariants``).
         message: One line naming the problem.
         resource: ``"L1 of core 5"``, ``"LLB of cluster 0"`` ("" for structural errors).
         step: The step that overflowed ("" for structural errors).
@@ -179,6 +181,8 @@ class SimError:
         available_bytes: Its capacity.
         live_tensors: ``(name, bytes)`` of what occupied it, largest first.
         lower_bound_us: Roofline bound of the batch (0 when unknown).
+        invariant: For status ``"invariant"``: which one (``"latency>=bound"``,
+            ``"flops<=peak"``, ``"ddr>=compulsory"``, ``"busy<=100%"``).
     """
 
     status: str
@@ -189,6 +193,7 @@ class SimError:
     available_bytes: int = 0
     live_tensors: tuple[tuple[str, int], ...] = ()
     lower_bound_us: float = 0.0
+    invariant: str = ""
 
     @property
     def ok(self) -> bool:
@@ -214,4 +219,5 @@ class SimError:
             "needed_bytes": self.needed_bytes or None,
             "available_bytes": self.available_bytes or None,
             "live_tensors": [{"name": n, "bytes": b} for n, b in self.live_tensors],
+            "invariant": self.invariant or None,
         }

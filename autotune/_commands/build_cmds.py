@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from autotune._commands._common import last_line, load_model, progress, write_atomic
+from autotune._commands._common import (
+    check_outputs,
+    last_line,
+    load_model,
+    progress,
+    write_atomic,
+)
 from compiler.errors import CompileError, GraphtuneError, ScheduleError
 
 if TYPE_CHECKING:
@@ -47,6 +54,8 @@ def register(group: click.Group) -> None:
               help="Automatic graph-schedule level 0-3 (default 3).")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False),
               help="Compile with the best tuned schedule of this log (ApplyHistoryBest).")
+@click.option("--strict", is_flag=True,
+              help="With --log: a model the log has no schedule for is an error, not O3.")
 @click.option("--batch", type=int, default=None, help="Set the batch (dim 0 of every input).")
 @click.option("--target", "target_path", type=click.Path(dir_okay=False),
               help="Hardware description TOML (default: the shipped STCP920).")
@@ -56,6 +65,7 @@ def compile_cmd(
     schedule_path: str | None,
     level: int | None,
     log_path: str | None,
+    strict: bool,
     batch: int | None,
     target_path: str | None,
 ) -> None:
@@ -64,11 +74,14 @@ def compile_cmd(
                                    ("--log", log_path)) if v is not None]
     if len(chosen) > 1:
         raise UsageError(f"{' and '.join(chosen)} cannot be combined: give at most one")
+    if strict and log_path is None:
+        raise UsageError("--strict applies to --log only")
     if level is not None and level not in (0, 1, 2, 3):
         raise UsageError(f"--level must be 0, 1, 2 or 3, got {level}")
     if batch is not None and batch < 1:
         raise UsageError(f"--batch must be >= 1, got {batch}")
     out = Path(output) if output else Path(Path(model_path).stem + ".stcobj")
+    check_outputs({"-o": out}, inputs=[model_path, schedule_path, log_path, target_path])
 
     from compiler.schedule import GraphSchedule
     from compiler.target import Target
@@ -83,21 +96,22 @@ def compile_cmd(
     target = Target.from_file(target_path) if target_path else None
     config: dict[str, Any] = {} if level is None else {"tb.graph_schedule_level": level}
     t0 = time.perf_counter()
-    with progress(f"importing {model_path}", feed="compiler._build") as status:
+    with _dispatch(log_path, strict) as lookup, \
+            progress(f"importing {model_path}", feed="compiler._build") as status:
         model = load_model(model_path, batch, relax=True)
-        with _dispatch(log_path):
-            status(f"compiling {model.name}")
-            try:
-                used = model.compile(out, schedule=schedule, target=target, **config)
-            except ScheduleError as exc:
-                if schedule_path:
-                    raise ScheduleError(f"{schedule_path}: {exc}") from None
-                raise
+        status(f"compiling {model.name}")
+        try:
+            used = model.compile(out, schedule=schedule, target=target, **config)
+        except ScheduleError as exc:
+            if schedule_path:
+                raise ScheduleError(f"{schedule_path}: {exc}") from None
+            raise
     elapsed = time.perf_counter() - t0
     size = out.stat().st_size
+    origin = f" from {log_path}" if lookup is not None and lookup.hits else ""
     click.echo(
         f"wrote {out} ({_mb(size)}) in {elapsed:.1f} s: {model.name} batch {used.batch}, "
-        f"schedule {used.source or '(unnamed)'} ({_plural(len(used.groups), 'group')}, "
+        f"schedule {used.source or '(unnamed)'}{origin} ({_plural(len(used.groups), 'group')}, "
         f"{_plural(sum(g.split for g in used.groups), 'chunk')})"
     )
 
@@ -110,18 +124,35 @@ def _with_source(s: GraphSchedule, source: str) -> GraphSchedule:
 
 
 @contextlib.contextmanager
-def _dispatch(log_path: str | None) -> Iterator[None]:
-    """``ApplyHistoryBest(log_path)`` as the active dispatch context (nothing when None)."""
+def _dispatch(log_path: str | None, strict: bool) -> Iterator[Any]:
+    """``ApplyHistoryBest(log_path)`` as the active dispatch context (None when no log).
+
+    A miss is printed as one ``graphtune: warning:`` line (the library warns
+    with :class:`~autotune.HistoryMissWarning`); with ``strict`` it is an error.
+    """
     if log_path is None:
-        yield
+        yield None
         return
     try:
-        from autotune._apply_history import ApplyHistoryBest
+        from autotune._apply_history import ApplyHistoryBest, HistoryMissWarning
     except ImportError:
         raise UsageError("--log needs autotune.ApplyHistoryBest, which this install lacks") \
             from None
-    with ApplyHistoryBest(log_path):
-        yield
+    from logs import LogWarning
+
+    ours = (HistoryMissWarning, LogWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", HistoryMissWarning)
+        warnings.simplefilter("always", LogWarning)
+        try:
+            with ApplyHistoryBest(log_path, strict=strict) as ctx:
+                yield ctx
+        finally:
+            for w in caught:
+                if issubclass(w.category, ours):
+                    click.echo(f"graphtune: warning: {w.message}", err=True)
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 # ---- run -------------------------------------------------------------------------------------
@@ -142,11 +173,13 @@ def run_cmd(artifact: str, inputs: Sequence[str], output: str | None, seed: int)
 
     meta = read_meta(artifact)  # cheap: bad files fail before TVM loads
     by_name = {t.name: t for t in meta.inputs}
+    specs = [_parse_input(spec, by_name) for spec in inputs]
+    if output:
+        check_outputs({"-o": output}, inputs=[artifact, *(path for _, path in specs)])
     given: dict[str, np.ndarray] = {}
-    for spec in inputs:
-        name, path = _parse_input(spec, by_name)
+    for name, path in specs:
         try:
-            given[name] = check_input(by_name[name], _load_npy(path, name))
+            given[name] = check_input(by_name[name], _load_npy(path, by_name[name]))
         except CompileError as exc:
             raise CompileError(f"--input {name}={path}: {exc}") from None
     from compiler.executor import Executor
@@ -184,21 +217,52 @@ def _parse_input(spec: str, by_name: dict[str, TensorInfo]) -> tuple[str, str]:
     return name, path
 
 
-def _load_npy(path: str, name: str) -> np.ndarray:
-    import numpy as np
+def _load_npy(path: str, info: TensorInfo) -> np.ndarray:
+    """A .npy file's array, its header checked against the input before any data is read.
 
+    The header states shape and dtype; a file claiming a shape the input does
+    not have is refused without allocating it. Pickled (object) arrays are never
+    loaded.
+    """
+    import numpy as np
+    from numpy.lib import format as npy_format
+
+    from compiler.files import open_input
+
+    name = info.name
     p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"--input {name}: no such file {p}")
+    try:
+        f = open_input(p, ".npy file", UsageError)
+    except UsageError as exc:
+        raise UsageError(f"--input {name}: {exc}") from None
+    with f:
+        head = f.peek(2)[:2] if hasattr(f, "peek") else b""
+        try:
+            version = npy_format.read_magic(f)
+            if version == (1, 0):
+                shape, _, dtype = npy_format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, _, dtype = npy_format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"unsupported .npy format version {version}")
+        except Exception as exc:  # noqa: BLE001 - numpy's header parser (ast, tokenize) raises many kinds
+            if head == b"PK":
+                raise UsageError(f"--input {name}: {p} is an .npz archive: give one array as "
+                                 ".npy") from None
+            raise UsageError(f"--input {name}: {p} is not a .npy array ({last_line(exc)})") \
+                from None
+    if dtype.hasobject:
+        raise UsageError(f"--input {name}: {p} holds Python objects (a pickle), which graphtune "
+                         "never loads: save a numeric array")
+    if tuple(shape) != info.shape:
+        raise UsageError(f"--input {name}: {p} has shape {list(shape)}, the model expects "
+                         f"{list(info.shape)}")
     try:
         value = np.load(p, allow_pickle=False)  # never unpickle a user's file
     except (ValueError, OSError, EOFError) as exc:
         raise UsageError(f"--input {name}: {p} is not a .npy array ({last_line(exc)})") \
             from None
-    if not isinstance(value, np.ndarray):
-        value.close()
-        raise UsageError(f"--input {name}: {p} is an .npz archive: give one array as .npy")
-    return value
+    return value  # type: ignore[no-any-return]
 
 
 def _random_input(info: TensorInfo, rng: np.random.Generator) -> tuple[np.ndarray, str]:

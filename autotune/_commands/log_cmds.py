@@ -16,7 +16,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 import logs
-from compiler.errors import LogError
+from logs import LogError
 
 _KEY_CHARS = 12  # workload-key prefix shown in tables
 _HASH_CHARS = 8  # target-hash prefix shown in tables

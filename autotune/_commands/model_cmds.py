@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from autotune._commands._common import console, load_model, progress, write_atomic
+from autotune._commands._common import (
+    check_outputs,
+    console,
+    load_model,
+    progress,
+    write_atomic,
+)
 from compiler.errors import GraphtuneError, ModelError
 
 if TYPE_CHECKING:
@@ -107,6 +113,7 @@ def zoo_cmd(
         raise GraphtuneError("give a model NAME (see graphtune zoo --list)")
     if output is None:
         raise GraphtuneError("give the output file: graphtune zoo NAME -o FILE.onnx")
+    check_outputs({"-o": output})
     defaults = entries[name].options if name in entries else {}
     parsed = dict(_parse_option(o, defaults.get(o.split("=", 1)[0].strip())) for o in options)
     with progress(f"building {name} ({weights} weights)") as status:
@@ -128,10 +135,17 @@ def info_cmd(model_path: str, batch: int | None, as_json: bool) -> None:
     g = model.graph
     summary = g.summary()
     summary["macs_per_sample"] = g.macs / g.batch
+    # the ONNX file's names, as the table shows them (the Graph view uses Relax names)
+    summary["inputs"] = _jsonable_info(model.get_input_info())
+    summary["outputs"] = _jsonable_info(model.get_output_info())
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
         return
     _print_info(model, summary)
+
+
+def _jsonable_info(info: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {n: {"shape": list(d["shape"]), "dtype": str(d["dtype"])} for n, d in info.items()}
 
 
 def _print_info(model: Model, s: dict[str, Any]) -> None:

@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from autotune._commands._common import console, load_model, write_atomic
+from autotune._commands._common import check_outputs, console, load_model
 from compiler.errors import GraphtuneError, ScheduleError
+from compiler.files import AtomicFile, commit_all, write_atomic
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.model import Model
     from compiler.schedule import GraphSchedule, Placement
 
-from compiler.schedules import PLAN_BATCH
+from compiler.guide_plans import PLAN_BATCH
 
 
 class _ScheduleGroup(click.Group):
@@ -58,6 +59,8 @@ def schedule_group() -> None:
 @click.option("--level", type=click.IntRange(0, 3), default=None, help="Automatic level O0-O3.")
 @click.option("--plan", "plan_name", type=click.Choice(sorted(PLAN_BATCH)), default=None,
               help="One of the guide's hand-written plans.")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None,
+              help="The best tuned schedule of a tuning log (the one compile --log applies).")
 @click.option("--batch", type=int, default=None,
               help="Batch to import the model at (default: the file's, or the plan's batch).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
@@ -70,14 +73,16 @@ def make_cmd(
     model_path: str,
     level: int | None,
     plan_name: str | None,
+    log_path: str | None,
     batch: int | None,
     output: str,
     onnx_out: str | None,
     target_file: str | None,
 ) -> None:
-    """Write a graph schedule for MODEL.onnx from --level N or --plan NAME."""
-    if (level is None) == (plan_name is None):
-        raise ScheduleError("give exactly one of --level N or --plan NAME")
+    """Write a graph schedule for MODEL.onnx from --level N, --plan NAME or --log LOG.jsonl."""
+    if sum(x is not None for x in (level, plan_name, log_path)) != 1:
+        raise ScheduleError("give exactly one of --level N, --plan NAME or --log LOG.jsonl")
+    check_outputs({"-o": output, "--onnx": onnx_out}, inputs=[model_path, target_file, log_path])
     target = _target(target_file)
     if plan_name is not None:
         natural = PLAN_BATCH[plan_name]
@@ -91,18 +96,29 @@ def make_cmd(
     graph = model.graph
     if plan_name is not None:
         schedule = _run_plan(plan_name, graph)
+    elif log_path is not None:
+        schedule = _tuned(log_path, graph, target)
     else:
         from compiler.auto import graph_schedule_level
 
         assert level is not None
         schedule = graph_schedule_level(graph, target, level)
     schedule.validate(graph, target)
-    _save(schedule, output)
-    msg = (f"{output}: {len(schedule.groups)} groups, {len(schedule.transfers)} transfers, "
-           f"{len(schedule.order)} steps, batch {schedule.batch} ({schedule.source})")
-    if onnx_out is not None:
-        export_onnx(model, schedule, onnx_out)
-        msg += f"; grouped graph {onnx_out}"
+    inputs = [model_path, target_file]
+    staged = [AtomicFile(output, inputs=inputs)]
+    try:
+        staged[0].write((schedule.dumps(indent=1) + "\n").encode())
+        msg = (f"{output}: {len(schedule.groups)} groups, {len(schedule.transfers)} transfers, "
+               f"{len(schedule.order)} steps, batch {schedule.batch} ({schedule.source})")
+        if onnx_out is not None:
+            staged.append(AtomicFile(onnx_out, inputs=inputs))
+            proto, _, _ = annotated_onnx(model, schedule)
+            staged[1].write(proto.SerializeToString())
+            msg += f"; grouped graph {onnx_out}"
+        commit_all(staged)  # both files or neither
+    finally:
+        for f in staged:
+            f.discard()
     click.echo(msg)
 
 
@@ -112,22 +128,31 @@ def _target(path: str | None) -> Any:
     return Target.from_file(path) if path else Target.default()
 
 
+def _tuned(log_path: str, graph: Graph, target: Any) -> GraphSchedule:
+    """The best valid record of ``graph``'s workload on ``target`` in a log."""
+    from autotune import ApplyHistoryBest
+    from compiler.schedule import GraphSchedule
+
+    ctx = ApplyHistoryBest(log_path)
+    found = ctx.query(graph.workload_key, target.key)
+    if found is None:
+        raise ScheduleError(f"{log_path} has no tuned schedule for {graph.name} "
+                            f"(workload {graph.workload_key}) on {target.key}: tune it first")
+    return GraphSchedule.from_json(found)
+
+
 def _run_plan(name: str, graph: Graph) -> GraphSchedule:
     """A hand-written plan, with any failure to fit the model as one ScheduleError."""
-    from compiler.schedules import plan
+    from compiler.guide_plans import guide_plan
 
     try:
-        return plan(name, graph)
+        return guide_plan(name, graph)
     except GraphtuneError as exc:
         raise ScheduleError(f"plan {name} does not fit model {graph.name}: {exc}") from None
     except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
         # The plans index ops by type and position; a model without them fails here.
         detail = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         raise ScheduleError(f"plan {name} does not fit model {graph.name}: {detail}") from None
-
-
-def _save(schedule: GraphSchedule, path: str) -> None:
-    write_atomic(path, (schedule.dumps(indent=1) + "\n").encode())
 
 
 # ---- show ---------------------------------------------------------------------------------
@@ -141,10 +166,11 @@ def show_cmd(schedule_path: str, model_path: str | None, target_file: str | None
     """Print a schedule's groups, transfers and execution order."""
 
     schedule = load_schedule(schedule_path)
+    target = _target(target_file)  # a bad --target is an error even without --model
     graph = None
     if model_path is not None:
         graph = load_model(model_path, schedule.batch).graph
-        schedule.validate(graph, _target(target_file))
+        schedule.validate(graph, target)
     _print_schedule(schedule, graph)
 
 
@@ -248,19 +274,32 @@ def _print_schedule(s: GraphSchedule, graph: Graph | None) -> None:
 def export_cmd(schedule_path: str, model_path: str, onnx_out: str, functions: bool) -> None:
     """Write MODEL.onnx with every node annotated with its group (open it in Netron)."""
 
+    check_outputs({"--onnx": onnx_out}, inputs=[schedule_path, model_path])
     schedule = load_schedule(schedule_path)
     model = load_model(model_path, schedule.batch)
     schedule.validate(model.graph)
-    matched, total = export_onnx(model, schedule, onnx_out, functions=functions)
+    matched, total = export_onnx(model, schedule, onnx_out, functions=functions,
+                                 inputs=[schedule_path, model_path])
     shown = "as ONNX functions" if functions else "annotated with"
     click.echo(f"{onnx_out}: {total} nodes {shown} {len(schedule.groups)} groups "
                f"({matched} matched to Relax ops by dataflow and shape)")
 
 
 def export_onnx(
-    model: Model, schedule: GraphSchedule, path: str, functions: bool = False
+    model: Model, schedule: GraphSchedule, path: str, functions: bool = False,
+    inputs: Sequence[str | None] = (),
 ) -> tuple[int, int]:
     """Write the model with group annotations; returns (nodes matched, nodes).
+
+    See :func:`annotated_onnx`; ``inputs`` are files ``path`` must not be.
+    """
+    proto, matched, total = annotated_onnx(model, schedule, functions)
+    write_atomic(path, proto.SerializeToString(), inputs=[model.path, *inputs])
+    return matched, total
+
+
+def annotated_onnx(model: Model, schedule: GraphSchedule, functions: bool = False) -> tuple[Any, int, int]:
+    """The model's ONNX with group annotations, the nodes matched to ops, and the nodes.
 
     Every node gets ``metadata_props`` ``graphtune.group``, ``graphtune.split``,
     ``graphtune.chunks`` and ``graphtune.mapping``, and a ``doc_string`` saying the
@@ -317,8 +356,7 @@ def export_onnx(
         from autotune._commands._onnx_functions import wrap_groups
 
         proto = wrap_groups(proto)
-    write_atomic(path, proto.SerializeToString())
-    return matched, total
+    return proto, matched, total
 
 
 def _prop(node: Any, key: str, value: str) -> None:

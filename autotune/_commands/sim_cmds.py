@@ -18,6 +18,7 @@ from compiler.errors import GraphtuneError
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
     from compiler.target import Target
     from sim import SimError, SimResult
 
@@ -46,6 +47,9 @@ def register(group: click.Group) -> None:
               help="Hardware TOML (default: the shipped STCP920).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="Write a Chrome/Perfetto trace (JSON) of the timeline.")
+@click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None,
+              help="Append the result to a tuning log (JSON lines), so ApplyHistoryBest and "
+                   "graphtune compile --log can use this schedule.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def simulate_cmd(
     model_path: str,
@@ -54,6 +58,7 @@ def simulate_cmd(
     batch: int | None,
     target_file: str | None,
     trace_path: str | None,
+    record_path: str | None,
     as_json: bool,
 ) -> None:
     """Simulate one inference of MODEL.onnx under a schedule (--schedule S.json or --level N).
@@ -68,9 +73,12 @@ def simulate_cmd(
     if batch is not None and batch < 1:
         raise SimUsageError(f"--batch must be >= 1, got {batch}")
 
-    from autotune._commands._common import load_model
+    from autotune._commands._common import check_outputs, load_model
     from autotune._commands.schedule_cmds import load_schedule
     from compiler.target import Target
+
+    check_outputs({"--trace": trace_path, "--record": record_path},
+                  inputs=[model_path, schedule_path, target_file])
 
     target = Target.from_file(target_file) if target_file else Target.default()
     schedule = load_schedule(schedule_path) if schedule_path is not None else None
@@ -93,6 +101,8 @@ def simulate_cmd(
 
     result = simulate(graph, schedule, target, timeline=trace_path is not None)
     label = schedule.source or (schedule_path or f"O{level}")
+    if record_path is not None:
+        _append_record(record_path, graph, schedule, target, label)
     if isinstance(result, SimError):
         _report_error(result, schedule_path, as_json)
         return
@@ -102,6 +112,18 @@ def simulate_cmd(
         click.echo(json.dumps(_json(result, graph, label)))
     else:
         _print(result, graph, target, label, trace_path)
+
+
+def _append_record(path: str, graph: Graph, schedule: GraphSchedule, target: Target,
+                   label: str) -> None:
+    """One record per run, appended and flushed (invalid and overflowing results too)."""
+    from logs import RecordWriter
+    from sim import measure
+
+    m = measure(graph, [schedule], target)[0]
+    tuner = "manual" if not label.startswith("O") else label
+    with RecordWriter(path) as out:
+        out.write(m.to_record(graph, schedule, target, tuner=tuner))
 
 
 def _json(result: SimResult, graph: Graph, label: str) -> dict[str, Any]:
@@ -145,12 +167,15 @@ def _report_error(err: SimError, schedule_path: str | None, as_json: bool) -> No
         from compiler.errors import ScheduleError
 
         raise ScheduleError(message)
-    click.echo(f"graphtune: schedule does not fit: {message}", err=True)
+    if err.status == "invariant":
+        click.echo(f"graphtune: simulator bug, result discarded: {message}", err=True)
+    else:
+        click.echo(f"graphtune: schedule does not fit: {message}", err=True)
     sys.exit(code)
 
 
 def _write_trace(result: SimResult, path: str) -> None:
-    from autotune._commands.model_cmds import write_atomic
+    from compiler.files import write_atomic
     from sim import to_chrome_trace
 
     write_atomic(path, json.dumps(to_chrome_trace(result)).encode())
@@ -160,7 +185,7 @@ def _print(result: SimResult, graph: Graph, target: Target, label: str,
            trace_path: str | None) -> None:
     from rich.table import Table
 
-    from autotune._commands.model_cmds import console
+    from autotune._commands._common import console
 
     con = console()
     head = Table(title=f"{graph.name} batch {result.batch}, schedule {label}", show_header=False)

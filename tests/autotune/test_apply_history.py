@@ -9,8 +9,7 @@ import pytest
 
 from autotune import ApplyHistoryBest
 from compiler import dispatch
-from compiler.errors import LogError
-from logs import Database, Status, target_key_str
+from logs import Database, LogError, Status, target_key_str
 from tests.logs.helpers import TARGET, TARGET2, WKEY, WKEY2, make_record, write_lines
 
 T1 = target_key_str(TARGET.chip, TARGET.hash)

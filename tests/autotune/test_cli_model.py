@@ -65,6 +65,12 @@ def test_info_human_and_json(tiny: Path) -> None:
                 "npu_subfunctions", "workload_key"):
         assert key in d
     assert d["batch"] == 4 and d["flops"] == pytest.approx(4 * d["flops_per_sample"])
+    # the JSON names inputs and outputs as the ONNX file (and the table) does
+    proto = onnx.load(str(tiny))
+    assert list(d["outputs"]) == [o.name for o in proto.graph.output]
+    assert set(d["inputs"]) <= {i.name for i in proto.graph.input}
+    for name in d["outputs"]:
+        assert name in r.output
 
 
 def test_schedule_make_show_export(tiny: Path, tmp_path: Path) -> None:

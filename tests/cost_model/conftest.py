@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from compiler.auto import fit_to_target
+from compiler.derive import group_io, make_schedule
 from compiler.errors import ScheduleError
 from compiler.graph import Graph
-from compiler.plan import group_io, make_schedule
-from compiler.schedule import GraphSchedule, Group, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement
 from compiler.target import Target
 from tests.sim.conftest import zoo_graph
 
@@ -65,7 +65,7 @@ def random_schedule(graph: Graph, target: Target, rng: np.random.Generator,
             bind = tuple(tuple(ids[p * per:(p + 1) * per]) for p in range(parts))
             allowed = [s for s in scopes if s in graph.ops[last].allowed_scopes] or ["DDR"]
             chunks = tuple(Placement(str(rng.choice(allowed)), bind) for _ in range(split))
-            groups.append(Group(f"group_{i}", ops, split, chunks))
+            groups.append(GroupSpec(f"group_{i}", ops, split, chunks))
         try:
             s = make_schedule(graph, groups, order=str(rng.choice(["depth", "breadth"])))
             return fit_to_target(graph, s, target)

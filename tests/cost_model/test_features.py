@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from compiler.auto import core_bind_for
+from compiler.derive import make_schedule
 from compiler.graph import Graph
-from compiler.plan import make_schedule
-from compiler.schedule import GraphSchedule, Group, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement
 from compiler.target import Target
 from cost_model import FEATURES, feature_names, features, reference_cycles
 from tests.cost_model.conftest import cut_points
@@ -31,8 +31,8 @@ def two_groups(graph: Graph, scope: str, bind_a: object, bind_b: object, split: 
     a = tuple(range(cut + 1))
     b = tuple(range(cut + 1, len(graph.ops)))
     pa, pb = Placement.make(scope, bind_a), Placement.make("DDR", bind_b)
-    return make_schedule(graph, [Group("a", a, split, (pa,) * split),
-                                 Group("b", b, split, (pb,) * split)])
+    return make_schedule(graph, [GroupSpec("a", a, split, (pa,) * split),
+                                 GroupSpec("b", b, split, (pb,) * split)])
 
 
 def test_every_column_is_named_and_documented() -> None:
@@ -107,9 +107,9 @@ def test_capacity_columns_scale_with_the_capacity(tiny: Graph, target: Target,
 
 def test_known_values_one_group_in_ddr(tiny: Graph, target: Target) -> None:
     n = target.chip.cores_per_cluster
-    one = make_schedule(tiny, [Group("all", tuple(range(len(tiny.ops))), 1,
+    one = make_schedule(tiny, [GroupSpec("all", tuple(range(len(tiny.ops))), 1,
                                      (Placement("DDR", core_bind_for(tiny.batch, n)),))])
-    four = make_schedule(tiny, [Group("all", tuple(range(len(tiny.ops))), 4,
+    four = make_schedule(tiny, [GroupSpec("all", tuple(range(len(tiny.ops))), 4,
                                       (Placement("DDR", core_bind_for(2, n)),) * 4)])
     X = features(tiny, [one, four], target)
     assert col(X, "groups_per_op")[0] == pytest.approx(1 / len(tiny.ops))

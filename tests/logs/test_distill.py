@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.errors import LogError
-from logs import Database, Record, Status, distill, read_records
+from logs import Database, LogError, Record, Status, distill, read_records
 from tests.logs.helpers import T0, TARGET, TARGET2, WKEY, WKEY2, make_record, write_lines
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 import logs._io
-from compiler.errors import LogError
 from logs import (
     Database,
+    LogError,
     LogWarning,
     Record,
     RecordWriter,

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from autotune.cli import main
 from compiler import zoo
+from compiler.derive import single_group_schedule
 from compiler.graph import Graph
-from compiler.plan import single_group_schedule
 from compiler.schedule import GraphSchedule, Placement
 
 JSON_KEYS = {"status", "latency_us", "throughput_per_s", "chip_throughput_per_s",
@@ -110,3 +110,44 @@ def test_capacity_overflow(model_file: Path, tiny: Graph, tmp_path: Path) -> Non
 def test_option_errors(model_file: Path, args: list[str]) -> None:
     code, _, err = run("simulate", str(model_file), *args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "error" in err
+
+
+def test_record_feeds_apply_history_best(model_file: Path, tmp_path: Path) -> None:
+    """simulate --record appends one record per run (failures too); compile --log uses the best."""
+    from compiler.target import Target
+    from logs import Status, read_records
+
+    log, o3 = tmp_path / "hand.jsonl", tmp_path / "o3.json"
+    for level in ("2", "3"):
+        code, out, err = run("simulate", str(model_file), "--level", level, "--record", str(log))
+        assert code == 0, (out, err)
+    code, _, _ = run("schedule", "make", str(model_file), "--level", "3", "-o", str(o3))
+    assert code == 0
+    tight = tmp_path / "tight.toml"
+    tight.write_text(_toml(Target.default().replace(l1={"data_bytes": 4096}).to_dict()))
+    code, _, _ = run("simulate", str(model_file), "--schedule", str(o3), "--target", str(tight),
+                     "--record", str(log))
+    assert code == 1  # overflows: recorded as such
+    records = list(read_records(str(log)))
+    assert [r.result.status for r in records] == [Status.OK, Status.OK, Status.CAPACITY]
+    assert records[0].prov.tuner == "O2" and records[1].prov.measurer == "sim"
+    assert "overflows" in records[2].result.error
+    best = min(records[:2], key=lambda r: r.result.latency_us or 0)
+    code, out, err = run("compile", str(model_file), "--log", str(log), "--strict",
+                         "-o", str(tmp_path / "m.stcobj"))
+    assert code == 0, (out, err)
+    assert f"from {log}" in out and best.schedule["source"] in out
+
+
+def _toml(d: dict[str, object], prefix: str = "") -> str:
+    """A flat-enough TOML writer for a target's to_dict()."""
+    lines, tables = [], []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        else:
+            lines.append(f"{k} = {json.dumps(v)}")
+    for k, v in tables:
+        lines.append(f"[{prefix}{k}]")
+        lines.append(_toml(v))
+    return "\n".join(lines)

@@ -8,8 +8,8 @@ import math
 import pytest
 from onnx import helper as h
 
+from compiler.derive import make_schedule, single_group_schedule
 from compiler.graph import Graph
-from compiler.plan import make_schedule, single_group_schedule
 from compiler.schedule import GraphSchedule, Placement, Step
 from compiler.target import Target
 from sim import SimError, SimResult, lower_bound, simulate, simulate_many, to_chrome_trace
@@ -171,11 +171,13 @@ def test_prefetch_hides_loads_only_when_l1_has_room(branches: Graph, target: Tar
     c, d = steps["C[0]"], steps["D[0]"]
     assert d.load_start_cycles < c.end_cycles and d.load_end_cycles <= c.end_cycles
     assert d.start_cycles == pytest.approx(c.end_cycles)  # the load was hidden
-    # L1 that holds either step but not C's working set plus D's incoming input
+    # L1 that holds either step but not C's working set plus D's incoming input (y, one
+    # sample of 256 x 512 FP16 per core, staged from the LLB)
     y_per_core = S * 512 * 2
     fits = max(c.l1_bytes, d.l1_bytes)
-    assert fits + y_per_core > fits + 1
-    tight_target = target.replace(l1={"data_bytes": fits + y_per_core // 2})
+    cap = fits + y_per_core // 2
+    assert fits <= cap < c.l1_bytes + y_per_core
+    tight_target = target.replace(l1={"data_bytes": cap})
     tight = ok(simulate(branches, s, tight_target))
     t = {st.name: st for st in tight.steps}
     assert t["D[0]"].load_start_cycles >= t["C[0]"].end_cycles
@@ -245,7 +247,8 @@ def test_sizes_follow_the_target_compute_type(branches: Graph, target: Target) -
                                                    l1={"data_bytes": 2 * target.l1.data_bytes})))
     assert branches.tensors["x"].dtype == "float32" and branches.float_bytes == 2
     assert fp32.weight_bytes_loaded == pytest.approx(2 * fp16.weight_bytes_loaded)
-    assert fp32.ddr_bytes == pytest.approx(2 * fp16.ddr_bytes)
+    # twice the bytes, and more passes over x: a weight tile holds half the elements
+    assert fp32.ddr_bytes > 2 * fp16.ddr_bytes
     assert fp32.peak_l1_bytes == 2 * fp16.peak_l1_bytes
 
 
@@ -254,7 +257,7 @@ def test_random_schedules_give_results_or_errors_never_exceptions(tiny: Graph,
     import random
 
     from compiler.errors import ScheduleError
-    from compiler.schedule import Group
+    from compiler.schedule import GroupSpec
 
     rng = random.Random(7)
     n, seen = len(tiny.ops), set()
@@ -271,7 +274,7 @@ def test_random_schedules_give_results_or_errors_never_exceptions(tiny: Graph,
                 cores = rng.sample(range(8), parts * per)
                 chunks.append(Placement.make(rng.choice(["DDR", "LLB", "L1"]),
                                              [cores[j * per:(j + 1) * per] for j in range(parts)]))
-            groups.append(Group(f"g{i}", tuple(range(bounds[i], bounds[i + 1])), split,
+            groups.append(GroupSpec(f"g{i}", tuple(range(bounds[i], bounds[i + 1])), split,
                                 tuple(chunks)))
         try:
             s = make_schedule(tiny, groups, order=rng.choice(["depth", "breadth"]))

@@ -15,6 +15,7 @@ otherwise one concat of everything then one split. Model inputs count as split
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 from compiler.errors import ScheduleError
 from compiler.graph import dfs_postorder
 from compiler.memo import memo_of
-from compiler.schedule import GraphSchedule, Group, Placement, Step, Transfer
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, Step, Transfer
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -66,8 +67,45 @@ def _group_io(graph: Graph, ops: Sequence[int]) -> GroupIO:
     return GroupIO(tuple(inputs), tuple(outputs))
 
 
-def group_order(graph: Graph, groups: Sequence[Group]) -> list[str]:
-    """Group names in a topological order (ties: smallest op index first).
+def _last_use(graph: Graph) -> dict[str, int]:
+    last: dict[str, int] = {}
+    for op in graph.ops:
+        for t in op.inputs:
+            last[t] = op.index
+    for t in graph.outputs:
+        last[t] = len(graph.ops)
+    return last
+
+
+def single_tensor_cuts(graph: Graph) -> list[int]:
+    """Op indices after which exactly one tensor is live (model inputs included).
+
+    Cutting the op order there leaves one tensor crossing the boundary (ResNet's
+    residual adds, BERT's block ends): O3 builds its segments on these points and
+    the search space its group boundaries. The last op is never a cut.
+    """
+    last = _last_use(graph)
+    born = {op.output: op.index for op in graph.ops}
+    for t in graph.inputs:
+        born[t] = -1
+    cuts = []
+    # sweep: live count after op i = tensors born <= i with last use > i
+    events: dict[int, int] = {}
+    for t, b in born.items():
+        lu = last.get(t, b)
+        if lu > b:
+            events[b] = events.get(b, 0) + 1
+            events[lu] = events.get(lu, 0) - 1
+    live = events.get(-1, 0)
+    for op in graph.ops:
+        live += events.get(op.index, 0)
+        if live == 1 and op.index < len(graph.ops) - 1:
+            cuts.append(op.index)
+    return cuts
+
+
+def group_order(graph: Graph, groups: Sequence[GroupSpec]) -> list[str]:
+    """GroupSpec names in a topological order (ties: smallest op index first).
 
     Raises:
         ScheduleError: the groups form a cycle (named).
@@ -80,19 +118,21 @@ def group_order(graph: Graph, groups: Sequence[Group]) -> list[str]:
                 if owner.get(p) not in (None, g.name):
                     deps[g.name].add(owner[p])
     first = {g.name: min(g.ops) if g.ops else 0 for g in groups}
+    users: dict[str, list[str]] = {g.name: [] for g in groups}
+    waiting = {n: len(d) for n, d in deps.items()}
+    for n, d in deps.items():
+        for m in d:
+            users[m].append(n)
+    ready = [(first[n], n) for n, k in waiting.items() if k == 0]
+    heapq.heapify(ready)
     done: list[str] = []
-    ready = sorted((n for n, d in deps.items() if not d), key=first.__getitem__)
-    remaining = {n: set(d) for n, d in deps.items()}
-    while ready:
-        n = ready.pop(0)
+    while ready:  # Kahn's algorithm; ties by smallest first op
+        _, n = heapq.heappop(ready)
         done.append(n)
-        for m, d in remaining.items():
-            if n in d:
-                d.discard(n)
-                if not d and m not in done and m not in ready:
-                    ready.append(m)
-        ready.sort(key=first.__getitem__)
-        remaining.pop(n, None)
+        for m in users[n]:
+            waiting[m] -= 1
+            if waiting[m] == 0:
+                heapq.heappush(ready, (first[m], m))
     if len(done) != len(groups):
         left = [n for n in deps if n not in done]
         cycle = _find_cycle({n: deps[n] & set(left) for n in left})
@@ -124,7 +164,7 @@ class _Chunking:
 
 
 def derive_transfers(
-    graph: Graph, groups: Sequence[Group]
+    graph: Graph, groups: Sequence[GroupSpec]
 ) -> tuple[list[Transfer], dict[Node, list[Node]], list[Node]]:
     """Transfers the groups need, the chunk DAG (node -> deps) and the output nodes.
 
@@ -286,7 +326,7 @@ def postorder(deps: dict[Node, list[Node]], roots: Sequence[Node]) -> list[Node]
 
 def make_schedule(
     graph: Graph,
-    groups: Sequence[Group],
+    groups: Sequence[GroupSpec],
     *,
     order: str | Sequence[Step] = "depth",
     transfer_placements: dict[str, Placement] | None = None,
@@ -327,7 +367,7 @@ def make_schedule(
                       for n in nodes)
     else:
         steps = tuple(order)
-    return GraphSchedule(
+    schedule = GraphSchedule(
         batch=graph.batch,
         groups=tuple(groups),
         transfers=tuple(transfers),
@@ -335,9 +375,12 @@ def make_schedule(
         workload_key=graph.workload_key,
         source=source,
     )
+    # Derived once: validation and the capacity walk reuse it (placements do not change it).
+    memo_of(schedule, limit=8)[("derived", id(graph))] = (graph, (transfers, deps, outs))
+    return schedule
 
 
-def _breadth(graph: Graph, groups: Sequence[Group], deps: dict[Node, list[Node]]) -> list[Node]:
+def _breadth(graph: Graph, groups: Sequence[GroupSpec], deps: dict[Node, list[Node]]) -> list[Node]:
     by_name = {g.name: g for g in groups}
     out: list[Node] = []
     placed: set[Node] = set()
@@ -380,5 +423,5 @@ def single_group_schedule(
     graph: Graph, placement: Placement, split: int = 1, source: str = ""
 ) -> GraphSchedule:
     """Every op in one group: the simplest valid schedule (handy in tests)."""
-    g = Group("group_0", tuple(range(len(graph.ops))), split, (placement,) * split)
+    g = GroupSpec("group_0", tuple(range(len(graph.ops))), split, (placement,) * split)
     return make_schedule(graph, [g], source=source)

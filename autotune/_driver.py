@@ -1,0 +1,296 @@
+"""The tuning loop: one driver asks and tells, a pool measures, the log records.
+
+Loop: while the budget allows and a task is live, the scheduler picks a task,
+its study proposes a batch (``study.ask()`` + ``space.suggest(trial)``), the
+batch goes to the pool; finished batches come back in any order and each
+measurement becomes one record in the log (appended and flushed) before its
+trial is told. Side effects beyond the log and the study (progress, user
+hooks) are callbacks, called after every finished batch.
+
+A candidate already measured (in this run or any run in the log) is never
+measured again: its trial is told the logged value. A candidate proposed twice
+while in flight is measured once and both trials are told.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from autotune._reconcile import CID_ATTR, SEED_ATTR, SEED_CID_ATTR
+from autotune._state import Best, JobState, TaskState
+from autotune._studies import candidate_id, seed_schedules
+from compiler.errors import GraphtuneError
+from logs import RecordWriter
+
+if TYPE_CHECKING:
+    from optuna.trial import Trial
+
+    from autotune._journal import StorageHandle
+    from autotune._measurer import Measurer
+    from autotune._pool import Finished, MeasurePool
+    from autotune._scheduler import GradientScheduler
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+    from sim import Measurement
+
+__all__ = ["Callback", "Candidate", "Driver"]
+
+log = logging.getLogger("autotune.tune")
+
+Callback = Callable[[JobState], None]
+"""Called with the job's state after every finished batch."""
+
+# Proposals in a row that were all measured before: the study keeps proposing old
+# candidates, so the task is done.
+_DUP_LIMIT = 64
+
+
+@dataclass
+class Candidate:
+    """One schedule on its way to a worker."""
+
+    task: int
+    trial: Trial | None
+    schedule: GraphSchedule
+    cid: str
+    params: dict[str, Any]
+    tuner: str
+    cost_model: str
+
+
+def is_seed_label(tuner: str) -> bool:
+    """Whether ``prov.tuner`` names a seed (``O0``-``O3``, ``plan:<name>``)."""
+    return tuner in ("O0", "O1", "O2", "O3") or tuner.startswith("plan:")
+
+
+class Driver:
+    """Runs a job (see the module doc). Built by :func:`autotune.tune`.
+
+    Args:
+        job: The tasks and counters.
+        scheduler: Picks the task of each batch (its progress list matches ``job.tasks``).
+        pool: Where batches are measured.
+        writer: The log.
+        storage: The studies' storage (flushed after each finished batch).
+        target: The chip (records name it).
+        measurer: Named in the records.
+        objective: ``"latency"`` or ``"throughput"``.
+        tuner: ``prov.tuner`` of sampler proposals (``graphtune-guided``, ``optuna-tpe``).
+        batch_size: Candidates per batch.
+        callbacks: Called after every finished batch.
+    """
+
+    def __init__(self, job: JobState, scheduler: GradientScheduler, pool: MeasurePool,
+                 writer: RecordWriter, storage: StorageHandle, target: Target,
+                 measurer: Measurer, objective: str, tuner: str, batch_size: int,
+                 callbacks: Sequence[Callback] = ()) -> None:
+        self.job = job
+        self.scheduler = scheduler
+        self.pool = pool
+        self.writer = writer
+        self.storage = storage
+        self.target = target
+        self.measurer = measurer
+        self.objective = objective
+        self.tuner = tuner
+        self.batch_size = max(1, batch_size)
+        self.callbacks = list(callbacks)
+        self._batches: dict[int, list[Candidate]] = {}
+        self._next_batch = 0
+        # Candidates being measured -> other trials waiting for them.
+        self._inflight: dict[tuple[int, str], list[Trial]] = {}
+        self._host = socket.gethostname()
+
+    # ---- the loop --------------------------------------------------------------------------
+    def run(self) -> None:
+        """Measure until the budget is spent or every task stopped."""
+        while True:
+            self._fill()
+            if not self.pool.in_flight:
+                break
+            for fin in self.pool.wait(timeout_s=1.0):
+                self._finish(self._batches.pop(fin.batch_id), fin)
+                self.job.rounds += 1
+                self.storage.flush()
+                for cb in self.callbacks:
+                    cb(self.job)
+
+    def _pending(self) -> int:
+        return sum(len(b) for b in self._batches.values())
+
+    def _fill(self) -> None:
+        while self.pool.in_flight < self.pool.slots:
+            left = self.job.budget - self.job.total - self._pending()
+            if left <= 0:
+                return
+            k = self.scheduler.next_task()
+            if k is None:
+                return
+            batch = self._propose(k, min(self.batch_size, left))
+            if self.job.tasks[k].stopped:
+                self._stop(k, self.job.tasks[k].stopped)
+            if not batch:
+                if not self._any_inflight(k):
+                    self._stop(k, self.job.tasks[k].stopped or "nothing new to propose")
+                    continue
+                return  # its in-flight candidates may still change the sampler's mind
+            bid = self._next_batch
+            self._next_batch += 1
+            self._batches[bid] = batch
+            self.pool.submit(bid, self.job.tasks[k].task.key,
+                             [c.schedule.to_json() for c in batch])
+
+    def _any_inflight(self, k: int) -> bool:
+        return any(c.task == k for b in self._batches.values() for c in b)
+
+    def _stop(self, k: int, why: str) -> None:
+        self.scheduler.stop(k, why)
+        self.job.tasks[k].stopped = self.scheduler.tasks[k].stopped
+        log.info("task %s stops: %s", self.job.tasks[k].task.name, why)
+
+    # ---- proposing -------------------------------------------------------------------------
+    def _propose(self, k: int, n: int) -> list[Candidate]:
+        """Up to ``n`` new candidates of task ``k`` (seeds the space cannot express first)."""
+        ts = self.job.tasks[k]
+        out: list[Candidate] = []
+        while ts.seeds_direct and len(out) < n:
+            label, s = ts.seeds_direct.pop(0)
+            cid = candidate_id(s)
+            if cid not in ts.measured and (k, cid) not in self._inflight:
+                self._inflight[(k, cid)] = []
+                out.append(Candidate(k, None, s, cid, {}, label, ""))
+        attempts = 0
+        while len(out) < n and attempts < 4 * n + 8:
+            attempts += 1
+            c = self._ask(k)
+            if c is None:
+                continue
+            if c.cid in ts.measured:
+                self._tell(c.trial, ts.measured[c.cid])
+                ts.dup_streak += 1
+                if ts.dup_streak >= _DUP_LIMIT:
+                    ts.stopped = f"{_DUP_LIMIT} proposals in a row were measured before"
+                    break
+                continue
+            ts.dup_streak = 0
+            waiting = self._inflight.get((k, c.cid))
+            if waiting is not None:
+                if c.trial is not None:
+                    waiting.append(c.trial)
+                continue
+            self._inflight[(k, c.cid)] = []
+            out.append(c)
+        return out
+
+    def _ask(self, k: int) -> Candidate | None:
+        from optuna.trial import TrialState
+
+        ts = self.job.tasks[k]
+        trial = ts.study.ask()
+        try:
+            s = ts.space.suggest(trial)
+        except GraphtuneError as exc:
+            log.warning("task %s trial %d: the space cannot decode its parameters: %s",
+                        ts.task.name, trial.number, exc)
+            ts.study.tell(trial, state=TrialState.FAIL)
+            return None
+        cid = candidate_id(s)
+        trial.set_user_attr(CID_ATTR, cid)
+        seed = trial.user_attrs.get(SEED_ATTR)
+        if seed and trial.user_attrs.get(SEED_CID_ATTR) not in (None, cid):
+            # The enqueued parameters did not reproduce the seed: measure the seed as it is.
+            log.warning("task %s: seed %s did not decode to itself; measured outside the study",
+                        ts.task.name, seed)
+            ts.seeds_direct.extend(x for x in seed_schedules(ts.task.graph, self.target)
+                                   if x[0] == seed)
+            seed = None
+        sampler = ts.study.sampler
+        ranked = sampler.ranked_by(trial.number) if hasattr(sampler, "ranked_by") else ""
+        tuner = str(seed) if seed else self.tuner
+        return Candidate(k, trial, s, cid, dict(trial.params), tuner, ranked)
+
+    def _tell(self, trial: Trial | None, value: float | None) -> None:
+        from optuna.trial import TrialState
+
+        if trial is None:
+            return
+        study = trial.study
+        if value is None:
+            study.tell(trial, state=TrialState.FAIL)
+        else:
+            study.tell(trial, value)
+
+    # ---- results ---------------------------------------------------------------------------
+    def _finish(self, batch: list[Candidate], fin: Finished) -> None:
+        for c, m in zip(batch, fin.measurements):
+            self._record(c, m, fin.host or self._host)
+
+    def _record(self, c: Candidate, m: Measurement, host: str) -> None:
+        ts = self.job.tasks[c.task]
+        study = ts.study.study_name if c.trial is not None else ""
+        schedule = c.schedule
+        if not is_seed_label(c.tuner):
+            schedule = replace(schedule, source=f"tuner:{study}/{c.trial.number if c.trial else ''}")
+        rec = m.to_record(ts.task.graph, schedule, self.target, measurer=self.measurer.name,
+                          measurer_version=self.measurer.version, tuner=c.tuner, study=study,
+                          trial=c.trial.number if c.trial is not None else None, host=host,
+                          params=c.params, cost_model=c.cost_model)
+        self.writer.write(rec)  # the log first: it is the truth
+        # A lost candidate was not measured: its trials fail and it may be proposed again.
+        value = self.value(m) if m.status != "worker_lost" else None
+        self.note(ts, c.tuner, dict(rec.schedule), c.trial.number if c.trial else None, m, c.cid)
+        self._tell(c.trial, value)
+        for trial in self._inflight.pop((c.task, c.cid), []):
+            self._tell(trial, value)
+        self.job.measured_now += 1
+        ts.new += 1
+        self.scheduler.record(c.task, m.latency_us if m.ok else None)
+        if self.scheduler.tasks[c.task].stopped and not ts.stopped:
+            ts.stopped = self.scheduler.tasks[c.task].stopped
+
+    def value(self, m: Measurement) -> float | None:
+        """The study value of a measurement (None: failed)."""
+        return objective_of(m, self.objective)
+
+    def note(self, ts: TaskState, tuner: str, schedule: GraphSchedule | dict[str, Any],
+             trial: int | None, m: Measurement, cid: str) -> None:
+        """Update a task's counters, best, baselines and curve with one measurement."""
+        note_measurement(ts, self.objective, tuner, schedule, trial, m, cid)
+
+
+def objective_of(m: Measurement, objective: str) -> float | None:
+    """The study value of a measurement (None: failed)."""
+    if not m.ok:
+        return None
+    return m.latency_us if objective == "latency" else m.throughput_per_s
+
+
+def note_measurement(ts: TaskState, objective: str, tuner: str,
+                     schedule: GraphSchedule | dict[str, Any], trial: int | None,
+                     m: Measurement, cid: str) -> None:
+    """Update a task's state with one measurement (this run's or a logged one)."""
+    ts.records += 1
+    latency = m.latency_us if m.ok else None
+    ts.history.append(latency)
+    if m.status != "worker_lost":  # a lost candidate was not measured
+        ts.measured[cid] = objective_of(m, objective)
+        ts.latency[cid] = latency
+    if not m.ok:
+        ts.errors[m.status] = ts.errors.get(m.status, 0) + 1
+    if latency is not None and _better(m, ts.best, objective):
+        sched = schedule if isinstance(schedule, dict) else schedule.to_json()
+        ts.best = Best(latency, m.throughput_per_s, sched, tuner, trial)
+    if ts.best is not None:
+        ts.curve.append((ts.records, ts.best.latency_us))
+
+
+def _better(m: Measurement, best: Best | None, objective: str) -> bool:
+    if best is None:
+        return True
+    if objective == "throughput":
+        return (m.throughput_per_s or 0.0) > (best.throughput_per_s or 0.0)
+    return m.latency_us is not None and m.latency_us < best.latency_us

@@ -1,0 +1,279 @@
+"""``GuidedSampler``: graphtune's own Optuna sampler (evolution + cost model).
+
+Each round it breeds a population (the best measured schedules, their
+mutations and crossovers, and uniform random samples of the space) for a few
+generations, selecting parents by the cost model's predicted speed; it then
+proposes the best-predicted new candidates that pass the capacity pre-check,
+plus an ``eps`` share of random ones (Ansor's evolutionary search with a
+learned cost model). The cost model is retrained as measurements arrive.
+
+It is an ordinary :class:`optuna.samplers.BaseSampler`: ``study.ask()`` picks a
+queued candidate in :meth:`before_trial`, and the driver's
+``space.suggest(trial)`` receives its parameters one by one through
+:meth:`sample_independent`. Enqueued trials (seeds, re-queued trials) keep
+their fixed parameters and do not consume a proposal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from optuna.samplers import BaseSampler
+from optuna.trial import TrialState
+
+from autotune._ranker import Ranker
+from autotune._studies import candidate_id, vector_of
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+    from optuna.study import Study
+    from optuna.trial import FrozenTrial
+
+    from compiler.schedule import GraphSchedule
+    from search_space import Space
+
+__all__ = ["GuidedOptions", "GuidedSampler"]
+
+log = logging.getLogger("autotune.guided")
+
+
+@dataclass(frozen=True)
+class GuidedOptions:
+    """Knobs of the guided sampler.
+
+    Attributes:
+        population: Candidates bred per generation.
+        generations: Generations of model-guided evolution per round.
+        proposals: Candidates proposed per round.
+        parents: Best measured schedules that seed the population.
+        random_share: Share of the initial population drawn uniformly from the space.
+        crossover: Probability that a child is a crossover rather than a mutation.
+        eps: Share of each round's proposals that are random picks (exploration).
+        retrain_every: Retrain the cost model when this many new measurements arrived.
+    """
+
+    population: int = 96
+    generations: int = 2
+    proposals: int = 16
+    parents: int = 8
+    random_share: float = 0.25
+    crossover: float = 0.15
+    eps: float = 0.1
+    retrain_every: int = 16
+
+
+@dataclass
+class _Proposal:
+    cid: str
+    params: dict[str, Any]
+    ranked_by: str
+
+
+class GuidedSampler(BaseSampler):
+    """Proposals from evolution around the best schedules, ranked by a cost model.
+
+    Args:
+        space: The task's search space.
+        ranker: The cost model (see :mod:`autotune._ranker`).
+        objective: ``"latency"`` (minimise) or ``"throughput"`` (maximise).
+        seed: Randomness (the same seed and history give the same proposals).
+        options: See :class:`GuidedOptions`.
+    """
+
+    def __init__(self, *, space: Space, ranker: Ranker, objective: str = "latency",
+                 seed: int | None = None, options: GuidedOptions | None = None) -> None:
+        self.space = space
+        self.ranker = ranker
+        self.objective = objective
+        self.options = options or GuidedOptions()
+        self._rng = np.random.default_rng(seed)
+        self._queue: deque[_Proposal] = deque()
+        self._seen: set[str] = set()  # measured, queued or handed out
+        self._synced: set[int] = set()  # trial numbers already learned from
+        self._vectors: dict[str, np.ndarray] = {}  # measured candidate -> vector
+        self._scores: dict[str, float] = {}  # measured ok candidate -> y (higher = faster)
+        self._x: list[np.ndarray] = []
+        self._y: list[float] = []
+        self._trained_at = 0
+        self._by_trial: dict[int, _Proposal] = {}
+        self.rounds = 0
+
+    # ---- Optuna's sampler interface ------------------------------------------------------
+    def infer_relative_search_space(self, study: Study, trial: FrozenTrial
+                                    ) -> dict[str, BaseDistribution]:
+        return {}
+
+    def sample_relative(self, study: Study, trial: FrozenTrial,
+                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        return {}
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        if "fixed_params" in trial.system_attrs:
+            return
+        self.sync(study)
+        if not self._queue:
+            self._refill()
+        if self._queue:
+            self._by_trial[trial.number] = self._queue.popleft()
+
+    def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
+                           param_distribution: BaseDistribution) -> Any:
+        chosen = self._by_trial.get(trial.number)
+        if chosen is not None and param_name in chosen.params:
+            return chosen.params[param_name]
+        choices = param_distribution.choices  # type: ignore[attr-defined]
+        return choices[int(self._rng.integers(len(choices)))]
+
+    def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState,
+                    values: Sequence[float] | None) -> None:
+        self._by_trial.pop(trial.number, None)
+
+    def reseed_rng(self) -> None:
+        self._rng = np.random.default_rng()
+
+    # ---- what the driver asks ------------------------------------------------------------
+    def ranked_by(self, number: int) -> str:
+        """The cost model that ranked trial ``number``'s candidate ("" when none did)."""
+        chosen = self._by_trial.get(number)
+        return chosen.ranked_by if chosen is not None else ""
+
+    def sync(self, study: Study) -> None:
+        """Learn from finished trials not seen yet; retrain the model when enough arrived."""
+        new: list[tuple[str, GraphSchedule, float | None]] = []
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+            if t.number in self._synced:
+                continue
+            self._synced.add(t.number)
+            vec = vector_of(self.space, t.params) if t.params else None
+            if vec is None:
+                continue
+            s = self.space.decode(vec)
+            cid = candidate_id(s)
+            self._seen.add(cid)
+            if t.state == TrialState.COMPLETE and t.value is not None and cid not in self._scores:
+                y = self._label(t.value)
+                if y is not None:
+                    self._vectors[cid] = vec
+                    self._scores[cid] = y
+                    new.append((cid, s, y))
+        if new:
+            rows = self.ranker.features([s for _, s, _ in new])
+            self._x.extend(np.asarray(rows, dtype=np.float32))
+            self._y.extend(y for _, _, y in new if y is not None)
+        if len(self._y) - self._trained_at >= self.options.retrain_every or (
+            self._trained_at == 0 and self._y and len(self._y) >= self.options.retrain_every // 2
+        ):
+            self.ranker.fit(np.stack(self._x), np.asarray(self._y))
+            self._trained_at = len(self._y)
+
+    def _label(self, value: float) -> float | None:
+        """The cost model's target: speed, higher = faster (1/latency or throughput)."""
+        if not np.isfinite(value) or value <= 0:
+            return None
+        return float(1.0 / value if self.objective == "latency" else value)
+
+    # ---- a round -------------------------------------------------------------------------
+    def _refill(self) -> None:
+        """Breed, rank and queue the next round of proposals."""
+        o = self.options
+        self.rounds += 1
+        parents = self._best(o.parents)
+        n_eps = round(o.proposals * o.eps)
+        if parents and not self.ranker.trained_on:
+            ranked, ranked_by = self._neighbours(parents), ""
+        else:
+            ranked, ranked_by = self._evolve(parents), f"{self.ranker.name}/n={self.ranker.trained_on}"
+        picked = 0
+        for cid, s in ranked:
+            if picked >= o.proposals - n_eps:
+                break
+            if self._admit(cid, s, ranked_by):
+                picked += 1
+        for _ in range(8 * max(n_eps, 1)):
+            if picked >= o.proposals:
+                break
+            s = self.space.sample(self._rng)
+            if self._admit(candidate_id(s), s, ""):
+                picked += 1
+        log.debug("round %d: %d candidates ranked, %d proposed", self.rounds, len(ranked), picked)
+
+    def _neighbours(self, parents: Sequence[np.ndarray]) -> list[tuple[str, GraphSchedule]]:
+        """No model yet: one-move neighbours of the best measured, the best parent's first."""
+        o, rng = self.options, self._rng
+        keyed: list[tuple[float, str, GraphSchedule]] = []
+        per = max(2, 2 * o.proposals // len(parents))
+        for rank, vec in enumerate(parents):
+            parent = self.space.decode(vec)
+            for _ in range(per):
+                s = self.space.mutate(parent, rng)
+                keyed.append((rank + float(rng.random()), candidate_id(s), s))
+        keyed.sort(key=lambda x: x[0])
+        return self._fresh((cid, s) for _, cid, s in keyed)
+
+    def _evolve(self, parents: Sequence[np.ndarray]) -> list[tuple[str, GraphSchedule]]:
+        """Model-guided evolution; the new candidates, best predicted first."""
+        o, sp, rng = self.options, self.space, self._rng
+        n_random = max(1, int(o.population * o.random_share)) if parents else o.population
+        pop: list[GraphSchedule] = [sp.decode(v) for v in parents]
+        pop += [sp.sample(rng) for _ in range(n_random)]
+        pool: dict[str, GraphSchedule] = {}
+        for s in pop:
+            pool.setdefault(candidate_id(s), s)
+        for _ in range(o.generations):
+            scores = self._predict(pop)
+            children = self._breed(pop, scores, o.population)
+            for s in children:
+                pool.setdefault(candidate_id(s), s)
+            keep = np.argsort(-scores, kind="stable")[: max(1, len(pop) // 4)]
+            pop = [pop[int(k)] for k in keep] + children
+        fresh = self._fresh(pool.items())
+        if not fresh:
+            return []
+        scores = self._predict([s for _, s in fresh])
+        return [fresh[int(k)] for k in np.argsort(-scores, kind="stable")]
+
+    def _fresh(self, items: Iterable[tuple[str, GraphSchedule]]) -> list[tuple[str, GraphSchedule]]:
+        out: dict[str, GraphSchedule] = {}
+        for cid, s in items:
+            if cid not in self._seen:
+                out.setdefault(cid, s)
+        return list(out.items())
+
+    def _admit(self, cid: str, s: GraphSchedule, ranked_by: str) -> bool:
+        if cid in self._seen or not self.space.precheck(s).ok:
+            return False
+        self._seen.add(cid)
+        params = dict(self.space.project(s).params)  # the space remembers what it decoded
+        self._queue.append(_Proposal(cid, params, ranked_by))
+        return True
+
+    def _best(self, k: int) -> list[np.ndarray]:
+        order = sorted(self._scores, key=lambda c: -self._scores[c])[:k]
+        return [self._vectors[c] for c in order]
+
+    def _predict(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
+        if not schedules:
+            return np.zeros(0)
+        return self.ranker.predict(self.ranker.features(schedules))
+
+    def _breed(self, pop: Sequence[GraphSchedule], scores: np.ndarray, n: int
+               ) -> list[GraphSchedule]:
+        """``n`` children: parents drawn by rank (better predicted, more children)."""
+        rng, sp = self._rng, self.space
+        ranks = np.empty(len(pop))
+        ranks[np.argsort(-scores, kind="stable")] = np.arange(len(pop))
+        weights = 1.0 / (ranks + 4.0)
+        weights /= weights.sum()
+        pick: Callable[[], GraphSchedule] = lambda: pop[int(rng.choice(len(pop), p=weights))]  # noqa: E731
+        out = []
+        for _ in range(n):
+            if len(pop) > 1 and rng.random() < self.options.crossover:
+                out.append(sp.crossover(pick(), pick(), rng))
+            else:
+                out.append(sp.mutate(pick(), rng))
+        return out

@@ -1,0 +1,200 @@
+"""Where the studies live: Optuna's ``JournalStorage`` on a file next to the log, or a URL.
+
+Optuna's journal file backend appends and fsyncs one line per storage
+operation, and a define-by-run trial of a large model sets a few hundred
+parameters: about 1.5 s of fsyncs per trial. :class:`BufferedJournalFile` keeps
+the journal format and file (the dashboard and ``JournalStorage`` read it as
+usual) but writes the operations of a batch in one append when the driver
+calls :meth:`BufferedJournalFile.flush`. Losing the unflushed tail to a crash
+costs nothing: the tuning log is the truth and :mod:`autotune._reconcile`
+restores the study from it.
+
+One driver owns a journal file at a time (an advisory ``flock`` held for its
+life, released by the kernel even on SIGKILL); a second ``graphtune tune`` on
+the same files fails at once with a clear message.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.errors import GraphtuneError
+
+__all__ = ["BufferedJournalFile", "StorageHandle", "journal_path_for", "open_storage"]
+
+_LOCK_GRACE_S = 5  # a lock file left by a killed writer is broken after this long
+
+
+def journal_path_for(log_path: str) -> str:
+    """The default journal file of a log: ``tune.jsonl`` -> ``tune.journal``."""
+    root, ext = os.path.splitext(log_path)
+    return (root if ext == ".jsonl" else log_path) + ".journal"
+
+
+def _repair_tail(path: str) -> None:
+    """Cut a torn last line (a writer killed mid-append) so later appends stay readable."""
+    try:
+        with open(path, "rb+") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+            keep = 0
+            pos = size
+            while pos > 0:
+                step = min(65536, pos)
+                pos -= step
+                f.seek(pos)
+                chunk = f.read(step)
+                nl = chunk.rfind(b"\n")
+                if nl >= 0:
+                    keep = pos + nl + 1
+                    break
+            f.truncate(keep)
+    except FileNotFoundError:
+        return
+
+
+def _count_lines(path: str) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            n += chunk.count(b"\n")
+    return n
+
+
+class BufferedJournalFile:
+    """A journal file backend that appends in batches (see the module doc).
+
+    Implements ``optuna.storages.journal.BaseJournalBackend`` (registered as a
+    virtual subclass on first use, so importing this module does not import Optuna).
+
+    Args:
+        path: The journal file (created if missing).
+
+    Raises:
+        GraphtuneError: another process holds the file.
+    """
+
+    def __init__(self, path: str) -> None:
+        from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
+
+        self.path = path
+        try:
+            self._lock_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise GraphtuneError(f"cannot open the study journal {path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise GraphtuneError(
+                f"{path} is in use by another graphtune tune: wait for it to finish, or tune "
+                "into another log"
+            ) from None
+        _repair_tail(path)
+        self._inner = JournalFileBackend(path, JournalFileSymlinkLock(path, _LOCK_GRACE_S))
+        self._in_file = _count_lines(path)
+        self._pending: list[dict[str, Any]] = []
+
+    def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
+        """Operations from ``log_number_from`` on: the file's, then the unflushed ones."""
+        if log_number_from < self._in_file:
+            n = log_number_from
+            for entry in self._inner.read_logs(log_number_from):
+                if n >= self._in_file:
+                    break
+                n += 1
+                yield entry
+            yield from list(self._pending)
+        else:
+            yield from self._pending[log_number_from - self._in_file:]
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        """Queue operations (written by :meth:`flush`)."""
+        self._pending.extend(logs)
+
+    def flush(self) -> None:
+        """Append the queued operations to the file in one write and fsync."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self._inner.append_logs(pending)
+            self._in_file += len(pending)
+
+    def close(self) -> None:
+        """Flush and release the file."""
+        if self._lock_fd < 0:
+            return
+        try:
+            self.flush()
+        finally:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+
+def _register() -> None:
+    from optuna.storages.journal import BaseJournalBackend
+
+    BaseJournalBackend.register(BufferedJournalFile)
+
+
+@dataclass
+class StorageHandle:
+    """An Optuna storage and what to do at batch ends and at the end.
+
+    Attributes:
+        storage: What ``optuna.create_study(storage=...)`` takes.
+        where: For messages: the journal path or the URL.
+        journal: The buffered journal, when the storage is one.
+    """
+
+    storage: Any
+    where: str
+    journal: BufferedJournalFile | None = None
+
+    def flush(self) -> None:
+        """Make the study's state since the last flush durable (journal only)."""
+        if self.journal is not None:
+            self.journal.flush()
+
+    def close(self) -> None:
+        """Flush and release."""
+        if self.journal is not None:
+            self.journal.close()
+
+
+def open_storage(spec: str | None, log_path: str) -> StorageHandle:
+    """The study storage: ``spec`` is None (a journal next to the log), an Optuna URL
+    (``sqlite:///studies.db``, ``postgresql://...``) or a journal file path.
+
+    Raises:
+        GraphtuneError: the storage cannot be opened (checked before anything starts).
+    """
+    from optuna.storages import JournalStorage
+
+    _register()
+    if spec is None or "://" not in spec:
+        path = journal_path_for(log_path) if spec is None else spec
+        journal = BufferedJournalFile(path)
+        try:
+            storage = JournalStorage(journal)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
+            journal.close()
+            raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
+        return StorageHandle(storage, path, journal)
+    from optuna.storages import RDBStorage
+
+    try:
+        storage = RDBStorage(spec)
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds for a bad URL
+        lines = str(exc).strip().splitlines()
+        raise GraphtuneError(
+            f"cannot open the study storage {spec}: {lines[0] if lines else type(exc).__name__}"
+        ) from None
+    return StorageHandle(storage, spec)

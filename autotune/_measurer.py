@@ -1,0 +1,95 @@
+"""The ``Measurer`` interface: what judges a batch of schedules (the simulator by default).
+
+A board runner replaces the simulator by implementing :class:`Measurer`; the
+tuner only ever calls :meth:`Measurer.measure` with a batch of schedules of one
+graph and writes one record per :class:`sim.Measurement` it returns. Measurers
+travel to Ray workers by pickle, so they hold configuration, not state.
+"""
+
+from __future__ import annotations
+
+import abc
+import socket
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+    from sim import Measurement
+
+__all__ = ["Measurer", "SimMeasurer", "measure_json"]
+
+
+class Measurer(abc.ABC):
+    """Measures batches of schedules of one graph; failures come back as data.
+
+    Attributes:
+        name: Written to each record's ``prov.measurer``.
+        version: Written to ``prov.measurer_version``; records of another version
+            are not reused (their results may differ).
+    """
+
+    name: str = ""
+    version: str = ""
+
+    @abc.abstractmethod
+    def measure(self, graph: Graph, schedules: Sequence[GraphSchedule], target: Target,
+                timeout_s: float | None) -> list[Measurement]:
+        """One :class:`sim.Measurement` per schedule, in order; never raises for a candidate."""
+
+
+class SimMeasurer(Measurer):
+    """The STCP920 simulator (:func:`sim.measure`)."""
+
+    def __init__(self) -> None:
+        from sim import MEASURER, MEASURER_VERSION
+
+        self.name = MEASURER
+        self.version = MEASURER_VERSION
+
+    def measure(self, graph: Graph, schedules: Sequence[GraphSchedule], target: Target,
+                timeout_s: float | None) -> list[Measurement]:
+        from sim import measure
+
+        return measure(graph, schedules, target, timeout_s=timeout_s)
+
+
+def measure_json(measurer: Measurer, graph: Graph, schedules: Sequence[dict[str, Any]],
+                 target: Target, timeout_s: float | None) -> tuple[str, list[dict[str, Any]]]:
+    """What a worker runs: schedules as JSON in, ``(host, measurements as JSON)`` out.
+
+    A schedule that does not parse is an ``invalid_schedule`` measurement; the
+    rest are measured as one batch. Results drop the full simulator result so
+    they travel small.
+    """
+    from compiler.errors import ScheduleError
+    from compiler.schedule import GraphSchedule
+    from sim import Measurement
+
+    parsed: list[GraphSchedule | None] = []
+    errors: dict[int, str] = {}
+    for k, obj in enumerate(schedules):
+        try:
+            parsed.append(GraphSchedule.from_json(obj))
+        except ScheduleError as exc:
+            parsed.append(None)
+            errors[k] = str(exc)
+    good = [s for s in parsed if s is not None]
+    measured = iter(measurer.measure(graph, good, target, timeout_s) if good else [])
+    out: list[dict[str, Any]] = []
+    for k, s in enumerate(parsed):
+        m = (Measurement("invalid_schedule", None, None, 0.0, errors[k], 0.0) if s is None
+             else replace(next(measured), result=None))
+        out.append(m.to_json())
+    return socket.gethostname(), out
+
+
+def measurement_from_json(obj: dict[str, Any]) -> Measurement:
+    """Inverse of ``Measurement.to_json`` (without the full result)."""
+    from sim import Measurement
+
+    return Measurement(obj["status"], obj["latency_us"], obj["throughput_per_s"],
+                       obj["lower_bound_us"], obj["error"], obj["seconds"])

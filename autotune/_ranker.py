@@ -1,0 +1,133 @@
+"""The guided sampler's view of a cost model: featurise, fit, predict (higher = faster).
+
+:func:`default_ranker` uses the ``cost_model`` package (``cost_model.features``
+and ``cost_model.XGBModel``) when it provides them; until then it uses
+:class:`EncodingXGB`, an XGBoost regressor on the search space's own encoding.
+Tests pass any object with the same three methods.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+    from search_space import Space
+
+__all__ = ["CostModelRanker", "EncodingXGB", "Ranker", "default_ranker"]
+
+log = logging.getLogger("autotune.tune")
+
+
+class Ranker(Protocol):
+    """What the guided sampler needs from a cost model.
+
+    Attributes:
+        name: Short name for records, e.g. ``"xgb"``.
+        trained_on: Samples of the last fit (0 before: predictions are random).
+    """
+
+    name: str
+    trained_on: int
+
+    def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
+        """One row per schedule."""
+        ...
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> None:
+        """(Re)train on all data so far; ``y`` is the speed (> 0, higher = faster)."""
+        ...
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """A score per row, higher = predicted faster."""
+        ...
+
+
+class EncodingXGB:
+    """XGBoost regression of ``log(y)`` on the space's encoding (categorical choice indices).
+
+    Random scores until ``min_samples`` measurements exist (cold start).
+    """
+
+    name = "xgb-enc"
+
+    def __init__(self, space: Space, seed: int | None = None, min_samples: int = 16) -> None:
+        self._space = space
+        self._seed = 0 if seed is None else seed
+        self._rng = np.random.default_rng(seed)
+        self._min = min_samples
+        self._booster: Any = None
+        self.trained_on = 0
+
+    def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
+        return self._space.encode_many(list(schedules)).astype(np.float32)
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> None:
+        if len(y) < self._min:
+            return
+        import xgboost as xgb
+
+        logy = np.log(y)
+        dtrain = xgb.DMatrix(x, label=logy - float(np.mean(logy)))
+        params = {"max_depth": 6, "eta": 0.2, "subsample": 0.8, "colsample_bytree": 0.8,
+                  "min_child_weight": 1, "nthread": 1, "seed": self._seed,
+                  "objective": "reg:squarederror", "verbosity": 0}
+        self._booster = xgb.train(params, dtrain, num_boost_round=100)
+        self.trained_on = len(y)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        if self._booster is None:
+            return self._rng.random(len(x))
+        import xgboost as xgb
+
+        return np.asarray(self._booster.predict(xgb.DMatrix(x)), dtype=np.float64)
+
+
+class CostModelRanker:
+    """``cost_model.features`` + ``cost_model.XGBModel`` behind the :class:`Ranker` calls.
+
+    The model learns incrementally (``XGBModel.update`` retrains when the data grew
+    enough) on one thread: the measurers own the other cores.
+    """
+
+    name = "xgb"
+
+    def __init__(self, graph: Graph, target: Target, seed: int | None = None) -> None:
+        import cost_model
+
+        self._graph = graph
+        self._target = target
+        self._features = cost_model.features  # type: ignore[attr-defined,unused-ignore]
+        model_cls = cost_model.XGBModel  # type: ignore[attr-defined,unused-ignore]
+        self._model = model_cls(seed=0 if seed is None else seed, params={"nthread": 1})
+        self._rows = 0
+        self.trained_on = 0
+
+    def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
+        return np.asarray(self._features(self._graph, list(schedules), self._target))
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> None:
+        if len(y) > self._rows:
+            self._model.update(x[self._rows:], y[self._rows:])
+            self._rows = len(y)
+        self.trained_on = self._model.n_samples if self._model.trained else 0
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self._model.predict(x), dtype=np.float64)
+
+
+def default_ranker(space: Space, graph: Graph, target: Target, seed: int | None) -> Ranker:
+    """The cost model of the ``cost_model`` package if it has one, else :class:`EncodingXGB`."""
+    try:
+        import cost_model
+    except ImportError:  # pragma: no cover - the package ships with graphtune
+        cost_model = None  # type: ignore[assignment]
+    if cost_model is not None and hasattr(cost_model, "XGBModel") and hasattr(cost_model, "features"):
+        return CostModelRanker(graph, target, seed)
+    return EncodingXGB(space, seed)

@@ -1,0 +1,319 @@
+"""``RayPool``: measurement on Ray actors, one per worker, graphs shipped once.
+
+By default a private Ray instance starts on loopback only (``127.0.0.1``, no
+dashboard) with one CPU per worker; ``address`` joins an existing cluster
+instead. Each actor receives every task's graph, the target and the measurer
+in its constructor (one ``ray.put`` for the graphs), so a batch carries only
+schedule JSON. Actors restart when they die; the batch they held comes back as
+``worker_lost`` measurements and the job goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from autotune._measurer import Measurer, measure_json, measurement_from_json
+from autotune._pool import Finished, MeasurePool, lost
+from compiler.errors import GraphtuneError
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.target import Target
+
+__all__ = ["LOOPBACK", "RayPool", "start_ray"]
+
+log = logging.getLogger("autotune.ray")
+
+LOOPBACK = "127.0.0.1"
+# A batch whose worker neither answers nor dies within this many seconds (beyond its
+# per-schedule timeouts) is declared lost and the worker restarted.
+_BATCH_GRACE_S = 120.0
+
+
+class _Worker:
+    """The actor body: measures batches of one of the graphs it was built with."""
+
+    def __init__(self, graphs: Mapping[str, Graph], target: Target, measurer: Measurer) -> None:
+        self._graphs = graphs
+        self._target = target
+        self._measurer = measurer
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def measure(self, task_key: str, schedules: Sequence[dict[str, Any]],
+                timeout_s: float | None) -> tuple[str, list[dict[str, Any]]]:
+        return measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
+                            timeout_s)
+
+
+_CLUSTER_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def _loopback_only() -> Callable[[], None]:
+    """Make Ray pick 127.0.0.1 as this node's address; returns the undo.
+
+    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` once, when ``ray._private.ray_constants``
+    is imported; with it off, every service binds and advertises loopback (and ``ray.init``
+    turns a ``_node_ip_address`` of 127.0.0.1 into the host's address otherwise). The
+    processes Ray spawns inherit the variable; a Ray already imported gets the constant too.
+    """
+    old_env = os.environ.get(_CLUSTER_VAR)
+    os.environ[_CLUSTER_VAR] = "0"
+    consts = sys.modules.get("ray._private.ray_constants")
+    old_const = getattr(consts, "ENABLE_RAY_CLUSTER", None)
+    if consts is not None:
+        consts.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
+
+    def undo() -> None:
+        if old_env is None:
+            os.environ.pop(_CLUSTER_VAR, None)
+        else:
+            os.environ[_CLUSTER_VAR] = old_env
+        mod = sys.modules.get("ray._private.ray_constants")
+        if mod is not None:
+            mod.ENABLE_RAY_CLUSTER = True if old_const is None else old_const  # type: ignore[attr-defined]
+
+    return undo
+
+
+def start_ray(address: str | None, workers: int) -> Callable[[], None] | None:
+    """Connect to Ray: a new local loopback-only instance, or the cluster at ``address``.
+
+    Returns how to disconnect (and stop a local instance), or None when Ray was
+    already initialised by the caller (left as it is).
+
+    Raises:
+        GraphtuneError: the cluster at ``address`` cannot be reached.
+    """
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        return None
+    if address is None:
+        undo = _loopback_only()
+        import ray
+
+        try:
+            # address="local": a new instance, never another user's `ray start` found on
+            # this host; no dashboard; every service on loopback.
+            ray.init(address="local", num_cpus=max(workers, 1), include_dashboard=False,
+                     _node_ip_address=LOOPBACK, log_to_driver=False, configure_logging=False,
+                     namespace="graphtune")
+        except BaseException:
+            undo()
+            raise
+
+        def stop() -> None:
+            ray.shutdown()
+            undo()
+
+        return stop
+    host, port = _check_reachable(address)
+    # A head on this host's loopback: Ray would otherwise rewrite 127.0.0.1 to the host's
+    # address, where nothing listens.
+    undo = _loopback_only() if host in ("127.0.0.1", "localhost", "::1") else (lambda: None)
+    import ray
+
+    try:
+        ray.init(address=f"{host}:{port}", log_to_driver=False, configure_logging=False,
+                 namespace="graphtune")
+    except Exception as exc:  # noqa: BLE001 - Ray raises many kinds for a bad address
+        undo()
+        text = " ".join(str(exc).split()) + " " + " ".join(str(exc.__cause__ or "").split())
+        if "AuthToken" in text or "Authentication" in text:
+            raise GraphtuneError(
+                f"the Ray cluster at {address} wants a token: set RAY_AUTH_MODE=token (the "
+                "token is read from RAY_AUTH_TOKEN or ~/.ray/auth_token)") from None
+        lines = str(exc).strip().splitlines()
+        raise GraphtuneError(f"cannot join the Ray cluster at {address}: "
+                             f"{lines[-1] if lines else type(exc).__name__}") from None
+
+    def leave() -> None:
+        ray.shutdown()
+        undo()
+
+    return leave
+
+
+def _check_reachable(address: str) -> tuple[str, int]:
+    """``(host, port)`` of a head address, after checking something listens there.
+
+    Ray retries a wrong address for minutes; this fails in two seconds instead.
+
+    Raises:
+        GraphtuneError: malformed, or nothing accepts connections there.
+    """
+    import socket
+
+    text = address.removeprefix("ray://")
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise GraphtuneError(f"--ray-address must be HOST:PORT of a Ray head, got {address!r}")
+    port = int(port_text)
+    try:
+        with socket.create_connection((host, port), timeout=2.0):
+            pass
+    except OSError as exc:
+        raise GraphtuneError(f"cannot join the Ray cluster at {address}: nothing answers there "
+                             f"({exc.strerror or exc})") from None
+    return host, port
+
+
+@dataclass
+class _InFlight:
+    batch_id: int
+    size: int
+    actor: int
+    deadline: float
+
+
+class RayPool(MeasurePool):
+    """Measures on ``workers`` Ray actors (see the module doc).
+
+    A worker that dies takes its running and queued batches with it (they come back
+    as ``worker_lost``); Ray restarts it, and it gets no new batch until it answers
+    a ping, so no candidate is sent to a worker known to be down.
+
+    Args:
+        graphs: Task key -> graph; shipped to each actor once.
+        target: The chip.
+        measurer: Pickled to each actor.
+        workers: Number of actors (>= 1).
+        address: A Ray cluster to join; None starts a local loopback instance.
+        timeout_s: Per-schedule time limit inside the workers.
+    """
+
+    def __init__(self, graphs: Mapping[str, Graph], target: Target, measurer: Measurer,
+                 workers: int, address: str | None = None,
+                 timeout_s: float | None = None) -> None:
+        import ray
+
+        if workers < 1:
+            raise GraphtuneError(f"a Ray pool needs at least one worker, got {workers}")
+        self.workers = workers
+        self._timeout_s = timeout_s
+        self._stop_ray = start_ray(address, workers)
+        actor_cls = ray.remote(_Worker).options(num_cpus=1, max_restarts=-1, max_task_retries=0)
+        graphs_ref = ray.put(dict(graphs))
+        self._actors = [actor_cls.remote(graphs_ref, target, measurer) for _ in range(workers)]
+        self._load = [0] * workers
+        self._refs: dict[Any, _InFlight] = {}
+        self._pings: dict[Any, int] = {}  # ping of a restarting worker -> its index
+        self._down: set[int] = set()
+        self._closed = False
+
+    @property
+    def slots(self) -> int:  # type: ignore[override]
+        """Two batches per worker that is up (one running, one queued behind it)."""
+        return 2 * (self.workers - len(self._down))
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the actors."""
+        import ray
+
+        return list(ray.get([a.pid.remote() for a in self._actors]))
+
+    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
+        up = [i for i in range(len(self._actors)) if i not in self._down] or list(
+            range(len(self._actors)))
+        k = min(up, key=lambda i: self._load[i])
+        ref = self._actors[k].measure.remote(task_key, list(schedules), self._timeout_s)
+        per = self._timeout_s or 60.0
+        self._refs[ref] = _InFlight(batch_id, len(schedules), k,
+                                    time.monotonic() + _BATCH_GRACE_S + per * len(schedules))
+        self._load[k] += 1
+
+    def wait(self, timeout_s: float | None = None) -> list[Finished]:
+        import ray
+
+        refs = [*self._refs, *self._pings]
+        if not refs:
+            return []
+        ready, rest = ray.wait(refs, num_returns=1, timeout=timeout_s)
+        if ready and rest:
+            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+            ready += more
+        done = []
+        for ref in ready:
+            if ref in self._pings:
+                self._pinged(ref)
+            else:
+                done.append(self._collect(ref))
+        self._expire()
+        return done
+
+    def _collect(self, ref: Any) -> Finished:
+        import ray
+
+        job = self._refs.pop(ref)
+        self._load[job.actor] -= 1
+        try:
+            host, out = ray.get(ref)
+        except _LOST_ERRORS() as exc:
+            why = f"worker died while measuring: {type(exc).__name__}"
+            log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
+                        job.batch_id, why, job.size)
+            self._mark_down(job.actor)
+            return Finished(job.batch_id, "", lost(job.size, why))
+        return Finished(job.batch_id, host, tuple(measurement_from_json(m) for m in out))
+
+    def _mark_down(self, k: int) -> None:
+        if k not in self._down:
+            self._down.add(k)
+            self._pings[self._actors[k].pid.remote()] = k
+
+    def _pinged(self, ref: Any) -> None:
+        """A restarting worker answered (it is back) or failed (ping again, shortly)."""
+        import ray
+
+        k = self._pings.pop(ref)
+        try:
+            ray.get(ref)
+        except _LOST_ERRORS():
+            time.sleep(0.2)
+            self._pings[self._actors[k].pid.remote()] = k
+            return
+        self._down.discard(k)
+        log.info("worker %d is back", k)
+
+    def _expire(self) -> None:
+        """Kill (and so restart) a worker stuck on a batch past its deadline."""
+        import ray
+
+        now = time.monotonic()
+        for job in self._refs.values():
+            if job.deadline < now:
+                log.warning("batch %d exceeded its time limit: restarting its worker", job.batch_id)
+                ray.kill(self._actors[job.actor], no_restart=False)
+                job.deadline = float("inf")
+
+    @property
+    def in_flight(self) -> int:
+        """Batches being measured, plus restarting workers being waited for."""
+        return len(self._refs) + len(self._pings)
+
+    def close(self) -> None:
+        import ray
+
+        if self._closed:
+            return
+        self._closed = True
+        for a in self._actors:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        if self._stop_ray is not None:
+            self._stop_ray()
+
+
+def _LOST_ERRORS() -> tuple[type[BaseException], ...]:  # noqa: N802 - a constant, built lazily
+    import ray
+
+    return (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+            ray.exceptions.ObjectLostError, ray.exceptions.ActorUnavailableError)

@@ -1,0 +1,352 @@
+"""``tune``: the tuning job from models to a log of measurements and a result.
+
+Order of work: check the arguments and paths, extract the tasks, read the
+log, open the studies and reconcile them with the log, enqueue the seeds, and
+only then start the measurers (Ray); measure until the budget is spent; draw
+the tuning curve. Every user mistake surfaces before Ray starts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from autotune._driver import Callback, Driver
+from autotune._journal import StorageHandle, open_storage
+from autotune._measurer import Measurer, SimMeasurer
+from autotune._reconcile import SEED_ATTR, SEED_CID_ATTR, reconcile, record_cid
+from autotune._result import TuneResult
+from autotune._scheduler import GradientScheduler, TaskProgress
+from autotune._state import JobState, TaskState
+from autotune._studies import (
+    OBJECTIVES,
+    candidate_id,
+    check_sampler,
+    make_sampler,
+    seed_schedules,
+    study_name,
+    task_seed,
+    tuner_label,
+)
+from autotune._tasks import Task, extract_tasks
+from compiler.errors import GraphtuneError
+from logs import LogError
+
+if TYPE_CHECKING:
+    from autotune._guided import GuidedOptions
+    from autotune._pool import MeasurePool
+    from autotune._ranker import Ranker
+    from compiler.graph import Graph
+    from compiler.target import Target
+    from logs import Record
+    from search_space import Space
+
+__all__ = ["check_log_path", "default_workers", "load_tasks", "tune"]
+
+log = logging.getLogger("autotune.tune")
+
+RankerFactory = Callable[["Space", "Graph", "Target", "int | None"], "Ranker"]
+
+
+def default_workers() -> int:
+    """Measurer processes by default: one per CPU."""
+    return max(1, os.cpu_count() or 1)
+
+
+def check_log_path(path: str | os.PathLike[str]) -> str:
+    """The log path as a string, if a log can be appended there.
+
+    Raises:
+        LogError: its directory is missing or not writable, or it is a directory
+            or an unwritable file.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise LogError(f"cannot write the log {p}: it is a directory")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise LogError(f"cannot write the log {p}: directory {parent} does not exist")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise LogError(f"cannot write the log {p}: permission denied")
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        raise LogError(f"cannot write the log {p}: directory {parent} is not writable")
+    return os.fspath(p)
+
+
+def load_tasks(models: Iterable[Any], batch: int | None = None) -> list[Task]:
+    """Tasks of models given as ONNX paths, ``compiler.Model``, ``Graph`` or ``Task`` values."""
+    from compiler.graph import Graph
+    from compiler.model import Model, load_onnx
+
+    tasks: list[Task] = []
+    pairs: list[tuple[str, Graph]] = []
+    for item in models:
+        if isinstance(item, Task):
+            tasks.append(item)
+            continue
+        if isinstance(item, str | os.PathLike):
+            item = load_onnx(item)
+        if isinstance(item, Model):
+            if batch is not None:
+                item.set_batch(batch)
+            pairs.append((item.name, item.graph))
+        elif isinstance(item, Graph):
+            pairs.append((item.name, item))
+        else:
+            raise GraphtuneError(f"cannot tune a {type(item).__name__}: give ONNX paths, "
+                                 "Models, Graphs or Tasks")
+    if pairs:
+        tasks.extend(extract_tasks(pairs))
+    if not tasks:
+        raise GraphtuneError("nothing to tune: give at least one model")
+    return tasks
+
+
+def tune(
+    models_or_tasks: Iterable[Any],
+    *,
+    trials: int,
+    log: str | os.PathLike[str],
+    workers: int | None = None,
+    storage: str | None = None,
+    sampler: str = "guided",
+    seed: int | None = None,
+    objective: str = "latency",
+    target: Target | str | os.PathLike[str] | None = None,
+    ray_address: str | None = None,
+    callbacks: Sequence[Callback] = (),
+    batch: int | None = None,
+    timeout_per_trial: float | None = None,
+    early_stopping: int | None = None,
+    measurer: Measurer | None = None,
+    guided: GuidedOptions | None = None,
+    ranker: RankerFactory | None = None,
+    batch_size: int = 4,
+    curve: bool = True,
+) -> TuneResult:
+    """Tune the graph schedules of some models; every measurement goes to ``log``.
+
+    Re-running with the same log (and storage) resumes: candidates in the log
+    are not measured again and ``trials`` counts the log's records of these
+    tasks, so the job ends when the log holds that many.
+
+    Args:
+        models_or_tasks: ONNX paths, ``compiler.Model``/``Graph`` values or ``Task`` values.
+        trials: Records of these tasks the log should hold at the end (seeds included).
+        log: The JSON-lines tuning log (appended; created if missing).
+        workers: Measurer processes (Ray actors); 0 measures in this process
+            (deterministic with ``seed``). Default: one per CPU.
+        storage: Optuna storage URL, or a journal file path; default: a journal
+            next to the log (``tune.jsonl`` -> ``tune.journal``).
+        sampler: ``guided`` (graphtune's), ``tpe``, ``gp``, ``nsga2`` or ``random``.
+        seed: Seed of every random choice.
+        objective: ``latency`` (minimise each task's latency) or ``throughput``.
+        target: A ``Target``, a hardware TOML path, or None for the default STCP920.
+        ray_address: Join this Ray cluster instead of starting a local one.
+        callbacks: Called with the :class:`JobState` after every measured batch.
+        batch: Batch size of models given as paths or ``Model`` values.
+        timeout_per_trial: Wall-time limit of one measurement, in seconds.
+        early_stopping: Stop a task after this many measurements without a gain.
+        measurer: What measures (default: the simulator).
+        guided: Options of the guided sampler.
+        ranker: Factory of the guided sampler's cost model (default:
+            :func:`autotune._ranker.default_ranker`).
+        batch_size: Candidates per batch sent to a worker.
+        curve: Draw the tuning-curve PNG next to the log.
+
+    Returns:
+        A :class:`TuneResult`.
+
+    Raises:
+        GraphtuneError: a bad argument, model, target, log or storage; raised before
+            any measurer starts.
+
+    Example:
+        >>> res = tune(["r50.onnx"], trials=300, workers=2, log="tune.jsonl", seed=0)
+        >>> res.tasks[0].speedup("O3"), res.curve
+    """
+    from compiler.target import Target
+
+    if trials < 1:
+        raise GraphtuneError(f"trials must be >= 1, got {trials}")
+    if objective not in OBJECTIVES:
+        raise GraphtuneError(f"unknown objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
+    check_sampler(sampler)
+    n_workers = default_workers() if workers is None else workers
+    if n_workers < 0:
+        raise GraphtuneError(f"workers must be >= 0, got {n_workers}")
+    if timeout_per_trial is not None and timeout_per_trial <= 0:
+        raise GraphtuneError(f"the timeout per trial must be > 0 s, got {timeout_per_trial}")
+    if isinstance(target, str | os.PathLike):
+        target = Target.from_file(os.fspath(target))
+    tgt = target or Target.default()
+    log_path = check_log_path(log)
+    tasks = load_tasks(models_or_tasks, batch)
+    meas = measurer or SimMeasurer()
+
+    lock = _lock_log(log_path)
+    handle: StorageHandle | None = None
+    try:
+        handle = open_storage(storage, log_path)
+        records = _read_log(log_path, tasks, tgt, meas)
+        job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
+                     trials, n_workers)
+        scheduler = _scheduler(job, seed, early_stopping)
+        from logs import RecordWriter
+
+        with RecordWriter(log_path) as writer, _pool(job, tgt, meas, n_workers, ray_address,
+                                                     timeout_per_trial) as pool:
+            job.workers = pool.workers
+            driver = Driver(job, scheduler, pool, writer, handle, tgt, meas, objective,
+                            tuner_label(sampler), batch_size, callbacks)
+            job.started = time.monotonic()
+            driver.run()
+            job.ended = time.monotonic()
+        handle.flush()
+        curve_path = None
+        if curve:
+            from autotune._curve import curve_path_for, draw_curve
+
+            curve_path = draw_curve(job, curve_path_for(log_path))
+        return TuneResult.of(job, log_path, handle.where, curve_path)
+    finally:
+        if handle is not None:
+            handle.close()
+        os.close(lock)
+
+
+def _lock_log(path: str) -> int:
+    """Hold an exclusive advisory lock on the log for the job (one driver per log)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LogError(f"{path} is being written by another graphtune tune: wait for it, or "
+                       "tune into another log") from None
+    return fd
+
+
+def _read_log(path: str, tasks: Sequence[Task], target: Target, measurer: Measurer
+              ) -> dict[str, list[tuple[Record, str]]]:
+    """Usable records of each task, in log order: same target, measurer and version."""
+    import warnings
+
+    from logs import LogWarning, read_records
+
+    out: dict[str, list[tuple[Record, str]]] = {t.key: [] for t in tasks}
+    if not os.path.getsize(path):
+        return out
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LogWarning)
+        for rec in read_records(path):
+            bucket = out.get(rec.workload.key)
+            if bucket is None or rec.target.chip != target.name or rec.target.hash != target.hash:
+                continue
+            if rec.prov.measurer != measurer.name or rec.prov.measurer_version != measurer.version:
+                continue
+            cid = record_cid(rec)
+            if cid is not None:
+                bucket.append((rec, cid))
+    for w in caught:
+        log.warning("%s", w.message)
+    return out
+
+
+def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
+           handle: StorageHandle, target: Target, sampler: str, seed: int | None,
+           objective: str, guided: GuidedOptions | None, ranker: RankerFactory | None,
+           trials: int, workers: int) -> JobState:
+    """Spaces, studies (reconciled with the log) and seeds of every task."""
+    import optuna
+
+    from autotune._driver import note_measurement
+    from autotune._ranker import default_ranker
+    from search_space import build_space
+    from sim import Measurement, lower_bound
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    states: list[TaskState] = []
+    for task in tasks:
+        space = build_space(task.graph, target, task.batch)
+        name = study_name(task.key, target, objective)
+        sseed = task_seed(seed, name)
+        kwargs: dict[str, Any] = {}
+        if sampler == "guided":
+            make = ranker or default_ranker
+            kwargs = {"space": space, "ranker": make(space, task.graph, target, sseed),
+                      "objective": objective}
+            if guided is not None:
+                kwargs["options"] = guided
+        study = optuna.create_study(
+            study_name=name, storage=handle.storage, sampler=make_sampler(sampler, sseed, **kwargs),
+            direction="minimize" if objective == "latency" else "maximize", load_if_exists=True)
+        ts = TaskState(task, space, study)
+        ts.lower_bound_us = lower_bound(task.graph, task.batch, target)
+        logged = records[task.key]
+        for rec, cid in logged:
+            r = rec.result
+            m = Measurement(r.status.value, r.latency_us, r.throughput_per_s, ts.lower_bound_us,
+                            r.error, 0.0)
+            note_measurement(ts, objective, rec.prov.tuner, dict(rec.schedule), rec.prov.trial,
+                             m, cid)
+        reconcile(study, space, logged, objective)
+        _enqueue_seeds(ts, target)
+        states.append(ts)
+    handle.flush()
+    return JobState(states, trials, workers)
+
+
+def _enqueue_seeds(ts: TaskState, target: Target) -> None:
+    """Enqueue O0-O3 and the fitting plans not measured yet (projected into the space).
+
+    A seed whose schedule was measured already (under any label) gets its
+    baseline from that measurement; one the space cannot express is measured
+    as it is, outside the study.
+    """
+    enqueued: set[str] = set()
+    for label, s in seed_schedules(ts.task.graph, target):
+        cid = candidate_id(s)
+        ts.seed_cids[label] = cid
+        if cid in ts.latency or cid in enqueued:
+            continue
+        enqueued.add(cid)
+        proj = ts.space.project(s)
+        if proj.schedule is None:
+            log.info("task %s: seed %s is outside the space (%s); measured as it is",
+                     ts.task.name, label, proj.reason)
+            ts.seeds_direct.append((label, s))
+            continue
+        ts.study.enqueue_trial(dict(proj.params),
+                               user_attrs={SEED_ATTR: label, SEED_CID_ATTR: cid},
+                               skip_if_exists=True)
+
+
+def _scheduler(job: JobState, seed: int | None, early_stopping: int | None) -> GradientScheduler:
+    progress = [TaskProgress(float(t.task.weight), t.lower_bound_us) for t in job.tasks]
+    sched = GradientScheduler(progress, np.random.default_rng(seed), early_stopping=early_stopping)
+    for k, t in enumerate(job.tasks):
+        for latency in t.history:  # replay the log: a resumed job knows its progress
+            sched.record(k, latency)
+        t.stopped = sched.tasks[k].stopped
+    return sched
+
+
+def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,
+          ray_address: str | None, timeout_s: float | None) -> MeasurePool:
+    graphs = {t.task.key: t.task.graph for t in job.tasks}
+    if workers == 0:
+        from autotune._pool import InProcessPool
+
+        return InProcessPool(graphs, target, measurer, timeout_s)
+    from autotune._ray_pool import RayPool
+
+    return RayPool(graphs, target, measurer, workers, ray_address, timeout_s)

@@ -1,0 +1,181 @@
+"""Attack the simulator: a random-mutation search that tries to beat physics.
+
+For each model, starting from the automatic levels O0-O3 (and the guide's plan
+where one exists), a (mu + lambda) search mutates schedules with every move the
+schedule format can express (``tests/sim/random_schedules.py``: regroup, split,
+uneven and overlapping core parts, scopes, orders, transfer placements, and now
+and then a schedule from scratch; split factors up to 128) and keeps the fastest. Every simulated
+candidate is checked independently of the simulator's own invariant check:
+
+* latency below the lower bound (``latency / bound < 1``);
+* FLOP/s above the peak of the cores the schedule uses (matrix + vector units);
+* an exception, or a ``SimError`` with status ``invariant``.
+
+A finding is any of those; the expected count is zero. Prints, per model, the
+outcomes, the tightest latency/bound and FLOP/s/peak seen, and the best
+schedule found against O3.
+
+Run: ``.venv/bin/python bench/sim_attack.py [--evals 2000] [--seed 0] [--models ...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+import traceback
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from compiler import zoo  # noqa: E402
+from compiler.auto import graph_schedule_level  # noqa: E402
+from compiler.errors import ScheduleError  # noqa: E402
+from compiler.graph import Graph  # noqa: E402
+from compiler.guide_plans import PLANS, guide_plan  # noqa: E402
+from compiler.model import Model  # noqa: E402
+from compiler.schedule import GraphSchedule  # noqa: E402
+from compiler.target import Target  # noqa: E402
+from sim import SimResult, simulate  # noqa: E402
+from tests.sim.random_schedules import mutate, random_schedule  # noqa: E402
+
+MODELS: dict[str, tuple[str, int, dict[str, Any], str | None]] = {
+    "resnet50": ("resnet50", 16, {}, "resnet50"),
+    "mobilenet_v2": ("mobilenet_v2", 16, {}, None),
+    "bert_base": ("bert_base", 8, {"seq": 128}, "bert_base"),
+    "deepfm": ("deepfm", 2560, {}, "deepfm"),
+}
+ELITE = 8
+# Split factors up to 128 chunks: DeepFM's batch of 2,560 allows 2,560, whose
+# transfers take seconds to simulate (the schedule format allows it; tests/sim's
+# property suite covers the extremes on small batches).
+MAX_SPLIT = 128
+
+
+def load(name: str, batch: int, **kw: Any) -> Graph:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Model(zoo.build(name, batch=batch, weights="inputs", **kw), name=name).graph
+
+
+def cores_used(s: GraphSchedule) -> int:
+    return len({c for g in s.groups for p in g.chunks for c in p.cores})
+
+
+def attack(model: str, evals: int, seed: int, target: Target) -> dict[str, Any]:
+    name, batch, kw, guide = MODELS[model]
+    g = load(name, batch, **kw)
+    rng = random.Random(seed)
+    cores = target.chip.cores_per_cluster
+    per_core_peak = 2.0 * (target.matrix.macs_per_cycle + target.vector.lanes)
+    starts: list[GraphSchedule] = [graph_schedule_level(g, target, lvl) for lvl in range(4)]
+    if guide is not None and guide in PLANS:
+        starts.append(guide_plan(guide, g))
+    outcomes: Counter[str] = Counter()
+    findings: list[str] = []
+    elite: list[tuple[float, GraphSchedule]] = []
+    o3: SimResult | None = None
+    tightest = float("inf")  # min latency / bound
+    hottest = 0.0  # max FLOP/s / peak of the cores used
+    unbuildable = 0
+    t0 = time.time()
+
+    def evaluate(s: GraphSchedule) -> SimResult | None:
+        nonlocal tightest, hottest
+        try:
+            r = simulate(g, s, target, timeline=False)
+        except Exception:
+            outcomes["exception"] += 1
+            findings.append(f"exception:\n{traceback.format_exc()}\n{s.dumps()}")
+            return None
+        outcomes[r.status] += 1
+        if r.status == "invariant":
+            findings.append(f"{r.message}\n{s.dumps()}")  # type: ignore[union-attr]
+        if not isinstance(r, SimResult):
+            return None
+        ratio = r.latency_cycles / (target.clock_hz * r.lower_bound_us * 1e-6)
+        rate = g.flops / r.latency_cycles / (per_core_peak * cores_used(s))
+        tightest, hottest = min(tightest, ratio), max(hottest, rate)
+        if ratio < 1 - 1e-9:
+            findings.append(f"latency {ratio:.4f} x the lower bound\n{s.dumps()}")
+        if rate > 1 + 1e-9:
+            findings.append(f"{rate:.4f} x the peak FLOP/s of the cores used\n{s.dumps()}")
+        elite.append((r.latency_cycles, s))
+        elite.sort(key=lambda x: x[0])
+        del elite[ELITE:]
+        return r
+
+    for i, s in enumerate(starts):
+        r = evaluate(s)
+        if i == 3:
+            o3 = r
+    done = len(starts)
+    while done < evals:
+        try:
+            if rng.random() < 0.1 or not elite:
+                cand = random_schedule(g, rng, cores, bad=rng.random() < 0.05,
+                                       max_split=MAX_SPLIT)
+            else:
+                parent = elite[0][1] if rng.random() < 0.6 else rng.choice(
+                    [e[1] for e in elite] + starts)
+                cand = parent
+                for _ in range(rng.choice([1, 1, 2, 3])):
+                    cand = mutate(g, cand, rng, cores, bad=rng.random() < 0.05,
+                                  max_split=MAX_SPLIT)
+        except ScheduleError:
+            unbuildable += 1
+            continue
+        evaluate(cand)
+        done += 1
+        if done % 250 == 0:
+            best = elite[0][0] if elite else float("nan")
+            per_s = batch / target.cycles_to_us(best) * 1e6 * target.chip.clusters
+            print(f"  {model}: {done}/{evals} evaluations, best {per_s:,.0f}/s, "
+                  f"{time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+    best_s = elite[0][1] if elite else None
+    best_r = simulate(g, best_s, target, timeline=False) if best_s is not None else None
+    return {
+        "model": model, "batch": batch, "evals": done, "unbuildable": unbuildable,
+        "outcomes": dict(outcomes), "findings": findings,
+        "tightest_latency_over_bound": tightest, "hottest_flops_over_peak": hottest,
+        "o3": o3.chip_throughput_per_s if o3 else None,
+        "best": best_r.chip_throughput_per_s if isinstance(best_r, SimResult) else None,
+        "best_over_bound": best_r.latency_over_bound if isinstance(best_r, SimResult) else None,
+        "best_source": best_s.source if best_s is not None else None,
+        "seconds": time.time() - t0,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--evals", type=int, default=2000, help="simulations per model")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    args = ap.parse_args()
+    target = Target.default()
+    total = 0
+    print(f"{'model':<13} {'evals':>5} {'ok':>5} {'inval':>5} {'capac':>5} {'invar':>5} "
+          f"{'exc':>4} {'min lat/LB':>10} {'max FLOPs/pk':>12} {'O3 /s':>14} {'best /s':>14} "
+          f"{'best/O3':>7} {'best/LB':>7}")
+    for m in args.models:
+        r = attack(m, args.evals, args.seed, target)
+        o = r["outcomes"]
+        total += len(r["findings"])
+        ratio = r["best"] / r["o3"] if r["best"] and r["o3"] else float("nan")
+        print(f"{m:<13} {r['evals']:>5} {o.get('ok', 0):>5} {o.get('invalid', 0):>5} "
+              f"{o.get('capacity', 0):>5} {o.get('invariant', 0):>5} {o.get('exception', 0):>4} "
+              f"{r['tightest_latency_over_bound']:>10.3f} {r['hottest_flops_over_peak']:>12.3f} "
+              f"{r['o3'] or 0:>14,.0f} {r['best'] or 0:>14,.0f} {ratio:>7.3f} "
+              f"{r['best_over_bound'] or 0:>7.3f}", flush=True)
+        for f in r["findings"][:3]:
+            print("FINDING:", f[:2000], file=sys.stderr)
+    print(f"findings: {total} (below the lower bound, above peak, invariant errors, exceptions)")
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Tuning quality: the tuned schedule against the guide's plan and the best of O0-O3.
+
+For each acceptance model (ResNet-50 b16, BERT-base s128 b8, MobileNetV2 b16,
+DeepFM b2560) tune ``--trials`` measurements and print the best latency, the
+baselines, the speed-ups (throughput ratios) and latency over the lower bound.
+Acceptance: the tuned schedule is >= every baseline on every model; goal >= 1.15x
+the best baseline on at least two. Logs stay in ``--out`` (resumable).
+
+Run: ``.venv/bin/python bench/tune_quality.py [--trials 1000] [--workers 2]
+[--models resnet50 bert_base mobilenet_v2 deepfm] [--out bench/out/quality]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _tuning import MODELS, zoo_graph  # noqa: E402
+
+from autotune import tune  # noqa: E402
+
+
+def _x(v: float | None) -> str:
+    return f"{v:.3f}x" if v else "-"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sampler", default="guided")
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=sorted(MODELS))
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "quality")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for key in args.models:
+        graph = zoo_graph(key)
+        t0 = time.perf_counter()
+        res = tune([graph], trials=args.trials, workers=args.workers, seed=args.seed,
+                   sampler=args.sampler, log=args.out / f"{key}.jsonl")
+        (t,) = res.tasks
+        base = min(v for v in (t.baseline("plan:"), t.baseline("O")) if v)
+        rows.append((key, t, base, time.perf_counter() - t0, res.measurements_per_s))
+        print(f"{key}: {t.records} records, best {t.best_latency_us:,.1f} µs "
+              f"({_x(base / t.best_latency_us if t.best_latency_us else None)} the best baseline)",
+              flush=True)
+    print(f"\n{'model':13} {'n':>5} {'best µs':>10} {'O3 µs':>10} {'plan µs':>10} {'O0-3 µs':>10} "
+          f"{'xO3':>7} {'xplan':>7} {'xO0-3':>7} {'xbest':>7} {'/bound':>7} {'meas/s':>7} {'s':>6}")
+    wins = 0
+    ok = True
+    for key, t, base, secs, rate in rows:
+        best = t.best_latency_us or float("inf")
+        ratio = base / best
+        wins += ratio >= 1.15
+        ok &= ratio >= 1.0
+        plan = t.baseline("plan:")
+        print(f"{key:13} {t.records:>5} {best:>10,.1f} {t.baseline('O3') or 0:>10,.1f} "
+              f"{plan or 0:>10,.1f} {t.baseline('O') or 0:>10,.1f} {_x(t.speedup('O3')):>7} "
+              f"{_x(t.speedup('plan:')):>7} {_x(t.speedup('O')):>7} {_x(ratio):>7} "
+              f"{t.latency_over_bound or 0:>7.2f} {rate:>7.1f} {secs:>6.0f}")
+    print(f"\n>= every baseline on every model: {'yes' if ok else 'NO'}; "
+          f">= 1.15x the best baseline on {wins} model(s) (goal: 2)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""What the space is built from: segments between single-tensor cut points, anchors, ties.
+
+All of it is found from the graph, never hard-coded per model:
+
+* **segments** — maximal op ranges (topological order) between the points
+  after which exactly one tensor is live (:func:`compiler.derive.single_tensor_cuts`,
+  the same cut points O3 uses): ResNet's residual adds and block ends, BERT's
+  LayerNorms. A *block* is a run of consecutive segments; cutting at a segment
+  boundary is always safe (one tensor crosses), so every block is a valid
+  single-output group.
+* **anchors** — the guide's finer boundaries inside a block ("from a single
+  Encoding Block, matmuls are the boundaries"): a matrix op starts a new group
+  when it reads two activations (attention scores, context) or a tensor other
+  ops read too (the Q/K/V projections of one ``x``, ResNet's shortcut conv).
+  Every other op joins the group of its first producer inside the block. On
+  BERT this gives exactly the guide's Q, K, V, scores+softmax,
+  context+projection+residual+LayerNorm and FFN groups.
+* **signatures** — a structural hash per segment (op types, attributes, shapes,
+  internal wiring by relative index); segments with equal signatures are
+  repeated blocks (BERT layers, the bottlenecks of one ResNet stage) and may
+  share their parameters (ties).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from compiler.derive import group_io, single_tensor_cuts
+from compiler.footprint import sample_bytes, streamable_inputs
+from compiler.graph import Graph
+from compiler.optable import op_spec
+
+__all__ = ["GroupInfo", "Structure", "analyse", "group_info"]
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The batch-independent skeleton of a graph the space is built on.
+
+    Attributes:
+        segments: ``(first, last)`` op indices (inclusive) of each segment, in order.
+        seg_of_op: Segment index of every op.
+        anchors: Ops that start a group in the anchor partition whatever the block.
+        starts: Every op that can start a group (segment starts, anchors, ops with no
+            producer inside their segment), sorted.
+        signature: Structural hash of each segment (equal hash = repeated block).
+    """
+
+    segments: tuple[tuple[int, int], ...]
+    seg_of_op: tuple[int, ...]
+    anchors: frozenset[int]
+    starts: tuple[int, ...]
+    signature: tuple[str, ...]
+
+
+def analyse(graph: Graph) -> Structure:
+    """Segments, anchors, possible group starts and segment signatures of ``graph``."""
+    n = len(graph.ops)
+    cuts = [c for c in single_tensor_cuts(graph) if 0 <= c < n - 1]
+    segments: list[tuple[int, int]] = []
+    start = 0
+    for end in [*cuts, n - 1]:
+        if end >= start:
+            segments.append((start, end))
+            start = end + 1
+    seg_of_op = [0] * n
+    for k, (a, b) in enumerate(segments):
+        for i in range(a, b + 1):
+            seg_of_op[i] = k
+    anchors = frozenset(i for i in range(n) if _is_anchor(graph, i))
+    starts: set[int] = {a for a, _ in segments} | set(anchors)
+    for a, b in segments:
+        for i in range(a, b + 1):
+            if not any(a <= p <= b for p in graph.preds(i)):
+                starts.add(i)
+    sigs = tuple(_signature(graph, a, b) for a, b in segments)
+    return Structure(tuple(segments), tuple(seg_of_op), anchors, tuple(sorted(starts)), sigs)
+
+
+def _is_anchor(graph: Graph, i: int) -> bool:
+    op = graph.ops[i]
+    if op_spec(op.op_type).unit != "matrix" or not op.inputs:
+        return False
+    acts = [t for t in op.inputs if graph.tensors[t].kind != "weight"]
+    if len(acts) >= 2:
+        return True
+    first = op.inputs[0]
+    return first not in graph.producer or len(graph.consumers.get(first, ())) > 1
+
+
+def anchor_partition(graph: Graph, ops: Sequence[int], anchors: frozenset[int]) -> list[tuple[int, ...]]:
+    """The anchor partition of a block's ops (see the module doc), groups by first op."""
+    members = set(ops)
+    owner: dict[int, int] = {}
+    groups: dict[int, list[int]] = {}
+    first_op = ops[0]
+    for i in ops:
+        inside = [p for p in graph.preds(i) if p in members]
+        if i == first_op or i in anchors or not inside:
+            owner[i] = i
+            groups[i] = [i]
+        else:
+            root = owner[inside[0]]
+            owner[i] = root
+            groups[root].append(i)
+    return [tuple(g) for _, g in sorted(groups.items())]
+
+
+def partition_is_valid(graph: Graph, parts: Sequence[tuple[int, ...]]) -> bool:
+    """Every part has one output and the parts form no cycle."""
+    owner = {i: k for k, p in enumerate(parts) for i in p}
+    deps: dict[int, set[int]] = {k: set() for k in range(len(parts))}
+    for k, p in enumerate(parts):
+        if len(group_io(graph, p).outputs) != 1:
+            return False
+        for i in p:
+            for q in graph.preds(i):
+                o = owner.get(q)
+                if o is not None and o != k:
+                    deps[k].add(o)
+    # Kahn's algorithm over the parts
+    indeg = {k: len(d) for k, d in deps.items()}
+    users: dict[int, list[int]] = {k: [] for k in deps}
+    for k, d in deps.items():
+        for o in d:
+            users[o].append(k)
+    ready = [k for k, v in indeg.items() if v == 0]
+    seen = 0
+    while ready:
+        k = ready.pop()
+        seen += 1
+        for u in users[k]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                ready.append(u)
+    return seen == len(parts)
+
+
+def _signature(graph: Graph, a: int, b: int) -> str:
+    """Hash of a segment's structure with tensors named relative to the segment."""
+
+    def ref(t: str) -> list[object]:
+        p = graph.producer.get(t)
+        tensor = graph.tensors[t]
+        where = f"r{p - a}" if p is not None and a <= p <= b else "ext"
+        return [where, list(tensor.shape), tensor.dtype]
+
+    rows = []
+    for i in range(a, b + 1):
+        op = graph.ops[i]
+        rows.append([
+            op.op_type,
+            [ref(t) for t in op.inputs],
+            [list(graph.tensors[w].shape) for w in op.weights],
+            list(graph.tensors[op.output].shape),
+            repr(op.attrs),
+            op.on_npu,
+        ])
+    text = json.dumps(rows, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class GroupInfo:
+    """Placement-independent facts about one op set at one batch (what decoding asks).
+
+    Internal to the space (never handed out), so it keeps its own caches of
+    working sets by chunk shape.
+
+    Attributes:
+        ops: The op set, sorted.
+        output: Its one output tensor.
+        scopes: Scopes the output may live in (its producer's).
+        separable: Whether it may be split along the batch.
+        streamable: Inputs that can stream from LLB/DDR tile by tile.
+        out_sample_bytes: Output bytes per sample (batched part).
+        out_fixed_bytes: Output bytes that do not carry the batch.
+        inputs: Input tensors (weights excluded).
+    """
+
+    __slots__ = ("cache", "inputs", "ops", "out_fixed_bytes", "out_sample_bytes", "output",
+                 "scopes", "separable", "streamable")
+
+    def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
+        io = group_io(graph, ops)
+        out = io.outputs[0] if io.outputs else graph.ops[ops[-1]].output
+        out_op = graph.ops[graph.producer[out]]
+        self.ops = ops
+        self.output = out
+        self.inputs = io.inputs
+        self.scopes = out_op.allowed_scopes if out_op.on_npu else ("DDR", "LLB", "L1")
+        self.separable = all(graph.ops[i].batch_separable for i in ops) and graph.tensors[out].batched
+        self.streamable = streamable_inputs(graph, ops)
+        self.out_sample_bytes, self.out_fixed_bytes = sample_bytes(graph, out)
+        self.cache: dict[tuple[object, ...], float] = {}
+
+    def out_bytes(self, samples: int) -> int:
+        """Bytes of one chunk's output for ``samples`` samples."""
+        return self.out_sample_bytes * samples + self.out_fixed_bytes
+
+
+def group_info(graph: Graph, ops: tuple[int, ...]) -> GroupInfo:
+    """Facts about an op set (``graph`` sized in the target's compute type)."""
+    return GroupInfo(graph, ops)

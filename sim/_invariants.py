@@ -1,0 +1,72 @@
+"""Physical invariants every simulation result must satisfy (a violation is a simulator bug).
+
+A search keeps whatever the simulator scores fastest, so a result that beats
+physics would become the "best schedule". Every result of the run path is
+checked here; a violation turns it into ``SimError(status="invariant")`` naming
+the invariant, never a result:
+
+* ``latency>=bound``: latency is at least the roofline lower bound
+  (:func:`sim.lower_bound`);
+* ``flops<=peak``: the achieved FLOP/s do not exceed the peak of the cores the
+  schedule uses (matrix and vector units: ``2 * (macs_per_cycle + lanes)`` FLOPs
+  per cycle per core, a MAC being two FLOPs);
+* ``ddr>=compulsory``: the DDR channel carried at least the bytes that must cross
+  it (:func:`sim._bound.compulsory_ddr_bytes`);
+* ``busy<=100%``: no engine, port, channel or link is busy longer than the latency.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sim._bound import compulsory_ddr_bytes, lower_bound_cycles
+from sim._result import SimError, SimResult
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.target import Target
+
+__all__ = ["INVARIANTS", "check_invariants"]
+
+INVARIANTS = ("latency>=bound", "flops<=peak", "ddr>=compulsory", "busy<=100%")
+_REL = 1e-9  # floating-point slack (relative)
+
+
+def check_invariants(
+    r: SimResult, graph: Graph, target: Target, cores_used: int
+) -> SimError | None:
+    """The first violated invariant of ``r`` as a :class:`SimError`, or None.
+
+    Args:
+        r: A result of ``graph`` (in the target's compute type) on ``target``.
+        graph: The simulated graph.
+        target: The chip.
+        cores_used: Distinct cores that ran a group step.
+    """
+    lat = r.latency_cycles
+    bound = lower_bound_cycles(graph, r.batch, target)
+    if lat < bound * (1 - _REL):
+        return _violation(
+            "latency>=bound", f"latency {lat:.0f} cycles is below the lower bound {bound:.0f}", r)
+    per_core = 2.0 * (target.matrix.macs_per_cycle + target.vector.lanes)
+    peak = per_core * max(cores_used, 1)
+    achieved = graph.flops / lat if lat > 0 else float("inf")
+    if achieved > peak * (1 + _REL):
+        return _violation(
+            "flops<=peak", f"{achieved:.0f} FLOP/cycle exceeds the peak {peak:.0f} of the "
+            f"{cores_used} cores used", r)
+    need = compulsory_ddr_bytes(graph, r.batch, target)
+    if r.ddr_bytes < need * (1 - _REL) - 1e-6:
+        return _violation(
+            "ddr>=compulsory", f"{r.ddr_bytes:.0f} DDR bytes is less than the {need:.0f} "
+            "that must cross DDR", r)
+    for name, busy in r.busy_cycles.items():
+        if busy > lat * (1 + _REL) + 1e-6:
+            return _violation(
+                "busy<=100%", f"{name} is busy {busy:.0f} cycles in a latency of {lat:.0f}", r)
+    return None
+
+
+def _violation(name: str, detail: str, r: SimResult) -> SimError:
+    return SimError("invariant", f"simulator invariant {name} violated: {detail}",
+                    lower_bound_us=r.lower_bound_us, invariant=name)

@@ -1,0 +1,192 @@
+"""Measuring on Ray: a local loopback instance, a `ray start` head joined by address, a killed worker.
+
+Three Ray starts at most in this module (about 10 s each on 2 cores): the local default, one
+`ray start --head` shared by the other tests, and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from autotune import GuidedOptions, JobState, tune
+from autotune._measurer import SimMeasurer
+from autotune._ray_pool import start_ray
+from compiler.graph import Graph
+
+ROOT = Path(__file__).resolve().parents[2]
+RAY = Path(sys.executable).parent / "ray"
+SMALL = GuidedOptions(population=24, generations=1, proposals=8, parents=4, retrain_every=8)
+LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
+
+
+class SlowMeasurer(SimMeasurer):
+    """The simulator, slowed down, writing its pid where the test can find it."""
+
+    def __init__(self, pid_dir: str, delay_s: float) -> None:
+        super().__init__()
+        self.pid_dir = pid_dir
+        self.delay_s = delay_s
+
+    def measure(self, graph: Any, schedules: Sequence[Any], target: Any,
+                timeout_s: float | None) -> list[Any]:
+        Path(self.pid_dir, str(os.getpid())).touch()
+        time.sleep(self.delay_s * len(schedules))
+        return super().measure(graph, schedules, target, timeout_s)
+
+
+def _session_processes(temp: str) -> list[psutil.Process]:
+    """Processes of the Ray session under ``temp`` (and their children)."""
+    found: dict[int, psutil.Process] = {}
+    for p in psutil.process_iter(["cmdline"]):
+        if temp in " ".join(p.info["cmdline"] or []):
+            found[p.pid] = p
+            try:
+                for c in p.children(recursive=True):
+                    found[c.pid] = c
+            except psutil.NoSuchProcess:
+                pass
+    return list(found.values())
+
+
+def _listening(procs: list[psutil.Process]) -> list[str]:
+    out = []
+    for p in procs:
+        try:
+            conns = p.net_connections(kind="inet")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        out += [c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN]
+    return out
+
+
+@pytest.fixture(scope="module")
+def ray_head() -> Iterator[tuple[str, dict[str, str], str]]:
+    """`ray start --head` on loopback with its own temp dir and token; stopped by pid."""
+    temp = tempfile.mkdtemp(prefix="gtray", dir="/tmp")  # short: Ray's socket paths are limited
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # Ray 2.60 authenticates local clusters with ~/.ray/auth_token (a token Ray caches per
+    # process, so every test here uses that one); the head and every driver use it.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "token"}
+    env.pop("RAY_AUTH_TOKEN", None)
+    env.pop("RAY_AUTH_TOKEN_PATH", None)
+    if not (Path.home() / ".ray" / "auth_token").exists():
+        subprocess.run([str(RAY), "get-auth-token", "--generate"], env=env, check=True,
+                       capture_output=True, timeout=60)
+    # The variable keeps `ray start`'s services on loopback (see autotune._ray_pool).
+    subprocess.run([str(RAY), "start", "--head", "--node-ip-address", "127.0.0.1", "--port",
+                    str(port), "--num-cpus", "2", "--include-dashboard", "false",
+                    "--disable-usage-stats", "--temp-dir", temp],
+                   env={**env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}, check=True,
+                   capture_output=True, timeout=180)
+    try:
+        yield f"127.0.0.1:{port}", env, temp
+    finally:
+        procs = _session_processes(temp)
+        for p in procs:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except psutil.NoSuchProcess:
+                pass
+        _, alive = psutil.wait_procs(procs, timeout=5)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_local_default_ray_is_on_loopback(tiny_graph: Graph, tmp_path: Path) -> None:
+    import ray
+
+    seen: list[str] = []
+
+    def check(job: JobState) -> None:
+        if not seen:
+            seen.append(ray.nodes()[0]["NodeManagerAddress"])
+            seen.append(os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"])
+
+    res = tune([tiny_graph], trials=10, workers=2, log=tmp_path / "l.jsonl", seed=0, guided=SMALL,
+               callbacks=[check], curve=False)
+    assert seen == ["127.0.0.1", "0"]
+    assert res.total == 10 and not ray.is_initialized()
+    hosts = {json.loads(line)["prov"]["host"] for line in (tmp_path / "l.jsonl").open()}
+    assert hosts == {socket.gethostname()}
+
+
+def test_cli_tune_joins_a_loopback_head(ray_head: tuple[str, dict[str, str], str],
+                                        tiny_onnx: Path, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import ray
+
+    address, env, temp = ray_head
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    leave = start_ray(address, 0)
+    assert leave is not None
+    try:
+        assert ray.nodes()[0]["NodeManagerAddress"] == "127.0.0.1"
+    finally:
+        leave()
+    assert not ray.is_initialized()
+    ips = _listening(_session_processes(temp))
+    assert ips and set(ips) <= LOOPBACK, ips
+    log = tmp_path / "c.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "tune", str(tiny_onnx), "--trials", "12",
+         "--workers", "2", "--ray-address", address, "--log", str(log), "--seed", "0", "--json"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["total"] == 12 == len(log.read_text().splitlines())
+    assert all(t["best_latency_us"] for t in out["tasks"])
+
+
+def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
+        ray_head: tuple[str, dict[str, str], str], tiny_graph: Graph, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import ray.cloudpickle
+
+    address = ray_head[0]
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    killed: list[int] = []
+
+    def kill_one(job: JobState) -> None:
+        if killed or job.rounds < 2:
+            return
+        pid = int(sorted(pid_dir.iterdir())[0].name)
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    log = tmp_path / "k.jsonl"
+    res = tune([tiny_graph], trials=32, workers=2, log=log, seed=0, guided=SMALL,
+               ray_address=address, measurer=SlowMeasurer(str(pid_dir), 0.05),
+               callbacks=[kill_one], curve=False)
+    recs = [json.loads(line) for line in log.read_text().splitlines()]
+    lost = [r for r in recs if r["result"]["status"] == "worker_lost"]
+    assert killed and res.total == 32 == len(recs)
+    assert lost and all("worker died" in r["result"]["error"] for r in lost)
+    assert res.tasks[0].errors.get("worker_lost") == len(lost)
+    assert sum(r["result"]["status"] == "ok" for r in recs) == 32 - len(lost)
+    # Only what the killed worker held (its running batch and the one queued behind it):
+    # nothing is sent to a worker known to be down.
+    assert len(lost) <= 2 * 4
