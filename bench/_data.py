@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _candidates import Candidates, Genome  # type: ignore[import-not-found]
 
+from bench._candidates import Candidates, Genome
 from compiler import zoo
 from compiler.graph import Graph
 from compiler.model import Model
