@@ -105,12 +105,19 @@ class _G:
 
 @dataclass(frozen=True)
 class Block:
-    """A run of segments and how it becomes groups."""
+    """A run of segments and how it becomes groups.
+
+    ``slots`` gives each part the first op of its *unit*: the shortest run of the
+    block's segments that no group crosses. A unit's groups share its slot
+    parameters, so the slots are a function of the groups alone and a projection,
+    which sees only groups, finds them again.
+    """
 
     first_seg: int
     last_seg: int
     mode: str  # the mode in effect (after fallbacks)
     parts: tuple[tuple[int, ...], ...]
+    slots: tuple[int, ...]
 
 
 def block_parts(space: Space, a: int, b: int, mode: str) -> Block:
@@ -123,14 +130,36 @@ def block_parts(space: Space, a: int, b: int, mode: str) -> Block:
     segs = space.structure.segments
     ops = tuple(range(segs[a][0], segs[b][1] + 1))
     tries = {"whole": ("whole", "anchors"), "anchors": ("anchors", "whole"), "ops": ()}[mode]
-    result = Block(a, b, "ops", tuple((i,) for i in ops))
+    found = "ops"
+    parts: list[tuple[int, ...]] = [(i,) for i in ops]
     for m in tries:
-        parts = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
-        if partition_is_valid(g, parts):
-            result = Block(a, b, m, tuple(parts))
+        cand = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
+        if partition_is_valid(g, cand):
+            found, parts = m, cand
             break
+    result = Block(a, b, found, tuple(parts), unit_slots(space, parts))
     space._blocks[key] = result
     return result
+
+
+def unit_slots(space: Space, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """Per part, the first op of its unit (see :class:`Block`)."""
+    st = space.structure
+    seg_of = st.seg_of_op
+    spans = [(seg_of[p[0]], seg_of[p[-1]]) for p in parts]
+    lo = min(a for a, _ in spans)
+    hi = max(b for _, b in spans)
+    crossed = [False] * (hi - lo + 1)  # crossed[j]: the boundary after segment lo + j
+    for a, b in spans:
+        for j in range(a, b):
+            crossed[j - lo] = True
+    unit_start = [0] * (hi - lo + 1)
+    start = lo
+    for j in range(lo, hi + 1):
+        unit_start[j - lo] = start
+        if not crossed[j - lo]:
+            start = j + 1
+    return tuple(st.segments[unit_start[a - lo]][0] for a, _ in spans)
 
 
 def read_blocks(space: Space, get: Reader) -> list[Block]:
@@ -237,12 +266,10 @@ class Decoding:
     # ---- groups ----------------------------------------------------------------------------
     def add_blocks(self, blocks: Sequence[Block]) -> None:
         """Group records of the blocks, their dependencies and topological order."""
-        space = self.space
         for blk in blocks:
-            block_start = space.structure.segments[blk.first_seg][0]
-            for k, ops in enumerate(blk.parts):  # the block's groups share its slot
+            for k, ops in enumerate(blk.parts):  # a unit's groups share its slot
                 start = ops[0]
-                self.groups.append(_G(f"g{start}", start, block_start, start, self.info(blk, k)))
+                self.groups.append(_G(f"g{start}", start, blk.slots[k], start, self.info(blk, k)))
         self._link()
 
     def info(self, blk: Block, k: int) -> GroupInfo:
