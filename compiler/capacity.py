@@ -351,6 +351,7 @@ class CapacityWalk:
         self.src_of = [{self.provides[d]: d for d in reads} for reads in self.reads]
         self._trial: tuple[int, str, _Eval] | None = None
         self._prep: tuple[int, frozenset[str], dict[int, float], bool] | None = None
+        self._l1: dict[int, dict[int, float]] = {}
 
     # ---- the interface -------------------------------------------------------------------
     def fits(self, k: int, scope: str) -> bool:
@@ -426,8 +427,13 @@ class CapacityWalk:
         return sample_bytes(self.g, self.provides[i])
 
     def node_l1(self, i: int) -> dict[int, float]:
-        sb, fb = self.sizes(i)
-        return {c: spc * sb + fb for c, spc in samples_per_core(self.layouts[i]).items()}
+        """Bytes per core of result ``i`` in L1 (its pieces never change: remembered)."""
+        hit = self._l1.get(i)
+        if hit is None:
+            sb, fb = self.sizes(i)
+            hit = self._l1[i] = {c: spc * sb + fb
+                                 for c, spc in samples_per_core(self.layouts[i]).items()}
+        return hit
 
     def node_total(self, i: int) -> float:
         sb, fb = self.sizes(i)
@@ -607,12 +613,15 @@ class CapacityWalk:
 _OVER = CapacityIssue("", 0, "", 0, 0, 0, (), ())  # an overflow not worth describing
 
 
-@dataclass(frozen=True)
 class _Eval:
-    """One step's accounting before it is committed."""
+    """One step's accounting before it is committed (a plain class: made at every trial)."""
 
-    issue: CapacityIssue | None
-    usage: list[tuple[int, float]]
-    streamed: frozenset[str]
-    held: bool
-    llb_need: float | None
+    __slots__ = ("held", "issue", "llb_need", "streamed", "usage")
+
+    def __init__(self, issue: CapacityIssue | None, usage: list[tuple[int, float]],
+                 streamed: frozenset[str], held: bool, llb_need: float | None) -> None:
+        self.issue = issue
+        self.usage = usage
+        self.streamed = streamed
+        self.held = held
+        self.llb_need = llb_need

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import gcd
 from typing import TYPE_CHECKING
 
@@ -57,7 +58,7 @@ from compiler.capacity import CapacityWalk, chunk_working_set, in_compute_dtype,
 from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
-from compiler.schedule import GraphSchedule, GroupSpec, Step, Transfer
+from compiler.schedule import GraphSchedule, GroupSpec, Transfer
 from search_space._dims import (
     CUT_BELOW,
     GRANULARITIES,
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from search_space._space import Space
 
 SLOWER = {"L1": ("L1", "LLB", "DDR"), "LLB": ("LLB", "DDR"), "DDR": ("DDR",)}
+_OPTIONS: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 _RANK = {"DDR": 0, "LLB": 1, "L1": 2}
 
 Reader = Callable[[int], int]
@@ -105,12 +107,19 @@ class _G:
 
 @dataclass(frozen=True)
 class Block:
-    """A run of segments and how it becomes groups."""
+    """A run of segments and how it becomes groups.
+
+    ``slots`` gives each part the first op of its *unit*: the shortest run of the
+    block's segments that no group crosses. A unit's groups share its slot
+    parameters, so the slots are a function of the groups alone and a projection,
+    which sees only groups, finds them again.
+    """
 
     first_seg: int
     last_seg: int
     mode: str  # the mode in effect (after fallbacks)
     parts: tuple[tuple[int, ...], ...]
+    slots: tuple[int, ...]
 
 
 def block_parts(space: Space, a: int, b: int, mode: str) -> Block:
@@ -123,14 +132,36 @@ def block_parts(space: Space, a: int, b: int, mode: str) -> Block:
     segs = space.structure.segments
     ops = tuple(range(segs[a][0], segs[b][1] + 1))
     tries = {"whole": ("whole", "anchors"), "anchors": ("anchors", "whole"), "ops": ()}[mode]
-    result = Block(a, b, "ops", tuple((i,) for i in ops))
+    found = "ops"
+    parts: list[tuple[int, ...]] = [(i,) for i in ops]
     for m in tries:
-        parts = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
-        if partition_is_valid(g, parts):
-            result = Block(a, b, m, tuple(parts))
+        cand = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
+        if partition_is_valid(g, cand):
+            found, parts = m, cand
             break
+    result = Block(a, b, found, tuple(parts), unit_slots(space, parts))
     space._blocks[key] = result
     return result
+
+
+def unit_slots(space: Space, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """Per part, the first op of its unit (see :class:`Block`)."""
+    st = space.structure
+    seg_of = st.seg_of_op
+    spans = [(seg_of[p[0]], seg_of[p[-1]]) for p in parts]
+    lo = min(a for a, _ in spans)
+    hi = max(b for _, b in spans)
+    crossed = [False] * (hi - lo + 1)  # crossed[j]: the boundary after segment lo + j
+    for a, b in spans:
+        for j in range(a, b):
+            crossed[j - lo] = True
+    unit_start = [0] * (hi - lo + 1)
+    start = lo
+    for j in range(lo, hi + 1):
+        unit_start[j - lo] = start
+        if not crossed[j - lo]:
+            start = j + 1
+    return tuple(st.segments[unit_start[a - lo]][0] for a, _ in spans)
 
 
 def read_blocks(space: Space, get: Reader) -> list[Block]:
@@ -183,10 +214,11 @@ def chunk_bind(perm: tuple[int, ...], cores: int, parts: int, chunk: int,
     return tuple(tuple(perm[(shift + j * per + m) % n] for m in range(per)) for j in range(parts))
 
 
-def chunk_scopes(policy: str, split: int, wave: int) -> list[str]:
+@lru_cache(maxsize=4096)
+def chunk_scopes(policy: str, split: int, wave: int) -> tuple[str, ...]:
     """Scope of each chunk under a policy (see :data:`search_space._dims.SCOPE_POLICIES`)."""
     if policy in ("L1", "LLB", "DDR"):
-        return [policy] * split
+        return (policy,) * split
     out = []
     for c in range(split):
         pos = c % wave
@@ -194,7 +226,7 @@ def chunk_scopes(policy: str, split: int, wave: int) -> list[str]:
             out.append("LLB" if pos < wave // 2 else "L1")
         else:
             out.append(policy[:3] if pos < wave - 1 else "L1")
-    return out
+    return tuple(out)
 
 
 def divisors_of(n: int) -> list[int]:
@@ -237,12 +269,10 @@ class Decoding:
     # ---- groups ----------------------------------------------------------------------------
     def add_blocks(self, blocks: Sequence[Block]) -> None:
         """GroupSpec records of the blocks, their dependencies and topological order."""
-        space = self.space
         for blk in blocks:
-            block_start = space.structure.segments[blk.first_seg][0]
-            for k, ops in enumerate(blk.parts):  # the block's groups share its slot
+            for k, ops in enumerate(blk.parts):  # a unit's groups share its slot
                 start = ops[0]
-                self.groups.append(_G(f"g{start}", start, block_start, start, self.info(blk, k)))
+                self.groups.append(_G(f"g{start}", start, blk.slots[k], start, self.info(blk, k)))
         self._link()
 
     def info(self, blk: Block, k: int) -> GroupInfo:
@@ -374,14 +404,18 @@ class Decoding:
         n_steps = len(self.nodes)
         self.future: list[list[float]] = [[0.0] * self.n for _ in range(n_steps)]
         self.cores_of: list[tuple[int, ...] | None] = []
+        self.masks: list[int] = []
         self.bounds: list[tuple[float, float]] = []
         for node in self.nodes:
             if node[0] == "g":
                 gr = self.by_name[node[1]]
-                self.cores_of.append(tuple(c for part in gr.binds[node[2]] for c in part))
+                cores = tuple(c for part in gr.binds[node[2]] for c in part)
+                self.cores_of.append(cores)
+                self.masks.append(sum(1 << c for c in cores))
                 self.bounds.append(self._bounds(gr))
             else:
                 self.cores_of.append(None)
+                self.masks.append(0)
                 self.bounds.append((0.0, 0.0))
         self.readers_at: list[set[int]] = [set() for _ in range(n_steps)]
         for j, reads in enumerate(walk.reads):
@@ -418,7 +452,10 @@ class Decoding:
         fitting now (the capacity model's own walk)."""
         node = self.nodes[k]
         allowed = self.by_name[node[1]].info.scopes if node[0] == "g" else SLOWER["L1"]
-        options = [s for s in SLOWER[want] if s in allowed] or [want]
+        options = _OPTIONS.get((want, allowed))
+        if options is None:
+            options = _OPTIONS[(want, allowed)] = \
+                tuple(s for s in SLOWER[want] if s in allowed) or (want,)
         for s in options[:-1]:
             if s == "L1" and not self._ahead_ok(k):
                 continue
@@ -492,13 +529,19 @@ class Decoding:
             return False
         end = min(walk.last[k], len(self.nodes) - 1)
         readers = self.readers_at[k]
-        cores_of, bounds, future = self.cores_of, self.bounds, self.future
+        cores_of, masks, bounds, future = self.cores_of, self.masks, self.bounds, self.future
+        here = 0
+        for c in mine:
+            here |= 1 << c
         for j in range(k + 1, end + 1):
             cores = cores_of[j]
             if cores is None:
                 continue
+            reader = j in readers
+            if not reader and not masks[j] & here:
+                continue
             row = future[j]
-            stay = self._staying(k, j) if j in readers else None
+            stay = self._staying(k, j) if reader else None
             top = -1.0
             for c in cores:
                 b = mine.get(c)
@@ -566,8 +609,7 @@ class Decoding:
                 transfers.append(Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor,
                                           t.src_chunks, t.dst_chunks,
                                           space.placement(sc, t.placement.core_bind)))
-        steps = tuple(Step("group", nd[1], nd[2]) if nd[0] == "g" else Step("transfer", nd[1])
-                      for nd in self.nodes)
+        steps = tuple(space.step(nd) for nd in self.nodes)
         s = GraphSchedule(batch=self.batch, groups=groups, transfers=tuple(transfers),
                           order=steps, workload_key=self.graph.workload_key,
                           source="search_space")

@@ -12,14 +12,13 @@ keys, so a projection is exact or refused, never approximate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from compiler.derive import Node
 from compiler.schedule import GraphSchedule, GroupSpec
 from search_space._build import (
-    Block,
     Decoding,
     block_parts,
     chunk_bind,
@@ -145,7 +144,13 @@ def _project_for(space: Space, s: GraphSchedule, kind: str) -> list[dict[int, in
 
 def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[GroupSpec]) -> dict[str, GroupSpec]:
     """Blocks and modes from the groups: sets granularity, cut ranks and modes, adds the
-    group records to ``dec``; returns the schedule's group by record name."""
+    group records to ``dec``; returns the schedule's group by record name.
+
+    Every *unit* (the shortest run of segments no group crosses) starts as its own
+    block; with ties, a cut point whose tied twin must stay inside a block stops
+    being a boundary too, merging the two blocks around it (when one mode gives
+    their groups).
+    """
     st = space.structure
     segs = st.segments
     n = len(space.graph.ops)
@@ -158,45 +163,47 @@ def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[GroupSpec]) 
     missing = [i for i in range(n) if i not in owner]
     if missing:
         raise NotInSpace(f"op {missing[0]} is in no group")
-    target: dict[str, GroupSpec] = {}
-    boundary: dict[int, bool] = {}
+    starts: list[int] = []  # first segment of every block
     k = 0
     while k < len(segs):
-        a_op = segs[k][0]
-        first = owner[a_op]
-        ops = tuple(sorted(first.ops))
-        blk: Block | None = None
-        mode = ""
-        last_seg = st.seg_of_op[ops[-1]]
-        if ops[0] == a_op and ops[-1] - ops[0] + 1 == len(ops) and segs[last_seg][1] == ops[-1]:
-            cand = block_parts(space, k, last_seg, "whole")
-            if cand.parts == (ops,):
-                blk, mode = cand, "whole"
-        if blk is None:
-            b = _closure(st.seg_of_op, segs, owner, k)
-            if b is not None:
-                cand = block_parts(space, k, b, "anchors")
-                want = {tuple(sorted(g.ops)) for g in {id(owner[i]): owner[i]
-                                                        for i in range(a_op, segs[b][1] + 1)}.values()}
-                if set(cand.parts) == want:
-                    blk, mode = cand, "anchors"
-        if blk is None and all(len(owner[i].ops) == 1 for i in range(a_op, segs[k][1] + 1)):
-            blk, mode = block_parts(space, k, k, "ops"), "ops"
-        if blk is None:
+        b = _closure(st.seg_of_op, segs, owner, k)
+        if b is None:
+            g = owner[segs[k][0]]
+            raise NotInSpace(f"group {g.name} crosses the cut point before op {segs[k][0]}")
+        starts.append(k)
+        k = b + 1
+    modes_of = space.dims[space.d_mode[0]].choices
+
+    def block_end(i: int) -> int:
+        return (starts[i + 1] if i + 1 < len(starts) else len(segs)) - 1
+
+    def modes(first: int, last: int) -> list[str]:
+        want = {tuple(sorted(owner[i].ops)) for i in range(segs[first][0], segs[last][1] + 1)}
+        return [m for m in modes_of if set(block_parts(space, first, last, m).parts) == want]
+
+    ok = [modes(s0, block_end(i)) for i, s0 in enumerate(starts)]
+    for i, s0 in enumerate(starts):
+        if not ok[i]:
+            g = owner[segs[s0][0]]
             raise NotInSpace(
-                f"group {first.name} (ops {ops[0]}..{ops[-1]}) is neither whole segments between "
-                "single-tensor cut points, the anchor partition of a block, nor one op")
-        asg.set(space.d_mode[k], mode, f"block at op {a_op}")
-        for kk in range(k, blk.last_seg):
+                f"group {g.name} (ops {min(g.ops)}..{max(g.ops)}) is neither whole segments "
+                "between single-tensor cut points, the anchor partition of a block, nor one op")
+    if space.options.ties:
+        _untie_cuts(space, starts, ok, modes, block_end)
+    target: dict[str, GroupSpec] = {}
+    boundary: dict[int, bool] = {}
+    for i, s0 in enumerate(starts):
+        last = block_end(i)
+        asg.offer(space.d_mode[s0], ok[i], f"block at op {segs[s0][0]}")
+        blk = block_parts(space, s0, last, ok[i][0])
+        for kk in range(s0, last):
             boundary[kk] = False
-        if blk.last_seg + 1 < len(segs):
-            boundary[blk.last_seg] = True
+        if last + 1 < len(segs):
+            boundary[last] = True
         for idx, part in enumerate(blk.parts):
-            slot = segs[k][0]
             name = f"g{part[0]}"
-            dec.add_group(name, part[0], slot, dec.info(blk, idx))
+            dec.add_group(name, part[0], blk.slots[idx], dec.info(blk, idx))
             target[name] = owner[part[0]]
-        k = blk.last_seg + 1
     dec.link()
     if space.d_gran >= 0:
         if any(boundary.values()):
@@ -206,6 +213,29 @@ def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[GroupSpec]) 
         else:
             asg.set(space.d_gran, "0", "grouping")
     return target
+
+
+def _untie_cuts(space: Space, starts: list[int], ok: list[list[str]],
+                modes: Callable[[int, int], list[str]], block_end: Callable[[int], int]) -> None:
+    """Merge blocks (in place) until tied cut points agree on being boundaries."""
+    rep = space.rep
+    while True:
+        inside: set[int] = set()
+        for i, s0 in enumerate(starts):
+            for kk in range(s0, block_end(i)):
+                inside.add(int(rep[space.d_cut[kk]]))
+        merge = [i for i in range(1, len(starts))
+                 if int(rep[space.d_cut[starts[i] - 1]]) in inside]
+        if not merge:
+            return
+        i = merge[0]
+        first, last = starts[i - 1], block_end(i)
+        both = modes(first, last)
+        if not both:
+            raise NotInSpace(f"cut point after op {space.structure.segments[starts[i] - 1][1]} "
+                             "(tied) is a boundary here and not where its twin is")
+        del starts[i]
+        ok[i - 1:i + 1] = [both]
 
 
 def _closure(seg_of_op: tuple[int, ...], segs: tuple[tuple[int, int], ...],

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compiler.errors import GraphtuneError, ScheduleError
-from compiler.schedule import GraphSchedule, Placement
+from compiler.schedule import GraphSchedule, Placement, Step
 from search_space._build import decode_fitted, decode_with
 from search_space._dims import (
     CUT_BELOW,
@@ -146,15 +146,16 @@ class Projection:
 class _Recorder:
     """A reader over a full-length assignment that records which parameters were read."""
 
-    __slots__ = ("active", "values")
+    __slots__ = ("active", "rep", "values")
 
-    def __init__(self, values: np.ndarray | list[int]) -> None:
+    def __init__(self, values: list[int], rep: list[int]) -> None:
         self.values = values
-        self.active: dict[int, None] = {}
+        self.rep = rep
+        self.active: dict[int, None] = {}  # free parameters read
 
     def __call__(self, d: int) -> int:
-        self.active[d] = None
-        return int(self.values[d])
+        self.active[self.rep[d]] = None
+        return self.values[d]
 
 
 class Space:
@@ -182,6 +183,7 @@ class Space:
         self._blocks: dict[tuple[int, int, str], Block] = {}
         self._infos: dict[tuple[object, ...], GroupInfo] = {}
         self._places: dict[tuple[str, tuple[tuple[int, ...], ...]], Placement] = {}
+        self._steps: dict[tuple[str, str, int], Step] = {}
         self._binds: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
         self._mine: dict[int, tuple[weakref.ref[GraphSchedule], np.ndarray, tuple[int, ...]]] = {}
         self._layout()
@@ -222,6 +224,7 @@ class Space:
         free = sorted(set(rep.tolist()))
         index = {d: k for k, d in enumerate(free)}
         self.rep = np.array([index[int(r)] for r in rep], dtype=np.int64)  # full dim -> free index
+        self._rep_list: list[int] = self.rep.tolist()
         self.free: tuple[Dim, ...] = tuple(dims[d] for d in free)
         self.n_choices = np.array([len(d.choices) for d in self.free], dtype=np.int64)
         self._choice_index = [{v: i for i, v in enumerate(d.choices)} for d in self.free]
@@ -279,6 +282,14 @@ class Space:
             p = self._places[key] = Placement(scope, bind)
         return p
 
+    def step(self, node: tuple[str, str, int]) -> Step:
+        """A shared Step value for a chunk-DAG node."""
+        st = self._steps.get(node)
+        if st is None:
+            st = self._steps[node] = (Step("group", node[1], node[2]) if node[0] == "g"
+                                      else Step("transfer", node[1]))
+        return st
+
     @property
     def dimension(self) -> int:
         """Length of an encoding vector (free parameters)."""
@@ -308,10 +319,9 @@ class Space:
 
     # ---- the numeric view ----------------------------------------------------------------
     def _decode_free(self, vec: np.ndarray) -> tuple[GraphSchedule, np.ndarray, list[int]]:
-        full = vec[self.rep]
-        rec = _Recorder(full)
+        rec = _Recorder(vec[self.rep].tolist(), self._rep_list)
         s = self._decode(rec)
-        active = sorted({int(self.rep[d]) for d in rec.active})
+        active = sorted(rec.active)
         canon = np.zeros(len(self.free), dtype=np.int16)
         canon[active] = vec[active]
         self._remember(s, canon, active)

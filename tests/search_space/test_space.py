@@ -52,24 +52,29 @@ def test_guide_plans_project_exactly(target: Target) -> None:
         assert p.params["order"] == ("breadth" if name == "bert_base" else p.params["order"])
 
 
-_KNOWN = pytest.mark.xfail(reason="known gap: a decoded sample whose per-op block or tied "
-                           "segments were repaired differently may not re-project exactly",
-                           strict=False)
-
-
-@pytest.mark.parametrize("key", [k if k in ("tiny_cnn", "deepfm") else pytest.param(k, marks=_KNOWN)
-                                 for k in sorted(SMALL)])
+@pytest.mark.parametrize("key", sorted(SMALL))
 def test_samples_round_trip_and_are_structurally_valid(key: str, target: Target) -> None:
     g = small_graph(key)
     space = build_space(g, target)
     rng = np.random.default_rng(1)
-    for _ in range(40):
-        s = space.sample(rng)
+    for k in range(40):
+        s = space.sample(rng, uniform=k % 2 == 1)  # uniform: one group per op as often as not
         s.validate(g, target)
         v = space.encode(_copy(s))
         assert space.decode(v).structural_key() == s.structural_key()
         # the decode memo may keep another vector of the same point (repairs, equal partitions)
         assert space.decode(space.encode(s)).structural_key() == s.structural_key()
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
+def test_samples_are_mostly_valid(key: str, target: Target) -> None:
+    """Scopes are decided along the capacity walk: the simulator accepts most samples."""
+    g = small_graph(key)
+    space = build_space(g, target)
+    rng = np.random.default_rng(9)
+    ok = sum(not isinstance(simulate(g, space.sample(rng), target, timeline=False), SimError)
+             for _ in range(30))
+    assert ok >= 27
 
 
 @pytest.mark.parametrize("key", ["tiny_cnn", "deepfm", "bert2"])
@@ -183,7 +188,6 @@ def test_optuna_suggest_is_define_by_run_with_stable_names(target: Target) -> No
         assert space.decode(v).structural_key() == got[t.number].structural_key()
 
 
-@_KNOWN
 def test_ties_shrink_the_space(target: Target) -> None:
     g = small_graph("bert2")
     tied = build_space(g, target, options=SpaceOptions(ties=True))
