@@ -191,8 +191,18 @@ class Driver:
 
         ts = self.job.tasks[k]
         trial = ts.study.ask()
+        sampler = ts.study.sampler
+        chosen = sampler.proposal(trial.number) if hasattr(sampler, "proposal") else None
         try:
-            s = ts.space.suggest(trial)
+            if chosen is not None:
+                # The guided sampler decoded it already: record its parameters, not decode again.
+                s, params = chosen
+                for name in params:
+                    trial.suggest_categorical(name, ts.choices[name])
+                if trial.params != params:  # Optuna overrode one (never seen): trust the trial
+                    s = ts.space.suggest(trial)
+            else:
+                s = ts.space.suggest(trial)
         except GraphtuneError as exc:
             log.warning("task %s trial %d: the space cannot decode its parameters: %s",
                         ts.task.name, trial.number, exc)
@@ -208,7 +218,6 @@ class Driver:
             ts.seeds_direct.extend(x for x in seed_schedules(ts.task.graph, self.target)
                                    if x[0] == seed)
             seed = None
-        sampler = ts.study.sampler
         ranked = sampler.ranked_by(trial.number) if hasattr(sampler, "ranked_by") else ""
         tuner = str(seed) if seed else self.tuner
         return Candidate(k, trial, s, cid, dict(trial.params), tuner, ranked)

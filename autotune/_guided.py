@@ -72,6 +72,7 @@ class _Proposal:
     cid: str
     params: dict[str, Any]
     ranked_by: str
+    schedule: GraphSchedule
 
 
 class GuidedSampler(BaseSampler):
@@ -137,6 +138,14 @@ class GuidedSampler(BaseSampler):
         self._rng = np.random.default_rng()
 
     # ---- what the driver asks ------------------------------------------------------------
+    def proposal(self, number: int) -> tuple[GraphSchedule, dict[str, Any]] | None:
+        """The schedule and parameters chosen for trial ``number`` (None for enqueued trials).
+
+        The driver sets these parameters on the trial instead of decoding them again.
+        """
+        chosen = self._by_trial.get(number)
+        return (chosen.schedule, chosen.params) if chosen is not None else None
+
     def ranked_by(self, number: int) -> str:
         """The cost model that ranked trial ``number``'s candidate ("" when none did)."""
         chosen = self._by_trial.get(number)
@@ -249,7 +258,7 @@ class GuidedSampler(BaseSampler):
             return False
         self._seen.add(cid)
         params = dict(self.space.project(s).params)  # the space remembers what it decoded
-        self._queue.append(_Proposal(cid, params, ranked_by))
+        self._queue.append(_Proposal(cid, params, ranked_by, s))
         return True
 
     def _best(self, k: int) -> list[np.ndarray]:

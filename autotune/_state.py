@@ -48,6 +48,7 @@ class TaskState:
         errors: Failed measurements by status (all runs).
         new: Measurements of this run.
         seeds_direct: Seeds the space cannot express, measured outside the study.
+        choices: Parameter name -> its choices (what ``suggest_categorical`` takes).
         dup_streak: Proposals in a row that were already measured.
         stopped: Why the task gets no more measurements ("" while live).
     """
@@ -59,6 +60,7 @@ class TaskState:
     latency: dict[str, float | None] = field(default_factory=dict)
     history: list[float | None] = field(default_factory=list)
     seed_cids: dict[str, str] = field(default_factory=dict)
+    choices: dict[str, list[Any]] = field(default_factory=dict)
     lower_bound_us: float = 0.0
     best: Best | None = None
     curve: list[tuple[int, float]] = field(default_factory=list)

@@ -290,6 +290,7 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
             study_name=name, storage=handle.storage, sampler=make_sampler(sampler, sseed, **kwargs),
             direction="minimize" if objective == "latency" else "maximize", load_if_exists=True)
         ts = TaskState(task, space, study)
+        ts.choices = {d.name: list(d.choices) for d in space.free}
         ts.lower_bound_us = lower_bound(task.graph, task.batch, target)
         logged = records[task.key]
         for rec, cid in logged:

@@ -16,6 +16,7 @@ Run: ``.venv/bin/python bench/tune_workers.py [--model resnet50] [--candidates 2
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -81,7 +82,8 @@ def main() -> None:
                        seed=0, curve=False)
         rates[f"job, {workers} worker(s)"] = res.measurements_per_s
         print(f"job, {workers} worker(s): {res.measurements_per_s:.1f}/s", flush=True)
-    print()
+    print(f"\nload average (1, 5, 15 min) at the end: {os.getloadavg()} on {os.cpu_count()} CPUs "
+          "(other processes share the cores: the ratios hold only on an idle machine)")
     for name, r in rates.items():
         print(f"{name:22} {r:8.1f} measurements/s")
     for kind in ("pool", "job"):

@@ -248,3 +248,13 @@ def test_two_seeds_that_are_one_schedule_are_measured_once(
     assert task.speedup("plan:") == task.speedup("O3")
     tuners = [r["prov"]["tuner"] for r in _lines(tmp_path / "p.jsonl")]
     assert tuners[:4] == ["plan:same", "O0", "O1", "O2"] and "O3" not in tuners
+
+
+def test_timeouts_are_records_and_the_job_goes_on(tiny_graph: Graph, tmp_path: Path) -> None:
+    res = tune([tiny_graph], trials=6, workers=0, log=tmp_path / "t.jsonl", seed=0, guided=SMALL,
+               timeout_per_trial=1e-6, curve=True)
+    recs = _lines(tmp_path / "t.jsonl")
+    assert len(recs) == 6 and {r["result"]["status"] for r in recs} == {"timeout"}
+    (task,) = res.tasks
+    assert task.best_latency_us is None and task.errors == {"timeout": 6}
+    assert res.curve is None and task.speedup("O3") is None
