@@ -2,17 +2,18 @@
 
 Data (cached in ``--data-dir``, resumable; see ``bench/_data.py``): for ResNet-50
 b16, BERT-base s128 b8, MobileNetV2 b16 and DeepFM b2560 on the default STCP920,
-a *pool* of 1,536 uniformly sampled candidates (training sets, and a 512-schedule
-*uniform* held-out set) and a *neighbourhood* set of 512 mutations of the pool's
-best 5%; ResNet-101 and BERT-large (transfer targets) get a pool of 768. Every
-schedule fits the target and was measured with ``sim.measure``.
+a *pool* of 1,536 candidates drawn with ``Space.sample`` (training sets, and a
+512-schedule *uniform* held-out set) and a *neighbourhood* set of 512
+``Space.mutate`` moves from the pool's best 5%; ResNet-101 and BERT-large
+(transfer targets) get a pool of 768. Every schedule passed ``Space.precheck``
+and was measured with ``sim.measure``.
 
 Sections (``--only`` picks some):
 
 * ``speed``: featurising 10,000 ResNet-50 candidates (fresh process, cold tables;
   then another 10,000 with the tables warm);
 * ``objectives``: XGBModel's pairwise-rank vs log-throughput regression, with and
-  without the roofline prior;
+  without the roofline prior, with and without the space's encoding appended;
 * ``main``: XGBModel / AnalyticalModel / RandomModel at 64, 256 and 1,024 training
   measurements, uniform and neighbourhood held-out sets (means over ``--seeds``
   draws of the training set);
@@ -22,7 +23,7 @@ Sections (``--only`` picks some):
   ships it as ``cost_model/pretrained/stcp920.ubj``) helps the first rounds.
 
 Run: ``.venv/bin/python bench/cost_model.py [--seeds 3] [--only main,transfer]``
-(generating the data takes about an hour on one core; later runs read the cache).
+(generating the data takes about half an hour on one core; later runs read the cache).
 """
 
 from __future__ import annotations
@@ -45,10 +46,16 @@ ROOT = BENCH.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
 sys.path.insert(0, str(ROOT))
 
-from bench._candidates import Candidates  # noqa: E402
 from bench._data import LABELS, load_graph, measured_set  # noqa: E402
 from compiler.target import Target  # noqa: E402
-from cost_model import AnalyticalModel, CostModel, RandomModel, XGBModel, features  # noqa: E402
+from cost_model import (  # noqa: E402
+    AnalyticalModel,
+    CostModel,
+    RandomModel,
+    XGBModel,
+    feature_names,
+    features,
+)
 from cost_model.metrics import pairwise_accuracy, spearman, top_k_recall  # noqa: E402
 
 BENCH_NETS = ("resnet50", "bert_base", "mobilenet_v2", "deepfm")
@@ -69,11 +76,14 @@ class Net:
         n_pool = 1536 if name in BENCH_NETS else 768
         self.name = name
         self.graph = load_graph(name)
-        samples = measured_set(name, self.graph, target, args.data_dir, n_pool, 512,
-                               log=lambda m: say(m))
+        self.space, samples = measured_set(name, self.graph, target, args.data_dir, n_pool, 512,
+                                           log=lambda m: say(m))
         t0 = time.perf_counter()
         self.X = features(self.graph, [s.schedule for s in samples], target)
         self.feat_s = time.perf_counter() - t0
+        # = features(graph, schedules, target, space) for schedules the space decoded here
+        self.XS = np.hstack([self.X, np.array([s.vector for s in samples], dtype=np.float64)])
+        self.names_s = feature_names(self.space)
         self.y = np.array([s.throughput for s in samples])
         kind = np.array([s.kind for s in samples])
         self.pool = np.where(kind == "pool")[0]
@@ -96,22 +106,29 @@ MODELS: dict[str, Callable[[int], CostModel]] = {
     "AnalyticalModel": lambda seed: AnalyticalModel(),
     "RandomModel": lambda seed: RandomModel(seed=seed),
 }
-OBJECTIVES: dict[str, Callable[[int], CostModel]] = {
-    "regression + prior (default)": lambda seed: XGBModel(seed=seed),
-    "regression, no prior": lambda seed: XGBModel(prior=None, seed=seed),
-    "pairwise rank + prior": lambda seed: XGBModel(objective="rank", seed=seed),
-    "pairwise rank, no prior": lambda seed: XGBModel(objective="rank", prior=None, seed=seed),
+# label -> (model factory, with the space's encoding)
+OBJECTIVES: dict[str, tuple[Callable[[int], CostModel], bool]] = {
+    "regression + prior (default)": (lambda seed: XGBModel(seed=seed), False),
+    "regression, no prior": (lambda seed: XGBModel(prior=None, seed=seed), False),
+    "pairwise rank + prior": (lambda seed: XGBModel(objective="rank", seed=seed), False),
+    "pairwise rank, no prior": (lambda seed: XGBModel(objective="rank", prior=None, seed=seed),
+                                False),
+    "regression + prior + space encoding": (lambda seed: XGBModel(seed=seed), True),
 }
 
 
-def evaluate(net: Net, make: Callable[[int], CostModel], n: int, seeds: int) -> np.ndarray:
+def evaluate(net: Net, make: Callable[[int], CostModel], n: int, seeds: int,
+             encoded: bool = False) -> np.ndarray:
     """Mean over seeds of (uniform sp, pw, top10, nbhd sp, pw, top10)."""
     rows = []
+    X = net.XS if encoded else net.X
     for seed in range(seeds):
         tr, te = net.split(n, seed)
         m = make(seed)
-        m.fit(net.X[tr], net.y[tr])
-        rows.append([*scores(m, net.X[te], net.y[te]), *scores(m, net.X[net.nbhd], net.y[net.nbhd])])
+        if encoded and isinstance(m, XGBModel):
+            m.feature_names = net.names_s
+        m.fit(X[tr], net.y[tr])
+        rows.append([*scores(m, X[te], net.y[te]), *scores(m, X[net.nbhd], net.y[net.nbhd])])
     return np.mean(rows, axis=0)
 
 
@@ -160,8 +177,8 @@ def section_objectives(nets: dict[str, Net], args: argparse.Namespace) -> None:
     header()
     for name in BENCH_NETS:
         for n in SIZES:
-            for label, make in OBJECTIVES.items():
-                row(LABELS[name], n, label, evaluate(nets[name], make, n, args.seeds))
+            for label, (make, encoded) in OBJECTIVES.items():
+                row(LABELS[name], n, label, evaluate(nets[name], make, n, args.seeds, encoded))
 
 
 def fit_source(net: Net, seed: int = 0) -> XGBModel:
@@ -275,31 +292,32 @@ def section_rounds(nets: dict[str, Net], args: argparse.Namespace) -> None:
 
 
 def section_speed(args: argparse.Namespace, target: Target) -> None:
-    """10,000 ResNet-50 candidates, featurised in a fresh process (cold tables), then 10,000 more."""
+    """10,000 ResNet-50 candidates featurised in a fresh process (cold tables), then more."""
     say("\n## Featurisation speed, ResNet-50 b16 (fresh process; schedules parsed beforehand)\n")
     graph = load_graph("resnet50")
-    cands = Candidates(graph, target, repair=False)
+    space, samples = measured_set("resnet50", graph, target, args.data_dir, 1536, 512)
+    pool = sorted((s for s in samples if s.kind == "pool"), key=lambda s: -s.throughput)
+    elite = [space.decode(s.vector) for s in pool[: len(pool) // 20]]
     rng = np.random.default_rng(11)
-    recs = [json.loads(line) for line in (args.data_dir / "resnet50.jsonl").open()]
-    pool = sorted((r for r in recs if r["kind"] == "pool"), key=lambda r: -r["throughput_per_s"])
-    from bench._data import _genome
-
-    elite = [_genome(r["genome"]) for r in pool[: len(pool) // 20]]
-    files = {}
+    t_enc = []
     for kind in ("uniform", "nbhd_a", "nbhd_b"):
         path = args.data_dir / f"resnet50_speed_{kind}.jsonl"
-        files[kind] = path
         have = sum(1 for _ in path.open()) if path.exists() else 0
         with path.open("a") as f:
             for _ in range(have, args.speed_n):
                 if kind == "uniform":
-                    _, s = cands.sample(rng)
+                    s = space.sample(rng)
                 else:
-                    gen = elite[int(rng.integers(len(elite)))]
-                    for _ in range(int(rng.integers(0, 3))):
-                        gen = cands.mutate_genome(gen, rng)
-                    _, s = cands.mutate(gen, rng)
+                    s = elite[int(rng.integers(len(elite)))]
+                    for _ in range(int(rng.integers(1, 4))):
+                        s = space.mutate(s, rng)
                 f.write(s.dumps() + "\n")
+                if len(t_enc) < 1000:
+                    c = time.process_time()
+                    space.encode_many([s])
+                    t_enc.append(time.process_time() - c)
+    if t_enc:
+        say(f"- the space's encoding of a schedule it decoded: {1e6 * np.mean(t_enc):.0f} µs CPU")
     code = f"""
 import json, sys, time
 sys.path.insert(0, {str(ROOT)!r})
@@ -308,20 +326,20 @@ from compiler.schedule import GraphSchedule
 from compiler.target import Target
 from cost_model import features
 g = load_graph("resnet50"); t = Target.default()
-def timed(path):
-    ss = [GraphSchedule.loads(line) for line in open(path)]
-    w, c = time.perf_counter(), time.process_time()
-    X = features(g, ss, t)
-    return len(ss), time.perf_counter() - w, time.process_time() - c, ss
 out = {{}}
 for kind in sys.argv[1:]:
-    n, wall, cpu, ss = timed({str(args.data_dir)!r} + f"/resnet50_speed_{{kind}}.jsonl")
-    out[kind] = (n, wall, cpu, sum(len(s.groups) for s in ss) / n, sum(len(s.order) for s in ss) / n)
+    path = {str(args.data_dir)!r} + f"/resnet50_speed_{{kind}}.jsonl"
+    ss = [GraphSchedule.loads(line) for line in open(path)]
+    w, c = time.perf_counter(), time.process_time()
+    features(g, ss, t)
+    wall, cpu = time.perf_counter() - w, time.process_time() - c
+    out[kind] = (len(ss), wall, cpu, sum(len(s.groups) for s in ss) / len(ss),
+                 sum(len(s.order) for s in ss) / len(ss))
 print(json.dumps(out))
 """
-    for label, kinds in (("uniform random, cold tables", ["uniform"]),
-                         ("mutations of the best 5%, cold tables, then 10,000 more (warm)",
-                          ["nbhd_a", "nbhd_b"])):
+    for label, kinds in (("Space.sample, cold tables", ["uniform"]),
+                         ("Space.mutate of the best 5%: cold tables, then 10,000 other mutants "
+                          "with the tables warm", ["nbhd_a", "nbhd_b"])):
         res = json.loads(subprocess.run([sys.executable, "-c", code, *kinds], check=True,
                                         capture_output=True, text=True, cwd=ROOT).stdout)
         for kind, (n, wall, cpu, groups, steps) in res.items():
