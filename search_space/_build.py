@@ -98,7 +98,6 @@ class _G:
     perm: tuple[int, ...] = ()
     spread: bool = False
     binds: tuple[CoreBind, ...] = ()
-    scopes: tuple[str, ...] = ()
     wave: int = 1
     samples: int = 0  # samples of one chunk
     deps: list[str] = field(default_factory=list)
@@ -249,7 +248,6 @@ class Decoding:
         target = space.target
         self.n = target.chip.cores_per_cluster
         self.l1 = target.l1.data_bytes
-        self.llb = target.llb.bytes
         self.divs = space.divisors[batch]
         self.order = order
         self.lookahead = lookahead

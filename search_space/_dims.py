@@ -51,7 +51,7 @@ class Dim:
     """One parameter: its stable name, kind, choices and where it applies.
 
     Attributes:
-        name: Stable name (Optuna parameter name), e.g. ``split@18``.
+        name: Stable name (Optuna parameter name), e.g. ``samples@18``.
         kind: One of the keys of :data:`KIND_HELP`.
         choices: The values it takes (ints or strings).
         at: The op index (slot, scope, mode) or segment boundary op (cut) it belongs

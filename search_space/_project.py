@@ -260,6 +260,7 @@ def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, GroupSp
     """Offers for every group's shape and binding; records the schedule's in ``dec``."""
     batch, n, divs = dec.batch, dec.n, dec.divs
     alts: dict[str, list[tuple[int, ...]]] = {}
+    gen: dict[str, dict[tuple[int, ...], set[str]]] = {}  # group -> its order -> choices giving it
     for name in dec.topo:
         r = dec.by_name[name]
         g = target[name]
@@ -291,14 +292,14 @@ def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, GroupSp
         # the producer's full core order is known only up to its choice: try each it allows
         prods: list[object] = [None] if producer is None else [
             SimpleNamespace(split=producer.split, perm=pi) for pi in alts[producer.name]]
-        matches = []
+        matches = []  # (choice, core order, spread, the producer's order it reuses)
         for choice in perm_choices(n):
             for prod in prods if choice == "reuse" else prods[:1]:
                 pi = core_perm(choice, n, prod, samples, batch)  # type: ignore[arg-type]
                 for sp in spreads:
                     if all(c.core_bind == chunk_bind(pi, cores, parts, k, sp)
                            for k, c in enumerate(g.chunks)):
-                        matches.append((choice, pi, sp))
+                        matches.append((choice, pi, sp, getattr(prod, "perm", None)))
                         break
         if not matches:
             raise NotInSpace(f"{what}: core binding {[list(p) for p in bind0]} is neither a "
@@ -306,6 +307,15 @@ def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, GroupSp
         asg.offer(slot + 3, [m[0] for m in matches], what)
         dec.set_binding(r, matches[0][1], matches[0][2])
         alts[name] = list(dict.fromkeys(m[1] for m in matches))
+        gen[name] = {}
+        for m in matches:
+            gen[name].setdefault(m[1], set()).add(m[0])
+        if producer is not None and all(m[0] == "reuse" for m in matches):
+            # only reusing works: the producer must keep an order this reuse follows
+            used = {m[3] for m in matches}
+            choices = {c for pi, cs in gen[producer.name].items() if pi in used for c in cs}
+            asg.offer(space.slot[producer.slot] + 3, sorted(choices, key=str),
+                      f"group {target[producer.name].name} (reused by {g.name})")
         if len(spreads) > 1:
             asg.offer(slot + 4, sorted({int(m[2]) for m in matches}), what)
 

@@ -5,29 +5,35 @@ manual-schedule guide's design method (see :mod:`search_space._structure` for
 where boundaries come from and :mod:`search_space._build` for how parameters
 become a schedule). The parameters:
 
-========== ======================== ===============================================
-kind       one per                  choices
-========== ======================== ===============================================
-batch      space (``batch_choices``) the batch sizes
-order      space                    ``depth`` (the guide's waves) or ``breadth``
-lookahead  space                    0-3 chunks a producer runs ahead (depth only)
-granularity space                   share of the cut points that are boundaries:
-                                    ``1/4``, ``1/8``, ``1/16``, ``1/32``, ``0``
-cut        single-tensor cut point  rank 0-31; a boundary when below
-                                    ``32 x granularity``
-mode       segment (starting block) ``whole``, ``anchors`` (the guide's matmul
-                                    boundaries) or ``ops`` (one group per op)
-samples    segment (starting block) samples per core part (with ``parts``: the split)
-cpp        segment (starting block) cores per part
-parts      segment (starting block) core parts the chunk's samples spread over
-perm       segment (starting block) ``rotK`` or ``reuse`` (each group on its producer's
-                                    cores, the guide's "scheme 2")
-spread     segment (starting block) successive chunks on successive core sets
-xscope     segment (starting block) scope of the groups' split/concat transfers
-scope      op                       scope policy of the chunk outputs by wave
-========== ======================== ===============================================
+========== ======================== ========================= ==============================================
+kind        one per                   choices
+=========== ========================= ==============================================
+batch       space (``batch_choices``) the batch sizes
+order       space                     ``depth`` (the guide's waves) or ``breadth``
+lookahead   space                     0-3 chunks a producer runs ahead (depth only)
+granularity space                     share of the cut points that are boundaries:
+                                      ``1/4``, ``1/8``, ``1/16``, ``1/32``, ``0``
+cut         single-tensor cut point   rank 0-31; a boundary when below
+                                      ``32 x granularity``
+mode        segment (a block's first) ``whole``, ``anchors`` (the guide's matmul
+                                      boundaries) or ``ops`` (one group per op)
+samples     segment (a unit's first)  samples per core part (with ``parts``: the
+                                      split)
+cpp         segment (a unit's first)  cores per part
+parts       segment (a unit's first)  core parts a chunk's samples spread over
+perm        segment (a unit's first)  ``rotK`` or ``reuse`` (each group on its
+                                      producer's cores, the guide's "scheme 2")
+spread      segment (a unit's first)  successive chunks on successive core sets
+xscope      segment (a unit's first)  scope of the groups' split/concat transfers
+scope       op (a group's first)      scope policy of the chunk outputs by wave
+=========== ========================= ==============================================
 
-Parameter names carry the op index they belong to (``split@18``), so they are
+A *block* is a run of segments between boundaries; a *unit* is the shortest run
+of a block's segments that none of its groups crosses (a whole block is one
+unit; an anchor partition usually has one per segment). A unit's groups share
+its slot parameters (samples .. xscope).
+
+Parameter names carry the op index they belong to (``samples@18``), so they are
 stable for a graph: a study resumes, TPE's ``group=True`` sees the conditional
 structure. With ``ties`` on, repeated segments (equal structural signatures)
 share the parameters of their first occurrence.
@@ -94,9 +100,10 @@ class SpaceOptions:
             (the other modes share the rest). One group per op multiplies the steps
             of a schedule and rarely pays; Optuna and :meth:`Space.sample_vectors`
             with ``uniform=True`` still draw it like any other choice.
-        repair_rounds: Decoding re-decodes up to this many times, each time demoting
-            the scope parameter of one result the capacity model finds overflowing
-            (0: only the lower-bound repairs of :mod:`search_space._build`).
+        repair_rounds: When the capacity walk still overflows (a step that does not fit
+            even with its output streamed out), decoding re-decodes up to this many
+            times, each time one scope parameter of a result crowding the overflow one
+            step slower (0: none). Free when nothing overflows: the walk is remembered.
     """
 
     min_group_ops: int = 1
@@ -106,7 +113,7 @@ class SpaceOptions:
     max_split: int = 64
     per_op: bool = True
     per_op_prior: float = 0.02
-    repair_rounds: int = 0
+    repair_rounds: int = 2
 
     def to_json(self) -> dict[str, Any]:
         """Keyed JSON."""
@@ -385,7 +392,7 @@ class Space:
     def suggest(self, trial: Any) -> GraphSchedule:
         """Define-by-run: ask ``trial`` for each parameter that matters, return the schedule.
 
-        Names are stable (``split@18``: the group starting at op 18), so TPE with
+        Names are stable (``samples@18``: the unit starting at op 18), so TPE with
         ``multivariate=True, group=True`` models the conditional structure.
         """
         values = np.zeros(len(self.free), dtype=np.int16)

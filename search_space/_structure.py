@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compiler.derive import group_io, single_tensor_cuts
-from compiler.footprint import sample_bytes, streamable_inputs
+from compiler.footprint import streamable_inputs
 from compiler.graph import Graph
 from compiler.optable import op_spec
 
@@ -175,13 +175,10 @@ class GroupInfo:
         scopes: Scopes the output may live in (its producer's).
         separable: Whether it may be split along the batch.
         streamable: Inputs that can stream from LLB/DDR tile by tile.
-        out_sample_bytes: Output bytes per sample (batched part).
-        out_fixed_bytes: Output bytes that do not carry the batch.
         inputs: Input tensors (weights excluded).
     """
 
-    __slots__ = ("cache", "inputs", "ops", "out_fixed_bytes", "out_sample_bytes", "output",
-                 "scopes", "separable", "streamable")
+    __slots__ = ("cache", "inputs", "ops", "output", "scopes", "separable", "streamable")
 
     def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
         io = group_io(graph, ops)
@@ -193,12 +190,7 @@ class GroupInfo:
         self.scopes = out_op.allowed_scopes if out_op.on_npu else ("DDR", "LLB", "L1")
         self.separable = all(graph.ops[i].batch_separable for i in ops) and graph.tensors[out].batched
         self.streamable = streamable_inputs(graph, ops)
-        self.out_sample_bytes, self.out_fixed_bytes = sample_bytes(graph, out)
         self.cache: dict[tuple[object, ...], float] = {}
-
-    def out_bytes(self, samples: int) -> int:
-        """Bytes of one chunk's output for ``samples`` samples."""
-        return self.out_sample_bytes * samples + self.out_fixed_bytes
 
 
 def group_info(graph: Graph, ops: tuple[int, ...]) -> GroupInfo:
