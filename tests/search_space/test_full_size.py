@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from compiler import schedules
+from compiler import guide_plans
 from compiler.auto import graph_schedule_level
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
@@ -34,7 +34,7 @@ def test_full_size_acceptance(name: str) -> None:
     g = zoo_graph(name, batch, **kw)
     target = Target.default()
     space = build_space(g, target)
-    seeds = [graph_schedule_level(g, target, k) for k in range(4)] + [schedules.plan(plan, g)]
+    seeds = [graph_schedule_level(g, target, k) for k in range(4)] + [guide_plans.guide_plan(plan, g)]
     for s in seeds:
         p = space.project(_copy(s))
         assert p.schedule is not None, p.reason
