@@ -114,6 +114,7 @@ class _Ticker:
         self._thread = threading.Thread(target=self._run, name="graphtune-progress", daemon=True)
 
     def __enter__(self) -> _Ticker:
+        self.update(self._text)
         self._thread.start()
         return self
 
@@ -125,8 +126,18 @@ class _Ticker:
                 self._stream.close()
 
     def update(self, text: str) -> None:
+        """Set the current stage; past :data:`PROGRESS_AFTER_S` a new stage prints at once.
+
+        Printing here rather than only from the polling thread means a stage
+        shorter than the poll interval is still reported once the command is
+        slow enough to report at all.
+        """
         with self._lock:
             self._text = text
+            now = time.monotonic()
+            if now - self._t0 >= PROGRESS_AFTER_S and text != self._printed:
+                self._printed, self._last = text, now
+                self._print(f"graphtune: {text} ({now - self._t0:.0f} s)")
 
     def warn(self, text: str) -> None:
         self._print(f"graphtune: warning: {text}")
@@ -135,13 +146,13 @@ class _Ticker:
         while not self._stop.wait(0.2):
             now = time.monotonic()
             elapsed = now - self._t0
-            with self._lock:
-                text = self._text
             if elapsed < PROGRESS_AFTER_S:
                 continue
-            if text != self._printed or now - self._last >= PROGRESS_EVERY_S:
-                self._printed, self._last = text, now
-                self._print(f"graphtune: {text} ({elapsed:.0f} s)")
+            with self._lock:
+                text = self._text
+                if text != self._printed or now - self._last >= PROGRESS_EVERY_S:
+                    self._printed, self._last = text, now
+                    self._print(f"graphtune: {text} ({elapsed:.0f} s)")
 
     def _print(self, line: str) -> None:
         with contextlib.suppress(OSError, ValueError):
