@@ -50,7 +50,7 @@ import numpy as np
 
 from compiler.capacity import in_compute_dtype
 from compiler.derive import group_io
-from compiler.footprint import GATHER_OPS, group_footprint, sample_bytes
+from compiler.footprint import GATHER_OPS, group_footprint, sample_bytes, streamable_inputs
 from compiler.layout import slices
 from compiler.memo import memo_of
 from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
@@ -106,6 +106,15 @@ FEATURES: tuple[Feature, ...] = (
     Feature("port_max_cycles", "Bytes through the busiest core's DMA port (weights into its weight "
             "buffer, inputs staged into its L1, results it sends to LLB/DDR or other cores) / "
             "port bytes per cycle."),
+    Feature("group_roofline_cycles", "Summed over groups: the slowest of the group's compute "
+            "(busiest core), its DDR, LLB and NoC bytes (its chunks' weights and results, its "
+            "inputs) and its busiest DMA port: each group at its own bottleneck, one after another."),
+    Feature("group_staged_cycles", "Summed over groups: inputs staged into L1 before the "
+            "group computes (over the NoC, from LLB/DDR when it cannot stream them, through "
+            "split/concat transfers), then the slowest of its compute and its streamed traffic "
+            "(weights, streamed inputs, results written out)."),
+    Feature("staged_load_cycles", "The staged part alone: the slowest of DDR, LLB and NoC for "
+            "the inputs staged before each group, summed over groups."),
     Feature("weight_reload", "Weight bytes loaded from DDR / the model's weight bytes (>= 1: "
             "every extra chunk of a group reloads the group's weights)."),
     Feature("l1_reuse", "Share of the activation bytes groups read that are already in the "
@@ -219,14 +228,15 @@ _G = ("mme", "useful", "vme", "move", "wbound", "serial", "critical", "ddr_w", "
 _GI = {n: i for i, n in enumerate(_G)}
 _G_MAX = [_GI["ws_max"], _GI["split_max"]]
 # per edge row (one group input from its producer group)
-_E = ("ddr", "llb", "noc", "hop_bytes", "stay", "read", "est_l1", "est_llb")
+_E = ("ddr", "llb", "noc", "hop_bytes", "stay", "read", "est_l1", "est_llb", "ddr_staged",
+      "llb_staged")
 _EI = {n: i for i, n in enumerate(_E)}
 _E_MAX = [_EI["est_l1"], _EI["est_llb"]]
 _SCOPE_CODE = {"DDR": 0, "LLB": 1, "L1": 2}
-_IN = 3  # scope code of a model input (in DDR, counted once as model I/O)
+_L1 = _SCOPE_CODE["L1"]
 _MAX_ROWS = 300_000  # tables are dropped and rebuilt past this many rows (bounded memory)
 _MAX_SAMPLE_CELLS = 20_000_000  # ... or past this many per-sample cells (huge batches)
-_EDGE_BLOCK_CELLS = 2_000_000  # new edges are computed in blocks of at most this many cells
+_EDGE_BLOCK_CELLS = 400_000  # new edges are computed in blocks of at most this many cells
 _NAME = attrgetter("name")
 _SCOPE = attrgetter("mem_scope")
 _BIND = attrgetter("core_bind")
@@ -290,7 +300,7 @@ class _Featuriser:
                                for b in range(self.n_cores)] for a in range(self.n_cores)], float)
         weights = {w for op in self.g.ops if op.op_type not in GATHER_OPS for w in op.weights}
         self.model_weights = float(max(1, sum(self.g.nbytes(w) for w in weights)))
-        self.io_ddr = float(sum(self.g.nbytes(t) for t in (*self.g.inputs, *self.g.outputs)))
+        self.io_ddr = float(sum(self.g.nbytes(t) for t in self.g.outputs))  # inputs: per read
         port = target.dma.core_bytes_per_cycle
         if target.llb.broadcast:
             self.wbw = min(target.ddr.bytes_per_cycle, target.llb.bytes_per_cycle / 2, port)
@@ -314,16 +324,22 @@ class _Featuriser:
         self.c_parts: list[np.ndarray] = []
         self.group_ids: dict[Any, int] = {}
         self.g_rows = _Rows(width)
-        self.g_scope = _Rows(self.batch, np.int8)
-        self.g_part = _Rows(self.batch, np.int32)
+        self.g_layout: list[int] = []
+        self.g_ops: list[tuple[int, ...]] = []
+        # layouts: per sample, the scope and the core part (tuple id) holding it
+        self.layout_ids: dict[Any, int] = {}
+        self.l_scope = _Rows(self.batch, np.int8)
+        self.l_part = _Rows(self.batch, np.int32)
+        self.layout(("model input",), [_SCOPE_CODE["DDR"]] * self.batch,
+                    [self.tuple_id((0,))] * self.batch)
         self.g_out: list[str] = []
         self.g_inputs: list[tuple[str, ...]] = []
         self.g_chunks: list[tuple[Placement, ...]] = []
         # edges
-        self.edge_ids: dict[tuple[int, int, str], int] = {}
+        self.edge_ids: dict[tuple[int, int, str, int], int] = {}
         self.e_rows = _Rows(len(_E))
         self.e_port = _Rows(self.n_cores)
-        self.pending: list[tuple[int, int, int, str]] = []
+        self.pending: list[tuple[int, int, int, str, int]] = []
 
     def full(self) -> bool:
         return (self.g_rows.n > _MAX_ROWS or self.e_rows.n > _MAX_ROWS
@@ -480,20 +496,60 @@ class _Featuriser:
         row[_GI["split_max"]] = gr.split
         row[_GI["split_ops"]] = gr.split * info.n_ops
         i = self.g_rows.append(total)
-        self.g_scope.append(np.repeat([_SCOPE_CODE[p.mem_scope] for p in gr.chunks], n))
-        self.g_part.append(np.concatenate([self.c_parts[c] for c in ids]))
+        self.g_layout.append(self.layout(
+            ("group", i), np.repeat([_SCOPE_CODE[p.mem_scope] for p in gr.chunks], n),
+            np.concatenate([self.c_parts[c] for c in ids])))
         self.g_out.append(info.out)
         self.g_inputs.append(info.inputs)
         self.g_chunks.append(gr.chunks)
+        self.g_ops.append(gr.ops)
         return i
 
-    # ---- edges ---------------------------------------------------------------------------------
-    def edge_id(self, pid: int, cid: int, tensor: str) -> int:
-        key = (pid, cid, tensor)
+    # ---- layouts -------------------------------------------------------------------------------
+    def layout(self, key: Any, scopes: Any, parts: Any) -> int:
+        """Intern a per-sample layout (scope code and core-part id of every sample)."""
+        i = self.layout_ids.get(key)
+        if i is None:
+            i = self.layout_ids[key] = self.l_scope.append(scopes)
+            self.l_part.append(parts)
+        return i
+
+    def transfer_layouts(self, s: GraphSchedule) -> dict[tuple[str, int], int]:
+        """(tensor, split it is cut into) -> layout of the transfers that re-chunk it."""
+        by: dict[tuple[str, int], list[tuple[tuple[int, ...], str, Any]]] = {}
+        for tr in s.transfers:
+            p = tr.placement
+            by.setdefault((tr.tensor, tr.dst_factor), []).append(
+                (tr.dst_chunks, p.mem_scope, p.core_bind))
+        out = {}
+        for (tensor, factor), items in by.items():
+            key = ("transfer", factor, tuple(items))
+            i = self.layout_ids.get(key)
+            if i is None:
+                n = self.batch // factor
+                scopes = np.full(self.batch, _SCOPE_CODE["DDR"], dtype=np.int8)
+                parts = np.zeros(self.batch, dtype=np.int32)
+                for chunks, scope, bind in items:
+                    spp = n // len(bind)
+                    ids = np.repeat([self.tuple_id(part) for part in bind], spp)
+                    for d in chunks:
+                        scopes[d * n:(d + 1) * n] = _SCOPE_CODE[scope]
+                        parts[d * n:(d + 1) * n] = ids
+                i = self.layout(key, scopes, parts)
+            out[(tensor, factor)] = i
+        return out
+
+    def streamable(self, gid: int) -> frozenset[str]:
+        """Inputs group ``gid`` can stream from LLB/DDR (compiler.footprint)."""
+        return streamable_inputs(self.g, self.g_ops[gid])
+
+    # ---- edges: one group input, from its producer (through transfers) ---------------------------
+    def edge_id(self, pid: int, cid: int, tensor: str, mid: int) -> int:
+        key = (pid, cid, tensor, mid)
         i = self.edge_ids.get(key)
         if i is None:
             i = self.edge_ids[key] = self.e_rows.n + len(self.pending)
-            self.pending.append((i, pid, cid, tensor))
+            self.pending.append((i, pid, cid, tensor, mid))
         return i
 
     def flush_edges(self) -> None:
@@ -501,17 +557,45 @@ class _Featuriser:
         if not self.pending:
             return
         pend, self.pending = self.pending, []
-        block = max(1, _EDGE_BLOCK_CELLS // self.batch)
+        block = max(1, _EDGE_BLOCK_CELLS // (self.batch * self.n_cores))
         for lo in range(0, len(pend), block):
             rows, ports = self._edges(pend[lo:lo + block])
             for r, p in zip(rows, ports):
                 self.e_rows.append(r)
                 self.e_port.append(p)
 
-    def _edges(self, pend: list[tuple[int, int, int, str]]) -> tuple[np.ndarray, np.ndarray]:
+    def _move(self, src: np.ndarray, dst: np.ndarray, dst_l1: bool
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per byte of every sample moved from layouts ``src`` to ``dst`` (one per edge):
+        DDR, LLB, NoC and hop-weighted NoC bytes, bytes staying in place (summed over
+        samples) and DMA-port bytes per core. ``dst_l1``: the destination is staged in L1
+        (a consumer reading its input) whatever the layout's scope."""
+        ss = self.l_scope.a[src].astype(np.int64)
+        sp = self.l_part.a[src].astype(np.int64)
+        dp = self.l_part.a[dst].astype(np.int64)
+        ds = np.full_like(ss, _L1) if dst_l1 else self.l_scope.a[dst].astype(np.int64)
+        ddr_c, llb_c = _SCOPE_CODE["DDR"], _SCOPE_CODE["LLB"]
+        both = (ss == _L1) & (ds == _L1)
+        read = (ss != _L1) & (ds == _L1)  # DDR/LLB -> L1
+        write = (ss == _L1) & (ds != _L1)  # L1 -> DDR/LLB
+        system = (ss != _L1) & (ds != _L1) & (ss != ds)  # LLB <-> DDR
+        ddr = ((read & (ss == ddr_c)) | (write & (ds == ddr_c)) | system).sum(1)
+        llb = ((read & (ss == llb_c)) | (write & (ds == llb_c)) | system).sum(1)
+        noc = np.where(both, self.pair_noc[sp, dp], 0.0).sum(1)
+        hop = np.where(both, self.pair_hop[sp, dp], 0.0).sum(1)
+        stay = np.where(both, self.pair_stay[sp, dp], 0.0).sum(1)
+        member = self.members.a[: len(self.tuple_ids)]
+        frac = member / member.sum(1)[:, None]
+        port = np.einsum("eb,ebc->ec", both.astype(float), self.pair_port[sp, dp])
+        port += np.einsum("eb,ebc->ec", read.astype(float), frac[dp])
+        port += np.einsum("eb,ebc->ec", write.astype(float), frac[sp])
+        return ddr, llb, noc, hop, stay, port
+
+    def _edges(self, pend: list[tuple[int, int, int, str, int]]) -> tuple[np.ndarray, np.ndarray]:
         m = len(pend)
         pid = np.array([p[1] for p in pend])
         cid = np.array([p[2] for p in pend])
+        mid = np.array([p[4] for p in pend])
         sb = np.empty(m)
         fb = np.empty(m)
         for k, p in enumerate(pend):
@@ -520,36 +604,45 @@ class _Featuriser:
                 b = self.tensor_bytes[p[3]] = sample_bytes(self.g, p[3])
             sb[k], fb[k] = b
         is_in = pid < 0
-        src = np.where(is_in, 0, pid)
-        s_scope = self.g_scope.a[src].astype(np.int64)
-        s_scope[is_in] = _IN
-        s_part = self.g_part.a[src].astype(np.int64)
-        d_part = self.g_part.a[cid].astype(np.int64)
-        on_l1 = s_scope == _SCOPE_CODE["L1"]
-        stay = np.where(on_l1, self.pair_stay[s_part, d_part], 0.0)
-        noc = np.where(on_l1, self.pair_noc[s_part, d_part], 0.0)
-        hop = np.where(on_l1, self.pair_hop[s_part, d_part], 0.0)
+        g_layout = np.array(self.g_layout)
+        src = np.where(is_in, 0, g_layout[np.maximum(pid, 0)])
+        dst = g_layout[cid]
+        via = mid >= 0
+        # the consumer reads from the transfers' layout when there is one
+        first = np.where(via, mid, src)
+        ddr, llb, noc, hop, stay, port = self._move(first, dst, True)
+        # the consumer streams an input read from LLB/DDR tile by tile when it can; else the
+        # input is staged in L1 before it starts (so are transfers' moves: steps of their own)
+        streams = np.array([p[3] in self.streamable(p[2]) for p in pend])
+        ddr_staged = np.where(streams, 0.0, ddr)
+        llb_staged = np.where(streams, 0.0, llb)
+        if via.any():
+            d2, l2, n2, h2, _, p2 = self._move(src[via], mid[via], False)
+            ddr[via] += d2
+            llb[via] += l2
+            noc[via] += n2
+            hop[via] += h2
+            port[via] += p2
+            ddr_staged[via] += d2
+            llb_staged[via] += l2
         rows = np.zeros((m, len(_E)))
-        rows[:, _EI["stay"]] = stay.sum(1) * sb
-        rows[:, _EI["noc"]] = noc.sum(1) * sb
-        rows[:, _EI["hop_bytes"]] = hop.sum(1) * sb
-        rows[:, _EI["ddr"]] = (s_scope == _SCOPE_CODE["DDR"]).sum(1) * sb
-        rows[:, _EI["llb"]] = (s_scope == _SCOPE_CODE["LLB"]).sum(1) * sb
+        rows[:, _EI["ddr_staged"]] = ddr_staged * sb
+        rows[:, _EI["llb_staged"]] = llb_staged * sb
+        rows[:, _EI["ddr"]] = ddr * sb
+        rows[:, _EI["llb"]] = llb * sb
+        rows[:, _EI["noc"]] = noc * sb
+        rows[:, _EI["hop_bytes"]] = hop * sb
+        rows[:, _EI["stay"]] = stay * sb
         rows[:, _EI["read"]] = self.batch * sb
-        # ports: L1 -> L1 moves load both ends; LLB/DDR/input loads the consumer's cores
-        member = self.members.a[: len(self.tuple_ids)]
-        k = member.sum(1)
-        ports = np.einsum("eb,ebc->ec", on_l1.astype(float), self.pair_port[s_part, d_part])
-        off = (~on_l1).astype(float)
-        ports += np.einsum("eb,ebc->ec", off, (member / k[:, None])[d_part])
-        ports *= sb[:, None]
+        ports = port * sb[:, None]
         # capacity estimate: the producer's L1 results and the consumer's, next to its working set
         nc, ng = self.n_cores, len(_G)
         l1 = self.g_rows.a[:, ng + 2 * nc:ng + 3 * nc]
-        prod_l1 = np.where(is_in[:, None], 0.0, l1[src])
+        p0 = np.maximum(pid, 0)
+        prod_l1 = np.where(is_in[:, None], 0.0, l1[p0])
         rows[:, _EI["est_l1"]] = (prod_l1 + l1[cid]).max(1) + self.g_rows.a[cid, _GI["ws_max"]]
         llb_res = self.g_rows.a[:, _GI["llb_res"]]
-        rows[:, _EI["est_llb"]] = np.where(is_in, 0.0, llb_res[src]) + llb_res[cid]
+        rows[:, _EI["est_llb"]] = np.where(is_in, 0.0, llb_res[p0]) + llb_res[cid]
         for k_, p in enumerate(pend):  # unbatched tensors: every consumer core needs a copy
             if fb[k_]:
                 self._fixed_edge(rows[k_], ports[k_], p[1], p[2], fb[k_])
@@ -557,7 +650,7 @@ class _Featuriser:
 
     def _fixed_edge(self, row: np.ndarray, port: np.ndarray, pid: int, cid: int, fb: float
                     ) -> None:
-        scope = _IN if pid < 0 else int(self.g_scope.a[pid, 0])
+        scope = _SCOPE_CODE["DDR"] if pid < 0 else int(self.l_scope.a[self.g_layout[pid], 0])
         src = self.g_chunks[pid][0].cores if pid >= 0 else ()
         src_cores = set(src)
         first = src[0] if src else 0
@@ -585,6 +678,7 @@ class _Featuriser:
             return out
         gids: list[int] = []
         eids: list[int] = []
+        e_slot: list[int] = []  # position in gids of each edge's consumer
         g_off = np.zeros(n, dtype=np.int64)
         e_off = np.zeros(n, dtype=np.int64)
         misc = np.zeros((n, 3))
@@ -593,10 +687,15 @@ class _Featuriser:
             g_off[k] = len(gids)
             e_off[k] = len(eids)
             ids = [group_id(gr) for gr in s.groups]
-            outs = {g_out[i]: i for i in ids}
-            for i in ids:
+            splits = {g_out[i]: (i, gr.split) for i, gr in zip(ids, s.groups)}
+            xfer = self.transfer_layouts(s) if s.transfers else {}
+            base = len(gids)
+            for pos, (i, gr) in enumerate(zip(ids, s.groups)):
                 for t in g_inputs[i]:
-                    eids.append(edge_id(outs.get(t, -1), i, t))
+                    pid, split = splits.get(t, (-1, 1))
+                    mid = xfer.get((t, gr.split), -1) if split != gr.split else -1
+                    eids.append(edge_id(pid, i, t, mid))
+                    e_slot.append(base + pos)
             gids.extend(ids)
             names = list(map(_NAME, s.order))
             misc[k] = (len(names), len(s.transfers),
@@ -614,11 +713,38 @@ class _Featuriser:
         E = np.zeros((n, len(_E)))
         Emax = np.zeros((n, len(_E_MAX)))
         has = np.diff(np.append(e_off, len(eids))) > 0
+        # each group's own roofline: its compute and the traffic of its chunks and inputs
+        tg = self.t
+        g_ddr = rows[:, _GI["ddr_w"]] + rows[:, _GI["ddr_act"]]
+        g_llb = rows[:, _GI["llb"]].copy()
+        g_noc = np.zeros(len(gi))
+        g_port = rows[:, ng + nc:ng + 2 * nc].copy()
+        g_ddr_st = np.zeros(len(gi))
+        g_llb_st = np.zeros(len(gi))
         if has.any():
             ei = np.asarray(eids)
-            E[has] = np.add.reduceat(self.e_rows.a[ei], e_off[has], axis=0)
-            Emax[has] = np.maximum.reduceat(self.e_rows.a[ei][:, _E_MAX], e_off[has], axis=0)
-            port[has] += np.add.reduceat(self.e_port.a[ei], e_off[has], axis=0)
+            e_rows, e_port = self.e_rows.a[ei], self.e_port.a[ei]
+            E[has] = np.add.reduceat(e_rows, e_off[has], axis=0)
+            Emax[has] = np.maximum.reduceat(e_rows[:, _E_MAX], e_off[has], axis=0)
+            port[has] += np.add.reduceat(e_port, e_off[has], axis=0)
+            es = np.asarray(e_slot)
+            np.add.at(g_ddr, es, e_rows[:, _EI["ddr"]])
+            np.add.at(g_llb, es, e_rows[:, _EI["llb"]])
+            np.add.at(g_noc, es, e_rows[:, _EI["noc"]])
+            np.add.at(g_port, es, e_port)
+            np.add.at(g_ddr_st, es, e_rows[:, _EI["ddr_staged"]])
+            np.add.at(g_llb_st, es, e_rows[:, _EI["llb_staged"]])
+        g_time = np.max([rows[:, _GI["critical"]], g_ddr / tg.ddr.bytes_per_cycle,
+                         g_llb / tg.llb.bytes_per_cycle, g_noc / tg.noc.link_bytes_per_cycle,
+                         g_port.max(1) / tg.dma.core_bytes_per_cycle], axis=0)
+        staged = np.max([g_ddr_st / tg.ddr.bytes_per_cycle, g_llb_st / tg.llb.bytes_per_cycle,
+                         g_noc / tg.noc.link_bytes_per_cycle], axis=0)
+        streamed = np.max([rows[:, _GI["critical"]],
+                           (g_ddr - g_ddr_st) / tg.ddr.bytes_per_cycle,
+                           (g_llb - g_llb_st) / tg.llb.bytes_per_cycle], axis=0)
+        misc = np.hstack([misc, np.add.reduceat(g_time, g_off)[:, None],
+                          np.add.reduceat(staged + streamed, g_off)[:, None],
+                          np.add.reduceat(staged, g_off)[:, None]])
         self._fill(out, G, Gmax, busy, port, E, Emax, n_groups, misc)
         return out
 
@@ -676,6 +802,9 @@ class _Featuriser:
         col("cores_per_part", gcol("cpp") / chunks / self.n_cores)
         col("samples_per_core", gcol("spc") / chunks / self.batch)
         col("interleave", misc[:, 2])
+        col("group_roofline_cycles", misc[:, 3] / ref)
+        col("group_staged_cycles", misc[:, 4] / ref)
+        col("staged_load_cycles", misc[:, 5] / ref)
         col("ws_peak_l1", Gmax[:, 0] / t.l1.data_bytes)
         col("l1_peak_est", Emax[:, 0] / t.l1.data_bytes)
         col("llb_peak_est", Emax[:, 1] / t.llb.bytes)

@@ -18,14 +18,18 @@ _ROOFLINE = ("compute_group_critical", "ddr_cycles", "llb_cycles", "noc_cycles",
 def analytical_cycles(X: np.ndarray) -> np.ndarray:
     """Roofline estimate of each schedule's latency, in reference times (see ``features``).
 
-    ``max(compute on the critical cores, DDR, LLB, NoC, busiest DMA port) + step
-    overheads``: every resource works in parallel with the others, the slowest sets
-    the pace, and every step pays its DMA setup and DDR latency once.
+    The larger of two rooflines, plus the steps' fixed costs: the whole schedule at
+    its slowest resource (compute on the critical cores, DDR, LLB, NoC, the busiest
+    DMA port: each works in parallel with the others), and the groups one after
+    another, each at its own bottleneck (``group_roofline_cycles``: a graph cut
+    where one tensor crosses runs its groups mostly in sequence). Every step then
+    pays its DMA setup and DDR latency once.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] < len(FEATURES):
         raise ValueError(f"expected feature rows with at least {len(FEATURES)} columns")
-    est = X[:, [_COL[n] for n in _ROOFLINE]].max(axis=1) + X[:, _COL["step_overhead_cycles"]]
+    whole = X[:, [_COL[n] for n in _ROOFLINE]].max(axis=1)
+    est = np.maximum(whole, X[:, _COL["group_roofline_cycles"]]) + X[:, _COL["step_overhead_cycles"]]
     return np.maximum(est, 1e-12)
 
 

@@ -70,12 +70,16 @@ class XGBModel(CostModel):
         seed: Seeds XGBoost's sampling and the cold-start scores.
         features: Names of the columns it is fed (default :func:`cost_model.feature_names`;
             with the search space's encoding appended, ``feature_names(space)``).
+        validation: Regression only: this share of the data (from 40 measurements on)
+            is held out to pick the number of rounds (early stopping); the model is then
+            trained on everything with that many rounds. 0 turns it off.
     """
 
     def __init__(self, objective: str = "regression", prior: str | None = "analytical",
                  min_samples: int = 32, retrain_growth: float = 0.1, rounds: int | None = None,
                  warm_rounds: int = 100, params: dict[str, Any] | None = None,
-                 seed: int = 0, features: list[str] | None = None) -> None:
+                 seed: int = 0, features: list[str] | None = None,
+                 validation: float = 0.2) -> None:
         super().__init__()
         self.feature_names = list(features) if features is not None else feature_names()
         if objective not in OBJECTIVES:
@@ -89,6 +93,7 @@ class XGBModel(CostModel):
         self.rounds = rounds if rounds is not None else (100 if objective == "rank" else 300)
         self.warm_rounds = warm_rounds
         self.seed = seed
+        self.validation = validation
         self.params: dict[str, Any] = {
             "objective": OBJECTIVES[objective],
             "eta": 0.1,
@@ -172,11 +177,32 @@ class XGBModel(CostModel):
             d.set_group(counts)
         else:
             d.set_label(_centred(np.log(y) - prior, g))
-        if self._base is not None:
-            self._booster = xgb.train(self.params, d, self.warm_rounds, xgb_model=self._base.copy())
-        else:
-            self._booster = xgb.train(self.params, d, self.rounds)
+        base = self._base.copy() if self._base is not None else None
+        rounds = self.warm_rounds if base is not None else self.rounds
+        if self.objective == "regression" and self.validation and n >= 40:
+            rounds = self._rounds_that_generalise(X, d.get_label(), rounds, base)
+        self._booster = xgb.train(self.params, d, rounds, xgb_model=base)
         self._trained_on = n
+
+    def _rounds_that_generalise(self, X: np.ndarray, label: np.ndarray, rounds: int,
+                                base: Any) -> int:
+        """Boosting rounds before a held-out share of the data stops improving (early stopping).
+
+        The trees correct the prior; where the prior already ranks well they soon fit
+        noise, and fewer rounds keep them from spoiling it.
+        """
+        import xgboost as xgb
+
+        rng = np.random.default_rng(self.seed)
+        held = rng.random(len(label)) < self.validation
+        if held.all() or not held.any():
+            return rounds
+        dtr = xgb.DMatrix(X[~held], label=label[~held], feature_names=self.feature_names)
+        dva = xgb.DMatrix(X[held], label=label[held], feature_names=self.feature_names)
+        b = xgb.train(self.params, dtr, rounds, evals=[(dva, "held")], early_stopping_rounds=30,
+                      verbose_eval=False, xgb_model=base)
+        done = base.num_boosted_rounds() if base is not None else 0
+        return max(1, int(b.best_iteration) + 1 - done)
 
     def _prior(self, X: np.ndarray) -> np.ndarray:
         if self.prior is None:
