@@ -1,12 +1,12 @@
 """Projection: the parameters that decode to a given schedule, or why there are none.
 
-The walk drives the same :class:`~search_space._build.Decoding` as decoding does,
-with the schedule's own values: blocks of segments and their mode from the
-groups; per group its split, cores, parts, core order (rotation or reuse) and
-spread; the chunk DAG; the order (which of depth-first with look-ahead 0-3 or
-breadth-first reproduces it); then per group the scope policies whose repaired
-chunk scopes are the schedule's, and the transfer-scope choices whose repaired
-transfer scopes are. The caller decodes the result and compares structural
+It drives the same :class:`~search_space._build.Decoding` as decoding does, with
+the schedule's own values: units, blocks and modes from the groups; per group its
+samples, cores, parts, core order (rotation or reuse, made to agree along reuse
+chains) and spread; the chunk DAG; the order (which of depth-first with
+look-ahead 0-3 or breadth-first reproduces it); then, along the same capacity
+walk, the scope policies and transfer-scope choices whose decoding gives every
+step the schedule's scope. The caller decodes the result and compares structural
 keys, so a projection is exact or refused, never approximate.
 """
 
