@@ -689,25 +689,25 @@ _X_LLB_NEXT = {"auto": "DDR", "LLB": "DDR"}
 
 
 def decode_fitted(space: Space, get: Reader, max_rounds: int) -> GraphSchedule:
-    """Decode, then demote scope parameters while the capacity model reports an overflow.
+    """Decode; when the capacity model still reports an overflow, re-decode with the
+    scope parameter of one result occupying that memory one step slower (largest
+    first; the overflowing step's own output last), up to ``max_rounds`` times.
 
-    Each round asks :func:`compiler.capacity.check_capacity` for the first
-    overflow and moves the scope parameter of one result occupying that memory one
-    step slower (largest first; the overflowing step's own output last), so the
-    result stays a point of the space. Stops when it fits, when nothing occupying
-    the memory can be demoted (a working set that does not fit), or after
-    ``max_rounds`` re-decodes.
+    Returns the first re-decode that fits, else the plain decode: so every result is
+    a fixed point (a schedule that fits decodes from its projection without repair;
+    one that does not, from the same failed repairs).
     """
     from compiler.capacity import check_capacity
 
     overrides: dict[int, int] = {}
-    schedule, scope_dim = decode_with(space, get)
+    first, scope_dim = decode_with(space, get)
+    schedule = first
     graph = space.graph_for(schedule.batch)
     dims = space.dims
     for _ in range(max_rounds):
         issue = check_capacity(graph, schedule, space.target)
         if issue is None:
-            break
+            return schedule
         llb = issue.core < 0
         order = schedule.order
         cands = [i for i, _ in sorted(issue.live_steps, key=lambda x: -x[1])]
@@ -734,4 +734,6 @@ def decode_fitted(space: Space, get: Reader, max_rounds: int) -> GraphSchedule:
         if not changed:
             break
         schedule, scope_dim = decode_with(space, get, overrides)
-    return schedule
+    if check_capacity(graph, schedule, space.target) is None:
+        return schedule
+    return first

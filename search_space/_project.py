@@ -1,12 +1,12 @@
 """Projection: the parameters that decode to a given schedule, or why there are none.
 
-The walk drives the same :class:`~search_space._build.Decoding` as decoding does,
-with the schedule's own values: blocks of segments and their mode from the
-groups; per group its split, cores, parts, core order (rotation or reuse) and
-spread; the chunk DAG; the order (which of depth-first with look-ahead 0-3 or
-breadth-first reproduces it); then per group the scope policies whose repaired
-chunk scopes are the schedule's, and the transfer-scope choices whose repaired
-transfer scopes are. The caller decodes the result and compares structural
+It drives the same :class:`~search_space._build.Decoding` as decoding does, with
+the schedule's own values: units, blocks and modes from the groups; per group its
+samples, cores, parts, core order (rotation or reuse, made to agree along reuse
+chains) and spread; the chunk DAG; the order (which of depth-first with
+look-ahead 0-3 or breadth-first reproduces it); then, along the same capacity
+walk, the scope policies and transfer-scope choices whose decoding gives every
+step the schedule's scope. The caller decodes the result and compares structural
 keys, so a projection is exact or refused, never approximate.
 """
 
@@ -260,7 +260,7 @@ def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, GroupSp
     """Offers for every group's shape and binding; records the schedule's in ``dec``."""
     batch, n, divs = dec.batch, dec.n, dec.divs
     alts: dict[str, list[tuple[int, ...]]] = {}
-    gen: dict[str, dict[tuple[int, ...], set[str]]] = {}  # group -> its order -> choices giving it
+    match_of: dict[str, list[tuple[str, tuple[int, ...], bool, tuple[int, ...] | None]]] = {}
     for name in dec.topo:
         r = dec.by_name[name]
         g = target[name]
@@ -307,17 +307,51 @@ def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, GroupSp
         asg.offer(slot + 3, [m[0] for m in matches], what)
         dec.set_binding(r, matches[0][1], matches[0][2])
         alts[name] = list(dict.fromkeys(m[1] for m in matches))
-        gen[name] = {}
-        for m in matches:
-            gen[name].setdefault(m[1], set()).add(m[0])
-        if producer is not None and all(m[0] == "reuse" for m in matches):
-            # only reusing works: the producer must keep an order this reuse follows
-            used = {m[3] for m in matches}
-            choices = {c for pi, cs in gen[producer.name].items() if pi in used for c in cs}
-            asg.offer(space.slot[producer.slot] + 3, sorted(choices, key=str),
-                      f"group {target[producer.name].name} (reused by {g.name})")
+        match_of[name] = matches
         if len(spreads) > 1:
             asg.offer(slot + 4, sorted({int(m[2]) for m in matches}), what)
+    _pin_reuse(space, asg, dec, match_of)
+
+
+def _pin_reuse(space: Space, asg: _Assign, dec: Decoding,
+               match_of: dict[str, list[tuple[str, tuple[int, ...], bool,
+                                              tuple[int, ...] | None]]]) -> None:
+    """Narrow every group's core-order choices until they agree along ``reuse`` chains.
+
+    A binding fixes only the cores a group uses; the rest of its core order is what a
+    consumer that reuses its cores unshuffles. So each group keeps the orders still
+    possible: a reuse match needs its producer's order to be possible, and a group
+    that can only reuse pins its producer to the orders that reuse follows. The
+    choices left are offered to the unit's slot (shared with the unit's other
+    groups) until nothing changes.
+    """
+    dims = space.dims
+    possible = {name: {m[1] for m in ms} for name, ms in match_of.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name, matches in match_of.items():
+            r = dec.by_name[name]
+            producer = dec.producer(r)
+            d = space.slot[r.slot] + 3
+            f = int(space.rep[d])
+            choices = {dims[d].choices[i] for i in set.intersection(*asg.offers[f])}
+            prod_ok = possible[producer.name] if producer is not None else set()
+            ok = [m for m in matches if m[0] in choices and m[1] in possible[name]
+                  and (m[0] != "reuse" or producer is None or m[3] in prod_ok)]
+            orders = {m[1] for m in ok}
+            if orders != possible[name]:
+                possible[name] = orders
+                changed = True
+            picked = {dims[d].choices.index(m[0]) for m in ok}
+            if picked and not set.intersection(*asg.offers[f]) <= picked:
+                asg.offers[f].append(picked)
+                changed = True
+            if producer is not None and ok and all(m[0] == "reuse" for m in ok):
+                need = {m[3] for m in ok if m[3] is not None}
+                if not possible[producer.name] <= need:
+                    possible[producer.name] &= need
+                    changed = True
 
 
 def _orders(dec: Decoding, s: GraphSchedule, kind: str) -> list[int]:
