@@ -193,10 +193,11 @@ class GuidedSampler(BaseSampler):
         self.rounds += 1
         parents = self._best(o.parents)
         n_eps = round(o.proposals * o.eps)
-        if parents and not self.ranker.trained_on:
-            ranked, ranked_by = self._neighbours(parents), ""
+        ranked_by = self.ranker.label
+        if parents and not ranked_by:
+            ranked = self._neighbours(parents)
         else:
-            ranked, ranked_by = self._evolve(parents), f"{self.ranker.name}/n={self.ranker.trained_on}"
+            ranked = self._evolve(parents)
         picked = 0
         for cid, s in ranked:
             if picked >= o.proposals - n_eps:
