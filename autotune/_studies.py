@@ -144,14 +144,14 @@ def candidate_id(schedule: GraphSchedule) -> str:
 def seed_schedules(graph: Graph, target: Target) -> list[tuple[str, GraphSchedule]]:
     """O0-O3 and every hand-written plan that fits ``graph``, as ``(label, schedule)``."""
     from compiler.auto import graph_schedule_level
-    from compiler.schedules import PLAN_BATCH, PLANS, plan
+    from compiler.guide_plans import PLAN_BATCH, PLANS, guide_plan
 
     out: list[tuple[str, GraphSchedule]] = []
     for name in PLANS:
         if PLAN_BATCH[name] != graph.batch:
             continue
         try:
-            out.append((f"plan:{name}", plan(name, graph)))
+            out.append((f"plan:{name}", guide_plan(name, graph)))
         except Exception:  # noqa: BLE001 - a plan for another model fails in many ways
             continue
     for level in range(4):

@@ -75,9 +75,10 @@ def main(verbose: int) -> None:
 
 
 def _register() -> None:
-    from autotune._commands import register_all
+    from autotune._commands import register_all, report_cmds
 
     register_all(main)
+    report_cmds.register(main)
 
 
 _register()

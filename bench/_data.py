@@ -1,30 +1,34 @@
 """Measured candidate sets for the cost-model bench, cached on disk (JSON lines, resumable).
 
-For each network: a *pool* of uniformly sampled candidates (training sets and the
-uniform held-out set come from it) and a *neighbourhood* set: mutations (one to
-three moves) of the best 5% of the pool, the schedules a tuner measures once it
-has found good ones. Every record holds the schedule, how it was made and its
-measurement by ``sim.measure``; only schedules that ran (status ``ok``) are kept.
+For each network, from its search space (``search_space.build_space``): a *pool*
+of candidates drawn with ``Space.sample`` (training sets and the uniform held-out
+set come from it) and a *neighbourhood* set of ``Space.mutate`` moves (one to three)
+from the best 5% of the pool, the schedules a tuner measures once it has found
+good ones. A candidate is kept when it passes ``Space.precheck`` (the capacity
+model) and runs (``sim.measure`` status ``ok``); each record holds the schedule,
+its space vector and its measurement. Records carry a key of the space's
+parameter names: a cache written by another version of the space is ignored.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _candidates import Candidates, Genome  # type: ignore[import-not-found]
 
 from compiler import zoo
 from compiler.graph import Graph
 from compiler.model import Model
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
+from search_space import Space, build_space
 
 # bench name -> (zoo model, batch, zoo options)
 NETWORKS: dict[str, tuple[str, int, dict[str, Any]]] = {
@@ -34,12 +38,10 @@ NETWORKS: dict[str, tuple[str, int, dict[str, Any]]] = {
     "deepfm": ("deepfm", 2560, {}),
     "resnet101": ("resnet101", 16, {}),
     "bert_large": ("bert_large", 8, {"seq": 128}),
-    "tiny_cnn": ("tiny_cnn", 8, {}),
 }
 LABELS = {
     "resnet50": "ResNet-50 b16", "bert_base": "BERT-base s128 b8", "mobilenet_v2": "MobileNetV2 b16",
     "deepfm": "DeepFM b2560", "resnet101": "ResNet-101 b16", "bert_large": "BERT-large s128 b8",
-    "tiny_cnn": "tiny CNN b8",
 }
 
 
@@ -56,17 +58,15 @@ class Sample:
     """One measured candidate."""
 
     schedule: GraphSchedule
+    vector: np.ndarray  # its Space vector
     throughput: float
     kind: str  # "pool" | "nbhd"
 
 
-def _genome_json(g: Genome) -> dict[str, Any]:
-    return asdict(g)
-
-
-def _genome(d: dict[str, Any]) -> Genome:
-    return Genome(tuple(d["bounds"]), tuple(d["splits"]), tuple(tuple(x) for x in d["scopes"]),
-                  tuple(d["cores"]), tuple(d["parts"]), tuple(d["rot"]), d["order"])
+def space_key(space: Space) -> str:
+    """Identifies a space's parameters (a cache of another space version is not used)."""
+    names = [f"{d.name}:{len(d.choices)}" for d in space.free]
+    return hashlib.sha256(json.dumps(names).encode()).hexdigest()[:12]
 
 
 def _key(s: GraphSchedule) -> str:
@@ -75,66 +75,77 @@ def _key(s: GraphSchedule) -> str:
     return json.dumps(d, sort_keys=True)
 
 
+def read_records(path: Path, key: str) -> list[dict[str, Any]]:
+    """Records of ``path`` written for the space ``key`` (a torn last line is skipped)."""
+    recs: list[dict[str, Any]] = []
+    if path.exists():
+        with path.open() as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    break
+                if r.get("space") == key:
+                    recs.append(r)
+    return recs
+
+
 def measured_set(name: str, graph: Graph, target: Target, data_dir: Path, n_pool: int,
-                 n_nbhd: int, seed: int = 0, log: Any = print) -> list[Sample]:
-    """The pool and neighbourhood of ``name``, generating and measuring what is missing.
+                 n_nbhd: int, seed: int = 0, log: Any = print) -> tuple[Space, list[Sample]]:
+    """The space of ``name`` and its pool and neighbourhood, measuring what is missing.
 
     Records are appended to ``<data_dir>/<name>.jsonl`` one by one (flushed), so an
     interrupted run resumes where it stopped.
     """
     import sim
 
+    space = build_space(graph, target)
+    key = space_key(space)
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / f"{name}.jsonl"
-    recs: list[dict[str, Any]] = []
-    if path.exists():
-        with path.open() as f:
-            for line in f:
-                try:
-                    recs.append(json.loads(line))
-                except json.JSONDecodeError:
-                    break  # a torn last line
+    recs = read_records(path, key)
     seen = {_key(GraphSchedule.from_json(r["schedule"])) for r in recs}
-    cands = Candidates(graph, target)
     t0 = time.perf_counter()
 
-    def add(kind: str, gen: Genome, s: GraphSchedule, f: Any) -> None:
+    def count(kind: str) -> int:
+        return sum(r["kind"] == kind for r in recs)
+
+    def add(kind: str, s: GraphSchedule, f: Any) -> None:
         k = _key(s)
-        if k in seen:
+        if k in seen or not space.precheck(s).ok:
             return
         seen.add(k)
         m = sim.measure(graph, [s], target)[0]
         if not m.ok or not m.throughput_per_s:
             return
-        rec = {"kind": kind, "genome": _genome_json(gen), "schedule": s.to_json(),
-               "throughput_per_s": m.throughput_per_s, "latency_us": m.latency_us}
+        rec = {"kind": kind, "space": key, "vector": space.encode(s).tolist(),
+               "schedule": s.to_json(), "throughput_per_s": m.throughput_per_s,
+               "latency_us": m.latency_us}
         recs.append(rec)
         f.write(json.dumps(rec) + "\n")
         f.flush()
-        n = sum(r["kind"] == kind for r in recs)
-        if n % 64 == 0:
-            log(f"  {name}: {n} {kind} measured ({time.perf_counter() - t0:.0f} s)")
+        if count(kind) % 128 == 0:
+            log(f"  {name}: {count(kind)} {kind} measured ({time.perf_counter() - t0:.0f} s)")
 
     with path.open("a") as f:
-        pool = [r for r in recs if r["kind"] == "pool"]
-        rng = np.random.default_rng([seed, len(pool)])
-        while sum(r["kind"] == "pool" for r in recs) < n_pool:
-            gen, s = cands.sample(rng)
-            add("pool", gen, s, f)
+        rng = np.random.default_rng([seed, count("pool")])
+        while count("pool") < n_pool:
+            add("pool", space.sample(rng), f)
         pool = [r for r in recs if r["kind"] == "pool"][:n_pool]
         best = sorted(pool, key=lambda r: -r["throughput_per_s"])[:max(1, len(pool) // 20)]
-        nb = [r for r in recs if r["kind"] == "nbhd"]
-        rng = np.random.default_rng([seed, 1, len(nb)])
-        while sum(r["kind"] == "nbhd" for r in recs) < n_nbhd:
-            gen = _genome(best[int(rng.integers(len(best)))]["genome"])
-            for _ in range(int(rng.integers(0, 3))):
-                gen = cands.mutate_genome(gen, rng)
-            gen, s = cands.mutate(gen, rng)
-            add("nbhd", gen, s, f)
+        elites: list[GraphSchedule] = []
+        rng = np.random.default_rng([seed, 1, count("nbhd")])
+        while count("nbhd") < n_nbhd:
+            if not elites:  # decoded here, so the space knows their vectors
+                elites = [space.decode(np.array(r["vector"])) for r in best]
+            s = elites[int(rng.integers(len(elites)))]
+            for _ in range(int(rng.integers(1, 4))):
+                s = space.mutate(s, rng)
+            add("nbhd", s, f)
         os.fsync(f.fileno())
     out = []
     for kind, n in (("pool", n_pool), ("nbhd", n_nbhd)):
         rs = [r for r in recs if r["kind"] == kind][:n]
-        out += [Sample(GraphSchedule.from_json(r["schedule"]), float(r["throughput_per_s"]), kind)
-                for r in rs]
-    return out
+        out += [Sample(GraphSchedule.from_json(r["schedule"]), np.array(r["vector"], np.int16),
+                       float(r["throughput_per_s"]), kind) for r in rs]
+    return space, out

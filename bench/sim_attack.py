@@ -36,9 +36,9 @@ from compiler import zoo  # noqa: E402
 from compiler.auto import graph_schedule_level  # noqa: E402
 from compiler.errors import ScheduleError  # noqa: E402
 from compiler.graph import Graph  # noqa: E402
+from compiler.guide_plans import PLANS, guide_plan  # noqa: E402
 from compiler.model import Model  # noqa: E402
 from compiler.schedule import GraphSchedule  # noqa: E402
-from compiler.schedules import PLANS, plan  # noqa: E402
 from compiler.target import Target  # noqa: E402
 from sim import SimResult, simulate  # noqa: E402
 from tests.sim.random_schedules import mutate, random_schedule  # noqa: E402
@@ -74,7 +74,7 @@ def attack(model: str, evals: int, seed: int, target: Target) -> dict[str, Any]:
     per_core_peak = 2.0 * (target.matrix.macs_per_cycle + target.vector.lanes)
     starts: list[GraphSchedule] = [graph_schedule_level(g, target, lvl) for lvl in range(4)]
     if guide is not None and guide in PLANS:
-        starts.append(plan(guide, g))
+        starts.append(guide_plan(guide, g))
     outcomes: Counter[str] = Counter()
     findings: list[str] = []
     elite: list[tuple[float, GraphSchedule]] = []

@@ -32,11 +32,11 @@ from compiler.auto import (  # noqa: E402
     core_bind_for,
     graph_schedule_level,
 )
+from compiler.derive import make_schedule  # noqa: E402
 from compiler.graph import Graph  # noqa: E402
+from compiler.guide_plans import guide_plan  # noqa: E402
 from compiler.model import Model  # noqa: E402
-from compiler.plan import make_schedule  # noqa: E402
-from compiler.schedule import GraphSchedule, Group, Placement  # noqa: E402
-from compiler.schedules import plan  # noqa: E402
+from compiler.schedule import GraphSchedule, GroupSpec, Placement  # noqa: E402
 from compiler.target import Target  # noqa: E402
 from sim import SimError, simulate  # noqa: E402
 
@@ -88,7 +88,7 @@ def novel_candidates(graph: Graph, target: Target, n: int, seed: int = 0) -> lis
             ops = tuple(range(bounds[i] + 1, bounds[i + 1] + 1))
             split = _min_split(graph, ops, target) or graph.batch
             bind = core_bind_for(graph.batch // split, cores)
-            groups.append(Group(f"g{i}", ops, split, tuple(
+            groups.append(GroupSpec(f"g{i}", ops, split, tuple(
                 Placement(rng.choice(["LLB", "DDR"]), bind) for _ in range(split))))
         out.append(make_schedule(graph, groups).to_json())
     return out
@@ -122,9 +122,9 @@ def main() -> None:
     r50, bert = load("resnet50", 16), load("bert_base", 8)
     cases = [
         ("resnet50 b16", "O3", r50, graph_schedule_level(r50, target, 3)),
-        ("resnet50 b16", "guide (compiler.schedules)", r50, plan("resnet50", r50)),
+        ("resnet50 b16", "guide (compiler.guide_plans)", r50, guide_plan("resnet50", r50)),
         ("bert_base b8", "O3", bert, graph_schedule_level(bert, target, 3)),
-        ("bert_base b8", "guide (compiler.schedules)", bert, plan("bert_base", bert)),
+        ("bert_base b8", "guide (compiler.guide_plans)", bert, guide_plan("bert_base", bert)),
     ]
     print(f"{'model':14} {'schedule':28} {'steps':>5} {'status':>9} {'wall ms':>8} "
           f"{'cpu ms':>7} {'validate':>9} {'simulate':>9}")
@@ -137,7 +137,7 @@ def main() -> None:
         print(f"{model:14} {name:28} {len(schedule.order):5d} {result.status:>9} {wall:8.3f} "
               f"{cpu:7.3f} {valid:9.3f} {cpu - valid:9.3f}{note}")
     novel(r50, target, args.repeat)
-    port = plan("resnet50", r50)
+    port = guide_plan("resnet50", r50)
     _, best = median_ms(lambda s: simulate(r50, s, target, timeline=False), port, args.repeat)
     verdict = "meets" if best < GOAL_MS else "misses"
     print(f"\nResNet-50 guide plan: {best:.3f} ms CPU per evaluation "
@@ -154,8 +154,8 @@ def main() -> None:
     by_area: dict[str, float] = {}
     for (path, _, _func), row in stats.stats.items():  # type: ignore[attr-defined]
         tottime = row[2]
-        area = ("validation (compiler.plan / _validate)"
-                if "compiler/plan.py" in path or "_validate" in path or "compiler/graph.py" in path
+        area = ("validation (compiler.derive / _validate)"
+                if "compiler/derive.py" in path or "_validate" in path or "compiler/graph.py" in path
                 else "simulation (sim/, compiler/footprint.py)" if "/sim/" in path
                 or "footprint" in path else "other (builtins, schedule types)")
         by_area[area] = by_area.get(area, 0.0) + tottime

@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from compiler.derive import group_io, make_schedule
     from compiler.errors import (
         CapacityError,
         CompileError,
@@ -23,11 +24,10 @@ if TYPE_CHECKING:
     from compiler.executor import Executor
     from compiler.graph import Graph, Op, OpIndex, Tensor
     from compiler.model import Model, from_onnx, load_onnx
-    from compiler.plan import group_io, make_schedule
     from compiler.schedule import (
         SCHEMA_VERSION,
         GraphSchedule,
-        Group,
+        GroupSpec,
         NPUMemScope,
         Placement,
         Step,
@@ -41,8 +41,8 @@ _WHERE = {
     "Executor": "executor",
     "Graph": "graph", "Op": "graph", "OpIndex": "graph", "Tensor": "graph",
     "Model": "model", "from_onnx": "model", "load_onnx": "model",
-    "group_io": "plan", "make_schedule": "plan",
-    "SCHEMA_VERSION": "schedule", "GraphSchedule": "schedule", "Group": "schedule",
+    "group_io": "derive", "make_schedule": "derive",
+    "SCHEMA_VERSION": "schedule", "GraphSchedule": "schedule", "GroupSpec": "schedule",
     "NPUMemScope": "schedule", "Placement": "schedule", "Step": "schedule",
     "Transfer": "schedule",
     "Target": "target",
@@ -56,7 +56,7 @@ __all__ = [
     "Graph",
     "GraphSchedule",
     "GraphtuneError",
-    "Group",
+    "GroupSpec",
     "Model",
     "ModelError",
     "NPUMemScope",

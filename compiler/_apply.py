@@ -22,12 +22,12 @@ import tvm
 from tvm import relax
 
 from compiler._relax_util import emit_main, main_bindings, remap, shape_of
+from compiler.derive import group_io
 from compiler.errors import ScheduleError
-from compiler.plan import group_io
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, Group
+    from compiler.schedule import GraphSchedule, GroupSpec
 
 SCHEDULE_ATTR = "graphtune.schedule"
 
@@ -102,7 +102,7 @@ def apply_schedule(mod: Any, graph: Graph, schedule: GraphSchedule) -> Any:
     )
 
 
-def _emit_group(bb: relax.BlockBuilder, graph: Graph, g: Group, by_var: dict[str, Any]) -> Any:
+def _emit_group(bb: relax.BlockBuilder, graph: Graph, g: GroupSpec, by_var: dict[str, Any]) -> Any:
     io = group_io(graph, g.ops)
     samples = graph.batch // g.split
     vmap: dict[Any, Any] = {}
@@ -140,7 +140,7 @@ def _emit_group(bb: relax.BlockBuilder, graph: Graph, g: Group, by_var: dict[str
         return bb.emit_func_output(out)
 
 
-def _remap_value(value: Any, vmap: dict[Any, Any], graph: Graph, g: Group, samples: int,
+def _remap_value(value: Any, vmap: dict[Any, Any], graph: Graph, g: GroupSpec, samples: int,
                  out: str) -> Any:
     tensor = graph.tensors.get(out)
     if g.split > 1 and tensor is not None and tensor.batched and isinstance(value, relax.Call):

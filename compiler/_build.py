@@ -4,7 +4,7 @@ The schedule comes from one of three places (the TensorTurbo guide's rules):
 
 * a :class:`~compiler.schedule.GraphSchedule` (a schedule file, a tuning record);
 * a schedule function built from the manual primitives, such as
-  :func:`compiler.schedules.resnet50_schedule`: it is called with the model's
+  :func:`compiler.guide_plans.resnet50_schedule`: it is called with the model's
   Relax module and the schedule it records is read back with
   :func:`compiler.graph_schedule.schedule_of`, validated, and applied to the
   model's module like any GraphSchedule (one path from schedule to IR, so a

@@ -44,7 +44,14 @@ def _deepest(error: Any) -> Any:
 
 
 def describe(error: Any, root: str) -> str:
-    """One short line for a ``jsonschema.ValidationError``: where, and what rule failed."""
+    """One short line for a ``jsonschema.ValidationError``: where, and what rule failed.
+
+    A subschema with a ``description`` is described by it (``"DDR, LLB or L1"``)
+    rather than by whichever of its alternatives failed deepest.
+    """
+    if error.context and isinstance(error.schema, dict) and "description" in error.schema:
+        return (f"{_where(error, root)} must be {error.schema['description']}, "
+                f"got {short(error.instance)}")
     e = _deepest(error)
     where = _where(e, root)
     kind, rule, value = e.validator, e.validator_value, e.instance

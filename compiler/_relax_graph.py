@@ -250,14 +250,15 @@ def build_graph(mod: Any, name: str) -> Graph:
     """Read ``main`` of a normalised module into a Graph."""
     f = mod["main"]
     tensors: dict[str, Tensor] = {}
-    params = [p.name for p in f.params]
+    # names as plain str: TVM's String would leak TVM objects into the frozen Graph
+    params = [str(p.name) for p in f.params]
     first = shape_of(f.params[0].ty) if f.params else ()
     batch = int(first[0]) if first else 1
     for p in f.params:
         shape = shape_of(p.ty)
         batched = bool(shape) and shape[0] == batch
-        tensors[p.name] = Tensor(
-            p.name, shape, str(p.ty.dtype), "input", prod(shape), 1 if batched else None
+        tensors[str(p.name)] = Tensor(
+            str(p.name), shape, str(p.ty.dtype), "input", prod(shape), 1 if batched else None
         )
     ops: list[Op] = []
     alias: dict[str, str] = {}
@@ -265,11 +266,12 @@ def build_graph(mod: Any, name: str) -> Graph:
     n_const = 0
 
     def tensor_name(var: Any) -> str:
-        return alias.get(var.name, var.name)
+        name = str(var.name)
+        return alias.get(name, name)
 
     for b in main_bindings(mod):
         v = b.value
-        out_name = b.var.name
+        out_name = str(b.var.name)
         if isinstance(v, relax.Var):
             alias[out_name] = tensor_name(v)
             continue

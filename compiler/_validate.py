@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from compiler.derive import chunk_dag, derived, group_io, group_order
 from compiler.errors import ScheduleError
-from compiler.plan import chunk_dag, derived, group_io, group_order
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -62,9 +62,9 @@ def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> 
 
 
 def _check_group(g: object, graph: Graph, target: Target | None) -> None:
-    from compiler.schedule import Group
+    from compiler.schedule import GroupSpec
 
-    assert isinstance(g, Group)
+    assert isinstance(g, GroupSpec)
     if g.split < 1:
         raise ScheduleError(f"group {g.name}: split factor must be >= 1, got {g.split}")
     if graph.batch % g.split:

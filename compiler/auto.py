@@ -28,11 +28,11 @@ from dataclasses import replace
 from math import gcd
 
 from compiler.capacity import CapacityIssue, check_capacity, order_nodes
+from compiler.derive import Node, chunk_dag, group_io, make_schedule, single_tensor_cuts
 from compiler.errors import ScheduleError
 from compiler.footprint import group_footprint
 from compiler.graph import Graph
-from compiler.plan import Node, chunk_dag, group_io, make_schedule
-from compiler.schedule import GraphSchedule, Group, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement
 from compiler.target import Target
 
 LEVELS = (0, 1, 2, 3)
@@ -64,45 +64,13 @@ def _per_op(graph: Graph, target: Target, level: int) -> GraphSchedule:
         scope = "DDR"
         if op.output not in outputs:
             scope = next(sc for sc in _SLOWER[want] if sc in op.allowed_scopes or sc == "DDR")
-        groups.append(Group(op.name, (op.index,), 1, (Placement(scope, bind),)))
+        groups.append(GroupSpec(op.name, (op.index,), 1, (Placement(scope, bind),)))
     draft = make_schedule(graph, groups, order="depth", source=f"O{level}")
     return fit_to_target(graph, draft, target)
 
 
-def _last_use(graph: Graph) -> dict[str, int]:
-    last: dict[str, int] = {}
-    for op in graph.ops:
-        for t in op.inputs:
-            last[t] = op.index
-    for t in graph.outputs:
-        last[t] = len(graph.ops)
-    return last
-
-
-def _single_tensor_cuts(graph: Graph) -> list[int]:
-    """Op indices after which exactly one tensor is live (model inputs included)."""
-    last = _last_use(graph)
-    first_use: dict[str, int] = {}
-    for op in graph.ops:
-        for t in op.inputs:
-            first_use.setdefault(t, op.index)
-    born = {op.output: op.index for op in graph.ops}
-    for t in graph.inputs:
-        born[t] = -1
-    cuts = []
-    # sweep: live count after op i = tensors born <= i with last use > i
-    events: dict[int, int] = {}
-    for t, b in born.items():
-        lu = last.get(t, b)
-        if lu > b:
-            events[b] = events.get(b, 0) + 1
-            events[lu] = events.get(lu, 0) - 1
-    live = events.get(-1, 0)
-    for op in graph.ops:
-        live += events.get(op.index, 0)
-        if live == 1 and op.index < len(graph.ops) - 1:
-            cuts.append(op.index)
-    return cuts
+# Kept for callers of the former private name (bench/sim_speed.py).
+_single_tensor_cuts = single_tensor_cuts
 
 
 def _divisors(n: int) -> list[int]:
@@ -140,7 +108,7 @@ def _boundary_cost(graph: Graph, ops: Sequence[int], target: Target) -> float:
 
 
 def _o3(graph: Graph, target: Target) -> GraphSchedule:
-    cuts = _single_tensor_cuts(graph)
+    cuts = single_tensor_cuts(graph)
     bounds = [*cuts, len(graph.ops) - 1]
     segments: list[list[int]] = []
     start = 0
@@ -163,17 +131,17 @@ def _o3(graph: Graph, target: Target) -> GraphSchedule:
                     continue
         merged.append((seg, s))
     cores = target.chip.cores_per_cluster
-    groups: list[Group] = []
+    groups: list[GroupSpec] = []
     for k, (ops, split) in enumerate(merged):
         if split is None:
             # Not even one sample per chunk fits L1: per-op groups, results through LLB/DDR.
             for i in ops:
                 op = graph.ops[i]
                 bind = core_bind_for(graph.batch, cores)
-                groups.append(Group(f"o3_{k}_{op.name}", (i,), 1, (Placement("LLB", bind),)))
+                groups.append(GroupSpec(f"o3_{k}_{op.name}", (i,), 1, (Placement("LLB", bind),)))
             continue
         bind = core_bind_for(graph.batch // split, cores)
-        groups.append(Group(f"group_{k}", tuple(ops), split, (Placement("L1", bind),) * split))
+        groups.append(GroupSpec(f"group_{k}", tuple(ops), split, (Placement("L1", bind),) * split))
     # Start optimistic (every result in L1, the model outputs in DDR), then demote
     # what the memory walk finds does not fit.
     draft = make_schedule(graph, groups, order="depth", source="O3")
@@ -248,12 +216,12 @@ def _ungrouped(graph: Graph, schedule: GraphSchedule, n: Node) -> GraphSchedule 
     gr = schedule.group(n[1])
     if len(gr.ops) < 2:
         return None
-    groups: list[Group] = []
+    groups: list[GroupSpec] = []
     for g in schedule.groups:
         if g.name != gr.name:
             groups.append(g)
             continue
-        groups.extend(Group(f"{g.name}_{graph.ops[i].name}", (i,), g.split, g.chunks) for i in g.ops)
+        groups.extend(GroupSpec(f"{g.name}_{graph.ops[i].name}", (i,), g.split, g.chunks) for i in g.ops)
     return make_schedule(graph, groups, order="depth", source=schedule.source)
 
 
@@ -273,7 +241,7 @@ def _split_further(graph: Graph, schedule: GraphSchedule, n: Node, target: Targe
     scopes = [p.mem_scope for p in gr.chunks]
     chunks = tuple(Placement(scopes[min(c * len(scopes) // split, len(scopes) - 1)], bind)
                    for c in range(split))
-    groups = [Group(g.name, g.ops, split, chunks) if g.name == gr.name else g
+    groups = [GroupSpec(g.name, g.ops, split, chunks) if g.name == gr.name else g
               for g in schedule.groups]
     return make_schedule(graph, groups, order="depth", source=schedule.source)
 

@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from compiler.derive import Node, chunk_dag, group_io
 from compiler.footprint import group_profile, peak_of, sample_bytes, streamable_inputs
 from compiler.layout import (
     Layout,
@@ -52,11 +54,10 @@ from compiler.layout import (
     transfer_layout,
 )
 from compiler.memo import memo_of
-from compiler.plan import Node, chunk_dag, group_io
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule
+    from compiler.schedule import GraphSchedule, GroupSpec, Transfer
     from compiler.target import Target
 
 STREAM_TILE_ELEMENTS = 4096  # elements per DMA/vector tile (sim/_model.py uses the same tile)
@@ -64,12 +65,15 @@ STREAM_TILE_ELEMENTS = 4096  # elements per DMA/vector tile (sim/_model.py uses 
 __all__ = [
     "STREAM_TILE_ELEMENTS",
     "CapacityIssue",
+    "CapacityWalk",
     "MemoryPlan",
     "StepMemory",
     "check_capacity",
+    "chunk_working_set",
     "in_compute_dtype",
     "order_nodes",
     "plan_memory",
+    "remember_plan",
 ]
 
 
@@ -112,7 +116,7 @@ class StepMemory:
 
     Attributes:
         l1_bytes: ``(core, bytes)`` in use on each of the step's cores while it runs.
-        streamed: Group inputs read tile by tile from LLB/DDR (not staged in L1).
+        streamed: GroupSpec inputs read tile by tile from LLB/DDR (not staged in L1).
         held: An L1 input of the step is still read by a later step.
     """
 
@@ -167,6 +171,75 @@ def order_nodes(schedule: GraphSchedule) -> list[Node]:
             for st in schedule.order]
 
 
+class _GroupFacts:
+    """What every chunk step of one op set needs (remembered beside the graph).
+
+    ``work`` remembers :func:`chunk_working_set` results by
+    ``(streamed, stream_output, held, samples, cores)``.
+    """
+
+    __slots__ = ("inputs", "ops", "output", "sizes", "streamable", "work")
+
+    def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
+        io = group_io(graph, ops)
+        self.ops = ops
+        self.inputs = io.inputs
+        self.output = io.outputs[0] if io.outputs else graph.ops[ops[-1]].output
+        self.streamable = streamable_inputs(graph, ops)
+        self.sizes = {t: sample_bytes(graph, t) for t in (*io.inputs, self.output)}
+        self.work: dict[tuple[frozenset[str], bool, bool, int, int], float] = {}
+
+
+def _facts(graph: Graph, ops: tuple[int, ...]) -> _GroupFacts:
+    memo = memo_of(graph)
+    key = ("capacity.facts", ops)
+    hit: _GroupFacts | None = memo.get(key)
+    if hit is None:
+        hit = memo[key] = _GroupFacts(graph, ops)
+    return hit
+
+
+def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output: bool,
+          held: bool, samples: int, cores: int) -> float:
+    key = (streamed, stream_output, held, samples, cores)
+    hit = f.work.get(key)
+    if hit is not None:
+        return hit
+    prof = group_profile(graph, f.ops, streamed, stream_output, held)
+    work = float(peak_of(prof, samples, cores))
+    buffered = [f.sizes[t] for t in sorted(streamed)]
+    if stream_output:
+        buffered.append(f.sizes[f.output])
+    tile = STREAM_TILE_ELEMENTS * graph.float_bytes
+    for sb, fb in buffered:
+        work += 2.0 * min(tile, -(-sb * samples // cores) + fb)
+    f.work[key] = work
+    return work
+
+
+def chunk_working_set(graph: Graph, ops: tuple[int, ...], streamed: frozenset[str],
+                      stream_output: bool, held: bool, samples: int, cores: int) -> float:
+    """Bytes one core of a group chunk needs for the chunk itself (the walk's working set).
+
+    The footprint of the op set for ``samples`` samples shared by ``cores`` cores
+    (:func:`compiler.footprint.group_profile`) plus the double-buffered tiles of
+    every streamed input and of a streamed output. What is already live on the core
+    comes on top (minus input bytes already in place): the walk adds it.
+
+    Args:
+        graph: The graph, sized in the target's compute type (:func:`in_compute_dtype`).
+        ops: The group's op set.
+        streamed: Inputs read tile by tile from LLB/DDR (others are ignored unless
+            :func:`compiler.footprint.streamable_inputs` allows them).
+        stream_output: The output goes to LLB/DDR as it is produced.
+        held: An input in L1 is still read by a later step (inputs stay to the end).
+        samples: Samples of the core's part.
+        cores: Cores of the part.
+    """
+    f = _facts(graph, tuple(ops))
+    return _work(graph, f, frozenset(streamed) & f.streamable, stream_output, held, samples, cores)
+
+
 def check_capacity(graph: Graph, schedule: GraphSchedule, target: Target) -> CapacityIssue | None:
     """The first overflow of a structurally valid schedule, or None when it fits."""
     return plan_memory(graph, schedule, target).issue
@@ -183,16 +256,52 @@ def plan_memory(graph: Graph, schedule: GraphSchedule, target: Target) -> Memory
     hit = memo.get(key)
     if hit is not None and hit[0] is graph:
         return hit[1]  # type: ignore[no-any-return]
-    plan = _Walk(in_compute_dtype(graph, target), schedule, target).run()
+    deps, outs = chunk_dag(graph, schedule)
+    walk = CapacityWalk(graph, target, schedule.groups, schedule.transfers, deps, outs,
+                        order_nodes(schedule))
+    for k, layout in enumerate(walk.layouts):
+        if walk.commit(k, layout[0]) is not None:
+            break
+    plan = walk.plan()
     memo[key] = (graph, plan)
     return plan
 
 
-class _Walk:
-    """One capacity walk (lives for one :func:`plan_memory` call)."""
+def remember_plan(graph: Graph, schedule: GraphSchedule, target: Target, plan: MemoryPlan) -> None:
+    """Record the plan of a schedule walked with :class:`CapacityWalk` in its order.
 
-    def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target) -> None:
-        self.g, self.s, self.t = graph, schedule, target
+    For a caller that built ``schedule`` from the scopes it committed to a walk over
+    the same groups, transfers, chunk DAG and order: :func:`plan_memory` then returns
+    ``plan`` without walking again.
+    """
+    memo_of(schedule, limit=8)[("capacity", id(graph), target.hash)] = (graph, plan)
+
+
+class CapacityWalk:
+    """The capacity walk, one step at a time (what :func:`plan_memory` runs).
+
+    Built from a schedule's skeleton: its groups and transfers (their scopes are
+    replaced as steps are committed), chunk DAG and order as chunk-DAG nodes.
+    ``fits(k, scope)`` says whether step ``k`` (the next one) fits with its result
+    in ``scope`` after the steps committed so far, without changing anything;
+    ``commit(k, scope)`` walks it. A caller may so choose each result's scope as
+    the walk reaches it (the search space does) and gets the same accounting as
+    :func:`plan_memory` on the finished schedule. After the first overflow the walk
+    goes on (a caller may keep deciding) but :meth:`plan` stops there, as
+    :func:`plan_memory` does.
+
+    Attributes:
+        nodes: The order, as chunk-DAG nodes.
+        last: Per position, the position of the last step reading its result
+            (``len(nodes)`` for model outputs; itself when nobody reads it).
+        reads: Per position, the positions of the results it reads.
+        layouts: Per position, the result's layout (scope as committed so far).
+    """
+
+    def __init__(self, graph: Graph, target: Target, groups: Sequence[GroupSpec],
+                 transfers: Sequence[Transfer], deps: Mapping[Node, Sequence[Node]],
+                 outs: Sequence[Node], nodes: Sequence[Node]) -> None:
+        g = self.g = in_compute_dtype(graph, target)
         self.n = target.chip.cores_per_cluster
         self.l1_cap = target.l1.data_bytes
         self.llb_cap = target.llb.bytes
@@ -203,13 +312,12 @@ class _Walk:
         # order position -> (per-core L1 bytes, LLB bytes) of a live result
         self.resident: dict[int, tuple[dict[int, float], float]] = {}
         self.steps: list[StepMemory] = []
-
-    def run(self) -> MemoryPlan:
-        g, s = self.g, self.s
-        deps, outs = chunk_dag(g, s)
-        order = order_nodes(s)
-        pos = {node: i for i, node in enumerate(order)}
-        end = len(order)
+        self.issue: CapacityIssue | None = None
+        self._plan: MemoryPlan | None = None
+        self.done = 0
+        self.nodes = list(nodes)
+        pos = {node: i for i, node in enumerate(self.nodes)}
+        end = len(self.nodes)
         last = list(range(end))
         for node, ds in deps.items():
             for d in ds:
@@ -221,39 +329,111 @@ class _Walk:
         self.expire: dict[int, list[int]] = {}
         for i, lu in enumerate(last):
             self.expire.setdefault(lu, []).append(i)
-        groups = {gr.name: gr for gr in s.groups}
-        transfers = {tr.name: tr for tr in s.transfers}
-        self.labels = [str(st) for st in s.order]
+        self.reads = [[pos[d] for d in deps.get(node, ())] for node in self.nodes]
+        by_group = {gr.name: (gr, _facts(g, gr.ops)) for gr in groups}
+        by_transfer = {tr.name: tr for tr in transfers}
         self.layouts: list[Layout] = []
         self.provides: list[str] = []
-        for node in order:
+        self.facts: list[_GroupFacts | None] = []
+        batch = g.batch
+        for node in self.nodes:
             if node[0] == "g":
-                gr = groups[node[1]]
-                self.layouts.append(group_layout(gr, node[2], g.batch))
-                self.provides.append(group_io(g, gr.ops).outputs[0])
+                gr, f = by_group[node[1]]
+                self.layouts.append(group_layout(gr, node[2], batch))
+                self.provides.append(f.output)
+                self.facts.append(f)
             else:
-                tr = transfers[node[1]]
-                self.layouts.append(transfer_layout(tr, g.batch))
+                tr = by_transfer[node[1]]
+                self.layouts.append(transfer_layout(tr, batch))
                 self.provides.append(tr.tensor)
-        issue = None
-        for k, node in enumerate(order):
-            dep_idx = [pos[d] for d in deps.get(node, ())]
-            if node[0] == "g":
-                issue = self.group_step(k, groups[node[1]].ops, dep_idx)
-            else:
-                issue = self.transfer_step(k)
-            if issue is not None:
-                break
+                self.facts.append(None)
+        self.input_scope = input_layout(batch)[0]
+        self.src_of = [{self.provides[d]: d for d in reads} for reads in self.reads]
+        self._trial: tuple[int, str, _Eval] | None = None
+        self._prep: tuple[int, frozenset[str], dict[int, float], bool] | None = None
+        self._l1: dict[int, dict[int, float]] = {}
+
+    # ---- the interface -------------------------------------------------------------------
+    def fits(self, k: int, scope: str) -> bool:
+        """Whether step ``k`` (the next to commit) fits with its result in ``scope`` after
+        the steps committed so far. Changes nothing."""
+        if k != self.done:
+            raise ValueError(f"step {k} is not the next step ({self.done})")
+        ev = self._evaluate(k, (scope, self.layouts[k][1]), explain=False)
+        self._trial = (k, scope, ev)
+        return ev.issue is None
+
+    def commit(self, k: int, scope: str) -> CapacityIssue | None:
+        """Walk step ``k`` (the next one) with its result in ``scope``; its overflow or None."""
+        if k != self.done:
+            raise ValueError(f"step {k} is not the next step ({self.done})")
+        self.layouts[k] = (scope, self.layouts[k][1])
+        trial = self._trial
+        ev = trial[2] if trial is not None and trial[0] == k and trial[1] == scope \
+            and trial[2].issue is None else self._evaluate(k, self.layouts[k])
+        self._trial = None
+        self.done += 1
+        recording = self.issue is None
+        if recording:
+            for c, u in ev.usage:
+                if u > self.peak_l1[c]:
+                    self.peak_l1[c] = u
+        if ev.issue is not None:
+            if recording:
+                self.issue = ev.issue
+                self._plan = MemoryPlan(tuple(self.steps), tuple(int(x) for x in self.peak_l1),
+                                        int(self.peak_llb), ev.issue)
+            self.release(k)
+            self.allocate(k)
+            return ev.issue
+        if self.facts[k] is not None:
+            if ev.llb_need is not None and recording:
+                self.peak_llb = max(self.peak_llb, ev.llb_need)
+            if recording:
+                self.steps.append(StepMemory(tuple(ev.usage), ev.streamed, ev.held))
+            self.release(k)
+            self.allocate(k)
+        else:
+            self.release(k)
+            self.allocate(k)
+            if ev.llb_need is not None and recording:
+                self.peak_llb = max(self.peak_llb, ev.llb_need)
+            if recording:
+                self.steps.append(StepMemory(tuple(ev.usage), frozenset(), False))
+        return None
+
+    def plan(self) -> MemoryPlan:
+        """The accounting of the steps committed so far (up to the first overflow)."""
+        if self._plan is not None:
+            return self._plan
         return MemoryPlan(tuple(self.steps), tuple(int(x) for x in self.peak_l1),
-                          int(self.peak_llb), issue)
+                          int(self.peak_llb), None)
+
+    def result_l1_bytes(self, k: int) -> dict[int, float]:
+        """Bytes step ``k``'s result occupies on each core when placed in L1."""
+        return self.node_l1(k)
+
+    def result_bytes(self, k: int) -> float:
+        """Bytes of step ``k``'s result (what it occupies in the LLB)."""
+        return self.node_total(k)
+
+    def label(self, i: int) -> str:
+        """How step ``i`` is named in messages (``group_1[2]``, ``concat_0``)."""
+        node = self.nodes[i]
+        return f"{node[1]}[{node[2]}]" if node[0] == "g" else node[1]
 
     # ---- results -----------------------------------------------------------------------
     def sizes(self, i: int) -> tuple[int, int]:
         return sample_bytes(self.g, self.provides[i])
 
     def node_l1(self, i: int) -> dict[int, float]:
-        sb, fb = self.sizes(i)
-        return {c: spc * sb + fb for c, spc in samples_per_core(self.layouts[i]).items()}
+        """Bytes per core of result ``i`` in L1 (its pieces never change: remembered)."""
+        hit = self._l1.get(i)
+        if hit is None:
+            sb, fb = self.sizes(i)
+            hit = self._l1[i] = {c: spc * sb + fb
+                                 for c, spc in samples_per_core(self.layouts[i]).items()}
+        return hit
 
     def node_total(self, i: int) -> float:
         sb, fb = self.sizes(i)
@@ -283,18 +463,54 @@ class _Walk:
             self.llb_live -= item[1]
 
     # ---- steps -------------------------------------------------------------------------
-    def group_step(self, k: int, ops: tuple[int, ...], dep_idx: list[int]) -> CapacityIssue | None:
+    def _evaluate(self, k: int, layout: Layout, explain: bool = True) -> _Eval:
+        """The step's accounting; without ``explain`` an overflow is :data:`_OVER`."""
+        f = self.facts[k]
+        if f is not None:
+            return self._evaluate_group(k, f, layout, explain)
+        return self._evaluate_transfer(k, layout, explain)
+
+    def _evaluate_group(self, k: int, f: _GroupFacts, layout: Layout, explain: bool) -> _Eval:
         g = self.g
-        layout = self.layouts[k]
+        dep_idx = self.reads[k]
+        prep = self._prep
+        if prep is None or prep[0] != k:
+            prep = self._prep = (k, *self._inputs(k, f, layout))
+        _, names, staying, held = prep
+        out_off = layout[0] != "L1"
+        usage: list[tuple[int, float]] = []
+        live, cap = self.l1_live, self.l1_cap
+        for _, spp, parts in layout[1]:
+            for part in parts:
+                work = _work(g, f, names, out_off, held, spp, len(part))
+                for c in part:
+                    u = live[c] - staying.get(c, 0.0) + work
+                    if u > cap:
+                        issue = self.l1_issue(k, c, u, work, staying, dep_idx, self.resident) \
+                            if explain else _OVER
+                        return _Eval(issue, usage, names, held, None)
+                    usage.append((c, u))
+        need = None
+        if layout[0] == "LLB":
+            need = self.llb_live + self._total(k, layout)
+            if need > self.llb_cap:
+                issue = self.llb_issue(k, need, self.resident, self.llb_live) if explain else _OVER
+                return _Eval(issue, usage, names, held, None)
+        return _Eval(None, usage, names, held, need)
+
+    def _inputs(self, k: int, f: _GroupFacts, layout: Layout
+                ) -> tuple[frozenset[str], dict[int, float], bool]:
+        """Streamed inputs, input bytes already in place per core, and whether an L1
+        input is held for a later step (the same whatever the step's own scope)."""
         stage: Layout = ("L1", layout[1])
-        streamable = streamable_inputs(g, ops)
-        by_tensor = {self.provides[d]: d for d in dep_idx}
+        streamable = f.streamable
+        by_tensor = self.src_of[k]
         streamed: list[str] = []
         staying: dict[int, float] = {}
         held = False
-        for name in group_io(g, ops).inputs:
+        for name in f.inputs:
             d = by_tensor.get(name)
-            src_scope = self.layouts[d][0] if d is not None else input_layout(g.batch)[0]
+            src_scope = self.layouts[d][0] if d is not None else self.input_scope
             if src_scope != "L1":
                 if name in streamable:
                     streamed.append(name)
@@ -302,7 +518,7 @@ class _Walk:
             assert d is not None
             if self.last[d] > k:
                 held = True
-            sb, fb = sample_bytes(g, name)
+            sb, fb = f.sizes[name]
             if sb:
                 for c, n in staying_fraction(self.layouts[d], stage).items():
                     staying[c] = staying.get(c, 0.0) + n * sb
@@ -313,85 +529,99 @@ class _Walk:
                         for c in part:
                             if c in src_cores:
                                 staying[c] = staying.get(c, 0.0) + fb
-        names = frozenset(streamed)
-        out_off = layout[0] != "L1"
-        prof = group_profile(g, ops, names, out_off, held)
-        buffered = [sample_bytes(g, t) for t in sorted(names)]
-        if out_off:
-            buffered.append(sample_bytes(g, self.provides[k]))
-        tile = STREAM_TILE_ELEMENTS * g.float_bytes
-        usage: dict[int, float] = {}
-        for _, spp, parts in layout[1]:
-            for part in parts:
-                work = float(peak_of(prof, spp, len(part)))
-                for sb, fb in buffered:
-                    work += 2.0 * min(tile, -(-sb * spp // len(part)) + fb)
-                for c in part:
-                    u = self.l1_live[c] - staying.get(c, 0.0) + work
-                    usage[c] = u
-                    if u > self.l1_cap:
-                        return self.l1_issue(k, c, u, work, staying, dep_idx)
-                    if u > self.peak_l1[c]:
-                        self.peak_l1[c] = u
-        if layout[0] == "LLB":
-            need = self.llb_live + self.node_total(k)
-            if need > self.llb_cap:
-                return self.llb_issue(k, need)
-            self.peak_llb = max(self.peak_llb, need)
-        self.steps.append(StepMemory(tuple(usage.items()), names, held))
-        self.release(k)
-        self.allocate(k)
-        return None
+        return frozenset(streamed), staying, held
 
-    def transfer_step(self, k: int) -> CapacityIssue | None:
-        # sources dying here are reused in place: release before allocating
-        self.release(k)
-        self.allocate(k)
-        layout = self.layouts[k]
-        usage: dict[int, float] = {}
+    def _total(self, k: int, layout: Layout) -> float:
+        sb, fb = self.sizes(k)
+        return sum(spp * len(parts) for _, spp, parts in layout[1]) * sb + fb
+
+    def _evaluate_transfer(self, k: int, layout: Layout, explain: bool) -> _Eval:
+        # sources dying here are reused in place: released before the result is allocated
+        expiring = [i for i in self.expire.get(k, ()) if i in self.resident]
+        own = self.last[k] > k
+        usage: list[tuple[int, float]] = []
         if layout[0] == "L1":
+            per = {c: spc * self.sizes(k)[0] + self.sizes(k)[1]
+                   for c, spc in samples_per_core(layout).items()} if own else {}
             cores = dict.fromkeys(c for _, _, parts in layout[1] for p in parts for c in p)
             for c in cores:
                 u = self.l1_live[c]
-                usage[c] = u
+                for i in expiring:
+                    u -= self.resident[i][0].get(c, 0.0)
+                u += per.get(c, 0.0)
                 if u > self.l1_cap:
-                    return self.l1_issue(k, c, u, 0.0, {}, [])
-                if u > self.peak_l1[c]:
-                    self.peak_l1[c] = u
-        elif layout[0] == "LLB":
-            if self.llb_live > self.llb_cap:
-                return self.llb_issue(k, self.llb_live)
-            self.peak_llb = max(self.peak_llb, self.llb_live)
-        self.steps.append(StepMemory(tuple(usage.items()), frozenset(), False))
-        return None
+                    if not explain:
+                        return _Eval(_OVER, usage, frozenset(), False, None)
+                    resident = {i: v for i, v in self.resident.items() if i not in expiring}
+                    if own:
+                        resident[k] = (per, 0.0)
+                    return _Eval(self.l1_issue(k, c, u, 0.0, {}, [], resident), usage,
+                                 frozenset(), False, None)
+                usage.append((c, u))
+            return _Eval(None, usage, frozenset(), False, None)
+        if layout[0] == "LLB":
+            live = self.llb_live
+            for i in expiring:
+                live -= self.resident[i][1]
+            if own:
+                live += self._total(k, layout)
+            if live > self.llb_cap:
+                if not explain:
+                    return _Eval(_OVER, usage, frozenset(), False, None)
+                resident = {i: v for i, v in self.resident.items() if i not in expiring}
+                if own:
+                    resident[k] = ({}, self._total(k, layout))
+                return _Eval(self.llb_issue(k, live, resident, live), usage, frozenset(), False,
+                             None)
+            return _Eval(None, usage, frozenset(), False, live)
+        return _Eval(None, usage, frozenset(), False, None)
 
     # ---- overflows ---------------------------------------------------------------------
     def l1_issue(self, k: int, c: int, needed: float, work: float, reused: dict[int, float],
-                 reads: list[int]) -> CapacityIssue:
+                 reads: list[int], resident: dict[int, tuple[dict[int, float], float]]
+                 ) -> CapacityIssue:
         inputs = set(reads)
         live: list[tuple[str, int]] = []
         steps: list[tuple[int, int]] = []
-        for i, (per, _) in self.resident.items():
+        for i, (per, _) in resident.items():
             b = per.get(c, 0.0)
             if i in inputs:
                 b -= min(b, reused.get(c, 0.0))
             if b > 0:
-                live.append((f"{self.labels[i]} ({self.provides[i]})", int(b)))
+                live.append((f"{self.label(i)} ({self.provides[i]})", int(b)))
                 steps.append((i, int(b)))
         if work > 0:
-            live.append((f"{self.labels[k]} working set", int(work)))
+            live.append((f"{self.label(k)} working set", int(work)))
         live.sort(key=lambda x: -x[1])
         # rounded up: an overflow by a fraction of a byte still needs more than the capacity
-        return CapacityIssue(f"L1 of core {c}", c, self.labels[k], k, math.ceil(needed),
-                             self.l1_cap, tuple(live), tuple(steps))
+        return CapacityIssue(f"L1 of core {c}", c, self.label(k), k, math.ceil(needed), self.l1_cap,
+                             tuple(live), tuple(steps))
 
-    def llb_issue(self, k: int, needed: float) -> CapacityIssue:
-        live = [(f"{self.labels[i]} ({self.provides[i]})", int(b))
-                for i, (_, b) in self.resident.items() if b > 0]
-        steps = [(i, int(b)) for i, (_, b) in self.resident.items() if b > 0]
-        if needed > self.llb_live:
-            live.append((f"{self.labels[k]} output ({self.provides[k]})",
-                         int(needed - self.llb_live)))
+    def llb_issue(self, k: int, needed: float, resident: dict[int, tuple[dict[int, float], float]],
+                  llb_live: float) -> CapacityIssue:
+        live = [(f"{self.label(i)} ({self.provides[i]})", int(b))
+                for i, (_, b) in resident.items() if b > 0]
+        steps = [(i, int(b)) for i, (_, b) in resident.items() if b > 0]
+        if needed > llb_live:
+            live.append((f"{self.label(k)} output ({self.provides[k]})",
+                         int(needed - llb_live)))
         live.sort(key=lambda x: -x[1])
-        return CapacityIssue("LLB of cluster 0", -1, self.labels[k], k, math.ceil(needed),
-                             self.llb_cap, tuple(live), tuple(steps))
+        return CapacityIssue("LLB of cluster 0", -1, self.label(k), k, math.ceil(needed), self.llb_cap,
+                             tuple(live), tuple(steps))
+
+
+_OVER = CapacityIssue("", 0, "", 0, 0, 0, (), ())  # an overflow not worth describing
+
+
+class _Eval:
+    """One step's accounting before it is committed (a plain class: made at every trial)."""
+
+    __slots__ = ("held", "issue", "llb_need", "streamed", "usage")
+
+    def __init__(self, issue: CapacityIssue | None, usage: list[tuple[int, float]],
+                 streamed: frozenset[str], held: bool, llb_need: float | None) -> None:
+        self.issue = issue
+        self.usage = usage
+        self.streamed = streamed
+        self.held = held
+        self.llb_need = llb_need

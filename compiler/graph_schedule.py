@@ -33,11 +33,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.derive import make_schedule
 from compiler.errors import ScheduleError
 from compiler.graph import Graph, Op, OpIndex
-from compiler.plan import make_schedule
 from compiler.schedule import GraphSchedule, NPUMemScope, Placement, Step
-from compiler.schedule import Group as GroupValue
+from compiler.schedule import GroupSpec as GroupValue
 
 __all__ = [
     "FuseTargetOps",

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from compiler.schedule import Group, Transfer
+    from compiler.schedule import GroupSpec, Transfer
 
 __all__ = [
     "Layout",
@@ -36,7 +36,7 @@ Piece = tuple[int, int, tuple[tuple[int, ...], ...]]
 Layout = tuple[str, tuple[Piece, ...]]
 
 
-def group_layout(gr: Group, chunk: int, batch: int) -> Layout:
+def group_layout(gr: GroupSpec, chunk: int, batch: int) -> Layout:
     """Layout of chunk ``chunk`` of group ``gr``."""
     samples = batch // gr.split
     place = gr.chunks[chunk]

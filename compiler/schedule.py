@@ -124,7 +124,7 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class Group:
+class GroupSpec:
     """A single-output op set, split into ``split`` chunks along the batch."""
 
     name: str
@@ -142,7 +142,7 @@ class Group:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Group:
+    def from_json(cls, d: dict[str, Any]) -> GroupSpec:
         """Inverse of :meth:`to_json`."""
         name = str(_get(d, "name", "group"))
         chunks = _get(d, "chunks", f"group {name}")
@@ -232,7 +232,7 @@ class GraphSchedule:
     """A complete graph schedule. Frozen; JSON round-trippable; see the module doc."""
 
     batch: int
-    groups: tuple[Group, ...]
+    groups: tuple[GroupSpec, ...]
     transfers: tuple[Transfer, ...]
     order: tuple[Step, ...]
     workload_key: str | None = None
@@ -240,7 +240,7 @@ class GraphSchedule:
     version: int = SCHEMA_VERSION
 
     # ---- lookup ----------------------------------------------------------------------
-    def group(self, name: str) -> Group:
+    def group(self, name: str) -> GroupSpec:
         """A group by name."""
         for g in self.groups:
             if g.name == name:
@@ -318,7 +318,7 @@ class GraphSchedule:
         check_schedule_json(d)
         return cls(
             batch=_int(_get(d, "batch", "schedule"), "schedule: batch"),
-            groups=tuple(Group.from_json(g) for g in d["groups"]),
+            groups=tuple(GroupSpec.from_json(g) for g in d["groups"]),
             transfers=tuple(Transfer.from_json(t) for t in d["transfers"]),
             order=tuple(Step.from_json(s) for s in d["order"]),
             workload_key=d.get("workload_key"),

@@ -17,19 +17,21 @@ one chip (or network) can rank on another:
 What is counted (all from :mod:`compiler`; this package never imports ``sim``):
 per-op work from :func:`compiler.opshape.op_shapes` (matrix work padded to the
 array's granule, instruction counts, vector work at the transcendental rate,
-weights), footprints from :mod:`compiler.footprint`, chunk layouts from
+weights), working sets and result sizes from :mod:`compiler.footprint` (the
+pieces the capacity model adds up), and chunk geometry from
 :mod:`compiler.layout` (which bytes stay in a core's L1, which cross the NoC and
-over how many hops), and the capacity model's memory plan
-(:func:`compiler.capacity.plan_memory`: peak L1 and LLB, streamed inputs) for the
-headroom columns. The plan is remembered beside each schedule, so when the
-search space's pre-check has already computed it (as the tuner does for every
-candidate it ranks) it costs nothing here; otherwise it is computed.
+over how many hops). The capacity columns are estimates at group boundaries,
+not the capacity model's full walk over the order
+(:func:`compiler.capacity.plan_memory`): that walk costs milliseconds per
+candidate, more than everything else here together, and the search space's
+pre-check already rejects candidates that overflow.
 
-Speed: everything that depends on one group only (its op set, split and chunk
-placements) or on one producer-consumer pair of groups is computed once and
-kept in tables beside the graph (:func:`compiler.memo.memo_of`); a schedule is
-then a list of table rows summed with numpy. Candidates of one search share most
-of their groups, so featurising thousands costs little more than looking them up.
+Speed: what depends on one chunk (op set, samples, scope, cores), one group or
+one producer-consumer pair of groups is computed once and kept in tables beside
+the graph (:func:`compiler.memo.memo_of`); a schedule is then a list of table
+rows summed with numpy, and new pairs are computed together, vectorised.
+Candidates of one search share most of their groups, so featurising thousands
+costs little more than looking them up (``bench/cost_model.py`` measures it).
 
 Example:
     >>> X = features(graph, candidates, target)   # (len(candidates), len(FEATURES))
@@ -47,16 +49,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compiler.capacity import in_compute_dtype
+from compiler.derive import group_io
 from compiler.footprint import GATHER_OPS, group_footprint, sample_bytes
 from compiler.layout import slices
 from compiler.memo import memo_of
 from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
-from compiler.plan import group_io
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, Group, Placement
+    from compiler.schedule import GraphSchedule, GroupSpec, Placement
     from compiler.target import Target
+    from search_space import Space
 
 __all__ = ["FEATURES", "Feature", "feature_names", "features", "reference_cycles"]
 
@@ -136,9 +139,15 @@ FEATURES: tuple[Feature, ...] = (
 _INDEX = {f.name: i for i, f in enumerate(FEATURES)}
 
 
-def feature_names() -> list[str]:
-    """Column names of :func:`features`, in order (see :data:`FEATURES` for what each means)."""
-    return [f.name for f in FEATURES]
+def feature_names(space: Space | None = None) -> list[str]:
+    """Column names of :func:`features`, in order (see :data:`FEATURES` for what each means).
+
+    With ``space``, the space's parameters follow as ``space.<parameter name>``.
+    """
+    names = [f.name for f in FEATURES]
+    if space is not None:
+        names += [f"space.{d.name}" for d in space.free]
+    return names
 
 
 def reference_cycles(graph: Graph, target: Target) -> float:
@@ -181,16 +190,25 @@ def reference_cycles(graph: Graph, target: Target) -> float:
     return ref
 
 
-def features(graph: Graph, schedules: Sequence[GraphSchedule], target: Target) -> np.ndarray:
-    """One row of :data:`FEATURES` per schedule (float64, shape ``(len(schedules), n)``).
+def features(graph: Graph, schedules: Sequence[GraphSchedule], target: Target,
+             space: Space | None = None) -> np.ndarray:
+    """One row per schedule (float64): the :data:`FEATURES`, then the space's encoding.
 
     Args:
         graph: The model the schedules are for (at their batch).
         schedules: Structurally valid candidates (as the search space decodes them, or
-            after ``schedule.validate``); they need not fit (see the ``fits`` column).
+            after ``schedule.validate``); they need not fit.
         target: The chip: rates and capacities normalise every column.
+        space: When given, its encoding (``space.encode_many``: one column per
+            parameter, the choice index) is appended (names: ``feature_names(space)``).
+            Free for schedules the space decoded in this process; others are projected
+            onto it first (slow). Models with these columns do not transfer to other
+            networks (each space has its own parameters).
     """
-    return _featuriser(graph, target).run(schedules)
+    X = _featuriser(graph, target).run(schedules)
+    if space is None:
+        return X
+    return np.hstack([X, space.encode_many(list(schedules)).astype(np.float64)])
 
 
 # ---- tables ------------------------------------------------------------------------------------
@@ -379,7 +397,7 @@ class _Featuriser:
         self.pair_hop[si, di] = hop
 
     # ---- groups --------------------------------------------------------------------------------
-    def group_id(self, gr: Group) -> int:
+    def group_id(self, gr: GroupSpec) -> int:
         ops = gr.ops
         ch = gr.chunks
         # a contiguous op range is keyed by its ends (hashing ~100 ints per group adds up)
@@ -446,7 +464,7 @@ class _Featuriser:
         self.c_parts.append(np.array(parts, dtype=np.int32))
         return i
 
-    def _add_group(self, gr: Group) -> int:
+    def _add_group(self, gr: GroupSpec) -> int:
         info = self.opset(gr.ops)
         n = self.batch // gr.split
         ids = [self.chunk_id(gr.ops, info, n, p.mem_scope, p.core_bind) for p in gr.chunks]

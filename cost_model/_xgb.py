@@ -28,7 +28,7 @@ training it further (``fit``/``update``) continues boosting from them
 adapts to a new network.
 
 Example:
-    >>> m = XGBModel()                     # objective="rank"
+    >>> m = XGBModel()                     # objective="regression"
     >>> m.update(features(graph, batch1, target), throughputs1)
     >>> m.save("cost.json"); XGBModel.load("cost.json").predict(X)
 """
@@ -58,12 +58,13 @@ class XGBModel(CostModel):
     """XGBoost cost model (see the module doc).
 
     Args:
-        objective: ``"rank"`` (pairwise ranking) or ``"regression"`` (log-throughput).
+        objective: ``"regression"`` (log-throughput, the default: it ranks best, see the
+            module doc) or ``"rank"`` (pairwise ranking).
         prior: ``"analytical"`` (learn the roofline estimate's errors) or None.
         min_samples: Measurements needed before the trees replace random scores.
         retrain_growth: :meth:`update` retrains once the data grew by this fraction
             since the last training (always below ``min_samples``).
-        rounds: Boosting rounds of a training from scratch.
+        rounds: Boosting rounds of a training from scratch (default 300; 100 for ``"rank"``).
         warm_rounds: Boosting rounds added to loaded trees (``warm_start``).
         params: Extra XGBoost parameters (override the defaults).
         seed: Seeds XGBoost's sampling and the cold-start scores.
@@ -71,8 +72,8 @@ class XGBModel(CostModel):
             with the search space's encoding appended, ``feature_names(space)``).
     """
 
-    def __init__(self, objective: str = "rank", prior: str | None = "analytical",
-                 min_samples: int = 32, retrain_growth: float = 0.1, rounds: int = 300,
+    def __init__(self, objective: str = "regression", prior: str | None = "analytical",
+                 min_samples: int = 32, retrain_growth: float = 0.1, rounds: int | None = None,
                  warm_rounds: int = 100, params: dict[str, Any] | None = None,
                  seed: int = 0, features: list[str] | None = None) -> None:
         super().__init__()
@@ -85,7 +86,7 @@ class XGBModel(CostModel):
         self.prior = prior
         self.min_samples = min_samples
         self.retrain_growth = retrain_growth
-        self.rounds = rounds
+        self.rounds = rounds if rounds is not None else (100 if objective == "rank" else 300)
         self.warm_rounds = warm_rounds
         self.seed = seed
         self.params: dict[str, Any] = {
@@ -96,11 +97,16 @@ class XGBModel(CostModel):
             "subsample": 0.8,
             "colsample_bytree": 0.8,
             "seed": seed,
+            # one thread: the data are small, and with more threads than free cores XGBoost's
+            # OpenMP workers spin (measured: 10x slower on a loaded 2-core machine)
+            "nthread": 1,
             "verbosity": 0,
         }
         if objective == "rank":
+            # more pairs per sample and a smaller step: with the defaults the pairwise margins
+            # grow round after round and ranking near the top gets worse (bench/cost_model.py)
             self.params.update({"lambdarank_pair_method": "mean",
-                                "lambdarank_num_pair_per_sample": 8})
+                                "lambdarank_num_pair_per_sample": 32, "eta": 0.05})
         self.params.update(params or {})
         self.rng = np.random.default_rng(seed)
         self._booster: Any = None  # trees trained here

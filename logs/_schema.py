@@ -173,7 +173,7 @@ def check_record(obj: Any, with_schedule: bool = True) -> str | None:
     if type(r) is not dict:
         return "'result' is missing or not an object"
     status = r.get("status")
-    if status not in _STATUSES:
+    if type(status) is not str or status not in _STATUSES:  # a list would not even hash
         return f"result.status {status!r} is not one of {', '.join(sorted(_STATUSES))}"
     latency = r.get("latency_us")
     if latency is not None and _bad_number(latency):

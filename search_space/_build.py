@@ -2,42 +2,85 @@
 
 A *reader* answers "which choice does parameter ``d`` take?"; decoding asks only
 for the parameters that matter given the earlier answers (define-by-run), so the
-same walk serves a numeric vector, an Optuna trial and a projection check.
+same walk serves a numeric vector and an Optuna trial; projection
+(:mod:`search_space._project`) drives the same :class:`Decoding` with a known
+schedule's values.
 
-Decoding repairs choices that cannot work, deterministically, and only those
-(so every valid schedule is a fixed point):
+Decoding runs in three passes:
 
-* a split that does not divide the batch becomes the largest divisor below it;
-  a group that cannot be split along the batch gets split 1;
-* core parts become ``gcd(parts, cores, samples per chunk)``;
-* when even the least working set of a chunk (every streamable input streamed,
-  the output streamed out; :mod:`compiler.footprint`) exceeds a core's L1, the
-  split grows (then shrinks), then all cores are used, until it fits;
-* a chunk output in a scope its op may not use, in L1 when the working set with
-  the output kept does not fit, or in the LLB when it is larger than the LLB,
-  goes one scope slower.
+1. **groups, shapes and cores**, producers first: the blocks (granularity, cut
+   ranks, modes), then per group its samples per core part, cores per part,
+   parts, core order (a rotation or its producer's cores) and spread;
+2. the **chunk DAG** of those groups (:func:`compiler.derive.derive_transfers`)
+   and the **order** (depth-first with look-ahead, or breadth-first): neither
+   depends on where results live;
+3. **scopes, along the capacity walk**: :class:`compiler.capacity.CapacityWalk`
+   walks the order, and each step's result gets the scope its group's policy
+   (a group chunk) or transfer-scope choice (a transfer; ``auto`` is the slowest
+   source, as the compiler derives) asks for, or the next slower one (L1 -> LLB
+   -> DDR) while the op may not write it, the step would overflow now, or (for
+   L1) the result would crowd a later step on its cores out of L1 (below).
+
+The walk is the capacity model the simulator and :meth:`Space.precheck` use, so
+the LLB never overflows, and a step overflows L1 only when even its output
+streamed out does not fit next to what earlier steps left in L1. The look-ahead
+that keeps L1 results from causing that adds, at every later group chunk on the
+result's cores, the L1 results already placed and still live there, the result
+itself (less what a reader finds in place), and that chunk's working set with its
+inputs as placed so far (the least over those not placed yet) and its output
+streamed out. That is a lower bound of what the walk will count, up to one
+stream buffer (a later step that keeps its output in L1 needs no output buffer):
+so a schedule that fits is, except within that margin, never changed by it.
+
+The other repairs are plain consistency, also no-ops on schedules that fit: a
+split that does not divide the batch becomes the largest divisor below it; a
+group that cannot be split along the batch gets split 1; core parts become
+``gcd(parts, cores, samples per chunk)``; a chunk shape whose least working set
+(:func:`compiler.capacity.chunk_working_set`, the least over inputs streamed or
+staged and the output kept or streamed) does not fit a core's L1 gets fewer
+samples per part, then more cores per part.
+
+Every decoded schedule is a fixed point: projecting it finds choices whose
+decoding repeats every decision. The optional capacity repair
+(``SpaceOptions.repair_rounds``) re-decodes with the scope parameter of a result
+crowding an overflow demoted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from math import gcd
 from typing import TYPE_CHECKING
 
-from compiler.plan import derive_transfers
-from compiler.schedule import GraphSchedule, Group, Placement, Step, Transfer
-from search_space._dims import LOOKAHEADS, MODES, ORDERS, SCOPE_POLICIES, TRANSFER_SCOPES, unshuffle
+from compiler.capacity import CapacityWalk, chunk_working_set, in_compute_dtype, remember_plan
+from compiler.derive import Node, derive_transfers
+from compiler.layout import Layout, staying_fraction
+from compiler.memo import memo_of
+from compiler.schedule import GraphSchedule, GroupSpec, Transfer
+from search_space._dims import (
+    CUT_BELOW,
+    GRANULARITIES,
+    LOOKAHEADS,
+    MODES,
+    ORDERS,
+    SCOPE_POLICIES,
+    TRANSFER_SCOPES,
+    unshuffle,
+)
 from search_space._order import breadth_order, depth_order, group_topo_order
 from search_space._structure import GroupInfo, anchor_partition, group_info, partition_is_valid
 
 if TYPE_CHECKING:
-    from compiler.graph import Graph
     from search_space._space import Space
 
-_SLOWER = {"L1": ("L1", "LLB", "DDR"), "LLB": ("LLB", "DDR"), "DDR": ("DDR",)}
+SLOWER = {"L1": ("L1", "LLB", "DDR"), "LLB": ("LLB", "DDR"), "DDR": ("DDR",)}
+_OPTIONS: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
+_RANK = {"DDR": 0, "LLB": 1, "L1": 2}
 
 Reader = Callable[[int], int]
+CoreBind = tuple[tuple[int, ...], ...]
 
 
 @dataclass
@@ -54,18 +97,28 @@ class _G:
     parts: int = 1
     perm: tuple[int, ...] = ()
     spread: bool = False
-    xscope: str = "auto"
-    chunks: tuple[Placement, ...] = ()
+    binds: tuple[CoreBind, ...] = ()
+    wave: int = 1
+    samples: int = 0  # samples of one chunk
+    deps: list[str] = field(default_factory=list)
+    consumers: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Block:
-    """A run of segments and how it becomes groups."""
+    """A run of segments and how it becomes groups.
+
+    ``slots`` gives each part the first op of its *unit*: the shortest run of the
+    block's segments that no group crosses. A unit's groups share its slot
+    parameters, so the slots are a function of the groups alone and a projection,
+    which sees only groups, finds them again.
+    """
 
     first_seg: int
     last_seg: int
     mode: str  # the mode in effect (after fallbacks)
     parts: tuple[tuple[int, ...], ...]
+    slots: tuple[int, ...]
 
 
 def block_parts(space: Space, a: int, b: int, mode: str) -> Block:
@@ -78,22 +131,44 @@ def block_parts(space: Space, a: int, b: int, mode: str) -> Block:
     segs = space.structure.segments
     ops = tuple(range(segs[a][0], segs[b][1] + 1))
     tries = {"whole": ("whole", "anchors"), "anchors": ("anchors", "whole"), "ops": ()}[mode]
-    result = Block(a, b, "ops", tuple((i,) for i in ops))
+    found = "ops"
+    parts: list[tuple[int, ...]] = [(i,) for i in ops]
     for m in tries:
-        parts = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
-        if partition_is_valid(g, parts):
-            result = Block(a, b, m, tuple(parts))
+        cand = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
+        if partition_is_valid(g, cand):
+            found, parts = m, cand
             break
+    result = Block(a, b, found, tuple(parts), unit_slots(space, parts))
     space._blocks[key] = result
     return result
 
 
-def read_blocks(space: Space, get: Reader) -> list[Block]:
-    """The grouping: which segments form blocks (cut dims, min/max size) and their modes."""
+def unit_slots(space: Space, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """Per part, the first op of its unit (see :class:`Block`)."""
     st = space.structure
-    segs = st.segments
+    seg_of = st.seg_of_op
+    spans = [(seg_of[p[0]], seg_of[p[-1]]) for p in parts]
+    lo = min(a for a, _ in spans)
+    hi = max(b for _, b in spans)
+    crossed = [False] * (hi - lo + 1)  # crossed[j]: the boundary after segment lo + j
+    for a, b in spans:
+        for j in range(a, b):
+            crossed[j - lo] = True
+    unit_start = [0] * (hi - lo + 1)
+    start = lo
+    for j in range(lo, hi + 1):
+        unit_start[j - lo] = start
+        if not crossed[j - lo]:
+            start = j + 1
+    return tuple(st.segments[unit_start[a - lo]][0] for a, _ in spans)
+
+
+def read_blocks(space: Space, get: Reader) -> list[Block]:
+    """The grouping: which segments form blocks (granularity, cut ranks, min/max size), modes."""
+    segs = space.structure.segments
     opts = space.options
     lens = [b - a + 1 for a, b in segs]
+    below = CUT_BELOW[GRANULARITIES[get(space.d_gran)]] if space.d_gran >= 0 else 0
     blocks: list[Block] = []
     a = 0
     size = lens[0]
@@ -102,10 +177,10 @@ def read_blocks(space: Space, get: Reader) -> list[Block]:
         nxt = lens[k + 1]
         if opts.max_group_ops is not None and size + nxt > opts.max_group_ops:
             cut = True
-        elif size < opts.min_group_ops:
+        elif size < opts.min_group_ops or below == 0:
             cut = False
         else:
-            cut = bool(space.dims[space.d_cut[k]].choices[get(space.d_cut[k])])
+            cut = get(space.d_cut[k]) < below
         if cut:
             blocks.append(block_parts(space, a, k, mode))
             a = k + 1
@@ -115,13 +190,6 @@ def read_blocks(space: Space, get: Reader) -> list[Block]:
             size += nxt
     blocks.append(block_parts(space, a, len(segs) - 1, mode))
     return blocks
-
-
-def _info(space: Space, graph: Graph, ops: tuple[int, ...], key: tuple[object, ...]) -> GroupInfo:
-    hit = space._infos.get(key)
-    if hit is None:
-        hit = space._infos[key] = group_info(graph, ops)
-    return hit
 
 
 def core_perm(choice: str, n: int, producer: _G | None, samples: int, batch: int) -> tuple[int, ...]:
@@ -137,7 +205,7 @@ def core_perm(choice: str, n: int, producer: _G | None, samples: int, batch: int
 
 
 def chunk_bind(perm: tuple[int, ...], cores: int, parts: int, chunk: int,
-               spread: bool) -> tuple[tuple[int, ...], ...]:
+               spread: bool) -> CoreBind:
     """Core parts of one chunk: ``parts`` runs of ``cores // parts`` cores along ``perm``."""
     n = len(perm)
     shift = (chunk * cores) % n if spread else 0
@@ -145,10 +213,11 @@ def chunk_bind(perm: tuple[int, ...], cores: int, parts: int, chunk: int,
     return tuple(tuple(perm[(shift + j * per + m) % n] for m in range(per)) for j in range(parts))
 
 
-def chunk_scopes(policy: str, split: int, wave: int) -> list[str]:
+@lru_cache(maxsize=4096)
+def chunk_scopes(policy: str, split: int, wave: int) -> tuple[str, ...]:
     """Scope of each chunk under a policy (see :data:`search_space._dims.SCOPE_POLICIES`)."""
     if policy in ("L1", "LLB", "DDR"):
-        return [policy] * split
+        return (policy,) * split
     out = []
     for c in range(split):
         pos = c % wave
@@ -156,71 +225,430 @@ def chunk_scopes(policy: str, split: int, wave: int) -> list[str]:
             out.append("LLB" if pos < wave // 2 else "L1")
         else:
             out.append(policy[:3] if pos < wave - 1 else "L1")
-    return out
+    return tuple(out)
 
 
-def repair_scope(scope: str, info: GroupInfo, spp: int, cpp: int, samples: int,
-                 l1_bytes: int, llb_bytes: int) -> str:
-    """One scope slower while the scope cannot work (see the module doc)."""
-    for s in _SLOWER[scope]:
-        if s not in info.scopes:
-            continue
-        if s == "L1" and not info.fits(spp, cpp, l1_bytes, True):
-            continue
-        if s == "LLB" and info.out_bytes(samples) > llb_bytes:
-            continue
+def divisors_of(n: int) -> list[int]:
+    """Divisors of ``n``, ascending."""
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+class Decoding:
+    """The state of one decode: groups, their shapes, the chunk DAG, decided scopes.
+
+    Decoding (:func:`decode_with`) and projection (:mod:`search_space._project`) both
+    drive it, so the repairs a decode applies are exactly those a projection expects.
+    """
+
+    def __init__(self, space: Space, batch: int, order: str = "depth", lookahead: int = 0) -> None:
+        self.space = space
+        self.batch = batch
+        self.graph = space.graph_for(batch)
+        self.mem = in_compute_dtype(self.graph, space.target)
+        target = space.target
+        self.n = target.chip.cores_per_cluster
+        self.l1 = target.l1.data_bytes
+        self.divs = space.divisors[batch]
+        self.order = order
+        self.lookahead = lookahead
+        self.groups: list[_G] = []
+        self.by_name: dict[str, _G] = {}
+        self.by_out: dict[str, _G] = {}
+        self.topo: list[str] = []
+        # filled by derive() and start_walk()
+        self.draft: list[GroupSpec] = []
+        self.transfers: list[Transfer] = []
+        self.transfer_by_name: dict[str, Transfer] = {}
+        self.deps: dict[Node, list[Node]] = {}
+        self.outs: list[Node] = []
+        self.fixed: set[str] = set()
+        self.nodes: list[Node] = []
+
+    # ---- groups ----------------------------------------------------------------------------
+    def add_blocks(self, blocks: Sequence[Block]) -> None:
+        """GroupSpec records of the blocks, their dependencies and topological order."""
+        for blk in blocks:
+            for k, ops in enumerate(blk.parts):  # a unit's groups share its slot
+                start = ops[0]
+                self.groups.append(_G(f"g{start}", start, blk.slots[k], start, self.info(blk, k)))
+        self._link()
+
+    def info(self, blk: Block, k: int) -> GroupInfo:
+        """Facts of part ``k`` of a block (remembered by the space)."""
+        key = (self.batch, blk.first_seg, blk.last_seg, blk.mode, k)
+        info = self.space._infos.get(key)
+        if info is None:
+            info = self.space._infos[key] = group_info(self.mem, blk.parts[k])
+        return info
+
+    def add_group(self, name: str, start: int, slot: int, info: GroupInfo) -> None:
+        """One group record (projection builds them from a schedule's groups)."""
+        self.groups.append(_G(name, start, slot, start, info))
+
+    def link(self) -> None:
+        """Dependencies and order once every group is added."""
+        self._link()
+
+    def _link(self) -> None:
+        self.by_name = {gr.name: gr for gr in self.groups}
+        self.by_out = {gr.info.output: gr for gr in self.groups}
+        for gr in self.groups:
+            gr.deps = [self.by_out[t].name for t in gr.info.inputs if t in self.by_out]
+        for gr in self.groups:  # ascending start: the first consumer comes first
+            for d in gr.deps:
+                self.by_name[d].consumers.append(gr.name)
+        self.topo = group_topo_order([gr.name for gr in self.groups],
+                                     {gr.name: gr.start for gr in self.groups},
+                                     {gr.name: gr.deps for gr in self.groups})
+
+    def producer(self, gr: _G) -> _G | None:
+        """The producer whose cores a ``reuse`` binding follows (the first input's)."""
+        return self.by_name[gr.deps[0]] if gr.deps else None
+
+    # ---- pass 1: shape and cores ----------------------------------------------------------
+    def least_work(self, info: GroupInfo, spp: int, cpp: int) -> float:
+        """A lower bound of a chunk's per-core working set, whatever the scopes around it."""
+        key = ("least", spp, cpp)
+        hit = info.cache.get(key)
+        if hit is None:
+            ops, streams = info.ops, info.streamable
+            hit = min(chunk_working_set(self.mem, ops, s, off, False, spp, cpp)
+                      for s in (streams, frozenset()) for off in (True, False))
+            info.cache[key] = hit
+        return hit
+
+    def fit(self, info: GroupInfo, spp: int, cpp: int, parts: int) -> tuple[int, int, int]:
+        """(samples per part, cores per part, parts) of a chunk, made consistent and fitted.
+
+        ``spp == 0`` means the group cannot be split: the whole batch is one chunk.
+        Parts divide the cores left (``n // cpp``) and the samples; when the least
+        working set does not fit one core, first fewer samples per part, then more
+        cores per part (the guide: "more cores per image").
+        """
+        key = ("fit", spp, cpp, parts)
+        hit = info.cache.get(key)
+        if hit is not None:
+            return hit  # type: ignore[return-value]
+        n, batch, l1 = self.n, self.batch, self.l1
+
+        def shape(s: int, c: int) -> tuple[int, int, int]:
+            if s == 0:
+                p = gcd(gcd(parts, n // c), batch)
+                return batch // p, c, p
+            return s, c, gcd(gcd(parts, n // c), batch // s)
+
+        first = result = shape(spp, cpp)
+        if self.least_work(info, first[0], first[1]) > l1:
+            found = None
+            for c in (d for d in divisors_of(n) if d >= cpp):
+                if spp == 0:
+                    for p in (d for d in divisors_of(gcd(n // c, batch)) if d >= first[2]):
+                        if self.least_work(info, batch // p, c) <= l1:
+                            found = (batch // p, c, p)
+                            break
+                else:
+                    for s in (d for d in reversed(self.divs) if d <= spp):
+                        cand = shape(s, c)
+                        if self.least_work(info, cand[0], cand[1]) <= l1:
+                            found = cand
+                            break
+                if found is not None:
+                    break
+            result = found or first
+        info.cache[key] = result  # type: ignore[assignment]
+        return result
+
+    def set_shape(self, gr: _G, spp: int, cpp: int, parts: int) -> None:
+        """Record a fitted shape."""
+        gr.split, gr.cores, gr.parts = self.batch // (spp * parts), cpp * parts, parts
+        gr.samples = spp * parts
+
+    def set_binding(self, gr: _G, perm: tuple[int, ...], spread: bool) -> None:
+        """Record the core order and the chunk bindings it gives."""
+        gr.perm, gr.spread = perm, spread
+        cache = self.space._binds
+        binds = []
+        for c in range(gr.split):
+            key = (perm, gr.cores, gr.parts, c if spread else 0, spread)
+            b = cache.get(key)
+            if b is None:
+                b = cache[key] = chunk_bind(perm, gr.cores, gr.parts, c, spread)
+            binds.append(b)
+        gr.binds = tuple(binds)
+
+    # ---- pass 2: the chunk DAG ---------------------------------------------------------------
+    def derive(self) -> None:
+        """Transfers and chunk DAG of the shaped groups (scopes are not decided yet)."""
+        for gr in self.groups:
+            cons = [self.by_name[c] for c in gr.consumers]
+            gr.wave = gr.split // gcd(gr.split, cons[0].split) if cons else gr.split
+        self.draft = [GroupSpec(gr.name, gr.info.ops, gr.split,
+                            tuple(self.space.placement("DDR", b) for b in gr.binds))
+                      for gr in self.groups]
+        self.transfers, self.deps, self.outs = derive_transfers(self.graph, self.draft)
+        self.transfer_by_name = {t.name: t for t in self.transfers}
+        self.fixed = {nd[1] for nd in self.outs if nd[0] == "t"}
+
+    # ---- pass 3: order, then scopes along a capacity walk -------------------------------------
+    def start_walk(self) -> None:
+        """Fix the order and start the capacity walk that decides every result's scope."""
+        splits = {gr.name: gr.split for gr in self.groups}
+        if self.order == "depth":
+            self.nodes = depth_order(self.deps, self.outs, splits, self.lookahead)
+        else:
+            self.nodes = breadth_order(self.deps, self.topo, splits)
+        self.walk = walk = CapacityWalk(self.graph, self.space.target, self.draft, self.transfers,
+                                        self.deps, self.outs, self.nodes)
+        n_steps = len(self.nodes)
+        self.future: list[list[float]] = [[0.0] * self.n for _ in range(n_steps)]
+        self.cores_of: list[tuple[int, ...] | None] = []
+        self.masks: list[int] = []
+        self.bounds: list[tuple[float, float]] = []
+        for node in self.nodes:
+            if node[0] == "g":
+                gr = self.by_name[node[1]]
+                cores = tuple(c for part in gr.binds[node[2]] for c in part)
+                self.cores_of.append(cores)
+                self.masks.append(sum(1 << c for c in cores))
+                self.bounds.append(self._bounds(gr))
+            else:
+                self.cores_of.append(None)
+                self.masks.append(0)
+                self.bounds.append((0.0, 0.0))
+        self.readers_at: list[set[int]] = [set() for _ in range(n_steps)]
+        for j, reads in enumerate(walk.reads):
+            for i in reads:
+                self.readers_at[i].add(j)
+
+    def step_kind(self, k: int) -> tuple[str, _G | None]:
+        """What step ``k`` is: ``("g", group)``, ``("t", producing group)`` for a transfer
+        whose scope is free, or ``("fixed", None)`` (model inputs and outputs)."""
+        node = self.nodes[k]
+        if node[0] == "g":
+            return "g", self.by_name[node[1]]
+        t = self.transfer_by_name[node[1]]
+        prod = self.by_out.get(t.tensor)
+        if prod is None or t.name in self.fixed:
+            return "fixed", None
+        return "t", prod
+
+    def want(self, k: int, policy_or_xscope: str) -> str:
+        """The scope step ``k`` asks for under its group's scope policy (group chunks) or
+        transfer-scope choice (``auto``: the slowest source, as the compiler derives)."""
+        node = self.nodes[k]
+        if node[0] == "g":
+            gr = self.by_name[node[1]]
+            return chunk_scopes(policy_or_xscope, gr.split, gr.wave)[node[2]]
+        if policy_or_xscope != "auto":
+            return policy_or_xscope
+        srcs = [self.walk.layouts[d][0] for d in self.walk.reads[k]]
+        return min(srcs, key=_RANK.__getitem__) if srcs else "DDR"
+
+    def pick(self, k: int, want: str) -> str:
+        """The first scope from ``want`` down (L1, LLB, DDR) that step ``k`` may use:
+        allowed for its op, not ruled out for the steps its result lives through, and
+        fitting now (the capacity model's own walk)."""
+        node = self.nodes[k]
+        allowed = self.by_name[node[1]].info.scopes if node[0] == "g" else SLOWER["L1"]
+        options = _OPTIONS.get((want, allowed))
+        if options is None:
+            options = _OPTIONS[(want, allowed)] = \
+                tuple(s for s in SLOWER[want] if s in allowed) or (want,)
+        for s in options[:-1]:
+            if s == "L1" and not self._ahead_ok(k):
+                continue
+            if self.walk.fits(k, s):
+                return s
+        return options[-1]
+
+    def _work_lb(self, j: int, k: int) -> float:
+        """GroupSpec chunk ``j``'s working set per core with its output streamed out, its
+        inputs as placed so far, step ``k``'s result (the next to commit) in L1, and the
+        least over the inputs not placed yet (see the module doc)."""
+        walk = self.walk
+        gr = self.by_name[self.nodes[j][1]]
+        info = gr.info
+        src = {walk.provides[d]: d for d in walk.reads[j]}
+        known: list[str] = []
+        unknown: list[str] = []
+        held = False
+        for t in info.inputs:
+            d = src.get(t)
+            if d is None:
+                scope = walk.input_scope
+            elif d == k:
+                scope = "L1"
+            elif d < k:
+                scope = walk.layouts[d][0]
+            else:
+                if t in info.streamable:
+                    unknown.append(t)
+                continue
+            if scope == "L1":
+                held = held or (d is not None and walk.last[d] > j)
+            elif t in info.streamable:
+                known.append(t)
+        key = ("lb", gr.samples, gr.cores, gr.parts, frozenset(known), frozenset(unknown), held)
+        hit = info.cache.get(key)
+        if hit is None:
+            spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
+            base = frozenset(known)
+            options = [base | frozenset(unknown), base] if unknown else [base]
+            if len(unknown) == 2:
+                options += [base | {u} for u in unknown]
+            hit = min(chunk_working_set(self.mem, info.ops, st, True, held, spp, cpp)
+                      for st in options)
+            info.cache[key] = hit
+        return hit
+
+    def _staying(self, k: int, j: int) -> dict[int, float]:
+        """Bytes of step ``k``'s result (in L1) that reader ``j`` finds in place, per core."""
+        walk = self.walk
+        src: Layout = ("L1", walk.layouts[k][1])
+        dst: Layout = ("L1", walk.layouts[j][1])
+        sb, fb = walk.sizes(k)
+        out = {c: n * sb for c, n in staying_fraction(src, dst).items()} if sb else {}
+        if fb:
+            src_cores = {c for _, _, parts in src[1] for p in parts for c in p}
+            for _, _, parts in dst[1]:
+                for part in parts:
+                    for c in part:
+                        if c in src_cores:
+                            out[c] = out.get(c, 0.0) + fb
+        return out
+
+    def _ahead_ok(self, k: int) -> bool:
+        """Whether step ``k``'s result may sit in L1 through its lifetime without crowding
+        a later group chunk on its cores out of L1 (see the module doc)."""
+        walk = self.walk
+        mine = walk.result_l1_bytes(k)
+        cap = self.l1
+        if max(mine.values(), default=0.0) > cap:
+            return False
+        end = min(walk.last[k], len(self.nodes) - 1)
+        readers = self.readers_at[k]
+        cores_of, masks, bounds, future = self.cores_of, self.masks, self.bounds, self.future
+        here = 0
+        for c in mine:
+            here |= 1 << c
+        for j in range(k + 1, end + 1):
+            cores = cores_of[j]
+            if cores is None:
+                continue
+            reader = j in readers
+            if not reader and not masks[j] & here:
+                continue
+            row = future[j]
+            stay = self._staying(k, j) if reader else None
+            top = -1.0
+            for c in cores:
+                b = mine.get(c)
+                if b is not None:
+                    v = row[c] + b - (stay.get(c, 0.0) if stay else 0.0)
+                    if v > top:
+                        top = v
+            if top < 0.0 and stay is None:
+                continue  # neither on its cores nor read by it
+            top = max(top, 0.0)
+            least, most = bounds[j]
+            if top + least > cap:
+                return False
+            if top + most > cap and top + self._work_lb(j, k) > cap:
+                return False
+        return True
+
+    def _bounds(self, gr: _G) -> tuple[float, float]:
+        """(least, most) of a chunk's working set per core, output streamed out, over its
+        inputs streamed or staged and held or not: :meth:`_work_lb` lies between."""
+        info = gr.info
+        key = ("bounds", gr.samples, gr.cores, gr.parts)
+        hit = info.cache.get(key)
+        if hit is None:
+            spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
+            ws = [chunk_working_set(self.mem, info.ops, st, True, held, spp, cpp)
+                  for st in (info.streamable, frozenset()) for held in (False, True)]
+            hit = info.cache[key] = (min(ws), max(ws))  # type: ignore[assignment]
+        return hit  # type: ignore[return-value]
+
+    def commit(self, k: int, scope: str) -> None:
+        """Walk step ``k`` with its result in ``scope`` (and remember what it occupies in
+        L1 at the later steps it lives through; a reader counts what it does not find in
+        place)."""
+        walk = self.walk
+        walk.commit(k, scope)
+        if scope == "L1" and walk.last[k] > k:
+            readers = self.readers_at[k]
+            mine = walk.result_l1_bytes(k)
+            for j in range(k + 1, min(walk.last[k], len(self.nodes) - 1) + 1):
+                row = self.future[j]
+                if j in readers:
+                    stay = self._staying(k, j)
+                    for c, b in mine.items():
+                        row[c] += max(0.0, b - stay.get(c, 0.0))
+                else:
+                    for c, b in mine.items():
+                        row[c] += b
+
+    # ---- the schedule ----------------------------------------------------------------------
+    def schedule(self) -> GraphSchedule:
+        """The GraphSchedule of the walked groups, transfers and order."""
+        space, walk = self.space, self.walk
+        scope = {node: walk.layouts[k][0] for k, node in enumerate(self.nodes)}
+        groups = tuple(GroupSpec(gr.name, gr.info.ops, gr.split,
+                             tuple(space.placement(scope[("g", gr.name, c)], b)
+                                   for c, b in enumerate(gr.binds)))
+                       for gr in self.groups)
+        transfers = []
+        for t in self.transfers:
+            sc = scope[("t", t.name, 0)]
+            if sc == t.placement.mem_scope:
+                transfers.append(t)
+            else:
+                transfers.append(Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor,
+                                          t.src_chunks, t.dst_chunks,
+                                          space.placement(sc, t.placement.core_bind)))
+        steps = tuple(space.step(nd) for nd in self.nodes)
+        s = GraphSchedule(batch=self.batch, groups=groups, transfers=tuple(transfers),
+                          order=steps, workload_key=self.graph.workload_key,
+                          source="search_space")
+        # derived once and walked once: validation and the pre-check reuse both
+        memo_of(s, limit=8)[("derived", id(self.graph))] = (self.graph,
+                                                            (self.transfers, self.deps, self.outs))
+        remember_plan(self.graph, s, space.target, walk.plan())
         return s
-    return scope if scope in info.scopes or not info.scopes else info.scopes[0]
 
 
 def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = None
-                ) -> tuple[GraphSchedule, dict[tuple[str, str, int], int]]:
+                ) -> tuple[GraphSchedule, dict[Node, int]]:
     """Build the schedule the reader's answers describe (see the module doc).
 
     Args:
         space: The space.
         get: The reader.
-        overrides: Choice indices that replace the reader's answer for scope and
-            transfer-scope parameters (the capacity repair's demotions).
+        overrides: Choice indices by free parameter that replace the reader's answer
+            (the capacity repair's demotions of scope parameters).
 
     Returns:
         The schedule, and for each step node the parameter that sets its scope.
     """
     if overrides:
         base = get
+        rep = space.rep
 
         def get(d: int) -> int:
             v = base(d)
-            return overrides.get(d, v)
+            return overrides.get(int(rep[d]), v)
 
     batch = space.batches[get(space.d_batch)] if space.d_batch >= 0 else space.batch
-    graph = space.graph_for(batch)
     order = ORDERS[get(space.d_order)]
     lookahead = LOOKAHEADS[get(space.d_lookahead)] if order == "depth" else 0
-    target = space.target
-    n = target.chip.cores_per_cluster
-    l1 = target.l1.data_bytes
-    llb = target.llb.bytes
+    dec = Decoding(space, batch, order, lookahead)
+    dec.add_blocks(read_blocks(space, get))
     dims = space.dims
+    divs = dec.divs
 
-    groups: list[_G] = []
-    scope_dim: dict[tuple[str, str, int], int] = {}
-    for blk in read_blocks(space, get):
-        block_start = blk.parts[0][0] if blk.mode != "ops" else space.structure.segments[blk.first_seg][0]
-        for k, ops in enumerate(blk.parts):
-            info = _info(space, graph, ops, (batch, blk.first_seg, blk.last_seg, blk.mode, k))
-            start = ops[0]
-            slot = block_start if blk.mode == "ops" else start
-            groups.append(_G(f"g{start}", start, slot, start, info))
-    by_out = {gr.info.output: gr for gr in groups}
-    deps = {gr.name: [by_out[t].name for t in gr.info.inputs if t in by_out] for gr in groups}
-    by_name = {gr.name: gr for gr in groups}
-    topo = group_topo_order([gr.name for gr in groups], {gr.name: gr.start for gr in groups}, deps)
-    divs = space.divisors[batch]
-
-    # pass 1: chunk shape and cores, producers first (reuse needs the producer's cores)
-    for name in topo:
-        gr = by_name[name]
+    for name in dec.topo:  # producers first: reuse needs the producer's cores
+        gr = dec.by_name[name]
         slot = space.slot[gr.slot]
         spp = 0
         if gr.info.separable and len(divs) > 1:
@@ -228,52 +656,29 @@ def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = No
             spp = max(d for d in divs if d <= want) if want >= 1 else 1
         cpp = dims[slot + 1].choices[get(slot + 1)]
         parts = dims[slot + 2].choices[get(slot + 2)]
-        spp, cpp, parts = fit_chunk(gr.info, batch, divs, spp, cpp, parts, n, l1)
-        gr.split, gr.cores, gr.parts = batch // (spp * parts), cpp * parts, parts
-        perm_choice = dims[slot + 3].choices[get(slot + 3)]
-        producer = next((by_name[d] for d in deps[name]), None)
-        gr.perm = core_perm(perm_choice, n, producer, batch // gr.split, batch)
-        if gr.cores < n and gr.split > 1:
-            gr.spread = bool(dims[slot + 4].choices[get(slot + 4)])
-        gr.xscope = TRANSFER_SCOPES[get(slot + 5)]
-
-    # pass 2: scopes, by wave (the chunks one consumer chunk gathers)
-    consumer: dict[str, _G] = {}
-    for gr in groups:  # ascending start: the first consumer wins
-        for d in deps[gr.name]:
-            consumer.setdefault(d, gr)
-    built: list[Group] = []
-    for gr in groups:
-        cons = consumer.get(gr.name)
-        wave = gr.split // gcd(gr.split, cons.split) if cons is not None else gr.split
-        policy = SCOPE_POLICIES[get(space.d_scope[gr.scope_at])]
-        samples = batch // gr.split
-        spp, cpp = samples // gr.parts, gr.cores // gr.parts
-        chunks = []
-        for c, want in enumerate(chunk_scopes(policy, gr.split, wave)):
-            scope = repair_scope(want, gr.info, spp, cpp, samples, l1, llb)
-            chunks.append(space.placement(scope, chunk_bind(gr.perm, gr.cores, gr.parts, c,
-                                                            gr.spread)))
-        gr.chunks = tuple(chunks)
-        for c in range(gr.split):
-            scope_dim[("g", gr.name, c)] = space.d_scope[gr.scope_at]
-        built.append(Group(gr.name, gr.info.ops, gr.split, gr.chunks))
-
-    transfers, cdeps, outs = derive_transfers(graph, built)
-    transfers = _transfer_scopes(graph, transfers, outs, by_out, llb)
-    for t in transfers:
-        producer = by_out.get(t.tensor)
-        if producer is not None:
-            scope_dim[("t", t.name, 0)] = space.slot[producer.slot] + 5
-    splits = {gr.name: gr.split for gr in groups}
-    if order == "depth":
-        nodes = depth_order(cdeps, outs, splits, lookahead)
-    else:
-        nodes = breadth_order(cdeps, topo, splits)
-    steps = tuple(Step("group", nd[1], nd[2]) if nd[0] == "g" else Step("transfer", nd[1])
-                  for nd in nodes)
-    return GraphSchedule(batch=batch, groups=tuple(built), transfers=tuple(transfers), order=steps,
-                         workload_key=graph.workload_key, source="search_space"), scope_dim
+        dec.set_shape(gr, *dec.fit(gr.info, spp, cpp, parts))
+        perm = core_perm(dims[slot + 3].choices[get(slot + 3)], dec.n, dec.producer(gr),
+                         gr.samples, batch)
+        spread = bool(dims[slot + 4].choices[get(slot + 4)]) if gr.cores < dec.n and gr.split > 1 \
+            else False
+        dec.set_binding(gr, perm, spread)
+    dec.derive()
+    dec.start_walk()
+    scope_dim: dict[Node, int] = {}
+    choice: dict[str, str] = {}  # group -> its policy; "t:" + group -> its transfer scope
+    for k, node in enumerate(dec.nodes):
+        kind, owner = dec.step_kind(k)
+        if owner is None:
+            dec.commit(k, dec.walk.layouts[k][0])
+            continue
+        key = owner.name if kind == "g" else "t:" + owner.name
+        d = space.d_scope[owner.scope_at] if kind == "g" else space.slot[owner.slot] + 5
+        ch = choice.get(key)
+        if ch is None:
+            ch = choice[key] = (SCOPE_POLICIES if kind == "g" else TRANSFER_SCOPES)[get(d)]
+        scope_dim[node] = d
+        dec.commit(k, dec.pick(k, dec.want(k, ch)))
+    return dec.schedule(), scope_dim
 
 
 # Demotion of a scope policy when the memory named overflows (each step slower).
@@ -283,22 +688,22 @@ _X_L1_NEXT = {"auto": "LLB", "L1": "LLB", "LLB": "DDR"}
 _X_LLB_NEXT = {"auto": "DDR", "LLB": "DDR"}
 
 
-def decode_fitted(space: Space, get: Reader, max_rounds: int = 64) -> GraphSchedule:
-    """Decode, then demote scope policies while the capacity model reports an overflow.
+def decode_fitted(space: Space, get: Reader, max_rounds: int) -> GraphSchedule:
+    """Decode, then demote scope parameters while the capacity model reports an overflow.
 
     Each round asks :func:`compiler.capacity.check_capacity` for the first
-    overflow and moves the scope policy of one result occupying that memory one
-    step slower (largest first; the overflowing step's own output last), so
-    the result stays a point of the space. Stops when it fits, when nothing
-    occupying the memory can be demoted (a working set that does not fit), or
-    after ``max_rounds``.
+    overflow and moves the scope parameter of one result occupying that memory one
+    step slower (largest first; the overflowing step's own output last), so the
+    result stays a point of the space. Stops when it fits, when nothing occupying
+    the memory can be demoted (a working set that does not fit), or after
+    ``max_rounds`` re-decodes.
     """
     from compiler.capacity import check_capacity
 
     overrides: dict[int, int] = {}
     schedule, scope_dim = decode_with(space, get)
     graph = space.graph_for(schedule.batch)
-    free_choices = space.dims
+    dims = space.dims
     for _ in range(max_rounds):
         issue = check_capacity(graph, schedule, space.target)
         if issue is None:
@@ -310,86 +715,23 @@ def decode_fitted(space: Space, get: Reader, max_rounds: int = 64) -> GraphSched
         changed = False
         for i in cands:
             st = order[i]
-            node = ("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0)
+            node: Node = ("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0)
             d = scope_dim.get(node)
             if d is None:
                 continue
-            choices = free_choices[d].choices
-            cur = choices[overrides.get(d, get(d))]
-            if free_choices[d].kind == "scope":
+            f = int(space.rep[d])
+            choices = dims[d].choices
+            cur = choices[overrides.get(f, get(d))]
+            if dims[d].kind == "scope":
                 nxt = (_LLB_NEXT if llb else _L1_NEXT).get(cur)
             else:
                 nxt = (_X_LLB_NEXT if llb else _X_L1_NEXT).get(cur)
             if nxt is None:
                 continue
-            overrides[d] = choices.index(nxt)
+            overrides[f] = choices.index(nxt)
             changed = True
             break
         if not changed:
             break
         schedule, scope_dim = decode_with(space, get, overrides)
     return schedule
-
-
-def fit_chunk(info: GroupInfo, batch: int, divs: Sequence[int], spp: int, cpp: int, parts: int,
-              n: int, l1: int) -> tuple[int, int, int]:
-    """(samples per part, cores per part, parts) of a chunk, made consistent and fitted.
-
-    ``spp == 0`` means the group cannot be split: the whole batch is one chunk.
-    Parts divide the cores left (``n // cpp``) and the samples; when the least
-    working set does not fit one core, first fewer samples per part, then more
-    cores per part (the guide: "more cores per image").
-    """
-
-    def shape(s: int, c: int) -> tuple[int, int, int]:
-        if s == 0:
-            p = gcd(gcd(parts, n // c), batch)
-            return batch // p, c, p
-        return s, c, gcd(gcd(parts, n // c), batch // s)
-
-    first = shape(spp, cpp)
-    if info.fits(first[0], first[1], l1, False):
-        return first
-    for c in (d for d in divisors_of(n) if d >= cpp):
-        if spp == 0:
-            for p in (d for d in divisors_of(gcd(n // c, batch)) if d >= first[2]):
-                if info.fits(batch // p, c, l1, False):
-                    return batch // p, c, p
-            continue
-        for s in (d for d in reversed(divs) if d <= spp):
-            if info.fits(s, c, l1, False):
-                return shape(s, c)
-    return first
-
-
-def divisors_of(n: int) -> list[int]:
-    """Divisors of ``n``, ascending."""
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def transfer_scope(xscope: str, default: str, nbytes: float, llb: int) -> str:
-    """Scope of a transfer of a group's output under its ``xscope`` parameter."""
-    if xscope == "auto":
-        return default
-    if xscope == "LLB" and nbytes > llb:
-        return "DDR"
-    return xscope
-
-
-def _transfer_scopes(graph: Graph, transfers: list[Transfer], outs: Sequence[tuple[str, str, int]],
-                     by_out: dict[str, _G], llb: int) -> list[Transfer]:
-    fixed = {nd[1] for nd in outs if nd[0] == "t"}
-    out = []
-    for t in transfers:
-        gr = by_out.get(t.tensor)
-        if gr is None or t.name in fixed or gr.xscope == "auto":
-            out.append(t)
-            continue
-        nbytes = graph.nbytes(t.tensor) * len(t.dst_chunks) / t.dst_factor
-        scope = transfer_scope(gr.xscope, t.placement.mem_scope, nbytes, llb)
-        if scope == t.placement.mem_scope:
-            out.append(t)
-            continue
-        out.append(Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks,
-                            t.dst_chunks, Placement(scope, t.placement.core_bind)))
-    return out

@@ -18,6 +18,14 @@ TRANSFER_SCOPES = ("auto", "L1", "LLB", "DDR")
 MODES = ("whole", "anchors", "ops")
 """How a block becomes groups: one group, the anchor partition, or one group per op."""
 ORDERS = ("depth", "breadth")
+GRANULARITIES = ("1/4", "1/8", "1/16", "1/32", "0")
+"""Share of the cut points that are group boundaries: a cut point is one when its
+rank (``cut@k``, 0..31) is below ``32 * granularity``. Uniform ranks and a uniform
+granularity give blocks of every size, coarse more often than fine (the mean share
+is 0.09); any set of boundaries is a point of the space (ranks 0 at the boundaries,
+31 elsewhere, any granularity but ``0``)."""
+RANKS = 32
+CUT_BELOW = {"1/4": 8, "1/8": 4, "1/16": 2, "1/32": 1, "0": 0}
 LOOKAHEADS = (0, 1, 2, 3)
 SLOT_KINDS = ("samples", "cpp", "parts", "perm", "spread", "xscope")
 
@@ -25,7 +33,8 @@ KIND_HELP = {
     "batch": "batch size (throughput objective)",
     "order": "depth-first waves or breadth-first",
     "lookahead": "chunks a producer may run ahead (depth-first)",
-    "cut": "group boundary at a single-tensor cut point",
+    "granularity": "share of the cut points that are group boundaries",
+    "cut": "rank of a single-tensor cut point (a boundary when below 32 x granularity)",
     "mode": "block as one group, its anchor partition, or one group per op",
     "samples": "samples per core part (split = batch / (samples x parts), a divisor)",
     "cpp": "cores per part (cores sharing one part's samples)",
@@ -42,7 +51,7 @@ class Dim:
     """One parameter: its stable name, kind, choices and where it applies.
 
     Attributes:
-        name: Stable name (Optuna parameter name), e.g. ``split@18``.
+        name: Stable name (Optuna parameter name), e.g. ``samples@18``.
         kind: One of the keys of :data:`KIND_HELP`.
         choices: The values it takes (ints or strings).
         at: The op index (slot, scope, mode) or segment boundary op (cut) it belongs

@@ -1,6 +1,6 @@
 """Execution orders of a schedule's chunk DAG: depth-first with look-ahead, breadth-first.
 
-* ``depth`` with look-ahead 0 is :func:`compiler.plan.make_schedule`'s ``"depth"``
+* ``depth`` with look-ahead 0 is :func:`compiler.derive.make_schedule`'s ``"depth"``
   (DFS post-order from the outputs: each consumer chunk runs as soon as its
   inputs exist — the guide's ResNet-50 interleaving).
 * ``depth`` with look-ahead ``k``: the same walk, but when a group chunk is placed
@@ -58,7 +58,7 @@ def depth_order(
 
 def group_topo_order(names: Sequence[str], first_op: Mapping[str, int],
                      group_deps: Mapping[str, Sequence[str]]) -> list[str]:
-    """Groups in topological order, ties by smallest first op (``compiler.plan.group_order``)."""
+    """Groups in topological order, ties by smallest first op (``compiler.derive.group_order``)."""
     indeg = {n: len(set(group_deps.get(n, ()))) for n in names}
     users: dict[str, list[str]] = {n: [] for n in names}
     for n in names:

@@ -1,92 +1,160 @@
 """Projection: the parameters that decode to a given schedule, or why there are none.
 
-The walk mirrors :func:`search_space._build.decode_with`: blocks of segments and
-their mode from the groups, then per group its split, cores, parts, core order
-(rotation or reuse), spread and scope policy, then the transfers' scopes. The
-caller decodes the result and compares structural keys, so a projection is
-exact or refused, never approximate.
+The walk drives the same :class:`~search_space._build.Decoding` as decoding does,
+with the schedule's own values: blocks of segments and their mode from the
+groups; per group its split, cores, parts, core order (rotation or reuse) and
+spread; the chunk DAG; the order (which of depth-first with look-ahead 0-3 or
+breadth-first reproduces it); then per group the scope policies whose repaired
+chunk scopes are the schedule's, and the transfer-scope choices whose repaired
+transfer scopes are. The caller decodes the result and compares structural
+keys, so a projection is exact or refused, never approximate.
 """
 
 from __future__ import annotations
 
-from math import gcd
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from compiler.plan import derive_transfers
-from compiler.schedule import GraphSchedule, Group
+from compiler.derive import Node
+from compiler.schedule import GraphSchedule, GroupSpec
 from search_space._build import (
-    _G,
+    Decoding,
     block_parts,
     chunk_bind,
-    chunk_scopes,
     core_perm,
-    repair_scope,
-    transfer_scope,
 )
-from search_space._dims import LOOKAHEADS, ORDERS, SCOPE_POLICIES, TRANSFER_SCOPES, perm_choices
-from search_space._order import group_topo_order
-from search_space._structure import group_info
+from search_space._dims import (
+    GRANULARITIES,
+    LOOKAHEADS,
+    RANKS,
+    SCOPE_POLICIES,
+    TRANSFER_SCOPES,
+    perm_choices,
+)
+from search_space._order import breadth_order, depth_order
 
 if TYPE_CHECKING:
     from search_space._space import Space
-
-ORDER_CANDIDATES = (("depth", 0), ("breadth", 0), ("depth", 1), ("depth", 2), ("depth", 3))
 
 
 class NotInSpace(Exception):
     """The schedule cannot be expressed; the message says why."""
 
 
+_PREFER = {"samples": max, "parts": max, "cpp": min}
+
+
 class _Assign:
-    """A full-length assignment being built; conflicting writes are refusals."""
+    """A full-length assignment being built; conflicting writes are refusals.
+
+    Slot parameters shared by several groups (one group per op, ties) are
+    *offered* instead: the choices each group accepts are intersected, and when
+    nothing is common the unrepaired value wins (most samples, fewest cores per
+    part: decoding only ever lowers samples and raises cores). The caller's
+    decode-and-compare settles the rest.
+    """
 
     def __init__(self, space: Space) -> None:
         self.space = space
-        self.values: dict[int, int] = {}
+        self.values: dict[int, int] = {}  # free parameter -> choice index
+        self.offers: dict[int, list[set[int]]] = {}
 
     def set(self, d: int, value: object, what: str) -> None:
         dim = self.space.dims[d]
+        f = int(self.space.rep[d])  # tied parameters are one
         if value not in dim.choices:
             raise NotInSpace(f"{what}: {value!r} is not a choice of {dim.name} {list(dim.choices)}")
         idx = dim.choices.index(value)
-        old = self.values.get(d)
+        old = self.values.get(f)
         if old is not None and old != idx:
-            raise NotInSpace(f"{what}: {dim.name} would need both {dim.choices[old]!r} and {value!r}")
-        self.values[d] = idx
+            tie = " (tied)" if self.space.options.ties else ""
+            raise NotInSpace(f"{what}: {dim.name}{tie} would need both {dim.choices[old]!r} "
+                             f"and {value!r}")
+        self.values[f] = idx
+
+    def offer(self, d: int, values: Sequence[object], what: str) -> None:
+        dim = self.space.dims[d]
+        idx = {dim.choices.index(v) for v in values if v in dim.choices}
+        if not idx:
+            raise NotInSpace(f"{what}: {values[0]!r} is not a choice of {dim.name} "
+                             f"{list(dim.choices)}")
+        self.offers.setdefault(int(self.space.rep[d]), []).append(idx)
+
+    def resolve(self) -> None:
+        for f, sets in self.offers.items():
+            common = set.intersection(*sets)
+            dim = self.space.free[f]
+            if common:
+                self.values[f] = min(common)
+                continue
+            pick = _PREFER.get(dim.kind)
+            every = set.union(*sets)
+            if pick is None:
+                self.values[f] = min(sets[0])
+            else:
+                self.values[f] = dim.choices.index(pick(dim.choices[i] for i in every))
 
 
 def project(space: Space, s: GraphSchedule) -> list[dict[int, int]]:
-    """Full assignments (one per order candidate) that may decode to ``s``.
+    """Assignments of free parameters (one per matching order) that may decode to ``s``.
 
     Raises:
-        NotInSpace: the groups, bindings, scopes or transfers cannot be expressed.
+        NotInSpace: the groups, bindings, order, scopes or transfers cannot be expressed.
     """
     if s.batch not in space.batches:
         raise NotInSpace(f"batch {s.batch} is not a batch of this space {list(space.batches)}")
     graph = space.graph_for(s.batch)
     if s.workload_key and s.workload_key != graph.workload_key:
         raise NotInSpace("the schedule was made for another model (workload key differs)")
-    asg = _Assign(space)
-    if space.d_batch >= 0:
-        asg.set(space.d_batch, s.batch, "batch")
-    groups = sorted(s.groups, key=lambda g: min(g.ops) if g.ops else -1)
-    recs = _blocks(space, asg, groups)
-    _groups(space, asg, s, recs)
-    out = []
-    for order, la in ORDER_CANDIDATES:
-        values = dict(asg.values)
-        values[space.d_order] = ORDERS.index(order)
-        values[space.d_lookahead] = LOOKAHEADS.index(la)
-        out.append(values)
+    out: list[dict[int, int]] = []
+    first: NotInSpace | None = None
+    for kind in ("depth", "breadth"):
+        try:
+            out.extend(_project_for(space, s, kind))
+        except NotInSpace as exc:
+            first = first or exc
+    if not out:
+        assert first is not None
+        raise first
     return out
 
 
-def _blocks(space: Space, asg: _Assign, groups: list[Group]) -> list[tuple[_G, Group]]:
-    """Blocks and modes from the groups; the decode records of every group."""
+def _project_for(space: Space, s: GraphSchedule, kind: str) -> list[dict[int, int]]:
+    asg = _Assign(space)
+    if space.d_batch >= 0:
+        asg.set(space.d_batch, s.batch, "batch")
+    dec = Decoding(space, s.batch, kind, 0)
+    groups = sorted(s.groups, key=lambda g: min(g.ops) if g.ops else -1)
+    target = _blocks(space, asg, dec, groups)
+    _shapes(space, asg, dec, target)
+    dec.derive()
+    lookaheads = _orders(dec, s, kind)
+    dec.lookahead = lookaheads[0]
+    asg.set(space.d_order, kind, "order")
+    _scopes(space, asg, dec, s, target)
+    asg.resolve()
+    result = []
+    for la in lookaheads:
+        values = dict(asg.values)
+        values[int(space.rep[space.d_lookahead])] = LOOKAHEADS.index(la)
+        result.append(values)
+    return result
+
+
+def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[GroupSpec]) -> dict[str, GroupSpec]:
+    """Blocks and modes from the groups: sets granularity, cut ranks and modes, adds the
+    group records to ``dec``; returns the schedule's group by record name.
+
+    Every *unit* (the shortest run of segments no group crosses) starts as its own
+    block; with ties, a cut point whose tied twin must stay inside a block stops
+    being a boundary too, merging the two blocks around it (when one mode gives
+    their groups).
+    """
     st = space.structure
     segs = st.segments
     n = len(space.graph.ops)
-    owner: dict[int, Group] = {}
+    owner: dict[int, GroupSpec] = {}
     for g in groups:
         for i in g.ops:
             if i >= n:
@@ -95,54 +163,83 @@ def _blocks(space: Space, asg: _Assign, groups: list[Group]) -> list[tuple[_G, G
     missing = [i for i in range(n) if i not in owner]
     if missing:
         raise NotInSpace(f"op {missing[0]} is in no group")
-    recs: list[tuple[_G, Group]] = []
+    starts: list[int] = []  # first segment of every block
     k = 0
     while k < len(segs):
-        a_op = segs[k][0]
-        first = owner[a_op]
-        ops = tuple(sorted(first.ops))
-        blk = None
-        last_seg = st.seg_of_op[ops[-1]]
-        if ops[0] == a_op and ops[-1] - ops[0] + 1 == len(ops) and segs[last_seg][1] == ops[-1]:
-            cand = block_parts(space, k, last_seg, "whole")
-            if cand.parts == (ops,):
-                blk, mode = cand, "whole"
-        if blk is None:
-            b = _closure(st.seg_of_op, segs, owner, k)
-            if b is not None:
-                cand = block_parts(space, k, b, "anchors")
-                want = {tuple(sorted(g.ops)) for g in {id(owner[i]): owner[i]
-                                                        for i in range(a_op, segs[b][1] + 1)}.values()}
-                if set(cand.parts) == want:
-                    blk, mode = cand, "anchors"
-        if blk is None and all(len(owner[i].ops) == 1 for i in range(a_op, segs[k][1] + 1)):
-            blk, mode = block_parts(space, k, k, "ops"), "ops"
-        if blk is None:
+        b = _closure(st.seg_of_op, segs, owner, k)
+        if b is None:
+            g = owner[segs[k][0]]
+            raise NotInSpace(f"group {g.name} crosses the cut point before op {segs[k][0]}")
+        starts.append(k)
+        k = b + 1
+    modes_of = space.dims[space.d_mode[0]].choices
+
+    def block_end(i: int) -> int:
+        return (starts[i + 1] if i + 1 < len(starts) else len(segs)) - 1
+
+    def modes(first: int, last: int) -> list[str]:
+        want = {tuple(sorted(owner[i].ops)) for i in range(segs[first][0], segs[last][1] + 1)}
+        return [m for m in modes_of if set(block_parts(space, first, last, m).parts) == want]
+
+    ok = [modes(s0, block_end(i)) for i, s0 in enumerate(starts)]
+    for i, s0 in enumerate(starts):
+        if not ok[i]:
+            g = owner[segs[s0][0]]
             raise NotInSpace(
-                f"group {first.name} (ops {ops[0]}..{ops[-1]}) is neither whole segments between "
-                "single-tensor cut points, the anchor partition of a block, nor one op")
-        asg.set(space.d_mode[k], mode, f"block at op {a_op}")
-        for kk in range(k, blk.last_seg):
-            asg.set(space.d_cut[kk], 0, f"block at op {a_op}")
-        if blk.last_seg + 1 < len(segs):
-            asg.set(space.d_cut[blk.last_seg], 1, f"block at op {a_op}")
-        for part in blk.parts:
-            g = owner[part[0]]
-            slot = segs[k][0] if blk.mode == "ops" else part[0]
-            recs.append((_G(g.name, part[0], slot, part[0], group_info(space.graph_for(
-                _batch_of(space, asg)), part)), g))
-        k = blk.last_seg + 1
-    return recs
+                f"group {g.name} (ops {min(g.ops)}..{max(g.ops)}) is neither whole segments "
+                "between single-tensor cut points, the anchor partition of a block, nor one op")
+    if space.options.ties:
+        _untie_cuts(space, starts, ok, modes, block_end)
+    target: dict[str, GroupSpec] = {}
+    boundary: dict[int, bool] = {}
+    for i, s0 in enumerate(starts):
+        last = block_end(i)
+        asg.offer(space.d_mode[s0], ok[i], f"block at op {segs[s0][0]}")
+        blk = block_parts(space, s0, last, ok[i][0])
+        for kk in range(s0, last):
+            boundary[kk] = False
+        if last + 1 < len(segs):
+            boundary[last] = True
+        for idx, part in enumerate(blk.parts):
+            name = f"g{part[0]}"
+            dec.add_group(name, part[0], blk.slots[idx], dec.info(blk, idx))
+            target[name] = owner[part[0]]
+    dec.link()
+    if space.d_gran >= 0:
+        if any(boundary.values()):
+            asg.set(space.d_gran, GRANULARITIES[0], "grouping")
+            for kk, on in boundary.items():
+                asg.set(space.d_cut[kk], 0 if on else RANKS - 1, f"cut point after op {segs[kk][1]}")
+        else:
+            asg.set(space.d_gran, "0", "grouping")
+    return target
 
 
-def _batch_of(space: Space, asg: _Assign) -> int:
-    if space.d_batch < 0:
-        return space.batch
-    return int(space.dims[space.d_batch].choices[asg.values[space.d_batch]])
+def _untie_cuts(space: Space, starts: list[int], ok: list[list[str]],
+                modes: Callable[[int, int], list[str]], block_end: Callable[[int], int]) -> None:
+    """Merge blocks (in place) until tied cut points agree on being boundaries."""
+    rep = space.rep
+    while True:
+        inside: set[int] = set()
+        for i, s0 in enumerate(starts):
+            for kk in range(s0, block_end(i)):
+                inside.add(int(rep[space.d_cut[kk]]))
+        merge = [i for i in range(1, len(starts))
+                 if int(rep[space.d_cut[starts[i] - 1]]) in inside]
+        if not merge:
+            return
+        i = merge[0]
+        first, last = starts[i - 1], block_end(i)
+        both = modes(first, last)
+        if not both:
+            raise NotInSpace(f"cut point after op {space.structure.segments[starts[i] - 1][1]} "
+                             "(tied) is a boundary here and not where its twin is")
+        del starts[i]
+        ok[i - 1:i + 1] = [both]
 
 
 def _closure(seg_of_op: tuple[int, ...], segs: tuple[tuple[int, int], ...],
-             owner: dict[int, Group], k: int) -> int | None:
+             owner: dict[int, GroupSpec], k: int) -> int | None:
     """Smallest last segment b such that the groups touching segments k..b stay inside them."""
     lo = segs[k][0]
     b = k
@@ -159,25 +256,22 @@ def _closure(seg_of_op: tuple[int, ...], segs: tuple[tuple[int, int], ...],
         b = nb
 
 
-def _groups(space: Space, asg: _Assign, s: GraphSchedule, recs: list[tuple[_G, Group]]) -> None:
-    batch = _batch_of(space, asg)
-    graph = space.graph_for(batch)
-    target = space.target
-    n = target.chip.cores_per_cluster
-    l1, llb = target.l1.data_bytes, target.llb.bytes
-    divs = space.divisors[batch]
-    by_out = {r.info.output: r for r, _ in recs}
-    deps = {r.name: [by_out[t].name for t in r.info.inputs if t in by_out] for r, _ in recs}
-    by_name = {r.name: (r, g) for r, g in recs}
-    topo = group_topo_order(list(by_name), {r.name: r.start for r, _ in recs}, deps)
-    for name in topo:
-        r, g = by_name[name]
+def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, GroupSpec]) -> None:
+    """Offers for every group's shape and binding; records the schedule's in ``dec``."""
+    batch, n, divs = dec.batch, dec.n, dec.divs
+    alts: dict[str, list[tuple[int, ...]]] = {}
+    gen: dict[str, dict[tuple[int, ...], set[str]]] = {}  # group -> its order -> choices giving it
+    for name in dec.topo:
+        r = dec.by_name[name]
+        g = target[name]
         slot = space.slot[r.slot]
         what = f"group {g.name}"
         if len(g.chunks) != g.split or not g.chunks:
             raise NotInSpace(f"{what}: {len(g.chunks)} chunk placements for split {g.split}")
         if g.split != 1 and not r.info.separable:
             raise NotInSpace(f"{what}: split {g.split} of a group that cannot be split")
+        if batch % g.split:
+            raise NotInSpace(f"{what}: split {g.split} does not divide the batch {batch}")
         bind0 = g.chunks[0].core_bind
         cores = len(g.chunks[0].cores)
         parts = len(bind0)
@@ -189,90 +283,113 @@ def _groups(space: Space, asg: _Assign, s: GraphSchedule, recs: list[tuple[_G, G
             raise NotInSpace(f"{what}: {parts} parts do not divide {samples} samples")
         spp = samples // parts
         if r.info.separable and len(divs) > 1:
-            asg.set(slot, spp, what)
-        asg.set(slot + 1, cpp, what)
-        asg.set(slot + 2, parts, what)
-        r.split, r.cores, r.parts = g.split, cores, parts
-        producer = next((by_name[d][0] for d in deps[name]), None)
+            asg.offer(slot, [spp], what)
+        asg.offer(slot + 1, [cpp], what)
+        asg.offer(slot + 2, [parts], what)
+        dec.set_shape(r, spp, cpp, parts)
+        producer = dec.producer(r)
         spreads = (False, True) if cores < n and g.split > 1 else (False,)
-        found = None
+        # the producer's full core order is known only up to its choice: try each it allows
+        prods: list[object] = [None] if producer is None else [
+            SimpleNamespace(split=producer.split, perm=pi) for pi in alts[producer.name]]
+        matches = []  # (choice, core order, spread, the producer's order it reuses)
         for choice in perm_choices(n):
-            pi = core_perm(choice, n, producer, batch // g.split, batch)
-            for sp in spreads:
-                if all(c.core_bind == chunk_bind(pi, cores, parts, k, sp)
-                       for k, c in enumerate(g.chunks)):
-                    found = (choice, pi, sp)
-                    break
-            if found:
-                break
-        if found is None:
+            for prod in prods if choice == "reuse" else prods[:1]:
+                pi = core_perm(choice, n, prod, samples, batch)  # type: ignore[arg-type]
+                for sp in spreads:
+                    if all(c.core_bind == chunk_bind(pi, cores, parts, k, sp)
+                           for k, c in enumerate(g.chunks)):
+                        matches.append((choice, pi, sp, getattr(prod, "perm", None)))
+                        break
+        if not matches:
             raise NotInSpace(f"{what}: core binding {[list(p) for p in bind0]} is neither a "
                              "rotation of the cluster nor a reuse of its producer's cores")
-        asg.set(slot + 3, found[0], what)
-        r.perm, r.spread = found[1], found[2]
+        asg.offer(slot + 3, [m[0] for m in matches], what)
+        dec.set_binding(r, matches[0][1], matches[0][2])
+        alts[name] = list(dict.fromkeys(m[1] for m in matches))
+        gen[name] = {}
+        for m in matches:
+            gen[name].setdefault(m[1], set()).add(m[0])
+        if producer is not None and all(m[0] == "reuse" for m in matches):
+            # only reusing works: the producer must keep an order this reuse follows
+            used = {m[3] for m in matches}
+            choices = {c for pi, cs in gen[producer.name].items() if pi in used for c in cs}
+            asg.offer(space.slot[producer.slot] + 3, sorted(choices, key=str),
+                      f"group {target[producer.name].name} (reused by {g.name})")
         if len(spreads) > 1:
-            asg.set(slot + 4, int(found[2]), what)
-    _scopes(space, asg, recs, deps, batch, l1, llb)
-    _xscopes(space, asg, s, graph, recs, by_out, llb)
+            asg.offer(slot + 4, sorted({int(m[2]) for m in matches}), what)
 
 
-def _scopes(space: Space, asg: _Assign, recs: list[tuple[_G, Group]], deps: dict[str, list[str]],
-            batch: int, l1: int, llb: int) -> None:
-    consumer: dict[str, _G] = {}
-    for r, _ in recs:
-        for d in deps[r.name]:
-            consumer.setdefault(d, r)
-    for r, g in recs:
-        cons = consumer.get(r.name)
-        wave = r.split // gcd(r.split, cons.split) if cons is not None else r.split
-        samples = batch // r.split
-        spp, cpp = samples // r.parts, r.cores // r.parts
-        want = [c.mem_scope for c in g.chunks]
-        for policy in SCOPE_POLICIES:
-            got = [repair_scope(x, r.info, spp, cpp, samples, l1, llb)
-                   for x in chunk_scopes(policy, r.split, wave)]
-            if got == want:
-                asg.set(space.d_scope[r.scope_at], policy, f"group {g.name}")
-                break
-        else:
-            raise NotInSpace(f"group {g.name}: chunk scopes {want} follow no scope policy "
-                             f"({', '.join(SCOPE_POLICIES)}) for waves of {wave}")
+def _orders(dec: Decoding, s: GraphSchedule, kind: str) -> list[int]:
+    """Look-aheads (0 for breadth-first) whose order of ``kind`` is the schedule's."""
+    rename = {g.name: f"g{min(g.ops)}" for g in s.groups}
+    want: list[Node] = [("g", rename.get(st.name, st.name), st.chunk) if st.kind == "group"
+                        else ("t", st.name, 0) for st in s.order]
+    splits = {gr.name: gr.split for gr in dec.groups}
+    if kind == "breadth":
+        if breadth_order(dec.deps, dec.topo, splits) == want:
+            return [0]
+    else:
+        found = [la for la in LOOKAHEADS if depth_order(dec.deps, dec.outs, splits, la) == want]
+        if found:
+            return found
+    raise NotInSpace("the order is neither depth-first (look-ahead 0-3) nor breadth-first "
+                     "over the chunk DAG")
 
 
-def _xscopes(space: Space, asg: _Assign, s: GraphSchedule, graph: object,
-             recs: list[tuple[_G, Group]], by_out: dict[str, _G], llb: int) -> None:
-    from compiler.graph import Graph
-
-    assert isinstance(graph, Graph)
-    groups = [g for _, g in recs]
-    defaults, _, outs = derive_transfers(graph, groups)
-    default = {t.name: t for t in defaults}
-    fixed = {nd[1] for nd in outs if nd[0] == "t"}
-    per_group: dict[str, list[tuple[str, str, float]]] = {}
-    for t in s.transfers:
-        d = default.get(t.name)
-        if d is None:
-            raise NotInSpace(f"transfer {t.name} is not one these groups need")
-        if t.placement.core_bind != d.placement.core_bind:
-            raise NotInSpace(f"transfer {t.name}: binding {[list(p) for p in t.placement.core_bind]}"
-                             " is not its consumer's")
-        r = by_out.get(t.tensor)
-        if r is None or t.name in fixed:
-            if t.placement.mem_scope != d.placement.mem_scope:
-                raise NotInSpace(f"transfer {t.name}: {t.placement.mem_scope} where the space "
-                                 f"keeps {d.placement.mem_scope} (model input or output)")
+def _scopes(space: Space, asg: _Assign, dec: Decoding, s: GraphSchedule,
+            target: dict[str, GroupSpec]) -> None:
+    """Offers for every group's scope policy and transfer scope: the choices whose
+    decoding gives each step the schedule's scope, along the same capacity walk."""
+    given = {t.name: t for t in s.transfers}
+    derived = dec.transfer_by_name
+    for name in given:
+        if name not in derived:
+            raise NotInSpace(f"transfer {name} is not one these groups need")
+    for name, t in derived.items():
+        got = given.get(name)
+        if got is None:
+            raise NotInSpace(f"transfer {name} ({t.kind} of {t.tensor}) is missing")
+        if got.placement.core_bind != t.placement.core_bind:
+            raise NotInSpace(f"transfer {name}: binding "
+                             f"{[list(p) for p in got.placement.core_bind]} is not its consumer's")
+        if name in dec.fixed or dec.by_out.get(t.tensor) is None:
+            if got.placement.mem_scope != t.placement.mem_scope:
+                raise NotInSpace(f"transfer {name}: {got.placement.mem_scope} where the space "
+                                 f"keeps {t.placement.mem_scope} (model input or output)")
+    want: dict[Node, str] = {("t", t.name, 0): t.placement.mem_scope for t in s.transfers}
+    for name, g in target.items():
+        for c, p in enumerate(g.chunks):
+            want[("g", name, c)] = p.mem_scope
+    dec.start_walk()
+    kept: dict[str, set[str]] = {}
+    dims: dict[str, int] = {}
+    for k, node in enumerate(dec.nodes):
+        kind, owner = dec.step_kind(k)
+        scope = want[node]
+        if owner is None:
+            dec.commit(k, scope)
             continue
-        nbytes = graph.nbytes(t.tensor) * len(t.dst_chunks) / t.dst_factor
-        per_group.setdefault(r.name, []).append((t.placement.mem_scope, d.placement.mem_scope,
-                                                 nbytes))
-    for r, g in recs:
-        items = per_group.get(r.name)
-        if not items:
-            continue
-        for xs in TRANSFER_SCOPES:
-            if all(transfer_scope(xs, dflt, nb, llb) == got for got, dflt, nb in items):
-                asg.set(space.slot[r.slot] + 5, xs, f"group {g.name}")
-                break
-        else:
-            raise NotInSpace(f"group {g.name}: its transfers' scopes {[x[0] for x in items]} "
-                             "differ from one another")
+        key = owner.name if kind == "g" else "t:" + owner.name
+        if key not in kept:
+            kept[key] = set(SCOPE_POLICIES if kind == "g" else TRANSFER_SCOPES)
+            dims[key] = space.d_scope[owner.scope_at] if kind == "g" else space.slot[owner.slot] + 5
+        outcome: dict[str, str] = {}
+        keep = set()
+        for choice in kept[key]:
+            w = dec.want(k, choice)
+            if w not in outcome:
+                outcome[w] = dec.pick(k, w)
+            if outcome[w] == scope:
+                keep.add(choice)
+        if not keep:
+            what = (f"group {target[owner.name].name} chunk {node[2]}" if kind == "g"
+                    else f"transfer {node[1]}")
+            raise NotInSpace(f"{what}: {scope} follows no remaining "
+                             f"{'scope policy' if kind == 'g' else 'transfer scope'} "
+                             f"(decoding would give {sorted(set(outcome.values()))})")
+        kept[key] = keep
+        dec.commit(k, scope)
+    for key, keep in kept.items():
+        d = dims[key]
+        asg.offer(d, [c for c in space.dims[d].choices if c in keep], key)

@@ -5,26 +5,35 @@ manual-schedule guide's design method (see :mod:`search_space._structure` for
 where boundaries come from and :mod:`search_space._build` for how parameters
 become a schedule). The parameters:
 
-========== ======================== ===============================================
-kind       one per                  choices
-========== ======================== ===============================================
-batch      space (``batch_choices``) the batch sizes
-order      space                    ``depth`` (the guide's waves) or ``breadth``
-lookahead  space                    0-3 chunks a producer runs ahead (depth only)
-cut        single-tensor cut point  0 (merge the segments) or 1 (group boundary)
-mode       segment (starting block) ``whole``, ``anchors`` (the guide's matmul
-                                    boundaries) or ``ops`` (one group per op)
-split      possible group start     divisors of the batch
-cores      possible group start     cores a chunk runs on (divisors of the cluster)
-parts      possible group start     core parts the chunk's samples spread over
-perm       possible group start     ``rotK`` or ``reuse`` (the producer's cores,
-                                    the guide's "scheme 2")
-spread     possible group start     successive chunks on successive core sets
-xscope     possible group start     scope of the group's split/concat transfers
-scope      op                       scope policy of the chunk outputs by wave
-========== ======================== ===============================================
+========== ======================== ========================= ==============================================
+kind        one per                   choices
+=========== ========================= ==============================================
+batch       space (``batch_choices``) the batch sizes
+order       space                     ``depth`` (the guide's waves) or ``breadth``
+lookahead   space                     0-3 chunks a producer runs ahead (depth only)
+granularity space                     share of the cut points that are boundaries:
+                                      ``1/4``, ``1/8``, ``1/16``, ``1/32``, ``0``
+cut         single-tensor cut point   rank 0-31; a boundary when below
+                                      ``32 x granularity``
+mode        segment (a block's first) ``whole``, ``anchors`` (the guide's matmul
+                                      boundaries) or ``ops`` (one group per op)
+samples     segment (a unit's first)  samples per core part (with ``parts``: the
+                                      split)
+cpp         segment (a unit's first)  cores per part
+parts       segment (a unit's first)  core parts a chunk's samples spread over
+perm        segment (a unit's first)  ``rotK`` or ``reuse`` (each group on its
+                                      producer's cores, the guide's "scheme 2")
+spread      segment (a unit's first)  successive chunks on successive core sets
+xscope      segment (a unit's first)  scope of the groups' split/concat transfers
+scope       op (a group's first)      scope policy of the chunk outputs by wave
+=========== ========================= ==============================================
 
-Parameter names carry the op index they belong to (``split@18``), so they are
+A *block* is a run of segments between boundaries; a *unit* is the shortest run
+of a block's segments that none of its groups crosses (a whole block is one
+unit; an anchor partition usually has one per segment). A unit's groups share
+its slot parameters (samples .. xscope).
+
+Parameter names carry the op index they belong to (``samples@18``), so they are
 stable for a graph: a study resumes, TPE's ``group=True`` sees the conditional
 structure. With ``ties`` on, repeated segments (equal structural signatures)
 share the parameters of their first occurrence.
@@ -41,13 +50,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compiler.errors import GraphtuneError, ScheduleError
-from compiler.schedule import GraphSchedule, Placement
+from compiler.schedule import GraphSchedule, Placement, Step
 from search_space._build import decode_fitted, decode_with
 from search_space._dims import (
+    CUT_BELOW,
+    GRANULARITIES,
     KIND_HELP,
     LOOKAHEADS,
     MODES,
     ORDERS,
+    RANKS,
     SCOPE_POLICIES,
     TRANSFER_SCOPES,
     Dim,
@@ -82,8 +94,16 @@ class SpaceOptions:
             the batch given to :func:`build_space` only.
         max_split: Samples-per-part choices stop where a group would need more
             chunks than this (each chunk is a step; repairs may still go beyond).
-        repair: Decoding demotes scope policies while the capacity model reports an
-            overflow (see :mod:`search_space._build`).
+        per_op: Blocks may be one group per op (the ``ops`` mode, as O0-O2 group);
+            without it those levels cannot be projected.
+        per_op_prior: Probability :meth:`Space.sample` gives a block the ``ops`` mode
+            (the other modes share the rest). One group per op multiplies the steps
+            of a schedule and rarely pays; Optuna and :meth:`Space.sample_vectors`
+            with ``uniform=True`` still draw it like any other choice.
+        repair_rounds: When the capacity walk still overflows (a step that does not fit
+            even with its output streamed out), decoding re-decodes up to this many
+            times, each time one scope parameter of a result crowding the overflow one
+            step slower (0: none). Free when nothing overflows: the walk is remembered.
     """
 
     min_group_ops: int = 1
@@ -91,14 +111,16 @@ class SpaceOptions:
     ties: bool = False
     batch_choices: tuple[int, ...] = ()
     max_split: int = 64
-    repair: bool = True
     per_op: bool = True
+    per_op_prior: float = 0.02
+    repair_rounds: int = 2
 
     def to_json(self) -> dict[str, Any]:
         """Keyed JSON."""
         return {"min_group_ops": self.min_group_ops, "max_group_ops": self.max_group_ops,
                 "ties": self.ties, "batch_choices": list(self.batch_choices),
-                "max_split": self.max_split, "repair": self.repair}
+                "max_split": self.max_split, "per_op": self.per_op,
+                "per_op_prior": self.per_op_prior, "repair_rounds": self.repair_rounds}
 
 
 @dataclass(frozen=True)
@@ -131,15 +153,16 @@ class Projection:
 class _Recorder:
     """A reader over a full-length assignment that records which parameters were read."""
 
-    __slots__ = ("active", "values")
+    __slots__ = ("active", "rep", "values")
 
-    def __init__(self, values: np.ndarray | list[int]) -> None:
+    def __init__(self, values: list[int], rep: list[int]) -> None:
         self.values = values
-        self.active: dict[int, None] = {}
+        self.rep = rep
+        self.active: dict[int, None] = {}  # free parameters read
 
     def __call__(self, d: int) -> int:
-        self.active[d] = None
-        return int(self.values[d])
+        self.active[self.rep[d]] = None
+        return self.values[d]
 
 
 class Space:
@@ -167,6 +190,8 @@ class Space:
         self._blocks: dict[tuple[int, int, str], Block] = {}
         self._infos: dict[tuple[object, ...], GroupInfo] = {}
         self._places: dict[tuple[str, tuple[tuple[int, ...], ...]], Placement] = {}
+        self._steps: dict[tuple[str, str, int], Step] = {}
+        self._binds: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
         self._mine: dict[int, tuple[weakref.ref[GraphSchedule], np.ndarray, tuple[int, ...]]] = {}
         self._layout()
 
@@ -182,14 +207,16 @@ class Space:
         self.d_batch = add("batch", "batch", self.batches) if len(self.batches) > 1 else -1
         self.d_order = add("order", "order", ORDERS)
         self.d_lookahead = add("lookahead", "lookahead", LOOKAHEADS)
-        self.d_cut = [add(f"cut@{b}", "cut", (0, 1), b) for a, b in st.segments[:-1]]
+        self.d_gran = add("granularity", "granularity", GRANULARITIES) if len(st.segments) > 1 \
+            else -1
+        self.d_cut = [add(f"cut@{b}", "cut", tuple(range(RANKS)), b) for a, b in st.segments[:-1]]
         modes = MODES if self.options.per_op else MODES[:2]
         self.d_mode = [add(f"mode@{a}", "mode", modes, a) for a, _ in st.segments]
         splits = sorted({d for b in self.batches for d in self.divisors[b]
                          if b // d <= self.options.max_split} | {max(self.batches)})
         core_counts = divisors(n)
         self.slot: dict[int, int] = {}
-        for p in st.starts:
+        for p, _ in st.segments:  # a block's groups share the slot of its first segment
             self.slot[p] = add(f"samples@{p}", "samples", splits, p)
             add(f"cpp@{p}", "cpp", core_counts, p)
             add(f"parts@{p}", "parts", core_counts, p)
@@ -204,6 +231,7 @@ class Space:
         free = sorted(set(rep.tolist()))
         index = {d: k for k, d in enumerate(free)}
         self.rep = np.array([index[int(r)] for r in rep], dtype=np.int64)  # full dim -> free index
+        self._rep_list: list[int] = self.rep.tolist()
         self.free: tuple[Dim, ...] = tuple(dims[d] for d in free)
         self.n_choices = np.array([len(d.choices) for d in self.free], dtype=np.int64)
         self._choice_index = [{v: i for i, v in enumerate(d.choices)} for d in self.free]
@@ -215,6 +243,7 @@ class Space:
         for d in range(len(dims)):
             self._unit_of_free[self.rep[d]] = unit[free[self.rep[d]]]
         self._n_units = len(st.segments) + 1
+        self._mode_free = np.array(sorted({int(self.rep[d]) for d in self.d_mode}), dtype=np.int64)
 
     def _tie_map(self) -> np.ndarray:
         """Full dim -> representative full dim when repeated segments share parameters."""
@@ -260,6 +289,14 @@ class Space:
             p = self._places[key] = Placement(scope, bind)
         return p
 
+    def step(self, node: tuple[str, str, int]) -> Step:
+        """A shared Step value for a chunk-DAG node."""
+        st = self._steps.get(node)
+        if st is None:
+            st = self._steps[node] = (Step("group", node[1], node[2]) if node[0] == "g"
+                                      else Step("transfer", node[1]))
+        return st
+
     @property
     def dimension(self) -> int:
         """Length of an encoding vector (free parameters)."""
@@ -269,8 +306,12 @@ class Space:
         key = id(s)
         if len(self._mine) > 200_000:
             self._mine = {k: v for k, v in self._mine.items() if v[0]() is not None}
-        self._mine[key] = (weakref.ref(s, lambda _r, k=key: self._mine.pop(k, None)), vec,
-                           tuple(active))
+        mine = self._mine
+
+        def forget(_r: object, k: int = key) -> None:
+            mine.pop(k, None)
+
+        self._mine[key] = (weakref.ref(s, forget), vec, tuple(active))
 
     def _known(self, s: GraphSchedule) -> tuple[np.ndarray, tuple[int, ...]] | None:
         hit = self._mine.get(id(s))
@@ -278,12 +319,16 @@ class Space:
             return hit[1], hit[2]
         return None
 
+    def _decode(self, get: Callable[[int], int]) -> GraphSchedule:
+        if self.options.repair_rounds > 0:
+            return decode_fitted(self, get, self.options.repair_rounds)
+        return decode_with(self, get)[0]
+
     # ---- the numeric view ----------------------------------------------------------------
     def _decode_free(self, vec: np.ndarray) -> tuple[GraphSchedule, np.ndarray, list[int]]:
-        full = vec[self.rep]
-        rec = _Recorder(full)
-        s = decode_fitted(self, rec) if self.options.repair else decode_with(self, rec)[0]
-        active = sorted({int(self.rep[d]) for d in rec.active})
+        rec = _Recorder(vec[self.rep].tolist(), self._rep_list)
+        s = self._decode(rec)
+        active = sorted(rec.active)
         canon = np.zeros(len(self.free), dtype=np.int16)
         canon[active] = vec[active]
         self._remember(s, canon, active)
@@ -326,19 +371,28 @@ class Space:
             out[k] = self.encode(s)
         return out
 
-    def sample_vectors(self, rng: np.random.Generator, count: int) -> np.ndarray:
-        """``count`` uniformly random vectors (every parameter uniform over its choices)."""
-        return (rng.random((count, len(self.free))) * self.n_choices).astype(np.int16)
+    def sample_vectors(self, rng: np.random.Generator, count: int,
+                       uniform: bool = False) -> np.ndarray:
+        """``count`` random vectors: every parameter uniform over its choices, except the
+        block mode ``ops``, drawn with probability ``options.per_op_prior`` (all of them
+        uniform with ``uniform=True``)."""
+        vecs = (rng.random((count, len(self.free))) * self.n_choices).astype(np.int16)
+        if not uniform and self.options.per_op and self._mode_free.size:
+            k = self._mode_free.size
+            ops = rng.random((count, k)) < self.options.per_op_prior
+            other = (rng.random((count, k)) * (len(MODES) - 1)).astype(np.int16)
+            vecs[:, self._mode_free] = np.where(ops, MODES.index("ops"), other)
+        return vecs
 
-    def sample(self, rng: np.random.Generator) -> GraphSchedule:
-        """A uniformly random schedule of the space (each active parameter uniform)."""
-        return self._decode_free(self.sample_vectors(rng, 1)[0])[0]
+    def sample(self, rng: np.random.Generator, uniform: bool = False) -> GraphSchedule:
+        """A random schedule of the space (see :meth:`sample_vectors`)."""
+        return self._decode_free(self.sample_vectors(rng, 1, uniform)[0])[0]
 
     # ---- Optuna --------------------------------------------------------------------------
     def suggest(self, trial: Any) -> GraphSchedule:
         """Define-by-run: ask ``trial`` for each parameter that matters, return the schedule.
 
-        Names are stable (``split@18``: the group starting at op 18), so TPE with
+        Names are stable (``samples@18``: the unit starting at op 18), so TPE with
         ``multivariate=True, group=True`` models the conditional structure.
         """
         values = np.zeros(len(self.free), dtype=np.int16)
@@ -354,7 +408,7 @@ class Space:
                 values[f] = hit
             return hit
 
-        s = decode_fitted(self, get) if self.options.repair else decode_with(self, get)[0]
+        s = self._decode(get)
         active = sorted(asked)
         self._remember(s, values, active)
         return s
@@ -410,8 +464,15 @@ class Space:
             child[f] = (int(child[f]) + step) % int(self.n_choices[f])
             return child
 
-        if kind == "boundary":
-            on = [f for f in cuts if child[f] == 1]
+        gran = int(self.rep[self.d_gran]) if self.d_gran >= 0 else -1
+        below = CUT_BELOW[GRANULARITIES[int(child[gran])]] if gran >= 0 else 0
+        on = [f for f in cuts if child[f] < below]
+        off = [f for f in cuts if child[f] >= below]
+
+        def rank(lo: int, hi: int) -> int:
+            return int(rng.integers(lo, hi))
+
+        if kind == "boundary":  # a boundary moves to a neighbouring cut point
             if not on:
                 return None
             f = on[int(rng.integers(len(on)))]
@@ -420,17 +481,26 @@ class Space:
                 return None
             nb = [k + dk for dk in (-1, 1) if 0 <= k + dk < len(self.d_cut)]
             g = int(self.rep[self.d_cut[nb[int(rng.integers(len(nb)))]]]) if nb else None
-            if g is None or child[g] == 1:
+            if g is None or child[g] < below:
                 return None
-            child[f], child[g] = 0, 1
+            child[f], child[g] = child[g], child[f]
             return child
-        if kind == "merge":
-            on = [f for f in cuts if child[f] == 1]
-            return reroll(on)
-        if kind == "split_group":
-            off = [f for f in cuts if child[f] == 0]
+        if kind == "merge":  # a boundary goes away
+            if not on:
+                return None
+            child[on[int(rng.integers(len(on)))]] = rank(below, RANKS)
+            return child
+        if kind == "split_group":  # a new boundary, or a block's mode changes
             modes = by_kind.get("mode", [])
-            return reroll(off + modes)
+            if below == 0 and gran >= 0:
+                modes = [*modes, gran]  # no boundaries at all: a finer granularity
+            pick = int(rng.integers(len(off) + len(modes))) if off or modes else -1
+            if pick < 0:
+                return None
+            if pick < len(off) and below > 0:
+                child[off[pick]] = rank(0, below)
+                return child
+            return reroll(modes)
         if kind == "split":
             return reroll(by_kind.get("samples", []) + by_kind.get("parts", []))
         if kind == "rebind":
@@ -470,36 +540,23 @@ class Space:
         want = schedule.structural_key()
         reason = "no candidate"
         for k, full in enumerate(candidates):
-            vec, why = self._to_free(full)
-            if vec is None:
-                return Projection(None, reason=why)
+            vec = self._to_free(full)
             s, canon, active = self._decode_free(vec)
             got = s.structural_key()
             if got == want:
                 return Projection(s, canon.copy(), self._params(canon, active))
             if k == 0:
                 reason = _first_difference(got, want)
-            elif got[:3] != want[:3]:
-                break
-        if reason.endswith("order"):
-            reason = ("the order is neither depth-first (look-ahead 0-3) nor breadth-first "
-                      "over the chunk DAG")
         return Projection(None, reason=reason)
 
     def _params(self, vec: np.ndarray, active: Sequence[int]) -> dict[str, Any]:
         return {self.free[f].name: self.free[f].choices[int(vec[f])] for f in active}
 
-    def _to_free(self, full: dict[int, int]) -> tuple[np.ndarray | None, str | None]:
+    def _to_free(self, free: dict[int, int]) -> np.ndarray:
         vec = np.zeros(len(self.free), dtype=np.int16)
-        owner: dict[int, int] = {}
-        for d, v in full.items():
-            f = int(self.rep[d])
-            if f in owner and int(vec[f]) != v:
-                return None, (f"tied parameters differ: {self.dims[owner[f]].name} and "
-                              f"{self.dims[d].name} (build the space without ties)")
-            owner[f] = d
+        for f, v in free.items():
             vec[f] = v
-        return vec, None
+        return vec
 
     # ---- checks and reporting --------------------------------------------------------------
     def precheck(self, schedule: GraphSchedule) -> Check:
@@ -523,15 +580,19 @@ class Space:
         return Check(True)
 
     def size(self, ties: bool | None = None) -> float:
-        """log10 of the number of distinct parameter vectors (with or without ties).
+        """log10 of the number of points of the space (with or without ties).
 
-        An upper bound on distinct schedules: inactive parameters and repairs make
-        some vectors decode alike.
+        Every parameter counts its choices, except that a cut point counts two
+        (boundary or not) and the granularity one: they only say which cut points
+        are boundaries. An upper bound on distinct schedules: inactive parameters
+        and repairs make some points decode alike.
         """
         use = self.options.ties if ties is None else ties
         rep = self._ties_tied if use else self._ties_untied
         free = sorted(set(rep.tolist()))
-        return float(sum(math.log10(len(self.dims[d].choices)) for d in free))
+        states = {"cut": 2, "granularity": 1}
+        return float(sum(math.log10(states.get(self.dims[d].kind, len(self.dims[d].choices)))
+                         for d in free))
 
     def describe(self) -> dict[str, Any]:
         """Dimensions, their counts and choices, the structure found and the sizes."""

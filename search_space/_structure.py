@@ -3,7 +3,7 @@
 All of it is found from the graph, never hard-coded per model:
 
 * **segments** — maximal op ranges (topological order) between the points
-  after which exactly one tensor is live (:func:`compiler.auto._single_tensor_cuts`,
+  after which exactly one tensor is live (:func:`compiler.derive.single_tensor_cuts`,
   the same cut points O3 uses): ResNet's residual adds and block ends, BERT's
   LayerNorms. A *block* is a run of consecutive segments; cutting at a segment
   boundary is always safe (one tensor crosses), so every block is a valid
@@ -28,12 +28,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compiler.auto import _single_tensor_cuts
-from compiler.footprint import group_profile, sample_bytes, streamable_inputs
-from compiler.footprint import peak_of as _peak_of
+from compiler.derive import group_io, single_tensor_cuts
+from compiler.footprint import streamable_inputs
 from compiler.graph import Graph
 from compiler.optable import op_spec
-from compiler.plan import group_io
 
 __all__ = ["GroupInfo", "Structure", "analyse", "group_info"]
 
@@ -61,7 +59,7 @@ class Structure:
 def analyse(graph: Graph) -> Structure:
     """Segments, anchors, possible group starts and segment signatures of ``graph``."""
     n = len(graph.ops)
-    cuts = [c for c in _single_tensor_cuts(graph) if 0 <= c < n - 1]
+    cuts = [c for c in single_tensor_cuts(graph) if 0 <= c < n - 1]
     segments: list[tuple[int, int]] = []
     start = 0
     for end in [*cuts, n - 1]:
@@ -165,60 +163,36 @@ def _signature(graph: Graph, a: int, b: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
 class GroupInfo:
-    """Placement-independent facts about one op set at one batch (what decode checks).
+    """Placement-independent facts about one op set at one batch (what decoding asks).
+
+    Internal to the space (never handed out), so it keeps its own caches of
+    working sets by chunk shape.
 
     Attributes:
         ops: The op set, sorted.
         output: Its one output tensor.
         scopes: Scopes the output may live in (its producer's).
         separable: Whether it may be split along the batch.
-        stream_profile: Working-set profile with every streamable input streamed and
-            the output streamed out (the least any placement needs).
-        l1_profile: The same with the output kept in L1.
-        out_sample_bytes: Output bytes per sample (batched part).
-        out_fixed_bytes: Output bytes that do not carry the batch.
+        streamable: Inputs that can stream from LLB/DDR tile by tile.
         inputs: Input tensors (weights excluded).
     """
 
-    ops: tuple[int, ...]
-    output: str
-    scopes: tuple[str, ...]
-    separable: bool
-    stream_profile: tuple[tuple[int, int], ...]
-    l1_profile: tuple[tuple[int, int], ...]
-    out_sample_bytes: int
-    out_fixed_bytes: int
-    inputs: tuple[str, ...]
+    __slots__ = ("cache", "inputs", "ops", "output", "scopes", "separable", "streamable")
 
-    def fits(self, samples_per_part: int, cores_per_part: int, l1_bytes: int,
-             output_in_l1: bool) -> bool:
-        """Whether one core's least working set fits L1 (a necessary condition only)."""
-        prof = self.l1_profile if output_in_l1 else self.stream_profile
-        return _peak_of(prof, samples_per_part, cores_per_part) <= l1_bytes
-
-    def out_bytes(self, samples: int) -> int:
-        """Bytes of one chunk's output for ``samples`` samples."""
-        return self.out_sample_bytes * samples + self.out_fixed_bytes
+    def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
+        io = group_io(graph, ops)
+        out = io.outputs[0] if io.outputs else graph.ops[ops[-1]].output
+        out_op = graph.ops[graph.producer[out]]
+        self.ops = ops
+        self.output = out
+        self.inputs = io.inputs
+        self.scopes = out_op.allowed_scopes if out_op.on_npu else ("DDR", "LLB", "L1")
+        self.separable = all(graph.ops[i].batch_separable for i in ops) and graph.tensors[out].batched
+        self.streamable = streamable_inputs(graph, ops)
+        self.cache: dict[tuple[object, ...], float] = {}
 
 
 def group_info(graph: Graph, ops: tuple[int, ...]) -> GroupInfo:
-    """Facts about an op set (cached per graph by the footprint and plan modules)."""
-    io = group_io(graph, ops)
-    out = io.outputs[0] if io.outputs else graph.ops[ops[-1]].output
-    out_op = graph.ops[graph.producer[out]]
-    streams = streamable_inputs(graph, ops)
-    separable = all(graph.ops[i].batch_separable for i in ops) and graph.tensors[out].batched
-    sb, fb = sample_bytes(graph, out)
-    return GroupInfo(
-        ops=ops,
-        output=out,
-        scopes=out_op.allowed_scopes if out_op.on_npu else ("DDR", "LLB", "L1"),
-        separable=separable,
-        stream_profile=group_profile(graph, ops, streams, True, False),
-        l1_profile=group_profile(graph, ops, streams, False, False),
-        out_sample_bytes=sb,
-        out_fixed_bytes=fb,
-        inputs=io.inputs,
-    )
+    """Facts about an op set (``graph`` sized in the target's compute type)."""
+    return GroupInfo(graph, ops)

@@ -36,11 +36,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_memory
+from compiler.derive import chunk_dag, group_io
 from compiler.errors import ScheduleError
 from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
 from compiler.layout import group_layout, input_layout, transfer_layout
 from compiler.memo import memo_of
-from compiler.plan import chunk_dag, group_io
 from sim._bound import lower_bound_cycles
 from sim._invariants import check_invariants
 from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_cost, group_work
@@ -50,7 +50,7 @@ from sim._result import DmaEvent, SimError, SimResult, StepRecord
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, Group, Transfer
+    from compiler.schedule import GraphSchedule, GroupSpec, Transfer
     from compiler.target import Target
 
 __all__ = ["run"]
@@ -285,7 +285,7 @@ class _Sim:
                 gate = t
         return gate
 
-    def part_cost(self, gr: Group, spp: int, cores: int, step_cores: int,
+    def part_cost(self, gr: GroupSpec, spp: int, cores: int, step_cores: int,
                   remote: frozenset[int]) -> ComputeCost:
         """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples."""
         key = (gr.name, spp, cores, step_cores, remote)
@@ -295,7 +295,7 @@ class _Sim:
                                                remote)
         return hit
 
-    def group_step(self, k: int, gr: Group, chunk: int, dep_idx: list[int]) -> SimError | None:
+    def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
         place = gr.chunks[chunk]
         parts = place.core_bind
         cores = self.cores_of[k]

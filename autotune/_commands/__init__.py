@@ -6,7 +6,8 @@ import importlib
 
 import click
 
-_MODULES = ["model_cmds", "log_cmds", "schedule_cmds", "build_cmds", "sim_cmds", "tune_cmds"]
+_MODULES = ["model_cmds", "log_cmds", "schedule_cmds", "build_cmds", "sim_cmds", "space_cmds",
+            "tune_cmds"]
 
 
 def register_all(group: click.Group) -> None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from compiler.model import Model
     from compiler.schedule import GraphSchedule, Placement
 
-from compiler.schedules import PLAN_BATCH
+from compiler.guide_plans import PLAN_BATCH
 
 
 class _ScheduleGroup(click.Group):
@@ -143,10 +143,10 @@ def _tuned(log_path: str, graph: Graph, target: Any) -> GraphSchedule:
 
 def _run_plan(name: str, graph: Graph) -> GraphSchedule:
     """A hand-written plan, with any failure to fit the model as one ScheduleError."""
-    from compiler.schedules import plan
+    from compiler.guide_plans import guide_plan
 
     try:
-        return plan(name, graph)
+        return guide_plan(name, graph)
     except GraphtuneError as exc:
         raise ScheduleError(f"plan {name} does not fit model {graph.name}: {exc}") from None
     except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from compiler.zoo import _bert, _cnn, _recsys
+from compiler.zoo import _bert, _cnn, _gpt, _recsys, _vit
 from compiler.zoo._common import (
     WEIGHT_MODES,
     GraphBuilder,
@@ -24,7 +24,9 @@ from compiler.zoo._common import (
 ZOO_KEY = "graphtune.zoo"
 WEIGHT_INPUTS_KEY = "graphtune.weight_inputs"
 
-_MODELS: dict[str, ModelDef] = {m.name: m for m in _cnn.MODELS + _bert.MODELS + _recsys.MODELS}
+_MODELS: dict[str, ModelDef] = {
+    m.name: m for m in _cnn.MODELS + _bert.MODELS + _recsys.MODELS + _vit.MODELS + _gpt.MODELS
+}
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def build(
     Args:
         name: A model name from :func:`list_models`.
         batch: Batch size, dim 0 of every data input and output.
-        seq: Sequence length (BERT models only; at most their ``max_positions``).
+        seq: Sequence length (BERT and GPT only; at most their ``max_positions``).
         weights: ``"random"`` (seeded, He-style scaled), ``"zeros"`` (BatchNorm var 1)
             or ``"inputs"`` (every weight of more than 1024 elements becomes a graph
             input without initializer; see :func:`materialize_weights`).

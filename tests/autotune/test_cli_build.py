@@ -18,9 +18,9 @@ import onnx
 import pytest
 
 from compiler import GraphSchedule, zoo
+from compiler.derive import make_schedule
 from compiler.model import Model
-from compiler.plan import make_schedule
-from compiler.schedule import Group, Placement
+from compiler.schedule import GroupSpec, Placement
 from compiler.target import Target
 
 SCRIPT = Path(sys.executable).parent / "graphtune"
@@ -66,8 +66,8 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     place = Placement("L1", ((0, 1, 2, 3),))
     schedule = make_schedule(
         graph,
-        [Group("a", tuple(range(7)), 2, (place, place)),
-         Group("b", tuple(range(7, n)), 1, (place,))],
+        [GroupSpec("a", tuple(range(7)), 2, (place, place)),
+         GroupSpec("b", tuple(range(7, n)), 1, (place,))],
         source="cli_test",
     )
     sched_path = d / "split.json"

@@ -247,7 +247,8 @@ def test_malformed_schedule_is_one_line_in_bounded_time_and_memory(
     finally:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-    assert time.perf_counter() - t0 < 2.0
+    # bounded, not timed: the unbounded parse took 5 s and 2.4 GB; allow a loaded machine
+    assert time.perf_counter() - t0 < 30.0
     assert peak < 64 * len(text) + (16 << 20), peak  # the parse itself, no expansion
     assert "\n" not in str(info.value) and len(str(info.value)) < 400
     for cmd in (("simulate", kit["tiny"], "--schedule", path),
@@ -332,7 +333,9 @@ def test_batch_on_a_batch_fixing_model_is_one_line_with_no_tvm_noise(tmp_path: P
     fixed = _fixed_batch_model(tmp_path / "fixed.onnx")
     proc = script("info", fixed, "--batch", "3")
     assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
+    # progress lines ("graphtune: importing ... (5 s)") may precede it on a slow machine
+    lines = [ln for ln in proc.stderr.strip().splitlines()
+             if not ln.startswith("graphtune: importing")]
     assert len(lines) == 1 and lines[0].startswith("graphtune: error: "), proc.stderr
     assert "--batch 3" in lines[0]
 
@@ -390,6 +393,11 @@ def test_the_logs_readme_example_record_compiles(kit: dict[str, Any], tmp_path: 
     log = tmp_path / "readme.jsonl"
     log.write_text(line.group(1) + "\n")
     record = json.loads(line.group(1))
+    from compiler.target import Target
+
+    assert record["target"]["hash"] == Target.default().hash, (
+        "logs/README.md's example record is for another STCP920 description: regenerate it "
+        "(a RecordWriter line of tiny_cnn's O3 schedule on Target.default())")
     GraphSchedule.from_json(record["schedule"]).validate(kit["graph"])
     r = cli("compile", kit["tiny"], "--log", log, "--strict", "-o", tmp_path / "r.stcobj")
     assert r.exit_code == 0, (r.output, r.stderr)

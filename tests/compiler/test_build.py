@@ -22,13 +22,13 @@ import onnx
 import pytest
 
 from compiler import zoo
+from compiler.derive import group_io, make_schedule
 from compiler.dispatch import DispatchContext
 from compiler.errors import CompileError, ScheduleError
 from compiler.executor import Executor
 from compiler.graph import Graph
 from compiler.model import Model
-from compiler.plan import group_io, make_schedule
-from compiler.schedule import GraphSchedule, Group, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement
 from compiler.target import Target
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -126,8 +126,8 @@ def split_schedule(graph: Graph) -> GraphSchedule:
     n = len(graph.ops)
     place = Placement("L1", ((0, 1, 2, 3),))
     groups = [
-        Group("head", tuple(range(c + 1)), hs, (place,) * hs),
-        Group("tail", tuple(range(c + 1, n)), ts, (place,) * ts),
+        GroupSpec("head", tuple(range(c + 1)), hs, (place,) * hs),
+        GroupSpec("tail", tuple(range(c + 1, n)), ts, (place,) * ts),
     ]
     return make_schedule(graph, groups, source="test_split")
 
@@ -312,7 +312,7 @@ def test_missing_output_directory_is_a_compile_error(tiny: Case, tmp_path: Path)
 # ---- full size -------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_resnet50_with_the_guide_schedule_matches_onnxruntime(tmp_path: Path) -> None:
-    from compiler.schedules import resnet50_schedule
+    from compiler.guide_plans import resnet50_schedule
 
     case = make_case("resnet50", batch=16)
     out = tmp_path / "resnet50.stcobj"
@@ -325,7 +325,7 @@ def test_resnet50_with_the_guide_schedule_matches_onnxruntime(tmp_path: Path) ->
 @pytest.mark.slow
 def test_bert_base_with_the_guide_schedule_matches_onnxruntime(tmp_path: Path) -> None:
     """Full-size BERT-base (seq 128, batch 8) with the guide's plan; ~4 minutes of CPU."""
-    from compiler.schedules import bert_base_schedule
+    from compiler.guide_plans import bert_base_schedule
 
     case = make_case("bert_base", batch=8, seq=128)
     out = tmp_path / "bert_base.stcobj"

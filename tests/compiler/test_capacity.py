@@ -6,10 +6,10 @@ import pytest
 
 from compiler.auto import graph_schedule_level
 from compiler.capacity import check_capacity, plan_memory
+from compiler.derive import make_schedule
 from compiler.errors import ScheduleError
 from compiler.graph import Graph
-from compiler.plan import make_schedule
-from compiler.schedule import Group, Placement
+from compiler.schedule import GroupSpec, Placement
 from compiler.target import Target
 from sim import SimError, SimResult, simulate
 from tests.sim.conftest import zoo_graph
@@ -30,7 +30,7 @@ def tiny() -> Graph:
 
 def _one_group(graph: Graph, bind: object, scope: str = "DDR") -> object:
     ops = tuple(range(len(graph.ops)))
-    return make_schedule(graph, [Group("all", ops, 1, (Placement.make(scope, bind),))])
+    return make_schedule(graph, [GroupSpec("all", ops, 1, (Placement.make(scope, bind),))])
 
 
 def test_uneven_parts_are_sized_part_by_part(tiny: Graph) -> None:
@@ -101,3 +101,31 @@ def test_every_level_fits_every_target(name: str, options: dict[str, object], ta
             s = graph_schedule_level(g, target, level)
             r = simulate(g, s, target, timeline=False)
             assert isinstance(r, SimResult), f"{name} b{batch} O{level}: {r.message}"
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+def test_the_walk_step_by_step_is_plan_memory(tiny: Graph, target_name: str) -> None:
+    """CapacityWalk: fits() changes nothing, commit() of every step's own scope gives
+    plan_memory's plan (issue included), and the walk goes on after an overflow."""
+    from dataclasses import replace
+
+    from compiler.capacity import CapacityWalk, order_nodes
+    from compiler.derive import chunk_dag
+
+    target = TARGETS[target_name]
+    draft = graph_schedule_level(tiny, target, 3)
+    schedules = [draft, replace(draft, groups=tuple(
+        replace(g, chunks=tuple(Placement("L1", p.core_bind) for p in g.chunks))
+        for g in draft.groups))]
+    for s in schedules:
+        deps, outs = chunk_dag(tiny, s)
+        walk = CapacityWalk(tiny, target, s.groups, s.transfers, deps, outs, order_nodes(s))
+        issues = 0
+        for k, layout in enumerate(list(walk.layouts)):
+            for other in ("L1", "LLB", "DDR"):
+                walk.fits(k, other)
+            issues += walk.commit(k, layout[0]) is not None
+        assert walk.plan() == plan_memory(tiny, replace(s), target)
+        assert (issues > 0) == (not walk.plan().ok)
+        with pytest.raises(ValueError, match="next step"):
+            walk.fits(0, "DDR")

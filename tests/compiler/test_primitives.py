@@ -24,8 +24,8 @@ from compiler.graph_schedule import (
     SplitGroups,
     schedule_of,
 )
+from compiler.guide_plans import resnet50_schedule
 from compiler.schedule import core_bind_json
-from compiler.schedules import resnet50_schedule
 
 
 @pytest.fixture(scope="module")

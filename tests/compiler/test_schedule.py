@@ -12,10 +12,10 @@ import onnx
 import pytest
 
 from compiler import GraphSchedule, ScheduleError, Target, load_onnx, zoo
+from compiler.derive import make_schedule
 from compiler.graph import Graph
-from compiler.plan import make_schedule
-from compiler.schedule import Group, Placement
-from compiler.schedules import plan
+from compiler.guide_plans import guide_plan
+from compiler.schedule import GroupSpec, Placement
 
 BERT_SMALL = dict(num_layers=1, hidden=64, heads=2, intermediate=128, vocab=100, seq=16)
 ALL = (tuple(range(8)),)
@@ -40,7 +40,7 @@ def graphs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graph]:
 @pytest.mark.parametrize("which,plan_name", [("resnet50", "resnet50"), ("bert", "bert_base")])
 def test_json_round_trip(graphs: dict[str, Graph], which: str, plan_name: str, tmp_path: Path) -> None:
     g = graphs[which]
-    s = plan(plan_name, g)
+    s = guide_plan(plan_name, g)
     again = GraphSchedule.loads(s.dumps())
     assert again == s
     assert again.to_json() == s.to_json()
@@ -53,8 +53,8 @@ def test_json_round_trip(graphs: dict[str, Graph], which: str, plan_name: str, t
 def _tiny_split2(g: Graph) -> dict[str, Any]:
     """tiny_cnn in two groups at the maxpool, the first split 2."""
     cut = g.op_by_name["max_pool2d_0"].index
-    a = Group("A", tuple(range(cut + 1)), 2, (Placement("L1", ALL),) * 2)
-    b = Group("B", tuple(range(cut + 1, len(g.ops))), 1, (Placement("DDR", ALL),))
+    a = GroupSpec("A", tuple(range(cut + 1)), 2, (Placement("L1", ALL),) * 2)
+    b = GroupSpec("B", tuple(range(cut + 1, len(g.ops))), 1, (Placement("DDR", ALL),))
     s = make_schedule(g, [a, b])
     s.validate(g, Target.default())
     return s.to_json()
@@ -157,8 +157,8 @@ def test_take_output_not_in_llb(graphs: dict[str, Graph]) -> None:
     g = graphs["bert"]
     take = g.list_ops()["take"][0]
     groups = [
-        Group("embed", tuple(range(take.index + 1)), 1, (Placement("LLB", ALL),)),
-        Group("rest", tuple(range(take.index + 1, len(g.ops))), 1, (Placement("DDR", ALL),)),
+        GroupSpec("embed", tuple(range(take.index + 1)), 1, (Placement("LLB", ALL),)),
+        GroupSpec("rest", tuple(range(take.index + 1, len(g.ops))), 1, (Placement("DDR", ALL),)),
     ]
     with pytest.raises(ScheduleError, match=rf"group embed .*{take.name} \(take\).*LLB"):
         make_schedule(g, groups).validate(g, Target.default())
@@ -168,15 +168,15 @@ def test_take_output_not_in_llb(graphs: dict[str, Graph]) -> None:
 
 def test_cycle_is_named_by_group_order(graphs: dict[str, Graph]) -> None:
     """The cycle message lists the groups in cycle order."""
-    from compiler.plan import group_order
+    from compiler.derive import group_order
 
     g = graphs["tiny"]
     add = g.op_by_name["add_0"].index
     place = (Placement("DDR", ALL),)
     groups = [
-        Group("A", (0, 1, 2, add), 1, place),
-        Group("B", tuple(range(3, add)), 1, place),
-        Group("C", tuple(range(add + 1, len(g.ops))), 1, place),
+        GroupSpec("A", (0, 1, 2, add), 1, place),
+        GroupSpec("B", tuple(range(3, add)), 1, place),
+        GroupSpec("C", tuple(range(add + 1, len(g.ops))), 1, place),
     ]
     with pytest.raises(ScheduleError, match=r"cycle: (A -> B -> A|B -> A -> B)"):
         group_order(g, groups)

@@ -20,6 +20,8 @@ from compiler.errors import ModelError
 ort = pytest.importorskip("onnxruntime")
 
 BERT_SMALL = dict(num_layers=2, hidden=256, heads=4, intermediate=1024, vocab=1000)
+VIT_SMALL = dict(image_size=32, num_layers=2, hidden=64, heads=4, mlp_dim=128, num_classes=10)
+GPT_SMALL = dict(num_layers=2, hidden=64, heads=4, inner=128, vocab=100)
 
 # Sizes small enough to build random weights and run them in a few ms each.
 REDUCED: dict[str, dict[str, Any]] = {
@@ -33,9 +35,11 @@ REDUCED: dict[str, dict[str, Any]] = {
     "bert_large": {**BERT_SMALL, "num_layers": 3, "heads": 8},
     "deepfm": {},
     "wide_and_deep": {"bucket_size": 100, "deep_layers": [64, 32]},
+    "vit": VIT_SMALL,
+    "gpt": GPT_SMALL,
 }
 # Models whose full-size random weights take seconds to build stay reduced in the fast matrix.
-SLOW_TO_BUILD = {"bert_base", "bert_large", "resnet101"}
+SLOW_TO_BUILD = {"bert_base", "bert_large", "resnet101", "vit", "gpt"}
 SEQ = 32
 ALL_NAMES = sorted(REDUCED)
 MODES = ["random", "zeros", "inputs"]
@@ -51,6 +55,8 @@ OUTPUTS = {  # name -> (output name, output shape after the batch)
     "bert_large": ("pooled", [256]),
     "deepfm": ("prob", [1]),
     "wide_and_deep": ("prob", [1]),
+    "vit": ("prob", [10]),
+    "gpt": ("logits", [SEQ, 100]),
 }
 
 
@@ -415,7 +421,8 @@ def test_materialize_rejects_foreign_or_edited_models() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["tiny_cnn", "resnet18", "resnet34", "resnet50", "resnet101",
-                                  "mobilenet_v2", "bert_base", "deepfm", "wide_and_deep"])
+                                  "mobilenet_v2", "bert_base", "deepfm", "wide_and_deep", "vit",
+                                  "gpt"])
 def test_full_size_random_runs_in_onnxruntime(name: str) -> None:
     model = zoo.build(name, batch=1, seq=128)
     onnx.checker.check_model(model, full_check=True)

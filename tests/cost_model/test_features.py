@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from compiler.auto import core_bind_for
+from compiler.derive import make_schedule, single_tensor_cuts
 from compiler.graph import Graph
-from compiler.plan import make_schedule
-from compiler.schedule import GraphSchedule, Group, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement
 from compiler.target import Target
 from cost_model import FEATURES, feature_names, features, reference_cycles
-from tests.cost_model.conftest import cut_points
+from search_space import Space
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,12 +27,13 @@ def col(X: np.ndarray, name: str) -> np.ndarray:
 def two_groups(graph: Graph, scope: str, bind_a: object, bind_b: object, split: int = 1
                ) -> GraphSchedule:
     """The graph cut once in the middle; group 0's result in ``scope``."""
-    cut = cut_points(graph)[len(cut_points(graph)) // 2]
+    cuts = single_tensor_cuts(graph)
+    cut = cuts[len(cuts) // 2]
     a = tuple(range(cut + 1))
     b = tuple(range(cut + 1, len(graph.ops)))
     pa, pb = Placement.make(scope, bind_a), Placement.make("DDR", bind_b)
-    return make_schedule(graph, [Group("a", a, split, (pa,) * split),
-                                 Group("b", b, split, (pb,) * split)])
+    return make_schedule(graph, [GroupSpec("a", a, split, (pa,) * split),
+                                 GroupSpec("b", b, split, (pb,) * split)])
 
 
 def test_every_column_is_named_and_documented() -> None:
@@ -107,9 +108,9 @@ def test_capacity_columns_scale_with_the_capacity(tiny: Graph, target: Target,
 
 def test_known_values_one_group_in_ddr(tiny: Graph, target: Target) -> None:
     n = target.chip.cores_per_cluster
-    one = make_schedule(tiny, [Group("all", tuple(range(len(tiny.ops))), 1,
+    one = make_schedule(tiny, [GroupSpec("all", tuple(range(len(tiny.ops))), 1,
                                      (Placement("DDR", core_bind_for(tiny.batch, n)),))])
-    four = make_schedule(tiny, [Group("all", tuple(range(len(tiny.ops))), 4,
+    four = make_schedule(tiny, [GroupSpec("all", tuple(range(len(tiny.ops))), 4,
                                       (Placement("DDR", core_bind_for(2, n)),) * 4)])
     X = features(tiny, [one, four], target)
     assert col(X, "groups_per_op")[0] == pytest.approx(1 / len(tiny.ops))
@@ -142,6 +143,17 @@ def test_reference_time_is_the_simulators_roofline(tiny: Graph, target: Target) 
               target.replace(matrix={"macs_per_cycle": 64})):
         ref_us = t.cycles_to_us(reference_cycles(tiny, t))
         assert ref_us == pytest.approx(lower_bound(tiny, tiny.batch, t) - launch, rel=1e-9)
+
+
+def test_space_encoding_columns(tiny: Graph, target: Target, tiny_space: Space,
+                                tiny_candidates: list[GraphSchedule]) -> None:
+    X = features(tiny, tiny_candidates, target, space=tiny_space)
+    names = feature_names(tiny_space)
+    assert X.shape == (len(tiny_candidates), len(names)) == (len(tiny_candidates),
+                                                               len(FEATURES) + tiny_space.dimension)
+    assert names[len(FEATURES)].startswith("space.") and len(set(names)) == len(names)
+    assert np.array_equal(X[:, :len(FEATURES)], features(tiny, tiny_candidates, target))
+    assert np.array_equal(X[:, len(FEATURES):], tiny_space.encode_many(tiny_candidates))
 
 
 def test_cost_model_never_imports_sim() -> None:

@@ -81,7 +81,7 @@ def test_models_rank_held_out_tiny_cnn(data: tuple[np.ndarray, np.ndarray]) -> N
     sp_xgb = spearman(xgb.predict(X[te]), y[te])
     sp_rand = spearman(RandomModel(seed=1).predict(X[te]), y[te])
     sp_ana = spearman(AnalyticalModel().predict(X[te]), y[te])
-    assert sp_xgb > 0.8, sp_xgb
+    assert sp_xgb > 0.85, sp_xgb
     assert sp_ana > 0.5, sp_ana
     assert abs(sp_rand) < 0.35, sp_rand
     assert top_k_recall(xgb.predict(X[te]), y[te], 0.2) >= 0.5

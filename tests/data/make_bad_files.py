@@ -187,11 +187,18 @@ def target_files() -> None:
     write("target", "unknown_key.toml", text + "\n[warp]\nfactor = 9\n")
 
 
+def _target_hash() -> str:
+    """The default target's hash: the log records match tiny_cnn on it (so --log reaches them)."""
+    from compiler.target import Target
+
+    return Target.default().hash
+
+
 def record_line(schedule: object, crc: bool = False, **changes: object) -> str:
     rec = {"v": "1.0",
            "workload": {"key": "962ea7ff2afe65a3ef802c58", "model": "tiny_cnn",
                         "input_shapes": {"input": [2, 3, 16, 16]}, "batch": 2},
-           "target": {"chip": "STCP920", "hash": "716403f4e5641445"},
+           "target": {"chip": "STCP920", "hash": _target_hash()},
            "result": {"status": "ok", "latency_us": 12.5, "throughput_per_s": 1.0, "error": ""},
            "prov": {"measurer": "sim", "measurer_version": "0", "tuner": "corpus", "study": "",
                     "trial": None, "time_unix_s": 1.0, "host": ""}}
@@ -231,6 +238,7 @@ def log_files() -> None:
     # A CRC anyone can compute: a matching one proves nothing about the header.
     write("log", "forged_crc_status_null.jsonl", record_line(good, crc=True, result={
         "status": None, "latency_us": 13.0, "throughput_per_s": None, "error": ""}))
+    write("log", "status_list.jsonl", record_line(good, result={"status": []}))
     write("log", "forged_crc_time_string.jsonl", record_line(good, crc=True, prov={
         "time_unix_s": "yesterday"}))
 

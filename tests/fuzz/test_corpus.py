@@ -74,6 +74,9 @@ def test_log(kit: dict[str, Any], name: str, tmp_path: Path) -> None:
     run_cli("corpus-log", "compile", kit["tiny"], "--log", path, "--strict",
             "-o", tmp_path / "x.stcobj", allowed=(2,))
     assert not (tmp_path / "x.stcobj").exists()
+    page = tmp_path / "report.html"
+    r = run_cli("corpus-log", "report", path, "-o", page, allowed=(0, 2))
+    assert page.exists() == (r.exit_code == 0) and not leftovers(tmp_path)
 
 
 @pytest.fixture

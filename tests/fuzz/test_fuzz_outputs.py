@@ -55,6 +55,12 @@ def _jsonl(p: Path) -> None:
         assert list(read_records(p))
 
 
+def _html(p: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    assert ET.fromstring(p.read_text(encoding="utf-8").split("\n", 1)[1]).tag == "html"
+
+
 def _stcobj(p: Path) -> None:
     from compiler.artifact import read_meta
 
@@ -78,11 +84,12 @@ COMMANDS: dict[str, Cmd] = {
     "distill -o": (lambda d, p: ["distill", "-i", d / "log.jsonl", "-o", p], _jsonl),
     "compile -o": (lambda d, p: ["compile", d / "tiny.onnx", "--log", d / "log.jsonl",
                                  "--strict", "-o", p], _stcobj),
+    "report -o": (lambda d, p: ["report", d / "log.jsonl", "-o", p], _html),
 }
 # The input each command may not overwrite (distill merges its output, so it may).
 INPUT = {"zoo": None, "schedule make": "tiny.onnx", "schedule make --onnx": "tiny.onnx",
          "schedule export": "o0.json", "simulate --trace": "o0.json", "run -o": "dfm.stcobj",
-         "distill -o": None, "compile -o": "tiny.onnx"}
+         "distill -o": None, "compile -o": "tiny.onnx", "report -o": "log.jsonl"}
 SLOW_TO_SUCCEED = {"compile -o"}  # a build: only the "new" kind is run to completion
 
 

@@ -12,10 +12,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler import zoo
+from compiler.derive import make_schedule
 from compiler.graph import Graph
 from compiler.model import Model
-from compiler.plan import make_schedule
-from compiler.schedule import GraphSchedule, Group, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement
 from compiler.target import Target
 
 # The vendor guide's ResNet-50 bindings (resnet50_schedule).
@@ -80,7 +80,7 @@ def resnet_guide_plan(graph: Graph, ends: Sequence[int] = (4, 8, 14)) -> GraphSc
     chunks: list[list[tuple[str, Any]]] = [[("LLB", C4), ("L1", C4)] * 4, [("LLB", C2), ("L1", C2)] * 2,
               [("LLB", C1), ("L1", C1)], [("DDR", C0)]]
     groups = [
-        Group(f"group_{i}", tuple(range(bounds[i] + 1, bounds[i + 1] + 1)), [8, 4, 2, 1][i],
+        GroupSpec(f"group_{i}", tuple(range(bounds[i] + 1, bounds[i + 1] + 1)), [8, 4, 2, 1][i],
               tuple(Placement.make(s, b) for s, b in chunks[i]))
         for i in range(4)
     ]
@@ -123,6 +123,6 @@ def ops_named(graph: Graph, *types: str) -> list[int]:
     return [op.index for op in graph.ops if op.op_type in types]
 
 
-def group(name: str, ops: Sequence[int], scope: str, bind: object, split: int = 1) -> Group:
+def group(name: str, ops: Sequence[int], scope: str, bind: object, split: int = 1) -> GroupSpec:
     """A group with the same placement for every chunk."""
-    return Group(name, tuple(ops), split, (Placement.make(scope, bind),) * split)
+    return GroupSpec(name, tuple(ops), split, (Placement.make(scope, bind),) * split)

@@ -24,10 +24,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from compiler.derive import derive_transfers, group_io, make_schedule
 from compiler.errors import ScheduleError
 from compiler.graph import Graph
-from compiler.plan import derive_transfers, group_io, make_schedule
-from compiler.schedule import SCOPES, GraphSchedule, Group, Placement, Step
+from compiler.schedule import SCOPES, GraphSchedule, GroupSpec, Placement, Step
 
 __all__ = [
     "MOVES",
@@ -93,7 +93,7 @@ def random_placement(rng: random.Random, samples: int, cores: int, bad: bool = F
 
 
 def random_groups(graph: Graph, rng: random.Random, cores: int, bad: bool = False,
-                  max_groups: int = 12, max_split: int | None = None) -> list[Group]:
+                  max_groups: int = 12, max_split: int | None = None) -> list[GroupSpec]:
     """Contiguous op ranges with random splits (at most ``max_split``) and placements."""
     n = len(graph.ops)
     pool = single_tensor_cuts(graph)
@@ -119,7 +119,7 @@ def _separable(graph: Graph, ops: Sequence[int]) -> bool:
 
 def _random_group(graph: Graph, rng: random.Random, name: str, ops: tuple[int, ...],
                   cores: int, bad: bool, split: int | None = None,
-                  max_split: int | None = None) -> Group:
+                  max_split: int | None = None) -> GroupSpec:
     b = graph.batch
     if split is None:
         options = divisors(b) if _separable(graph, ops) else [1]
@@ -132,10 +132,10 @@ def _random_group(graph: Graph, rng: random.Random, name: str, ops: tuple[int, .
     samples = b // split if split > 0 else b
     chunks = tuple(random_placement(rng, max(samples, 1), cores, bad)
                    for _ in range(max(split, 1)))
-    return Group(name, ops, split, chunks)
+    return GroupSpec(name, ops, split, chunks)
 
 
-def random_order(graph: Graph, groups: Sequence[Group], rng: random.Random) -> list[Step]:
+def random_order(graph: Graph, groups: Sequence[GroupSpec], rng: random.Random) -> list[Step]:
     """A random topological order of the chunk DAG (transfers included)."""
     _, deps, _ = derive_transfers(graph, groups)
     missing = {n: len(set(ds)) for n, ds in deps.items()}
@@ -157,7 +157,7 @@ def random_order(graph: Graph, groups: Sequence[Group], rng: random.Random) -> l
     return steps
 
 
-def build(graph: Graph, groups: Sequence[Group], rng: random.Random, cores: int,
+def build(graph: Graph, groups: Sequence[GroupSpec], rng: random.Random, cores: int,
           order: str | None = None, bad: bool = False,
           keep: dict[str, Placement] | None = None) -> GraphSchedule:
     """``make_schedule`` with a random order and random transfer placements.
@@ -191,11 +191,11 @@ def random_schedule(graph: Graph, rng: random.Random, cores: int, bad: bool = Fa
 
 
 # ---- mutations of a schedule --------------------------------------------------------------------
-def _renamed(groups: list[Group]) -> list[Group]:
-    return [Group(f"m{i}", g.ops, g.split, g.chunks) for i, g in enumerate(groups)]
+def _renamed(groups: list[GroupSpec]) -> list[GroupSpec]:
+    return [GroupSpec(f"m{i}", g.ops, g.split, g.chunks) for i, g in enumerate(groups)]
 
 
-def _sorted_groups(groups: list[Group]) -> list[Group]:
+def _sorted_groups(groups: list[GroupSpec]) -> list[GroupSpec]:
     return sorted(groups, key=lambda g: g.ops[0])
 
 
@@ -227,9 +227,9 @@ def _regroup_split(graph: Graph, s: GraphSchedule, rng: random.Random, cores: in
     cuts = [j for j in range(1, len(g.ops)) if g.ops[j - 1] in _cut_set(graph)] or \
         list(range(1, len(g.ops)))
     j = rng.choice(cuts)
-    a = Group(g.name + "a", g.ops[:j], g.split, g.chunks)
+    a = GroupSpec(g.name + "a", g.ops[:j], g.split, g.chunks)
     b = _random_group(graph, rng, g.name + "b", g.ops[j:], cores, bad, split=g.split) \
-        if rng.random() < 0.5 else Group(g.name + "b", g.ops[j:], g.split, g.chunks)
+        if rng.random() < 0.5 else GroupSpec(g.name + "b", g.ops[j:], g.split, g.chunks)
     groups[i:i + 1] = [a, b]
     return build(graph, _renamed(groups), rng, cores, bad=bad)
 
@@ -261,7 +261,7 @@ def _regroup_merge(graph: Graph, s: GraphSchedule, rng: random.Random, cores: in
     if split > 1 and not _separable(graph, ops):
         split = 1
     merged = _random_group(graph, rng, a.name, ops, cores, bad, split=split) \
-        if split != keep.split or rng.random() < 0.3 else Group(a.name, ops, split, keep.chunks)
+        if split != keep.split or rng.random() < 0.3 else GroupSpec(a.name, ops, split, keep.chunks)
     groups[i] = merged
     del groups[j]
     return build(graph, _renamed(groups), rng, cores, bad=bad)
@@ -275,11 +275,11 @@ def _regroup_shift(graph: Graph, s: GraphSchedule, rng: random.Random, cores: in
     i = rng.randrange(len(groups) - 1)
     a, b = groups[i], groups[i + 1]
     if rng.random() < 0.5 and len(a.ops) > 1:
-        a, b = Group(a.name, a.ops[:-1], a.split, a.chunks), \
-            Group(b.name, (a.ops[-1], *b.ops), b.split, b.chunks)
+        a, b = GroupSpec(a.name, a.ops[:-1], a.split, a.chunks), \
+            GroupSpec(b.name, (a.ops[-1], *b.ops), b.split, b.chunks)
     elif len(b.ops) > 1:
-        a, b = Group(a.name, (*a.ops, b.ops[0]), a.split, a.chunks), \
-            Group(b.name, b.ops[1:], b.split, b.chunks)
+        a, b = GroupSpec(a.name, (*a.ops, b.ops[0]), a.split, a.chunks), \
+            GroupSpec(b.name, b.ops[1:], b.split, b.chunks)
     else:
         raise ScheduleError("no op to move")
     groups[i], groups[i + 1] = a, b
@@ -297,12 +297,12 @@ def _resplit(graph: Graph, s: GraphSchedule, rng: random.Random, cores: int,
     return build(graph, groups, rng, cores, bad=bad, keep=_keep(s))
 
 
-def _replace_chunk(s: GraphSchedule, i: int, c: int, place: Placement) -> list[Group]:
+def _replace_chunk(s: GraphSchedule, i: int, c: int, place: Placement) -> list[GroupSpec]:
     groups = list(s.groups)
     g = groups[i]
     chunks = list(g.chunks)
     chunks[c] = place
-    groups[i] = Group(g.name, g.ops, g.split, tuple(chunks))
+    groups[i] = GroupSpec(g.name, g.ops, g.split, tuple(chunks))
     return groups
 
 
@@ -330,7 +330,7 @@ def _rebind(graph: Graph, s: GraphSchedule, rng: random.Random, cores: int,
     place = random_placement(rng, samples, cores, bad, scope=g.chunks[c].mem_scope)
     groups = _replace_chunk(s, i, c, place)
     if rng.random() < 0.3:  # the same binding for every chunk of the group
-        groups[i] = Group(g.name, g.ops, g.split, tuple(
+        groups[i] = GroupSpec(g.name, g.ops, g.split, tuple(
             Placement(ch.mem_scope, place.core_bind) for ch in g.chunks))
     return make_schedule(graph, groups, order=list(s.order), transfer_placements=_keep(s),
                          source="random")

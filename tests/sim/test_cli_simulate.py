@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from autotune.cli import main
 from compiler import zoo
+from compiler.derive import single_group_schedule
 from compiler.graph import Graph
-from compiler.plan import single_group_schedule
 from compiler.schedule import GraphSchedule, Placement
 
 JSON_KEYS = {"status", "latency_us", "throughput_per_s", "chip_throughput_per_s",

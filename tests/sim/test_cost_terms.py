@@ -12,9 +12,9 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx import helper as h
 
 from compiler.auto import graph_schedule_level
+from compiler.derive import make_schedule
 from compiler.graph import Graph
 from compiler.model import Model
-from compiler.plan import make_schedule
 from compiler.schedule import Placement
 from compiler.target import Target
 from sim import SimError, SimResult, lower_bound, simulate

@@ -8,7 +8,7 @@ from compiler.auto import graph_schedule_level
 from compiler.capacity import STREAM_TILE_ELEMENTS
 from compiler.footprint import group_footprint, sample_bytes
 from compiler.graph import Graph
-from compiler.schedules import plan
+from compiler.guide_plans import guide_plan
 from compiler.target import Target
 from sim import SimError, SimResult, simulate
 from tests.sim.conftest import residual_adds, resnet_guide_plan, zoo_graph
@@ -43,7 +43,7 @@ def test_bert_s1_s2_s3(bert128: Graph, bert256: Graph) -> None:
 
 
 def test_bert_guide_plan_fits_one_sample_per_core(bert128: Graph, target: Target) -> None:
-    s = plan("bert_base", bert128)
+    s = guide_plan("bert_base", bert128)
     assert all(len(part) == 1 for g in s.groups for c in g.chunks for part in c.core_bind)
     assert {c.mem_scope for g in s.groups[:-1] for c in g.chunks} == {"L1"}
     r = ok(simulate(bert128, s, target))
@@ -53,7 +53,7 @@ def test_bert_guide_plan_fits_one_sample_per_core(bert128: Graph, target: Target
 
 
 def test_bert_guide_plan_at_seq_256_overflows_l1(bert256: Graph, target: Target) -> None:
-    err = simulate(bert256, plan("bert_base", bert256), target)
+    err = simulate(bert256, guide_plan("bert_base", bert256), target)
     assert isinstance(err, SimError) and err.status == "capacity"
     assert err.resource.startswith("L1 of core ")
     assert err.needed_bytes > err.available_bytes == target.l1.data_bytes
@@ -67,7 +67,7 @@ def test_deepfm_guide_plan_at_320_per_core(deepfm: Graph, target: Target) -> Non
     # the guide sums every tensor of one sample: 2.7 KiB; live ranges need no more
     assert fp.input_sample_bytes + fp.output_sample_bytes <= fp.peak_sample_bytes <= 2.7 * KIB
     assert 320 * fp.peak_sample_bytes <= target.l1.data_bytes
-    r = ok(simulate(deepfm, plan("deepfm", deepfm), target))
+    r = ok(simulate(deepfm, guide_plan("deepfm", deepfm), target))
     assert r.peak_l1_bytes <= target.l1.data_bytes
 
 
@@ -94,19 +94,19 @@ def test_resnet50_stage_sizes(resnet50: Graph) -> None:
 
 
 def test_primitive_port_equals_the_reconstruction(resnet50: Graph) -> None:
-    """compiler.schedules.resnet50_schedule (primitives) builds exactly the guide's plan."""
-    from compiler.schedules import plan
+    """compiler.guide_plans.resnet50_schedule (primitives) builds exactly the guide's plan."""
+    from compiler.guide_plans import guide_plan
 
-    ported, rebuilt = plan("resnet50", resnet50), resnet_guide_plan(resnet50)
+    ported, rebuilt = guide_plan("resnet50", resnet50), resnet_guide_plan(resnet50)
     assert ported.groups == rebuilt.groups
     assert ported.transfers == rebuilt.transfers
     assert ported.order == rebuilt.order
 
 
 def test_resnet50_guide_plan_is_valid_and_calibrated(resnet50: Graph, target: Target) -> None:
-    from compiler.schedules import plan
+    from compiler.guide_plans import guide_plan
 
-    r = ok(simulate(resnet50, plan("resnet50", resnet50), target))
+    r = ok(simulate(resnet50, guide_plan("resnet50", resnet50), target))
     assert r.peak_l1_bytes <= 784 * KIB  # 3136 KiB per image over 4 cores, and so on
     assert r.peak_llb_bytes <= target.llb.bytes
     assert r.chip_throughput_per_s == pytest.approx(BYTEMLPERF_RESNET50_FP16, rel=0.15)
@@ -141,9 +141,9 @@ def test_o3_is_close_to_the_hand_written_plan(
     model: str, plan_name: str, request: pytest.FixtureRequest, target: Target
 ) -> None:
     """The automatic O3 is within 10% of (or beats) the guide's hand-written plan."""
-    from compiler.schedules import plan
+    from compiler.guide_plans import guide_plan
 
     graph: Graph = request.getfixturevalue(model)
     auto = ok(simulate(graph, graph_schedule_level(graph, target, 3), target, timeline=False))
-    hand = ok(simulate(graph, plan(plan_name, graph), target, timeline=False))
+    hand = ok(simulate(graph, guide_plan(plan_name, graph), target, timeline=False))
     assert auto.chip_throughput_per_s >= 0.9 * hand.chip_throughput_per_s

@@ -7,7 +7,7 @@ import pickle
 
 from compiler.graph import Graph
 from compiler.memo import memo_of
-from compiler.schedule import GraphSchedule, Group
+from compiler.schedule import GraphSchedule, GroupSpec
 from compiler.target import Target
 from sim import SimError, SimResult, simulate
 
@@ -17,7 +17,7 @@ from .conftest import resnet_guide_plan
 def _bad_split(s: GraphSchedule) -> GraphSchedule:
     """The plan with group_1 claiming split 3 (16 images cannot be cut in 3)."""
     groups = tuple(
-        Group(g.name, g.ops, 3, g.chunks[:3]) if g.name == "group_1" else g for g in s.groups
+        GroupSpec(g.name, g.ops, 3, g.chunks[:3]) if g.name == "group_1" else g for g in s.groups
     )
     return dataclasses.replace(s, groups=groups)
 

@@ -11,7 +11,7 @@ import pytest
 import sim._measure as measure_mod
 from compiler.auto import graph_schedule_level
 from compiler.graph import Graph
-from compiler.schedule import Group
+from compiler.schedule import GroupSpec
 from compiler.target import Target
 from logs import Result, Status
 from sim import measure
@@ -20,7 +20,7 @@ from sim import measure
 def _variants(tiny: Graph, target: Target) -> list:
     ok = graph_schedule_level(tiny, target, 3)
     bad = dataclasses.replace(ok, groups=tuple(
-        Group(g.name, g.ops, 3, g.chunks) if i == 0 else g for i, g in enumerate(ok.groups)))
+        GroupSpec(g.name, g.ops, 3, g.chunks) if i == 0 else g for i, g in enumerate(ok.groups)))
     tight_ok = graph_schedule_level(tiny, target, 2)
     return [ok, bad, tight_ok]
 

@@ -8,8 +8,8 @@ import math
 import pytest
 from onnx import helper as h
 
+from compiler.derive import make_schedule, single_group_schedule
 from compiler.graph import Graph
-from compiler.plan import make_schedule, single_group_schedule
 from compiler.schedule import GraphSchedule, Placement, Step
 from compiler.target import Target
 from sim import SimError, SimResult, lower_bound, simulate, simulate_many, to_chrome_trace
@@ -257,7 +257,7 @@ def test_random_schedules_give_results_or_errors_never_exceptions(tiny: Graph,
     import random
 
     from compiler.errors import ScheduleError
-    from compiler.schedule import Group
+    from compiler.schedule import GroupSpec
 
     rng = random.Random(7)
     n, seen = len(tiny.ops), set()
@@ -274,7 +274,7 @@ def test_random_schedules_give_results_or_errors_never_exceptions(tiny: Graph,
                 cores = rng.sample(range(8), parts * per)
                 chunks.append(Placement.make(rng.choice(["DDR", "LLB", "L1"]),
                                              [cores[j * per:(j + 1) * per] for j in range(parts)]))
-            groups.append(Group(f"g{i}", tuple(range(bounds[i], bounds[i + 1])), split,
+            groups.append(GroupSpec(f"g{i}", tuple(range(bounds[i], bounds[i + 1])), split,
                                 tuple(chunks)))
         try:
             s = make_schedule(tiny, groups, order=rng.choice(["depth", "breadth"]))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from compiler.errors import ScheduleError
 from compiler.graph import dfs_postorder
 from compiler.memo import memo_of
-from compiler.schedule import GraphSchedule, Group, Placement, Step, Transfer
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, Step, Transfer
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -67,8 +67,45 @@ def _group_io(graph: Graph, ops: Sequence[int]) -> GroupIO:
     return GroupIO(tuple(inputs), tuple(outputs))
 
 
-def group_order(graph: Graph, groups: Sequence[Group]) -> list[str]:
-    """Group names in a topological order (ties: smallest op index first).
+def _last_use(graph: Graph) -> dict[str, int]:
+    last: dict[str, int] = {}
+    for op in graph.ops:
+        for t in op.inputs:
+            last[t] = op.index
+    for t in graph.outputs:
+        last[t] = len(graph.ops)
+    return last
+
+
+def single_tensor_cuts(graph: Graph) -> list[int]:
+    """Op indices after which exactly one tensor is live (model inputs included).
+
+    Cutting the op order there leaves one tensor crossing the boundary (ResNet's
+    residual adds, BERT's block ends): O3 builds its segments on these points and
+    the search space its group boundaries. The last op is never a cut.
+    """
+    last = _last_use(graph)
+    born = {op.output: op.index for op in graph.ops}
+    for t in graph.inputs:
+        born[t] = -1
+    cuts = []
+    # sweep: live count after op i = tensors born <= i with last use > i
+    events: dict[int, int] = {}
+    for t, b in born.items():
+        lu = last.get(t, b)
+        if lu > b:
+            events[b] = events.get(b, 0) + 1
+            events[lu] = events.get(lu, 0) - 1
+    live = events.get(-1, 0)
+    for op in graph.ops:
+        live += events.get(op.index, 0)
+        if live == 1 and op.index < len(graph.ops) - 1:
+            cuts.append(op.index)
+    return cuts
+
+
+def group_order(graph: Graph, groups: Sequence[GroupSpec]) -> list[str]:
+    """GroupSpec names in a topological order (ties: smallest op index first).
 
     Raises:
         ScheduleError: the groups form a cycle (named).
@@ -127,7 +164,7 @@ class _Chunking:
 
 
 def derive_transfers(
-    graph: Graph, groups: Sequence[Group]
+    graph: Graph, groups: Sequence[GroupSpec]
 ) -> tuple[list[Transfer], dict[Node, list[Node]], list[Node]]:
     """Transfers the groups need, the chunk DAG (node -> deps) and the output nodes.
 
@@ -289,7 +326,7 @@ def postorder(deps: dict[Node, list[Node]], roots: Sequence[Node]) -> list[Node]
 
 def make_schedule(
     graph: Graph,
-    groups: Sequence[Group],
+    groups: Sequence[GroupSpec],
     *,
     order: str | Sequence[Step] = "depth",
     transfer_placements: dict[str, Placement] | None = None,
@@ -343,7 +380,7 @@ def make_schedule(
     return schedule
 
 
-def _breadth(graph: Graph, groups: Sequence[Group], deps: dict[Node, list[Node]]) -> list[Node]:
+def _breadth(graph: Graph, groups: Sequence[GroupSpec], deps: dict[Node, list[Node]]) -> list[Node]:
     by_name = {g.name: g for g in groups}
     out: list[Node] = []
     placed: set[Node] = set()
@@ -386,5 +423,5 @@ def single_group_schedule(
     graph: Graph, placement: Placement, split: int = 1, source: str = ""
 ) -> GraphSchedule:
     """Every op in one group: the simplest valid schedule (handy in tests)."""
-    g = Group("group_0", tuple(range(len(graph.ops))), split, (placement,) * split)
+    g = GroupSpec("group_0", tuple(range(len(graph.ops))), split, (placement,) * split)
     return make_schedule(graph, [g], source=source)

@@ -40,7 +40,7 @@ from compiler.graph_schedule import (
 )
 from compiler.schedule import GraphSchedule
 
-__all__ = ["PLANS", "PLAN_BATCH", "bert_base_schedule", "deepfm_schedule", "plan", "resnet50_schedule"]
+__all__ = ["PLANS", "PLAN_BATCH", "bert_base_schedule", "deepfm_schedule", "guide_plan", "resnet50_schedule"]
 
 
 def _require_batch(name: str, graph: Graph, batch: int) -> None:
@@ -193,7 +193,7 @@ PLAN_BATCH: dict[str, int] = {name: _natural_batch(fn) for name, fn in PLANS.ite
 """The batch each hand-written plan is written for (its core bindings assume it)."""
 
 
-def plan(name: str, graph: Graph) -> GraphSchedule:
+def guide_plan(name: str, graph: Graph) -> GraphSchedule:
     """Run a named hand-written schedule on a Graph (no TVM) and return its GraphSchedule."""
     from compiler.graph_schedule import GraphModule
 

@@ -1,0 +1,160 @@
+"""Search-space acceptance figures (issue 9): projections, round trips, validity, speed, search.
+
+Usage: PYTHONPATH=. python bench/space.py [--models a,b] [--samples N] [--valid M] [--search K]
+
+Per model (zoo, weights as inputs): whether O0-O3 and the guide's plan project
+exactly; the time of sample + decode + precheck per candidate (CPU and wall
+clock: the first 20 candidates of a fresh space, then 200 after a warm-up, with
+steps per candidate); decode(encode(s)) == s over N random samples (encode
+through the projection path: the schedule is copied first); the fraction of M
+samples the simulator accepts (``Space.sample``, and fully uniform vectors), and
+whether precheck agrees on each (verdict and reason); a random search of K
+simulator evaluations (best vs O3 and the guide plan: ratios > 1 mean the search
+found faster); encode of 10,000 decoded schedules into one array.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+
+import numpy as np
+
+from compiler import zoo
+from compiler.auto import graph_schedule_level
+from compiler.model import Model
+from compiler.schedule import GraphSchedule
+from compiler.target import Target
+from search_space import build_space
+from sim import SimError, simulate
+
+MODELS = {
+    "resnet50": (16, {}), "resnet101": (16, {}), "mobilenet_v2": (16, {}),
+    "bert_base": (8, {"seq": 128}), "bert_large": (8, {"seq": 128}),
+    "deepfm": (2560, {}), "wide_and_deep": (2048, {}),
+}
+
+
+def _graph(name: str):  # noqa: ANN202
+    batch, kw = MODELS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Model(zoo.build(name, batch=batch, weights="inputs", **kw), name=name).graph
+
+
+def _guide(name: str, g) -> GraphSchedule | None:  # noqa: ANN001
+    from compiler import guide_plans
+
+    plan = {"resnet50": "resnet50", "bert_base": "bert_base", "deepfm": "deepfm"}.get(name)
+    return guide_plans.guide_plan(plan, g) if plan else None
+
+
+def _copy(s: GraphSchedule) -> GraphSchedule:
+    return GraphSchedule.from_json(json.loads(s.dumps()))
+
+
+def _timed_candidates(space, rng, count: int) -> tuple[float, float, float]:  # noqa: ANN001
+    """(CPU ms, wall ms, steps) per sample + decode + precheck, mean over ``count``."""
+    cpu, wall, steps = time.process_time(), time.perf_counter(), 0
+    for _ in range(count):
+        s = space.sample(rng)
+        space.precheck(s)
+        steps += len(s.order)
+    n = max(count, 1)
+    return (1e3 * (time.process_time() - cpu) / n, 1e3 * (time.perf_counter() - wall) / n,
+            steps / n)
+
+
+def run(name: str, n_rt: int, n_valid: int, n_search: int, warm: int,
+        target: Target) -> dict[str, object]:
+    g = _graph(name)
+    t = time.perf_counter()
+    space = build_space(g, target)
+    out: dict[str, object] = {"model": name, "build_s": round(time.perf_counter() - t, 2),
+                              "dimension": space.dimension, "log10_size": round(space.size(), 1),
+                              "log10_size_tied": round(space.size(True), 1)}
+    seeds = {f"O{k}": graph_schedule_level(g, target, k) for k in range(4)}
+    guide = _guide(name, g)
+    if guide is not None:
+        seeds["guide"] = guide
+    proj = {}
+    for k, s in seeds.items():
+        p = space.project(_copy(s))
+        ok = p.schedule is not None and space.decode(space.encode(_copy(s))).structural_key() \
+            == s.structural_key()
+        proj[k] = "exact" if ok else p.reason
+    out["projection"] = proj
+    rng = np.random.default_rng(0)
+    # speed: cold (first candidates of a fresh space), then steady state after a warm-up
+    cold = _timed_candidates(space, rng, 20)
+    _timed_candidates(space, rng, warm)
+    hot = _timed_candidates(space, rng, 200)
+    out["ms_per_candidate"] = {"cold_cpu": round(cold[0], 2), "cpu": round(hot[0], 2),
+                               "wall": round(hot[1], 2), "steps": round(hot[2], 1),
+                               "us_per_step_cpu": round(1e3 * hot[0] / max(hot[2], 1), 1)}
+    rt = 0
+    for _ in range(n_rt):
+        s = space.sample(rng)
+        try:
+            rt += space.decode(space.encode(_copy(s))).structural_key() == s.structural_key()
+        except Exception:  # noqa: BLE001 - counted as a failure
+            pass
+    out["round_trip"] = f"{rt}/{n_rt}"
+    for label, uniform in (("valid", False), ("valid_uniform", True)):
+        valid = agree = 0
+        for _ in range(n_valid):
+            s = space.sample(rng, uniform=uniform)
+            check = space.precheck(s)
+            r = simulate(g, s, target, timeline=False)
+            ok = not isinstance(r, SimError)
+            valid += ok
+            agree += check.ok == ok and (ok or check.reason == r.message)
+        out[label] = f"{valid}/{n_valid}"
+        out[f"precheck_agrees{label[5:]}"] = f"{agree}/{n_valid}"
+    best = None
+    n_ok = 0
+    for _ in range(n_search):
+        r = simulate(g, space.sample(rng), target, timeline=False)
+        if not isinstance(r, SimError):
+            n_ok += 1
+            best = r.latency_us if best is None else min(best, r.latency_us)
+    o3 = simulate(g, seeds["O3"], target, timeline=False)
+    search: dict[str, object] = {"evals": n_search, "valid": n_ok, "best_us": _r(best),
+                                 "O3_us": _r(getattr(o3, "latency_us", None))}
+    if best is not None and not isinstance(o3, SimError):
+        search["best_vs_O3"] = round(o3.latency_us / best, 3)
+    if guide is not None:
+        gr = simulate(g, guide, target, timeline=False)
+        search["guide_us"] = _r(getattr(gr, "latency_us", None))
+        if best is not None and not isinstance(gr, SimError):
+            search["best_vs_guide"] = round(gr.latency_us / best, 3)
+    out["search"] = search
+    ss = [space.sample(rng) for _ in range(200)]
+    t = time.process_time()
+    m = space.encode_many(ss * 50)
+    out["encode_10k_cpu_s"] = round(time.process_time() - t, 3)
+    out["encode_shape"] = list(m.shape)
+    return out
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--samples", type=int, default=1000)
+    ap.add_argument("--valid", type=int, default=200)
+    ap.add_argument("--search", type=int, default=500)
+    ap.add_argument("--warm", type=int, default=200, help="samples before the timed ones")
+    a = ap.parse_args()
+    target = Target.default()
+    for name in a.models.split(","):
+        print(json.dumps(run(name, a.samples, a.valid, a.search, a.warm, target)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

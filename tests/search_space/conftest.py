@@ -1,0 +1,70 @@
+"""Graphs for the search-space tests (imported once per session, weights as inputs)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.graph import Graph
+from compiler.model import Model
+from compiler.target import Target
+from tests.sim.conftest import zoo_graph
+
+SMALL = {
+    "tiny_cnn": (8, {}),
+    "bert2": (8, {"seq": 128, "num_layers": 2}),
+    "deepfm": (2560, {}),
+    "wide_and_deep": (2048, {}),
+}
+
+
+@pytest.fixture(scope="session")
+def target() -> Target:
+    return Target.default()
+
+
+_graphs: dict[str, Graph] = {}
+
+
+def small_graph(key: str) -> Graph:
+    """A small or reduced zoo model (BERT with 2 layers), cached for the session."""
+    if key not in _graphs:
+        batch, kw = SMALL[key]
+        _graphs[key] = zoo_graph("bert_base" if key == "bert2" else key, batch, **kw)
+    return _graphs[key]
+
+
+def onnx_model(nodes: list, inputs: dict[str, list[int]], outputs: dict[str, list[int]],
+               consts: dict[str, float], name: str) -> Graph:
+    """A float32 ONNX model from onnx.helper nodes, imported."""
+    g = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs.items()],
+        [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in consts.items()],
+    )
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Model(proto, name=name).graph
+
+
+def cpu_split_graph() -> Graph:
+    """x -> Relu -> Add -> Log (CPU) -> Relu -> Mul -> y: two NPU functions."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r0"]),
+        helper.make_node("Add", ["r0", "one"], ["a0"]),
+        helper.make_node("Log", ["a0"], ["l0"]),
+        helper.make_node("Relu", ["l0"], ["r1"]),
+        helper.make_node("Mul", ["r1", "two"], ["y"]),
+    ]
+    return onnx_model(nodes, {"x": [4, 8]}, {"y": [4, 8]}, {"one": 1.0, "two": 2.0}, "cpu_split")
+
+
+def single_op_graph() -> Graph:
+    """One Relu."""
+    return onnx_model([helper.make_node("Relu", ["x"], ["y"])], {"x": [4, 64]}, {"y": [4, 64]}, {},
+                      "one_op")
