@@ -53,7 +53,8 @@ class GuidedOptions:
         parents: Best measured schedules that seed the population.
         random_share: Share of the initial population drawn uniformly from the space.
         crossover: Probability that a child is a crossover rather than a mutation.
-        eps: Share of each round's proposals that are random picks (exploration).
+        eps: Share of each round's proposals picked at random among the bred candidates
+            the model did not choose (exploration).
         retrain_every: Retrain the cost model when this many new measurements arrived.
     """
 
@@ -198,11 +199,21 @@ class GuidedSampler(BaseSampler):
             ranked = self._neighbours(parents)
         else:
             ranked = self._evolve(parents)
-        picked = 0
+        picked = used = 0
         for cid, s in ranked:
+            used += 1
             if picked >= o.proposals - n_eps:
                 break
             if self._admit(cid, s, ranked_by):
+                picked += 1
+        # Exploration as in Ansor: random picks among the bred candidates the model passed
+        # over (uniform samples of the space are mostly far slower than anything bred).
+        rest = ranked[used:]
+        for k in self._rng.permutation(len(rest)):
+            if picked >= o.proposals:
+                break
+            cid, s = rest[int(k)]
+            if self._admit(cid, s, ""):
                 picked += 1
         for _ in range(8 * max(n_eps, 1)):
             if picked >= o.proposals:
