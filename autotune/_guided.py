@@ -53,7 +53,8 @@ class GuidedOptions:
         parents: Best measured schedules that seed the population.
         random_share: Share of the initial population drawn uniformly from the space.
         crossover: Probability that a child is a crossover rather than a mutation.
-        eps: Share of each round's proposals that are random picks (exploration).
+        eps: Share of each round's proposals picked at random among the bred candidates
+            the model did not choose (exploration).
         retrain_every: Retrain the cost model when this many new measurements arrived.
     """
 
@@ -193,15 +194,26 @@ class GuidedSampler(BaseSampler):
         self.rounds += 1
         parents = self._best(o.parents)
         n_eps = round(o.proposals * o.eps)
-        if parents and not self.ranker.trained_on:
-            ranked, ranked_by = self._neighbours(parents), ""
+        ranked_by = self.ranker.label
+        if parents and not ranked_by:
+            ranked = self._neighbours(parents)
         else:
-            ranked, ranked_by = self._evolve(parents), f"{self.ranker.name}/n={self.ranker.trained_on}"
-        picked = 0
+            ranked = self._evolve(parents)
+        picked = used = 0
         for cid, s in ranked:
+            used += 1
             if picked >= o.proposals - n_eps:
                 break
             if self._admit(cid, s, ranked_by):
+                picked += 1
+        # Exploration as in Ansor: random picks among the bred candidates the model passed
+        # over (uniform samples of the space are mostly far slower than anything bred).
+        rest = ranked[used:]
+        for k in self._rng.permutation(len(rest)):
+            if picked >= o.proposals:
+                break
+            cid, s = rest[int(k)]
+            if self._admit(cid, s, ""):
                 picked += 1
         for _ in range(8 * max(n_eps, 1)):
             if picked >= o.proposals:

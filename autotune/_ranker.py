@@ -29,12 +29,12 @@ class Ranker(Protocol):
     """What the guided sampler needs from a cost model.
 
     Attributes:
-        name: Short name for records, e.g. ``"xgb"``.
-        trained_on: Samples of the last fit (0 before: predictions are random).
+        label: What ranks now, for records (``"xgb/n=64"``, ``"analytical"``); ``""``
+            while predictions are random (the sampler then searches near the best
+            measured schedules instead).
     """
 
-    name: str
-    trained_on: int
+    label: str
 
     def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
         """One row per schedule."""
@@ -63,7 +63,7 @@ class EncodingXGB:
         self._rng = np.random.default_rng(seed)
         self._min = min_samples
         self._booster: Any = None
-        self.trained_on = 0
+        self.label = ""
 
     def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
         return self._space.encode_many(list(schedules)).astype(np.float32)
@@ -79,7 +79,7 @@ class EncodingXGB:
                   "min_child_weight": 1, "nthread": 1, "seed": self._seed,
                   "objective": "reg:squarederror", "verbosity": 0}
         self._booster = xgb.train(params, dtrain, num_boost_round=100)
-        self.trained_on = len(y)
+        self.label = f"{self.name}/n={len(y)}"
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         if self._booster is None:
@@ -93,7 +93,9 @@ class CostModelRanker:
     """``cost_model.features`` + ``cost_model.XGBModel`` behind the :class:`Ranker` calls.
 
     The model learns incrementally (``XGBModel.update`` retrains when the data grew
-    enough) on one thread: the measurers own the other cores.
+    enough) on one thread: the measurers own the other cores. Until it has trees
+    (its cold start), ``cost_model.AnalyticalModel`` ranks: the roofline estimate the
+    trees later correct, rather than the random scores of a cold XGBoost model.
     """
 
     name = "xgb"
@@ -106,8 +108,9 @@ class CostModelRanker:
         self._features = cost_model.features  # type: ignore[attr-defined,unused-ignore]
         model_cls = cost_model.XGBModel  # type: ignore[attr-defined,unused-ignore]
         self._model = model_cls(seed=0 if seed is None else seed, params={"nthread": 1})
+        self._prior = cost_model.AnalyticalModel()  # type: ignore[attr-defined,unused-ignore]
         self._rows = 0
-        self.trained_on = 0
+        self.label = "analytical"
 
     def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
         return np.asarray(self._features(self._graph, list(schedules), self._target))
@@ -116,10 +119,12 @@ class CostModelRanker:
         if len(y) > self._rows:
             self._model.update(x[self._rows:], y[self._rows:])
             self._rows = len(y)
-        self.trained_on = self._model.n_samples if self._model.trained else 0
+        if self._model.trained:
+            self.label = f"{self.name}/n={self._model.n_samples}"
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self._model.predict(x), dtype=np.float64)
+        model = self._model if self._model.trained else self._prior
+        return np.asarray(model.predict(x), dtype=np.float64)
 
 
 def default_ranker(space: Space, graph: Graph, target: Target, seed: int | None) -> Ranker:

@@ -198,9 +198,12 @@ class RayPool(MeasurePool):
         self.workers = workers
         self._timeout_s = timeout_s
         self._stop_ray = start_ray(address, workers)
-        actor_cls = ray.remote(_Worker).options(num_cpus=1, max_restarts=-1, max_task_retries=0)
-        graphs_ref = ray.put(dict(graphs))
-        self._actors = [actor_cls.remote(graphs_ref, target, measurer) for _ in range(workers)]
+        self._actor_cls = ray.remote(_Worker).options(num_cpus=1, max_restarts=-1,
+                                                      max_task_retries=0)
+        # Held for the pool's life: Ray restarts a dead actor with these arguments.
+        self._args = (ray.put(dict(graphs)), target, measurer)
+        self._actors = [self._actor_cls.remote(*self._args) for _ in range(workers)]
+        self._replaced = 0
         self._load = [0] * workers
         self._refs: dict[Any, _InFlight] = {}
         self._pings: dict[Any, int] = {}  # ping of a restarting worker -> its index
@@ -274,12 +277,24 @@ class RayPool(MeasurePool):
         k = self._pings.pop(ref)
         try:
             ray.get(ref)
-        except _LOST_ERRORS():
-            time.sleep(0.2)
-            self._pings[self._actors[k].pid.remote()] = k
+        except ray.exceptions.ActorUnavailableError:
+            time.sleep(0.2)  # still restarting
+        except _LOST_ERRORS() as exc:
+            # Dead for good (its restart failed): start a fresh worker in its place.
+            self._replaced += 1
+            if self._replaced > 3 * self.workers:
+                raise GraphtuneError(
+                    f"measurer workers keep dying ({type(exc).__name__}); the log keeps every "
+                    "measurement so far: fix the cause and re-run the same command to resume"
+                ) from None
+            log.warning("worker %d could not restart (%s): starting a new one", k,
+                        type(exc).__name__)
+            self._actors[k] = self._actor_cls.remote(*self._args)
+        else:
+            self._down.discard(k)
+            log.info("worker %d is back", k)
             return
-        self._down.discard(k)
-        log.info("worker %d is back", k)
+        self._pings[self._actors[k].pid.remote()] = k
 
     def _expire(self) -> None:
         """Kill (and so restart) a worker stuck on a batch past its deadline."""

@@ -131,6 +131,7 @@ def tune(
     ranker: RankerFactory | None = None,
     batch_size: int = 4,
     curve: bool = True,
+    seeds: bool = True,
 ) -> TuneResult:
     """Tune the graph schedules of some models; every measurement goes to ``log``.
 
@@ -161,6 +162,9 @@ def tune(
             :func:`autotune._ranker.default_ranker`).
         batch_size: Candidates per batch sent to a worker.
         curve: Draw the tuning-curve PNG next to the log.
+        seeds: Measure O0-O3 and the fitting hand-written plans first (False only for
+            search experiments: ``bench/search_efficiency.py`` compares samplers from
+            scratch).
 
     Returns:
         A :class:`TuneResult`.
@@ -198,7 +202,7 @@ def tune(
         handle = open_storage(storage, log_path)
         records = _read_log(log_path, tasks, tgt, meas)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
-                     trials, n_workers)
+                     trials, n_workers, seeds)
         scheduler = _scheduler(job, seed, early_stopping)
         from logs import RecordWriter
 
@@ -264,7 +268,7 @@ def _read_log(path: str, tasks: Sequence[Task], target: Target, measurer: Measur
 def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
            handle: StorageHandle, target: Target, sampler: str, seed: int | None,
            objective: str, guided: GuidedOptions | None, ranker: RankerFactory | None,
-           trials: int, workers: int) -> JobState:
+           trials: int, workers: int, seeds: bool) -> JobState:
     """Spaces, studies (reconciled with the log) and seeds of every task."""
     import optuna
 
@@ -300,7 +304,8 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
             note_measurement(ts, objective, rec.prov.tuner, dict(rec.schedule), rec.prov.trial,
                              m, cid)
         reconcile(study, space, logged, objective)
-        _enqueue_seeds(ts, target)
+        if seeds:
+            _enqueue_seeds(ts, target)
         states.append(ts)
     handle.flush()
     return JobState(states, trials, workers)

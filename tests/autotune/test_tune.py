@@ -19,7 +19,6 @@ from click.testing import CliRunner
 from optuna.trial import TrialState
 
 from autotune import ApplyHistoryBest, GuidedOptions, tune
-from autotune._journal import open_storage
 from autotune._studies import candidate_id
 from autotune.cli import main
 from compiler.graph import Graph
@@ -51,14 +50,13 @@ def _without_time(log: Path) -> list[dict[str, Any]]:
 
 
 def _study(journal: str) -> optuna.Study:
-    handle = open_storage(journal, "unused.jsonl")
-    try:
-        (name,) = optuna.get_all_study_names(handle.storage)
-        study = optuna.load_study(study_name=name, storage=handle.storage)
-        study.trials  # noqa: B018 - read everything before the file is released
-        return study
-    finally:
-        handle.close()
+    """The job's study, read the way optuna-dashboard reads a journal file."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    storage = JournalStorage(JournalFileBackend(journal))
+    (name,) = optuna.get_all_study_names(storage)
+    return optuna.load_study(study_name=name, storage=storage)
 
 
 def test_cli_tune_records_every_measurement_seeds_first(tiny_onnx: Path, tmp_path: Path) -> None:

@@ -214,7 +214,7 @@ class FakeRanker:
 
     def __init__(self, space: Any) -> None:
         self.space = space
-        self.trained_on = 0
+        self.label = ""
         self.fits: list[int] = []
 
     def features(self, schedules: Any) -> np.ndarray:
@@ -223,7 +223,7 @@ class FakeRanker:
     def fit(self, x: np.ndarray, y: np.ndarray) -> None:
         assert len(x) == len(y)
         self.fits.append(len(y))
-        self.trained_on = len(y)
+        self.label = f"fake/n={len(y)}"
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return -x.sum(axis=1)
