@@ -9,6 +9,7 @@ Example:
 """
 
 from autotune._apply_history import ApplyHistoryBest
+from autotune._delayed import DelayedMeasurer
 from autotune._measurer import Measurer, SimMeasurer
 from autotune._result import ModelResult, TaskResult, TuneResult
 from autotune._scheduler import GradientScheduler, TaskProgress
@@ -30,6 +31,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "ApplyHistoryBest",
+    "DelayedMeasurer",
     "GradientScheduler",
     "GuidedOptions",
     "GuidedSampler",

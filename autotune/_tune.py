@@ -126,7 +126,10 @@ def tune(
     batch: int | None = None,
     timeout_per_trial: float | None = None,
     early_stopping: int | None = None,
-    measurer: Measurer | None = None,
+    measurer: Measurer | str | None = None,
+    measurer_options: dict[str, Any] | None = None,
+    worker_cpus: float | None = None,
+    worker_resources: dict[str, float] | None = None,
     guided: GuidedOptions | None = None,
     ranker: RankerFactory | None = None,
     batch_size: int = 4,
@@ -156,7 +159,14 @@ def tune(
         batch: Batch size of models given as paths or ``Model`` values.
         timeout_per_trial: Wall-time limit of one measurement, in seconds.
         early_stopping: Stop a task after this many measurements without a gain.
-        measurer: What measures (default: the simulator).
+        measurer: What measures: a :class:`Measurer`, or a spec that
+            :func:`autotune._plugins.load_measurer` resolves (``"module:Class"``, an entry
+            point name of ``graphtune.measurers``, ``"sim"``, ``"delayed"``). Default: the
+            simulator.
+        measurer_options: Keyword arguments of the measurer's constructor (with a spec).
+        worker_cpus: CPUs each Ray worker reserves (default: the measurer's ``num_cpus``).
+        worker_resources: Custom Ray resources each worker needs, e.g. ``{"stcp920": 1}``
+            (default: the measurer's ``resources``); ignored with ``workers=0``.
         guided: Options of the guided sampler.
         ranker: Factory of the guided sampler's cost model (default:
             :func:`autotune._ranker.default_ranker`).
@@ -193,8 +203,10 @@ def tune(
         target = Target.from_file(os.fspath(target))
     tgt = target or Target.default()
     log_path = check_log_path(log)
+    if worker_cpus is not None and worker_cpus < 0:
+        raise GraphtuneError(f"worker CPUs must be >= 0, got {worker_cpus}")
+    meas = _measurer(measurer, measurer_options, n_workers)
     tasks = load_tasks(models_or_tasks, batch)
-    meas = measurer or SimMeasurer()
 
     lock = _lock_log(log_path)
     handle: StorageHandle | None = None
@@ -207,7 +219,8 @@ def tune(
         from logs import RecordWriter
 
         with RecordWriter(log_path) as writer, _pool(job, tgt, meas, n_workers, ray_address,
-                                                     timeout_per_trial) as pool:
+                                                     timeout_per_trial, worker_cpus,
+                                                     worker_resources) as pool:
             job.workers = pool.workers
             driver = Driver(job, scheduler, pool, writer, handle, tgt, meas, objective,
                             tuner_label(sampler), batch_size, callbacks)
@@ -225,6 +238,32 @@ def tune(
         if handle is not None:
             handle.close()
         os.close(lock)
+
+
+def _measurer(measurer: Measurer | str | None, options: dict[str, Any] | None,
+              workers: int) -> Measurer:
+    """The measurer to use; checked to travel to Ray workers (pickle) when there are any."""
+    if isinstance(measurer, str):
+        from autotune._plugins import load_measurer
+
+        meas = load_measurer(measurer, options)
+    elif options:
+        raise GraphtuneError("measurer options need a measurer spec (module:Class or a name), "
+                             "not a Measurer instance")
+    else:
+        meas = measurer or SimMeasurer()
+    if not isinstance(meas, Measurer):
+        raise GraphtuneError(f"measurer must be an autotune.Measurer, got {type(meas).__name__}")
+    if workers > 0:
+        import cloudpickle
+
+        try:
+            cloudpickle.dumps(meas)
+        except Exception as exc:  # noqa: BLE001 - pickling raises many kinds
+            raise GraphtuneError(f"the measurer {type(meas).__name__} cannot be sent to Ray "
+                                 f"workers (pickle: {exc}); keep only configuration in it, "
+                                 "or use --workers 0") from None
+    return meas
 
 
 def _lock_log(path: str) -> int:
@@ -347,7 +386,8 @@ def _scheduler(job: JobState, seed: int | None, early_stopping: int | None) -> G
 
 
 def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,
-          ray_address: str | None, timeout_s: float | None) -> MeasurePool:
+          ray_address: str | None, timeout_s: float | None, cpus: float | None,
+          resources: dict[str, float] | None) -> MeasurePool:
     graphs = {t.task.key: t.task.graph for t in job.tasks}
     if workers == 0:
         from autotune._pool import InProcessPool
@@ -355,4 +395,5 @@ def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,
         return InProcessPool(graphs, target, measurer, timeout_s)
     from autotune._ray_pool import RayPool
 
-    return RayPool(graphs, target, measurer, workers, ray_address, timeout_s)
+    return RayPool(graphs, target, measurer, workers, ray_address, timeout_s, num_cpus=cpus,
+                   resources=resources)
