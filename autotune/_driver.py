@@ -110,6 +110,12 @@ class Driver:
         # Candidates being measured -> other trials waiting for them.
         self._inflight: dict[tuple[int, str], list[Trial]] = {}
         self._host = socket.gethostname()
+        # What the pool holds at once, per task: the guided sampler proposes rounds at
+        # least this large (see GuidedSampler.demand).
+        demand = pool.slots * self.batch_size // max(1, len(job.tasks))
+        for ts in job.tasks:
+            if hasattr(ts.study.sampler, "demand"):
+                ts.study.sampler.demand = demand
 
     # ---- the loop --------------------------------------------------------------------------
     def run(self) -> None:

@@ -50,7 +50,8 @@ class GuidedOptions:
     Attributes:
         population: Candidates bred per generation.
         generations: Generations of model-guided evolution per round.
-        proposals: Candidates proposed per round.
+        proposals: Candidates proposed per round (more when the measurers hold more at
+            once, up to ``population``: see :attr:`GuidedSampler.demand`).
         parents: Best measured schedules that seed the population.
         random_share: Share of the initial population drawn uniformly from the space.
         crossover: Probability that a child is a crossover rather than a mutation.
@@ -115,6 +116,11 @@ class GuidedSampler(BaseSampler):
         self._told: list[tuple[int, dict[str, Any], float | None]] = []  # since the last sync
         self._scanned_at: float | None = None  # monotonic time of the last full read
         self.rounds = 0
+        # Candidates the measurers hold at once (set by the driver): a round proposes at
+        # least this many (up to ``population``), so a round's breeding, whose cost does not
+        # depend on how many it proposes, is spread over as many measurements as many
+        # workers take. With two workers this is the default ``proposals``.
+        self.demand = 0
 
     # ---- Optuna's sampler interface ------------------------------------------------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial
@@ -226,7 +232,8 @@ class GuidedSampler(BaseSampler):
         o = self.options
         self.rounds += 1
         parents = self._best(o.parents)
-        n_eps = round(o.proposals * o.eps)
+        n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
+        n_eps = round(n_prop * o.eps)
         ranked_by = self.ranker.label
         if parents and not ranked_by:
             ranked = self._neighbours(parents)
@@ -235,7 +242,7 @@ class GuidedSampler(BaseSampler):
         picked = used = 0
         for cid, s in ranked:
             used += 1
-            if picked >= o.proposals - n_eps:
+            if picked >= n_prop - n_eps:
                 break
             if self._admit(cid, s, ranked_by):
                 picked += 1
@@ -243,13 +250,13 @@ class GuidedSampler(BaseSampler):
         # over (uniform samples of the space are mostly far slower than anything bred).
         rest = ranked[used:]
         for k in self._rng.permutation(len(rest)):
-            if picked >= o.proposals:
+            if picked >= n_prop:
                 break
             cid, s = rest[int(k)]
             if self._admit(cid, s, ""):
                 picked += 1
         for _ in range(8 * max(n_eps, 1)):
-            if picked >= o.proposals:
+            if picked >= n_prop:
                 break
             s = self.space.sample(self._rng)
             if self._admit(candidate_id(s), s, ""):
