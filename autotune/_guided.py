@@ -20,6 +20,7 @@ import heapq
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,11 @@ class GuidedOptions:
         rescan_s: Read the whole study again this often (seconds), for trials another
             driver on the same storage finished; between rescans the sampler learns from
             the trials this process tells (a full read is O(trials)).
+        background_fit: Retrain the cost model on a thread while the driver goes on
+            proposing with the previous model (XGBoost releases the GIL, so training
+            uses another core instead of stalling every worker). Off by default, since
+            when the new model arrives depends on timing; ``tune`` turns it on when Ray
+            workers measure (``workers >= 1``), keeping in-process runs reproducible.
     """
 
     population: int = 96
@@ -76,6 +82,7 @@ class GuidedOptions:
     retrain_every: int = 16
     retrain_growth: float = 0.25
     rescan_s: float = 30.0
+    background_fit: bool = False
 
 
 @dataclass
@@ -115,6 +122,8 @@ class GuidedSampler(BaseSampler):
         self._by_trial: dict[int, _Proposal] = {}
         self._told: list[tuple[int, dict[str, Any], float | None]] = []  # since the last sync
         self._scanned_at: float | None = None  # monotonic time of the last full read
+        self._fitting: Future[None] | None = None  # a background retraining
+        self._fitter: ThreadPoolExecutor | None = None
         self.rounds = 0
         # Candidates the measurers hold at once (set by the driver): a round proposes at
         # least this many (up to ``population``), so a round's breeding, whose cost does not
@@ -213,12 +222,23 @@ class GuidedSampler(BaseSampler):
             self._x.extend(np.asarray(rows, dtype=np.float32))
             self._y.extend(y for _, _, y in new if y is not None)
         o = self.options
+        if self._fitting is not None:
+            if not self._fitting.done():
+                return  # the previous retraining is still running: keep its data growing
+            fitting, self._fitting = self._fitting, None
+            fitting.result()  # an error in training surfaces here
         grown = len(self._y) - self._trained_at
         if grown >= max(o.retrain_every, o.retrain_growth * self._trained_at) or (
             self._trained_at == 0 and self._y and len(self._y) >= o.retrain_every // 2
         ):
-            self.ranker.fit(np.stack(self._x), np.asarray(self._y))
+            xs, ys = np.stack(self._x), np.asarray(self._y)
             self._trained_at = len(self._y)
+            if o.background_fit:
+                if self._fitter is None:
+                    self._fitter = ThreadPoolExecutor(1, thread_name_prefix="graphtune-fit")
+                self._fitting = self._fitter.submit(self.ranker.fit, xs, ys)
+            else:
+                self.ranker.fit(xs, ys)
 
     def _label(self, value: float) -> float | None:
         """The cost model's target: speed, higher = faster (1/latency or throughput)."""

@@ -213,6 +213,14 @@ def tune(
     try:
         handle = open_storage(storage, log_path)
         records = _read_log(log_path, tasks, tgt, meas)
+        if n_workers > 0 and sampler == "guided":
+            # Workers measure while the driver proposes: retrain the cost model on a thread
+            # rather than stall them (in-process runs stay reproducible without it).
+            from dataclasses import replace
+
+            from autotune._guided import GuidedOptions
+
+            guided = replace(guided or GuidedOptions(), background_fit=True)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
                      trials, n_workers, seeds)
         scheduler = _scheduler(job, seed, early_stopping)

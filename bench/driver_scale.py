@@ -74,6 +74,7 @@ class TimedPool(MeasurePool):
         self.inner = inner
         self.in_process = in_process
         self.blocked_s = 0.0
+        self.blocked_cpu_s = 0.0  # this thread's CPU time inside the same calls
         self.workers = inner.workers
 
     @property
@@ -85,17 +86,19 @@ class TimedPool(MeasurePool):
         return self.inner.in_flight
 
     def submit(self, batch_id: int, task_key: str, schedules: Any) -> None:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         self.inner.submit(batch_id, task_key, schedules)
         if self.in_process:  # the in-process pool measures here: not the driver's own work
             self.blocked_s += time.perf_counter() - t0
+            self.blocked_cpu_s += time.thread_time() - c0
 
     def wait(self, timeout_s: float | None = None) -> list[Any]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             return self.inner.wait(timeout_s)
         finally:
             self.blocked_s += time.perf_counter() - t0
+            self.blocked_cpu_s += time.thread_time() - c0
 
     def close(self) -> None:
         self.inner.close()
@@ -123,10 +126,16 @@ def timed_pools() -> Iterator[list[TimedPool]]:
 
 @dataclass
 class Spent:
-    """Wall time per label, and the duration of each label's first call."""
+    """Wall time per label, the duration of each label's first call, and CPU time per label.
+
+    CPU time is the calling thread's (``time.thread_time``): on a busy machine the wall
+    time includes waiting for a core, the CPU time does not.
+    """
 
     total: collections.Counter[str] = field(default_factory=collections.Counter)
     first: dict[str, float] = field(default_factory=dict)
+    cpu: collections.Counter[str] = field(default_factory=collections.Counter)
+    first_cpu: dict[str, float] = field(default_factory=dict)
 
 
 @contextmanager
@@ -144,13 +153,15 @@ def stopwatch(spots: dict[str, tuple[Any, str]]) -> Iterator[Spent]:
         def make(f: Callable[..., Any], label: str) -> Callable[..., Any]:
             @functools.wraps(f)
             def timed(*a: Any, **k: Any) -> Any:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 try:
                     return f(*a, **k)
                 finally:
-                    dt = time.perf_counter() - t0
+                    dt, dc = time.perf_counter() - t0, time.thread_time() - c0
                     spent.total[label] += dt
                     spent.first.setdefault(label, dt)
+                    spent.cpu[label] += dc
+                    spent.first_cpu.setdefault(label, dc)
             return timed
 
         setattr(owner, name, make(f, label))
@@ -171,6 +182,7 @@ class ScaleRow:
     ideal: float
     efficiency: float
     driver_ms: float
+    driver_cpu_ms: float
     load: str = ""
 
 
@@ -199,8 +211,9 @@ def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: in
     ideal = workers / delay
     # The driver's busy time: its loop's wall time minus what it spent blocked on the pool.
     busy = spent.total["run"] - pool.blocked_s
+    busy_cpu = spent.cpu["run"] - pool.blocked_cpu_s
     return ScaleRow(workers, n1, seconds, rate, ideal, rate / ideal, 1e3 * busy / max(n1, 1),
-                    load())
+                    1e3 * busy_cpu / max(n1, 1), load())
 
 
 # ---- part 2: driver time with a large study -----------------------------------------------------
@@ -211,6 +224,7 @@ class DriverRow:
     start_s: float  # reading the log, replaying the study, the first sync
     first_sync_s: float
     per_trial_ms: float
+    per_trial_cpu_ms: float
     parts_ms: dict[str, float]
     load: str = ""
 
@@ -248,13 +262,16 @@ def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, wo
     new = max(res.total - study_trials, 1)
     # The loop's time minus the measurements, minus the first sync (learning the whole
     # study once and training on it: a cost a long job pays once, reported apart).
-    first_sync = spent.first.get("  sampler sync (learn + retrain)", 0.0)
+    sync = "  sampler sync (learn + retrain)"
+    first_sync = spent.first.get(sync, 0.0)
+    first_sync_cpu = spent.first_cpu.get(sync, 0.0)
     loop_s = spent.total.pop("run") - pool.blocked_s - first_sync
-    spent.total["  sampler sync (learn + retrain)"] -= first_sync
-    spent.total["ask (all)"] -= first_sync  # the first ask ran the first sync
-    parts = {k: 1e3 * spent.total[k] / new for k in spots if k != "run"}
+    loop_cpu = spent.cpu.pop("run") - pool.blocked_cpu_s - first_sync_cpu
+    spent.cpu[sync] -= first_sync_cpu
+    spent.cpu["ask (all)"] -= first_sync_cpu  # the first ask ran the first sync
+    parts = {k: 1e3 * spent.cpu[k] / new for k in spots if k != "run"}
     return DriverRow(study_trials, new, wall - loop_s - pool.blocked_s, first_sync,
-                     1e3 * loop_s / new, parts, load())
+                     1e3 * loop_s / new, 1e3 * loop_cpu / new, parts, load())
 
 
 # ---- output ------------------------------------------------------------------------------------
@@ -264,34 +281,43 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
     with open(out / "driver_scale.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["part", "workers", "study_trials", "measured", "seconds", "measurements_per_s",
-                    "ideal_per_s", "efficiency", "driver_ms_per_trial", "start_s", "first_sync_s",
-                    "load_avg_1_5_15"])
+                    "ideal_per_s", "efficiency", "driver_ms_per_trial", "driver_cpu_ms_per_trial",
+                    "start_s", "first_sync_s", "load_avg_1_5_15"])
         for r in rows:
             w.writerow(["workers", r.workers, "", r.measured, f"{r.seconds:.2f}", f"{r.rate:.2f}",
-                        f"{r.ideal:.2f}", f"{r.efficiency:.3f}", f"{r.driver_ms:.2f}", "", "",
-                        r.load])
+                        f"{r.ideal:.2f}", f"{r.efficiency:.3f}", f"{r.driver_ms:.2f}",
+                        f"{r.driver_cpu_ms:.2f}", "", "", r.load])
         for d in drivers:
             w.writerow(["driver", 0, d.study_trials, d.new_trials, "", "", "", "",
-                        f"{d.per_trial_ms:.2f}", f"{d.start_s:.1f}", f"{d.first_sync_s:.1f}",
-                        d.load])
+                        f"{d.per_trial_ms:.2f}", f"{d.per_trial_cpu_ms:.2f}", f"{d.start_s:.1f}",
+                        f"{d.first_sync_s:.1f}", d.load])
     lines = [f"# Driver scale{' (quick)' if quick else ''}", "",
              f"DelayedMeasurer, {delay * 1e3:g} ms per measurement, tiny_cnn batch 4, guided "
              "sampler; Ray actors at 0.01 CPU each on a local loopback Ray; "
              f"{os.cpu_count()} cores. Load average (1/5/15 min) measured after each point.", "",
+             "Driver ms/trial: the driver loop's wall time not blocked on the pool, per "
+             "measurement; CPU: the same in the driver thread's CPU time (without the time it "
+             "waited for a core).", "",
              "| workers | measured | seconds | measurements/s | ideal/s | efficiency | "
-             "driver ms/trial | load avg |", "|---|---|---|---|---|---|---|---|"]
+             "driver ms/trial | driver CPU ms/trial | load avg |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.workers} | {r.measured} | {r.seconds:.1f} | {r.rate:.1f} | "
-                     f"{r.ideal:.0f} | {100 * r.efficiency:.0f} % | {r.driver_ms:.1f} | {r.load} |")
+                     f"{r.ideal:.0f} | {100 * r.efficiency:.0f} % | {r.driver_ms:.1f} | "
+                     f"{r.driver_cpu_ms:.1f} | {r.load} |")
     if drivers:
-        lines += ["", "Driver time per trial, in-process, excluding the measurements "
-                  "(components overlap: `ask` includes the sampler's refill and sync):", "",
-                  "| study trials | new trials | start s | first sync s | driver ms/trial | " +
+        lines += ["", "Driver time per trial of the guided tuner resuming a study of that many "
+                  "trials, in-process, excluding the measurements and the first sync (learning "
+                  "the whole study once); components in CPU ms/trial (they overlap: `ask` "
+                  "includes the sampler's refill and sync):", "",
+                  "| study trials | new trials | start s | first sync s | driver ms/trial | "
+                  "driver CPU ms/trial | " +
                   " | ".join(k.strip() for k in drivers[0].parts_ms) + " | load avg |",
-                  "|---|---|---|---|---|" + "---|" * len(drivers[0].parts_ms) + "---|"]
+                  "|---|---|---|---|---|---|" + "---|" * len(drivers[0].parts_ms) + "---|"]
         for d in drivers:
             lines.append(f"| {d.study_trials} | {d.new_trials} | {d.start_s:.1f} | "
-                         f"{d.first_sync_s:.1f} | {d.per_trial_ms:.1f} | " +
+                         f"{d.first_sync_s:.1f} | {d.per_trial_ms:.1f} | "
+                         f"{d.per_trial_cpu_ms:.1f} | " +
                          " | ".join(f"{v:.2f}" for v in d.parts_ms.values()) + f" | {d.load} |")
     (out / "driver_scale.md").write_text("\n".join(lines) + "\n")
     import matplotlib
@@ -355,19 +381,20 @@ def main(argv: list[str] | None = None) -> None:
                 row = scale_point(graph, w, args.delay, per_worker, args.batch_size, args.seed, d)
                 rows.append(row)
                 print(f"{w:3d} workers: {row.rate:7.1f} measurements/s of {row.ideal:5.0f} ideal "
-                      f"({100 * row.efficiency:3.0f} %), driver {row.driver_ms:5.1f} ms/trial, "
-                      f"load {row.load}", flush=True)
+                      f"({100 * row.efficiency:3.0f} %), driver {row.driver_ms:5.1f} ms/trial "
+                      f"({row.driver_cpu_ms:.1f} CPU), load {row.load}", flush=True)
         finally:
             if stop is not None:
                 stop()
         for n in studies:
             dr = driver_point(graph, n, guided, args.seed, d, f"study{n}.jsonl")
             drivers.append(dr)
-            print(f"study of {n} trials: guided driver {dr.per_trial_ms:.1f} ms/trial over "
+            print(f"study of {n} trials: guided driver {dr.per_trial_ms:.1f} ms/trial "
+                  f"({dr.per_trial_cpu_ms:.1f} CPU) over "
                   f"{dr.new_trials} new trials (start {dr.start_s:.1f} s, first sync "
                   f"{dr.first_sync_s:.1f} s), load {dr.load}", flush=True)
             for k, v in dr.parts_ms.items():
-                print(f"    {k:34s} {v:7.2f} ms/trial", flush=True)
+                print(f"    {k:34s} {v:7.2f} CPU ms/trial", flush=True)
     write_results(args.out, rows, drivers, args.delay, quick)
     print(f"wrote {args.out / 'driver_scale.md'}, .csv, .png", flush=True)
 
