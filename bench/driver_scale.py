@@ -70,16 +70,17 @@ def load() -> str:
 class TimedPool(MeasurePool):
     """A pool that counts the driver's time spent blocked on it (wait) or measuring (in-process)."""
 
-    def __init__(self, inner: MeasurePool, in_process: bool) -> None:
+    def __init__(self, inner: MeasurePool, in_process: bool, slots: int | None = None) -> None:
         self.inner = inner
         self.in_process = in_process
+        self._slots = slots
         self.blocked_s = 0.0
         self.blocked_cpu_s = 0.0  # this thread's CPU time inside the same calls
         self.workers = inner.workers
 
     @property
     def slots(self) -> int:  # type: ignore[override]
-        return self.inner.slots
+        return self._slots or self.inner.slots
 
     @property
     def in_flight(self) -> int:
@@ -105,15 +106,20 @@ class TimedPool(MeasurePool):
 
 
 @contextmanager
-def timed_pools() -> Iterator[list[TimedPool]]:
-    """Wrap every pool ``tune`` builds in a :class:`TimedPool` (the list collects them)."""
+def timed_pools(slots: int | None = None) -> Iterator[list[TimedPool]]:
+    """Wrap every pool ``tune`` builds in a :class:`TimedPool` (the list collects them).
+
+    ``slots`` makes the driver keep that many batches in flight (an in-process pool then
+    looks, to the driver, like a Ray pool of ``slots / 2`` workers).
+    """
     from autotune import _tune
 
     made: list[TimedPool] = []
     real = _tune._pool
 
     def wrapped(job: Any, target: Any, measurer: Any, workers: int, *args: Any) -> MeasurePool:
-        pool = TimedPool(real(job, target, measurer, workers, *args), in_process=workers == 0)
+        pool = TimedPool(real(job, target, measurer, workers, *args), in_process=workers == 0,
+                         slots=slots)
         made.append(pool)
         return pool
 
@@ -136,6 +142,7 @@ class Spent:
     first: dict[str, float] = field(default_factory=dict)
     cpu: collections.Counter[str] = field(default_factory=collections.Counter)
     first_cpu: dict[str, float] = field(default_factory=dict)
+    process_cpu: collections.Counter[str] = field(default_factory=collections.Counter)
 
 
 @contextmanager
@@ -153,11 +160,12 @@ def stopwatch(spots: dict[str, tuple[Any, str]]) -> Iterator[Spent]:
         def make(f: Callable[..., Any], label: str) -> Callable[..., Any]:
             @functools.wraps(f)
             def timed(*a: Any, **k: Any) -> Any:
-                t0, c0 = time.perf_counter(), time.thread_time()
+                t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
                 try:
                     return f(*a, **k)
                 finally:
                     dt, dc = time.perf_counter() - t0, time.thread_time() - c0
+                    spent.process_cpu[label] += time.process_time() - p0
                     spent.total[label] += dt
                     spent.first.setdefault(label, dt)
                     spent.cpu[label] += dc
@@ -225,25 +233,34 @@ class DriverRow:
     first_sync_s: float
     per_trial_ms: float
     per_trial_cpu_ms: float
+    other_cpu_ms: float  # other threads (background retraining), per trial
+    farm: int
     parts_ms: dict[str, float]
     load: str = ""
 
 
 def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, workdir: str,
-                 log_name: str) -> DriverRow:
+                 log_name: str, farm_workers: int) -> DriverRow:
+    """The guided driver's time per trial on a study of (at least) ``study_trials`` trials.
+
+    The study is filled (or topped up: the log is reused) by the random sampler; the
+    guided tuner then runs ``new_trials`` more in-process, shaped like the driver of a
+    ``farm_workers``-worker Ray pool: that many batches in flight (2 per worker) and the
+    cost model retrained on a thread, as ``tune`` does with Ray workers.
+    """
     import optuna
 
-    from autotune import _guided, _journal
+    from autotune import GuidedOptions, _guided, _journal
     from autotune._driver import Driver
     from logs import RecordWriter
 
     log = os.path.join(workdir, log_name)
     t0 = time.perf_counter()
-    tune([graph], trials=study_trials, workers=0, log=log, seed=seed, sampler="random",
-         measurer=DelayedMeasurer(delay_s=0.0), curve=False)
+    filled = tune([graph], trials=study_trials, workers=0, log=log, seed=seed, sampler="random",
+                  measurer=DelayedMeasurer(delay_s=0.0), curve=False).total
     fill_s = time.perf_counter() - t0
-    print(f"  study filled with {study_trials} trials in {fill_s:.0f} s (random sampler)",
-          flush=True)
+    print(f"  study filled to {filled} trials in {fill_s:.0f} s (random sampler)", flush=True)
+    study_trials = filled
     spots = {
         "run": (Driver, "run"),
         "ask (all)": (Driver, "_ask"),
@@ -253,11 +270,14 @@ def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, wo
         "log write": (RecordWriter, "write"),
         "storage flush": (_journal.StorageHandle, "flush"),
     }
-    with timed_pools() as pools, stopwatch(spots) as spent:
+    with timed_pools(2 * farm_workers) as pools, stopwatch(spots) as spent:
         t0 = time.perf_counter()
         res = tune([graph], trials=study_trials + new_trials, workers=0, log=log, seed=seed,
-                   measurer=DelayedMeasurer(delay_s=0.0), curve=False)
+                   measurer=DelayedMeasurer(delay_s=0.0), curve=False,
+                   guided=GuidedOptions(background_fit=True))
         wall = time.perf_counter() - t0
+    # CPU of the other threads during the loop: the cost model's background retraining.
+    other_cpu = spent.process_cpu["run"] - spent.cpu["run"]
     (pool,) = pools
     new = max(res.total - study_trials, 1)
     # The loop's time minus the measurements, minus the first sync (learning the whole
@@ -271,7 +291,8 @@ def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, wo
     spent.cpu["ask (all)"] -= first_sync_cpu  # the first ask ran the first sync
     parts = {k: 1e3 * spent.cpu[k] / new for k in spots if k != "run"}
     return DriverRow(study_trials, new, wall - loop_s - pool.blocked_s, first_sync,
-                     1e3 * loop_s / new, 1e3 * loop_cpu / new, parts, load())
+                     1e3 * loop_s / new, 1e3 * loop_cpu / new, 1e3 * other_cpu / new,
+                     farm_workers, parts, load())
 
 
 # ---- output ------------------------------------------------------------------------------------
@@ -282,14 +303,15 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
         w = csv.writer(f)
         w.writerow(["part", "workers", "study_trials", "measured", "seconds", "measurements_per_s",
                     "ideal_per_s", "efficiency", "driver_ms_per_trial", "driver_cpu_ms_per_trial",
-                    "start_s", "first_sync_s", "load_avg_1_5_15"])
+                    "background_cpu_ms_per_trial", "start_s", "first_sync_s", "load_avg_1_5_15"])
         for r in rows:
             w.writerow(["workers", r.workers, "", r.measured, f"{r.seconds:.2f}", f"{r.rate:.2f}",
                         f"{r.ideal:.2f}", f"{r.efficiency:.3f}", f"{r.driver_ms:.2f}",
-                        f"{r.driver_cpu_ms:.2f}", "", "", r.load])
+                        f"{r.driver_cpu_ms:.2f}", "", "", "", r.load])
         for d in drivers:
             w.writerow(["driver", 0, d.study_trials, d.new_trials, "", "", "", "",
-                        f"{d.per_trial_ms:.2f}", f"{d.per_trial_cpu_ms:.2f}", f"{d.start_s:.1f}",
+                        f"{d.per_trial_ms:.2f}", f"{d.per_trial_cpu_ms:.2f}",
+                        f"{d.other_cpu_ms:.2f}", f"{d.start_s:.1f}",
                         f"{d.first_sync_s:.1f}", d.load])
     lines = [f"# Driver scale{' (quick)' if quick else ''}", "",
              f"DelayedMeasurer, {delay * 1e3:g} ms per measurement, tiny_cnn batch 4, guided "
@@ -307,17 +329,20 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
                      f"{r.driver_cpu_ms:.1f} | {r.load} |")
     if drivers:
         lines += ["", "Driver time per trial of the guided tuner resuming a study of that many "
-                  "trials, in-process, excluding the measurements and the first sync (learning "
-                  "the whole study once); components in CPU ms/trial (they overlap: `ask` "
-                  "includes the sampler's refill and sync):", "",
+                  f"trials, in-process but shaped like the driver of {drivers[0].farm} Ray "
+                  f"workers ({2 * drivers[0].farm} batches in flight, the cost model retrained "
+                  "on a thread), excluding the measurements and the first sync (learning the "
+                  "whole study once). Background CPU: the retraining thread. Components in "
+                  "driver-thread CPU ms/trial (they overlap: `ask` includes the sampler's "
+                  "refill and sync):", "",
                   "| study trials | new trials | start s | first sync s | driver ms/trial | "
-                  "driver CPU ms/trial | " +
+                  "driver CPU ms/trial | background CPU ms/trial | " +
                   " | ".join(k.strip() for k in drivers[0].parts_ms) + " | load avg |",
-                  "|---|---|---|---|---|---|" + "---|" * len(drivers[0].parts_ms) + "---|"]
+                  "|---|---|---|---|---|---|---|" + "---|" * len(drivers[0].parts_ms) + "---|"]
         for d in drivers:
             lines.append(f"| {d.study_trials} | {d.new_trials} | {d.start_s:.1f} | "
                          f"{d.first_sync_s:.1f} | {d.per_trial_ms:.1f} | "
-                         f"{d.per_trial_cpu_ms:.1f} | " +
+                         f"{d.per_trial_cpu_ms:.1f} | {d.other_cpu_ms:.1f} | " +
                          " | ".join(f"{v:.2f}" for v in d.parts_ms.values()) + f" | {d.load} |")
     (out / "driver_scale.md").write_text("\n".join(lines) + "\n")
     import matplotlib
@@ -358,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--study-trials", type=int, default=None)
     ap.add_argument("--guided-trials", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--farm-workers", type=int, default=64,
+                    help="the driver-time part keeps 2 batches per such worker in flight")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     quick = args.quick
@@ -386,11 +413,11 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             if stop is not None:
                 stop()
-        for n in studies:
-            dr = driver_point(graph, n, guided, args.seed, d, f"study{n}.jsonl")
+        for n in studies:  # one log: each study size tops up the previous one
+            dr = driver_point(graph, n, guided, args.seed, d, "study.jsonl", args.farm_workers)
             drivers.append(dr)
-            print(f"study of {n} trials: guided driver {dr.per_trial_ms:.1f} ms/trial "
-                  f"({dr.per_trial_cpu_ms:.1f} CPU) over "
+            print(f"study of {dr.study_trials} trials: guided driver {dr.per_trial_ms:.1f} ms/trial "
+                  f"({dr.per_trial_cpu_ms:.1f} CPU, background {dr.other_cpu_ms:.1f} CPU) over "
                   f"{dr.new_trials} new trials (start {dr.start_s:.1f} s, first sync "
                   f"{dr.first_sync_s:.1f} s), load {dr.load}", flush=True)
             for k, v in dr.parts_ms.items():
