@@ -256,7 +256,9 @@ def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, wo
 
     log = os.path.join(workdir, log_name)
     t0 = time.perf_counter()
-    filled = tune([graph], trials=study_trials, workers=0, log=log, seed=seed, sampler="random",
+    # Unseeded: a seeded random sampler resumed on its own log proposes its first run's
+    # candidates again (all measured), and the job stops after 64 of them.
+    filled = tune([graph], trials=study_trials, workers=0, log=log, seed=None, sampler="random",
                   measurer=DelayedMeasurer(delay_s=0.0), curve=False).total
     fill_s = time.perf_counter() - t0
     print(f"  study filled to {filled} trials in {fill_s:.0f} s (random sampler)", flush=True)
@@ -372,6 +374,18 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
     plt.close(fig)
 
 
+def read_worker_rows(path: Path) -> list[ScaleRow]:
+    """The workers part of an earlier run's CSV."""
+    out = []
+    for r in csv.DictReader(path.open()):
+        if r["part"] == "workers":
+            out.append(ScaleRow(int(r["workers"]), int(r["measured"]), float(r["seconds"]),
+                                float(r["measurements_per_s"]), float(r["ideal_per_s"]),
+                                float(r["efficiency"]), float(r["driver_ms_per_trial"]),
+                                float(r["driver_cpu_ms_per_trial"]), r["load_avg_1_5_15"]))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -386,6 +400,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--farm-workers", type=int, default=64,
                     help="the driver-time part keeps 2 batches per such worker in flight")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--keep-workers", action="store_true",
+                    help="skip the workers part: keep the worker rows of OUT/driver_scale.csv")
     args = ap.parse_args(argv)
     quick = args.quick
     workers = ([int(w) for w in args.workers.split(",")] if args.workers
@@ -402,7 +418,10 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[ScaleRow] = []
     drivers: list[DriverRow] = []
     with tempfile.TemporaryDirectory(prefix="driver_scale") as d:
-        stop = rp.start_ray(None, 2)
+        if args.keep_workers:
+            rows = read_worker_rows(args.out / "driver_scale.csv")
+            workers = []
+        stop = rp.start_ray(None, 2) if workers else None
         try:
             for w in workers:
                 row = scale_point(graph, w, args.delay, per_worker, args.batch_size, args.seed, d)
