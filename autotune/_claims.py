@@ -134,6 +134,17 @@ class Claims:
                 storage.set_trial_user_attr(trial_id, key, value)
         return trial_id, Claim(True)
 
+    def measured(self, study: Study, cid: str) -> FrozenTrial | None:
+        """A trial of ``study`` that measured ``cid`` successfully (any driver's), or None."""
+        from optuna.trial import TrialState
+
+        for t in self._with_cid(study, cid):
+            if t.user_attrs.get(CID_ATTR) == cid and t.state == TrialState.COMPLETE and (
+                t.user_attrs.get("latency_us") is not None
+            ):
+                return t
+        return None
+
     def _holder(self, study: Study, cid: str, number: int) -> FrozenTrial | None:
         from optuna.trial import TrialState
 

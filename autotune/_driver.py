@@ -127,6 +127,17 @@ class Driver:
                 self.storage.flush()
                 for cb in self.callbacks:
                     cb(self.job)
+        if self.claims is not None:
+            self._foreign_baselines()
+
+    def _foreign_baselines(self) -> None:
+        """Seeds another driver on the shared study measured: their latencies, from the study."""
+        assert self.claims is not None
+        for ts in self.job.tasks:
+            for cid in set(ts.seed_cids.values()) - set(ts.latency):
+                holder = self.claims.measured(ts.study, cid)
+                if holder is not None:
+                    ts.latency[cid] = float(holder.user_attrs["latency_us"])
 
     def _pending(self) -> int:
         return sum(len(b) for b in self._batches.values())
