@@ -149,4 +149,4 @@ def test_distill_never_mixes_targets_in_one_file(tmp_path: Path) -> None:
     two = tmp_path / f"best.{TARGET2.chip}-{TARGET2.hash[:8]}.jsonl"
     assert {r.target for r in read_records(one)} == {TARGET}
     assert [r.result.latency_us for r in read_records(two)] == [90.0]
-    assert not out.exists()
+    assert not out.exists() and str(one) in stdout and str(two) in stdout
