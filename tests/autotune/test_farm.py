@@ -209,3 +209,38 @@ def test_dashboard_user_errors_are_one_line(tmp_path: Path) -> None:
         lines = res.stderr.strip().splitlines()
         assert res.exit_code == 2 and len(lines) == 1, (args, res.stderr)
         assert lines[0].startswith("graphtune: error: ")
+
+
+def test_claims_hold_a_candidate_for_one_driver(tmp_path: Path) -> None:
+    from optuna.trial import TrialState
+
+    from autotune._claims import Claims
+    from autotune._journal import open_storage
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    journal = str(tmp_path / "s.journal")
+    one, two = (open_storage(journal, str(tmp_path / f"{n}.jsonl")) for n in "ab")
+    assert one.shared and two.shared
+    s1 = optuna.create_study(study_name="s", storage=one.storage)
+    s2 = optuna.load_study(study_name="s", storage=two.storage)
+    c1, c2 = Claims(one), Claims(two)
+    try:
+        t1, t2 = s1.ask(), s2.ask()
+        assert c1.claim(s1, t1._trial_id, t1.number, "x").ours
+        taken = c2.claim(s2, t2._trial_id, t2.number, "x")
+        assert not taken.ours and taken.holder is not None and taken.holder.number == t1.number
+        s1.tell(t1, state=TrialState.FAIL)  # failed unmeasured (a lost worker): released
+        assert c2.claim(s2, t2._trial_id, t2.number, "x").ours
+        t3 = s1.ask()
+        assert c1.claim(s1, t3._trial_id, t3.number, "y").ours
+        t3.set_user_attr("status", "capacity")  # measured, and it failed: still held
+        s1.tell(t3, state=TrialState.FAIL)
+        t4 = s2.ask()
+        assert not c2.claim(s2, t4._trial_id, t4.number, "y").ours
+        new_id, claim = c1.claim_new(s1, "z", {"graphtune_seed": "O3"})
+        assert claim.ours and new_id is not None
+        assert c2.claim_new(s2, "z", {})[0] is None
+        assert c2.measured(s2, "z") is None
+    finally:
+        c1.close()
+        c2.close()
