@@ -94,16 +94,22 @@ def test_postgresql_storage_tunes_resumes_and_serves_two_drivers(tiny_onnx: Path
         assert first.exit_code == 0, first.output
         assert json.loads(first.stdout)["measured"] == 6
         assert json.loads(first.stdout)["storage"] == url
-        # Resume a's job and start b's on the same database, at once.
-        procs = [subprocess.Popen(_tune_cmd(tiny_onnx, log, n, seed, url), env=_env(),
+        # Start b's job on the same database and resume a's (in this process) meanwhile.
+        proc_b = subprocess.Popen(_tune_cmd(tiny_onnx, b, 8, 1, url), env=_env(),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                 for log, seed, n in ((a, 0, 12), (b, 1, 8))]
-        outs = [p.communicate(timeout=300) for p in procs]
-        for p, (_out, err) in zip(procs, outs):
-            assert p.returncode == 0, err.decode()
-        done = [json.loads(out) for out, _ in outs]
-        assert done[0]["measured"] == 6 and done[0]["total"] == 12
-        assert done[1]["measured"] == 8 and done[1]["total"] == 8
+        try:
+            _wait_lines(b, 1, proc_b)
+            resumed = CliRunner().invoke(main, _tune_cmd(tiny_onnx, a, 12, 0, url)[3:])
+            out_b, err_b = proc_b.communicate(timeout=300)
+        finally:
+            if proc_b.poll() is None:
+                proc_b.kill()
+                proc_b.wait()
+        assert resumed.exit_code == 0, resumed.output
+        assert proc_b.returncode == 0, err_b.decode()
+        done_a, done_b = json.loads(resumed.stdout), json.loads(out_b)
+        assert done_a["measured"] == 6 and done_a["total"] == 12
+        assert done_b["measured"] == 8 and done_b["total"] == 8
         _disjoint(a, b)
         study = _study(optuna.storages.RDBStorage(sqlalchemy_url(url)))
         measured = [t for t in study.trials if "status" in t.user_attrs]
@@ -126,7 +132,7 @@ def test_two_drivers_share_a_journal_and_survive_a_kill(tiny_onnx: Path, tmp_pat
     # a asks for far more than it will get: it is killed while b still tunes.
     proc_a = subprocess.Popen(_tune_cmd(tiny_onnx, a, 400, 1, storage), env=_env(),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    proc_b = subprocess.Popen(_tune_cmd(tiny_onnx, b, 24, 2, storage), env=_env(),
+    proc_b = subprocess.Popen(_tune_cmd(tiny_onnx, b, 16, 2, storage), env=_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _wait_lines(a, 3, proc_a)
@@ -141,12 +147,12 @@ def test_two_drivers_share_a_journal_and_survive_a_kill(tiny_onnx: Path, tmp_pat
                 p.kill()
                 p.wait()
     assert proc_b.returncode == 0, err_b.decode()
-    assert json.loads(out_b)["total"] == 24 == _lines(b)
+    assert json.loads(out_b)["total"] == 16 == _lines(b)
     _disjoint(a, b)
     # The killed driver resumes on the same study: still nothing measured twice.
-    resumed = subprocess.run(_tune_cmd(tiny_onnx, a, _lines(a) + 6, 1, storage), env=_env(),
-                             capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = CliRunner().invoke(main, _tune_cmd(tiny_onnx, a, _lines(a) + 4, 1, storage)[3:])
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads(resumed.stdout)["measured"] == 4
     _disjoint(a, b)
     # Both logs distill into one best file: the best of the two.
     best = farm / "best.jsonl"
