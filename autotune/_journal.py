@@ -170,6 +170,7 @@ class StorageHandle:
     journal: BufferedJournalFile | None = None
     shared: bool = False
     path: str = ""
+    lock_fd: int = -1  # a shared journal's LOCK_SH (keeps a private driver off the file)
 
     def flush(self) -> None:
         """Make the study's state since the last flush durable (journal only)."""
@@ -180,6 +181,9 @@ class StorageHandle:
         """Flush and release."""
         if self.journal is not None:
             self.journal.close()
+        if self.lock_fd >= 0:
+            os.close(self.lock_fd)
+            self.lock_fd = -1
 
 
 def open_storage(spec: str | None, log_path: str) -> StorageHandle:
@@ -238,13 +242,24 @@ def _shared_journal(path: str) -> StorageHandle:
         raise GraphtuneError(f"cannot use {path} as the study journal: give a file in an "
                              "existing directory")
     try:
-        backend = JournalFileBackend(path, JournalFileOpenLock(path, _LOCK_GRACE_S))
-        storage = JournalStorage(backend)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise GraphtuneError(f"cannot open the study journal {path}: {exc.strerror}") from None
+    try:
+        # Shared drivers hold LOCK_SH together; a private driver (LOCK_EX, buffered
+        # appends) on the same file would corrupt their view, and they its.
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise GraphtuneError(f"{path} is the private journal of a running graphtune tune: "
+                             "wait for it, or share another file") from None
+    try:
+        backend = JournalFileBackend(path, JournalFileOpenLock(path, _LOCK_GRACE_S))
+        storage = JournalStorage(backend)
     except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
+        os.close(fd)
         raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
-    return StorageHandle(storage, path, shared=True, path=path)
+    return StorageHandle(storage, path, shared=True, path=path, lock_fd=fd)
 
 
 _PG_DRIVERS = (("psycopg", "postgresql+psycopg"), ("psycopg2", "postgresql+psycopg2"),

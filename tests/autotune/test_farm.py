@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from autotune._journal import sqlalchemy_url
 from autotune._studies import candidate_id
 from autotune.cli import main
+from compiler.errors import GraphtuneError
 from compiler.schedule import GraphSchedule
 from logs import read_records
 from tests.autotune.pg_server import find_bin_dirs, postgres_server
@@ -247,6 +248,17 @@ def test_claims_hold_a_candidate_for_one_driver(tmp_path: Path) -> None:
         assert claim.ours and new_id is not None
         assert c2.claim_new(s2, "z", {})[0] is None
         assert c2.measured(s2, "z") is None
+        # The journal is shared: a driver that would own it (s.jsonl's default) is refused.
+        with pytest.raises(GraphtuneError, match="in use by another graphtune tune"):
+            open_storage(None, str(tmp_path / "s.jsonl"))
     finally:
         c1.close()
         c2.close()
+        one.close()
+        two.close()
+    private = open_storage(None, str(tmp_path / "s.jsonl"))
+    try:
+        with pytest.raises(GraphtuneError, match="private journal of a running"):
+            open_storage(journal, str(tmp_path / "c.jsonl"))
+    finally:
+        private.close()
