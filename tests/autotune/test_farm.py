@@ -91,16 +91,16 @@ def test_postgresql_storage_tunes_resumes_and_serves_two_drivers(tiny_onnx: Path
                                                                    tmp_path: Path) -> None:
     with postgres_server() as url:
         a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-        first = CliRunner().invoke(main, _tune_cmd(tiny_onnx, a, 6, 0, url)[3:])
+        first = CliRunner().invoke(main, _tune_cmd(tiny_onnx, a, 5, 0, url)[3:])
         assert first.exit_code == 0, first.output
-        assert json.loads(first.stdout)["measured"] == 6
+        assert json.loads(first.stdout)["measured"] == 5
         assert json.loads(first.stdout)["storage"] == url
         # Start b's job on the same database and resume a's (in this process) meanwhile.
-        proc_b = subprocess.Popen(_tune_cmd(tiny_onnx, b, 8, 1, url), env=_env(),
+        proc_b = subprocess.Popen(_tune_cmd(tiny_onnx, b, 6, 1, url), env=_env(),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             _wait_lines(b, 1, proc_b)
-            resumed = CliRunner().invoke(main, _tune_cmd(tiny_onnx, a, 12, 0, url)[3:])
+            resumed = CliRunner().invoke(main, _tune_cmd(tiny_onnx, a, 9, 0, url)[3:])
             out_b, err_b = proc_b.communicate(timeout=300)
         finally:
             if proc_b.poll() is None:
@@ -109,12 +109,12 @@ def test_postgresql_storage_tunes_resumes_and_serves_two_drivers(tiny_onnx: Path
         assert resumed.exit_code == 0, resumed.output
         assert proc_b.returncode == 0, err_b.decode()
         done_a, done_b = json.loads(resumed.stdout), json.loads(out_b)
-        assert done_a["measured"] == 6 and done_a["total"] == 12
-        assert done_b["measured"] == 8 and done_b["total"] == 8
+        assert done_a["measured"] == 4 and done_a["total"] == 9
+        assert done_b["measured"] == 6 and done_b["total"] == 6
         _disjoint(a, b)
         study = _study(optuna.storages.RDBStorage(sqlalchemy_url(url)))
         measured = [t for t in study.trials if "status" in t.user_attrs]
-        assert len(measured) == 20
+        assert len(measured) == 15
         assert all(set(t.user_attrs) >= RESULT_ATTRS for t in measured)
     bad = CliRunner().invoke(main, ["tune", str(tiny_onnx), "--trials", "2", "--workers", "0",
                                     "--log", str(tmp_path / "c.jsonl"), "--storage",
