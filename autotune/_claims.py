@@ -14,9 +14,12 @@ A candidate another driver holds is not measured: a finished one's value is
 told to the asking trial, a running one's trial is failed (the sampler does
 not propose it again; the holder's result reaches the study when it ends).
 
-A claim whose driver was killed stays held (its trial stays RUNNING) until that
-driver's log is resumed: reconcile fails the running trials its own driver
-left (``graphtune_driver`` names the host and log), never another driver's.
+A running trial names its driver in ``graphtune_driver`` (host and log path).
+A driver holds an exclusive ``flock`` on its log while it runs, so a claim held
+by a killed driver on the same host is seen to be stale (its log is not
+locked) and ignored. A killed driver on another host keeps its claims until
+its log is resumed there: reconcile fails the running trials its own driver
+left, never another driver's.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ import fcntl
 import json
 import logging
 import os
+import socket
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from autotune._reconcile import CID_ATTR, STATUS_ATTR
+from autotune._reconcile import CID_ATTR, OWNER_ATTR, STATUS_ATTR
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -151,7 +155,8 @@ class Claims:
         for t in self._with_cid(study, cid):
             if t.number == number or t.user_attrs.get(CID_ATTR) != cid:
                 continue
-            if t.state in (TrialState.RUNNING, TrialState.COMPLETE):
+            if t.state == TrialState.COMPLETE or (t.state == TrialState.RUNNING and (
+                    not _dead_here(t.user_attrs.get(OWNER_ATTR)))):
                 return t
             if t.state == TrialState.FAIL and t.user_attrs.get(STATUS_ATTR) not in (
                 None, "worker_lost"
@@ -173,3 +178,23 @@ class Claims:
                                                             "value": json.dumps(cid)})]
             return [self.storage.get_trial(i) for i in ids]
         return study.get_trials(deepcopy=False)
+
+
+def _dead_here(owner: object) -> bool:
+    """Whether ``owner`` (``host:log path``) is a driver on this host that no longer runs."""
+    if not isinstance(owner, str):
+        return False
+    host, _, path = owner.partition(":")
+    if host != socket.gethostname() or not path:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False  # cannot tell: keep the claim
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # its driver holds the log: alive
+    finally:
+        os.close(fd)  # closing drops the probe's lock too
+    return True

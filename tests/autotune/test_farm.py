@@ -6,9 +6,11 @@ drivers are ``graphtune tune`` subprocesses, as on a farm.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -248,6 +250,19 @@ def test_claims_hold_a_candidate_for_one_driver(tmp_path: Path) -> None:
         assert claim.ours and new_id is not None
         assert c2.claim_new(s2, "z", {})[0] is None
         assert c2.measured(s2, "z") is None
+        # A running claim of a driver on this host whose log is not locked is stale.
+        log_a = tmp_path / "a.jsonl"
+        log_a.write_text("")
+        t5, t6 = s1.ask(), s2.ask()
+        t5.set_user_attr("graphtune_driver", f"{socket.gethostname()}:{log_a}")
+        assert c1.claim(s1, t5._trial_id, t5.number, "w").ours
+        fd = os.open(log_a, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # its driver runs
+            assert not c2.claim(s2, t6._trial_id, t6.number, "w").ours
+        finally:
+            os.close(fd)  # its driver was killed
+        assert c2.claim(s2, t6._trial_id, t6.number, "w").ours
         # The journal is shared: a driver that would own it (s.jsonl's default) is refused.
         with pytest.raises(GraphtuneError, match="in use by another graphtune tune"):
             open_storage(None, str(tmp_path / "s.jsonl"))
