@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autotune._claims import Claims
 from autotune._driver import Callback, Driver
 from autotune._journal import StorageHandle, open_storage
 from autotune._measurer import Measurer, SimMeasurer
@@ -148,8 +150,12 @@ def tune(
         log: The JSON-lines tuning log (appended; created if missing).
         workers: Measurer processes (Ray actors); 0 measures in this process
             (deterministic with ``seed``). Default: one per CPU.
-        storage: Optuna storage URL, or a journal file path; default: a journal
-            next to the log (``tune.jsonl`` -> ``tune.journal``).
+        storage: Optuna storage URL (``postgresql://user@host/db`` to share a study
+            between hosts; a plain ``postgresql://`` uses psycopg 3), or a journal file
+            path; default: a journal next to the log (``tune.jsonl`` -> ``tune.journal``),
+            private to that log. A storage given here is shared: several jobs, each
+            with its own log, may tune into it at once and never measure one candidate
+            twice (each claims a candidate through the storage before measuring it).
         sampler: ``guided`` (graphtune's), ``tpe``, ``gp``, ``nsga2`` or ``random``.
         seed: Seed of every random choice.
         objective: ``latency`` (minimise each task's latency) or ``throughput``.
@@ -210,8 +216,10 @@ def tune(
 
     lock = _lock_log(log_path)
     handle: StorageHandle | None = None
+    claims: Claims | None = None
     try:
         handle = open_storage(storage, log_path)
+        owner = f"{socket.gethostname()}:{os.path.realpath(log_path)}"
         records = _read_log(log_path, tasks, tgt, meas)
         if n_workers > 0 and sampler == "guided":
             # Workers measure while the driver proposes: retrain the cost model on a thread
@@ -222,7 +230,9 @@ def tune(
 
             guided = replace(guided or GuidedOptions(), background_fit=True)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
-                     trials, n_workers, seeds)
+                     trials, n_workers, seeds, owner if handle.shared else None)
+        if handle.shared:
+            claims = Claims(handle)
         scheduler = _scheduler(job, seed, early_stopping)
         from logs import RecordWriter
 
@@ -231,7 +241,7 @@ def tune(
                                                      worker_resources) as pool:
             job.workers = pool.workers
             driver = Driver(job, scheduler, pool, writer, handle, tgt, meas, objective,
-                            tuner_label(sampler), batch_size, callbacks)
+                            tuner_label(sampler), batch_size, callbacks, claims, owner)
             job.started = time.monotonic()
             driver.run()
             job.ended = time.monotonic()
@@ -243,6 +253,8 @@ def tune(
             curve_path = draw_curve(job, curve_path_for(log_path))
         return TuneResult.of(job, log_path, handle.where, curve_path)
     finally:
+        if claims is not None:
+            claims.close()
         if handle is not None:
             handle.close()
         os.close(lock)
@@ -315,8 +327,11 @@ def _read_log(path: str, tasks: Sequence[Task], target: Target, measurer: Measur
 def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
            handle: StorageHandle, target: Target, sampler: str, seed: int | None,
            objective: str, guided: GuidedOptions | None, ranker: RankerFactory | None,
-           trials: int, workers: int, seeds: bool) -> JobState:
-    """Spaces, studies (reconciled with the log) and seeds of every task."""
+           trials: int, workers: int, seeds: bool, owner: str | None) -> JobState:
+    """Spaces, studies (reconciled with the log) and seeds of every task.
+
+    ``owner`` names this driver on a shared storage (None on a private one).
+    """
     import optuna
 
     from autotune._driver import note_measurement
@@ -350,7 +365,7 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
                             r.error, 0.0)
             note_measurement(ts, objective, rec.prov.tuner, dict(rec.schedule), rec.prov.trial,
                              m, cid)
-        reconcile(study, space, logged, objective)
+        reconcile(study, space, logged, objective, owner, ts.lower_bound_us)
         if seeds:
             _enqueue_seeds(ts, target)
         states.append(ts)

@@ -32,8 +32,9 @@ def register(group: click.Group) -> None:
                    "0 measures in this process.")
 @click.option("--ray-address", default=None, help="Join this Ray cluster instead of starting one.")
 @click.option("--storage", default=None,
-              help="Optuna storage URL (e.g. sqlite:///studies.db) or journal file "
-                   "(default: a journal next to the log).")
+              help="Shared study storage: postgresql://user@host/db (between hosts), another "
+                   "Optuna URL, or a journal file; several tune jobs with their own logs may "
+                   "share it (default: a journal next to the log, private to it).")
 @click.option("--sampler", default="guided", show_default=True,
               type=click.Choice(["guided", "tpe", "gp", "nsga2", "random"]),
               help="Who proposes candidates: graphtune's cost-model-guided evolution or an "
