@@ -77,6 +77,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help="Reuse finished run files in OUT/runs with the same budget and seed.")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "suite")
     ap.add_argument("--logs", type=Path, default=HERE / "out" / "suite")
+    ap.add_argument("--readme", type=Path, default=None,
+                    help="Also put the command, date, machine and summary table into this "
+                         "README's suite block.")
     args = ap.parse_args(argv)
     # Runs go in the order given (cheap models first finish a partial run sooner);
     # tables follow the suite's order.
@@ -86,6 +89,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         args.budget = QUICK["budget"] if args.quick else DEFAULT_BUDGET
     if args.budget < 1 or args.jobs < 1:
         ap.error("--budget and --jobs must be >= 1")
+    if args.readme is not None:
+        from bench._suite_report import README_END, README_START
+
+        text = args.readme.read_text() if args.readme.is_file() else ""
+        if README_START not in text or README_END not in text:
+            ap.error(f"{args.readme} has no {README_START} ... {README_END} block")
     if "gp" in args.methods:
         from autotune._studies import check_sampler
 
@@ -147,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     meta["cpu_s_unrecorded"] = [k for k, v in cpu.items() if v is None]
     table = build_table(runs, args.models, args.methods)
     paths = write_outputs(table, args.out, meta)
+    if args.readme:
+        from bench._suite_report import update_readme
+
+        update_readme(args.readme, json.loads(paths["meta"].read_text()))
     print()
     print(paths["md"].read_text().split("## Summary", 1)[1].split("## All rows", 1)[0].strip())
     print("\n" + "\n".join(f"{k}: {p}" for k, p in paths.items()))

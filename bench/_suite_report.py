@@ -19,7 +19,7 @@ from typing import Any
 
 from bench._tuning import reach
 
-__all__ = ["COLUMNS", "Table", "build_table", "write_outputs"]
+__all__ = ["COLUMNS", "Table", "build_table", "readme_block", "update_readme", "write_outputs"]
 
 COLUMNS = (
     "model", "batch", "method", "measurements", "latency_us", "chip_throughput_per_s",
@@ -138,7 +138,12 @@ def summary_markdown(table: Table) -> str:
     for f in table.models:
         cells = [f["label"], f"{f['best_baseline']} {f['best_baseline_us']:,.1f}"]
         plan = [r for r in table.rows if r["model"] == f["model"] and r["method"].startswith("plan:")]
-        cells.append(_fmt(plan[0]["speedup_over_best_baseline"], ".3f") if plan else "no plan")
+        if not plan:
+            cells.append("no plan")
+        elif plan[0]["status"] != "ok":
+            cells.append(f"{plan[0]['method'][5:]}: {plan[0]['status']}")
+        else:
+            cells.append(_fmt(plan[0]["speedup_over_best_baseline"], ".3f"))
         for m in ms:
             r = table.row(f["model"], m)
             cells.append(_fmt(r and r["speedup_over_best_baseline"], ".3f"))
@@ -221,6 +226,35 @@ def write_markdown(table: Table, path: Path, meta: dict[str, Any]) -> str:
     ])
     _write(path, text)
     return summary
+
+
+README_START, README_END = "<!-- suite:start -->", "<!-- suite:end -->"
+
+
+def readme_block(meta: dict[str, Any]) -> str:
+    """What the README shows of a suite run (between its markers): how, when, where, the table."""
+    cpu = f", {meta['cpu_s'] / 60:.0f} CPU-minutes" if meta.get("cpu_s") else ""
+    return "\n".join([
+        README_START,
+        f"Produced by `{meta['command']}` on {meta['date']}; machine: {meta['machine']}; "
+        f"budget {meta['budget']} measurements per method and model; suite wall time "
+        f"{meta['wall_s'] / 60:.0f} min on this machine{cpu}, load average "
+        f"{meta['load_start']:.1f} at the start and {meta['load_end']:.1f} at the end "
+        "(the machine was shared: wall times are not this suite's alone). "
+        "Every row and the plots: `bench/results/suite/suite.md`.",
+        "",
+        meta["summary_markdown"].rstrip("\n"),
+        README_END,
+    ])
+
+
+def update_readme(path: Path, meta: dict[str, Any]) -> None:
+    """Replace the block between the README's suite markers with this run's."""
+    text = path.read_text()
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path} has no {README_START} ... {README_END} block")
+    _write(path, text[:start] + readme_block(meta) + text[end + len(README_END):])
 
 
 _COLORS = {"guided": "C3", "tpe": "C0", "nsga2": "C2", "gp": "C4", "random": "C7"}
