@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench._suite import EXTRA, METHODS, QUICK, SUITE, run_job
+from bench._suite import EXTRA, METHODS, QUICK_BUDGET, QUICK_MODELS, SUITE, run_job
 from bench._suite_report import build_table, write_outputs
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +61,7 @@ def _reusable(path: Path, job: tuple[Any, ...]) -> bool:
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
-                    help=f"CI-sized: models {' '.join(QUICK['models'])}, budget {QUICK['budget']} "
+                    help=f"CI-sized: models {' '.join(QUICK_MODELS)}, budget {QUICK_BUDGET} "
                          "(--models and --budget override)")
     ap.add_argument("--models", nargs="+", choices=[*SUITE, *EXTRA], default=None)
     ap.add_argument("--methods", nargs="+", choices=["guided", "tpe", "gp", "nsga2", "random"],
@@ -83,10 +83,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     # Runs go in the order given (cheap models first finish a partial run sooner);
     # tables follow the suite's order.
-    args.run_order = args.models or list(QUICK["models"] if args.quick else SUITE)
+    args.run_order = args.models or list(QUICK_MODELS if args.quick else SUITE)
     args.models = [k for k in (*SUITE, *EXTRA) if k in args.run_order]
     if args.budget is None:
-        args.budget = QUICK["budget"] if args.quick else DEFAULT_BUDGET
+        args.budget = QUICK_BUDGET if args.quick else DEFAULT_BUDGET
     if args.budget < 1 or args.jobs < 1:
         ap.error("--budget and --jobs must be >= 1")
     if args.readme is not None:

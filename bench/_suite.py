@@ -20,7 +20,8 @@ from typing import Any
 
 from bench._tuning import best_so_far
 
-__all__ = ["EXTRA", "METHODS", "QUICK", "SUITE", "ModelSpec", "run_baselines", "run_search"]
+__all__ = ["EXTRA", "METHODS", "QUICK_BUDGET", "QUICK_MODELS", "SUITE", "ModelSpec", "run_baselines",
+           "run_job", "run_search", "spec_of"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ EXTRA: dict[str, ModelSpec] = {
 METHODS = ("guided", "tpe", "nsga2", "random")
 
 # --quick: small models and a small budget (CI-sized).
-QUICK = {"models": ("deepfm", "wide_and_deep"), "budget": 24}
+QUICK_MODELS = ("deepfm", "wide_and_deep")
+QUICK_BUDGET = 24
 
 
 def spec_of(key: str) -> ModelSpec:
@@ -87,10 +89,10 @@ def _target() -> Any:
 
 def _metrics(graph: Any, schedule: Any, target: Any) -> dict[str, Any]:
     """What the tables report about one schedule, from one simulation."""
-    from sim import simulate
+    from sim import SimError, simulate
 
     r = simulate(graph, schedule, target, timeline=False)
-    if not r.ok:
+    if isinstance(r, SimError):
         return {"status": r.status, "error": r.message}
     return {
         "status": "ok",

@@ -130,9 +130,9 @@ def test_quick_suite(tmp_path: Path) -> None:
     proc = _bench("--quick", "--models", "deepfm", "--jobs", "1", "--out", str(out),
                   "--logs", str(tmp_path / "logs"))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    from bench._suite import QUICK
+    from bench._suite import QUICK_BUDGET
 
-    rows = _check_outputs(out, ["deepfm"], ["guided", "tpe", "nsga2", "random"], QUICK["budget"])
+    rows = _check_outputs(out, ["deepfm"], ["guided", "tpe", "nsga2", "random"], QUICK_BUDGET)
     # DeepFM has the guide's plan: its row and the plan ratio are there.
     assert any(r["method"] == "plan:deepfm" for r in rows)
     assert all(r["speedup_over_plan"] for r in rows)
