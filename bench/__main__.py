@@ -58,6 +58,22 @@ def _reusable(path: Path, job: tuple[Any, ...]) -> bool:
     return (run.get("budget"), run.get("seed"), run.get("seeded")) == job[3:6]
 
 
+def _run_totals(runs: Path, jobs: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """Sums over the run files of the table: wall and CPU time, loads, when they finished."""
+    files = [json.loads((runs / f"{_name(job)}.json").read_text()) for job in jobs]
+    cpu = [f["cpu_s"] for f in files if "cpu_s" in f]
+    loads = [f["load_1min"] for f in files if "load_1min" in f]
+    ends = sorted(f["finished_utc"] for f in files if "finished_utc" in f)
+    return {"runs": len(files), "run_wall_s": sum(f["wall_s"] for f in files),
+            "cpu_s": sum(cpu), "cpu_unrecorded": len(files) - len(cpu),
+            "run_load_min": min(loads, default=None), "run_load_max": max(loads, default=None),
+            "first_run_end": ends[0] if ends else None, "last_run_end": ends[-1] if ends else None}
+
+
+def _name(job: tuple[Any, ...]) -> str:
+    return f"{job[1]}_{'baselines' if job[0] == 'baselines' else job[2]}"
+
+
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -114,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
              for k in args.run_order for m in args.methods]
     todo = []
     for job in jobs:
-        name = f"{job[1]}_{'baselines' if job[0] == 'baselines' else job[2]}.json"
+        name = f"{_name(job)}.json"
         if args.resume and _reusable(runs / name, job):
             print(f"reusing {runs / name}", flush=True)
         else:
@@ -148,12 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         "budget": args.budget, "seed": args.seed, "seeded": seeded, "jobs": args.jobs,
         "models": args.models, "methods": args.methods, "wall_s": time.perf_counter() - t0,
     }
-    cpu = {}
-    for job in jobs:
-        name = f"{job[1]}_{'baselines' if job[0] == 'baselines' else job[2]}"
-        cpu[name] = json.loads((runs / f"{name}.json").read_text()).get("cpu_s")
-    meta["cpu_s"] = sum(v for v in cpu.values() if v is not None)
-    meta["cpu_s_unrecorded"] = [k for k, v in cpu.items() if v is None]
+    meta.update(_run_totals(runs, jobs))
+    meta["reused"] = len(jobs) - len(todo)
     table = build_table(runs, args.models, args.methods)
     paths = write_outputs(table, args.out, meta)
     if args.readme:

@@ -173,6 +173,8 @@ def run_job(job: tuple[Any, ...], runs: Path) -> dict[str, Any]:
         _, key, method, budget, seed, seeded, logs = job
         out = run_search(key, method, budget, seed, seeded, Path(logs))
         name = f"{key}_{method}.json"
+    out["finished_utc"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    out["load_1min"] = os.getloadavg()[0]
     runs.mkdir(parents=True, exist_ok=True)
     write_atomic(runs / name, json.dumps(out, indent=1).encode())
     return out

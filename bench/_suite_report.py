@@ -194,10 +194,12 @@ def write_markdown(table: Table, path: Path, meta: dict[str, Any]) -> str:
         f"Command: `{meta['command']}`  ",
         f"Date: {meta['date']}  ",
         f"Machine: {meta['machine']}  ",
-        f"Load average (1 min) at start / end: {meta['load_start']:.2f} / {meta['load_end']:.2f}  ",
-        f"Budget: {meta['budget']} measurements per method and model ({start}), "
-        f"seed {meta['seed']}, in-process (workers=0), {meta['jobs']} run(s) at a time; "
-        f"suite wall time {meta['wall_s']:.0f} s on this machine.",
+        f"Load average (1 min) at start / end of this invocation: {meta['load_start']:.2f} / "
+        f"{meta['load_end']:.2f}  ",
+        f"Searches: {start}, seed {meta['seed']}, in-process (workers=0), {meta['jobs']} run(s) "
+        "at a time.",
+        "",
+        timing_note(meta),
         "",
         "Ratios are within one model of this run: `×` is the best baseline's latency (O0-O3 and "
         "the guide's plans that fit, simulated in this run) over the method's best latency "
@@ -233,19 +235,35 @@ README_START, README_END = "<!-- suite:start -->", "<!-- suite:end -->"
 
 def readme_block(meta: dict[str, Any]) -> str:
     """What the README shows of a suite run (between its markers): how, when, where, the table."""
-    cpu = f", {meta['cpu_s'] / 60:.0f} CPU-minutes" if meta.get("cpu_s") else ""
     return "\n".join([
         README_START,
-        f"Produced by `{meta['command']}` on {meta['date']}; machine: {meta['machine']}; "
-        f"budget {meta['budget']} measurements per method and model; suite wall time "
-        f"{meta['wall_s'] / 60:.0f} min on this machine{cpu}, load average "
-        f"{meta['load_start']:.1f} at the start and {meta['load_end']:.1f} at the end "
-        "(the machine was shared: wall times are not this suite's alone). "
-        "Every row and the plots: `bench/results/suite/suite.md`.",
+        f"Produced by `{meta['command']}` on {meta['date']}; machine: {meta['machine']}. "
+        + timing_note(meta) + " Every row and the plots: `bench/results/suite/suite.md`.",
         "",
         meta["summary_markdown"].rstrip("\n"),
         README_END,
     ])
+
+
+def timing_note(meta: dict[str, Any]) -> str:
+    """How long the suite took and on how busy a machine (the figures say which invocation)."""
+    parts = [f"Budget {meta['budget']} measurements per method and model."]
+    if meta.get("reused"):
+        parts.append(f"{meta['reused']} of {meta['runs']} runs were reused from an earlier "
+                     f"invocation (`--resume`); this invocation took {meta['wall_s'] / 60:.0f} min.")
+    else:
+        parts.append(f"Suite wall time {meta['wall_s'] / 60:.0f} min on this machine.")
+    cpu = f"{meta['cpu_s'] / 60:.1f} CPU-minutes"
+    if meta.get("cpu_unrecorded"):
+        cpu += f" ({meta['cpu_unrecorded']} runs did not record CPU time)"
+    parts.append(f"The runs' own wall times sum to {meta['run_wall_s'] / 60:.0f} min; they used {cpu}.")
+    if meta.get("run_load_max") is not None:
+        parts.append(f"Load average (1 min) when runs ended: {meta['run_load_min']:.1f} to "
+                     f"{meta['run_load_max']:.1f} (more than the cores: the machine was shared and "
+                     "wall times are not this suite's alone)." if meta["run_load_max"] > 2.5 else
+                     f"Load average (1 min) when runs ended: {meta['run_load_min']:.1f} to "
+                     f"{meta['run_load_max']:.1f}.")
+    return " ".join(parts)
 
 
 def update_readme(path: Path, meta: dict[str, Any]) -> None:

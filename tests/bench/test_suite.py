@@ -136,3 +136,18 @@ def test_quick_suite(tmp_path: Path) -> None:
     # DeepFM has the guide's plan: its row and the plan ratio are there.
     assert any(r["method"] == "plan:deepfm" for r in rows)
     assert all(r["speedup_over_plan"] for r in rows)
+
+
+def test_readme_shows_the_committed_suite() -> None:
+    """The README's suite block is the one the committed results produce (no hand edits)."""
+    from bench._suite_report import readme_block
+
+    results = ROOT / "bench" / "results" / "suite"
+    meta = json.loads((results / "suite.json").read_text())
+    assert readme_block(meta) in (ROOT / "README.md").read_text()
+    md = (results / "suite.md").read_text()
+    assert meta["summary_markdown"] in md
+    with (results / "suite.csv").open() as f:
+        assert {r["model"] for r in csv.DictReader(f)} == set(meta["models"])
+    for png in PNGS:
+        _check_png(results / png)
