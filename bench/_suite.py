@@ -159,6 +159,7 @@ def run_search(key: str, method: str, budget: int, seed: int, seeded: bool,
     return {**_model_facts(spec, graph, target), "method": method, "budget": budget,
             "seed": seed, "seeded": seeded, "measurements": len(curve), "curve": curve,
             "errors": sum(task.errors.values()), "best_tuner": task.best_tuner,
+            "stopped": task.stopped,
             "best": best, "wall_s": wall, "cpu_s": cpu}
 
 

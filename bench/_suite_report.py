@@ -25,7 +25,7 @@ COLUMNS = (
     "model", "batch", "method", "measurements", "latency_us", "chip_throughput_per_s",
     "speedup_over_best_baseline", "speedup_over_plan", "best_baseline", "latency_over_bound",
     "lower_bound_us", "ddr_mb", "peak_l1_kib", "peak_llb_kib", "meas_to_95pct",
-    "tuning_wall_s_this_machine", "status",
+    "tuning_wall_s_this_machine", "status", "stopped",
 )
 
 BASELINE_ORDER = ("O0", "O1", "O2", "O3")
@@ -63,6 +63,7 @@ def _row(facts: dict[str, Any], method: str, m: dict[str, Any], **extra: Any) ->
         "peak_llb_kib": m["peak_llb_bytes"] / 1024 if ok else None,
         "tuning_wall_s_this_machine": extra.get("wall_s"),
         "status": m.get("status", "none"),
+        "stopped": extra.get("stopped"),
         "kind": extra.get("kind", "search"),
     }
 
@@ -86,8 +87,11 @@ def build_table(runs: Path, models: Sequence[str], methods: Sequence[str]) -> Ta
         for method in methods:
             run = json.loads((runs / f"{key}_{method}.json").read_text())
             curves[(key, method)] = run["curve"]
+            stopped = run.get("stopped")
+            if stopped is None and run["measurements"] < run["budget"]:
+                stopped = "before the budget (reason not recorded)"
             model_rows.append(_row(facts, method, run["best"], measurements=run["measurements"],
-                                   wall_s=run["wall_s"]))
+                                   wall_s=run["wall_s"], stopped=stopped or ""))
         base_lat = [r["latency_us"] for r in model_rows if r["kind"] == "baseline" and r["latency_us"]]
         plan_lat = [r["latency_us"] for r in model_rows
                     if r["method"].startswith("plan:") and r["latency_us"]]
@@ -168,13 +172,19 @@ def full_markdown(table: Table) -> str:
                          f"{r['status']} |" + " - |" * (len(head) - 4))
             continue
         lines.append("| " + " | ".join([
-            r["label"], r["method"], _fmt(r["measurements"], "d"), _fmt(r["latency_us"], ",.1f"),
+            r["label"], r["method"], _fmt(r["measurements"], "d") + ("†" if r["stopped"] else ""),
+            _fmt(r["latency_us"], ",.1f"),
             _fmt(r["chip_throughput_per_s"], ",.0f"), _fmt(r["speedup_over_best_baseline"], ".3f"),
             _fmt(r["speedup_over_plan"], ".3f"), _fmt(r["latency_over_bound"], ".2f"),
             _fmt(r["ddr_mb"], ",.1f"), _fmt(r["peak_l1_kib"], ",.0f"), _fmt(r["peak_llb_kib"], ",.0f"),
             _fmt(r["meas_to_95pct"], "d") if r["kind"] == "search" else "",
             _fmt(r["tuning_wall_s_this_machine"], ".0f")]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _stopped_note(table: Table) -> str:
+    why = [f"{r['label']} {r['method']}: {r['stopped']}" for r in table.rows if r["stopped"]]
+    return " `†` the search stopped before its budget: " + "; ".join(why) + "." if why else ""
 
 
 def _write(path: Path, text: str) -> None:
@@ -214,7 +224,7 @@ def write_markdown(table: Table, path: Path, meta: dict[str, Any]) -> str:
         "## All rows",
         "",
         "`*` tuning wall time on this machine (absolute, not comparable across machines; "
-        "runs in parallel share the cores).",
+        "runs in parallel share the cores)." + _stopped_note(table),
         "",
         full_markdown(table),
         "## Plots",
@@ -303,6 +313,9 @@ def plot_curves(table: Table, path: Path) -> None:
         ax.axhline(f["best_baseline_us"] / (f["best_us"] / 0.95), color="grey", linewidth=0.7,
                    linestyle="--")
         ax.set_title(f["label"], fontsize=9)
+        # The first measurements (O0-O2) sit far below; the search happens near 1.
+        top = f["best_baseline_us"] / f["best_us"]
+        ax.set_ylim(0.9, max(1.02, top * 1.02))
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[n:]:
@@ -311,7 +324,7 @@ def plot_curves(table: Table, path: Path) -> None:
     axes[-1][0].set_xlabel("measurements", fontsize=8)
     axes[0][0].legend(fontsize=7)
     fig.suptitle("Best-so-far throughput over the best of O0-O3 and the plan "
-                 "(dashed: 95% of the best found)", fontsize=10)
+                 "(dashed: 95% of the best found; axis from 0.9)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

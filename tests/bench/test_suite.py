@@ -62,7 +62,9 @@ def _check_outputs(out: Path, models: list[str], methods: list[str], budget: int
             if r["method"] not in methods:
                 assert r["measurements"] == "" and r["meas_to_95pct"] == ""
                 continue
-            assert int(r["measurements"]) == budget
+            # A search stops early only for a reason it records (space exhausted, at the bound).
+            assert int(r["measurements"]) == budget or (0 < int(r["measurements"]) < budget
+                                                        and r["stopped"])
             # Seeded searches measure O0-O3 and the plans first: never worse than them.
             assert float(r["speedup_over_best_baseline"]) >= 1.0 - 1e-9
             assert float(r["speedup_over_best_baseline"]) == pytest.approx(
