@@ -91,6 +91,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help="Searches do not start from O0-O3 and the plans.")
     ap.add_argument("--resume", action="store_true",
                     help="Reuse finished run files in OUT/runs with the same budget and seed.")
+    ap.add_argument("--report-only", action="store_true",
+                    help="Run nothing: tables and plots from the run files in OUT/runs "
+                         "(a search without one is shown as not run).")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "suite")
     ap.add_argument("--logs", type=Path, default=HERE / "out" / "suite")
     ap.add_argument("--readme", type=Path, default=None,
@@ -131,7 +134,15 @@ def main(argv: list[str] | None = None) -> int:
     todo = []
     for job in jobs:
         name = f"{_name(job)}.json"
-        if args.resume and _reusable(runs / name, job):
+        if args.report_only:
+            if not (runs / name).exists() and job[0] == "baselines":
+                print(f"python -m bench: error: {runs / name} is missing", file=sys.stderr)
+                return 2
+            if (runs / name).exists() and not _reusable(runs / name, job):
+                print(f"python -m bench: error: {runs / name} has another budget or seed",
+                      file=sys.stderr)
+                return 2
+        elif args.resume and _reusable(runs / name, job):
             print(f"reusing {runs / name}", flush=True)
         else:
             todo.append(job)
@@ -164,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         "budget": args.budget, "seed": args.seed, "seeded": seeded, "jobs": args.jobs,
         "models": args.models, "methods": args.methods, "wall_s": time.perf_counter() - t0,
     }
-    meta.update(_run_totals(runs, jobs))
-    meta["reused"] = len(jobs) - len(todo)
+    present = [job for job in jobs if (runs / f"{_name(job)}.json").exists()]
+    meta.update(_run_totals(runs, present))
+    meta["reused"] = len(present) - len(todo)
+    meta["not_run"] = [_name(job) for job in jobs if job not in present]
     table = build_table(runs, args.models, args.methods)
     paths = write_outputs(table, args.out, meta)
     if args.readme:

@@ -71,8 +71,10 @@ def _row(facts: dict[str, Any], method: str, m: dict[str, Any], **extra: Any) ->
 def build_table(runs: Path, models: Sequence[str], methods: Sequence[str]) -> Table:
     """Read the run files of ``models`` x (baselines + ``methods``) and compute every ratio.
 
+    A missing search run is a row with status ``not run``.
+
     Raises:
-        FileNotFoundError: a run file is missing (the run did not finish).
+        FileNotFoundError: a model's baselines file is missing.
     """
     rows: list[dict[str, Any]] = []
     facts_all: list[dict[str, Any]] = []
@@ -85,7 +87,12 @@ def build_table(runs: Path, models: Sequence[str], methods: Sequence[str]) -> Ta
         for label in labels:
             model_rows.append(_row(facts, label, base["baselines"][label], kind="baseline"))
         for method in methods:
-            run = json.loads((runs / f"{key}_{method}.json").read_text())
+            path = runs / f"{key}_{method}.json"
+            if not path.exists():  # an interrupted suite (--report-only): shown as not run
+                curves[(key, method)] = []
+                model_rows.append(_row(facts, method, {"status": "not run"}, stopped=""))
+                continue
+            run = json.loads(path.read_text())
             curves[(key, method)] = run["curve"]
             stopped = run.get("stopped")
             if stopped is None and run["measurements"] < run["budget"]:
@@ -104,7 +111,7 @@ def build_table(runs: Path, models: Sequence[str], methods: Sequence[str]) -> Ta
             r["best_baseline"] = best_base_label
             r["speedup_over_best_baseline"] = best_base / lat if lat else None
             r["speedup_over_plan"] = min(plan_lat) / lat if lat and plan_lat else None
-            if r["kind"] == "search":
+            if r["kind"] == "search" and r["status"] != "not run":
                 r["meas_to_95pct"] = reach(curves[(key, r["method"])], target)
             else:
                 r["meas_to_95pct"] = None
@@ -150,11 +157,15 @@ def summary_markdown(table: Table) -> str:
             cells.append(_fmt(plan[0]["speedup_over_best_baseline"], ".3f"))
         for m in ms:
             r = table.row(f["model"], m)
-            cells.append(_fmt(r and r["speedup_over_best_baseline"], ".3f"))
+            cells.append("not run" if r and r["status"] == "not run"
+                         else _fmt(r and r["speedup_over_best_baseline"], ".3f"))
         for m in ms:
             r = table.row(f["model"], m)
             n = r and r["meas_to_95pct"]
-            cells.append(str(n) if n else f">{r['measurements']}" if r else "-")
+            if r is None or r["status"] == "not run":
+                cells.append("not run")
+            else:
+                cells.append(str(n) if n else f">{r['measurements']}")
         g = table.row(f["model"], "guided")
         cells.append(_fmt(g and g["latency_over_bound"], ".2f"))
         lines.append("| " + " | ".join(cells) + " |")
@@ -273,6 +284,8 @@ def timing_note(meta: dict[str, Any]) -> str:
                      "wall times are not this suite's alone)." if meta["run_load_max"] > 2.5 else
                      f"Load average (1 min) when runs ended: {meta['run_load_min']:.1f} to "
                      f"{meta['run_load_max']:.1f}.")
+    if meta.get("not_run"):
+        parts.append(f"Not run (the suite was stopped before them): {', '.join(meta['not_run'])}.")
     return " ".join(parts)
 
 
@@ -307,6 +320,8 @@ def plot_curves(table: Table, path: Path) -> None:
     for ax, f in zip(axes.flat, table.models, strict=False):
         for m in table.methods:
             c = table.curves[(f["model"], m)]
+            if not c:
+                continue
             ys = [f["best_baseline_us"] / v if math.isfinite(v) and v > 0 else float("nan") for v in c]
             ax.plot(range(1, len(ys) + 1), ys, label=m, color=_COLORS.get(m), linewidth=1.2)
         ax.axhline(1.0, color="black", linewidth=0.7, linestyle=":")
