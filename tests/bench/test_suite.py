@@ -106,6 +106,14 @@ def test_tiny_suite_outputs_and_resume(tmp_path: Path, capsys: pytest.CaptureFix
     assert stdout.count("reusing ") == 1 + len(methods)
     assert (out / "suite.csv").read_text() == before
     assert len(rows) == 4 + len(methods)
+    # An interrupted suite: --report-only shows the missing search as not run, runs nothing.
+    (out / "runs" / "tiny_cnn_tpe.json").unlink()
+    rc, stdout, _ = _main(capsys, *args, "--report-only")
+    assert rc == 0
+    assert "0 run(s)" in stdout and "not run" in stdout
+    meta = json.loads((out / "suite.json").read_text())
+    assert meta["not_run"] == ["tiny_cnn_tpe"] and meta["reused"] == 4
+    assert not (out / "runs" / "tiny_cnn_tpe.json").exists()
 
 
 def test_search_runs_are_reproducible(tmp_path: Path) -> None:
