@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow demo bench lint clean
+.PHONY: test test-slow demo bench bench-tune lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,13 @@ bench: $(STAMP)
 	$(PY) bench/search_efficiency.py
 	$(PY) bench/tune_kill.py
 	$(PY) bench/driver_scale.py --quick --out bench/results/quick
+
+# The benchmark suite (bench/__main__.py): ten models x (O0-O3, the guide's plans, guided,
+# TPE, NSGA-II, random) at equal measurement budgets; tables and plots in bench/results/suite.
+# BENCH_ARGS=--quick for a CI-sized run.
+BENCH_ARGS ?=
+bench-tune: $(STAMP)
+	$(PY) -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info demo_out
