@@ -99,9 +99,19 @@ def start_ray(address: str | None, workers: int) -> Callable[[], None] | None:
     if "ray" in sys.modules and sys.modules["ray"].is_initialized():
         return None
     if address is None:
-        undo = _loopback_only()
+        undo_loopback = _loopback_only()
+        # Token mode, as Ray picks for a new local instance, without its notice on stderr.
+        auth_set = "RAY_AUTH_MODE" not in os.environ
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+        def undo() -> None:
+            if auth_set:
+                os.environ.pop("RAY_AUTH_MODE", None)
+            undo_loopback()
+
         import ray
 
+        _refresh_auth_mode()
         try:
             # address="local": a new instance, never another user's `ray start` found on
             # this host; no dashboard; every service on loopback.
@@ -229,6 +239,7 @@ class RayPool(MeasurePool):
         self._actor_cls = ray.remote(_Worker).options(num_cpus=1, max_restarts=-1,
                                                       max_task_retries=0)
         # Held for the pool's life: Ray restarts a dead actor with these arguments.
+        # (Ray logs an error line about such arguments of a restartable actor: kept, they are safe.)
         self._args = (ray.put(dict(graphs)), target, measurer)
         self._actors = [self._actor_cls.remote(*self._args) for _ in range(workers)]
         self._replaced = 0
