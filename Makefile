@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(PY) bench/tune_workers.py
 	$(PY) bench/search_efficiency.py
 	$(PY) bench/tune_kill.py
+	$(PY) bench/driver_scale.py --quick --out bench/results/quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info demo_out

@@ -6,9 +6,15 @@ Example:
     >>> result.tasks[0].speedup("O3"), result.curve
     >>> with ApplyHistoryBest("tune.jsonl"):
     ...     model.compile("r50.stcobj")
+
+A farm: several jobs, each with its own log, share one study through a storage
+and never measure a candidate twice; ``graphtune distill`` merges their logs.
+    >>> tune(["r50.onnx"], trials=2000, log="host1.jsonl", seed=1,
+    ...      storage="postgresql://tuner@db-host/graphtune")
 """
 
 from autotune._apply_history import ApplyHistoryBest
+from autotune._delayed import DelayedMeasurer
 from autotune._measurer import Measurer, SimMeasurer
 from autotune._result import ModelResult, TaskResult, TuneResult
 from autotune._scheduler import GradientScheduler, TaskProgress
@@ -30,6 +36,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "ApplyHistoryBest",
+    "DelayedMeasurer",
     "GradientScheduler",
     "GuidedOptions",
     "GuidedSampler",

@@ -9,26 +9,30 @@ hooks) are callbacks, called after every finished batch.
 
 A candidate already measured (in this run or any run in the log) is never
 measured again: its trial is told the logged value. A candidate proposed twice
-while in flight is measured once and both trials are told.
+while in flight is measured once and both trials are told. On a shared storage
+every new candidate is claimed through the storage first
+(:mod:`autotune._claims`), so drivers on one study never measure one twice.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from autotune._reconcile import CID_ATTR, SEED_ATTR, SEED_CID_ATTR
+from autotune._reconcile import CID_ATTR, OWNER_ATTR, SEED_ATTR, SEED_CID_ATTR, result_attrs
 from autotune._state import Best, JobState, TaskState
 from autotune._studies import candidate_id, seed_schedules
 from compiler.errors import GraphtuneError
 from logs import RecordWriter
 
 if TYPE_CHECKING:
-    from optuna.trial import Trial
+    from optuna.trial import FrozenTrial, Trial
 
+    from autotune._claims import Claims
     from autotune._journal import StorageHandle
     from autotune._measurer import Measurer
     from autotune._pool import Finished, MeasurePool
@@ -47,6 +51,10 @@ Callback = Callable[[JobState], None]
 # Proposals in a row that were all measured before: the study keeps proposing old
 # candidates, so the task is done.
 _DUP_LIMIT = 64
+# The study storage is made durable at most this often (a journal append + fsync per
+# finished batch is what 64 workers cannot afford); the log, the truth, is flushed per
+# record, and a resumed job restores what the storage lost from it.
+FLUSH_EVERY_S = 1.0
 
 
 @dataclass
@@ -60,6 +68,7 @@ class Candidate:
     params: dict[str, Any]
     tuner: str
     cost_model: str
+    placeholder: int | None = None  # the trial id holding a claim of a trial-less candidate
 
 
 def is_seed_label(tuner: str) -> bool:
@@ -82,12 +91,15 @@ class Driver:
         tuner: ``prov.tuner`` of sampler proposals (``graphtune-guided``, ``optuna-tpe``).
         batch_size: Candidates per batch.
         callbacks: Called after every finished batch.
+        claims: On a shared storage: where candidates are claimed before measuring.
+        owner: This driver's ``graphtune_driver`` attribute (host and log) on a shared storage.
     """
 
     def __init__(self, job: JobState, scheduler: GradientScheduler, pool: MeasurePool,
                  writer: RecordWriter, storage: StorageHandle, target: Target,
                  measurer: Measurer, objective: str, tuner: str, batch_size: int,
-                 callbacks: Sequence[Callback] = ()) -> None:
+                 callbacks: Sequence[Callback] = (), claims: Claims | None = None,
+                 owner: str = "") -> None:
         self.job = job
         self.scheduler = scheduler
         self.pool = pool
@@ -99,28 +111,54 @@ class Driver:
         self.tuner = tuner
         self.batch_size = max(1, batch_size)
         self.callbacks = list(callbacks)
+        self.claims = claims
+        self.owner = owner
         self._batches: dict[int, list[Candidate]] = {}
         self._next_batch = 0
+        self._n_pending = 0  # candidates in self._batches
         # Candidates being measured -> other trials waiting for them.
         self._inflight: dict[tuple[int, str], list[Trial]] = {}
         self._host = socket.gethostname()
+        # What the pool holds at once, per task: the guided sampler proposes rounds at
+        # least this large (see GuidedSampler.demand).
+        demand = pool.slots * self.batch_size // max(1, len(job.tasks))
+        for ts in job.tasks:
+            if hasattr(ts.study.sampler, "demand"):
+                ts.study.sampler.demand = demand
 
     # ---- the loop --------------------------------------------------------------------------
     def run(self) -> None:
         """Measure until the budget is spent or every task stopped."""
+        flushed = time.monotonic()
         while True:
             self._fill()
             if not self.pool.in_flight:
                 break
             for fin in self.pool.wait(timeout_s=1.0):
-                self._finish(self._batches.pop(fin.batch_id), fin)
+                batch = self._batches.pop(fin.batch_id)
+                self._n_pending -= len(batch)
+                self._finish(batch, fin)
                 self.job.rounds += 1
-                self.storage.flush()
+                if time.monotonic() - flushed >= FLUSH_EVERY_S:
+                    self.storage.flush()
+                    flushed = time.monotonic()
                 for cb in self.callbacks:
                     cb(self.job)
+        self.storage.flush()
+        if self.claims is not None:
+            self._foreign_baselines()
+
+    def _foreign_baselines(self) -> None:
+        """Seeds another driver on the shared study measured: their latencies, from the study."""
+        assert self.claims is not None
+        for ts in self.job.tasks:
+            for cid in set(ts.seed_cids.values()) - set(ts.latency):
+                holder = self.claims.measured(ts.study, cid)
+                if holder is not None:
+                    ts.latency[cid] = float(holder.user_attrs["latency_us"])
 
     def _pending(self) -> int:
-        return sum(len(b) for b in self._batches.values())
+        return self._n_pending
 
     def _fill(self) -> None:
         while self.pool.in_flight < self.pool.slots:
@@ -141,6 +179,7 @@ class Driver:
             bid = self._next_batch
             self._next_batch += 1
             self._batches[bid] = batch
+            self._n_pending += len(batch)
             self.pool.submit(bid, self.job.tasks[k].task.key,
                              [c.schedule.to_json() for c in batch])
 
@@ -161,8 +200,15 @@ class Driver:
             label, s = ts.seeds_direct.pop(0)
             cid = candidate_id(s)
             if cid not in ts.measured and (k, cid) not in self._inflight:
+                placeholder = None
+                if self.claims is not None:
+                    placeholder, claim = self.claims.claim_new(
+                        ts.study, cid, {SEED_ATTR: label, OWNER_ATTR: self.owner})
+                    if not claim.ours:
+                        self._taken(ts, None, cid, claim.holder)
+                        continue
                 self._inflight[(k, cid)] = []
-                out.append(Candidate(k, None, s, cid, {}, label, ""))
+                out.append(Candidate(k, None, s, cid, {}, label, "", placeholder))
         attempts = 0
         while len(out) < n and attempts < 4 * n + 8:
             attempts += 1
@@ -182,9 +228,34 @@ class Driver:
                 if c.trial is not None:
                     waiting.append(c.trial)
                 continue
+            if self.claims is not None and c.trial is not None:
+                claim = self.claims.claim(ts.study, c.trial._trial_id, c.trial.number, c.cid)
+                if not claim.ours:
+                    self._taken(ts, c.trial, c.cid, claim.holder)
+                    ts.dup_streak += 1
+                    if ts.dup_streak >= _DUP_LIMIT:
+                        ts.stopped = f"{_DUP_LIMIT} proposals in a row were measured before"
+                        break
+                    continue
             self._inflight[(k, c.cid)] = []
             out.append(c)
         return out
+
+    def _taken(self, ts: TaskState, trial: Trial | None, cid: str,
+               holder: FrozenTrial | None) -> None:
+        """Another driver holds ``cid``: tell ``trial`` the holder's value (fail it while the
+        holder measures); a seed's baseline comes from the holder's measurement."""
+        from optuna.trial import TrialState
+
+        done = holder is not None and holder.state == TrialState.COMPLETE
+        if holder is not None and cid in ts.seed_cids.values() and cid not in ts.latency:
+            latency = holder.user_attrs.get("latency_us")
+            if latency is not None:
+                ts.latency[cid] = float(latency)
+        if trial is not None:
+            if holder is not None:
+                trial.set_user_attr("graphtune_claimed_by", holder.number)
+            self._tell(trial, holder.value if done and holder is not None else None)
 
     def _ask(self, k: int) -> Candidate | None:
         from optuna.trial import TrialState
@@ -209,7 +280,10 @@ class Driver:
             ts.study.tell(trial, state=TrialState.FAIL)
             return None
         cid = candidate_id(s)
-        trial.set_user_attr(CID_ATTR, cid)
+        if self.claims is None:
+            trial.set_user_attr(CID_ATTR, cid)
+        else:  # the id is set by the claim, under the storage's lock
+            trial.set_user_attr(OWNER_ATTR, self.owner)
         seed = trial.user_attrs.get(SEED_ATTR)
         if seed and trial.user_attrs.get(SEED_CID_ATTR) not in (None, cid):
             # The enqueued parameters did not reproduce the seed: measure the seed as it is.
@@ -251,6 +325,18 @@ class Driver:
         self.writer.write(rec)  # the log first: it is the truth
         # A lost candidate was not measured: its trials fail and it may be proposed again.
         value = self.value(m) if m.status != "worker_lost" else None
+        attrs = result_attrs(m.status, m.latency_us, m.throughput_per_s, ts.lower_bound_us)
+        if c.trial is not None:
+            for key, v in attrs.items():
+                c.trial.set_user_attr(key, v)
+        elif c.placeholder is not None:
+            from optuna.trial import TrialState
+
+            storage = ts.study._storage
+            for key, v in attrs.items():
+                storage.set_trial_user_attr(c.placeholder, key, v)
+            # Failed, not complete: it has no parameters for a sampler to learn from.
+            storage.set_trial_state_values(c.placeholder, TrialState.FAIL)
         self.note(ts, c.tuner, dict(rec.schedule), c.trial.number if c.trial else None, m, c.cid)
         self._tell(c.trial, value)
         for trial in self._inflight.pop((c.task, c.cid), []):

@@ -16,9 +16,11 @@ their fixed parameters and do not consume a proposal.
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,13 +51,25 @@ class GuidedOptions:
     Attributes:
         population: Candidates bred per generation.
         generations: Generations of model-guided evolution per round.
-        proposals: Candidates proposed per round.
+        proposals: Candidates proposed per round (more when the measurers hold more at
+            once, up to ``population``: see :attr:`GuidedSampler.demand`).
         parents: Best measured schedules that seed the population.
         random_share: Share of the initial population drawn uniformly from the space.
         crossover: Probability that a child is a crossover rather than a mutation.
         eps: Share of each round's proposals picked at random among the bred candidates
             the model did not choose (exploration).
-        retrain_every: Retrain the cost model when this many new measurements arrived.
+        retrain_every: Retrain the cost model when this many new measurements arrived...
+        retrain_growth: ...and they are at least this share of the data it was last trained
+            on: a training costs time in proportion to the data, so retraining on a
+            geometric schedule keeps its cost per measurement flat however long the study.
+        rescan_s: Read the whole study again this often (seconds), for trials another
+            driver on the same storage finished; between rescans the sampler learns from
+            the trials this process tells (a full read is O(trials)).
+        background_fit: Retrain the cost model on a thread while the driver goes on
+            proposing with the previous model (XGBoost releases the GIL, so training
+            uses another core instead of stalling every worker). Off by default, since
+            when the new model arrives depends on timing; ``tune`` turns it on when Ray
+            workers measure (``workers >= 1``), keeping in-process runs reproducible.
     """
 
     population: int = 96
@@ -66,6 +80,9 @@ class GuidedOptions:
     crossover: float = 0.15
     eps: float = 0.1
     retrain_every: int = 16
+    retrain_growth: float = 0.25
+    rescan_s: float = 30.0
+    background_fit: bool = False
 
 
 @dataclass
@@ -103,7 +120,16 @@ class GuidedSampler(BaseSampler):
         self._y: list[float] = []
         self._trained_at = 0
         self._by_trial: dict[int, _Proposal] = {}
+        self._told: list[tuple[int, dict[str, Any], float | None]] = []  # since the last sync
+        self._scanned_at: float | None = None  # monotonic time of the last full read
+        self._fitting: Future[None] | None = None  # a background retraining
+        self._fitter: ThreadPoolExecutor | None = None
         self.rounds = 0
+        # Candidates the measurers hold at once (set by the driver): a round proposes at
+        # least this many (up to ``population``), so a round's breeding, whose cost does not
+        # depend on how many it proposes, is spread over as many measurements as many
+        # workers take. With two workers this is the default ``proposals``.
+        self.demand = 0
 
     # ---- Optuna's sampler interface ------------------------------------------------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial
@@ -134,6 +160,9 @@ class GuidedSampler(BaseSampler):
     def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState,
                     values: Sequence[float] | None) -> None:
         self._by_trial.pop(trial.number, None)
+        if state in (TrialState.COMPLETE, TrialState.FAIL):
+            value = values[0] if state == TrialState.COMPLETE and values else None
+            self._told.append((trial.number, dict(trial.params), value))
 
     def reseed_rng(self) -> None:
         self._rng = np.random.default_rng()
@@ -153,20 +182,37 @@ class GuidedSampler(BaseSampler):
         return chosen.ranked_by if chosen is not None else ""
 
     def sync(self, study: Study) -> None:
-        """Learn from finished trials not seen yet; retrain the model when enough arrived."""
+        """Learn from finished trials not seen yet; retrain the model when enough arrived.
+
+        The first call (and one every ``rescan_s``) reads the whole study; the others
+        only the trials told through this sampler since (O(new), not O(trials)).
+        """
+        import time
+
         new: list[tuple[str, GraphSchedule, float | None]] = []
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
-            if t.number in self._synced:
+        now = time.monotonic()
+        if self._scanned_at is None or now - self._scanned_at >= self.options.rescan_s:
+            self._scanned_at = now
+            self._told.clear()
+            finished = study.get_trials(deepcopy=False,
+                                        states=(TrialState.COMPLETE, TrialState.FAIL))
+            told = [(t.number, t.params, t.value if t.state == TrialState.COMPLETE else None)
+                    for t in finished]
+        else:
+            told, self._told = self._told, []
+        told.sort(key=lambda x: x[0])  # the same order either way: the same model
+        for number, params, value in told:
+            if number in self._synced:
                 continue
-            self._synced.add(t.number)
-            vec = vector_of(self.space, t.params) if t.params else None
+            self._synced.add(number)
+            vec = vector_of(self.space, params) if params else None
             if vec is None:
                 continue
             s = self.space.decode(vec)
             cid = candidate_id(s)
             self._seen.add(cid)
-            if t.state == TrialState.COMPLETE and t.value is not None and cid not in self._scores:
-                y = self._label(t.value)
+            if value is not None and cid not in self._scores:
+                y = self._label(value)
                 if y is not None:
                     self._vectors[cid] = vec
                     self._scores[cid] = y
@@ -175,11 +221,24 @@ class GuidedSampler(BaseSampler):
             rows = self.ranker.features([s for _, s, _ in new])
             self._x.extend(np.asarray(rows, dtype=np.float32))
             self._y.extend(y for _, _, y in new if y is not None)
-        if len(self._y) - self._trained_at >= self.options.retrain_every or (
-            self._trained_at == 0 and self._y and len(self._y) >= self.options.retrain_every // 2
+        o = self.options
+        if self._fitting is not None:
+            if not self._fitting.done():
+                return  # the previous retraining is still running: keep its data growing
+            fitting, self._fitting = self._fitting, None
+            fitting.result()  # an error in training surfaces here
+        grown = len(self._y) - self._trained_at
+        if grown >= max(o.retrain_every, o.retrain_growth * self._trained_at) or (
+            self._trained_at == 0 and self._y and len(self._y) >= o.retrain_every // 2
         ):
-            self.ranker.fit(np.stack(self._x), np.asarray(self._y))
+            xs, ys = np.stack(self._x), np.asarray(self._y)
             self._trained_at = len(self._y)
+            if o.background_fit:
+                if self._fitter is None:
+                    self._fitter = ThreadPoolExecutor(1, thread_name_prefix="graphtune-fit")
+                self._fitting = self._fitter.submit(self.ranker.fit, xs, ys)
+            else:
+                self.ranker.fit(xs, ys)
 
     def _label(self, value: float) -> float | None:
         """The cost model's target: speed, higher = faster (1/latency or throughput)."""
@@ -193,7 +252,8 @@ class GuidedSampler(BaseSampler):
         o = self.options
         self.rounds += 1
         parents = self._best(o.parents)
-        n_eps = round(o.proposals * o.eps)
+        n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
+        n_eps = round(n_prop * o.eps)
         ranked_by = self.ranker.label
         if parents and not ranked_by:
             ranked = self._neighbours(parents)
@@ -202,7 +262,7 @@ class GuidedSampler(BaseSampler):
         picked = used = 0
         for cid, s in ranked:
             used += 1
-            if picked >= o.proposals - n_eps:
+            if picked >= n_prop - n_eps:
                 break
             if self._admit(cid, s, ranked_by):
                 picked += 1
@@ -210,13 +270,13 @@ class GuidedSampler(BaseSampler):
         # over (uniform samples of the space are mostly far slower than anything bred).
         rest = ranked[used:]
         for k in self._rng.permutation(len(rest)):
-            if picked >= o.proposals:
+            if picked >= n_prop:
                 break
             cid, s = rest[int(k)]
             if self._admit(cid, s, ""):
                 picked += 1
         for _ in range(8 * max(n_eps, 1)):
-            if picked >= o.proposals:
+            if picked >= n_prop:
                 break
             s = self.space.sample(self._rng)
             if self._admit(candidate_id(s), s, ""):
@@ -274,7 +334,7 @@ class GuidedSampler(BaseSampler):
         return True
 
     def _best(self, k: int) -> list[np.ndarray]:
-        order = sorted(self._scores, key=lambda c: -self._scores[c])[:k]
+        order = heapq.nlargest(k, self._scores, key=self._scores.__getitem__)  # O(n), not a sort
         return [self._vectors[c] for c in order]
 
     def _predict(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:

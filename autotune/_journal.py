@@ -9,9 +9,16 @@ calls :meth:`BufferedJournalFile.flush`. Losing the unflushed tail to a crash
 costs nothing: the tuning log is the truth and :mod:`autotune._reconcile`
 restores the study from it.
 
-One driver owns a journal file at a time (an advisory ``flock`` held for its
-life, released by the kernel even on SIGKILL); a second ``graphtune tune`` on
-the same files fails at once with a clear message.
+One driver owns the default journal (next to its log) at a time (an advisory
+``flock`` held for its life, released by the kernel even on SIGKILL); a second
+``graphtune tune`` on the same files fails at once with a clear message.
+
+A storage named with ``--storage`` is *shared*: several drivers (``graphtune
+tune`` processes with their own logs) may tune into it at once and claim
+candidates through it before measuring (:mod:`autotune._claims`). A shared
+journal file is written unbuffered by Optuna's own ``JournalFileBackend``
+(multi-process safe); PostgreSQL (``postgresql://user@host/db``, through
+psycopg 3) is the storage to share between hosts.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from typing import Any
 
 from compiler.errors import GraphtuneError
 
-__all__ = ["BufferedJournalFile", "StorageHandle", "journal_path_for", "open_storage"]
+__all__ = ["BufferedJournalFile", "StorageHandle", "journal_path_for", "open_storage",
+           "shown_url", "sqlalchemy_url"]
 
 _LOCK_GRACE_S = 5  # a lock file left by a killed writer is broken after this long
 
@@ -150,13 +158,19 @@ class StorageHandle:
 
     Attributes:
         storage: What ``optuna.create_study(storage=...)`` takes.
-        where: For messages: the journal path or the URL.
+        where: For messages: the journal path or the URL (as the user gave it).
         journal: The buffered journal, when the storage is one.
+        shared: Several drivers may use the storage at once: candidates are claimed
+            through it before they are measured (see :mod:`autotune._claims`).
+        path: The file of a journal or SQLite storage ("" for a server database).
     """
 
     storage: Any
     where: str
     journal: BufferedJournalFile | None = None
+    shared: bool = False
+    path: str = ""
+    lock_fd: int = -1  # a shared journal's LOCK_SH (keeps a private driver off the file)
 
     def flush(self) -> None:
         """Make the study's state since the last flush durable (journal only)."""
@@ -167,11 +181,15 @@ class StorageHandle:
         """Flush and release."""
         if self.journal is not None:
             self.journal.close()
+        if self.lock_fd >= 0:
+            os.close(self.lock_fd)
+            self.lock_fd = -1
 
 
 def open_storage(spec: str | None, log_path: str) -> StorageHandle:
-    """The study storage: ``spec`` is None (a journal next to the log), an Optuna URL
-    (``sqlite:///studies.db``, ``postgresql://...``) or a journal file path.
+    """The study storage: ``spec`` is None (a journal next to the log, private to it),
+    an Optuna URL (``postgresql://...``, ``sqlite:///studies.db``) or a journal file
+    path; the last two are shared (see the module doc).
 
     Raises:
         GraphtuneError: the storage cannot be opened (checked before anything starts).
@@ -179,22 +197,88 @@ def open_storage(spec: str | None, log_path: str) -> StorageHandle:
     from optuna.storages import JournalStorage
 
     _register()
-    if spec is None or "://" not in spec:
-        path = journal_path_for(log_path) if spec is None else spec
+    if spec is None:
+        path = journal_path_for(log_path)
         journal = BufferedJournalFile(path)
         try:
             storage = JournalStorage(journal)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
             journal.close()
             raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
-        return StorageHandle(storage, path, journal)
+        return StorageHandle(storage, path, journal, path=path)
+    if "://" not in spec:
+        return _shared_journal(spec)
     from optuna.storages import RDBStorage
 
+    url = sqlalchemy_url(spec)
     try:
-        storage = RDBStorage(spec)
+        storage = RDBStorage(url)
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds for a bad URL
         lines = str(exc).strip().splitlines()
         raise GraphtuneError(
-            f"cannot open the study storage {spec}: {lines[0] if lines else type(exc).__name__}"
+            f"cannot open the study storage {shown_url(spec)}: "
+            f"{lines[0] if lines else type(exc).__name__}"
         ) from None
-    return StorageHandle(storage, spec)
+    path = url.split(":///", 1)[1] if url.startswith("sqlite:///") else ""
+    return StorageHandle(storage, shown_url(spec), shared=True, path=path)
+
+
+def shown_url(spec: str) -> str:
+    """A storage URL fit to print: its password replaced by ``***``."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(spec).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy parses: nothing to hide
+        return spec
+
+
+def _shared_journal(path: str) -> StorageHandle:
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+
+    parent = os.path.dirname(path) or "."
+    if os.path.isdir(path) or not os.path.isdir(parent):
+        raise GraphtuneError(f"cannot use {path} as the study journal: give a file in an "
+                             "existing directory")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise GraphtuneError(f"cannot open the study journal {path}: {exc.strerror}") from None
+    try:
+        # Shared drivers hold LOCK_SH together; a private driver (LOCK_EX, buffered
+        # appends) on the same file would corrupt their view, and they its.
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise GraphtuneError(f"{path} is the private journal of a running graphtune tune: "
+                             "wait for it, or share another file") from None
+    try:
+        backend = JournalFileBackend(path, JournalFileOpenLock(path, _LOCK_GRACE_S))
+        storage = JournalStorage(backend)
+    except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
+        os.close(fd)
+        raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
+    return StorageHandle(storage, path, shared=True, path=path, lock_fd=fd)
+
+
+_PG_DRIVERS = (("psycopg", "postgresql+psycopg"), ("psycopg2", "postgresql+psycopg2"),
+               ("pg8000", "postgresql+pg8000"))
+
+
+def sqlalchemy_url(spec: str) -> str:
+    """``spec`` with a plain ``postgresql://`` (or ``postgres://``) scheme mapped to an
+    installed driver (psycopg 3 first); other URLs unchanged.
+
+    Raises:
+        GraphtuneError: a PostgreSQL URL and no PostgreSQL driver is installed.
+    """
+    import importlib.util
+
+    scheme, sep, rest = spec.partition("://")
+    if scheme not in ("postgresql", "postgres"):
+        return spec
+    for module, dialect in _PG_DRIVERS:
+        if importlib.util.find_spec(module) is not None:
+            return f"{dialect}{sep}{rest}"
+    raise GraphtuneError("a PostgreSQL storage needs a driver: pip install 'psycopg[binary]'")

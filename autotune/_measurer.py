@@ -4,14 +4,21 @@ A board runner replaces the simulator by implementing :class:`Measurer`; the
 tuner only ever calls :meth:`Measurer.measure` with a batch of schedules of one
 graph and writes one record per :class:`sim.Measurement` it returns. Measurers
 travel to Ray workers by pickle, so they hold configuration, not state.
+
+A measurer also says what a Ray worker running it needs: ``num_cpus`` (a board
+runner that mostly waits can ask for a fraction of a CPU) and ``resources``
+(custom Ray resources such as ``{"stcp920": 1}``, so workers are placed only
+on nodes started with that resource: the hosts that have the board).
+:mod:`autotune._plugins` finds measurers by ``module:Class`` or by name.
 """
 
 from __future__ import annotations
 
 import abc
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,10 +37,16 @@ class Measurer(abc.ABC):
         name: Written to each record's ``prov.measurer``.
         version: Written to ``prov.measurer_version``; records of another version
             are not reused (their results may differ).
+        num_cpus: CPUs a Ray worker running this measurer reserves (fractions allowed;
+            0 for one that only waits on a device).
+        resources: Custom Ray resources each worker needs (``{"stcp920": 1}``): workers
+            go only to nodes that have them.
     """
 
     name: str = ""
     version: str = ""
+    num_cpus: float = 1.0
+    resources: Mapping[str, float] = MappingProxyType({})
 
     @abc.abstractmethod
     def measure(self, graph: Graph, schedules: Sequence[GraphSchedule], target: Target,

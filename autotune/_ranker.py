@@ -92,8 +92,8 @@ class EncodingXGB:
 class CostModelRanker:
     """``cost_model.features`` + ``cost_model.XGBModel`` behind the :class:`Ranker` calls.
 
-    The model learns incrementally (``XGBModel.update`` retrains when the data grew
-    enough) on one thread: the measurers own the other cores. Until it has trees
+    The guided sampler decides when to retrain (on a geometric schedule); each
+    retraining fits a fresh model on one thread and swaps it in when done. Until it has trees
     (its cold start), ``cost_model.AnalyticalModel`` ranks: the roofline estimate the
     trees later correct, rather than the random scores of a cold XGBoost model.
     """
@@ -106,21 +106,29 @@ class CostModelRanker:
         self._graph = graph
         self._target = target
         self._features = cost_model.features  # type: ignore[attr-defined,unused-ignore]
-        model_cls = cost_model.XGBModel  # type: ignore[attr-defined,unused-ignore]
-        self._model = model_cls(seed=0 if seed is None else seed, params={"nthread": 1})
+        self._model_cls = cost_model.XGBModel  # type: ignore[attr-defined,unused-ignore]
+        self._seed = 0 if seed is None else seed
+        self._model = self._new_model()
         self._prior = cost_model.AnalyticalModel()  # type: ignore[attr-defined,unused-ignore]
-        self._rows = 0
         self.label = "analytical"
+
+    def _new_model(self) -> Any:
+        return self._model_cls(seed=self._seed, params={"nthread": 1})
 
     def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
         return np.asarray(self._features(self._graph, list(schedules), self._target))
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> None:
-        if len(y) > self._rows:
-            self._model.update(x[self._rows:], y[self._rows:])
-            self._rows = len(y)
-        if self._model.trained:
-            self.label = f"{self.name}/n={self._model.n_samples}"
+        """Train a new model on all of ``x, y``, then put it in place of the old one.
+
+        The old model answers :meth:`predict` until the new one is ready, so the
+        guided sampler may call this on a thread (``GuidedOptions.background_fit``).
+        """
+        model = self._new_model()
+        model.fit(x, y)
+        self._model = model
+        if model.trained:
+            self.label = f"{self.name}/n={model.n_samples}"
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         model = self._model if self._model.trained else self._prior

@@ -6,6 +6,12 @@ instead. Each actor receives every task's graph, the target and the measurer
 in its constructor (one ``ray.put`` for the graphs), so a batch carries only
 schedule JSON. Actors restart when they die; the batch they held comes back as
 ``worker_lost`` measurements and the job goes on.
+
+Each actor reserves the measurer's ``num_cpus`` (fractions allowed: one that
+waits on a board needs little) and its custom ``resources`` (``{"stcp920": 1}``),
+so Ray places workers only on nodes that have them. Before anything is
+measured the pool checks that the cluster can hold every worker and waits for
+them to start; a cluster without room is one error line, never a hang.
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ _BATCH_GRACE_S = 120.0
 # is replaced by a new actor.
 _RESTART_GRACE_S = 120.0
 _PING_EVERY_S = 0.5  # a restarting worker that said "unavailable" is asked again this late
+# Workers that have not started this long after the pool asked for them cannot be placed
+# (the cluster is busy or lacks a resource): the job stops with a clear error.
+START_TIMEOUT_S = 180.0
 
 
 class _Worker:
@@ -222,11 +231,18 @@ class RayPool(MeasurePool):
         address: A Ray cluster to join; None starts a local loopback instance.
         timeout_s: Per-schedule time limit inside the workers.
         restart_grace_s: How long a restarting worker may take before it is replaced.
+        num_cpus: CPUs each actor reserves (default: the measurer's ``num_cpus``).
+        resources: Custom Ray resources each actor needs (default: the measurer's).
+
+    Raises:
+        GraphtuneError: the cluster cannot hold the workers, or they did not start
+            within :data:`START_TIMEOUT_S`.
     """
 
     def __init__(self, graphs: Mapping[str, Graph], target: Target, measurer: Measurer,
                  workers: int, address: str | None = None,
-                 timeout_s: float | None = None,
+                 timeout_s: float | None = None, num_cpus: float | None = None,
+                 resources: Mapping[str, float] | None = None,
                  restart_grace_s: float = _RESTART_GRACE_S) -> None:
         import ray
 
@@ -235,20 +251,48 @@ class RayPool(MeasurePool):
         self.workers = workers
         self._timeout_s = timeout_s
         self._restart_grace_s = restart_grace_s
+        self._closed = False
+        self._actors: list[Any] = []
+        cpus = measurer.num_cpus if num_cpus is None else num_cpus
+        need = dict(measurer.resources if resources is None else resources)
         self._stop_ray = start_ray(address, workers)
-        self._actor_cls = ray.remote(_Worker).options(num_cpus=1, max_restarts=-1,
-                                                      max_task_retries=0)
-        # Held for the pool's life: Ray restarts a dead actor with these arguments.
-        # (Ray logs an error line about such arguments of a restartable actor: kept, they are safe.)
-        self._args = (ray.put(dict(graphs)), target, measurer)
-        self._actors = [self._actor_cls.remote(*self._args) for _ in range(workers)]
+        try:
+            _check_room(workers, cpus, need)
+            self._actor_cls = ray.remote(_Worker).options(
+                num_cpus=cpus, resources=need or None, max_restarts=-1, max_task_retries=0)
+            # Held for the pool's life: Ray restarts a dead actor with these arguments.
+            self._args = (ray.put(dict(graphs)), target, measurer)
+            self._actors = [self._actor_cls.remote(*self._args) for _ in range(workers)]
+            self._wait_started(cpus, need)
+        except BaseException:
+            self.close()
+            raise
         self._replaced = 0
         self._load = [0] * workers
         self._refs: dict[Any, _InFlight] = {}
         self._pings: dict[Any, int] = {}  # ping of a restarting worker -> its index
         self._down: dict[int, float] = {}  # worker down -> when it went down (monotonic)
         self._reping: dict[int, float] = {}  # worker still restarting -> when to ping again
-        self._closed = False
+
+    def _wait_started(self, cpus: float, need: Mapping[str, float]) -> None:
+        """Block until every actor answers; one error line if one cannot be placed or start."""
+        import ray
+
+        refs = [a.pid.remote() for a in self._actors]
+        ready, rest = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
+        for ref in ready:
+            try:
+                ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - an actor's constructor can raise anything
+                lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+                why = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1] if lines
+                           else type(exc).__name__)
+                raise GraphtuneError(f"the measurer workers cannot start: {why}") from None
+        if rest:
+            raise GraphtuneError(
+                f"{len(rest)} of {len(refs)} measurer workers did not start within "
+                f"{START_TIMEOUT_S:g} s: each needs {_describe(cpus, need)} and the Ray cluster "
+                f"has {_describe_have(need)} in all (busy, or not enough nodes with them)")
 
     @property
     def slots(self) -> int:  # type: ignore[override]
@@ -414,6 +458,48 @@ class RayPool(MeasurePool):
                 pass
         if self._stop_ray is not None:
             self._stop_ray()
+
+
+def _describe(cpus: float, need: Mapping[str, float]) -> str:
+    parts = ([f"CPU={cpus:g}"] if cpus else []) + [f"{k}={v:g}" for k, v in sorted(need.items())]
+    return ", ".join(parts) or "nothing"
+
+
+def _describe_have(need: Mapping[str, float]) -> str:
+    import ray
+
+    have = ray.cluster_resources()
+    return ", ".join(f"{k}={have.get(k, 0):g}" for k in ["CPU", *sorted(need)])
+
+
+def _check_room(workers: int, cpus: float, need: Mapping[str, float]) -> None:
+    """Fail at once when the cluster's nodes cannot hold ``workers`` actors of this shape.
+
+    Counts what each live node has in all (not what is free now: other jobs come and
+    go; the start timeout covers a busy cluster).
+
+    Raises:
+        GraphtuneError: naming the missing resource and what the cluster has.
+    """
+    import ray
+
+    shape = {**need, **({"CPU": cpus} if cpus else {})}
+    if not shape:
+        return
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    for key, amount in need.items():
+        if not any(res.get(key, 0) >= amount for res in nodes):
+            raise GraphtuneError(
+                f"no node of the Ray cluster has the resource {key}={amount:g} that each "
+                f"measurer worker needs: start the nodes that have it with "
+                f"`ray start --resources '{{\"{key}\": N}}'`, or drop it from "
+                "--worker-resource / the measurer's resources")
+    room = sum(int(min(res.get(k, 0) / v for k, v in shape.items()) + 1e-9) for res in nodes)
+    if room < workers:
+        raise GraphtuneError(
+            f"the Ray cluster has room for {room} of {workers} measurer workers (each needs "
+            f"{_describe(cpus, need)}; the cluster has {_describe_have(need)}): use "
+            f"--workers {room}, fewer CPUs per worker (--worker-cpus) or more nodes")
 
 
 def _LOST_ERRORS() -> tuple[type[BaseException], ...]:  # noqa: N802 - a constant, built lazily

@@ -5,7 +5,9 @@ batch (see :mod:`autotune._journal`), so after a crash the study may lag the
 log. Before tuning resumes, for one task:
 
 1. a trial left running by the crashed driver is told its logged result if it
-   has one, and otherwise failed and its parameters re-queued;
+   has one, and otherwise failed and its parameters re-queued (on a shared
+   storage, only trials whose ``graphtune_driver`` attribute names this
+   driver: other drivers' running trials are live);
 2. logged trials the study lost (its journal tail) are added back under their
    own numbers, in order, so trial numbers in the log stay unique; a number
    whose trial was asked but never measured becomes a failed placeholder;
@@ -14,7 +16,9 @@ log. Before tuning resumes, for one task:
    parameters or its projection into the space.
 
 Every trial the driver finishes carries its candidate id in the user
-attribute ``graphtune_cid``, so step 3 compares candidates, not parameters.
+attribute ``graphtune_cid``, so step 3 compares candidates, not parameters,
+and the measurement in ``status``, ``latency_us``, ``throughput_per_s`` and
+``latency_over_bound`` (what optuna-dashboard shows beside each trial).
 """
 
 from __future__ import annotations
@@ -33,14 +37,25 @@ if TYPE_CHECKING:
     from logs import Record
     from search_space import Space
 
-__all__ = ["CID_ATTR", "SEED_ATTR", "SEED_CID_ATTR", "Reconciled", "objective_value", "reconcile",
-           "record_cid"]
+__all__ = ["CID_ATTR", "OWNER_ATTR", "SEED_ATTR", "SEED_CID_ATTR", "STATUS_ATTR", "Reconciled",
+           "objective_value", "reconcile", "record_cid", "result_attrs"]
 
 log = logging.getLogger("autotune.tune")
 
 CID_ATTR = "graphtune_cid"
 SEED_ATTR = "graphtune_seed"
 SEED_CID_ATTR = "graphtune_seed_cid"
+OWNER_ATTR = "graphtune_driver"
+STATUS_ATTR = "status"
+
+
+def result_attrs(status: str, latency_us: float | None, throughput_per_s: float | None,
+                 lower_bound_us: float) -> dict[str, Any]:
+    """The user attributes of a measured trial: status, latency, throughput and the
+    latency over the task's roofline bound (None when the measurement failed)."""
+    ratio = latency_us / lower_bound_us if latency_us is not None and lower_bound_us > 0 else None
+    return {STATUS_ATTR: status, "latency_us": latency_us, "throughput_per_s": throughput_per_s,
+            "latency_over_bound": ratio}
 
 
 @dataclass(frozen=True)
@@ -78,7 +93,8 @@ def record_cid(record: Record) -> str | None:
 
 
 def reconcile(study: Study, space: Space, records: Sequence[tuple[Record, str]],
-              objective: str) -> Reconciled:
+              objective: str, owner: str | None = None, lower_bound_us: float = 0.0
+              ) -> Reconciled:
     """Repair ``study`` from the task's logged records (see the module doc).
 
     Args:
@@ -86,6 +102,9 @@ def reconcile(study: Study, space: Space, records: Sequence[tuple[Record, str]],
         space: The task's search space (parameter names and choices).
         records: ``(record, candidate id)`` of every usable record of the task, in log order.
         objective: ``"latency"`` or ``"throughput"``.
+        owner: On a shared storage, this driver's ``graphtune_driver`` value: running
+            trials of other drivers are left alone. None: every running trial is ours.
+        lower_bound_us: The task's roofline bound (for the attributes of added trials).
     """
     from optuna.trial import TrialState, create_trial
 
@@ -115,7 +134,9 @@ def reconcile(study: Study, space: Space, records: Sequence[tuple[Record, str]],
         study.add_trial(create_trial(
             state=TrialState.COMPLETE if value is not None else TrialState.FAIL,
             value=value, params=params, distributions={k: dists[k] for k in params},
-            user_attrs={CID_ATTR: cid, "graphtune_from_log": rec.prov.tuner},
+            user_attrs={CID_ATTR: cid, "graphtune_from_log": rec.prov.tuner,
+                        **result_attrs(rec.result.status.value, rec.result.latency_us,
+                                       rec.result.throughput_per_s, lower_bound_us)},
         ))
 
     told = requeued = restored = added = 0
@@ -131,6 +152,8 @@ def reconcile(study: Study, space: Space, records: Sequence[tuple[Record, str]],
     requeue: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for t in trials:
         if t.state != TrialState.RUNNING:
+            continue
+        if owner is not None and t.user_attrs.get(OWNER_ATTR) != owner:
             continue
         hit = ours.get(t.number)
         if hit is not None and dict(hit[0].prov.params) == t.params:

@@ -37,7 +37,8 @@ class TaskState:
         study: Its Optuna study.
         measured: Candidate id -> objective value (None: failed) of every candidate in
             the log (earlier runs included); never measured again.
-        latency: Candidate id -> latency (None: failed) of the same candidates.
+        latency: Candidate id -> latency (None: failed) of the same candidates, and of
+            seeds another driver measured on a shared study.
         history: Latency of each of the task's records in log order (None: failed).
         seed_cids: Seed label (``O3``, ``plan:resnet50``) -> its candidate id (two seeds
             may be one candidate: DeepFM's O3 is the guide's plan).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autotune._claims import Claims
 from autotune._driver import Callback, Driver
 from autotune._journal import StorageHandle, open_storage
 from autotune._measurer import Measurer, SimMeasurer
@@ -126,7 +128,10 @@ def tune(
     batch: int | None = None,
     timeout_per_trial: float | None = None,
     early_stopping: int | None = None,
-    measurer: Measurer | None = None,
+    measurer: Measurer | str | None = None,
+    measurer_options: dict[str, Any] | None = None,
+    worker_cpus: float | None = None,
+    worker_resources: dict[str, float] | None = None,
     guided: GuidedOptions | None = None,
     ranker: RankerFactory | None = None,
     batch_size: int = 4,
@@ -145,8 +150,12 @@ def tune(
         log: The JSON-lines tuning log (appended; created if missing).
         workers: Measurer processes (Ray actors); 0 measures in this process
             (deterministic with ``seed``). Default: one per CPU.
-        storage: Optuna storage URL, or a journal file path; default: a journal
-            next to the log (``tune.jsonl`` -> ``tune.journal``).
+        storage: Optuna storage URL (``postgresql://user@host/db`` to share a study
+            between hosts; a plain ``postgresql://`` uses psycopg 3), or a journal file
+            path; default: a journal next to the log (``tune.jsonl`` -> ``tune.journal``),
+            private to that log. A storage given here is shared: several jobs, each
+            with its own log, may tune into it at once and never measure one candidate
+            twice (each claims a candidate through the storage before measuring it).
         sampler: ``guided`` (graphtune's), ``tpe``, ``gp``, ``nsga2`` or ``random``.
         seed: Seed of every random choice.
         objective: ``latency`` (minimise each task's latency) or ``throughput``.
@@ -156,7 +165,14 @@ def tune(
         batch: Batch size of models given as paths or ``Model`` values.
         timeout_per_trial: Wall-time limit of one measurement, in seconds.
         early_stopping: Stop a task after this many measurements without a gain.
-        measurer: What measures (default: the simulator).
+        measurer: What measures: a :class:`Measurer`, or a spec that
+            :func:`autotune._plugins.load_measurer` resolves (``"module:Class"``, an entry
+            point name of ``graphtune.measurers``, ``"sim"``, ``"delayed"``). Default: the
+            simulator.
+        measurer_options: Keyword arguments of the measurer's constructor (with a spec).
+        worker_cpus: CPUs each Ray worker reserves (default: the measurer's ``num_cpus``).
+        worker_resources: Custom Ray resources each worker needs, e.g. ``{"stcp920": 1}``
+            (default: the measurer's ``resources``); ignored with ``workers=0``.
         guided: Options of the guided sampler.
         ranker: Factory of the guided sampler's cost model (default:
             :func:`autotune._ranker.default_ranker`).
@@ -193,24 +209,39 @@ def tune(
         target = Target.from_file(os.fspath(target))
     tgt = target or Target.default()
     log_path = check_log_path(log)
+    if worker_cpus is not None and worker_cpus < 0:
+        raise GraphtuneError(f"worker CPUs must be >= 0, got {worker_cpus}")
+    meas = _measurer(measurer, measurer_options, n_workers)
     tasks = load_tasks(models_or_tasks, batch)
-    meas = measurer or SimMeasurer()
 
     lock = _lock_log(log_path)
     handle: StorageHandle | None = None
+    claims: Claims | None = None
     try:
         handle = open_storage(storage, log_path)
+        owner = f"{socket.gethostname()}:{os.path.realpath(log_path)}"
         records = _read_log(log_path, tasks, tgt, meas)
+        if n_workers > 0 and sampler == "guided":
+            # Workers measure while the driver proposes: retrain the cost model on a thread
+            # rather than stall them (in-process runs stay reproducible without it).
+            from dataclasses import replace
+
+            from autotune._guided import GuidedOptions
+
+            guided = replace(guided or GuidedOptions(), background_fit=True)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
-                     trials, n_workers, seeds)
+                     trials, n_workers, seeds, owner if handle.shared else None)
+        if handle.shared:
+            claims = Claims(handle)
         scheduler = _scheduler(job, seed, early_stopping)
         from logs import RecordWriter
 
         with RecordWriter(log_path) as writer, _pool(job, tgt, meas, n_workers, ray_address,
-                                                     timeout_per_trial) as pool:
+                                                     timeout_per_trial, worker_cpus,
+                                                     worker_resources) as pool:
             job.workers = pool.workers
             driver = Driver(job, scheduler, pool, writer, handle, tgt, meas, objective,
-                            tuner_label(sampler), batch_size, callbacks)
+                            tuner_label(sampler), batch_size, callbacks, claims, owner)
             job.started = time.monotonic()
             driver.run()
             job.ended = time.monotonic()
@@ -222,9 +253,37 @@ def tune(
             curve_path = draw_curve(job, curve_path_for(log_path))
         return TuneResult.of(job, log_path, handle.where, curve_path)
     finally:
+        if claims is not None:
+            claims.close()
         if handle is not None:
             handle.close()
         os.close(lock)
+
+
+def _measurer(measurer: Measurer | str | None, options: dict[str, Any] | None,
+              workers: int) -> Measurer:
+    """The measurer to use; checked to travel to Ray workers (pickle) when there are any."""
+    if isinstance(measurer, str):
+        from autotune._plugins import load_measurer
+
+        meas = load_measurer(measurer, options)
+    elif options:
+        raise GraphtuneError("measurer options need a measurer spec (module:Class or a name), "
+                             "not a Measurer instance")
+    else:
+        meas = measurer or SimMeasurer()
+    if not isinstance(meas, Measurer):
+        raise GraphtuneError(f"measurer must be an autotune.Measurer, got {type(meas).__name__}")
+    if workers > 0:
+        import cloudpickle
+
+        try:
+            cloudpickle.dumps(meas)
+        except Exception as exc:  # noqa: BLE001 - pickling raises many kinds
+            raise GraphtuneError(f"the measurer {type(meas).__name__} cannot be sent to Ray "
+                                 f"workers (pickle: {exc}); keep only configuration in it, "
+                                 "or use --workers 0") from None
+    return meas
 
 
 def _lock_log(path: str) -> int:
@@ -268,8 +327,11 @@ def _read_log(path: str, tasks: Sequence[Task], target: Target, measurer: Measur
 def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
            handle: StorageHandle, target: Target, sampler: str, seed: int | None,
            objective: str, guided: GuidedOptions | None, ranker: RankerFactory | None,
-           trials: int, workers: int, seeds: bool) -> JobState:
-    """Spaces, studies (reconciled with the log) and seeds of every task."""
+           trials: int, workers: int, seeds: bool, owner: str | None) -> JobState:
+    """Spaces, studies (reconciled with the log) and seeds of every task.
+
+    ``owner`` names this driver on a shared storage (None on a private one).
+    """
     import optuna
 
     from autotune._driver import note_measurement
@@ -303,7 +365,7 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
                             r.error, 0.0)
             note_measurement(ts, objective, rec.prov.tuner, dict(rec.schedule), rec.prov.trial,
                              m, cid)
-        reconcile(study, space, logged, objective)
+        reconcile(study, space, logged, objective, owner, ts.lower_bound_us)
         if seeds:
             _enqueue_seeds(ts, target)
         states.append(ts)
@@ -347,7 +409,8 @@ def _scheduler(job: JobState, seed: int | None, early_stopping: int | None) -> G
 
 
 def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,
-          ray_address: str | None, timeout_s: float | None) -> MeasurePool:
+          ray_address: str | None, timeout_s: float | None, cpus: float | None,
+          resources: dict[str, float] | None) -> MeasurePool:
     graphs = {t.task.key: t.task.graph for t in job.tasks}
     if workers == 0:
         from autotune._pool import InProcessPool
@@ -355,4 +418,5 @@ def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,
         return InProcessPool(graphs, target, measurer, timeout_s)
     from autotune._ray_pool import RayPool
 
-    return RayPool(graphs, target, measurer, workers, ray_address, timeout_s)
+    return RayPool(graphs, target, measurer, workers, ray_address, timeout_s, num_cpus=cpus,
+                   resources=resources)

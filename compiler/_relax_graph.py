@@ -250,6 +250,7 @@ def build_graph(mod: Any, name: str) -> Graph:
     """Read ``main`` of a normalised module into a Graph."""
     f = mod["main"]
     tensors: dict[str, Tensor] = {}
+    offaxis: dict[str, tuple[int, int]] = {}
     # names as plain str: TVM's String would leak TVM objects into the frozen Graph
     params = [str(p.name) for p in f.params]
     first = shape_of(f.params[0].ty) if f.params else ()
@@ -316,7 +317,8 @@ def build_graph(mod: Any, name: str) -> Graph:
                 attrs[f"arg{i}_value"] = str(arg.value)
             else:
                 attrs[f"arg{i}"] = type(arg).__name__
-        op = _make_op(len(ops), out_name, op_type, inputs, weights, b.var, attrs, tensors, batch)
+        op = _make_op(len(ops), out_name, op_type, inputs, weights, b.var, attrs, tensors, batch,
+                      offaxis)
         if isinstance(b.var.ty, relax.TupleType):
             tuple_producer[out_name] = op.index
         ops.append(op)
@@ -363,7 +365,15 @@ def _make_op(
     attrs: dict[str, Any],
     tensors: dict[str, Tensor],
     batch: int,
+    offaxis: dict[str, tuple[int, int]] | None = None,
 ) -> Op:
+    """One graph op; ``offaxis`` tracks tensors whose batch sits on an axis other than 0.
+
+    ``offaxis`` maps such a tensor to ``(outer, inner)`` (see :func:`_moved_batch`).
+    PyTorch's attention exports move the batch to axis 1, fold it into other
+    dims and move it back; tracking it lets the values after the move back count
+    as batched again.
+    """
     ty = var.ty
     if isinstance(ty, relax.TupleType):
         shapes = [shape_of(t) for t in ty.fields]
@@ -380,6 +390,18 @@ def _make_op(
     mult, separable = _batch_rule(
         op_type, [tensors[t] for t in inputs], out_shape, attrs, batch, bool(weights)
     )
+    if offaxis is not None and mult is None:
+        if any(t in offaxis for t in inputs):
+            separable = False  # it reads samples off axis 0: a chunk cannot slice them
+        pos = _moved_batch(op_type, inputs, tensors, offaxis, out_shape, attrs, batch)
+        if pos is not None:
+            held = _batch_dim(out_shape, pos[0], batch)
+            if held is not None and held[:2] == (0, 1):
+                # The batch is back on axis 0: the value is batched again, but the op
+                # reads it from another axis, so its group cannot split by samples.
+                mult, separable = held[2], False
+            else:
+                offaxis[name] = pos
     tensors[name] = Tensor(name, out_shape, dtype, "activation", elements, mult)
     macs = count_macs(op_type, in_shapes, out_shape, attrs)
     flops = count_flops(op_type, in_shapes, out_shape, attrs)
@@ -475,6 +497,77 @@ def _batch_rule(
         if all(len(t.shape) < ndim_out or t.shape[0] == 1 for t in others):
             return ok(out_mult)
     return no()
+
+
+_KEEPS_LEADING = {"add", "subtract", "multiply", "divide", "nn.gelu", "nn.relu", "nn.silu",
+                  "tanh", "sigmoid", "erf", "power", "sqrt", "rsqrt", "exp", "clip", "matmul",
+                  "nn.softmax", "nn.layer_norm", "nn.dropout", "astype"}
+
+
+def _moved_batch(
+    op_type: str,
+    inputs: list[str],
+    tensors: dict[str, Tensor],
+    offaxis: dict[str, tuple[int, int]],
+    out_shape: tuple[int, ...],
+    attrs: dict[str, Any],
+    batch: int,
+) -> tuple[int, int] | None:
+    """Where the batch sits in the output, ``(outer, inner)``, for a batch carried off axis 0.
+
+    A position says the value, read in row-major order, is ``outer`` blocks of
+    ``batch`` samples of ``inner`` elements each. Views (reshape, squeeze,
+    expand_dims) keep it; a permute moves the dim that holds the batch; ``take``
+    with a scalar index on another dim drops that dim; ops that keep the dims up
+    to the batch's (elementwise, matmul, softmax/layer norm over a later axis)
+    rescale ``inner``. Anything else loses it (None).
+    """
+    moved = [(t, offaxis[t] if t in offaxis else (1, tensors[t].elements // batch))
+             for t in inputs if t in offaxis or tensors[t].batched]
+    if not moved or batch < 1:
+        return None
+    name, (outer, inner) = moved[0]
+    shape = tensors[name].shape
+    out_elements = prod(out_shape)
+    if op_type in ("reshape", "squeeze", "expand_dims", "flatten"):
+        return (outer, inner) if out_elements == prod(shape) else None
+    held = _batch_dim(shape, outer, batch)
+    if held is None:
+        return None
+    axis, o, m = held
+    if op_type == "permute_dims":
+        perm = attrs.get("axes")
+        order = list(perm) if perm is not None else list(reversed(range(len(shape))))
+        if sorted(order) != list(range(len(shape))):
+            return None
+        new_axis = order.index(axis)
+        return prod(out_shape[:new_axis]) * o, m * prod(out_shape[new_axis + 1:])
+    if op_type == "take" and inputs and inputs[0] == name and len(out_shape) == len(shape) - 1:
+        ax = int(attrs.get("axis", 0) or 0) % len(shape)
+        if ax == axis:
+            return None
+        return (outer // shape[ax], inner) if ax < axis else (outer, inner // shape[ax])
+    if op_type in _KEEPS_LEADING and len(out_shape) == len(shape) and \
+            tuple(out_shape[:axis + 1]) == tuple(shape[:axis + 1]):
+        axes = attrs.get("axis", attrs.get("axes"))
+        axis_list = [] if axes is None else ([axes] if isinstance(axes, int) else list(axes))
+        if any(x % len(shape) <= axis for x in axis_list):
+            return None
+        return outer, m * prod(out_shape[axis + 1:])
+    return None
+
+
+def _batch_dim(shape: tuple[int, ...], outer: int, batch: int) -> tuple[int, int, int] | None:
+    """``(axis, o, m)``: dim ``axis`` is ``o * batch * m`` and holds the batch; None if split."""
+    acc = 1
+    for i, d in enumerate(shape):
+        if acc > outer:
+            return None
+        if outer % acc == 0 and d % (outer // acc * batch) == 0:
+            o = outer // acc
+            return i, o, d // (o * batch)
+        acc *= d
+    return None
 
 
 def prod_(shape: tuple[int, ...]) -> int:

@@ -138,7 +138,8 @@ def _o3(graph: Graph, target: Target) -> GraphSchedule:
             for i in ops:
                 op = graph.ops[i]
                 bind = core_bind_for(graph.batch, cores)
-                groups.append(GroupSpec(f"o3_{k}_{op.name}", (i,), 1, (Placement("LLB", bind),)))
+                scope = "LLB" if "LLB" in op.allowed_scopes else "DDR"
+                groups.append(GroupSpec(f"o3_{k}_{op.name}", (i,), 1, (Placement(scope, bind),)))
             continue
         bind = core_bind_for(graph.batch // split, cores)
         groups.append(GroupSpec(f"group_{k}", tuple(ops), split, (Placement("L1", bind),) * split))
@@ -177,10 +178,11 @@ def fit_to_target(graph: Graph, schedule: GraphSchedule, target: Target) -> Grap
     Each round asks :func:`compiler.capacity.check_capacity` for the first overflow
     and demotes one result occupying the overflowing memory: one the step does not
     read, farthest next use first (Belady), then one it reads, then the step's own
-    output. When nothing is left to demote and a group chunk's own working set is
-    what overflows, that group is split along the batch into the next number of
-    chunks (as the NPU compiler tiles an op that does not fit), and at one sample
-    per chunk broken into one group per op. Every round lowers a scope, raises a
+    output, then an input staged whole in L1 (so the step streams it). When nothing
+    is left to demote and a group chunk's own working set is what overflows, that
+    group is split along the batch into the next number of chunks (as the NPU
+    compiler tiles an op that does not fit), and at one sample per chunk broken
+    into one group per op. Every round lowers a scope, raises a
     split or breaks a group, so the loop ends.
 
     Raises:
@@ -289,6 +291,12 @@ def _victim(graph: Graph, schedule: GraphSchedule, issue: CapacityIssue, nodes: 
             return max(cands, key=lambda x: (next_use.get(x[0], len(nodes)), x[1]))[0]
     if _next_scope(graph, schedule, nodes[k]):
         return k
+    # An input staged whole in L1 counts in the step's working set, not as a live
+    # result: moved out to LLB/DDR, the step can stream it tile by tile instead.
+    staged = [i for i in reads
+              if _scope_of(schedule, nodes[i]) == "L1" and _next_scope(graph, schedule, nodes[i])]
+    if staged:
+        return max(staged, key=lambda i: (next_use.get(i, len(nodes)), i))
     return None
 
 

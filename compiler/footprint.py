@@ -65,6 +65,10 @@ _ROW_OPS = frozenset({
     "sum", "mean", "max", "min", "argmax", "argmin", "nn.softmax", "nn.layer_norm",
     "nn.max_pool2d", "nn.avg_pool2d", "nn.adaptive_avg_pool2d",
 })
+# Data-movement ops whose data input a DMA can fetch block by block from LLB/DDR (a
+# blocked transpose reads the block each output tile needs; a gather, the rows). Only a
+# group input streams this way: inside L1 a transpose still needs its whole input.
+_MOVE_OPS = frozenset({"permute_dims", "take", "gather_nd"})
 _NOT_EW = _ROW_OPS | {"vision.roi_align", "vision.roi_pool", "vision.non_max_suppression", "topk"}
 GATHER_OPS = frozenset({"take", "gather_nd"})
 
@@ -134,25 +138,19 @@ def is_elementwise(op: Op, graph: Graph) -> bool:
 
 
 def batched_tensors(graph: Graph) -> frozenset[str]:
-    """Names of the tensors that carry the batch in dim 0.
+    """Names of the tensors that carry the batch in dim 0: ``Tensor.batched``, nothing more.
 
-    ``Tensor.batch_mult`` says so for most tensors; an activation whose dim 0 is
-    a multiple of the batch and whose producer reads a batched tensor is batched
-    too (this covers embedding lookups, whose output the graph view may leave
-    unmarked).
+    There is one definition of "batched": the import's (``Tensor.batch_mult``,
+    which follows embedding lookups and a batch moved off axis 0 and back). An
+    older rule here also counted any value whose dim 0 was a multiple of the batch
+    when its producer read a batched tensor; it added nothing at batch 16 on any
+    zoo or PyTorch-exported model and marked everything at batch 1.
     """
     memo = memo_of(graph)
     cached = memo.get(_BATCHED_KEY)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    out: set[str] = {n for n, t in graph.tensors.items() if t.batched}
-    for op in graph.ops:
-        t = graph.tensors[op.output]
-        if op.output in out or t.kind != "activation" or not t.shape:
-            continue
-        if t.shape[0] % graph.batch == 0 and any(i in out for i in op.inputs):
-            out.add(op.output)
-    result = frozenset(out)
+    result = frozenset(n for n, t in graph.tensors.items() if t.batched)
     memo[_BATCHED_KEY] = result
     return result
 
@@ -463,7 +461,7 @@ def _streams_input(op: Op, t: str, root: Callable[[str], str], graph: Graph) -> 
         return False
     if is_elementwise(op, graph):
         return True  # every operand is read at the output tile's position
-    return roots[0] == t and _streams(op, graph)
+    return roots[0] == t and (_streams(op, graph) or op.op_type in _MOVE_OPS)
 
 
 def _prune(points: Sequence[tuple[int, int]]) -> Profile:

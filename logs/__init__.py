@@ -14,7 +14,7 @@ Example:
 """
 
 from logs._database import Database, KeyStats
-from logs._distill import DistillRow, DistillSummary, distill
+from logs._distill import DistillRow, DistillSummary, InputRow, distill, expand_inputs, target_output
 from logs._errors import LogError
 from logs._io import (
     FileReport,
@@ -46,6 +46,7 @@ __all__ = [
     "DistillSummary",
     "FileReport",
     "IndexKey",
+    "InputRow",
     "KeyStats",
     "LogError",
     "LogWarning",
@@ -59,9 +60,11 @@ __all__ = [
     "TargetKey",
     "WorkloadInfo",
     "distill",
+    "expand_inputs",
     "parse_target_key",
     "read_records",
     "target_key_str",
+    "target_output",
     "validate",
     "write_records_atomic",
 ]

@@ -47,22 +47,39 @@ def register(group: click.Group) -> None:
     show_default=True,
     help="Records to keep per (workload, target).",
 )
+@click.option(
+    "--per-target",
+    is_flag=True,
+    help="Inputs of several targets: one output per target (BEST.<chip>-<hash8>.jsonl).",
+)
 def distill_cmd(
-    inputs: tuple[str, ...], more_inputs: tuple[str, ...], output: str, top_k: int
+    inputs: tuple[str, ...],
+    more_inputs: tuple[str, ...],
+    output: str,
+    top_k: int,
+    per_target: bool,
 ) -> None:
     """Keep the best valid records per (workload, target) of tuning logs.
 
-    An existing OUTPUT is merged in, never overwritten; failed records are
-    never kept and targets never mix. Example:
+    Inputs are log files, directories (their *.jsonl) or quoted glob patterns,
+    e.g. the logs of every host of a farm. An existing OUTPUT is merged in,
+    never overwritten; failed records are never kept. One output holds one
+    target: inputs of several targets are refused unless --per-target writes
+    one file per target. Prints, per workload, the records each input gave.
+    Example:
 
-        graphtune distill -i run1.jsonl run2.jsonl -o best.jsonl --top 3
+        graphtune distill farm/ 'host*/tune.jsonl' -o best.jsonl --top 3
     """
-    paths = [*inputs, *more_inputs]
-    if not paths:
+    given = [*inputs, *more_inputs]
+    if not given:
         raise LogError("no input logs: graphtune distill -i A.jsonl [B.jsonl ...] -o BEST.jsonl")
+    paths = logs.expand_inputs(given, exclude=[output])
     with _reading() as progress:
-        summary = logs.distill(paths, output, top_k, progress=progress)
-    table = Table(title=f"distilled into {summary.output} (top {top_k})")
+        summary = logs.distill(
+            paths, output, top_k, progress=progress, targets="split" if per_target else "one"
+        )
+    title = ", ".join(summary.outputs) or summary.output
+    table = Table(title=f"distilled into {title} (top {top_k})")
     _add_columns(table, [("records", R), ("ok", R), ("kept", R), ("best µs", R), ("before µs", R)])
     for row in summary.rows:
         table.add_row(
@@ -76,14 +93,31 @@ def distill_cmd(
         )
     console = _console()
     console.print(table)
+    _print_inputs(console, summary)
     merged = " (merged with its previous content)" if summary.merged_existing else ""
     empty = sum(1 for row in summary.rows if not row.kept)
     console.print(
         f"kept {summary.records_written} of {summary.records_read} record(s) for "
-        f"{len(summary.rows) - empty} (workload, target) pair(s) in {summary.output}{merged}"
+        f"{len(summary.rows) - empty} (workload, target) pair(s) in {title}{merged}"
         + (f"; {empty} pair(s) had no valid record" if empty else ""),
         highlight=False,
     )
+
+
+def _print_inputs(console: Console, summary: logs.DistillSummary) -> None:
+    """Per workload (and target): ``model key chip:hash: a.jsonl: 30, b.jsonl: 24``."""
+    by_pair: dict[tuple[str, str, str], list[logs.InputRow]] = {}
+    for row in summary.inputs:
+        by_pair.setdefault((row.workload.key, row.target.chip, row.target.hash), []).append(row)
+    console.print("records per input:", highlight=False)
+    for rows in by_pair.values():
+        w, t = rows[0].workload, rows[0].target
+        counts = ", ".join(f"{r.path}: {r.records}" for r in rows)
+        console.print(
+            f"  {w.model or '?'} {w.key[:_KEY_CHARS]} {t.chip}:{t.hash[:_HASH_CHARS]}: {counts}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @click.group("log")

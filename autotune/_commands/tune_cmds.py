@@ -32,8 +32,9 @@ def register(group: click.Group) -> None:
                    "0 measures in this process.")
 @click.option("--ray-address", default=None, help="Join this Ray cluster instead of starting one.")
 @click.option("--storage", default=None,
-              help="Optuna storage URL (e.g. sqlite:///studies.db) or journal file "
-                   "(default: a journal next to the log).")
+              help="Shared study storage: postgresql://user@host/db (between hosts), another "
+                   "Optuna URL, or a journal file; several tune jobs with their own logs may "
+                   "share it (default: a journal next to the log, private to it).")
 @click.option("--sampler", default="guided", show_default=True,
               type=click.Choice(["guided", "tpe", "gp", "nsga2", "random"]),
               help="Who proposes candidates: graphtune's cost-model-guided evolution or an "
@@ -47,18 +48,35 @@ def register(group: click.Group) -> None:
               help="Stop a task after this many measurements without a gain.")
 @click.option("--target", "target_file", type=click.Path(dir_okay=False), default=None,
               help="Hardware TOML (default: the shipped STCP920).")
+@click.option("--measurer", "measurer_spec", default="sim", show_default=True,
+              help="What measures: MODULE:CLASS (an autotune.Measurer subclass), or a name: sim, "
+                   "delayed (the simulator at a board's pace, with failures) or an entry point "
+                   "of the graphtune.measurers group.")
+@click.option("--measurer-arg", "measurer_args", multiple=True, metavar="KEY=VALUE",
+              help="Constructor option of the measurer (repeatable; VALUE is read as JSON when "
+                   "it parses), e.g. --measurer-arg delay_s=0.2.")
+@click.option("--worker-cpus", type=float, default=None,
+              help="CPUs each Ray worker reserves (default: the measurer's, 1 for the simulator; "
+                   "fractions allowed).")
+@click.option("--worker-resource", "worker_resources", multiple=True, metavar="NAME=AMOUNT",
+              help="A custom Ray resource each worker needs, e.g. stcp920=1: workers go only to "
+                   "nodes started with it (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: int | None,
              workers: int | None, ray_address: str | None, storage: str | None, sampler: str,
              seed: int | None, objective: str, timeout_per_trial: float | None,
-             early_stopping: int | None, target_file: str | None, as_json: bool) -> None:
+             early_stopping: int | None, target_file: str | None, measurer_spec: str,
+             measurer_args: tuple[str, ...], worker_cpus: float | None,
+             worker_resources: tuple[str, ...], as_json: bool) -> None:
     """Tune MODEL.onnx (and more models) on the STCP920 simulator, recording every measurement.
 
     Each NPU sub-function of each model is a task with its own Optuna study;
     O0-O3 and the guide's plans are measured first. The log is the truth:
     re-running the same command resumes where it stopped. Writes the tuning
     curve next to the log (LOG.curve.png); studies go to LOG.journal unless
-    --storage says otherwise (optuna-dashboard reads both).
+    --storage says otherwise (optuna-dashboard reads both). --measurer swaps the
+    simulator for another Measurer (a board runner); --worker-resource keeps Ray
+    workers on the nodes that have the board.
     """
     from autotune._studies import check_sampler
     from autotune._tune import check_log_path
@@ -72,6 +90,12 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     if early_stopping is not None and early_stopping < 1:
         raise GraphtuneError(f"--early-stopping must be >= 1, got {early_stopping}")
     check_sampler(sampler)
+    if worker_cpus is not None and worker_cpus < 0:
+        raise GraphtuneError(f"--worker-cpus must be >= 0, got {worker_cpus:g}")
+    from autotune._plugins import load_measurer, parse_key_values, parse_resources
+
+    resources = parse_resources(worker_resources) or None
+    measurer = load_measurer(measurer_spec, parse_key_values(measurer_args, "--measurer-arg"))
     from autotune._commands._common import check_outputs
     from autotune._curve import curve_path_for
 
@@ -100,7 +124,8 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
         result = tune(graphs, trials=trials, log=log_path, workers=workers, storage=storage,
                       sampler=sampler, seed=seed, objective=objective, target=target,
                       ray_address=ray_address, callbacks=[progress],
-                      timeout_per_trial=timeout_per_trial, early_stopping=early_stopping)
+                      timeout_per_trial=timeout_per_trial, early_stopping=early_stopping,
+                      measurer=measurer, worker_cpus=worker_cpus, worker_resources=resources)
     finally:
         progress.close()
     if as_json:

@@ -100,3 +100,53 @@ def test_bad_file_is_one_line_and_exit_2(tmp_path: Path, kind: str) -> None:
 def test_distill_needs_inputs(tmp_path: Path) -> None:
     code, _, stderr = _invoke("distill", "-o", str(tmp_path / "o.jsonl"))
     assert code == 2 and "no input logs" in stderr
+
+
+def _hosts(tmp_path: Path) -> Path:
+    """Logs of three hosts of a farm, one target; host c tuned two workloads."""
+    farm = tmp_path / "farm"
+    farm.mkdir()
+    write_lines(farm / "a.jsonl", [make_record(300.0, trial=0), make_record(250.0, trial=1)])
+    write_lines(farm / "b.jsonl", [make_record(200.0, trial=0, study="b"),
+                                   make_record(None, status=Status.CAPACITY, trial=1, study="b")])
+    write_lines(farm / "c.jsonl", [make_record(400.0, trial=0, study="c"),
+                                   make_record(55.5, key=WKEY2, model="bert-base", batch=1,
+                                               trial=1, study="c")])
+    (farm / "notes.txt").write_text("not a log\n")
+    return farm
+
+
+def test_distill_merges_a_directory_or_glob_and_counts_records_per_input(tmp_path: Path) -> None:
+    farm = _hosts(tmp_path)
+    out = farm / "best.jsonl"
+    code, stdout, stderr = _invoke("distill", str(farm), "-o", str(out))
+    assert code == 0, stderr
+    assert [r.result.latency_us for r in read_records(out)] == [200.0, 55.5]
+    line = next(x for x in stdout.splitlines() if WKEY[:12] in x and "a.jsonl" in x)
+    assert f"{farm / 'a.jsonl'}: 2, {farm / 'b.jsonl'}: 2, {farm / 'c.jsonl'}: 1" in line
+    (bert,) = [x for x in stdout.splitlines() if WKEY2[:12] in x and ".jsonl:" in x]
+    assert f"{farm / 'c.jsonl'}: 1" in bert and "a.jsonl" not in bert
+    # Again, by pattern: the output in the same directory is merged, not read as an input.
+    code, stdout, stderr = _invoke("distill", str(farm / "*.jsonl"), "-o", str(out))
+    assert code == 0, stderr
+    assert "merged with its previous content" in stdout and "best.jsonl:" not in stdout
+    assert [r.result.latency_us for r in read_records(out)] == [200.0, 55.5]
+    code, _, stderr = _invoke("distill", str(tmp_path / "nohost*.jsonl"), "-o", str(out))
+    assert code == 2 and "no log matches" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_distill_never_mixes_targets_in_one_file(tmp_path: Path) -> None:
+    farm = _hosts(tmp_path)
+    write_lines(farm / "d.jsonl", [make_record(90.0, target=TARGET2, study="d")])
+    out = tmp_path / "best.jsonl"
+    code, stdout, stderr = _invoke("distill", str(farm), "-o", str(out))
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "2 targets" in lines[0] and "--per-target" in lines[0]
+    assert TARGET.hash[:8] in lines[0] and TARGET2.hash[:8] in lines[0] and not out.exists()
+    code, stdout, stderr = _invoke("distill", str(farm), "-o", str(out), "--per-target")
+    assert code == 0, stderr
+    one = tmp_path / f"best.{TARGET.chip}-{TARGET.hash[:8]}.jsonl"
+    two = tmp_path / f"best.{TARGET2.chip}-{TARGET2.hash[:8]}.jsonl"
+    assert {r.target for r in read_records(one)} == {TARGET}
+    assert [r.result.latency_us for r in read_records(two)] == [90.0]
+    assert not out.exists() and str(one) in stdout and str(two) in stdout

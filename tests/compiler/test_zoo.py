@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import time
 from collections import Counter
 from typing import Any
 
@@ -321,11 +320,10 @@ def test_materialized_inputs_reproduce_random_exactly(name: str) -> None:
         assert np.array_equal(e, a)
 
 
-def test_materialize_resnet50_is_fast() -> None:
+def test_materialize_resnet50() -> None:
+    # its speed is bench material (no timed assertions on a shared machine)
     model = zoo.build("resnet50", batch=1, weights="inputs")
-    start = time.perf_counter()
     weights = zoo.materialize_weights(model)
-    assert time.perf_counter() - start < 3.0
     assert sum(a.size for a in weights.values()) > 25_000_000
     assert weights["conv1.weight"].shape == (64, 3, 7, 7)
 

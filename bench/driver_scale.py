@@ -1,0 +1,449 @@
+"""Driver scale: measurements/s on 1..64 Ray workers, and the driver's own time per trial.
+
+Two parts, both tuning tiny_cnn (batch 4: 130 free parameters, cheap to simulate) with
+:class:`autotune.DelayedMeasurer`:
+
+1. **Workers.** For each worker count W, a tuning job whose measurer takes ``--delay``
+   seconds per measurement (200 ms, like compiling and running on a board), on Ray
+   actors that reserve 0.01 CPU each (they sleep). Reports measurements/s over the
+   steady part of the job (first finished batch to last), the ideal W / delay, the
+   efficiency (achieved / ideal; goal >= 80 % at 64 workers) and the driver's busy
+   time per measurement (wall time not spent blocked in ``ray.wait``).
+2. **Driver time with a large study.** A study is filled with ``--study-trials``
+   trials (random sampler, no delay, in-process), then the guided tuner resumes it
+   for ``--guided-trials`` more, in-process; its time per trial excluding the
+   measurements themselves is split into: the sampler's breeding and ranking
+   (``refill``), learning from told trials and retraining (``sync``), Optuna's
+   ask/suggest, tell, the log write and the storage flush. Goal: <= 5 ms per trial
+   with 10,000 trials in the study. The same is measured at a small study for
+   comparison (does anything grow with the study?).
+
+Writes ``driver_scale.md``, ``driver_scale.csv`` and ``driver_scale.png`` to ``--out``
+(default ``bench/results``) and prints the load average beside the numbers: on a
+shared machine the absolute figures move with it.
+
+Run: ``.venv/bin/python bench/driver_scale.py`` (full: about 20-30 min on 2 cores)
+or ``--quick`` (1, 2, 4 workers, small study; about 2-3 min).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import functools
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import warnings  # noqa: E402
+
+from autotune import DelayedMeasurer, JobState, tune  # noqa: E402
+from autotune._pool import MeasurePool  # noqa: E402
+from compiler import zoo  # noqa: E402
+from compiler.graph import Graph  # noqa: E402
+from compiler.model import Model  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def tiny_graph() -> Graph:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Model(zoo.build("tiny_cnn", batch=4, weights="inputs"), name="tiny_cnn").graph
+
+
+def load() -> str:
+    a, b, c = os.getloadavg()
+    return f"{a:.2f} {b:.2f} {c:.2f}"
+
+
+# ---- timing the pool from the driver's side -----------------------------------------------------
+class TimedPool(MeasurePool):
+    """A pool that counts the driver's time spent blocked on it (wait) or measuring (in-process)."""
+
+    def __init__(self, inner: MeasurePool, in_process: bool, slots: int | None = None) -> None:
+        self.inner = inner
+        self.in_process = in_process
+        self._slots = slots
+        self.blocked_s = 0.0
+        self.blocked_cpu_s = 0.0  # this thread's CPU time inside the same calls
+        self.workers = inner.workers
+
+    @property
+    def slots(self) -> int:  # type: ignore[override]
+        return self._slots or self.inner.slots
+
+    @property
+    def in_flight(self) -> int:
+        return self.inner.in_flight
+
+    def submit(self, batch_id: int, task_key: str, schedules: Any) -> None:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        self.inner.submit(batch_id, task_key, schedules)
+        if self.in_process:  # the in-process pool measures here: not the driver's own work
+            self.blocked_s += time.perf_counter() - t0
+            self.blocked_cpu_s += time.thread_time() - c0
+
+    def wait(self, timeout_s: float | None = None) -> list[Any]:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            return self.inner.wait(timeout_s)
+        finally:
+            self.blocked_s += time.perf_counter() - t0
+            self.blocked_cpu_s += time.thread_time() - c0
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@contextmanager
+def timed_pools(slots: int | None = None) -> Iterator[list[TimedPool]]:
+    """Wrap every pool ``tune`` builds in a :class:`TimedPool` (the list collects them).
+
+    ``slots`` makes the driver keep that many batches in flight (an in-process pool then
+    looks, to the driver, like a Ray pool of ``slots / 2`` workers).
+    """
+    from autotune import _tune
+
+    made: list[TimedPool] = []
+    real = _tune._pool
+
+    def wrapped(job: Any, target: Any, measurer: Any, workers: int, *args: Any) -> MeasurePool:
+        pool = TimedPool(real(job, target, measurer, workers, *args), in_process=workers == 0,
+                         slots=slots)
+        made.append(pool)
+        return pool
+
+    _tune._pool = wrapped  # type: ignore[assignment]
+    try:
+        yield made
+    finally:
+        _tune._pool = real
+
+
+@dataclass
+class Spent:
+    """Wall time per label, the duration of each label's first call, and CPU time per label.
+
+    CPU time is the calling thread's (``time.thread_time``): on a busy machine the wall
+    time includes waiting for a core, the CPU time does not.
+    """
+
+    total: collections.Counter[str] = field(default_factory=collections.Counter)
+    first: dict[str, float] = field(default_factory=dict)
+    cpu: collections.Counter[str] = field(default_factory=collections.Counter)
+    first_cpu: dict[str, float] = field(default_factory=dict)
+    process_cpu: collections.Counter[str] = field(default_factory=collections.Counter)
+
+
+@contextmanager
+def stopwatch(spots: dict[str, tuple[Any, str]]) -> Iterator[Spent]:
+    """Accumulate wall time spent in the named methods (``label -> (owner, method name)``).
+
+    Nested spots count in both (``ask`` includes ``refill``).
+    """
+    spent = Spent()
+    saved = []
+    for label, (owner, name) in spots.items():
+        f = getattr(owner, name)
+        saved.append((owner, name, f))
+
+        def make(f: Callable[..., Any], label: str) -> Callable[..., Any]:
+            @functools.wraps(f)
+            def timed(*a: Any, **k: Any) -> Any:
+                t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
+                try:
+                    return f(*a, **k)
+                finally:
+                    dt, dc = time.perf_counter() - t0, time.thread_time() - c0
+                    spent.process_cpu[label] += time.process_time() - p0
+                    spent.total[label] += dt
+                    spent.first.setdefault(label, dt)
+                    spent.cpu[label] += dc
+                    spent.first_cpu.setdefault(label, dc)
+            return timed
+
+        setattr(owner, name, make(f, label))
+    try:
+        yield spent
+    finally:
+        for owner, name, f in saved:
+            setattr(owner, name, f)
+
+
+# ---- part 1: workers ----------------------------------------------------------------------------
+@dataclass
+class ScaleRow:
+    workers: int
+    measured: int
+    seconds: float
+    rate: float
+    ideal: float
+    efficiency: float
+    driver_ms: float
+    driver_cpu_ms: float
+    load: str = ""
+
+
+@dataclass
+class _Clock:
+    points: list[tuple[float, int]] = field(default_factory=list)
+
+    def __call__(self, job: JobState) -> None:
+        self.points.append((time.perf_counter(), job.measured_now))
+
+
+def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: int,
+                batch_size: int, seed: int, workdir: str) -> ScaleRow:
+    clock = _Clock()
+    trials = workers * batch_size * batches_per_worker
+    measurer = DelayedMeasurer(delay_s=delay, num_cpus=0.01)
+    from autotune._driver import Driver
+
+    with timed_pools() as pools, stopwatch({"run": (Driver, "run")}) as spent:
+        tune([graph], trials=trials, workers=workers, log=os.path.join(workdir, f"w{workers}.jsonl"),
+             seed=seed, measurer=measurer, batch_size=batch_size, curve=False, callbacks=[clock])
+    (pool,) = pools
+    (t0, n0), (t1, n1) = clock.points[0], clock.points[-1]
+    seconds = t1 - t0
+    rate = (n1 - n0) / seconds if seconds > 0 else float("nan")
+    ideal = workers / delay
+    # The driver's busy time: its loop's wall time minus what it spent blocked on the pool.
+    busy = spent.total["run"] - pool.blocked_s
+    busy_cpu = spent.cpu["run"] - pool.blocked_cpu_s
+    return ScaleRow(workers, n1, seconds, rate, ideal, rate / ideal, 1e3 * busy / max(n1, 1),
+                    1e3 * busy_cpu / max(n1, 1), load())
+
+
+# ---- part 2: driver time with a large study -----------------------------------------------------
+@dataclass
+class DriverRow:
+    study_trials: int
+    new_trials: int
+    start_s: float  # reading the log, replaying the study, the first sync
+    first_sync_s: float
+    per_trial_ms: float
+    per_trial_cpu_ms: float
+    other_cpu_ms: float  # other threads (background retraining), per trial
+    farm: int
+    parts_ms: dict[str, float]
+    load: str = ""
+
+
+def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, workdir: str,
+                 log_name: str, farm_workers: int) -> DriverRow:
+    """The guided driver's time per trial on a study of (at least) ``study_trials`` trials.
+
+    The study is filled (or topped up: the log is reused) by the random sampler; the
+    guided tuner then runs ``new_trials`` more in-process, shaped like the driver of a
+    ``farm_workers``-worker Ray pool: that many batches in flight (2 per worker) and the
+    cost model retrained on a thread, as ``tune`` does with Ray workers.
+    """
+    import optuna
+
+    from autotune import GuidedOptions, _guided, _journal
+    from autotune._driver import Driver
+    from logs import RecordWriter
+
+    log = os.path.join(workdir, log_name)
+    t0 = time.perf_counter()
+    # Unseeded: a seeded random sampler resumed on its own log proposes its first run's
+    # candidates again (all measured), and the job stops after 64 of them.
+    filled = tune([graph], trials=study_trials, workers=0, log=log, seed=None, sampler="random",
+                  measurer=DelayedMeasurer(delay_s=0.0), curve=False).total
+    fill_s = time.perf_counter() - t0
+    print(f"  study filled to {filled} trials in {fill_s:.0f} s (random sampler)", flush=True)
+    study_trials = filled
+    spots = {
+        "run": (Driver, "run"),
+        "ask (all)": (Driver, "_ask"),
+        "  sampler refill (breed + rank)": (_guided.GuidedSampler, "_refill"),
+        "  sampler sync (learn + retrain)": (_guided.GuidedSampler, "sync"),
+        "tell": (optuna.Study, "tell"),
+        "log write": (RecordWriter, "write"),
+        "storage flush": (_journal.StorageHandle, "flush"),
+    }
+    with timed_pools(2 * farm_workers) as pools, stopwatch(spots) as spent:
+        t0 = time.perf_counter()
+        res = tune([graph], trials=study_trials + new_trials, workers=0, log=log, seed=seed,
+                   measurer=DelayedMeasurer(delay_s=0.0), curve=False,
+                   guided=GuidedOptions(background_fit=True))
+        wall = time.perf_counter() - t0
+    # CPU of the other threads during the loop: the cost model's background retraining.
+    other_cpu = spent.process_cpu["run"] - spent.cpu["run"]
+    (pool,) = pools
+    new = max(res.total - study_trials, 1)
+    # The loop's time minus the measurements, minus the first sync (learning the whole
+    # study once and training on it: a cost a long job pays once, reported apart).
+    sync = "  sampler sync (learn + retrain)"
+    first_sync = spent.first.get(sync, 0.0)
+    first_sync_cpu = spent.first_cpu.get(sync, 0.0)
+    loop_s = spent.total.pop("run") - pool.blocked_s - first_sync
+    loop_cpu = spent.cpu.pop("run") - pool.blocked_cpu_s - first_sync_cpu
+    spent.cpu[sync] -= first_sync_cpu
+    spent.cpu["ask (all)"] -= first_sync_cpu  # the first ask ran the first sync
+    parts = {k: 1e3 * spent.cpu[k] / new for k in spots if k != "run"}
+    return DriverRow(study_trials, new, wall - loop_s - pool.blocked_s, first_sync,
+                     1e3 * loop_s / new, 1e3 * loop_cpu / new, 1e3 * other_cpu / new,
+                     farm_workers, parts, load())
+
+
+# ---- output ------------------------------------------------------------------------------------
+def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], delay: float,
+                  quick: bool) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "driver_scale.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["part", "workers", "study_trials", "measured", "seconds", "measurements_per_s",
+                    "ideal_per_s", "efficiency", "driver_ms_per_trial", "driver_cpu_ms_per_trial",
+                    "background_cpu_ms_per_trial", "start_s", "first_sync_s", "load_avg_1_5_15"])
+        for r in rows:
+            w.writerow(["workers", r.workers, "", r.measured, f"{r.seconds:.2f}", f"{r.rate:.2f}",
+                        f"{r.ideal:.2f}", f"{r.efficiency:.3f}", f"{r.driver_ms:.2f}",
+                        f"{r.driver_cpu_ms:.2f}", "", "", "", r.load])
+        for d in drivers:
+            w.writerow(["driver", 0, d.study_trials, d.new_trials, "", "", "", "",
+                        f"{d.per_trial_ms:.2f}", f"{d.per_trial_cpu_ms:.2f}",
+                        f"{d.other_cpu_ms:.2f}", f"{d.start_s:.1f}",
+                        f"{d.first_sync_s:.1f}", d.load])
+    lines = [f"# Driver scale{' (quick)' if quick else ''}", "",
+             f"DelayedMeasurer, {delay * 1e3:g} ms per measurement, tiny_cnn batch 4, guided "
+             "sampler; Ray actors at 0.01 CPU each on a local loopback Ray; "
+             f"{os.cpu_count()} cores. Load average (1/5/15 min) measured after each point.", "",
+             "Driver ms/trial: the driver loop's wall time not blocked on the pool, per "
+             "measurement; CPU: the same in the driver thread's CPU time (without the time it "
+             "waited for a core).", "",
+             "| workers | measured | seconds | measurements/s | ideal/s | efficiency | "
+             "driver ms/trial | driver CPU ms/trial | load avg |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.workers} | {r.measured} | {r.seconds:.1f} | {r.rate:.1f} | "
+                     f"{r.ideal:.0f} | {100 * r.efficiency:.0f} % | {r.driver_ms:.1f} | "
+                     f"{r.driver_cpu_ms:.1f} | {r.load} |")
+    if drivers:
+        lines += ["", "Driver time per trial of the guided tuner resuming a study of that many "
+                  f"trials, in-process but shaped like the driver of {drivers[0].farm} Ray "
+                  f"workers ({2 * drivers[0].farm} batches in flight, the cost model retrained "
+                  "on a thread), excluding the measurements and the first sync (learning the "
+                  "whole study once). Background CPU: the retraining thread. Components in "
+                  "driver-thread CPU ms/trial (they overlap: `ask` includes the sampler's "
+                  "refill and sync):", "",
+                  "| study trials | new trials | start s | first sync s | driver ms/trial | "
+                  "driver CPU ms/trial | background CPU ms/trial | " +
+                  " | ".join(k.strip() for k in drivers[0].parts_ms) + " | load avg |",
+                  "|---|---|---|---|---|---|---|" + "---|" * len(drivers[0].parts_ms) + "---|"]
+        for d in drivers:
+            lines.append(f"| {d.study_trials} | {d.new_trials} | {d.start_s:.1f} | "
+                         f"{d.first_sync_s:.1f} | {d.per_trial_ms:.1f} | "
+                         f"{d.per_trial_cpu_ms:.1f} | {d.other_cpu_ms:.1f} | " +
+                         " | ".join(f"{v:.2f}" for v in d.parts_ms.values()) + f" | {d.load} |")
+    (out / "driver_scale.md").write_text("\n".join(lines) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    ws = [r.workers for r in rows]
+    a.plot(ws, [r.ideal for r in rows], "k--", label="ideal (workers / delay)")
+    a.plot(ws, [r.rate for r in rows], "o-", label="achieved")
+    a.set_xscale("log", base=2)
+    a.set_yscale("log")
+    a.set_xlabel("Ray workers")
+    a.set_ylabel("measurements / s")
+    a.legend()
+    b.plot(ws, [100 * r.efficiency for r in rows], "o-")
+    b.axhline(80, color="r", ls=":", label="goal 80 %")
+    b.set_xscale("log", base=2)
+    b.set_ylim(0, 105)
+    b.set_xlabel("Ray workers")
+    b.set_ylabel("efficiency %")
+    b.legend()
+    fig.suptitle(f"graphtune driver scale, {delay * 1e3:g} ms per measurement")
+    fig.tight_layout()
+    fig.savefig(out / "driver_scale.png", dpi=100)
+    plt.close(fig)
+
+
+def read_worker_rows(path: Path) -> list[ScaleRow]:
+    """The workers part of an earlier run's CSV."""
+    out = []
+    for r in csv.DictReader(path.open()):
+        if r["part"] == "workers":
+            out.append(ScaleRow(int(r["workers"]), int(r["measured"]), float(r["seconds"]),
+                                float(r["measurements_per_s"]), float(r["ideal_per_s"]),
+                                float(r["efficiency"]), float(r["driver_ms_per_trial"]),
+                                float(r["driver_cpu_ms_per_trial"]), r["load_avg_1_5_15"]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="1, 2, 4 workers, a small study (a smoke run, minutes)")
+    ap.add_argument("--workers", default=None, help="comma-separated worker counts")
+    ap.add_argument("--delay", type=float, default=0.2, help="seconds per measurement")
+    ap.add_argument("--batches-per-worker", type=int, default=None)
+    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--study-trials", type=int, default=None)
+    ap.add_argument("--guided-trials", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--farm-workers", type=int, default=64,
+                    help="the driver-time part keeps 2 batches per such worker in flight")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--keep-workers", action="store_true",
+                    help="skip the workers part: keep the worker rows of OUT/driver_scale.csv")
+    args = ap.parse_args(argv)
+    quick = args.quick
+    workers = ([int(w) for w in args.workers.split(",")] if args.workers
+               else [1, 2, 4] if quick else [1, 2, 4, 8, 16, 32, 64])
+    per_worker = args.batches_per_worker or (3 if quick else 6)
+    studies = [args.study_trials] if args.study_trials else ([200] if quick else [1000, 10000])
+    guided = args.guided_trials or (40 if quick else 300)
+
+    import autotune._ray_pool as rp
+
+    rp.START_TIMEOUT_S = 900.0  # 64 actors start slowly on a busy 2-core machine
+    graph = tiny_graph()
+    print(f"load average at start: {load()}", flush=True)
+    rows: list[ScaleRow] = []
+    drivers: list[DriverRow] = []
+    with tempfile.TemporaryDirectory(prefix="driver_scale") as d:
+        if args.keep_workers:
+            rows = read_worker_rows(args.out / "driver_scale.csv")
+            workers = []
+        stop = rp.start_ray(None, 2) if workers else None
+        try:
+            for w in workers:
+                row = scale_point(graph, w, args.delay, per_worker, args.batch_size, args.seed, d)
+                rows.append(row)
+                print(f"{w:3d} workers: {row.rate:7.1f} measurements/s of {row.ideal:5.0f} ideal "
+                      f"({100 * row.efficiency:3.0f} %), driver {row.driver_ms:5.1f} ms/trial "
+                      f"({row.driver_cpu_ms:.1f} CPU), load {row.load}", flush=True)
+        finally:
+            if stop is not None:
+                stop()
+        for n in studies:  # one log: each study size tops up the previous one
+            dr = driver_point(graph, n, guided, args.seed, d, "study.jsonl", args.farm_workers)
+            drivers.append(dr)
+            print(f"study of {dr.study_trials} trials: guided driver {dr.per_trial_ms:.1f} ms/trial "
+                  f"({dr.per_trial_cpu_ms:.1f} CPU, background {dr.other_cpu_ms:.1f} CPU) over "
+                  f"{dr.new_trials} new trials (start {dr.start_s:.1f} s, first sync "
+                  f"{dr.first_sync_s:.1f} s), load {dr.load}", flush=True)
+            for k, v in dr.parts_ms.items():
+                print(f"    {k:34s} {v:7.2f} CPU ms/trial", flush=True)
+    write_results(args.out, rows, drivers, args.delay, quick)
+    print(f"wrote {args.out / 'driver_scale.md'}, .csv, .png", flush=True)
+
+
+if __name__ == "__main__":
+    main()
