@@ -40,6 +40,10 @@ LOOPBACK = "127.0.0.1"
 # A batch whose worker neither answers nor dies within this many seconds (beyond its
 # per-schedule timeouts) is declared lost and the worker restarted.
 _BATCH_GRACE_S = 120.0
+# A worker that died and is not back (restarted and answering) within this many seconds
+# is replaced by a new actor.
+_RESTART_GRACE_S = 120.0
+_PING_EVERY_S = 0.5  # a restarting worker that said "unavailable" is asked again this late
 # Workers that have not started this long after the pool asked for them cannot be placed
 # (the cluster is busy or lacks a resource): the job stops with a clear error.
 START_TIMEOUT_S = 180.0
@@ -104,9 +108,19 @@ def start_ray(address: str | None, workers: int) -> Callable[[], None] | None:
     if "ray" in sys.modules and sys.modules["ray"].is_initialized():
         return None
     if address is None:
-        undo = _loopback_only()
+        undo_loopback = _loopback_only()
+        # Token mode, as Ray picks for a new local instance, without its notice on stderr.
+        auth_set = "RAY_AUTH_MODE" not in os.environ
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+        def undo() -> None:
+            if auth_set:
+                os.environ.pop("RAY_AUTH_MODE", None)
+            undo_loopback()
+
         import ray
 
+        _refresh_auth_mode()
         try:
             # address="local": a new instance, never another user's `ray start` found on
             # this host; no dashboard; every service on loopback.
@@ -128,6 +142,7 @@ def start_ray(address: str | None, workers: int) -> Callable[[], None] | None:
     undo = _loopback_only() if host in ("127.0.0.1", "localhost", "::1") else (lambda: None)
     import ray
 
+    _refresh_auth_mode()
     try:
         ray.init(address=f"{host}:{port}", log_to_driver=False, configure_logging=False,
                  namespace="graphtune")
@@ -147,6 +162,21 @@ def start_ray(address: str | None, workers: int) -> Callable[[], None] | None:
         undo()
 
     return leave
+
+
+def _refresh_auth_mode() -> None:
+    """Make Ray see ``RAY_AUTH_MODE`` as it is now, not as it was when Ray was imported.
+
+    Ray caches its config (the authentication mode with it) at ``import ray``; joining a
+    cluster by address never re-reads it, so a token set after the import (a notebook, a
+    test, an embedding program) was ignored and the join failed as unauthenticated. Ray
+    refreshes the same way when it turns token mode on itself. Only before ``ray.init``.
+    """
+    if "RAY_AUTH_MODE" not in os.environ:
+        return
+    import ray._raylet
+
+    ray._raylet.Config.initialize("")  # type: ignore[attr-defined]
 
 
 def _check_reachable(address: str) -> tuple[str, int]:
@@ -186,7 +216,12 @@ class RayPool(MeasurePool):
 
     A worker that dies takes its running and queued batches with it (they come back
     as ``worker_lost``); Ray restarts it, and it gets no new batch until it answers
-    a ping, so no candidate is sent to a worker known to be down.
+    a ping, so no candidate is sent to a worker known to be down. The job never waits
+    for a restart while another worker is up: :attr:`in_flight` counts the pings only
+    when every worker is down. A worker that dies for good, or whose restart takes
+    longer than ``restart_grace_s``, is replaced by a new actor; a job whose workers
+    keep dying stops with one line. A batch past its deadline is recorded as lost at
+    once (its worker is restarted), whether or not Ray ever answers for it.
 
     Args:
         graphs: Task key -> graph; shipped to each actor once.
@@ -195,6 +230,7 @@ class RayPool(MeasurePool):
         workers: Number of actors (>= 1).
         address: A Ray cluster to join; None starts a local loopback instance.
         timeout_s: Per-schedule time limit inside the workers.
+        restart_grace_s: How long a restarting worker may take before it is replaced.
         num_cpus: CPUs each actor reserves (default: the measurer's ``num_cpus``).
         resources: Custom Ray resources each actor needs (default: the measurer's).
 
@@ -206,13 +242,15 @@ class RayPool(MeasurePool):
     def __init__(self, graphs: Mapping[str, Graph], target: Target, measurer: Measurer,
                  workers: int, address: str | None = None,
                  timeout_s: float | None = None, num_cpus: float | None = None,
-                 resources: Mapping[str, float] | None = None) -> None:
+                 resources: Mapping[str, float] | None = None,
+                 restart_grace_s: float = _RESTART_GRACE_S) -> None:
         import ray
 
         if workers < 1:
             raise GraphtuneError(f"a Ray pool needs at least one worker, got {workers}")
         self.workers = workers
         self._timeout_s = timeout_s
+        self._restart_grace_s = restart_grace_s
         self._closed = False
         self._actors: list[Any] = []
         cpus = measurer.num_cpus if num_cpus is None else num_cpus
@@ -233,7 +271,8 @@ class RayPool(MeasurePool):
         self._load = [0] * workers
         self._refs: dict[Any, _InFlight] = {}
         self._pings: dict[Any, int] = {}  # ping of a restarting worker -> its index
-        self._down: set[int] = set()
+        self._down: dict[int, float] = {}  # worker down -> when it went down (monotonic)
+        self._reping: dict[int, float] = {}  # worker still restarting -> when to ping again
 
     def _wait_started(self, cpus: float, need: Mapping[str, float]) -> None:
         """Block until every actor answers; one error line if one cannot be placed or start."""
@@ -279,20 +318,29 @@ class RayPool(MeasurePool):
     def wait(self, timeout_s: float | None = None) -> list[Finished]:
         import ray
 
+        self._ping_again()
         refs = [*self._refs, *self._pings]
-        if not refs:
+        if not refs and not self._reping:
             return []
-        ready, rest = ray.wait(refs, num_returns=1, timeout=timeout_s)
-        if ready and rest:
-            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-            ready += more
+        if self._down:
+            # Wake up in time to ping again, or to replace a worker whose restart is overdue.
+            timeout_s = _PING_EVERY_S if timeout_s is None else min(timeout_s, _PING_EVERY_S)
+        ready: list[Any] = []
+        if refs:
+            ready, rest = ray.wait(refs, num_returns=1, timeout=timeout_s)
+            if ready and rest:
+                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                ready += more
+        else:
+            time.sleep(timeout_s or 0.0)
         done = []
         for ref in ready:
             if ref in self._pings:
                 self._pinged(ref)
             else:
                 done.append(self._collect(ref))
-        self._expire()
+        done += self._expire()
+        self._replace_overdue()
         return done
 
     def _collect(self, ref: Any) -> Finished:
@@ -312,7 +360,7 @@ class RayPool(MeasurePool):
 
     def _mark_down(self, k: int) -> None:
         if k not in self._down:
-            self._down.add(k)
+            self._down[k] = time.monotonic()
             self._pings[self._actors[k].pid.remote()] = k
 
     def _pinged(self, ref: Any) -> None:
@@ -323,39 +371,79 @@ class RayPool(MeasurePool):
         try:
             ray.get(ref)
         except ray.exceptions.ActorUnavailableError:
-            time.sleep(0.2)  # still restarting
+            self._reping[k] = time.monotonic() + _PING_EVERY_S  # still restarting
         except _LOST_ERRORS() as exc:
             # Dead for good (its restart failed): start a fresh worker in its place.
-            self._replaced += 1
-            if self._replaced > 3 * self.workers:
-                raise GraphtuneError(
-                    f"measurer workers keep dying ({type(exc).__name__}); the log keeps every "
-                    "measurement so far: fix the cause and re-run the same command to resume"
-                ) from None
-            log.warning("worker %d could not restart (%s): starting a new one", k,
-                        type(exc).__name__)
-            self._actors[k] = self._actor_cls.remote(*self._args)
+            self._replace(k, f"it could not restart ({type(exc).__name__})")
         else:
-            self._down.discard(k)
+            self._down.pop(k, None)
             log.info("worker %d is back", k)
-            return
+
+    def _ping_again(self) -> None:
+        now = time.monotonic()
+        for k, due in list(self._reping.items()):
+            if due <= now:
+                del self._reping[k]
+                self._pings[self._actors[k].pid.remote()] = k
+
+    def _replace(self, k: int, why: str) -> None:
+        """Start a new actor in worker ``k``'s place (the old one is killed for good)."""
+        import ray
+
+        self._replaced += 1
+        if self._replaced > 3 * self.workers:
+            raise GraphtuneError(
+                f"measurer workers keep dying (the last: {why}); the log keeps every "
+                "measurement so far: fix the cause and re-run the same command to resume")
+        log.warning("worker %d: %s; starting a new one", k, why)
+        for ref in [r for r, i in self._pings.items() if i == k]:
+            del self._pings[ref]
+        self._reping.pop(k, None)
+        try:
+            ray.kill(self._actors[k], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self._actors[k] = self._actor_cls.remote(*self._args)
+        self._down[k] = time.monotonic()
         self._pings[self._actors[k].pid.remote()] = k
 
-    def _expire(self) -> None:
-        """Kill (and so restart) a worker stuck on a batch past its deadline."""
+    def _replace_overdue(self) -> None:
+        now = time.monotonic()
+        for k, since in list(self._down.items()):
+            if now - since > self._restart_grace_s:
+                self._replace(k, f"not back {now - since:.0f} s after it died")
+
+    def _expire(self) -> list[Finished]:
+        """Batches past their deadline: recorded as lost now; their workers restarted."""
         import ray
 
         now = time.monotonic()
-        for job in self._refs.values():
-            if job.deadline < now:
-                log.warning("batch %d exceeded its time limit: restarting its worker", job.batch_id)
-                ray.kill(self._actors[job.actor], no_restart=False)
-                job.deadline = float("inf")
+        out = []
+        for ref, job in list(self._refs.items()):
+            if job.deadline >= now:
+                continue
+            del self._refs[ref]
+            self._load[job.actor] -= 1
+            why = "batch exceeded its time limit: its worker was restarted"
+            log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
+                        job.batch_id, why, job.size)
+            out.append(Finished(job.batch_id, "", lost(job.size, why)))
+            if job.actor not in self._down:
+                try:
+                    ray.kill(self._actors[job.actor], no_restart=False)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+                self._mark_down(job.actor)
+        return out
 
     @property
     def in_flight(self) -> int:
-        """Batches being measured, plus restarting workers being waited for."""
-        return len(self._refs) + len(self._pings)
+        """Batches being measured; plus the restarting workers when no worker is up.
+
+        While one worker is up the job does not wait for the others to come back.
+        """
+        pings = len(self._pings) + len(self._reping) if len(self._down) >= self.workers else 0
+        return len(self._refs) + pings
 
     def close(self) -> None:
         import ray

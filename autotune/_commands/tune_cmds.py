@@ -135,6 +135,14 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
 
     con = console()
     con.print(summary_table(result))
+    for mr in result.models:  # the end-to-end figures, one plain line per model
+        if not mr.best_us:
+            continue
+        ups = [f"{ref / mr.best_us:.3f}x over {name}" for ref, name in
+               ((mr.o3_us, "O3"), (mr.plan_us, "the guide's plan"),
+                (mr.best_level_us, "the best of O0-O3")) if ref]
+        con.print(f"{mr.name}: {mr.best_us:,.1f} µs tuned; " + (", ".join(ups) or "no baseline"),
+                  markup=False, highlight=False)
     con.print(f"log: {result.log}   studies: {result.storage}")
     if result.curve:
         con.print(f"tuning curve: {result.curve}")

@@ -34,12 +34,27 @@ LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
 
 
 class SlowMeasurer(SimMeasurer):
-    """The simulator, slowed down, writing its pid where the test can find it."""
+    """The simulator, slowed down, writing its pid where the test can find it.
+
+    Once a file ``restart`` exists in ``pid_dir``, a worker being (re)built acts on what
+    it says: ``hang`` -- its start never ends (a restart stuck on a loaded machine);
+    ``fail`` -- its start raises, once (a restart that fails for good).
+    """
 
     def __init__(self, pid_dir: str, delay_s: float) -> None:
         super().__init__()
         self.pid_dir = pid_dir
         self.delay_s = delay_s
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        mode = Path(self.pid_dir, "restart")
+        what = mode.read_text() if mode.exists() else ""
+        if what == "hang":
+            time.sleep(3600)
+        elif what == "fail":
+            mode.unlink()
+            raise RuntimeError("this worker cannot start")
 
     def measure(self, graph: Any, schedules: Sequence[Any], target: Any,
                 timeout_s: float | None) -> list[Any]:
@@ -158,13 +173,17 @@ def test_cli_tune_joins_a_loopback_head(ray_head: tuple[str, dict[str, str], str
     assert all(t["best_latency_us"] for t in out["tasks"])
 
 
-# Moved out of the default run: on the fresh-clone `make test` of stop 16 (load average ~6,
-# 2 cores) this test hung until pytest-timeout's 900 s -- the job did not go on after the
-# kill. An open bug of the tuning job (issue 11), not a slow test; run it with `make test-slow`.
-@pytest.mark.slow
+# On the fresh-clone `make test` of stop 16 (load average ~6) this test hung until the 900 s
+# timeout: the driver counted a restarting worker's ping as work in flight, so the job, its
+# budget spent, waited for a restart that did not end (and pinged a worker dead for good
+# forever). Both are forced here: with two workers the restart hangs (the job finishes on the
+# other); with one the restart fails (a new worker replaces it).
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("workers", "restart"), [(2, "hang"), (1, "fail")])
 def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
         ray_head: tuple[str, dict[str, str], str], tiny_graph: Graph, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, workers: int,
+        restart: str) -> None:
     import ray.cloudpickle
 
     address = ray_head[0]
@@ -175,22 +194,29 @@ def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
     killed: list[int] = []
 
     def kill_one(job: JobState) -> None:
-        if killed or job.rounds < 2:
+        # Once every worker has started (the restart mode then touches the restart only).
+        pids = sorted(p.name for p in pid_dir.iterdir() if p.name.isdigit())
+        if killed or job.rounds < 2 or len(pids) < workers:
             return
-        pid = int(sorted(pid_dir.iterdir())[0].name)
+        pid = int(pids[0])
+        (pid_dir / "restart").write_text(restart)
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
 
     log = tmp_path / "k.jsonl"
-    res = tune([tiny_graph], trials=32, workers=2, log=log, seed=0, guided=SMALL,
-               ray_address=address, measurer=SlowMeasurer(str(pid_dir), 0.05),
-               callbacks=[kill_one], curve=False)
+    with caplog.at_level("INFO", logger="autotune.ray"):
+        res = tune([tiny_graph], trials=48, workers=workers, log=log, seed=0, guided=SMALL,
+                   ray_address=address, measurer=SlowMeasurer(str(pid_dir), 0.05),
+                   callbacks=[kill_one], curve=False)
     recs = [json.loads(line) for line in log.read_text().splitlines()]
     lost = [r for r in recs if r["result"]["status"] == "worker_lost"]
-    assert killed and res.total == 32 == len(recs)
+    assert killed and res.total == 48 == len(recs)
     assert lost and all("worker died" in r["result"]["error"] for r in lost)
     assert res.tasks[0].errors.get("worker_lost") == len(lost)
-    assert sum(r["result"]["status"] == "ok" for r in recs) == 32 - len(lost)
+    assert sum(r["result"]["status"] == "ok" for r in recs) == 48 - len(lost)
     # Only what the killed worker held (its running batch and the one queued behind it):
     # nothing is sent to a worker known to be down.
     assert len(lost) <= 2 * 4
+    if workers == 1:  # measured after the loss: by a new worker, in the dead one's place
+        assert recs[-1]["result"]["status"] == "ok"
+        assert "could not restart" in caplog.text and "is back" in caplog.text
