@@ -92,7 +92,9 @@ _GLOB_CHARS = frozenset("*?[")
 def expand_inputs(paths: Sequence[PathLike], exclude: Sequence[PathLike] = ()) -> list[str]:
     """Input logs named by files, directories (their ``*.jsonl``, sorted) or glob patterns.
 
-    Each file once, in the order given; paths in ``exclude`` (an output) are left out.
+    Each file once, in the order given. Paths in ``exclude`` (an output) are left out
+    of what a directory or pattern finds; a file named explicitly stays an input, so
+    ``distill log.jsonl -o log.jsonl`` distills a log in place.
 
     Raises:
         LogError: a path that does not exist, or a directory or pattern that names no log.
@@ -109,7 +111,8 @@ def expand_inputs(paths: Sequence[PathLike], exclude: Sequence[PathLike] = ()) -
             where = f"no log matches {p}"
         else:
             found, where = [p], ""
-        found = [f for f in found if os.path.realpath(f) not in skip]
+        if where:
+            found = [f for f in found if os.path.realpath(f) not in skip]
         if not found and where:
             raise LogError(f"{where}: give log files, a directory of logs or a pattern")
         for f in found:

@@ -129,3 +129,23 @@ def test_the_walk_step_by_step_is_plan_memory(tiny: Graph, target_name: str) -> 
         assert (issues > 0) == (not walk.plan().ok)
         with pytest.raises(ValueError, match="next step"):
             walk.fits(0, "DDR")
+
+
+# The full-size zoo (seconds to minutes per model): every level of every model at batch 1
+# and 16 on the default target and the two smaller ones. `make test-slow` runs it.
+@pytest.mark.slow
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+@pytest.mark.parametrize("name,options", [
+    ("resnet50", {}), ("resnet101", {}), ("bert_base", {}), ("bert_large", {}),
+    ("vit", {}), ("gpt", {}),
+])
+def test_every_level_of_the_full_size_zoo_fits_every_target(
+    name: str, options: dict[str, object], target_name: str
+) -> None:
+    target = TARGETS[target_name]
+    for batch in (1, 16):
+        g = zoo_graph(name, batch, **options)
+        for level in range(4):
+            s = graph_schedule_level(g, target, level)
+            r = simulate(g, s, target, timeline=False)
+            assert isinstance(r, SimResult), f"{name} b{batch} O{level}: {r.message}"
