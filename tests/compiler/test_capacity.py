@@ -87,6 +87,15 @@ def test_a_level_that_cannot_fit_says_why(tiny: Graph) -> None:
         graph_schedule_level(tiny, impossible, 3)
 
 
+def _every_level_fits(name: str, options: dict[str, object], target: Target) -> None:
+    for batch in (1, 16):
+        g = zoo_graph(name, batch, **options)
+        for level in range(4):
+            s = graph_schedule_level(g, target, level)
+            r = simulate(g, s, target, timeline=False)
+            assert isinstance(r, SimResult), f"{name} b{batch} O{level}: {r.message}"
+
+
 @pytest.mark.parametrize("target_name", sorted(TARGETS))
 @pytest.mark.parametrize("name,options", [
     ("tiny_cnn", {}), ("resnet18", {}), ("mobilenet_v2", {}), ("bert_base", {"num_layers": 2}),
@@ -94,13 +103,7 @@ def test_a_level_that_cannot_fit_says_why(tiny: Graph) -> None:
 ])
 def test_every_level_fits_every_target(name: str, options: dict[str, object], target_name: str
                                        ) -> None:
-    target = TARGETS[target_name]
-    for batch in (1, 16):
-        g = zoo_graph(name, batch, **options)
-        for level in range(4):
-            s = graph_schedule_level(g, target, level)
-            r = simulate(g, s, target, timeline=False)
-            assert isinstance(r, SimResult), f"{name} b{batch} O{level}: {r.message}"
+    _every_level_fits(name, options, TARGETS[target_name])
 
 
 @pytest.mark.parametrize("target_name", sorted(TARGETS))
@@ -142,10 +145,4 @@ def test_the_walk_step_by_step_is_plan_memory(tiny: Graph, target_name: str) -> 
 def test_every_level_of_the_full_size_zoo_fits_every_target(
     name: str, options: dict[str, object], target_name: str
 ) -> None:
-    target = TARGETS[target_name]
-    for batch in (1, 16):
-        g = zoo_graph(name, batch, **options)
-        for level in range(4):
-            s = graph_schedule_level(g, target, level)
-            r = simulate(g, s, target, timeline=False)
-            assert isinstance(r, SimResult), f"{name} b{batch} O{level}: {r.message}"
+    _every_level_fits(name, options, TARGETS[target_name])
