@@ -71,7 +71,8 @@ def _parse_option(text: str, default: Any) -> tuple[str, Any]:
 @click.argument("name", required=False)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="ONNX file to write.")
 @click.option("--batch", type=int, default=1, show_default=True, help="Batch size (dim 0).")
-@click.option("--seq", type=int, default=128, show_default=True, help="Sequence length (BERT).")
+@click.option("--seq", type=int, default=128, show_default=True,
+              help="Sequence length (BERT and GPT; ignored by the others).")
 @click.option(
     "--weights",
     type=click.Choice(["random", "zeros", "inputs"]),
