@@ -17,7 +17,7 @@ from compiler import GraphSchedule, zoo
 SCRIPT = Path(sys.executable).parent / "graphtune"
 
 
-def run(*args: str) -> Result:
+def run(*args: object) -> Result:
     return CliRunner().invoke(main, [str(a) for a in args])
 
 

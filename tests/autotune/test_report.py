@@ -18,10 +18,8 @@ from typing import Any, ClassVar
 
 import onnx
 import pytest
-from click.testing import CliRunner, Result
 
 from autotune._report import TaskLog, bound_analysis, read_tasks
-from autotune.cli import main
 from compiler import zoo
 from compiler.auto import graph_schedule_level
 from compiler.graph import Graph
@@ -30,21 +28,13 @@ from compiler.target import Target
 from logs import Provenance, Record, RecordWriter, Status, TargetKey, WorkloadInfo
 from logs import Result as LogResult
 from sim import MEASURER, MEASURER_VERSION, SimResult, measure, simulate
+from tests.autotune.test_cli_model import one_line_error, run
 
 GPT_SMALL: dict[str, Any] = dict(num_layers=1, hidden=64, heads=4, inner=128, vocab=100)
 EVIL = '<script>alert("x")</script>'
 MATH = "plan:$\\frac{1}{$"  # a seed label that matplotlib would parse as mathtext
 
 
-def run(*args: object) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def one_line_error(r: Result) -> str:
-    assert r.exit_code == 2, (r.exit_code, r.output, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    return lines[0]
 
 
 def _graph(proto: onnx.ModelProto, name: str) -> Graph:
