@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from autotune._measurer import Measurer, measure_json, measurement_from_json
 from autotune._pool import Finished, MeasurePool, lost
 from compiler.errors import GraphtuneError
+from compiler.memo import search_gc
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -56,6 +57,7 @@ class _Worker:
         self._graphs = graphs
         self._target = target
         self._measurer = measurer
+        search_gc().__enter__()  # the process measures until it ends (see its doc)
 
     def pid(self) -> int:
         return os.getpid()

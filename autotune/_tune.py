@@ -39,6 +39,7 @@ from autotune._studies import (
 )
 from autotune._tasks import Task, extract_tasks
 from compiler.errors import GraphtuneError
+from compiler.memo import search_gc
 from logs import LogError
 
 if TYPE_CHECKING:
@@ -243,7 +244,8 @@ def tune(
             driver = Driver(job, scheduler, pool, writer, handle, tgt, meas, objective,
                             tuner_label(sampler), batch_size, callbacks, claims, owner)
             job.started = time.monotonic()
-            driver.run()
+            with search_gc():  # models, spaces and studies are loaded (see its doc)
+                driver.run()
             job.ended = time.monotonic()
         handle.flush()
         curve_path = None

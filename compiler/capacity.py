@@ -348,6 +348,7 @@ class CapacityWalk:
                 self.provides.append(tr.tensor)
                 self.facts.append(None)
         self.input_scope = input_layout(batch)[0]
+        self.size_of = [sample_bytes(g, t) for t in self.provides]
         self.src_of = [{self.provides[d]: d for d in reads} for reads in self.reads]
         self._trial: tuple[int, str, _Eval] | None = None
         self._prep: tuple[int, frozenset[str], dict[int, float], bool] | None = None
@@ -424,7 +425,8 @@ class CapacityWalk:
 
     # ---- results -----------------------------------------------------------------------
     def sizes(self, i: int) -> tuple[int, int]:
-        return sample_bytes(self.g, self.provides[i])
+        """``(bytes per sample, fixed bytes)`` of step ``i``'s result."""
+        return self.size_of[i]
 
     def node_l1(self, i: int) -> dict[int, float]:
         """Bytes per core of result ``i`` in L1 (its pieces never change: remembered)."""
@@ -541,8 +543,8 @@ class CapacityWalk:
         own = self.last[k] > k
         usage: list[tuple[int, float]] = []
         if layout[0] == "L1":
-            per = {c: spc * self.sizes(k)[0] + self.sizes(k)[1]
-                   for c, spc in samples_per_core(layout).items()} if own else {}
+            sb, fb = self.size_of[k]
+            per = {c: spc * sb + fb for c, spc in samples_per_core(layout).items()} if own else {}
             cores = dict.fromkeys(c for _, _, parts in layout[1] for p in parts for c in p)
             for c in cores:
                 u = self.l1_live[c]
