@@ -60,6 +60,7 @@ __all__ = [
     "MatrixTiles",
     "OpKind",
     "OpShape",
+    "array_cycles",
     "matrix_tiles",
     "op_shape",
     "op_shapes",
@@ -171,6 +172,20 @@ def matrix_tiles(shape: OpShape, share: float, matrix: MatrixUnit) -> MatrixTile
     tiles = int(reps * math.ceil(rows / gm) * math.ceil(shape.n / gn))
     return MatrixTiles(tiles, tiles * gm * gn * shape.k / macs,
                        reps * rows * shape.n * shape.k / macs)
+
+
+def array_cycles(d: OpShape, batch: int, matrix: MatrixUnit) -> float:
+    """The fewest matrix-engine cycles, summed over cores, any schedule spends on one op.
+
+    However the op's output rows (GEMMs of a batched matmul) are cut among chunks,
+    parts and cores, the pieces together cover them all, and each piece is padded to
+    whole 64x32 granules, one instruction each (``sim/_model.py``): so the op costs at
+    least its rows in one piece, ``matrix_tiles`` of all of them. ``d`` is a matrix op
+    of ``batch`` samples (``MATRIX`` with one group, or ``BATCHED_MATMUL``).
+    """
+    share = math.ceil(d.amount * (batch if d.batched else 1) - 1e-9)
+    mt = matrix_tiles(d, share, matrix)
+    return mt.padded_cycles + mt.tiles * matrix.instr_overhead_cycles
 
 
 def useful_matrix_cycles(shape: OpShape, share: float, matrix: MatrixUnit) -> float:

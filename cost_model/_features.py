@@ -53,7 +53,7 @@ from compiler.derive import group_io
 from compiler.footprint import GATHER_OPS, group_footprint, sample_bytes, streamable_inputs
 from compiler.layout import slices
 from compiler.memo import memo_of
-from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
+from compiler.opshape import OpKind, OpShape, array_cycles, matrix_tiles, op_shapes
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -162,9 +162,12 @@ def feature_names(space: Space | None = None) -> list[str]:
 def reference_cycles(graph: Graph, target: Target) -> float:
     """The roofline of one inference of ``graph`` (its batch) on one cluster, in cycles.
 
-    ``max(MACs / (MACs per cycle x cores), vector work / (lanes x cores), (weights +
-    model inputs and outputs + gathered rows) / DDR bytes per cycle)``; no padding,
-    no overheads. Time features are divided by it.
+    The simulator's lower bound without the host launch (``sim.lower_bound``, the same
+    terms computed here): ``max(matrix ops on the array in whole granules with one
+    instruction each (compiler.opshape.array_cycles) / cores, MACs / (MACs per cycle
+    x cores), vector work / (lanes x cores), all MACs and vector work / both engines'
+    peak, (weights + model inputs and outputs + gathered rows) / DDR bytes per
+    cycle)``. Time features are divided by it.
     """
     g = in_compute_dtype(graph, target)
     memo = memo_of(g)
@@ -174,14 +177,18 @@ def reference_cycles(graph: Graph, target: Target) -> float:
         return float(hit)
     shapes = op_shapes(g)
     batch = g.batch
-    macs = vec = gathered = 0.0
+    macs = flexible = tiled = vec = gathered = 0.0
     tcpe = target.vector.transcendental_cycles_per_element
     for s in shapes:
         per = batch if s.batched else 1
-        if s.kind == OpKind.MATRIX:
-            macs += s.amount * per * s.groups * s.n * s.k
+        if s.kind == OpKind.MATRIX and s.groups > 1:
+            flexible += s.amount * per * s.groups * s.n * s.k
+        elif s.kind == OpKind.MATRIX:
+            macs += s.amount * per * s.n * s.k
+            tiled += array_cycles(s, batch, target.matrix)
         elif s.kind == OpKind.BATCHED_MATMUL:
             macs += s.amount * per * s.gemm_rows * s.n * s.k
+            tiled += array_cycles(s, batch, target.matrix)
         elif s.kind == OpKind.VECTOR:
             vec += s.amount * per
         elif s.kind == OpKind.SPECIAL:
@@ -191,8 +198,9 @@ def reference_cycles(graph: Graph, target: Target) -> float:
     weights = {w for op in g.ops if op.op_type not in GATHER_OPS for w in op.weights}
     io = sum(g.nbytes(t) for t in (*g.inputs, *g.outputs))
     cores = target.chip.cores_per_cluster
-    ref = max(macs / (target.matrix.macs_per_cycle * cores),
-              vec / (target.vector.lanes * cores),
+    mac_rate, lanes = target.matrix.macs_per_cycle, target.vector.lanes
+    ref = max(macs / (mac_rate * cores), tiled / cores, vec / (lanes * cores),
+              (macs + flexible + vec) / ((mac_rate + lanes) * cores),
               (sum(g.nbytes(w) for w in weights) + io + gathered) / target.ddr.bytes_per_cycle,
               1.0)
     memo[key] = ref

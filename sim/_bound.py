@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from compiler.footprint import GATHER_OPS, batched_tensors
 from compiler.memo import memo_of
-from compiler.opshape import OpKind, op_shapes
+from compiler.opshape import OpKind, array_cycles, op_shapes
 from compiler.optable import op_spec
 from sim._dtype import in_compute_dtype
 
@@ -63,8 +63,9 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     scale = batch / graph.batch
     batched = batched_tensors(graph)
     cores = target.chip.cores_per_cluster
+    mat = target.matrix
     shapes = op_shapes(graph)
-    fixed = flexible = vec = 0.0
+    fixed = flexible = vec = tiled = 0.0
     for op, d in zip(graph.ops, shapes, strict=True):
         unit = op_spec(op.op_type).unit
         per = scale if op.output in batched else 1.0
@@ -73,13 +74,16 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
                 flexible += op.macs * per  # either engine may run a grouped conv
             else:
                 fixed += op.macs * per
+                if d.kind.is_matrix:
+                    tiled += array_cycles(d, batch, mat)
         elif unit == "vector":
             vec += op.flops * per
         elif unit == "special":
             vec += op.flops * per * target.vector.transcendental_cycles_per_element
-    mac_rate, lanes = target.matrix.macs_per_cycle, target.vector.lanes
-    # matrix-only work, vector-only work, and everything over both engines together
-    compute = max(fixed / (mac_rate * cores), vec / (lanes * cores),
+    mac_rate, lanes = mat.macs_per_cycle, target.vector.lanes
+    # matrix-only work on the array (whole granules, one instruction each), vector-only
+    # work, and everything over both engines together
+    compute = max(fixed / (mac_rate * cores), tiled / cores, vec / (lanes * cores),
                   (fixed + flexible + vec) / ((mac_rate + lanes) * cores))
     ddr = compulsory_ddr_bytes(graph, batch, target) / target.ddr.bytes_per_cycle
     launch = target.host.launch_overhead_us * target.clock_hz / 1e6
@@ -92,9 +96,11 @@ def lower_bound(graph: Graph, batch: int, target: Target) -> float:
     """Roofline bound of one inference of ``batch`` samples on one cluster, in µs.
 
     ``max(compute at peak, compulsory DDR traffic at the DDR bandwidth)`` plus the
-    host launch. Compute: MACs (no padding) over every core's matrix unit, vector
-    work (FLOPs; special ops at the transcendental rate) over every core's lanes,
-    and, since grouped convolutions may run on either engine, all of it over both
+    host launch. Compute: the matrix ops on every core's array, each at least its
+    output rows in whole granules with one instruction per granule
+    (:func:`compiler.opshape.array_cycles`: what no split can avoid), vector work (FLOPs; special ops
+    at the transcendental rate) over every core's lanes, and, since grouped
+    convolutions may run on either engine, all MACs and vector work over both
     engines at once. DDR: :func:`compulsory_ddr_bytes`.
 
     Args:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from onnx import helper as h
 
@@ -15,6 +18,7 @@ from compiler.auto import graph_schedule_level
 from compiler.derive import make_schedule
 from compiler.graph import Graph
 from compiler.model import Model
+from compiler.opshape import OpKind, OpShape, array_cycles, matrix_tiles
 from compiler.schedule import Placement
 from compiler.target import Target
 from sim import SimError, SimResult, lower_bound, simulate
@@ -265,3 +269,47 @@ def test_tiny_target_variant_keeps_invariants(target: Target) -> None:
     for lvl in range(4):
         r = simulate(tiny, graph_schedule_level(tiny, small, lvl), small, timeline=False)
         assert r.status != "invariant", r
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from([OpKind.MATRIX, OpKind.BATCHED_MATMUL]),
+       amount=st.integers(1, 300), gemm_rows=st.integers(1, 200), n=st.integers(1, 300),
+       k=st.integers(1, 5000), batch=st.integers(1, 32), data=st.data())
+def test_no_split_of_a_matrix_op_beats_its_array_floor(
+        kind: OpKind, amount: int, gemm_rows: int, n: int, k: int, batch: int,
+        data: st.DataObject) -> None:
+    """However the rows (GEMMs) are cut into pieces, as the engine prices each piece, the
+    pieces cost at least ``array_cycles`` (the lower bound's matrix term)."""
+    mat = Target.default().matrix
+    d = OpShape(kind, True, float(amount), 1, gemm_rows if kind == OpKind.BATCHED_MATMUL else 1,
+                n, k)
+    total = amount * batch
+    cuts = sorted(data.draw(st.lists(st.integers(1, max(total - 1, 1)), max_size=12)))
+    edges = [0, *[c for c in cuts if 0 < c < total], total]
+    pieces = [b - a for a, b in itertools.pairwise(edges) if b > a]
+    spent = 0.0
+    for rows in pieces:
+        mt = matrix_tiles(d, rows, mat)
+        spent += mt.padded_cycles + mt.tiles * mat.instr_overhead_cycles
+    assert spent >= array_cycles(d, batch, mat) - 1e-6
+
+
+def test_lower_bound_counts_whole_granules_and_one_instruction_each(target: Target) -> None:
+    """1x1 convolutions over 64 channels spend 96 of every 160 array cycles on the
+    instruction (granule fill and drain): the bound says so, above the MAC roofline."""
+    depth = 48
+    names = ["x", *[f"a{i}" for i in range(depth - 1)], "out"]
+    nodes = [h.make_node("Conv", [names[i], f"W{i}"], [names[i + 1]]) for i in range(depth)]
+    g = onnx_graph(nodes, {"x": [8, 64, 28, 28]}, {"out": [8, 64, 28, 28]},
+                   {f"W{i}": w(64, 64, 1, 1) for i in range(depth)})
+    mat, cores = target.matrix, target.chip.cores_per_cluster
+    rows, n, k = 8 * 28 * 28, 64, 64
+    tiles = math.ceil(rows / mat.granule_m) * math.ceil(n / mat.granule_n)
+    floor = depth * tiles * (mat.granule_m * mat.granule_n * k / mat.macs_per_cycle
+                             + mat.instr_overhead_cycles) / cores
+    launch = target.host.launch_overhead_us
+    assert lower_bound(g, 8, target) == pytest.approx(target.cycles_to_us(floor) + launch)
+    assert floor > 2 * g.macs / (mat.macs_per_cycle * cores)
+    for level in range(4):
+        r = ok(simulate(g, graph_schedule_level(g, target, level), target))
+        assert r.latency_us >= r.lower_bound_us
