@@ -106,8 +106,11 @@ def build_table(runs: Path, models: Sequence[str], methods: Sequence[str]) -> Ta
         best_base_label = next(r["method"] for r in model_rows if r["latency_us"] == best_base)
         best_any = min(r["latency_us"] for r in model_rows if r["latency_us"])
         target = best_any / 0.95
+        bound = current_bound_us(key)  # a run file holds the bound of its day's simulator
         for r in model_rows:
             lat = r["latency_us"]
+            if lat:
+                r["lower_bound_us"], r["latency_over_bound"] = bound, lat / bound
             r["best_baseline"] = best_base_label
             r["speedup_over_best_baseline"] = best_base / lat if lat else None
             r["speedup_over_plan"] = min(plan_lat) / lat if lat and plan_lat else None
@@ -122,6 +125,16 @@ def build_table(runs: Path, models: Sequence[str], methods: Sequence[str]) -> Ta
         facts_all.append(facts)
         rows.extend(model_rows)
     return Table(rows, facts_all, curves, methods)
+
+
+def current_bound_us(key: str) -> float:
+    """The simulator's lower bound of a suite model now, in µs (depends only on the model,
+    its batch and the target, so stored latencies are compared with today's bound)."""
+    from bench._suite import _target, spec_of
+    from sim import lower_bound
+
+    spec = spec_of(key)
+    return float(lower_bound(spec.graph(), spec.batch, _target()))
 
 
 def _fmt(v: Any, spec: str) -> str:
