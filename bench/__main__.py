@@ -17,12 +17,15 @@ Run: ``python -m bench [--quick] [--budget N] [--models ...] [--methods ...]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import shlex
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import UTC, datetime
 from pathlib import Path
@@ -164,10 +167,15 @@ def main(argv: list[str] | None = None) -> int:
         import multiprocessing
 
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
-            futures = {pool.submit(run_job, job, runs): job for job in todo}
-            for fut in as_completed(futures):
-                done(futures[fut], fut.result())
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx,
+                                 initializer=_die_with_parent) as pool, _stopped_by_sigterm():
+            try:
+                futures = {pool.submit(run_job, job, runs): job for job in todo}
+                for fut in as_completed(futures):
+                    done(futures[fut], fut.result())
+            except BaseException:  # Ctrl-C, SIGTERM, a failed run: no run outlives the suite
+                _end_workers(pool)
+                raise
     meta = {
         "command": "python -m bench " + shlex.join(argv if argv is not None else sys.argv[1:]),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -191,5 +199,45 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _die_with_parent() -> None:
+    """In a pool worker: end with the suite's process, even when it is SIGKILLed (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm() -> Iterator[None]:
+    """SIGTERM ends the suite as Ctrl-C does (the workers are ended, finished runs kept)."""
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's processes (their runs are lost; finished run files stay)."""
+    procs = list(getattr(pool, "_processes", {}).values())  # no public handle on them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(timeout=10)
+
+
+def _cli() -> int:
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print("suite: stopped; finished runs are kept in the runs directory, and --resume "
+              "continues from them", file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_cli())

@@ -161,3 +161,58 @@ def test_readme_shows_the_committed_suite() -> None:
         assert {r["model"] for r in csv.DictReader(f)} == set(meta["models"])
     for png in PNGS:
         _check_png(results / png)
+
+
+def _children(pid: int) -> set[int]:
+    """Live processes whose parent is ``pid`` (from /proc)."""
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.add(int(d.name))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_ends_the_suite_and_its_workers(tmp_path: Path) -> None:
+    """SIGTERM to ``python -m bench --jobs 2`` ends its pool workers too: no run outlives it."""
+    import contextlib
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers: set[int] = set()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench", "--models", "tiny_cnn", "--budget", "100000",
+         "--jobs", "2", "--out", str(tmp_path / "suite"), "--logs", str(tmp_path / "logs")],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+            workers = {c for c in _children(proc.pid)
+                       if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")}
+        assert len(workers) == 2, "the suite did not start its two workers"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130
+        assert "stopped" in err and "Traceback" not in err
+        deadline = time.monotonic() + 60
+        while any(Path(f"/proc/{w}").exists() and
+                  "Z" not in (Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[:1])
+                  for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        alive = [w for w in workers if Path(f"/proc/{w}").exists()]
+        assert not alive, f"pool workers {alive} outlived the suite"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for w in workers:  # a failed run of this test leaves no orphan behind
+            with contextlib.suppress(OSError):
+                os.kill(w, signal.SIGKILL)
