@@ -31,7 +31,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench._suite import EXTRA, METHODS, QUICK_BUDGET, QUICK_MODELS, SUITE, run_job
+from bench._suite import (
+    EXTRA,
+    METHODS,
+    QUICK_BUDGET,
+    QUICK_MODELS,
+    SUITE,
+    die_with_parent,
+    run_job,
+)
 from bench._suite_report import build_table, write_outputs
 
 HERE = Path(__file__).resolve().parent
@@ -168,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
 
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx,
-                                 initializer=_die_with_parent) as pool, _stopped_by_sigterm():
+                                 initializer=die_with_parent) as pool, _stopped_by_sigterm():
             try:
                 futures = {pool.submit(run_job, job, runs): job for job in todo}
                 for fut in as_completed(futures):
@@ -197,14 +205,6 @@ def main(argv: list[str] | None = None) -> int:
     print(paths["md"].read_text().split("## Summary", 1)[1].split("## All rows", 1)[0].strip())
     print("\n" + "\n".join(f"{k}: {p}" for k, p in paths.items()))
     return 0
-
-
-def _die_with_parent() -> None:
-    """In a pool worker: end with the suite's process, even when it is SIGKILLed (Linux)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -179,3 +180,15 @@ def run_job(job: tuple[Any, ...], runs: Path) -> dict[str, Any]:
     runs.mkdir(parents=True, exist_ok=True)
     write_atomic(runs / name, json.dumps(out, indent=1).encode())
     return out
+
+
+def die_with_parent() -> None:
+    """In a pool worker: end with the suite's process, even when it is SIGKILLed (Linux).
+
+    A module function (not in ``bench/__main__.py``): spawned workers import it by name.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
