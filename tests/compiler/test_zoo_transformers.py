@@ -72,7 +72,8 @@ def test_listed_with_defaults() -> None:
                                       "hidden": 768, "heads": 12, "mlp_dim": 3072,
                                       "num_classes": 1000}
     assert entries["gpt"].options == {"num_layers": 12, "hidden": 768, "heads": 12,
-                                      "inner": 3072, "vocab": 50257, "max_positions": 1024}
+                                      "inner": 3072, "vocab": 50257, "max_positions": 1024,
+                                      "tie_embeddings": 0}
 
 
 def test_vit_b16_structure() -> None:
