@@ -226,7 +226,9 @@ def open_storage(spec: str | None, log_path: str) -> StorageHandle:
         storage = RDBStorage(url)
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds for a bad URL
         raise GraphtuneError(storage_error(spec, exc)) from None
-    return StorageHandle(storage, shown_url(spec), shared=True, path=storage_file(spec))
+    local = storage_file(spec)
+    return StorageHandle(storage, shown_url(spec), shared=True,
+                         path=os.path.realpath(local) if local else "")
 
 
 def storage_error(spec: str, exc: BaseException) -> str:
@@ -343,7 +345,9 @@ def _shared_journal(path: str) -> StorageHandle:
     except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
         os.close(fd)
         raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
-    return StorageHandle(storage, path, shared=True, path=path, lock_fd=fd)
+    # The claims file goes beside the real journal: jobs reaching it through different
+    # symbolic links must share one.
+    return StorageHandle(storage, path, shared=True, path=os.path.realpath(path), lock_fd=fd)
 
 
 _PG_DRIVERS = (("psycopg", "postgresql+psycopg"), ("psycopg2", "postgresql+psycopg2"),
