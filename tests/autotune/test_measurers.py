@@ -216,7 +216,7 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("extra, words", [
     (["--measurer", "no_such_module_x:Board"], "cannot import no_such_module_x"),
     (["--measurer", "autotune:tune"], "tune is not a subclass of autotune.Measurer"),
-    (["--measurer", "delayed", "--measurer-arg", "delay_s=-2"], "delay_s must be a number >= 0"),
+    (["--measurer", "delayed", "--measurer-arg", "delay_s=-2"], "delay_s must be a finite number >= 0"),
     (["--measurer", "delayed", "--measurer-arg", "speed"], "--measurer-arg wants KEY=VALUE"),
     (["--measurer", "delayed", "--measurer-arg", "colour=1"], "unexpected keyword argument"),
     (["--worker-resource", "stcp920"], "--worker-resource wants NAME=AMOUNT"),
