@@ -214,6 +214,26 @@ def test_numbers_must_be_finite(case: Path, args: tuple[str, ...]) -> None:
     assert listing(case) == before
 
 
+@pytest.mark.parametrize("output", ["/dev/null", "fifo"])
+def test_distill_per_target_names_no_files_after_a_special_file(case: Path, output: str) -> None:
+    # -o /dev/null --per-target wrote /dev/null.<chip>-<hash>.jsonl into /dev (exit 0).
+    log = case / "log.jsonl"
+    _write_log(log)
+    before = listing(case)
+    line = one_line_error(cli("distill", log, "-o", output, "--per-target"))
+    assert "is not a regular file" in line
+    assert listing(case) == before
+    assert not list(Path("/dev").glob("null.*.jsonl"))
+
+
+def _write_log(path: Path) -> None:
+    from logs import Provenance, Record, RecordWriter, Result, Status, TargetKey, WorkloadInfo
+
+    with RecordWriter(path) as w:
+        w.write(Record(WorkloadInfo("0" * 24, "m", {"x": [1]}, 1), TargetKey("STCP920", "ab" * 8),
+                       {"v": 1, "batch": 1}, Result(Status.OK, latency_us=1.0), Provenance.now()))
+
+
 # ---- dashboard ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("args", "fragment"), [
     (("--storage", "sqlite:///missing.db"), "study database missing.db does not exist"),
