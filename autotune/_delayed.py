@@ -16,6 +16,7 @@ sees the same failures. Name it on the command line::
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -57,17 +58,17 @@ class DelayedMeasurer(SimMeasurer):
                  fail_status: str = "sim_error", seed: int = 0, num_cpus: float = 1.0,
                  resources: Mapping[str, float] | None = None) -> None:
         super().__init__()
-        if not isinstance(delay_s, int | float) or delay_s < 0:
-            raise GraphtuneError(f"delay_s must be a number >= 0, got {delay_s!r}")
-        if not isinstance(fail_rate, int | float) or not 0.0 <= fail_rate <= 1.0:
+        if not _finite(delay_s) or delay_s < 0:
+            raise GraphtuneError(f"delay_s must be a finite number >= 0, got {delay_s!r}")
+        if not _finite(fail_rate) or not 0.0 <= fail_rate <= 1.0:
             raise GraphtuneError(f"fail_rate must be between 0 and 1, got {fail_rate!r}")
         if fail_status not in _FAIL_STATUSES:
             raise GraphtuneError(f"fail_status must be one of {', '.join(_FAIL_STATUSES)}, "
                                  f"got {fail_status!r}")
         if not isinstance(seed, int):
             raise GraphtuneError(f"seed must be an integer, got {seed!r}")
-        if not isinstance(num_cpus, int | float) or num_cpus < 0:
-            raise GraphtuneError(f"num_cpus must be a number >= 0, got {num_cpus!r}")
+        if not _finite(num_cpus) or num_cpus < 0:
+            raise GraphtuneError(f"num_cpus must be a finite number >= 0, got {num_cpus!r}")
         self.delay_s = float(delay_s)
         self.fail_rate = float(fail_rate)
         self.fail_status = fail_status
@@ -119,3 +120,8 @@ def _with_seconds(m: Measurement, seconds: float) -> Measurement:
     from dataclasses import replace
 
     return replace(m, seconds=seconds)
+
+
+def _finite(x: object) -> bool:
+    """A real number (not a bool), neither NaN nor infinite (JSON reads ``1e999`` as inf)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)

@@ -25,14 +25,24 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+import re
+import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from compiler.errors import GraphtuneError
 
-__all__ = ["BufferedJournalFile", "StorageHandle", "journal_path_for", "open_storage",
-           "shown_url", "sqlalchemy_url"]
+__all__ = [
+    "BufferedJournalFile",
+    "StorageHandle",
+    "check_storage",
+    "journal_path_for",
+    "open_storage",
+    "shown_url",
+    "sqlalchemy_url",
+    "storage_file",
+]
 
 _LOCK_GRACE_S = 5  # a lock file left by a killed writer is broken after this long
 
@@ -206,6 +216,7 @@ def open_storage(spec: str | None, log_path: str) -> StorageHandle:
             journal.close()
             raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
         return StorageHandle(storage, path, journal, path=path)
+    check_storage(spec, outputs=[("the tuning log", log_path)])
     if "://" not in spec:
         return _shared_journal(spec)
     from optuna.storages import RDBStorage
@@ -214,13 +225,19 @@ def open_storage(spec: str | None, log_path: str) -> StorageHandle:
     try:
         storage = RDBStorage(url)
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds for a bad URL
-        lines = str(exc).strip().splitlines()
-        raise GraphtuneError(
-            f"cannot open the study storage {shown_url(spec)}: "
-            f"{lines[0] if lines else type(exc).__name__}"
-        ) from None
-    path = url.split(":///", 1)[1] if url.startswith("sqlite:///") else ""
-    return StorageHandle(storage, shown_url(spec), shared=True, path=path)
+        raise GraphtuneError(storage_error(spec, exc)) from None
+    local = storage_file(spec)
+    return StorageHandle(storage, shown_url(spec), shared=True,
+                         path=os.path.realpath(local) if local else "")
+
+
+def storage_error(spec: str, exc: BaseException) -> str:
+    """The one-line message for a storage that did not open (no password in it)."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    why = lines[0] if lines else type(exc).__name__
+    if "file is not a database" in why:
+        why = f"{storage_file(spec)} is not an SQLite database"
+    return hide_password(f"cannot open the study storage {shown_url(spec)}: {why}", spec)
 
 
 def shown_url(spec: str) -> str:
@@ -229,8 +246,77 @@ def shown_url(spec: str) -> str:
         from sqlalchemy.engine import make_url
 
         return make_url(spec).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy parses: nothing to hide
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy parses: hide what looks like one
+        return _USERINFO.sub(r"\1***@", spec)
+
+
+# ``scheme://user:password@`` in a URL SQLAlchemy cannot parse (``...@[::1/db``).
+_USERINFO = re.compile(r"(://[^:/@]*:)[^@]*@")
+
+
+def hide_password(text: str, spec: str) -> str:
+    """``text`` (an error message about ``spec``) with ``spec``'s password replaced by ``***``."""
+    m = re.search(r"://[^:/@]*:([^@]*)@", spec)
+    return text.replace(m.group(1), "***") if m and m.group(1) else text
+
+
+def storage_file(spec: str) -> str:
+    """The local file a storage spec keeps its studies in: a journal path, or an SQLite
+    URL's database path without its ``?query``; "" for a server database or memory."""
+    if "://" not in spec:
         return spec
+    if not spec.startswith("sqlite:"):
+        return ""
+    path = spec.split(":///", 1)[1] if ":///" in spec else ""
+    path = path.split("?", 1)[0]
+    return "" if path in ("", ":memory:") else path
+
+
+def check_storage(spec: str, *, inputs: Iterable[str | None] = (),
+                  outputs: Iterable[tuple[str, str]] = ()) -> None:
+    """Refuse a storage that cannot hold studies, before anything is created.
+
+    Args:
+        spec: ``--storage`` as given (a journal file or a URL).
+        inputs: The command's input files, which the storage may not be.
+        outputs: ``(what, path)`` of the command's outputs (``("the tuning log", log)``),
+            which the storage may not be either: both would write one file.
+
+    Raises:
+        GraphtuneError: an empty spec, or a study file that is a directory, a device,
+            a FIFO or socket (reading ``/dev/zero`` as a journal never ends), one of
+            the command's files, or in a missing directory.
+    """
+    from compiler.files import same_file
+
+    if not spec.strip():
+        raise GraphtuneError("--storage is empty: give a journal file or a database URL")
+    path = storage_file(spec)
+    if not path:
+        return
+    shown = shown_url(spec)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise GraphtuneError(f"cannot use {shown} as the study storage: "
+                             f"{exc.strerror or type(exc).__name__}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise GraphtuneError(f"cannot use {shown} as the study storage: {path} is not a regular "
+                             "file: give a file in an existing directory")
+    for what, out in outputs:
+        if out and (same_file(path, out) or os.path.abspath(path) == os.path.abspath(out)):
+            raise GraphtuneError(f"cannot use {shown} as the study storage: it is {what} of this "
+                                 "command; give another file")
+    for inp in inputs:
+        if inp and same_file(path, inp):
+            raise GraphtuneError(f"cannot use {shown} as the study storage: it is an input of "
+                                 f"this command ({inp}); give another file")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        raise GraphtuneError(f"cannot use {shown} as the study storage: directory {parent} "
+                             "does not exist")
 
 
 def _shared_journal(path: str) -> StorageHandle:
@@ -259,7 +345,9 @@ def _shared_journal(path: str) -> StorageHandle:
     except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
         os.close(fd)
         raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
-    return StorageHandle(storage, path, shared=True, path=path, lock_fd=fd)
+    # The claims file goes beside the real journal: jobs reaching it through different
+    # symbolic links must share one.
+    return StorageHandle(storage, path, shared=True, path=os.path.realpath(path), lock_fd=fd)
 
 
 _PG_DRIVERS = (("psycopg", "postgresql+psycopg"), ("psycopg2", "postgresql+psycopg2"),

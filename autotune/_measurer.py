@@ -91,13 +91,43 @@ def measure_json(measurer: Measurer, graph: Graph, schedules: Sequence[dict[str,
             parsed.append(None)
             errors[k] = str(exc)
     good = [s for s in parsed if s is not None]
-    measured = iter(measurer.measure(graph, good, target, timeout_s) if good else [])
+    measured = iter(_measure_guarded(measurer, graph, good, target, timeout_s) if good else [])
     out: list[dict[str, Any]] = []
     for k, s in enumerate(parsed):
         m = (Measurement("invalid_schedule", None, None, 0.0, errors[k], 0.0) if s is None
              else replace(next(measured), result=None))
         out.append(m.to_json())
     return socket.gethostname(), out
+
+
+def _measure_guarded(measurer: Measurer, graph: Graph, schedules: Sequence[GraphSchedule],
+                     target: Target, timeout_s: float | None) -> list[Measurement]:
+    """``measurer.measure``, with a measurer that raises or answers wrongly turned into data.
+
+    A plugin's bug (an exception, ``sys.exit``, a wrong number of results, something
+    that is not a :class:`sim.Measurement`) becomes a ``sim_error`` measurement of
+    every schedule of the batch naming the measurer: a failure is data, never the
+    end of a tuning job.
+    """
+    from logs import Status
+    from sim import Measurement
+
+    try:
+        got = list(measurer.measure(graph, schedules, target, timeout_s))
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a plugin can raise anything
+        text = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        why = f"raised {type(exc).__name__}" + (f": {text[-1]}" if text else "")
+    else:
+        statuses = {s.value for s in Status}
+        bad = next((m for m in got if not isinstance(m, Measurement) or m.status not in statuses),
+                   None)
+        if len(got) == len(schedules) and bad is None:
+            return got
+        why = (f"returned {len(got)} results for {len(schedules)} schedules"
+               if len(got) != len(schedules) else f"returned {type(bad).__name__} "
+               f"{str(bad)[:80]!r}, not a sim.Measurement with a logs.Status status")
+    error = f"measurer {measurer.name or type(measurer).__name__} {why}"[:500]
+    return [Measurement("sim_error", None, None, 0.0, error, 0.0) for _ in schedules]
 
 
 def measurement_from_json(obj: dict[str, Any]) -> Measurement:

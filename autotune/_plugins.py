@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -32,6 +34,7 @@ __all__ = ["ENTRY_POINT_GROUP", "load_measurer", "measurer_names", "parse_key_va
            "parse_resources"]
 
 ENTRY_POINT_GROUP = "graphtune.measurers"
+_RESOURCE_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 _BUILTIN = {"sim": "autotune._measurer:SimMeasurer", "delayed": "autotune._delayed:DelayedMeasurer"}
 
 
@@ -46,6 +49,8 @@ def measurer_names() -> dict[str, str]:
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):  # sys.exit() in a plugin must not end graphtune silently
+        return f"it called sys.exit({exc.code!r})"
     lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
     return f"{type(exc).__name__}: {lines[-1]}" if lines else type(exc).__name__
 
@@ -63,7 +68,7 @@ def _resolve(spec: str) -> type:
                              "autotune:DelayedMeasurer")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - a plugin's import can raise anything
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a plugin's import can raise anything
         raise GraphtuneError(f"measurer {spec!r}: cannot import {module_name} "
                              f"({_one_line(exc)})") from None
     obj: Any = module
@@ -100,7 +105,7 @@ def load_measurer(spec: str, options: Mapping[str, Any] | None = None) -> Measur
         measurer = cls(**kwargs)
     except GraphtuneError as exc:
         raise GraphtuneError(f"measurer {spec!r}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - a plugin's constructor can raise anything
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a plugin's constructor can raise anything
         args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
         raise GraphtuneError(f"measurer {spec!r}: {cls.__name__}({args}) failed: "
                              f"{_one_line(exc)}") from None
@@ -146,9 +151,10 @@ def parse_resources(items: Iterable[str]) -> dict[str, float]:
             amount = float(text)
         except ValueError:
             amount = -1.0
-        if not sep or not name or amount <= 0 or amount != amount:
-            raise GraphtuneError(f"--worker-resource wants NAME=AMOUNT with AMOUNT > 0 "
-                                 f"(e.g. stcp920=1), got {item!r}")
+        if not sep or not _RESOURCE_NAME.fullmatch(name) or not 0 < amount < math.inf:
+            raise GraphtuneError(f"--worker-resource wants NAME=AMOUNT with NAME letters, digits, "
+                                 f"'_', '-', '.' or ':' and a finite AMOUNT > 0 (e.g. "
+                                 f"stcp920=1), got {item!r}")
         if name in ("CPU", "GPU", "memory"):
             raise GraphtuneError(f"--worker-resource {item!r}: {name} is not a custom resource "
                                  "(use --worker-cpus for CPUs)")

@@ -8,6 +8,7 @@ the tuning curve. Every user mistake surfaces before Ray starts.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -21,7 +22,7 @@ import numpy as np
 
 from autotune._claims import Claims
 from autotune._driver import Callback, Driver
-from autotune._journal import StorageHandle, open_storage
+from autotune._journal import StorageHandle, journal_path_for, open_storage
 from autotune._measurer import Measurer, SimMeasurer
 from autotune._reconcile import SEED_ATTR, SEED_CID_ATTR, reconcile, record_cid
 from autotune._result import TuneResult
@@ -210,18 +211,23 @@ def tune(
         target = Target.from_file(os.fspath(target))
     tgt = target or Target.default()
     log_path = check_log_path(log)
-    if worker_cpus is not None and worker_cpus < 0:
+    if worker_cpus is not None and not 0 <= worker_cpus < float("inf"):
         raise GraphtuneError(f"worker CPUs must be >= 0, got {worker_cpus}")
     meas = _measurer(measurer, measurer_options, n_workers)
     tasks = load_tasks(models_or_tasks, batch)
 
+    # Files this job would create; until measuring starts, a failure removes them again.
+    private = [] if storage is not None else [journal_path_for(log_path)]
+    created = [p for p in (log_path, *private, *(f"{p}.claims" for p in private))
+               if not os.path.lexists(p)]
+    measuring = failed = False
     lock = _lock_log(log_path)
     handle: StorageHandle | None = None
     claims: Claims | None = None
     try:
-        handle = open_storage(storage, log_path)
         owner = f"{socket.gethostname()}:{os.path.realpath(log_path)}"
-        records = _read_log(log_path, tasks, tgt, meas)
+        records = _read_log(log_path, tasks, tgt, meas)  # a bad log fails before the storage
+        handle = open_storage(storage, log_path)
         if n_workers > 0 and sampler == "guided":
             # Workers measure while the driver proposes: retrain the cost model on a thread
             # rather than stall them (in-process runs stay reproducible without it).
@@ -244,6 +250,7 @@ def tune(
             driver = Driver(job, scheduler, pool, writer, handle, tgt, meas, objective,
                             tuner_label(sampler), batch_size, callbacks, claims, owner)
             job.started = time.monotonic()
+            measuring = True
             with search_gc():  # models, spaces and studies are loaded (see its doc)
                 driver.run()
             job.ended = time.monotonic()
@@ -254,12 +261,19 @@ def tune(
 
             curve_path = draw_curve(job, curve_path_for(log_path))
         return TuneResult.of(job, log_path, handle.where, curve_path)
+    except BaseException:
+        failed = True
+        raise
     finally:
         if claims is not None:
             claims.close()
         if handle is not None:
             handle.close()
         os.close(lock)
+        if failed and not measuring:
+            for path in created:  # the job failed before it measured: leave nothing behind
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
 
 
 def _measurer(measurer: Measurer | str | None, options: dict[str, Any] | None,

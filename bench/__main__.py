@@ -24,12 +24,13 @@ import platform
 import shlex
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from bench._suite import (
     EXTRA,
@@ -60,13 +61,43 @@ def _machine() -> str:
 
 
 def _reusable(path: Path, job: tuple[Any, ...]) -> bool:
-    """A finished run file with the same budget, seed and seeding."""
-    if not path.exists():
+    """A finished run file with the same budget, seed and seeding (a damaged one is not)."""
+    if not path.is_file():
+        return False
+    try:
+        run = json.loads(path.read_bytes())
+    except ValueError:  # torn or not JSON (UnicodeDecodeError is a ValueError)
+        return False
+    if not isinstance(run, dict):
         return False
     if job[0] == "baselines":
         return True
-    run = json.loads(path.read_text())
     return (run.get("budget"), run.get("seed"), run.get("seeded")) == job[3:6]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the usage is in ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _writable_dir(path: Path, option: str) -> str:
+    """Why ``path`` cannot become a directory of outputs, or "" (nothing is created)."""
+    probe = path
+    while not probe.exists():
+        if probe.is_symlink():
+            return f"{option} {path}: {probe} is a symbolic link to nothing"
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{option} {path}: {probe} is not a directory"
+    try:  # permissions, read-only and pseudo file systems (/proc): try it
+        tempfile.TemporaryDirectory(dir=probe).cleanup()
+    except OSError as exc:
+        return f"{option} {path}: cannot create a directory in {probe} ({exc.strerror or exc})"
+    return ""
 
 
 def _run_totals(runs: Path, jobs: list[tuple[Any, ...]]) -> dict[str, Any]:
@@ -86,7 +117,7 @@ def _name(job: tuple[Any, ...]) -> str:
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    ap = _Parser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help=f"CI-sized: models {' '.join(QUICK_MODELS)}, budget {QUICK_BUDGET} "
                          "(--models and --budget override)")
@@ -119,12 +150,23 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         args.budget = QUICK_BUDGET if args.quick else DEFAULT_BUDGET
     if args.budget < 1 or args.jobs < 1:
         ap.error("--budget and --jobs must be >= 1")
+    for option, path in (("--out", args.out), ("--logs", args.logs)):
+        if option == "--out" or not args.report_only:
+            problem = _writable_dir(path, option)
+            if problem:
+                ap.error(problem)
     if args.readme is not None:
         from bench._suite_report import README_END, README_START
 
-        text = args.readme.read_text() if args.readme.is_file() else ""
+        try:
+            text = args.readme.read_bytes().decode() if args.readme.is_file() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            ap.error(f"cannot read {args.readme} as a UTF-8 README: "
+                     f"{getattr(exc, 'strerror', None) or type(exc).__name__}")
         if README_START not in text or README_END not in text:
             ap.error(f"{args.readme} has no {README_START} ... {README_END} block")
+        if not os.access(args.readme, os.W_OK):
+            ap.error(f"--readme {args.readme} is read-only")
     if "gp" in args.methods:
         from autotune._studies import check_sampler
 
@@ -150,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"python -m bench: error: {runs / name} is missing", file=sys.stderr)
                 return 2
             if (runs / name).exists() and not _reusable(runs / name, job):
-                print(f"python -m bench: error: {runs / name} has another budget or seed",
+                print(f"python -m bench: error: {runs / name} has another budget or seed, or is damaged",
                       file=sys.stderr)
                 return 2
         elif args.resume and _reusable(runs / name, job):

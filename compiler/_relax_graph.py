@@ -10,7 +10,12 @@ Normalisation (before anything reads the IR):
    (otherwise the baked-in PrimFuncs pin the full batch and break batch splitting),
 3. ``DeadCodeElimination`` (drops batch_norm's unused mean/var projections),
 4. every binding renamed ``<op>_<k>`` (``conv2d_0``, ``add_15``) — the guide's
-   ``SetSpanName`` — so Graph op names and Relax variable names agree.
+   ``SetSpanName`` — so Graph op names and Relax variable names agree,
+5. which constants share storage recorded in ``main``'s attribute
+   ``graphtune.weight_storage``: a constant folded from a view (transpose, reshape,
+   cast) of another weight — GPT's LM head reading ``Transpose(wte)`` — holds the same
+   parameter in another layout. Values cannot tell (weights are zeros when only the
+   structure is read), so step 1 records each view's source as it folds it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from compiler.graph import Graph, Op, Tensor
 from compiler.optable import count_flops, count_macs, is_npu_op, prod
 
 SPAN_NAMES_ATTR = "graphtune.span_names"
+WEIGHT_STORAGE_ATTR = "graphtune.weight_storage"
 
 
 def op_type_of(value: Any) -> str:
@@ -41,12 +47,56 @@ def _short(op_type: str) -> str:
 
 def normalize(mod: Any) -> Any:
     """Canonical form every other step expects (see the module docstring)."""
-    mod = fold_constants_numpy(mod)
+    views: dict[Any, Any] = {}
+    mod = fold_constants_numpy(mod, views)
     mod = relax.transform.FoldConstant()(mod)
     mod = _canonicalize_clip(mod)
     mod = relax.transform.DeadCodeElimination(["main"])(mod)
     mod = relax.transform.CanonicalizeBindings()(mod)
-    return set_span_names(mod)
+    return _record_weight_storage(set_span_names(mod), views)
+
+
+def _weight_args(mod: Any) -> list[tuple[str, Any]]:
+    """``(graph tensor name, constant)`` of every constant argument of ``main``'s calls.
+
+    The names are :func:`build_graph`'s: ``<binding>.w<flat argument index>``.
+    """
+    out = []
+    for b in main_bindings(mod):
+        v = b.value
+        if isinstance(v, relax.Call) and isinstance(v.op, tvm.ir.Op):
+            for i, arg in enumerate(_flat_args(v.args)):
+                if isinstance(arg, tvm.ir.GenericConst):
+                    out.append((f"{b.var.name}.w{i}", arg))
+    return out
+
+
+def _record_weight_storage(mod: Any, views: dict[Any, Any]) -> Any:
+    """Record in ``main``'s attributes which weight arguments share one parameter's bytes.
+
+    Two arguments share when they are the same constant or one is a folded view of
+    the other (``views``: folded constant -> the constant it was folded from). The
+    constants survive the passes after folding as the same objects (TVM's mutators
+    keep unchanged nodes), so identity finds them here, under their final names.
+    The attribute maps each sharing tensor to the first one of its parameter.
+    """
+    first: dict[Any, str] = {}
+    storage: dict[str, str] = {}
+    for name, const in _weight_args(mod):
+        owner = first.setdefault(_root(const, views), name)
+        if owner != name:
+            storage[name] = owner
+    if not storage:
+        return mod
+    new = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    new["main"] = mod["main"].with_attr(WEIGHT_STORAGE_ATTR, storage)
+    return new
+
+
+def _root(const: Any, views: dict[Any, Any]) -> Any:
+    while const in views:
+        const = views[const]
+    return const
 
 
 def _np_where(c: Any, a: Any, b: Any) -> Any:
@@ -72,12 +122,18 @@ _FLOAT_ONLY: dict[str, Callable[..., Any]] = {"relax.divide": np.divide, "relax.
 _RESHAPES = {"relax.reshape", "relax.expand_dims", "relax.squeeze", "relax.flatten"}
 
 
-def fold_constants_numpy(mod: Any) -> Any:
+def fold_constants_numpy(mod: Any, views: dict[Any, Any] | None = None) -> Any:
     """Fold calls of ``main`` whose tensor arguments are all constants, with numpy.
 
     Covers elementwise ops, reshapes, transposes, casts, ``take``, ``concat``,
     ``broadcast_to`` and shapes of constants; anything else is left for
     ``FoldConstant``, which gives the same values (tests compare the two).
+
+    Args:
+        mod: The module.
+        views: When given, filled with folded constant -> the constant it is a view
+            of, for every fold of a view op (same elements in another layout or float
+            type) of a floating-point constant.
     """
     bindings = main_bindings(mod)
     f = mod["main"]
@@ -92,6 +148,9 @@ def fold_constants_numpy(mod: Any) -> Any:
             if const is not None:
                 folded += 1
                 vmap[b.var] = const
+                source = _view_source(value, b.var.ty)
+                if views is not None and source is not None:
+                    views[const] = source
             else:
                 vmap[b.var] = bb.emit(value, name_hint=b.var.name)
         out = f.body.body
@@ -99,6 +158,20 @@ def fold_constants_numpy(mod: Any) -> Any:
 
     new = emit_main(mod, list(f.params), body)
     return new if folded else mod
+
+
+_VIEWS = {*_RESHAPES, "relax.permute_dims", "relax.astype"}
+
+
+def _view_source(value: Any, ty: Any) -> Any:
+    """The floating-point constant a view op reads (the call is known constant), or None."""
+    if str(value.op.name) not in _VIEWS or not isinstance(value.args[0], tvm.ir.GenericConst):
+        return None
+    src = value.args[0]
+    floats = ("float", "bfloat")
+    if not (str(src.value.dtype).startswith(floats) and str(ty.dtype).startswith(floats)):
+        return None
+    return src
 
 
 def _numpy_value(value: Any, ty: Any) -> Any:
@@ -265,6 +338,12 @@ def build_graph(mod: Any, name: str) -> Graph:
     alias: dict[str, str] = {}
     tuple_producer: dict[str, int] = {}
     n_const = 0
+    # Weights sharing one parameter's bytes: recorded by normalize() (views and shared
+    # constants), or else found here by identity (a module normalize() did not see).
+    recorded = f.attrs is not None and WEIGHT_STORAGE_ATTR in f.attrs
+    storage = ({str(k): str(v) for k, v in f.attrs[WEIGHT_STORAGE_ATTR].items()}
+               if recorded else {})
+    first_use: dict[Any, str] = {}
 
     def tensor_name(var: Any) -> str:
         name = str(var.name)
@@ -306,7 +385,11 @@ def build_graph(mod: Any, name: str) -> Graph:
             elif isinstance(arg, tvm.ir.GenericConst):
                 wname = f"{out_name}.w{i}"
                 shape = tuple(int(s) for s in arg.value.shape)
-                tensors[wname] = Tensor(wname, shape, str(arg.value.dtype), "weight", prod(shape))
+                owner = first_use.setdefault(arg, wname)
+                if not recorded and owner != wname:
+                    storage[wname] = owner
+                tensors[wname] = Tensor(wname, shape, str(arg.value.dtype), "weight", prod(shape),
+                                        storage=storage.get(wname))
                 weights.append(wname)
                 n_const += 1
             elif isinstance(arg, relax.ShapeExpr):

@@ -37,6 +37,10 @@ class Tensor:
     kind: str  # "input" | "activation" | "weight"
     elements: int
     batch_mult: int | None = None  # dim 0 == batch * batch_mult, or None: no batch axis
+    # A weight holding the bytes of another weight (the same parameter, or a view of it
+    # such as GPT's tied LM head reading the token embedding transposed): that weight's
+    # name. Stored once, so totals count it once; each op still reads it.
+    storage: str | None = None
 
     @property
     def batched(self) -> bool:
@@ -197,8 +201,10 @@ class Graph:
 
     @property
     def weight_bytes(self) -> int:
-        """Bytes of all distinct weights (compute dtype)."""
-        return sum(t.nbytes(self.float_bytes) for t in self.tensors.values() if t.kind == "weight")
+        """Bytes of all distinct parameters (compute dtype): a weight that shares another's
+        storage (:attr:`Tensor.storage`, e.g. a tied embedding) counts once."""
+        return sum(t.nbytes(self.float_bytes) for t in self.tensors.values()
+                   if t.kind == "weight" and t.storage is None)
 
     def op_counts(self) -> dict[str, int]:
         """Number of ops per type, sorted by type."""
@@ -288,6 +294,7 @@ class Graph:
         for t in inputs:
             if tensors[t].kind == "activation":
                 tensors[t] = replace(tensors[t], kind="input")
+        _own_storage(tensors)
         return Graph(name or f"{self.name}[{keep[0]}:{keep[-1]}]", self.batch, new_ops, tensors,
                      tuple(inputs), tuple(outputs), self.float_bytes)
 
@@ -377,6 +384,20 @@ class Graph:
             "cpu_ops": [op.name for op in self.cpu_ops()],
             "workload_key": self.workload_key,
         }
+
+
+def _own_storage(tensors: dict[str, Tensor]) -> None:
+    """Point shared weights at an owner inside ``tensors`` (in place).
+
+    When a subgraph keeps the users of a parameter but not the weight that owned it,
+    the first one it keeps becomes the owner.
+    """
+    new_owner: dict[str, str] = {}
+    for name, t in tensors.items():
+        if t.storage is None or t.storage in tensors:
+            continue
+        owner = new_owner.setdefault(t.storage, name)
+        tensors[name] = replace(t, storage=None if owner == name else owner)
 
 
 def dfs_postorder(deps: Mapping[K, Sequence[K]], roots: Sequence[K]) -> list[K]:

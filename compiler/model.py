@@ -167,20 +167,22 @@ class Model:
                     "(--batch B, or shape={...})"
                 )
         shape_dict = {vi.name: self._shapes[vi.name] for vi in self._all_inputs}
+        proto, inputs, held = self._with_shared_weights_as_inputs()
+        shape_dict.update({vi.name: _onnx_shape(vi) for vi in inputs[len(self._all_inputs):]})
         problem = ""
         printed = io.StringIO()  # the frontend print()s "Error converting operator ..."
         mod = None
         with native_output_to_log(log):
             try:
-                mod = _from_onnx(self.proto, shape_dict, printed)
+                mod = _from_onnx(proto, shape_dict, printed)
             except Exception as exc:
                 text = str(exc).strip()
                 problem = text.splitlines()[-1] if text else type(exc).__name__
                 # TVM folds most shape arithmetic itself; when it cannot (a Reshape target
                 # built from Gather(Shape(x), [i]), as torch exports advanced indexing),
                 # fold it with the fixed shapes first and try again.
-                folded = fold_shapes(self.proto, shape_dict)
-                if folded is not self.proto:
+                folded = fold_shapes(proto, shape_dict)
+                if folded is not proto:
                     try:
                         mod = _from_onnx(folded, shape_dict, printed)
                     except Exception:
@@ -193,20 +195,38 @@ class Model:
             log.debug("frontend: %s", line)
         if mod is None:
             raise ModelError(f"{self.name}: TVM cannot import this model: {problem}")
-        if self.weight_inputs:
+        if self.weight_inputs or held:
             import numpy as np
 
             params = list(mod["main"].params)
             binds = {}
-            for vi, p in zip(self._all_inputs, params):
-                if vi.name in self.weight_inputs:
-                    if zero_weights:
-                        value = np.zeros(self._shapes[vi.name], dtype=self._dtypes[vi.name])
-                    else:
-                        value = self.weights[vi.name]
-                    binds[p.name] = tvm.runtime.tensor(value)
+            for vi, p in zip(inputs, params, strict=True):
+                if vi.name in held:
+                    value = held[vi.name]
+                elif vi.name not in self.weight_inputs:
+                    continue
+                elif zero_weights:
+                    value = np.zeros(self._shapes[vi.name], dtype=self._dtypes[vi.name])
+                else:
+                    value = self.weights[vi.name]
+                binds[p.name] = tvm.runtime.tensor(value)
             mod = relax.transform.BindParams("main", binds)(mod)
         return mod
+
+    def _with_shared_weights_as_inputs(self) -> tuple[Any, list[Any], dict[str, Any]]:
+        """The proto to import, its inputs in order, and initializers turned into inputs.
+
+        An initializer read through a view op and elsewhere (a tied weight) is imported
+        as an input and bound after the import, so the tie survives (see
+        :mod:`compiler._onnx_shared`).
+        """
+        from compiler._onnx_shared import initializers_as_inputs, shared_view_initializers
+
+        names = shared_view_initializers(self.proto)
+        if not names:
+            return self.proto, list(self._all_inputs), {}
+        proto, new_inputs, values = initializers_as_inputs(self.proto, names)
+        return proto, [*self._all_inputs, *new_inputs], values
 
     def _check_ops(self) -> None:
         from tvm.relax.frontend.onnx import onnx_frontend

@@ -168,6 +168,10 @@ def distill(
     out = os.fspath(output)
     if os.path.isdir(out):
         raise LogError(f"output {out} is a directory: give a file name")
+    if targets == "split" and os.path.lexists(out) and not os.path.isfile(out):
+        # The outputs are named after it: -o /dev/null would write files into /dev.
+        raise LogError(f"output {out} is not a regular file: give a file name (each target's "
+                       "output is named after it)")
     db = Database(top_k)
     counted: dict[tuple[str, str, str], int] = {}
     in_rows: list[InputRow] = []

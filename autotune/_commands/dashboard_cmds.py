@@ -9,6 +9,7 @@ shows them. The server listens on loopback unless ``--host`` says otherwise.
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Any
 
@@ -38,6 +39,9 @@ def dashboard_cmd(log_path: str | None, storage: str | None, host: str, port: in
     Example: graphtune dashboard tune.jsonl --port 8080, then open
     http://127.0.0.1:8080/dashboard. Ctrl-C stops it.
     """
+    if not host.strip():
+        raise GraphtuneError("--host is empty: give an address to listen on (127.0.0.1 by "
+                             "default; 0.0.0.0 for every interface)")
     opened = open_for_dashboard(log_path, storage)
     import optuna_dashboard
 
@@ -62,7 +66,13 @@ def open_for_dashboard(log_path: str | None, storage: str | None) -> Any:
         GraphtuneError: neither or both given, a missing journal, or a storage that
             cannot be opened.
     """
-    from autotune._journal import journal_path_for, shown_url, sqlalchemy_url
+    from autotune._journal import (
+        journal_path_for,
+        shown_url,
+        sqlalchemy_url,
+        storage_error,
+        storage_file,
+    )
 
     if (log_path is None) == (storage is None):
         raise GraphtuneError("give a tuning log (graphtune dashboard tune.jsonl) or "
@@ -75,9 +85,15 @@ def open_for_dashboard(log_path: str | None, storage: str | None) -> Any:
     else:
         assert storage is not None
         spec = storage
+    if not spec.strip():
+        raise GraphtuneError("--storage is empty: give a journal file or a database URL")
+    local = storage_file(spec)
+    if local and not os.path.isfile(local):
+        # The dashboard only reads: SQLite would create a missing database file.
+        what = "does not exist" if not os.path.lexists(local) else "is not a regular file"
+        raise GraphtuneError(f"study {'journal' if '://' not in spec else 'database'} "
+                             f"{local} {what}")
     if "://" not in spec:
-        if not os.path.isfile(spec):
-            raise GraphtuneError(f"study journal {spec} does not exist")
         from optuna.storages import JournalStorage
         from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
@@ -92,9 +108,10 @@ def open_for_dashboard(log_path: str | None, storage: str | None) -> Any:
     except GraphtuneError:
         raise
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds
-        lines = str(exc).strip().splitlines()
-        raise GraphtuneError(f"cannot open the study storage {shown_url(spec)}: "
-                             f"{lines[0] if lines else type(exc).__name__}") from None
+        if local:  # optuna's message for a file that is not a study database
+            raise GraphtuneError(f"cannot open the study storage {shown_url(spec)}: {local} "
+                                 "is not an Optuna SQLite database") from None
+        raise GraphtuneError(storage_error(spec, exc)) from None
 
 
 def _make_server(app: Any, host: str, port: int) -> Any:
@@ -114,5 +131,5 @@ def _make_server(app: Any, host: str, port: int) -> Any:
     try:
         return make_server(host, port, app, server_class=server_class, handler_class=_Quiet)
     except OSError as exc:
-        raise GraphtuneError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (choose "
-                             "another --port)") from None
+        hint = " (choose another --port)" if exc.errno == errno.EADDRINUSE else ""
+        raise GraphtuneError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}") from None

@@ -8,6 +8,7 @@ fails with one line and exit status 2.
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import click
@@ -90,8 +91,8 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     if early_stopping is not None and early_stopping < 1:
         raise GraphtuneError(f"--early-stopping must be >= 1, got {early_stopping}")
     check_sampler(sampler)
-    if worker_cpus is not None and worker_cpus < 0:
-        raise GraphtuneError(f"--worker-cpus must be >= 0, got {worker_cpus:g}")
+    if worker_cpus is not None and not 0 <= worker_cpus < math.inf:
+        raise GraphtuneError(f"--worker-cpus must be a finite number >= 0, got {worker_cpus:g}")
     from autotune._plugins import load_measurer, parse_key_values, parse_resources
 
     resources = parse_resources(worker_resources) or None
@@ -102,6 +103,12 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     check_outputs({"--log": log_path, "the tuning curve": curve_path_for(log_path)},
                   inputs=[*model_paths, target_file])
     check_log_path(log_path)
+    if storage is not None:
+        from autotune._journal import check_storage
+
+        check_storage(storage, inputs=[*model_paths, target_file],
+                      outputs=[("the tuning log", log_path),
+                               ("the tuning curve", curve_path_for(log_path))])
     from compiler.target import Target
 
     target = Target.from_file(target_file) if target_file else Target.default()

@@ -2,9 +2,11 @@
 
 Token and learned position embeddings, pre-norm decoder blocks (LayerNorm, causal
 self-attention, residual; LayerNorm, erf-GELU MLP, residual), a final LayerNorm and
-an LM head over the whole sequence (output ``logits`` [B, seq, vocab]). The LM head
-has its own weight (GPT-2 ties it to the token embedding; on the NPU the two are
-separate reads either way: a row gather and a full matmul operand).
+an LM head over the whole sequence (output ``logits`` [B, seq, vocab]). By default the
+LM head has its own weight; ``tie_embeddings=1`` ties it to the token embedding as
+GPT-2 does (the head multiplies by ``Transpose(wte.weight)``, the way an exporter that
+does not fold constants writes it). On the NPU the two uses are separate reads either
+way (a row gather and a full matmul operand), but the table is stored once.
 
 The causal mask is computed from a position vector (``positions[j] > positions[i]``),
 so the file holds no seq x seq constant; the import folds it to one.
@@ -77,7 +79,12 @@ def _gpt(b: GraphBuilder, batch: int, seq: int, opts: Mapping[str, Any]) -> None
         x = _block(b, f"h.{layer}", x, hidden, opts["inner"])
 
     x = layer_norm(b, "ln_f", x, hidden, _EPS)
-    w = b.weight("lm_head.weight", [hidden, vocab], std=math.sqrt(1.0 / hidden))
+    if opts["tie_embeddings"] > 1:
+        raise model_error(f"option 'tie_embeddings' must be 0 or 1, got {opts['tie_embeddings']}")
+    if opts["tie_embeddings"]:
+        w = b.op("Transpose", "lm_head.weight_t", [wte], perm=[1, 0])  # [hidden, vocab]
+    else:
+        w = b.weight("lm_head.weight", [hidden, vocab], std=math.sqrt(1.0 / hidden))
     b.op("MatMul", "lm_head", [x, w], output="logits")
     b.output("logits", [batch, seq, vocab])
 
@@ -86,7 +93,8 @@ MODELS = [
     ModelDef(
         "gpt",
         "GPT-style decoder (GPT-2 small by default): token + position embeddings, pre-norm "
-        "blocks (causal self-attention, erf-GELU MLP), final LayerNorm, LM head; "
+        "blocks (causal self-attention, erf-GELU MLP), final LayerNorm, LM head "
+        "(tie_embeddings=1: the token embedding's transpose, as GPT-2); "
         "input 'input_ids' [B,seq] int64, output 'logits' [B,seq,vocab]",
         {
             "num_layers": IntOption(12),
@@ -95,6 +103,7 @@ MODELS = [
             "inner": IntOption(3072),
             "vocab": IntOption(50257),
             "max_positions": IntOption(1024),
+            "tie_embeddings": IntOption(0, minimum=0),
         },
         _gpt,
     ),

@@ -140,7 +140,7 @@ def test_specs_load_by_module_and_by_name(plugin: str) -> None:
     ("{plugin}:Boom", None, "Boom() failed: RuntimeError: no board on /dev/stcp0"),
     ("{plugin}:Echo", {"colour": 1}, "unexpected keyword argument 'colour'"),
     ("{plugin}:Nameless", None, "must set name and version"),
-    ("delayed", {"delay_s": "slow"}, "delay_s must be a number"),
+    ("delayed", {"delay_s": "slow"}, "delay_s must be a finite number"),
     (":Echo", None, "expected MODULE:CLASS"),
 ])
 def test_bad_specs_are_one_line_errors(plugin: str, spec: str, options: dict[str, Any] | None,
@@ -216,11 +216,11 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("extra, words", [
     (["--measurer", "no_such_module_x:Board"], "cannot import no_such_module_x"),
     (["--measurer", "autotune:tune"], "tune is not a subclass of autotune.Measurer"),
-    (["--measurer", "delayed", "--measurer-arg", "delay_s=-2"], "delay_s must be a number >= 0"),
+    (["--measurer", "delayed", "--measurer-arg", "delay_s=-2"], "delay_s must be a finite number >= 0"),
     (["--measurer", "delayed", "--measurer-arg", "speed"], "--measurer-arg wants KEY=VALUE"),
     (["--measurer", "delayed", "--measurer-arg", "colour=1"], "unexpected keyword argument"),
     (["--worker-resource", "stcp920"], "--worker-resource wants NAME=AMOUNT"),
-    (["--worker-cpus", "-1"], "--worker-cpus must be >= 0"),
+    (["--worker-cpus", "-1"], "--worker-cpus must be a finite number >= 0"),
 ])
 def test_cli_measurer_errors_are_one_line(no_ray: None, tiny_onnx: Path, tmp_path: Path,
                                           extra: list[str], words: str) -> None:

@@ -274,7 +274,7 @@ def _normalized(model: Any, numpy_first: bool, monkeypatch: pytest.MonkeyPatch) 
 
     with monkeypatch.context() as mp:
         if not numpy_first:
-            mp.setattr(rg, "fold_constants_numpy", lambda mod: mod)
+            mp.setattr(rg, "fold_constants_numpy", lambda mod, views=None: mod)
         # Only zoo models can generate their weight inputs; the torch fixture's are zeros.
         return model._import(zero_weights=bool(model.weight_inputs))
 

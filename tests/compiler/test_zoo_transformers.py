@@ -72,7 +72,8 @@ def test_listed_with_defaults() -> None:
                                       "hidden": 768, "heads": 12, "mlp_dim": 3072,
                                       "num_classes": 1000}
     assert entries["gpt"].options == {"num_layers": 12, "hidden": 768, "heads": 12,
-                                      "inner": 3072, "vocab": 50257, "max_positions": 1024}
+                                      "inner": 3072, "vocab": 50257, "max_positions": 1024,
+                                      "tie_embeddings": 0}
 
 
 def test_vit_b16_structure() -> None:
@@ -167,6 +168,9 @@ def test_macs_full_size() -> None:
     gpt = _graph("gpt", 2, seq=128)
     assert gpt.macs == 2 * gpt_macs(128)
     assert 324e6 < gpt.weight_bytes < 326e6  # 162.4 M parameters in FP16
+    # GPT-2 ties the LM head to the token embedding: the 50257 x 768 table counts once.
+    tied = _graph("gpt", 2, seq=128, tie_embeddings=1)
+    assert gpt.weight_bytes - tied.weight_bytes == 50257 * 768 * 2
 
 
 @pytest.mark.parametrize(

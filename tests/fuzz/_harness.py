@@ -28,6 +28,8 @@ CASE_SECONDS = 30.0
 CASE_MEMORY_MB = 400.0
 """Peak resident memory a case may add (TVM's first import of a model needs ~150 MB)."""
 PROGRESS = re.compile(r"^graphtune: (?!error: |warning: ).* \(\d+ s\)$")
+# ``graphtune tune``'s line per batch off a terminal (the job's progress, not an outcome).
+TUNE_PROGRESS = re.compile(r"^tune: \d+/\d+ measured, ")
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 
@@ -113,7 +115,8 @@ def check_clean(r: Result, allowed: tuple[int, ...], label: str) -> None:
         f"{label}: raised {r.exception!r}")
     assert r.exit_code in allowed, (label, r.exit_code, r.stderr[-2000:])
     assert "Traceback" not in r.output, (label, r.output[-2000:])
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not PROGRESS.match(ln)]
+    lines = [ln for ln in r.stderr.splitlines()
+             if ln.strip() and not PROGRESS.match(ln) and not TUNE_PROGRESS.match(ln)]
     # Besides the outcome line, only one-line warnings (a log's skipped lines) and
     # notes (random inputs) may appear.
     said = [ln for ln in lines if not ln.startswith(("graphtune: warning: ", "note: "))]

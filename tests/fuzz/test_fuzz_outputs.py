@@ -61,6 +61,13 @@ def _html(p: Path) -> None:
     assert ET.fromstring(p.read_text(encoding="utf-8").split("\n", 1)[1]).tag == "html"
 
 
+def _journal(p: Path) -> None:
+    import json
+
+    ops = [json.loads(line) for line in p.read_text().splitlines()]
+    assert ops and all("op_code" in op for op in ops)
+
+
 def _stcobj(p: Path) -> None:
     from compiler.artifact import read_meta
 
@@ -85,19 +92,28 @@ COMMANDS: dict[str, Cmd] = {
     "compile -o": (lambda d, p: ["compile", d / "tiny.onnx", "--log", d / "log.jsonl",
                                  "--strict", "-o", p], _stcobj),
     "report -o": (lambda d, p: ["report", d / "log.jsonl", "-o", p], _html),
+    # A study journal is appended to, not replaced: the same kinds, other expectations.
+    "tune --storage": (lambda d, p: ["tune", d / "tiny.onnx", "--trials", "1", "--log",
+                                     d / "t.jsonl", "--workers", "0", "--storage", p], _journal),
 }
 # The input each command may not overwrite (distill merges its output, so it may).
 INPUT = {"zoo": None, "schedule make": "tiny.onnx", "schedule make --onnx": "tiny.onnx",
          "schedule export": "o0.json", "simulate --trace": "o0.json", "run -o": "dfm.stcobj",
-         "distill -o": None, "compile -o": "tiny.onnx", "report -o": "log.jsonl"}
+         "distill -o": None, "compile -o": "tiny.onnx", "report -o": "log.jsonl",
+         "tune --storage": "tiny.onnx"}
+# What a command writes besides its output (the tuning log and curve; the claims file
+# beside a shared journal).
+ALSO_WRITES = {"tune --storage": ("t.jsonl", "t.curve.png", "{out}.claims")}
 SLOW_TO_SUCCEED = {"compile -o"}  # a build: only the "new" kind is run to completion
 
 
 def _make(kind: str, d: Path, command: str) -> tuple[Path, bool]:
     """Create the situation; returns (output path, whether writing there must succeed)."""
     inp = INPUT[command]
-    # distill merges an existing output, so it must be a log; others replace anything.
-    old = (d / "log.jsonl").read_bytes() if command == "distill -o" else b"old contents"
+    # distill merges an existing output, so it must be a log; a study journal is appended
+    # to, so it must be one (an empty file is an empty journal); others replace anything.
+    old = {"distill -o": (d / "log.jsonl").read_bytes(),
+           "tune --storage": b""}.get(command, b"old contents")
     if kind == "new":
         return d / "out.file", True
     if kind == "existing":
@@ -214,6 +230,8 @@ def _case(inputs: Path, root: Path, command: str, kind: str) -> None:
         allowed = {str(real.relative_to(d.resolve()))}
         if command == "schedule make --onnx":
             allowed.add("s_out.json")
+        allowed |= {str(Path(os.path.relpath(real.parent, d.resolve())) / name.format(
+            out=real.name)) if "{out}" in name else name for name in ALSO_WRITES.get(command, ())}
         assert changed <= allowed, (command, kind, changed)
     finally:
         for p in d.rglob("*"):

@@ -12,7 +12,10 @@ The models are written with ``torch.nn`` the way their well-known originals are
   ``nn.MultiheadAttention`` (dim 192, 3 heads) and a GELU MLP, 224x224, 1000 classes.
 * ``gpt``          -- nanoGPT's decoder: token + position embeddings, 2 blocks of causal
   self-attention (lower-triangular mask, ``masked_fill``) and GELU MLP, final LayerNorm,
-  LM head tied to the token embedding; vocab 4096, dim 256, 4 heads, seq 128.
+  LM head tied to the token embedding; vocab 4096, dim 256, 4 heads, seq 128. The
+  exporter folds the head's ``Transpose(wte)`` into a second initializer;
+  :func:`retie_transposes` writes it back as a ``Transpose`` of the table, so the file
+  says the two are one parameter.
 * ``dlrm``         -- Facebook DLRM: bottom MLP on 13 dense features, 8 embedding tables
   with 4 ids per sample summed (multi-hot), pairwise dot interaction (``bmm`` and the
   strictly-lower-triangle gather) and a top MLP with sigmoid.
@@ -401,6 +404,46 @@ def weights_to_inputs(model: onnx.ModelProto) -> list[str]:
     return moved
 
 
+def retie_transposes(model: onnx.ModelProto) -> list[str]:
+    """Write each initializer that is exactly another's transpose as ``Transpose`` of it.
+
+    Both exporters fold ``Transpose(W)`` of a tied weight into a second initializer
+    (nanoGPT's LM head shares the token embedding), so the file would hold the table
+    twice and nothing would say they are one parameter. Here the values are the
+    model's real random weights, so equality is the tie itself; the rewritten file is
+    what an exporter that does not fold constants writes.
+
+    Returns:
+        The names of the initializers replaced by a ``Transpose`` node.
+    """
+    import numpy as np
+    from onnx import numpy_helper
+
+    graph = model.graph
+    arrays = {i.name: numpy_helper.to_array(i) for i in graph.initializer
+              if i.data_type == TensorProto.FLOAT and len(i.dims) == 2
+              and math.prod(i.dims) > INPUT_THRESHOLD}
+    tied: dict[str, str] = {}  # the later initializer -> the earlier one it transposes
+    names = list(arrays)
+    for j, name in enumerate(names):
+        for source in names[:j]:
+            a, b = arrays[source], arrays[name]
+            if source not in tied and a.shape == b.shape[::-1] and np.array_equal(a.T, b):
+                tied[name] = source
+                break
+    if not tied:
+        return []
+    keep = [i for i in graph.initializer if i.name not in tied]
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+    nodes = [helper.make_node("Transpose", [source], [name], name=f"retie/{name}", perm=[1, 0])
+             for name, source in tied.items()]
+    rest = list(graph.node)
+    del graph.node[:]
+    graph.node.extend([*nodes, *rest])
+    return list(tied)
+
+
 def _check_with_onnxruntime(proto: onnx.ModelProto, module: nn.Module,
                             args: tuple[torch.Tensor, ...], input_names: list[str]) -> float:
     """Run the complete export with onnxruntime; it must give torch's output."""
@@ -427,6 +470,9 @@ def export(name: str, factory: Factory, batch: int, out_dir: Path) -> Path:
                           output_names=["output"], opset_version=OPSET, dynamo=False)
     proto = onnx.load_from_string(buffer.getvalue())
     error = _check_with_onnxruntime(proto, module, args, input_names)
+    retied = retie_transposes(proto)
+    if retied:
+        error = max(error, _check_with_onnxruntime(proto, module, args, input_names))
     moved = weights_to_inputs(proto)
     proto.producer_name = "graphtune tests/data/torch/make_fixtures.py"
     proto.producer_version = f"torch {torch.__version__}"
