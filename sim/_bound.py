@@ -21,7 +21,8 @@ __all__ = ["compulsory_ddr_bytes", "lower_bound", "lower_bound_cycles"]
 def compulsory_ddr_bytes(graph: Graph, batch: int, target: Target) -> float:
     """Bytes any schedule of ``batch`` samples moves through the cluster's DDR channel.
 
-    Each weight once (the simulator never keeps weights on chip between steps), the
+    Each weight once (the simulator never keeps weights on chip between steps; weights
+    sharing one storage, :attr:`compiler.graph.Tensor.storage`, once together), the
     model's inputs (those an op reads) and outputs, and for each gather the cheaper of reading its table
     once and reading its rows, each rounded up to whole DDR bursts.
     """
@@ -42,7 +43,9 @@ def compulsory_ddr_bytes(graph: Graph, batch: int, target: Target) -> float:
         row = max(d.row_bytes, 1)
         rows = d.amount * (batch if d.batched else 1) / row
         gathered += min(float(d.table_bytes), rows * math.ceil(row / burst) * burst)
-    loaded = {w for op in graph.ops if op.op_type not in GATHER_OPS for w in op.weights}
+    # a weight that shares another's bytes (Tensor.storage: a tied embedding's head) once
+    loaded = {graph.tensors[w].storage or w
+              for op in graph.ops if op.op_type not in GATHER_OPS for w in op.weights}
     weight = sum(graph.nbytes(w) for w in loaded)
     read = [t for t in graph.inputs if t in graph.consumers]
     io = sum(graph.nbytes(t) * (scale if t in batched else 1.0)
