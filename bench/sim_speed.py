@@ -99,20 +99,17 @@ def novel_candidates(graph: Graph, target: Target, n: int, seed: int = 0) -> lis
 def novel(graph: Graph, target: Target, n: int) -> None:
     """Median CPU ms per candidate whose op sets this process has not seen (validate +
     capacity + simulate), then the same candidates again as fresh objects (warm op sets);
-    with CPython's default garbage collector and as a tuning job sets it (``search_gc``)."""
-    data = novel_candidates(graph, target, n)
-    for gc_mode in ("default gc", "search_gc"):
-        fresh = graph
-        if gc_mode == "search_gc":  # a new graph object: its op sets are novel again
-            fresh = load("resnet50", graph.batch)
-            simulate(fresh, graph_schedule_level(fresh, target, 3), target)  # per-op caches
+    with CPython's default garbage collector, then as a tuning job sets it (``search_gc``)
+    on candidates of another seed (their op sets are new too)."""
+    for seed, gc_mode in ((0, "default gc"), (1, "search_gc")):
+        data = novel_candidates(graph, target, n, seed=seed)
         with search_gc() if gc_mode == "search_gc" else contextlib.nullcontext():
             for label in ("novel", "warm"):
                 cpu, ok = [], 0
                 for d in data:
                     s = GraphSchedule.from_json(d)
                     c0 = time.process_time()
-                    r = simulate(fresh, s, target, timeline=False)
+                    r = simulate(graph, s, target, timeline=False)
                     if r.ok:
                         cpu.append(time.process_time() - c0)
                         ok += 1
