@@ -108,12 +108,16 @@ MODELS: dict[str, Callable[[int], CostModel]] = {
 }
 # label -> (model factory, with the space's encoding)
 OBJECTIVES: dict[str, tuple[Callable[[int], CostModel], bool]] = {
-    "regression + prior (default)": (lambda seed: XGBModel(seed=seed), False),
-    "regression, no prior": (lambda seed: XGBModel(prior=None, seed=seed), False),
+    "regression, absolute error + prior (default)": (lambda seed: XGBModel(seed=seed), False),
+    "regression, squared error + prior": (lambda seed: XGBModel(loss="squared", seed=seed),
+                                          False),
+    "regression, absolute error + prior, no prior column": (
+        lambda seed: XGBModel(prior_column=False, seed=seed), False),
+    "regression, absolute error, no prior": (lambda seed: XGBModel(prior=None, seed=seed), False),
     "pairwise rank + prior": (lambda seed: XGBModel(objective="rank", seed=seed), False),
     "pairwise rank, no prior": (lambda seed: XGBModel(objective="rank", prior=None, seed=seed),
                                 False),
-    "regression + prior + space encoding": (lambda seed: XGBModel(seed=seed), True),
+    "default + space encoding": (lambda seed: XGBModel(seed=seed), True),
 }
 
 
