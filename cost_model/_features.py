@@ -241,6 +241,11 @@ _EDGE_BLOCK_CELLS = 400_000  # new edges are computed in blocks of at most this 
 _GROUP_BLOCK_CELLS = 4_000_000  # new groups are computed in blocks of about this many cells
 _MAX_KEEP = 200_000  # objects kept alive for identity look-ups, per kind
 _NAME = attrgetter("name")
+_ORDER = attrgetter("order")
+
+
+def _ORDER_NAMES(s: GraphSchedule) -> map[str]:
+    return map(_NAME, s.order)
 
 
 class _Rows:
@@ -334,8 +339,12 @@ class _Featuriser:
             self.wbw = target.ddr.bytes_per_cycle
         self.costs: dict[tuple[tuple[int, ...], int, int, int], tuple[float, ...]] = {}
         self.costs_ws: dict[tuple[int, int, int, int], tuple[float, ...]] = {}
+        self.op_tables: dict[tuple[int, int, float], np.ndarray] = {}
         self.opsets: dict[tuple[int, ...], _OpSet] = {}
         self.opset_list: list[_OpSet] = []
+        # per op set: weights, gathered bytes per sample and fixed, output bytes per sample and
+        # fixed, ops
+        self.os_vals = _Rows(6)
         self.ops_ids: dict[int, _OpSet] = {}  # id(ops tuple) -> its op set (object kept below)
         self.ops_keep: list[Any] = []
         # tensors: index, (bytes per sample, fixed bytes)
@@ -353,10 +362,10 @@ class _Featuriser:
         self.b_member = _Rows(self.n_cores)
         self.b_info = _Rows(3, np.int64)  # parts, part size, cores
         self.b_tids: list[list[int]] = []
-        # placements (scope, binding): value -> index; id(Placement) -> index (object kept)
-        self.place_vals: dict[tuple[str, Any], int] = {}
-        self.place_ids: dict[int, int] = {}
-        self.place_keep: list[Any] = []
+        # placements (scope, binding): value -> index
+        self.place_vals: dict[tuple[str, int], int] = {}
+        self.bind_objs: dict[int, int] = {}  # id(core_bind tuple) -> binding (object kept)
+        self.bind_keep: list[Any] = []
         self.p_info = _Rows(2, np.int64)  # scope code, binding
         # chunks of the chunk-by-chunk path (op set, samples, scope, bind)
         width = len(_G) + 3 * self.n_cores
@@ -366,6 +375,9 @@ class _Featuriser:
         # group configs (op set, placements): a row of _G, then per core: compute busy time,
         # DMA port bytes, L1 bytes of results; the layout of its result
         self.group_ids: dict[Any, int] = {}
+        # (op set, id of each chunk's Placement) -> group config (the chunk tuples kept)
+        self.group_obj_ids: dict[tuple[int, ...], int] = {}
+        self.group_obj_keep: list[Any] = []
         self.g_rows = _Rows(width)
         self.g_layout = _Rows(1, np.int64)
         self.g_info: list[_OpSet] = []
@@ -411,6 +423,8 @@ class _Featuriser:
                 tuple((t, self.tensor(t), t in stream) for t in io.inputs), len(ops),
                 len(self.opset_list))
             self.opset_list.append(hit)
+            self.os_vals.append((hit.weights, hit.gather_sample, hit.gather_fixed, hit.out_sample,
+                                 hit.out_fixed, hit.n_ops))
         return hit
 
     def opset_of(self, ops: tuple[int, ...]) -> _OpSet:
@@ -429,8 +443,21 @@ class _Featuriser:
         key = (ops, samples, cores, step_cores)
         hit = self.costs.get(key)
         if hit is None:
-            wbw = self.wbw if self.t.llb.broadcast else self.wbw / max(step_cores, 1)
-            hit = self.costs[key] = _op_costs(self.shapes, ops, samples, cores, self.t, wbw)
+            table = self.op_table(samples, cores, step_cores)
+            hit = self.costs[key] = tuple(table[:, list(ops)].sum(axis=1).tolist())
+        return hit
+
+    def op_table(self, samples: int, cores: int, step_cores: int) -> np.ndarray:
+        """(6, ops): each op's (mme, useful, vme, move, wbound, fill) cycles on one core of a
+        part of ``cores`` cores sharing ``samples`` samples, in a step on ``step_cores`` cores
+        (an op set's costs are the sums over its ops)."""
+        wbw = self.wbw if self.t.llb.broadcast else self.wbw / max(step_cores, 1)
+        key = (samples, cores, wbw)
+        hit = self.op_tables.get(key)
+        if hit is None:
+            hit = self.op_tables[key] = np.array(
+                [_op_costs(self.shapes, (i,), samples, cores, self.t, wbw)
+                 for i in range(len(self.shapes))], dtype=np.float64).reshape(-1, 6).T.copy()
         return hit
 
     def cost_ws(self, ident: int, samples: int, cores: int, step_cores: int) -> tuple[float, ...]:
@@ -501,21 +528,43 @@ class _Featuriser:
                 (len(bind), len(bind[0]) if len(sizes) == 1 else 0, sum(map(len, bind))))
         return i
 
+    def bind_of(self, bind: tuple[tuple[int, ...], ...]) -> int:
+        """:meth:`bind_id`, remembered by the tuple's identity too."""
+        b = self.bind_id(bind)
+        if len(self.bind_keep) >= _MAX_KEEP:
+            self.bind_objs.clear()
+            self.bind_keep.clear()
+        self.bind_objs[id(bind)] = b
+        self.bind_keep.append(bind)
+        return b
+
     def place(self, p: Placement) -> int:
-        """Index of a placement's (scope, binding), remembered by the object's identity too."""
-        key = (p.mem_scope, p.core_bind)
+        """Index of a placement's (scope, binding)."""
+        b = self.bind_objs.get(id(p.core_bind))
+        if b is None:
+            b = self.bind_of(p.core_bind)
+        key = (p.mem_scope, b)
         i = self.place_vals.get(key)
         if i is None:
-            i = self.place_vals[key] = self.p_info.append(
-                (_SCOPE_CODE[p.mem_scope], self.bind_id(p.core_bind)))
-        if len(self.place_keep) >= _MAX_KEEP:
-            self.place_ids.clear()
-            self.place_keep.clear()
-        self.place_ids[id(p)] = i
-        self.place_keep.append(p)
+            i = self.place_vals[key] = self.p_info.append((_SCOPE_CODE[p.mem_scope], b))
         return i
 
     # ---- groups --------------------------------------------------------------------------------
+    def group_of(self, gr: GroupSpec, info: _OpSet) -> int:
+        """The group config of ``gr`` (new or seen), remembered by its placements' identities."""
+        places = tuple(map(self.place, gr.chunks))
+        key = (info.ident, places)
+        i = self.group_ids.get(key)
+        if i is None:
+            i = self.new_group(key, gr, info, places)
+        if len(self.group_obj_keep) >= _MAX_KEEP:
+            self.group_obj_ids.clear()
+            self.group_obj_keep.clear()
+        # the placements stay alive with their tuple, so their ids are not reused
+        self.group_obj_ids[(info.ident, *map(id, gr.chunks))] = i
+        self.group_obj_keep.append(gr.chunks)
+        return i
+
     def new_group(self, key: Any, gr: GroupSpec, info: _OpSet, places: tuple[int, ...]) -> int:
         """Register a group config; its row is computed by the next :meth:`flush_groups`."""
         i = self.group_ids[key] = len(self.g_out)
@@ -538,15 +587,19 @@ class _Featuriser:
         rows = np.zeros((len(pend), width))
         scopes = np.zeros((len(pend), self.batch), dtype=np.int8)
         parts = np.zeros((len(pend), self.batch), dtype=np.int32)
-        b_k = self.b_info.a[: self.b_info.n, 1]
-        p_bind = self.p_info.a[: self.p_info.n, 1]
-        fast: list[int] = []
-        for j, i in enumerate(pend):
-            if (self.vectorised and self.batch % self.g_split[i] == 0
-                    and all(b_k[p_bind[p]] for p in self.g_places[i])):
-                fast.append(j)
-            else:
-                rows[j], scopes[j], parts[j] = self._group_slow(i)
+        # the vectorised path: groups whose chunks' core parts have equal sizes and whose split
+        # divides the batch (all the search space decodes)
+        equal = self.b_info.a[: self.b_info.n, 1][self.p_info.a[: self.p_info.n, 1]] > 0
+        n_chunks = np.array([len(self.g_places[i]) for i in pend], dtype=np.int64)
+        ok = np.logical_and.reduceat(
+            equal[np.fromiter(chain.from_iterable(self.g_places[i] for i in pend), dtype=np.int64,
+                              count=int(n_chunks.sum()))],
+            np.concatenate([[0], np.cumsum(n_chunks)[:-1]]))
+        ok &= self.batch % np.array([self.g_split[i] for i in pend]) == 0
+        ok &= self.vectorised
+        fast = np.flatnonzero(ok).tolist()
+        for j in np.flatnonzero(~ok).tolist():
+            rows[j], scopes[j], parts[j] = self._group_slow(pend[j])
         # blocks of groups, so the per-chunk arrays stay small
         cells = np.cumsum([self.g_split[pend[j]] * width + self.batch for j in fast])
         lo = 0
@@ -569,8 +622,7 @@ class _Featuriser:
         p_info = self.p_info.a[: self.p_info.n]
         b_info = self.b_info.a[: self.b_info.n]
         splits = np.array([self.g_split[i] for i in gids], dtype=np.int64)
-        infos = [self.g_info[i] for i in gids]
-        ident = np.array([f.ident for f in infos], dtype=np.int64)
+        ident = np.array([self.g_info[i].ident for i in gids], dtype=np.int64)
         n_g = self.batch // splits
         pl = np.fromiter(chain.from_iterable(self.g_places[i] for i in gids), dtype=np.int64,
                          count=int(splits.sum()))
@@ -587,39 +639,38 @@ class _Featuriser:
         key = ((oi * (1 << 24) + spp) * (1 << 10) + k) * (1 << 10) + ncores
         uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
         cw = np.array([self.cost_ws(int(oi[f]), int(spp[f]), int(k[f]), int(ncores[f]))
-                       for f in first]).reshape(len(uk), 7)[inv.ravel()]
-        total = np.max(cw[:, [0, 2, 3, 4]], axis=1) + cw[:, 5]
+                       for f in first]).reshape(len(uk), 7).T[:, inv.ravel()]
+        total = np.max(cw[[0, 2, 3, 4]], axis=0) + cw[5]
         # op-set quantities per chunk
-        ov = np.array([(f.weights, f.gather_sample, f.gather_fixed, f.out_sample, f.out_fixed,
-                        f.n_ops) for f in infos]).reshape(len(infos), 6)[grp]
-        w, gs, gf, osb, ofb = ov[:, 0], ov[:, 1], ov[:, 2], ov[:, 3], ov[:, 4]
+        ov = self.os_vals.a[oi].T
+        w, gs, gf, osb, ofb = ov[0], ov[1], ov[2], ov[3], ov[4]
         is_l1, is_llb, is_ddr = (scope == _L1), (scope == _SCOPE_CODE["LLB"]), (scope == 0)
-        R = np.zeros((len(pl), ng + 3 * nc))
+        # one column per chunk (rows: the group row's quantities, then per core)
+        R = np.zeros((ng + 3 * nc, len(pl)))
         for j, name in enumerate(("mme", "useful", "vme", "move", "wbound")):
-            R[:, _GI[name]] = cw[:, j]
-        R[:, _GI["serial"]] = total
+            R[_GI[name]] = cw[j]
+        R[_GI["serial"]] = total
         bc = t.llb.broadcast
-        R[:, _GI["ddr_w"]] = w if bc else w * ncores
+        R[_GI["ddr_w"]] = w if bc else w * ncores
         gathered = gs * n + gf * ncores
         out = osb * n + ofb
-        R[:, _GI["ddr_act"]] = gathered + np.where(is_ddr, out, 0.0)
-        R[:, _GI["out_l1"]] = np.where(is_l1, out, 0.0)
-        R[:, _GI["out_llb"]] = np.where(is_llb, out, 0.0)
-        R[:, _GI["out_ddr"]] = np.where(is_ddr, out, 0.0)
-        R[:, _GI["llb"]] = (2.0 * w if bc else 0.0) + np.where(is_llb, out, 0.0)
-        R[:, _GI["llb_res"]] = np.where(is_llb, out, 0.0)
-        R[:, _GI["cores"]] = ncores
-        R[:, _GI["cpp"]] = ncores / nparts
-        R[:, _GI["spc"]] = spp * nparts / ncores
-        member = self.b_member.a[bind]
-        R[:, ng:ng + nc] = total[:, None] * member
+        R[_GI["ddr_act"]] = gathered + np.where(is_ddr, out, 0.0)
+        R[_GI["out_l1"]] = np.where(is_l1, out, 0.0)
+        R[_GI["out_llb"]] = np.where(is_llb, out, 0.0)
+        R[_GI["out_ddr"]] = np.where(is_ddr, out, 0.0)
+        R[_GI["llb"]] = (2.0 * w if bc else 0.0) + np.where(is_llb, out, 0.0)
+        R[_GI["llb_res"]] = np.where(is_llb, out, 0.0)
+        R[_GI["cores"]] = ncores
+        R[_GI["cpp"]] = ncores / nparts
+        R[_GI["spc"]] = spp * nparts / ncores
+        member = self.b_member.a[: self.b_member.n].T[:, bind]
+        R[ng:ng + nc] = total * member
         per_core = w + (gathered + np.where(is_l1, 0.0, out)) / ncores
-        R[:, ng + nc:ng + 2 * nc] = per_core[:, None] * member
-        l1 = np.where(is_l1, osb * spp / np.maximum(k, 1) + ofb, 0.0)
-        R[:, ng + 2 * nc:] = l1[:, None] * member
-        rows = np.add.reduceat(R, starts, axis=0)
-        n_ops = ov[starts, 5]
-        rows[:, _GI["ws_max"]] = np.maximum.reduceat(cw[:, 6], starts)
+        R[ng + nc:ng + 2 * nc] = per_core * member
+        R[ng + 2 * nc:] = np.where(is_l1, osb * spp / np.maximum(k, 1) + ofb, 0.0) * member
+        rows = np.add.reduceat(R, starts, axis=1).T
+        n_ops = ov[5, starts]
+        rows[:, _GI["ws_max"]] = np.maximum.reduceat(cw[6], starts)
         rows[:, _GI["split_max"]] = splits
         rows[:, _GI["critical"]] = rows[:, ng:ng + nc].max(1)
         rows[:, _GI["chunks"]] = splits
@@ -721,14 +772,14 @@ class _Featuriser:
 
     def transfer_layouts(self, s: GraphSchedule) -> dict[tuple[str, int], int]:
         """(tensor, split it is cut into) -> layout of the transfers that re-chunk it."""
-        by: dict[tuple[str, int], list[tuple[tuple[int, ...], int]]] = {}
-        get = self.place_ids.get
+        by: dict[tuple[str, int], list[tuple[tuple[int, ...], str, int]]] = {}
+        get = self.bind_objs.get
         for tr in s.transfers:
-            p = tr.placement
-            pi = get(id(p))
-            if pi is None:
-                pi = self.place(p)
-            by.setdefault((tr.tensor, tr.dst_factor), []).append((tr.dst_chunks, pi))
+            p = tr.placement  # made per candidate, mostly; their core bindings are shared
+            b = get(id(p.core_bind))
+            if b is None:
+                b = self.bind_of(p.core_bind)
+            by.setdefault((tr.tensor, tr.dst_factor), []).append((tr.dst_chunks, p.mem_scope, b))
         out = {}
         for (tensor, factor), items in by.items():
             key = ("transfer", factor, tuple(items))
@@ -737,8 +788,8 @@ class _Featuriser:
                 n = self.batch // factor
                 scopes = np.full(self.batch, _SCOPE_CODE["DDR"], dtype=np.int8)
                 parts = np.zeros(self.batch, dtype=np.int32)
-                for chunks, pi in items:
-                    scope, b = self.p_info.a[pi]
+                for chunks, scope_name, b in items:
+                    scope = _SCOPE_CODE[scope_name]
                     tids = self.b_tids[b]
                     ids = np.repeat(tids, n // len(tids))
                     for d in chunks:
@@ -879,8 +930,9 @@ class _Featuriser:
         g_off = np.zeros(n, dtype=np.int64)
         e_off = np.zeros(n, dtype=np.int64)
         misc = np.zeros((n, 3))
-        group_get, edge_get = self.group_ids.get, self.edge_ids.get
-        ops_get, place_get = self.ops_ids.get, self.place_ids.get
+        n_tr = np.zeros(n)
+        group_get, edge_get = self.group_obj_ids.get, self.edge_ids.get
+        ops_get = self.ops_ids.get
         g_info = self.g_info
         for k, s in enumerate(schedules):
             g_off[k] = len(gids)
@@ -889,13 +941,9 @@ class _Featuriser:
             prod: dict[str, tuple[int, int]] = {}
             for gr in s.groups:
                 info = ops_get(id(gr.ops)) or self.opset_of(gr.ops)
-                places = tuple(map(place_get, map(id, gr.chunks)))
-                if None in places:
-                    places = tuple(map(self.place, gr.chunks))
-                key = (info.ident, places)
-                i = group_get(key)
+                i = group_get((info.ident, *map(id, gr.chunks)))
                 if i is None:
-                    i = self.new_group(key, gr, info, places)
+                    i = self.group_of(gr, info)
                 gids.append(i)
                 prod[info.out] = (i, gr.split)
             xfer = self.transfer_layouts(s) if s.transfers else {}
@@ -911,9 +959,23 @@ class _Featuriser:
                         e = self.new_edge(ekey, streams)
                     eids.append(e)
                     e_slot.append(base + pos)
-            names = list(map(_NAME, s.order))
-            misc[k] = (len(names), len(s.transfers),
-                       sum(map(str.__ne__, names, names[1:])) / max(len(names) - 1, 1))
+            n_tr[k] = len(s.transfers)
+        # interleave: consecutive steps of different groups or transfers, within each schedule
+        n_steps = np.fromiter(map(len, map(_ORDER, schedules)), dtype=np.int64, count=n)
+        names = list(chain.from_iterable(map(_ORDER_NAMES, schedules)))
+        differ = np.fromiter(map(str.__ne__, names, names[1:]), dtype=np.float64,
+                             count=max(len(names) - 1, 0))
+        s_off = np.concatenate([[0], np.cumsum(n_steps)[:-1]])
+        changes = np.zeros(n)
+        if len(differ):
+            # pairs starting at each schedule's first step; a schedule's last pair is the next's
+            # boundary, which is not counted
+            cum = np.concatenate([[0.0], np.cumsum(differ)])
+            last = s_off + np.maximum(n_steps - 1, 0)
+            changes = cum[np.minimum(last, len(differ))] - cum[s_off]
+        misc[:, 0] = n_steps
+        misc[:, 1] = n_tr
+        misc[:, 2] = changes / np.maximum(n_steps - 1, 1)
         self.flush_groups()
         self.flush_edges()
         gi = np.asarray(gids)
@@ -943,12 +1005,18 @@ class _Featuriser:
             Emax[has] = np.maximum.reduceat(e_rows[:, _E_MAX], e_off[has], axis=0)
             port[has] += np.add.reduceat(e_port, e_off[has], axis=0)
             es = np.asarray(e_slot)
-            np.add.at(g_ddr, es, e_rows[:, _EI["ddr"]])
-            np.add.at(g_llb, es, e_rows[:, _EI["llb"]])
-            np.add.at(g_noc, es, e_rows[:, _EI["noc"]])
-            np.add.at(g_port, es, e_port)
-            np.add.at(g_ddr_st, es, e_rows[:, _EI["ddr_staged"]])
-            np.add.at(g_llb_st, es, e_rows[:, _EI["llb_staged"]])
+            ng_ = len(gi)
+
+            def per_group(v: np.ndarray) -> np.ndarray:
+                return np.bincount(es, weights=v, minlength=ng_)
+
+            g_ddr += per_group(e_rows[:, _EI["ddr"]])
+            g_llb += per_group(e_rows[:, _EI["llb"]])
+            g_noc += per_group(e_rows[:, _EI["noc"]])
+            for c in range(nc):
+                g_port[:, c] += per_group(e_port[:, c])
+            g_ddr_st += per_group(e_rows[:, _EI["ddr_staged"]])
+            g_llb_st += per_group(e_rows[:, _EI["llb_staged"]])
         g_time = np.max([rows[:, _GI["critical"]], g_ddr / tg.ddr.bytes_per_cycle,
                          g_llb / tg.llb.bytes_per_cycle, g_noc / tg.noc.link_bytes_per_cycle,
                          g_port.max(1) / tg.dma.core_bytes_per_cycle], axis=0)
