@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import chain
 from dataclasses import dataclass
+from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
