@@ -18,15 +18,18 @@ correction can depend on how fast the prior thinks a schedule is.
 within a group matters, so networks of very different speeds train one model.
 
 Why the default ranks best (``bench/cost_model.py``, section ``objectives``): the
-prior's errors are heavy-tailed. Most schedules sit within a few percent of the
-roofline; a few (slow ones, mostly) miss it by 2x or more. Squared error spends
-the trees on those few and adds small, noisy corrections everywhere else, which
-reorder schedules the prior already ranked right; near the top (the
-neighbourhood of good schedules, where the tuner works) that cost squared-error
-regression its lead over the prior on BERT. Absolute error fits the median
-correction and is not pulled by the tail. Pairwise ranking on top of the same
-prior learns orders among the many slow pairs of uniform samples and ranks the
-neighbourhood worst of the three.
+prior's errors are heavy-tailed. In log-throughput, on the bench's uniform samples,
+the worst 5% of schedules carry 56% of the prior's squared error on BERT-base (40%
+ResNet-50, 42% DeepFM) while the median error is 0.07 (0.11, 0.13). Squared error
+spends the trees on that tail and adds small, noisy corrections elsewhere, which
+reorder schedules the prior already ranked right; near the top (the neighbourhood
+of good schedules, where the tuner works) that cost squared-error regression its
+lead over the prior on BERT-base (neighbourhood Spearman 0.994 vs the prior's
+0.995 at 256 measurements, against 0.996 with absolute error). Absolute error fits
+the median correction and is not pulled by the tail. Pairwise ranking on the same
+prior learns orders among the many pairs of slow uniform samples and ranks the
+neighbourhood worst of the three (0.988 on BERT-base, 0.919 on ResNet-50 against
+0.955 with absolute error).
 
 Until ``min_samples`` measurements exist the model predicts random scores (cold
 start, as Ansor's). :meth:`update` adds measurements and retrains once the data
