@@ -306,26 +306,23 @@ def section_speed(args: argparse.Namespace, target: Target) -> None:
     """
     say("\n## Featurisation speed, ResNet-50 b16 (fresh process; candidates decoded by the space "
         "beforehand, not timed)\n")
-    graph = load_graph("resnet50")
-    _, samples = measured_set("resnet50", graph, target, args.data_dir, 1536, 512)
-    pool = sorted((s for s in samples if s.kind == "pool"), key=lambda s: -s.throughput)
-    elite = [s.vector.tolist() for s in pool[: len(pool) // 20]]
     code = f"""
 import json, subprocess, sys, time
 import numpy as np
 sys.path.insert(0, {str(ROOT)!r})
-from bench._data import load_graph
+from pathlib import Path
+from bench._data import load_graph, measured_set
 from compiler.target import Target
 from cost_model import features
-from search_space import build_space
 n = {args.speed_n}
 g = load_graph("resnet50"); t = Target.default()
-space = build_space(g, t)
+space, samples = measured_set("resnet50", g, t, Path({str(args.data_dir)!r}), 1536, 512)
+pool = sorted((s for s in samples if s.kind == "pool"), key=lambda s: -s.throughput)
 rng = np.random.default_rng(11)
 c = time.process_time()
 uniform = [space.sample(rng) for _ in range(n)]
 gen_u = time.process_time() - c
-elite = [space.decode(np.array(v, dtype=np.int16)) for v in {elite!r}]
+elite = [space.decode(s.vector) for s in pool[: len(pool) // 20]]
 c = time.process_time()
 nbhd = []
 for _ in range(n):
