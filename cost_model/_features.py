@@ -366,7 +366,9 @@ class _Featuriser:
         self.b_member = _Rows(self.n_cores)
         self.b_info = _Rows(3, np.int64)  # parts, part size, cores
         self.b_tids: list[list[int]] = []
-        # placements (scope, binding): value -> index
+        # placements (scope, binding): value -> index; id(Placement) -> index (object kept)
+        self.place_ids: dict[int, int] = {}
+        self.place_keep: list[Any] = []
         self.place_vals: dict[tuple[str, int], int] = {}
         self.bind_objs: dict[int, int] = {}  # id(core_bind tuple) -> binding (object kept)
         self.bind_keep: list[Any] = []
@@ -542,6 +544,17 @@ class _Featuriser:
         self.bind_keep.append(bind)
         return b
 
+    def place_of(self, p: Placement) -> int:
+        """:meth:`place`, remembered by the object's identity too (the search space shares
+        its group chunks' placements)."""
+        i = self.place(p)
+        if len(self.place_keep) >= _MAX_KEEP:
+            self.place_ids.clear()
+            self.place_keep.clear()
+        self.place_ids[id(p)] = i
+        self.place_keep.append(p)
+        return i
+
     def place(self, p: Placement) -> int:
         """Index of a placement's (scope, binding)."""
         b = self.bind_objs.get(id(p.core_bind))
@@ -556,7 +569,10 @@ class _Featuriser:
     # ---- groups --------------------------------------------------------------------------------
     def group_of(self, gr: GroupSpec, info: _OpSet) -> int:
         """The group config of ``gr`` (new or seen), remembered by its placements' identities."""
-        places = tuple(map(self.place, gr.chunks))
+        get = self.place_ids.get
+        places = tuple(get(id(p)) for p in gr.chunks)
+        if None in places:
+            places = tuple(map(self.place_of, gr.chunks))
         key = (info.ident, places)
         i = self.group_ids.get(key)
         if i is None:
