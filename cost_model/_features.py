@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -570,9 +570,9 @@ class _Featuriser:
     def group_of(self, gr: GroupSpec, info: _OpSet) -> int:
         """The group config of ``gr`` (new or seen), remembered by its placements' identities."""
         get = self.place_ids.get
-        places = tuple(get(id(p)) for p in gr.chunks)
-        if None in places:
-            places = tuple(map(self.place_of, gr.chunks))
+        seen = tuple(get(id(p)) for p in gr.chunks)
+        places = (tuple(map(self.place_of, gr.chunks)) if None in seen
+                  else cast("tuple[int, ...]", seen))
         key = (info.ident, places)
         i = self.group_ids.get(key)
         if i is None:

@@ -37,7 +37,7 @@ has grown by ``retrain_growth`` since the last training.
 
 Files: :meth:`save` writes XGBoost's own JSON (``.json``) or UBJSON (any other
 name) with graphtune's metadata as booster attributes (format version,
-objective, prior, feature names); :meth:`load` refuses a file that is not an
+objective, loss, prior, prior column, feature names); :meth:`load` refuses a file that is not an
 XGBoost model, not a graphtune cost model, or was trained on other features,
 with one :class:`CostModelError` line. A loaded model predicts with its trees;
 training it further (``fit``/``update``) continues boosting from them
@@ -253,7 +253,8 @@ class XGBModel(CostModel):
         """Scores, higher = predicted faster.
 
         Ranking: the pairwise model's margin (prior included); regression: the
-        predicted log-throughput centred on the training data's mean. Random in
+        predicted log-throughput up to a constant (labels are centred on their
+        group's mean). Random in
         [0, 1) during the cold start.
         """
         import xgboost as xgb
