@@ -10,8 +10,8 @@ and was measured with ``sim.measure``.
 
 Sections (``--only`` picks some):
 
-* ``speed``: featurising 10,000 ResNet-50 candidates (fresh process, cold tables;
-  then another 10,000 with the tables warm);
+* ``speed``: featurising 10,000 ResNet-50 candidates decoded by the space in a fresh
+  process (cold tables; the same again; 10,000 mutants of good schedules, tables warm);
 * ``objectives``: XGBModel's pairwise-rank vs log-throughput regression, with and
   without the roofline prior, with and without the space's encoding appended;
 * ``main``: XGBModel / AnalyticalModel / RandomModel at 64, 256 and 1,024 training
@@ -108,12 +108,16 @@ MODELS: dict[str, Callable[[int], CostModel]] = {
 }
 # label -> (model factory, with the space's encoding)
 OBJECTIVES: dict[str, tuple[Callable[[int], CostModel], bool]] = {
-    "regression + prior (default)": (lambda seed: XGBModel(seed=seed), False),
-    "regression, no prior": (lambda seed: XGBModel(prior=None, seed=seed), False),
+    "regression, absolute error + prior (default)": (lambda seed: XGBModel(seed=seed), False),
+    "regression, squared error + prior": (lambda seed: XGBModel(loss="squared", seed=seed),
+                                          False),
+    "regression, absolute error + prior, no prior column": (
+        lambda seed: XGBModel(prior_column=False, seed=seed), False),
+    "regression, absolute error, no prior": (lambda seed: XGBModel(prior=None, seed=seed), False),
     "pairwise rank + prior": (lambda seed: XGBModel(objective="rank", seed=seed), False),
     "pairwise rank, no prior": (lambda seed: XGBModel(objective="rank", prior=None, seed=seed),
                                 False),
-    "regression + prior + space encoding": (lambda seed: XGBModel(seed=seed), True),
+    "default + space encoding": (lambda seed: XGBModel(seed=seed), True),
 }
 
 
@@ -292,59 +296,62 @@ def section_rounds(nets: dict[str, Net], args: argparse.Namespace) -> None:
 
 
 def section_speed(args: argparse.Namespace, target: Target) -> None:
-    """10,000 ResNet-50 candidates featurised in a fresh process (cold tables), then more."""
-    say("\n## Featurisation speed, ResNet-50 b16 (fresh process; schedules parsed beforehand)\n")
-    graph = load_graph("resnet50")
-    space, samples = measured_set("resnet50", graph, target, args.data_dir, 1536, 512)
-    pool = sorted((s for s in samples if s.kind == "pool"), key=lambda s: -s.throughput)
-    elite = [space.decode(s.vector) for s in pool[: len(pool) // 20]]
-    rng = np.random.default_rng(11)
-    t_enc = []
-    for kind in ("uniform", "nbhd_a", "nbhd_b"):
-        path = args.data_dir / f"resnet50_speed_{kind}.jsonl"
-        have = sum(1 for _ in path.open()) if path.exists() else 0
-        with path.open("a") as f:
-            for _ in range(have, args.speed_n):
-                if kind == "uniform":
-                    s = space.sample(rng)
-                else:
-                    s = elite[int(rng.integers(len(elite)))]
-                    for _ in range(int(rng.integers(1, 4))):
-                        s = space.mutate(s, rng)
-                f.write(s.dumps() + "\n")
-                if len(t_enc) < 1000:
-                    c = time.process_time()
-                    space.encode_many([s])
-                    t_enc.append(time.process_time() - c)
-    if t_enc:
-        say(f"- the space's encoding of a schedule it decoded: {1e6 * np.mean(t_enc):.0f} µs CPU")
+    """Featurising 10,000 ResNet-50 candidates the search space decoded in the same process.
+
+    A fresh process builds the space and decodes the candidates first (not timed: the
+    decoder's capacity checks leave the op sets' footprints in the graph's memo, as in a
+    tuner), then times ``features`` alone, in CPU time: cold (the featuriser's tables
+    empty), the same candidates again, and 10,000 mutants of the best pool schedules
+    with the tables warm.
+    """
+    say("\n## Featurisation speed, ResNet-50 b16 (fresh process; candidates decoded by the space "
+        "beforehand, not timed)\n")
     code = f"""
-import json, sys, time
+import json, subprocess, sys, time
+import numpy as np
 sys.path.insert(0, {str(ROOT)!r})
-from bench._data import load_graph
-from compiler.schedule import GraphSchedule
+from pathlib import Path
+from bench._data import load_graph, measured_set
 from compiler.target import Target
 from cost_model import features
+n = {args.speed_n}
 g = load_graph("resnet50"); t = Target.default()
+space, samples = measured_set("resnet50", g, t, Path({str(args.data_dir)!r}), 1536, 512)
+pool = sorted((s for s in samples if s.kind == "pool"), key=lambda s: -s.throughput)
+rng = np.random.default_rng(11)
+c = time.process_time()
+uniform = [space.sample(rng) for _ in range(n)]
+gen_u = time.process_time() - c
+elite = [space.decode(s.vector) for s in pool[: len(pool) // 20]]
+c = time.process_time()
+nbhd = []
+for _ in range(n):
+    s = elite[int(rng.integers(len(elite)))]
+    for _ in range(int(rng.integers(1, 4))):
+        s = space.mutate(s, rng)
+    nbhd.append(s)
+gen_n = time.process_time() - c
 out = {{}}
-for kind in sys.argv[1:]:
-    path = {str(args.data_dir)!r} + f"/resnet50_speed_{{kind}}.jsonl"
-    ss = [GraphSchedule.loads(line) for line in open(path)]
+for kind, ss in (("uniform, cold tables", uniform), ("the same again", uniform),
+                 ("mutants of the best 5%, tables warm", nbhd)):
+    load = open("/proc/loadavg").read().split()[0]
     w, c = time.perf_counter(), time.process_time()
-    features(g, ss, t)
+    X = features(g, ss, t)
     wall, cpu = time.perf_counter() - w, time.process_time() - c
     out[kind] = (len(ss), wall, cpu, sum(len(s.groups) for s in ss) / len(ss),
-                 sum(len(s.order) for s in ss) / len(ss))
+                 sum(len(s.order) for s in ss) / len(ss), load)
+out["generate"] = (gen_u, gen_n)
 print(json.dumps(out))
 """
-    for label, kinds in (("Space.sample, cold tables", ["uniform"]),
-                         ("Space.mutate of the best 5%: cold tables, then 10,000 other mutants "
-                          "with the tables warm", ["nbhd_a", "nbhd_b"])):
-        res = json.loads(subprocess.run([sys.executable, "-c", code, *kinds], check=True,
-                                        capture_output=True, text=True, cwd=ROOT).stdout)
-        for kind, (n, wall, cpu, groups, steps) in res.items():
-            say(f"- {label} [{kind}]: {n} candidates ({groups:.1f} groups, {steps:.0f} steps "
-                f"each): {wall:.2f} s wall, {cpu:.2f} s CPU ({1e6 * cpu / n:.0f} µs each)")
+    res = json.loads(subprocess.run([sys.executable, "-c", code], check=True,
+                                    capture_output=True, text=True, cwd=ROOT).stdout)
+    gen_u, gen_n = res.pop("generate")
+    say(f"- generating (not timed below): {args.speed_n} Space.sample {gen_u:.0f} s CPU, "
+        f"{args.speed_n} Space.mutate {gen_n:.0f} s CPU")
+    for kind, (n, wall, cpu, groups, steps, load) in res.items():
+        say(f"- features(), {kind}: {n} candidates ({groups:.1f} groups, {steps:.0f} steps "
+            f"each): {cpu:.2f} s CPU, {wall:.2f} s wall ({1e6 * cpu / n:.0f} µs CPU each; "
+            f"load average {load})")
 
 
 def main() -> None:

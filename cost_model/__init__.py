@@ -4,8 +4,9 @@
   columns (:data:`FEATURES`), normalised by the target's rates and capacities,
   without running the simulator (this package never imports ``sim``);
 * :class:`CostModel` is the interface (``fit``, ``update``, ``predict``: higher
-  = faster); :class:`XGBModel` learns from measurements (pairwise ranking on top
-  of a roofline prior; ``save``/``load`` in XGBoost's JSON/UBJSON),
+  = faster); :class:`XGBModel` learns from measurements (absolute-error regression
+  of log-throughput on top of a roofline prior, whose score is also an input
+  column; ``save``/``load`` in XGBoost's JSON/UBJSON),
   :class:`AnalyticalModel` is that roofline estimate alone and
   :class:`RandomModel` the baseline;
 * :mod:`cost_model.metrics`: Spearman, pairwise accuracy, top-k recall.

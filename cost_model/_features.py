@@ -26,12 +26,16 @@ not the capacity model's full walk over the order
 candidate, more than everything else here together, and the search space's
 pre-check already rejects candidates that overflow.
 
-Speed: what depends on one chunk (op set, samples, scope, cores), one group or
+Speed: what depends on one group config (op set and its chunks' placements) or
 one producer-consumer pair of groups is computed once and kept in tables beside
 the graph (:func:`compiler.memo.memo_of`); a schedule is then a list of table
-rows summed with numpy, and new pairs are computed together, vectorised.
-Candidates of one search share most of their groups, so featurising thousands
-costs little more than looking them up (``bench/cost_model.py`` measures it).
+rows summed with numpy. One pass over the candidates looks their groups and
+edges up; the new ones are then computed together, vectorised over all their
+chunks (per-core costs come from per-op tables, an op set's being the sum over
+its ops) and edges. Look-ups go by object identity first (the search space
+shares op tuples, placements and core bindings between the candidates it
+decodes), by value otherwise. ``bench/cost_model.py`` (section ``speed``)
+measures 10,000 ResNet-50 candidates.
 
 Example:
     >>> X = features(graph, candidates, target)   # (len(candidates), len(FEATURES))
@@ -43,8 +47,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -245,30 +250,49 @@ _L1 = _SCOPE_CODE["L1"]
 _MAX_ROWS = 300_000  # tables are dropped and rebuilt past this many rows (bounded memory)
 _MAX_SAMPLE_CELLS = 20_000_000  # ... or past this many per-sample cells (huge batches)
 _EDGE_BLOCK_CELLS = 400_000  # new edges are computed in blocks of at most this many cells
+_GROUP_BLOCK_CELLS = 4_000_000  # new groups are computed in blocks of about this many cells
+_MAX_KEEP = 200_000  # objects kept alive for identity look-ups, per kind
 _NAME = attrgetter("name")
-_SCOPE = attrgetter("mem_scope")
-_BIND = attrgetter("core_bind")
+_ORDER = attrgetter("order")
+
+
+def _ORDER_NAMES(s: GraphSchedule) -> map[str]:
+    return map(_NAME, s.order)
 
 
 class _Rows:
-    """A growing 2-D float array (rows appended, read by fancy indexing)."""
+    """A growing 2-D array (rows appended one or many at a time, read by fancy indexing)."""
 
     def __init__(self, width: int, dtype: Any = np.float64) -> None:
         self.a = np.zeros((64, width), dtype=dtype)
         self.n = 0
 
+    def _reserve(self, m: int) -> None:
+        if self.n + m > len(self.a):
+            new = np.zeros((max(2 * len(self.a), self.n + m), self.a.shape[1]), dtype=self.a.dtype)
+            new[: self.n] = self.a[: self.n]
+            self.a = new
+
     def append(self, row: Any) -> int:
-        if self.n == len(self.a):
-            self.a = np.concatenate([self.a, np.zeros_like(self.a)])
+        self._reserve(1)
         self.a[self.n] = row
         self.n += 1
         return self.n - 1
+
+    def extend(self, rows: np.ndarray) -> int:
+        """Append ``rows``; the index of the first."""
+        m = len(rows)
+        self._reserve(m)
+        self.a[self.n:self.n + m] = rows
+        self.n += m
+        return self.n - m
 
 
 @dataclass(frozen=True)
 class _OpSet:
     """What a group's op set costs regardless of placement."""
 
+    ops: tuple[int, ...]
     weights: float
     gather_sample: float
     gather_fixed: float
@@ -276,6 +300,8 @@ class _OpSet:
     out_sample: float
     out_fixed: float
     inputs: tuple[str, ...]
+    # per input: (tensor, tensor index, streamable from LLB/DDR by this op set)
+    edges: tuple[tuple[str, int, bool], ...]
     n_ops: int
     ident: int
 
@@ -292,14 +318,23 @@ def _featuriser(graph: Graph, target: Target) -> _Featuriser:
 class _Featuriser:
     """Tables of per-group and per-edge quantities for one (graph, target).
 
-    Lives in the graph's memo. Keys are plain tuples of the schedule's own values
-    (op indices, scopes, core bindings), never object identities, so equal groups of
-    different candidates share a row.
+    Lives in the graph's memo. Keys are the schedule's own values (op sets,
+    scopes, core bindings), never object identities, so equal groups of different
+    candidates share a row. Identities only short-cut the lookup of a value seen
+    before: the search space shares its op tuples and ``Placement`` values between
+    the candidates it decodes, and each id maps to the value's index while the
+    object is kept alive here.
+
+    New groups are computed together, vectorised over their chunks
+    (:meth:`flush_groups`); a group whose core parts differ in size (never decoded
+    by the search space) takes the chunk-by-chunk path (:meth:`_group_slow`), which
+    ``vectorised=False`` forces for every group (tests compare the two).
     """
 
-    def __init__(self, graph: Graph, target: Target) -> None:
+    def __init__(self, graph: Graph, target: Target, vectorised: bool = True) -> None:
         self.g = in_compute_dtype(graph, target)
         self.t = target
+        self.vectorised = vectorised
         self.n_cores = target.chip.cores_per_cluster
         self.batch = self.g.batch
         self.shapes = op_shapes(self.g)
@@ -315,8 +350,18 @@ class _Featuriser:
         else:
             self.wbw = target.ddr.bytes_per_cycle
         self.costs: dict[tuple[tuple[int, ...], int, int, int], tuple[float, ...]] = {}
+        self.costs_ws: dict[tuple[int, int, int, int], tuple[float, ...]] = {}
+        self.op_tables: dict[tuple[int, int, float], np.ndarray] = {}
         self.opsets: dict[tuple[int, ...], _OpSet] = {}
-        self.tensor_bytes: dict[str, tuple[int, int]] = {}
+        self.opset_list: list[_OpSet] = []
+        # per op set: weights, gathered bytes per sample and fixed, output bytes per sample and
+        # fixed, ops
+        self.os_vals = _Rows(6)
+        self.ops_ids: dict[int, _OpSet] = {}  # id(ops tuple) -> its op set (object kept below)
+        self.ops_keep: list[Any] = []
+        # tensors: index, (bytes per sample, fixed bytes)
+        self.tensor_index: dict[str, int] = {}
+        self.t_bytes = _Rows(2)
         # core parts ("tuples"): membership and pairwise movement per byte of one sample
         self.tuple_ids: dict[tuple[int, ...], int] = {}
         self.members = _Rows(self.n_cores)
@@ -324,36 +369,60 @@ class _Featuriser:
         self.pair_noc = np.zeros((0, 0))
         self.pair_hop = np.zeros((0, 0))
         self.pair_port = np.zeros((0, 0, self.n_cores))
-        # chunks (op set, samples, scope, bind) and group configs: a row of _G, then per
-        # core: compute busy time, DMA port bytes, L1 bytes of results
+        # core bindings: cores (with multiplicity), parts, part size (0: unequal), part ids
+        self.bind_ids: dict[tuple[tuple[int, ...], ...], int] = {}
+        self.b_member = _Rows(self.n_cores)
+        self.b_info = _Rows(3, np.int64)  # parts, part size, cores
+        self.b_tids: list[list[int]] = []
+        # placements (scope, binding): value -> index; id(Placement) -> index (object kept)
+        self.place_ids: dict[int, int] = {}
+        self.place_keep: list[Any] = []
+        self.place_vals: dict[tuple[str, int], int] = {}
+        self.bind_objs: dict[int, int] = {}  # id(core_bind tuple) -> binding (object kept)
+        self.bind_keep: list[Any] = []
+        self.p_info = _Rows(2, np.int64)  # scope code, binding
+        # chunks of the chunk-by-chunk path (op set, samples, scope, bind)
         width = len(_G) + 3 * self.n_cores
         self.chunk_ids: dict[Any, int] = {}
         self.c_rows = _Rows(width)
         self.c_parts: list[np.ndarray] = []
+        # group configs (op set, placements): a row of _G, then per core: compute busy time,
+        # DMA port bytes, L1 bytes of results; the layout of its result
         self.group_ids: dict[Any, int] = {}
+        # (op set, id of each chunk's Placement) -> group config (the chunk tuples kept)
+        self.group_obj_ids: dict[tuple[int, ...], int] = {}
+        self.group_obj_keep: list[Any] = []
         self.g_rows = _Rows(width)
-        self.g_layout: list[int] = []
-        self.g_ops: list[tuple[int, ...]] = []
+        self.g_layout = _Rows(1, np.int64)
+        self.g_info: list[_OpSet] = []
+        self.g_out: list[str] = []
+        self.g_split: list[int] = []
+        self.g_places: list[tuple[int, ...]] = []
+        self.g_chunks: list[tuple[Placement, ...]] = []
+        self.g_pending: list[int] = []
         # layouts: per sample, the scope and the core part (tuple id) holding it
         self.layout_ids: dict[Any, int] = {}
         self.l_scope = _Rows(self.batch, np.int8)
         self.l_part = _Rows(self.batch, np.int32)
         self.layout(("model input",), [_SCOPE_CODE["DDR"]] * self.batch,
                     [self.tuple_id((0,))] * self.batch)
-        self.g_out: list[str] = []
-        self.g_inputs: list[tuple[str, ...]] = []
-        self.g_chunks: list[tuple[Placement, ...]] = []
         # edges
-        self.edge_ids: dict[tuple[int, int, str, int], int] = {}
+        self.edge_ids: dict[tuple[int, int, int, int], int] = {}
         self.e_rows = _Rows(len(_E))
         self.e_port = _Rows(self.n_cores)
-        self.pending: list[tuple[int, int, int, str, int]] = []
+        self.pending: list[tuple[int, int, int, int, bool]] = []
 
     def full(self) -> bool:
         return (self.g_rows.n > _MAX_ROWS or self.e_rows.n > _MAX_ROWS
                 or self.g_rows.n * self.batch > _MAX_SAMPLE_CELLS)
 
-    # ---- op sets and per-core compute ----------------------------------------------------------
+    # ---- op sets, tensors and per-core compute -------------------------------------------------
+    def tensor(self, name: str) -> int:
+        i = self.tensor_index.get(name)
+        if i is None:
+            i = self.tensor_index[name] = self.t_bytes.append(sample_bytes(self.g, name))
+        return i
+
     def opset(self, ops: tuple[int, ...]) -> _OpSet:
         hit = self.opsets.get(ops)
         if hit is None:
@@ -361,9 +430,25 @@ class _Featuriser:
             io = group_io(g, ops)
             fp = group_footprint(g, ops)
             osb, ofb = sample_bytes(g, io.outputs[0])
+            stream = streamable_inputs(g, ops)
             hit = self.opsets[ops] = _OpSet(
-                float(fp.weight_bytes), float(fp.gather_sample_bytes), float(fp.gather_fixed_bytes),
-                io.outputs[0], float(osb), float(ofb), io.inputs, len(ops), len(self.opsets))
+                ops, float(fp.weight_bytes), float(fp.gather_sample_bytes),
+                float(fp.gather_fixed_bytes), io.outputs[0], float(osb), float(ofb), io.inputs,
+                tuple((t, self.tensor(t), t in stream) for t in io.inputs), len(ops),
+                len(self.opset_list))
+            self.opset_list.append(hit)
+            self.os_vals.append((hit.weights, hit.gather_sample, hit.gather_fixed, hit.out_sample,
+                                 hit.out_fixed, hit.n_ops))
+        return hit
+
+    def opset_of(self, ops: tuple[int, ...]) -> _OpSet:
+        """:meth:`opset`, remembered by the tuple's identity too."""
+        hit = self.opset(ops)
+        if len(self.ops_keep) >= _MAX_KEEP:
+            self.ops_ids.clear()
+            self.ops_keep.clear()
+        self.ops_ids[id(ops)] = hit
+        self.ops_keep.append(ops)
         return hit
 
     def cost(self, ops: tuple[int, ...], samples: int, cores: int, step_cores: int
@@ -372,11 +457,34 @@ class _Featuriser:
         key = (ops, samples, cores, step_cores)
         hit = self.costs.get(key)
         if hit is None:
-            wbw = self.wbw if self.t.llb.broadcast else self.wbw / max(step_cores, 1)
-            hit = self.costs[key] = _op_costs(self.shapes, ops, samples, cores, self.t, wbw)
+            table = self.op_table(samples, cores, step_cores)
+            hit = self.costs[key] = tuple(table[:, list(ops)].sum(axis=1).tolist())
         return hit
 
-    # ---- core parts ------------------------------------------------------------------------------
+    def op_table(self, samples: int, cores: int, step_cores: int) -> np.ndarray:
+        """(6, ops): each op's (mme, useful, vme, move, wbound, fill) cycles on one core of a
+        part of ``cores`` cores sharing ``samples`` samples, in a step on ``step_cores`` cores
+        (an op set's costs are the sums over its ops)."""
+        wbw = self.wbw if self.t.llb.broadcast else self.wbw / max(step_cores, 1)
+        key = (samples, cores, wbw)
+        hit = self.op_tables.get(key)
+        if hit is None:
+            hit = self.op_tables[key] = np.array(
+                [_op_costs(self.shapes, (i,), samples, cores, self.t, wbw)
+                 for i in range(len(self.shapes))], dtype=np.float64).reshape(-1, 6).T.copy()
+        return hit
+
+    def cost_ws(self, ident: int, samples: int, cores: int, step_cores: int) -> tuple[float, ...]:
+        """:meth:`cost` of op set ``ident`` and the per-core working set (footprint peak)."""
+        key = (ident, samples, cores, step_cores)
+        hit = self.costs_ws.get(key)
+        if hit is None:
+            ops = self.opset_list[ident].ops
+            ws = group_footprint(self.g, ops).peak_bytes(samples, cores)
+            hit = self.costs_ws[key] = (*self.cost(ops, samples, cores, step_cores), float(ws))
+        return hit
+
+    # ---- core parts, bindings, placements ----------------------------------------------------------
     def tuple_id(self, cores: tuple[int, ...]) -> int:
         i = self.tuple_ids.get(cores)
         if i is not None:
@@ -420,17 +528,191 @@ class _Featuriser:
         self.pair_noc[si, di] = noc
         self.pair_hop[si, di] = hop
 
+    def bind_id(self, bind: tuple[tuple[int, ...], ...]) -> int:
+        i = self.bind_ids.get(bind)
+        if i is None:
+            member = np.zeros(self.n_cores)
+            for part in bind:
+                for c in part:
+                    member[c] += 1.0
+            sizes = set(map(len, bind))
+            self.b_member.append(member)
+            self.b_tids.append([self.tuple_id(part) for part in bind])
+            i = self.bind_ids[bind] = self.b_info.append(
+                (len(bind), len(bind[0]) if len(sizes) == 1 else 0, sum(map(len, bind))))
+        return i
+
+    def bind_of(self, bind: tuple[tuple[int, ...], ...]) -> int:
+        """:meth:`bind_id`, remembered by the tuple's identity too."""
+        b = self.bind_id(bind)
+        if len(self.bind_keep) >= _MAX_KEEP:
+            self.bind_objs.clear()
+            self.bind_keep.clear()
+        self.bind_objs[id(bind)] = b
+        self.bind_keep.append(bind)
+        return b
+
+    def place_of(self, p: Placement) -> int:
+        """:meth:`place`, remembered by the object's identity too (the search space shares
+        its group chunks' placements)."""
+        i = self.place(p)
+        if len(self.place_keep) >= _MAX_KEEP:
+            self.place_ids.clear()
+            self.place_keep.clear()
+        self.place_ids[id(p)] = i
+        self.place_keep.append(p)
+        return i
+
+    def place(self, p: Placement) -> int:
+        """Index of a placement's (scope, binding)."""
+        b = self.bind_objs.get(id(p.core_bind))
+        if b is None:
+            b = self.bind_of(p.core_bind)
+        key = (p.mem_scope, b)
+        i = self.place_vals.get(key)
+        if i is None:
+            i = self.place_vals[key] = self.p_info.append((_SCOPE_CODE[p.mem_scope], b))
+        return i
+
     # ---- groups --------------------------------------------------------------------------------
-    def group_id(self, gr: GroupSpec) -> int:
-        ops = gr.ops
-        ch = gr.chunks
-        # a contiguous op range is keyed by its ends (hashing ~100 ints per group adds up)
-        okey: Any = (ops[0], ops[-1]) if ops and ops[-1] - ops[0] + 1 == len(ops) else ops
-        key = (okey, tuple(map(_SCOPE, ch)), tuple(map(_BIND, ch)))
+    def group_of(self, gr: GroupSpec, info: _OpSet) -> int:
+        """The group config of ``gr`` (new or seen), remembered by its placements' identities."""
+        get = self.place_ids.get
+        seen = tuple(get(id(p)) for p in gr.chunks)
+        places = (tuple(map(self.place_of, gr.chunks)) if None in seen
+                  else cast("tuple[int, ...]", seen))
+        key = (info.ident, places)
         i = self.group_ids.get(key)
         if i is None:
-            i = self.group_ids[key] = self._add_group(gr)
+            i = self.new_group(key, gr, info, places)
+        if len(self.group_obj_keep) >= _MAX_KEEP:
+            self.group_obj_ids.clear()
+            self.group_obj_keep.clear()
+        # the placements stay alive with their tuple, so their ids are not reused
+        self.group_obj_ids[(info.ident, *map(id, gr.chunks))] = i
+        self.group_obj_keep.append(gr.chunks)
         return i
+
+    def new_group(self, key: Any, gr: GroupSpec, info: _OpSet, places: tuple[int, ...]) -> int:
+        """Register a group config; its row is computed by the next :meth:`flush_groups`."""
+        i = self.group_ids[key] = len(self.g_out)
+        self.g_info.append(info)
+        self.g_out.append(info.out)
+        self.g_split.append(gr.split)
+        self.g_places.append(places)
+        self.g_chunks.append(gr.chunks)
+        self.g_pending.append(i)
+        return i
+
+    def flush_groups(self) -> None:
+        """Compute the rows and result layouts of the groups met since the last call."""
+        if not self.g_pending:
+            return
+        pend, self.g_pending = self.g_pending, []
+        base = self.g_rows.n
+        assert pend[0] == base and pend[-1] == base + len(pend) - 1
+        width = len(_G) + 3 * self.n_cores
+        rows = np.zeros((len(pend), width))
+        scopes = np.zeros((len(pend), self.batch), dtype=np.int8)
+        parts = np.zeros((len(pend), self.batch), dtype=np.int32)
+        # the vectorised path: groups whose chunks' core parts have equal sizes and whose split
+        # divides the batch (all the search space decodes)
+        equal = self.b_info.a[: self.b_info.n, 1][self.p_info.a[: self.p_info.n, 1]] > 0
+        n_chunks = np.array([len(self.g_places[i]) for i in pend], dtype=np.int64)
+        ok = np.logical_and.reduceat(
+            equal[np.fromiter(chain.from_iterable(self.g_places[i] for i in pend), dtype=np.int64,
+                              count=int(n_chunks.sum()))],
+            np.concatenate([[0], np.cumsum(n_chunks)[:-1]]))
+        ok &= self.batch % np.array([self.g_split[i] for i in pend]) == 0
+        ok &= self.vectorised
+        fast = np.flatnonzero(ok).tolist()
+        for j in np.flatnonzero(~ok).tolist():
+            rows[j], scopes[j], parts[j] = self._group_slow(pend[j])
+        # blocks of groups, so the per-chunk arrays stay small
+        cells = np.cumsum([self.g_split[pend[j]] * width + self.batch for j in fast])
+        lo = 0
+        while lo < len(fast):
+            hi = max(lo + 1, int(np.searchsorted(cells, cells[lo] + _GROUP_BLOCK_CELLS)))
+            sel = np.asarray(fast[lo:hi])
+            rows[sel], scopes[sel], parts[sel] = self._groups_fast([pend[j] for j in sel])
+            lo = hi
+        self.g_rows.extend(rows)
+        first = self.l_scope.extend(scopes)
+        self.l_part.extend(parts)
+        self.g_layout.extend(np.arange(first, first + len(pend))[:, None])
+
+    def _groups_fast(self, gids: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows, result scopes and core parts per sample of groups whose core parts are equal.
+
+        The same quantities as :meth:`_group_slow`, vectorised over all their chunks.
+        """
+        t, nc, ng = self.t, self.n_cores, len(_G)
+        p_info = self.p_info.a[: self.p_info.n]
+        b_info = self.b_info.a[: self.b_info.n]
+        splits = np.array([self.g_split[i] for i in gids], dtype=np.int64)
+        ident = np.array([self.g_info[i].ident for i in gids], dtype=np.int64)
+        n_g = self.batch // splits
+        pl = np.fromiter(chain.from_iterable(self.g_places[i] for i in gids), dtype=np.int64,
+                         count=int(splits.sum()))
+        grp = np.repeat(np.arange(len(gids)), splits)
+        starts = np.concatenate([[0], np.cumsum(splits)[:-1]])
+        scope = p_info[pl, 0]
+        bind = p_info[pl, 1]
+        nparts, k, ncores = b_info[bind, 0], b_info[bind, 1], b_info[bind, 2]
+        n = n_g[grp]
+        spp = n // nparts
+        oi = ident[grp]
+        # per-core costs: once per (op set, samples per part, cores per part, cores)
+        assert spp.max() < 1 << 24 and ncores.max() < 1 << 10
+        key = ((oi * (1 << 24) + spp) * (1 << 10) + k) * (1 << 10) + ncores
+        uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        cw = np.array([self.cost_ws(int(oi[f]), int(spp[f]), int(k[f]), int(ncores[f]))
+                       for f in first]).reshape(len(uk), 7).T[:, inv.ravel()]
+        total = np.max(cw[[0, 2, 3, 4]], axis=0) + cw[5]
+        # op-set quantities per chunk
+        ov = self.os_vals.a[oi].T
+        w, gs, gf, osb, ofb = ov[0], ov[1], ov[2], ov[3], ov[4]
+        is_l1, is_llb, is_ddr = (scope == _L1), (scope == _SCOPE_CODE["LLB"]), (scope == 0)
+        # one column per chunk (rows: the group row's quantities, then per core)
+        R = np.zeros((ng + 3 * nc, len(pl)))
+        for j, name in enumerate(("mme", "useful", "vme", "move", "wbound")):
+            R[_GI[name]] = cw[j]
+        R[_GI["serial"]] = total
+        bc = t.llb.broadcast
+        R[_GI["ddr_w"]] = w if bc else w * ncores
+        gathered = gs * n + gf * ncores
+        out = osb * n + ofb
+        R[_GI["ddr_act"]] = gathered + np.where(is_ddr, out, 0.0)
+        R[_GI["out_l1"]] = np.where(is_l1, out, 0.0)
+        R[_GI["out_llb"]] = np.where(is_llb, out, 0.0)
+        R[_GI["out_ddr"]] = np.where(is_ddr, out, 0.0)
+        R[_GI["llb"]] = (2.0 * w if bc else 0.0) + np.where(is_llb, out, 0.0)
+        R[_GI["llb_res"]] = np.where(is_llb, out, 0.0)
+        R[_GI["cores"]] = ncores
+        R[_GI["cpp"]] = ncores / nparts
+        R[_GI["spc"]] = spp * nparts / ncores
+        member = self.b_member.a[: self.b_member.n].T[:, bind]
+        R[ng:ng + nc] = total * member
+        per_core = w + (gathered + np.where(is_l1, 0.0, out)) / ncores
+        R[ng + nc:ng + 2 * nc] = per_core * member
+        R[ng + 2 * nc:] = np.where(is_l1, osb * spp / np.maximum(k, 1) + ofb, 0.0) * member
+        rows = np.add.reduceat(R, starts, axis=1).T
+        n_ops = ov[5, starts]
+        rows[:, _GI["ws_max"]] = np.maximum.reduceat(cw[6], starts)
+        rows[:, _GI["split_max"]] = splits
+        rows[:, _GI["critical"]] = rows[:, ng:ng + nc].max(1)
+        rows[:, _GI["chunks"]] = splits
+        rows[:, _GI["ops"]] = n_ops
+        rows[:, _GI["split_ops"]] = splits * n_ops
+        # result layouts: sample s of a group is in chunk s // n, part (s mod n) // spp
+        s = np.arange(self.batch)[None, :]
+        ch = starts[:, None] + s // n_g[:, None]
+        part = (s % n_g[:, None]) // spp[ch]
+        width = max(map(len, self.b_tids))
+        tids = np.zeros((len(self.b_tids), width), dtype=np.int32)
+        for b, ids in enumerate(self.b_tids):
+            tids[b, :len(ids)] = ids
+        return rows, scope[ch], tids[bind[ch], part]
 
     def chunk_id(self, ops: tuple[int, ...], info: _OpSet, n: int, scope: str,
                  bind: tuple[tuple[int, ...], ...]) -> int:
@@ -488,10 +770,11 @@ class _Featuriser:
         self.c_parts.append(np.array(parts, dtype=np.int32))
         return i
 
-    def _add_group(self, gr: GroupSpec) -> int:
-        info = self.opset(gr.ops)
-        n = self.batch // gr.split
-        ids = [self.chunk_id(gr.ops, info, n, p.mem_scope, p.core_bind) for p in gr.chunks]
+    def _group_slow(self, gid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row, result scopes and core parts per sample of one group, chunk by chunk."""
+        info, chunks, split = self.g_info[gid], self.g_chunks[gid], self.g_split[gid]
+        n = self.batch // split
+        ids = [self.chunk_id(info.ops, info, n, p.mem_scope, p.core_bind) for p in chunks]
         rows = self.c_rows.a[ids]
         total = rows.sum(0)
         nc, ng = self.n_cores, len(_G)
@@ -499,19 +782,12 @@ class _Featuriser:
         busy = total[ng:ng + nc]
         row[_G_MAX] = rows[:, _G_MAX].max(0)
         row[_GI["critical"]] = busy.max()
-        row[_GI["chunks"]] = gr.split
+        row[_GI["chunks"]] = split
         row[_GI["ops"]] = info.n_ops
-        row[_GI["split_max"]] = gr.split
-        row[_GI["split_ops"]] = gr.split * info.n_ops
-        i = self.g_rows.append(total)
-        self.g_layout.append(self.layout(
-            ("group", i), np.repeat([_SCOPE_CODE[p.mem_scope] for p in gr.chunks], n),
-            np.concatenate([self.c_parts[c] for c in ids])))
-        self.g_out.append(info.out)
-        self.g_inputs.append(info.inputs)
-        self.g_chunks.append(gr.chunks)
-        self.g_ops.append(gr.ops)
-        return i
+        row[_GI["split_max"]] = split
+        row[_GI["split_ops"]] = split * info.n_ops
+        scopes = np.repeat([_SCOPE_CODE[p.mem_scope] for p in chunks], n)
+        return total, scopes, np.concatenate([self.c_parts[c] for c in ids])
 
     # ---- layouts -------------------------------------------------------------------------------
     def layout(self, key: Any, scopes: Any, parts: Any) -> int:
@@ -524,11 +800,14 @@ class _Featuriser:
 
     def transfer_layouts(self, s: GraphSchedule) -> dict[tuple[str, int], int]:
         """(tensor, split it is cut into) -> layout of the transfers that re-chunk it."""
-        by: dict[tuple[str, int], list[tuple[tuple[int, ...], str, Any]]] = {}
+        by: dict[tuple[str, int], list[tuple[tuple[int, ...], str, int]]] = {}
+        get = self.bind_objs.get
         for tr in s.transfers:
-            p = tr.placement
-            by.setdefault((tr.tensor, tr.dst_factor), []).append(
-                (tr.dst_chunks, p.mem_scope, p.core_bind))
+            p = tr.placement  # made per candidate, mostly; their core bindings are shared
+            b = get(id(p.core_bind))
+            if b is None:
+                b = self.bind_of(p.core_bind)
+            by.setdefault((tr.tensor, tr.dst_factor), []).append((tr.dst_chunks, p.mem_scope, b))
         out = {}
         for (tensor, factor), items in by.items():
             key = ("transfer", factor, tuple(items))
@@ -537,47 +816,45 @@ class _Featuriser:
                 n = self.batch // factor
                 scopes = np.full(self.batch, _SCOPE_CODE["DDR"], dtype=np.int8)
                 parts = np.zeros(self.batch, dtype=np.int32)
-                for chunks, scope, bind in items:
-                    spp = n // len(bind)
-                    ids = np.repeat([self.tuple_id(part) for part in bind], spp)
+                for chunks, scope_name, b in items:
+                    scope = _SCOPE_CODE[scope_name]
+                    tids = self.b_tids[b]
+                    ids = np.repeat(tids, n // len(tids))
                     for d in chunks:
-                        scopes[d * n:(d + 1) * n] = _SCOPE_CODE[scope]
+                        scopes[d * n:(d + 1) * n] = scope
                         parts[d * n:(d + 1) * n] = ids
                 i = self.layout(key, scopes, parts)
             out[(tensor, factor)] = i
         return out
 
-    def streamable(self, gid: int) -> frozenset[str]:
-        """Inputs group ``gid`` can stream from LLB/DDR (compiler.footprint)."""
-        return streamable_inputs(self.g, self.g_ops[gid])
-
     # ---- edges: one group input, from its producer (through transfers) ---------------------------
-    def edge_id(self, pid: int, cid: int, tensor: str, mid: int) -> int:
-        key = (pid, cid, tensor, mid)
-        i = self.edge_ids.get(key)
-        if i is None:
-            i = self.edge_ids[key] = self.e_rows.n + len(self.pending)
-            self.pending.append((i, pid, cid, tensor, mid))
+    def new_edge(self, key: tuple[int, int, int, int], streams: bool) -> int:
+        i = self.edge_ids[key] = self.e_rows.n + len(self.pending)
+        self.pending.append((*key, streams))
         return i
 
     def flush_edges(self) -> None:
         """Compute the rows of the edges met since the last call, vectorised."""
         if not self.pending:
             return
-        pend, self.pending = self.pending, []
+        pend = np.array(self.pending, dtype=np.int64).reshape(len(self.pending), 5)
+        self.pending = []
+        g_layout = self.g_layout.a[: self.g_layout.n, 0]
+        member = self.members.a[: len(self.tuple_ids)]
+        frac = member / member.sum(1)[:, None]
         block = max(1, _EDGE_BLOCK_CELLS // (self.batch * self.n_cores))
         for lo in range(0, len(pend), block):
-            rows, ports = self._edges(pend[lo:lo + block])
-            for r, p in zip(rows, ports):
-                self.e_rows.append(r)
-                self.e_port.append(p)
+            rows, ports = self._edges(pend[lo:lo + block], g_layout, frac)
+            self.e_rows.extend(rows)
+            self.e_port.extend(ports)
 
-    def _move(self, src: np.ndarray, dst: np.ndarray, dst_l1: bool
+    def _move(self, src: np.ndarray, dst: np.ndarray, dst_l1: bool, frac: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per byte of every sample moved from layouts ``src`` to ``dst`` (one per edge):
         DDR, LLB, NoC and hop-weighted NoC bytes, bytes staying in place (summed over
         samples) and DMA-port bytes per core. ``dst_l1``: the destination is staged in L1
-        (a consumer reading its input) whatever the layout's scope."""
+        (a consumer reading its input) whatever the layout's scope. ``frac``: each core
+        part's share of every core."""
         ss = self.l_scope.a[src].astype(np.int64)
         sp = self.l_part.a[src].astype(np.int64)
         dp = self.l_part.a[dst].astype(np.int64)
@@ -592,40 +869,32 @@ class _Featuriser:
         noc = np.where(both, self.pair_noc[sp, dp], 0.0).sum(1)
         hop = np.where(both, self.pair_hop[sp, dp], 0.0).sum(1)
         stay = np.where(both, self.pair_stay[sp, dp], 0.0).sum(1)
-        member = self.members.a[: len(self.tuple_ids)]
-        frac = member / member.sum(1)[:, None]
         port = np.einsum("eb,ebc->ec", both.astype(float), self.pair_port[sp, dp])
         port += np.einsum("eb,ebc->ec", read.astype(float), frac[dp])
         port += np.einsum("eb,ebc->ec", write.astype(float), frac[sp])
         return ddr, llb, noc, hop, stay, port
 
-    def _edges(self, pend: list[tuple[int, int, int, str, int]]) -> tuple[np.ndarray, np.ndarray]:
+    def _edges(self, pend: np.ndarray, g_layout: np.ndarray, frac: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of edges ``pend`` (producer, consumer, tensor, transfers' layout, streams)."""
         m = len(pend)
-        pid = np.array([p[1] for p in pend])
-        cid = np.array([p[2] for p in pend])
-        mid = np.array([p[4] for p in pend])
-        sb = np.empty(m)
-        fb = np.empty(m)
-        for k, p in enumerate(pend):
-            b = self.tensor_bytes.get(p[3])
-            if b is None:
-                b = self.tensor_bytes[p[3]] = sample_bytes(self.g, p[3])
-            sb[k], fb[k] = b
+        pid, cid, tix, mid, streams = pend.T
+        streams = streams.astype(bool)
+        tb = self.t_bytes.a[tix]
+        sb, fb = tb[:, 0], tb[:, 1]
         is_in = pid < 0
-        g_layout = np.array(self.g_layout)
         src = np.where(is_in, 0, g_layout[np.maximum(pid, 0)])
         dst = g_layout[cid]
         via = mid >= 0
         # the consumer reads from the transfers' layout when there is one
         first = np.where(via, mid, src)
-        ddr, llb, noc, hop, stay, port = self._move(first, dst, True)
+        ddr, llb, noc, hop, stay, port = self._move(first, dst, True, frac)
         # the consumer streams an input read from LLB/DDR tile by tile when it can; else the
         # input is staged in L1 before it starts (so are transfers' moves: steps of their own)
-        streams = np.array([p[3] in self.streamable(p[2]) for p in pend])
         ddr_staged = np.where(streams, 0.0, ddr)
         llb_staged = np.where(streams, 0.0, llb)
         if via.any():
-            d2, l2, n2, h2, _, p2 = self._move(src[via], mid[via], False)
+            d2, l2, n2, h2, _, p2 = self._move(src[via], mid[via], False, frac)
             ddr[via] += d2
             llb[via] += l2
             noc[via] += n2
@@ -651,14 +920,13 @@ class _Featuriser:
         rows[:, _EI["est_l1"]] = (prod_l1 + l1[cid]).max(1) + self.g_rows.a[cid, _GI["ws_max"]]
         llb_res = self.g_rows.a[:, _GI["llb_res"]]
         rows[:, _EI["est_llb"]] = np.where(is_in, 0.0, llb_res[p0]) + llb_res[cid]
-        for k_, p in enumerate(pend):  # unbatched tensors: every consumer core needs a copy
-            if fb[k_]:
-                self._fixed_edge(rows[k_], ports[k_], p[1], p[2], fb[k_])
+        for k_ in np.flatnonzero(fb):  # unbatched tensors: every consumer core needs a copy
+            self._fixed_edge(rows[k_], ports[k_], int(pid[k_]), int(cid[k_]), float(fb[k_]))
         return rows, ports
 
     def _fixed_edge(self, row: np.ndarray, port: np.ndarray, pid: int, cid: int, fb: float
                     ) -> None:
-        scope = _SCOPE_CODE["DDR"] if pid < 0 else int(self.l_scope.a[self.g_layout[pid], 0])
+        scope = _SCOPE_CODE["DDR"] if pid < 0 else int(self.l_scope.a[self.g_layout.a[pid, 0], 0])
         src = self.g_chunks[pid][0].cores if pid >= 0 else ()
         src_cores = set(src)
         first = src[0] if src else 0
@@ -690,24 +958,53 @@ class _Featuriser:
         g_off = np.zeros(n, dtype=np.int64)
         e_off = np.zeros(n, dtype=np.int64)
         misc = np.zeros((n, 3))
-        group_id, edge_id, g_out, g_inputs = self.group_id, self.edge_id, self.g_out, self.g_inputs
+        n_tr = np.zeros(n)
+        group_get, edge_get = self.group_obj_ids.get, self.edge_ids.get
+        ops_get = self.ops_ids.get
+        g_info = self.g_info
         for k, s in enumerate(schedules):
             g_off[k] = len(gids)
             e_off[k] = len(eids)
-            ids = [group_id(gr) for gr in s.groups]
-            splits = {g_out[i]: (i, gr.split) for i, gr in zip(ids, s.groups)}
-            xfer = self.transfer_layouts(s) if s.transfers else {}
             base = len(gids)
-            for pos, (i, gr) in enumerate(zip(ids, s.groups)):
-                for t in g_inputs[i]:
-                    pid, split = splits.get(t, (-1, 1))
-                    mid = xfer.get((t, gr.split), -1) if split != gr.split else -1
-                    eids.append(edge_id(pid, i, t, mid))
+            prod: dict[str, tuple[int, int]] = {}
+            for gr in s.groups:
+                info = ops_get(id(gr.ops)) or self.opset_of(gr.ops)
+                i = group_get((info.ident, *map(id, gr.chunks)))
+                if i is None:
+                    i = self.group_of(gr, info)
+                gids.append(i)
+                prod[info.out] = (i, gr.split)
+            xfer = self.transfer_layouts(s) if s.transfers else {}
+            for pos, gr in enumerate(s.groups):
+                i = gids[base + pos]
+                split = gr.split
+                for t, ti, streams in g_info[i].edges:
+                    pid, psplit = prod.get(t, (-1, 1))
+                    mid = xfer.get((t, split), -1) if psplit != split else -1
+                    ekey = (pid, i, ti, mid)
+                    e = edge_get(ekey)
+                    if e is None:
+                        e = self.new_edge(ekey, streams)
+                    eids.append(e)
                     e_slot.append(base + pos)
-            gids.extend(ids)
-            names = list(map(_NAME, s.order))
-            misc[k] = (len(names), len(s.transfers),
-                       sum(map(str.__ne__, names, names[1:])) / max(len(names) - 1, 1))
+            n_tr[k] = len(s.transfers)
+        # interleave: consecutive steps of different groups or transfers, within each schedule
+        n_steps = np.fromiter(map(len, map(_ORDER, schedules)), dtype=np.int64, count=n)
+        names = list(chain.from_iterable(map(_ORDER_NAMES, schedules)))
+        differ = np.fromiter(map(str.__ne__, names, names[1:]), dtype=np.float64,
+                             count=max(len(names) - 1, 0))
+        s_off = np.concatenate([[0], np.cumsum(n_steps)[:-1]])
+        changes = np.zeros(n)
+        if len(differ):
+            # pairs starting at each schedule's first step; a schedule's last pair is the next's
+            # boundary, which is not counted
+            cum = np.concatenate([[0.0], np.cumsum(differ)])
+            last = s_off + np.maximum(n_steps - 1, 0)
+            changes = cum[np.minimum(last, len(differ))] - cum[s_off]
+        misc[:, 0] = n_steps
+        misc[:, 1] = n_tr
+        misc[:, 2] = changes / np.maximum(n_steps - 1, 1)
+        self.flush_groups()
         self.flush_edges()
         gi = np.asarray(gids)
         rows = self.g_rows.a[gi]
@@ -736,12 +1033,18 @@ class _Featuriser:
             Emax[has] = np.maximum.reduceat(e_rows[:, _E_MAX], e_off[has], axis=0)
             port[has] += np.add.reduceat(e_port, e_off[has], axis=0)
             es = np.asarray(e_slot)
-            np.add.at(g_ddr, es, e_rows[:, _EI["ddr"]])
-            np.add.at(g_llb, es, e_rows[:, _EI["llb"]])
-            np.add.at(g_noc, es, e_rows[:, _EI["noc"]])
-            np.add.at(g_port, es, e_port)
-            np.add.at(g_ddr_st, es, e_rows[:, _EI["ddr_staged"]])
-            np.add.at(g_llb_st, es, e_rows[:, _EI["llb_staged"]])
+            ng_ = len(gi)
+
+            def per_group(v: np.ndarray) -> np.ndarray:
+                return np.bincount(es, weights=v, minlength=ng_)
+
+            g_ddr += per_group(e_rows[:, _EI["ddr"]])
+            g_llb += per_group(e_rows[:, _EI["llb"]])
+            g_noc += per_group(e_rows[:, _EI["noc"]])
+            for c in range(nc):
+                g_port[:, c] += per_group(e_port[:, c])
+            g_ddr_st += per_group(e_rows[:, _EI["ddr_staged"]])
+            g_llb_st += per_group(e_rows[:, _EI["llb_staged"]])
         g_time = np.max([rows[:, _GI["critical"]], g_ddr / tg.ddr.bytes_per_cycle,
                          g_llb / tg.llb.bytes_per_cycle, g_noc / tg.noc.link_bytes_per_cycle,
                          g_port.max(1) / tg.dma.core_bytes_per_cycle], axis=0)

@@ -165,3 +165,25 @@ def test_cost_model_never_imports_sim() -> None:
     for path in (ROOT / "cost_model").rglob("*.py"):
         text = path.read_text()
         assert "import sim" not in text and "from sim" not in text, path
+
+
+def test_vectorised_groups_equal_the_chunk_by_chunk_path(tiny: Graph, target: Target,
+                                                         tiny_candidates: list[GraphSchedule]
+                                                         ) -> None:
+    """New groups are computed together, vectorised over their chunks; the chunk-by-chunk
+    path (kept for core parts of unequal sizes) gives the same rows."""
+    from cost_model._features import _Featuriser
+
+    uneven = two_groups(tiny, "L1", [[0, 1, 2], [3]], [[4, 5], [6, 7]])
+    mixed = [*tiny_candidates[:60], uneven, *two_groups_variants(tiny)]
+    fast = _Featuriser(tiny, target).run(mixed)
+    slow = _Featuriser(tiny, target, vectorised=False).run(mixed)
+    assert np.allclose(fast, slow, rtol=1e-12, atol=1e-15)
+    assert np.array_equal(features(tiny, mixed, target), fast)
+
+
+def two_groups_variants(graph: Graph) -> list[GraphSchedule]:
+    return [two_groups(graph, scope, a, b, split)
+            for scope in ("L1", "LLB", "DDR")
+            for a, b in (([0, 1, 2, 3], [0, 1, 2, 3]), ([[0, 1], [2, 3]], [4, 5, 6, 7]))
+            for split in (1, 2)]

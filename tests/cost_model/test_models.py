@@ -145,6 +145,21 @@ def test_save_load_identical_in_a_fresh_process(tmp_path: Path, suffix: str,
     assert np.array_equal(loaded.predict(X), m.predict(X))
 
 
+@pytest.mark.parametrize("loss, column", [("squared", False), ("absolute", True)])
+def test_loss_and_prior_column_travel_with_the_model(tmp_path: Path, loss: str, column: bool,
+                                                     data: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = data
+    m = XGBModel(rounds=20, loss=loss, prior_column=column)
+    m.fit(X[:80], y[:80])
+    assert m.params["objective"] == f"reg:{loss}error"
+    m.save(tmp_path / "m.ubj")
+    loaded = XGBModel.load(tmp_path / "m.ubj")
+    assert (loaded.loss, loaded.prior_column) == (loss, column)
+    assert np.array_equal(loaded.predict(X), m.predict(X))
+    with pytest.raises(CostModelError, match="loss must be"):
+        XGBModel(loss="huber")
+
+
 def test_loaded_model_trains_on_from_its_trees(tmp_path: Path,
                                                data: tuple[np.ndarray, np.ndarray]) -> None:
     X, y = data
