@@ -200,7 +200,8 @@ def reference_cycles(graph: Graph, target: Target) -> float:
             vec += s.amount * per * tcpe
         elif s.kind == OpKind.GATHER:
             gathered += s.amount * per
-    weights = {w for op in g.ops if op.op_type not in GATHER_OPS for w in op.weights}
+    weights = {g.tensors[w].storage or w  # a weight sharing another's bytes counts once
+               for op in g.ops if op.op_type not in GATHER_OPS for w in op.weights}
     io = sum(g.nbytes(t) for t in (*g.inputs, *g.outputs))
     cores = target.chip.cores_per_cluster
     mac_rate, lanes = target.matrix.macs_per_cycle, target.vector.lanes
