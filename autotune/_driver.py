@@ -7,6 +7,13 @@ measurement becomes one record in the log (appended and flushed) before its
 trial is told. Side effects beyond the log and the study (progress, user
 hooks) are callbacks, called after every finished batch.
 
+The guided sampler's rounds of breeding (most of a job's work) are jobs of the
+pool too: when a task's sampler runs low on proposals the driver sends a
+breeding request (:meth:`GuidedSampler.breed_request`) to the workers, up to one
+round per worker in flight, and hands the result back to the sampler when it
+arrives; so the driver only asks, tells and writes the log, and the workers breed
+and measure (:mod:`autotune._breed`).
+
 A candidate already measured (in this run or any run in the log) is never
 measured again: its trial is told the logged value. A candidate proposed twice
 while in flight is measured once and both trials are told. On a shared storage
@@ -51,6 +58,9 @@ Callback = Callable[[JobState], None]
 # Proposals in a row that were all measured before: the study keeps proposing old
 # candidates, so the task is done.
 _DUP_LIMIT = 64
+# Bred rounds in a row that brought nothing new: the sampler then breeds in the driver
+# (where an empty round falls back to random proposals, and duplicates stop the task).
+_DRY_LIMIT = 3
 # The study storage is made durable at most this often (a journal append + fsync per
 # finished batch is what 64 workers cannot afford); the log, the truth, is flushed per
 # record, and a resumed job restores what the storage lost from it.
@@ -120,11 +130,18 @@ class Driver:
         self._inflight: dict[tuple[int, str], list[Trial]] = {}
         self._host = socket.gethostname()
         # What the pool holds at once, per task: the guided sampler proposes rounds at
-        # least this large (see GuidedSampler.demand).
-        demand = pool.slots * self.batch_size // max(1, len(job.tasks))
-        for ts in job.tasks:
-            if hasattr(ts.study.sampler, "demand"):
-                ts.study.sampler.demand = demand
+        # least this large (see GuidedSampler.demand), and a new round is bred once fewer
+        # proposals than this are left.
+        self._demand = max(1, pool.slots * self.batch_size // max(1, len(job.tasks)))
+        self._breeding: dict[int, int] = {}  # breeding round's batch id -> task
+        self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
+        for k, ts in enumerate(job.tasks):
+            sampler = ts.study.sampler
+            if hasattr(sampler, "demand"):
+                sampler.demand = self._demand
+            if hasattr(sampler, "breed_request") and (not pool.remote
+                                                      or sampler.snapshot() is not None):
+                self._breeders[k] = sampler
 
     # ---- the loop --------------------------------------------------------------------------
     def run(self) -> None:
@@ -135,6 +152,9 @@ class Driver:
             if not self.pool.in_flight:
                 break
             for fin in self.pool.wait(timeout_s=1.0):
+                if fin.kind == "breed":
+                    self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
+                    continue
                 batch = self._batches.pop(fin.batch_id)
                 self._n_pending -= len(batch)
                 self._finish(batch, fin)
@@ -168,10 +188,20 @@ class Driver:
             k = self.scheduler.next_task()
             if k is None:
                 return
+            bs = self._breeder(k)
+            if bs is not None:
+                waiting = not bs.queued and self._waiting(k)  # seeds go first
+                if bs.queued < self._demand and bs.breeding < self.pool.workers and not waiting:
+                    self._breed(k, bs)  # breed ahead: the next round is ready when needed
+                    continue
+                if not bs.queued and not waiting:
+                    return  # the task's next proposals are being bred
             batch = self._propose(k, min(self.batch_size, left))
             if self.job.tasks[k].stopped:
                 self._stop(k, self.job.tasks[k].stopped)
             if not batch:
+                if bs is not None and bs.breeding:
+                    return
                 if not self._any_inflight(k):
                     self._stop(k, self.job.tasks[k].stopped or "nothing new to propose")
                     continue
@@ -182,6 +212,31 @@ class Driver:
             self._n_pending += len(batch)
             self.pool.submit(bid, self.job.tasks[k].task.key,
                              [c.schedule.to_json() for c in batch])
+
+    def _breeder(self, k: int) -> Any:
+        """Task ``k``'s sampler if the pool breeds its rounds (None: it breeds when asked)."""
+        bs = self._breeders.get(k)
+        return bs if bs is not None and bs.dry < _DRY_LIMIT else None
+
+    def _breed(self, k: int, bs: Any) -> None:
+        """Send a breeding round of task ``k`` to the pool."""
+        from autotune._breed import RankerScorer
+
+        ts = self.job.tasks[k]
+        request = bs.breed_request(ts.study)
+        scorer = bs.snapshot() if self.pool.remote else RankerScorer(bs.ranker)
+        bid = self._next_batch
+        self._next_batch += 1
+        self._breeding[bid] = k
+        self.pool.submit_breed(bid, ts.task.key, request, scorer)
+
+    def _waiting(self, k: int) -> bool:
+        """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out."""
+        from optuna.trial import TrialState
+
+        study = self.job.tasks[k].study
+        return bool(study._storage.get_all_trials(study._study_id, deepcopy=False,
+                                                  states=(TrialState.WAITING,)))
 
     def _any_inflight(self, k: int) -> bool:
         return any(c.task == k for b in self._batches.values() for c in b)
@@ -210,8 +265,11 @@ class Driver:
                 self._inflight[(k, cid)] = []
                 out.append(Candidate(k, None, s, cid, {}, label, "", placeholder))
         attempts = 0
+        bs = self._breeder(k)
         while len(out) < n and attempts < 4 * n + 8:
             attempts += 1
+            if bs is not None and not bs.queued and not self._waiting(k):
+                break  # the rest comes from the round being bred
             c = self._ask(k)
             if c is None:
                 continue
