@@ -151,6 +151,8 @@ class Driver:
             self._fill()
             if not self.pool.in_flight:
                 break
+            if self.pool.in_flight <= len(self._breeding) and self._spent():
+                break  # only breeding rounds left, and nothing more to measure
             for fin in self.pool.wait(timeout_s=1.0):
                 if fin.kind == "breed":
                     self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
@@ -191,7 +193,8 @@ class Driver:
             bs = self._breeder(k)
             if bs is not None:
                 waiting = not bs.queued and self._waiting(k)  # seeds go first
-                if bs.queued < self._demand and bs.breeding < self.pool.workers and not waiting:
+                if (bs.queued < min(self._demand, left) and bs.breeding < self.pool.workers
+                        and not waiting):
                     self._breed(k, bs)  # breed ahead: the next round is ready when needed
                     continue
                 if not bs.queued and not waiting:
@@ -212,6 +215,11 @@ class Driver:
             self._n_pending += len(batch)
             self.pool.submit(bid, self.job.tasks[k].task.key,
                              [c.schedule.to_json() for c in batch])
+
+    def _spent(self) -> bool:
+        """The budget is spent (measured or being measured), or every task stopped."""
+        return (self.job.budget - self.job.total - self._pending() <= 0
+                or all(ts.stopped for ts in self.job.tasks))
 
     def _breeder(self, k: int) -> Any:
         """Task ``k``'s sampler if the pool breeds its rounds (None: it breeds when asked)."""
