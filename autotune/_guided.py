@@ -225,9 +225,10 @@ class GuidedSampler(BaseSampler):
             if mine is not None:  # bred here: its vector and features came with it
                 cid, vec, row = mine.cid, mine.vector, mine.features
             else:
-                vec = vector_of(self.space, params) if params else None
-                if vec is None:
+                found = vector_of(self.space, params) if params else None
+                if found is None:
                     continue
+                vec = found
                 s = self.space.decode(vec)
                 cid = candidate_id(s)
             self._seen.add(cid)
@@ -239,8 +240,9 @@ class GuidedSampler(BaseSampler):
                     new.append((cid, s, row, y))
         if new:
             todo = [s for _, s, row, _ in new if row is None and s is not None]
-            computed = iter(np.asarray(self.ranker.features(todo), dtype=np.float32)
-                            if todo else [])
+            rows = (np.asarray(self.ranker.features(todo), dtype=np.float32) if todo
+                    else np.zeros((0, 0), dtype=np.float32))
+            computed = iter(rows)
             self._x.extend(row if row is not None else next(computed) for _, _, row, _ in new)
             self._y.extend(y for _, _, _, y in new)
         o = self.options
