@@ -4,8 +4,11 @@ By default a private Ray instance starts on loopback only (``127.0.0.1``, no
 dashboard) with one CPU per worker; ``address`` joins an existing cluster
 instead. Each actor receives every task's graph, the target and the measurer
 in its constructor (one ``ray.put`` for the graphs), so a batch carries only
-schedule JSON. Actors restart when they die; the batch they held comes back as
-``worker_lost`` measurements and the job goes on.
+schedule JSON. Actors also breed the guided sampler's rounds
+(:meth:`RayPool.submit_breed`; the cost model goes to the object store once per
+snapshot). Actors restart when they die; the batch they held comes back as
+``worker_lost`` measurements (a breeding round they held is bred again) and the
+job goes on.
 
 Each actor reserves the measurer's ``num_cpus`` (fractions allowed: one that
 waits on a board needs little) and its custom ``resources`` (``{"stcp920": 1}``),
@@ -59,6 +62,9 @@ class _Worker:
         self._target = target
         self._measurer = measurer
         self._breeder = Breeder(graphs, target)
+        # What breeding imports, now, while the pool starts (not in the first round).
+        import cost_model  # noqa: F401
+        import search_space  # noqa: F401
 
     def pid(self) -> int:
         return os.getpid()
