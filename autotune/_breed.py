@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from compiler.target import Target
     from search_space import Space
 
-__all__ = ["Bred", "BreedRequest", "Breeder", "Pick", "RankerScorer", "Scorer", "breed"]
+__all__ = ["Bred", "BreedRequest", "Breeder", "Pick", "RankerScorer", "Scorer", "breed", "merge"]
 
 
 class Scorer(Protocol):
@@ -98,7 +98,11 @@ class BreedRequest:
 
 @dataclass(frozen=True)
 class Pick:
-    """A picked candidate: all the driver needs to ask, measure and learn from it."""
+    """A picked candidate: all the driver needs to ask, measure and learn from it.
+
+    ``key`` orders the model's picks of a round (lower first: minus the predicted score,
+    or the parent's rank near the start); ``explore`` marks the random picks.
+    """
 
     cid: str
     vector: np.ndarray
@@ -106,6 +110,8 @@ class Pick:
     schedule: GraphSchedule
     features: np.ndarray
     ranked_by: str
+    key: float
+    explore: bool
 
 
 @dataclass(frozen=True)
@@ -134,35 +140,58 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         ranked = r.neighbours()
     else:
         ranked = r.evolve()
-    picked: list[tuple[str, GraphSchedule, str]] = []
+    picked: list[tuple[str, GraphSchedule, str, float, bool]] = []
     used = 0
-    for cid, s in ranked:
+    for key, cid, s in ranked:
         used += 1
         if len(picked) >= req.proposals - req.eps:
             break
         if r.admit(cid, s):
-            picked.append((cid, s, scorer.label))
+            picked.append((cid, s, scorer.label, key, False))
+    # Exploration as in Ansor: random picks among the bred candidates the model passed
+    # over (uniform samples of the space are mostly far slower than anything bred).
     rest = ranked[used:]
     for k in rng.permutation(len(rest)):
         if len(picked) >= req.proposals:
             break
-        cid, s = rest[int(k)]
+        _, cid, s = rest[int(k)]
         if r.admit(cid, s):
-            picked.append((cid, s, ""))
+            picked.append((cid, s, "", 0.0, True))
     for _ in range(8 * max(req.eps, 1)):
         if len(picked) >= req.proposals:
             break
         s = space.sample(rng)
         cid = candidate_id(s)
         if r.admit(cid, s):
-            picked.append((cid, s, ""))
-    rows = r.features_of([(cid, s) for cid, s, _ in picked])
+            picked.append((cid, s, "", 0.0, True))
+    rows = r.features_of([(p[0], p[1]) for p in picked])
     picks = []
-    for (cid, s, by), row in zip(picked, rows):
+    for (cid, s, by, key, explore), row in zip(picked, rows):
         proj = space.project(s)  # the space remembers what it decoded: no search
         assert proj.vector is not None
-        picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by))
+        picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by, key, explore))
     return Bred(tuple(picks), len(ranked), time.process_time() - t0)
+
+
+def merge(parts: Sequence[Bred], proposals: int, eps: int) -> list[Pick]:
+    """One round's picks from its parts (bred apart, each from the same request but its
+    own seed and share of the population): the model's best ``proposals - eps`` of all
+    parts by key, then random picks taken from each part in turn. One part: its picks."""
+    model = sorted((p for b in parts for p in b.picks if not p.explore), key=lambda p: p.key)
+    explore = [list(p for p in b.picks if p.explore) for b in parts]
+    out: dict[str, Pick] = {}
+    for p in model:
+        if len(out) >= proposals - eps:
+            break
+        out.setdefault(p.cid, p)
+    k = 0
+    while len(out) < proposals and any(explore):
+        part = explore[k % len(explore)]
+        if part:
+            p = part.pop(0)
+            out.setdefault(p.cid, p)
+        k += 1
+    return list(out.values())
 
 
 class Breeder:
@@ -213,7 +242,7 @@ class _Round:
             return np.zeros(0)
         return np.asarray(self.scorer.predict(np.stack(self.features_of(items))))
 
-    def neighbours(self) -> list[tuple[str, GraphSchedule]]:
+    def neighbours(self) -> list[tuple[float, str, GraphSchedule]]:
         """No model yet: one-move neighbours of the best measured, the best parent's first."""
         rng, sp = self.rng, self.space
         keyed: list[tuple[float, str, GraphSchedule]] = []
@@ -224,9 +253,13 @@ class _Round:
                 s = sp.mutate(parent, rng)
                 keyed.append((rank + float(rng.random()), candidate_id(s), s))
         keyed.sort(key=lambda x: x[0])
-        return self.fresh((cid, s) for _, cid, s in keyed)
+        out: dict[str, tuple[float, str, GraphSchedule]] = {}
+        for key, cid, s in keyed:
+            if cid not in self.seen:
+                out.setdefault(cid, (key, cid, s))
+        return list(out.values())
 
-    def evolve(self) -> list[tuple[str, GraphSchedule]]:
+    def evolve(self) -> list[tuple[float, str, GraphSchedule]]:
         """Model-guided evolution; the new candidates, best predicted first."""
         req, sp, rng = self.req, self.space, self.rng
         n_random = (max(1, int(req.population * req.random_share)) if req.parents
@@ -247,7 +280,7 @@ class _Round:
         if not fresh:
             return []
         scores = self.predict(fresh)
-        return [fresh[int(k)] for k in np.argsort(-scores, kind="stable")]
+        return [(-float(scores[int(k)]), *fresh[int(k)]) for k in np.argsort(-scores, kind="stable")]
 
     def fresh(self, items: Iterable[tuple[str, GraphSchedule]]) -> list[tuple[str, GraphSchedule]]:
         out: dict[str, GraphSchedule] = {}

@@ -8,11 +8,13 @@ trial is told. Side effects beyond the log and the study (progress, user
 hooks) are callbacks, called after every finished batch.
 
 The guided sampler's rounds of breeding (most of a job's work) are jobs of the
-pool too: when a task's sampler runs low on proposals the driver sends a
-breeding request (:meth:`GuidedSampler.breed_request`) to the workers, up to one
-round per worker in flight, and hands the result back to the sampler when it
-arrives; so the driver only asks, tells and writes the log, and the workers breed
-and measure (:mod:`autotune._breed`).
+pool too: when a task's sampler runs low on proposals the driver asks it for the
+next round (:meth:`GuidedSampler.breed_request`) in one part per worker (each
+breeds a share of the population), queues the parts behind the workers' batches,
+and hands the parts back to the sampler when all arrived; so the driver only asks,
+tells and writes the log, and the workers breed and measure (:mod:`autotune._breed`).
+One round is bred at a time per task, as when the sampler breeds by itself, so its
+proposals are no staler than before.
 
 A candidate already measured (in this run or any run in the log) is never
 measured again: its trial is told the logged value. A candidate proposed twice
@@ -39,6 +41,7 @@ from logs import RecordWriter
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial, Trial
 
+    from autotune._breed import Bred
     from autotune._claims import Claims
     from autotune._journal import StorageHandle
     from autotune._measurer import Measurer
@@ -133,7 +136,8 @@ class Driver:
         # least this large (see GuidedSampler.demand), and a new round is bred once fewer
         # proposals than this are left.
         self._demand = max(1, pool.slots * self.batch_size // max(1, len(job.tasks)))
-        self._breeding: dict[int, int] = {}  # breeding round's batch id -> task
+        self._breeding: dict[int, int] = {}  # batch id of a part of a round -> the round
+        self._rounds: dict[int, tuple[int, int, list[Bred | None]]] = {}  # -> task, parts, back
         self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
         for k, ts in enumerate(job.tasks):
             sampler = ts.study.sampler
@@ -155,7 +159,7 @@ class Driver:
                 break  # only breeding rounds left, and nothing more to measure
             for fin in self.pool.wait(timeout_s=1.0):
                 if fin.kind == "breed":
-                    self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
+                    self._bred(fin)
                     continue
                 batch = self._batches.pop(fin.batch_id)
                 self._n_pending -= len(batch)
@@ -183,28 +187,41 @@ class Driver:
         return self._n_pending
 
     def _fill(self) -> None:
-        while self.pool.in_flight < self.pool.slots:
+        picked: set[int] = set()
+        self._fill_batches(picked)
+        if not self.pool.remote:
+            return  # in-process, a round is bred when the last one is used up (as it must)
+        left = self.job.budget - self.job.total - self._pending()
+        for k in sorted(picked):  # breed ahead: the next round is ready when needed
+            bs = self._breeder(k)
+            if (bs is not None and not bs.breeding and not self.job.tasks[k].stopped
+                    and bs.queued < min(self._demand, left)
+                    and (bs.queued or not self._waiting(k))):  # seeds go first
+                self._breed(k, bs)
+
+    def _fill_batches(self, picked: set[int]) -> None:
+        # Breeding rounds take no slot: they are queued behind the batches on the workers.
+        while self.pool.in_flight - len(self._breeding) < self.pool.slots:
             left = self.job.budget - self.job.total - self._pending()
             if left <= 0:
                 return
             k = self.scheduler.next_task()
             if k is None:
                 return
+            picked.add(k)
             bs = self._breeder(k)
-            if bs is not None:
-                waiting = not bs.queued and self._waiting(k)  # seeds go first
-                if (bs.queued < min(self._demand, left) and bs.breeding < self.pool.workers
-                        and not waiting):
-                    self._breed(k, bs)  # breed ahead: the next round is ready when needed
-                    continue
-                if not bs.queued and not waiting:
-                    return  # the task's next proposals are being bred
+            if bs is not None and not bs.queued and not self._waiting(k):
+                if not bs.breeding and not self.job.tasks[k].stopped:
+                    self._breed(k, bs)
+                return  # the task's next proposals are being bred
             batch = self._propose(k, min(self.batch_size, left))
             if self.job.tasks[k].stopped:
                 self._stop(k, self.job.tasks[k].stopped)
             if not batch:
-                if bs is not None and bs.breeding:
-                    return
+                if bs is not None and not self.job.tasks[k].stopped:
+                    if bs.breeding:
+                        return  # its next round is being bred
+                    continue  # its proposals were used up (repeats): breed the next round
                 if not self._any_inflight(k):
                     self._stop(k, self.job.tasks[k].stopped or "nothing new to propose")
                     continue
@@ -227,16 +244,30 @@ class Driver:
         return bs if bs is not None and bs.dry < _DRY_LIMIT else None
 
     def _breed(self, k: int, bs: Any) -> None:
-        """Send a breeding round of task ``k`` to the pool."""
+        """Send a breeding round of task ``k`` to the pool, one part per worker."""
         from autotune._breed import RankerScorer
 
         ts = self.job.tasks[k]
-        request = bs.breed_request(ts.study)
+        in_flight = {cid for task, cid in self._inflight if task == k}
+        requests = bs.breed_request(ts.study, parts=self.pool.workers, pending=in_flight)
         scorer = bs.snapshot() if self.pool.remote else RankerScorer(bs.ranker)
-        bid = self._next_batch
-        self._next_batch += 1
-        self._breeding[bid] = k
-        self.pool.submit_breed(bid, ts.task.key, request, scorer)
+        rid = self._next_batch  # the round's id: its first part's
+        self._rounds[rid] = (k, len(requests), [])
+        for request in requests:
+            bid = self._next_batch
+            self._next_batch += 1
+            self._breeding[bid] = rid
+            self.pool.submit_breed(bid, ts.task.key, request, scorer)
+
+    def _bred(self, fin: Finished) -> None:
+        """A part of a round is back; the whole round goes to its sampler (a lost part:
+        the round is what the others bred)."""
+        rid = self._breeding.pop(fin.batch_id)
+        k, parts, back = self._rounds[rid]
+        back.append(fin.bred)
+        if len(back) == parts:
+            del self._rounds[rid]
+            self._breeders[k].bred([b for b in back if b is not None])
 
     def _waiting(self, k: int) -> bool:
         """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out."""

@@ -14,9 +14,11 @@ queued candidate in :meth:`before_trial`, and the driver's
 their fixed parameters and do not consume a proposal.
 
 A round (:mod:`autotune._breed`) can run elsewhere: the tuning driver asks for
-a :meth:`GuidedSampler.breed_request`, has a measurer worker breed it, and hands the
-result back through :meth:`GuidedSampler.bred`, so the driver never decodes; used on
-its own, the sampler breeds in :meth:`before_trial` when its queue is empty.
+a :meth:`GuidedSampler.breed_request` in as many parts as there are workers, has
+each worker breed a part (its share of the population), and hands the parts back
+through :meth:`GuidedSampler.bred`, which merges them as one round; so the driver
+never decodes. Used on its own, the sampler breeds in :meth:`before_trial` when its
+queue is empty.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,7 +35,7 @@ import numpy as np
 from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 
-from autotune._breed import Bred, BreedRequest, RankerScorer, Scorer, breed
+from autotune._breed import Bred, BreedRequest, RankerScorer, Scorer, breed, merge
 from autotune._ranker import Ranker
 from autotune._studies import candidate_id, vector_of
 
@@ -136,6 +138,7 @@ class GuidedSampler(BaseSampler):
         self._snapshot: tuple[str, Scorer] | None = None
         self.rounds = 0
         self.breeding = 0  # rounds asked for (breed_request) and not back yet
+        self._round = (0, 0)  # proposals and random picks of the last round asked for
         self.dry = 0  # rounds in a row that brought nothing new
         # Candidates the measurers hold at once (set by the driver): a round proposes at
         # least this many (up to ``population``), so a round's breeding, whose cost does not
@@ -286,12 +289,15 @@ class GuidedSampler(BaseSampler):
             self._snapshot = (label, snap())
         return self._snapshot[1]
 
-    def breed_request(self, study: Study | None = None) -> BreedRequest:
-        """The next round, for :func:`autotune._breed.breed` to run anywhere.
+    def breed_request(self, study: Study | None = None, parts: int = 1,
+                      pending: Iterable[str] = ()) -> list[BreedRequest]:
+        """The next round, for :func:`autotune._breed.breed` to run anywhere, in ``parts``.
 
-        Learns from ``study`` first (its new trials are parents and training data). The
-        answer goes back through :meth:`bred`; rounds may overlap (each sees the
-        candidates handed out when it was asked for, :meth:`bred` drops repeats).
+        Learns from ``study`` first (its new trials are parents and training data). Each
+        part breeds its share of the population with its own seed (on its own worker);
+        the parts' results go back together through :meth:`bred`, which merges them.
+        ``pending``: candidate ids being measured that this sampler did not propose
+        (seeds), not to be proposed again.
         """
         if study is not None:
             self.sync(study)
@@ -299,22 +305,25 @@ class GuidedSampler(BaseSampler):
         self.rounds += 1
         self.breeding += 1
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
-        return BreedRequest(
-            batch=self.space.batch, parents=tuple(self._best(o.parents)),
-            seed=int(self._rng.integers(2**63 - 1)), proposals=n_prop,
-            eps=round(n_prop * o.eps), seen=frozenset(self._seen), population=o.population,
-            generations=o.generations, random_share=o.random_share, crossover=o.crossover)
+        parents, seen = tuple(self._best(o.parents)), frozenset(self._seen.union(pending))
+        self._round = (n_prop, round(n_prop * o.eps))
+        return [BreedRequest(
+            batch=self.space.batch, parents=parents, seed=int(self._rng.integers(2**63 - 1)),
+            proposals=n_prop, eps=self._round[1], seen=seen,
+            population=-(-o.population // parts), generations=o.generations,
+            random_share=o.random_share, crossover=o.crossover) for _ in range(max(1, parts))]
 
-    def bred(self, result: Bred | None) -> int:
-        """Queue a round's picks not seen since it was asked for; None: the round was lost.
+    def bred(self, parts: Sequence[Bred]) -> int:
+        """Queue the round's picks (merged from its ``parts``) not seen since it was asked for.
 
+        No parts: the round was lost (its workers died) and another will be asked for.
         Returns how many were queued; :attr:`dry` counts the rounds in a row that queued none.
         """
         self.breeding = max(0, self.breeding - 1)
-        if result is None:
+        if not parts:
             return 0
         n = 0
-        for p in result.picks:
+        for p in merge(parts, *self._round):
             if p.cid in self._seen:
                 continue
             self._seen.add(p.cid)
@@ -322,13 +331,14 @@ class GuidedSampler(BaseSampler):
                                          p.features))
             n += 1
         self.dry = 0 if n else self.dry + 1
-        log.debug("round: %d candidates ranked, %d proposed in %.2f s", result.ranked, n,
-                  result.cpu_s)
+        log.debug("round %d: %d candidates ranked, %d proposed in %.2f s of CPU", self.rounds,
+                  sum(b.ranked for b in parts), n, sum(b.cpu_s for b in parts))
         return n
 
     def _refill(self) -> None:
         """Breed, rank and queue the next round of proposals here."""
-        self.bred(breed(self.space, RankerScorer(self.ranker), self.breed_request()))
+        (req,) = self.breed_request()
+        self.bred([breed(self.space, RankerScorer(self.ranker), req)])
 
     def _best(self, k: int) -> list[np.ndarray]:
         order = heapq.nlargest(k, self._scores, key=self._scores.__getitem__)  # O(n), not a sort
