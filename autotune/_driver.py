@@ -195,7 +195,7 @@ class Driver:
         for k in sorted(picked):  # breed ahead: the next round is ready when needed
             bs = self._breeder(k)
             if (bs is not None and not bs.breeding and not self.job.tasks[k].stopped
-                    and bs.queued < min(self._demand, left) and self._may_breed(k)
+                    and bs.queued < min(self._demand, left) and self._may_breed(k, bs)
                     and (bs.queued or not self._waiting(k))):  # seeds go first
                 self._breed(k, bs)
 
@@ -211,7 +211,7 @@ class Driver:
             picked.add(k)
             bs = self._breeder(k)
             if bs is not None and not bs.queued and not self._waiting(k):
-                if not bs.breeding and not self.job.tasks[k].stopped and self._may_breed(k):
+                if not bs.breeding and not self.job.tasks[k].stopped and self._may_breed(k, bs):
                     self._breed(k, bs)
                 return  # the task's next proposals are being bred
             batch = self._propose(k, min(self.batch_size, left))
@@ -269,10 +269,15 @@ class Driver:
             del self._rounds[rid]
             self._breeders[k].bred([b for b in back if b is not None])
 
-    def _may_breed(self, k: int) -> bool:
-        """Not while a task's first measurements (its seeds) are out: its first round is
-        then bred around them (cheaper, and better, than a round from random samples)."""
-        return bool(self.job.tasks[k].measured) or not self._any_inflight(k)
+    def _may_breed(self, k: int, bs: Any) -> bool:
+        """Breed a round when it can learn something the last one did not: after half a
+        round's measurements came back (so no round is bred from the same parents and
+        model as the one before), and a task's first round after its seeds are measured
+        (around them: cheaper, and better, than a round from random samples). Without
+        measurements out, at once."""
+        if not self._any_inflight(k):
+            return True
+        return bool(self.job.tasks[k].measured) and bs.news >= max(1, self._demand // 2)
 
     def _waiting(self, k: int) -> bool:
         """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out."""

@@ -139,6 +139,8 @@ class GuidedSampler(BaseSampler):
         self.rounds = 0
         self.breeding = 0  # rounds asked for (breed_request) and not back yet
         self._round = (0, 0)  # proposals and random picks of the last round asked for
+        self.told = 0  # trials finished through this sampler
+        self._told_at_round = 0  # ... when the last round was asked for
         self.dry = 0  # rounds in a row that brought nothing new
         # Candidates the measurers hold at once (set by the driver): a round proposes at
         # least this many (up to ``population``), so a round's breeding, whose cost does not
@@ -176,6 +178,7 @@ class GuidedSampler(BaseSampler):
                     values: Sequence[float] | None) -> None:
         chosen = self._by_trial.pop(trial.number, None)
         if state in (TrialState.COMPLETE, TrialState.FAIL):
+            self.told += 1
             if chosen is not None and chosen.params == trial.params:
                 self._handed[trial.number] = chosen
             value = values[0] if state == TrialState.COMPLETE and values else None
@@ -304,6 +307,7 @@ class GuidedSampler(BaseSampler):
         o = self.options
         self.rounds += 1
         self.breeding += 1
+        self._told_at_round = self.told
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
         parents, seen = tuple(self._best(o.parents)), frozenset(self._seen.union(pending))
         self._round = (n_prop, round(n_prop * o.eps))
@@ -312,6 +316,11 @@ class GuidedSampler(BaseSampler):
             proposals=n_prop, eps=self._round[1], seen=seen,
             population=-(-o.population // parts), generations=o.generations,
             random_share=o.random_share, crossover=o.crossover) for _ in range(max(1, parts))]
+
+    @property
+    def news(self) -> int:
+        """Trials finished since the last round was asked for (what a new round would learn)."""
+        return self.told - self._told_at_round
 
     def bred(self, parts: Sequence[Bred]) -> int:
         """Queue the round's picks (merged from its ``parts``) not seen since it was asked for.
