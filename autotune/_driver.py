@@ -270,9 +270,10 @@ class Driver:
             self._breeders[k].bred([b for b in back if b is not None])
 
     def _may_breed(self, k: int, bs: Any) -> bool:
-        """Breed a round when it can learn something the last one did not: after half a
-        round's measurements came back (so no round is bred from the same parents and
-        model as the one before), and a task's first round after its seeds are measured
+        """Breed a round when it can learn from the last one: once half a round's
+        measurements came back since the last round did (so a round is never bred from
+        the parents and model of the one before), and a task's first round after its
+        seeds are measured
         (around them: cheaper, and better, than a round from random samples). Without
         measurements out, at once."""
         if not self._any_inflight(k):

@@ -140,7 +140,7 @@ class GuidedSampler(BaseSampler):
         self.breeding = 0  # rounds asked for (breed_request) and not back yet
         self._round = (0, 0)  # proposals and random picks of the last round asked for
         self.told = 0  # trials finished through this sampler
-        self._told_at_round = 0  # ... when the last round was asked for
+        self._told_at_round = 0  # ... when the last round came back
         self.dry = 0  # rounds in a row that brought nothing new
         # Candidates the measurers hold at once (set by the driver): a round proposes at
         # least this many (up to ``population``), so a round's breeding, whose cost does not
@@ -307,7 +307,6 @@ class GuidedSampler(BaseSampler):
         o = self.options
         self.rounds += 1
         self.breeding += 1
-        self._told_at_round = self.told
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
         parents, seen = tuple(self._best(o.parents)), frozenset(self._seen.union(pending))
         self._round = (n_prop, round(n_prop * o.eps))
@@ -319,7 +318,8 @@ class GuidedSampler(BaseSampler):
 
     @property
     def news(self) -> int:
-        """Trials finished since the last round was asked for (what a new round would learn)."""
+        """Trials finished since the last round came back (what a new round would learn
+        that the last one could not)."""
         return self.told - self._told_at_round
 
     def bred(self, parts: Sequence[Bred]) -> int:
@@ -329,6 +329,7 @@ class GuidedSampler(BaseSampler):
         Returns how many were queued; :attr:`dry` counts the rounds in a row that queued none.
         """
         self.breeding = max(0, self.breeding - 1)
+        self._told_at_round = self.told
         if not parts:
             return 0
         n = 0
