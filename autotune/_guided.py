@@ -309,6 +309,11 @@ class GuidedSampler(BaseSampler):
         self.breeding += 1
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
         parents, seen = tuple(self._best(o.parents)), frozenset(self._seen.union(pending))
+        if not parents:
+            # Parts share the parents, so their children crowd around the same best ones,
+            # as in one population; without parents each would evolve around the best of
+            # its own random samples (islands, each half as deep): one part.
+            parts = 1
         self._round = (n_prop, round(n_prop * o.eps))
         return [BreedRequest(
             batch=self.space.batch, parents=parents, seed=int(self._rng.integers(2**63 - 1)),
