@@ -284,6 +284,7 @@ class RayPool(MeasurePool):
         self._scorers: dict[int, tuple[Any, Any]] = {}  # id -> scorer sent, its object ref
         self._replaced = 0
         self._load = [0] * workers
+        self._breeds = [0] * workers  # breeding jobs held by each worker
         self._refs: dict[Any, _InFlight] = {}
         self._pings: dict[Any, int] = {}  # ping of a restarting worker -> its index
         self._down: dict[int, float] = {}  # worker down -> when it went down (monotonic)
@@ -343,10 +344,15 @@ class RayPool(MeasurePool):
             if len(self._scorers) >= 16:  # older models: their tasks have newer ones
                 del self._scorers[next(iter(self._scorers))]
             held = self._scorers[id(scorer)] = (scorer, ray.put(scorer))
-        k = self._least_loaded()
+        # The parts of a round go to different workers (fewest breeding jobs first): by
+        # count of jobs alone, two parts could land on one worker behind short batches.
+        up = [i for i in range(len(self._actors)) if i not in self._down] or list(
+            range(len(self._actors)))
+        k = min(up, key=lambda i: (self._breeds[i], self._load[i]))
         ref = self._actors[k].breed.remote(task_key, request, held[1])
         self._refs[ref] = _InFlight(batch_id, 0, k, time.monotonic() + _BREED_GRACE_S, "breed")
         self._load[k] += 1
+        self._breeds[k] += 1
 
     def wait(self, timeout_s: float | None = None) -> list[Finished]:
         import ray
@@ -382,6 +388,7 @@ class RayPool(MeasurePool):
         job = self._refs.pop(ref)
         self._load[job.actor] -= 1
         if job.kind == "breed":
+            self._breeds[job.actor] -= 1
             try:
                 return Finished(job.batch_id, "", (), "breed", ray.get(ref))
             except _LOST_ERRORS() as exc:
@@ -467,6 +474,7 @@ class RayPool(MeasurePool):
             self._load[job.actor] -= 1
             why = "batch exceeded its time limit: its worker was restarted"
             if job.kind == "breed":
+                self._breeds[job.actor] -= 1
                 log.warning("breeding round %d exceeded its time limit: its worker was "
                             "restarted", job.batch_id)
                 out.append(Finished(job.batch_id, "", (), "breed", None))
