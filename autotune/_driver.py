@@ -7,6 +7,15 @@ measurement becomes one record in the log (appended and flushed) before its
 trial is told. Side effects beyond the log and the study (progress, user
 hooks) are callbacks, called after every finished batch.
 
+The guided sampler's rounds of breeding (most of a job's work) are jobs of the
+pool too: when a task's sampler runs low on proposals the driver asks it for the
+next round (:meth:`GuidedSampler.breed_request`) in one part per worker (each
+breeds a share of the population), queues the parts behind the workers' batches,
+and hands the parts back to the sampler when all arrived; so the driver only asks,
+tells and writes the log, and the workers breed and measure (:mod:`autotune._breed`).
+One round is bred at a time per task, as when the sampler breeds by itself, so its
+proposals are no staler than before.
+
 A candidate already measured (in this run or any run in the log) is never
 measured again: its trial is told the logged value. A candidate proposed twice
 while in flight is measured once and both trials are told. On a shared storage
@@ -32,6 +41,7 @@ from logs import RecordWriter
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial, Trial
 
+    from autotune._breed import Bred
     from autotune._claims import Claims
     from autotune._journal import StorageHandle
     from autotune._measurer import Measurer
@@ -51,6 +61,9 @@ Callback = Callable[[JobState], None]
 # Proposals in a row that were all measured before: the study keeps proposing old
 # candidates, so the task is done.
 _DUP_LIMIT = 64
+# Bred rounds in a row that brought nothing new: the sampler then breeds in the driver
+# (where an empty round falls back to random proposals, and duplicates stop the task).
+_DRY_LIMIT = 3
 # The study storage is made durable at most this often (a journal append + fsync per
 # finished batch is what 64 workers cannot afford); the log, the truth, is flushed per
 # record, and a resumed job restores what the storage lost from it.
@@ -120,11 +133,19 @@ class Driver:
         self._inflight: dict[tuple[int, str], list[Trial]] = {}
         self._host = socket.gethostname()
         # What the pool holds at once, per task: the guided sampler proposes rounds at
-        # least this large (see GuidedSampler.demand).
-        demand = pool.slots * self.batch_size // max(1, len(job.tasks))
-        for ts in job.tasks:
-            if hasattr(ts.study.sampler, "demand"):
-                ts.study.sampler.demand = demand
+        # least this large (see GuidedSampler.demand), and a new round is bred once fewer
+        # proposals than this are left.
+        self._demand = max(1, pool.slots * self.batch_size // max(1, len(job.tasks)))
+        self._breeding: dict[int, int] = {}  # batch id of a part of a round -> the round
+        self._rounds: dict[int, tuple[int, int, list[Bred | None]]] = {}  # -> task, parts, back
+        self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
+        for k, ts in enumerate(job.tasks):
+            sampler = ts.study.sampler
+            if hasattr(sampler, "demand"):
+                sampler.demand = self._demand
+            if hasattr(sampler, "breed_request") and (not pool.remote
+                                                      or sampler.snapshot() is not None):
+                self._breeders[k] = sampler
 
     # ---- the loop --------------------------------------------------------------------------
     def run(self) -> None:
@@ -134,7 +155,12 @@ class Driver:
             self._fill()
             if not self.pool.in_flight:
                 break
+            if self.pool.in_flight <= len(self._breeding) and self._spent():
+                break  # only breeding rounds left, and nothing more to measure
             for fin in self.pool.wait(timeout_s=1.0):
+                if fin.kind == "breed":
+                    self._bred(fin)
+                    continue
                 batch = self._batches.pop(fin.batch_id)
                 self._n_pending -= len(batch)
                 self._finish(batch, fin)
@@ -161,17 +187,41 @@ class Driver:
         return self._n_pending
 
     def _fill(self) -> None:
-        while self.pool.in_flight < self.pool.slots:
+        picked: set[int] = set()
+        self._fill_batches(picked)
+        if not self.pool.remote:
+            return  # in-process, a round is bred when the last one is used up (as it must)
+        left = self.job.budget - self.job.total - self._pending()
+        for k in sorted(picked):  # breed ahead: the next round is ready when needed
+            bs = self._breeder(k)
+            if (bs is not None and not bs.breeding and not self.job.tasks[k].stopped
+                    and bs.queued < min(self._demand, left) and self._may_breed(k, bs)
+                    and (bs.queued or not self._waiting(k))):  # seeds go first
+                self._breed(k, bs)
+
+    def _fill_batches(self, picked: set[int]) -> None:
+        # Breeding rounds take no slot: they are queued behind the batches on the workers.
+        while self.pool.in_flight - len(self._breeding) < self.pool.slots:
             left = self.job.budget - self.job.total - self._pending()
             if left <= 0:
                 return
             k = self.scheduler.next_task()
             if k is None:
                 return
+            picked.add(k)
+            bs = self._breeder(k)
+            if bs is not None and not bs.queued and not self._waiting(k):
+                if not bs.breeding and not self.job.tasks[k].stopped and self._may_breed(k, bs):
+                    self._breed(k, bs)
+                return  # the task's next proposals are being bred
             batch = self._propose(k, min(self.batch_size, left))
             if self.job.tasks[k].stopped:
                 self._stop(k, self.job.tasks[k].stopped)
             if not batch:
+                if bs is not None and not self.job.tasks[k].stopped:
+                    if bs.breeding:
+                        return  # its next round is being bred
+                    continue  # its proposals were used up (repeats): breed the next round
                 if not self._any_inflight(k):
                     self._stop(k, self.job.tasks[k].stopped or "nothing new to propose")
                     continue
@@ -182,6 +232,61 @@ class Driver:
             self._n_pending += len(batch)
             self.pool.submit(bid, self.job.tasks[k].task.key,
                              [c.schedule.to_json() for c in batch])
+
+    def _spent(self) -> bool:
+        """The budget is spent (measured or being measured), or every task stopped."""
+        return (self.job.budget - self.job.total - self._pending() <= 0
+                or all(ts.stopped for ts in self.job.tasks))
+
+    def _breeder(self, k: int) -> Any:
+        """Task ``k``'s sampler if the pool breeds its rounds (None: it breeds when asked)."""
+        bs = self._breeders.get(k)
+        return bs if bs is not None and bs.dry < _DRY_LIMIT else None
+
+    def _breed(self, k: int, bs: Any) -> None:
+        """Send a breeding round of task ``k`` to the pool, one part per worker."""
+        from autotune._breed import RankerScorer
+
+        ts = self.job.tasks[k]
+        in_flight = {cid for task, cid in self._inflight if task == k}
+        requests = bs.breed_request(ts.study, parts=self.pool.workers, pending=in_flight)
+        scorer = bs.snapshot() if self.pool.remote else RankerScorer(bs.ranker)
+        rid = self._next_batch  # the round's id: its first part's
+        self._rounds[rid] = (k, len(requests), [])
+        for request in requests:
+            bid = self._next_batch
+            self._next_batch += 1
+            self._breeding[bid] = rid
+            self.pool.submit_breed(bid, ts.task.key, request, scorer)
+
+    def _bred(self, fin: Finished) -> None:
+        """A part of a round is back; the whole round goes to its sampler (a lost part:
+        the round is what the others bred)."""
+        rid = self._breeding.pop(fin.batch_id)
+        k, parts, back = self._rounds[rid]
+        back.append(fin.bred)
+        if len(back) == parts:
+            del self._rounds[rid]
+            self._breeders[k].bred([b for b in back if b is not None])
+
+    def _may_breed(self, k: int, bs: Any) -> bool:
+        """Breed a round when it can learn from the last one: once half a round's
+        measurements came back since the last round did (so a round is never bred from
+        the parents and model of the one before), and a task's first round after its
+        seeds are measured
+        (around them: cheaper, and better, than a round from random samples). Without
+        measurements out, at once."""
+        if not self._any_inflight(k):
+            return True
+        return bool(self.job.tasks[k].measured) and bs.news >= max(1, self._demand // 2)
+
+    def _waiting(self, k: int) -> bool:
+        """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out."""
+        from optuna.trial import TrialState
+
+        study = self.job.tasks[k].study
+        return bool(study._storage.get_all_trials(study._study_id, deepcopy=False,
+                                                  states=(TrialState.WAITING,)))
 
     def _any_inflight(self, k: int) -> bool:
         return any(c.task == k for b in self._batches.values() for c in b)
@@ -210,8 +315,11 @@ class Driver:
                 self._inflight[(k, cid)] = []
                 out.append(Candidate(k, None, s, cid, {}, label, "", placeholder))
         attempts = 0
+        bs = self._breeder(k)
         while len(out) < n and attempts < 4 * n + 8:
             attempts += 1
+            if bs is not None and not bs.queued and not self._waiting(k):
+                break  # the rest comes from the round being bred
             c = self._ask(k)
             if c is None:
                 continue

@@ -12,6 +12,13 @@ queued candidate in :meth:`before_trial`, and the driver's
 ``space.suggest(trial)`` receives its parameters one by one through
 :meth:`sample_independent`. Enqueued trials (seeds, re-queued trials) keep
 their fixed parameters and do not consume a proposal.
+
+A round (:mod:`autotune._breed`) can run elsewhere: the tuning driver asks for
+a :meth:`GuidedSampler.breed_request` in as many parts as there are workers, has
+each worker breed a part (its share of the population), and hands the parts back
+through :meth:`GuidedSampler.bred`, which merges them as one round; so the driver
+never decodes. Used on its own, the sampler breeds in :meth:`before_trial` when its
+queue is empty.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +35,7 @@ import numpy as np
 from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 
+from autotune._breed import Bred, BreedRequest, RankerScorer, Scorer, breed, merge
 from autotune._ranker import Ranker
 from autotune._studies import candidate_id, vector_of
 
@@ -91,6 +99,8 @@ class _Proposal:
     params: dict[str, Any]
     ranked_by: str
     schedule: GraphSchedule
+    vector: np.ndarray
+    features: np.ndarray
 
 
 class GuidedSampler(BaseSampler):
@@ -124,7 +134,14 @@ class GuidedSampler(BaseSampler):
         self._scanned_at: float | None = None  # monotonic time of the last full read
         self._fitting: Future[None] | None = None  # a background retraining
         self._fitter: ThreadPoolExecutor | None = None
+        self._handed: dict[int, _Proposal] = {}  # finished trial -> its proposal, until synced
+        self._snapshot: tuple[str, Scorer] | None = None
         self.rounds = 0
+        self.breeding = 0  # rounds asked for (breed_request) and not back yet
+        self._round = (0, 0)  # proposals and random picks of the last round asked for
+        self.told = 0  # trials finished through this sampler
+        self._told_at_round = 0  # ... when the last round came back
+        self.dry = 0  # rounds in a row that brought nothing new
         # Candidates the measurers hold at once (set by the driver): a round proposes at
         # least this many (up to ``population``), so a round's breeding, whose cost does not
         # depend on how many it proposes, is spread over as many measurements as many
@@ -159,8 +176,11 @@ class GuidedSampler(BaseSampler):
 
     def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState,
                     values: Sequence[float] | None) -> None:
-        self._by_trial.pop(trial.number, None)
+        chosen = self._by_trial.pop(trial.number, None)
         if state in (TrialState.COMPLETE, TrialState.FAIL):
+            self.told += 1
+            if chosen is not None and chosen.params == trial.params:
+                self._handed[trial.number] = chosen
             value = values[0] if state == TrialState.COMPLETE and values else None
             self._told.append((trial.number, dict(trial.params), value))
 
@@ -189,7 +209,7 @@ class GuidedSampler(BaseSampler):
         """
         import time
 
-        new: list[tuple[str, GraphSchedule, float | None]] = []
+        new: list[tuple[str, GraphSchedule | None, np.ndarray | None, float]] = []
         now = time.monotonic()
         if self._scanned_at is None or now - self._scanned_at >= self.options.rescan_s:
             self._scanned_at = now
@@ -205,22 +225,32 @@ class GuidedSampler(BaseSampler):
             if number in self._synced:
                 continue
             self._synced.add(number)
-            vec = vector_of(self.space, params) if params else None
-            if vec is None:
-                continue
-            s = self.space.decode(vec)
-            cid = candidate_id(s)
+            mine = self._handed.pop(number, None)
+            s: GraphSchedule | None = None
+            row: np.ndarray | None = None
+            if mine is not None:  # bred here: its vector and features came with it
+                cid, vec, row = mine.cid, mine.vector, mine.features
+            else:
+                found = vector_of(self.space, params) if params else None
+                if found is None:
+                    continue
+                vec = found
+                s = self.space.decode(vec)
+                cid = candidate_id(s)
             self._seen.add(cid)
             if value is not None and cid not in self._scores:
                 y = self._label(value)
                 if y is not None:
                     self._vectors[cid] = vec
                     self._scores[cid] = y
-                    new.append((cid, s, y))
+                    new.append((cid, s, row, y))
         if new:
-            rows = self.ranker.features([s for _, s, _ in new])
-            self._x.extend(np.asarray(rows, dtype=np.float32))
-            self._y.extend(y for _, _, y in new if y is not None)
+            todo = [s for _, s, row, _ in new if row is None and s is not None]
+            rows = (np.asarray(self.ranker.features(todo), dtype=np.float32) if todo
+                    else np.zeros((0, 0), dtype=np.float32))
+            computed = iter(rows)
+            self._x.extend(row if row is not None else next(computed) for _, _, row, _ in new)
+            self._y.extend(y for _, _, _, y in new)
         o = self.options
         if self._fitting is not None:
             if not self._fitting.done():
@@ -247,114 +277,84 @@ class GuidedSampler(BaseSampler):
         return float(1.0 / value if self.objective == "latency" else value)
 
     # ---- a round -------------------------------------------------------------------------
-    def _refill(self) -> None:
-        """Breed, rank and queue the next round of proposals."""
+    @property
+    def queued(self) -> int:
+        """Proposals bred and not handed out yet."""
+        return len(self._queue)
+
+    def snapshot(self) -> Scorer | None:
+        """The cost model as it is now, to breed elsewhere (None: the ranker cannot travel)."""
+        snap = getattr(self.ranker, "snapshot", None)
+        if snap is None:
+            return None
+        label = self.ranker.label  # a new label: a new model (each training renames it)
+        if self._snapshot is None or self._snapshot[0] != label:
+            self._snapshot = (label, snap())
+        return self._snapshot[1]
+
+    def breed_request(self, study: Study | None = None, parts: int = 1,
+                      pending: Iterable[str] = ()) -> list[BreedRequest]:
+        """The next round, for :func:`autotune._breed.breed` to run anywhere, in ``parts``.
+
+        Learns from ``study`` first (its new trials are parents and training data). Each
+        part breeds its share of the population with its own seed (on its own worker);
+        the parts' results go back together through :meth:`bred`, which merges them.
+        ``pending``: candidate ids being measured that this sampler did not propose
+        (seeds), not to be proposed again.
+        """
+        if study is not None:
+            self.sync(study)
         o = self.options
         self.rounds += 1
-        parents = self._best(o.parents)
+        self.breeding += 1
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
-        n_eps = round(n_prop * o.eps)
-        ranked_by = self.ranker.label
-        if parents and not ranked_by:
-            ranked = self._neighbours(parents)
-        else:
-            ranked = self._evolve(parents)
-        picked = used = 0
-        for cid, s in ranked:
-            used += 1
-            if picked >= n_prop - n_eps:
-                break
-            if self._admit(cid, s, ranked_by):
-                picked += 1
-        # Exploration as in Ansor: random picks among the bred candidates the model passed
-        # over (uniform samples of the space are mostly far slower than anything bred).
-        rest = ranked[used:]
-        for k in self._rng.permutation(len(rest)):
-            if picked >= n_prop:
-                break
-            cid, s = rest[int(k)]
-            if self._admit(cid, s, ""):
-                picked += 1
-        for _ in range(8 * max(n_eps, 1)):
-            if picked >= n_prop:
-                break
-            s = self.space.sample(self._rng)
-            if self._admit(candidate_id(s), s, ""):
-                picked += 1
-        log.debug("round %d: %d candidates ranked, %d proposed", self.rounds, len(ranked), picked)
+        parents, seen = tuple(self._best(o.parents)), frozenset(self._seen.union(pending))
+        if not parents:
+            # Parts share the parents, so their children crowd around the same best ones,
+            # as in one population; without parents each would evolve around the best of
+            # its own random samples (islands, each half as deep): one part.
+            parts = 1
+        self._round = (n_prop, round(n_prop * o.eps))
+        return [BreedRequest(
+            batch=self.space.batch, parents=parents, seed=int(self._rng.integers(2**63 - 1)),
+            proposals=n_prop, eps=self._round[1], seen=seen,
+            population=-(-o.population // parts), generations=o.generations,
+            random_share=o.random_share, crossover=o.crossover) for _ in range(max(1, parts))]
 
-    def _neighbours(self, parents: Sequence[np.ndarray]) -> list[tuple[str, GraphSchedule]]:
-        """No model yet: one-move neighbours of the best measured, the best parent's first."""
-        o, rng = self.options, self._rng
-        keyed: list[tuple[float, str, GraphSchedule]] = []
-        per = max(2, 2 * o.proposals // len(parents))
-        for rank, vec in enumerate(parents):
-            parent = self.space.decode(vec)
-            for _ in range(per):
-                s = self.space.mutate(parent, rng)
-                keyed.append((rank + float(rng.random()), candidate_id(s), s))
-        keyed.sort(key=lambda x: x[0])
-        return self._fresh((cid, s) for _, cid, s in keyed)
+    @property
+    def news(self) -> int:
+        """Trials finished since the last round came back (what a new round would learn
+        that the last one could not)."""
+        return self.told - self._told_at_round
 
-    def _evolve(self, parents: Sequence[np.ndarray]) -> list[tuple[str, GraphSchedule]]:
-        """Model-guided evolution; the new candidates, best predicted first."""
-        o, sp, rng = self.options, self.space, self._rng
-        n_random = max(1, int(o.population * o.random_share)) if parents else o.population
-        pop: list[GraphSchedule] = [sp.decode(v) for v in parents]
-        pop += [sp.sample(rng) for _ in range(n_random)]
-        pool: dict[str, GraphSchedule] = {}
-        for s in pop:
-            pool.setdefault(candidate_id(s), s)
-        for _ in range(o.generations):
-            scores = self._predict(pop)
-            children = self._breed(pop, scores, o.population)
-            for s in children:
-                pool.setdefault(candidate_id(s), s)
-            keep = np.argsort(-scores, kind="stable")[: max(1, len(pop) // 4)]
-            pop = [pop[int(k)] for k in keep] + children
-        fresh = self._fresh(pool.items())
-        if not fresh:
-            return []
-        scores = self._predict([s for _, s in fresh])
-        return [fresh[int(k)] for k in np.argsort(-scores, kind="stable")]
+    def bred(self, parts: Sequence[Bred]) -> int:
+        """Queue the round's picks (merged from its ``parts``) not seen since it was asked for.
 
-    def _fresh(self, items: Iterable[tuple[str, GraphSchedule]]) -> list[tuple[str, GraphSchedule]]:
-        out: dict[str, GraphSchedule] = {}
-        for cid, s in items:
-            if cid not in self._seen:
-                out.setdefault(cid, s)
-        return list(out.items())
+        No parts: the round was lost (its workers died) and another will be asked for.
+        Returns how many were queued; :attr:`dry` counts the rounds in a row that queued none.
+        """
+        self.breeding = max(0, self.breeding - 1)
+        self._told_at_round = self.told
+        if not parts:
+            return 0
+        n = 0
+        for p in merge(parts, *self._round):
+            if p.cid in self._seen:
+                continue
+            self._seen.add(p.cid)
+            self._queue.append(_Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector,
+                                         p.features))
+            n += 1
+        self.dry = 0 if n else self.dry + 1
+        log.debug("round %d: %d candidates ranked, %d proposed in %.2f s of CPU", self.rounds,
+                  sum(b.ranked for b in parts), n, sum(b.cpu_s for b in parts))
+        return n
 
-    def _admit(self, cid: str, s: GraphSchedule, ranked_by: str) -> bool:
-        if cid in self._seen or not self.space.precheck(s).ok:
-            return False
-        self._seen.add(cid)
-        params = dict(self.space.project(s).params)  # the space remembers what it decoded
-        self._queue.append(_Proposal(cid, params, ranked_by, s))
-        return True
+    def _refill(self) -> None:
+        """Breed, rank and queue the next round of proposals here."""
+        (req,) = self.breed_request()
+        self.bred([breed(self.space, RankerScorer(self.ranker), req)])
 
     def _best(self, k: int) -> list[np.ndarray]:
         order = heapq.nlargest(k, self._scores, key=self._scores.__getitem__)  # O(n), not a sort
         return [self._vectors[c] for c in order]
-
-    def _predict(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
-        if not schedules:
-            return np.zeros(0)
-        return self.ranker.predict(self.ranker.features(schedules))
-
-    def _breed(self, pop: Sequence[GraphSchedule], scores: np.ndarray, n: int
-               ) -> list[GraphSchedule]:
-        """``n`` children: parents drawn by rank (better predicted, more children)."""
-        rng, sp = self._rng, self.space
-        ranks = np.empty(len(pop))
-        ranks[np.argsort(-scores, kind="stable")] = np.arange(len(pop))
-        weights = 1.0 / (ranks + 4.0)
-        weights /= weights.sum()
-        pick: Callable[[], GraphSchedule] = lambda: pop[int(rng.choice(len(pop), p=weights))]  # noqa: E731
-        out = []
-        for _ in range(n):
-            if len(pop) > 1 and rng.random() < self.options.crossover:
-                out.append(sp.crossover(pick(), pick(), rng))
-            else:
-                out.append(sp.mutate(pick(), rng))
-        return out

@@ -11,6 +11,11 @@ finished ones as they arrive; it never waits for a particular batch. Two pools:
 
 A batch that cannot be measured (its worker died) comes back as
 ``worker_lost`` measurements, never as an exception.
+
+Pools also breed: :meth:`MeasurePool.submit_breed` runs one round of the guided
+sampler (:func:`autotune._breed.breed`) where the measurements run, and its
+result comes back through the same :meth:`MeasurePool.wait` (``Finished.kind ==
+"breed"``), so the driver keeps every worker busy with either.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from autotune._breed import Breeder
 from autotune._measurer import Measurer, measure_json, measurement_from_json
 
 if TYPE_CHECKING:
+    from autotune._breed import Bred, BreedRequest, Scorer
     from compiler.graph import Graph
     from compiler.target import Target
     from sim import Measurement
@@ -32,11 +39,15 @@ __all__ = ["Finished", "InProcessPool", "MeasurePool", "lost"]
 
 @dataclass(frozen=True)
 class Finished:
-    """A measured batch: its id, the host that measured it and one measurement per schedule."""
+    """A finished job: a measured batch (its id, the host that measured it and one
+    measurement per schedule) or a breeding round (``kind == "breed"``: ``bred`` is
+    its result, None when its worker was lost)."""
 
     batch_id: int
     host: str
     measurements: tuple[Measurement, ...]
+    kind: str = "measure"
+    bred: Bred | None = None
 
 
 def lost(count: int, why: str) -> tuple[Measurement, ...]:
@@ -52,14 +63,21 @@ class MeasurePool(abc.ABC):
     Attributes:
         workers: Parallel measurers (1 for the in-process pool).
         slots: Batches the driver keeps in flight so no worker idles.
+        remote: Jobs run in other processes (what a breeding round is given must pickle).
     """
 
     workers: int = 1
     slots: int = 1
+    remote: bool = False
 
     @abc.abstractmethod
     def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
         """Queue a batch of one task's schedules (JSON) for measurement."""
+
+    @abc.abstractmethod
+    def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
+                     scorer: Scorer) -> None:
+        """Queue a breeding round of one task (it counts as a batch in flight)."""
 
     @abc.abstractmethod
     def wait(self, timeout_s: float | None = None) -> list[Finished]:
@@ -93,6 +111,7 @@ class InProcessPool(MeasurePool):
         self._measurer = measurer
         self._timeout_s = timeout_s
         self._done: list[Finished] = []
+        self._breeder = Breeder(self._graphs, target)
         self.workers = 1
         self.slots = 1
 
@@ -100,6 +119,11 @@ class InProcessPool(MeasurePool):
         host, out = measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
                                  self._timeout_s)
         self._done.append(Finished(batch_id, host, tuple(measurement_from_json(m) for m in out)))
+
+    def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
+                     scorer: Scorer) -> None:
+        bred = self._breeder(task_key, request, scorer)
+        self._done.append(Finished(batch_id, "", (), "breed", bred))
 
     def wait(self, timeout_s: float | None = None) -> list[Finished]:
         done, self._done = self._done, []

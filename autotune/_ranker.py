@@ -49,6 +49,11 @@ class Ranker(Protocol):
         ...
 
 
+# A ranker may also have ``snapshot() -> autotune._breed.Scorer``: a picklable copy of the
+# model as it is now, so breeding can run on the measurer workers. Without it, the guided
+# sampler breeds in the driver's process.
+
+
 class EncodingXGB:
     """XGBoost regression of ``log(y)`` on the space's encoding (categorical choice indices).
 
@@ -84,6 +89,28 @@ class EncodingXGB:
     def predict(self, x: np.ndarray) -> np.ndarray:
         if self._booster is None:
             return self._rng.random(len(x))
+        import xgboost as xgb
+
+        return np.asarray(self._booster.predict(xgb.DMatrix(x)), dtype=np.float64)
+
+    def snapshot(self) -> _EncodingScorer:
+        """The model as it is now, picklable (see :class:`autotune._breed.Scorer`)."""
+        return _EncodingScorer(self._booster, self.label)
+
+
+class _EncodingScorer:
+    """:class:`EncodingXGB`'s trees on a worker (random scores before it has any)."""
+
+    def __init__(self, booster: Any, label: str) -> None:
+        self._booster = booster
+        self.label = label
+
+    def features(self, space: Space, schedules: Sequence[GraphSchedule]) -> np.ndarray:
+        return space.encode_many(list(schedules)).astype(np.float32)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        if self._booster is None:
+            return np.random.default_rng().random(len(x))
         import xgboost as xgb
 
         return np.asarray(self._booster.predict(xgb.DMatrix(x)), dtype=np.float64)
@@ -133,6 +160,32 @@ class CostModelRanker:
     def predict(self, x: np.ndarray) -> np.ndarray:
         model = self._model if self._model.trained else self._prior
         return np.asarray(model.predict(x), dtype=np.float64)
+
+    def snapshot(self) -> _CostModelScorer:
+        """The model as it is now, picklable (see :class:`autotune._breed.Scorer`).
+
+        A retraining replaces the model object rather than changing it, so the snapshot
+        stays as it was taken.
+        """
+        model = self._model if self._model.trained else self._prior
+        return _CostModelScorer(model, self.label)
+
+
+class _CostModelScorer:
+    """A ``cost_model`` model on a worker: features of the worker's copy of the graph."""
+
+    def __init__(self, model: Any, label: str) -> None:
+        self._model = model
+        self.label = label
+
+    def features(self, space: Space, schedules: Sequence[GraphSchedule]) -> np.ndarray:
+        import cost_model
+
+        rows = cost_model.features(space.graph, list(schedules), space.target)  # type: ignore[attr-defined,unused-ignore]
+        return np.asarray(rows, dtype=np.float32)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self._model.predict(x), dtype=np.float64)
 
 
 def default_ranker(space: Space, graph: Graph, target: Target, seed: int | None) -> Ranker:

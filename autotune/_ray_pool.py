@@ -4,8 +4,11 @@ By default a private Ray instance starts on loopback only (``127.0.0.1``, no
 dashboard) with one CPU per worker; ``address`` joins an existing cluster
 instead. Each actor receives every task's graph, the target and the measurer
 in its constructor (one ``ray.put`` for the graphs), so a batch carries only
-schedule JSON. Actors restart when they die; the batch they held comes back as
-``worker_lost`` measurements and the job goes on.
+schedule JSON. Actors also breed the guided sampler's rounds
+(:meth:`RayPool.submit_breed`; the cost model goes to the object store once per
+snapshot). Actors restart when they die; the batch they held comes back as
+``worker_lost`` measurements (a breeding round they held is bred again) and the
+job goes on.
 
 Each actor reserves the measurer's ``num_cpus`` (fractions allowed: one that
 waits on a board needs little) and its custom ``resources`` (``{"stcp920": 1}``),
@@ -24,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from autotune._breed import Bred, Breeder, BreedRequest, Scorer
 from autotune._measurer import Measurer, measure_json, measurement_from_json
 from autotune._pool import Finished, MeasurePool, lost
 from compiler.errors import GraphtuneError
@@ -39,8 +43,9 @@ log = logging.getLogger("autotune.ray")
 
 LOOPBACK = "127.0.0.1"
 # A batch whose worker neither answers nor dies within this many seconds (beyond its
-# per-schedule timeouts) is declared lost and the worker restarted.
+# per-schedule timeouts) is declared lost and the worker restarted; a breeding round too.
 _BATCH_GRACE_S = 120.0
+_BREED_GRACE_S = 600.0
 # A worker that died and is not back (restarted and answering) within this many seconds
 # is replaced by a new actor.
 _RESTART_GRACE_S = 120.0
@@ -51,13 +56,18 @@ START_TIMEOUT_S = 180.0
 
 
 class _Worker:
-    """The actor body: measures batches of one of the graphs it was built with."""
+    """The actor body: measures batches, and breeds rounds, of the graphs it was built with."""
 
     def __init__(self, graphs: Mapping[str, Graph], target: Target, measurer: Measurer) -> None:
         self._graphs = graphs
         self._target = target
         self._measurer = measurer
-        search_gc().__enter__()  # the process measures until it ends (see its doc)
+        self._breeder = Breeder(graphs, target)
+        # What breeding imports, now, while the pool starts (not in the first round).
+        import cost_model  # noqa: F401
+        import search_space  # noqa: F401
+
+        search_gc().__enter__()  # the process measures and breeds until it ends (see its doc)
 
     def pid(self) -> int:
         return os.getpid()
@@ -66,6 +76,9 @@ class _Worker:
                 timeout_s: float | None) -> tuple[str, list[dict[str, Any]]]:
         return measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
                             timeout_s)
+
+    def breed(self, task_key: str, request: BreedRequest, scorer: Scorer) -> Bred:
+        return self._breeder(task_key, request, scorer)
 
 
 _CLUSTER_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -211,6 +224,7 @@ class _InFlight:
     size: int
     actor: int
     deadline: float
+    kind: str = "measure"
 
 
 class RayPool(MeasurePool):
@@ -269,8 +283,11 @@ class RayPool(MeasurePool):
         except BaseException:
             self.close()
             raise
+        self.remote = True
+        self._scorers: dict[int, tuple[Any, Any]] = {}  # id -> scorer sent, its object ref
         self._replaced = 0
         self._load = [0] * workers
+        self._breeds = [0] * workers  # breeding jobs held by each worker
         self._refs: dict[Any, _InFlight] = {}
         self._pings: dict[Any, int] = {}  # ping of a restarting worker -> its index
         self._down: dict[int, float] = {}  # worker down -> when it went down (monotonic)
@@ -307,15 +324,38 @@ class RayPool(MeasurePool):
 
         return list(ray.get([a.pid.remote() for a in self._actors]))
 
-    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
+    def _least_loaded(self) -> int:
         up = [i for i in range(len(self._actors)) if i not in self._down] or list(
             range(len(self._actors)))
-        k = min(up, key=lambda i: self._load[i])
+        return min(up, key=lambda i: self._load[i])
+
+    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
+        k = self._least_loaded()
         ref = self._actors[k].measure.remote(task_key, list(schedules), self._timeout_s)
         per = self._timeout_s or 60.0
         self._refs[ref] = _InFlight(batch_id, len(schedules), k,
                                     time.monotonic() + _BATCH_GRACE_S + per * len(schedules))
         self._load[k] += 1
+
+    def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
+                     scorer: Scorer) -> None:
+        import ray
+
+        # The model travels once per retraining (one object in the store), not per round.
+        held = self._scorers.get(id(scorer))
+        if held is None or held[0] is not scorer:
+            if len(self._scorers) >= 16:  # older models: their tasks have newer ones
+                del self._scorers[next(iter(self._scorers))]
+            held = self._scorers[id(scorer)] = (scorer, ray.put(scorer))
+        # The parts of a round go to different workers (fewest breeding jobs first): by
+        # count of jobs alone, two parts could land on one worker behind short batches.
+        up = [i for i in range(len(self._actors)) if i not in self._down] or list(
+            range(len(self._actors)))
+        k = min(up, key=lambda i: (self._breeds[i], self._load[i]))
+        ref = self._actors[k].breed.remote(task_key, request, held[1])
+        self._refs[ref] = _InFlight(batch_id, 0, k, time.monotonic() + _BREED_GRACE_S, "breed")
+        self._load[k] += 1
+        self._breeds[k] += 1
 
     def wait(self, timeout_s: float | None = None) -> list[Finished]:
         import ray
@@ -350,6 +390,15 @@ class RayPool(MeasurePool):
 
         job = self._refs.pop(ref)
         self._load[job.actor] -= 1
+        if job.kind == "breed":
+            self._breeds[job.actor] -= 1
+            try:
+                return Finished(job.batch_id, "", (), "breed", ray.get(ref))
+            except _LOST_ERRORS() as exc:
+                log.warning("breeding round %d: worker died (%s); the round is bred again",
+                            job.batch_id, type(exc).__name__)
+                self._mark_down(job.actor)
+                return Finished(job.batch_id, "", (), "breed", None)
         try:
             host, out = ray.get(ref)
         except _LOST_ERRORS() as exc:
@@ -427,9 +476,15 @@ class RayPool(MeasurePool):
             del self._refs[ref]
             self._load[job.actor] -= 1
             why = "batch exceeded its time limit: its worker was restarted"
-            log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
-                        job.batch_id, why, job.size)
-            out.append(Finished(job.batch_id, "", lost(job.size, why)))
+            if job.kind == "breed":
+                self._breeds[job.actor] -= 1
+                log.warning("breeding round %d exceeded its time limit: its worker was "
+                            "restarted", job.batch_id)
+                out.append(Finished(job.batch_id, "", (), "breed", None))
+            else:
+                log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
+                            job.batch_id, why, job.size)
+                out.append(Finished(job.batch_id, "", lost(job.size, why)))
             if job.actor not in self._down:
                 try:
                     ray.kill(self._actors[job.actor], no_restart=False)

@@ -77,6 +77,7 @@ class TimedPool(MeasurePool):
         self.blocked_s = 0.0
         self.blocked_cpu_s = 0.0  # this thread's CPU time inside the same calls
         self.workers = inner.workers
+        self.remote = inner.remote
 
     @property
     def slots(self) -> int:  # type: ignore[override]
@@ -92,6 +93,10 @@ class TimedPool(MeasurePool):
         if self.in_process:  # the in-process pool measures here: not the driver's own work
             self.blocked_s += time.perf_counter() - t0
             self.blocked_cpu_s += time.thread_time() - c0
+
+    def submit_breed(self, batch_id: int, task_key: str, request: Any, scorer: Any) -> None:
+        # Breeding is the sampler's work (the driver's own, in-process): not timed as blocked.
+        self.inner.submit_breed(batch_id, task_key, request, scorer)
 
     def wait(self, timeout_s: float | None = None) -> list[Any]:
         t0, c0 = time.perf_counter(), time.thread_time()

@@ -4,10 +4,17 @@ Two figures per worker count:
 
 * pool: the measurer pool alone, fed pre-decoded candidates as fast as it takes
   them (what the workers can do);
-* job: a whole ``tune`` run (the driver proposes, tells and writes the log while
-  the workers measure).
+* job: a whole ``tune`` run (the workers breed the guided sampler's rounds and
+  measure; the driver asks, tells and writes the log).
 
 Acceptance: with 2 workers on 2 cores, >= 1.6x the measurements/s of 1 worker.
+
+On a shared machine wall-clock rates depend on the others' load, so each job also
+reports its CPU time (driver process, and each worker's, from the first finished
+batch to the last) and the rate those CPU times allow on ``--cores`` idle cores:
+measurements / max(busiest process's CPU s, all CPU s / cores). That is what the
+job would do on a quiet machine if nothing else limited it (Ray's messaging and
+the driver's waits are in the CPU times; idle gaps are not).
 
 Run: ``.venv/bin/python bench/tune_workers.py [--model resnet50] [--candidates 200]
 [--trials 200]``
@@ -28,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _tuning import MODELS, zoo_graph  # noqa: E402
 
-from autotune import SimMeasurer, tune  # noqa: E402
+from autotune import JobState, SimMeasurer, tune  # noqa: E402
+from autotune import _tune as tune_mod  # noqa: E402
 from autotune._pool import InProcessPool, MeasurePool  # noqa: E402
 from autotune._ray_pool import RayPool  # noqa: E402
 from compiler.target import Target  # noqa: E402
@@ -57,13 +65,77 @@ def pool_rate(pool: MeasurePool, key: str, schedules: list[dict], batch: int) ->
     return done / (time.perf_counter() - t0)
 
 
+class CpuProbe:
+    """A ``tune`` callback: CPU seconds of the driver and of each Ray worker over the run."""
+
+    def __init__(self) -> None:
+        self.pool: MeasurePool | None = None
+        self.pids: list[int] = []
+        self.first: tuple[float, int, float, dict[int, float]] | None = None
+        self.last: tuple[float, int, float, dict[int, float]] | None = None
+
+    def _workers(self) -> dict[int, float]:
+        import psutil
+
+        out = {}
+        for pid in self.pids:
+            try:
+                t = psutil.Process(pid).cpu_times()
+                out[pid] = t.user + t.system
+            except psutil.NoSuchProcess:
+                pass
+        return out
+
+    def __call__(self, job: JobState) -> None:
+        if not self.pids and isinstance(self.pool, RayPool):
+            self.pids = self.pool.worker_pids()
+        snap = (time.perf_counter(), job.measured_now, time.process_time(), self._workers())
+        if self.first is None:
+            self.first = snap
+        self.last = snap
+
+    def figures(self, cores: int) -> dict[str, float]:
+        assert self.first is not None and self.last is not None
+        n = self.last[1] - self.first[1]
+        wall = self.last[0] - self.first[0]
+        driver = self.last[2] - self.first[2]
+        workers = [self.last[3][p] - self.first[3].get(p, 0.0) for p in self.last[3]]
+        busiest = max([driver, *workers])
+        total = driver + sum(workers)
+        return {"n": n, "wall_rate": n / wall, "driver_cpu": driver, "worker_cpu": sum(workers),
+                "cpu_rate": n / max(busiest, total / cores)}
+
+
+def run_job(graph: object, trials: int, workers: int, cores: int) -> tuple[float, dict[str, float]]:
+    """A whole tune job: its measurements/s and its CPU figures."""
+    probe = CpuProbe()
+    real = tune_mod._pool
+
+    def capture(*args: object) -> MeasurePool:
+        probe.pool = real(*args)  # type: ignore[arg-type]
+        return probe.pool
+
+    tune_mod._pool = capture  # type: ignore[assignment]
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            res = tune([graph], trials=trials, workers=workers, log=Path(d) / "w.jsonl",
+                       seed=0, curve=False, callbacks=[probe])
+    finally:
+        tune_mod._pool = real
+    return res.measurements_per_s, probe.figures(cores)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="resnet50", choices=sorted(MODELS))
     ap.add_argument("--candidates", type=int, default=200)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--cores", type=int, default=2, help="cores of the quiet machine the CPU "
+                    "figures are computed for")
+    ap.add_argument("--jobs-only", action="store_true", help="skip the pool figures")
     args = ap.parse_args()
+    print(f"start: load average {os.getloadavg()}", flush=True)
     graph = zoo_graph(args.model)
     target = Target.default()
     space = build_space(graph, target, graph.batch)
@@ -74,25 +146,35 @@ def main() -> None:
           f"{time.perf_counter() - t0:.1f} s", flush=True)
     key = graph.workload_key
     rates: dict[str, float] = {}
-    with InProcessPool({key: graph}, target, SimMeasurer()) as pool:
-        rates["pool, in-process"] = pool_rate(pool, key, schedules, args.batch)
+    if not args.jobs_only:
+        with InProcessPool({key: graph}, target, SimMeasurer()) as pool:
+            rates["pool, in-process"] = pool_rate(pool, key, schedules, args.batch)
+        for workers in (1, 2):
+            with RayPool({key: graph}, target, SimMeasurer(), workers) as pool:
+                rates[f"pool, {workers} worker(s)"] = pool_rate(pool, key, schedules, args.batch)
+            print(f"pool, {workers} worker(s): {rates[f'pool, {workers} worker(s)']:.1f}/s "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    cpu: dict[int, dict[str, float]] = {}
     for workers in (1, 2):
-        with RayPool({key: graph}, target, SimMeasurer(), workers) as pool:
-            rates[f"pool, {workers} worker(s)"] = pool_rate(pool, key, schedules, args.batch)
-        print(f"pool, {workers} worker(s): {rates[f'pool, {workers} worker(s)']:.1f}/s", flush=True)
-    for workers in (1, 2):
-        with tempfile.TemporaryDirectory() as d:
-            res = tune([graph], trials=args.trials, workers=workers, log=Path(d) / "w.jsonl",
-                       seed=0, curve=False)
-        rates[f"job, {workers} worker(s)"] = res.measurements_per_s
-        print(f"job, {workers} worker(s): {res.measurements_per_s:.1f}/s", flush=True)
+        rate, cpu[workers] = run_job(graph, args.trials, workers, args.cores)
+        rates[f"job, {workers} worker(s)"] = rate
+        f = cpu[workers]
+        print(f"job, {workers} worker(s): {rate:.1f}/s; from the first batch to the last: "
+              f"{f['n']:.0f} measurements at {f['wall_rate']:.1f}/s, CPU s per measurement: "
+              f"driver {f['driver_cpu'] / f['n']:.3f}, workers {f['worker_cpu'] / f['n']:.3f}; "
+              f"CPU-time rate on {args.cores} idle cores {f['cpu_rate']:.1f}/s "
+              f"(load {os.getloadavg()[0]:.1f})", flush=True)
     print(f"\nload average (1, 5, 15 min) at the end: {os.getloadavg()} on {os.cpu_count()} CPUs "
-          "(other processes share the cores: the ratios hold only on an idle machine)")
+          "(other processes share the cores: the wall-clock ratios hold only on an idle machine)")
     for name, r in rates.items():
         print(f"{name:22} {r:8.1f} measurements/s")
     for kind in ("pool", "job"):
-        ratio = rates[f"{kind}, 2 worker(s)"] / rates[f"{kind}, 1 worker(s)"]
-        print(f"{kind}: 2 workers / 1 worker = {ratio:.2f} (goal >= 1.6)")
+        if f"{kind}, 1 worker(s)" in rates:
+            ratio = rates[f"{kind}, 2 worker(s)"] / rates[f"{kind}, 1 worker(s)"]
+            print(f"{kind}: 2 workers / 1 worker = {ratio:.2f} (goal >= 1.6)")
+    print(f"job, CPU-time rates: 2 workers / 1 worker = "
+          f"{cpu[2]['cpu_rate'] / cpu[1]['cpu_rate']:.2f}; first-to-last-batch wall rates: "
+          f"{cpu[2]['wall_rate'] / cpu[1]['wall_rate']:.2f}")
 
 
 if __name__ == "__main__":

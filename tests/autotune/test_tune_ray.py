@@ -59,8 +59,12 @@ class SlowMeasurer(SimMeasurer):
     def measure(self, graph: Any, schedules: Sequence[Any], target: Any,
                 timeout_s: float | None) -> list[Any]:
         Path(self.pid_dir, str(os.getpid())).touch()
+        busy = Path(self.pid_dir, f"{os.getpid()}.measuring")  # workers also breed rounds
+        busy.touch()
         time.sleep(self.delay_s * len(schedules))
-        return super().measure(graph, schedules, target, timeout_s)
+        out = super().measure(graph, schedules, target, timeout_s)
+        busy.unlink()
+        return out
 
 
 def _session_processes(temp: str) -> list[psutil.Process]:
@@ -198,7 +202,11 @@ def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
         pids = sorted(p.name for p in pid_dir.iterdir() if p.name.isdigit())
         if killed or job.rounds < 2 or len(pids) < workers:
             return
-        pid = int(pids[0])
+        # One that is measuring now (not breeding a round), so it has candidates to lose.
+        measuring = sorted(p.name.split(".")[0] for p in pid_dir.glob("*.measuring"))
+        if not measuring:
+            return
+        pid = int(measuring[0])
         (pid_dir / "restart").write_text(restart)
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)

@@ -11,10 +11,12 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from autotune._breed import Breeder, RankerScorer, breed, merge
 from autotune._guided import GuidedOptions, GuidedSampler
 from autotune._journal import BufferedJournalFile, open_storage
 from autotune._measurer import SimMeasurer, measure_json
 from autotune._pool import InProcessPool
+from autotune._ranker import CostModelRanker
 from autotune._reconcile import CID_ATTR, reconcile
 from autotune._scheduler import GradientScheduler, TaskProgress
 from autotune._studies import candidate_id, distributions, seed_schedules, vector_of
@@ -260,6 +262,91 @@ def test_guided_proposals_are_new_fit_and_ranked_and_reproducible(
     assert any(lab.startswith("fake/n=") for lab in labels)
     again, labels2, _ = _guided_run(tiny_space, tiny_graph, tune_target, 3, 20)
     assert again == params and labels2 == labels
+
+
+def _measured_study(space: Any, graph: Graph, target: Target, ranker: Any,
+                    options: GuidedOptions) -> tuple[optuna.Study, GuidedSampler]:
+    """A study with the seeds measured (by a made-up latency), for rounds to breed from."""
+    sampler = GuidedSampler(space=space, ranker=ranker, seed=5, options=options)
+    study = optuna.create_study(sampler=sampler)
+    for _, s in seed_schedules(graph, target):
+        proj = space.project(s)
+        if proj.schedule is not None:
+            study.enqueue_trial(proj.params, skip_if_exists=True)
+    while True:
+        waiting = study.get_trials(states=(TrialState.WAITING,))
+        if not waiting:
+            return study, sampler
+        trial = study.ask()
+        study.tell(trial, float(np.sum(space.encode(space.suggest(trial)))) + 1.0)
+
+
+def test_a_round_bred_on_a_worker_is_the_one_bred_here(
+        tiny_space: Any, tiny_graph: Graph, tune_target: Target) -> None:
+    """What a worker breeds from a pickled request and model snapshot, with its own space,
+    is what the driver's process breeds: the same picks, parameters and features."""
+    import pickle
+
+    ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
+    options = GuidedOptions(population=24, generations=1, proposals=6, parents=4)
+    study, sampler = _measured_study(tiny_space, tiny_graph, tune_target, ranker, options)
+    (req,) = sampler.breed_request(study)
+    assert req.parents and req.seen and sampler.breeding == 1
+    here = breed(tiny_space, RankerScorer(ranker), req)
+    worker = Breeder({"k": tiny_graph}, tune_target)  # what a Ray actor holds
+    there = pickle.loads(pickle.dumps(worker("k", pickle.loads(pickle.dumps(req)),
+                                             pickle.loads(pickle.dumps(sampler.snapshot())))))
+    assert [p.cid for p in there.picks] == [p.cid for p in here.picks]
+    assert len(here.picks) == 6 and not {p.cid for p in here.picks} & req.seen
+    for a, b in zip(here.picks, there.picks):
+        assert a.params == b.params and np.array_equal(a.vector, b.vector)
+        assert np.allclose(a.features, b.features) and a.ranked_by == b.ranked_by
+        assert candidate_id(tiny_space.decode(vector_of(tiny_space, a.params))) == a.cid
+        assert tiny_space.precheck(b.schedule).ok
+    assert np.allclose(np.stack([p.features for p in here.picks]),
+                       ranker.features([p.schedule for p in here.picks]))
+
+
+def test_bred_rounds_feed_trials_without_decoding_on_the_driver(
+        tiny_graph: Graph, tune_target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)  # patched below: its own
+    ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
+    options = GuidedOptions(population=24, generations=1, proposals=4, parents=4,
+                            retrain_every=4)
+    study, sampler = _measured_study(space, tiny_graph, tune_target, ranker, options)
+    worker = Breeder({"k": tiny_graph}, tune_target)
+    reqs = sampler.breed_request(study, parts=2)  # a round bred by two workers
+    assert len(reqs) == 2 and reqs[0].seed != reqs[1].seed and reqs[0].population == 12
+    parts = [worker("k", r, sampler.snapshot()) for r in reqs]
+    assert sampler.breeding == 1 and sampler.rounds == 1
+    merged = merge(parts, 4, 0)
+    best = sorted(p.key for b in parts for p in b.picks if not p.explore)[:4]
+    assert [p.key for p in merged] == best  # the model's best of both parts
+    assert sampler.bred(parts) == 4 and sampler.queued == 4 and sampler.breeding == 0
+    assert {p.cid for p in sampler._queue} == {p.cid for p in merged}
+    sampler.breed_request(study)
+    assert sampler.bred([]) == 0 and sampler.dry == 0  # a lost round: bred again
+    sampler.breed_request(study)
+    assert sampler.bred(parts) == 0 and sampler.dry == 1  # nothing new
+    queued = sampler.queued
+
+    def no_decoding(*_: Any) -> Any:
+        raise AssertionError("the driver decoded a bred candidate")
+
+    monkeypatch.setattr(space, "decode", no_decoding)
+    monkeypatch.setattr(space, "suggest", no_decoding)
+    fitted = len(sampler._y)
+    dists = distributions(space)
+    for _ in range(queued):
+        trial = study.ask()
+        chosen = sampler.proposal(trial.number)
+        assert chosen is not None
+        schedule, params = chosen
+        for name, value in params.items():
+            assert trial.suggest_categorical(name, list(dists[name].choices)) == value
+        study.tell(trial, float(np.sum(space.encode(schedule))) + 1.0)
+    sampler.sync(study)
+    assert len(sampler._y) == fitted + queued and sampler.queued == 0
 
 
 def test_distributions_cover_every_parameter_the_space_asks(tiny_space: Any) -> None:
