@@ -17,24 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from autotune.cli import main
 from compiler import zoo
-
-
-def cli(*args: object) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def one_line_error(r: Result) -> str:
-    """Exit 2, exactly one ``graphtune: error:`` line on stderr, no traceback."""
-    assert r.exit_code == 2, (r.exit_code, r.output, r.stderr, r.exception)
-    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("graphtune: error: "), r.stderr
-    assert "Traceback" not in r.output
-    return lines[0]
+from tests.autotune.test_hostile import cli, one_line_error
 
 
 def listing(d: Path) -> dict[str, bytes]:
