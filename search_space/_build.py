@@ -600,13 +600,13 @@ class Decoding:
                        for gr in self.groups)
         transfers = []
         for t in self.transfers:
-            sc = scope[("t", t.name, 0)]
-            if sc == t.placement.mem_scope:
+            # the space's shared Placement (the cost model looks placements up by identity)
+            place = space.placement(scope[("t", t.name, 0)], t.placement.core_bind)
+            if place is t.placement:
                 transfers.append(t)
             else:
                 transfers.append(Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor,
-                                          t.src_chunks, t.dst_chunks,
-                                          space.placement(sc, t.placement.core_bind)))
+                                          t.src_chunks, t.dst_chunks, place))
         steps = tuple(space.step(nd) for nd in self.nodes)
         s = GraphSchedule(batch=self.batch, groups=groups, transfers=tuple(transfers),
                           order=steps, workload_key=self.graph.workload_key,
