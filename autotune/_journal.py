@@ -356,7 +356,8 @@ _PG_DRIVERS = (("psycopg", "postgresql+psycopg"), ("psycopg2", "postgresql+psyco
 
 def sqlalchemy_url(spec: str) -> str:
     """``spec`` with a plain ``postgresql://`` (or ``postgres://``) scheme mapped to an
-    installed driver (psycopg 3 first); other URLs unchanged.
+    installed driver (psycopg 3 first) and, for libpq drivers, a 10 s ``connect_timeout``
+    unless the URL sets one; other URLs unchanged.
 
     Raises:
         GraphtuneError: a PostgreSQL URL and no PostgreSQL driver is installed.
@@ -364,9 +365,28 @@ def sqlalchemy_url(spec: str) -> str:
     import importlib.util
 
     scheme, sep, rest = spec.partition("://")
-    if scheme not in ("postgresql", "postgres"):
-        return spec
-    for module, dialect in _PG_DRIVERS:
-        if importlib.util.find_spec(module) is not None:
-            return f"{dialect}{sep}{rest}"
-    raise GraphtuneError("a PostgreSQL storage needs a driver: pip install 'psycopg[binary]'")
+    if scheme in ("postgresql", "postgres"):
+        for module, dialect in _PG_DRIVERS:
+            if importlib.util.find_spec(module) is not None:
+                return _with_connect_timeout(f"{dialect}{sep}{rest}")
+        raise GraphtuneError("a PostgreSQL storage needs a driver: pip install 'psycopg[binary]'")
+    return _with_connect_timeout(spec) if scheme in _LIBPQ_SCHEMES else spec
+
+
+_LIBPQ_SCHEMES = ("postgresql+psycopg", "postgresql+psycopg2")
+PG_CONNECT_TIMEOUT_S = 10
+
+
+def _with_connect_timeout(url: str) -> str:
+    """A libpq URL with ``connect_timeout`` (:data:`PG_CONNECT_TIMEOUT_S`) unless it sets
+    one: a host that accepts the connection and never answers would hang the job."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        u = make_url(url)
+    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse fails where it opens
+        return url
+    if "connect_timeout" in u.query:
+        return url
+    return u.update_query_dict({"connect_timeout": str(PG_CONNECT_TIMEOUT_S)}) \
+        .render_as_string(hide_password=False)

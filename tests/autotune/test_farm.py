@@ -277,3 +277,9 @@ def test_claims_hold_a_candidate_for_one_driver(tmp_path: Path) -> None:
             open_storage(journal, str(tmp_path / "c.jsonl"))
     finally:
         private.close()
+
+
+def test_libpq_urls_get_a_connect_timeout_unless_they_set_one() -> None:
+    assert sqlalchemy_url("postgresql://u:p@db/s").endswith("?connect_timeout=10")
+    assert sqlalchemy_url("postgresql+psycopg2://db/s").endswith("?connect_timeout=10")
+    assert sqlalchemy_url("postgresql://db/s?connect_timeout=3").endswith("?connect_timeout=3")

@@ -277,3 +277,40 @@ def test_bench_report_only_refuses_a_damaged_run_file(case: Path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is damaged" in err[0]
 
+
+
+@pytest.mark.timeout(180)  # a regression hangs: fail in minutes, not at the suite's 900 s
+def test_a_postgresql_host_that_never_answers_is_one_line_not_a_hang(case: Path) -> None:
+    """A server that accepts the connection and never answers (a stuck proxy, a wrong
+    port): the 10 s connect timeout graphtune adds ends it with one line, nothing left."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:  # take connections and keep them open, silent
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        before = listing(case)
+        port = srv.getsockname()[1]
+        line = one_line_error(tune("--storage", f"postgresql://u@127.0.0.1:{port}/studies"))
+        assert "cannot open the study storage" in line, line
+        assert listing(case) == before
+    finally:
+        stop.set()
+        t.join()
+        for c in held:
+            c.close()
+        srv.close()
