@@ -29,8 +29,9 @@ def register(group: click.Group) -> None:
               help="The tuning log (JSON lines; appended, created if missing).")
 @click.option("--batch", type=int, default=None, help="Batch size of every model (default: the file's).")
 @click.option("--workers", type=int, default=None,
-              help="Measurer processes on a local loopback Ray instance (default: one per CPU); "
-                   "0 measures in this process.")
+              help="Worker processes on a local loopback Ray instance (default: one per CPU): "
+                   "they breed the guided sampler's candidates and measure them; 0 does both "
+                   "in this process.")
 @click.option("--ray-address", default=None, help="Join this Ray cluster instead of starting one.")
 @click.option("--storage", default=None,
               help="Shared study storage: postgresql://user@host/db (between hosts), another "

@@ -33,12 +33,12 @@ def _gpt(tie: int, weights: str, batch: int = 2) -> Graph:
     return Model(proto, "gpt").graph
 
 
-def _table_users(g: Graph) -> tuple[str, str]:
-    """(the gather's table, the LM head's weight)."""
+def _table_users(g: Graph, vocab: int = 1000, hidden: int = 64) -> tuple[str, str]:
+    """(the gather's ``vocab x hidden`` table, the LM head's weight)."""
     gather = next(op for op in g.ops if op.op_type == "take" and op.weights
-                  and g.tensors[op.weights[0]].shape == (1000, 64))
+                  and g.tensors[op.weights[0]].shape == (vocab, hidden))
     head = next(op for op in g.ops if op.op_type == "matmul" and op.weights
-                and g.tensors[op.weights[-1]].shape == (64, 1000))
+                and g.tensors[op.weights[-1]].shape == (hidden, vocab))
     return gather.weights[0], head.weights[-1]
 
 
@@ -134,13 +134,5 @@ def test_torch_gpt_fixture_keeps_its_tie() -> None:
     from tests.compiler.test_import import TORCH_FIXTURES
 
     g = load_onnx(TORCH_FIXTURES / "gpt_b1.onnx").graph
-    table, head = _table_users_torch(g)
+    table, head = _table_users(g, vocab=4096, hidden=256)
     assert g.tensors[head].storage == table
-
-
-def _table_users_torch(g: Graph) -> tuple[str, str]:
-    gather = next(op for op in g.ops if op.op_type == "take" and op.weights
-                  and g.tensors[op.weights[0]].shape == (4096, 256))
-    head = next(op for op in g.ops if op.op_type == "matmul" and op.weights
-                and g.tensors[op.weights[-1]].shape == (256, 4096))
-    return gather.weights[0], head.weights[-1]
