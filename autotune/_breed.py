@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from compiler.target import Target
     from search_space import Space
 
-__all__ = ["Bred", "BreedRequest", "Breeder", "Pick", "RankerScorer", "Scorer", "breed", "merge"]
+__all__ = ["Bred", "BreedRequest", "Breeder", "Pick", "RankerScorer", "Scorer", "breed"]
 
 
 class Scorer(Protocol):
@@ -171,27 +171,6 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         assert proj.vector is not None
         picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by, key, explore))
     return Bred(tuple(picks), len(ranked), time.process_time() - t0)
-
-
-def merge(parts: Sequence[Bred], proposals: int, eps: int) -> list[Pick]:
-    """One round's picks from its parts (bred apart, each from the same request but its
-    own seed and share of the population): the model's best ``proposals - eps`` of all
-    parts by key, then random picks taken from each part in turn. One part: its picks."""
-    model = sorted((p for b in parts for p in b.picks if not p.explore), key=lambda p: p.key)
-    explore = [list(p for p in b.picks if p.explore) for b in parts]
-    out: dict[str, Pick] = {}
-    for p in model:
-        if len(out) >= proposals - eps:
-            break
-        out.setdefault(p.cid, p)
-    k = 0
-    while len(out) < proposals and any(explore):
-        part = explore[k % len(explore)]
-        if part:
-            p = part.pop(0)
-            out.setdefault(p.cid, p)
-        k += 1
-    return list(out.values())
 
 
 class Breeder:

@@ -7,14 +7,16 @@ measurement becomes one record in the log (appended and flushed) before its
 trial is told. Side effects beyond the log and the study (progress, user
 hooks) are callbacks, called after every finished batch.
 
-The guided sampler's rounds of breeding (most of a job's work) are jobs of the
-pool too: when a task's sampler runs low on proposals the driver asks it for the
-next round (:meth:`GuidedSampler.breed_request`) in one part per worker (each
-breeds a share of the population), queues the parts behind the workers' batches,
-and hands the parts back to the sampler when all arrived; so the driver only asks,
-tells and writes the log, and the workers breed and measure (:mod:`autotune._breed`).
-One round is bred at a time per task, as when the sampler breeds by itself, so its
-proposals are no staler than before.
+The guided sampler's breeding (most of a job's work) is a job of the pool too:
+when a task's sampler runs low on proposals the driver asks it for a share of a
+round (:meth:`GuidedSampler.breed_request`: with ``W`` workers, ``1/W`` of the
+population and of the proposals), sends it to a worker that is not breeding, and
+hands it back to the sampler as soon as it arrives, so its picks are measured while
+the other workers still breed theirs; so the driver only asks, tells and writes the
+log, and the workers breed and measure (:mod:`autotune._breed`). Up to one share per
+worker is out per task, and each is asked for only once half a share's measurements
+came back since the last one was (so no worker waits for another's share, and no
+share is bred from exactly the parents and model of the one before).
 
 A candidate already measured (in this run or any run in the log) is never
 measured again: its trial is told the logged value. A candidate proposed twice
@@ -41,7 +43,6 @@ from logs import RecordWriter
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial, Trial
 
-    from autotune._breed import Bred
     from autotune._claims import Claims
     from autotune._journal import StorageHandle
     from autotune._measurer import Measurer
@@ -61,7 +62,7 @@ Callback = Callable[[JobState], None]
 # Proposals in a row that were all measured before: the study keeps proposing old
 # candidates, so the task is done.
 _DUP_LIMIT = 64
-# Bred rounds in a row that brought nothing new: the sampler then breeds in the driver
+# Breeding requests in a row that brought nothing new: the sampler then breeds in the driver
 # (where an empty round falls back to random proposals, and duplicates stop the task).
 _DRY_LIMIT = 3
 # The study storage is made durable at most this often (a journal append + fsync per
@@ -136,9 +137,13 @@ class Driver:
         # least this large (see GuidedSampler.demand), and a new round is bred once fewer
         # proposals than this are left.
         self._demand = max(1, pool.slots * self.batch_size // max(1, len(job.tasks)))
-        self._breeding: dict[int, int] = {}  # batch id of a part of a round -> the round
-        self._rounds: dict[int, tuple[int, int, list[Bred | None]]] = {}  # -> task, parts, back
+        self._breeding: dict[int, int] = {}  # batch id of a breeding request -> its task
+        # Breeding requests out at once per task (one per worker) and the measurements
+        # that must come back between two of them (half a request's proposals).
+        self._shares = pool.workers if pool.remote else 1
+        self._fresh = max(1, self._demand // (2 * self._shares))
         self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
+        self._dists: dict[int, dict[str, Any]] = {}  # task -> its parameter distributions
         for k, ts in enumerate(job.tasks):
             sampler = ts.study.sampler
             if hasattr(sampler, "demand"):
@@ -194,9 +199,9 @@ class Driver:
         left = self.job.budget - self.job.total - self._pending()
         for k in sorted(picked):  # breed ahead: the next round is ready when needed
             bs = self._breeder(k)
-            if (bs is not None and not bs.breeding and not self.job.tasks[k].stopped
-                    and bs.queued < min(self._demand, left) and self._may_breed(k, bs)
-                    and (bs.queued or not self._waiting(k))):  # seeds go first
+            while (bs is not None and bs.breeding < self._shares and not self.job.tasks[k].stopped
+                   and bs.queued < min(self._demand, left) and self._may_breed(k, bs)
+                   and (bs.queued or not self._waiting(k))):  # seeds go first
                 self._breed(k, bs)
 
     def _fill_batches(self, picked: set[int]) -> None:
@@ -211,7 +216,8 @@ class Driver:
             picked.add(k)
             bs = self._breeder(k)
             if bs is not None and not bs.queued and not self._waiting(k):
-                if not bs.breeding and not self.job.tasks[k].stopped and self._may_breed(k, bs):
+                while (bs.breeding < self._shares and not self.job.tasks[k].stopped
+                       and self._may_breed(k, bs)):
                     self._breed(k, bs)
                 return  # the task's next proposals are being bred
             batch = self._propose(k, min(self.batch_size, left))
@@ -244,41 +250,32 @@ class Driver:
         return bs if bs is not None and bs.dry < _DRY_LIMIT else None
 
     def _breed(self, k: int, bs: Any) -> None:
-        """Send a breeding round of task ``k`` to the pool, one part per worker."""
+        """Send a share of a breeding round of task ``k`` to the pool."""
         from autotune._breed import RankerScorer
 
         ts = self.job.tasks[k]
         in_flight = {cid for task, cid in self._inflight if task == k}
-        requests = bs.breed_request(ts.study, parts=self.pool.workers, pending=in_flight)
+        request = bs.breed_request(ts.study, share=self._shares, pending=in_flight)
         scorer = bs.snapshot() if self.pool.remote else RankerScorer(bs.ranker)
-        rid = self._next_batch  # the round's id: its first part's
-        self._rounds[rid] = (k, len(requests), [])
-        for request in requests:
-            bid = self._next_batch
-            self._next_batch += 1
-            self._breeding[bid] = rid
-            self.pool.submit_breed(bid, ts.task.key, request, scorer)
+        bid = self._next_batch
+        self._next_batch += 1
+        self._breeding[bid] = k
+        self.pool.submit_breed(bid, ts.task.key, request, scorer)
 
     def _bred(self, fin: Finished) -> None:
-        """A part of a round is back; the whole round goes to its sampler (a lost part:
-        the round is what the others bred)."""
-        rid = self._breeding.pop(fin.batch_id)
-        k, parts, back = self._rounds[rid]
-        back.append(fin.bred)
-        if len(back) == parts:
-            del self._rounds[rid]
-            self._breeders[k].bred([b for b in back if b is not None])
+        """A breeding request is back: its picks go to its sampler at once (a lost one:
+        nothing, and another is asked for)."""
+        self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
 
     def _may_breed(self, k: int, bs: Any) -> bool:
-        """Breed a round when it can learn from the last one: once half a round's
-        measurements came back since the last round did (so a round is never bred from
-        the parents and model of the one before), and a task's first round after its
-        seeds are measured
-        (around them: cheaper, and better, than a round from random samples). Without
-        measurements out, at once."""
+        """Breed when it can learn from the last request: once half a request's
+        measurements came back since the last request was made (so a share is never
+        bred from the parents and model of the one before), and a task's first share
+        after its seeds are measured (around them: cheaper, and better, than a round from
+        random samples). Without measurements out, at once."""
         if not self._any_inflight(k):
             return True
-        return bool(self.job.tasks[k].measured) and bs.news >= max(1, self._demand // 2)
+        return bool(self.job.tasks[k].measured) and bs.news >= self._fresh
 
     def _waiting(self, k: int) -> bool:
         """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out."""
@@ -369,11 +366,21 @@ class Driver:
         from optuna.trial import TrialState
 
         ts = self.job.tasks[k]
-        trial = ts.study.ask()
         sampler = ts.study.sampler
+        made: Trial | None = None
+        if getattr(sampler, "queued", 0) and not self._waiting(k):
+            # A bred proposal: the trial is made with its parameters in one write.
+            made = sampler.ask_queued(
+                ts.study, self._distributions(k),
+                {} if self.claims is None else {OWNER_ATTR: self.owner},
+                cid_attr=CID_ATTR if self.claims is None else None)
+        fresh = made is None
+        trial = ts.study.ask() if made is None else made
         chosen = sampler.proposal(trial.number) if hasattr(sampler, "proposal") else None
         try:
-            if chosen is not None:
+            if chosen is None:
+                s = ts.space.suggest(trial)
+            elif fresh:
                 # The guided sampler decoded it already: record its parameters, not decode again.
                 s, params = chosen
                 for name in params:
@@ -381,17 +388,20 @@ class Driver:
                 if trial.params != params:  # Optuna overrode one (never seen): trust the trial
                     s = ts.space.suggest(trial)
             else:
-                s = ts.space.suggest(trial)
+                s = chosen[0]
         except GraphtuneError as exc:
             log.warning("task %s trial %d: the space cannot decode its parameters: %s",
                         ts.task.name, trial.number, exc)
             ts.study.tell(trial, state=TrialState.FAIL)
             return None
-        cid = candidate_id(s)
-        if self.claims is None:
-            trial.set_user_attr(CID_ATTR, cid)
-        else:  # the id is set by the claim, under the storage's lock
-            trial.set_user_attr(OWNER_ATTR, self.owner)
+        if fresh:
+            cid = candidate_id(s)
+            if self.claims is None:
+                trial.set_user_attr(CID_ATTR, cid)
+            else:  # the id is set by the claim, under the storage's lock
+                trial.set_user_attr(OWNER_ATTR, self.owner)
+        else:
+            cid = sampler.candidate_of(trial.number)
         seed = trial.user_attrs.get(SEED_ATTR)
         if seed and trial.user_attrs.get(SEED_CID_ATTR) not in (None, cid):
             # The enqueued parameters did not reproduce the seed: measure the seed as it is.
@@ -404,16 +414,29 @@ class Driver:
         tuner = str(seed) if seed else self.tuner
         return Candidate(k, trial, s, cid, dict(trial.params), tuner, ranked)
 
+    def _distributions(self, k: int) -> dict[str, Any]:
+        """Task ``k``'s parameter distributions (what ``suggest_categorical`` records)."""
+        dists = self._dists.get(k)
+        if dists is None:
+            from optuna.distributions import CategoricalDistribution
+
+            dists = self._dists[k] = {name: CategoricalDistribution(choices)
+                                      for name, choices in self.job.tasks[k].choices.items()}
+        return dists
+
     def _tell(self, trial: Trial | None, value: float | None) -> None:
         from optuna.trial import TrialState
 
         if trial is None:
             return
-        study = trial.study
+        try:  # Study.tell without the deep copy of the trial it returns (unread here)
+            from optuna.study._tell import _tell_with_warning as tell
+        except ImportError:  # not in this Optuna: the public call
+            tell = type(trial.study).tell  # type: ignore[assignment]
         if value is None:
-            study.tell(trial, state=TrialState.FAIL)
+            tell(trial.study, trial, state=TrialState.FAIL)
         else:
-            study.tell(trial, value)
+            tell(trial.study, trial, value)
 
     # ---- results ---------------------------------------------------------------------------
     def _finish(self, batch: list[Candidate], fin: Finished) -> None:

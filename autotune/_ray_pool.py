@@ -7,7 +7,7 @@ in its constructor (one ``ray.put`` for the graphs), so a batch carries only
 schedule JSON. Actors also breed the guided sampler's rounds
 (:meth:`RayPool.submit_breed`; the cost model goes to the object store once per
 snapshot). Actors restart when they die; the batch they held comes back as
-``worker_lost`` measurements (a breeding round they held is bred again) and the
+``worker_lost`` measurements (breeding they held is asked for again) and the
 job goes on.
 
 Each actor reserves the measurer's ``num_cpus`` (fractions allowed: one that
@@ -325,9 +325,11 @@ class RayPool(MeasurePool):
         return list(ray.get([a.pid.remote() for a in self._actors]))
 
     def _least_loaded(self) -> int:
+        """The worker for a batch: one that is up, not breeding if any (a breeding job
+        takes as long as dozens of batches), then the fewest jobs."""
         up = [i for i in range(len(self._actors)) if i not in self._down] or list(
             range(len(self._actors)))
-        return min(up, key=lambda i: self._load[i])
+        return min(up, key=lambda i: (self._breeds[i], self._load[i]))
 
     def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
         k = self._least_loaded()
@@ -347,8 +349,8 @@ class RayPool(MeasurePool):
             if len(self._scorers) >= 16:  # older models: their tasks have newer ones
                 del self._scorers[next(iter(self._scorers))]
             held = self._scorers[id(scorer)] = (scorer, ray.put(scorer))
-        # The parts of a round go to different workers (fewest breeding jobs first): by
-        # count of jobs alone, two parts could land on one worker behind short batches.
+        # Breeding goes to the worker with the fewest breeding jobs (then the fewest
+        # jobs): by count of jobs alone, two could land on one worker behind short batches.
         up = [i for i in range(len(self._actors)) if i not in self._down] or list(
             range(len(self._actors)))
         k = min(up, key=lambda i: (self._breeds[i], self._load[i]))

@@ -11,7 +11,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from autotune._breed import Breeder, RankerScorer, breed, merge
+from autotune._breed import Breeder, RankerScorer, breed
 from autotune._guided import GuidedOptions, GuidedSampler
 from autotune._journal import BufferedJournalFile, open_storage
 from autotune._measurer import SimMeasurer, measure_json
@@ -290,7 +290,7 @@ def test_a_round_bred_on_a_worker_is_the_one_bred_here(
     ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
     options = GuidedOptions(population=24, generations=1, proposals=6, parents=4)
     study, sampler = _measured_study(tiny_space, tiny_graph, tune_target, ranker, options)
-    (req,) = sampler.breed_request(study)
+    req = sampler.breed_request(study)
     assert req.parents and req.seen and sampler.breeding == 1
     here = breed(tiny_space, RankerScorer(ranker), req)
     worker = Breeder({"k": tiny_graph}, tune_target)  # what a Ray actor holds
@@ -315,19 +315,21 @@ def test_bred_rounds_feed_trials_without_decoding_on_the_driver(
                             retrain_every=4)
     study, sampler = _measured_study(space, tiny_graph, tune_target, ranker, options)
     worker = Breeder({"k": tiny_graph}, tune_target)
-    reqs = sampler.breed_request(study, parts=2)  # a round bred by two workers
-    assert len(reqs) == 2 and reqs[0].seed != reqs[1].seed and reqs[0].population == 12
+    # Two workers each breed a half of a round, and each half is queued as it arrives.
+    reqs = [sampler.breed_request(study, share=2) for _ in range(2)]
+    assert reqs[0].seed != reqs[1].seed and reqs[0].population == 12
+    assert reqs[0].proposals == 2 and sampler.breeding == 2 and sampler.rounds == 2
     parts = [worker("k", r, sampler.snapshot()) for r in reqs]
-    assert sampler.breeding == 1 and sampler.rounds == 1
-    merged = merge(parts, 4, 0)
-    best = sorted(p.key for b in parts for p in b.picks if not p.explore)[:4]
-    assert [p.key for p in merged] == best  # the model's best of both parts
-    assert sampler.bred(parts) == 4 and sampler.queued == 4 and sampler.breeding == 0
-    assert {p.cid for p in sampler._queue} == {p.cid for p in merged}
+    first = sampler.bred(parts[0])
+    assert first == 2 and sampler.queued == 2 and sampler.breeding == 1
+    assert [p.cid for p in sampler._queue] == [p.cid for p in parts[0].picks]
+    # Bred at the same time, the second may pick what the first did: queued once.
+    again = {p.cid for p in parts[1].picks} & {p.cid for p in parts[0].picks}
+    assert sampler.bred(parts[1]) == 2 - len(again) and sampler.breeding == 0
     sampler.breed_request(study)
-    assert sampler.bred([]) == 0 and sampler.dry == 0  # a lost round: bred again
+    assert sampler.bred(None) == 0 and sampler.dry == 0  # a lost request: asked for again
     sampler.breed_request(study)
-    assert sampler.bred(parts) == 0 and sampler.dry == 1  # nothing new
+    assert sampler.bred(parts[0]) == 0 and sampler.dry == 1  # nothing new
     queued = sampler.queued
 
     def no_decoding(*_: Any) -> Any:
