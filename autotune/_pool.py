@@ -12,8 +12,9 @@ finished ones as they arrive; it never waits for a particular batch. Two pools:
 A batch that cannot be measured (its worker died) comes back as
 ``worker_lost`` measurements, never as an exception.
 
-Pools also breed: :meth:`MeasurePool.submit_breed` runs one round of the guided
-sampler (:func:`autotune._breed.breed`) where the measurements run, and its
+Pools also breed: :meth:`MeasurePool.submit_breed` runs a breeding request of the
+guided sampler (a round, or a worker's share of one: :func:`autotune._breed.breed`)
+where the measurements run, and its
 result comes back through the same :meth:`MeasurePool.wait` (``Finished.kind ==
 "breed"``), so the driver keeps every worker busy with either.
 """

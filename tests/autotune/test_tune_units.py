@@ -351,6 +351,83 @@ def test_bred_rounds_feed_trials_without_decoding_on_the_driver(
     assert len(sampler._y) == fitted + queued and sampler.queued == 0
 
 
+class _TwoWorkerPool(InProcessPool):
+    """Two workers in one process: batches are measured at once; breeding requests are
+    held and answered one at a time, the last asked first, when nothing else is done."""
+
+    remote = True
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.workers, self.slots = 2, 4
+        self.held: list[tuple[int, str, Any, Any]] = []
+        self.events: list[tuple[str, int, int]] = []
+        self.most = 0  # breeding requests out at once, at most
+
+    def submit(self, batch_id: int, task_key: str, schedules: Any) -> None:
+        self.events.append(("measure", len(self.held), len(schedules)))
+        super().submit(batch_id, task_key, schedules)
+
+    def submit_breed(self, batch_id: int, task_key: str, request: Any, scorer: Any) -> None:
+        self.held.append((batch_id, task_key, request, scorer))
+        self.events.append(("breed", request.population, request.proposals))
+        self.most = max(self.most, len(self.held))
+
+    def wait(self, timeout_s: float | None = None) -> list[Any]:
+        from autotune._pool import Finished
+
+        done = super().wait(timeout_s)
+        if not done and self.held:
+            bid, key, request, scorer = self.held.pop()
+            done = [Finished(bid, "", (), "breed", self._breeder(key, request, scorer))]
+            self.events.append(("arrived", len(self.held), 0))
+        return done
+
+    @property
+    def in_flight(self) -> int:  # type: ignore[override]
+        return len(self._done) + len(self.held)
+
+
+def test_each_workers_share_of_a_round_is_measured_as_it_arrives(
+        tiny_graph: Graph, tune_target: Target, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two workers, a round is bred as two half shares, out at once; the picks of the
+    one that comes back first are measured while the other is still being bred; and a
+    bred pick's trial carries its parameters and candidate id (made in one write)."""
+    from autotune import _tune as tune_mod
+    from autotune import tune
+
+    pools: list[_TwoWorkerPool] = []
+
+    def two_workers(job: Any, target: Target, measurer: Any, *_: Any) -> _TwoWorkerPool:
+        pools.append(_TwoWorkerPool({t.task.key: t.task.graph for t in job.tasks}, target,
+                                    measurer))
+        return pools[0]
+
+    monkeypatch.setattr(tune_mod, "_pool", two_workers)
+    studies: list[Any] = []
+    res = tune([tiny_graph], trials=60, workers=2, log=tmp_path / "t.jsonl", seed=0,
+               curve=False, callbacks=[lambda job: studies.append(job.tasks[0].study)])
+    events = pools[0].events
+    shares = [e for e in events if e[0] == "breed"]
+    options = GuidedOptions()
+    assert len(shares) >= 4
+    assert all(pop == -(-options.population // 2) for _, pop, _ in shares[1:])
+    assert all(prop == 8 for _, _, prop in shares[1:])  # half of 4 slots x 4 candidates
+    assert pools[0].most == 2  # one share per worker
+    # A share arrived while the other was out, and its picks went out before that one came.
+    early = [i for i, e in enumerate(events) if e[0] == "arrived" and e[1] == 1]
+    assert any(events[i + 1][0] == "measure" and events[i + 1][1] == 1 for i in early)
+    assert res.measured == 60
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    trials = [t for t in studies[-1].get_trials()
+              if t.state == TrialState.COMPLETE and "graphtune_seed" not in t.user_attrs]
+    assert len(trials) >= 40
+    for t in trials:
+        vec = vector_of(space, t.params)
+        assert vec is not None and t.user_attrs[CID_ATTR] == candidate_id(space.decode(vec))
+
+
 def test_distributions_cover_every_parameter_the_space_asks(tiny_space: Any) -> None:
     dists = distributions(tiny_space)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
