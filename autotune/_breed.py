@@ -18,6 +18,7 @@ The cost model travels as a :class:`Scorer`: a picklable snapshot of the model
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -195,6 +196,27 @@ class Breeder:
         return breed(space, scorer, req)
 
 
+# Decoded parents per space: the best measured schedules change slowly, so consecutive
+# requests (and a worker's shares of them) mostly share their parents. Bounded.
+_PARENTS: weakref.WeakKeyDictionary[Space, dict[bytes, GraphSchedule]] = (
+    weakref.WeakKeyDictionary())
+_MAX_PARENTS = 256
+
+
+def _parent(space: Space, vector: np.ndarray) -> GraphSchedule:
+    """``space.decode(vector)``, remembered (decoding is deterministic)."""
+    memo = _PARENTS.get(space)
+    if memo is None:
+        memo = _PARENTS[space] = {}
+    key = np.asarray(vector, dtype=np.int64).tobytes()
+    s = memo.get(key)
+    if s is None:
+        if len(memo) >= _MAX_PARENTS:
+            memo.clear()
+        s = memo[key] = space.decode(vector)
+    return s
+
+
 class _Round:
     def __init__(self, space: Space, scorer: Scorer, req: BreedRequest,
                  rng: np.random.Generator) -> None:
@@ -227,7 +249,7 @@ class _Round:
         keyed: list[tuple[float, str, GraphSchedule]] = []
         per = max(2, 2 * self.req.proposals // len(self.req.parents))
         for rank, vec in enumerate(self.req.parents):
-            parent = sp.decode(vec)
+            parent = _parent(sp, vec)
             for _ in range(per):
                 s = sp.mutate(parent, rng)
                 keyed.append((rank + float(rng.random()), candidate_id(s), s))
@@ -244,7 +266,7 @@ class _Round:
         n_random = (max(1, int(req.population * req.random_share)) if req.parents
                     else req.population)
         pop = [(candidate_id(s), s) for s in
-               [sp.decode(v) for v in req.parents] + [sp.sample(rng) for _ in range(n_random)]]
+               [_parent(sp, v) for v in req.parents] + [sp.sample(rng) for _ in range(n_random)]]
         pool: dict[str, GraphSchedule] = {}
         for cid, s in pop:
             pool.setdefault(cid, s)
