@@ -47,13 +47,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from compiler.capacity import in_compute_dtype
+from compiler.codes import ScheduleCodes, ValueTable, codes_of
 from compiler.derive import group_io
 from compiler.footprint import GATHER_OPS, group_footprint, sample_bytes, streamable_inputs
 from compiler.layout import slices
@@ -257,8 +258,51 @@ _NAME = attrgetter("name")
 _ORDER = attrgetter("order")
 
 
+_GROUPS = attrgetter("groups")
+_TRANSFERS = attrgetter("transfers")
+_STEPS = attrgetter("order")
+
+# per schedule, walked or gathered: group configs and where each schedule's start; edges and
+# where each schedule's start; each edge's consumer (position in the group configs); per
+# schedule: steps, transfers, interleave
+_Walked = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 def _ORDER_NAMES(s: GraphSchedule) -> map[str]:
     return map(_NAME, s.order)
+
+
+def _misc(n_steps: np.ndarray, n_tr: np.ndarray, differ: np.ndarray) -> np.ndarray:
+    """Steps, transfers and interleave per schedule; ``differ``: whether each step's name
+    differs from the next one's, over the schedules' steps one after another."""
+    n = len(n_steps)
+    s_off = np.concatenate([[0], np.cumsum(n_steps)[:-1]])
+    changes = np.zeros(n)
+    if len(differ):
+        # pairs starting at each schedule's first step; a schedule's last pair is the next's
+        # boundary, which is not counted
+        cum = np.concatenate([[0.0], np.cumsum(differ)])
+        last = s_off + np.maximum(n_steps - 1, 0)
+        changes = cum[np.minimum(last, len(differ))] - cum[s_off]
+    misc = np.zeros((n, 3))
+    misc[:, 0] = n_steps
+    misc[:, 1] = n_tr
+    misc[:, 2] = changes / np.maximum(n_steps - 1, 1)
+    return misc
+
+
+class _CodeMaps:
+    """A featuriser's view of one producer's value table (:mod:`compiler.codes`): each code's
+    row here, filled as codes are met."""
+
+    def __init__(self, table: ValueTable) -> None:
+        self.table = table  # kept alive: the featuriser finds this by the table's identity
+        self.group = np.zeros(0, dtype=np.int64)  # group code -> group config (-1: not yet)
+        self.t_ti = np.zeros(0, dtype=np.int64)  # transfer code -> tensor index
+        self.t_factor = np.zeros(0, dtype=np.int64)  # ... and its destination factor
+        self.layouts: dict[tuple[int, ...], int] = {}  # one tensor's transfer codes -> layout
+        self.step_name = np.zeros(0, dtype=np.int64)  # step code -> name id
+        self.names: dict[str, int] = {}
 
 
 class _Rows:
@@ -305,6 +349,7 @@ class _OpSet:
     edges: tuple[tuple[str, int, bool], ...]
     n_ops: int
     ident: int
+    out_index: int
 
 
 def _featuriser(graph: Graph, target: Target) -> _Featuriser:
@@ -358,6 +403,11 @@ class _Featuriser:
         # per op set: weights, gathered bytes per sample and fixed, output bytes per sample and
         # fixed, ops
         self.os_vals = _Rows(6)
+        # per op set, its inputs (edges) as flat lists: first, count; tensor index, streams
+        self.os_in_ptr: list[int] = []
+        self.os_in_cnt: list[int] = []
+        self.os_in_ti: list[int] = []
+        self.os_in_streams: list[bool] = []
         self.ops_ids: dict[int, _OpSet] = {}  # id(ops tuple) -> its op set (object kept below)
         self.ops_keep: list[Any] = []
         # tensors: index, (bytes per sample, fixed bytes)
@@ -401,6 +451,10 @@ class _Featuriser:
         self.g_places: list[tuple[int, ...]] = []
         self.g_chunks: list[tuple[Placement, ...]] = []
         self.g_pending: list[int] = []
+        self.g_meta = _Rows(3, np.int64)  # op set, split, result tensor index
+        # per producer value table (compiler.codes): its codes -> rows here
+        self.code_maps: dict[int, _CodeMaps] = {}
+        self._inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         # layouts: per sample, the scope and the core part (tuple id) holding it
         self.layout_ids: dict[Any, int] = {}
         self.l_scope = _Rows(self.batch, np.int8)
@@ -436,8 +490,12 @@ class _Featuriser:
                 ops, float(fp.weight_bytes), float(fp.gather_sample_bytes),
                 float(fp.gather_fixed_bytes), io.outputs[0], float(osb), float(ofb), io.inputs,
                 tuple((t, self.tensor(t), t in stream) for t in io.inputs), len(ops),
-                len(self.opset_list))
+                len(self.opset_list), self.tensor(io.outputs[0]))
             self.opset_list.append(hit)
+            self.os_in_ptr.append(len(self.os_in_ti))
+            self.os_in_cnt.append(len(hit.edges))
+            self.os_in_ti.extend(ti for _, ti, _ in hit.edges)
+            self.os_in_streams.extend(st for _, _, st in hit.edges)
             self.os_vals.append((hit.weights, hit.gather_sample, hit.gather_fixed, hit.out_sample,
                                  hit.out_fixed, hit.n_ops))
         return hit
@@ -603,6 +661,7 @@ class _Featuriser:
         self.g_places.append(places)
         self.g_chunks.append(gr.chunks)
         self.g_pending.append(i)
+        self.g_meta.append((info.ident, gr.split, info.out_index))
         return i
 
     def flush_groups(self) -> None:
@@ -809,24 +868,27 @@ class _Featuriser:
             if b is None:
                 b = self.bind_of(p.core_bind)
             by.setdefault((tr.tensor, tr.dst_factor), []).append((tr.dst_chunks, p.mem_scope, b))
-        out = {}
-        for (tensor, factor), items in by.items():
-            key = ("transfer", factor, tuple(items))
-            i = self.layout_ids.get(key)
-            if i is None:
-                n = self.batch // factor
-                scopes = np.full(self.batch, _SCOPE_CODE["DDR"], dtype=np.int8)
-                parts = np.zeros(self.batch, dtype=np.int32)
-                for chunks, scope_name, b in items:
-                    scope = _SCOPE_CODE[scope_name]
-                    tids = self.b_tids[b]
-                    ids = np.repeat(tids, n // len(tids))
-                    for d in chunks:
-                        scopes[d * n:(d + 1) * n] = scope
-                        parts[d * n:(d + 1) * n] = ids
-                i = self.layout(key, scopes, parts)
-            out[(tensor, factor)] = i
-        return out
+        return {(tensor, factor): self.transfer_layout(factor, items)
+                for (tensor, factor), items in by.items()}
+
+    def transfer_layout(self, factor: int, items: list[tuple[tuple[int, ...], str, int]]) -> int:
+        """Layout of the transfers re-chunking one tensor ``factor`` ways: per transfer, its
+        destination chunks, scope and core binding."""
+        key = ("transfer", factor, tuple(items))
+        i = self.layout_ids.get(key)
+        if i is None:
+            n = self.batch // factor
+            scopes = np.full(self.batch, _SCOPE_CODE["DDR"], dtype=np.int8)
+            parts = np.zeros(self.batch, dtype=np.int32)
+            for chunks, scope_name, b in items:
+                scope = _SCOPE_CODE[scope_name]
+                tids = self.b_tids[b]
+                ids = np.repeat(tids, n // len(tids))
+                for d in chunks:
+                    scopes[d * n:(d + 1) * n] = scope
+                    parts[d * n:(d + 1) * n] = ids
+            i = self.layout(key, scopes, parts)
+        return i
 
     # ---- edges: one group input, from its producer (through transfers) ---------------------------
     def new_edge(self, key: tuple[int, int, int, int], streams: bool) -> int:
@@ -953,12 +1015,42 @@ class _Featuriser:
         out = np.zeros((n, len(FEATURES)))
         if n == 0:
             return out
+        # schedules with codes (compiler.codes: decoded by a search space) are gathered with
+        # numpy, per value table; the others (and all with vectorised=False) walk their objects
+        plain: list[int] = []
+        coded: dict[int, tuple[ValueTable, list[int], list[ScheduleCodes]]] = {}
+        for k, s in enumerate(schedules):
+            c = codes_of(s) if self.vectorised else None
+            if c is None:
+                plain.append(k)
+                continue
+            hit = coded.get(id(c.table))
+            if hit is None:
+                hit = coded[id(c.table)] = (c.table, [], [])
+            hit[1].append(k)
+            hit[2].append(c)
+        parts: list[tuple[list[int], _Walked]] = []
+        if plain:
+            parts.append((plain, self._walk([schedules[k] for k in plain])))
+        for table, ks, cs in coded.values():
+            parts.append((ks, self._gather(self._maps(table), cs)))
+        self.flush_groups()
+        self.flush_edges()
+        for ks, walked in parts:
+            if len(ks) == n:
+                out[:] = self._aggregate(*walked)
+            else:
+                out[ks] = self._aggregate(*walked)
+        return out
+
+    def _walk(self, schedules: Sequence[GraphSchedule]) -> _Walked:
+        """Group and edge rows of ``schedules``, walking their objects (the reference path)."""
+        n = len(schedules)
         gids: list[int] = []
         eids: list[int] = []
         e_slot: list[int] = []  # position in gids of each edge's consumer
         g_off = np.zeros(n, dtype=np.int64)
         e_off = np.zeros(n, dtype=np.int64)
-        misc = np.zeros((n, 3))
         n_tr = np.zeros(n)
         group_get, edge_get = self.group_obj_ids.get, self.edge_ids.get
         ops_get = self.ops_ids.get
@@ -994,20 +1086,158 @@ class _Featuriser:
         names = list(chain.from_iterable(map(_ORDER_NAMES, schedules)))
         differ = np.fromiter(map(str.__ne__, names, names[1:]), dtype=np.float64,
                              count=max(len(names) - 1, 0))
-        s_off = np.concatenate([[0], np.cumsum(n_steps)[:-1]])
-        changes = np.zeros(n)
-        if len(differ):
-            # pairs starting at each schedule's first step; a schedule's last pair is the next's
-            # boundary, which is not counted
-            cum = np.concatenate([[0.0], np.cumsum(differ)])
-            last = s_off + np.maximum(n_steps - 1, 0)
-            changes = cum[np.minimum(last, len(differ))] - cum[s_off]
-        misc[:, 0] = n_steps
-        misc[:, 1] = n_tr
-        misc[:, 2] = changes / np.maximum(n_steps - 1, 1)
-        self.flush_groups()
-        self.flush_edges()
-        gi = np.asarray(gids)
+        misc = _misc(n_steps, n_tr, differ)
+        return (np.asarray(gids, dtype=np.int64), g_off, np.asarray(eids, dtype=np.int64), e_off,
+                np.asarray(e_slot, dtype=np.int64), misc)
+
+    # ---- schedules with codes -----------------------------------------------------------------
+    def _maps(self, table: ValueTable) -> _CodeMaps:
+        m = self.code_maps.get(id(table))
+        if m is None:
+            if len(self.code_maps) >= 4:  # producers start new tables rarely: keep the last few
+                del self.code_maps[next(iter(self.code_maps))]
+            m = self.code_maps[id(table)] = _CodeMaps(table)
+        return m
+
+    def _gather(self, m: _CodeMaps, codes: list[ScheduleCodes]) -> _Walked:
+        """:meth:`_walk` for schedules with codes in ``m.table``: the same rows, gathered with
+        numpy (identical results: the same table rows, summed in the same order)."""
+        n = len(codes)
+        ar = np.arange(n)
+        # groups
+        n_g = np.fromiter(map(len, map(_GROUPS, codes)), dtype=np.int64, count=n)
+        gid = self._code_groups(m, np.concatenate(list(map(_GROUPS, codes))))
+        g_s = np.repeat(ar, n_g)
+        meta = self.g_meta.a[gid]
+        ident, split, out_ti = meta[:, 0], meta[:, 1], meta[:, 2]
+        # edges: each group's inputs, in order
+        ptr, cnt, in_ti, in_streams = self._opset_inputs()
+        e_cnt = cnt[ident]
+        e_grp = np.repeat(np.arange(len(gid)), e_cnt)
+        first = np.cumsum(e_cnt) - e_cnt
+        src = ptr[ident][e_grp] + np.arange(len(e_grp)) - first[e_grp]
+        eti, streams = in_ti[src], in_streams[src]
+        e_s = g_s[e_grp]
+        csplit = split[e_grp]
+        # producers: the (last) group of the same schedule with the input as its result
+        T = len(self.tensor_index) + 1
+        gkey = g_s * T + out_ti
+        order = np.argsort(gkey, kind="stable")
+        sk = gkey[order]
+        ekey = e_s * T + eti
+        pos = np.maximum(np.searchsorted(sk, ekey, side="right") - 1, 0)
+        found = sk[pos] == ekey
+        p_occ = order[pos]
+        pid = np.where(found, gid[p_occ], -1)
+        psplit = np.where(found, split[p_occ], 1)
+        # transfers' layouts, per (schedule, tensor, factor), for inputs re-chunked between splits
+        n_t = np.fromiter(map(len, map(_TRANSFERS, codes)), dtype=np.int64, count=n)
+        t_code = np.concatenate(list(map(_TRANSFERS, codes)))
+        mid = np.full(len(e_grp), -1, dtype=np.int64)
+        need = psplit != csplit
+        if len(t_code) and need.any():
+            t_ti, t_factor = self._code_transfers(m)
+            F = int(max(t_factor[t_code].max(), split.max())) + 1
+            tkey = (np.repeat(ar, n_t) * T + t_ti[t_code]) * F + t_factor[t_code]
+            o = np.argsort(tkey, kind="stable")  # a tensor's transfers keep their order
+            tk = tkey[o]
+            starts = np.flatnonzero(np.concatenate([[True], tk[1:] != tk[:-1]]))
+            oc = t_code[o].tolist()
+            get = m.layouts.get
+            lay = []
+            for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(oc)]):
+                key = tuple(oc[a:b])
+                i = get(key)
+                if i is None:
+                    i = self._code_layout(m, key)
+                lay.append(i)
+            uk, lay_a = tk[starts], np.asarray(lay, dtype=np.int64)
+            q = (e_s * T + eti) * F + csplit
+            at = np.minimum(np.searchsorted(uk, q), len(uk) - 1)
+            mid = np.where(need & (uk[at] == q), lay_a[at], -1)
+        cid = gid[e_grp]
+        keys = list(zip(pid.tolist(), cid.tolist(), eti.tolist(), mid.tolist()))
+        eids = np.fromiter(map(self.edge_ids.get, keys, repeat(-1)), dtype=np.int64,
+                           count=len(keys))
+        for j in np.flatnonzero(eids < 0).tolist():
+            e = self.edge_ids.get(keys[j])
+            eids[j] = self.new_edge(keys[j], bool(streams[j])) if e is None else e
+        g_off = np.cumsum(n_g) - n_g
+        e_n = np.bincount(e_s, minlength=n)
+        e_off = np.cumsum(e_n) - e_n
+        # interleave, from the steps' names
+        o_code = np.concatenate(list(map(_STEPS, codes)))
+        n_steps = np.fromiter(map(len, map(_STEPS, codes)), dtype=np.int64, count=n)
+        names = self._code_steps(m)[o_code]
+        differ = (names[1:] != names[:-1]).astype(np.float64)
+        return gid, g_off, eids, e_off, e_grp, _misc(n_steps, n_t.astype(np.float64), differ)
+
+    def _code_groups(self, m: _CodeMaps, codes: np.ndarray) -> np.ndarray:
+        """Group config of each group code (new ones registered)."""
+        groups = m.table.groups
+        if len(m.group) < len(groups):
+            m.group = np.concatenate([m.group, np.full(len(groups) - len(m.group), -1,
+                                                       dtype=np.int64)])
+        gid = m.group[codes]
+        new = gid < 0
+        if new.any():
+            for c in np.unique(codes[new]).tolist():
+                gr = groups[c]
+                info = self.ops_ids.get(id(gr.ops)) or self.opset_of(gr.ops)
+                m.group[c] = self.group_of(gr, info)
+            gid = m.group[codes]
+        return gid
+
+    def _opset_inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per op set: first input, inputs; per input: tensor index, streams (flat arrays)."""
+        if self._inputs is None or len(self._inputs[0]) != len(self.os_in_ptr):
+            self._inputs = (np.asarray(self.os_in_ptr, dtype=np.int64),
+                            np.asarray(self.os_in_cnt, dtype=np.int64),
+                            np.asarray(self.os_in_ti, dtype=np.int64),
+                            np.asarray(self.os_in_streams, dtype=bool))
+        return self._inputs
+
+    def _code_transfers(self, m: _CodeMaps) -> tuple[np.ndarray, np.ndarray]:
+        """Tensor index and destination factor of each transfer code."""
+        items = m.table.transfers
+        if len(m.t_ti) < len(items):
+            new = items[len(m.t_ti):]
+            m.t_ti = np.concatenate([m.t_ti, np.fromiter((self.tensor(it.tensor) for it in new),
+                                                         dtype=np.int64, count=len(new))])
+            m.t_factor = np.concatenate([m.t_factor, np.fromiter(
+                (it.dst_factor for it in new), dtype=np.int64, count=len(new))])
+        return m.t_ti, m.t_factor
+
+    def _code_layout(self, m: _CodeMaps, key: tuple[int, ...]) -> int:
+        """:meth:`transfer_layout` of the transfer items ``key`` (one tensor's, in order)."""
+        items = []
+        for c in key:
+            it = m.table.transfers[c]
+            p = it.placement
+            b = self.bind_objs.get(id(p.core_bind))
+            if b is None:
+                b = self.bind_of(p.core_bind)
+            items.append((it.dst_chunks, p.mem_scope, b))
+        i = self.transfer_layout(m.table.transfers[key[0]].dst_factor, items)
+        if len(m.layouts) >= _MAX_KEEP:
+            m.layouts.clear()
+        m.layouts[key] = i
+        return i
+
+    def _code_steps(self, m: _CodeMaps) -> np.ndarray:
+        """A name id per step code (steps of one group or transfer share it)."""
+        steps = m.table.steps
+        if len(m.step_name) < len(steps):
+            ids = m.names
+            new = [ids.setdefault(st.name, len(ids)) for st in steps[len(m.step_name):]]
+            m.step_name = np.concatenate([m.step_name, np.asarray(new, dtype=np.int64)])
+        return m.step_name
+
+    def _aggregate(self, gi: np.ndarray, g_off: np.ndarray, ei: np.ndarray, e_off: np.ndarray,
+                   es: np.ndarray, misc: np.ndarray) -> np.ndarray:
+        """Feature rows from the group and edge rows of each schedule (flushed)."""
+        n = len(g_off)
+        out = np.zeros((n, len(FEATURES)))
         rows = self.g_rows.a[gi]
         total = np.add.reduceat(rows, g_off, axis=0)
         nc, ng = self.n_cores, len(_G)
@@ -1015,10 +1245,10 @@ class _Featuriser:
         busy = total[:, ng:ng + nc]
         port = total[:, ng + nc:ng + 2 * nc]
         Gmax = np.maximum.reduceat(rows[:, _G_MAX], g_off, axis=0)
-        n_groups = np.diff(np.append(g_off, len(gids)))
+        n_groups = np.diff(np.append(g_off, len(gi)))
         E = np.zeros((n, len(_E)))
         Emax = np.zeros((n, len(_E_MAX)))
-        has = np.diff(np.append(e_off, len(eids))) > 0
+        has = np.diff(np.append(e_off, len(ei))) > 0
         # each group's own roofline: its compute and the traffic of its chunks and inputs
         tg = self.t
         g_ddr = rows[:, _GI["ddr_w"]] + rows[:, _GI["ddr_act"]]
@@ -1028,12 +1258,10 @@ class _Featuriser:
         g_ddr_st = np.zeros(len(gi))
         g_llb_st = np.zeros(len(gi))
         if has.any():
-            ei = np.asarray(eids)
             e_rows, e_port = self.e_rows.a[ei], self.e_port.a[ei]
             E[has] = np.add.reduceat(e_rows, e_off[has], axis=0)
             Emax[has] = np.maximum.reduceat(e_rows[:, _E_MAX], e_off[has], axis=0)
             port[has] += np.add.reduceat(e_port, e_off[has], axis=0)
-            es = np.asarray(e_slot)
             ng_ = len(gi)
 
             def per_group(v: np.ndarray) -> np.ndarray:
