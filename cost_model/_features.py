@@ -420,6 +420,8 @@ class _Featuriser:
         self.pair_noc = np.zeros((0, 0))
         self.pair_hop = np.zeros((0, 0))
         self.pair_port = np.zeros((0, 0, self.n_cores))
+        self.pair_done = np.zeros((0, 0), dtype=bool)  # which pairs are computed
+        self.tuple_list: list[tuple[int, ...]] = []
         # core bindings: cores (with multiplicity), parts, part size (0: unequal), part ids
         self.bind_ids: dict[tuple[tuple[int, ...], ...], int] = {}
         self.b_member = _Rows(self.n_cores)
@@ -564,12 +566,21 @@ class _Featuriser:
             new_p = np.zeros((cap, cap, self.n_cores))
             new_p[:len(old_p), :len(old_p)] = old_p
             self.pair_port = new_p
-        parts = list(self.tuple_ids)
-        for j, other in enumerate(parts):
-            self._pair(i, cores, j, other)
-            if j != i:
-                self._pair(j, other, i, cores)
+            done = np.zeros((cap, cap), dtype=bool)
+            done[:len(self.pair_done), :len(self.pair_done)] = self.pair_done
+            self.pair_done = done
+        self.tuple_list.append(cores)
         return i
+
+    def pairs(self, sp: np.ndarray, dp: np.ndarray) -> None:
+        """Compute the pairs of core parts ``(sp[k], dp[k])`` not computed yet (on demand: most
+        of the parts' pairs are never met)."""
+        cap = len(self.pair_done)
+        todo = np.unique(sp * cap + dp)
+        for k in todo[~self.pair_done.ravel()[todo]].tolist():
+            si, di = divmod(k, cap)
+            self._pair(si, self.tuple_list[si], di, self.tuple_list[di])
+            self.pair_done[si, di] = True
 
     def _pair(self, si: int, src: tuple[int, ...], di: int, dst: tuple[int, ...]) -> None:
         """Movement of one sample's bytes from part ``src`` (in L1) to part ``dst``."""
@@ -661,7 +672,6 @@ class _Featuriser:
         self.g_places.append(places)
         self.g_chunks.append(gr.chunks)
         self.g_pending.append(i)
-        self.g_meta.append((info.ident, gr.split, info.out_index))
         return i
 
     def flush_groups(self) -> None:
@@ -878,12 +888,17 @@ class _Featuriser:
         i = self.layout_ids.get(key)
         if i is None:
             n = self.batch // factor
-            scopes = np.full(self.batch, _SCOPE_CODE["DDR"], dtype=np.int8)
-            parts = np.zeros(self.batch, dtype=np.int32)
+            # lists: a few dozen samples, where numpy's per-call overhead dominates
+            scopes = [_SCOPE_CODE["DDR"]] * self.batch
+            parts = [0] * self.batch
             for chunks, scope_name, b in items:
-                scope = _SCOPE_CODE[scope_name]
+                scope = [_SCOPE_CODE[scope_name]] * n
                 tids = self.b_tids[b]
-                ids = np.repeat(tids, n // len(tids))
+                r = n // len(tids)
+                ids = [t for t in tids for _ in range(r)]
+                if len(ids) != n:
+                    raise ValueError(f"a transfer's {n} samples per chunk do not divide among "
+                                     f"{len(tids)} core parts")
                 for d in chunks:
                     scopes[d * n:(d + 1) * n] = scope
                     parts[d * n:(d + 1) * n] = ids
@@ -927,6 +942,7 @@ class _Featuriser:
         read = (ss != _L1) & (ds == _L1)  # DDR/LLB -> L1
         write = (ss == _L1) & (ds != _L1)  # L1 -> DDR/LLB
         system = (ss != _L1) & (ds != _L1) & (ss != ds)  # LLB <-> DDR
+        self.pairs(sp[both], dp[both])
         ddr = ((read & (ss == ddr_c)) | (write & (ds == ddr_c)) | system).sum(1)
         llb = ((read & (ss == llb_c)) | (write & (ds == llb_c)) | system).sum(1)
         noc = np.where(both, self.pair_noc[sp, dp], 0.0).sum(1)
@@ -1108,7 +1124,7 @@ class _Featuriser:
         n_g = np.fromiter(map(len, map(_GROUPS, codes)), dtype=np.int64, count=n)
         gid = self._code_groups(m, np.concatenate(list(map(_GROUPS, codes))))
         g_s = np.repeat(ar, n_g)
-        meta = self.g_meta.a[gid]
+        meta = self._group_meta()[gid]
         ident, split, out_ti = meta[:, 0], meta[:, 1], meta[:, 2]
         # edges: each group's inputs, in order
         ptr, cnt, in_ti, in_streams = self._opset_inputs()
@@ -1181,12 +1197,28 @@ class _Featuriser:
         gid = m.group[codes]
         new = gid < 0
         if new.any():
-            for c in np.unique(codes[new]).tolist():
+            ops_get, place_get, group_get = self.ops_ids.get, self.place_ids.get, self.group_ids.get
+            for c in np.unique(codes[new]).tolist():  # group_of, without identities to keep
                 gr = groups[c]
-                info = self.ops_ids.get(id(gr.ops)) or self.opset_of(gr.ops)
-                m.group[c] = self.group_of(gr, info)
+                info = ops_get(id(gr.ops)) or self.opset_of(gr.ops)
+                seen = tuple(map(place_get, map(id, gr.chunks)))
+                places = (tuple(map(self.place_of, gr.chunks)) if None in seen
+                          else cast("tuple[int, ...]", seen))
+                key = (info.ident, places)
+                i = group_get(key)
+                m.group[c] = self.new_group(key, gr, info, places) if i is None else i
             gid = m.group[codes]
         return gid
+
+    def _group_meta(self) -> np.ndarray:
+        """Per group config: op set, split, result tensor index."""
+        have, want = self.g_meta.n, len(self.g_info)
+        if have < want:
+            self.g_meta.extend(np.array(
+                [(info.ident, split, info.out_index)
+                 for info, split in zip(self.g_info[have:], self.g_split[have:])],
+                dtype=np.int64).reshape(-1, 3))
+        return self.g_meta.a[:want]
 
     def _opset_inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per op set: first input, inputs; per input: tensor index, streams (flat arrays)."""
