@@ -251,9 +251,11 @@ _SCOPE_CODE = {"DDR": 0, "LLB": 1, "L1": 2}
 _L1 = _SCOPE_CODE["L1"]
 _MAX_ROWS = 300_000  # tables are dropped and rebuilt past this many rows (bounded memory)
 _MAX_SAMPLE_CELLS = 20_000_000  # ... or past this many per-sample cells (huge batches)
-_EDGE_BLOCK_CELLS = 400_000  # new edges are computed in blocks of at most this many cells
+_EDGE_BLOCK_CELLS = 400_000  # movement between layouts is computed in blocks of this many cells
+_PAIR = 1 << 32  # a pair of layouts as one integer
 _GROUP_BLOCK_CELLS = 4_000_000  # new groups are computed in blocks of about this many cells
 _MAX_KEEP = 200_000  # objects kept alive for identity look-ups, per kind
+_DEDUP_BATCH = 256  # groups' result layouts are shared by content up to this batch
 _NAME = attrgetter("name")
 _ORDER = attrgetter("order")
 
@@ -270,6 +272,14 @@ _Walked = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.n
 
 def _ORDER_NAMES(s: GraphSchedule) -> map[str]:
     return map(_NAME, s.order)
+
+
+def _edge_hash(keys: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of edge keys (four int64 columns)."""
+    k = keys.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        return (k[:, 0] * np.uint64(0x9E3779B97F4A7C15) + k[:, 1] * np.uint64(0xC2B2AE3D27D4EB4F)
+                + k[:, 2] * np.uint64(0x165667B19E3779F9) + k[:, 3] * np.uint64(0x27D4EB2F165667C5))
 
 
 def _misc(n_steps: np.ndarray, n_tr: np.ndarray, differ: np.ndarray) -> np.ndarray:
@@ -459,6 +469,7 @@ class _Featuriser:
         self._inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         # layouts: per sample, the scope and the core part (tuple id) holding it
         self.layout_ids: dict[Any, int] = {}
+        self.g_layout_ids: dict[bytes, int] = {}  # group results' layouts, by content
         self.l_scope = _Rows(self.batch, np.int8)
         self.l_part = _Rows(self.batch, np.int32)
         self.layout(("model input",), [_SCOPE_CODE["DDR"]] * self.batch,
@@ -468,6 +479,15 @@ class _Featuriser:
         self.e_rows = _Rows(len(_E))
         self.e_port = _Rows(self.n_cores)
         self.pending: list[tuple[int, int, int, int, bool]] = []
+        self.pend_chunks: list[np.ndarray] = []  # (pending edges before these, registered in bulk)
+        self.n_pending = 0
+        self.e_keys = _Rows(4, np.int64)  # computed edges' keys, for find_edges
+        self.e_index: tuple[np.ndarray, np.ndarray] | None = None
+        # movement per byte of each sample between two layouts (src * _PAIR + dst -> row of
+        # DDR, LLB, NoC, hop-weighted NoC, staying bytes, then port bytes per core), when the
+        # destination is staged in L1 (True) or not
+        self.mv_index: dict[bool, dict[int, int]] = {False: {}, True: {}}
+        self.mv_rows = {False: _Rows(5 + self.n_cores), True: _Rows(5 + self.n_cores)}
 
     def full(self) -> bool:
         return (self.g_rows.n > _MAX_ROWS or self.e_rows.n > _MAX_ROWS
@@ -707,9 +727,26 @@ class _Featuriser:
             rows[sel], scopes[sel], parts[sel] = self._groups_fast([pend[j] for j in sel])
             lo = hi
         self.g_rows.extend(rows)
-        first = self.l_scope.extend(scopes)
-        self.l_part.extend(parts)
-        self.g_layout.extend(np.arange(first, first + len(pend))[:, None])
+        self.g_layout.extend(self._group_layouts(scopes, parts)[:, None])
+
+    def _group_layouts(self, scopes: np.ndarray, parts: np.ndarray) -> np.ndarray:
+        """Layout ids of new groups' results (one per row of ``scopes``, ``parts``); equal
+        layouts share one (for small batches) so edges move bytes between fewer pairs."""
+        if self.batch > _DEDUP_BATCH:
+            first = self.l_scope.extend(scopes)
+            self.l_part.extend(parts)
+            return np.arange(first, first + len(scopes))
+        both = np.concatenate([scopes.astype(np.int32), parts], axis=1)
+        keys = [r.tobytes() for r in both]
+        get = self.g_layout_ids.get
+        ids = np.fromiter(map(get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
+        for j in np.flatnonzero(ids < 0).tolist():
+            i = get(keys[j])
+            if i is None:
+                i = self.g_layout_ids[keys[j]] = self.l_scope.append(scopes[j])
+                self.l_part.append(parts[j])
+            ids[j] = i
+        return ids
 
     def _groups_fast(self, gids: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows, result scopes and core parts per sample of groups whose core parts are equal.
@@ -907,24 +944,54 @@ class _Featuriser:
 
     # ---- edges: one group input, from its producer (through transfers) ---------------------------
     def new_edge(self, key: tuple[int, int, int, int], streams: bool) -> int:
-        i = self.edge_ids[key] = self.e_rows.n + len(self.pending)
+        i = self.edge_ids[key] = self.e_rows.n + self.n_pending
         self.pending.append((*key, streams))
+        self.n_pending += 1
         return i
+
+    def new_edges(self, rows: np.ndarray) -> int:
+        """Register edges ``rows`` (producer, consumer, tensor, transfers' layout, streams) in
+        one go; the id of the first (found by :meth:`find_edges`, not by ``edge_ids``)."""
+        if self.pending:  # keep the order ids were handed out in
+            self.pend_chunks.append(np.array(self.pending, dtype=np.int64).reshape(-1, 5))
+            self.pending = []
+        first = self.e_rows.n + self.n_pending
+        self.pend_chunks.append(rows)
+        self.n_pending += len(rows)
+        return first
+
+    def find_edges(self, keys: np.ndarray) -> np.ndarray:
+        """Ids of the computed edges with ``keys`` (rows of producer, consumer, tensor,
+        transfers' layout), -1 where not found: a sorted hash of every key, each hit checked
+        against the key itself (a collision is a miss: at worst an edge is computed twice)."""
+        n = self.e_keys.n
+        if self.e_index is None or len(self.e_index[0]) != n:
+            h = _edge_hash(self.e_keys.a[:n])
+            order = np.argsort(h, kind="stable")
+            self.e_index = (h[order], order)
+        hs, ids = self.e_index
+        if not n:
+            return np.full(len(keys), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(hs, _edge_hash(keys)), n - 1)
+        e = ids[pos]
+        return np.where((self.e_keys.a[e] == keys).all(1), e, -1)
 
     def flush_edges(self) -> None:
         """Compute the rows of the edges met since the last call, vectorised."""
-        if not self.pending:
+        if self.pending:
+            self.pend_chunks.append(np.array(self.pending, dtype=np.int64).reshape(-1, 5))
+            self.pending = []
+        if not self.pend_chunks:
             return
-        pend = np.array(self.pending, dtype=np.int64).reshape(len(self.pending), 5)
-        self.pending = []
+        pend = np.concatenate(self.pend_chunks)
+        self.pend_chunks, self.n_pending = [], 0
+        self.e_keys.extend(pend[:, :4])
         g_layout = self.g_layout.a[: self.g_layout.n, 0]
         member = self.members.a[: len(self.tuple_ids)]
         frac = member / member.sum(1)[:, None]
-        block = max(1, _EDGE_BLOCK_CELLS // (self.batch * self.n_cores))
-        for lo in range(0, len(pend), block):
-            rows, ports = self._edges(pend[lo:lo + block], g_layout, frac)
-            self.e_rows.extend(rows)
-            self.e_port.extend(ports)
+        rows, ports = self._edges(pend, g_layout, frac)  # movement is computed in blocks
+        self.e_rows.extend(rows)
+        self.e_port.extend(ports)
 
     def _move(self, src: np.ndarray, dst: np.ndarray, dst_l1: bool, frac: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -953,6 +1020,26 @@ class _Featuriser:
         port += np.einsum("eb,ebc->ec", write.astype(float), frac[sp])
         return ddr, llb, noc, hop, stay, port
 
+    def _move_pairs(self, src: np.ndarray, dst: np.ndarray, dst_l1: bool, frac: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                               np.ndarray]:
+        """:meth:`_move`, computed once per pair of layouts (edges share few pairs: equal
+        layouts share an id) and kept."""
+        index, rows = self.mv_index[dst_l1], self.mv_rows[dst_l1]
+        u, inv = np.unique(src * _PAIR + dst, return_inverse=True)
+        at = np.fromiter(map(index.get, u.tolist(), repeat(-1)), dtype=np.int64, count=len(u))
+        new = np.flatnonzero(at < 0)
+        block = max(1, _EDGE_BLOCK_CELLS // (self.batch * self.n_cores))
+        for lo in range(0, len(new), block):
+            sel = new[lo:lo + block]
+            ddr, llb, noc, hop, stay, port = self._move(u[sel] // _PAIR, u[sel] % _PAIR, dst_l1,
+                                                        frac)
+            first = rows.extend(np.column_stack([ddr, llb, noc, hop, stay, port]))
+            at[sel] = np.arange(first, first + len(sel))
+            index.update(zip(u[sel].tolist(), at[sel].tolist()))
+        R = rows.a[at[inv.ravel()]]
+        return R[:, 0], R[:, 1], R[:, 2], R[:, 3], R[:, 4], R[:, 5:]
+
     def _edges(self, pend: np.ndarray, g_layout: np.ndarray, frac: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
         """Rows of edges ``pend`` (producer, consumer, tensor, transfers' layout, streams)."""
@@ -967,13 +1054,13 @@ class _Featuriser:
         via = mid >= 0
         # the consumer reads from the transfers' layout when there is one
         first = np.where(via, mid, src)
-        ddr, llb, noc, hop, stay, port = self._move(first, dst, True, frac)
+        ddr, llb, noc, hop, stay, port = self._move_pairs(first, dst, True, frac)
         # the consumer streams an input read from LLB/DDR tile by tile when it can; else the
         # input is staged in L1 before it starts (so are transfers' moves: steps of their own)
         ddr_staged = np.where(streams, 0.0, ddr)
         llb_staged = np.where(streams, 0.0, llb)
         if via.any():
-            d2, l2, n2, h2, _, p2 = self._move(src[via], mid[via], False, frac)
+            d2, l2, n2, h2, _, p2 = self._move_pairs(src[via], mid[via], False, frac)
             ddr[via] += d2
             llb[via] += l2
             noc[via] += n2
@@ -1172,12 +1259,13 @@ class _Featuriser:
             at = np.minimum(np.searchsorted(uk, q), len(uk) - 1)
             mid = np.where(need & (uk[at] == q), lay_a[at], -1)
         cid = gid[e_grp]
-        keys = list(zip(pid.tolist(), cid.tolist(), eti.tolist(), mid.tolist()))
-        eids = np.fromiter(map(self.edge_ids.get, keys, repeat(-1)), dtype=np.int64,
-                           count=len(keys))
-        for j in np.flatnonzero(eids < 0).tolist():
-            e = self.edge_ids.get(keys[j])
-            eids[j] = self.new_edge(keys[j], bool(streams[j])) if e is None else e
+        keys = np.column_stack([pid, cid, eti, mid])
+        eids = self.find_edges(keys)
+        miss = np.flatnonzero(eids < 0)
+        if len(miss):
+            u, first, inv = np.unique(keys[miss], axis=0, return_index=True, return_inverse=True)
+            at = self.new_edges(np.column_stack([u, streams[miss[first]]]))
+            eids[miss] = at + inv.ravel()
         g_off = np.cumsum(n_g) - n_g
         e_n = np.bincount(e_s, minlength=n)
         e_off = np.cumsum(e_n) - e_n
