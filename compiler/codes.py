@@ -55,11 +55,22 @@ class ValueTable:
 
     ``groups[c]``, ``transfers[c]``, ``steps[c]`` are the values of code ``c``. The
     producer chooses the keys it interns by (cheap ones: identities of values it keeps
-    alive itself, such as its shared op tuples and placements).
+    alive itself, such as its shared op tuples and placements). A group's op tuple and
+    placements have codes too (``group_ops``, ``group_places``), by identity: a consumer
+    maps those few values once instead of once per group.
     """
 
     def __init__(self) -> None:
         self.groups: list[GroupSpec] = []
+        # per group code: the codes of its op tuple and (flat, from group_first) its chunks'
+        # placements, interned by identity (kept alive here)
+        self.group_ops: list[int] = []
+        self.group_first: list[int] = []
+        self.group_places: list[int] = []
+        self.ops: list[tuple[int, ...]] = []
+        self.placements: list[Placement] = []
+        self._ops_codes: dict[int, int] = {}
+        self._place_codes: dict[int, int] = {}
         self.transfers: list[TransferItem] = []
         self.steps: list[Step] = []
         self._group_codes: dict[Hashable, int] = {}
@@ -78,6 +89,18 @@ class ValueTable:
         """Intern ``value`` under ``key``; its code."""
         c = self._group_codes[key] = len(self.groups)
         self.groups.append(value)
+        o = self._ops_codes.get(id(value.ops))
+        if o is None:
+            o = self._ops_codes[id(value.ops)] = len(self.ops)
+            self.ops.append(value.ops)
+        self.group_ops.append(o)
+        self.group_first.append(len(self.group_places))
+        for p in value.chunks:
+            k = self._place_codes.get(id(p))
+            if k is None:
+                k = self._place_codes[id(p)] = len(self.placements)
+                self.placements.append(p)
+            self.group_places.append(k)
         return c
 
     def transfer_code(self, key: Hashable) -> int | None:

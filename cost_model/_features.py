@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
@@ -312,6 +312,13 @@ class _CodeMaps:
         self.t_factor = np.zeros(0, dtype=np.int64)  # ... and its destination factor
         self.layouts: dict[tuple[int, ...], int] = {}  # one tensor's transfer codes -> layout
         self.step_name = np.zeros(0, dtype=np.int64)  # step code -> name id
+        # the table's group codes: op tuple code, first placement (in g_places); codes of
+        # op tuples -> op set, of placements -> placement here
+        self.g_ops = np.zeros(0, dtype=np.int64)
+        self.g_first = np.zeros(0, dtype=np.int64)
+        self.g_places = np.zeros(0, dtype=np.int64)
+        self.ops_ident = np.zeros(0, dtype=np.int64)
+        self.place_id = np.zeros(0, dtype=np.int64)
         self.names: dict[str, int] = {}
 
 
@@ -458,7 +465,6 @@ class _Featuriser:
         self.g_rows = _Rows(width)
         self.g_layout = _Rows(1, np.int64)
         self.g_info: list[_OpSet] = []
-        self.g_out: list[str] = []
         self.g_split: list[int] = []
         self.g_places: list[tuple[int, ...]] = []
         self.g_chunks: list[tuple[Placement, ...]] = []
@@ -685,9 +691,8 @@ class _Featuriser:
 
     def new_group(self, key: Any, gr: GroupSpec, info: _OpSet, places: tuple[int, ...]) -> int:
         """Register a group config; its row is computed by the next :meth:`flush_groups`."""
-        i = self.group_ids[key] = len(self.g_out)
+        i = self.group_ids[key] = len(self.g_info)
         self.g_info.append(info)
-        self.g_out.append(info.out)
         self.g_split.append(gr.split)
         self.g_places.append(places)
         self.g_chunks.append(gr.chunks)
@@ -1277,26 +1282,44 @@ class _Featuriser:
         return gid, g_off, eids, e_off, e_grp, _misc(n_steps, n_t.astype(np.float64), differ)
 
     def _code_groups(self, m: _CodeMaps, codes: np.ndarray) -> np.ndarray:
-        """Group config of each group code (new ones registered)."""
-        groups = m.table.groups
-        if len(m.group) < len(groups):
-            m.group = np.concatenate([m.group, np.full(len(groups) - len(m.group), -1,
-                                                       dtype=np.int64)])
+        """Group config of each group code (new ones registered in one go, from the codes of
+        their op tuples and placements)."""
+        table = m.table
+        if len(m.group) < len(table.groups):
+            grow = len(table.groups) - len(m.group)
+            m.group = np.concatenate([m.group, np.full(grow, -1, dtype=np.int64)])
+            m.g_ops = np.concatenate([m.g_ops, np.asarray(table.group_ops[-grow:], np.int64)])
+            m.g_first = np.concatenate([m.g_first, np.asarray(table.group_first[-grow:],
+                                                               np.int64)])
+            m.g_places = np.asarray(table.group_places, dtype=np.int64)
         gid = m.group[codes]
         new = gid < 0
-        if new.any():
-            ops_get, place_get, group_get = self.ops_ids.get, self.place_ids.get, self.group_ids.get
-            for c in np.unique(codes[new]).tolist():  # group_of, without identities to keep
-                gr = groups[c]
-                info = ops_get(id(gr.ops)) or self.opset_of(gr.ops)
-                seen = tuple(map(place_get, map(id, gr.chunks)))
-                places = (tuple(map(self.place_of, gr.chunks)) if None in seen
-                          else cast("tuple[int, ...]", seen))
-                key = (info.ident, places)
-                i = group_get(key)
-                m.group[c] = self.new_group(key, gr, info, places) if i is None else i
-            gid = m.group[codes]
-        return gid
+        if not new.any():
+            return gid
+        if len(m.ops_ident) < len(table.ops):
+            m.ops_ident = np.concatenate([m.ops_ident, np.fromiter(
+                ((self.ops_ids.get(id(ops)) or self.opset_of(ops)).ident
+                 for ops in table.ops[len(m.ops_ident):]), dtype=np.int64)])
+        if len(m.place_id) < len(table.placements):
+            m.place_id = np.concatenate([m.place_id, np.fromiter(
+                map(self.place_of, table.placements[len(m.place_id):]), dtype=np.int64)])
+        nc = np.unique(codes[new])
+        groups = table.groups
+        grs = [groups[c] for c in nc.tolist()]
+        cnt = np.fromiter((len(gr.chunks) for gr in grs), dtype=np.int64, count=len(grs))
+        start = np.cumsum(cnt) - cnt
+        at = np.repeat(m.g_first[nc] - start, cnt) + np.arange(int(cnt.sum()))
+        flat = iter(m.place_id[m.g_places[at]].tolist())
+        infos = [self.opset_list[i] for i in m.ops_ident[m.g_ops[nc]].tolist()]
+        base = len(self.g_info)
+        # as new_group, without the look-up by value (codes are values already)
+        self.g_info.extend(infos)
+        self.g_split.extend(gr.split for gr in grs)
+        self.g_places.extend(tuple(islice(flat, k)) for k in cnt.tolist())
+        self.g_chunks.extend(gr.chunks for gr in grs)
+        self.g_pending.extend(range(base, base + len(grs)))
+        m.group[nc] = np.arange(base, base + len(grs))
+        return m.group[codes]
 
     def _group_meta(self) -> np.ndarray:
         """Per group config: op set, split, result tensor index."""
