@@ -1310,15 +1310,22 @@ class _Featuriser:
         start = np.cumsum(cnt) - cnt
         at = np.repeat(m.g_first[nc] - start, cnt) + np.arange(int(cnt.sum()))
         flat = iter(m.place_id[m.g_places[at]].tolist())
-        infos = [self.opset_list[i] for i in m.ops_ident[m.g_ops[nc]].tolist()]
-        base = len(self.g_info)
-        # as new_group, without the look-up by value (codes are values already)
-        self.g_info.extend(infos)
-        self.g_split.extend(gr.split for gr in grs)
-        self.g_places.extend(tuple(islice(flat, k)) for k in cnt.tolist())
-        self.g_chunks.extend(gr.chunks for gr in grs)
-        self.g_pending.extend(range(base, base + len(grs)))
-        m.group[nc] = np.arange(base, base + len(grs))
+        # the value keys of new_group (equal op sets may be different tuples)
+        keys = list(zip(m.ops_ident[m.g_ops[nc]].tolist(),
+                        [tuple(islice(flat, k)) for k in cnt.tolist()]))
+        get, opsets = self.group_ids.get, self.opset_list
+        ids = []
+        for key, gr in zip(keys, grs):
+            i = get(key)
+            if i is None:  # new_group, inline
+                i = self.group_ids[key] = len(self.g_info)
+                self.g_info.append(opsets[key[0]])
+                self.g_split.append(gr.split)
+                self.g_places.append(key[1])
+                self.g_chunks.append(gr.chunks)
+                self.g_pending.append(i)
+            ids.append(i)
+        m.group[nc] = ids
         return m.group[codes]
 
     def _group_meta(self) -> np.ndarray:
