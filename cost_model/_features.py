@@ -282,6 +282,18 @@ def _edge_hash(keys: np.ndarray) -> np.ndarray:
                 + k[:, 2] * np.uint64(0x165667B19E3779F9) + k[:, 3] * np.uint64(0x27D4EB2F165667C5))
 
 
+_SALT = np.random.default_rng(20261125).integers(1, 2**63, size=4096, dtype=np.uint64) | 1
+
+
+def _run_hash(codes: np.ndarray, starts: np.ndarray, lens: np.ndarray, pos: np.ndarray
+              ) -> np.ndarray:
+    """A 64-bit hash of each run of codes (position-salted, with its length)."""
+    salt = _SALT[np.minimum(pos, len(_SALT) - 1)]
+    with np.errstate(over="ignore"):
+        return (np.add.reduceat((codes.astype(np.uint64) + np.uint64(1)) * salt, starts)
+                + lens.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+
+
 def _misc(n_steps: np.ndarray, n_tr: np.ndarray, differ: np.ndarray) -> np.ndarray:
     """Steps, transfers and interleave per schedule; ``differ``: whether each step's name
     differs from the next one's, over the schedules' steps one after another."""
@@ -320,6 +332,37 @@ class _CodeMaps:
         self.ops_ident = np.zeros(0, dtype=np.int64)
         self.place_id = np.zeros(0, dtype=np.int64)
         self.names: dict[str, int] = {}
+        self.clear_runs()
+
+    def clear_runs(self) -> None:
+        """Forget the runs of transfer codes with a layout (kept with their hashes)."""
+        self._run_hash: list[int] = []
+        self._run_codes: list[int] = []
+        self._run_first: list[int] = []
+        self._run_len: list[int] = []
+        self._run_lay: list[int] = []
+        self._runs: tuple[np.ndarray, ...] | None = None
+
+    def add_run(self, h: int, codes: tuple[int, ...], layout: int) -> None:
+        self._run_hash.append(h)
+        self._run_first.append(len(self._run_codes))
+        self._run_codes.extend(codes)
+        self._run_len.append(len(codes))
+        self._run_lay.append(layout)
+
+    def known_runs(self) -> tuple[np.ndarray, ...] | None:
+        """Sorted hashes, their runs' indices, and per run: codes (flat), first, length,
+        layout."""
+        if not self._run_hash:
+            return None
+        if self._runs is None or len(self._runs[0]) != len(self._run_hash):
+            hs = np.asarray(self._run_hash, dtype=np.uint64)
+            order = np.argsort(hs)
+            self._runs = (hs[order], order, np.asarray(self._run_codes, dtype=np.int64),
+                          np.asarray(self._run_first, dtype=np.int64),
+                          np.asarray(self._run_len, dtype=np.int64),
+                          np.asarray(self._run_lay, dtype=np.int64))
+        return self._runs
 
 
 class _Rows:
@@ -1250,16 +1293,7 @@ class _Featuriser:
             o = np.argsort(tkey, kind="stable")  # a tensor's transfers keep their order
             tk = tkey[o]
             starts = np.flatnonzero(np.concatenate([[True], tk[1:] != tk[:-1]]))
-            oc = t_code[o].tolist()
-            get = m.layouts.get
-            lay = []
-            for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(oc)]):
-                key = tuple(oc[a:b])
-                i = get(key)
-                if i is None:
-                    i = self._code_layout(m, key)
-                lay.append(i)
-            uk, lay_a = tk[starts], np.asarray(lay, dtype=np.int64)
+            uk, lay_a = tk[starts], self._code_layouts(m, t_code[o], starts)
             q = (e_s * T + eti) * F + csplit
             at = np.minimum(np.searchsorted(uk, q), len(uk) - 1)
             mid = np.where(need & (uk[at] == q), lay_a[at], -1)
@@ -1268,9 +1302,14 @@ class _Featuriser:
         eids = self.find_edges(keys)
         miss = np.flatnonzero(eids < 0)
         if len(miss):
-            u, first, inv = np.unique(keys[miss], axis=0, return_index=True, return_inverse=True)
-            at = self.new_edges(np.column_stack([u, streams[miss[first]]]))
-            eids[miss] = at + inv.ravel()
+            km = keys[miss]
+            _, first, inv = np.unique(_edge_hash(km), return_index=True, return_inverse=True)
+            inv = inv.ravel()
+            if not (km[first][inv] == km).all():  # two keys with one hash: sort the keys
+                _, first, inv = np.unique(km, axis=0, return_index=True, return_inverse=True)
+                inv = inv.ravel()
+            at = self.new_edges(np.column_stack([km[first], streams[miss[first]]]))
+            eids[miss] = at + inv
         g_off = np.cumsum(n_g) - n_g
         e_n = np.bincount(e_s, minlength=n)
         e_off = np.cumsum(e_n) - e_n
@@ -1358,6 +1397,37 @@ class _Featuriser:
                 (it.dst_factor for it in new), dtype=np.int64, count=len(new))])
         return m.t_ti, m.t_factor
 
+    def _code_layouts(self, m: _CodeMaps, oc: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Layout of each run of transfer codes ``oc[starts[j]:starts[j + 1]]`` (one tensor's
+        transfers in one schedule): runs seen before are found by a sorted hash of the run,
+        checked code by code against the run itself; the others by :meth:`_code_layout`."""
+        n = len(oc)
+        lens = np.diff(np.append(starts, n))
+        pos = np.arange(n) - np.repeat(starts, lens)
+        h = _run_hash(oc, starts, lens, pos)
+        lay = np.full(len(starts), -1, dtype=np.int64)
+        known = m.known_runs()
+        if known is not None:
+            hs, order, k_codes, k_first, k_len, k_lay = known
+            k = order[np.minimum(np.searchsorted(hs, h), len(hs) - 1)]
+            ok = (hs[np.minimum(np.searchsorted(hs, h), len(hs) - 1)] == h) & (k_len[k] == lens)
+            at = np.minimum(np.repeat(k_first[k], lens) + pos, len(k_codes) - 1)
+            ok &= np.logical_and.reduceat(k_codes[at] == oc, starts)
+            lay = np.where(ok, k_lay[k], -1)
+        miss = np.flatnonzero(lay < 0)
+        if len(miss):
+            ocl = oc.tolist()
+            get = m.layouts.get
+            for j, a, b in zip(miss.tolist(), starts[miss].tolist(),
+                               (starts[miss] + lens[miss]).tolist()):
+                key = tuple(ocl[a:b])
+                i = get(key)
+                if i is None:
+                    i = self._code_layout(m, key)
+                    m.add_run(int(h[j]), key, i)
+                lay[j] = i
+        return lay
+
     def _code_layout(self, m: _CodeMaps, key: tuple[int, ...]) -> int:
         """:meth:`transfer_layout` of the transfer items ``key`` (one tensor's, in order)."""
         items = []
@@ -1371,6 +1441,7 @@ class _Featuriser:
         i = self.transfer_layout(m.table.transfers[key[0]].dst_factor, items)
         if len(m.layouts) >= _MAX_KEEP:
             m.layouts.clear()
+            m.clear_runs()
         m.layouts[key] = i
         return i
 
@@ -1388,9 +1459,9 @@ class _Featuriser:
         """Feature rows from the group and edge rows of each schedule (flushed)."""
         n = len(g_off)
         out = np.zeros((n, len(FEATURES)))
-        rows = self.g_rows.a[gi]
-        total = np.add.reduceat(rows, g_off, axis=0)
         nc, ng = self.n_cores, len(_G)
+        rows = self.g_rows.a[gi, :ng + 2 * nc]  # the L1 results per core are for edges only
+        total = np.add.reduceat(rows, g_off, axis=0)
         G = total[:, :ng]
         busy = total[:, ng:ng + nc]
         port = total[:, ng + nc:ng + 2 * nc]
