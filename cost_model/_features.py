@@ -322,6 +322,8 @@ class _CodeMaps:
         self.group = np.zeros(0, dtype=np.int64)  # group code -> group config (-1: not yet)
         self.t_ti = np.zeros(0, dtype=np.int64)  # transfer code -> tensor index
         self.t_factor = np.zeros(0, dtype=np.int64)  # ... and its destination factor
+        # ... and what it adds to a layout: destination chunks, scope, core binding here
+        self.t_items: list[tuple[tuple[int, ...], str, int]] = []
         self.layouts: dict[tuple[int, ...], int] = {}  # one tensor's transfer codes -> layout
         self.step_name = np.zeros(0, dtype=np.int64)  # step code -> name id
         # the table's group codes: op tuple code, first placement (in g_places); codes of
@@ -457,6 +459,9 @@ class _Featuriser:
             self.wbw = target.ddr.bytes_per_cycle
         self.costs: dict[tuple[tuple[int, ...], int, int, int], tuple[float, ...]] = {}
         self.costs_ws: dict[tuple[int, int, int, int], tuple[float, ...]] = {}
+        # the same for the vectorised groups: key -> row of cws_rows
+        self.cws_index: dict[tuple[int, int, int, int], int] = {}
+        self.cws_rows = _Rows(7)
         self.op_tables: dict[tuple[int, int, float], np.ndarray] = {}
         self.opsets: dict[tuple[int, ...], _OpSet] = {}
         self.opset_list: list[_OpSet] = []
@@ -596,6 +601,10 @@ class _Featuriser:
         part of ``cores`` cores sharing ``samples`` samples, in a step on ``step_cores`` cores
         (an op set's costs are the sums over its ops)."""
         wbw = self.wbw if self.t.llb.broadcast else self.wbw / max(step_cores, 1)
+        return self.op_table_w(samples, cores, wbw)
+
+    def op_table_w(self, samples: int, cores: int, wbw: float) -> np.ndarray:
+        """:meth:`op_table` at weight bandwidth ``wbw``."""
         key = (samples, cores, wbw)
         hit = self.op_tables.get(key)
         if hit is None:
@@ -613,6 +622,49 @@ class _Featuriser:
             ws = group_footprint(self.g, ops).peak_bytes(samples, cores)
             hit = self.costs_ws[key] = (*self.cost(ops, samples, cores, step_cores), float(ws))
         return hit
+
+    def costs_many(self, ident: np.ndarray, samples: np.ndarray, cores: np.ndarray,
+                   step_cores: np.ndarray) -> np.ndarray:
+        """:meth:`cost_ws` of many keys, ``(len, 7)``: new ones summed over their ops with
+        numpy, per op table (the same sums, added in the same order)."""
+        keys = list(zip(ident.tolist(), samples.tolist(), cores.tolist(), step_cores.tolist()))
+        at = np.fromiter(map(self.cws_index.get, keys, repeat(-1)), dtype=np.int64,
+                         count=len(keys))
+        miss = np.flatnonzero(at < 0)
+        if len(miss):
+            if self.t.llb.broadcast:
+                wbw = np.full(len(miss), self.wbw)
+            else:
+                wbw = self.wbw / np.maximum(step_cores[miss], 1)
+            rows = np.zeros((len(miss), 7))
+            tables: dict[tuple[int, int, float], list[int]] = {}
+            for j, key in enumerate(zip(samples[miss].tolist(), cores[miss].tolist(),
+                                        wbw.tolist())):
+                tables.setdefault(key, []).append(j)
+            for (s_, k_, w_), js in tables.items():
+                table = self.op_table_w(s_, k_, w_)
+                ops = [self.opset_list[i].ops for i in ident[miss[js]].tolist()]
+                lens = np.fromiter(map(len, ops), dtype=np.int64, count=len(ops))
+                order = np.argsort(-lens, kind="stable")  # longest first: the active ones lead
+                ops = [ops[j] for j in order.tolist()]
+                lens = lens[order]
+                flat = np.fromiter(chain.from_iterable(ops), dtype=np.int64, count=int(lens.sum()))
+                start = np.cumsum(lens) - lens
+                active = np.searchsorted(-lens, -np.arange(int(lens[0])))  # lens > pos
+                acc = np.zeros((6, len(ops)))
+                # op after op, as sum(axis=1) adds them (pairwise sums would differ in the
+                # last bit)
+                for pos, na in enumerate(active.tolist()):
+                    acc[:, :na] += table[:, flat[start[:na] + pos]]
+                rows[np.asarray(js)[order], :6] = acc.T
+            g = self.g
+            rows[:, 6] = [group_footprint(g, self.opset_list[i].ops).peak_bytes(s_, k_)
+                          for i, s_, k_ in zip(ident[miss].tolist(), samples[miss].tolist(),
+                                               cores[miss].tolist())]
+            first = self.cws_rows.extend(rows)
+            at[miss] = np.arange(first, first + len(miss))
+            self.cws_index.update(zip([keys[j] for j in miss.tolist()], at[miss].tolist()))
+        return self.cws_rows.a[at]
 
     # ---- core parts, bindings, placements ----------------------------------------------------------
     def tuple_id(self, cores: tuple[int, ...]) -> int:
@@ -820,9 +872,8 @@ class _Featuriser:
         # per-core costs: once per (op set, samples per part, cores per part, cores)
         assert spp.max() < 1 << 24 and ncores.max() < 1 << 10
         key = ((oi * (1 << 24) + spp) * (1 << 10) + k) * (1 << 10) + ncores
-        uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
-        cw = np.array([self.cost_ws(int(oi[f]), int(spp[f]), int(k[f]), int(ncores[f]))
-                       for f in first]).reshape(len(uk), 7).T[:, inv.ravel()]
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        cw = self.costs_many(oi[first], spp[first], k[first], ncores[first]).T[:, inv.ravel()]
         total = np.max(cw[[0, 2, 3, 4]], axis=0) + cw[5]
         # op-set quantities per chunk
         ov = self.os_vals.a[oi].T
@@ -1349,22 +1400,16 @@ class _Featuriser:
         start = np.cumsum(cnt) - cnt
         at = np.repeat(m.g_first[nc] - start, cnt) + np.arange(int(cnt.sum()))
         flat = iter(m.place_id[m.g_places[at]].tolist())
-        # the value keys of new_group (equal op sets may be different tuples)
-        keys = list(zip(m.ops_ident[m.g_ops[nc]].tolist(),
-                        [tuple(islice(flat, k)) for k in cnt.tolist()]))
-        get, opsets = self.group_ids.get, self.opset_list
-        ids = []
-        for key, gr in zip(keys, grs):
-            i = get(key)
-            if i is None:  # new_group, inline
-                i = self.group_ids[key] = len(self.g_info)
-                self.g_info.append(opsets[key[0]])
-                self.g_split.append(gr.split)
-                self.g_places.append(key[1])
-                self.g_chunks.append(gr.chunks)
-                self.g_pending.append(i)
-            ids.append(i)
-        m.group[nc] = ids
+        infos = [self.opset_list[i] for i in m.ops_ident[m.g_ops[nc]].tolist()]
+        base = len(self.g_info)
+        # as new_group, without the look-up by value: a producer's codes are values already
+        # (a value under two codes would only cost a second, equal row)
+        self.g_info.extend(infos)
+        self.g_split.extend(gr.split for gr in grs)
+        self.g_places.extend([tuple(islice(flat, k)) for k in cnt.tolist()])
+        self.g_chunks.extend(gr.chunks for gr in grs)
+        self.g_pending.extend(range(base, base + len(grs)))
+        m.group[nc] = np.arange(base, base + len(grs))
         return m.group[codes]
 
     def _group_meta(self) -> np.ndarray:
@@ -1395,6 +1440,11 @@ class _Featuriser:
                                                          dtype=np.int64, count=len(new))])
             m.t_factor = np.concatenate([m.t_factor, np.fromiter(
                 (it.dst_factor for it in new), dtype=np.int64, count=len(new))])
+            for it in new:
+                p = it.placement
+                b = self.bind_objs.get(id(p.core_bind))
+                m.t_items.append((it.dst_chunks, p.mem_scope,
+                                  self.bind_of(p.core_bind) if b is None else b))
         return m.t_ti, m.t_factor
 
     def _code_layouts(self, m: _CodeMaps, oc: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -1430,15 +1480,8 @@ class _Featuriser:
 
     def _code_layout(self, m: _CodeMaps, key: tuple[int, ...]) -> int:
         """:meth:`transfer_layout` of the transfer items ``key`` (one tensor's, in order)."""
-        items = []
-        for c in key:
-            it = m.table.transfers[c]
-            p = it.placement
-            b = self.bind_objs.get(id(p.core_bind))
-            if b is None:
-                b = self.bind_of(p.core_bind)
-            items.append((it.dst_chunks, p.mem_scope, b))
-        i = self.transfer_layout(m.table.transfers[key[0]].dst_factor, items)
+        t_items = m.t_items
+        i = self.transfer_layout(int(m.t_factor[key[0]]), [t_items[c] for c in key])
         if len(m.layouts) >= _MAX_KEEP:
             m.layouts.clear()
             m.clear_runs()

@@ -281,7 +281,9 @@ class Decoding:
         key = (self.batch, blk.first_seg, blk.last_seg, blk.mode, k)
         info = self.space._infos.get(key)
         if info is None:
-            info = self.space._infos[key] = group_info(self.mem, blk.parts[k])
+            # one tuple per op set: schedules share it (value tables code it by identity)
+            ops = self.space._op_sets.setdefault(blk.parts[k], blk.parts[k])
+            info = self.space._infos[key] = group_info(self.mem, ops)
         return info
 
     def add_group(self, name: str, start: int, slot: int, info: GroupInfo) -> None:

@@ -190,6 +190,7 @@ class Space:
         self.divisors = {b: divisors(b) for b in self.batches}
         self._blocks: dict[tuple[int, int, str], Block] = {}
         self._infos: dict[tuple[object, ...], GroupInfo] = {}
+        self._op_sets: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._places: dict[tuple[str, tuple[tuple[int, ...], ...]], Placement] = {}
         self._steps: dict[tuple[str, str, int], Step] = {}
         self._values = ValueTable()
