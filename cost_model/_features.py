@@ -697,8 +697,10 @@ class _Featuriser:
         """Compute the pairs of core parts ``(sp[k], dp[k])`` not computed yet (on demand: most
         of the parts' pairs are never met)."""
         cap = len(self.pair_done)
-        todo = np.unique(sp * cap + dp)
-        for k in todo[~self.pair_done.ravel()[todo]].tolist():
+        new = ~self.pair_done[sp, dp]
+        if not new.any():
+            return
+        for k in np.unique(sp[new] * cap + dp[new]).tolist():
             si, di = divmod(k, cap)
             self._pair(si, self.tuple_list[si], di, self.tuple_list[di])
             self.pair_done[si, di] = True
@@ -833,20 +835,27 @@ class _Featuriser:
         """Layout ids of new groups' results (one per row of ``scopes``, ``parts``); equal
         layouts share one (for small batches) so edges move bytes between fewer pairs."""
         if self.batch > _DEDUP_BATCH:
-            first = self.l_scope.extend(scopes)
+            at = self.l_scope.extend(scopes)
             self.l_part.extend(parts)
-            return np.arange(first, first + len(scopes))
+            return np.arange(at, at + len(scopes))
         both = np.concatenate([scopes.astype(np.int32), parts], axis=1)
-        keys = [r.tobytes() for r in both]
+        # rows with equal hashes, checked equal, are looked up once
+        with np.errstate(over="ignore"):
+            h = (both.astype(np.uint64) * _SALT[:both.shape[1]]).sum(1)
+        _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+        inv = inv.ravel()
+        if not (both[first][inv] == both).all():  # two layouts with one hash
+            first, inv = np.arange(len(both)), np.arange(len(both))
+        keys = [r.tobytes() for r in both[first]]
         get = self.g_layout_ids.get
         ids = np.fromiter(map(get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
         for j in np.flatnonzero(ids < 0).tolist():
             i = get(keys[j])
             if i is None:
-                i = self.g_layout_ids[keys[j]] = self.l_scope.append(scopes[j])
-                self.l_part.append(parts[j])
+                i = self.g_layout_ids[keys[j]] = self.l_scope.append(scopes[first[j]])
+                self.l_part.append(parts[first[j]])
             ids[j] = i
-        return ids
+        return ids[inv]
 
     def _groups_fast(self, gids: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows, result scopes and core parts per sample of groups whose core parts are equal.
