@@ -1475,16 +1475,31 @@ class _Featuriser:
             lay = np.where(ok, k_lay[k], -1)
         miss = np.flatnonzero(lay < 0)
         if len(miss):
+            # equal runs (equal hashes, checked code by code) are looked up once
+            _, fi, inv = np.unique(h[miss], return_index=True, return_inverse=True)
+            inv = inv.ravel()
+            rep = miss[fi][inv]
+            ln = lens[miss]
+            same = lens[rep] == ln
+            within = np.arange(int(ln.sum())) - np.repeat(np.cumsum(ln) - ln, ln)
+            at_r = np.repeat(starts[miss], ln) + within
+            at_p = np.minimum(np.repeat(starts[rep], ln) + within, n - 1)
+            same &= np.logical_and.reduceat(oc[at_r] == oc[at_p], np.cumsum(ln) - ln)
+            if not same.all():  # two runs with one hash
+                fi, inv = np.arange(len(miss)), np.arange(len(miss))
+            reps = miss[fi]
             ocl = oc.tolist()
             get = m.layouts.get
-            for j, a, b in zip(miss.tolist(), starts[miss].tolist(),
-                               (starts[miss] + lens[miss]).tolist()):
+            rep_lay = []
+            for j, a, b in zip(reps.tolist(), starts[reps].tolist(),
+                               (starts[reps] + lens[reps]).tolist()):
                 key = tuple(ocl[a:b])
                 i = get(key)
                 if i is None:
                     i = self._code_layout(m, key)
                     m.add_run(int(h[j]), key, i)
-                lay[j] = i
+                rep_lay.append(i)
+            lay[miss] = np.asarray(rep_lay, dtype=np.int64)[inv]
         return lay
 
     def _code_layout(self, m: _CodeMaps, key: tuple[int, ...]) -> int:
