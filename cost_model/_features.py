@@ -322,9 +322,12 @@ class _CodeMaps:
         self.group = np.zeros(0, dtype=np.int64)  # group code -> group config (-1: not yet)
         self.t_ti = np.zeros(0, dtype=np.int64)  # transfer code -> tensor index
         self.t_factor = np.zeros(0, dtype=np.int64)  # ... and its destination factor
-        # ... and what it adds to a layout: destination chunks, scope, core binding here
-        self.t_items: list[tuple[tuple[int, ...], str, int]] = []
-        self.layouts: dict[tuple[int, ...], int] = {}  # one tensor's transfer codes -> layout
+        # ... and what it adds to a layout (an item: factor, destination chunks, scope, core
+        # binding here), each distinct item once
+        self.t_item = np.zeros(0, dtype=np.int64)
+        self.items: list[tuple[int, tuple[int, ...], str, int]] = []
+        self.item_ids: dict[tuple[int, tuple[int, ...], str, int], int] = {}
+        self.layouts: dict[tuple[int, ...], int] = {}  # one tensor's transfer items -> layout
         self.step_name = np.zeros(0, dtype=np.int64)  # step code -> name id
         # the table's group codes: op tuple code, first placement (in g_places); codes of
         # op tuples -> op set, of placements -> placement here
@@ -1353,7 +1356,7 @@ class _Featuriser:
             o = np.argsort(tkey, kind="stable")  # a tensor's transfers keep their order
             tk = tkey[o]
             starts = np.flatnonzero(np.concatenate([[True], tk[1:] != tk[:-1]]))
-            uk, lay_a = tk[starts], self._code_layouts(m, t_code[o], starts)
+            uk, lay_a = tk[starts], self._code_layouts(m, m.t_item[t_code[o]], starts)
             q = (e_s * T + eti) * F + csplit
             at = np.minimum(np.searchsorted(uk, q), len(uk) - 1)
             mid = np.where(need & (uk[at] == q), lay_a[at], -1)
@@ -1449,15 +1452,23 @@ class _Featuriser:
                                                          dtype=np.int64, count=len(new))])
             m.t_factor = np.concatenate([m.t_factor, np.fromiter(
                 (it.dst_factor for it in new), dtype=np.int64, count=len(new))])
-            for it in new:
+            ids = m.item_ids
+            item = []
+            for it in new:  # the tensor aside: runs of other tensors' transfers share layouts
                 p = it.placement
                 b = self.bind_objs.get(id(p.core_bind))
-                m.t_items.append((it.dst_chunks, p.mem_scope,
-                                  self.bind_of(p.core_bind) if b is None else b))
+                v = (it.dst_factor, it.dst_chunks, p.mem_scope,
+                     self.bind_of(p.core_bind) if b is None else b)
+                i = ids.get(v)
+                if i is None:
+                    i = ids[v] = len(m.items)
+                    m.items.append(v)
+                item.append(i)
+            m.t_item = np.concatenate([m.t_item, np.asarray(item, dtype=np.int64)])
         return m.t_ti, m.t_factor
 
     def _code_layouts(self, m: _CodeMaps, oc: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        """Layout of each run of transfer codes ``oc[starts[j]:starts[j + 1]]`` (one tensor's
+        """Layout of each run of transfer items ``oc[starts[j]:starts[j + 1]]`` (one tensor's
         transfers in one schedule): runs seen before are found by a sorted hash of the run,
         checked code by code against the run itself; the others by :meth:`_code_layout`."""
         n = len(oc)
@@ -1503,9 +1514,10 @@ class _Featuriser:
         return lay
 
     def _code_layout(self, m: _CodeMaps, key: tuple[int, ...]) -> int:
-        """:meth:`transfer_layout` of the transfer items ``key`` (one tensor's, in order)."""
-        t_items = m.t_items
-        i = self.transfer_layout(int(m.t_factor[key[0]]), [t_items[c] for c in key])
+        """:meth:`transfer_layout` of the transfer items ``key`` (one tensor's, in order;
+        item ids of ``m``)."""
+        items = [m.items[c] for c in key]
+        i = self.transfer_layout(items[0][0], [it[1:] for it in items])
         if len(m.layouts) >= _MAX_KEEP:
             m.layouts.clear()
             m.clear_runs()
