@@ -465,6 +465,7 @@ class _Featuriser:
         # the same for the vectorised groups: key -> row of cws_rows
         self.cws_index: dict[tuple[int, int, int, int], int] = {}
         self.cws_rows = _Rows(7)
+        self.ws_cache: dict[tuple[int, int, int], float] = {}
         self.op_tables: dict[tuple[int, int, float], np.ndarray] = {}
         self.opsets: dict[tuple[int, ...], _OpSet] = {}
         self.opset_list: list[_OpSet] = []
@@ -626,6 +627,16 @@ class _Featuriser:
             hit = self.costs_ws[key] = (*self.cost(ops, samples, cores, step_cores), float(ws))
         return hit
 
+    def working_set(self, ident: int, samples: int, cores: int) -> float:
+        """Per-core working set of op set ``ident`` (footprint peak) for a part of ``cores``
+        cores sharing ``samples`` samples."""
+        key = (ident, samples, cores)
+        ws = self.ws_cache.get(key)
+        if ws is None:
+            ops = self.opset_list[ident].ops
+            ws = self.ws_cache[key] = float(group_footprint(self.g, ops).peak_bytes(samples, cores))
+        return ws
+
     def costs_many(self, ident: np.ndarray, samples: np.ndarray, cores: np.ndarray,
                    step_cores: np.ndarray) -> np.ndarray:
         """:meth:`cost_ws` of many keys, ``(len, 7)``: new ones summed over their ops with
@@ -648,22 +659,22 @@ class _Featuriser:
                 table = self.op_table_w(s_, k_, w_)
                 ops = [self.opset_list[i].ops for i in ident[miss[js]].tolist()]
                 lens = np.fromiter(map(len, ops), dtype=np.int64, count=len(ops))
-                order = np.argsort(-lens, kind="stable")  # longest first: the active ones lead
-                ops = [ops[j] for j in order.tolist()]
-                lens = lens[order]
                 flat = np.fromiter(chain.from_iterable(ops), dtype=np.int64, count=int(lens.sum()))
-                start = np.cumsum(lens) - lens
-                active = np.searchsorted(-lens, -np.arange(int(lens[0])))  # lens > pos
-                acc = np.zeros((6, len(ops)))
-                # op after op, as sum(axis=1) adds them (pairwise sums would differ in the
-                # last bit)
-                for pos, na in enumerate(active.tolist()):
-                    acc[:, :na] += table[:, flat[start[:na] + pos]]
-                rows[np.asarray(js)[order], :6] = acc.T
-            g = self.g
-            rows[:, 6] = [group_footprint(g, self.opset_list[i].ops).peak_bytes(s_, k_)
-                          for i, s_, k_ in zip(ident[miss].tolist(), samples[miss].tolist(),
-                                               cores[miss].tolist())]
+                row = np.repeat(np.arange(len(ops)), lens)
+                pos = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
+                # op after op, as sum(axis=1) adds them (cumsum adds in order; pairwise sums
+                # would differ in the last bit), in blocks of keys
+                block = max(1, 4_000_000 // (6 * int(lens.max())))
+                js_a = np.asarray(js)
+                for lo in range(0, len(ops), block):
+                    hi = min(lo + block, len(ops))
+                    sel = (row >= lo) & (row < hi)
+                    P = np.zeros((6, hi - lo, int(lens[lo:hi].max())))
+                    P[:, row[sel] - lo, pos[sel]] = table[:, flat[sel]]
+                    C = np.cumsum(P, axis=2)
+                    rows[js_a[lo:hi], :6] = C[:, np.arange(hi - lo), lens[lo:hi] - 1].T
+            rows[:, 6] = [self.working_set(*key) for key in zip(
+                ident[miss].tolist(), samples[miss].tolist(), cores[miss].tolist())]
             first = self.cws_rows.extend(rows)
             at[miss] = np.arange(first, first + len(miss))
             self.cws_index.update(zip([keys[j] for j in miss.tolist()], at[miss].tolist()))
@@ -1393,7 +1404,8 @@ class _Featuriser:
             m.g_ops = np.concatenate([m.g_ops, np.asarray(table.group_ops[-grow:], np.int64)])
             m.g_first = np.concatenate([m.g_first, np.asarray(table.group_first[-grow:],
                                                                np.int64)])
-            m.g_places = np.asarray(table.group_places, dtype=np.int64)
+            m.g_places = np.concatenate([m.g_places, np.asarray(
+                table.group_places[len(m.g_places):], dtype=np.int64)])
         gid = m.group[codes]
         new = gid < 0
         if not new.any():
