@@ -521,7 +521,9 @@ class _Featuriser:
         self.g_places: list[tuple[int, ...]] = []
         self.g_chunks: list[tuple[Placement, ...]] = []
         self.g_pending: list[int] = []
-        self.g_meta = _Rows(3, np.int64)  # op set, split, result tensor index
+        # op set, split, result tensor index, first placement in g_place, placements
+        self.g_meta = _Rows(5, np.int64)
+        self.g_place = _Rows(1, np.int64)
         # per producer value table (compiler.codes): its codes -> rows here
         self.code_maps: dict[int, _CodeMaps] = {}
         self._inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -808,6 +810,8 @@ class _Featuriser:
         self.g_places.append(places)
         self.g_chunks.append(gr.chunks)
         self.g_pending.append(i)
+        self.g_meta.append((info.ident, gr.split, info.out_index, self.g_place.n, len(places)))
+        self.g_place.extend(np.asarray(places, dtype=np.int64).reshape(-1, 1))
         return i
 
     def flush_groups(self) -> None:
@@ -824,23 +828,22 @@ class _Featuriser:
         # the vectorised path: groups whose chunks' core parts have equal sizes and whose split
         # divides the batch (all the search space decodes)
         equal = self.b_info.a[: self.b_info.n, 1][self.p_info.a[: self.p_info.n, 1]] > 0
-        n_chunks = np.array([len(self.g_places[i]) for i in pend], dtype=np.int64)
-        ok = np.logical_and.reduceat(
-            equal[np.fromiter(chain.from_iterable(self.g_places[i] for i in pend), dtype=np.int64,
-                              count=int(n_chunks.sum()))],
-            np.concatenate([[0], np.cumsum(n_chunks)[:-1]]))
-        ok &= self.batch % np.array([self.g_split[i] for i in pend]) == 0
+        pend_a = np.asarray(pend, dtype=np.int64)
+        flat, n_chunks = self._group_places(pend_a)
+        split = self.g_meta.a[pend_a, 1]
+        ok = np.logical_and.reduceat(equal[flat], np.cumsum(n_chunks) - n_chunks)
+        ok &= (self.batch % split == 0) & (n_chunks == split)
         ok &= self.vectorised
         fast = np.flatnonzero(ok).tolist()
         for j in np.flatnonzero(~ok).tolist():
             rows[j], scopes[j], parts[j] = self._group_slow(pend[j])
         # blocks of groups, so the per-chunk arrays stay small
-        cells = np.cumsum([self.g_split[pend[j]] * width + self.batch for j in fast])
+        cells = np.cumsum(split[fast] * width + self.batch)
         lo = 0
         while lo < len(fast):
             hi = max(lo + 1, int(np.searchsorted(cells, cells[lo] + _GROUP_BLOCK_CELLS)))
             sel = np.asarray(fast[lo:hi])
-            rows[sel], scopes[sel], parts[sel] = self._groups_fast([pend[j] for j in sel])
+            rows[sel], scopes[sel], parts[sel] = self._groups_fast(pend_a[sel])
             lo = hi
         self.g_rows.extend(rows)
         self.g_layout.extend(self._group_layouts(scopes, parts)[:, None])
@@ -871,7 +874,7 @@ class _Featuriser:
             ids[j] = i
         return ids[inv]
 
-    def _groups_fast(self, gids: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _groups_fast(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows, result scopes and core parts per sample of groups whose core parts are equal.
 
         The same quantities as :meth:`_group_slow`, vectorised over all their chunks.
@@ -879,11 +882,10 @@ class _Featuriser:
         t, nc, ng = self.t, self.n_cores, len(_G)
         p_info = self.p_info.a[: self.p_info.n]
         b_info = self.b_info.a[: self.b_info.n]
-        splits = np.array([self.g_split[i] for i in gids], dtype=np.int64)
-        ident = np.array([self.g_info[i].ident for i in gids], dtype=np.int64)
+        meta = self.g_meta.a[gids]
+        splits, ident = meta[:, 1], meta[:, 0]
         n_g = self.batch // splits
-        pl = np.fromiter(chain.from_iterable(self.g_places[i] for i in gids), dtype=np.int64,
-                         count=int(splits.sum()))
+        pl = self._group_places(gids)[0]
         grp = np.repeat(np.arange(len(gids)), splits)
         starts = np.concatenate([[0], np.cumsum(splits)[:-1]])
         scope = p_info[pl, 0]
@@ -1423,13 +1425,21 @@ class _Featuriser:
         cnt = np.fromiter((len(gr.chunks) for gr in grs), dtype=np.int64, count=len(grs))
         start = np.cumsum(cnt) - cnt
         at = np.repeat(m.g_first[nc] - start, cnt) + np.arange(int(cnt.sum()))
-        flat = iter(m.place_id[m.g_places[at]].tolist())
-        infos = [self.opset_list[i] for i in m.ops_ident[m.g_ops[nc]].tolist()]
+        flat_a = m.place_id[m.g_places[at]]
+        flat = iter(flat_a.tolist())
+        ident = m.ops_ident[m.g_ops[nc]]
+        infos = [self.opset_list[i] for i in ident.tolist()]
         base = len(self.g_info)
+        out_index = np.fromiter((info.out_index for info in infos), dtype=np.int64,
+                                count=len(infos))
+        split = np.fromiter((gr.split for gr in grs), dtype=np.int64, count=len(grs))
+        self.g_meta.extend(np.column_stack([ident, split, out_index,
+                                            self.g_place.n + start, cnt]))
+        self.g_place.extend(flat_a[:, None])
         # as new_group, without the look-up by value: a producer's codes are values already
         # (a value under two codes would only cost a second, equal row)
         self.g_info.extend(infos)
-        self.g_split.extend(gr.split for gr in grs)
+        self.g_split.extend(split.tolist())
         self.g_places.extend([tuple(islice(flat, k)) for k in cnt.tolist()])
         self.g_chunks.extend(gr.chunks for gr in grs)
         self.g_pending.extend(range(base, base + len(grs)))
@@ -1437,14 +1447,15 @@ class _Featuriser:
         return m.group[codes]
 
     def _group_meta(self) -> np.ndarray:
-        """Per group config: op set, split, result tensor index."""
-        have, want = self.g_meta.n, len(self.g_info)
-        if have < want:
-            self.g_meta.extend(np.array(
-                [(info.ident, split, info.out_index)
-                 for info, split in zip(self.g_info[have:], self.g_split[have:])],
-                dtype=np.int64).reshape(-1, 3))
-        return self.g_meta.a[:want]
+        """Per group config: op set, split, result tensor index, first placement, placements."""
+        return self.g_meta.a[: self.g_meta.n]
+
+    def _group_places(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The placements of groups ``gids``, one after another, and how many each has."""
+        meta = self.g_meta.a[gids]
+        cnt = meta[:, 4]
+        at = np.repeat(meta[:, 3] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
+        return self.g_place.a[at, 0], cnt
 
     def _opset_inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per op set: first input, inputs; per input: tensor index, streams (flat arrays)."""
