@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain, islice, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
@@ -294,6 +295,12 @@ def _run_hash(codes: np.ndarray, starts: np.ndarray, lens: np.ndarray, pos: np.n
                 + lens.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
 
 
+@lru_cache(maxsize=1024)
+def _slice_shape(ks: int, kd: int) -> list[tuple[int, int, float]]:
+    """:func:`compiler.layout.slices` between parts of ``ks`` and ``kd`` cores, by position."""
+    return slices(tuple(range(ks)), tuple(range(kd)))
+
+
 def _misc(n_steps: np.ndarray, n_tr: np.ndarray, differ: np.ndarray) -> np.ndarray:
     """Steps, transfers and interleave per schedule; ``differ``: whether each step's name
     differs from the next one's, over the schedules' steps one after another."""
@@ -452,6 +459,7 @@ class _Featuriser:
         self.ref = reference_cycles(graph, target)
         self.hops = np.array([[len(target.route(target.router_of(0, a), target.router_of(0, b)))
                                for b in range(self.n_cores)] for a in range(self.n_cores)], float)
+        self.hops_list: list[list[float]] = self.hops.tolist()
         weights = {w for op in self.g.ops if op.op_type not in GATHER_OPS for w in op.weights}
         self.model_weights = float(max(1, sum(self.g.nbytes(w) for w in weights)))
         self.io_ddr = float(sum(self.g.nbytes(t) for t in self.g.outputs))  # inputs: per read
@@ -724,15 +732,18 @@ class _Featuriser:
     def _pair(self, si: int, src: tuple[int, ...], di: int, dst: tuple[int, ...]) -> None:
         """Movement of one sample's bytes from part ``src`` (in L1) to part ``dst``."""
         stay = noc = hop = 0.0
-        port = self.pair_port[si, di]
-        for a, b, frac in slices(src, dst):
+        port = [0.0] * self.n_cores  # Python floats: the same sums as numpy's, faster here
+        hops = self.hops_list
+        for i, j, frac in _slice_shape(len(src), len(dst)):  # = slices(src, dst)
+            a, b = src[i], dst[j]
             if a == b:
                 stay += frac
                 continue
             noc += frac
-            hop += frac * self.hops[a, b]
+            hop += frac * hops[a][b]
             port[a] += frac
             port[b] += frac
+        self.pair_port[si, di] = port
         self.pair_stay[si, di] = stay
         self.pair_noc[si, di] = noc
         self.pair_hop[si, di] = hop
