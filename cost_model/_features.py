@@ -48,7 +48,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain, islice, repeat
+from itertools import chain, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
@@ -341,6 +341,8 @@ class _CodeMaps:
         self.g_ops = np.zeros(0, dtype=np.int64)
         self.g_first = np.zeros(0, dtype=np.int64)
         self.g_places = np.zeros(0, dtype=np.int64)
+        self.g_split = np.zeros(0, dtype=np.int64)  # per group code: split, placements
+        self.g_count = np.zeros(0, dtype=np.int64)
         self.ops_ident = np.zeros(0, dtype=np.int64)
         self.place_id = np.zeros(0, dtype=np.int64)
         self.names: dict[str, int] = {}
@@ -525,8 +527,6 @@ class _Featuriser:
         self.g_rows = _Rows(width)
         self.g_layout = _Rows(1, np.int64)
         self.g_info: list[_OpSet] = []
-        self.g_split: list[int] = []
-        self.g_places: list[tuple[int, ...]] = []
         self.g_chunks: list[tuple[Placement, ...]] = []
         self.g_pending: list[int] = []
         # op set, split, result tensor index, first placement in g_place, placements
@@ -817,8 +817,6 @@ class _Featuriser:
         """Register a group config; its row is computed by the next :meth:`flush_groups`."""
         i = self.group_ids[key] = len(self.g_info)
         self.g_info.append(info)
-        self.g_split.append(gr.split)
-        self.g_places.append(places)
         self.g_chunks.append(gr.chunks)
         self.g_pending.append(i)
         self.g_meta.append((info.ident, gr.split, info.out_index, self.g_place.n, len(places)))
@@ -877,12 +875,12 @@ class _Featuriser:
         keys = [r.tobytes() for r in both[first]]
         get = self.g_layout_ids.get
         ids = np.fromiter(map(get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
-        for j in np.flatnonzero(ids < 0).tolist():
-            i = get(keys[j])
-            if i is None:
-                i = self.g_layout_ids[keys[j]] = self.l_scope.append(scopes[first[j]])
-                self.l_part.append(parts[first[j]])
-            ids[j] = i
+        new = np.flatnonzero(ids < 0)  # distinct: one row per hash
+        if len(new):
+            at = self.l_scope.extend(scopes[first[new]])
+            self.l_part.extend(parts[first[new]])
+            ids[new] = np.arange(at, at + len(new))
+            self.g_layout_ids.update(zip([keys[j] for j in new.tolist()], ids[new].tolist()))
         return ids[inv]
 
     def _groups_fast(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1014,7 +1012,7 @@ class _Featuriser:
 
     def _group_slow(self, gid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Row, result scopes and core parts per sample of one group, chunk by chunk."""
-        info, chunks, split = self.g_info[gid], self.g_chunks[gid], self.g_split[gid]
+        info, chunks, split = self.g_info[gid], self.g_chunks[gid], int(self.g_meta.a[gid, 1])
         n = self.batch // split
         ids = [self.chunk_id(info.ops, info, n, p.mem_scope, p.core_bind) for p in chunks]
         rows = self.c_rows.a[ids]
@@ -1419,6 +1417,9 @@ class _Featuriser:
                                                                np.int64)])
             m.g_places = np.concatenate([m.g_places, np.asarray(
                 table.group_places[len(m.g_places):], dtype=np.int64)])
+            m.g_split = np.concatenate([m.g_split, np.fromiter(
+                (gr.split for gr in table.groups[-grow:]), dtype=np.int64, count=grow)])
+            m.g_count = np.diff(np.append(m.g_first, len(m.g_places)))
         gid = m.group[codes]
         new = gid < 0
         if not new.any():
@@ -1433,25 +1434,22 @@ class _Featuriser:
         nc = np.unique(codes[new])
         groups = table.groups
         grs = [groups[c] for c in nc.tolist()]
-        cnt = np.fromiter((len(gr.chunks) for gr in grs), dtype=np.int64, count=len(grs))
+        cnt = m.g_count[nc]
         start = np.cumsum(cnt) - cnt
         at = np.repeat(m.g_first[nc] - start, cnt) + np.arange(int(cnt.sum()))
         flat_a = m.place_id[m.g_places[at]]
-        flat = iter(flat_a.tolist())
         ident = m.ops_ident[m.g_ops[nc]]
         infos = [self.opset_list[i] for i in ident.tolist()]
         base = len(self.g_info)
         out_index = np.fromiter((info.out_index for info in infos), dtype=np.int64,
                                 count=len(infos))
-        split = np.fromiter((gr.split for gr in grs), dtype=np.int64, count=len(grs))
+        split = m.g_split[nc]
         self.g_meta.extend(np.column_stack([ident, split, out_index,
                                             self.g_place.n + start, cnt]))
         self.g_place.extend(flat_a[:, None])
         # as new_group, without the look-up by value: a producer's codes are values already
         # (a value under two codes would only cost a second, equal row)
         self.g_info.extend(infos)
-        self.g_split.extend(split.tolist())
-        self.g_places.extend([tuple(islice(flat, k)) for k in cnt.tolist()])
         self.g_chunks.extend(gr.chunks for gr in grs)
         self.g_pending.extend(range(base, base + len(grs)))
         m.group[nc] = np.arange(base, base + len(grs))
