@@ -29,13 +29,17 @@ pre-check already rejects candidates that overflow.
 Speed: what depends on one group config (op set and its chunks' placements) or
 one producer-consumer pair of groups is computed once and kept in tables beside
 the graph (:func:`compiler.memo.memo_of`); a schedule is then a list of table
-rows summed with numpy. One pass over the candidates looks their groups and
-edges up; the new ones are then computed together, vectorised over all their
-chunks (per-core costs come from per-op tables, an op set's being the sum over
-its ops) and edges. Look-ups go by object identity first (the search space
-shares op tuples, placements and core bindings between the candidates it
-decodes), by value otherwise. ``bench/cost_model.py`` (section ``speed``)
-measures 10,000 ResNet-50 candidates.
+rows summed with numpy. Schedules the search space decoded carry codes of the
+values they share (:mod:`compiler.codes`: group specs, transfer placements, order
+steps): their table rows are gathered with numpy over all candidates at once
+(producers by sorting, transfers' layouts and edges by a verified hash), with no
+Python per group or edge once the tables are warm. Other schedules (built by hand,
+loaded, copied) walk their objects, looking values up by identity first, by value
+otherwise; both paths give the same rows. New groups, edges and layouts are then
+computed together, vectorised over all their chunks (per-core costs from per-op
+tables, an op set's being the sum over its ops, added in the same order) and
+edges (movement once per pair of result layouts; equal layouts share one).
+``bench/cost_model.py`` (section ``speed``) measures 10,000 ResNet-50 candidates.
 
 Example:
     >>> X = features(graph, candidates, target)   # (len(candidates), len(FEATURES))
@@ -445,10 +449,16 @@ class _Featuriser:
     the candidates it decodes, and each id maps to the value's index while the
     object is kept alive here.
 
+    Schedules with codes (:mod:`compiler.codes`) are gathered by :meth:`_gather`,
+    through one :class:`_CodeMaps` per producer's value table (codes -> rows here);
+    the others are walked by :meth:`_walk`. Both register new group configs and
+    edges and leave them to :meth:`flush_groups` and :meth:`flush_edges`.
+
     New groups are computed together, vectorised over their chunks
     (:meth:`flush_groups`); a group whose core parts differ in size (never decoded
-    by the search space) takes the chunk-by-chunk path (:meth:`_group_slow`), which
-    ``vectorised=False`` forces for every group (tests compare the two).
+    by the search space) takes the chunk-by-chunk path (:meth:`_group_slow`).
+    ``vectorised=False`` forces that path for every group and the object walk for
+    every schedule: the reference the tests compare with.
     """
 
     def __init__(self, graph: Graph, target: Target, vectorised: bool = True) -> None:
