@@ -481,8 +481,7 @@ class _Featuriser:
         else:
             self.wbw = target.ddr.bytes_per_cycle
         self.costs: dict[tuple[tuple[int, ...], int, int, int], tuple[float, ...]] = {}
-        self.costs_ws: dict[tuple[int, int, int, int], tuple[float, ...]] = {}
-        # the same for the vectorised groups: key -> row of cws_rows
+        # (op set, samples, cores per part, cores) -> row of cws_rows: cost() and the working set
         self.cws_index: dict[tuple[int, int, int, int], int] = {}
         self.cws_rows = _Rows(7)
         self.ws_cache: dict[tuple[int, int, int], float] = {}
@@ -637,16 +636,6 @@ class _Featuriser:
                  for i in range(len(self.shapes))], dtype=np.float64).reshape(-1, 6).T.copy()
         return hit
 
-    def cost_ws(self, ident: int, samples: int, cores: int, step_cores: int) -> tuple[float, ...]:
-        """:meth:`cost` of op set ``ident`` and the per-core working set (footprint peak)."""
-        key = (ident, samples, cores, step_cores)
-        hit = self.costs_ws.get(key)
-        if hit is None:
-            ops = self.opset_list[ident].ops
-            ws = group_footprint(self.g, ops).peak_bytes(samples, cores)
-            hit = self.costs_ws[key] = (*self.cost(ops, samples, cores, step_cores), float(ws))
-        return hit
-
     def working_set(self, ident: int, samples: int, cores: int) -> float:
         """Per-core working set of op set ``ident`` (footprint peak) for a part of ``cores``
         cores sharing ``samples`` samples."""
@@ -659,8 +648,9 @@ class _Featuriser:
 
     def costs_many(self, ident: np.ndarray, samples: np.ndarray, cores: np.ndarray,
                    step_cores: np.ndarray) -> np.ndarray:
-        """:meth:`cost_ws` of many keys, ``(len, 7)``: new ones summed over their ops with
-        numpy, per op table (the same sums, added in the same order)."""
+        """:meth:`cost` of op sets ``ident`` and their :meth:`working_set`, ``(len, 7)``, for
+        many keys: new ones summed over their ops with numpy, per op table (the same sums
+        as :meth:`cost`, added in the same order)."""
         keys = list(zip(ident.tolist(), samples.tolist(), cores.tolist(), step_cores.tolist()))
         at = np.fromiter(map(self.cws_index.get, keys, repeat(-1)), dtype=np.int64,
                          count=len(keys))
