@@ -61,7 +61,14 @@ import numpy as np
 from compiler.capacity import in_compute_dtype
 from compiler.codes import ScheduleCodes, ValueTable, codes_of
 from compiler.derive import group_io
-from compiler.footprint import GATHER_OPS, group_footprint, sample_bytes, streamable_inputs
+from compiler.footprint import (
+    GATHER_OPS,
+    group_footprint,
+    group_profile,
+    peak_of,
+    sample_bytes,
+    streamable_inputs,
+)
 from compiler.layout import slices
 from compiler.memo import memo_of
 from compiler.opshape import OpKind, OpShape, array_cycles, matrix_tiles, op_shapes
@@ -487,6 +494,12 @@ class _Featuriser:
         self.ws_cache: dict[tuple[int, int, int], float] = {}
         self.op_tables: dict[tuple[int, int, float], np.ndarray] = {}
         self.opsets: dict[tuple[int, ...], _OpSet] = {}
+        # per op: weights (gather tables excluded) and rows gathered (per sample, fixed), as
+        # compiler.footprint counts them
+        self.op_weights = [0 if op.op_type in GATHER_OPS else self.g.weight_bytes_of(op)
+                           for op in self.g.ops]
+        self.op_gathered = [sample_bytes(self.g, op.output) if op.op_type in GATHER_OPS
+                            else (0, 0) for op in self.g.ops]
         self.opset_list: list[_OpSet] = []
         # per op set: weights, gathered bytes per sample and fixed, output bytes per sample and
         # fixed, ops
@@ -582,12 +595,17 @@ class _Featuriser:
         if hit is None:
             g = self.g
             io = group_io(g, ops)
-            fp = group_footprint(g, ops)
+            # what group_footprint's summary adds up (weights; gathered rows per sample and
+            # fixed), per op: the summary's live-byte profiles are not needed here
+            w = gs = gf = 0
+            for i in sorted(set(ops)):
+                w += self.op_weights[i]
+                gs += self.op_gathered[i][0]
+                gf += self.op_gathered[i][1]
             osb, ofb = sample_bytes(g, io.outputs[0])
             stream = streamable_inputs(g, ops)
             hit = self.opsets[ops] = _OpSet(
-                ops, float(fp.weight_bytes), float(fp.gather_sample_bytes),
-                float(fp.gather_fixed_bytes), io.outputs[0], float(osb), float(ofb), io.inputs,
+                ops, float(w), float(gs), float(gf), io.outputs[0], float(osb), float(ofb), io.inputs,
                 tuple((t, self.tensor(t), t in stream) for t in io.inputs), len(ops),
                 len(self.opset_list), self.tensor(io.outputs[0]))
             self.opset_list.append(hit)
@@ -642,8 +660,9 @@ class _Featuriser:
         key = (ident, samples, cores)
         ws = self.ws_cache.get(key)
         if ws is None:
-            ops = self.opset_list[ident].ops
-            ws = self.ws_cache[key] = float(group_footprint(self.g, ops).peak_bytes(samples, cores))
+            # = group_footprint(...).peak_bytes(samples, cores), without the footprint's summary
+            prof = group_profile(self.g, self.opset_list[ident].ops)
+            ws = self.ws_cache[key] = float(peak_of(prof, samples, cores))
         return ws
 
     def costs_many(self, ident: np.ndarray, samples: np.ndarray, cores: np.ndarray,
@@ -1330,7 +1349,7 @@ class _Featuriser:
     def _maps(self, table: ValueTable) -> _CodeMaps:
         m = self.code_maps.get(id(table))
         if m is None:
-            if len(self.code_maps) >= 4:  # producers start new tables rarely: keep the last few
+            if len(self.code_maps) >= 2:  # producers start new tables rarely: keep the last two
                 del self.code_maps[next(iter(self.code_maps))]
             m = self.code_maps[id(table)] = _CodeMaps(table)
         return m
