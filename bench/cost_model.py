@@ -298,11 +298,11 @@ def section_rounds(nets: dict[str, Net], args: argparse.Namespace) -> None:
 def section_speed(args: argparse.Namespace, target: Target) -> None:
     """Featurising 10,000 ResNet-50 candidates the search space decoded in the same process.
 
-    A fresh process builds the space and decodes the candidates first (not timed: the
-    decoder's capacity checks leave the op sets' footprints in the graph's memo, as in a
-    tuner), then times ``features`` alone, in CPU time: cold (the featuriser's tables
-    empty), the same candidates again, and 10,000 mutants of the best pool schedules
-    with the tables warm.
+    A fresh process builds the space and decodes the candidates first (not timed; the
+    decoder leaves codes of the values it shares beside each schedule, as in a tuner),
+    then times ``features`` alone, in CPU time: cold (the featuriser's tables empty,
+    the op sets' footprints not analysed yet), the same candidates again, and 10,000
+    mutants of the best pool schedules with the tables warm.
     """
     say("\n## Featurisation speed, ResNet-50 b16 (fresh process; candidates decoded by the space "
         "beforehand, not timed)\n")

@@ -23,7 +23,7 @@ import gc
 import weakref
 from typing import Any
 
-__all__ = ["BoundedDict", "memo_of", "memo_size", "search_gc"]
+__all__ = ["BoundedDict", "memo_of", "memo_size", "peek_memo", "search_gc"]
 
 DEFAULT_LIMIT = 100_000
 
@@ -58,6 +58,11 @@ def memo_of(value: object, limit: int = DEFAULT_LIMIT) -> BoundedDict:
         m = _memos[key] = BoundedDict(limit)
         weakref.finalize(value, _memos.pop, key, None)
     return m
+
+
+def peek_memo(value: object) -> BoundedDict | None:
+    """The memo of ``value`` if it has one (never creates one)."""
+    return _memos.get(id(value))
 
 
 SEARCH_GC_THRESHOLD = 50_000  # young-generation allocations between collections

@@ -54,7 +54,10 @@ from functools import lru_cache
 from math import gcd
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from compiler.capacity import CapacityWalk, chunk_working_set, in_compute_dtype, remember_plan
+from compiler.codes import ScheduleCodes, TransferItem, attach_codes
 from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
@@ -278,7 +281,9 @@ class Decoding:
         key = (self.batch, blk.first_seg, blk.last_seg, blk.mode, k)
         info = self.space._infos.get(key)
         if info is None:
-            info = self.space._infos[key] = group_info(self.mem, blk.parts[k])
+            # one tuple per op set: schedules share it (value tables code it by identity)
+            ops = self.space._op_sets.setdefault(blk.parts[k], blk.parts[k])
+            info = self.space._infos[key] = group_info(self.mem, ops)
         return info
 
     def add_group(self, name: str, start: int, slot: int, info: GroupInfo) -> None:
@@ -591,13 +596,26 @@ class Decoding:
 
     # ---- the schedule ----------------------------------------------------------------------
     def schedule(self) -> GraphSchedule:
-        """The GraphSchedule of the walked groups, transfers and order."""
+        """The GraphSchedule of the walked groups, transfers and order.
+
+        Its values are the space's shared ones (group specs, placements, steps), interned
+        in the space's value table; the codes of this schedule's values are left beside it
+        (:mod:`compiler.codes`: the cost model gathers its table rows by code).
+        """
         space, walk = self.space, self.walk
+        table = space.values()
         scope = {node: walk.layouts[k][0] for k, node in enumerate(self.nodes)}
-        groups = tuple(GroupSpec(gr.name, gr.info.ops, gr.split,
-                             tuple(space.placement(scope[("g", gr.name, c)], b)
-                                   for c, b in enumerate(gr.binds)))
-                       for gr in self.groups)
+        g_codes = []
+        for gr in self.groups:
+            places = tuple(space.placement(scope[("g", gr.name, c)], b)
+                           for c, b in enumerate(gr.binds))
+            # identities are stable keys: the space keeps its op tuples and placements alive
+            key = (gr.name, id(gr.info.ops), gr.split, *map(id, places))
+            c = table.group_code(key)
+            if c is None:
+                c = table.add_group(key, GroupSpec(gr.name, gr.info.ops, gr.split, places))
+            g_codes.append(c)
+        t_codes = []
         transfers = []
         for t in self.transfers:
             # the space's shared Placement (the cost model looks placements up by identity)
@@ -607,13 +625,26 @@ class Decoding:
             else:
                 transfers.append(Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor,
                                           t.src_chunks, t.dst_chunks, place))
-        steps = tuple(space.step(nd) for nd in self.nodes)
-        s = GraphSchedule(batch=self.batch, groups=groups, transfers=tuple(transfers),
-                          order=steps, workload_key=self.graph.workload_key,
-                          source="search_space")
+            tkey = (t.tensor, t.dst_factor, t.dst_chunks, id(place))
+            c = table.transfer_code(tkey)
+            if c is None:
+                c = table.add_transfer(tkey, TransferItem(t.tensor, t.dst_factor, t.dst_chunks,
+                                                          place))
+            t_codes.append(c)
+        s_codes = []
+        for nd in self.nodes:
+            c = table.step_code(nd)
+            s_codes.append(table.add_step(nd, space.step(nd)) if c is None else c)
+        steps = tuple(table.steps[c] for c in s_codes)
+        s = GraphSchedule(batch=self.batch, groups=tuple(table.groups[c] for c in g_codes),
+                          transfers=tuple(transfers), order=steps,
+                          workload_key=self.graph.workload_key, source="search_space")
         # derived once and walked once: validation and the pre-check reuse both
         memo_of(s, limit=8)[("derived", id(self.graph))] = (self.graph,
                                                             (self.transfers, self.deps, self.outs))
+        attach_codes(s, ScheduleCodes(table, np.array(g_codes, dtype=np.int32),
+                                      np.array(t_codes, dtype=np.int32),
+                                      np.array(s_codes, dtype=np.int32)))
         remember_plan(self.graph, s, space.target, walk.plan())
         return s
 

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from compiler.codes import ValueTable
 from compiler.errors import GraphtuneError, ScheduleError
 from compiler.schedule import GraphSchedule, Placement, Step
 from search_space._build import decode_fitted, decode_with
@@ -189,8 +190,10 @@ class Space:
         self.divisors = {b: divisors(b) for b in self.batches}
         self._blocks: dict[tuple[int, int, str], Block] = {}
         self._infos: dict[tuple[object, ...], GroupInfo] = {}
+        self._op_sets: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._places: dict[tuple[str, tuple[tuple[int, ...], ...]], Placement] = {}
         self._steps: dict[tuple[str, str, int], Step] = {}
+        self._values = ValueTable()
         self._binds: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
         self._mine: dict[int, tuple[weakref.ref[GraphSchedule], np.ndarray, tuple[int, ...]]] = {}
         self._layout()
@@ -288,6 +291,12 @@ class Space:
         if p is None:
             p = self._places[key] = Placement(scope, bind)
         return p
+
+    def values(self) -> ValueTable:
+        """The table the decoder interns its shared values in (a new one once full)."""
+        if self._values.full():
+            self._values = ValueTable()
+        return self._values
 
     def step(self, node: tuple[str, str, int]) -> Step:
         """A shared Step value for a chunk-DAG node."""

@@ -15,7 +15,7 @@ from compiler.graph import Graph
 from compiler.schedule import GraphSchedule, GroupSpec, Placement
 from compiler.target import Target
 from cost_model import FEATURES, feature_names, features, reference_cycles
-from search_space import Space
+from search_space import Space, build_space
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -187,3 +187,53 @@ def two_groups_variants(graph: Graph) -> list[GraphSchedule]:
             for scope in ("L1", "LLB", "DDR")
             for a, b in (([0, 1, 2, 3], [0, 1, 2, 3]), ([[0, 1], [2, 3]], [4, 5, 6, 7]))
             for split in (1, 2)]
+
+
+@pytest.mark.parametrize("name,batch,kw", [("tiny_cnn", 8, {}), ("mobilenet_v2", 8, {}),
+                                           ("bert_base", 4, {"num_layers": 2, "seq": 64}),
+                                           ("deepfm", 2560, {})])
+def test_schedules_with_codes_give_the_object_walks_rows(name: str, batch: int,
+                                                         kw: dict[str, int],
+                                                         target: Target) -> None:
+    """Schedules a space decoded carry codes (compiler.codes) and are gathered with numpy;
+    the same schedules without codes walk their objects, and the reference path
+    (vectorised=False) computes every group chunk by chunk: all give the same rows, alone
+    or mixed with hand-built schedules and another space's."""
+    from compiler.codes import codes_of
+    from cost_model._features import _Featuriser
+    from tests.sim.conftest import zoo_graph
+
+    graph = zoo_graph(name, batch, **kw)
+    space = build_space(graph, target)
+    rng = np.random.default_rng(3)
+    uniform = [space.sample(rng) for _ in range(16)]
+    mutants = []
+    for _ in range(16):
+        s = uniform[int(rng.integers(4))]
+        for _ in range(int(rng.integers(1, 4))):
+            s = space.mutate(s, rng)
+        mutants.append(s)
+    coded = uniform + mutants
+    assert all(codes_of(s) is not None for s in coded)
+    plain = [GraphSchedule.loads(s.dumps()) for s in coded]  # the same values, no codes
+    assert not any(codes_of(s) is not None for s in plain)
+    fast = _Featuriser(graph, target).run(coded)
+    assert np.array_equal(_Featuriser(graph, target).run(plain), fast)
+    slow = _Featuriser(graph, target, vectorised=False).run(coded)
+    assert np.allclose(slow, fast, rtol=1e-12, atol=1e-15)
+    # mixed: hand-built schedules, schedules of another space (another value table), repeats
+    other = build_space(graph, target)
+    theirs = [other.sample(np.random.default_rng(5)) for _ in range(4)]
+    hand = [make_schedule(graph, [GroupSpec(
+        "all", tuple(range(len(graph.ops))), 1,
+        (Placement("DDR", core_bind_for(graph.batch, target.chip.cores_per_cluster)),))])]
+    if name == "tiny_cnn":
+        hand += two_groups_variants(graph)
+    mixed = [*hand, *coded[::3], *theirs, *plain[1::3], *coded[:2]]
+    f = _Featuriser(graph, target)
+    X = f.run(mixed)
+    alone = np.vstack([_Featuriser(graph, target).run([s]) for s in mixed])
+    assert np.array_equal(X, alone)
+    assert np.allclose(_Featuriser(graph, target, vectorised=False).run(mixed), X,
+                       rtol=1e-12, atol=1e-15)
+    assert np.array_equal(f.run(mixed[::-1]), X[::-1])  # warm tables
