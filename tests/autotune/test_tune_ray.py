@@ -202,10 +202,15 @@ def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
         pids = sorted(p.name for p in pid_dir.iterdir() if p.name.isdigit())
         if killed or job.rounds < 2 or len(pids) < workers:
             return
-        # One that is measuring now (not breeding a round), so it has candidates to lose.
-        measuring = sorted(p.name.split(".")[0] for p in pid_dir.glob("*.measuring"))
-        if not measuring:
-            return
+        # One that is measuring now (not breeding), so it has candidates to lose; a worker
+        # breeding now has a batch queued behind, so wait a moment for one to start (else
+        # a fast job could end without a worker ever measuring at a callback).
+        deadline = time.monotonic() + 2.0
+        while not (measuring := sorted(p.name.split(".")[0]
+                                       for p in pid_dir.glob("*.measuring"))):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
         pid = int(measuring[0])
         (pid_dir / "restart").write_text(restart)
         os.kill(pid, signal.SIGKILL)
