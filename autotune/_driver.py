@@ -368,40 +368,31 @@ class Driver:
         ts = self.job.tasks[k]
         sampler = ts.study.sampler
         made: Trial | None = None
-        if getattr(sampler, "queued", 0) and not self._waiting(k):
-            # A bred proposal: the trial is made with its parameters in one write.
+        if hasattr(sampler, "ask_queued") and not self._waiting(k):
+            # The guided sampler's next proposal (bred and decoded already, on a worker or
+            # here): the trial is made with its parameters in one write.
             made = sampler.ask_queued(
                 ts.study, self._distributions(k),
                 {} if self.claims is None else {OWNER_ATTR: self.owner},
                 cid_attr=CID_ATTR if self.claims is None else None)
-        fresh = made is None
-        trial = ts.study.ask() if made is None else made
-        chosen = sampler.proposal(trial.number) if hasattr(sampler, "proposal") else None
-        try:
-            if chosen is None:
+        if made is not None:
+            trial = made
+            s, _ = sampler.proposal(trial.number)
+            cid = sampler.candidate_of(trial.number)
+        else:  # an enqueued trial (seed, re-queued), or another sampler's proposal
+            trial = ts.study.ask()
+            try:
                 s = ts.space.suggest(trial)
-            elif fresh:
-                # The guided sampler decoded it already: record its parameters, not decode again.
-                s, params = chosen
-                for name in params:
-                    trial.suggest_categorical(name, ts.choices[name])
-                if trial.params != params:  # Optuna overrode one (never seen): trust the trial
-                    s = ts.space.suggest(trial)
-            else:
-                s = chosen[0]
-        except GraphtuneError as exc:
-            log.warning("task %s trial %d: the space cannot decode its parameters: %s",
-                        ts.task.name, trial.number, exc)
-            ts.study.tell(trial, state=TrialState.FAIL)
-            return None
-        if fresh:
+            except GraphtuneError as exc:
+                log.warning("task %s trial %d: the space cannot decode its parameters: %s",
+                            ts.task.name, trial.number, exc)
+                ts.study.tell(trial, state=TrialState.FAIL)
+                return None
             cid = candidate_id(s)
             if self.claims is None:
                 trial.set_user_attr(CID_ATTR, cid)
             else:  # the id is set by the claim, under the storage's lock
                 trial.set_user_attr(OWNER_ATTR, self.owner)
-        else:
-            cid = sampler.candidate_of(trial.number)
         seed = trial.user_attrs.get(SEED_ATTR)
         if seed and trial.user_attrs.get(SEED_CID_ATTR) not in (None, cid):
             # The enqueued parameters did not reproduce the seed: measure the seed as it is.

@@ -143,6 +143,7 @@ class GuidedSampler(BaseSampler):
         self._told_at_request = 0  # ... when the last breeding request was made
         self.dry = 0  # requests in a row whose picks brought nothing new
         self._taking: _Proposal | None = None  # the proposal ask_queued is making a trial of
+        self._dry_ask = False  # ask_queued just bred a round that brought nothing
         # Candidates the measurers hold at once (set by the driver): a round proposes at
         # least this many (up to ``population``), so a round's breeding, whose cost does not
         # depend on how many it proposes, is spread over as many measurements as many
@@ -165,7 +166,8 @@ class GuidedSampler(BaseSampler):
         if "fixed_params" in trial.system_attrs:
             return
         self.sync(study)
-        if not self._queue:
+        dry, self._dry_ask = self._dry_ask, False
+        if not self._queue and not dry:
             self._refill()
         if self._queue:
             self._by_trial[trial.number] = self._queue.popleft()
@@ -201,16 +203,20 @@ class GuidedSampler(BaseSampler):
         ``user_attrs`` (and ``cid_attr``, if given, set to the candidate's id) in one
         storage write, instead of one write per parameter through ``suggest_*`` (80 on
         ResNet-50: most of the driver's time per candidate, and a round trip each on a
-        database). Call ``study.ask()`` instead while the study has enqueued trials.
-        None when nothing is queued.
+        database). With nothing queued, a round is bred here first, as ``study.ask()``
+        would. Call ``study.ask()`` instead while the study has enqueued trials. None when
+        the round brought nothing new (``study.ask()`` then samples at random).
         """
         import datetime
 
         import optuna
 
-        if not self._queue:
-            return None
         self.sync(study)
+        if not self._queue:
+            self._refill()
+        if not self._queue:
+            self._dry_ask = True  # the study.ask() that follows does not breed again
+            return None
         chosen = self._queue.popleft()
         template = optuna.trial.FrozenTrial(
             number=0, state=TrialState.RUNNING, value=None,
@@ -235,7 +241,7 @@ class GuidedSampler(BaseSampler):
     def proposal(self, number: int) -> tuple[GraphSchedule, dict[str, Any]] | None:
         """The schedule and parameters chosen for trial ``number`` (None for enqueued trials).
 
-        The driver sets these parameters on the trial instead of decoding them again.
+        The driver measures this schedule instead of decoding the trial's parameters again.
         """
         chosen = self._by_trial.get(number)
         return (chosen.schedule, chosen.params) if chosen is not None else None

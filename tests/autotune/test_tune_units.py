@@ -351,6 +351,34 @@ def test_bred_rounds_feed_trials_without_decoding_on_the_driver(
     assert len(sampler._y) == fitted + queued and sampler.queued == 0
 
 
+def test_ask_queued_makes_the_trial_of_a_bred_proposal_and_breeds_once_when_dry(
+        tiny_space: Any, tiny_graph: Graph, tune_target: Target,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proposal's trial is made with its parameters and id; with nothing queued the
+    sampler breeds here, and a round that brings nothing is not bred again by the
+    ``study.ask()`` that follows (which then samples at random)."""
+    ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
+    options = GuidedOptions(population=24, generations=1, proposals=4, parents=4)
+    study, sampler = _measured_study(tiny_space, tiny_graph, tune_target, ranker, options)
+    dists = distributions(tiny_space)
+    trial = sampler.ask_queued(study, dists, {"who": "me"}, cid_attr=CID_ATTR)
+    assert trial is not None and sampler.rounds == 1 and sampler.queued == 3
+    schedule, params = sampler.proposal(trial.number)
+    assert trial.params == params
+    assert study.trials[trial.number].state == TrialState.RUNNING
+    assert trial.user_attrs == {"who": "me", CID_ATTR: candidate_id(schedule)}
+    assert sampler.candidate_of(trial.number) == candidate_id(schedule)
+    study.tell(trial, 1.0)
+    sampler._queue.clear()
+    refills: list[int] = []
+    monkeypatch.setattr(sampler, "_refill", lambda: refills.append(1))
+    assert sampler.ask_queued(study, dists) is None and refills == [1]
+    again = study.ask()
+    assert refills == [1] and sampler.proposal(again.number) is None
+    study.ask()  # a later ask breeds again
+    assert refills == [1, 1]
+
+
 class _TwoWorkerPool(InProcessPool):
     """Two workers in one process: batches are measured at once; breeding requests are
     held and answered one at a time, the last asked first, when nothing else is done."""
