@@ -20,33 +20,33 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autotune._claims import Claims
-from autotune._driver import Callback, Driver
-from autotune._journal import StorageHandle, journal_path_for, open_storage
-from autotune._measurer import Measurer, SimMeasurer
-from autotune._reconcile import SEED_ATTR, SEED_CID_ATTR, reconcile, record_cid
-from autotune._result import TuneResult
-from autotune._scheduler import GradientScheduler, TaskProgress
-from autotune._state import JobState, TaskState
-from autotune._studies import (
+from autotune.job._scheduler import GradientScheduler, TaskProgress
+from autotune.job._state import JobState, TaskState
+from autotune.job._tasks import Task, extract_tasks
+from autotune.measure._measurer import Measurer, SimMeasurer
+from autotune.report._result import TuneResult
+from autotune.running._claims import Claims
+from autotune.running._driver import Callback, Driver
+from autotune.running._journal import StorageHandle, journal_path_for, open_storage
+from autotune.running._reconcile import SEED_ATTR, SEED_CID_ATTR, reconcile, record_cid
+from autotune.sampling._samplers import make_sampler
+from autotune.sampling._studies import (
     OBJECTIVES,
     candidate_id,
     check_sampler,
-    make_sampler,
     seed_schedules,
     study_name,
     task_seed,
     tuner_label,
 )
-from autotune._tasks import Task, extract_tasks
 from compiler.errors import GraphtuneError
 from compiler.memo import search_gc
 from logs import LogError
 
 if TYPE_CHECKING:
-    from autotune._guided import GuidedOptions
-    from autotune._pool import MeasurePool
-    from autotune._ranker import Ranker
+    from autotune.running._pool import MeasurePool
+    from autotune.sampling._guided import GuidedOptions
+    from autotune.sampling._ranker import Ranker
     from compiler.graph import Graph
     from compiler.target import Target
     from logs import Record
@@ -168,7 +168,7 @@ def tune(
         timeout_per_trial: Wall-time limit of one measurement, in seconds.
         early_stopping: Stop a task after this many measurements without a gain.
         measurer: What measures: a :class:`Measurer`, or a spec that
-            :func:`autotune._plugins.load_measurer` resolves (``"module:Class"``, an entry
+            :func:`autotune.measure._plugins.load_measurer` resolves (``"module:Class"``, an entry
             point name of ``graphtune.measurers``, ``"sim"``, ``"delayed"``). Default: the
             simulator.
         measurer_options: Keyword arguments of the measurer's constructor (with a spec).
@@ -177,7 +177,7 @@ def tune(
             (default: the measurer's ``resources``); ignored with ``workers=0``.
         guided: Options of the guided sampler.
         ranker: Factory of the guided sampler's cost model (default:
-            :func:`autotune._ranker.default_ranker`).
+            :func:`autotune.sampling._ranker.default_ranker`).
         batch_size: Candidates per batch sent to a worker.
         curve: Draw the tuning-curve PNG next to the log.
         seeds: Measure O0-O3 and the fitting hand-written plans first (False only for
@@ -233,7 +233,7 @@ def tune(
             # rather than stall them (in-process runs stay reproducible without it).
             from dataclasses import replace
 
-            from autotune._guided import GuidedOptions
+            from autotune.sampling._guided import GuidedOptions
 
             guided = replace(guided or GuidedOptions(), background_fit=True)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
@@ -257,7 +257,7 @@ def tune(
         handle.flush()
         curve_path = None
         if curve:
-            from autotune._curve import curve_path_for, draw_curve
+            from autotune.report._curve import curve_path_for, draw_curve
 
             curve_path = draw_curve(job, curve_path_for(log_path))
         return TuneResult.of(job, log_path, handle.where, curve_path)
@@ -280,7 +280,7 @@ def _measurer(measurer: Measurer | str | None, options: dict[str, Any] | None,
               workers: int) -> Measurer:
     """The measurer to use; checked to travel to Ray workers (pickle) when there are any."""
     if isinstance(measurer, str):
-        from autotune._plugins import load_measurer
+        from autotune.measure._plugins import load_measurer
 
         meas = load_measurer(measurer, options)
     elif options:
@@ -350,8 +350,8 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
     """
     import optuna
 
-    from autotune._driver import note_measurement
-    from autotune._ranker import default_ranker
+    from autotune.running._driver import note_measurement
+    from autotune.sampling._ranker import default_ranker
     from search_space import build_space
     from sim import Measurement, lower_bound
 
@@ -429,10 +429,10 @@ def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,
           resources: dict[str, float] | None) -> MeasurePool:
     graphs = {t.task.key: t.task.graph for t in job.tasks}
     if workers == 0:
-        from autotune._pool import InProcessPool
+        from autotune.running._pool import InProcessPool
 
         return InProcessPool(graphs, target, measurer, timeout_s)
-    from autotune._ray_pool import RayPool
+    from autotune.running._ray_pool import RayPool
 
     return RayPool(graphs, target, measurer, workers, ray_address, timeout_s, num_cpus=cpus,
                    resources=resources)

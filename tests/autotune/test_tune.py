@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from optuna.trial import TrialState
 
 from autotune import ApplyHistoryBest, GuidedOptions, tune
-from autotune._studies import candidate_id
 from autotune.cli import main
+from autotune.sampling._studies import candidate_id
 from compiler.graph import Graph
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
@@ -193,7 +193,7 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("Ray must not start for a user error")
 
-    monkeypatch.setattr("autotune._ray_pool.start_ray", refuse)
+    monkeypatch.setattr("autotune.running._ray_pool.start_ray", refuse)
 
 
 def _error(args: list[str]) -> str:
@@ -234,7 +234,7 @@ def test_user_errors_are_one_line_before_ray(no_ray: None, tiny_onnx: Path, tmp_
 def test_two_seeds_that_are_one_schedule_are_measured_once(
         tiny_graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from autotune import _tune
-    from autotune._studies import seed_schedules
+    from autotune.sampling._studies import seed_schedules
 
     real = seed_schedules(tiny_graph, Target.default())
     o3 = dict(real)["O3"]

@@ -134,17 +134,6 @@ def test_l1_results_stay_on_their_cores_or_cross_the_noc(tiny: Graph, target: Ta
     assert col(X, "act_llb_share")[2] > 0
 
 
-def test_reference_time_is_the_simulators_roofline(tiny: Graph, target: Target) -> None:
-    """One roofline: the reference time equals sim's lower bound without the host launch."""
-    from sim import lower_bound
-
-    launch = target.host.launch_overhead_us
-    for t in (target, target.replace(ddr={"bytes_per_cycle": 8}),
-              target.replace(matrix={"macs_per_cycle": 64})):
-        ref_us = t.cycles_to_us(reference_cycles(tiny, t))
-        assert ref_us == pytest.approx(lower_bound(tiny, tiny.batch, t) - launch, rel=1e-9)
-
-
 def test_space_encoding_columns(tiny: Graph, target: Target, tiny_space: Space,
                                 tiny_candidates: list[GraphSchedule]) -> None:
     X = features(tiny, tiny_candidates, target, space=tiny_space)

@@ -319,7 +319,7 @@ def test_compulsory_ddr_bytes_count_a_shared_weight_once(target: Target) -> None
     """Two matmuls reading W and its transpose (one storage, like a tied embedding's
     head): the bound counts W's bytes once; the simulator loads it for each and stays
     above the bound."""
-    from sim._bound import compulsory_ddr_bytes
+    from compiler.bound import compulsory_ddr_bytes
 
     nodes = [h.make_node("MatMul", ["x", "W"], ["a"]),
              h.make_node("Transpose", ["W"], ["Wt"], perm=[1, 0]),
