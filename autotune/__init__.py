@@ -2,15 +2,17 @@
 
 Example:
     >>> from autotune import tune, ApplyHistoryBest
-    >>> result = tune(["r50.onnx"], trials=300, workers=2, log="tune.jsonl", seed=0)
+    >>> from autotune import RunOptions, SearchOptions
+    >>> result = tune(["r50.onnx"], trials=300, log="tune.jsonl",
+    ...               search=SearchOptions(seed=0), run=RunOptions(workers=2))
     >>> result.tasks[0].speedup("O3"), result.curve
     >>> with ApplyHistoryBest("tune.jsonl"):
     ...     model.compile("r50.stcobj")
 
 A farm: several jobs, each with its own log, share one study through a storage
 and never measure a candidate twice; ``graphtune distill`` merges their logs.
-    >>> tune(["r50.onnx"], trials=2000, log="host1.jsonl", seed=1,
-    ...      storage="postgresql://tuner@db-host/graphtune")
+    >>> tune(["r50.onnx"], trials=2000, log="host1.jsonl", search=SearchOptions(seed=1),
+    ...      run=RunOptions(storage="postgresql://tuner@db-host/graphtune"))
 
 Rooms (see ARCHITECTURE.md): ``autotune.job`` (tasks, job state, task scheduler),
 ``autotune.sampling`` (studies, samplers, guided sampler, breeding, ranker),
@@ -21,6 +23,7 @@ claims), ``autotune.report`` (result, progress, curve, bound report),
 """
 
 from autotune._apply_history import ApplyHistoryBest
+from autotune._options import MeasureOptions, RunOptions, SearchOptions
 from autotune._tune import tune
 from autotune.job._scheduler import GradientScheduler, TaskProgress
 from autotune.job._state import JobState, TaskState
@@ -77,8 +80,11 @@ __all__ = [
     "GuidedOptions",
     "GuidedSampler",
     "JobState",
+    "MeasureOptions",
     "Measurer",
     "ModelResult",
+    "RunOptions",
+    "SearchOptions",
     "SimMeasurer",
     "Task",
     "TaskProgress",

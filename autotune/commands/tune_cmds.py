@@ -123,17 +123,21 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
             raise GraphtuneError(f"two models are named {m.name!r} ({p}): rename one file")
     graphs = [m.graph for m in models]
 
+    from autotune._options import MeasureOptions, RunOptions, SearchOptions
     from autotune._tune import tune
     from autotune.report._progress import ProgressTable, summary_table
 
     live = sys.stderr.isatty() and not as_json
     progress = ProgressTable(sys.stderr, live=live)
     try:
-        result = tune(graphs, trials=trials, log=log_path, workers=workers, storage=storage,
-                      sampler=sampler, seed=seed, objective=objective, target=target,
-                      ray_address=ray_address, callbacks=[progress],
-                      timeout_per_trial=timeout_per_trial, early_stopping=early_stopping,
-                      measurer=measurer, worker_cpus=worker_cpus, worker_resources=resources)
+        result = tune(
+            graphs, trials=trials, log=log_path, target=target,
+            search=SearchOptions(sampler=sampler, seed=seed, objective=objective,
+                                 early_stopping=early_stopping),
+            run=RunOptions(workers=workers, storage=storage, ray_address=ray_address,
+                           callbacks=[progress], worker_cpus=worker_cpus,
+                           worker_resources=resources),
+            measure=MeasureOptions(measurer=measurer, timeout_per_trial=timeout_per_trial))
     finally:
         progress.close()
     if as_json:
