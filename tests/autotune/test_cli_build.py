@@ -18,9 +18,8 @@ import onnx
 import pytest
 
 from compiler import GraphSchedule, zoo
-from compiler.derive import make_schedule
 from compiler.model import Model
-from compiler.schedule import GroupSpec, Placement
+from compiler.schedule import GroupSpec, Placement, make_schedule
 from compiler.target import Target
 
 SCRIPT = Path(sys.executable).parent / "graphtune"

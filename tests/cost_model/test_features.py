@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from compiler.auto import core_bind_for
-from compiler.derive import make_schedule, single_tensor_cuts
+from compiler.derive import single_tensor_cuts
 from compiler.graph import Graph
-from compiler.schedule import GraphSchedule, GroupSpec, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, make_schedule
 from compiler.target import Target
 from cost_model import FEATURES, feature_names, features, reference_cycles
 from search_space import Space, build_space

@@ -15,11 +15,10 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx import helper as h
 
 from compiler.auto import graph_schedule_level
-from compiler.derive import make_schedule
 from compiler.graph import Graph
 from compiler.model import Model
 from compiler.opshape import OpKind, OpShape, array_cycles, matrix_tiles
-from compiler.schedule import Placement
+from compiler.schedule import Placement, make_schedule
 from compiler.target import Target
 from sim import SimError, SimResult, lower_bound, simulate
 from tests.sim.conftest import group, onnx_graph, w, zoo_graph
