@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from optuna.trial import TrialState
 
-from autotune import ApplyHistoryBest, GuidedOptions, tune
+from autotune import ApplyHistoryBest, GuidedOptions, RunOptions, SearchOptions, tune
 from autotune.cli import main
 from autotune.sampling._studies import candidate_id
 from compiler.graph import Graph
@@ -100,9 +100,12 @@ def test_cli_tune_records_every_measurement_seeds_first(tiny_onnx: Path, tmp_pat
 
 
 def test_same_seed_in_process_gives_the_same_log(tiny_graph: Graph, tmp_path: Path) -> None:
+    """Same seed, same log; the old keywords (deprecated) give the same job as the options."""
     logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
-    for log in logs:
-        tune([tiny_graph], trials=16, workers=0, log=log, seed=11, guided=SMALL, curve=False)
+    with pytest.warns(DeprecationWarning, match="curve, guided, seed, workers"):
+        tune([tiny_graph], trials=16, workers=0, log=logs[0], seed=11, guided=SMALL, curve=False)
+    tune([tiny_graph], trials=16, log=logs[1], search=SearchOptions(seed=11, guided=SMALL),
+         run=RunOptions(workers=0, curve=False))
     assert _without_time(logs[0]) == _without_time(logs[1])
 
 
