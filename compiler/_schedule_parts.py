@@ -272,3 +272,10 @@ class ScheduleLike(Protocol):
 
     @property
     def workload_key(self) -> str | None: ...
+
+
+# Their public path is compiler.schedule (which re-exports them): docs, reprs of the
+# classes and pickles name it.
+for _cls in (NPUMemScope, Placement, GroupSpec, Transfer, Step):
+    _cls.__module__ = "compiler.schedule"
+del _cls
