@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from compiler.memo import memo_of
 from compiler.optable import op_spec
+from compiler.views import VIEW_OPS, view_sources
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Op
@@ -59,7 +60,6 @@ __all__ = [
     "streamable_inputs",
 ]
 
-VIEW_OPS = frozenset({"reshape", "squeeze", "expand_dims", "flatten", "tuple_get_item"})
 # Vector-unit ops that are not elementwise (they reduce, window or normalise rows).
 _ROW_OPS = frozenset({
     "sum", "mean", "max", "min", "argmax", "argmin", "nn.softmax", "nn.layer_norm",
@@ -281,21 +281,13 @@ def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
     an.size = {t: sample_bytes(graph, t)
                for i in ops for t in (*graph.ops[i].inputs, graph.ops[i].output)}
 
-    # views alias their source tensor
-    alias: dict[str, str] = {}
+    # views alias their source tensor (compiler.views: the one place that follows them)
+    alias = view_sources(graph, ops)
 
     def root(t: str) -> str:
-        while t in alias:
-            t = alias[t]
-        return t
+        return alias.get(t, t)
 
-    seq: list[Op] = []
-    for i in ops:
-        op = graph.ops[i]
-        if op.op_type in VIEW_OPS and len(op.inputs) == 1:
-            alias[op.output] = root(op.inputs[0])
-        else:
-            seq.append(op)
+    seq: list[Op] = [graph.ops[i] for i in ops if graph.ops[i].output not in alias]
     an.root = {t: root(t) for t in an.size}
     an.seq = seq
     graph_outputs = set(graph.outputs)

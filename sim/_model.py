@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from compiler.memo import memo_of
 from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
+from compiler.views import reads_from_outside, view_source
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -93,7 +94,9 @@ class GroupWork:
             :attr:`OpShape.operand_bytes`), summed over the set's batched ops.
         rereads: ``(op index, input tensor, extra passes)`` of the ops whose weights
             exceed half the weight buffer and whose first input comes from outside
-            the set: each extra weight tile reads that input again.
+            the set (views followed to their source, :mod:`compiler.views`; the
+            tensor named is that source, the group input): each extra weight tile
+            reads that input again.
         gathers: The set's gather ops.
     """
 
@@ -122,7 +125,6 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
     hit: GroupWork | None = memo.get(key)
     if hit is None:
         shapes = op_shapes(graph)
-        inside = {graph.ops[i].output for i in ops}
         cut = 0.0
         rereads = []
         gathers = []
@@ -133,9 +135,12 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
             if d.kind == OpKind.GATHER:
                 gathers.append(d)
             op = graph.ops[i]
+            # a view of a group input is that input (issue 25 item 1): it streams from
+            # wherever the input lives, once per extra weight tile
             if d.kind.is_matrix and d.weight_bytes > half_wb and op.inputs \
-                    and op.inputs[0] not in inside:
-                rereads.append((i, op.inputs[0], math.ceil(d.weight_bytes / half_wb) - 1))
+                    and reads_from_outside(graph, ops, op.inputs[0]):
+                rereads.append((i, view_source(graph, ops, op.inputs[0]),
+                                math.ceil(d.weight_bytes / half_wb) - 1))
         hit = memo[key] = GroupWork(cut, tuple(rereads), tuple(gathers))
     return hit
 
