@@ -111,6 +111,11 @@ class OpShape:
         table_bytes: ``GATHER``: bytes of the table rows are gathered from (0 when
             the table is an activation, already on chip).
         row_bytes: ``GATHER``: bytes of one gathered row (one DDR access).
+        window_rows: Windowed ops (convolution, pooling): input rows one output row
+            reads, ``dilation x (kernel - 1) + 1`` (0 otherwise). A streamed input
+            must hold that many rows in L1 at once.
+        in_rows: Windowed ops: input rows per sample (the height the rows are cut
+            along; ``in_bytes / in_rows`` is one input row, every channel and column).
     """
 
     kind: OpKind
@@ -126,6 +131,8 @@ class OpShape:
     operand_bytes: float = 0.0
     table_bytes: int = 0
     row_bytes: int = 0
+    window_rows: int = 0
+    in_rows: int = 0
 
     @property
     def macs(self) -> float:
@@ -221,7 +228,7 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
     if op.op_type in VIEW_OPS:
         return OpShape(OpKind.VIEW, is_b, 0.0)
     unit = op_spec(op.op_type).unit
-    halo = _halo_bytes(graph, op) if is_b else 0.0
+    halo, wrows, hrows = _window(graph, op) if is_b else (0.0, 0, 0)
     if unit == "matrix" and op.macs:
         elems = max(out.elements, 1)
         k = max(1, round(op.macs / elems))
@@ -231,7 +238,7 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
             co = out.shape[-1] if layout.endswith("C") else out.shape[1]
             rows = elems / co
             return OpShape(OpKind.MATRIX, is_b, rows / per, groups, 1, max(1, co // groups), k,
-                           wbytes, in_bytes, halo_bytes=halo)
+                           wbytes, in_bytes, halo_bytes=halo, window_rows=wrows, in_rows=hrows)
         n = out.shape[-1] if out.shape else 1
         two_acts = len(op.inputs) >= 2 and op.inputs[1] in batched
         if two_acts and len(out.shape) >= 2:
@@ -249,7 +256,8 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
         return OpShape(OpKind.MOVE, is_b, graph.nbytes(op.output) / per)
     work = (op.flops or out.elements) / per
     kind = OpKind.SPECIAL if unit == "special" else OpKind.VECTOR
-    return OpShape(kind, is_b, work, weight_bytes=wbytes, in_bytes=in_bytes, halo_bytes=halo)
+    return OpShape(kind, is_b, work, weight_bytes=wbytes, in_bytes=in_bytes, halo_bytes=halo,
+                   window_rows=wrows, in_rows=hrows)
 
 
 _WINDOWED = frozenset({"nn.conv2d", "nn.conv3d", "nn.max_pool2d", "nn.avg_pool2d"})
@@ -263,37 +271,42 @@ def _pair(v: object, default: int) -> tuple[int, ...]:
     return (default,)
 
 
-def _halo_bytes(graph: Graph, op: Op) -> float:
-    """Input bytes across one cut of a sample's output rows (see :attr:`OpShape.halo_bytes`).
+def _window(graph: Graph, op: Op) -> tuple[float, int, int]:
+    """``(halo bytes, window rows, input rows)`` of a windowed op (zeros for others).
 
     Output rows are cut along the outermost spatial axis (rows are laid out
-    sample, then height, then width), so a core needs ``kernel - stride`` input
-    rows of its neighbour's part, every column and channel of them.
+    sample, then height, then width), so at a cut the two cores need
+    ``dilated kernel - stride`` input rows of each other's parts, every column and
+    channel of them (:attr:`OpShape.halo_bytes`); one output row reads
+    ``dilated kernel`` input rows (:attr:`OpShape.window_rows`).
     """
     if op.op_type not in _WINDOWED or not op.inputs:
-        return 0.0
+        return 0.0, 0, 0
     x = graph.tensors[op.inputs[0]]
     if len(x.shape) < 4:
-        return 0.0
+        return 0.0, 0, 0
     layout = str(op.attr("data_layout", op.attr("layout", "NCHW")) or "NCHW")
     if op.op_type.startswith("nn.conv"):
         if not op.weights:
-            return 0.0
+            return 0.0, 0, 0
         wshape = graph.tensors[op.weights[0]].shape
         kernel = int(wshape[2]) if len(wshape) >= 4 else 1
     else:
         kernel = _pair(op.attr("pool_size"), 1)[0]
     stride = _pair(op.attr("strides"), 1)[0]
     dilation = _pair(op.attr("dilation"), 1)[0]
-    rows = dilation * (kernel - 1) + 1 - stride
-    if rows <= 0:
-        return 0.0
+    window = dilation * (kernel - 1) + 1
+    rows = window - stride
     if layout.endswith("C"):  # NHWC: row = W x C
         row_elems = prod(x.shape[2:])
+        height = int(x.shape[1])
     else:  # NCHW: row = C x W (one line of every channel)
         row_elems = x.shape[1] * prod(x.shape[3:])
+        height = int(x.shape[2])
+    if window <= 1:
+        return 0.0, 0, height
     per_elem = graph.nbytes(op.inputs[0]) / max(x.elements, 1)
-    return float(rows * row_elems * per_elem)
+    return float(max(rows, 0) * row_elems * per_elem), window, height
 
 
 def _table(graph: Graph, op: Op) -> tuple[int, int]:

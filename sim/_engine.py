@@ -43,7 +43,14 @@ from compiler.layout import group_layout, input_layout, transfer_layout
 from compiler.memo import memo_of
 from sim._bound import lower_bound_cycles
 from sim._invariants import check_invariants
-from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_cost, group_work
+from sim._model import (
+    ComputeCost,
+    GroupWork,
+    cuts_inside_samples,
+    group_cost,
+    group_work,
+    halo_reach,
+)
 from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, StepRecord
@@ -331,8 +338,16 @@ class _Sim:
             ex = _Flows()
             for part in parts:
                 cuts = cuts_inside_samples(spp, len(part))
-                if cuts:
-                    ex.add(exchange_plan(self.chip, part, self.moves), cuts * work.cut_bytes)
+                if not cuts:
+                    continue
+                near = work.cut_bytes
+                # a halo reaching past the neighbour's rows comes from further away
+                for hb, side_rows, in_rows in work.halos:
+                    reach = halo_reach(in_rows * spp / len(part), side_rows, len(part))
+                    if len(reach) > 1:
+                        near -= hb
+                        ex.add(exchange_plan(self.chip, part, self.moves, reach), cuts * hb)
+                ex.add(exchange_plan(self.chip, part, self.moves), cuts * near)
             if ex.flows:
                 streams.append(ex)
                 self.noc_bytes += ex.noc

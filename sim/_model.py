@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.target import MatrixUnit, Target
 
-__all__ = ["ComputeCost", "GroupWork", "cuts_inside_samples", "group_cost", "group_work"]
+__all__ = ["ComputeCost", "GroupWork", "cuts_inside_samples", "group_cost", "group_work",
+           "halo_reach"]
 
 _VECTOR_TILE = 4096  # elements per vector instruction tile (fill/drain granularity)
 
@@ -98,11 +99,16 @@ class GroupWork:
             tensor named is that source, the group input): each extra weight tile
             reads that input again.
         gathers: The set's gather ops.
+        halos: ``(halo bytes per cut, halo rows per side, input rows per sample)`` of
+            each windowed op in :attr:`cut_bytes`: when a core's rows are fewer than
+            the halo rows on one side (a dilated kernel), part of the halo comes from
+            cores further away and crosses more NoC links.
     """
 
     cut_bytes: float
     rereads: tuple[tuple[int, str, int], ...]
     gathers: tuple[OpShape, ...]
+    halos: tuple[tuple[float, float, int], ...] = ()
 
     def passes(self, streamed: frozenset[str]) -> dict[str, int]:
         """Extra passes over each streamed input (the engine charges them at the source)."""
@@ -128,10 +134,14 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
         cut = 0.0
         rereads = []
         gathers = []
+        halos = []
         for i in ops:
             d = shapes[i]
             if d.batched:
                 cut += d.halo_bytes + d.operand_bytes
+                if d.halo_bytes and d.in_rows and d.in_bytes:
+                    rows = d.halo_bytes / (d.in_bytes / d.in_rows)
+                    halos.append((d.halo_bytes, rows / 2, d.in_rows))
             if d.kind == OpKind.GATHER:
                 gathers.append(d)
             op = graph.ops[i]
@@ -141,8 +151,28 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
                     and reads_from_outside(graph, ops, op.inputs[0]):
                 rereads.append((i, view_source(graph, ops, op.inputs[0]),
                                 math.ceil(d.weight_bytes / half_wb) - 1))
-        hit = memo[key] = GroupWork(cut, tuple(rereads), tuple(gathers))
+        hit = memo[key] = GroupWork(cut, tuple(rereads), tuple(gathers), tuple(halos))
     return hit
+
+
+def halo_reach(rows_per_core: float, side_rows: float, cores: int) -> tuple[float, ...]:
+    """Fraction of one side's halo that comes from the core ``d`` places away, d = 1, 2, ...
+
+    A core holding ``rows_per_core`` rows of a sample needs ``side_rows`` rows beyond
+    each of its edges: the first ``rows_per_core`` of them are its neighbour's, the
+    next ones the next core's, and so on (at most ``cores - 1`` places away).
+    ``(1.0,)`` when the neighbour holds them all.
+    """
+    if rows_per_core <= 0 or side_rows <= rows_per_core or cores < 3:
+        return (1.0,)
+    parts = []
+    left = side_rows
+    while left > 1e-9 and len(parts) < cores - 1:
+        take = min(rows_per_core, left)
+        parts.append(take)
+        left -= take
+    total = sum(parts)
+    return tuple(p / total for p in parts)
 
 
 def cuts_inside_samples(samples: int, cores: int) -> int:

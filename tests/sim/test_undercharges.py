@@ -7,13 +7,14 @@ first-principles figure it checks against.
 from __future__ import annotations
 
 import pytest
+from onnx import helper as h
 
 from compiler.derive import make_schedule
 from compiler.graph import Graph
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
 from sim import SimError, SimResult, simulate
-from tests.sim.conftest import group
+from tests.sim.conftest import group, onnx_graph, w
 
 ONE_PER_CORE = [[c] for c in range(8)]
 
@@ -68,3 +69,84 @@ def test_a_view_opening_a_group_still_streams_its_input_per_weight_tile(
     assert a == pytest.approx(b, rel=0.01)
     assert opened.latency_us == pytest.approx(closed.latency_us, rel=0.01)
     assert opened.ddr_bytes == pytest.approx(closed.ddr_bytes, rel=0.01)
+
+
+# ---- item 3: convolution halos and streaming windows take L1 -----------------------------------
+def dilated_conv(dilation: int, channels: int = 256, relu_first: bool = True) -> Graph:
+    """One sample, ``channels`` x 64 x 64, a 3x3 convolution with ``dilation`` (same size out).
+
+    With ``relu_first`` a relu feeds it inside the group, so its input is staged in
+    L1; without, its input streams from DDR.
+    """
+    conv = h.make_node("Conv", ["y" if relu_first else "x", "W"], ["out"], pads=[dilation] * 4,
+                       dilations=[dilation, dilation])
+    nodes = [h.make_node("Relu", ["x"], ["y"]), conv] if relu_first else [conv]
+    shape = [1, channels, 64, 64]
+    return onnx_graph(nodes, {"x": shape}, {"out": shape}, {"W": w(channels, channels, 3, 3)})
+
+
+def on_eight_cores(g: Graph) -> GraphSchedule:
+    """The whole graph in one group, its one sample's rows cut over cores 0-7."""
+    return make_schedule(g, [group("G", range(len(g.ops)), "DDR", [list(range(8))])])
+
+
+def test_a_dilated_conv_cut_over_cores_is_refused_for_its_halo(target: Target) -> None:
+    """3x3 conv, dilation 18, 256 channels, 64 x 64, one sample on 8 cores.
+
+    First principles: a core holds 8 of the 64 input rows (8 x 64 x 256 x 2 =
+    262,144 B) and needs the 18 rows above and below them: 36 rows of 32 KiB =
+    1,179,648 B of halo, more than the 1 MiB L1 on its own. Before the fix it was
+    accepted with 278,528 B peak L1.
+    """
+    r = simulate(dilated_conv(18), on_eight_cores(dilated_conv(18)), target)
+    assert isinstance(r, SimError) and r.status == "capacity", r
+    assert r.needed_bytes >= 262_144 + 1_179_648
+    assert "halo" in r.message
+    halo = [b for what, b in r.live_tensors if "halo" in what]
+    assert halo == [1_179_648]
+
+
+def test_a_dilated_conv_streaming_from_ddr_needs_its_window_of_rows(target: Target) -> None:
+    """The same convolution reading its input straight from DDR.
+
+    First principles: an output row reads 18 x 2 + 1 = 37 input rows; with the
+    input streamed those rows must sit in L1 together: 37 x 64 x 256 x 2 =
+    1,212,416 B > 1 MiB. Before the fix the stream was two 8 KiB tiles whatever the
+    kernel, and the schedule was accepted.
+    """
+    g = dilated_conv(18, relu_first=False)
+    r = simulate(g, on_eight_cores(g), target)
+    assert isinstance(r, SimError) and r.status == "capacity", r
+    assert r.needed_bytes >= 37 * 64 * 256 * 2
+    assert "window" in r.message
+
+
+def test_a_plain_conv_cut_over_cores_holds_its_halo_rows(target: Target) -> None:
+    """3x3 conv (dilation 1), 256 x 64 x 64, one sample on 8 cores, relu before it in L1.
+
+    First principles: a middle core holds its 8 rows of the conv's input (262,144 B,
+    overwritten by its output rows as they are made), one row from each neighbour
+    (2 x 32,768 B) and the two 8 KiB stream tiles in and out (32,768 B): 360,448 B.
+    Before the fix the halo took no room: 294,912 B.
+    """
+    r = ok(simulate(dilated_conv(1), on_eight_cores(dilated_conv(1)), target))
+    assert r.peak_l1_bytes == 262_144 + 65_536 + 32_768
+
+
+def test_a_halo_from_cores_further_than_the_neighbour_crosses_more_links(target: Target) -> None:
+    """Halo rows that come from two or three cores away cross more NoC links per byte.
+
+    16 channels x 64 x 64 on 8 cores: a core holds 8 rows. Dilation 4 needs 4 rows
+    each side (all from the neighbour); dilation 18 needs 18 each side: 8 from the
+    neighbour, 8 from the next core, 2 from the third. Bytes that come from further
+    away use at least the links the neighbour's do, on this mesh strictly more.
+    Before the fix every halo byte went to the neighbour only.
+    """
+    per_byte = []
+    for dil in (4, 18):
+        g = dilated_conv(dil, channels=16)
+        r = ok(simulate(g, on_eight_cores(g), target))
+        link_bytes = sum(b for name, b in r.busy_cycles.items() if name.startswith("noc")) \
+            * target.noc.link_bytes_per_cycle
+        per_byte.append(link_bytes / r.noc_bytes)
+    assert per_byte[1] > per_byte[0] * 1.2
