@@ -280,9 +280,9 @@ def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output:
         buf = 2.0 * piece
         # a windowed reader (issue 25 item 3) needs a whole window of rows, dilation x
         # (kernel - 1) + 1 of them, resident while the next tile streams in
-        d = op_shapes(graph)[readers[t]] if t in readers else None
-        if d is not None and d.window_rows > 1 and d.in_rows:
-            window = min(d.window_rows, d.in_rows) * (sb + fb) / d.in_rows
+        rd = op_shapes(graph)[readers[t]] if t in readers else None
+        if rd is not None and rd.window_rows > 1 and rd.in_rows:
+            window = min(rd.window_rows, rd.in_rows) * (sb + fb) / rd.in_rows
             if window + piece > buf:
                 windows += window + piece - buf
                 buf = window + piece

@@ -43,15 +43,15 @@ from typing import TYPE_CHECKING
 
 from compiler.memo import memo_of
 from compiler.optable import op_spec
-from compiler.views import VIEW_OPS, view_sources
+from compiler.views import view_sources
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Op
 
 __all__ = [
+    "ChainPoint",
     "Footprint",
     "Profile",
-    "ChainPoint",
     "batched_tensors",
     "chain_points",
     "group_footprint",
@@ -274,9 +274,24 @@ def peak_of(profile: Profile, samples: int = 1, cores: int = 1) -> int:
 class _Analysis:
     """Structure of an op set: views resolved, fused chains, lifetimes (mutable cache)."""
 
-    __slots__ = ("chains", "footprint", "group_inputs", "last", "ops", "outside_use", "points",
-                 "private", "produced", "profiles", "root", "seq", "size", "streamable",
-                 "stream_readers", "virtual")
+    __slots__ = (
+        "chains",
+        "footprint",
+        "group_inputs",
+        "last",
+        "ops",
+        "outside_use",
+        "points",
+        "private",
+        "produced",
+        "profiles",
+        "root",
+        "seq",
+        "size",
+        "stream_readers",
+        "streamable",
+        "virtual",
+    )
 
     ops: tuple[int, ...]
     size: dict[str, tuple[int, int]]

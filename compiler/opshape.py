@@ -48,9 +48,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from compiler.footprint import GATHER_OPS, VIEW_OPS, batched_tensors
+from compiler.footprint import GATHER_OPS, batched_tensors
 from compiler.memo import memo_of
 from compiler.optable import op_spec, prod
+from compiler.views import VIEW_OPS
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Op

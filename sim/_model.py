@@ -165,7 +165,7 @@ def halo_reach(rows_per_core: float, side_rows: float, cores: int) -> tuple[floa
     """
     if rows_per_core <= 0 or side_rows <= rows_per_core or cores < 3:
         return (1.0,)
-    parts = []
+    parts: list[float] = []
     left = side_rows
     while left > 1e-9 and len(parts) < cores - 1:
         take = min(rows_per_core, left)
