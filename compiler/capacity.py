@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from compiler.derive import Node, chunk_dag, group_io
 from compiler.footprint import (
     chain_points,
+    group_footprint,
     group_profile,
     peak_of,
     sample_bytes,
@@ -187,7 +188,8 @@ class _GroupFacts:
     ``(streamed, stream_output, held, samples, cores)``.
     """
 
-    __slots__ = ("halo", "inputs", "ops", "output", "sizes", "streamable", "windowed", "work")
+    __slots__ = ("halo", "inputs", "ops", "output", "sizes", "streamable", "weight_bytes",
+                 "windowed", "work")
 
     def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
         io = group_io(graph, ops)
@@ -195,6 +197,7 @@ class _GroupFacts:
         self.inputs = io.inputs
         self.output = io.outputs[0] if io.outputs else graph.ops[ops[-1]].output
         self.streamable = streamable_inputs(graph, ops)
+        self.weight_bytes = group_footprint(graph, ops).weight_bytes
         self.sizes = {t: sample_bytes(graph, t) for t in (*io.inputs, self.output)}
         self.work: dict[tuple[frozenset[str], bool, bool, int, int], float] = {}
         # (halo bytes at the peak, window rows beyond the usual two stream tiles)
@@ -393,6 +396,8 @@ class CapacityWalk:
         self.n = target.chip.cores_per_cluster
         self.l1_cap = target.l1.data_bytes
         self.llb_cap = target.llb.bytes
+        self.half_wb = target.l1.weight_bytes / 2
+        self.weights_via_llb = target.llb.broadcast
         self.l1_live = [0.0] * self.n
         self.llb_live = 0.0
         self.peak_l1 = [0.0] * self.n
@@ -582,10 +587,16 @@ class CapacityWalk:
                         return _Eval(issue, usage, names, held, None)
                     usage.append((c, u))
         need = None
-        if layout[0] == "LLB":
-            need = self.llb_live + self._total(k, layout)
+        # weights pass the LLB on their way to the cores (broadcast): up to two weight-buffer
+        # tiles are there while the step runs (issue 25 item 6)
+        tiles = min(f.weight_bytes, 2 * self.half_wb) if self.weights_via_llb else 0.0
+        if layout[0] == "LLB" or tiles:
+            need = self.llb_live + tiles
+            if layout[0] == "LLB":
+                need += self._total(k, layout)
             if need > self.llb_cap:
-                issue = self.llb_issue(k, need, self.resident, self.llb_live) if explain else _OVER
+                issue = self.llb_issue(k, need, self.resident, self.llb_live, tiles) \
+                    if explain else _OVER
                 return _Eval(issue, usage, names, held, None)
         return _Eval(None, usage, names, held, need)
 
@@ -694,13 +705,15 @@ class CapacityWalk:
                              tuple(live), tuple(steps))
 
     def llb_issue(self, k: int, needed: float, resident: dict[int, tuple[dict[int, float], float]],
-                  llb_live: float) -> CapacityIssue:
+                  llb_live: float, weight_tiles: float = 0.0) -> CapacityIssue:
         live = [(f"{self.label(i)} ({self.provides[i]})", int(b))
                 for i, (_, b) in resident.items() if b > 0]
         steps = [(i, int(b)) for i, (_, b) in resident.items() if b > 0]
-        if needed > llb_live:
+        if weight_tiles > 0:
+            live.append((f"{self.label(k)} weight tiles in flight", int(weight_tiles)))
+        if needed > llb_live + weight_tiles:
             live.append((f"{self.label(k)} output ({self.provides[k]})",
-                         int(needed - llb_live)))
+                         int(needed - llb_live - weight_tiles)))
         live.sort(key=lambda x: -x[1])
         return CapacityIssue("LLB of cluster 0", -1, self.label(k), k, math.ceil(needed), self.llb_cap,
                              tuple(live), tuple(steps))

@@ -150,3 +150,25 @@ def test_a_halo_from_cores_further_than_the_neighbour_crosses_more_links(target:
             * target.noc.link_bytes_per_cycle
         per_byte.append(link_bytes / r.noc_bytes)
     assert per_byte[1] > per_byte[0] * 1.2
+
+
+# ---- item 6: weight tiles on their way through the LLB take LLB room ----------------------------
+def test_weight_tiles_passing_the_llb_count_in_its_capacity(target: Target) -> None:
+    """An LLB kept 128 KiB short of full while a matmul with 512 KiB of weights runs.
+
+    First principles: the weights are broadcast from DDR through the LLB to the
+    cores' weight buffers, two 128 KiB tiles in flight (double buffering): 262,144 B
+    of LLB on top of the 8,257,536 B activation the matmul streams from there,
+    8,519,680 B > 8 MiB. Before the fix the LLB held only the activation and the
+    schedule was accepted.
+    """
+    rows = (8 * 2**20 - 128 * 2**10) // (512 * 2) // 8  # rows per sample, 8 samples
+    nodes = [h.make_node("Relu", ["x"], ["y"]), h.make_node("MatMul", ["y", "W"], ["out"])]
+    g = onnx_graph(nodes, {"x": [8, rows, 512]}, {"out": [8, rows, 512]}, {"W": w(512, 512)})
+    s = make_schedule(g, [group("A", [0], "LLB", ONE_PER_CORE),
+                          group("B", [1], "DDR", ONE_PER_CORE)])
+    r = simulate(g, s, target)
+    assert isinstance(r, SimError) and r.status == "capacity", r
+    assert r.resource == "LLB of cluster 0"
+    assert r.needed_bytes == 8 * rows * 512 * 2 + 2 * 128 * 2**10
+    assert any("weight tiles" in what for what, _ in r.live_tensors)
