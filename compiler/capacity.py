@@ -62,7 +62,7 @@ from compiler.layout import (
     transfer_layout,
 )
 from compiler.memo import memo_of
-from compiler.opshape import OpShape, op_shapes
+from compiler.opshape import OpKind, OpShape, batched_split, op_shapes
 from compiler.views import view_sources
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ class _GroupFacts:
     ``(streamed, stream_output, held, samples, cores)``.
     """
 
-    __slots__ = ("halo", "inputs", "ops", "output", "sizes", "streamable", "weight_bytes",
+    __slots__ = ("attention", "halo", "inputs", "ops", "output", "sizes", "streamable", "weight_bytes",
                  "windowed", "work")
 
     def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
@@ -200,10 +200,14 @@ class _GroupFacts:
         self.weight_bytes = group_footprint(graph, ops).weight_bytes
         self.sizes = {t: sample_bytes(graph, t) for t in (*io.inputs, self.output)}
         self.work: dict[tuple[frozenset[str], bool, bool, int, int], float] = {}
-        # (halo bytes at the peak, window rows beyond the usual two stream tiles)
-        self.halo: dict[tuple[frozenset[str], bool, bool, int, int], tuple[float, float]] = {}
+        # (halo bytes at the peak, window rows beyond the usual two stream tiles,
+        # attention's busiest-core excess at the peak)
+        self.halo: dict[tuple[frozenset[str], bool, bool, int, int],
+                        tuple[float, float, float]] = {}
         shapes = op_shapes(graph)
         self.windowed = any(shapes[i].halo_bytes for i in ops)
+        self.attention = any(shapes[i].kind == OpKind.BATCHED_MATMUL and shapes[i].batched
+                             for i in ops)
 
 
 def _facts(graph: Graph, ops: tuple[int, ...]) -> _GroupFacts:
@@ -249,6 +253,26 @@ def halo_bytes_per_core(d: OpShape, samples: int, cores: int) -> float:
     return min(sides / 2 * d.halo_bytes, max(room, 0.0))
 
 
+def attention_excess_bytes(d: OpShape, samples: int, cores: int, float_bytes: int) -> float:
+    """L1 bytes the busiest core of a part holds for a batched matmul beyond an even share.
+
+    The footprint divides every batched tensor evenly over the part's cores; the
+    matmul's GEMMs are split as :func:`compiler.opshape.batched_split` says (the
+    same split its compute and NoC exchange use). The busiest core holds its GEMMs'
+    share of the first operand and the output, and the *whole* second operand (K or
+    V) of each GEMM it computes.
+    """
+    if cores < 2 or not d.amount:
+        return 0.0
+    sp = batched_split(d, samples, cores)
+    even = samples / cores  # samples' worth each core holds under an even split
+    busiest = sp.gemms * (sp.rows / max(d.gemm_rows, 1)) / d.amount
+    out = d.amount * d.gemm_rows * d.n * float_bytes
+    excess = max(0.0, busiest - even) * (d.in_bytes + out)
+    excess += max(0.0, sp.gemms / d.amount - even) * d.operand_bytes
+    return excess
+
+
 def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output: bool,
           held: bool, samples: int, cores: int) -> float:
     key = (streamed, stream_output, held, samples, cores)
@@ -258,22 +282,25 @@ def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output:
     prof = group_profile(graph, f.ops, streamed, stream_output, held)
     work = float(peak_of(prof, samples, cores))
     # halos (issue 25 item 3): a windowed op whose rows are cut inside a sample holds
-    # its neighbours' rows beside its own while it runs
-    halo_peak = 0.0
-    if f.windowed and cut_sides(samples, cores):
+    # its neighbours' rows beside its own while it runs; attention (item 4): the busiest
+    # core holds its whole heads (or a head's rows and its whole K/V), not an even share
+    halo_peak = attn_peak = 0.0
+    if (f.windowed and cut_sides(samples, cores)) or (f.attention and cores > 1):
         shapes = op_shapes(graph)
         roots = view_sources(graph, f.ops)
         for s, fx, chain in chain_points(graph, f.ops, streamed, stream_output, held):
-            halo = 0.0
+            halo = attn = 0.0
             for i in chain:
                 d = shapes[i]
                 if d.halo_bytes and roots.get(graph.ops[i].inputs[0],
                                               graph.ops[i].inputs[0]) not in streamed:
                     halo += halo_bytes_per_core(d, samples, cores)
-            if halo:
-                at = -(-s * samples // cores) + fx + halo
+                if d.kind == OpKind.BATCHED_MATMUL and d.batched:
+                    attn += attention_excess_bytes(d, samples, cores, graph.float_bytes)
+            if halo or attn:
+                at = -(-s * samples // cores) + fx + halo + attn
                 if at > work:
-                    work, halo_peak = at, halo
+                    work, halo_peak, attn_peak = at, halo, attn
     tile = STREAM_TILE_ELEMENTS * graph.float_bytes
     readers = stream_readers(graph, f.ops) if streamed else {}
     buffers = windows = 0.0
@@ -295,7 +322,7 @@ def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output:
         buffers += 2.0 * min(tile, -(-sb * samples // cores) + fb)
     work += buffers
     f.work[key] = work
-    f.halo[key] = (halo_peak, windows)
+    f.halo[key] = (halo_peak, windows, attn_peak)
     return work
 
 
@@ -581,7 +608,8 @@ class CapacityWalk:
                 for c in part:
                     u = live[c] - staying.get(c, 0.0) + work
                     if u > cap:
-                        halo = f.halo.get((names, out_off, held, spp, len(part)), (0.0, 0.0))
+                        halo = f.halo.get((names, out_off, held, spp, len(part)),
+                                          (0.0, 0.0, 0.0))
                         issue = self.l1_issue(k, c, u, work, staying, dep_idx, self.resident,
                                               halo) if explain else _OVER
                         return _Eval(issue, usage, names, held, None)
@@ -681,7 +709,7 @@ class CapacityWalk:
     # ---- overflows ---------------------------------------------------------------------
     def l1_issue(self, k: int, c: int, needed: float, work: float, reused: dict[int, float],
                  reads: list[int], resident: dict[int, tuple[dict[int, float], float]],
-                 halo: tuple[float, float] = (0.0, 0.0)) -> CapacityIssue:
+                 halo: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> CapacityIssue:
         inputs = set(reads)
         live: list[tuple[str, int]] = []
         steps: list[tuple[int, int]] = []
@@ -692,13 +720,16 @@ class CapacityWalk:
             if b > 0:
                 live.append((f"{self.label(i)} ({self.provides[i]})", int(b)))
                 steps.append((i, int(b)))
-        rest = work - halo[0] - halo[1]
+        rest = work - sum(halo)
         if rest > 0:
             live.append((f"{self.label(k)} working set", int(rest)))
         if halo[0] > 0:
             live.append((f"{self.label(k)} halo rows from other cores", int(halo[0])))
         if halo[1] > 0:
             live.append((f"{self.label(k)} window rows of a streamed input", int(halo[1])))
+        if halo[2] > 0:
+            live.append((f"{self.label(k)} attention heads beyond an even share",
+                         int(halo[2])))
         live.sort(key=lambda x: -x[1])
         # rounded up: an overflow by a fraction of a byte still needs more than the capacity
         return CapacityIssue(f"L1 of core {c}", c, self.label(k), k, math.ceil(needed), self.l1_cap,

@@ -58,10 +58,13 @@ if TYPE_CHECKING:
     from compiler.target import MatrixUnit
 
 __all__ = [
+    "BatchedSplit",
     "MatrixTiles",
     "OpKind",
     "OpShape",
     "array_cycles",
+    "batched_exchange_bytes",
+    "batched_split",
     "matrix_tiles",
     "op_shape",
     "op_shapes",
@@ -161,7 +164,60 @@ class MatrixTiles:
     useful_cycles: float
 
 
-def matrix_tiles(shape: OpShape, share: float, matrix: MatrixUnit) -> MatrixTiles:
+@dataclass(frozen=True)
+class BatchedSplit:
+    """How the cores of a part share a batched matmul (attention): one split for all costs.
+
+    The part's ``samples x amount`` GEMMs (heads) go to its cores whole while there
+    are at least as many GEMMs as cores (a head split: the busiest core has
+    ``ceil(GEMMs / cores)``); with fewer GEMMs than cores each GEMM's rows are cut
+    over ``cores // GEMMs`` cores (a row split: the busiest core has one GEMM's
+    ``ceil(rows / that)`` rows). Compute, the NoC exchange of the second operand and
+    L1 all follow it, and all take the busiest core's share.
+
+    Attributes:
+        gemms: GEMMs on the busiest core.
+        rows: Rows of each of them on that core.
+        cores_per_gemm: Cores sharing one GEMM's rows (1 for a head split).
+    """
+
+    gemms: int
+    rows: int
+    cores_per_gemm: int
+
+
+def batched_split(shape: OpShape, samples: int, cores: int) -> BatchedSplit:
+    """The :class:`BatchedSplit` of a ``BATCHED_MATMUL`` for ``samples`` samples on ``cores`` cores."""
+    total = max(1, math.ceil(shape.amount * samples - 1e-9))
+    if total >= cores:
+        return BatchedSplit(math.ceil(total / cores), shape.gemm_rows, 1)
+    per = cores // total
+    return BatchedSplit(1, math.ceil(shape.gemm_rows / per), per)
+
+
+def batched_exchange_bytes(shape: OpShape, samples: int, cores: int) -> float:
+    """Bytes of the second operand (K, V) that cross between the cores of a part.
+
+    The operand comes from ops that cut the part's rows sample-major over its
+    cores, so a sample cut into ``p`` pieces has ``(p - 1) / p`` of each GEMM's
+    operand away from any one core. With a head split each GEMM's operand is
+    gathered once by the core computing it; with a row split by each of the
+    ``cores_per_gemm`` cores computing it.
+    """
+    if cores < 2 or not shape.operand_bytes:
+        return 0.0
+    split = batched_split(shape, samples, cores)
+    if samples < cores:
+        remote = 1.0 - samples / cores  # pieces per sample: cores / samples
+        return samples * shape.operand_bytes * remote * split.cores_per_gemm
+    # more samples than cores: the samples cut in two (at most one per cut) hold half
+    # their operand on each side
+    cuts = cores - math.gcd(samples, cores)
+    return cuts * shape.operand_bytes / 2
+
+
+def matrix_tiles(shape: OpShape, share: float, matrix: MatrixUnit,
+                 gemm_rows: float | None = None) -> MatrixTiles:
     """Tiles of a matrix op when one core computes ``share`` of its ``amount``.
 
     Args:
@@ -169,13 +225,15 @@ def matrix_tiles(shape: OpShape, share: float, matrix: MatrixUnit) -> MatrixTile
         share: The core's output rows (``MATRIX``) or GEMMs (``BATCHED_MATMUL``),
             already rounded up to whole rows / GEMMs.
         matrix: The matrix unit (granule and MACs per cycle).
+        gemm_rows: ``BATCHED_MATMUL``: rows of each GEMM on the core (default: all
+            of them; fewer under a row split, :func:`batched_split`).
     """
     reps: float
     rows: float
     if shape.kind == OpKind.MATRIX:
         reps, rows = shape.groups, share
     else:
-        reps, rows = share, shape.gemm_rows
+        reps, rows = share, shape.gemm_rows if gemm_rows is None else gemm_rows
     gm, gn, macs = matrix.granule_m, matrix.granule_n, matrix.macs_per_cycle
     tiles = int(reps * math.ceil(rows / gm) * math.ceil(shape.n / gn))
     return MatrixTiles(tiles, tiles * gm * gn * shape.k / macs,

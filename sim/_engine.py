@@ -334,11 +334,14 @@ class _Sim:
             if table:
                 loads.append((0.0, self.weight_flows(table, cores)))
         # the cores of a part exchange halos / operands at cuts inside a sample
-        if work.cut_bytes:
+        if work.cut_bytes or work.operands:
             ex = _Flows()
             for part in parts:
                 cuts = cuts_inside_samples(spp, len(part))
-                if not cuts:
+                if work.operands:  # attention's K and V, split as its compute is
+                    ex.add(exchange_plan(self.chip, part, self.moves),
+                           work.operand_exchange(spp, len(part)))
+                if not cuts or not work.cut_bytes:
                     continue
                 near = work.cut_bytes
                 # a halo reaching past the neighbour's rows comes from further away

@@ -172,3 +172,43 @@ def test_weight_tiles_passing_the_llb_count_in_its_capacity(target: Target) -> N
     assert r.resource == "LLB of cluster 0"
     assert r.needed_bytes == 8 * rows * 512 * 2 + 2 * 128 * 2**10
     assert any("weight tiles" in what for what, _ in r.live_tensors)
+
+
+# ---- item 4: attention has one split for compute, NoC and L1 ------------------------------------
+def attention(heads: int) -> Graph:
+    """softmax(Q Kᵀ) V for one sample, ``heads`` heads of 128 tokens x 64 (Q, Kᵀ, V in DDR)."""
+    nodes = [h.make_node("MatMul", ["q", "kt"], ["s"]),
+             h.make_node("Softmax", ["s"], ["p"], axis=-1),
+             h.make_node("MatMul", ["p", "v"], ["o"])]
+    return onnx_graph(nodes, {"q": [1, heads, 128, 64], "kt": [1, heads, 64, 128],
+                              "v": [1, heads, 128, 64]}, {"o": [1, heads, 128, 64]}, {})
+
+
+def test_attention_l1_is_the_busiest_cores_heads(target: Target) -> None:
+    """12 and 16 heads of one sample on 8 cores: the busiest core has 2 whole heads in both.
+
+    First principles: heads go to cores whole (as the compute is priced), so the
+    busiest core holds the same data either way (2 heads of Q, scores, output, and
+    the whole K and V of its 2 heads): the same L1, 163,840 B. Before the fix L1
+    was an even byte split, 1.5 heads' worth for 12 heads: 131,072 B.
+    """
+    peaks = []
+    for heads in (12, 16):
+        g = attention(heads)
+        r = ok(simulate(g, on_eight_cores(g), target))
+        peaks.append(r.peak_l1_bytes)
+        assert r.steps[0].mme_cycles == 2 * (1280 + 896)  # 2 heads: Q Kᵀ 1,280, P V 896 cycles
+    assert peaks[0] == peaks[1] == 163_840
+
+
+def test_attention_exchanges_the_k_and_v_of_each_head_once(target: Target) -> None:
+    """12 heads of one sample on 8 cores, heads split over the cores.
+
+    First principles: the core computing a head needs its whole K and V; the rows
+    were cut over the 8 cores, so 7/8 of them come from other cores, once per head:
+    7/8 x (196,608 + 196,608) = 344,064 B. Before the fix every core fetched all of
+    K and V at every cut as if rows were split: 7 x 393,216 = 2,752,512 B.
+    """
+    g = attention(12)
+    r = ok(simulate(g, on_eight_cores(g), target))
+    assert r.noc_bytes == pytest.approx(7 / 8 * 2 * 196_608)
