@@ -10,6 +10,7 @@ from compiler.memo import memo_of
 from compiler.opshape import OpKind, array_cycles, op_shapes
 from compiler.optable import op_spec
 from sim._dtype import in_compute_dtype
+from sim._host import host_flops
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -68,10 +69,13 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     cores = target.chip.cores_per_cluster
     mat = target.matrix
     shapes = op_shapes(graph)
-    fixed = flexible = vec = tiled = 0.0
+    fixed = flexible = vec = tiled = host = 0.0
     for op, d in zip(graph.ops, shapes, strict=True):
         unit = op_spec(op.op_type).unit
         per = scale if op.output in batched else 1.0
+        if not op.on_npu:  # a host segment (sim._host): the host CPU at its rate, no more
+            host += host_flops(graph, op) * per / target.host.cpu_flops_per_s * target.clock_hz
+            continue
         if unit == "matrix":
             if d.kind == OpKind.MATRIX and d.groups > 1:
                 flexible += op.macs * per  # either engine may run a grouped conv
@@ -90,7 +94,7 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
                   (fixed + flexible + vec) / ((mac_rate + lanes) * cores))
     ddr = compulsory_ddr_bytes(graph, batch, target) / target.ddr.bytes_per_cycle
     launch = target.host.launch_overhead_us * target.clock_hz / 1e6
-    bound = max(compute, ddr) + launch
+    bound = max(compute, ddr, host) + launch
     memo[key] = bound
     return bound
 

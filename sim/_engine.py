@@ -42,6 +42,7 @@ from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_by
 from compiler.layout import group_layout, input_layout, transfer_layout
 from compiler.memo import memo_of
 from sim._bound import lower_bound_cycles
+from sim._host import HostSegment, host_ops, host_segment_cycles
 from sim._invariants import check_invariants
 from sim._model import (
     ComputeCost,
@@ -174,6 +175,7 @@ class _Sim:
         self.noc_bytes = 0.0
         self.weight_bytes = 0.0
         self.records: list[list[object]] = []
+        self.host: list[HostSegment] = []
 
     # ---- reservations ------------------------------------------------------------
     def latency_of(self, fl: _Flows) -> float:
@@ -294,11 +296,14 @@ class _Sim:
 
     def part_cost(self, gr: GroupSpec, spp: int, cores: int, step_cores: int,
                   remote: frozenset[int]) -> ComputeCost:
-        """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples."""
+        """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples
+        (the group's NPU ops: host ops are a host segment, :mod:`sim._host`)."""
         key = (gr.name, spp, cores, step_cores, remote)
         hit = self.costs.get(key)
         if hit is None:
-            hit = self.costs[key] = group_cost(self.g, gr.ops, spp, cores, self.t, step_cores,
+            host = host_ops(self.g, gr.ops)
+            ops = tuple(i for i in gr.ops if i not in host) if host else gr.ops
+            hit = self.costs[key] = group_cost(self.g, ops, spp, cores, self.t, step_cores,
                                                remote)
         return hit
 
@@ -385,6 +390,14 @@ class _Sim:
             if self.core_free[c] > start:
                 start = self.core_free[c]
         end = start + slowest.cycles
+        # ops off the NPU: inputs over PCIe to the host, computed there, results back;
+        # the step's cores wait for them
+        host_cycles, host_fl, host_bytes = host_segment_cycles(self.g, gr.ops, samples, self.t)
+        if host_cycles:
+            self.host.append(HostSegment(
+                self.label(k), tuple(self.g.ops[i].op_type for i in host_ops(self.g, gr.ops)),
+                end, host_cycles, host_fl, host_bytes))
+            end += host_cycles
         for fl in streams:
             _, b = self.res.reserve(f"{label} stream", fl.flows, start, self.latency_of(fl))
             end = max(end, b)
@@ -510,6 +523,8 @@ class _Sim:
             busy[f"core{c}.vme"] = self.vme[c]
         for r, name in enumerate(chip.names):
             busy[name] = res.busy[r]
+        if self.host:
+            busy["host"] = sum(h.cycles for h in self.host)
         bw = chip.bytes_per_cycle
         us = t.cycles_to_us(latency)
         batch = self.g.batch
@@ -538,6 +553,7 @@ class _Sim:
             weight_bytes_loaded=self.weight_bytes,
             steps=steps,
             dma_events=events,
+            host_segments=tuple(self.host),
         )
 
 

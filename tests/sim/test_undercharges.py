@@ -9,11 +9,12 @@ from __future__ import annotations
 import pytest
 from onnx import helper as h
 
+from compiler.auto import graph_schedule_level
 from compiler.derive import make_schedule
 from compiler.graph import Graph
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
-from sim import SimError, SimResult, simulate
+from sim import SimError, SimResult, simulate, to_chrome_trace
 from tests.sim.conftest import group, onnx_graph, w
 
 ONE_PER_CORE = [[c] for c in range(8)]
@@ -212,3 +213,40 @@ def test_attention_exchanges_the_k_and_v_of_each_head_once(target: Target) -> No
     g = attention(12)
     r = ok(simulate(g, on_eight_cores(g), target))
     assert r.noc_bytes == pytest.approx(7 / 8 * 2 * 196_608)
+
+
+# ---- item 2: ops off the NPU are host segments ----------------------------------------------------
+def conv_then(transposed: bool) -> Graph:
+    """A 3x3 conv then a 3x3 Conv or ConvTranspose, 8 x 64 x 56 x 56 (same shapes, same MACs)."""
+    kind = "ConvTranspose" if transposed else "Conv"
+    nodes = [h.make_node("Conv", ["x", "W1"], ["y"], pads=[1, 1, 1, 1]),
+             h.make_node(kind, ["y", "W2"], ["out"], pads=[1, 1, 1, 1])]
+    return onnx_graph(nodes, {"x": [8, 64, 56, 56]}, {"out": [8, 64, 56, 56]},
+                      {"W1": w(64, 64, 3, 3), "W2": w(64, 64, 3, 3)})
+
+
+def test_a_conv_transpose_off_the_npu_is_a_host_segment(target: Target) -> None:
+    """The ConvTranspose is not in the NPU's op table: it runs on the host.
+
+    First principles: 8 x 64 x 56 x 56 inputs x 64 x 3 x 3 = 924,844,032 MACs,
+    1.85 GFLOP, at the host's 1 TFLOP/s (ASSUMED default) at least 1,850 µs, plus
+    its 3.2 MB in and out over PCIe (25 GB/s): 128 µs, and two PCIe latencies.
+    Before the fix it counted as 1.6 M vector FLOPs on the NPU and the model
+    simulated exactly as fast as the one with a Conv (254.1 µs).
+    """
+    conv, trans = conv_then(False), conv_then(True)
+    assert not trans.ops[1].on_npu
+    a = ok(simulate(conv, graph_schedule_level(conv, target, 3), target))
+    b = ok(simulate(trans, graph_schedule_level(trans, target, 3), target))
+    assert b.latency_us > a.latency_us
+    assert [s.ops for s in b.host_segments] == [("nn.conv2d_transpose",)]
+    seg = b.host_segments[0]
+    assert seg.flops == 2 * 924_844_032
+    pcie = 2 * 8 * 64 * 56 * 56 * 2  # in and out (the host has the weights)
+    floor_us = seg.flops / 1e12 * 1e6 + pcie / 25e9 * 1e6 + 2 * 5.0
+    assert target.cycles_to_us(seg.cycles) == pytest.approx(floor_us)
+    assert b.latency_us >= floor_us
+    assert b.to_json()["host_segments"][0]["ops"] == ["nn.conv2d_transpose"]
+    assert any(e.get("tid") is not None and "host" in e["name"]
+               for e in to_chrome_trace(b)["traceEvents"] if e.get("ph") == "X")
+    assert not a.host_segments
