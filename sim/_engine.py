@@ -419,29 +419,40 @@ class _Sim:
                      cores: tuple[int, ...]) -> tuple[_Flows | None, float]:
         """Gathered rows of a step: ``(row reads from DDR, table bytes loaded instead)``.
 
-        A core reads its rows from DDR, each row rounded up to whole DDR bursts. A table
-        that fits half a weight buffer and costs fewer DDR bytes than those rows is
-        loaded whole through the weight path instead and gathered on chip.
+        A core reads its rows from DDR, each row rounded up to whole DDR bursts and
+        each its own DMA descriptor: the core's DMA engine spends ``dma.setup_cycles``
+        on every row (issue 25 item 5: rows are scattered, one descriptor each), charged
+        on its port as the bytes it could have moved meanwhile. A table that fits half
+        a weight buffer and loads faster than those rows arrive (DDR time of the table
+        against the slower of the rows' DDR time and the busiest core's descriptors and
+        bytes) is loaded whole through the weight path instead and gathered on chip.
         """
         burst, chip = self.burst, self.chip
+        setup = self.setup
+        port_bw = self.t.dma.core_bytes_per_cycle
+        ddr_bw = self.t.ddr.bytes_per_cycle
         rows_fl = _Flows()
         table_bytes = 0.0
         for d in work.gathers:
             row = max(d.row_bytes, 1)
             cost_row = math.ceil(row / burst) * burst
             per_core: dict[int, float] = {}
+            rows_of: dict[int, int] = {}
             for part in parts:
                 n = len(part)
                 rows = math.ceil(spp * d.amount / row / n) if d.batched else math.ceil(d.amount / row)
                 for c in part:
                     per_core[c] = rows * cost_row
+                    rows_of[c] = rows
             total = sum(per_core.values())
             table_ddr = d.table_bytes if self.t.llb.broadcast else d.table_bytes * len(cores)
-            if d.table_bytes and d.table_bytes <= self.half_wb and table_ddr < total:
+            rows_time = max(total / ddr_bw,
+                            max(r * (cost_row / port_bw + setup) for r in rows_of.values()))
+            if d.table_bytes and d.table_bytes <= self.half_wb and table_ddr / ddr_bw < rows_time:
                 table_bytes += d.table_bytes
                 continue
             for c, b in per_core.items():
-                rows_fl.flows[c] = rows_fl.flows.get(c, 0.0) + b
+                rows_fl.flows[c] = rows_fl.flows.get(c, 0.0) + b + rows_of[c] * setup * port_bw
                 rows_fl.incoming[c] = rows_fl.incoming.get(c, 0.0) + b
             rows_fl.flows[chip.ddr] = rows_fl.flows.get(chip.ddr, 0.0) + total
             rows_fl.ddr += total

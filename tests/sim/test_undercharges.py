@@ -16,6 +16,7 @@ from compiler.schedule import GraphSchedule
 from compiler.target import Target
 from sim import SimError, SimResult, simulate, to_chrome_trace
 from tests.sim.conftest import group, onnx_graph, w
+from tests.sim.test_cost_terms import gather_graph
 
 ONE_PER_CORE = [[c] for c in range(8)]
 
@@ -250,3 +251,22 @@ def test_a_conv_transpose_off_the_npu_is_a_host_segment(target: Target) -> None:
     assert any(e.get("tid") is not None and "host" in e["name"]
                for e in to_chrome_trace(b)["traceEvents"] if e.get("ph") == "X")
     assert not a.host_segments
+
+
+# ---- item 5: every gathered row is a DMA descriptor ----------------------------------------------
+def test_each_gathered_row_costs_a_dma_descriptor(target: Target) -> None:
+    """8 samples x 1,024 lookups of 16-byte rows from a 1.6 MB table in DDR, one sample a core.
+
+    First principles: rows are scattered, so each is its own DMA descriptor; a core
+    gathers its 1,024 rows at ``dma.setup_cycles`` (100) each plus one 32-byte
+    burst at 64 B/cycle: at least 1,024 x 100.5 = 102,912 cycles. Before the fix the
+    rows moved as one stream (8 x 1,024 x 32 B at 27 B/cycle, 9,709 cycles) and the
+    whole inference took 26,577 cycles, launch included.
+    """
+    g = gather_graph(8, 1024, 100_000, 8)
+    r = ok(simulate(g, make_schedule(g, [group("G", range(len(g.ops)), "DDR", ONE_PER_CORE)]),
+                    target))
+    floor = 1024 * (target.dma.setup_cycles + 32 / target.dma.core_bytes_per_cycle)
+    assert floor == pytest.approx(102_912)
+    assert r.latency_cycles >= floor
+    assert r.busy_cycles["core0.dma"] >= floor
