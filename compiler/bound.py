@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from compiler.capacity import in_compute_dtype
 from compiler.footprint import GATHER_OPS, batched_tensors
 from compiler.memo import memo_of
-from compiler.opshape import OpKind, array_cycles, op_shapes
+from compiler.opshape import OpKind, array_cycles, host_flops, op_shapes
 from compiler.optable import op_spec
 
 if TYPE_CHECKING:
@@ -88,10 +88,13 @@ def roofline_cycles(graph: Graph, batch: int, target: Target) -> float:
     cores = target.chip.cores_per_cluster
     mat = target.matrix
     shapes = op_shapes(graph)
-    fixed = flexible = vec = tiled = 0.0
+    fixed = flexible = vec = tiled = host = 0.0
     for op, d in zip(graph.ops, shapes, strict=True):
         unit = op_spec(op.op_type).unit
         per = scale if op.output in batched else 1.0
+        if not op.on_npu:  # a host segment (sim._host): the host CPU at its rate, no more
+            host += host_flops(graph, op) * per / target.host.cpu_flops_per_s * target.clock_hz
+            continue
         if unit == "matrix":
             if d.kind == OpKind.MATRIX and d.groups > 1:
                 flexible += op.macs * per  # either engine may run a grouped conv
@@ -109,7 +112,7 @@ def roofline_cycles(graph: Graph, batch: int, target: Target) -> float:
     compute = max(fixed / (mac_rate * cores), tiled / cores, vec / (lanes * cores),
                   (fixed + flexible + vec) / ((mac_rate + lanes) * cores))
     ddr = compulsory_ddr_bytes(graph, batch, target) / target.ddr.bytes_per_cycle
-    bound = max(compute, ddr)
+    bound = max(compute, ddr, host)
     memo[key] = bound
     return bound
 

@@ -44,7 +44,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.derive import Node, chunk_dag, group_io
-from compiler.footprint import group_profile, peak_of, sample_bytes, streamable_inputs
+from compiler.footprint import (
+    chain_points,
+    group_footprint,
+    group_profile,
+    peak_of,
+    sample_bytes,
+    stream_readers,
+    streamable_inputs,
+)
 from compiler.layout import (
     Layout,
     group_layout,
@@ -54,6 +62,8 @@ from compiler.layout import (
     transfer_layout,
 )
 from compiler.memo import memo_of
+from compiler.opshape import OpKind, OpShape, batched_split, op_shapes
+from compiler.views import view_sources
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -178,7 +188,8 @@ class _GroupFacts:
     ``(streamed, stream_output, held, samples, cores)``.
     """
 
-    __slots__ = ("inputs", "ops", "output", "sizes", "streamable", "work")
+    __slots__ = ("attention", "halo", "inputs", "ops", "output", "sizes", "streamable", "weight_bytes",
+                 "windowed", "work")
 
     def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
         io = group_io(graph, ops)
@@ -186,8 +197,17 @@ class _GroupFacts:
         self.inputs = io.inputs
         self.output = io.outputs[0] if io.outputs else graph.ops[ops[-1]].output
         self.streamable = streamable_inputs(graph, ops)
+        self.weight_bytes = group_footprint(graph, ops).weight_bytes
         self.sizes = {t: sample_bytes(graph, t) for t in (*io.inputs, self.output)}
         self.work: dict[tuple[frozenset[str], bool, bool, int, int], float] = {}
+        # (halo bytes at the peak, window rows beyond the usual two stream tiles,
+        # attention's busiest-core excess at the peak)
+        self.halo: dict[tuple[frozenset[str], bool, bool, int, int],
+                        tuple[float, float, float]] = {}
+        shapes = op_shapes(graph)
+        self.windowed = any(shapes[i].halo_bytes for i in ops)
+        self.attention = any(shapes[i].kind == OpKind.BATCHED_MATMUL and shapes[i].batched
+                             for i in ops)
 
 
 def _facts(graph: Graph, ops: tuple[int, ...]) -> _GroupFacts:
@@ -199,6 +219,60 @@ def _facts(graph: Graph, ops: tuple[int, ...]) -> _GroupFacts:
     return hit
 
 
+def cut_sides(samples: int, cores: int) -> int:
+    """Most sides (0, 1 or 2) of one core's rows that are cut inside a sample.
+
+    ``samples`` samples' rows (sample-major) are cut into ``cores`` equal pieces;
+    core ``c`` holds ``[c * samples / cores, (c + 1) * samples / cores)`` in sample
+    units, and a side of it is cut inside a sample when that end is not whole.
+    """
+    best = 0
+    for c in range(cores):
+        sides = ((c * samples) % cores != 0) + (((c + 1) * samples) % cores != 0)
+        if sides > best:
+            best = sides
+            if best == 2:
+                break
+    return best
+
+
+def halo_bytes_per_core(d: OpShape, samples: int, cores: int) -> float:
+    """L1 bytes of input rows a core of the part receives for a windowed op's halo.
+
+    Each cut side inside a sample brings half of :attr:`OpShape.halo_bytes`
+    (``dilated kernel - stride`` rows per cut, shared by the cut's two cores), at
+    most the rows of the sample the core does not already hold. The rows may come
+    from several cores away (a dilated kernel reaching past the neighbour's rows):
+    they need the room all the same.
+    """
+    sides = cut_sides(samples, cores)
+    if not sides or not d.halo_bytes:
+        return 0.0
+    own = d.in_bytes * samples / cores
+    room = d.in_bytes - own if samples < cores else d.in_bytes
+    return min(sides / 2 * d.halo_bytes, max(room, 0.0))
+
+
+def attention_excess_bytes(d: OpShape, samples: int, cores: int, float_bytes: int) -> float:
+    """L1 bytes the busiest core of a part holds for a batched matmul beyond an even share.
+
+    The footprint divides every batched tensor evenly over the part's cores; the
+    matmul's GEMMs are split as :func:`compiler.opshape.batched_split` says (the
+    same split its compute and NoC exchange use). The busiest core holds its GEMMs'
+    share of the first operand and the output, and the *whole* second operand (K or
+    V) of each GEMM it computes.
+    """
+    if cores < 2 or not d.amount:
+        return 0.0
+    sp = batched_split(d, samples, cores)
+    even = samples / cores  # samples' worth each core holds under an even split
+    busiest = sp.gemms * (sp.rows / max(d.gemm_rows, 1)) / d.amount
+    out = d.amount * d.gemm_rows * d.n * float_bytes
+    excess = max(0.0, busiest - even) * (d.in_bytes + out)
+    excess += max(0.0, sp.gemms / d.amount - even) * d.operand_bytes
+    return excess
+
+
 def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output: bool,
           held: bool, samples: int, cores: int) -> float:
     key = (streamed, stream_output, held, samples, cores)
@@ -207,14 +281,58 @@ def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output:
         return hit
     prof = group_profile(graph, f.ops, streamed, stream_output, held)
     work = float(peak_of(prof, samples, cores))
-    buffered = [f.sizes[t] for t in sorted(streamed)]
-    if stream_output:
-        buffered.append(f.sizes[f.output])
+    # halos (issue 25 item 3): a windowed op whose rows are cut inside a sample holds
+    # its neighbours' rows beside its own while it runs; attention (item 4): the busiest
+    # core holds its whole heads (or a head's rows and its whole K/V), not an even share
+    halo_peak = attn_peak = 0.0
+    if (f.windowed and cut_sides(samples, cores)) or (f.attention and cores > 1):
+        shapes = op_shapes(graph)
+        roots = view_sources(graph, f.ops)
+        for s, fx, chain in chain_points(graph, f.ops, streamed, stream_output, held):
+            halo = attn = 0.0
+            for i in chain:
+                d = shapes[i]
+                if d.halo_bytes and roots.get(graph.ops[i].inputs[0],
+                                              graph.ops[i].inputs[0]) not in streamed:
+                    halo += halo_bytes_per_core(d, samples, cores)
+                if d.kind == OpKind.BATCHED_MATMUL and d.batched:
+                    attn += attention_excess_bytes(d, samples, cores, graph.float_bytes)
+            if halo or attn:
+                at = -(-s * samples // cores) + fx + halo + attn
+                if at > work:
+                    work, halo_peak, attn_peak = at, halo, attn
     tile = STREAM_TILE_ELEMENTS * graph.float_bytes
-    for sb, fb in buffered:
-        work += 2.0 * min(tile, -(-sb * samples // cores) + fb)
+    readers = stream_readers(graph, f.ops) if streamed else {}
+    buffers = windows = 0.0
+    for t in sorted(streamed):
+        sb, fb = f.sizes[t]
+        piece = min(tile, -(-sb * samples // cores) + fb)
+        buf = 2.0 * piece
+        # a windowed reader (issue 25 item 3) needs a whole window of rows, dilation x
+        # (kernel - 1) + 1 of them, resident while the next tile streams in
+        rd = op_shapes(graph)[readers[t]] if t in readers else None
+        if rd is not None and rd.window_rows > 1 and rd.in_rows:
+            window = min(rd.window_rows, rd.in_rows) * (sb + fb) / rd.in_rows
+            if window + piece > buf:
+                windows += window + piece - buf
+                buf = window + piece
+        buffers += buf
+    if stream_output:
+        sb, fb = f.sizes[f.output]
+        buffers += 2.0 * min(tile, -(-sb * samples // cores) + fb)
+    work += buffers
     f.work[key] = work
+    f.halo[key] = (halo_peak, windows, attn_peak)
     return work
+
+
+def step_halo_bytes(graph: Graph, ops: tuple[int, ...], streamed: frozenset[str],
+                    stream_output: bool, held: bool, samples: int, cores: int) -> float:
+    """Halo bytes in :func:`chunk_working_set` at its peak (0 when the peak has none)."""
+    f = _facts(graph, tuple(ops))
+    streamed = frozenset(streamed) & f.streamable
+    _work(graph, f, streamed, stream_output, held, samples, cores)
+    return f.halo[(streamed, stream_output, held, samples, cores)][0]
 
 
 def chunk_working_set(graph: Graph, ops: tuple[int, ...], streamed: frozenset[str],
@@ -305,6 +423,8 @@ class CapacityWalk:
         self.n = target.chip.cores_per_cluster
         self.l1_cap = target.l1.data_bytes
         self.llb_cap = target.llb.bytes
+        self.half_wb = target.l1.weight_bytes / 2
+        self.weights_via_llb = target.llb.broadcast
         self.l1_live = [0.0] * self.n
         self.llb_live = 0.0
         self.peak_l1 = [0.0] * self.n
@@ -488,15 +608,23 @@ class CapacityWalk:
                 for c in part:
                     u = live[c] - staying.get(c, 0.0) + work
                     if u > cap:
-                        issue = self.l1_issue(k, c, u, work, staying, dep_idx, self.resident) \
-                            if explain else _OVER
+                        halo = f.halo.get((names, out_off, held, spp, len(part)),
+                                          (0.0, 0.0, 0.0))
+                        issue = self.l1_issue(k, c, u, work, staying, dep_idx, self.resident,
+                                              halo) if explain else _OVER
                         return _Eval(issue, usage, names, held, None)
                     usage.append((c, u))
         need = None
-        if layout[0] == "LLB":
-            need = self.llb_live + self._total(k, layout)
+        # weights pass the LLB on their way to the cores (broadcast): up to two weight-buffer
+        # tiles are there while the step runs (issue 25 item 6)
+        tiles = min(f.weight_bytes, 2 * self.half_wb) if self.weights_via_llb else 0.0
+        if layout[0] == "LLB" or tiles:
+            need = self.llb_live + tiles
+            if layout[0] == "LLB":
+                need += self._total(k, layout)
             if need > self.llb_cap:
-                issue = self.llb_issue(k, need, self.resident, self.llb_live) if explain else _OVER
+                issue = self.llb_issue(k, need, self.resident, self.llb_live, tiles) \
+                    if explain else _OVER
                 return _Eval(issue, usage, names, held, None)
         return _Eval(None, usage, names, held, need)
 
@@ -580,8 +708,8 @@ class CapacityWalk:
 
     # ---- overflows ---------------------------------------------------------------------
     def l1_issue(self, k: int, c: int, needed: float, work: float, reused: dict[int, float],
-                 reads: list[int], resident: dict[int, tuple[dict[int, float], float]]
-                 ) -> CapacityIssue:
+                 reads: list[int], resident: dict[int, tuple[dict[int, float], float]],
+                 halo: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> CapacityIssue:
         inputs = set(reads)
         live: list[tuple[str, int]] = []
         steps: list[tuple[int, int]] = []
@@ -592,21 +720,31 @@ class CapacityWalk:
             if b > 0:
                 live.append((f"{self.label(i)} ({self.provides[i]})", int(b)))
                 steps.append((i, int(b)))
-        if work > 0:
-            live.append((f"{self.label(k)} working set", int(work)))
+        rest = work - sum(halo)
+        if rest > 0:
+            live.append((f"{self.label(k)} working set", int(rest)))
+        if halo[0] > 0:
+            live.append((f"{self.label(k)} halo rows from other cores", int(halo[0])))
+        if halo[1] > 0:
+            live.append((f"{self.label(k)} window rows of a streamed input", int(halo[1])))
+        if halo[2] > 0:
+            live.append((f"{self.label(k)} attention heads beyond an even share",
+                         int(halo[2])))
         live.sort(key=lambda x: -x[1])
         # rounded up: an overflow by a fraction of a byte still needs more than the capacity
         return CapacityIssue(f"L1 of core {c}", c, self.label(k), k, math.ceil(needed), self.l1_cap,
                              tuple(live), tuple(steps))
 
     def llb_issue(self, k: int, needed: float, resident: dict[int, tuple[dict[int, float], float]],
-                  llb_live: float) -> CapacityIssue:
+                  llb_live: float, weight_tiles: float = 0.0) -> CapacityIssue:
         live = [(f"{self.label(i)} ({self.provides[i]})", int(b))
                 for i, (_, b) in resident.items() if b > 0]
         steps = [(i, int(b)) for i, (_, b) in resident.items() if b > 0]
-        if needed > llb_live:
+        if weight_tiles > 0:
+            live.append((f"{self.label(k)} weight tiles in flight", int(weight_tiles)))
+        if needed > llb_live + weight_tiles:
             live.append((f"{self.label(k)} output ({self.provides[k]})",
-                         int(needed - llb_live)))
+                         int(needed - llb_live - weight_tiles)))
         live.sort(key=lambda x: -x[1])
         return CapacityIssue("LLB of cluster 0", -1, self.label(k), k, math.ceil(needed), self.llb_cap,
                              tuple(live), tuple(steps))

@@ -43,23 +43,26 @@ from typing import TYPE_CHECKING
 
 from compiler.memo import memo_of
 from compiler.optable import op_spec
+from compiler.views import view_sources
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Op
 
 __all__ = [
+    "ChainPoint",
     "Footprint",
     "Profile",
     "batched_tensors",
+    "chain_points",
     "group_footprint",
     "group_profile",
     "is_elementwise",
     "peak_of",
     "sample_bytes",
+    "stream_readers",
     "streamable_inputs",
 ]
 
-VIEW_OPS = frozenset({"reshape", "squeeze", "expand_dims", "flatten", "tuple_get_item"})
 # Vector-unit ops that are not elementwise (they reduce, window or normalise rows).
 _ROW_OPS = frozenset({
     "sum", "mean", "max", "min", "argmax", "argmin", "nn.softmax", "nn.layer_norm",
@@ -76,6 +79,8 @@ _CACHE_KEY = "footprint"
 _BATCHED_KEY = "footprint.batched"
 
 Profile = tuple[tuple[int, int], ...]
+# (live sample bytes, live fixed bytes, op indices of the chain running then)
+ChainPoint = tuple[int, int, tuple[int, ...]]
 
 
 @dataclass(frozen=True)
@@ -226,6 +231,33 @@ def group_profile(
     return hit
 
 
+def chain_points(
+    graph: Graph,
+    ops: Iterable[int],
+    streamed: frozenset[str] = frozenset(),
+    stream_output: bool = False,
+    held: bool = False,
+) -> tuple[ChainPoint, ...]:
+    """Live ``(sample bytes, fixed bytes, ops running)`` at every fused chain, unpruned.
+
+    The points :func:`group_profile` prunes, with the op indices of the chain each
+    belongs to: what the capacity model needs to add what one op needs besides the
+    live tensors (a convolution's halo rows when a sample is cut between cores).
+    Arguments as for :func:`group_profile`.
+    """
+    an = _analysis(graph, tuple(sorted(set(ops))))
+    key = (streamed & an.streamable, stream_output, held)
+    hit = an.points.get(key)
+    if hit is None:
+        hit = an.points[key] = _profile(graph, an, *key)[4]
+    return hit
+
+
+def stream_readers(graph: Graph, ops: Iterable[int]) -> dict[str, int]:
+    """The op index reading each :func:`streamable_inputs` tensor (its window sizes the buffer)."""
+    return _analysis(graph, tuple(sorted(set(ops)))).stream_readers
+
+
 def peak_of(profile: Profile, samples: int = 1, cores: int = 1) -> int:
     """Peak bytes on one core of a profile for ``samples`` samples shared by ``cores`` cores."""
     best = 0
@@ -242,8 +274,24 @@ def peak_of(profile: Profile, samples: int = 1, cores: int = 1) -> int:
 class _Analysis:
     """Structure of an op set: views resolved, fused chains, lifetimes (mutable cache)."""
 
-    __slots__ = ("chains", "footprint", "group_inputs", "last", "ops", "outside_use", "private",
-                 "produced", "profiles", "root", "seq", "size", "streamable", "virtual")
+    __slots__ = (
+        "chains",
+        "footprint",
+        "group_inputs",
+        "last",
+        "ops",
+        "outside_use",
+        "points",
+        "private",
+        "produced",
+        "profiles",
+        "root",
+        "seq",
+        "size",
+        "stream_readers",
+        "streamable",
+        "virtual",
+    )
 
     ops: tuple[int, ...]
     size: dict[str, tuple[int, int]]
@@ -258,10 +306,13 @@ class _Analysis:
     chains: list[list[int]]
     last: dict[str, int]
     profiles: dict[tuple[frozenset[str], bool, bool], Profile]
+    points: dict[tuple[frozenset[str], bool, bool], tuple[ChainPoint, ...]]
+    stream_readers: dict[str, int]
     footprint: Footprint | None
 
     def __init__(self) -> None:
         self.profiles = {}
+        self.points = {}
         self.footprint = None
 
 
@@ -281,21 +332,13 @@ def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
     an.size = {t: sample_bytes(graph, t)
                for i in ops for t in (*graph.ops[i].inputs, graph.ops[i].output)}
 
-    # views alias their source tensor
-    alias: dict[str, str] = {}
+    # views alias their source tensor (compiler.views: the one place that follows them)
+    alias = view_sources(graph, ops)
 
     def root(t: str) -> str:
-        while t in alias:
-            t = alias[t]
-        return t
+        return alias.get(t, t)
 
-    seq: list[Op] = []
-    for i in ops:
-        op = graph.ops[i]
-        if op.op_type in VIEW_OPS and len(op.inputs) == 1:
-            alias[op.output] = root(op.inputs[0])
-        else:
-            seq.append(op)
+    seq: list[Op] = [graph.ops[i] for i in ops if graph.ops[i].output not in alias]
     an.root = {t: root(t) for t in an.size}
     an.seq = seq
     graph_outputs = set(graph.outputs)
@@ -323,6 +366,7 @@ def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
         t for t in an.group_inputs
         if len(pos[t]) == 1 and _streams_input(seq[pos[t][0]], t, root, graph)
     )
+    an.stream_readers = {t: seq[pos[t][0]].index for t in an.streamable}
 
     # fused chains: seq[p] feeds only seq[p+1], an elementwise op of the same size
     virtual: set[str] = set()
@@ -351,8 +395,9 @@ def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
 
 def _profile(
     graph: Graph, an: _Analysis, streamed: frozenset[str], stream_output: bool, held: bool
-) -> tuple[Profile, int, int, int]:
-    """(pruned profile, peak sample bytes, peak fixed bytes, op index of the peak)."""
+) -> tuple[Profile, int, int, int, tuple[ChainPoint, ...]]:
+    """(pruned profile, peak sample bytes, peak fixed bytes, op index of the peak, the
+    unpruned points with their chains' op indices)."""
     size, root, seq = an.size, an.root, an.seq
     zero = (0, 0)
     last = dict(an.last)
@@ -368,6 +413,7 @@ def _profile(
         live_s += s
         live_f += f
     points: list[tuple[int, int]] = []
+    raw: list[ChainPoint] = []
     best_s, best_f, best_op = 0, 0, -1
     for c, chain in enumerate(an.chains):
         out = seq[chain[-1]].output
@@ -397,6 +443,7 @@ def _profile(
             during_s = live_s - in_s + max(in_s, out_s)
             during_f = live_f - in_f + max(in_f, out_f)
         points.append((during_s, during_f))
+        raw.append((during_s, during_f, tuple(seq[p].index for p in chain)))
         if during_s > best_s:
             best_s, best_op = during_s, anchor.index
         best_f = max(best_f, during_f)
@@ -407,11 +454,11 @@ def _profile(
         if last.get(out, c) > c:
             live_s += out_s
             live_f += out_f
-    return _prune(points), best_s, best_f, best_op
+    return _prune(points), best_s, best_f, best_op, tuple(raw)
 
 
 def _summary(graph: Graph, an: _Analysis) -> Footprint:
-    prof, peak_s, peak_f, peak_op = _profile(graph, an, frozenset(), False, False)
+    prof, peak_s, peak_f, peak_op, _ = _profile(graph, an, frozenset(), False, False)
     held_prof = _profile(graph, an, frozenset(), False, True)[0]
     an.profiles[(frozenset(), False, False)] = prof
     an.profiles[(frozenset(), False, True)] = held_prof

@@ -48,19 +48,24 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from compiler.footprint import GATHER_OPS, VIEW_OPS, batched_tensors
+from compiler.footprint import GATHER_OPS, batched_tensors
 from compiler.memo import memo_of
 from compiler.optable import op_spec, prod
+from compiler.views import VIEW_OPS
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Op
     from compiler.target import MatrixUnit
 
 __all__ = [
+    "BatchedSplit",
     "MatrixTiles",
     "OpKind",
     "OpShape",
     "array_cycles",
+    "batched_exchange_bytes",
+    "batched_split",
+    "host_flops",
     "matrix_tiles",
     "op_shape",
     "op_shapes",
@@ -111,6 +116,11 @@ class OpShape:
         table_bytes: ``GATHER``: bytes of the table rows are gathered from (0 when
             the table is an activation, already on chip).
         row_bytes: ``GATHER``: bytes of one gathered row (one DDR access).
+        window_rows: Windowed ops (convolution, pooling): input rows one output row
+            reads, ``dilation x (kernel - 1) + 1`` (0 otherwise). A streamed input
+            must hold that many rows in L1 at once.
+        in_rows: Windowed ops: input rows per sample (the height the rows are cut
+            along; ``in_bytes / in_rows`` is one input row, every channel and column).
     """
 
     kind: OpKind
@@ -126,6 +136,8 @@ class OpShape:
     operand_bytes: float = 0.0
     table_bytes: int = 0
     row_bytes: int = 0
+    window_rows: int = 0
+    in_rows: int = 0
 
     @property
     def macs(self) -> float:
@@ -153,7 +165,60 @@ class MatrixTiles:
     useful_cycles: float
 
 
-def matrix_tiles(shape: OpShape, share: float, matrix: MatrixUnit) -> MatrixTiles:
+@dataclass(frozen=True)
+class BatchedSplit:
+    """How the cores of a part share a batched matmul (attention): one split for all costs.
+
+    The part's ``samples x amount`` GEMMs (heads) go to its cores whole while there
+    are at least as many GEMMs as cores (a head split: the busiest core has
+    ``ceil(GEMMs / cores)``); with fewer GEMMs than cores each GEMM's rows are cut
+    over ``cores // GEMMs`` cores (a row split: the busiest core has one GEMM's
+    ``ceil(rows / that)`` rows). Compute, the NoC exchange of the second operand and
+    L1 all follow it, and all take the busiest core's share.
+
+    Attributes:
+        gemms: GEMMs on the busiest core.
+        rows: Rows of each of them on that core.
+        cores_per_gemm: Cores sharing one GEMM's rows (1 for a head split).
+    """
+
+    gemms: int
+    rows: int
+    cores_per_gemm: int
+
+
+def batched_split(shape: OpShape, samples: int, cores: int) -> BatchedSplit:
+    """The :class:`BatchedSplit` of a ``BATCHED_MATMUL`` for ``samples`` samples on ``cores`` cores."""
+    total = max(1, math.ceil(shape.amount * samples - 1e-9))
+    if total >= cores:
+        return BatchedSplit(math.ceil(total / cores), shape.gemm_rows, 1)
+    per = cores // total
+    return BatchedSplit(1, math.ceil(shape.gemm_rows / per), per)
+
+
+def batched_exchange_bytes(shape: OpShape, samples: int, cores: int) -> float:
+    """Bytes of the second operand (K, V) that cross between the cores of a part.
+
+    The operand comes from ops that cut the part's rows sample-major over its
+    cores, so a sample cut into ``p`` pieces has ``(p - 1) / p`` of each GEMM's
+    operand away from any one core. With a head split each GEMM's operand is
+    gathered once by the core computing it; with a row split by each of the
+    ``cores_per_gemm`` cores computing it.
+    """
+    if cores < 2 or not shape.operand_bytes:
+        return 0.0
+    split = batched_split(shape, samples, cores)
+    if samples < cores:
+        remote = 1.0 - samples / cores  # pieces per sample: cores / samples
+        return samples * shape.operand_bytes * remote * split.cores_per_gemm
+    # more samples than cores: the samples cut in two (at most one per cut) hold half
+    # their operand on each side
+    cuts = cores - math.gcd(samples, cores)
+    return cuts * shape.operand_bytes / 2
+
+
+def matrix_tiles(shape: OpShape, share: float, matrix: MatrixUnit,
+                 gemm_rows: float | None = None) -> MatrixTiles:
     """Tiles of a matrix op when one core computes ``share`` of its ``amount``.
 
     Args:
@@ -161,13 +226,15 @@ def matrix_tiles(shape: OpShape, share: float, matrix: MatrixUnit) -> MatrixTile
         share: The core's output rows (``MATRIX``) or GEMMs (``BATCHED_MATMUL``),
             already rounded up to whole rows / GEMMs.
         matrix: The matrix unit (granule and MACs per cycle).
+        gemm_rows: ``BATCHED_MATMUL``: rows of each GEMM on the core (default: all
+            of them; fewer under a row split, :func:`batched_split`).
     """
     reps: float
     rows: float
     if shape.kind == OpKind.MATRIX:
         reps, rows = shape.groups, share
     else:
-        reps, rows = share, shape.gemm_rows
+        reps, rows = share, shape.gemm_rows if gemm_rows is None else gemm_rows
     gm, gn, macs = matrix.granule_m, matrix.granule_n, matrix.macs_per_cycle
     tiles = int(reps * math.ceil(rows / gm) * math.ceil(shape.n / gn))
     return MatrixTiles(tiles, tiles * gm * gn * shape.k / macs,
@@ -221,7 +288,7 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
     if op.op_type in VIEW_OPS:
         return OpShape(OpKind.VIEW, is_b, 0.0)
     unit = op_spec(op.op_type).unit
-    halo = _halo_bytes(graph, op) if is_b else 0.0
+    halo, wrows, hrows = _window(graph, op) if is_b else (0.0, 0, 0)
     if unit == "matrix" and op.macs:
         elems = max(out.elements, 1)
         k = max(1, round(op.macs / elems))
@@ -231,7 +298,7 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
             co = out.shape[-1] if layout.endswith("C") else out.shape[1]
             rows = elems / co
             return OpShape(OpKind.MATRIX, is_b, rows / per, groups, 1, max(1, co // groups), k,
-                           wbytes, in_bytes, halo_bytes=halo)
+                           wbytes, in_bytes, halo_bytes=halo, window_rows=wrows, in_rows=hrows)
         n = out.shape[-1] if out.shape else 1
         two_acts = len(op.inputs) >= 2 and op.inputs[1] in batched
         if two_acts and len(out.shape) >= 2:
@@ -249,7 +316,8 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
         return OpShape(OpKind.MOVE, is_b, graph.nbytes(op.output) / per)
     work = (op.flops or out.elements) / per
     kind = OpKind.SPECIAL if unit == "special" else OpKind.VECTOR
-    return OpShape(kind, is_b, work, weight_bytes=wbytes, in_bytes=in_bytes, halo_bytes=halo)
+    return OpShape(kind, is_b, work, weight_bytes=wbytes, in_bytes=in_bytes, halo_bytes=halo,
+                   window_rows=wrows, in_rows=hrows)
 
 
 _WINDOWED = frozenset({"nn.conv2d", "nn.conv3d", "nn.max_pool2d", "nn.avg_pool2d"})
@@ -263,37 +331,42 @@ def _pair(v: object, default: int) -> tuple[int, ...]:
     return (default,)
 
 
-def _halo_bytes(graph: Graph, op: Op) -> float:
-    """Input bytes across one cut of a sample's output rows (see :attr:`OpShape.halo_bytes`).
+def _window(graph: Graph, op: Op) -> tuple[float, int, int]:
+    """``(halo bytes, window rows, input rows)`` of a windowed op (zeros for others).
 
     Output rows are cut along the outermost spatial axis (rows are laid out
-    sample, then height, then width), so a core needs ``kernel - stride`` input
-    rows of its neighbour's part, every column and channel of them.
+    sample, then height, then width), so at a cut the two cores need
+    ``dilated kernel - stride`` input rows of each other's parts, every column and
+    channel of them (:attr:`OpShape.halo_bytes`); one output row reads
+    ``dilated kernel`` input rows (:attr:`OpShape.window_rows`).
     """
     if op.op_type not in _WINDOWED or not op.inputs:
-        return 0.0
+        return 0.0, 0, 0
     x = graph.tensors[op.inputs[0]]
     if len(x.shape) < 4:
-        return 0.0
+        return 0.0, 0, 0
     layout = str(op.attr("data_layout", op.attr("layout", "NCHW")) or "NCHW")
     if op.op_type.startswith("nn.conv"):
         if not op.weights:
-            return 0.0
+            return 0.0, 0, 0
         wshape = graph.tensors[op.weights[0]].shape
         kernel = int(wshape[2]) if len(wshape) >= 4 else 1
     else:
         kernel = _pair(op.attr("pool_size"), 1)[0]
     stride = _pair(op.attr("strides"), 1)[0]
     dilation = _pair(op.attr("dilation"), 1)[0]
-    rows = dilation * (kernel - 1) + 1 - stride
-    if rows <= 0:
-        return 0.0
+    window = dilation * (kernel - 1) + 1
+    rows = window - stride
     if layout.endswith("C"):  # NHWC: row = W x C
         row_elems = prod(x.shape[2:])
+        height = int(x.shape[1])
     else:  # NCHW: row = C x W (one line of every channel)
         row_elems = x.shape[1] * prod(x.shape[3:])
+        height = int(x.shape[2])
+    if window <= 1:
+        return 0.0, 0, height
     per_elem = graph.nbytes(op.inputs[0]) / max(x.elements, 1)
-    return float(rows * row_elems * per_elem)
+    return float(max(rows, 0) * row_elems * per_elem), window, height
 
 
 def _table(graph: Graph, op: Op) -> tuple[int, int]:
@@ -309,3 +382,17 @@ def _table(graph: Graph, op: Op) -> tuple[int, int]:
     per_elem = graph.nbytes(t.name) / max(t.elements, 1)
     row = prod(t.shape[axis + 1:]) * per_elem
     return graph.nbytes(t.name), max(1, round(row))
+
+
+def host_flops(graph: Graph, op: Op) -> float:
+    """FLOPs of one op on the host (a host segment, :mod:`sim._host`), for the whole batch of ``graph``.
+
+    A transposed convolution is twice ``input elements x output channels per group x
+    kernel area`` (the NPU import counts MACs of NPU matrix ops only); another host op
+    its import FLOPs, at least one per output element.
+    """
+    if op.op_type == "nn.conv2d_transpose" and len(op.weights) >= 1 and op.inputs:
+        x = graph.tensors[op.inputs[0]].shape
+        w = graph.tensors[op.weights[0]].shape  # IOHW: (Ci, Co / groups, kh, kw)
+        return 2.0 * prod(x) * prod(w[1:])
+    return float(max(op.flops, 2 * op.macs, graph.tensors[op.output].elements))

@@ -94,6 +94,17 @@ class NoCConfig:
 @dataclass(frozen=True)
 class HostConfig:
     launch_overhead_us: float
+    # Ops outside the NPU support table run on the host CPU (issue 25 item 2). Optional
+    # in hardware files (older files omit them); every default is ASSUMED:
+    # * cpu_flops_per_s: a two-socket inference server's sustained FP32 rate on a
+    #   convolution-like kernel, ~1 TFLOP/s (about 40 % of the 2.5 TFLOP/s AVX-512 peak
+    #   of 32 cores x 2.5 GHz x 32 FLOP/cycle);
+    # * pcie_bytes_per_s: PCIe 4.0 x16, 32 GB/s nominal, ~25 GB/s practical (STCP920
+    #   manual; /work/shared/notes/stcp920-hardware.md "Host / card-to-card");
+    # * pcie_latency_us: one DMA over PCIe with its completion and the host's wake-up.
+    cpu_flops_per_s: float = 1.0e12
+    pcie_bytes_per_s: float = 25.0e9
+    pcie_latency_us: float = 5.0
 
 
 _SECTIONS: dict[str, type] = {
@@ -114,6 +125,7 @@ _MAY_BE_ZERO = {
     "dma.setup_cycles",
     "noc.hop_latency_cycles",
     "host.launch_overhead_us",
+    "host.pcie_latency_us",
 }
 
 

@@ -42,8 +42,16 @@ from compiler.errors import ScheduleError
 from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
 from compiler.layout import group_layout, input_layout, transfer_layout
 from compiler.memo import memo_of
+from sim._host import HostSegment, host_ops, host_segment_cycles
 from sim._invariants import check_invariants
-from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_cost, group_work
+from sim._model import (
+    ComputeCost,
+    GroupWork,
+    cuts_inside_samples,
+    group_cost,
+    group_work,
+    halo_reach,
+)
 from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, StepRecord
@@ -167,6 +175,7 @@ class _Sim:
         self.noc_bytes = 0.0
         self.weight_bytes = 0.0
         self.records: list[list[object]] = []
+        self.host: list[HostSegment] = []
 
     # ---- reservations ------------------------------------------------------------
     def latency_of(self, fl: _Flows) -> float:
@@ -287,11 +296,14 @@ class _Sim:
 
     def part_cost(self, gr: GroupSpec, spp: int, cores: int, step_cores: int,
                   remote: frozenset[int]) -> ComputeCost:
-        """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples."""
+        """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples
+        (the group's NPU ops: host ops are a host segment, :mod:`sim._host`)."""
         key = (gr.name, spp, cores, step_cores, remote)
         hit = self.costs.get(key)
         if hit is None:
-            hit = self.costs[key] = group_cost(self.g, gr.ops, spp, cores, self.t, step_cores,
+            host = host_ops(self.g, gr.ops)
+            ops = tuple(i for i in gr.ops if i not in host) if host else gr.ops
+            hit = self.costs[key] = group_cost(self.g, ops, spp, cores, self.t, step_cores,
                                                remote)
         return hit
 
@@ -327,12 +339,23 @@ class _Sim:
             if table:
                 loads.append((0.0, self.weight_flows(table, cores)))
         # the cores of a part exchange halos / operands at cuts inside a sample
-        if work.cut_bytes:
+        if work.cut_bytes or work.operands:
             ex = _Flows()
             for part in parts:
                 cuts = cuts_inside_samples(spp, len(part))
-                if cuts:
-                    ex.add(exchange_plan(self.chip, part, self.moves), cuts * work.cut_bytes)
+                if work.operands:  # attention's K and V, split as its compute is
+                    ex.add(exchange_plan(self.chip, part, self.moves),
+                           work.operand_exchange(spp, len(part)))
+                if not cuts or not work.cut_bytes:
+                    continue
+                near = work.cut_bytes
+                # a halo reaching past the neighbour's rows comes from further away
+                for hb, side_rows, in_rows in work.halos:
+                    reach = halo_reach(in_rows * spp / len(part), side_rows, len(part))
+                    if len(reach) > 1:
+                        near -= hb
+                        ex.add(exchange_plan(self.chip, part, self.moves, reach), cuts * hb)
+                ex.add(exchange_plan(self.chip, part, self.moves), cuts * near)
             if ex.flows:
                 streams.append(ex)
                 self.noc_bytes += ex.noc
@@ -367,6 +390,14 @@ class _Sim:
             if self.core_free[c] > start:
                 start = self.core_free[c]
         end = start + slowest.cycles
+        # ops off the NPU: inputs over PCIe to the host, computed there, results back;
+        # the step's cores wait for them
+        host_cycles, host_fl, host_bytes = host_segment_cycles(self.g, gr.ops, samples, self.t)
+        if host_cycles:
+            self.host.append(HostSegment(
+                self.label(k), tuple(self.g.ops[i].op_type for i in host_ops(self.g, gr.ops)),
+                end, host_cycles, host_fl, host_bytes))
+            end += host_cycles
         for fl in streams:
             _, b = self.res.reserve(f"{label} stream", fl.flows, start, self.latency_of(fl))
             end = max(end, b)
@@ -388,29 +419,40 @@ class _Sim:
                      cores: tuple[int, ...]) -> tuple[_Flows | None, float]:
         """Gathered rows of a step: ``(row reads from DDR, table bytes loaded instead)``.
 
-        A core reads its rows from DDR, each row rounded up to whole DDR bursts. A table
-        that fits half a weight buffer and costs fewer DDR bytes than those rows is
-        loaded whole through the weight path instead and gathered on chip.
+        A core reads its rows from DDR, each row rounded up to whole DDR bursts and
+        each its own DMA descriptor: the core's DMA engine spends ``dma.setup_cycles``
+        on every row (issue 25 item 5: rows are scattered, one descriptor each), charged
+        on its port as the bytes it could have moved meanwhile. A table that fits half
+        a weight buffer and loads faster than those rows arrive (DDR time of the table
+        against the slower of the rows' DDR time and the busiest core's descriptors and
+        bytes) is loaded whole through the weight path instead and gathered on chip.
         """
         burst, chip = self.burst, self.chip
+        setup = self.setup
+        port_bw = self.t.dma.core_bytes_per_cycle
+        ddr_bw = self.t.ddr.bytes_per_cycle
         rows_fl = _Flows()
         table_bytes = 0.0
         for d in work.gathers:
             row = max(d.row_bytes, 1)
             cost_row = math.ceil(row / burst) * burst
             per_core: dict[int, float] = {}
+            rows_of: dict[int, int] = {}
             for part in parts:
                 n = len(part)
                 rows = math.ceil(spp * d.amount / row / n) if d.batched else math.ceil(d.amount / row)
                 for c in part:
                     per_core[c] = rows * cost_row
+                    rows_of[c] = rows
             total = sum(per_core.values())
             table_ddr = d.table_bytes if self.t.llb.broadcast else d.table_bytes * len(cores)
-            if d.table_bytes and d.table_bytes <= self.half_wb and table_ddr < total:
+            rows_time = max(total / ddr_bw,
+                            max(r * (cost_row / port_bw + setup) for r in rows_of.values()))
+            if d.table_bytes and d.table_bytes <= self.half_wb and table_ddr / ddr_bw < rows_time:
                 table_bytes += d.table_bytes
                 continue
             for c, b in per_core.items():
-                rows_fl.flows[c] = rows_fl.flows.get(c, 0.0) + b
+                rows_fl.flows[c] = rows_fl.flows.get(c, 0.0) + b + rows_of[c] * setup * port_bw
                 rows_fl.incoming[c] = rows_fl.incoming.get(c, 0.0) + b
             rows_fl.flows[chip.ddr] = rows_fl.flows.get(chip.ddr, 0.0) + total
             rows_fl.ddr += total
@@ -492,6 +534,8 @@ class _Sim:
             busy[f"core{c}.vme"] = self.vme[c]
         for r, name in enumerate(chip.names):
             busy[name] = res.busy[r]
+        if self.host:
+            busy["host"] = sum(h.cycles for h in self.host)
         bw = chip.bytes_per_cycle
         us = t.cycles_to_us(latency)
         batch = self.g.batch
@@ -520,6 +564,7 @@ class _Sim:
             weight_bytes_loaded=self.weight_bytes,
             steps=steps,
             dma_events=events,
+            host_segments=tuple(self.host),
         )
 
 

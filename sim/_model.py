@@ -43,13 +43,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.memo import memo_of
-from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
+from compiler.opshape import (
+    OpKind,
+    OpShape,
+    batched_exchange_bytes,
+    batched_split,
+    matrix_tiles,
+    op_shapes,
+)
+from compiler.views import reads_from_outside, view_source
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.target import MatrixUnit, Target
 
-__all__ = ["ComputeCost", "GroupWork", "cuts_inside_samples", "group_cost", "group_work"]
+__all__ = ["ComputeCost", "GroupWork", "cuts_inside_samples", "group_cost", "group_work",
+           "halo_reach"]
 
 _VECTOR_TILE = 4096  # elements per vector instruction tile (fill/drain granularity)
 
@@ -88,18 +97,35 @@ class GroupWork:
 
     Attributes:
         cut_bytes: Bytes the cores of a part exchange over the NoC at each cut of one
-            sample's output rows between two cores: conv/pooling halos and the
-            second operand of batched matmuls (:attr:`OpShape.halo_bytes`,
-            :attr:`OpShape.operand_bytes`), summed over the set's batched ops.
+            sample's output rows between two cores: conv/pooling halos
+            (:attr:`OpShape.halo_bytes`), summed over the set's batched ops.
         rereads: ``(op index, input tensor, extra passes)`` of the ops whose weights
             exceed half the weight buffer and whose first input comes from outside
-            the set: each extra weight tile reads that input again.
+            the set (views followed to their source, :mod:`compiler.views`; the
+            tensor named is that source, the group input): each extra weight tile
+            reads that input again.
         gathers: The set's gather ops.
+        operands: The set's batched matmuls that read a second activation (attention's
+            K and V), exchanged as :meth:`operand_exchange` says.
+        halos: ``(halo bytes per cut, halo rows per side, input rows per sample)`` of
+            each windowed op in :attr:`cut_bytes`: when a core's rows are fewer than
+            the halo rows on one side (a dilated kernel), part of the halo comes from
+            cores further away and crosses more NoC links.
     """
 
     cut_bytes: float
     rereads: tuple[tuple[int, str, int], ...]
     gathers: tuple[OpShape, ...]
+    halos: tuple[tuple[float, float, int], ...] = ()
+    operands: tuple[OpShape, ...] = ()
+
+    def operand_exchange(self, samples: int, cores: int) -> float:
+        """Bytes of batched matmuls' second operands crossing between a part's cores.
+
+        Follows the same split as their compute and L1
+        (:func:`compiler.opshape.batched_exchange_bytes`).
+        """
+        return sum(batched_exchange_bytes(d, samples, cores) for d in self.operands)
 
     def passes(self, streamed: frozenset[str]) -> dict[str, int]:
         """Extra passes over each streamed input (the engine charges them at the source)."""
@@ -122,22 +148,52 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
     hit: GroupWork | None = memo.get(key)
     if hit is None:
         shapes = op_shapes(graph)
-        inside = {graph.ops[i].output for i in ops}
         cut = 0.0
         rereads = []
         gathers = []
+        halos = []
+        operands: list[OpShape] = []
         for i in ops:
             d = shapes[i]
             if d.batched:
-                cut += d.halo_bytes + d.operand_bytes
+                cut += d.halo_bytes
+                if d.kind == OpKind.BATCHED_MATMUL and d.operand_bytes:
+                    operands.append(d)
+                if d.halo_bytes and d.in_rows and d.in_bytes:
+                    rows = d.halo_bytes / (d.in_bytes / d.in_rows)
+                    halos.append((d.halo_bytes, rows / 2, d.in_rows))
             if d.kind == OpKind.GATHER:
                 gathers.append(d)
             op = graph.ops[i]
+            # a view of a group input is that input (issue 25 item 1): it streams from
+            # wherever the input lives, once per extra weight tile
             if d.kind.is_matrix and d.weight_bytes > half_wb and op.inputs \
-                    and op.inputs[0] not in inside:
-                rereads.append((i, op.inputs[0], math.ceil(d.weight_bytes / half_wb) - 1))
-        hit = memo[key] = GroupWork(cut, tuple(rereads), tuple(gathers))
+                    and reads_from_outside(graph, ops, op.inputs[0]):
+                rereads.append((i, view_source(graph, ops, op.inputs[0]),
+                                math.ceil(d.weight_bytes / half_wb) - 1))
+        hit = memo[key] = GroupWork(cut, tuple(rereads), tuple(gathers), tuple(halos),
+                                    tuple(operands))
     return hit
+
+
+def halo_reach(rows_per_core: float, side_rows: float, cores: int) -> tuple[float, ...]:
+    """Fraction of one side's halo that comes from the core ``d`` places away, d = 1, 2, ...
+
+    A core holding ``rows_per_core`` rows of a sample needs ``side_rows`` rows beyond
+    each of its edges: the first ``rows_per_core`` of them are its neighbour's, the
+    next ones the next core's, and so on (at most ``cores - 1`` places away).
+    ``(1.0,)`` when the neighbour holds them all.
+    """
+    if rows_per_core <= 0 or side_rows <= rows_per_core or cores < 3:
+        return (1.0,)
+    parts: list[float] = []
+    left = side_rows
+    while left > 1e-9 and len(parts) < cores - 1:
+        take = min(rows_per_core, left)
+        parts.append(take)
+        left -= take
+    total = sum(parts)
+    return tuple(p / total for p in parts)
 
 
 def cuts_inside_samples(samples: int, cores: int) -> int:
@@ -237,7 +293,12 @@ def _cost(
                 fill += d.k * gm * gn / macs + ovh
                 wbound += max(c, d.weight_bytes / wbw)
         elif kind.is_matrix:
-            mt = matrix_tiles(d, share, mat)
+            if kind == OpKind.BATCHED_MATMUL and d.batched:
+                # whole heads per core, or a head's rows over cores (compiler.opshape)
+                sp = batched_split(d, s, k)
+                mt = matrix_tiles(d, sp.gemms, mat, sp.rows)
+            else:
+                mt = matrix_tiles(d, share, mat)
             t_op = mt.padded_cycles + mt.tiles * ovh
             mme += t_op
             useful += mt.useful_cycles

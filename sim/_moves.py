@@ -175,27 +175,33 @@ def fixed_plan(
     return plan
 
 
-def exchange_plan(chip: Chip, part: tuple[int, ...], cache: dict[object, MovePlan]) -> MovePlan:
+def exchange_plan(chip: Chip, part: tuple[int, ...], cache: dict[object, MovePlan],
+                  reach: tuple[float, ...] = (1.0,)) -> MovePlan:
     """Per byte exchanged between the cores of one part (row cuts inside samples).
 
     The cores of a part hold consecutive pieces of the rows; what crosses a cut
     (halo rows, a batched matmul's second operand) goes between neighbouring cores
     of the part, spread evenly over the neighbour pairs, half in each direction.
+    ``reach[d - 1]`` is the fraction that comes instead from the core ``d`` places
+    away (a dilated kernel's halo reaching past the neighbour's rows): it crosses
+    every link of that longer route (:func:`sim._model.halo_reach`).
     """
-    key = ("exchange", part)
+    key = ("exchange", part, reach)
     hit = cache.get(key)
     if hit is not None:
         return hit
     if len(part) < 2:
         cache[key] = _EMPTY
         return _EMPTY
-    pairs = [(a, b) for i in range(len(part) - 1)
-             for a, b in ((part[i], part[i + 1]), (part[i + 1], part[i]))]
-    share = 1.0 / len(pairs)
+    weighted: list[tuple[int, int, float]] = []
+    for dist, frac in enumerate(reach, start=1):
+        pairs = [(a, b) for i in range(len(part) - dist)
+                 for a, b in ((part[i], part[i + dist]), (part[i + dist], part[i]))]
+        weighted += [(a, b, frac / len(pairs)) for a, b in pairs]
     flows: dict[int, float] = {}
     incoming: dict[int, float] = {}
     hops = 0
-    for a, b in pairs:
+    for a, b, share in weighted:
         route = chip.routes[(a, b)]
         for r in (a, b, *route):
             flows[r] = flows.get(r, 0.0) + share

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim._host import HostSegment
+
 __all__ = ["DmaEvent", "SimError", "SimResult", "StepRecord"]
 
 RESULT_VERSION = 1
@@ -103,6 +105,8 @@ class SimResult:
         clock_hz: Clock of the target (cycles -> seconds).
         steps: The timeline.
         dma_events: Resource reservations, for the trace.
+        host_segments: Ops that ran on the host CPU, per step, with their time
+            (:mod:`sim._host`); their total is ``busy_cycles["host"]``.
     """
 
     status: str
@@ -123,6 +127,7 @@ class SimResult:
     weight_bytes_loaded: float
     steps: tuple[StepRecord, ...] = field(repr=False)
     dma_events: tuple[DmaEvent, ...] = field(repr=False, default=())
+    host_segments: tuple[HostSegment, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -159,6 +164,7 @@ class SimResult:
             "llb_bytes": self.llb_bytes,
             "weight_bytes_loaded": self.weight_bytes_loaded,
             "busy_cycles": dict(self.busy_cycles),
+            "host_segments": [h.to_json() for h in self.host_segments],
             "error": None,
         }
         if timeline:

@@ -53,6 +53,9 @@ def to_chrome_trace(result: SimResult) -> dict[str, Any]:
             add(st.name, f"core{c}.vme", st.start_cycles, st.vme_cycles, {})
     for ev in result.dma_events:
         add(ev.label, ev.resource, ev.start_cycles, ev.duration_cycles, {})
+    for hs in result.host_segments:  # ops off the NPU, on the host CPU
+        add(f"{hs.step} host: {', '.join(hs.ops)}", "host", hs.start_cycles, hs.cycles,
+            {"flops": hs.flops, "pcie_bytes": hs.pcie_bytes})
     meta: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "cluster 0"}}
     ]

@@ -204,6 +204,10 @@ def _print(result: SimResult, graph: Graph, target: Target, label: str,
                  f"(weights and gathers {result.weight_bytes_loaded / 1e6:,.2f} MB)")
     head.add_row("NoC traffic", f"{result.noc_bytes / 1e6:,.2f} MB")
     head.add_row("steps", str(len(result.steps)))
+    for hs in result.host_segments:  # ops off the NPU (sim._host)
+        head.add_row(f"host segment {hs.step}",
+                     f"{', '.join(hs.ops)}: {target.cycles_to_us(hs.cycles):,.1f} µs "
+                     f"({hs.pcie_bytes / 1e6:,.2f} MB over PCIe)")
     con.print(head)
     busy = result.busy_fraction()
     table = Table(title="busy time / latency")

@@ -124,7 +124,9 @@ def test_l1_overflow_names_core_step_bytes_and_live_tensors(branches: Graph,
 
 def test_llb_overflow_names_the_cluster(branches: Graph, target: Target) -> None:
     s = branch_schedule(branches)
-    y_bytes = 8 * S * 512 * 2  # A's output, all 8 samples, in the LLB
+    # A's output, all 8 samples, in the LLB, and (issue 25) its two 128 KiB weight tiles
+    # passing through the LLB while it runs
+    y_bytes = 8 * S * 512 * 2 + 2 * 128 * 1024
     err = simulate(branches, s, target.replace(llb={"bytes": y_bytes - 1}))
     assert isinstance(err, SimError) and err.status == "capacity"
     assert err.resource == "LLB of cluster 0" and err.step == "A[0]"
