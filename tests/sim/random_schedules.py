@@ -82,7 +82,8 @@ def random_placement(rng: random.Random, samples: int, cores: int, bad: bool = F
         if kind == 2:
             return Placement(scope, ((),))
         return Placement(scope, tuple((c,) for c in range(min(cores, samples + 1))))
-    ps = [p for p in divisors(samples) if p <= cores]
+    # a bad schedule's split may exceed the batch (0 samples a chunk): one part then
+    ps = [p for p in divisors(samples) if p <= cores] or [1]
     p = rng.choice(ps) if rng.random() < 0.7 else max(ps)
     m = rng.randint(p, cores) if rng.random() < 0.7 else cores
     chosen = rng.sample(range(cores), m)
