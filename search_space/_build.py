@@ -72,6 +72,7 @@ from search_space._dims import (
     TRANSFER_SCOPES,
     unshuffle,
 )
+from search_space._ccore import scope_walk
 from search_space._order import breadth_order, depth_order, group_topo_order
 from search_space._structure import GroupInfo, anchor_partition, group_info, partition_is_valid
 
@@ -694,6 +695,9 @@ def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = No
             else False
         dec.set_binding(gr, perm, spread)
     dec.derive()
+    compiled = scope_walk(dec, get)  # the same walk in C (search_space/_ccore.py)
+    if compiled is not None:
+        return dec.schedule(), compiled
     dec.start_walk()
     scope_dim: dict[Node, int] = {}
     choice: dict[str, str] = {}  # group -> its policy; "t:" + group -> its transfer scope
