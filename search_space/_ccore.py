@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.capacity import MemoryPlan, StepMemory, chunk_working_set
 from compiler.derive import Node
 from compiler.footprint import sample_bytes
-from compiler.layout import Piece, staying_fraction
+from compiler.layout import Piece
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
@@ -97,62 +97,27 @@ class _Walked:
         return self._plan
 
 
-def _tables(space: Space) -> dict[str, dict[Any, Any]]:
-    t: dict[str, dict[Any, Any]] | None = getattr(space, "_ctables", None)
-    if t is None:
-        t = {"result": {}, "work": {}, "edge": {}, "streamed": {}, "inputs": {}}
-        space._ctables = t  # type: ignore[attr-defined]
-        return t
-    if sum(len(v) for v in t.values()) > 400_000:  # bounded, like the value table
-        for v in t.values():
-            v.clear()
-    return t
+def _tensor_codes(space: Space) -> dict[str, int]:
+    codes: dict[str, int] | None = getattr(space, "_ctensors", None)
+    if codes is None:
+        codes = space._ctensors = {}  # type: ignore[attr-defined]
+    return codes
 
 
-def _result(tab: dict[Any, Any], pieces: tuple[Piece, ...], sizes: tuple[int, int]
-            ) -> tuple[tuple[tuple[int, float], ...], float, tuple[int, ...], tuple[int, ...]]:
-    """Bytes per core in L1 (``CapacityWalk.node_l1``), in the LLB (``node_total``), the
-    cores of the parts in order, and the same without repeats (a transfer's usage)."""
-    key = (pieces, sizes)
-    hit = tab.get(key)
+def _work(dec: Decoding, info: Any, spp: int, cpp: int
+          ) -> tuple[tuple[str, ...], tuple[float, ...], tuple[tuple[int, int], ...]]:
+    """A chunk shape's working sets by (streamed mask, output streamed out, held), from
+    :func:`compiler.capacity.chunk_working_set`; the streamable inputs (the mask's bits)
+    and the inputs as (tensor code, bit). Kept in the op set's cache."""
+    key = ("ctab", spp, cpp)
+    hit = info.cache.get(key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    tables = _shape_tables(dec.space)
+    skey = (info.ops, spp, cpp)
+    hit = tables.get(skey)
     if hit is None:
-        sb, fb = sizes
-        per: dict[int, float] = {}
-        for _, spp, parts in pieces:  # compiler.layout.samples_per_core
-            for part in parts:
-                share = spp / len(part)
-                for c in part:
-                    per[c] = per.get(c, 0.0) + share
-        l1 = tuple((c, spc * sb + fb) for c, spc in per.items())
-        total = sum(spp * len(parts) for _, spp, parts in pieces) * sb + fb
-        flat = tuple(c for _, _, parts in pieces for p in parts for c in p)
-        hit = tab[key] = (l1, float(total), flat, tuple(dict.fromkeys(flat)))
-    return hit  # type: ignore[no-any-return]
-
-
-def _edge(tab: dict[Any, Any], src: tuple[Piece, ...], dst: tuple[Piece, ...],
-          sizes: tuple[int, int]) -> tuple[tuple[tuple[int, float], ...], float, tuple[int, ...]]:
-    """Bytes of a source result a group chunk finds in its L1 (``Decoding._staying``)."""
-    key = (src, dst, sizes)
-    hit = tab.get(key)
-    if hit is None:
-        sb, fb = sizes
-        frac = staying_fraction(("L1", src), ("L1", dst)) if sb else {}
-        stay = tuple((c, n * sb) for c, n in frac.items())
-        cores: tuple[int, ...] = ()
-        if fb:
-            src_cores = {c for _, _, parts in src for p in parts for c in p}
-            cores = tuple(c for _, _, parts in dst for p in parts for c in p if c in src_cores)
-        hit = tab[key] = (stay, float(fb), cores)
-    return hit  # type: ignore[no-any-return]
-
-
-def _work(tab: dict[Any, Any], dec: Decoding, info: Any, spp: int, cpp: int
-          ) -> tuple[tuple[str, ...], tuple[float, ...]]:
-    """A chunk shape's working sets by (streamed mask, output streamed out, held)."""
-    key = (info.ops, spp, cpp)
-    hit = tab.get(key)
-    if hit is None:
+        codes = _tensor_codes(dec.space)
         names = tuple(t for t in info.inputs if t in info.streamable)
         table = []
         for mask in range(1 << len(names)):
@@ -160,8 +125,18 @@ def _work(tab: dict[Any, Any], dec: Decoding, info: Any, spp: int, cpp: int
             for off in (False, True):
                 for held in (False, True):
                     table.append(chunk_working_set(dec.mem, info.ops, st, off, held, spp, cpp))
-        hit = tab[key] = (names, tuple(table))
+        inputs = tuple((codes.setdefault(t, len(codes)), names.index(t) if t in names else -1)
+                       for t in info.inputs)
+        hit = tables[skey] = (names, tuple(table), inputs)
+    info.cache[key] = hit
     return hit  # type: ignore[no-any-return]
+
+
+def _shape_tables(space: Space) -> dict[tuple[Any, ...], Any]:
+    tables: dict[tuple[Any, ...], Any] | None = getattr(space, "_cshapes", None)
+    if tables is None or len(tables) > 200_000:  # bounded, like the value table
+        tables = space._cshapes = {}  # type: ignore[attr-defined]
+    return tables
 
 
 def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | None:
@@ -176,7 +151,6 @@ def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | No
         return None
     from search_space._build import chunk_scopes
     space = dec.space
-    tabs = _tables(space)
     splits = {gr.name: gr.split for gr in dec.groups}
     if dec.order == "depth":
         nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
@@ -187,24 +161,23 @@ def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | No
     outs = set(dec.outs)
     batch = dec.batch
     g = dec.mem
+    codes = _tensor_codes(space)
     by_name, by_out, transfer_by_name, fixed = dec.by_name, dec.by_out, dec.transfer_by_name, dec.fixed
-    rtab, wtab, etab = tabs["result"], tabs["work"], tabs["edge"]
-    pieces_of: list[tuple[Piece, ...]] = []
-    sizes_of: list[tuple[int, int]] = []
-    provides: list[str] = []
-    rows: list[tuple[Any, ...]] = []  # per step, all but the staying tables
-    infos: list[Any] = []
-    work_names: list[tuple[str, ...]] = []
+    steps: list[tuple[Any, ...]] = []
+    names_of: list[tuple[str, ...] | None] = []
     scope_dim: dict[Node, int] = {}
     choice: dict[str, str] = {}
     d_scope, slot_of = space.d_scope, space.slot
+    no_work: tuple[float, ...] = ()
     for node in nodes:
+        reads = [pos[d] for d in deps.get(node, ())]
         if node[0] == "g":
             gr = by_name[node[1]]
+            info = gr.info
             samples = batch // gr.split
             parts = gr.binds[node[2]]
             pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
-            out = gr.info.output
+            out = info.output
             key = gr.name
             d = d_scope[gr.scope_at]
             ch = choice.get(key)
@@ -213,86 +186,69 @@ def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | No
             scope_dim[node] = d
             want = _CODE[chunk_scopes(ch, gr.split, gr.wave)[node[2]]]
             allowed = 0
-            for s in gr.info.scopes:
-                allowed |= 1 << _CODE[s]
-            rows.append((0, want, allowed, 2))
-            infos.append(gr)
-        else:
-            t = transfer_by_name[node[1]]
-            samples = batch // t.dst_factor
-            parts = t.placement.core_bind
-            spp = samples // len(parts)
-            pieces = tuple((dc * samples, spp, parts) for dc in t.dst_chunks)
-            out = t.tensor
-            prod = by_out.get(t.tensor)
-            init = _CODE[t.placement.mem_scope]
-            if prod is None or t.name in fixed:
-                rows.append((2, 2, 7, init))
-            else:
-                key = "t:" + prod.name
-                d = slot_of[prod.slot] + 5
-                ch = choice.get(key)
-                if ch is None:
-                    ch = choice[key] = TRANSFER_SCOPES[get(d)]
-                scope_dim[node] = d
-                rows.append((1, _AUTO if ch == "auto" else _CODE[ch], 7, init))
-            infos.append(None)
-        pieces_of.append(pieces)
-        sizes_of.append(sample_bytes(g, out))
-        provides.append(out)
-    edges: list[tuple[Any, ...]] = []
-    edge_at: dict[tuple[Any, ...], int] = {}
-    steps: list[tuple[Any, ...]] = []
-    for k, node in enumerate(nodes):
-        reads = [pos[d] for d in deps.get(node, ())]
-        l1, total, flat, distinct = _result(rtab, pieces_of[k], sizes_of[k])
-        gr = infos[k]
-        if gr is None:
-            steps.append((*rows[k], reads, [-1] * len(reads), distinct, l1, total, (), (),
+            for sc in info.scopes:
+                allowed |= 1 << _CODE[sc]
+            names, work, inputs = _work(dec, info, gr.samples // gr.parts, gr.cores // gr.parts)
+            sb, fb = sample_bytes(g, out)
+            code = codes.get(out)
+            if code is None:
+                code = codes[out] = len(codes)
+            steps.append((0, want, allowed, 2, code, reads, pieces, sb, fb, inputs, work,
                           node in outs))
-            work_names.append(())
+            names_of.append(names)
             continue
-        info = gr.info
-        redges = []
-        for d in reads:
-            ekey = (pieces_of[d], pieces_of[k], sizes_of[d])
-            e = edge_at.get(ekey)
-            if e is None:
-                e = edge_at[ekey] = len(edges)
-                edges.append(_edge(etab, pieces_of[d], pieces_of[k], sizes_of[d]))
-            redges.append(e)
-        names, work = _work(wtab, dec, info, gr.samples // gr.parts, gr.cores // gr.parts)
-        work_names.append(names)
-        src = {provides[d]: q for q, d in enumerate(reads)}  # the last read of a tensor wins
-        inputs = []
-        for t in info.inputs:
-            q = src.get(t)
-            bit = names.index(t) if t in info.streamable else -1
-            inputs.append((-1, bit, -1) if q is None else (reads[q], bit, redges[q]))
-        steps.append((*rows[k], reads, redges, flat, l1, total, inputs, work, node in outs))
+        t = transfer_by_name[node[1]]
+        samples = batch // t.dst_factor
+        parts = t.placement.core_bind
+        spp = samples // len(parts)
+        pieces = tuple((dc * samples, spp, parts) for dc in t.dst_chunks)
+        out = t.tensor
+        prod = by_out.get(t.tensor)
+        init = _CODE[t.placement.mem_scope]
+        if prod is None or t.name in fixed:
+            kind, want = 2, 2
+        else:
+            key = "t:" + prod.name
+            d = slot_of[prod.slot] + 5
+            ch = choice.get(key)
+            if ch is None:
+                ch = choice[key] = TRANSFER_SCOPES[get(d)]
+            scope_dim[node] = d
+            kind, want = 1, (_AUTO if ch == "auto" else _CODE[ch])
+        sb, fb = sample_bytes(g, out)
+        code = codes.get(out)
+        if code is None:
+            code = codes[out] = len(codes)
+        steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), no_work, node in outs))
+        names_of.append(None)
     target = space.target
     res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
-                   target.chip.cores_per_cluster, steps, edges)
+                   target.chip.cores_per_cluster, steps)
     if res is None:
         STATS["overflow"] += 1
         return None
     STATS["c"] += 1
     scopes, masks, helds, usage, peak_l1, peak_llb = res
-    stab = tabs["streamed"]
+    stab = _streamed_sets(space)
     mems = []
     empty: frozenset[str] = frozenset()
-    for k in range(len(nodes)):
-        st = steps[k]
-        if infos[k] is None:
-            mems.append(StepMemory(tuple(zip(st[6], usage[k])), empty, False))
+    for k, names in enumerate(names_of):
+        if names is None:
+            mems.append(StepMemory(usage[k], empty, False))
             continue
-        skey = (work_names[k], masks[k])
+        skey = (names, masks[k])
         streamed = stab.get(skey)
         if streamed is None:
-            streamed = stab[skey] = frozenset(t for b, t in enumerate(work_names[k])
-                                              if masks[k] >> b & 1)
-        mems.append(StepMemory(tuple(zip(st[6], usage[k])), streamed, helds[k]))
+            streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
+        mems.append(StepMemory(usage[k], streamed, helds[k]))
     plan = MemoryPlan(tuple(mems), tuple(int(x) for x in peak_l1), int(peak_llb), None)
     dec.nodes = nodes
     dec.walk = _Walked([_NAME[s] for s in scopes], plan)  # type: ignore[assignment]
     return scope_dim
+
+
+def _streamed_sets(space: Space) -> dict[tuple[tuple[str, ...], int], frozenset[str]]:
+    sets: dict[tuple[tuple[str, ...], int], frozenset[str]] | None = getattr(space, "_cstreamed", None)
+    if sets is None:
+        sets = space._cstreamed = {}  # type: ignore[attr-defined]
+    return sets

@@ -27,8 +27,14 @@ enum { K_GROUP = 0, K_TRANSFER = 1, K_FIXED = 2 };
 typedef struct {
     int src;       /* step index of the source, -1: a model input (DDR) */
     int sbit;      /* bit of the streamable mask, -1: not streamable */
-    int edge;      /* index of the staying table, -1: none */
+    int edge;      /* global read index of the source (its staying table), -1: none */
 } Input;
+
+typedef struct {
+    long lo, hi;   /* samples [lo, hi) */
+    int n;         /* cores */
+    int *cores;
+} Part;
 
 typedef struct {
     int kind;
@@ -37,7 +43,11 @@ typedef struct {
     int init;      /* initial scope (fixed steps commit it) */
     int n_reads;
     int *reads;
-    int *redges;   /* per read: its staying table (group readers), -1: none */
+    int *redges;   /* per read: its global read index (group readers), -1: none */
+    int n_parts;   /* parts of the layout, sorted by first sample (compiler.layout.part_ranges) */
+    Part *parts;
+    long sb, fb;   /* bytes per sample, fixed bytes of the result */
+    int tensor;    /* code of the tensor it provides */
     int n_cores;   /* group: flattened parts; transfer: distinct cores of the layout */
     int *cores;
     double *res;   /* per core: bytes of the result in L1 (0 where absent) */
@@ -51,6 +61,7 @@ typedef struct {
 } Step;
 
 typedef struct {
+    int done;
     double *sb;    /* per core: fraction * bytes per sample */
     double fb;
     unsigned char *fbm;  /* per core: fixed bytes stay */
@@ -70,6 +81,9 @@ typedef struct {
     double *future;           /* n * nc */
     double *peak_l1, peak_llb;
     int *stamp;
+    unsigned char *stamp2;
+    int n_edges;
+    int *ge_src, *ge_dst;     /* per global read: the source step and the reader */
     double *staying;
     int *mask_out, *held_out;
     double *usage;            /* per step, per core of the step */
@@ -78,6 +92,56 @@ typedef struct {
 
 static double work_at(const Step *s, int mask, int off, int held) {
     return s->work[((mask * 2 + off) * 2) + held];
+}
+
+/* ---- what a reader finds in place (compiler.layout.staying_fraction) ---------------- */
+
+/* The staying table of global read e (source ge_src[e], reader ge_dst[e]), made on first use:
+ * per core of the reader, samples' worth of the source already in its L1, times the bytes per
+ * sample; and the cores where the source's fixed (unbatched) bytes stay. */
+static const Edge *edge(Walk *w, int e) {
+    Edge *E = &w->ed[e];
+    if (E->done) return E;
+    E->done = 1;
+    const Step *src = &w->st[w->ge_src[e]], *dst = &w->st[w->ge_dst[e]];
+    double *out = E->sb;
+    if (src->sb) {
+        int i = 0;
+        for (int pd = 0; pd < dst->n_parts; pd++) {
+            const Part *D = &dst->parts[pd];
+            while (i < src->n_parts && src->parts[i].hi <= D->lo) i++;
+            int j = i;
+            while (j < src->n_parts && src->parts[j].lo < D->hi) {
+                const Part *S = &src->parts[j];
+                long n = (S->hi < D->hi ? S->hi : D->hi) - (S->lo > D->lo ? S->lo : D->lo);
+                j++;
+                if (n <= 0) continue;
+                int ks = S->n, kd = D->n;
+                for (int jj = 0; jj < kd; jj++) {  /* compiler.layout.slices */
+                    double lo = (double)jj / kd, hi = (double)(jj + 1) / kd;
+                    for (int ii = 0; ii < ks; ii++) {
+                        double a0 = (double)ii / ks, b0 = (double)(ii + 1) / ks;
+                        double a = a0 > lo ? a0 : lo;
+                        double b = b0 < hi ? b0 : hi;
+                        if (b > a && S->cores[ii] == D->cores[jj])
+                            out[D->cores[jj]] = out[D->cores[jj]] + (double)n * (b - a);
+                    }
+                }
+            }
+        }
+        for (int c = 0; c < w->nc; c++) out[c] = out[c] * (double)src->sb;
+    }
+    E->fb = (double)src->fb;
+    if (src->fb) {
+        for (int p = 0; p < src->n_parts; p++)
+            for (int q = 0; q < src->parts[p].n; q++) w->stamp2[src->parts[p].cores[q]] = 1;
+        for (int p = 0; p < dst->n_parts; p++)
+            for (int q = 0; q < dst->parts[p].n; q++)
+                if (w->stamp2[dst->parts[p].cores[q]]) E->fbm[dst->parts[p].cores[q]] = 1;
+        for (int p = 0; p < src->n_parts; p++)
+            for (int q = 0; q < src->parts[p].n; q++) w->stamp2[src->parts[p].cores[q]] = 0;
+    }
+    return E;
 }
 
 /* ---- the capacity walk (compiler.capacity.CapacityWalk) ---------------------------- */
@@ -127,7 +191,7 @@ static void group_inputs(Walk *w, int k, int *mask, int *held) {
         }
         if (w->last[d] > k) *held = 1;
         if (in->edge >= 0) {
-            const Edge *e = &w->ed[in->edge];
+            const Edge *e = edge(w, in->edge);
             for (int c = 0; c < w->nc; c++) st[c] += e->sb[c];
             if (e->fb != 0.0)
                 for (int c = 0; c < w->nc; c++)
@@ -264,7 +328,7 @@ static int ahead_ok(Walk *w, int k) {
             for (int q = 0; q < s->n_cores && !hit; q++) hit = me->has[s->cores[q]];
             if (!hit) continue;
         }
-        const Edge *e = reader > 0 ? &w->ed[reader - 1] : NULL;
+        const Edge *e = reader > 0 ? edge(w, reader - 1) : NULL;
         const double *row = w->future + (size_t)j * w->nc;
         double top = -1.0;
         for (int q = 0; q < s->n_cores; q++) {
@@ -298,7 +362,7 @@ static void commit_future(Walk *w, int k) {
         double *row = w->future + (size_t)j * w->nc;
         int reader = w->stamp[j];
         if (reader) {
-            const Edge *e = &w->ed[reader - 1];
+            const Edge *e = edge(w, reader - 1);
             for (int c = 0; c < w->nc; c++) {
                 if (!me->has[c]) continue;
                 double stay = e->sb[c];
@@ -373,69 +437,169 @@ static int run(Walk *w) {
 
 /* ---- parsing ----------------------------------------------------------------------- */
 
-static int as_int(PyObject *seq, Py_ssize_t i, int *out) {
-    long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-    if (v == -1 && PyErr_Occurred()) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-static int doubles(PyObject *obj, double *out, Py_ssize_t n) {
-    PyObject *f = PySequence_Fast(obj, "a sequence of floats");
-    if (!f) return -1;
-    if (PySequence_Fast_GET_SIZE(f) != n) {
-        Py_DECREF(f);
-        PyErr_SetString(PyExc_ValueError, "wrong length");
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        out[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(f, i));
-        if (out[i] == -1.0 && PyErr_Occurred()) {
-            Py_DECREF(f);
-            return -1;
-        }
-    }
-    Py_DECREF(f);
-    return 0;
-}
-
 static int ints(PyObject *obj, int **out, int *n) {
     PyObject *f = PySequence_Fast(obj, "a sequence of ints");
     if (!f) return -1;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(f);
     *n = (int)m;
     *out = (int *)malloc(sizeof(int) * (m ? m : 1));
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (as_int(f, i, &(*out)[i])) {
+    for (Py_ssize_t i = 0; i < m; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(f, i));
+        if (v == -1 && PyErr_Occurred()) {
             Py_DECREF(f);
             return -1;
         }
+        (*out)[i] = (int)v;
+    }
     Py_DECREF(f);
     return 0;
 }
 
-/* A per-core table: a tuple of (core, value) pairs turned dense. */
-static int sparse(PyObject *obj, int nc, double *vals, unsigned char *has) {
-    PyObject *f = PySequence_Fast(obj, "pairs");
-    if (!f) return -1;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(f); i++) {
-        PyObject *pair = PySequence_Fast_GET_ITEM(f, i);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            Py_DECREF(f);
-            PyErr_SetString(PyExc_TypeError, "(core, value) pairs expected");
-            return -1;
+static int bad(const char *msg) {
+    PyErr_SetString(PyExc_ValueError, msg);
+    return -1;
+}
+
+/* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out). */
+static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
+    int nc = w->nc;
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 12) return bad("step: a 12-tuple");
+    s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+    s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+    s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+    s->init = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+    s->tensor = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
+    s->sb = PyLong_AsLong(PyTuple_GET_ITEM(t, 7));
+    s->fb = PyLong_AsLong(PyTuple_GET_ITEM(t, 8));
+    if (PyErr_Occurred()) return -1;
+    if (s->kind < 0 || s->kind > 2 || s->want < 0 || s->want > 3 || s->init < 0 || s->init > 2)
+        return bad("step: kind, want or scope out of range");
+    if (ints(PyTuple_GET_ITEM(t, 5), &s->reads, &s->n_reads)) return -1;
+    for (int q = 0; q < s->n_reads; q++)
+        if (s->reads[q] < 0 || s->reads[q] >= n) return bad("read out of range");
+    /* pieces: ((first, spp, parts), ...) */
+    PyObject *pcs = PySequence_Fast(PyTuple_GET_ITEM(t, 6), "pieces");
+    if (!pcs) return -1;
+    int n_parts = 0, n_flat = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pcs); i++) {
+        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
+        if (!PyTuple_Check(pc) || PyTuple_GET_SIZE(pc) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(pc, 2))) {
+            Py_DECREF(pcs);
+            return bad("piece: (first, spp, parts)");
         }
-        long c = PyLong_AsLong(PyTuple_GET_ITEM(pair, 0));
-        double v = PyFloat_AsDouble(PyTuple_GET_ITEM(pair, 1));
-        if (PyErr_Occurred() || c < 0 || c >= nc) {
-            Py_DECREF(f);
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "core out of range");
-            return -1;
+        PyObject *parts = PyTuple_GET_ITEM(pc, 2);
+        n_parts += (int)PyTuple_GET_SIZE(parts);
+        for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
+            PyObject *part = PyTuple_GET_ITEM(parts, p);
+            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0) {
+                Py_DECREF(pcs);
+                return bad("part: a tuple of cores");
+            }
+            n_flat += (int)PyTuple_GET_SIZE(part);
         }
-        vals[c] = v;
-        if (has) has[c] = 1;
     }
-    Py_DECREF(f);
+    s->parts = (Part *)calloc(n_parts ? n_parts : 1, sizeof(Part));
+    s->n_parts = n_parts;
+    int *flat = (int *)malloc(sizeof(int) * (n_flat ? n_flat : 1));
+    s->res = (double *)calloc(nc, sizeof(double));
+    s->has = (unsigned char *)calloc(nc, 1);
+    long long total = 0;
+    int pi = 0, fi = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pcs); i++) {
+        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
+        long first = PyLong_AsLong(PyTuple_GET_ITEM(pc, 0));
+        long spp = PyLong_AsLong(PyTuple_GET_ITEM(pc, 1));
+        PyObject *parts = PyTuple_GET_ITEM(pc, 2);
+        total += (long long)spp * PyTuple_GET_SIZE(parts);
+        for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
+            PyObject *part = PyTuple_GET_ITEM(parts, p);
+            Part *P = &s->parts[pi++];
+            P->lo = first + p * spp;
+            P->hi = P->lo + spp;
+            P->n = (int)PyTuple_GET_SIZE(part);
+            P->cores = (int *)malloc(sizeof(int) * P->n);
+            double share = (double)spp / P->n;  /* compiler.layout.samples_per_core */
+            for (int q = 0; q < P->n; q++) {
+                long c = PyLong_AsLong(PyTuple_GET_ITEM(part, q));
+                if (c < 0 || c >= nc) {
+                    free(flat);
+                    Py_DECREF(pcs);
+                    if (!PyErr_Occurred()) bad("core out of range");
+                    return -1;
+                }
+                P->cores[q] = (int)c;
+                flat[fi++] = (int)c;
+                s->res[c] = s->res[c] + share;
+                s->has[c] = 1;
+            }
+        }
+    }
+    Py_DECREF(pcs);
+    if (PyErr_Occurred()) {
+        free(flat);
+        return -1;
+    }
+    for (int c = 0; c < nc; c++)
+        if (s->has[c]) s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
+    s->total = (double)(total * s->sb + s->fb);
+    /* sorted by first sample (part_ranges); insertion sort keeps equal ones in order */
+    for (int a = 1; a < n_parts; a++) {
+        Part x = s->parts[a];
+        int b = a - 1;
+        while (b >= 0 && (s->parts[b].lo > x.lo || (s->parts[b].lo == x.lo && s->parts[b].hi > x.hi))) {
+            s->parts[b + 1] = s->parts[b];
+            b--;
+        }
+        s->parts[b + 1] = x;
+    }
+    /* the cores its usage is counted on: a group chunk each core of its parts, a transfer
+     * each distinct core once (in order of first appearance) */
+    s->cores = flat;
+    if (s->kind == K_GROUP) {
+        s->n_cores = n_flat;
+    } else {
+        int m = 0;
+        for (int q = 0; q < n_flat; q++) {
+            int seen = 0;
+            for (int r = 0; r < m && !seen; r++) seen = flat[r] == flat[q];
+            if (!seen) flat[m++] = flat[q];
+        }
+        s->n_cores = m;
+    }
+    /* inputs: ((tensor, streamable bit), ...) */
+    PyObject *ins = PySequence_Fast(PyTuple_GET_ITEM(t, 9), "inputs");
+    if (!ins) return -1;
+    s->n_inputs = (int)PySequence_Fast_GET_SIZE(ins);
+    s->inputs = (Input *)calloc(s->n_inputs ? s->n_inputs : 1, sizeof(Input));
+    int *tens = (int *)malloc(sizeof(int) * (s->n_inputs ? s->n_inputs : 1));
+    for (int q = 0; q < s->n_inputs; q++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(ins, q);
+        if (!PyArg_ParseTuple(it, "ii", &tens[q], &s->inputs[q].sbit) || s->inputs[q].sbit >= 16) {
+            Py_DECREF(ins);
+            free(tens);
+            if (!PyErr_Occurred()) bad("streamable bit out of range");
+            return -1;
+        }
+        s->inputs[q].src = tens[q];  /* resolved to a step once every step is parsed */
+    }
+    Py_DECREF(ins);
+    free(tens);
+    PyObject *wk = PySequence_Fast(PyTuple_GET_ITEM(t, 10), "work");
+    if (!wk) return -1;
+    Py_ssize_t nw = PySequence_Fast_GET_SIZE(wk);
+    s->n_work = (int)nw;
+    s->work = (double *)calloc(nw ? nw : 1, sizeof(double));
+    for (Py_ssize_t i = 0; i < nw; i++) s->work[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(wk, i));
+    Py_DECREF(wk);
+    if (PyErr_Occurred()) return -1;
+    s->full = (int)(nw / 4) - 1;
+    if (s->kind == K_GROUP) {
+        if (nw < 4 || (nw & (nw - 1))) return bad("work table: 4 << streamable entries");
+        for (int q = 0; q < s->n_inputs; q++)
+            if (s->inputs[q].sbit >= 0 && (4 << s->inputs[q].sbit) >= nw + 1)
+                return bad("work table too short");
+    }
+    *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
     return 0;
 }
 
@@ -450,22 +614,28 @@ static void free_walk(Walk *w) {
             free(s->has);
             free(s->inputs);
             free(s->work);
+            if (s->parts)
+                for (int p = 0; p < s->n_parts; p++) free(s->parts[p].cores);
+            free(s->parts);
         }
         free(w->st);
     }
-    if (w->ed) free(w->ed);
+    free(w->ed);
     free(w->last);
     free(w->exp_ptr);
     free(w->exp_idx);
     free(w->rd_ptr);
     free(w->rd_j);
     free(w->rd_e);
+    free(w->ge_src);
+    free(w->ge_dst);
     free(w->scope);
     free(w->resident);
     free(w->l1_live);
     free(w->future);
     free(w->peak_l1);
     free(w->stamp);
+    free(w->stamp2);
     free(w->staying);
     free(w->mask_out);
     free(w->held_out);
@@ -473,144 +643,78 @@ static void free_walk(Walk *w) {
     free(w->usage_ptr);
 }
 
-/* steps: a sequence of tuples
- *   (kind, want, allowed, init, reads, redges, cores, result, total, inputs, work, out)
- * with reads/redges/cores int sequences (redges: per read, its staying table or -1), result ((core, bytes), ...), inputs ((src, sbit, edge), ...),
- * work a float sequence of length 4 << streamable, out 1 when a model output (lives to the end).
- * edges: a sequence of (sb, fb, fb_cores) with sb ((core, bytes), ...) and fb_cores ints. */
+/* walk(cap_l1, cap_llb, n_cores, steps): steps as parse_step reads them, in the order. */
 static PyObject *py_walk(PyObject *self, PyObject *args) {
     double cap, llb_cap;
     int nc;
-    PyObject *steps_o, *edges_o;
+    PyObject *steps_o;
     (void)self;
-    if (!PyArg_ParseTuple(args, "ddiOO", &cap, &llb_cap, &nc, &steps_o, &edges_o)) return NULL;
-    PyObject *steps = PySequence_Fast(steps_o, "steps: a sequence");
-    if (!steps) return NULL;
-    PyObject *edges = PySequence_Fast(edges_o, "edges: a sequence");
-    if (!edges) {
-        Py_DECREF(steps);
+    if (!PyArg_ParseTuple(args, "ddiO", &cap, &llb_cap, &nc, &steps_o)) return NULL;
+    if (nc <= 0 || nc > 65536) {
+        PyErr_SetString(PyExc_ValueError, "cores per cluster out of range");
         return NULL;
     }
+    PyObject *steps = PySequence_Fast(steps_o, "steps: a sequence");
+    if (!steps) return NULL;
     Walk w;
     memset(&w, 0, sizeof w);
-    int n = w.n = (int)PySequence_Fast_GET_SIZE(steps);
-    int ne = (int)PySequence_Fast_GET_SIZE(edges);
+    int n = (int)PySequence_Fast_GET_SIZE(steps);
     w.nc = nc;
     w.cap = cap;
     w.llb_cap = llb_cap;
     w.st = (Step *)calloc(n ? n : 1, sizeof(Step));
-    w.ed = (Edge *)calloc(ne ? ne : 1, sizeof(Edge));
-    double *edge_mem = (double *)calloc((size_t)(ne ? ne : 1) * nc, sizeof(double));
-    unsigned char *edge_fbm = (unsigned char *)calloc((size_t)(ne ? ne : 1) * nc, 1);
     w.last = (int *)malloc(sizeof(int) * (n + 1));
     int *is_out = (int *)calloc(n + 1, sizeof(int));
+    double *edge_mem = NULL;
+    unsigned char *edge_fbm = NULL;
     PyObject *result = NULL;
     int total_usage = 0;
-
-    for (int e = 0; e < ne; e++) {
-        PyObject *t = PySequence_Fast_GET_ITEM(edges, e);
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
-            PyErr_SetString(PyExc_TypeError, "edge: (sb, fb, fb_cores)");
-            goto done;
-        }
-        w.ed[e].sb = edge_mem + (size_t)e * nc;
-        w.ed[e].fbm = edge_fbm + (size_t)e * nc;
-        if (sparse(PyTuple_GET_ITEM(t, 0), nc, w.ed[e].sb, NULL)) goto done;
-        w.ed[e].fb = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 1));
-        if (PyErr_Occurred()) goto done;
-        int *fc, nfc;
-        if (ints(PyTuple_GET_ITEM(t, 2), &fc, &nfc)) goto done;
-        for (int q = 0; q < nfc; q++)
-            if (fc[q] >= 0 && fc[q] < nc) w.ed[e].fbm[fc[q]] = 1;
-        free(fc);
-    }
     for (int k = 0; k < n; k++) {
-        PyObject *t = PySequence_Fast_GET_ITEM(steps, k);
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 12) {
-            PyErr_SetString(PyExc_TypeError, "step: a 12-tuple");
-            goto done;
-        }
-        Step *s = &w.st[k];
-        s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
-        s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
-        s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
-        s->init = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
-        if (PyErr_Occurred()) goto done;
-        if (ints(PyTuple_GET_ITEM(t, 4), &s->reads, &s->n_reads)) goto done;
-        {
-            int nre;
-            if (ints(PyTuple_GET_ITEM(t, 5), &s->redges, &nre)) goto done;
-            if (nre != s->n_reads) {
-                PyErr_SetString(PyExc_ValueError, "redges: one per read");
-                goto done;
+        w.n = k + 1;  /* what free_walk frees */
+        if (parse_step(&w, &w.st[k], PySequence_Fast_GET_ITEM(steps, k), n, &is_out[k])) goto done;
+        total_usage += w.st[k].n_cores;
+    }
+    w.n = n;
+    /* global reads: each (reader, read) pair, with its staying table made on first use */
+    int n_rd = 0;
+    for (int j = 0; j < n; j++) n_rd += w.st[j].n_reads;
+    w.n_edges = n_rd;
+    w.ed = (Edge *)calloc(n_rd ? n_rd : 1, sizeof(Edge));
+    w.ge_src = (int *)malloc(sizeof(int) * (n_rd + 1));
+    w.ge_dst = (int *)malloc(sizeof(int) * (n_rd + 1));
+    edge_mem = (double *)calloc((size_t)(n_rd ? n_rd : 1) * nc, sizeof(double));
+    edge_fbm = (unsigned char *)calloc((size_t)(n_rd ? n_rd : 1) * nc, 1);
+    {
+        int g = 0;
+        for (int j = 0; j < n; j++) {
+            Step *s = &w.st[j];
+            s->redges = (int *)malloc(sizeof(int) * (s->n_reads ? s->n_reads : 1));
+            for (int q = 0; q < s->n_reads; q++, g++) {
+                w.ge_src[g] = s->reads[q];
+                w.ge_dst[g] = j;
+                w.ed[g].sb = edge_mem + (size_t)g * nc;
+                w.ed[g].fbm = edge_fbm + (size_t)g * nc;
+                s->redges[q] = s->kind == K_GROUP ? g : -1;
             }
-            for (int q = 0; q < nre; q++)
-                if (s->redges[q] >= ne) {
-                    PyErr_SetString(PyExc_ValueError, "edge out of range");
-                    goto done;
-                }
-        }
-        if (ints(PyTuple_GET_ITEM(t, 6), &s->cores, &s->n_cores)) goto done;
-        for (int q = 0; q < s->n_reads; q++)
-            if (s->reads[q] < 0 || s->reads[q] >= n) {
-                PyErr_SetString(PyExc_ValueError, "read out of range");
-                goto done;
-            }
-        for (int q = 0; q < s->n_cores; q++)
-            if (s->cores[q] < 0 || s->cores[q] >= nc) {
-                PyErr_SetString(PyExc_ValueError, "core out of range");
-                goto done;
-            }
-        s->res = (double *)calloc(nc, sizeof(double));
-        s->has = (unsigned char *)calloc(nc, 1);
-        if (sparse(PyTuple_GET_ITEM(t, 7), nc, s->res, s->has)) goto done;
-        s->total = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 8));
-        if (PyErr_Occurred()) goto done;
-        PyObject *ins = PySequence_Fast(PyTuple_GET_ITEM(t, 9), "inputs");
-        if (!ins) goto done;
-        s->n_inputs = (int)PySequence_Fast_GET_SIZE(ins);
-        s->inputs = (Input *)calloc(s->n_inputs ? s->n_inputs : 1, sizeof(Input));
-        for (int q = 0; q < s->n_inputs; q++) {
-            PyObject *it = PySequence_Fast_GET_ITEM(ins, q);
-            if (!PyArg_ParseTuple(it, "iii", &s->inputs[q].src, &s->inputs[q].sbit,
-                                  &s->inputs[q].edge)) {
-                Py_DECREF(ins);
-                goto done;
-            }
-            if (s->inputs[q].src >= n || s->inputs[q].edge >= ne || s->inputs[q].sbit >= 16) {
-                Py_DECREF(ins);
-                PyErr_SetString(PyExc_ValueError, "input out of range");
-                goto done;
+            /* an input's source: the last read providing its tensor */
+            for (int r = 0; r < s->n_inputs; r++) {
+                int tensor = s->inputs[r].src, src = -1, e = -1;
+                for (int q = 0; q < s->n_reads; q++)
+                    if (w.st[s->reads[q]].tensor == tensor) {
+                        src = s->reads[q];
+                        e = s->redges[q];
+                    }
+                s->inputs[r].src = src;
+                s->inputs[r].edge = e;
             }
         }
-        Py_DECREF(ins);
-        PyObject *wk = PyTuple_GET_ITEM(t, 10);
-        Py_ssize_t nw = PySequence_Size(wk);
-        if (nw < 0) goto done;
-        s->n_work = (int)nw;
-        s->work = (double *)calloc(nw ? nw : 1, sizeof(double));
-        if (doubles(wk, s->work, nw)) goto done;
-        s->full = (int)(nw / 4) - 1;
-        for (int q = 0; q < s->n_inputs; q++)
-            if (s->inputs[q].sbit >= 0 && (4 << s->inputs[q].sbit) >= nw + 1) {
-                PyErr_SetString(PyExc_ValueError, "work table too short");
-                goto done;
-            }
-        if (s->kind == K_GROUP && nw < 4) {
-            PyErr_SetString(PyExc_ValueError, "work table too short");
-            goto done;
-        }
-        is_out[k] = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
-        total_usage += s->n_cores;
     }
     /* last reader of every result (CapacityWalk.last), expire lists, reader lists */
     for (int k = 0; k < n; k++) w.last[k] = k;
-    int n_rd = 0;
     for (int j = 0; j < n; j++)
         for (int q = 0; q < w.st[j].n_reads; q++) {
             int d = w.st[j].reads[q];
             if (j > w.last[d]) w.last[d] = j;
-            n_rd++;
         }
     for (int k = 0; k < n; k++)
         if (is_out[k]) w.last[k] = n;
@@ -625,7 +729,6 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
             if (w.last[i] < n) w.exp_idx[w.exp_ptr[w.last[i]] + fill[w.last[i]]++] = i;
         free(fill);
     }
-    /* readers: for each step d, the steps j reading it and the edge of (j, d) (first match) */
     w.rd_ptr = (int *)calloc(n + 1, sizeof(int));
     w.rd_j = (int *)malloc(sizeof(int) * (n_rd + 1));
     w.rd_e = (int *)malloc(sizeof(int) * (n_rd + 1));
@@ -644,11 +747,6 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
             }
         free(cnt);
     }
-    for (int p = 0; p < n_rd; p++)
-        if (w.rd_e[p] < 0 && w.st[w.rd_j[p]].kind == K_GROUP) {
-            PyErr_SetString(PyExc_ValueError, "a group reader without a staying table");
-            goto done;
-        }
     w.scope = (int *)malloc(sizeof(int) * (n + 1));
     for (int k = 0; k < n; k++) w.scope[k] = w.st[k].init;
     w.resident = (int *)calloc(n + 1, sizeof(int));
@@ -656,6 +754,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     w.future = (double *)calloc((size_t)(n ? n : 1) * nc, sizeof(double));
     w.peak_l1 = (double *)calloc(nc, sizeof(double));
     w.stamp = (int *)calloc(n + 1, sizeof(int));
+    w.stamp2 = (unsigned char *)calloc(nc, 1);
     w.staying = (double *)calloc(nc, sizeof(double));
     w.mask_out = (int *)calloc(n + 1, sizeof(int));
     w.held_out = (int *)calloc(n + 1, sizeof(int));
@@ -663,11 +762,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
     for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
 
-    int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = run(&w);
-    Py_END_ALLOW_THREADS
-    if (status) {
+    if (run(&w)) {
         result = Py_None;
         Py_INCREF(result);
         goto done;
@@ -683,7 +778,8 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
             int m = (w.st[k].kind != K_GROUP && w.scope[k] != L1) ? 0 : w.st[k].n_cores;
             PyObject *u = PyTuple_New(m);
             for (int q = 0; q < m; q++)
-                PyTuple_SET_ITEM(u, q, PyFloat_FromDouble(w.usage[w.usage_ptr[k] + q]));
+                PyTuple_SET_ITEM(u, q, Py_BuildValue("(id)", w.st[k].cores[q],
+                                                     w.usage[w.usage_ptr[k] + q]));
             PyList_SET_ITEM(usage, k, u);
         }
         for (int c = 0; c < nc; c++) PyList_SET_ITEM(peaks, c, PyFloat_FromDouble(w.peak_l1[c]));
@@ -695,7 +791,6 @@ done:
     free(edge_fbm);
     free(is_out);
     Py_DECREF(steps);
-    Py_DECREF(edges);
     return result;
 }
 
