@@ -35,7 +35,7 @@ the Python walk.
 from __future__ import annotations
 
 import os
-import warnings
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -68,12 +68,11 @@ def _load() -> Any:
     if _state["tried"]:
         return _module
     _state["tried"] = True
-    try:
+    try:  # one attempt per process: a missing extension warns once
         from search_space import _cwalk  # type: ignore[attr-defined]
     except ImportError as exc:
-        warnings.warn(f"graphtune: the compiled search core is not available ({exc}); "
-                      "decoding runs in Python (slower; see README, Install)",
-                      RuntimeWarning, stacklevel=3)
+        sys.stderr.write(f"graphtune: warning: the compiled search core is not available ({exc}); "
+                         "decoding runs in Python (slower; see README, Install)\n")
         return None
     globals()["_module"] = _cwalk
     return _cwalk

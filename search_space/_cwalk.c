@@ -596,7 +596,7 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     if (s->kind == K_GROUP) {
         if (nw < 4 || (nw & (nw - 1))) return bad("work table: 4 << streamable entries");
         for (int q = 0; q < s->n_inputs; q++)
-            if (s->inputs[q].sbit >= 0 && (4 << s->inputs[q].sbit) >= nw + 1)
+            if (s->inputs[q].sbit >= 0 && nw < (8 << s->inputs[q].sbit))
                 return bad("work table too short");
     }
     *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
@@ -724,7 +724,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         if (w.last[i] < n) w.exp_ptr[w.last[i] + 1]++;
     for (int k = 0; k < n + 1; k++) w.exp_ptr[k + 1] += w.exp_ptr[k];
     {
-        int *fill = (int *)calloc(n + 1, sizeof(int));
+        int *fill = (int *)calloc((size_t)n + 1, sizeof(int));
         for (int i = 0; i < n; i++)
             if (w.last[i] < n) w.exp_idx[w.exp_ptr[w.last[i]] + fill[w.last[i]]++] = i;
         free(fill);
