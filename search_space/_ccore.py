@@ -103,11 +103,11 @@ def _tensor_codes(space: Space) -> dict[str, int]:
     return codes
 
 
-def _work(dec: Decoding, info: Any, spp: int, cpp: int
-          ) -> tuple[tuple[str, ...], tuple[float, ...], tuple[tuple[int, int], ...]]:
+def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     """A chunk shape's working sets by (streamed mask, output streamed out, held), from
-    :func:`compiler.capacity.chunk_working_set`; the streamable inputs (the mask's bits)
-    and the inputs as (tensor code, bit). Kept in the op set's cache."""
+    :func:`compiler.capacity.chunk_working_set`; the streamable inputs (the mask's bits),
+    the inputs as (tensor code, bit), the scopes the output may use (a mask), the output's
+    code and sizes (:func:`compiler.footprint.sample_bytes`). Kept in the op set's cache."""
     key = ("ctab", spp, cpp)
     hit = info.cache.get(key)
     if hit is not None:
@@ -126,7 +126,12 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int
                     table.append(chunk_working_set(dec.mem, info.ops, st, off, held, spp, cpp))
         inputs = tuple((codes.setdefault(t, len(codes)), names.index(t) if t in names else -1)
                        for t in info.inputs)
-        hit = tables[skey] = (names, tuple(table), inputs)
+        allowed = 0
+        for sc in info.scopes:
+            allowed |= 1 << _CODE[sc]
+        sb, fb = sample_bytes(dec.mem, info.output)
+        hit = tables[skey] = (names, tuple(table), inputs, allowed,
+                              codes.setdefault(info.output, len(codes)), sb, fb)
     info.cache[key] = hit
     return hit  # type: ignore[no-any-return]
 
@@ -166,33 +171,27 @@ def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | No
     names_of: list[tuple[str, ...] | None] = []
     scope_dim: dict[Node, int] = {}
     choice: dict[str, str] = {}
+    group_rows: dict[str, tuple[Any, ...]] = {}
     d_scope, slot_of = space.d_scope, space.slot
     no_work: tuple[float, ...] = ()
     for node in nodes:
         reads = [pos[d] for d in deps.get(node, ())]
         if node[0] == "g":
-            gr = by_name[node[1]]
-            info = gr.info
-            samples = batch // gr.split
+            per = group_rows.get(node[1])
+            if per is None:  # once per group: its policy's scope per chunk and its tables
+                gr = by_name[node[1]]
+                d = d_scope[gr.scope_at]
+                ch = SCOPE_POLICIES[get(d)]
+                names, work, inputs, allowed, code, sb, fb = _work(
+                    dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
+                per = group_rows[node[1]] = (
+                    gr, d, [_CODE[w] for w in chunk_scopes(ch, gr.split, gr.wave)],
+                    batch // gr.split, allowed, code, sb, fb, inputs, work, names)
+            gr, d, wants, samples, allowed, code, sb, fb, inputs, work, names = per
+            scope_dim[node] = d
             parts = gr.binds[node[2]]
             pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
-            out = info.output
-            key = gr.name
-            d = d_scope[gr.scope_at]
-            ch = choice.get(key)
-            if ch is None:
-                ch = choice[key] = SCOPE_POLICIES[get(d)]
-            scope_dim[node] = d
-            want = _CODE[chunk_scopes(ch, gr.split, gr.wave)[node[2]]]
-            allowed = 0
-            for sc in info.scopes:
-                allowed |= 1 << _CODE[sc]
-            names, work, inputs = _work(dec, info, gr.samples // gr.parts, gr.cores // gr.parts)
-            sb, fb = sample_bytes(g, out)
-            code = codes.get(out)
-            if code is None:
-                code = codes[out] = len(codes)
-            steps.append((0, want, allowed, 2, code, reads, pieces, sb, fb, inputs, work,
+            steps.append((0, wants[node[2]], allowed, 2, code, reads, pieces, sb, fb, inputs, work,
                           node in outs))
             names_of.append(names)
             continue
