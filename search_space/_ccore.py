@@ -12,10 +12,13 @@ fills from the Python definitions, so every number has one definition:
   layout times :func:`compiler.footprint.sample_bytes`) and in the LLB;
 * per group chunk: its inputs (source step, streamable bit) and its working-set
   table over (streamed inputs, output streamed out, an L1 input held) from
-  :func:`compiler.capacity.chunk_working_set`, built once per (op set, samples per
-  part, cores per part) and kept by the space;
-* per (reader, source) pair: the bytes of the source a reader finds in place
-  (:func:`compiler.layout.staying_fraction`), kept by the space per layout pair.
+  :func:`compiler.capacity.chunk_working_set`, one per (op set, samples per part,
+  cores per part) kept by the space, each entry computed when the walk first asks
+  for it (the C walk calls back; later decodes find it in the table);
+* per (reader, source) pair, the bytes of the source a reader finds in place: the
+  C walk computes them from the layouts' pieces with
+  :func:`compiler.layout.staying_fraction`'s arithmetic (same operations, same
+  order), only for the pairs it asks about.
 
 The C walk adds and compares these in the order the Python code does
 (``CapacityWalk._evaluate_*``, ``Decoding._ahead_ok``/``_work_lb``/``commit``), so
@@ -118,20 +121,24 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     if hit is None:
         codes = _tensor_codes(dec.space)
         names = tuple(t for t in info.inputs if t in info.streamable)
-        table = []
-        for mask in range(1 << len(names)):
+        table: list[float | None] = [None] * (4 << len(names))  # filled as the walk asks
+        mem, ops = dec.mem, info.ops
+
+        def fill(i: int) -> float:
+            """Entry ``i`` = (mask * 2 + output streamed out) * 2 + held."""
+            mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
             st = frozenset(t for b, t in enumerate(names) if mask >> b & 1)
-            for off in (False, True):
-                for held in (False, True):
-                    table.append(chunk_working_set(dec.mem, info.ops, st, off, held, spp, cpp))
+            v = table[i] = chunk_working_set(mem, ops, st, off, held, spp, cpp)
+            return v
+
         inputs = tuple((codes.setdefault(t, len(codes)), names.index(t) if t in names else -1)
                        for t in info.inputs)
         allowed = 0
         for sc in info.scopes:
             allowed |= 1 << _CODE[sc]
         sb, fb = sample_bytes(dec.mem, info.output)
-        hit = tables[skey] = (names, tuple(table), inputs, allowed,
-                              codes.setdefault(info.output, len(codes)), sb, fb)
+        hit = tables[skey] = (names, table, inputs, allowed,
+                              codes.setdefault(info.output, len(codes)), sb, fb, fill)
     info.cache[key] = hit
     return hit  # type: ignore[no-any-return]
 
@@ -173,7 +180,6 @@ def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | No
     choice: dict[str, str] = {}
     group_rows: dict[str, tuple[Any, ...]] = {}
     d_scope, slot_of = space.d_scope, space.slot
-    no_work: tuple[float, ...] = ()
     for node in nodes:
         reads = [pos[d] for d in deps.get(node, ())]
         if node[0] == "g":
@@ -182,17 +188,17 @@ def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | No
                 gr = by_name[node[1]]
                 d = d_scope[gr.scope_at]
                 ch = SCOPE_POLICIES[get(d)]
-                names, work, inputs, allowed, code, sb, fb = _work(
+                names, work, inputs, allowed, code, sb, fb, fill = _work(
                     dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
                 per = group_rows[node[1]] = (
                     gr, d, [_CODE[w] for w in chunk_scopes(ch, gr.split, gr.wave)],
-                    batch // gr.split, allowed, code, sb, fb, inputs, work, names)
-            gr, d, wants, samples, allowed, code, sb, fb, inputs, work, names = per
+                    batch // gr.split, allowed, code, sb, fb, inputs, work, names, fill)
+            gr, d, wants, samples, allowed, code, sb, fb, inputs, work, names, fill = per
             scope_dim[node] = d
             parts = gr.binds[node[2]]
             pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
             steps.append((0, wants[node[2]], allowed, 2, code, reads, pieces, sb, fb, inputs, work,
-                          node in outs))
+                          node in outs, fill))
             names_of.append(names)
             continue
         t = transfer_by_name[node[1]]
@@ -217,7 +223,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | No
         code = codes.get(out)
         if code is None:
             code = codes[out] = len(codes)
-        steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), no_work, node in outs))
+        steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), [], node in outs, None))
         names_of.append(None)
     target = space.target
     res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),

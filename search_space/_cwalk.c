@@ -57,6 +57,8 @@ typedef struct {
     Input *inputs;
     int n_work;    /* 4 << streamable */
     double *work;  /* [(mask * 2 + out_off) * 2 + held] */
+    unsigned char *known;  /* work entries filled (the others come from `filler` on first use) */
+    PyObject *filler;      /* borrowed: filler(index) -> float, the Python definition */
     int full;      /* mask of every streamable input */
 } Step;
 
@@ -82,6 +84,7 @@ typedef struct {
     double *peak_l1, peak_llb;
     int *stamp;
     unsigned char *stamp2;
+    int failed;               /* a Python filler raised: the exception is set */
     int n_edges;
     int *ge_src, *ge_dst;     /* per global read: the source step and the reader */
     double *staying;
@@ -90,9 +93,28 @@ typedef struct {
     int *usage_ptr;
 } Walk;
 
-static double work_at(const Step *s, int mask, int off, int held) {
-    return s->work[((mask * 2 + off) * 2) + held];
+/* A working set of step s: from the table, or computed by the Python definition on first
+ * use (its result is kept in the space's table for later decodes). */
+static double work_at(Walk *w, Step *s, int mask, int off, int held) {
+    int i = ((mask * 2 + off) * 2) + held;
+    if (!s->known[i]) {
+        double v = 0.0;
+        if (!w->failed) {
+            PyObject *r = PyObject_CallFunction(s->filler, "i", i);
+            if (!r) {
+                w->failed = 1;
+            } else {
+                v = PyFloat_AsDouble(r);
+                Py_DECREF(r);
+                if (v == -1.0 && PyErr_Occurred()) w->failed = 1;
+            }
+        }
+        s->work[i] = v;
+        s->known[i] = 1;
+    }
+    return s->work[i];
 }
+
 
 /* ---- what a reader finds in place (compiler.layout.staying_fraction) ---------------- */
 
@@ -203,14 +225,14 @@ static void group_inputs(Walk *w, int k, int *mask, int *held) {
 /* Whether step k fits with its result in `scope`; fills the usage and *need. */
 static int evaluate(Walk *w, int k, int scope, double *usage, double *need, int *mask_o,
                     int *held_o) {
-    const Step *s = &w->st[k];
+    Step *s = &w->st[k];
     *need = -1.0;
     if (s->kind == K_GROUP) {
         int mask, held;
         group_inputs(w, k, &mask, &held);
         *mask_o = mask;
         *held_o = held;
-        double work = work_at(s, mask, scope != L1, held);
+        double work = work_at(w, s, mask, scope != L1, held);
         for (int q = 0; q < s->n_cores; q++) {
             int c = s->cores[q];
             double u = w->l1_live[c] - w->staying[c] + work;
@@ -258,7 +280,7 @@ static int evaluate(Walk *w, int k, int scope, double *usage, double *need, int 
 /* ---- the look-ahead (search_space._build.Decoding._ahead_ok) ------------------------- */
 
 static double work_lb(Walk *w, int j, int k) {
-    const Step *s = &w->st[j];
+    Step *s = &w->st[j];
     int known = 0, unknown = 0, n_unknown = 0, held = 0;
     int ubits[2] = {0, 0};
     for (int q = 0; q < s->n_inputs; q++) {
@@ -282,23 +304,23 @@ static double work_lb(Walk *w, int j, int k) {
             known |= 1 << in->sbit;
         }
     }
-    double best = work_at(s, known | unknown, 1, held);
+    double best = work_at(w, s, known | unknown, 1, held);
     if (n_unknown) {
-        double v = work_at(s, known, 1, held);
+        double v = work_at(w, s, known, 1, held);
         if (v < best) best = v;
     }
     if (n_unknown == 2) {
         for (int u = 0; u < 2; u++) {
-            double v = work_at(s, known | ubits[u], 1, held);
+            double v = work_at(w, s, known | ubits[u], 1, held);
             if (v < best) best = v;
         }
     }
     return best;
 }
 
-static void bounds(const Step *s, double *least, double *most) {
-    double ws[4] = {work_at(s, s->full, 1, 0), work_at(s, s->full, 1, 1), work_at(s, 0, 1, 0),
-                    work_at(s, 0, 1, 1)};
+static void bounds(Walk *w, Step *s, double *least, double *most) {
+    double ws[4] = {work_at(w, s, s->full, 1, 0), work_at(w, s, s->full, 1, 1),
+                    work_at(w, s, 0, 1, 0), work_at(w, s, 0, 1, 1)};
     *least = *most = ws[0];
     for (int q = 1; q < 4; q++) {
         if (ws[q] < *least) *least = ws[q];
@@ -320,7 +342,7 @@ static int ahead_ok(Walk *w, int k) {
     int ok = 1;
     for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = w->rd_e[p] + 1;
     for (int j = k + 1; j <= end && ok; j++) {
-        const Step *s = &w->st[j];
+        Step *s = &w->st[j];
         if (s->kind != K_GROUP) continue;
         int reader = w->stamp[j];
         if (!reader) {
@@ -345,7 +367,7 @@ static int ahead_ok(Walk *w, int k) {
         if (top < 0.0 && !reader) continue;
         if (top < 0.0) top = 0.0;
         double least, most;
-        bounds(s, &least, &most);
+        bounds(w, s, &least, &most);
         if (top + least > w->cap) ok = 0;
         else if (top + most > w->cap && top + work_lb(w, j, k) > w->cap) ok = 0;
     }
@@ -384,6 +406,7 @@ static const int SLOWER[3][3] = {{L1, LLB, DDR}, {LLB, DDR, -1}, {DDR, -1, -1}};
 static int run(Walk *w) {
     double *tmp = w->usage;  /* each step writes its own slice */
     for (int k = 0; k < w->n; k++) {
+        if (w->failed) return 1;
         const Step *s = &w->st[k];
         double *usage = tmp + w->usage_ptr[k];
         int chosen;
@@ -460,10 +483,11 @@ static int bad(const char *msg) {
     return -1;
 }
 
-/* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out). */
+/* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out,
+ * filler): work a list (None: not computed yet), filler(index) computes an entry. */
 static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     int nc = w->nc;
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 12) return bad("step: a 12-tuple");
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 13) return bad("step: a 13-tuple");
     s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
     s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
     s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
@@ -584,14 +608,21 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     }
     Py_DECREF(ins);
     free(tens);
-    PyObject *wk = PySequence_Fast(PyTuple_GET_ITEM(t, 10), "work");
-    if (!wk) return -1;
-    Py_ssize_t nw = PySequence_Fast_GET_SIZE(wk);
+    PyObject *wk = PyTuple_GET_ITEM(t, 10);
+    if (!PyList_Check(wk)) return bad("work: a list of floats or None");
+    Py_ssize_t nw = PyList_GET_SIZE(wk);
     s->n_work = (int)nw;
     s->work = (double *)calloc(nw ? nw : 1, sizeof(double));
-    for (Py_ssize_t i = 0; i < nw; i++) s->work[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(wk, i));
-    Py_DECREF(wk);
+    s->known = (unsigned char *)calloc(nw ? nw : 1, 1);
+    for (Py_ssize_t i = 0; i < nw; i++) {
+        PyObject *v = PyList_GET_ITEM(wk, i);
+        if (v == Py_None) continue;
+        s->work[i] = PyFloat_AsDouble(v);
+        s->known[i] = 1;
+    }
     if (PyErr_Occurred()) return -1;
+    s->filler = PyTuple_GET_ITEM(t, 12);
+    if (s->kind == K_GROUP && !PyCallable_Check(s->filler)) return bad("filler: a callable");
     s->full = (int)(nw / 4) - 1;
     if (s->kind == K_GROUP) {
         if (nw < 4 || (nw & (nw - 1))) return bad("work table: 4 << streamable entries");
@@ -614,6 +645,7 @@ static void free_walk(Walk *w) {
             free(s->has);
             free(s->inputs);
             free(s->work);
+            free(s->known);
             if (s->parts)
                 for (int p = 0; p < s->n_parts; p++) free(s->parts[p].cores);
             free(s->parts);
@@ -762,7 +794,9 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
     for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
 
-    if (run(&w)) {
+    int status = run(&w);
+    if (w.failed) goto done;  /* the filler's exception */
+    if (status) {
         result = Py_None;
         Py_INCREF(result);
         goto done;

@@ -210,15 +210,27 @@ def test_bad_tables_are_refused() -> None:
     """The C walk checks what it is given (a wrong table is a ValueError, not a crash)."""
     from search_space import _cwalk  # type: ignore[attr-defined]
 
-    step = (0, 0, 7, 2, 0, [5], ((0, 1, ((0,),)),), 4, 0, (), (1.0, 1.0, 1.0, 1.0), False)
+    def fill(i: int) -> float:
+        return 1.0
+
+    def step(reads: list[int], core: int, inputs: tuple[tuple[int, int], ...] = (),
+             work: list[float | None] | None = None) -> tuple[object, ...]:
+        return (0, 0, 7, 2, 0, reads, ((0, 1, ((core,),)),), 4, 0, inputs,
+                [None] * 4 if work is None else work, False, fill)
+
+    assert _cwalk.walk(1e6, 1e7, 8, [step([], 0)]) is not None  # a well-formed step walks
     with pytest.raises(ValueError):
-        _cwalk.walk(1e6, 1e7, 8, [step])  # reads a step that does not exist
-    step = (0, 0, 7, 2, 0, [], ((0, 1, ((9,),)),), 4, 0, (), (1.0, 1.0, 1.0, 1.0), False)
+        _cwalk.walk(1e6, 1e7, 8, [step([5], 0)])  # reads a step that does not exist
     with pytest.raises(ValueError):
-        _cwalk.walk(1e6, 1e7, 8, [step])  # a core outside the cluster
-    step = (0, 0, 7, 2, 0, [], ((0, 1, ((0,),)),), 4, 0, ((1, 0),), (1.0, 1.0, 1.0, 1.0), False)
+        _cwalk.walk(1e6, 1e7, 8, [step([], 9)])  # a core outside the cluster
     with pytest.raises(ValueError):
-        _cwalk.walk(1e6, 1e7, 8, [step])  # a streamable input without its table rows
+        _cwalk.walk(1e6, 1e7, 8, [step([], 0, ((1, 0),))])  # streamable, no table rows
+
+    def broken(i: int) -> float:
+        raise KeyError(i)
+
+    with pytest.raises(KeyError):  # the Python definition's error comes through
+        _cwalk.walk(1e6, 1e7, 8, [(*step([], 0)[:-1], broken)])
 
 
 MANY = {"resnet50": (16, {}), "resnet101": (16, {}), "mobilenet_v2": (16, {}),
