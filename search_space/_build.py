@@ -62,6 +62,7 @@ from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
+from search_space._ccore import scope_walk
 from search_space._dims import (
     CUT_BELOW,
     GRANULARITIES,
@@ -72,7 +73,6 @@ from search_space._dims import (
     TRANSFER_SCOPES,
     unshuffle,
 )
-from search_space._ccore import scope_walk
 from search_space._order import breadth_order, depth_order, group_topo_order
 from search_space._structure import GroupInfo, anchor_partition, group_info, partition_is_valid
 

@@ -89,7 +89,7 @@ def available() -> bool:
 class _Walked:
     """What :meth:`Decoding.schedule` reads of a walk: each step's scope and the plan."""
 
-    __slots__ = ("layouts", "_plan")
+    __slots__ = ("_plan", "layouts")
 
     def __init__(self, scopes: list[str], plan: MemoryPlan) -> None:
         self.layouts = [(s, None) for s in scopes]
@@ -122,15 +122,7 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
         codes = _tensor_codes(dec.space)
         names = tuple(t for t in info.inputs if t in info.streamable)
         table: list[float | None] = [None] * (4 << len(names))  # filled as the walk asks
-        mem, ops = dec.mem, info.ops
-
-        def fill(i: int) -> float:
-            """Entry ``i`` = (mask * 2 + output streamed out) * 2 + held."""
-            mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
-            st = frozenset(t for b, t in enumerate(names) if mask >> b & 1)
-            v = table[i] = chunk_working_set(mem, ops, st, off, held, spp, cpp)
-            return v
-
+        fill = _Filler(dec.mem, info.ops, names, spp, cpp, table)
         inputs = tuple((codes.setdefault(t, len(codes)), names.index(t) if t in names else -1)
                        for t in info.inputs)
         allowed = 0
@@ -141,6 +133,24 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
                               codes.setdefault(info.output, len(codes)), sb, fb, fill)
     info.cache[key] = hit
     return hit  # type: ignore[no-any-return]
+
+
+class _Filler:
+    """Computes entry ``i`` = (mask * 2 + output streamed out) * 2 + held of a working-set
+    table when the C walk first asks for it (a class, not a closure: spaces pickle)."""
+
+    __slots__ = ("cpp", "mem", "names", "ops", "spp", "table")
+
+    def __init__(self, mem: Any, ops: tuple[int, ...], names: tuple[str, ...], spp: int, cpp: int,
+                 table: list[float | None]) -> None:
+        self.mem, self.ops, self.names, self.spp, self.cpp, self.table = mem, ops, names, spp, cpp, table
+
+    def __call__(self, i: int) -> float:
+        mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
+        st = frozenset(t for b, t in enumerate(self.names) if mask >> b & 1)
+        v = chunk_working_set(self.mem, self.ops, st, off, held, self.spp, self.cpp)
+        self.table[i] = v
+        return v
 
 
 def _shape_tables(space: Space) -> dict[tuple[Any, ...], Any]:
@@ -214,11 +224,11 @@ def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | No
         else:
             key = "t:" + prod.name
             d = slot_of[prod.slot] + 5
-            ch = choice.get(key)
-            if ch is None:
-                ch = choice[key] = TRANSFER_SCOPES[get(d)]
+            xs = choice.get(key)
+            if xs is None:
+                xs = choice[key] = TRANSFER_SCOPES[get(d)]
             scope_dim[node] = d
-            kind, want = 1, (_AUTO if ch == "auto" else _CODE[ch])
+            kind, want = 1, (_AUTO if xs == "auto" else _CODE[xs])
         sb, fb = sample_bytes(g, out)
         code = codes.get(out)
         if code is None:

@@ -179,7 +179,7 @@ def test_environment_forces_python(target: Target) -> None:
     with _Pure():
         assert not _ccore.available()
         space.decode(vec)
-    assert _ccore.STATS == before
+    assert before == _ccore.STATS
     space.decode(vec)
     assert _ccore.STATS["c"] + _ccore.STATS["overflow"] == before["c"] + before["overflow"] + 1
 
