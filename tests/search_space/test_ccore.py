@@ -129,7 +129,7 @@ def _edge_spaces(key: str, peak: int, delta: int) -> tuple[Space, Space]:
     return _EDGE_SPACES[k]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1), key=st.sampled_from(["tiny_cnn", "bert2"]),
        delta=st.sampled_from([-1, 0, 1]))
 def test_capacity_exactly_met(seed: int, key: str, delta: int) -> None:
@@ -143,7 +143,7 @@ def test_capacity_exactly_met(seed: int, key: str, delta: int) -> None:
     _agree(c_space, py_space, vec)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_one_op_groups(seed: int, target: Target) -> None:
     """Every block ``ops`` mode: one group per op, the most steps."""
@@ -162,7 +162,7 @@ def _one_op_spaces(target: Target) -> tuple[Space, Space]:
     return _ONE["s"]
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1), uniform=st.booleans())
 def test_batch_one(seed: int, uniform: bool, target: Target) -> None:
     if "b1" not in _ONE:
