@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test test-slow demo bench bench-tune lint clean
 
-$(STAMP): pyproject.toml
+# setup.py and the C source: a changed search core is rebuilt (pip install -e builds it in place)
+$(STAMP): pyproject.toml setup.py search_space/_cwalk.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -61,4 +62,4 @@ bench-tune: $(STAMP)
 	$(PY) -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info demo_out
+	rm -rf $(VENV) build *.egg-info demo_out search_space/_cwalk*.so

@@ -1,6 +1,7 @@
 """Search-space acceptance figures (issue 9): projections, round trips, validity, speed, search.
 
 Usage: PYTHONPATH=. python bench/space.py [--models a,b] [--samples N] [--valid M] [--search K]
+       PYTHONPATH=. python bench/space.py --compare-only [--count N]   (compiled vs Python only)
 
 Per model (zoo, weights as inputs): whether O0-O3 and the guide's plan project
 exactly; the time of sample + decode + precheck per candidate (CPU and wall
@@ -11,12 +12,18 @@ samples the simulator accepts (``Space.sample``, and fully uniform vectors), and
 whether precheck agrees on each (verdict and reason); a random search of K
 simulator evaluations (best vs O3 and the guide plan: ratios > 1 mean the search
 found faster); encode of 10,000 decoded schedules into one array.
+
+``compiled_vs_python`` (issue 20): sample + decode + precheck per candidate, CPU time,
+with the compiled scope walk and with ``GRAPHTUNE_PURE_PYTHON=1``, in one process on
+two spaces of the same graph that draw the same vectors: both warmed up alike, then
+timed in alternating blocks of 20 so load changes hit both; the ratio is Python / compiled.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import warnings
 
@@ -66,6 +73,43 @@ def _timed_candidates(space, rng, count: int) -> tuple[float, float, float]:  # 
     n = max(count, 1)
     return (1e3 * (time.process_time() - cpu) / n, 1e3 * (time.perf_counter() - wall) / n,
             steps / n)
+
+
+def compare(name: str, warm: int, count: int, target: Target) -> dict[str, object]:
+    """Compiled vs Python decoder, per candidate (see the module doc)."""
+    from search_space import _ccore
+
+    g = _graph(name)
+    spaces = {"c": build_space(g, target), "py": build_space(g, target)}
+    rngs = {k: np.random.default_rng(1) for k in spaces}
+    cpu = {"c": 0.0, "py": 0.0}
+    steps = {"c": 0.0, "py": 0.0}
+
+    def block(k: str, n: int, timed: bool) -> None:
+        if k == "py":
+            os.environ["GRAPHTUNE_PURE_PYTHON"] = "1"
+        try:
+            ms, _, st = _timed_candidates(spaces[k], rngs[k], n)
+        finally:
+            os.environ.pop("GRAPHTUNE_PURE_PYTHON", None)
+        if timed:
+            cpu[k] += ms * n
+            steps[k] += st * n
+
+    with search_gc():
+        for k in spaces:
+            block(k, warm, False)
+        done = 0
+        while done < count:
+            n = min(20, count - done)
+            for k in spaces:
+                block(k, n, True)
+            done += n
+    c, py = cpu["c"] / count, cpu["py"] / count
+    return {"model": name, "compiled_vs_python": {
+        "compiled_available": _ccore.available(), "c_cpu_ms": round(c, 3), "py_cpu_ms": round(py, 3),
+        "ratio": round(py / c, 2) if c else None, "steps": round(steps["c"] / count, 1),
+        "candidates": count, "warm": warm, "load": [round(x, 2) for x in os.getloadavg()]}}
 
 
 def run(name: str, n_rt: int, n_valid: int, n_search: int, warm: int,
@@ -153,10 +197,15 @@ def main() -> None:
     ap.add_argument("--valid", type=int, default=200)
     ap.add_argument("--search", type=int, default=500)
     ap.add_argument("--warm", type=int, default=200, help="samples before the timed ones")
+    ap.add_argument("--count", type=int, default=200, help="timed candidates, compiled vs Python")
+    ap.add_argument("--compare-only", action="store_true",
+                    help="only the compiled vs Python decoder figures")
     a = ap.parse_args()
     target = Target.default()
     for name in a.models.split(","):
-        print(json.dumps(run(name, a.samples, a.valid, a.search, a.warm, target)), flush=True)
+        print(json.dumps(compare(name, a.warm, a.count, target)), flush=True)
+        if not a.compare_only:
+            print(json.dumps(run(name, a.samples, a.valid, a.search, a.warm, target)), flush=True)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
+from search_space._ccore import scope_walk
 from search_space._dims import (
     CUT_BELOW,
     GRANULARITIES,
@@ -753,6 +754,9 @@ def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None 
             else False
         dec.set_binding(gr, perm, spread)
     dec.derive()
+    compiled = scope_walk(dec, get)  # the same walk in C (search_space/_ccore.py)
+    if compiled is not None:
+        return dec.schedule(), compiled
     dec.start_walk()
     scope_dim: dict[Node, int] = {}
     choice: dict[str, str] = {}  # group -> its policy; "t:" + group -> its transfer scope

@@ -1,0 +1,268 @@
+"""The compiled scope walk: pass 3 of decoding in C, the Python walk as reference and fallback.
+
+Decoding's third pass (:mod:`search_space._build`: every result's scope along the
+capacity walk, with the look-ahead) runs step by step in the interpreter. Here the
+same walk runs in C (``search_space/_cwalk.c``) over flat tables that this module
+fills from the Python definitions, so every number has one definition:
+
+* per step: kind (group chunk, transfer whose scope is free, fixed transfer), the
+  scope asked for (the group's policy for its chunk, the transfer-scope choice, or
+  ``auto``), the scopes the op may write, the steps it reads, its cores, its
+  result's bytes per core in L1 (:func:`compiler.layout.samples_per_core` of its
+  layout times :func:`compiler.footprint.sample_bytes`) and in the LLB;
+* per group chunk: its inputs (source step, streamable bit) and its working-set
+  table over (streamed inputs, output streamed out, an L1 input held) from
+  :func:`compiler.capacity.chunk_working_set`, one per (op set, samples per part,
+  cores per part) kept by the space, each entry computed when the walk first asks
+  for it (the C walk calls back; later decodes find it in the table);
+* per (reader, source) pair, the bytes of the source a reader finds in place: the
+  C walk computes them from the layouts' pieces with
+  :func:`compiler.layout.staying_fraction`'s arithmetic (same operations, same
+  order), only for the pairs it asks about.
+
+The C walk adds and compares these in the order the Python code does
+(``CapacityWalk._evaluate_*``, ``Decoding._ahead_ok``/``_work_lb``/``commit``), so
+a result at exactly capacity is decided the same way; the differential tests
+(``tests/search_space/test_ccore.py``) decode the same vectors both ways and
+compare the schedules, memory plans and pre-check verdicts.
+
+When a step overflows even at its slowest scope (a schedule the capacity model
+rejects: rare, ~1% of samples), the C walk stops and the decode is redone in
+Python, which also explains the overflow (:class:`compiler.capacity.CapacityIssue`).
+
+``GRAPHTUNE_PURE_PYTHON=1`` forces the Python walk; when the extension is missing
+(no C compiler at install time) or fails to import, decoding warns once and uses
+the Python walk.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from compiler.capacity import MemoryPlan, StepMemory, chunk_working_set
+from compiler.derive import Node
+from compiler.footprint import sample_bytes
+from compiler.layout import Piece
+from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
+from search_space._order import breadth_order, depth_order
+
+if TYPE_CHECKING:
+    from search_space._build import Decoding
+    from search_space._space import Space
+
+_CODE = {"L1": 0, "LLB": 1, "DDR": 2}
+_NAME = ("L1", "LLB", "DDR")
+_AUTO = 3
+
+# how many decodes took which path (the differential tests check the C path ran)
+STATS = {"c": 0, "overflow": 0}
+
+_module: Any = None
+_state = {"tried": False}
+
+
+def _load() -> Any:
+    """The extension module, or None (pure Python forced, or not built: warned once)."""
+    if os.environ.get("GRAPHTUNE_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    if _state["tried"]:
+        return _module
+    _state["tried"] = True
+    try:  # one attempt per process: a missing extension warns once
+        from search_space import _cwalk  # type: ignore[attr-defined]
+    except ImportError as exc:
+        sys.stderr.write(f"graphtune: warning: the compiled search core is not available ({exc}); "
+                         "decoding runs in Python (slower; see README, Install)\n")
+        return None
+    globals()["_module"] = _cwalk
+    return _cwalk
+
+
+def available() -> bool:
+    """Whether decoding uses the compiled walk (built, importable and not disabled)."""
+    return _load() is not None
+
+
+class _Walked:
+    """What :meth:`Decoding.schedule` reads of a walk: each step's scope and the plan."""
+
+    __slots__ = ("_plan", "layouts")
+
+    def __init__(self, scopes: list[str], plan: MemoryPlan) -> None:
+        self.layouts = [(s, None) for s in scopes]
+        self._plan = plan
+
+    def plan(self) -> MemoryPlan:
+        return self._plan
+
+
+def _tensor_codes(space: Space) -> dict[str, int]:
+    codes: dict[str, int] | None = getattr(space, "_ctensors", None)
+    if codes is None:
+        codes = space._ctensors = {}  # type: ignore[attr-defined]
+    return codes
+
+
+def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
+    """A chunk shape's working sets by (streamed mask, output streamed out, held), from
+    :func:`compiler.capacity.chunk_working_set`; the streamable inputs (the mask's bits),
+    the inputs as (tensor code, bit), the scopes the output may use (a mask), the output's
+    code and sizes (:func:`compiler.footprint.sample_bytes`). Kept in the op set's cache."""
+    key = ("ctab", spp, cpp)
+    hit = info.cache.get(key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    tables = _shape_tables(dec.space)
+    skey = (info.ops, spp, cpp)
+    hit = tables.get(skey)
+    if hit is None:
+        codes = _tensor_codes(dec.space)
+        names = tuple(t for t in info.inputs if t in info.streamable)
+        table: list[float | None] = [None] * (4 << len(names))  # filled as the walk asks
+        fill = _Filler(dec.mem, info.ops, names, spp, cpp, table)
+        inputs = tuple((codes.setdefault(t, len(codes)), names.index(t) if t in names else -1)
+                       for t in info.inputs)
+        allowed = 0
+        for sc in info.scopes:
+            allowed |= 1 << _CODE[sc]
+        sb, fb = sample_bytes(dec.mem, info.output)
+        hit = tables[skey] = (names, table, inputs, allowed,
+                              codes.setdefault(info.output, len(codes)), sb, fb, fill)
+    info.cache[key] = hit
+    return hit  # type: ignore[no-any-return]
+
+
+class _Filler:
+    """Computes entry ``i`` = (mask * 2 + output streamed out) * 2 + held of a working-set
+    table when the C walk first asks for it (a class, not a closure: spaces pickle)."""
+
+    __slots__ = ("cpp", "mem", "names", "ops", "spp", "table")
+
+    def __init__(self, mem: Any, ops: tuple[int, ...], names: tuple[str, ...], spp: int, cpp: int,
+                 table: list[float | None]) -> None:
+        self.mem, self.ops, self.names, self.spp, self.cpp, self.table = mem, ops, names, spp, cpp, table
+
+    def __call__(self, i: int) -> float:
+        mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
+        st = frozenset(t for b, t in enumerate(self.names) if mask >> b & 1)
+        v = chunk_working_set(self.mem, self.ops, st, off, held, self.spp, self.cpp)
+        self.table[i] = v
+        return v
+
+
+def _shape_tables(space: Space) -> dict[tuple[Any, ...], Any]:
+    tables: dict[tuple[Any, ...], Any] | None = getattr(space, "_cshapes", None)
+    if tables is None or len(tables) > 200_000:  # bounded, like the value table
+        tables = space._cshapes = {}  # type: ignore[attr-defined]
+    return tables
+
+
+def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | None:
+    """Order the chunk DAG and walk the scopes in C; the scope parameter of each step.
+
+    Returns None (nothing decided, ``dec`` untouched but for its order) when the
+    compiled walk is not available or a step overflows: the caller walks in Python.
+    The reader is asked the same parameters in the same order as the Python walk.
+    """
+    mod = _load()
+    if mod is None:
+        return None
+    from search_space._build import chunk_scopes
+    space = dec.space
+    splits = {gr.name: gr.split for gr in dec.groups}
+    if dec.order == "depth":
+        nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
+    else:
+        nodes = breadth_order(dec.deps, dec.topo, splits)
+    pos = {node: i for i, node in enumerate(nodes)}
+    deps = dec.deps
+    outs = set(dec.outs)
+    batch = dec.batch
+    g = dec.mem
+    codes = _tensor_codes(space)
+    by_name, by_out, transfer_by_name, fixed = dec.by_name, dec.by_out, dec.transfer_by_name, dec.fixed
+    steps: list[tuple[Any, ...]] = []
+    names_of: list[tuple[str, ...] | None] = []
+    scope_dim: dict[Node, int] = {}
+    choice: dict[str, str] = {}
+    group_rows: dict[str, tuple[Any, ...]] = {}
+    d_scope, slot_of = space.d_scope, space.slot
+    for node in nodes:
+        reads = [pos[d] for d in deps.get(node, ())]
+        if node[0] == "g":
+            per = group_rows.get(node[1])
+            if per is None:  # once per group: its policy's scope per chunk and its tables
+                gr = by_name[node[1]]
+                d = d_scope[gr.scope_at]
+                ch = SCOPE_POLICIES[get(d)]
+                names, work, inputs, allowed, code, sb, fb, fill = _work(
+                    dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
+                per = group_rows[node[1]] = (
+                    gr, d, [_CODE[w] for w in chunk_scopes(ch, gr.split, gr.wave)],
+                    batch // gr.split, allowed, code, sb, fb, inputs, work, names, fill)
+            gr, d, wants, samples, allowed, code, sb, fb, inputs, work, names, fill = per
+            scope_dim[node] = d
+            parts = gr.binds[node[2]]
+            pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
+            steps.append((0, wants[node[2]], allowed, 2, code, reads, pieces, sb, fb, inputs, work,
+                          node in outs, fill))
+            names_of.append(names)
+            continue
+        t = transfer_by_name[node[1]]
+        samples = batch // t.dst_factor
+        parts = t.placement.core_bind
+        spp = samples // len(parts)
+        pieces = tuple((dc * samples, spp, parts) for dc in t.dst_chunks)
+        out = t.tensor
+        prod = by_out.get(t.tensor)
+        init = _CODE[t.placement.mem_scope]
+        if prod is None or t.name in fixed:
+            kind, want = 2, 2
+        else:
+            key = "t:" + prod.name
+            d = slot_of[prod.slot] + 5
+            xs = choice.get(key)
+            if xs is None:
+                xs = choice[key] = TRANSFER_SCOPES[get(d)]
+            scope_dim[node] = d
+            kind, want = 1, (_AUTO if xs == "auto" else _CODE[xs])
+        sb, fb = sample_bytes(g, out)
+        code = codes.get(out)
+        if code is None:
+            code = codes[out] = len(codes)
+        steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), [], node in outs, None))
+        names_of.append(None)
+    target = space.target
+    res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
+                   target.chip.cores_per_cluster, steps)
+    if res is None:
+        STATS["overflow"] += 1
+        return None
+    STATS["c"] += 1
+    scopes, masks, helds, usage, peak_l1, peak_llb = res
+    stab = _streamed_sets(space)
+    mems = []
+    empty: frozenset[str] = frozenset()
+    for k, names in enumerate(names_of):
+        if names is None:
+            mems.append(StepMemory(usage[k], empty, False))
+            continue
+        skey = (names, masks[k])
+        streamed = stab.get(skey)
+        if streamed is None:
+            streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
+        mems.append(StepMemory(usage[k], streamed, helds[k]))
+    plan = MemoryPlan(tuple(mems), tuple(int(x) for x in peak_l1), int(peak_llb), None)
+    dec.nodes = nodes
+    dec.walk = _Walked([_NAME[s] for s in scopes], plan)  # type: ignore[assignment]
+    return scope_dim
+
+
+def _streamed_sets(space: Space) -> dict[tuple[tuple[str, ...], int], frozenset[str]]:
+    sets: dict[tuple[tuple[str, ...], int], frozenset[str]] | None = getattr(space, "_cstreamed", None)
+    if sets is None:
+        sets = space._cstreamed = {}  # type: ignore[attr-defined]
+    return sets

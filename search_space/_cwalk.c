@@ -1,0 +1,839 @@
+/* The compiled scope walk of search-space decoding (search_space/_ccore.py drives it).
+ *
+ * Pass 3 of decoding (search_space/_build.py: Decoding.pick / _ahead_ok / _work_lb /
+ * commit over compiler.capacity.CapacityWalk) over flat arrays: each step's result
+ * gets the scope it asks for, or the next slower one (L1 -> LLB -> DDR) while its op
+ * may not write it, the step would overflow now, or (for L1) the look-ahead says it
+ * would crowd a later group chunk on its cores out of L1.
+ *
+ * Every number comes from the Python tables (search_space/_ccore.py builds them from
+ * compiler.capacity / compiler.footprint / compiler.layout): this file only adds,
+ * subtracts and compares them, in the same order as the Python code, so a result at
+ * exactly capacity is decided the same way.
+ *
+ * Scope codes: 0 = L1, 1 = LLB, 2 = DDR.
+ *
+ * walk(cap_l1, cap_llb, n_cores, steps, edges) -> (scopes, masks, held, usage, peak_l1,
+ *                                                   peak_llb) or None on an overflow.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { L1 = 0, LLB = 1, DDR = 2 };
+enum { K_GROUP = 0, K_TRANSFER = 1, K_FIXED = 2 };
+
+typedef struct {
+    int src;       /* step index of the source, -1: a model input (DDR) */
+    int sbit;      /* bit of the streamable mask, -1: not streamable */
+    int edge;      /* global read index of the source (its staying table), -1: none */
+} Input;
+
+typedef struct {
+    long lo, hi;   /* samples [lo, hi) */
+    int n;         /* cores */
+    int *cores;
+} Part;
+
+typedef struct {
+    int kind;
+    int want;      /* 0..2, or 3 = auto (the slowest source) */
+    int allowed;   /* bit mask of scopes the op may write */
+    int init;      /* initial scope (fixed steps commit it) */
+    int n_reads;
+    int *reads;
+    int *redges;   /* per read: its global read index (group readers), -1: none */
+    int n_parts;   /* parts of the layout, sorted by first sample (compiler.layout.part_ranges) */
+    Part *parts;
+    long sb, fb;   /* bytes per sample, fixed bytes of the result */
+    int tensor;    /* code of the tensor it provides */
+    int n_cores;   /* group: flattened parts; transfer: distinct cores of the layout */
+    int *cores;
+    double *res;   /* per core: bytes of the result in L1 (0 where absent) */
+    unsigned char *has;  /* per core: the result has a piece there */
+    double total;  /* bytes of the result in the LLB */
+    int n_inputs;
+    Input *inputs;
+    int n_work;    /* 4 << streamable */
+    double *work;  /* [(mask * 2 + out_off) * 2 + held] */
+    unsigned char *known;  /* work entries filled (the others come from `filler` on first use) */
+    PyObject *filler;      /* borrowed: filler(index) -> float, the Python definition */
+    int full;      /* mask of every streamable input */
+} Step;
+
+typedef struct {
+    int done;
+    double *sb;    /* per core: fraction * bytes per sample */
+    double fb;
+    unsigned char *fbm;  /* per core: fixed bytes stay */
+} Edge;
+
+typedef struct {
+    int n, nc;
+    double cap, llb_cap;
+    Step *st;
+    Edge *ed;
+    int *last;
+    int *exp_ptr, *exp_idx;   /* expire lists */
+    int *rd_ptr, *rd_j, *rd_e; /* readers of each step: step j and the edge */
+    int *scope;
+    int *resident;            /* 0 none, 1 L1, 2 LLB */
+    double *l1_live, llb_live;
+    double *future;           /* n * nc */
+    double *peak_l1, peak_llb;
+    int *stamp;
+    unsigned char *stamp2;
+    int failed;               /* a Python filler raised: the exception is set */
+    int n_edges;
+    int *ge_src, *ge_dst;     /* per global read: the source step and the reader */
+    double *staying;
+    int *mask_out, *held_out;
+    double *usage;            /* per step, per core of the step */
+    int *usage_ptr;
+} Walk;
+
+/* A working set of step s: from the table, or computed by the Python definition on first
+ * use (its result is kept in the space's table for later decodes). */
+static double work_at(Walk *w, Step *s, int mask, int off, int held) {
+    int i = ((mask * 2 + off) * 2) + held;
+    if (!s->known[i]) {
+        double v = 0.0;
+        if (!w->failed) {
+            PyObject *r = PyObject_CallFunction(s->filler, "i", i);
+            if (!r) {
+                w->failed = 1;
+            } else {
+                v = PyFloat_AsDouble(r);
+                Py_DECREF(r);
+                if (v == -1.0 && PyErr_Occurred()) w->failed = 1;
+            }
+        }
+        s->work[i] = v;
+        s->known[i] = 1;
+    }
+    return s->work[i];
+}
+
+
+/* ---- what a reader finds in place (compiler.layout.staying_fraction) ---------------- */
+
+/* The staying table of global read e (source ge_src[e], reader ge_dst[e]), made on first use:
+ * per core of the reader, samples' worth of the source already in its L1, times the bytes per
+ * sample; and the cores where the source's fixed (unbatched) bytes stay. */
+static const Edge *edge(Walk *w, int e) {
+    Edge *E = &w->ed[e];
+    if (E->done) return E;
+    E->done = 1;
+    const Step *src = &w->st[w->ge_src[e]], *dst = &w->st[w->ge_dst[e]];
+    double *out = E->sb;
+    if (src->sb) {
+        int i = 0;
+        for (int pd = 0; pd < dst->n_parts; pd++) {
+            const Part *D = &dst->parts[pd];
+            while (i < src->n_parts && src->parts[i].hi <= D->lo) i++;
+            int j = i;
+            while (j < src->n_parts && src->parts[j].lo < D->hi) {
+                const Part *S = &src->parts[j];
+                long n = (S->hi < D->hi ? S->hi : D->hi) - (S->lo > D->lo ? S->lo : D->lo);
+                j++;
+                if (n <= 0) continue;
+                int ks = S->n, kd = D->n;
+                for (int jj = 0; jj < kd; jj++) {  /* compiler.layout.slices */
+                    double lo = (double)jj / kd, hi = (double)(jj + 1) / kd;
+                    for (int ii = 0; ii < ks; ii++) {
+                        double a0 = (double)ii / ks, b0 = (double)(ii + 1) / ks;
+                        double a = a0 > lo ? a0 : lo;
+                        double b = b0 < hi ? b0 : hi;
+                        if (b > a && S->cores[ii] == D->cores[jj])
+                            out[D->cores[jj]] = out[D->cores[jj]] + (double)n * (b - a);
+                    }
+                }
+            }
+        }
+        for (int c = 0; c < w->nc; c++) out[c] = out[c] * (double)src->sb;
+    }
+    E->fb = (double)src->fb;
+    if (src->fb) {
+        for (int p = 0; p < src->n_parts; p++)
+            for (int q = 0; q < src->parts[p].n; q++) w->stamp2[src->parts[p].cores[q]] = 1;
+        for (int p = 0; p < dst->n_parts; p++)
+            for (int q = 0; q < dst->parts[p].n; q++)
+                if (w->stamp2[dst->parts[p].cores[q]]) E->fbm[dst->parts[p].cores[q]] = 1;
+        for (int p = 0; p < src->n_parts; p++)
+            for (int q = 0; q < src->parts[p].n; q++) w->stamp2[src->parts[p].cores[q]] = 0;
+    }
+    return E;
+}
+
+/* ---- the capacity walk (compiler.capacity.CapacityWalk) ---------------------------- */
+
+static void release(Walk *w, int k) {
+    for (int p = w->exp_ptr[k]; p < w->exp_ptr[k + 1]; p++) {
+        int i = w->exp_idx[p];
+        if (w->resident[i] == 1) {
+            const Step *s = &w->st[i];
+            for (int c = 0; c < w->nc; c++)
+                if (s->has[c]) w->l1_live[c] -= s->res[c];
+            w->llb_live -= 0.0;
+        } else if (w->resident[i] == 2) {
+            w->llb_live -= w->st[i].total;
+        }
+        w->resident[i] = 0;
+    }
+}
+
+static void allocate(Walk *w, int i) {
+    if (w->last[i] <= i) return;
+    const Step *s = &w->st[i];
+    if (w->scope[i] == L1) {
+        for (int c = 0; c < w->nc; c++)
+            if (s->has[c]) w->l1_live[c] += s->res[c];
+        w->resident[i] = 1;
+    } else if (w->scope[i] == LLB) {
+        w->llb_live += s->total;
+        w->resident[i] = 2;
+    }
+}
+
+/* Streamed mask, staying bytes per core (w->staying) and held: scope-independent. */
+static void group_inputs(Walk *w, int k, int *mask, int *held) {
+    const Step *s = &w->st[k];
+    double *st = w->staying;
+    for (int c = 0; c < w->nc; c++) st[c] = 0.0;
+    *mask = 0;
+    *held = 0;
+    for (int q = 0; q < s->n_inputs; q++) {
+        const Input *in = &s->inputs[q];
+        int d = in->src;
+        int sc = d >= 0 ? w->scope[d] : DDR;
+        if (sc != L1) {
+            if (in->sbit >= 0) *mask |= 1 << in->sbit;
+            continue;
+        }
+        if (w->last[d] > k) *held = 1;
+        if (in->edge >= 0) {
+            const Edge *e = edge(w, in->edge);
+            for (int c = 0; c < w->nc; c++) st[c] += e->sb[c];
+            if (e->fb != 0.0)
+                for (int c = 0; c < w->nc; c++)
+                    if (e->fbm[c]) st[c] += e->fb;
+        }
+    }
+}
+
+/* Whether step k fits with its result in `scope`; fills the usage and *need. */
+static int evaluate(Walk *w, int k, int scope, double *usage, double *need, int *mask_o,
+                    int *held_o) {
+    Step *s = &w->st[k];
+    *need = -1.0;
+    if (s->kind == K_GROUP) {
+        int mask, held;
+        group_inputs(w, k, &mask, &held);
+        *mask_o = mask;
+        *held_o = held;
+        double work = work_at(w, s, mask, scope != L1, held);
+        for (int q = 0; q < s->n_cores; q++) {
+            int c = s->cores[q];
+            double u = w->l1_live[c] - w->staying[c] + work;
+            if (u > w->cap) return 0;
+            usage[q] = u;
+        }
+        if (scope == LLB) {
+            double nd = w->llb_live + s->total;
+            if (nd > w->llb_cap) return 0;
+            *need = nd;
+        }
+        return 1;
+    }
+    *mask_o = 0;
+    *held_o = 0;
+    int own = w->last[k] > k;
+    int a = w->exp_ptr[k], b = w->exp_ptr[k + 1];
+    if (scope == L1) {
+        for (int q = 0; q < s->n_cores; q++) {
+            int c = s->cores[q];
+            double u = w->l1_live[c];
+            for (int p = a; p < b; p++) {
+                int i = w->exp_idx[p];
+                if (w->resident[i] == 1 && w->st[i].has[c]) u -= w->st[i].res[c];
+            }
+            if (own && s->has[c]) u += s->res[c];
+            if (u > w->cap) return 0;
+            usage[q] = u;
+        }
+        return 1;
+    }
+    if (scope == LLB) {
+        double live = w->llb_live;
+        for (int p = a; p < b; p++) {
+            int i = w->exp_idx[p];
+            if (w->resident[i] == 2) live -= w->st[i].total;
+        }
+        if (own) live += s->total;
+        if (live > w->llb_cap) return 0;
+        *need = live;
+    }
+    return 1;
+}
+
+/* ---- the look-ahead (search_space._build.Decoding._ahead_ok) ------------------------- */
+
+static double work_lb(Walk *w, int j, int k) {
+    Step *s = &w->st[j];
+    int known = 0, unknown = 0, n_unknown = 0, held = 0;
+    int ubits[2] = {0, 0};
+    for (int q = 0; q < s->n_inputs; q++) {
+        const Input *in = &s->inputs[q];
+        int d = in->src;
+        int sc;
+        if (d < 0) sc = DDR;
+        else if (d == k) sc = L1;
+        else if (d < k) sc = w->scope[d];
+        else {
+            if (in->sbit >= 0) {
+                if (n_unknown < 2) ubits[n_unknown] = 1 << in->sbit;
+                n_unknown++;
+                unknown |= 1 << in->sbit;
+            }
+            continue;
+        }
+        if (sc == L1) {
+            held = held || (d >= 0 && w->last[d] > j);
+        } else if (in->sbit >= 0) {
+            known |= 1 << in->sbit;
+        }
+    }
+    double best = work_at(w, s, known | unknown, 1, held);
+    if (n_unknown) {
+        double v = work_at(w, s, known, 1, held);
+        if (v < best) best = v;
+    }
+    if (n_unknown == 2) {
+        for (int u = 0; u < 2; u++) {
+            double v = work_at(w, s, known | ubits[u], 1, held);
+            if (v < best) best = v;
+        }
+    }
+    return best;
+}
+
+static void bounds(Walk *w, Step *s, double *least, double *most) {
+    double ws[4] = {work_at(w, s, s->full, 1, 0), work_at(w, s, s->full, 1, 1),
+                    work_at(w, s, 0, 1, 0), work_at(w, s, 0, 1, 1)};
+    *least = *most = ws[0];
+    for (int q = 1; q < 4; q++) {
+        if (ws[q] < *least) *least = ws[q];
+        if (ws[q] > *most) *most = ws[q];
+    }
+}
+
+static int ahead_ok(Walk *w, int k) {
+    const Step *me = &w->st[k];
+    double top_mine = 0.0;
+    int any = 0;
+    for (int c = 0; c < w->nc; c++)
+        if (me->has[c]) {
+            if (!any || me->res[c] > top_mine) top_mine = me->res[c];
+            any = 1;
+        }
+    if (any && top_mine > w->cap) return 0;
+    int end = w->last[k] < w->n - 1 ? w->last[k] : w->n - 1;
+    int ok = 1;
+    for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = w->rd_e[p] + 1;
+    for (int j = k + 1; j <= end && ok; j++) {
+        Step *s = &w->st[j];
+        if (s->kind != K_GROUP) continue;
+        int reader = w->stamp[j];
+        if (!reader) {
+            int hit = 0;
+            for (int q = 0; q < s->n_cores && !hit; q++) hit = me->has[s->cores[q]];
+            if (!hit) continue;
+        }
+        const Edge *e = reader > 0 ? edge(w, reader - 1) : NULL;
+        const double *row = w->future + (size_t)j * w->nc;
+        double top = -1.0;
+        for (int q = 0; q < s->n_cores; q++) {
+            int c = s->cores[q];
+            if (!me->has[c]) continue;
+            double stay = 0.0;
+            if (e) {
+                stay = e->sb[c];
+                if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
+            }
+            double v = row[c] + me->res[c] - stay;
+            if (v > top) top = v;
+        }
+        if (top < 0.0 && !reader) continue;
+        if (top < 0.0) top = 0.0;
+        double least, most;
+        bounds(w, s, &least, &most);
+        if (top + least > w->cap) ok = 0;
+        else if (top + most > w->cap && top + work_lb(w, j, k) > w->cap) ok = 0;
+    }
+    for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = 0;
+    return ok;
+}
+
+static void commit_future(Walk *w, int k) {
+    const Step *me = &w->st[k];
+    int end = w->last[k] < w->n - 1 ? w->last[k] : w->n - 1;
+    for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = w->rd_e[p] + 1;
+    for (int j = k + 1; j <= end; j++) {
+        if (w->st[j].kind != K_GROUP) continue;  /* rows of transfers are never read */
+        double *row = w->future + (size_t)j * w->nc;
+        int reader = w->stamp[j];
+        if (reader) {
+            const Edge *e = edge(w, reader - 1);
+            for (int c = 0; c < w->nc; c++) {
+                if (!me->has[c]) continue;
+                double stay = e->sb[c];
+                if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
+                double x = me->res[c] - stay;
+                row[c] += x > 0.0 ? x : 0.0;
+            }
+        } else {
+            for (int c = 0; c < w->nc; c++)
+                if (me->has[c]) row[c] += me->res[c];
+        }
+    }
+    for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = 0;
+}
+
+static const int SLOWER[3][3] = {{L1, LLB, DDR}, {LLB, DDR, -1}, {DDR, -1, -1}};
+
+/* Returns 0 on success, 1 when a step overflows (the caller decodes in Python). */
+static int run(Walk *w) {
+    double *tmp = w->usage;  /* each step writes its own slice */
+    for (int k = 0; k < w->n; k++) {
+        if (w->failed) return 1;
+        const Step *s = &w->st[k];
+        double *usage = tmp + w->usage_ptr[k];
+        int chosen;
+        if (s->kind == K_FIXED) {
+            chosen = s->init;
+        } else {
+            int want = s->want;
+            if (want == 3) {
+                want = -1;
+                for (int r = 0; r < s->n_reads; r++) {
+                    int sc = w->scope[s->reads[r]];
+                    if (sc > want) want = sc;
+                }
+                if (want < 0) want = DDR;
+            }
+            int opts[3], n_opts = 0;
+            for (int q = 0; q < 3 && SLOWER[want][q] >= 0; q++)
+                if (s->allowed & (1 << SLOWER[want][q])) opts[n_opts++] = SLOWER[want][q];
+            if (!n_opts) opts[n_opts++] = want;
+            chosen = opts[n_opts - 1];
+            for (int q = 0; q < n_opts - 1; q++) {
+                int sc = opts[q];
+                if (sc == L1 && !ahead_ok(w, k)) continue;
+                double need;
+                int m, h;
+                w->scope[k] = sc;
+                if (evaluate(w, k, sc, usage, &need, &m, &h)) {
+                    chosen = sc;
+                    break;
+                }
+            }
+        }
+        /* commit */
+        w->scope[k] = chosen;
+        double need;
+        int m, h;
+        if (!evaluate(w, k, chosen, usage, &need, &m, &h)) return 1;
+        w->mask_out[k] = m;
+        w->held_out[k] = h;
+        for (int q = 0; q < w->usage_ptr[k + 1] - w->usage_ptr[k]; q++) {
+            int c = s->cores[q];
+            if (usage[q] > w->peak_l1[c]) w->peak_l1[c] = usage[q];
+        }
+        if (need >= 0.0 && need > w->peak_llb) w->peak_llb = need;
+        release(w, k);
+        allocate(w, k);
+        if (chosen == L1 && w->last[k] > k) commit_future(w, k);
+    }
+    return 0;
+}
+
+/* ---- parsing ----------------------------------------------------------------------- */
+
+static int ints(PyObject *obj, int **out, int *n) {
+    PyObject *f = PySequence_Fast(obj, "a sequence of ints");
+    if (!f) return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(f);
+    *n = (int)m;
+    *out = (int *)malloc(sizeof(int) * (m ? m : 1));
+    for (Py_ssize_t i = 0; i < m; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(f, i));
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(f);
+            return -1;
+        }
+        (*out)[i] = (int)v;
+    }
+    Py_DECREF(f);
+    return 0;
+}
+
+static int bad(const char *msg) {
+    PyErr_SetString(PyExc_ValueError, msg);
+    return -1;
+}
+
+/* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out,
+ * filler): work a list (None: not computed yet), filler(index) computes an entry. */
+static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
+    int nc = w->nc;
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 13) return bad("step: a 13-tuple");
+    s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+    s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+    s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+    s->init = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+    s->tensor = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
+    s->sb = PyLong_AsLong(PyTuple_GET_ITEM(t, 7));
+    s->fb = PyLong_AsLong(PyTuple_GET_ITEM(t, 8));
+    if (PyErr_Occurred()) return -1;
+    if (s->kind < 0 || s->kind > 2 || s->want < 0 || s->want > 3 || s->init < 0 || s->init > 2)
+        return bad("step: kind, want or scope out of range");
+    if (ints(PyTuple_GET_ITEM(t, 5), &s->reads, &s->n_reads)) return -1;
+    for (int q = 0; q < s->n_reads; q++)
+        if (s->reads[q] < 0 || s->reads[q] >= n) return bad("read out of range");
+    /* pieces: ((first, spp, parts), ...) */
+    PyObject *pcs = PySequence_Fast(PyTuple_GET_ITEM(t, 6), "pieces");
+    if (!pcs) return -1;
+    int n_parts = 0, n_flat = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pcs); i++) {
+        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
+        if (!PyTuple_Check(pc) || PyTuple_GET_SIZE(pc) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(pc, 2))) {
+            Py_DECREF(pcs);
+            return bad("piece: (first, spp, parts)");
+        }
+        PyObject *parts = PyTuple_GET_ITEM(pc, 2);
+        n_parts += (int)PyTuple_GET_SIZE(parts);
+        for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
+            PyObject *part = PyTuple_GET_ITEM(parts, p);
+            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0) {
+                Py_DECREF(pcs);
+                return bad("part: a tuple of cores");
+            }
+            n_flat += (int)PyTuple_GET_SIZE(part);
+        }
+    }
+    s->parts = (Part *)calloc(n_parts ? n_parts : 1, sizeof(Part));
+    s->n_parts = n_parts;
+    int *flat = (int *)malloc(sizeof(int) * (n_flat ? n_flat : 1));
+    s->res = (double *)calloc(nc, sizeof(double));
+    s->has = (unsigned char *)calloc(nc, 1);
+    long long total = 0;
+    int pi = 0, fi = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pcs); i++) {
+        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
+        long first = PyLong_AsLong(PyTuple_GET_ITEM(pc, 0));
+        long spp = PyLong_AsLong(PyTuple_GET_ITEM(pc, 1));
+        PyObject *parts = PyTuple_GET_ITEM(pc, 2);
+        total += (long long)spp * PyTuple_GET_SIZE(parts);
+        for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
+            PyObject *part = PyTuple_GET_ITEM(parts, p);
+            Part *P = &s->parts[pi++];
+            P->lo = first + p * spp;
+            P->hi = P->lo + spp;
+            P->n = (int)PyTuple_GET_SIZE(part);
+            P->cores = (int *)malloc(sizeof(int) * P->n);
+            double share = (double)spp / P->n;  /* compiler.layout.samples_per_core */
+            for (int q = 0; q < P->n; q++) {
+                long c = PyLong_AsLong(PyTuple_GET_ITEM(part, q));
+                if (c < 0 || c >= nc) {
+                    free(flat);
+                    Py_DECREF(pcs);
+                    if (!PyErr_Occurred()) bad("core out of range");
+                    return -1;
+                }
+                P->cores[q] = (int)c;
+                flat[fi++] = (int)c;
+                s->res[c] = s->res[c] + share;
+                s->has[c] = 1;
+            }
+        }
+    }
+    Py_DECREF(pcs);
+    if (PyErr_Occurred()) {
+        free(flat);
+        return -1;
+    }
+    for (int c = 0; c < nc; c++)
+        if (s->has[c]) s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
+    s->total = (double)(total * s->sb + s->fb);
+    /* sorted by first sample (part_ranges); insertion sort keeps equal ones in order */
+    for (int a = 1; a < n_parts; a++) {
+        Part x = s->parts[a];
+        int b = a - 1;
+        while (b >= 0 && (s->parts[b].lo > x.lo || (s->parts[b].lo == x.lo && s->parts[b].hi > x.hi))) {
+            s->parts[b + 1] = s->parts[b];
+            b--;
+        }
+        s->parts[b + 1] = x;
+    }
+    /* the cores its usage is counted on: a group chunk each core of its parts, a transfer
+     * each distinct core once (in order of first appearance) */
+    s->cores = flat;
+    if (s->kind == K_GROUP) {
+        s->n_cores = n_flat;
+    } else {
+        int m = 0;
+        for (int q = 0; q < n_flat; q++) {
+            int seen = 0;
+            for (int r = 0; r < m && !seen; r++) seen = flat[r] == flat[q];
+            if (!seen) flat[m++] = flat[q];
+        }
+        s->n_cores = m;
+    }
+    /* inputs: ((tensor, streamable bit), ...) */
+    PyObject *ins = PySequence_Fast(PyTuple_GET_ITEM(t, 9), "inputs");
+    if (!ins) return -1;
+    s->n_inputs = (int)PySequence_Fast_GET_SIZE(ins);
+    s->inputs = (Input *)calloc(s->n_inputs ? s->n_inputs : 1, sizeof(Input));
+    int *tens = (int *)malloc(sizeof(int) * (s->n_inputs ? s->n_inputs : 1));
+    for (int q = 0; q < s->n_inputs; q++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(ins, q);
+        if (!PyArg_ParseTuple(it, "ii", &tens[q], &s->inputs[q].sbit) || s->inputs[q].sbit >= 16) {
+            Py_DECREF(ins);
+            free(tens);
+            if (!PyErr_Occurred()) bad("streamable bit out of range");
+            return -1;
+        }
+        s->inputs[q].src = tens[q];  /* resolved to a step once every step is parsed */
+    }
+    Py_DECREF(ins);
+    free(tens);
+    PyObject *wk = PyTuple_GET_ITEM(t, 10);
+    if (!PyList_Check(wk)) return bad("work: a list of floats or None");
+    Py_ssize_t nw = PyList_GET_SIZE(wk);
+    s->n_work = (int)nw;
+    s->work = (double *)calloc(nw ? nw : 1, sizeof(double));
+    s->known = (unsigned char *)calloc(nw ? nw : 1, 1);
+    for (Py_ssize_t i = 0; i < nw; i++) {
+        PyObject *v = PyList_GET_ITEM(wk, i);
+        if (v == Py_None) continue;
+        s->work[i] = PyFloat_AsDouble(v);
+        s->known[i] = 1;
+    }
+    if (PyErr_Occurred()) return -1;
+    s->filler = PyTuple_GET_ITEM(t, 12);
+    if (s->kind == K_GROUP && !PyCallable_Check(s->filler)) return bad("filler: a callable");
+    s->full = (int)(nw / 4) - 1;
+    if (s->kind == K_GROUP) {
+        if (nw < 4 || (nw & (nw - 1))) return bad("work table: 4 << streamable entries");
+        for (int q = 0; q < s->n_inputs; q++)
+            if (s->inputs[q].sbit >= 0 && nw < (8 << s->inputs[q].sbit))
+                return bad("work table too short");
+    }
+    *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
+    return 0;
+}
+
+static void free_walk(Walk *w) {
+    if (w->st) {
+        for (int k = 0; k < w->n; k++) {
+            Step *s = &w->st[k];
+            free(s->reads);
+            free(s->redges);
+            free(s->cores);
+            free(s->res);
+            free(s->has);
+            free(s->inputs);
+            free(s->work);
+            free(s->known);
+            if (s->parts)
+                for (int p = 0; p < s->n_parts; p++) free(s->parts[p].cores);
+            free(s->parts);
+        }
+        free(w->st);
+    }
+    free(w->ed);
+    free(w->last);
+    free(w->exp_ptr);
+    free(w->exp_idx);
+    free(w->rd_ptr);
+    free(w->rd_j);
+    free(w->rd_e);
+    free(w->ge_src);
+    free(w->ge_dst);
+    free(w->scope);
+    free(w->resident);
+    free(w->l1_live);
+    free(w->future);
+    free(w->peak_l1);
+    free(w->stamp);
+    free(w->stamp2);
+    free(w->staying);
+    free(w->mask_out);
+    free(w->held_out);
+    free(w->usage);
+    free(w->usage_ptr);
+}
+
+/* walk(cap_l1, cap_llb, n_cores, steps): steps as parse_step reads them, in the order. */
+static PyObject *py_walk(PyObject *self, PyObject *args) {
+    double cap, llb_cap;
+    int nc;
+    PyObject *steps_o;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "ddiO", &cap, &llb_cap, &nc, &steps_o)) return NULL;
+    if (nc <= 0 || nc > 65536) {
+        PyErr_SetString(PyExc_ValueError, "cores per cluster out of range");
+        return NULL;
+    }
+    PyObject *steps = PySequence_Fast(steps_o, "steps: a sequence");
+    if (!steps) return NULL;
+    Walk w;
+    memset(&w, 0, sizeof w);
+    int n = (int)PySequence_Fast_GET_SIZE(steps);
+    w.nc = nc;
+    w.cap = cap;
+    w.llb_cap = llb_cap;
+    w.st = (Step *)calloc(n ? n : 1, sizeof(Step));
+    w.last = (int *)malloc(sizeof(int) * (n + 1));
+    int *is_out = (int *)calloc(n + 1, sizeof(int));
+    double *edge_mem = NULL;
+    unsigned char *edge_fbm = NULL;
+    PyObject *result = NULL;
+    int total_usage = 0;
+    for (int k = 0; k < n; k++) {
+        w.n = k + 1;  /* what free_walk frees */
+        if (parse_step(&w, &w.st[k], PySequence_Fast_GET_ITEM(steps, k), n, &is_out[k])) goto done;
+        total_usage += w.st[k].n_cores;
+    }
+    w.n = n;
+    /* global reads: each (reader, read) pair, with its staying table made on first use */
+    int n_rd = 0;
+    for (int j = 0; j < n; j++) n_rd += w.st[j].n_reads;
+    w.n_edges = n_rd;
+    w.ed = (Edge *)calloc(n_rd ? n_rd : 1, sizeof(Edge));
+    w.ge_src = (int *)malloc(sizeof(int) * (n_rd + 1));
+    w.ge_dst = (int *)malloc(sizeof(int) * (n_rd + 1));
+    edge_mem = (double *)calloc((size_t)(n_rd ? n_rd : 1) * nc, sizeof(double));
+    edge_fbm = (unsigned char *)calloc((size_t)(n_rd ? n_rd : 1) * nc, 1);
+    {
+        int g = 0;
+        for (int j = 0; j < n; j++) {
+            Step *s = &w.st[j];
+            s->redges = (int *)malloc(sizeof(int) * (s->n_reads ? s->n_reads : 1));
+            for (int q = 0; q < s->n_reads; q++, g++) {
+                w.ge_src[g] = s->reads[q];
+                w.ge_dst[g] = j;
+                w.ed[g].sb = edge_mem + (size_t)g * nc;
+                w.ed[g].fbm = edge_fbm + (size_t)g * nc;
+                s->redges[q] = s->kind == K_GROUP ? g : -1;
+            }
+            /* an input's source: the last read providing its tensor */
+            for (int r = 0; r < s->n_inputs; r++) {
+                int tensor = s->inputs[r].src, src = -1, e = -1;
+                for (int q = 0; q < s->n_reads; q++)
+                    if (w.st[s->reads[q]].tensor == tensor) {
+                        src = s->reads[q];
+                        e = s->redges[q];
+                    }
+                s->inputs[r].src = src;
+                s->inputs[r].edge = e;
+            }
+        }
+    }
+    /* last reader of every result (CapacityWalk.last), expire lists, reader lists */
+    for (int k = 0; k < n; k++) w.last[k] = k;
+    for (int j = 0; j < n; j++)
+        for (int q = 0; q < w.st[j].n_reads; q++) {
+            int d = w.st[j].reads[q];
+            if (j > w.last[d]) w.last[d] = j;
+        }
+    for (int k = 0; k < n; k++)
+        if (is_out[k]) w.last[k] = n;
+    w.exp_ptr = (int *)calloc(n + 2, sizeof(int));
+    w.exp_idx = (int *)malloc(sizeof(int) * (n + 1));
+    for (int i = 0; i < n; i++)
+        if (w.last[i] < n) w.exp_ptr[w.last[i] + 1]++;
+    for (int k = 0; k < n + 1; k++) w.exp_ptr[k + 1] += w.exp_ptr[k];
+    {
+        int *fill = (int *)calloc((size_t)n + 1, sizeof(int));
+        for (int i = 0; i < n; i++)
+            if (w.last[i] < n) w.exp_idx[w.exp_ptr[w.last[i]] + fill[w.last[i]]++] = i;
+        free(fill);
+    }
+    w.rd_ptr = (int *)calloc(n + 1, sizeof(int));
+    w.rd_j = (int *)malloc(sizeof(int) * (n_rd + 1));
+    w.rd_e = (int *)malloc(sizeof(int) * (n_rd + 1));
+    {
+        int *cnt = (int *)calloc(n + 1, sizeof(int));
+        for (int j = 0; j < n; j++)
+            for (int q = 0; q < w.st[j].n_reads; q++) cnt[w.st[j].reads[q]]++;
+        for (int d = 0; d < n; d++) w.rd_ptr[d + 1] = w.rd_ptr[d] + cnt[d];
+        memset(cnt, 0, sizeof(int) * (n + 1));
+        for (int j = 0; j < n; j++)
+            for (int q = 0; q < w.st[j].n_reads; q++) {
+                int d = w.st[j].reads[q];
+                int slot = w.rd_ptr[d] + cnt[d]++;
+                w.rd_j[slot] = j;
+                w.rd_e[slot] = w.st[j].redges[q];
+            }
+        free(cnt);
+    }
+    w.scope = (int *)malloc(sizeof(int) * (n + 1));
+    for (int k = 0; k < n; k++) w.scope[k] = w.st[k].init;
+    w.resident = (int *)calloc(n + 1, sizeof(int));
+    w.l1_live = (double *)calloc(nc, sizeof(double));
+    w.future = (double *)calloc((size_t)(n ? n : 1) * nc, sizeof(double));
+    w.peak_l1 = (double *)calloc(nc, sizeof(double));
+    w.stamp = (int *)calloc(n + 1, sizeof(int));
+    w.stamp2 = (unsigned char *)calloc(nc, 1);
+    w.staying = (double *)calloc(nc, sizeof(double));
+    w.mask_out = (int *)calloc(n + 1, sizeof(int));
+    w.held_out = (int *)calloc(n + 1, sizeof(int));
+    w.usage = (double *)calloc(total_usage + 1, sizeof(double));
+    w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
+    for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
+
+    int status = run(&w);
+    if (w.failed) goto done;  /* the filler's exception */
+    if (status) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    {
+        PyObject *scopes = PyList_New(n), *masks = PyList_New(n), *helds = PyList_New(n);
+        PyObject *usage = PyList_New(n), *peaks = PyList_New(nc);
+        for (int k = 0; k < n; k++) {
+            PyList_SET_ITEM(scopes, k, PyLong_FromLong(w.scope[k]));
+            PyList_SET_ITEM(masks, k, PyLong_FromLong(w.mask_out[k]));
+            PyList_SET_ITEM(helds, k, PyBool_FromLong(w.held_out[k]));
+            /* a transfer outside L1 uses no L1 */
+            int m = (w.st[k].kind != K_GROUP && w.scope[k] != L1) ? 0 : w.st[k].n_cores;
+            PyObject *u = PyTuple_New(m);
+            for (int q = 0; q < m; q++)
+                PyTuple_SET_ITEM(u, q, Py_BuildValue("(id)", w.st[k].cores[q],
+                                                     w.usage[w.usage_ptr[k] + q]));
+            PyList_SET_ITEM(usage, k, u);
+        }
+        for (int c = 0; c < nc; c++) PyList_SET_ITEM(peaks, c, PyFloat_FromDouble(w.peak_l1[c]));
+        result = Py_BuildValue("(NNNNNd)", scopes, masks, helds, usage, peaks, w.peak_llb);
+    }
+done:
+    free_walk(&w);
+    free(edge_mem);
+    free(edge_fbm);
+    free(is_out);
+    Py_DECREF(steps);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", py_walk, METH_VARARGS, "The scope walk of search-space decoding (see _ccore.py)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cwalk", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__cwalk(void) { return PyModule_Create(&module); }

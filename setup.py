@@ -1,0 +1,16 @@
+"""The compiled search core (search_space/_cwalk.c), optional: without a C compiler the
+package installs and decoding runs in Python (search_space/_ccore.py warns once)."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "search_space._cwalk",
+            ["search_space/_cwalk.c"],
+            # the same floating-point sums as the Python walk: no fused multiply-adds
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,
+        )
+    ]
+)
