@@ -27,8 +27,8 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from compiler._relax_util import attrs_to_dict, emit_main, main_bindings, remap, shape_of
 from compiler._qdq import WEIGHT_DTYPE_ATTR, fold_qdq, is_int8
+from compiler._relax_util import attrs_to_dict, emit_main, main_bindings, remap, shape_of
 from compiler.graph import Graph, Op, Tensor
 from compiler.optable import count_flops, count_macs, is_npu_op, prod
 

@@ -43,18 +43,20 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from compiler._qdq import is_int8_op
 from compiler.footprint import GATHER_OPS, VIEW_OPS, batched_tensors
 from compiler.memo import memo_of
 from compiler.optable import op_spec, prod
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Op
-    from compiler.target import MatrixUnit
+    from compiler.target import MatrixUnit, Target
 
 __all__ = [
     "MatrixTiles",
@@ -64,6 +66,7 @@ __all__ = [
     "matrix_tiles",
     "op_shape",
     "op_shapes",
+    "unit_rates",
     "useful_matrix_cycles",
 ]
 
@@ -111,6 +114,8 @@ class OpShape:
         table_bytes: ``GATHER``: bytes of the table rows are gathered from (0 when
             the table is an activation, already on chip).
         row_bytes: ``GATHER``: bytes of one gathered row (one DDR access).
+        int8: The op computes on INT8 operands (:func:`compiler._qdq.is_int8_op`): the
+            matrix and vector units run it at their INT8 rate (:func:`unit_rates`).
     """
 
     kind: OpKind
@@ -126,6 +131,7 @@ class OpShape:
     operand_bytes: float = 0.0
     table_bytes: int = 0
     row_bytes: int = 0
+    int8: bool = False
 
     @property
     def macs(self) -> float:
@@ -174,6 +180,20 @@ def matrix_tiles(shape: OpShape, share: float, matrix: MatrixUnit) -> MatrixTile
                        reps * rows * shape.n * shape.k / macs)
 
 
+def unit_rates(shape: OpShape, target: Target) -> tuple[MatrixUnit, float]:
+    """The matrix unit and the vector lanes that price ``shape``, at its data type.
+
+    An INT8 op (:attr:`OpShape.int8`) runs at ``matrix.int8_rate`` times the FP16 MACs
+    per cycle (same 64x32 granule, same instruction overhead) and on
+    ``vector.int8_rate`` times the FP16 lanes; anything else at the FP16 rates.
+    """
+    if not shape.int8:
+        return target.matrix, float(target.vector.lanes)
+    mat = target.matrix
+    fast = dataclasses.replace(mat, macs_per_cycle=round(mat.macs_per_cycle * mat.int8_rate))
+    return fast, target.vector.lanes * target.vector.int8_rate
+
+
 def array_cycles(d: OpShape, batch: int, matrix: MatrixUnit) -> float:
     """The fewest matrix-engine cycles, summed over cores, any schedule spends on one op.
 
@@ -211,6 +231,13 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
         op: One of its ops.
         batched: ``compiler.footprint.batched_tensors(graph)`` (computed when omitted).
     """
+    shape = _op_shape(graph, op, batched)
+    if shape.kind != OpKind.VIEW and is_int8_op(op, graph.tensors):
+        return dataclasses.replace(shape, int8=True)
+    return shape
+
+
+def _op_shape(graph: Graph, op: Op, batched: frozenset[str] | None) -> OpShape:
     if batched is None:
         batched = batched_tensors(graph)
     out = graph.tensors[op.output]

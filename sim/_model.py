@@ -20,6 +20,9 @@ each op is its :class:`compiler.opshape.OpShape`; this module prices it.
   per cycle, no matrix instructions). See ``sim/README.md``.
 * Vector ops: FLOPs / lanes; special ops (exp, erf, divide, softmax, GELU) at the
   transcendental rate.
+* INT8 ops (a quantized model, :attr:`compiler.opshape.OpShape.int8`) run at the
+  target's INT8 rates: ``matrix.int8_rate`` times the MACs per cycle (the same
+  granule and instruction overhead) and ``vector.int8_rate`` times the lanes.
 * Move ops (transposes, concats, gathers): bytes read and written at the L1 bandwidth;
   views (reshape, squeeze, ...) are free.
 * Ops whose weights exceed half the weight buffer stream them in tiles and re-read
@@ -43,7 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.memo import memo_of
-from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes
+from compiler.opshape import OpKind, OpShape, matrix_tiles, op_shapes, unit_rates
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -214,19 +217,24 @@ def _cost(
 ) -> ComputeCost:
     mat, vec = target.matrix, target.vector
     gm, gn, macs, ovh = mat.granule_m, mat.granule_n, mat.macs_per_cycle, mat.instr_overhead_cycles
-    lanes, tcpe = vec.lanes, vec.transcendental_cycles_per_element
+    lanes: float = vec.lanes
+    tcpe = vec.transcendental_cycles_per_element
     l1bw = target.l1.bytes_per_cycle
     half_wb = target.l1.weight_bytes / 2
     wbw = weight_path_bytes_per_cycle(target, step_cores)
     mme = vme = move = fill = useful = wbound = 0.0
+    fp_mat, fp_lanes = mat, float(lanes)
     for i in ops:
         d = shapes[i]
         kind = d.kind
         if kind == OpKind.VIEW:
             continue
+        # INT8 ops at the units' INT8 rates (compiler.opshape.unit_rates)
+        mat, lanes = unit_rates(d, target) if d.int8 else (fp_mat, fp_lanes)
+        macs = mat.macs_per_cycle
         share = math.ceil(s * d.amount / k) if d.batched else math.ceil(d.amount)
         if kind == OpKind.MATRIX and d.groups > 1:
-            engine, c, u = grouped_conv_cycles(d, share, mat, lanes)
+            engine, c, u = grouped_conv_cycles(d, share, mat, round(lanes))
             if engine == "vector":
                 vme += c
                 fill += min(c, _VECTOR_TILE / lanes)

@@ -19,6 +19,7 @@ from typing import Any
 from compiler.quant._accuracy import AccuracyReport, compare, ort_runner
 from compiler.quant._calib import calibration_set, check_against, load_npz, model_batch, split_held_out
 from compiler.quant._config import CALIBRATE_MODES, QuantConfig, QuantError, check_presets
+from compiler.quant._model import float_proto, quantize_model
 from compiler.quant._pow2 import is_power2, power2, power2_scales
 from compiler.quant._quantize import data_inputs, quantize_proto, require_onnxruntime
 
@@ -30,11 +31,14 @@ __all__ = [
     "Quantized",
     "calibration_set",
     "check_presets",
+    "float_proto",
     "is_power2",
     "load_npz",
     "power2",
     "power2_scales",
     "quantize",
+    "quantize_model",
+    "require_onnxruntime",
 ]
 
 

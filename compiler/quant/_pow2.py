@@ -96,11 +96,10 @@ def power2_scales(qdq: Any, presets: Mapping[str, tuple[float, float]],
         w = weight_dq.get(node.input[1]) if len(node.input) > 1 else None
         if w is None:
             raise QuantError(f"preset_scale: the weight of {layer!r} is not a quantized initializer")
-        for name, v in ((act.input[1], in_scale), (w.scale, w_scale)):
-            old = values[name]
-            fixed[name] = np.full(old.shape, v, dtype=old.dtype)
+        for name, preset in ((act.input[1], in_scale), (w.scale, w_scale)):
+            fixed[name] = np.full(values[name].shape, preset, dtype=values[name].dtype)
 
-    new_scale = {}
+    new_scale: dict[str, np.ndarray] = {}
     for name in scales:
         old = values[name]
         if np.any(old <= 0) or not np.all(np.isfinite(old)):

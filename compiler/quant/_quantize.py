@@ -10,6 +10,8 @@ applies the presets. onnxruntime is the optional extra ``graphtune[quant]``.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -65,6 +67,23 @@ class _Reader:
         return next(self._feeds, None)
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """onnxruntime's quantizer prints progress to stdout and warns on the root logger:
+    both go to this module's logger at DEBUG."""
+    printed = io.StringIO()
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        with contextlib.redirect_stdout(printed):
+            yield
+    finally:
+        root.setLevel(level)
+        for line in printed.getvalue().splitlines():
+            log.debug("onnxruntime: %s", line)
+
+
 def quantize_proto(proto: Any, config: QuantConfig, data: CalibrationSet | None = None) -> Any:
     """The QDQ model of ``proto`` calibrated on ``data`` (default: the config's set).
 
@@ -84,7 +103,7 @@ def quantize_proto(proto: Any, config: QuantConfig, data: CalibrationSet | None 
     q = require_onnxruntime()
     inputs = data_inputs(proto)
     check_against(config.calibration_set, inputs)
-    data = config.calibration_set if data is None else data
+    feed: Mapping[str, np.ndarray] = config.calibration_set if data is None else data
     method = (q.CalibrationMethod.Entropy if config.calibrate_mode == "kl_divergence"
               else q.CalibrationMethod.Percentile)
     extra = {
@@ -99,13 +118,14 @@ def quantize_proto(proto: Any, config: QuantConfig, data: CalibrationSet | None 
         dst = Path(tmp) / "model.qdq.onnx"
         onnx.save(proto, str(src))
         try:
-            q.quantize_static(
-                str(src), str(dst), _Reader(data, model_batch(inputs)),
-                quant_format=q.QuantFormat.QDQ, per_channel=True,
-                activation_type=q.QuantType.QInt8, weight_type=q.QuantType.QInt8,
-                op_types_to_quantize=list(QUANT_OPS), calibrate_method=method,
-                extra_options=extra,
-            )
+            with _quiet():
+                q.quantize_static(
+                    str(src), str(dst), _Reader(feed, model_batch(inputs)),
+                    quant_format=q.QuantFormat.QDQ, per_channel=True,
+                    activation_type=q.QuantType.QInt8, weight_type=q.QuantType.QInt8,
+                    op_types_to_quantize=list(QUANT_OPS), calibrate_method=method,
+                    extra_options=extra,
+                )
         except Exception as exc:
             text = str(exc).strip().splitlines()
             raise QuantError(f"onnxruntime could not quantize the model: "
@@ -113,5 +133,5 @@ def quantize_proto(proto: Any, config: QuantConfig, data: CalibrationSet | None 
         qdq = onnx.load(str(dst))
     out = power2_scales(qdq, config.preset_scale, float_model=proto)
     log.info("quantized %s with %s calibration (%d samples)", proto.graph.name or "model",
-             config.calibrate_mode, next(iter(data.values())).shape[0])
+             config.calibrate_mode, next(iter(feed.values())).shape[0])
     return out
