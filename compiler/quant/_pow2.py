@@ -117,6 +117,18 @@ def power2_scales(qdq: Any, presets: Mapping[str, tuple[float, float]],
     return model
 
 
+def check_preset_layers(proto: Any, presets: Mapping[str, tuple[float, float]]) -> None:
+    """Every preset names a Conv/Gemm/MatMul node of the FP32 model (checked before calibrating).
+
+    Raises:
+        QuantError: the first preset that names no such node.
+    """
+    ops = {n.name: n.op_type for n in proto.graph.node if n.name}
+    for layer in presets:
+        if ops.get(layer) not in PRESET_OPS:
+            raise QuantError(f"preset_scale: no {'/'.join(PRESET_OPS)} node named {layer!r} in the model")
+
+
 def _requantize(values: Mapping[str, np.ndarray], w: _Dq, scale: np.ndarray,
                 original: np.ndarray | None) -> np.ndarray:
     q = values[w.value]

@@ -22,9 +22,11 @@ import numpy as np
 
 from compiler.quant._calib import CalibrationSet, batches, check_against, model_batch
 from compiler.quant._config import QuantConfig, QuantError
-from compiler.quant._pow2 import power2_scales
+from compiler.quant._pow2 import check_preset_layers, power2_scales
 
 log = logging.getLogger(__name__)
+HISTOGRAM_BINS = 2048
+PERCENTILE = 99.999  # onnxruntime's default
 
 # Ops whose inputs and outputs are quantized; the rest (softmax, reshape on shapes...)
 # stay in FP32 between DequantizeLinear and QuantizeLinear.
@@ -103,28 +105,35 @@ def quantize_proto(proto: Any, config: QuantConfig, data: CalibrationSet | None 
     q = require_onnxruntime()
     inputs = data_inputs(proto)
     check_against(config.calibration_set, inputs)
+    check_preset_layers(proto, config.preset_scale)
     feed: Mapping[str, np.ndarray] = config.calibration_set if data is None else data
     method = (q.CalibrationMethod.Entropy if config.calibrate_mode == "kl_divergence"
               else q.CalibrationMethod.Percentile)
-    extra = {
-        "ActivationSymmetric": True,
-        "WeightSymmetric": True,
-        "QuantizeBias": False,
-        "CalibTensorRangeSymmetric": True,
-        "CalibPercentile": 99.999,
-    }
+    extra = {"ActivationSymmetric": True, "WeightSymmetric": True, "QuantizeBias": False}
     with tempfile.TemporaryDirectory(prefix="graphtune-quant-") as tmp:
         src = Path(tmp) / "model.onnx"
         dst = Path(tmp) / "model.qdq.onnx"
+        cache = Path(tmp) / "ranges.json"
         onnx.save(proto, str(src))
         try:
             with _quiet():
+                # The calibrator runs here, not inside quantize_static, which cannot set
+                # the histogram sizes: KL divergence needs far more bins than the 128
+                # quantized levels it searches over (TensorRT's 2048), or its only
+                # candidate threshold is the maximum.
+                cal = q.create_calibrator(
+                    src, list(QUANT_OPS), augmented_model_path=str(Path(tmp) / "augmented.onnx"),
+                    calibrate_method=method,
+                    extra_options={"symmetric": True, "num_bins": HISTOGRAM_BINS,
+                                   "num_quantized_bins": 128, "percentile": PERCENTILE})
+                cal.collect_data(_Reader(feed, model_batch(inputs)))
+                q.save_tensors_data(cal.compute_data(), cache)
+                del cal
                 q.quantize_static(
-                    str(src), str(dst), _Reader(feed, model_batch(inputs)),
-                    quant_format=q.QuantFormat.QDQ, per_channel=True,
+                    str(src), str(dst), None, quant_format=q.QuantFormat.QDQ, per_channel=True,
                     activation_type=q.QuantType.QInt8, weight_type=q.QuantType.QInt8,
                     op_types_to_quantize=list(QUANT_OPS), calibrate_method=method,
-                    extra_options=extra,
+                    extra_options=extra, calibration_cache_path=str(cache),
                 )
         except Exception as exc:
             text = str(exc).strip().splitlines()
