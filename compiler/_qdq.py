@@ -10,10 +10,12 @@ the op on INT8 operands and stores INT8 results, and that is what pricing must s
   an FP32 constant that remembers its INT8 source (``normalize`` records it in
   ``main``'s attribute ``graphtune.weight_dtype``): its Graph tensor is ``int8``;
 * ``P -> quantize -> dequantize`` becomes one op ``P`` (the requantize of its result
-  counted as vector work, :data:`REQUANTIZE_FLOPS_PER_ELEMENT` per element) whose
-  output tensor is ``int8`` and named after the ``dequantize`` (what its consumers
-  read); the op covers the three Relax bindings. When ``P`` is a matrix op, a model
-  input or has other readers, the pair stays one ``quantize`` op of its own;
+  counted as vector work, :data:`REQUANTIZE_FLOPS_PER_ELEMENT` per element; a matrix
+  op gets the attribute ``requantize`` and its vector unit requantizes the array's
+  results, :attr:`compiler.opshape.OpShape.requant_flops`) whose output tensor is
+  ``int8`` and named after the ``dequantize`` (what its consumers read); the op
+  covers the three Relax bindings. After a model input, or when ``P`` has other
+  readers, the pair stays one ``quantize`` op of its own;
 * a ``dequantize`` of an activation not made by a folded pair (an INT8 model input,
   or a model output, which the artifact returns in FP32) stays an op (vector work)
   with an FP output.
@@ -33,6 +35,7 @@ from compiler.optable import op_spec
 INT8_DTYPES = ("int8", "uint8")
 REQUANTIZE_FLOPS_PER_ELEMENT = 2.0  # scale (multiply or shift) + round and saturate
 WEIGHT_DTYPE_ATTR = "graphtune.weight_dtype"
+REQUANTIZE_ATTR = "requantize"  # a matrix op whose results are requantized to INT8
 
 
 def is_int8(dtype: str) -> bool:
@@ -78,7 +81,7 @@ def fold_qdq(ops: Sequence[Op], tensors: dict[str, Tensor], outputs: Sequence[st
         p_idx = producer.get(q.inputs[0])
         p = new.get(p_idx) if p_idx is not None else None
         fold_into_p = (p is not None and readers.get(p.output, 0) == 1 and p.output not in outs
-                       and op_spec(p.op_type).unit != "matrix" and p.on_npu)
+                       and p.on_npu)
         host = p if fold_into_p and p is not None else q
         requant = int(REQUANTIZE_FLOPS_PER_ELEMENT * qty.elements)
         merged = dataclasses.replace(
@@ -86,6 +89,8 @@ def fold_qdq(ops: Sequence[Op], tensors: dict[str, Tensor], outputs: Sequence[st
             weights=tuple(dict.fromkeys((*host.weights, *(q.weights if host is not q else ()),
                                          *d.weights))),
             flops=(host.flops + requant) if host is not q else requant,
+            attrs=((*host.attrs, (REQUANTIZE_ATTR, True))
+                   if host is not q and op_spec(host.op_type).unit == "matrix" else host.attrs),
             on_npu=True,
             bindings=(*host.bindings, *(q.bindings if host is not q else ()), *d.bindings),
         )

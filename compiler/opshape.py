@@ -49,7 +49,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from compiler._qdq import is_int8_op
+from compiler._qdq import REQUANTIZE_ATTR, REQUANTIZE_FLOPS_PER_ELEMENT, is_int8_op
 from compiler.footprint import GATHER_OPS, VIEW_OPS, batched_tensors
 from compiler.memo import memo_of
 from compiler.optable import op_spec, prod
@@ -114,6 +114,8 @@ class OpShape:
         table_bytes: ``GATHER``: bytes of the table rows are gathered from (0 when
             the table is an activation, already on chip).
         row_bytes: ``GATHER``: bytes of one gathered row (one DDR access).
+        requant_flops: A matrix op whose results are requantized to INT8 (a folded
+            QuantizeLinear, ``compiler._qdq``): that vector work, per sample if batched.
         int8: The op computes on INT8 operands (:func:`compiler._qdq.is_int8_op`): the
             matrix and vector units run it at their INT8 rate (:func:`unit_rates`).
     """
@@ -131,6 +133,7 @@ class OpShape:
     operand_bytes: float = 0.0
     table_bytes: int = 0
     row_bytes: int = 0
+    requant_flops: float = 0.0
     int8: bool = False
 
     @property
@@ -232,6 +235,10 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
         batched: ``compiler.footprint.batched_tensors(graph)`` (computed when omitted).
     """
     shape = _op_shape(graph, op, batched)
+    if shape.kind.is_matrix and op.attr(REQUANTIZE_ATTR):
+        out = graph.tensors[op.output]
+        per = graph.batch if shape.batched else 1
+        shape = dataclasses.replace(shape, requant_flops=REQUANTIZE_FLOPS_PER_ELEMENT * out.elements / per)
     if shape.kind != OpKind.VIEW and is_int8_op(op, graph.tensors):
         return dataclasses.replace(shape, int8=True)
     return shape

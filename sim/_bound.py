@@ -82,6 +82,7 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
                 fixed += op.macs * per / mrate
                 if d.kind.is_matrix:
                     tiled += array_cycles(d, batch, unit_rates(d, target)[0])
+            vec += d.requant_flops * (batch if d.batched else 1) / vrate
         elif unit == "vector":
             vec += op.flops * per / vrate
         elif unit == "special":

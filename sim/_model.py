@@ -22,7 +22,8 @@ each op is its :class:`compiler.opshape.OpShape`; this module prices it.
   transcendental rate.
 * INT8 ops (a quantized model, :attr:`compiler.opshape.OpShape.int8`) run at the
   target's INT8 rates: ``matrix.int8_rate`` times the MACs per cycle (the same
-  granule and instruction overhead) and ``vector.int8_rate`` times the lanes.
+  granule and instruction overhead) and ``vector.int8_rate`` times the lanes; a
+  matrix op's requantize to INT8 (``OpShape.requant_flops``) is vector work.
 * Move ops (transposes, concats, gathers): bytes read and written at the L1 bandwidth;
   views (reshape, squeeze, ...) are free.
 * Ops whose weights exceed half the weight buffer stream them in tiles and re-read
@@ -259,6 +260,10 @@ def _cost(
             move += 2.0 * share / l1bw
         else:  # gather: rows arrive by DMA (see the engine), written once into L1
             move += share / l1bw
+        if d.requant_flops:  # the vector unit requantizes the array's INT8 results
+            c = share * (d.requant_flops / max(d.amount, 1e-9)) / lanes
+            vme += c
+            fill += min(c, _VECTOR_TILE / lanes)
         if d.weight_bytes > half_wb and kind.is_matrix and i not in remote:
             extra = math.ceil(d.weight_bytes / half_wb) - 1
             streamed = s * d.in_bytes / k if d.batched else d.in_bytes
