@@ -170,3 +170,31 @@ def test_int8_o3_is_faster_moves_fewer_bytes_and_has_a_lower_bound(int8: Graph, 
     # every result in DDR: INT8 tensors at one byte; the FP input (read twice: the input
     # quantize) and the FP output keep two
     assert o0a.ddr_bytes < 0.7 * o0b.ddr_bytes
+
+
+@pytest.mark.slow
+def test_resnet50_int8_o3_is_1_4_to_2_times_fp16_o3() -> None:
+    """Issue 27's acceptance on the simulator (``bench/int8_resnet50.py`` reports the figures).
+
+    Calibrated on 4 zoo images at batch 2 (the scales' values do not change pricing),
+    simulated at batch 64. The matrix unit bounds both; INT8 stays under 2x because
+    each 64x32 instruction keeps its fixed overhead and the vector unit requantizes.
+    """
+    from compiler import zoo
+    from compiler.quant import QuantConfig, quantize
+
+    pytest.importorskip("onnxruntime")
+    proto = zoo.build("resnet50", batch=2, weights="random")
+    feeds = [zoo.random_inputs(proto, seed=s) for s in range(2)]
+    calib = {k: np.concatenate([f[k] for f in feeds]) for k in feeds[0]}
+    qdq = quantize(proto, QuantConfig.from_dict({"calibration_set": calib})).model
+    t = Target.default()
+    tput = {}
+    for name, p in (("fp", proto), ("int8", qdq)):
+        m = Model(p, name=name)
+        m.set_batch(64)
+        r = simulate(m.graph, graph_schedule_level(m.graph, t, 3), t, timeline=False)
+        assert isinstance(r, SimResult), r
+        assert r.busy_cycles["core0.mme"] > 0.8 * r.latency_cycles  # matrix-bound
+        tput[name] = r.throughput_per_s
+    assert 1.4 <= tput["int8"] / tput["fp"] <= 2.0

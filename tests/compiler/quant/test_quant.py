@@ -177,3 +177,54 @@ def test_quant_config_keys_are_checked(calib: np.ndarray) -> None:
         QuantConfig.from_dict({"calibration_set": {"input": calib}, "bits": 4})
     with pytest.raises(QuantError, match="calibration set is empty"):
         QuantConfig.from_dict({"calibration_set": []})
+
+
+def test_without_onnxruntime_the_error_names_the_extra(
+        cnn: onnx.ModelProto, calib: np.ndarray, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnxruntime.quantization", None)  # import fails
+    with pytest.raises(QuantError, match=r"pip install 'graphtune\[quant\]'"):
+        quantize(cnn, QuantConfig.from_dict({"calibration_set": {"input": calib}}))
+    model, npz = tmp_path / "cnn.onnx", tmp_path / "calib.npz"
+    onnx.save(cnn, model)
+    np.savez(npz, input=calib[:32])
+    res = CliRunner().invoke(main, ["quantize", str(model), "--calib", str(npz), "-o",
+                                    str(tmp_path / "q.onnx")])
+    assert res.exit_code == 2 and res.stderr.strip() == (
+        "graphtune: error: quantization needs onnxruntime: pip install 'graphtune[quant]'")
+    assert not (tmp_path / "q.onnx").exists()
+
+
+def test_an_int8_model_tunes_and_compiles_under_its_log(
+        cnn: onnx.ModelProto, calib: np.ndarray, tmp_path: Path) -> None:
+    import json
+
+    from autotune import ApplyHistoryBest
+    from compiler.artifact import read_text
+    from compiler.model import load_onnx
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+
+    model, npz, qdq = tmp_path / "cnn.onnx", tmp_path / "calib.npz", tmp_path / "cnn.int8.onnx"
+    onnx.save(cnn, model)
+    np.savez(npz, input=calib[:64])
+    res = CliRunner().invoke(main, ["quantize", str(model), "--calib", str(npz), "-o", str(qdq),
+                                    "--calibrate", "kl_divergence"])
+    assert res.exit_code == 0, res.output
+    assert "top-1 agreement" in res.stdout
+    log = tmp_path / "tune.jsonl"
+    res = CliRunner().invoke(main, ["tune", str(qdq), "--trials", "12", "--workers", "0",
+                                    "--log", str(log), "--seed", "0", "--json"])
+    assert res.exit_code == 0, res.output
+    (task,) = json.loads(res.stdout.strip().splitlines()[-1])["tasks"]
+    g8, g32 = load_onnx(qdq).graph, load_onnx(model).graph
+    assert task["key"] == g8.workload_key != g32.workload_key  # INT8 and FP records never mix
+    best = ApplyHistoryBest(str(log)).query(g8.workload_key, Target.default().key)
+    assert best is not None
+    assert ApplyHistoryBest(str(log)).query(g32.workload_key, Target.default().key) is None
+    out = tmp_path / "cnn.int8.stcobj"
+    res = CliRunner().invoke(main, ["compile", str(qdq), "--log", str(log), "--strict", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    used = GraphSchedule.loads(read_text(out, "schedule.json"))
+    assert used.structural_key() == GraphSchedule.from_json(best).structural_key()
