@@ -87,11 +87,7 @@ def _record_weight_storage(mod: Any, views: dict[Any, Any]) -> Any:
         owner = first.setdefault(_root(const, views), name)
         if owner != name:
             storage[name] = owner
-    if not storage:
-        return mod
-    new = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
-    new["main"] = mod["main"].with_attr(WEIGHT_STORAGE_ATTR, storage)
-    return new
+    return _with_main_attr(mod, WEIGHT_STORAGE_ATTR, storage) if storage else mod
 
 
 def _record_weight_dtypes(mod: Any, views: dict[Any, Any]) -> Any:
@@ -105,10 +101,12 @@ def _record_weight_dtypes(mod: Any, views: dict[Any, Any]) -> Any:
         src = str(_root(const, views).value.dtype)
         if is_int8(src) and not is_int8(str(const.value.dtype)):
             dtypes[name] = src
-    if not dtypes:
-        return mod
+    return _with_main_attr(mod, WEIGHT_DTYPE_ATTR, dtypes) if dtypes else mod
+
+
+def _with_main_attr(mod: Any, key: str, value: Any) -> Any:
     new = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
-    new["main"] = mod["main"].with_attr(WEIGHT_DTYPE_ATTR, dtypes)
+    new["main"] = mod["main"].with_attr(key, value)
     return new
 
 
