@@ -214,7 +214,7 @@ def test_an_int8_model_tunes_and_compiles_under_its_log(
     assert res.exit_code == 0, res.output
     assert "top-1 agreement" in res.stdout
     log = tmp_path / "tune.jsonl"
-    res = CliRunner().invoke(main, ["tune", str(qdq), "--trials", "12", "--workers", "0",
+    res = CliRunner().invoke(main, ["tune", str(qdq), "--trials", "6", "--workers", "0",
                                     "--log", str(log), "--seed", "0", "--json"])
     assert res.exit_code == 0, res.output
     (task,) = json.loads(res.stdout.strip().splitlines()[-1])["tasks"]
