@@ -55,9 +55,9 @@ NOT_APPLICABLE_KEYS = frozenset({
     "tb.bisection_sum",
     "tb.CSE_skip_scalar",
     "tb.insn_schedule",
-    "quant_config",
 })
-KNOWN_KEYS = NOT_APPLICABLE_KEYS | {LEVEL_KEY}
+QUANT_KEY = "quant_config"
+KNOWN_KEYS = NOT_APPLICABLE_KEYS | {LEVEL_KEY, QUANT_KEY}
 _INT_KINDS = ("int", "uint")
 # Ops an index flows through unchanged before it reaches a take (the importer's
 # negative-index normalisation is less/add/where).
@@ -83,7 +83,10 @@ def compile_model(
             the model's own file nor a directory or special file).
         schedule: A GraphSchedule, a schedule function, or None (see the module doc).
         target: The chip description; the default STCP920 when None.
-        config: The guide's compile options; see :func:`check_config`.
+        config: The guide's compile options; see :func:`check_config`. ``quant_config``
+            (the guide's quantization dict, :class:`compiler.quant.QuantConfig`)
+            quantizes the model to INT8 first (calibration, QDQ with power-of-two
+            scales) and builds the INT8 model; its accuracy is logged at INFO.
 
     Returns:
         The schedule that was applied.
@@ -106,6 +109,13 @@ def compile_model(
         check_output(dest, inputs=[model.path])
     except OutputError as exc:
         raise CompileError(str(exc)) from None
+    if config.get(QUANT_KEY) is not None:
+        from compiler.quant import QuantConfig, quantize_model
+
+        qcfg = QuantConfig.from_dict(config[QUANT_KEY])  # checked before any work
+        with _stage(timings, "quantize", f"calibrating and quantizing {model.name} to INT8"):
+            model, report = quantize_model(model, qcfg)
+        log.info("%s", report.line())
 
     with _stage(timings, "import", f"importing {model.name} into Relax"):
         ensure_imported(model)

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from compiler.graph import Graph
 
-__all__ = ["ModelLike"]
+__all__ = ["WEIGHT_INPUTS_KEY", "ModelLike"]
+
+# ONNX metadata key naming the weights a model takes as graph inputs (zoo ``--weights
+# inputs``); here, in a leaf, because compiler.quant reads it and compiler.model imports
+# the build that calls compiler.quant.
+WEIGHT_INPUTS_KEY = "graphtune.weight_inputs"
 
 
 class ModelLike(Protocol):

@@ -27,6 +27,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from compiler._qdq import WEIGHT_DTYPE_ATTR, fold_qdq, is_int8
 from compiler._relax_util import attrs_to_dict, emit_main, main_bindings, remap, shape_of
 from compiler.graph import Graph, Op, Tensor
 from compiler.optable import count_flops, count_macs, is_npu_op, prod
@@ -53,7 +54,7 @@ def normalize(mod: Any) -> Any:
     mod = _canonicalize_clip(mod)
     mod = relax.transform.DeadCodeElimination(["main"])(mod)
     mod = relax.transform.CanonicalizeBindings()(mod)
-    return _record_weight_storage(set_span_names(mod), views)
+    return _record_weight_dtypes(_record_weight_storage(set_span_names(mod), views), views)
 
 
 def _weight_args(mod: Any) -> list[tuple[str, Any]]:
@@ -86,10 +87,26 @@ def _record_weight_storage(mod: Any, views: dict[Any, Any]) -> Any:
         owner = first.setdefault(_root(const, views), name)
         if owner != name:
             storage[name] = owner
-    if not storage:
-        return mod
+    return _with_main_attr(mod, WEIGHT_STORAGE_ATTR, storage) if storage else mod
+
+
+def _record_weight_dtypes(mod: Any, views: dict[Any, Any]) -> Any:
+    """Record in ``main``'s attributes the INT8 weights folded from a ``dequantize``.
+
+    The constant the CPU stand-in computes with is FP32; the NPU stores the INT8
+    source (``compiler._qdq``), so the Graph tensor takes the source's dtype.
+    """
+    dtypes: dict[str, str] = {}
+    for name, const in _weight_args(mod):
+        src = str(_root(const, views).value.dtype)
+        if is_int8(src) and not is_int8(str(const.value.dtype)):
+            dtypes[name] = src
+    return _with_main_attr(mod, WEIGHT_DTYPE_ATTR, dtypes) if dtypes else mod
+
+
+def _with_main_attr(mod: Any, key: str, value: Any) -> Any:
     new = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
-    new["main"] = mod["main"].with_attr(WEIGHT_STORAGE_ATTR, storage)
+    new["main"] = mod["main"].with_attr(key, value)
     return new
 
 
@@ -165,9 +182,12 @@ _VIEWS = {*_RESHAPES, "relax.permute_dims", "relax.astype"}
 
 def _view_source(value: Any, ty: Any) -> Any:
     """The floating-point constant a view op reads (the call is known constant), or None."""
-    if str(value.op.name) not in _VIEWS or not isinstance(value.args[0], tvm.ir.GenericConst):
+    if str(value.op.name) not in (*_VIEWS, "relax.dequantize") \
+            or not isinstance(value.args[0], tvm.ir.GenericConst):
         return None
     src = value.args[0]
+    if str(value.op.name) == "relax.dequantize":  # an INT8 weight (compiler._qdq)
+        return src if is_int8(str(src.value.dtype)) else None
     floats = ("float", "bfloat")
     if not (str(src.value.dtype).startswith(floats) and str(ty.dtype).startswith(floats)):
         return None
@@ -221,6 +241,8 @@ def _numpy_value(value: Any, ty: Any) -> Any:
             result = np.transpose(x[0], None if axes is None else [int(a) for a in axes])
         elif name == "relax.astype":
             result = x[0]
+        elif name == "relax.dequantize" and len(x) == 3:
+            result = _dequantize(x[0], x[1], x[2], int(value.attrs.axis))
         elif name == "relax.take" and len(x) == 2:
             # "fast" promises in-range indices: numpy's "raise" checks that promise.
             modes: dict[str, Literal["raise", "wrap", "clip"]] = {
@@ -235,6 +257,18 @@ def _numpy_value(value: Any, ty: Any) -> Any:
     except (ValueError, IndexError, TypeError):
         return None
     return _const(np.asarray(result), ty, out_shape)
+
+
+def _dequantize(q: Any, scale: Any, zp: Any, axis: int) -> Any:
+    """``(q - zero_point) * scale`` in FP32, per-channel along ``axis`` (as relax.dequantize)."""
+    def along(v: Any) -> Any:
+        if v.size == 1:
+            return v.reshape(())
+        shape = [1] * q.ndim
+        shape[axis % q.ndim] = v.size
+        return v.reshape(shape)
+
+    return (q.astype(np.float32) - along(zp).astype(np.float32)) * along(scale).astype(np.float32)
 
 
 def _const(result: Any, ty: Any, out_shape: tuple[int, ...]) -> Any:
@@ -344,6 +378,8 @@ def build_graph(mod: Any, name: str) -> Graph:
     storage = ({str(k): str(v) for k, v in f.attrs[WEIGHT_STORAGE_ATTR].items()}
                if recorded else {})
     first_use: dict[Any, str] = {}
+    wdtype = ({str(k): str(v) for k, v in f.attrs[WEIGHT_DTYPE_ATTR].items()}
+              if f.attrs is not None and WEIGHT_DTYPE_ATTR in f.attrs else {})
 
     def tensor_name(var: Any) -> str:
         name = str(var.name)
@@ -388,7 +424,8 @@ def build_graph(mod: Any, name: str) -> Graph:
                 owner = first_use.setdefault(arg, wname)
                 if not recorded and owner != wname:
                     storage[wname] = owner
-                tensors[wname] = Tensor(wname, shape, str(arg.value.dtype), "weight", prod(shape),
+                tensors[wname] = Tensor(wname, shape, wdtype.get(wname, str(arg.value.dtype)),
+                                        "weight", prod(shape),
                                         storage=storage.get(wname))
                 weights.append(wname)
                 n_const += 1
@@ -412,6 +449,7 @@ def build_graph(mod: Any, name: str) -> Graph:
         if isinstance(out_var, relax.Tuple)
         else [tensor_name(out_var)]
     )
+    ops = fold_qdq(ops, tensors, outputs)
     return Graph(
         name=name,
         batch=batch,

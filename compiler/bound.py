@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from compiler.capacity import in_compute_dtype
 from compiler.footprint import GATHER_OPS, batched_tensors
 from compiler.memo import memo_of
-from compiler.opshape import OpKind, array_cycles, host_flops, op_shapes
+from compiler.opshape import OpKind, array_cycles, host_flops, op_shapes, unit_rates
 from compiler.optable import op_spec
 
 if TYPE_CHECKING:
@@ -95,17 +95,21 @@ def roofline_cycles(graph: Graph, batch: int, target: Target) -> float:
         if not op.on_npu:  # a host segment (sim._host): the host CPU at its rate, no more
             host += host_flops(graph, op) * per / target.host.cpu_flops_per_s * target.clock_hz
             continue
+        # INT8 work counted in FP16-equivalent MACs / FLOPs (its units run faster)
+        mrate = target.matrix.int8_rate if d.int8 else 1.0
+        vrate = target.vector.int8_rate if d.int8 else 1.0
         if unit == "matrix":
             if d.kind == OpKind.MATRIX and d.groups > 1:
-                flexible += op.macs * per  # either engine may run a grouped conv
+                flexible += op.macs * per / max(mrate, vrate)  # either engine may run it
             else:
-                fixed += op.macs * per
+                fixed += op.macs * per / mrate
                 if d.kind.is_matrix:
-                    tiled += array_cycles(d, batch, mat)
+                    tiled += array_cycles(d, batch, unit_rates(d, target)[0])
+            vec += d.requant_flops * (batch if d.batched else 1) / vrate
         elif unit == "vector":
-            vec += op.flops * per
+            vec += op.flops * per / vrate
         elif unit == "special":
-            vec += op.flops * per * target.vector.transcendental_cycles_per_element
+            vec += op.flops * per * target.vector.transcendental_cycles_per_element / vrate
     mac_rate, lanes = mat.macs_per_cycle, target.vector.lanes
     # matrix-only work on the array (whole granules, one instruction each), vector-only
     # work, and everything over both engines together

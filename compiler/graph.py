@@ -6,8 +6,9 @@ model — reads this view, never the Relax IR, so it is fast and picklable.
 
 Sizes: ``Tensor.nbytes(dtype_bytes)`` is the size on the NPU. Floating-point
 tensors are planned in the target's compute type (FP16 on the STCP920, as in
-the vendor's memory figures) whatever the ONNX file's type; integer tensors as
-32-bit, booleans as one byte.
+the vendor's memory figures) whatever the ONNX file's type; 8-bit integers
+(INT8 activations and weights of a quantized model, ``compiler._qdq``) as one
+byte; other integer tensors as 32-bit, booleans as one byte.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Tensor:
         """Bytes on the NPU when floats are stored with ``float_bytes`` per element."""
         if self.dtype.startswith(("float", "bfloat")):
             per = float_bytes
-        elif self.dtype == "bool":
+        elif self.dtype in ("bool", "int8", "uint8"):
             per = 1
         else:
             per = 4

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from compiler._model_like import WEIGHT_INPUTS_KEY
 from compiler.errors import ModelError
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
     from compiler.target import Target
 
-WEIGHT_INPUTS_KEY = "graphtune.weight_inputs"
 log = logging.getLogger(__name__)
 
 

@@ -43,11 +43,13 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from compiler._qdq import REQUANTIZE_ATTR, REQUANTIZE_FLOPS_PER_ELEMENT, is_int8_op
 from compiler.footprint import GATHER_OPS, batched_tensors
 from compiler.memo import memo_of
 from compiler.optable import op_spec, prod
@@ -55,7 +57,7 @@ from compiler.views import VIEW_OPS
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Op
-    from compiler.target import MatrixUnit
+    from compiler.target import MatrixUnit, Target
 
 __all__ = [
     "BatchedSplit",
@@ -69,6 +71,7 @@ __all__ = [
     "matrix_tiles",
     "op_shape",
     "op_shapes",
+    "unit_rates",
     "useful_matrix_cycles",
 ]
 
@@ -121,6 +124,10 @@ class OpShape:
             must hold that many rows in L1 at once.
         in_rows: Windowed ops: input rows per sample (the height the rows are cut
             along; ``in_bytes / in_rows`` is one input row, every channel and column).
+        requant_flops: A matrix op whose results are requantized to INT8 (a folded
+            QuantizeLinear, ``compiler._qdq``): that vector work, per sample if batched.
+        int8: The op computes on INT8 operands (:func:`compiler._qdq.is_int8_op`): the
+            matrix and vector units run it at their INT8 rate (:func:`unit_rates`).
     """
 
     kind: OpKind
@@ -138,6 +145,8 @@ class OpShape:
     row_bytes: int = 0
     window_rows: int = 0
     in_rows: int = 0
+    requant_flops: float = 0.0
+    int8: bool = False
 
     @property
     def macs(self) -> float:
@@ -241,6 +250,20 @@ def matrix_tiles(shape: OpShape, share: float, matrix: MatrixUnit,
                        reps * rows * shape.n * shape.k / macs)
 
 
+def unit_rates(shape: OpShape, target: Target) -> tuple[MatrixUnit, float]:
+    """The matrix unit and the vector lanes that price ``shape``, at its data type.
+
+    An INT8 op (:attr:`OpShape.int8`) runs at ``matrix.int8_rate`` times the FP16 MACs
+    per cycle (same 64x32 granule, same instruction overhead) and on
+    ``vector.int8_rate`` times the FP16 lanes; anything else at the FP16 rates.
+    """
+    if not shape.int8:
+        return target.matrix, float(target.vector.lanes)
+    mat = target.matrix
+    fast = dataclasses.replace(mat, macs_per_cycle=round(mat.macs_per_cycle * mat.int8_rate))
+    return fast, target.vector.lanes * target.vector.int8_rate
+
+
 def array_cycles(d: OpShape, batch: int, matrix: MatrixUnit) -> float:
     """The fewest matrix-engine cycles, summed over cores, any schedule spends on one op.
 
@@ -278,6 +301,17 @@ def op_shape(graph: Graph, op: Op, batched: frozenset[str] | None = None) -> OpS
         op: One of its ops.
         batched: ``compiler.footprint.batched_tensors(graph)`` (computed when omitted).
     """
+    shape = _op_shape(graph, op, batched)
+    if shape.kind.is_matrix and op.attr(REQUANTIZE_ATTR):
+        out = graph.tensors[op.output]
+        per = graph.batch if shape.batched else 1
+        shape = dataclasses.replace(shape, requant_flops=REQUANTIZE_FLOPS_PER_ELEMENT * out.elements / per)
+    if shape.kind != OpKind.VIEW and is_int8_op(op, graph.tensors):
+        return dataclasses.replace(shape, int8=True)
+    return shape
+
+
+def _op_shape(graph: Graph, op: Op, batched: frozenset[str] | None) -> OpShape:
     if batched is None:
         batched = batched_tensors(graph)
     out = graph.tensors[op.output]

@@ -81,6 +81,9 @@ NPU_OPS.update(
         "vision.roi_pool": OpSpec("vector", 4.0, _NO_LLB),
         "vision.non_max_suppression": OpSpec("vector", 4.0, _NO_LLB),
         "topk": OpSpec("vector", 4.0, _NO_LLB),
+        # INT8 (compiler/_qdq.py): scale, round and saturate; an INT8 value scaled back
+        "quantize": OpSpec("vector", 2.0),
+        "dequantize": OpSpec("vector", 1.0),
     }
 )
 

@@ -43,12 +43,18 @@ class MatrixUnit:
     granule_m: int
     granule_n: int
     instr_overhead_cycles: float
+    # INT8 MACs per FP16 MAC: each MAC does 2 INT8 or 1 FP16 multiply-accumulate per
+    # cycle (256 TOPS vs 128 TFLOPS). Optional in hardware files (older files omit it).
+    int8_rate: float = 2.0
 
 
 @dataclass(frozen=True)
 class VectorUnit:
     lanes: int
     transcendental_cycles_per_element: float
+    # INT8 elements per FP16 element per cycle (ASSUMED: a 1024-bit RVV register holds
+    # 128 INT8 or 64 FP16 elements). Optional in hardware files.
+    int8_rate: float = 2.0
 
 
 @dataclass(frozen=True)

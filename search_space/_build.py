@@ -754,7 +754,7 @@ def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None 
             else False
         dec.set_binding(gr, perm, spread)
     dec.derive()
-    compiled = scope_walk(dec, get)  # the same walk in C (search_space/_ccore.py)
+    compiled = scope_walk(dec, get, chunk_scopes)  # the same walk in C (search_space/_ccore.py)
     if compiled is not None:
         return dec.schedule(), compiled
     dec.start_walk()

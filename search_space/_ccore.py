@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compiler.capacity import MemoryPlan, StepMemory, chunk_working_set
 from compiler.derive import Node
@@ -49,9 +49,10 @@ from compiler.layout import Piece
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
-if TYPE_CHECKING:
-    from search_space._build import Decoding
-    from search_space._space import Space
+# a search_space._build.Decoding and a search_space.Space; typed Any because _build
+# calls this module (importing either back would close a circle, ARCHITECTURE.md)
+Decoding = Any
+Space = Any
 
 _CODE = {"L1": 0, "LLB": 1, "DDR": 2}
 _NAME = ("L1", "LLB", "DDR")
@@ -160,17 +161,19 @@ def _shape_tables(space: Space) -> dict[tuple[Any, ...], Any]:
     return tables
 
 
-def scope_walk(dec: Decoding, get: Callable[[int], int]) -> dict[Node, int] | None:
+def scope_walk(dec: Decoding, get: Callable[[int], int],
+               chunk_scopes: Callable[..., Any]) -> dict[Node, int] | None:
     """Order the chunk DAG and walk the scopes in C; the scope parameter of each step.
 
     Returns None (nothing decided, ``dec`` untouched but for its order) when the
     compiled walk is not available or a step overflows: the caller walks in Python.
-    The reader is asked the same parameters in the same order as the Python walk.
+    The reader is asked the same parameters in the same order as the Python walk;
+    ``chunk_scopes`` is :func:`search_space._build.chunk_scopes` (the scopes a policy
+    gives a group's chunks).
     """
     mod = _load()
     if mod is None:
         return None
-    from search_space._build import chunk_scopes
     space = dec.space
     splits = {gr.name: gr.split for gr in dec.groups}
     if dec.order == "depth":

@@ -9,7 +9,8 @@ the invariant, never a result:
   (:func:`sim.lower_bound`);
 * ``flops<=peak``: the achieved FLOP/s do not exceed the peak of the cores the
   schedule uses (matrix and vector units: ``2 * (macs_per_cycle + lanes)`` FLOPs
-  per cycle per core, a MAC being two FLOPs);
+  per cycle per core, a MAC being two FLOPs; each at its INT8 rate when the graph
+  has INT8 ops);
 * ``ddr>=compulsory``: the DDR channel carried at least the bytes that must cross
   it (:func:`compiler.bound.compulsory_ddr_bytes`);
 * ``busy<=100%``: no engine, port, channel or link is busy longer than the latency.
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compiler.bound import compulsory_ddr_bytes, lower_bound_cycles
+from compiler.opshape import op_shapes
 from sim._result import SimError, SimResult
 
 if TYPE_CHECKING:
@@ -49,6 +51,9 @@ def check_invariants(
         return _violation(
             "latency>=bound", f"latency {lat:.0f} cycles is below the lower bound {bound:.0f}", r)
     per_core = 2.0 * (target.matrix.macs_per_cycle + target.vector.lanes)
+    if any(d.int8 for d in op_shapes(graph)):  # INT8 ops: the units' INT8 rates
+        per_core = 2.0 * (target.matrix.macs_per_cycle * max(1.0, target.matrix.int8_rate)
+                          + target.vector.lanes * max(1.0, target.vector.int8_rate))
     peak = per_core * max(cores_used, 1)
     achieved = graph.flops / lat if lat > 0 else float("inf")
     if achieved > peak * (1 + _REL):

@@ -20,6 +20,10 @@ each op is its :class:`compiler.opshape.OpShape`; this module prices it.
   per cycle, no matrix instructions). See ``sim/README.md``.
 * Vector ops: FLOPs / lanes; special ops (exp, erf, divide, softmax, GELU) at the
   transcendental rate.
+* INT8 ops (a quantized model, :attr:`compiler.opshape.OpShape.int8`) run at the
+  target's INT8 rates: ``matrix.int8_rate`` times the MACs per cycle (the same
+  granule and instruction overhead) and ``vector.int8_rate`` times the lanes; a
+  matrix op's requantize to INT8 (``OpShape.requant_flops``) is vector work.
 * Move ops (transposes, concats, gathers): bytes read and written at the L1 bandwidth;
   views (reshape, squeeze, ...) are free.
 * Ops whose weights exceed half the weight buffer stream them in tiles and re-read
@@ -50,6 +54,7 @@ from compiler.opshape import (
     batched_split,
     matrix_tiles,
     op_shapes,
+    unit_rates,
 )
 from compiler.views import reads_from_outside, view_source
 
@@ -270,19 +275,24 @@ def _cost(
 ) -> ComputeCost:
     mat, vec = target.matrix, target.vector
     gm, gn, macs, ovh = mat.granule_m, mat.granule_n, mat.macs_per_cycle, mat.instr_overhead_cycles
-    lanes, tcpe = vec.lanes, vec.transcendental_cycles_per_element
+    lanes: float = vec.lanes
+    tcpe = vec.transcendental_cycles_per_element
     l1bw = target.l1.bytes_per_cycle
     half_wb = target.l1.weight_bytes / 2
     wbw = weight_path_bytes_per_cycle(target, step_cores)
     mme = vme = move = fill = useful = wbound = 0.0
+    fp_mat, fp_lanes = mat, float(lanes)
     for i in ops:
         d = shapes[i]
         kind = d.kind
         if kind == OpKind.VIEW:
             continue
+        # INT8 ops at the units' INT8 rates (compiler.opshape.unit_rates)
+        mat, lanes = unit_rates(d, target) if d.int8 else (fp_mat, fp_lanes)
+        macs = mat.macs_per_cycle
         share = math.ceil(s * d.amount / k) if d.batched else math.ceil(d.amount)
         if kind == OpKind.MATRIX and d.groups > 1:
-            engine, c, u = grouped_conv_cycles(d, share, mat, lanes)
+            engine, c, u = grouped_conv_cycles(d, share, mat, round(lanes))
             if engine == "vector":
                 vme += c
                 fill += min(c, _VECTOR_TILE / lanes)
@@ -312,6 +322,10 @@ def _cost(
             move += 2.0 * share / l1bw
         else:  # gather: rows arrive by DMA (see the engine), written once into L1
             move += share / l1bw
+        if d.requant_flops:  # the vector unit requantizes the array's INT8 results
+            c = share * (d.requant_flops / max(d.amount, 1e-9)) / lanes
+            vme += c
+            fill += min(c, _VECTOR_TILE / lanes)
         if d.weight_bytes > half_wb and kind.is_matrix and i not in remote:
             extra = math.ceil(d.weight_bytes / half_wb) - 1
             streamed = s * d.in_bytes / k if d.batched else d.in_bytes

@@ -29,6 +29,10 @@ def modules(root: Path, packages: Iterable[str]) -> dict[str, Path]:
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             out[".".join(parts)] = path
+        # a compiled extension (setup.py: search_space/_cwalk.c) is a leaf: it imports
+        # nothing of the project; its C source stands for it
+        for path in sorted((root / pkg).rglob("*.c")):
+            out[".".join(path.relative_to(root).with_suffix("").parts)] = path
     return out
 
 
@@ -48,6 +52,9 @@ def imports(mods: Mapping[str, Path]) -> dict[str, dict[str, bool]]:
 
     edges: dict[str, dict[str, bool]] = {}
     for mod, path in mods.items():
+        if path.suffix == ".c":  # a compiled leaf
+            edges[mod] = {}
+            continue
         is_pkg = path.name == "__init__.py"
         out: dict[str, bool] = {}
 
@@ -210,7 +217,7 @@ def test_every_autotune_room_is_documented(edges: dict[str, dict[str, bool]]) ->
 def test_no_module_over_600_lines_unless_documented() -> None:
     listed = {r[0] for r in table("Large modules")}
     big = {str(p.relative_to(ROOT)) for p in modules(ROOT, PACKAGES).values()
-           if len(p.read_text().splitlines()) > MAX_LINES}
+           if p.suffix == ".py" and len(p.read_text().splitlines()) > MAX_LINES}
     assert big <= listed, f"over {MAX_LINES} lines, not in ARCHITECTURE.md: {sorted(big - listed)}"
     assert listed <= big, f"listed as large but no longer: {sorted(listed - big)}"
 

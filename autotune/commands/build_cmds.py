@@ -59,6 +59,12 @@ def register(group: click.Group) -> None:
 @click.option("--batch", type=int, default=None, help="Set the batch (dim 0 of every input).")
 @click.option("--target", "target_path", type=click.Path(dir_okay=False),
               help="Hardware description TOML (default: the shipped STCP920).")
+@click.option("--quant", "calib", type=click.Path(dir_okay=False),
+              help="Quantize to INT8 first, calibrating on this .npz (one array per input).")
+@click.option("--calibrate", type=click.Choice(["percentile", "kl_divergence"]), default=None,
+              help="With --quant: activation calibration (default percentile).")
+@click.option("--preset-scales", "preset_path", type=click.Path(dir_okay=False),
+              help='With --quant: JSON {"onnx node name": [input_scale, weight_scale]}.')
 def compile_cmd(
     model_path: str,
     output: str | None,
@@ -68,8 +74,11 @@ def compile_cmd(
     strict: bool,
     batch: int | None,
     target_path: str | None,
+    calib: str | None,
+    calibrate: str | None,
+    preset_path: str | None,
 ) -> None:
-    """Schedule and build MODEL.onnx into a .stcobj artifact."""
+    """Schedule and build MODEL.onnx into a .stcobj artifact (INT8 with --quant)."""
     chosen = [name for name, v in (("--schedule", schedule_path), ("--level", level),
                                    ("--log", log_path)) if v is not None]
     if len(chosen) > 1:
@@ -80,8 +89,16 @@ def compile_cmd(
         raise UsageError(f"--level must be 0, 1, 2 or 3, got {level}")
     if batch is not None and batch < 1:
         raise UsageError(f"--batch must be >= 1, got {batch}")
+    if calib is None and (calibrate is not None or preset_path is not None):
+        raise UsageError("--calibrate and --preset-scales apply to --quant only")
     out = Path(output) if output else Path(Path(model_path).stem + ".stcobj")
-    check_outputs({"-o": out}, inputs=[model_path, schedule_path, log_path, target_path])
+    check_outputs({"-o": out}, inputs=[model_path, schedule_path, log_path, target_path, calib,
+                                       preset_path])
+    quant: dict[str, Any] | None = None
+    if calib is not None:
+        from autotune.commands.quant_cmds import quant_config
+
+        quant = quant_config(calib, calibrate or "percentile", preset_path)
 
     from compiler.schedule import GraphSchedule
     from compiler.target import Target
@@ -96,9 +113,16 @@ def compile_cmd(
     target = Target.from_file(target_path) if target_path else None
     config: dict[str, Any] = {} if level is None else {"tb.graph_schedule_level": level}
     t0 = time.perf_counter()
+    accuracy: list[str] = []
     with _dispatch(log_path, strict) as lookup, \
             progress(f"importing {model_path}", feed="compiler._build") as status:
-        model = load_model(model_path, batch, relax=True)
+        model = load_model(model_path, batch, relax=quant is None)
+        if quant is not None:  # what compile(quant_config=...) does, with the report printed
+            from compiler.quant import quantize_model
+
+            status(f"calibrating and quantizing {model.name} to INT8")
+            model, report = quantize_model(model, quant)
+            accuracy.append(report.line())
         status(f"compiling {model.name}")
         try:
             used = model.compile(out, schedule=schedule, target=target, **config)
@@ -107,6 +131,8 @@ def compile_cmd(
                 raise ScheduleError(f"{schedule_path}: {exc}") from None
             raise
     elapsed = time.perf_counter() - t0
+    for line in accuracy:
+        click.echo(line)
     size = out.stat().st_size
     origin = f" from {log_path}" if lookup is not None and lookup.hits else ""
     click.echo(

@@ -168,7 +168,9 @@ def _print_info(model: Model, s: dict[str, Any]) -> None:
     tot.add_column("per sample", justify="right")
     tot.add_row("FLOPs", _human_count(s["flops"]), _human_count(s["flops_per_sample"]))
     tot.add_row("MACs", _human_count(s["macs"]), _human_count(s["macs_per_sample"]))
-    tot.add_row("weights (FP16 on the NPU)", _human_bytes(s["weight_bytes"]), "")
+    int8 = any(t.kind == "weight" and t.dtype in ("int8", "uint8") for t in model.graph.tensors.values())
+    tot.add_row("weights (INT8/FP16 on the NPU)" if int8 else "weights (FP16 on the NPU)",
+                _human_bytes(s["weight_bytes"]), "")
     out.print(tot)
     ops = Table(title="ops by type")
     ops.add_column("type")

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autotune._studies import candidate_id
+from autotune.sampling._studies import candidate_id
 from compiler.capacity import plan_memory
 from compiler.graph import Graph
 from compiler.schedule import GraphSchedule
