@@ -81,6 +81,7 @@ __all__ = [
     "check_capacity",
     "chunk_working_set",
     "in_compute_dtype",
+    "llb_weight_tiles",
     "order_nodes",
     "plan_memory",
     "remember_plan",
@@ -326,6 +327,18 @@ def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output:
     return work
 
 
+def llb_weight_tiles(weight_bytes: float, target: Target) -> float:
+    """Bytes of a step's weights in the LLB while it runs (issue 25 item 6).
+
+    Weights broadcast through the LLB on their way to the cores' weight buffers: up to
+    two weight-buffer tiles (one loading, one being broadcast) are there at once. The
+    capacity walk and the compiled search core (``search_space._ccore``) both read this.
+    """
+    if not target.llb.broadcast:
+        return 0.0
+    return min(weight_bytes, 2 * (target.l1.weight_bytes / 2))
+
+
 def step_halo_bytes(graph: Graph, ops: tuple[int, ...], streamed: frozenset[str],
                     stream_output: bool, held: bool, samples: int, cores: int) -> float:
     """Halo bytes in :func:`chunk_working_set` at its peak (0 when the peak has none)."""
@@ -423,8 +436,7 @@ class CapacityWalk:
         self.n = target.chip.cores_per_cluster
         self.l1_cap = target.l1.data_bytes
         self.llb_cap = target.llb.bytes
-        self.half_wb = target.l1.weight_bytes / 2
-        self.weights_via_llb = target.llb.broadcast
+        self.target = target
         self.l1_live = [0.0] * self.n
         self.llb_live = 0.0
         self.peak_l1 = [0.0] * self.n
@@ -617,7 +629,7 @@ class CapacityWalk:
         need = None
         # weights pass the LLB on their way to the cores (broadcast): up to two weight-buffer
         # tiles are there while the step runs (issue 25 item 6)
-        tiles = min(f.weight_bytes, 2 * self.half_wb) if self.weights_via_llb else 0.0
+        tiles = llb_weight_tiles(f.weight_bytes, self.target)
         if layout[0] == "LLB" or tiles:
             need = self.llb_live + tiles
             if layout[0] == "LLB":

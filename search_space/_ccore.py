@@ -42,9 +42,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from compiler.capacity import MemoryPlan, StepMemory, chunk_working_set
+from compiler.capacity import MemoryPlan, StepMemory, chunk_working_set, llb_weight_tiles
 from compiler.derive import Node
-from compiler.footprint import sample_bytes
+from compiler.footprint import group_footprint, sample_bytes
 from compiler.layout import Piece
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
@@ -203,15 +203,16 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                 ch = SCOPE_POLICIES[get(d)]
                 names, work, inputs, allowed, code, sb, fb, fill = _work(
                     dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
+                tiles = llb_weight_tiles(group_footprint(g, gr.info.ops).weight_bytes, space.target)
                 per = group_rows[node[1]] = (
                     gr, d, [_CODE[w] for w in chunk_scopes(ch, gr.split, gr.wave)],
-                    batch // gr.split, allowed, code, sb, fb, inputs, work, names, fill)
-            gr, d, wants, samples, allowed, code, sb, fb, inputs, work, names, fill = per
+                    batch // gr.split, allowed, code, sb, fb, inputs, work, names, fill, tiles)
+            gr, d, wants, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles = per
             scope_dim[node] = d
             parts = gr.binds[node[2]]
             pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
             steps.append((0, wants[node[2]], allowed, 2, code, reads, pieces, sb, fb, inputs, work,
-                          node in outs, fill))
+                          node in outs, fill, tiles))
             names_of.append(names)
             continue
         t = transfer_by_name[node[1]]
@@ -236,7 +237,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         code = codes.get(out)
         if code is None:
             code = codes[out] = len(codes)
-        steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), [], node in outs, None))
+        steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0))
         names_of.append(None)
     target = space.target
     res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),

@@ -60,6 +60,7 @@ typedef struct {
     unsigned char *known;  /* work entries filled (the others come from `filler` on first use) */
     PyObject *filler;      /* borrowed: filler(index) -> float, the Python definition */
     int full;      /* mask of every streamable input */
+    double tiles;  /* group: weight tiles in the LLB while it runs (compiler.capacity.llb_weight_tiles) */
 } Step;
 
 typedef struct {
@@ -239,8 +240,10 @@ static int evaluate(Walk *w, int k, int scope, double *usage, double *need, int 
             if (u > w->cap) return 0;
             usage[q] = u;
         }
-        if (scope == LLB) {
-            double nd = w->llb_live + s->total;
+        /* weights pass the LLB (compiler.capacity: tiles, then the output, in that order) */
+        if (scope == LLB || s->tiles != 0.0) {
+            double nd = w->llb_live + s->tiles;
+            if (scope == LLB) nd += s->total;
             if (nd > w->llb_cap) return 0;
             *need = nd;
         }
@@ -484,10 +487,11 @@ static int bad(const char *msg) {
 }
 
 /* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out,
- * filler): work a list (None: not computed yet), filler(index) computes an entry. */
+ * filler, tiles): work a list (None: not computed yet), filler(index) computes an entry,
+ * tiles the group's weight tiles in the LLB. */
 static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     int nc = w->nc;
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 13) return bad("step: a 13-tuple");
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 14) return bad("step: a 14-tuple");
     s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
     s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
     s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
@@ -495,7 +499,9 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     s->tensor = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
     s->sb = PyLong_AsLong(PyTuple_GET_ITEM(t, 7));
     s->fb = PyLong_AsLong(PyTuple_GET_ITEM(t, 8));
+    s->tiles = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 13));
     if (PyErr_Occurred()) return -1;
+    if (!(s->tiles >= 0.0)) return bad("step: negative weight tiles");
     if (s->kind < 0 || s->kind > 2 || s->want < 0 || s->want > 3 || s->init < 0 || s->init > 2)
         return bad("step: kind, want or scope out of range");
     if (ints(PyTuple_GET_ITEM(t, 5), &s->reads, &s->n_reads)) return -1;

@@ -216,7 +216,7 @@ def test_bad_tables_are_refused() -> None:
     def step(reads: list[int], core: int, inputs: tuple[tuple[int, int], ...] = (),
              work: list[float | None] | None = None) -> tuple[object, ...]:
         return (0, 0, 7, 2, 0, reads, ((0, 1, ((core,),)),), 4, 0, inputs,
-                [None] * 4 if work is None else work, False, fill)
+                [None] * 4 if work is None else work, False, fill, 0.0)
 
     assert _cwalk.walk(1e6, 1e7, 8, [step([], 0)]) is not None  # a well-formed step walks
     with pytest.raises(ValueError):
@@ -225,12 +225,14 @@ def test_bad_tables_are_refused() -> None:
         _cwalk.walk(1e6, 1e7, 8, [step([], 9)])  # a core outside the cluster
     with pytest.raises(ValueError):
         _cwalk.walk(1e6, 1e7, 8, [step([], 0, ((1, 0),))])  # streamable, no table rows
+    with pytest.raises(ValueError):
+        _cwalk.walk(1e6, 1e7, 8, [(*step([], 0)[:-1], -1.0)])  # negative weight tiles
 
     def broken(i: int) -> float:
         raise KeyError(i)
 
     with pytest.raises(KeyError):  # the Python definition's error comes through
-        _cwalk.walk(1e6, 1e7, 8, [(*step([], 0)[:-1], broken)])
+        _cwalk.walk(1e6, 1e7, 8, [(*step([], 0)[:-2], broken, 0.0)])
 
 
 MANY = {"resnet50": (16, {}), "resnet101": (16, {}), "mobilenet_v2": (16, {}),
