@@ -103,8 +103,19 @@ def is_npu_op(op_type: str) -> bool:
 
 
 def op_spec(op_type: str) -> OpSpec:
-    """The NPU spec of an op; CPU ops get a vector spec so they can still be costed."""
-    return NPU_OPS.get(op_type, OpSpec("vector", 1.0, ()))
+    """The NPU spec of an op; CPU ops get a vector spec so they can still be costed.
+
+    User ops (:mod:`compiler.ops`) are in :data:`NPU_OPS` once registered; a
+    process that meets an unknown op type first loads the plug-ins named in the
+    environment (a Ray worker of a ``--plugin`` run), once.
+    """
+    spec = NPU_OPS.get(op_type)
+    if spec is None:
+        from compiler.ops._plugins import load_from_environment
+
+        if load_from_environment():
+            spec = NPU_OPS.get(op_type)
+    return spec if spec is not None else OpSpec("vector", 1.0, ())
 
 
 def prod(shape: Sequence[int]) -> int:
