@@ -280,18 +280,20 @@ def rebatcher(mod: Any) -> Callable[[Any, Any], Any] | None:
     from compiler._relax_util import main_bindings
     from compiler.ops._registry import custom_op
 
+    from compiler._relax_util import shape_of
+
     calls = {}
+    shapes: dict[Any, list[tuple[int, ...]]] = {}  # the shapes each PrimFunc was built for
     for b in main_bindings(mod):
         info = call_info(mod, b.value)
         if info is not None:
             calls[b.value.args[0]] = info
+            shapes[b.value.args[0]] = [shape_of(a.ty) for a in b.value.args[1].fields]
     if not calls:
         return None
 
     def rebatch(bb: Any, value: Any) -> Any:
         from tvm import relax
-
-        from compiler._relax_util import shape_of
 
         if not isinstance(value, relax.Call) or not value.args \
                 or value.args[0] not in calls:
@@ -302,15 +304,11 @@ def rebatcher(mod: Any) -> Callable[[Any, Any], Any] | None:
             raise OpError(f"op {name}: not registered in this process: load its plug-in "
                           "(--plugin MODULE or the graphtune.ops entry point)")
         args = list(value.args[1].fields)
-        func = mod[value.args[0]]
-        params = [shape_of(relax.TensorType(list(func.buffer_map[p].shape),
-                                            str(func.buffer_map[p].dtype)))
-                  for p in list(func.params)[:len(args)]]
         try:
             now = [shape_of(a.ty) for a in args]
         except (TypeError, ValueError, AttributeError):
             return value
-        if now == params:
+        if now == shapes[value.args[0]]:
             return value
         return emit_call(bb, op, args, attrs)
 

@@ -418,7 +418,7 @@ def _checked(name: str, prototype: Prototype, info: OpInfo, compute: Callable[..
     fw: dict[str, tuple[str, str]] = {}
     if claim is not None:
         if not (isinstance(claim, tuple | list) and len(claim) == 2
-                and all(isinstance(x, str) and x for x in claim)):
+                and all(isinstance(x, str) for x in claim) and claim[1]):
             raise OpError(f"op {name}: framework onnx must be (domain, op_type), got {claim!r}")
         if claim[0] in ("", "ai.onnx"):
             raise OpError(f"op {name}: framework onnx domain must be a custom domain, not "
