@@ -277,10 +277,8 @@ def rebatcher(mod: Any) -> Callable[[Any, Any], Any] | None:
     ``(bb, value)`` and returns the value to emit (a new ``call_tir`` when
     ``value`` calls a user op whose PrimFunc was built for other shapes).
     """
-    from compiler._relax_util import main_bindings
+    from compiler._relax_util import main_bindings, shape_of
     from compiler.ops._registry import custom_op
-
-    from compiler._relax_util import shape_of
 
     calls = {}
     shapes: dict[Any, list[tuple[int, ...]]] = {}  # the shapes each PrimFunc was built for

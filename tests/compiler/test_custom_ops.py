@@ -25,7 +25,6 @@ from compiler import Executor, GroupSpec, Placement, Target, load_onnx, make_sch
 from compiler.auto import graph_schedule_level
 from compiler.errors import GraphtuneError, ModelError
 from compiler.ops import (
-    Attr,
     CostHints,
     Input,
     OpError,
@@ -39,8 +38,8 @@ from compiler.ops import (
     register_op,
     unregister_op,
 )
-from compiler.optable import NPU_OPS
 from compiler.opshape import op_shapes
+from compiler.optable import NPU_OPS
 from sim import lower_bound, simulate
 from sim._model import group_cost
 
