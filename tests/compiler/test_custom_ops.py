@@ -220,6 +220,24 @@ def test_rmsnorm_is_one_npu_subfunction_and_runs(rms: Any, tmp_path: Path) -> No
     np.testing.assert_allclose(y, models.rmsnorm_reference(_x(), BATCH, D), rtol=2e-3, atol=2e-3)
 
 
+def test_default_auto_schedule_compiles_and_is_priced(rms: Any, tmp_path: Path) -> None:
+    op = custom_op("RMSNorm")
+    assert op is not None
+    register_op("RMSNormAuto", op.prototype, op.info, rms.rmsnorm_compute,
+                framework={"onnx": ("com.example", "RMSNormAuto")})
+    model = load_onnx(_save(tmp_path, models.rmsnorm_mlp(BATCH, D, op_type="RMSNormAuto"), "a"))
+    g = model.graph
+    # y: D = 192 split by 64 and vectorised (no padding); ss: its reduction loop (192) is the
+    # lane group, 3 whole instructions: no padding either
+    assert g.ops[1].op_type == "RMSNormAuto" and g.ops[1].attr("graphtune.lane_pad") == 1.0
+    out = tmp_path / "auto.stcobj"
+    model.compile(out, schedule=graph_schedule_level(g, Target.default(), 3))
+    ex = Executor.load(out)
+    assert "T.vectorized(64)" in ex.ir
+    (y,) = ex.run({"x": _x()})
+    np.testing.assert_allclose(y, models.rmsnorm_reference(_x(), BATCH, D), rtol=2e-3, atol=2e-3)
+
+
 def test_batch_split_group_rebuilds_the_op_per_chunk(rms: Any, tmp_path: Path) -> None:
     model = load_onnx(_save(tmp_path, models.rmsnorm_mlp(BATCH, D), "split"))
     g = model.graph
