@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import random
 import json
 import os
+import random
 import subprocess
 import sys
 from collections.abc import Iterator
