@@ -67,11 +67,17 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
+              help="Load user NPU ops from MODULE (a module, module:function or .py file) "
+                   "before the command; repeatable. See 'Custom operators' in the README.")
 @click.version_option(package_name="graphtune")
-def main(verbose: int) -> None:
+def main(verbose: int, plugins: tuple[str, ...]) -> None:
     """graphtune: find and apply fast graph schedules for the STCP920 NPU."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    from compiler.ops._plugins import load_plugins  # no TVM: the op modules import it lazily
+
+    load_plugins(plugins, export=True)
 
 
 def _register() -> None:

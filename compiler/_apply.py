@@ -40,9 +40,13 @@ def apply_schedule(mod: Any, graph: Graph, schedule: GraphSchedule) -> Any:
     params = {p.name: p for p in f.params}
     funcs: dict[str, Any] = {}
 
+    from compiler.ops._emit import rebatcher
+
+    rebatch = rebatcher(mod)  # user ops (compiler.ops): PrimFuncs rebuilt at chunk shapes
+
     def emit_groups(bb: relax.BlockBuilder) -> None:
         for g in schedule.groups:
-            funcs[g.name] = _emit_group(bb, graph, g, by_var)
+            funcs[g.name] = _emit_group(bb, graph, g, by_var, rebatch)
 
     transfers = {t.name: t for t in schedule.transfers}
     groups = {g.name: g for g in schedule.groups}
@@ -102,7 +106,8 @@ def apply_schedule(mod: Any, graph: Graph, schedule: GraphSchedule) -> Any:
     )
 
 
-def _emit_group(bb: relax.BlockBuilder, graph: Graph, g: GroupSpec, by_var: dict[str, Any]) -> Any:
+def _emit_group(bb: relax.BlockBuilder, graph: Graph, g: GroupSpec, by_var: dict[str, Any],
+                rebatch: Any = None) -> Any:
     io = group_io(graph, g.ops)
     samples = graph.batch // g.split
     vmap: dict[Any, Any] = {}
@@ -135,6 +140,8 @@ def _emit_group(bb: relax.BlockBuilder, graph: Graph, g: GroupSpec, by_var: dict
                 for bname in op.bindings:
                     b = by_var[bname]
                     val = _remap_value(b.value, vmap, graph, g, samples, op.output)
+                    if rebatch is not None and g.split > 1:
+                        val = rebatch(bb, val)
                     vmap[b.var] = bb.emit(val, name_hint=bname)
             out = bb.emit_output(vmap[by_var[io.outputs[0]].var])
         return bb.emit_func_output(out)

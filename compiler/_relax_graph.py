@@ -324,7 +324,8 @@ def set_span_names(mod: Any) -> Any:
     for b in bindings:
         v = b.value
         if isinstance(v, relax.Call) and isinstance(v.op, tvm.ir.Op):
-            t = _short(op_type_of(v))
+            user = _user_op(mod, v)  # a user op (compiler.ops) is named after itself
+            t = user[0].lower() if user is not None else _short(op_type_of(v))
             producer_type[b.var] = t
             k = counts.get(t, 0)
             counts[t] = k + 1
@@ -415,6 +416,9 @@ def build_graph(mod: Any, name: str) -> Graph:
         inputs: list[str] = []
         weights: list[str] = []
         attrs = attrs_to_dict(v.attrs)
+        user = _user_op(mod, v)
+        if user is not None:  # call_tir of a user op's PrimFunc (compiler.ops)
+            op_type, attrs = user[0], {**user[1], "graphtune.lane_pad": round(user[2].pad, 6)}
         for i, arg in enumerate(_flat_args(v.args)):
             if isinstance(arg, relax.Var):
                 inputs.append(tensor_name(arg))
@@ -437,8 +441,12 @@ def build_graph(mod: Any, name: str) -> Graph:
                 attrs[f"arg{i}_value"] = str(arg.value)
             else:
                 attrs[f"arg{i}"] = type(arg).__name__
+        if user is not None:
+            attrs.pop("arg0", None)  # the PrimFunc's GlobalVar
         op = _make_op(len(ops), out_name, op_type, inputs, weights, b.var, attrs, tensors, batch,
                       offaxis)
+        if user is not None:
+            op = _replace(op, flops=round(user[2].useful))
         if isinstance(b.var.ty, relax.TupleType):
             tuple_producer[out_name] = op.index
         ops.append(op)
@@ -458,6 +466,15 @@ def build_graph(mod: Any, name: str) -> Graph:
         inputs=tuple(params),
         outputs=tuple(outputs),
     )
+
+
+def _user_op(mod: Any, value: Any) -> Any:
+    """``(name, attrs, work)`` of a user op's ``call_tir`` (:mod:`compiler.ops`), else None."""
+    if not isinstance(value, relax.Call) or getattr(value.op, "name", "") != "relax.call_tir":
+        return None
+    from compiler.ops._emit import call_info
+
+    return call_info(mod, value)
 
 
 def _flat_args(args: Any) -> list[Any]:
@@ -596,6 +613,11 @@ def _batch_rule(
         if axes is None and op_type in ("sum", "mean", "max", "min", "argmax", "argmin"):
             return no()
         return ok(mult) if 0 not in norm_axes and out_mult == mult else no()
+    user = _user_spec(op_type)
+    if user is not None:  # a user op: separable when its prototype says the batch is free
+        if user.prototype.batch_free and batched[0] is inputs[0] and out_mult == mult:
+            return ok(out_mult)
+        return out_mult if out_mult == mult else None, False
     if op_type == "take":
         if const_operand and len(inputs) == 1:
             return ok(out_mult)  # constant table, batched indices: an embedding lookup
@@ -618,6 +640,13 @@ def _batch_rule(
         if all(len(t.shape) < ndim_out or t.shape[0] == 1 for t in others):
             return ok(out_mult)
     return no()
+
+
+def _user_spec(op_type: str) -> Any:
+    """The registered user op of this type (:mod:`compiler.ops`), or None."""
+    from compiler.ops._registry import custom_op
+
+    return custom_op(op_type)
 
 
 _KEEPS_LEADING = {"add", "subtract", "multiply", "divide", "nn.gelu", "nn.relu", "nn.silu",

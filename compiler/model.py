@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler._model_like import WEIGHT_INPUTS_KEY
-from compiler.errors import ModelError
+from compiler.errors import GraphtuneError, ModelError
 
 if TYPE_CHECKING:
     import onnx
@@ -175,6 +175,8 @@ class Model:
         with native_output_to_log(log):
             try:
                 mod = _from_onnx(proto, shape_dict, printed)
+            except GraphtuneError as exc:  # a user op's check (compiler.ops): already one line
+                raise type(exc)(f"{self.name}: {exc}") from None
             except Exception as exc:
                 text = str(exc).strip()
                 problem = text.splitlines()[-1] if text else type(exc).__name__
@@ -231,8 +233,14 @@ class Model:
     def _check_ops(self) -> None:
         from tvm.relax.frontend.onnx import onnx_frontend
 
-        known = onnx_frontend._get_convert_map()
-        bad = sorted({n.op_type for n in self.proto.graph.node if n.op_type not in known})
+        from compiler.ops import unknown_nodes
+
+        bad = unknown_nodes(self.proto, onnx_frontend._get_convert_map())
+        if any(":" in b for b in bad):  # a custom domain: a user op (compiler.ops) is missing
+            raise ModelError(
+                f"{self.name}: unknown ONNX op(s) {', '.join(bad)}: no registered op maps them; "
+                "load the plug-in that registers them (graphtune --plugin MODULE ...)"
+            )
         if bad:
             raise ModelError(
                 f"{self.name}: unsupported ONNX op(s) {', '.join(bad)}: "
@@ -264,9 +272,12 @@ def _from_onnx(proto: onnx.ModelProto, shape_dict: Mapping[str, Sequence[int]],
                printed: io.StringIO) -> Any:
     from tvm.relax.frontend.onnx import from_onnx
 
+    from compiler.ops import converters, prepare
+
+    proto = prepare(proto)  # user ops (compiler.ops): claimed patterns, custom-domain nodes
     # The frontend warns about every renamed input and prints the failing node to stdout
     # before raising; the ModelError carries the message, the printout goes to the log.
-    with warnings.catch_warnings(), contextlib.redirect_stdout(printed):
+    with warnings.catch_warnings(), contextlib.redirect_stdout(printed), converters():
         warnings.simplefilter("ignore")
         return from_onnx(proto, shape_dict=dict(shape_dict))
 

@@ -348,7 +348,10 @@ def _op_shape(graph: Graph, op: Op, batched: frozenset[str] | None) -> OpShape:
                        row_bytes=row)
     if unit == "move":
         return OpShape(OpKind.MOVE, is_b, graph.nbytes(op.output) / per)
-    work = (op.flops or out.elements) / per
+    # a user op (compiler.ops): its TE body's lane operations, padded to the vector unit's
+    # 64 lanes by its schedule's innermost vectorised extent
+    pad = float(op.attr("graphtune.lane_pad", 1.0) or 1.0)
+    work = (op.flops or out.elements) * pad / per
     kind = OpKind.SPECIAL if unit == "special" else OpKind.VECTOR
     return OpShape(kind, is_b, work, weight_bytes=wbytes, in_bytes=in_bytes, halo_bytes=halo,
                    window_rows=wrows, in_rows=hrows)

@@ -106,8 +106,15 @@ def is_npu_op(op_type: str) -> bool:
 
 
 def op_spec(op_type: str) -> OpSpec:
-    """The NPU spec of an op; CPU ops get a vector spec so they can still be costed."""
-    return NPU_OPS.get(op_type, OpSpec("vector", 1.0, ()))
+    """The NPU spec of an op; CPU ops get a vector spec so they can still be costed.
+
+    User ops (:mod:`compiler.ops`) are in :data:`NPU_OPS` once registered: the CLI
+    loads ``--plugin`` modules and the ``graphtune.ops`` entry points before any
+    import, a Ray worker loads the plug-ins its driver named in the environment when
+    it starts (:func:`compiler.ops.load_from_environment`).
+    """
+    spec = NPU_OPS.get(op_type)
+    return spec if spec is not None else OpSpec("vector", 1.0, ())
 
 
 def prod(shape: Sequence[int]) -> int:

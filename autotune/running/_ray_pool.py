@@ -59,6 +59,9 @@ class _Worker:
     """The actor body: measures batches, and breeds rounds, of the graphs it was built with."""
 
     def __init__(self, graphs: Mapping[str, Graph], target: Target, measurer: Measurer) -> None:
+        from compiler.ops import load_from_environment
+
+        load_from_environment()  # the driver's --plugin ops (GRAPHTUNE_PLUGINS), before any pricing
         self._graphs = graphs
         self._target = target
         self._measurer = measurer

@@ -1,4 +1,4 @@
-"""Convolutional models: tiny_cnn, ResNet-18/34/50/101 (torchvision v1.5) and MobileNetV2.
+"""Convolutional models: tiny_cnn, ResNet-18/34/50/101 (torchvision v1.5), MobileNetV2, EfficientNet-B0.
 
 Names follow torchvision's module paths (``layer1.0.conv1``, ``features.3.conv.1.0``)
 so that schedules written against a torchvision export read the same here.
@@ -178,6 +178,62 @@ def _mobilenet_v2(b: GraphBuilder, batch: int, seq: int, opts: Mapping[str, Any]
     _head(b, x, 1280, opts["num_classes"], batch, fc="classifier.1")
 
 
+# ------------------------------------------------------------ EfficientNet-B0
+
+# (expand ratio t, kernel k, first stride s, output channels c, repeats n), width 1.0.
+_EFFICIENTNET_B0 = ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
+                    (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1))
+
+
+def _swish(b: GraphBuilder, p: str, x: str) -> str:
+    """SiLU as exported by frameworks without a fused op: ``Mul(x, Sigmoid(x))``."""
+    return b.op("Mul", f"{p}.mul", [x, b.op("Sigmoid", f"{p}.sigmoid", [x])])
+
+
+def _conv_bn_swish(
+    b: GraphBuilder, p: str, x: str, cin: int, cout: int, k: int, stride: int = 1, group: int = 1
+) -> str:
+    y = _bn(b, f"{p}.1", _conv(b, f"{p}.0", x, cin, cout, k, stride, group), cout)
+    return _swish(b, f"{p}.2", y)
+
+
+def _squeeze_excite(b: GraphBuilder, p: str, x: str, c: int, squeezed: int) -> str:
+    """SE: GlobalAveragePool, 1x1 conv + Swish, 1x1 conv + Sigmoid, scale ``x``."""
+    s = b.op("GlobalAveragePool", f"{p}.avgpool", [x])
+    w1 = b.weight(f"{p}.fc1.weight", [squeezed, c, 1, 1], std=math.sqrt(1.0 / c))
+    b1 = b.weight(f"{p}.fc1.bias", [squeezed], std=0.01)
+    s = _swish(b, f"{p}.act", b.op("Conv", f"{p}.fc1", [s, w1, b1], kernel_shape=[1, 1]))
+    w2 = b.weight(f"{p}.fc2.weight", [c, squeezed, 1, 1], std=math.sqrt(1.0 / squeezed))
+    b2 = b.weight(f"{p}.fc2.bias", [c], std=0.01)
+    s = b.op("Sigmoid", f"{p}.scale", [b.op("Conv", f"{p}.fc2", [s, w2, b2], kernel_shape=[1, 1])])
+    return b.op("Mul", f"{p}.mul", [x, s])
+
+
+def _efficientnet_b0(b: GraphBuilder, batch: int, seq: int, opts: Mapping[str, Any]) -> None:
+    x = _image_input(b, batch, opts["image_size"])
+    x = _conv_bn_swish(b, "features.0", x, 3, 32, 3, 2)
+    cin, index = 32, 1
+    gamma = _RESIDUAL_GAMMA / math.sqrt(16.0)
+    for t, k, s, c, n in _EFFICIENTNET_B0:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            p = f"features.{index}.block"
+            hidden, j, y = cin * t, 0, x
+            if t != 1:
+                y = _conv_bn_swish(b, f"{p}.{j}", y, cin, hidden, 1)
+                j += 1
+            y = _conv_bn_swish(b, f"{p}.{j}", y, hidden, hidden, k, stride, group=hidden)
+            y = _squeeze_excite(b, f"{p}.{j + 1}", y, hidden, max(1, cin // 4))
+            y = _conv(b, f"{p}.{j + 2}.0", y, hidden, c, 1, gain=1.0)
+            residual = stride == 1 and cin == c
+            y = _bn(b, f"{p}.{j + 2}.1", y, c, gamma if residual else 1.0)
+            if residual:
+                y = b.op("Add", f"features.{index}.add", [x, y])
+            x, cin, index = y, c, index + 1
+    x = _conv_bn_swish(b, f"features.{index}", x, cin, 1280, 1)
+    _head(b, x, 1280, opts["num_classes"], batch, fc="classifier.1")
+
+
 # -------------------------------------------------------------------- registry
 
 
@@ -215,5 +271,12 @@ MODELS = [
         "input 'input' [B,3,H,W], output 'prob'",
         _image_options(224, 1000),
         _mobilenet_v2,
+    ),
+    ModelDef(
+        "efficientnet_b0",
+        "EfficientNet-B0 (width 1.0): MBConv blocks with squeeze-excite, Swish as "
+        "Mul(x, Sigmoid(x)), depthwise Conv, Gemm, Softmax; input 'input' [B,3,H,W], output 'prob'",
+        _image_options(224, 1000),
+        _efficientnet_b0,
     ),
 ]

@@ -28,6 +28,7 @@ REDUCED: dict[str, dict[str, Any]] = {
     "resnet50": {},  # full size, inputs mode: ~2 s
     "resnet101": {"image_size": 32, "base_channels": 8},
     "mobilenet_v2": {"image_size": 32, "num_classes": 10},
+    "efficientnet_b0": {"image_size": 32, "num_classes": 10},
     "bert_base": {**BERT_SMALL, "seq": 16},
     "bert_large": {**BERT_SMALL, "seq": 16},
     "deepfm": {},
