@@ -180,8 +180,9 @@ def feature_names(space: Space | None = None) -> list[str]:
 def reference_cycles(graph: Graph, target: Target) -> float:
     """The roofline of one inference of ``graph`` (its batch) on one cluster, in cycles.
 
-    The simulator's lower bound without the host launch (``sim.lower_bound``, the same
-    terms computed here): ``max(matrix ops on the array in whole granules with one
+    The simulator's roofline without the host launch (``sim._bound.roofline_cycles``,
+    the same terms computed here; ``sim.lower_bound`` may be higher: it also takes the
+    work bound of ``sim/_tight_bound.py``): ``max(matrix ops on the array in whole granules with one
     instruction each (compiler.opshape.array_cycles) / cores, MACs / (MACs per cycle
     x cores), vector work / (lanes x cores), all MACs and vector work / both engines'
     peak, (weights + model inputs and outputs + gathered rows) / DDR bytes per

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.target import Target
 
-__all__ = ["compulsory_ddr_bytes", "lower_bound", "lower_bound_cycles"]
+__all__ = ["compulsory_ddr_bytes", "lower_bound", "lower_bound_cycles", "roofline_cycles"]
 
 
 def compulsory_ddr_bytes(graph: Graph, batch: int, target: Target) -> float:
@@ -63,6 +63,34 @@ def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     hit = memo.get(key)
     if hit is not None:
         return float(hit)
+    bound = max(roofline_cycles(graph, batch, target),
+                _work_bound_cycles(graph, batch, target) + _launch_cycles(target))
+    memo[key] = bound
+    return bound
+
+
+# ---- issue 26: the work bound (sim/_tight_bound.py) taken with the roofline ---------------
+def _launch_cycles(target: Target) -> float:
+    return target.host.launch_overhead_us * target.clock_hz / 1e6
+
+
+def _work_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
+    """Every op's cheapest legal busy time over the cluster's cores (:mod:`sim._tight_bound`)."""
+    from sim._tight_bound import work_bound
+
+    return work_bound(graph, batch, target).cycles
+# ---- end of issue 26 -------------------------------------------------------------------
+
+
+def roofline_cycles(graph: Graph, batch: int, target: Target) -> float:
+    """The roofline alone, in cycles: :func:`lower_bound` before the work bound of
+    :mod:`sim._tight_bound` (kept for comparisons: ``bench/sim_attack.py``)."""
+    graph = in_compute_dtype(graph, target)
+    key = ("sim.roofline", target.hash, batch)
+    memo = memo_of(graph)
+    hit = memo.get(key)
+    if hit is not None:
+        return float(hit)
     scale = batch / graph.batch
     batched = batched_tensors(graph)
     cores = target.chip.cores_per_cluster
@@ -99,7 +127,9 @@ def lower_bound(graph: Graph, batch: int, target: Target) -> float:
     """Roofline bound of one inference of ``batch`` samples on one cluster, in µs.
 
     ``max(compute at peak, compulsory DDR traffic at the DDR bandwidth)`` plus the
-    host launch. Compute: the matrix ops on every core's array, each at least its
+    host launch, or the work bound (:mod:`sim._tight_bound`: every op's cheapest
+    legal busy time, summed over the cluster's cores) plus the launch, whichever is
+    larger. Compute: the matrix ops on every core's array, each at least its
     output rows in whole granules with one instruction per granule
     (:func:`compiler.opshape.array_cycles`: what no split can avoid), vector work (FLOPs; special ops
     at the transcendental rate) over every core's lanes, and, since grouped
