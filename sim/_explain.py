@@ -425,7 +425,7 @@ def suggest_edits(graph: Graph, schedule: GraphSchedule, target: Target, expl: E
     """
     from compiler.errors import GraphtuneError
 
-    from sim import simulate
+    from sim import SimResult, simulate
 
     run = simulate_fn or simulate
     tried: list[Edit] = []
@@ -439,7 +439,7 @@ def suggest_edits(graph: Graph, schedule: GraphSchedule, target: Target, expl: E
         best: Edit | None = None
         for desc, attacks, s in cands:
             r = run(graph, s, target, timeline=False)
-            if not r.ok:
+            if not isinstance(r, SimResult):
                 continue
             e = Edit(desc, attacks, r.latency_us, expl.latency_us - r.latency_us, s)
             if best is None or e.gain_us > best.gain_us:
