@@ -349,12 +349,15 @@ def _rebuilt(graph: Graph, schedule: GraphSchedule, groups: list[Any], source: s
              ) -> GraphSchedule:
     """The schedule with ``groups`` replaced, transfers re-derived, the same kind of order."""
     from compiler.derive import make_schedule
+    from compiler.errors import GraphtuneError
 
     keep = {t.name: t.placement for t in schedule.transfers}
     try:
-        return make_schedule(graph, groups, order=list(schedule.order),
-                             transfer_placements=keep, source=source)
-    except Exception:  # the derived transfers changed: a fresh depth-first order
+        s = make_schedule(graph, groups, order=list(schedule.order),
+                          transfer_placements=keep, source=source)
+        s.validate(graph)
+        return s
+    except GraphtuneError:  # the derived transfers changed: a fresh depth-first order
         return make_schedule(graph, groups, order="depth", source=source)
 
 
@@ -424,7 +427,6 @@ def suggest_edits(graph: Graph, schedule: GraphSchedule, target: Target, expl: E
     does not run, or does not gain, is still listed if nothing better exists).
     """
     from compiler.errors import GraphtuneError
-
     from sim import SimResult, simulate
 
     run = simulate_fn or simulate

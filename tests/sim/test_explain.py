@@ -148,3 +148,12 @@ def test_cli_explain_json_and_errors(tmp_path: Any) -> None:
     assert res.output.strip().startswith("graphtune: error: give exactly one of")
     res = runner.invoke(main, ["explain", str(g_onnx), "--log", str(tmp_path / "none.jsonl")])
     assert res.exit_code == 2 and "Traceback" not in res.output
+    log = tmp_path / "hand.jsonl"
+    res = runner.invoke(main, ["simulate", str(g_onnx), "--level", "2", "--record", str(log)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(main, ["explain", str(g_onnx), "--log", str(log), "--json",
+                               "--edits", "0"])
+    assert res.exit_code == 0, res.output
+    o2 = simulate(g, graph_schedule_level(g, t, 2), t, timeline=False)
+    assert isinstance(o2, SimResult)
+    assert json.loads(res.output)["latency_us"] == pytest.approx(o2.latency_us, rel=1e-12)
