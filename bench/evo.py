@@ -154,17 +154,18 @@ def _graph(model: str, batch: int, **kw: Any) -> Any:
         return Model(zoo.build(model, batch=batch, weights="inputs", **kw), name=model).graph
 
 
-def tuned(graph: Any, target: Any, budget: int, seed: int) -> tuple[float, float]:
+def tuned(graph: Any, target: Any, budget: int, seed: int, log: Path | None = None
+          ) -> tuple[float, float]:
     """``graphtune tune`` (guided, in-process, seeded) with ``budget`` measurements:
-    ``(best latency µs, CPU s)``."""
+    ``(best latency µs, CPU s)``; the tuning log goes to ``log`` (a fresh file) when given."""
     from autotune import tune
     from compiler.schedule import GraphSchedule
     from sim import SimResult, simulate
 
     c0 = time.process_time()
     with tempfile.TemporaryDirectory() as d:
-        res = tune([graph], trials=budget, workers=0, log=Path(d) / "t.jsonl", sampler="guided",
-                   seed=seed, curve=False, target=target)
+        res = tune([graph], trials=budget, workers=0, log=log or Path(d) / "t.jsonl",
+                   sampler="guided", seed=seed, curve=False, target=target)
     (task,) = res.tasks
     r = simulate(graph, GraphSchedule.from_json(task.best_schedule), target, timeline=False)
     assert isinstance(r, SimResult)
@@ -196,6 +197,8 @@ def main() -> int:
                     help="tune with BUDGET measurements vs this search with 2 x BUDGET")
     ap.add_argument("--cells", nargs="*", default=[], help="model:batch[:what-if][:seq=N]")
     ap.add_argument("--json", dest="json_out", default=None, help="append one JSON line per cell")
+    ap.add_argument("--logs", default=None, help="keep each cell's tuning log and the "
+                    "baseline's best schedule in this directory")
     args = ap.parse_args()
     cells = [parse_cell(c) for c in args.cells] or [(args.model, args.batch, args.what_if, {})]
     print(f"load average at start: {os.getloadavg()[0]:.2f}", flush=True)
@@ -212,8 +215,16 @@ def main() -> int:
         row: dict[str, Any] = {"cell": label, "evo_evals": evo.evaluations,
                                "evo_best_us": evo.best_us, "evo_failed": evo.failed,
                                "evo_cpu_s": evo.cpu_s, "load_1min": os.getloadavg()[0]}
+        stem = label.replace(" ", "_").replace("=", "")
+        if args.logs:
+            Path(args.logs).mkdir(parents=True, exist_ok=True)
+            if evo.best_schedule is not None:
+                evo.best_schedule.save(Path(args.logs) / f"{stem}.evo_best.json")
         if args.compare:
-            lat, cpu = tuned(g, t, args.compare, args.seed)
+            log = Path(args.logs) / f"{stem}.tune.jsonl" if args.logs else None
+            if log is not None and log.exists():
+                log.unlink()
+            lat, cpu = tuned(g, t, args.compare, args.seed, log)
             speed = evo.best_us / lat  # > 1: the tuner is faster
             ratios.append(speed)
             row.update({"tuned_budget": args.compare, "tuned_best_us": lat, "tuned_cpu_s": cpu,
