@@ -87,9 +87,10 @@ class GroupExplanation:
     Attributes:
         group: Group name (``(between groups)`` for terms no one group owns).
         terms_us: Term name -> µs (averaged over the cluster's cores).
-        engine: What bounds its steps: ``matrix``, ``vector``, ``move``, ``weights``
-            (the engine busiest in its compute, weighted by time) or ``streams``
-            (its steps mostly wait on DMA/DDR/NoC after compute).
+        engine: What bounds its steps, weighted by time: ``matrix``, ``vector`` or
+            ``move`` (the busiest engine of the slowest part), ``weights`` (their
+            arrival holds that engine back by more than 10 %) or ``streams`` (the steps
+            mostly wait on DMA/DDR/NoC after compute).
         steps: Its steps in the schedule.
     """
 
@@ -275,7 +276,7 @@ def explain(graph: Graph, schedule: GraphSchedule, target: Target, result: SimRe
         by_engine = {"matrix": slowest.mme_cycles, "vector": slowest.vme_cycles,
                      "move": slowest.move_cycles}
         top = max(by_engine, key=by_engine.__getitem__)
-        if slowest.weight_bound_cycles > by_engine[top] * (1 + 1e-9):
+        if slowest.weight_bound_cycles > by_engine[top] * 1.1:  # weights hold it back >10 %
             top = "weights"
         a.engines[top] = a.engines.get(top, 0.0) + slowest.cycles * len(rec.cores)
         a.engines["streams"] = a.engines.get("streams", 0.0) + (span - slowest.cycles) * len(
