@@ -364,8 +364,10 @@ def _rebuilt(graph: Graph, schedule: GraphSchedule, groups: list[Any], source: s
 
 def _candidates(graph: Graph, schedule: GraphSchedule, target: Target, name: str,
                 attacks: str) -> list[tuple[str, str, GraphSchedule]]:
-    """Single edits of group ``name``: output scope, cores, split."""
+    """Single edits of group ``name``: output scope, cores per part, all cores, merging
+    with its consumer group, split halved or doubled."""
     from compiler.auto import core_bind_for
+    from compiler.errors import GraphtuneError
     from compiler.schedule import GroupSpec, Placement
 
     out: list[tuple[str, str, GraphSchedule]] = []
@@ -373,6 +375,7 @@ def _candidates(graph: Graph, schedule: GraphSchedule, target: Target, name: str
     gr = schedule.groups[idx]
     cores = target.chip.cores_per_cluster
     scope = gr.chunks[0].mem_scope
+    scopes = "/".join(dict.fromkeys(ch.mem_scope for ch in gr.chunks))
 
     def with_group(new: Any) -> list[Any]:
         groups = list(schedule.groups)
@@ -383,7 +386,7 @@ def _candidates(graph: Graph, schedule: GraphSchedule, target: Target, name: str
         if any(ch.mem_scope != sc for ch in gr.chunks):
             new = GroupSpec(gr.name, gr.ops, gr.split,
                             tuple(Placement(sc, ch.core_bind) for ch in gr.chunks))
-            out.append((f"{name}: outputs in {sc} (were {scope})",
+            out.append((f"{name}: every chunk's output in {sc} (were {scopes})",
                         "waiting for loads and producers" if sc == "L1" else attacks,
                         _rebuilt(graph, schedule, with_group(new), "explain")))
     samples = graph.batch // gr.split
@@ -405,6 +408,20 @@ def _candidates(graph: Graph, schedule: GraphSchedule, target: Target, name: str
         out.append((f"{name}: every chunk on all {cores} cores "
                     f"({len(bind)} part(s) of {len(bind[0])})",
                     "cores idle at the end", _rebuilt(graph, schedule, with_group(new), "explain")))
+    # merge with the group that consumes its output (fewer steps, no round trip of it)
+    out_t = {graph.ops[i].output for i in gr.ops}
+    inside = set(gr.ops)
+    for j, other in enumerate(schedule.groups):
+        if j == idx or not any(t in out_t for i in other.ops for t in graph.ops[i].inputs):
+            continue
+        merged = GroupSpec(gr.name, tuple(sorted(inside | set(other.ops))), gr.split, gr.chunks)
+        groups = [merged if k == idx else g2 for k, g2 in enumerate(schedule.groups) if k != j]
+        try:
+            out.append((f"{name}: merged with {other.name}", "matrix/vector serialisation",
+                        _rebuilt(graph, schedule, groups, "explain")))
+        except GraphtuneError:
+            pass
+        break
     for split in (gr.split // 2, gr.split * 2):
         if split < 1 or graph.batch % split or split == gr.split:
             continue
@@ -422,8 +439,9 @@ def suggest_edits(graph: Graph, schedule: GraphSchedule, target: Target, expl: E
     """Up to ``count`` single edits of the groups with the largest shares, each simulated.
 
     For the groups owning most of the gap (up to four), every single edit of their
-    output scope, their cores (all of the cluster, as the automatic levels bind) and
-    their split (halved, doubled) is built and simulated; the ``count`` best, at most
+    output scope, their cores per part, their cores (all of the cluster, as the
+    automatic levels bind), a merge with the group consuming their output and their
+    split (halved, doubled) is built and simulated; the ``count`` best, at most
     one per group, are returned with the latency simulating them gives (an edit that
     does not run, or does not gain, is still listed if nothing better exists).
     """
