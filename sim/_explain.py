@@ -181,13 +181,12 @@ def _cheapest(graph: Graph, ops: tuple[int, ...], samples: int, cores: int, repe
     group: each carries ``1 / repeats`` of it. A grouped convolution is priced on the
     engine the simulator picked for the core's rows, unpadded on the array.
     """
-    from compiler.opshape import matrix_tiles
     from sim._model import grouped_conv_cycles
+    from sim._tight_bound import grouped_array_cycles_per_row
 
     shapes = op_shapes(graph)
     batch = graph.batch
     mat, vec = target.matrix, target.vector
-    gm, gn, macs, ovh = mat.granule_m, mat.granule_n, mat.macs_per_cycle, mat.instr_overhead_cycles
     lanes, tcpe = vec.lanes, vec.transcendental_cycles_per_element
     l1bw = target.l1.bytes_per_cycle
     m = v = mv = 0.0
@@ -203,14 +202,8 @@ def _cheapest(graph: Graph, ops: tuple[int, ...], samples: int, cores: int, repe
             engine, _, _ = grouped_conv_cycles(d, rows, mat, lanes)
             if engine == "vector":
                 v += total * d.groups * d.n * d.k / lanes * frac
-            else:  # the array's price per granule of rows, the cheaper mapping, unpadded
-                per = matrix_tiles(d, gm, mat)
-                c = per.padded_cycles + per.tiles * ovh
-                pack = gn // d.n if d.n < gn else 1
-                if pack > 1:
-                    c = min(c, math.ceil(d.groups / pack) * math.ceil(pack * d.n / gn)
-                            * (gm * gn * pack * d.k / macs + ovh))
-                m += c * total / gm * frac
+            else:  # the array's price per row, the cheaper mapping, unpadded
+                m += grouped_array_cycles_per_row(d, mat) * total * frac
         elif kind.is_matrix:
             m += array_cycles(d, batch, mat) * frac
         elif kind in (OpKind.VECTOR, OpKind.SPECIAL):

@@ -64,9 +64,10 @@ from sim._dtype import in_compute_dtype
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.target import Target
+    from compiler.opshape import OpShape
+    from compiler.target import MatrixUnit, Target
 
-__all__ = ["WorkBound", "work_bound"]
+__all__ = ["WorkBound", "grouped_array_cycles_per_row", "work_bound"]
 
 _VECTOR_TILE = 4096  # elements per vector instruction tile, as sim/_model.py
 
@@ -103,6 +104,23 @@ class WorkBound:
     fill: float
     cores: int
     cycles: float
+
+
+def grouped_array_cycles_per_row(d: OpShape, mat: MatrixUnit) -> float:
+    """A grouped convolution's cheapest array price per output row, unpadded.
+
+    Both array mappings of ``sim._model.grouped_conv_cycles`` (per group; channel-packed)
+    cost ``c x ceil(rows / granule_m)``; this is the smaller ``c / granule_m``, so any
+    piece of ``r`` rows costs at least ``r`` times it on the array.
+    """
+    gm, gn, macs, ovh = mat.granule_m, mat.granule_n, mat.macs_per_cycle, mat.instr_overhead_cycles
+    per_gm = matrix_tiles(d, gm, mat)
+    c = per_gm.padded_cycles + per_gm.tiles * ovh
+    pack = gn // d.n if d.n < gn else 1
+    if pack > 1:
+        tiles = math.ceil(d.groups / pack) * math.ceil(pack * d.n / gn)
+        c = min(c, tiles * (gm * gn * pack * d.k / macs + ovh))
+    return c / gm
 
 
 def _balance(base_m: float, base_v: float, items: list[tuple[float, float]]) -> tuple[float, float]:
@@ -156,15 +174,7 @@ def work_bound(graph: Graph, batch: int, target: Target) -> WorkBound:
         piece = float(math.ceil(d.amount / cores - 1e-9) if d.batched else math.ceil(d.amount - 1e-9))
         mfill = d.k * gm * gn / macs + ovh
         if kind == OpKind.MATRIX and d.groups > 1:
-            # per-64-rows price of the two array mappings (grouped_conv_cycles at 64 rows)
-            per_gm = matrix_tiles(d, gm, mat)
-            c_group = per_gm.padded_cycles + per_gm.tiles * ovh
-            pack = gn // d.n if d.n < gn else 1
-            c_pack = math.inf
-            if pack > 1:
-                tiles = math.ceil(d.groups / pack) * math.ceil(pack * d.n / gn)
-                c_pack = tiles * (gm * gn * pack * d.k / macs + ovh)
-            a = min(c_group, c_pack) * total / gm
+            a = grouped_array_cycles_per_row(d, mat) * total
             b = total * d.groups * d.n * d.k / lanes
             if b < a:  # the vector unit is cheaper for every piece: the simulator puts it there
                 vside += b

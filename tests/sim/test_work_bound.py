@@ -8,9 +8,9 @@ a level's); no schedule that runs is faster than the bound.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
-import warnings
 from typing import Any
 
 import pytest
@@ -34,16 +34,12 @@ MODELS: dict[str, tuple[str, int, dict[str, Any]]] = {
     "bert": ("bert_base", 2, {"seq": 32, "num_layers": 1, "hidden": 128, "heads": 2,
                               "intermediate": 512, "vocab": 1000, "max_positions": 64}),
 }
-_GRAPHS: dict[str, Graph] = {}
 
 
+@functools.cache
 def graph_of(model: str) -> Graph:
-    if model not in _GRAPHS:
-        name, batch, kw = MODELS[model]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _GRAPHS[model] = zoo_graph(name, batch, **kw)
-    return _GRAPHS[model]
+    name, batch, kw = MODELS[model]
+    return zoo_graph(name, batch, **kw)
 
 
 def target_of(lanes: int, overhead: int) -> Target:
