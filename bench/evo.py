@@ -7,10 +7,11 @@ crossover (each gene from either parent) with probability ``crossover``, then
 mutation (each gene re-drawn uniformly with probability ``rate / dimension``, at
 least one gene changed), decoded and simulated; the ``mu`` fastest of parents and
 children survive. The first population is the projections of the same seeds the
-tuner measures (O0-O3 and the guide's plans that fit, ``autotune._studies``) and
-uniform random vectors. Every simulated vector counts as one evaluation (a
-schedule that does not run counts too, as a failed measurement does for the
-tuner); a vector seen before is not simulated again and costs nothing.
+tuner measures (O0-O3 and the guide's plans that fit, ``autotune._studies``; a seed
+the space cannot express is left out) and uniform random vectors. Every simulated
+vector counts as one evaluation (a schedule that does not run counts too, as a
+failed measurement does for the tuner); a vector seen before is not simulated again
+and costs nothing.
 
 ``compare`` runs ``graphtune tune`` (guided, in-process, seeded) with ``budget``
 measurements and this search with twice as many on the same cell and prints both
@@ -105,7 +106,10 @@ def evolve(graph: Any, target: Any, evals: int, seed: int = 0, mu: int = 16, lam
 
     pop: list[tuple[float, np.ndarray]] = []
     for _, s in seed_schedules(graph, target):
-        v = np.asarray(space.encode(s), dtype=np.int16)
+        proj = space.project(s)
+        if proj.vector is None:  # a seed the space cannot express (as the tuner, skip it)
+            continue
+        v = np.asarray(proj.vector, dtype=np.int16)
         f = fitness(v)
         if f is not None:
             pop.append((f, v))
