@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench._suite import run_search, spec_of
 from bench.evo import evolve, parse_cell, what_if
 from sim import SimResult, simulate
@@ -38,6 +40,7 @@ def test_cells_and_what_ifs() -> None:
     assert what_if("default") == what_if("default")
 
 
+@pytest.mark.slow  # a full-size MobileNetV2 and its space: seconds, not milliseconds
 def test_seeds_the_space_cannot_express_are_left_out() -> None:
     """MobileNetV2 b16 with L1 halved: O3's LLB chunks follow no scope policy of the space
     (its projection fails); the baseline leaves that seed out instead of failing."""
