@@ -72,7 +72,10 @@ def _reusable(path: Path, job: tuple[Any, ...]) -> bool:
         return False
     if job[0] == "baselines":
         return True
-    return (run.get("budget"), run.get("seed"), run.get("seeded")) == job[3:6]
+    budget = run.get("budget")
+    if job[2] == "evo" and isinstance(budget, int):  # the baseline runs twice the budget
+        budget //= 2
+    return (budget, run.get("seed"), run.get("seeded")) == job[3:6]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -122,7 +125,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help=f"CI-sized: models {' '.join(QUICK_MODELS)}, budget {QUICK_BUDGET} "
                          "(--models and --budget override)")
     ap.add_argument("--models", nargs="+", choices=[*SUITE, *EXTRA], default=None)
-    ap.add_argument("--methods", nargs="+", choices=["guided", "tpe", "gp", "nsga2", "random"],
+    ap.add_argument("--methods", nargs="+", choices=["guided", "tpe", "gp", "nsga2", "random", "evo"],
                     default=list(METHODS))
     ap.add_argument("--budget", type=int, default=None,
                     help=f"Measurements per method and model (default {DEFAULT_BUDGET}).")

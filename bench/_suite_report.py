@@ -206,6 +206,26 @@ def full_markdown(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
+def evo_note(table: Table) -> str:
+    """guided (budget) against the plain evolutionary baseline (2 x budget), when both ran.
+
+    Issue 26's goal: the guided tuner >= 0.99x the baseline on every model, geomean >= 1.01x.
+    """
+    ratios = []
+    for f in table.models:
+        g, e = table.row(f["model"], "guided"), table.row(f["model"], "evo")
+        if g and e and g["status"] == "ok" and e["status"] == "ok":
+            ratios.append((f["label"], e["latency_us"] / g["latency_us"]))
+    if not ratios:
+        return ""
+    geo = math.exp(sum(math.log(r) for _, r in ratios) / len(ratios))
+    cells = ", ".join(f"{label} {r:.3f}" for label, r in ratios)
+    return (f"guided (budget) over the plain (mu + lambda) evolutionary baseline "
+            f"(`evo`, bench/evo.py, 2 x budget), evo latency / guided latency: {cells}; "
+            f"min {min(r for _, r in ratios):.3f}, geomean {geo:.3f} (goal: min >= 0.99, "
+            f"geomean >= 1.01).\n")
+
+
 def _stopped_note(table: Table) -> str:
     why = [f"{r['label']} {r['method']}: {r['stopped']}" for r in table.rows if r["stopped"]]
     return " `†` the search stopped before its budget: " + "; ".join(why) + "." if why else ""
@@ -245,6 +265,7 @@ def write_markdown(table: Table, path: Path, meta: dict[str, Any]) -> str:
         "## Summary",
         "",
         summary,
+        evo_note(table),
         "## All rows",
         "",
         "`*` tuning wall time on this machine (absolute, not comparable across machines; "
@@ -311,7 +332,7 @@ def update_readme(path: Path, meta: dict[str, Any]) -> None:
     _write(path, text[:start] + readme_block(meta) + text[end + len(README_END):])
 
 
-_COLORS = {"guided": "C3", "tpe": "C0", "nsga2": "C2", "gp": "C4", "random": "C7"}
+_COLORS = {"guided": "C3", "tpe": "C0", "nsga2": "C2", "gp": "C4", "random": "C7", "evo": "C1"}
 
 
 def _plt() -> Any:
@@ -416,7 +437,7 @@ def plot_roofline(table: Table, path: Path) -> None:
     bw = t.ddr.bytes_per_cycle * clock
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
-    markers = {"baseline": "s", "guided": "o", "tpe": "^", "nsga2": "v", "gp": "D", "random": "x"}
+    markers = {"baseline": "s", "guided": "o", "tpe": "^", "nsga2": "v", "gp": "D", "random": "x", "evo": "P"}
     xs = []
     for k, f in enumerate(table.models):
         color = f"C{k % 10}"

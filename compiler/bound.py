@@ -3,8 +3,8 @@
 The one definition of the bound's terms: the simulator reports it
 (``sim.lower_bound``, ``SimResult.lower_bound_us``) and checks its invariants
 against it, the cost model normalises time features by it
-(:func:`cost_model.reference_cycles`: :func:`lower_bound_cycles` without the host
-launch), and ``graphtune report`` names the term that binds.
+(:func:`cost_model.reference_cycles`: the roofline, :func:`roofline_cycles`), and
+``graphtune report`` names the term that binds. The work bound is :mod:`compiler.work_bound`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from compiler.footprint import GATHER_OPS, batched_tensors
 from compiler.memo import memo_of
 from compiler.opshape import OpKind, array_cycles, host_flops, op_shapes, unit_rates
 from compiler.optable import op_spec
+from compiler.work_bound import work_bound
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -69,11 +70,21 @@ def launch_cycles(target: Target) -> float:
 
 def lower_bound_cycles(graph: Graph, batch: int, target: Target) -> float:
     """Bound in cycles: see :func:`lower_bound`."""
-    return roofline_cycles(graph, batch, target) + launch_cycles(target)
+    graph = in_compute_dtype(graph, target)
+    key = ("bound.lower", target.hash, batch)
+    memo = memo_of(graph)
+    hit = memo.get(key)
+    if hit is not None:
+        return float(hit)
+    bound = max(roofline_cycles(graph, batch, target),
+                work_bound(graph, batch, target).cycles) + launch_cycles(target)
+    memo[key] = bound
+    return bound
 
 
 def roofline_cycles(graph: Graph, batch: int, target: Target) -> float:
-    """The bound without the host launch: ``max(compute at peak, compulsory DDR bytes / rate)``.
+    """The roofline without the host launch: ``max(compute at peak, compulsory DDR bytes /
+    rate, host segments)``; the cost model's time unit (:func:`cost_model.reference_cycles`).
 
     See :func:`lower_bound` for the terms.
     """
@@ -125,7 +136,9 @@ def lower_bound(graph: Graph, batch: int, target: Target) -> float:
     """Roofline bound of one inference of ``batch`` samples on one cluster, in µs.
 
     ``max(compute at peak, compulsory DDR traffic at the DDR bandwidth)`` plus the
-    host launch. Compute: the matrix ops on every core's array, each at least its
+    host launch, or the work bound (:mod:`compiler.work_bound`: every op's cheapest
+    legal busy time, summed over the cluster's cores) plus the launch, whichever is
+    larger. Compute: the matrix ops on every core's array, each at least its
     output rows in whole granules with one instruction per granule
     (:func:`compiler.opshape.array_cycles`: what no split can avoid), vector work (FLOPs; special ops
     at the transcendental rate) over every core's lanes, and, since grouped

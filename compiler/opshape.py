@@ -73,6 +73,7 @@ __all__ = [
     "op_shapes",
     "unit_rates",
     "useful_matrix_cycles",
+    "weight_path_bytes_per_cycle",
 ]
 
 
@@ -433,3 +434,11 @@ def host_flops(graph: Graph, op: Op) -> float:
         w = graph.tensors[op.weights[0]].shape  # IOHW: (Ci, Co / groups, kh, kw)
         return 2.0 * prod(x) * prod(w[1:])
     return float(max(op.flops, 2 * op.macs, graph.tensors[op.output].elements))
+
+
+def weight_path_bytes_per_cycle(target: Target, step_cores: int) -> float:
+    """Uncontended bandwidth of weights from DDR into one core's weight buffer."""
+    port = target.dma.core_bytes_per_cycle
+    if target.llb.broadcast:
+        return min(target.ddr.bytes_per_cycle, target.llb.bytes_per_cycle / 2, port)
+    return min(target.ddr.bytes_per_cycle / max(step_cores, 1), port)

@@ -55,6 +55,7 @@ from compiler.opshape import (
     matrix_tiles,
     op_shapes,
     unit_rates,
+    weight_path_bytes_per_cycle,
 )
 from compiler.views import reads_from_outside, view_source
 
@@ -236,14 +237,6 @@ def group_cost(
         hit = memo[key] = _cost(op_shapes(graph), ops, samples, cores, target, step_cores,
                                 remote)
     return hit
-
-
-def weight_path_bytes_per_cycle(target: Target, step_cores: int) -> float:
-    """Uncontended bandwidth of weights from DDR into one core's weight buffer."""
-    port = target.dma.core_bytes_per_cycle
-    if target.llb.broadcast:
-        return min(target.ddr.bytes_per_cycle, target.llb.bytes_per_cycle / 2, port)
-    return min(target.ddr.bytes_per_cycle / max(step_cores, 1), port)
 
 
 def grouped_conv_cycles(d: OpShape, rows: float, mat: MatrixUnit, lanes: int

@@ -142,6 +142,7 @@ def _match_model(path: str, views: Sequence[TaskView], notes: list[str]) -> int:
 def _simulate(views: Sequence[TaskView], targets: dict[str, Target]) -> int:
     from autotune.report._report import bound_analysis
     from sim import simulate
+    from sim._explain import explain
 
     todo = [v for v in views if v.graph is not None]
     done = 0
@@ -162,6 +163,7 @@ def _simulate(views: Sequence[TaskView], targets: dict[str, Target]) -> int:
             view.sim = simulate(view.graph, view.schedule, target, timeline=False)
             if view.result is not None:
                 view.analysis = bound_analysis(view.graph, view.result, target)
+                view.explanation = explain(view.graph, view.schedule, target, view.result)
                 done += 1
     for view in views:
         if view.graph is None and not view.sim_note:

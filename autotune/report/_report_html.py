@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
     from compiler.target import Target
     from sim import SimError, SimResult
+    from sim._explain import Explanation
 
 __all__ = ["TaskView", "render"]
 
@@ -46,6 +47,8 @@ class TaskView:
         sim: The best schedule simulated on ``graph`` and ``target``.
         sim_note: Why there is no simulation ("" when there is one).
         analysis: What bounds the simulated schedule.
+        explanation: ``latency - bound`` in named terms, per group, with simulated
+            edits (:func:`sim._explain.explain`).
     """
 
     log: TaskLog
@@ -57,6 +60,7 @@ class TaskView:
     sim: SimResult | SimError | None = None
     sim_note: str = ""
     analysis: BoundAnalysis | None = None
+    explanation: Explanation | None = None
 
     @property
     def result(self) -> SimResult | None:
@@ -361,8 +365,38 @@ def _sim_section(view: TaskView) -> str:
         busy_rows = [f'<tr><td>{_e(name)}</td><td class="n">{_pct(frac)}</td></tr>\n'
                      for name, frac in a.resources]
         out.append(_table(["resource", "busy / latency"], busy_rows))
+    if view.explanation is not None:
+        out.append(_explain_section(view.explanation))
     out.append("<h3>Timeline</h3>\n")
     out.append(_img(_timeline_png(r), "timeline of the best schedule"))
+    return "".join(out)
+
+
+def _explain_section(x: Explanation) -> str:
+    """``graphtune explain``'s tables: the gap in terms, per group, the edits (simulated)."""
+    from sim._explain import TERMS
+
+    out = [f"<h3>Where the {_us(x.gap_us)} µs above the bound go</h3>\n",
+           '<p class="meta">From the simulator\'s own accounting; the terms add up to '
+           "latency - bound (graphtune explain prints the same).</p>\n"]
+    rows = [f'<tr><td>{_e(name)}</td><td class="n">{_us(x.terms_us.get(name, 0.0))}</td>'
+            f"<td>{_e(what)}</td></tr>\n" for name, what in TERMS.items()]
+    rows.append(f'<tr><th>total</th><td class="n">{_us(sum(x.terms_us.values()))}</td>'
+                "<td>= latency - bound</td></tr>\n")
+    out.append(_table(["term", "µs", "what"], rows))
+    grows = []
+    for g in x.groups:
+        top = sorted(g.terms_us.items(), key=lambda kv: -abs(kv[1]))[:3]
+        grows.append(f"<tr><td>{_e(g.group)}</td><td class=\"n\">{g.steps}</td>"
+                     f"<td>{_e(g.engine)}</td><td class=\"n\">{_us(g.total_us)}</td><td>"
+                     + _e(", ".join(f"{k} {v:,.1f}" for k, v in top)) + "</td></tr>\n")
+    out.append(_table(["group", "steps", "bound by", "µs", "largest terms"], grows))
+    if x.edits:
+        erows = [f"<tr><td>{_e(e.description)}</td><td>{_e(e.attacks)}</td>"
+                 f'<td class="n">{_us(e.latency_us)}</td><td class="n">{_us(e.gain_us)}</td>'
+                 "</tr>\n" for e in x.edits]
+        out.append(_table(["suggested edit", "attacks", "latency µs (simulated)", "gain µs"],
+                          erows))
     return "".join(out)
 
 

@@ -174,6 +174,13 @@ def test_model_task_is_simulated_and_bounded(fx: Fixture, page: str) -> None:
     assert f"<th>latency / lower bound</th><td>{r.latency_over_bound:.3f}</td>" in tiny
     assert "What bounds it" in tiny and '<p class="verdict">' in tiny
     assert "simulated now / logged = 1.000" in tiny
+    # graphtune explain's tables: the gap in named terms that add up to it (issue 26)
+    from sim._explain import explain
+
+    x = explain(fx.cnn, best, fx.target, r)
+    assert f"<h3>Where the {x.gap_us:,.1f} µs above the bound go</h3>" in tiny
+    assert f'<th>total</th><td class="n">{sum(x.terms_us.values()):,.1f}</td>' in tiny
+    assert "granule padding" in tiny
     # the guide's table, with the model's op names and a chunk column from schedule show
     assert "conv2d_0..softmax_0 (" in tiny and "mem_scope core_bind (per chunk)" in tiny
     assert "seeds</th><td>O0 " in tiny and "O3 " in tiny

@@ -15,10 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.derive import make_schedule
 from compiler.errors import ScheduleError
 from compiler.graph import Graph
-from compiler.schedule import GraphSchedule, GroupSpec, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, make_schedule
 from compiler.target import Target
 from compiler.views import VIEW_OPS
 from sim import SimResult, simulate

@@ -10,9 +10,8 @@ import pytest
 from onnx import helper as h
 
 from compiler.auto import graph_schedule_level
-from compiler.derive import make_schedule
 from compiler.graph import Graph
-from compiler.schedule import GraphSchedule
+from compiler.schedule import GraphSchedule, make_schedule
 from compiler.target import Target
 from sim import SimError, SimResult, simulate, to_chrome_trace
 from tests.sim.conftest import group, onnx_graph, w
