@@ -60,7 +60,14 @@ from typing import TYPE_CHECKING
 
 from compiler.capacity import in_compute_dtype
 from compiler.memo import memo_of
-from compiler.opshape import OpKind, array_cycles, matrix_tiles, op_shapes, weight_path_bytes_per_cycle
+from compiler.opshape import (
+    OpKind,
+    array_cycles,
+    matrix_tiles,
+    op_shapes,
+    unit_rates,
+    weight_path_bytes_per_cycle,
+)
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -150,23 +157,25 @@ def work_bound(graph: Graph, batch: int, target: Target) -> WorkBound:
     """
 
     graph = in_compute_dtype(graph, target)
-    key = ("sim.work_bound", target.hash, batch)
+    key = ("bound.work", target.hash, batch)
     memo = memo_of(graph)
     hit: WorkBound | None = memo.get(key)
     if hit is not None:
         return hit
     cores = target.chip.cores_per_cluster
-    mat, vec = target.matrix, target.vector
-    gm, gn, macs, ovh = mat.granule_m, mat.granule_n, mat.macs_per_cycle, mat.instr_overhead_cycles
-    lanes, tcpe = vec.lanes, vec.transcendental_cycles_per_element
+    gm, gn, ovh = target.matrix.granule_m, target.matrix.granule_n, target.matrix.instr_overhead_cycles
+    tcpe = target.vector.transcendental_cycles_per_element
     wbw = weight_path_bytes_per_cycle(target, 1)
     l1bw = target.l1.bytes_per_cycle
     mside = vside = move = fill = forced = 0.0
     grouped: list[tuple[float, float]] = []
-    for d in op_shapes(graph):
+    for op, d in zip(graph.ops, op_shapes(graph), strict=True):
         kind = d.kind
-        if kind == OpKind.VIEW:
+        if kind == OpKind.VIEW or not op.on_npu:  # a host op is the roofline's host term
             continue
+        # an INT8 op on its units' INT8 rates (compiler.opshape.unit_rates), as the simulator
+        mat, lanes = unit_rates(d, target)
+        macs = mat.macs_per_cycle
         per = batch if d.batched else 1
         total = d.amount * per
         # the smallest piece a part's core can run: one sample over every core

@@ -41,10 +41,13 @@ def deepfm() -> Graph:
     return _graph("deepfm", 4)
 
 
-def test_the_bound_is_the_roofline_plus_the_launch(cnn: Graph) -> None:
+def test_the_bound_is_the_larger_of_roofline_and_work_plus_the_launch(cnn: Graph) -> None:
+    from compiler.work_bound import work_bound
+
     t = Target.default()
     for b in (1, 4, 16):
-        assert lower_bound_cycles(cnn, b, t) == roofline_cycles(cnn, b, t) + launch_cycles(t)
+        assert lower_bound_cycles(cnn, b, t) == max(
+            roofline_cycles(cnn, b, t), work_bound(cnn, b, t).cycles) + launch_cycles(t)
         assert lower_bound(cnn, b, t) == t.cycles_to_us(lower_bound_cycles(cnn, b, t))
     assert launch_cycles(t) == pytest.approx(t.host.launch_overhead_us * t.clock_hz / 1e6)
 
