@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from autotune._pool import MeasurePool
     from autotune._ranker import Ranker
     from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
     from compiler.target import Target
     from logs import Record
     from search_space import Space
@@ -139,6 +140,9 @@ def tune(
     batch_size: int = 4,
     curve: bool = True,
     seeds: bool = True,
+    warm_schedules: Mapping[str, Sequence[GraphSchedule]] | None = None,
+    pretrained: bool = False,
+    notify: Callable[[str], None] | None = None,
 ) -> TuneResult:
     """Tune the graph schedules of some models; every measurement goes to ``log``.
 
@@ -183,6 +187,14 @@ def tune(
         seeds: Measure O0-O3 and the fitting hand-written plans first (False only for
             search experiments: ``bench/search_efficiency.py`` compares samplers from
             scratch).
+        warm_schedules: Workload key -> schedules found elsewhere (a sweep's other
+            targets): each is projected into the task's space and, where it fits the
+            target, measured right after the seeds as an ordinary candidate.
+        pretrained: With the guided sampler and no ``ranker``: a task with no records
+            on this target yet starts from the shipped pre-trained cost model
+            (:func:`cost_model.load_pretrained`) instead of the roofline estimate.
+        notify: Called with a line for the user about how the job starts (the
+            pre-trained model in use, or why not).
 
     Returns:
         A :class:`TuneResult`.
@@ -227,6 +239,10 @@ def tune(
     try:
         owner = f"{socket.gethostname()}:{os.path.realpath(log_path)}"
         records = _read_log(log_path, tasks, tgt, meas)  # a bad log fails before the storage
+        if pretrained and ranker is None and sampler == "guided":
+            from autotune._warm import pretrained_factory
+
+            ranker = pretrained_factory(records, notify)
         handle = open_storage(storage, log_path)
         if n_workers > 0 and sampler == "guided":
             # Workers measure while the driver proposes: retrain the cost model on a thread
@@ -237,7 +253,7 @@ def tune(
 
             guided = replace(guided or GuidedOptions(), background_fit=True)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
-                     trials, n_workers, seeds, owner if handle.shared else None)
+                     trials, n_workers, seeds, owner if handle.shared else None, warm_schedules)
         if handle.shared:
             claims = Claims(handle)
         scheduler = _scheduler(job, seed, early_stopping)
@@ -343,7 +359,8 @@ def _read_log(path: str, tasks: Sequence[Task], target: Target, measurer: Measur
 def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
            handle: StorageHandle, target: Target, sampler: str, seed: int | None,
            objective: str, guided: GuidedOptions | None, ranker: RankerFactory | None,
-           trials: int, workers: int, seeds: bool, owner: str | None) -> JobState:
+           trials: int, workers: int, seeds: bool, owner: str | None,
+           warm: Mapping[str, Sequence[GraphSchedule]] | None = None) -> JobState:
     """Spaces, studies (reconciled with the log) and seeds of every task.
 
     ``owner`` names this driver on a shared storage (None on a private one).
@@ -384,6 +401,10 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
         reconcile(study, space, logged, objective, owner, ts.lower_bound_us)
         if seeds:
             _enqueue_seeds(ts, target)
+        if warm and warm.get(task.key):
+            from autotune._warm import enqueue_warm
+
+            enqueue_warm(ts, warm[task.key], target)
         states.append(ts)
     handle.flush()
     return JobState(states, trials, workers)

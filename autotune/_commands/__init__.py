@@ -7,7 +7,7 @@ import importlib
 import click
 
 _MODULES = ["model_cmds", "log_cmds", "schedule_cmds", "build_cmds", "sim_cmds", "space_cmds",
-            "tune_cmds", "dashboard_cmds"]
+            "tune_cmds", "dashboard_cmds", "sweep_cmds"]
 
 
 def register_all(group: click.Group) -> None:
