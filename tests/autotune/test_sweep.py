@@ -229,3 +229,23 @@ def test_cli_sweep_writes_the_table(tiny_onnx: Path, tmp_path: Path) -> None:
     assert [row["status"] for row in doc["rows"]] == ["infeasible", "infeasible", "ok", "ok"]
     assert (tmp_path / "o" / "pareto.png").stat().st_size > 1000
     assert (tmp_path / "o" / "ddr.bytes_per_cycle.png").is_file()
+
+
+def test_report_has_a_sweep_section(tiny_graph: Graph, tmp_path: Path) -> None:
+    from autotune._report import read_tasks
+    from autotune._report_sweep import sweep_section, variant_values
+
+    assert variant_values("STCP920+l1.data_bytes=512K,ddr.bytes_per_cycle=13") == {
+        "l1.data_bytes": "512K", "ddr.bytes_per_cycle": "13"}
+    assert variant_values("STCP920") is None
+    vs = make_variants(BASE, [parse_set("l1.data_bytes=64K,1M")])
+    log = tmp_path / "sweep.jsonl"
+    sweep([tiny_graph], vs, trials_per_variant=5, log=log, workers=0, seed=0, pretrained=False)
+    tasks, _ = read_tasks([log])
+    page = sweep_section(tasks)
+    assert "Hardware sweep" in page and all(v.name in page for v in vs)
+    assert page.count("<tr>") == 3 and "image/png" in page
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("".join(line + "\n" for line in log.read_text().splitlines()
+                             if vs[0].name not in line and vs[1].name not in line))
+    assert sweep_section(read_tasks([plain])[0]) == ""

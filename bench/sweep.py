@@ -1,0 +1,232 @@
+"""Hardware sweep: the sweep's warm start against independent cold tunes per variant.
+
+Acceptance of issue #22, one run each:
+
+* per model, over ``l1.data_bytes`` x ``ddr.bytes_per_cycle``: independent cold tunes
+  of ``--cold-trials`` per variant (the reference), the sweep with its warm start at
+  ``--sweep-trials`` per variant, and the shipped pre-trained model alone (a tune
+  per variant at ``--sweep-trials``, no warm start from other variants). Reported
+  per variant: the sweep's best over the cold best (goal >= 0.99 with a total of
+  measurements <= 1/2 of the cold tunes'), and the measurements each run needed to
+  reach 98% of the variant's best known speed (the best of all runs);
+* ``--held-out``: the shipped model on models not in its corpus
+  (``tools/train_pretrained.py``'s :data:`HELD_OUT`), default target: a tune from the
+  shipped model against a cold tune, measurements to get within 2% of the best known.
+
+Everything is in-process (``--workers 0``, deterministic with ``--seed``). Results go
+to ``bench/results/sweep/`` (``results.json``, ``summary.md``).
+
+Full acceptance run (hours on 2 cores):
+
+    .venv/bin/python bench/sweep.py --models mobilenet_v2 resnet50 --cold-trials 400 \\
+        --sweep-trials 200 --held-out
+
+Reduced runs say so in the summary (models, image size, variants, budgets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+OUT = ROOT / "bench" / "results" / "sweep"
+HELD_OUT: dict[str, tuple[str, int, dict[str, Any]]] = {
+    "resnet34": ("resnet34", 8, {"image_size": 112}),
+    "vit": ("vit", 4, {"image_size": 96, "num_layers": 2}),
+    "wide_and_deep": ("wide_and_deep", 512, {}),
+    "gpt": ("gpt", 2, {"seq": 64, "num_layers": 2}),
+}
+
+
+def graph_of(name: str, batch: int, options: dict[str, Any]) -> Any:
+    from compiler import zoo
+    from compiler.model import Model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Model(zoo.build(name, batch=batch, weights="inputs", **options), name=name).graph
+
+
+def curve(log: Path, target_key: str, weights: dict[str, int]) -> list[float | None]:
+    """Model latency (weighted best of each task so far) after each record of ``target_key``."""
+    from logs import read_records
+
+    best: dict[str, float] = {}
+    out: list[float | None] = []
+    if not log.exists():
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rec in read_records(log):
+            if str(rec.target) != target_key or rec.workload.key not in weights:
+                continue
+            lat = rec.result.latency_us
+            if rec.result.status.value == "ok" and lat:
+                k = rec.workload.key
+                best[k] = min(best.get(k, float("inf")), float(lat))
+            ok = len(best) == len(weights)
+            out.append(sum(weights[k] * best[k] for k in weights) if ok else None)
+    return out
+
+
+def to_reach(c: list[float | None], ref: float, fraction: float) -> int | None:
+    """Measurements until the latency is within ``ref / fraction`` (None: never)."""
+    for i, v in enumerate(c):
+        if v is not None and v * fraction <= ref:
+            return i + 1
+    return None
+
+
+def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], cold_trials: int,
+              sweep_trials: int, seed: int, out: Path) -> dict[str, Any]:
+    from autotune._sweep import sweep
+    from autotune._sweep_targets import make_variants, parse_set
+    from autotune._tune import load_tasks
+    from compiler.target import Target
+
+    graph = graph_of(name, batch, options)
+    tasks = load_tasks([graph])
+    weights = {t.key: t.count_in(name) for t in tasks}
+    variants = make_variants(Target.default(), [parse_set(s) for s in sets])
+    d = out / name
+    d.mkdir(parents=True, exist_ok=True)
+    runs = {"cold": (cold_trials, False, False), "sweep": (sweep_trials, True, True),
+            "pretrained": (sweep_trials, False, True)}
+    seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    for run, (trials, warm, pre) in runs.items():
+        t0, c0 = time.time(), time.process_time()
+        sweep(tasks, variants, trials_per_variant=trials, log=d / f"{run}.jsonl", workers=0,
+              seed=seed, warm=warm, pretrained=pre)
+        seconds[run], cpu[run] = time.time() - t0, time.process_time() - c0
+        print(f"{name}: {run} done in {seconds[run]:.0f} s (cpu {cpu[run]:.0f} s)", flush=True)
+    rows = []
+    for v in variants:
+        curves = {run: curve(d / f"{run}.jsonl", v.key, weights) for run in runs}
+        finals = {run: min((x for x in c if x is not None), default=None) for run, c in curves.items()}
+        known = [x for x in finals.values() if x is not None]
+        if not known:
+            rows.append({"variant": v.name, "infeasible": True})
+            continue
+        ref = min(known)
+        rows.append({
+            "variant": v.name,
+            "cold_best_us": finals["cold"], "sweep_best_us": finals["sweep"],
+            "pretrained_best_us": finals["pretrained"],
+            "sweep_vs_cold": (finals["cold"] / finals["sweep"]
+                              if finals["cold"] and finals["sweep"] else None),
+            "measurements": {run: len(c) for run, c in curves.items()},
+            "to_98": {run: to_reach(c, ref, 0.98) for run, c in curves.items()},
+            "to_98_cold_within_sweep_budget": to_reach(curves["cold"][:sweep_trials], ref, 0.98),
+        })
+    total = {run: sum(r.get("measurements", {}).get(run, 0) for r in rows) for run in runs}
+    return {"model": name, "batch": batch, "options": options, "sets": sets, "seed": seed,
+            "cold_trials": cold_trials, "sweep_trials": sweep_trials, "rows": rows,
+            "total_measurements": total, "seconds": seconds, "cpu_seconds": cpu}
+
+
+def run_held_out(trials: int, seed: int, out: Path, models: list[str]) -> list[dict[str, Any]]:
+    from autotune._tune import load_tasks, tune
+
+    rows = []
+    d = out / "held_out"
+    d.mkdir(parents=True, exist_ok=True)
+    for name in models:
+        model, batch, options = HELD_OUT[name]
+        graph = graph_of(model, batch, options)
+        tasks = load_tasks([graph])
+        weights = {t.key: t.count_in(model) for t in tasks}
+        curves = {}
+        from compiler.target import Target
+
+        tk = Target.default().key
+        for run, pre in (("cold", False), ("pretrained", True)):
+            log = d / f"{name}.{run}.jsonl"
+            tune(tasks, trials=trials, log=log, workers=0, seed=seed, pretrained=pre, curve=False)
+            curves[run] = curve(log, tk, weights)
+        finals = [min(x for x in c if x is not None) for c in curves.values() if any(c)]
+        ref = min(finals)
+        rows.append({"model": name, "batch": batch, "options": options, "best_known_us": ref,
+                     "to_within_2pct": {r: to_reach(c, ref, 0.98) for r, c in curves.items()},
+                     "best_us": {r: min(x for x in c if x is not None) for r, c in curves.items()}})
+        print(f"held out {name}: {rows[-1]['to_within_2pct']}", flush=True)
+    return rows
+
+
+def summary(results: dict[str, Any]) -> str:
+    lines = ["# Hardware sweep bench (`bench/sweep.py`)", "",
+             f"Command: `{results['command']}`  ", f"Load average at start: {results['load']}", ""]
+    for m in results["models"]:
+        lines += [f"## {m['model']} b{m['batch']} {m['options'] or ''}", "",
+                  f"cold {m['cold_trials']} per variant vs sweep {m['sweep_trials']} per variant; "
+                  f"total measurements: {m['total_measurements']}; wall s: "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in m["seconds"].items()), "",
+                  "| variant | cold best µs | sweep best µs | sweep / cold quality | pretrained best µs "
+                  "| to 98%: cold | sweep (warm) | pretrained alone |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in m["rows"]:
+            if r.get("infeasible"):
+                lines.append(f"| {r['variant']} | infeasible | | | | | | |")
+                continue
+            q = r["sweep_vs_cold"]
+            t = r["to_98"]
+            lines.append(f"| {r['variant']} | {r['cold_best_us']:,.1f} | {r['sweep_best_us']:,.1f} | "
+                         f"{q:.4f} | {r['pretrained_best_us']:,.1f} | {t['cold']} | {t['sweep']} | "
+                         f"{t['pretrained']} |")
+        lines.append("")
+    if results.get("held_out"):
+        lines += ["## Shipped model on held-out models (default target)", "",
+                  "| model | best known µs | to within 2%: cold | pretrained |", "|---|---|---|---|"]
+        for r in results["held_out"]:
+            t = r["to_within_2pct"]
+            lines.append(f"| {r['model']} b{r['batch']} | {r['best_known_us']:,.1f} | {t['cold']} | "
+                         f"{t['pretrained']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="*", default=["mobilenet_v2"])
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--image-size", type=int, default=224)
+    ap.add_argument("--set", dest="sets", action="append", default=None,
+                    help="default: l1.data_bytes=384K,512K,768K,1M and ddr.bytes_per_cycle=13,27")
+    ap.add_argument("--cold-trials", type=int, default=400)
+    ap.add_argument("--sweep-trials", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--held-out", nargs="*", default=None,
+                    help="held-out models for the shipped model (no names: all four)")
+    ap.add_argument("--held-out-trials", type=int, default=150)
+    ap.add_argument("-o", "--output", default=str(OUT))
+    args = ap.parse_args(argv)
+    sets = args.sets or ["l1.data_bytes=384K,512K,768K,1M", "ddr.bytes_per_cycle=13,27"]
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"command": " ".join(["bench/sweep.py", *(argv or sys.argv[1:])]),
+                               "load": os.getloadavg(), "models": []}
+    for name in args.models:
+        opts = {"image_size": args.image_size} if args.image_size != 224 else {}
+        results["models"].append(run_model(name, args.batch, opts, sets, args.cold_trials,
+                                           args.sweep_trials, args.seed, out))
+        (out / "results.json").write_text(json.dumps(results, indent=1))
+    if args.held_out is not None:
+        results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,
+                                           args.held_out or list(HELD_OUT))
+    results["load_end"] = os.getloadavg()
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "summary.md").write_text(summary(results))
+    print(summary(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
