@@ -245,7 +245,4 @@ def test_report_has_a_sweep_section(tiny_graph: Graph, tmp_path: Path) -> None:
     page = sweep_section(tasks)
     assert "Hardware sweep" in page and all(v.name in page for v in vs)
     assert page.count("<tr>") == 3 and "image/png" in page
-    plain = tmp_path / "plain.jsonl"
-    plain.write_text("".join(line + "\n" for line in log.read_text().splitlines()
-                             if vs[0].name not in line and vs[1].name not in line))
-    assert sweep_section(read_tasks([plain])[0]) == ""
+    assert sweep_section([t for t in tasks if t.target.chip == BASE.name]) == ""
