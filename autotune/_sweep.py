@@ -393,11 +393,13 @@ def _bound_of(task: Task, rec: Record, target: Target) -> tuple[str, str]:
     """(the floor's binding term, the busiest resource) of the best schedule's simulation."""
     from autotune._report import bound_analysis
     from compiler.schedule import GraphSchedule
-    from sim import simulate
+    from sim import SimError, simulate
 
     try:
         schedule = GraphSchedule.from_json(dict(rec.schedule))
         res = simulate(task.graph, schedule, target)
+        if isinstance(res, SimError):
+            return "", res.status
         a = bound_analysis(task.graph, res, target)
     except Exception as exc:  # noqa: BLE001 - a table cell, never a failed sweep
         log.warning("cannot analyse the best schedule of %s on %s: %s", task.name, target.name, exc)

@@ -134,11 +134,12 @@ class WarmRanker(CostModelRanker):
         return f"{self.name}/{'+'.join(what)}/n={own}"
 
     def _new_model(self) -> Any:
-        if getattr(self, "_base", None) is None:
+        base = getattr(self, "_base", None)
+        if base is None:
             return super()._new_model()
         import cost_model
 
-        return cost_model.XGBModel.load(self._base, seed=self._seed, params={"nthread": 1})
+        return cost_model.XGBModel.load(base, seed=self._seed, params={"nthread": 1})
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> None:
         """Train a fresh model on the prior rows and all of ``x, y``, then swap it in."""

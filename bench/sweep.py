@@ -162,6 +162,68 @@ def run_held_out(trials: int, seed: int, out: Path, models: list[str]) -> list[d
     return rows
 
 
+def kill_test(out: Path, model: str, batch: int, options: dict[str, Any], sets: list[str],
+              trials: int, seed: int, kill_after_s: float) -> dict[str, Any]:
+    """SIGKILL ``graphtune sweep`` mid-run, re-run it, compare with an uninterrupted run.
+
+    Both runs in-process (``--workers 0``) with one seed. Reported: candidates measured
+    twice on a variant (goal 0), and whether the final tables are equal (same seed:
+    identical, else within the search's noise: the best latencies' ratios).
+    """
+    import signal
+    import subprocess
+
+    import onnx
+
+    from compiler import zoo
+
+    d = out / "kill"
+    d.mkdir(parents=True, exist_ok=True)
+    onnx_path = d / f"{model}.onnx"
+    onnx.save(zoo.build(model, batch=batch, weights="inputs", **options), str(onnx_path))
+    exe = str(Path(sys.executable).parent / "graphtune")
+
+    def cmd(log: Path, o: Path) -> list[str]:
+        args = [exe, "sweep", str(onnx_path), "--trials-per-variant", str(trials), "--workers", "0",
+                "--seed", str(seed), "--log", str(log), "-o", str(o), "--json"]
+        for s in sets:
+            args += ["--set", s]
+        return args
+
+    for f in d.glob("*.j*"):
+        f.unlink()
+    p = subprocess.Popen(cmd(d / "killed.jsonl", d / "killed"), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    time.sleep(kill_after_s)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    killed_log = d / "killed.jsonl"
+    before = len(killed_log.read_text().splitlines()) if killed_log.exists() else 0
+    resumed = json.loads(subprocess.run(cmd(d / "killed.jsonl", d / "killed"), capture_output=True,
+                                        text=True, check=True).stdout.splitlines()[-1])
+    full = json.loads(subprocess.run(cmd(d / "full.jsonl", d / "full"), capture_output=True,
+                                     text=True, check=True).stdout.splitlines()[-1])
+    from autotune._studies import candidate_id
+    from compiler.schedule import GraphSchedule
+
+    dup = 0
+    seen: set[tuple[str, str]] = set()
+    for line in killed_log.read_text().splitlines():
+        r = json.loads(line)
+        k = (r["target"]["chip"], candidate_id(GraphSchedule.from_json(r["schedule"])))
+        dup += k in seen
+        seen.add(k)
+    ratios = [a["best_us"] / b["best_us"] for a, b in zip(resumed["rows"], full["rows"])
+              if a["best_us"] and b["best_us"]]
+    same = [{k: v for k, v in r.items() if k != "measurements"} for r in resumed["rows"]] == \
+        [{k: v for k, v in r.items() if k != "measurements"} for r in full["rows"]]
+    res = {"model": model, "records_at_kill": before, "kill_after_s": kill_after_s,
+           "measured_twice": dup, "tables_identical": same,
+           "best_ratio_resumed_over_full": ratios}
+    print(f"kill test: {res}", flush=True)
+    return res
+
+
 def summary(results: dict[str, Any]) -> str:
     lines = ["# Hardware sweep bench (`bench/sweep.py`)", "",
              f"Command: `{results['command']}`  ", f"Load average at start: {results['load']}", ""]
@@ -190,6 +252,14 @@ def summary(results: dict[str, Any]) -> str:
             t = r["to_within_2pct"]
             lines.append(f"| {r['model']} b{r['batch']} | {r['best_known_us']:,.1f} | {t['cold']} | "
                          f"{t['pretrained']} |")
+    if results.get("kill"):
+        k = results["kill"]
+        lines += ["", "## SIGKILL mid-sweep and re-run", "",
+                  f"{k['model']}: killed after {k['kill_after_s']} s with {k['records_at_kill']} "
+                  f"records; candidates measured twice: {k['measured_twice']}; final table "
+                  f"identical to an uninterrupted run's: {k['tables_identical']}; best latency "
+                  f"resumed / uninterrupted per row: "
+                  + ", ".join(f"{x:.4f}" for x in k["best_ratio_resumed_over_full"])]
     return "\n".join(lines) + "\n"
 
 
@@ -206,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--held-out", nargs="*", default=None,
                     help="held-out models for the shipped model (no names: all four)")
     ap.add_argument("--held-out-trials", type=int, default=150)
+    ap.add_argument("--kill", type=float, default=None, metavar="SECONDS",
+                    help="also SIGKILL a sweep of the first model after SECONDS and re-run it")
+    ap.add_argument("--kill-trials", type=int, default=60)
     ap.add_argument("-o", "--output", default=str(OUT))
     args = ap.parse_args(argv)
     sets = args.sets or ["l1.data_bytes=384K,512K,768K,1M", "ddr.bytes_per_cycle=13,27"]
@@ -221,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.held_out is not None:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,
                                            args.held_out or list(HELD_OUT))
+    if args.kill is not None:
+        name = args.models[0] if args.models else "tiny_cnn"
+        opts = {"image_size": args.image_size} if args.image_size != 224 else {}
+        results["kill"] = kill_test(out, name, args.batch, opts, sets, args.kill_trials, args.seed,
+                                    args.kill)
     results["load_end"] = os.getloadavg()
     (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "summary.md").write_text(summary(results))
