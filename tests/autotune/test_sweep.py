@@ -79,7 +79,7 @@ def test_an_l1_too_small_for_any_schedule_is_infeasible(tiny_graph: Graph) -> No
     assert infeasible_reason(tiny_graph, BASE) is None
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(st.integers(min_value=10, max_value=16), st.integers(min_value=1, max_value=4))
 def test_feasibility_is_monotone_in_l1(tiny_graph: Graph, log2: int, more: int) -> None:
     """A variant the check calls feasible stays feasible with more L1 (what fits, fits)."""
@@ -246,3 +246,28 @@ def test_report_has_a_sweep_section(tiny_graph: Graph, tmp_path: Path) -> None:
     assert "Hardware sweep" in page and all(v.name in page for v in vs)
     assert page.count("<tr>") == 3 and "image/png" in page
     assert sweep_section([t for t in tasks if t.target.chip == BASE.name]) == ""
+
+
+def test_the_shipped_model_matches_the_feature_set_and_a_tune_says_it_uses_it(
+        tiny_graph: Graph, tmp_path: Path) -> None:
+    import cost_model
+    from autotune._tune import tune
+
+    path = cost_model.pretrained_path()
+    assert path is not None and path.name == f"xgb-{cost_model.feature_set_id()}.ubj"
+    assert path.stat().st_size < 2 << 20
+    model = cost_model.XGBModel.load(path)  # refuses a file trained on other features
+    assert model.trained and model.feature_names[: len(cost_model.feature_names())] == \
+        cost_model.feature_names()
+    lines: list[str] = []
+    res = tune([tiny_graph], trials=6, log=tmp_path / "t.jsonl", workers=0, seed=0,
+               pretrained=True, notify=lines.append, curve=False)
+    assert len(lines) == 1 and "shipped pre-trained cost model" in lines[0] and path.name in lines[0]
+    tuners = [json.loads(x)["prov"].get("cost_model", "") for x in
+              (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert any(t.startswith("xgb-warm/pretrained") for t in tuners), tuners
+    assert res.measured == 6
+    lines.clear()  # the log has records now: nothing to say, the default model ranks
+    tune([tiny_graph], trials=8, log=tmp_path / "t.jsonl", workers=0, seed=0, pretrained=True,
+         notify=lines.append, curve=False)
+    assert lines == []
