@@ -271,3 +271,17 @@ def test_the_shipped_model_matches_the_feature_set_and_a_tune_says_it_uses_it(
     tune([tiny_graph], trials=8, log=tmp_path / "t.jsonl", workers=0, seed=0, pretrained=True,
          notify=lines.append, curve=False)
     assert lines == []
+
+
+def test_a_spent_time_budget_leaves_variants_for_a_re_run(tiny_graph: Graph, tmp_path: Path) -> None:
+    vs = make_variants(BASE, [parse_set("ddr.bytes_per_cycle=13,27")])
+    log = tmp_path / "sweep.jsonl"
+    lines: list[str] = []
+    cut = sweep([tiny_graph], vs, trials_per_variant=12, log=log, workers=0, seed=0,
+                pretrained=False, time_budget_s=1e-6, notify=lines.append)
+    assert [(r.status, r.measurements) for r in cut.rows] == [("not run", 0)] * 2
+    assert any("time budget is spent: 2 variant(s) not tuned" in x for x in lines)
+    done = sweep([tiny_graph], vs, trials_per_variant=12, log=log, workers=0, seed=0,
+                 pretrained=False)
+    assert [r.measurements for r in done.rows] == [12, 12]
+    assert done.measured == 24 - cut.rows[0].measurements
