@@ -7,6 +7,11 @@ Example:
     >>> with ApplyHistoryBest("tune.jsonl"):
     ...     model.compile("r50.stcobj")
 
+A hardware what-if: the same models tuned on variants of the chip, one log.
+    >>> from autotune import make_variants, parse_set, sweep
+    >>> vs = make_variants(Target.default(), [parse_set("l1.data_bytes=512K,1M")])
+    >>> sweep(["mbv2.onnx"], vs, trials_per_variant=200, log="sweep.jsonl", out="sweep/")
+
 A farm: several jobs, each with its own log, share one study through a storage
 and never measure a candidate twice; ``graphtune distill`` merges their logs.
     >>> tune(["r50.onnx"], trials=2000, log="host1.jsonl", seed=1,
@@ -22,7 +27,9 @@ from autotune._state import JobState, TaskState
 from autotune._tasks import Task, TaskUse, extract_tasks
 from autotune._tune import tune
 
-_LAZY = {"GuidedOptions": "autotune._guided", "GuidedSampler": "autotune._guided"}
+_LAZY = {"GuidedOptions": "autotune._guided", "GuidedSampler": "autotune._guided",
+         "sweep": "autotune._sweep", "make_variants": "autotune._sweep_targets",
+         "parse_set": "autotune._sweep_targets"}
 
 
 def __getattr__(name: str) -> object:
@@ -51,5 +58,8 @@ __all__ = [
     "TaskUse",
     "TuneResult",
     "extract_tasks",
+    "make_variants",
+    "parse_set",
+    "sweep",
     "tune",
 ]

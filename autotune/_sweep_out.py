@@ -134,6 +134,11 @@ def _param_plot(rows: Sequence[SweepRow], key: str, others: Sequence[str]) -> by
     if not drawn:
         plt.close(fig)
         return None
+    if key.endswith("bytes"):
+        xs = sorted({r.values[key] for r in rows})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [_size(x) for x in xs])
+        ax.minorticks_off()
     ax.set_xlabel(key)
     ax.set_ylabel("latency of one inference (µs)")
     ax.set_ylim(bottom=0)
@@ -141,6 +146,15 @@ def _param_plot(rows: Sequence[SweepRow], key: str, others: Sequence[str]) -> by
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return _png(fig)
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{int(n // scale)}{unit}"
+        if n >= scale and n % (scale // 4) == 0:
+            return f"{n / scale:g}{unit}"
+    return f"{n:g}"
 
 
 def pareto_front(rows: Sequence[SweepRow], keys: Sequence[str]) -> list[SweepRow]:
