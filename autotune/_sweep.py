@@ -9,8 +9,8 @@ For each variant (:mod:`autotune._sweep_targets`), in order:
    O0-O3 and the guide's plans that fit first, then the fastest schedules of
    the variants finished before it (projected into its space, where they fit),
    then the guided search, ranked by a cost model trained on those variants'
-   measurements (:class:`autotune._warm.WarmRanker`) and, for the very first
-   variant, continued from the shipped pre-trained model;
+   measurements (:class:`autotune._warm.WarmRanker`), continued from the
+   shipped pre-trained model (the first variant: that model alone);
 3. if no schedule ran, the variant is infeasible with the first capacity
    error its measurements gave.
 

@@ -170,7 +170,7 @@ def run_held_out(trials: int, seed: int, out: Path, models: list[str], target_se
 
 
 def kill_test(out: Path, model: str, batch: int, options: dict[str, Any], sets: list[str],
-              trials: int, seed: int, kill_after_s: float) -> dict[str, Any]:
+              trials: int, seed: int, kill_at: int) -> dict[str, Any]:
     """SIGKILL ``graphtune sweep`` mid-run, re-run it, compare with an uninterrupted run.
 
     Both runs in-process (``--workers 0``) with one seed. Reported: candidates measured
@@ -201,10 +201,13 @@ def kill_test(out: Path, model: str, batch: int, options: dict[str, Any], sets: 
         f.unlink()
     p = subprocess.Popen(cmd(d / "killed.jsonl", d / "killed"), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
-    time.sleep(kill_after_s)
+    killed_log = d / "killed.jsonl"
+    while p.poll() is None:  # kill once the log holds kill_at records (mid-variant)
+        if killed_log.exists() and len(killed_log.read_bytes().splitlines()) >= kill_at:
+            break
+        time.sleep(0.2)
     p.send_signal(signal.SIGKILL)
     p.wait()
-    killed_log = d / "killed.jsonl"
     before = len(killed_log.read_text().splitlines()) if killed_log.exists() else 0
     resumed = json.loads(subprocess.run(cmd(d / "killed.jsonl", d / "killed"), capture_output=True,
                                         text=True, check=True).stdout.splitlines()[-1])
@@ -224,7 +227,8 @@ def kill_test(out: Path, model: str, batch: int, options: dict[str, Any], sets: 
               if a["best_us"] and b["best_us"]]
     same = [{k: v for k, v in r.items() if k != "measurements"} for r in resumed["rows"]] == \
         [{k: v for k, v in r.items() if k != "measurements"} for r in full["rows"]]
-    res = {"model": model, "records_at_kill": before, "kill_after_s": kill_after_s,
+    res = {"model": model, "options": options, "sets": sets, "trials": trials,
+           "records_at_kill": before, "kill_at": kill_at,
            "measured_twice": dup, "tables_identical": same,
            "best_ratio_resumed_over_full": ratios}
     print(f"kill test: {res}", flush=True)
@@ -265,8 +269,9 @@ def summary(results: dict[str, Any]) -> str:
     if results.get("kill"):
         k = results["kill"]
         lines += ["", "## SIGKILL mid-sweep and re-run", "",
-                  f"{k['model']}: killed after {k['kill_after_s']} s with {k['records_at_kill']} "
-                  f"records; candidates measured twice: {k['measured_twice']}; final table "
+                  f"{k['model']} {k['options']} over {k['sets']}, {k['trials']} per variant: "
+                  f"killed with {k['records_at_kill']} records in the log; candidates measured "
+                  f"twice: {k['measured_twice']}; final table "
                   f"identical to an uninterrupted run's: {k['tables_identical']}; best latency "
                   f"resumed / uninterrupted per row: "
                   + ", ".join(f"{x:.4f}" for x in k["best_ratio_resumed_over_full"])]
@@ -289,9 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--held-out-target", default="l1.data_bytes=512K",
                     help="the held-out tunes' target: one KEY=VALUE change of the STCP920 ('' for "
                          "the STCP920 itself, where O3 is often within 2%% of the best already)")
-    ap.add_argument("--kill", type=float, default=None, metavar="SECONDS",
-                    help="also SIGKILL a sweep of the first model after SECONDS and re-run it")
+    ap.add_argument("--kill", type=int, default=None, metavar="RECORDS",
+                    help="also SIGKILL a sweep of the first model once its log holds RECORDS "
+                         "records, re-run it and compare with an uninterrupted run")
     ap.add_argument("--kill-trials", type=int, default=60)
+    ap.add_argument("--kill-model", default=None, help="default: the first of --models")
     ap.add_argument("-o", "--output", default=str(OUT))
     args = ap.parse_args(argv)
     sets = args.sets or ["l1.data_bytes=384K,512K,768K,1M", "ddr.bytes_per_cycle=13,27"]
@@ -308,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,
                                            args.held_out or list(HELD_OUT), args.held_out_target)
     if args.kill is not None:
-        name = args.models[0] if args.models else "tiny_cnn"
+        name = args.kill_model or (args.models[0] if args.models else "mobilenet_v2")
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}
         results["kill"] = kill_test(out, name, args.batch, opts, sets, args.kill_trials, args.seed,
                                     args.kill)
