@@ -112,14 +112,16 @@ def sweep_cmd(model_paths: tuple[str, ...], sets: tuple[str, ...], zip_: bool,
 
     from autotune._commands._common import console
 
-    t = Table(title=f"sweep: {len(variants)} variant(s), {result.measured} new measurement(s)")
+    t = Table(title=f"sweep of {base.name}: {len(variants)} variant(s), {result.measured} new "
+                    "measurement(s)")
     for col in ("model", "variant", "best µs", "O3 µs", "× O3", "bound µs", "bounded by"):
         t.add_column(col, justify="right" if "µs" in col or "×" in col else "left")
     for r in result.rows:
+        name = r.variant.partition("+")[2] or r.variant  # the swept values
         if r.status != "ok":
-            t.add_row(r.model, r.variant, r.status, "", "", "", r.reason[:60])
+            t.add_row(r.model, name, r.status, "", "", "", r.reason.split(";")[0][:60])
             continue
-        t.add_row(r.model, r.variant, f"{r.best_us:,.1f}", f"{r.o3_us:,.1f}" if r.o3_us else "-",
+        t.add_row(r.model, name, f"{r.best_us:,.1f}", f"{r.o3_us:,.1f}" if r.o3_us else "-",
                   f"{r.speedup_over_o3:.2f}" if r.speedup_over_o3 else "-",
                   f"{r.bound_us:,.1f}" if r.bound_us else "-", f"{r.floor}; {r.limit}")
     con = console()
