@@ -89,7 +89,8 @@ def to_reach(c: list[float | None], ref: float, fraction: float) -> int | None:
 
 
 def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], cold_trials: int,
-              sweep_trials: int, seed: int, out: Path) -> dict[str, Any]:
+              sweep_trials: int, seed: int, out: Path,
+              only: tuple[str, ...] = ("cold", "sweep", "pretrained")) -> dict[str, Any]:
     from autotune._sweep import sweep
     from autotune._sweep_targets import make_variants, parse_set
     from autotune._tune import load_tasks
@@ -106,6 +107,8 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
     seconds: dict[str, float] = {}
     cpu: dict[str, float] = {}
     for run, (trials, warm, pre) in runs.items():
+        if run not in only:
+            continue
         t0, c0 = time.time(), time.process_time()
         sweep(tasks, variants, trials_per_variant=trials, log=d / f"{run}.jsonl", workers=0,
               seed=seed, warm=warm, pretrained=pre)
@@ -124,7 +127,7 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
             "variant": v.name,
             "cold_best_us": finals["cold"], "sweep_best_us": finals["sweep"],
             "pretrained_best_us": finals["pretrained"],
-            "sweep_vs_cold": (finals["cold"] / finals["sweep"]
+            "sweep_vs_cold": (finals["cold"] / finals["sweep"]  # > 1: the sweep found faster
                               if finals["cold"] and finals["sweep"] else None),
             "measurements": {run: len(c) for run, c in curves.items()},
             "to_98": {run: to_reach(c, ref, 0.98) for run, c in curves.items()},
@@ -239,6 +242,10 @@ def kill_test(out: Path, model: str, batch: int, options: dict[str, Any], sets: 
     return res
 
 
+def _f(x: float | None, spec: str = ",.1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
 def summary(results: dict[str, Any]) -> str:
     lines = ["# Hardware sweep bench (`bench/sweep.py`)", "",
              f"Command: `{results['command']}`  ", f"Load average at start: {results['load']}", ""]
@@ -256,9 +263,9 @@ def summary(results: dict[str, Any]) -> str:
                 continue
             q = r["sweep_vs_cold"]
             t = r["to_98"]
-            lines.append(f"| {r['variant']} | {r['cold_best_us']:,.1f} | {r['sweep_best_us']:,.1f} | "
-                         f"{q:.4f} | {r['pretrained_best_us']:,.1f} | {t['cold']} | {t['sweep']} | "
-                         f"{t['pretrained']} |")
+            lines.append(f"| {r['variant']} | {_f(r['cold_best_us'])} | {_f(r['sweep_best_us'])} | "
+                         f"{_f(q, '.4f')} | {_f(r['pretrained_best_us'])} | {t['cold']} | "
+                         f"{t['sweep']} | {t['pretrained']} |")
         lines.append("")
     if results.get("held_out"):
         lines += ["## Shipped model on held-out models", "",
@@ -292,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cold-trials", type=int, default=400)
     ap.add_argument("--sweep-trials", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--runs", default="cold,sweep,pretrained",
+                    help="which runs to make (the others are read from their logs if present)")
     ap.add_argument("--held-out", nargs="*", default=None,
                     help="held-out models for the shipped model (no names: all four)")
     ap.add_argument("--held-out-trials", type=int, default=150)
@@ -313,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models:
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}
         results["models"].append(run_model(name, args.batch, opts, sets, args.cold_trials,
-                                           args.sweep_trials, args.seed, out))
+                                           args.sweep_trials, args.seed, out,
+                                           tuple(args.runs.split(","))))
         (out / "results.json").write_text(json.dumps(results, indent=1))
     if args.held_out is not None:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,
