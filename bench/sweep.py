@@ -46,6 +46,10 @@ HELD_OUT: dict[str, tuple[str, int, dict[str, Any]]] = {
     "vit": ("vit", 4, {"image_size": 96, "num_layers": 2}),
     "wide_and_deep": ("wide_and_deep", 512, {}),
     "gpt": ("gpt", 2, {"seq": 64, "num_layers": 2}),
+    # full size (the acceptance's): the small ones above are solved by the first proposal
+    "resnet34_full": ("resnet34", 16, {}),
+    "vit_full": ("vit", 16, {}),
+    "gpt_full": ("gpt", 8, {"seq": 128}),
 }
 
 
