@@ -9,6 +9,11 @@ Example:
     >>> with ApplyHistoryBest("tune.jsonl"):
     ...     model.compile("r50.stcobj")
 
+A hardware what-if: the same models tuned on variants of the chip, one log.
+    >>> from autotune import make_variants, parse_set, sweep
+    >>> vs = make_variants(Target.default(), [parse_set("l1.data_bytes=512K,1M")])
+    >>> sweep(["mbv2.onnx"], vs, trials_per_variant=200, log="sweep.jsonl", out="sweep/")
+
 A farm: several jobs, each with its own log, share one study through a storage
 and never measure a candidate twice; ``graphtune distill`` merges their logs.
     >>> tune(["r50.onnx"], trials=2000, log="host1.jsonl", search=SearchOptions(seed=1),
@@ -36,13 +41,13 @@ from compiler.moved import keep_old_paths
 # Modules moved into the rooms in 0.1; their old paths import, with a DeprecationWarning,
 # until 0.2.
 _MOVED = {
-    "autotune._tasks": "autotune.job._tasks",
-    "autotune._state": "autotune.job._state",
+    "autotune.job._tasks": "autotune.job._tasks",
+    "autotune.job._state": "autotune.job._state",
     "autotune._scheduler": "autotune.job._scheduler",
-    "autotune._studies": "autotune.sampling._studies",
+    "autotune.sampling._studies": "autotune.sampling._studies",
     "autotune._guided": "autotune.sampling._guided",
     "autotune._breed": "autotune.sampling._breed",
-    "autotune._ranker": "autotune.sampling._ranker",
+    "autotune.sampling._ranker": "autotune.sampling._ranker",
     "autotune._measurer": "autotune.measure._measurer",
     "autotune._delayed": "autotune.measure._delayed",
     "autotune._plugins": "autotune.measure._plugins",
@@ -61,7 +66,9 @@ _MOVED = {
 }
 keep_old_paths(_MOVED, version="0.2")
 
-_LAZY = {"GuidedOptions": "autotune.sampling._guided", "GuidedSampler": "autotune.sampling._guided"}
+_LAZY = {"GuidedOptions": "autotune.sampling._guided", "GuidedSampler": "autotune.sampling._guided",
+         "sweep": "autotune.whatif", "make_variants": "autotune.whatif",
+         "parse_set": "autotune.whatif"}
 
 
 def __getattr__(name: str) -> object:
@@ -93,5 +100,8 @@ __all__ = [
     "TaskUse",
     "TuneResult",
     "extract_tasks",
+    "make_variants",
+    "parse_set",
+    "sweep",
     "tune",
 ]

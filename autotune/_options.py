@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
     from autotune.sampling._ranker import Ranker
     from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
     from compiler.target import Target
     from search_space import Space
 
@@ -57,6 +58,12 @@ class SearchOptions:
         seeds: Measure O0-O3 and the fitting hand-written plans first (False only for
             search experiments: ``bench/search_efficiency.py`` compares samplers from
             scratch).
+        warm_schedules: Workload key -> schedules found elsewhere (a sweep's other
+            targets): each is projected into the task's space and, where it fits the
+            target, measured right after the seeds as an ordinary candidate.
+        pretrained: With the guided sampler and no ``ranker``: a task with no records
+            on this target yet starts from the shipped pre-trained cost model
+            (:func:`cost_model.load_pretrained`) instead of the roofline estimate.
     """
 
     sampler: str = "guided"
@@ -67,6 +74,8 @@ class SearchOptions:
     guided: GuidedOptions | None = None
     ranker: RankerFactory | None = None
     seeds: bool = True
+    warm_schedules: Mapping[str, Sequence[GraphSchedule]] | None = None
+    pretrained: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,8 @@ class RunOptions:
         batch_size: Candidates per batch sent to a worker.
         callbacks: Called with the :class:`autotune.JobState` after every measured batch.
         curve: Draw the tuning-curve PNG next to the log.
+        notify: Called with a line for the user about how the job starts (the
+            pre-trained model in use, or why not).
     """
 
     workers: int | None = None
@@ -99,6 +110,7 @@ class RunOptions:
     batch_size: int = 4
     callbacks: Sequence[Callback] = ()
     curve: bool = True
+    notify: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +141,9 @@ _LEGACY: dict[str, tuple[str, str]] = {
     "guided": ("search", "guided"),
     "ranker": ("search", "ranker"),
     "seeds": ("search", "seeds"),
+    "warm_schedules": ("search", "warm_schedules"),
+    "pretrained": ("search", "pretrained"),
+    "notify": ("run", "notify"),
     "workers": ("run", "workers"),
     "storage": ("run", "storage"),
     "ray_address": ("run", "ray_address"),

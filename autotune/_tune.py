@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from autotune.running._pool import MeasurePool
     from autotune.sampling._guided import GuidedOptions
     from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
     from compiler.target import Target
     from logs import Record
 
@@ -167,6 +168,7 @@ def tune(
         run.worker_cpus
     worker_resources = dict(run.worker_resources) if run.worker_resources is not None else None
     batch_size, callbacks, curve = run.batch_size, run.callbacks, run.curve
+    warm_schedules, pretrained, notify = search.warm_schedules, search.pretrained, run.notify
     measurer, timeout_per_trial = measure.measurer, measure.timeout_per_trial
     measurer_options = dict(measure.options) if measure.options is not None else None
 
@@ -200,6 +202,10 @@ def tune(
     try:
         owner = f"{socket.gethostname()}:{os.path.realpath(log_path)}"
         records = _read_log(log_path, tasks, tgt, meas)  # a bad log fails before the storage
+        if pretrained and ranker is None and sampler == "guided":
+            from autotune.sampling._warm import pretrained_factory
+
+            ranker = pretrained_factory(records, notify)
         handle = open_storage(storage, log_path)
         if n_workers > 0 and sampler == "guided":
             # Workers measure while the driver proposes: retrain the cost model on a thread
@@ -210,7 +216,7 @@ def tune(
 
             guided = replace(guided or GuidedOptions(), background_fit=True)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
-                     trials, n_workers, seeds, owner if handle.shared else None)
+                     trials, n_workers, seeds, owner if handle.shared else None, warm_schedules)
         if handle.shared:
             claims = Claims(handle)
         scheduler = _scheduler(job, seed, early_stopping)
@@ -316,7 +322,8 @@ def _read_log(path: str, tasks: Sequence[Task], target: Target, measurer: Measur
 def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
            handle: StorageHandle, target: Target, sampler: str, seed: int | None,
            objective: str, guided: GuidedOptions | None, ranker: RankerFactory | None,
-           trials: int, workers: int, seeds: bool, owner: str | None) -> JobState:
+           trials: int, workers: int, seeds: bool, owner: str | None,
+           warm: Mapping[str, Sequence[GraphSchedule]] | None = None) -> JobState:
     """Spaces, studies (reconciled with the log) and seeds of every task.
 
     ``owner`` names this driver on a shared storage (None on a private one).
@@ -357,6 +364,10 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
         reconcile(study, space, logged, objective, owner, ts.lower_bound_us)
         if seeds:
             _enqueue_seeds(ts, target)
+        if warm and warm.get(task.key):
+            from autotune.sampling._warm import enqueue_warm
+
+            enqueue_warm(ts, warm[task.key], target)
         states.append(ts)
     handle.flush()
     return JobState(states, trials, workers)

@@ -7,7 +7,7 @@ crossover (each gene from either parent) with probability ``crossover``, then
 mutation (each gene re-drawn uniformly with probability ``rate / dimension``, at
 least one gene changed), decoded and simulated; the ``mu`` fastest of parents and
 children survive. The first population is the projections of the same seeds the
-tuner measures (O0-O3 and the guide's plans that fit, ``autotune._studies``; a seed
+tuner measures (O0-O3 and the guide's plans that fit, ``autotune.sampling._studies``; a seed
 the space cannot express is left out) and uniform random vectors. Every simulated
 vector counts as one evaluation (a schedule that does not run counts too, as a
 failed measurement does for the tuner); a vector seen before is not simulated again

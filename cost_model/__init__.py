@@ -9,7 +9,10 @@
   column; ``save``/``load`` in XGBoost's JSON/UBJSON),
   :class:`AnalyticalModel` is that roofline estimate alone and
   :class:`RandomModel` the baseline;
-* :mod:`cost_model.metrics`: Spearman, pairwise accuracy, top-k recall.
+* :mod:`cost_model.metrics`: Spearman, pairwise accuracy, top-k recall;
+* :func:`pretrained_path`: the pre-trained model shipped as package data
+  (``pretrained/xgb-<feature_set_id()>.ubj``, trained by
+  ``tools/train_pretrained.py``), None when this feature set has none.
 
 Example:
     >>> X = features(graph, measured, target)
@@ -20,6 +23,7 @@ Example:
 from cost_model import metrics
 from cost_model._base import CostModel, CostModelError
 from cost_model._features import FEATURES, Feature, feature_names, features, reference_cycles
+from cost_model._pretrained import feature_set_id, pretrained_path
 from cost_model._simple import AnalyticalModel, RandomModel, analytical_cycles
 from cost_model._xgb import XGBModel
 
@@ -33,7 +37,9 @@ __all__ = [
     "XGBModel",
     "analytical_cycles",
     "feature_names",
+    "feature_set_id",
     "features",
     "metrics",
+    "pretrained_path",
     "reference_cycles",
 ]

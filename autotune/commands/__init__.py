@@ -12,7 +12,7 @@ import importlib
 import click
 
 _MODULES = ["model_cmds", "log_cmds", "schedule_cmds", "build_cmds", "sim_cmds", "space_cmds",
-            "tune_cmds", "dashboard_cmds", "quant_cmds", "explain_cmds"]
+            "tune_cmds", "dashboard_cmds", "quant_cmds", "explain_cmds", "sweep_cmds"]
 
 
 def register_all(group: click.Group) -> None:

@@ -63,13 +63,17 @@ def register(group: click.Group) -> None:
 @click.option("--worker-resource", "worker_resources", multiple=True, metavar="NAME=AMOUNT",
               help="A custom Ray resource each worker needs, e.g. stcp920=1: workers go only to "
                    "nodes started with it (repeatable).")
+@click.option("--pretrained", is_flag=True,
+              help="A task with no records on this target yet starts from the cost model "
+                   "shipped with graphtune (cost_model/pretrained/) instead of the roofline "
+                   "estimate; says so when it starts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: int | None,
              workers: int | None, ray_address: str | None, storage: str | None, sampler: str,
              seed: int | None, objective: str, timeout_per_trial: float | None,
              early_stopping: int | None, target_file: str | None, measurer_spec: str,
              measurer_args: tuple[str, ...], worker_cpus: float | None,
-             worker_resources: tuple[str, ...], as_json: bool) -> None:
+             worker_resources: tuple[str, ...], pretrained: bool, as_json: bool) -> None:
     """Tune MODEL.onnx (and more models) on the STCP920 simulator, recording every measurement.
 
     Each NPU sub-function of each model is a task with its own Optuna study;
@@ -133,10 +137,11 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
         result = tune(
             graphs, trials=trials, log=log_path, target=target,
             search=SearchOptions(sampler=sampler, seed=seed, objective=objective,
-                                 early_stopping=early_stopping),
+                                 early_stopping=early_stopping, pretrained=pretrained),
             run=RunOptions(workers=workers, storage=storage, ray_address=ray_address,
                            callbacks=[progress], worker_cpus=worker_cpus,
-                           worker_resources=resources),
+                           worker_resources=resources,
+                           notify=lambda line: click.echo(f"graphtune: {line}", err=True)),
             measure=MeasureOptions(measurer=measurer, timeout_per_trial=timeout_per_trial))
     finally:
         progress.close()

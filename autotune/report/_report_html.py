@@ -146,6 +146,9 @@ def render(views: Sequence[TaskView], log_paths: Sequence[str], model_paths: Seq
     for note in notes:
         parts.append(f'<p class="note">{_e(note)}</p>\n')
     parts.append(_summary(views))
+    from autotune.report._sweep import sweep_section
+
+    parts.append(sweep_section([v.log for v in views]))
     for i, view in enumerate(views, start=1):
         parts.append(_task(view, i))
     parts.append("</body>\n</html>\n")

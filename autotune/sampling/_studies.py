@@ -116,8 +116,12 @@ def candidate_id(schedule: GraphSchedule) -> str:
 
 
 def seed_schedules(graph: Graph, target: Target) -> list[tuple[str, GraphSchedule]]:
-    """O0-O3 and every hand-written plan that fits ``graph``, as ``(label, schedule)``."""
+    """O0-O3 and every hand-written plan that fits ``graph``, as ``(label, schedule)``.
+
+    A level that does not fit ``target`` even with every result demoted is left out.
+    """
     from compiler.auto import graph_schedule_level
+    from compiler.errors import ScheduleError
     from compiler.guide_plans import PLAN_BATCH, PLANS, guide_plan
 
     out: list[tuple[str, GraphSchedule]] = []
@@ -129,5 +133,8 @@ def seed_schedules(graph: Graph, target: Target) -> list[tuple[str, GraphSchedul
         except Exception:  # noqa: BLE001 - a plan for another model fails in many ways
             continue
     for level in range(4):
-        out.append((f"O{level}", graph_schedule_level(graph, target, level)))
+        try:
+            out.append((f"O{level}", graph_schedule_level(graph, target, level)))
+        except ScheduleError as exc:  # a small target (a sweep's variant): the search may still fit
+            log.info("O%d is not a seed: %s", level, exc)
     return out

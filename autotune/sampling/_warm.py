@@ -1,0 +1,281 @@
+"""Warm starts of a tune: what is known before its first measurement.
+
+* :class:`WarmRanker`: the guided sampler's cost model (:class:`CostModelRanker`)
+  trained, before the task measures anything, on measurements of the same
+  workload on other targets (a sweep's finished variants) and/or continued from
+  the shipped pre-trained model (:func:`cost_model.load_pretrained`). Features
+  are normalised by the target (``cost_model.features``), so a row measured on
+  one variant says something about another; each source target is its own
+  query group, so only orders within a target are learnt, never the
+  targets' absolute speeds.
+* :func:`warm_schedules`: the best schedules of those other targets, to be
+  projected into the task's space and measured first where they fit
+  (:func:`autotune._tune.tune`'s ``warm_schedules``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from autotune.sampling._ranker import CostModelRanker
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+    from logs import Record
+    from search_space import Space
+
+__all__ = ["PriorData", "WarmRanker", "prior_data", "ranker_factory", "warm_schedules"]
+
+log = logging.getLogger("autotune.tune")
+
+MAX_PRIOR_ROWS_PER_TARGET = 400
+"""Rows of one other target a warm cost model trains on (its fastest first)."""
+
+
+@dataclass(frozen=True)
+class PriorData:
+    """Feature rows and throughputs of one workload measured on other targets.
+
+    Attributes:
+        x: Feature rows (``cost_model.features`` of each record's own target).
+        y: Measured throughputs (> 0).
+        groups: One id per source target.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    groups: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+
+def prior_data(graph: Graph, records: Iterable[tuple[Target, Record]],
+               per_target: int = MAX_PRIOR_ROWS_PER_TARGET) -> PriorData | None:
+    """Training rows from successful records of ``graph``'s workload on other targets.
+
+    Args:
+        graph: The task's graph.
+        records: ``(the target it ran on, record)`` pairs (failures are skipped).
+        per_target: At most this many rows per target, its fastest.
+    """
+    import cost_model
+    from compiler.schedule import GraphSchedule
+
+    by_target: dict[str, tuple[Target, list[Record]]] = {}
+    for target, rec in records:
+        if rec.result.status.value != "ok" or not rec.result.throughput_per_s:
+            continue
+        by_target.setdefault(target.key, (target, []))[1].append(rec)
+    xs, ys, gs = [], [], []
+    for g, (target, recs) in enumerate(sorted(by_target.values(), key=lambda tr: tr[0].key)):
+        recs = sorted(recs, key=lambda r: -float(r.result.throughput_per_s or 0.0))[:per_target]
+        schedules: list[GraphSchedule] = []
+        speeds: list[float] = []
+        for r in recs:
+            try:
+                schedules.append(GraphSchedule.from_json(dict(r.schedule)))
+            except Exception:  # noqa: BLE001 - a record of another version: not usable here
+                continue
+            speeds.append(float(r.result.throughput_per_s or 0.0))
+        if not schedules:
+            continue
+        xs.append(np.asarray(cost_model.features(graph, schedules, target), dtype=np.float64))
+        ys.append(np.asarray(speeds))
+        gs.append(np.full(len(speeds), g, dtype=np.int64))
+    if not xs:
+        return None
+    return PriorData(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
+
+
+class WarmRanker(CostModelRanker):
+    """A :class:`CostModelRanker` that knows something before the task's first measurement.
+
+    Every training fits the task's own rows together with ``prior`` (other
+    targets' rows, each target its own query group) and, with ``base``,
+    continues boosting from the pre-trained model's trees. Before any own
+    measurement the model is trained on the prior alone (or is the base
+    model), so the first proposals are ranked by it rather than by the
+    roofline estimate.
+
+    Args:
+        graph: The task's graph.
+        target: The target being tuned.
+        seed: XGBoost's seed.
+        prior: Rows of other targets (None: none).
+        base: A pre-trained ``XGBModel`` file (None: train from scratch).
+    """
+
+    name = "xgb-warm"
+
+    def __init__(self, graph: Graph, target: Target, seed: int | None = None,
+                 prior: PriorData | None = None, base: str | None = None) -> None:
+        self._prior_rows = prior
+        self._base = base
+        super().__init__(graph, target, seed)
+        if base is not None or prior is not None:
+            self.fit(np.zeros((0, 0)), np.zeros(0))
+            if self._model.trained:
+                self.label = self._label(0)
+
+    def _label(self, own: int) -> str:
+        what = []
+        if self._base is not None:
+            what.append("pretrained")
+        if self._prior_rows is not None:
+            what.append(f"prior={len(self._prior_rows)}")
+        return f"{self.name}/{'+'.join(what)}/n={own}"
+
+    def _new_model(self) -> Any:
+        base = getattr(self, "_base", None)
+        if base is None:
+            return super()._new_model()
+        import cost_model
+
+        return cost_model.XGBModel.load(base, seed=self._seed, params={"nthread": 1})
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> None:
+        """Train a fresh model on the prior rows and all of ``x, y``, then swap it in."""
+        own = len(y)
+        xs, ys, gs = [], [], []
+        top = 0
+        if self._prior_rows is not None:
+            xs.append(self._prior_rows.x)
+            ys.append(self._prior_rows.y)
+            gs.append(self._prior_rows.groups)
+            top = int(self._prior_rows.groups.max()) + 1
+        if own:
+            xs.append(np.asarray(x, dtype=np.float64))
+            ys.append(np.asarray(y, dtype=np.float64))
+            gs.append(np.full(own, top, dtype=np.int64))
+        model = self._new_model()
+        if xs:
+            model.fit(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
+        self._model = model
+        if model.trained:
+            self.label = self._label(own)
+
+
+def ranker_factory(priors: dict[str, PriorData | None], base: str | None
+                   ) -> Callable[[Space, Graph, Target, int | None], Any]:
+    """A ``tune(ranker=...)`` factory: a :class:`WarmRanker` with each workload's prior rows.
+
+    Args:
+        priors: Workload key -> rows of other targets (missing or None: none).
+        base: The pre-trained model file, or None.
+    """
+
+    def make(space: Space, graph: Graph, target: Target, seed: int | None) -> Any:
+        prior = priors.get(graph.workload_key)
+        if prior is None and base is None:
+            from autotune.sampling._ranker import default_ranker
+
+            return default_ranker(space, graph, target, seed)
+        return WarmRanker(graph, target, seed, prior=prior, base=base)
+
+    return make
+
+
+def warm_schedules(records: Iterable[Record], per_target: int = 3) -> list[GraphSchedule]:
+    """The ``per_target`` fastest distinct schedules of each target among ``records``."""
+    from autotune.sampling._studies import candidate_id
+    from compiler.schedule import GraphSchedule
+
+    by_target: dict[str, list[Record]] = {}
+    for rec in records:
+        if rec.result.status.value == "ok" and rec.result.latency_us:
+            by_target.setdefault(str(rec.target), []).append(rec)
+    out: list[GraphSchedule] = []
+    seen: set[str] = set()
+    for key in sorted(by_target):
+        taken = 0
+        for rec in sorted(by_target[key], key=lambda r: float(r.result.latency_us or 0.0)):
+            if taken >= per_target:
+                break
+            try:
+                s = GraphSchedule.from_json(dict(rec.schedule))
+            except Exception:  # noqa: BLE001 - a record of another version: not usable here
+                continue
+            cid = candidate_id(s)
+            if cid in seen:
+                continue
+            seen.add(cid)
+            out.append(s)
+            taken += 1
+    return out
+
+
+def describe(schedules: Sequence[GraphSchedule]) -> str:
+    """``"3 schedules"``: for progress lines."""
+    return f"{len(schedules)} schedule{'s' if len(schedules) != 1 else ''}"
+
+
+def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target) -> int:
+    """Enqueue the schedules that the task's space expresses and that fit ``target``.
+
+    Each is projected into the task's space (:meth:`Space.project`); one that the
+    space cannot express, that overflows the target's L1 or LLB
+    (:func:`compiler.capacity.check_capacity`), or that was measured already is
+    skipped. Returns how many were enqueued.
+    """
+    from autotune.sampling._studies import candidate_id
+    from compiler.capacity import check_capacity, in_compute_dtype
+
+    graph = in_compute_dtype(ts.task.graph, target)
+    n = 0
+    for s in schedules:
+        proj = ts.space.project(s)
+        if proj.schedule is None:
+            continue
+        if candidate_id(proj.schedule) in ts.latency:
+            continue
+        try:
+            if check_capacity(graph, proj.schedule, target) is not None:
+                continue
+        except Exception:  # noqa: BLE001 - an invalid schedule for this target: not a seed
+            continue
+        ts.study.enqueue_trial(dict(proj.params), skip_if_exists=True)
+        n += 1
+    if n:
+        log.info("task %s: %d schedule(s) of other targets enqueued", ts.task.name, n)
+    return n
+
+
+def pretrained_factory(records: dict[str, list[Any]], notify: Callable[[str], None] | None
+                       ) -> Callable[[Space, Graph, Target, int | None], Any] | None:
+    """A ranker factory that starts the tasks without records from the shipped model.
+
+    Returns None (the default ranker everywhere) when every task has records, or
+    when no shipped model matches this graphtune's features; ``notify`` is told
+    which it is.
+    """
+    import cost_model
+
+    say = notify or (lambda _m: None)
+    empty = {key for key, recs in records.items() if not recs}
+    if not empty:
+        return None
+    path = cost_model.pretrained_path()
+    if path is None:
+        say(f"no shipped pre-trained cost model for feature set {cost_model.feature_set_id()}: "
+            "the roofline estimate ranks until the first measurements")
+        return None
+    say(f"{len(empty)} of {len(records)} task(s) have no records on this target yet: the "
+        f"shipped pre-trained cost model ({path.name}) ranks their first candidates")
+    factory = ranker_factory({}, str(path))
+
+    def make(space: Space, graph: Graph, target: Target, seed: int | None) -> Any:
+        if graph.workload_key in empty:
+            return factory(space, graph, target, seed)
+        from autotune.sampling._ranker import default_ranker
+
+        return default_ranker(space, graph, target, seed)
+
+    return make

@@ -1,0 +1,15 @@
+"""Hardware what-if sweeps (the room `whatif`): tune models on variants of a chip and tabulate each design.
+
+Owns the variants (``--set key=v1,v2``, :mod:`._targets`), the sweep job
+(:mod:`._sweep`: a capacity check, then a warm-started ``tune`` per variant into one
+log), its rows and outputs (:mod:`._rows`, :mod:`._out`: CSV/JSON table, PNG plots).
+May import autotune's top (``tune``) and the rooms job, sampling, measure, running
+and report; nothing imports it but the commands (ARCHITECTURE.md).
+"""
+
+from autotune.whatif._rows import SweepResult, SweepRow
+from autotune.whatif._sweep import infeasible_reason, sweep, sweep_table
+from autotune.whatif._targets import Variant, make_variants, parse_set
+
+__all__ = ["SweepResult", "SweepRow", "Variant", "infeasible_reason", "make_variants", "parse_set",
+           "sweep", "sweep_table"]

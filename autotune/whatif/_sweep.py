@@ -1,0 +1,342 @@
+"""``sweep``: tune models on many variants of a chip and tabulate what each design costs.
+
+For each variant (:mod:`autotune.whatif._targets`), in order:
+
+1. a capacity check (:func:`infeasible_reason`): a variant on which none of
+   O0-O3, the guide's plans and a few hundred schedules sampled from the space
+   fits the L1 and LLB is *infeasible* and gets no measurement;
+2. a :func:`autotune._tune.tune` into the one log, with the variant as target:
+   O0-O3 and the guide's plans that fit first, then the fastest schedules of
+   the variants finished before it (projected into its space, where they fit),
+   then the guided search, ranked by a cost model trained on those variants'
+   measurements (:class:`autotune.sampling._warm.WarmRanker`), continued from the
+   shipped pre-trained model (the first variant: that model alone);
+3. if no schedule ran, the variant is infeasible with the first capacity
+   error its measurements gave.
+
+The log is the truth, as for ``tune``: a variant whose records reach the
+budget is not tuned again, and one cut short resumes, so a killed sweep
+re-run measures nothing twice. The table (:func:`sweep_table`) is computed
+from the log, so an interrupted and a full run give the same table.
+
+Example:
+    >>> vs = make_variants(Target.default(), [parse_set("l1.data_bytes=512K,1M")])
+    >>> res = sweep(["mbv2.onnx"], vs, trials_per_variant=200, log="sweep.jsonl", out="sweep/")
+    >>> res.rows[0].speedup_over_o3
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autotune.job._tasks import Task, model_names
+from autotune.whatif._rows import SweepResult, SweepRow
+from autotune.whatif._targets import Variant
+
+if TYPE_CHECKING:
+    from autotune.job._state import JobState
+    from compiler.graph import Graph
+    from compiler.target import Target
+    from logs import Record
+
+__all__ = ["SweepResult", "SweepRow", "infeasible_reason", "sweep", "sweep_table"]
+
+log = logging.getLogger("autotune.whatif")
+
+
+def infeasible_reason(graph: Graph, target: Target, samples: int = 256) -> str | None:
+    """Why no schedule of ``graph`` fits ``target``, or None once one is found that fits.
+
+    Tries, without simulating (:func:`compiler.capacity.check_capacity` only), O0-O3
+    and the guide's plans that fit the model, then ``samples`` schedules drawn from
+    the search space (half uniformly over the choices, half from its default
+    distribution, seeded: the same answer every time). If none fits, the
+    variant is taken as infeasible and the reason is the first overflow of the
+    smallest level that was built (O0's, or the sample's whose overflow needed
+    the fewest bytes). This is a search, not a proof: a variant it calls infeasible
+    may have a fitting schedule that neither the levels nor the samples found.
+    """
+    import numpy as np
+
+    from autotune.sampling._studies import seed_schedules
+    from compiler.capacity import check_capacity, in_compute_dtype
+    from compiler.errors import GraphtuneError
+    from search_space import build_space
+
+    g = in_compute_dtype(graph, target)
+    issues = []
+    for _label, s in seed_schedules(graph, target):
+        issue = check_capacity(g, s, target)
+        if issue is None:
+            return None
+        issues.append(issue)
+    try:
+        space = build_space(graph, target, graph.batch)
+    except GraphtuneError as exc:
+        return f"no search space: {exc}"
+    rng = np.random.default_rng(0)
+    for i in range(samples):
+        s = space.sample(rng, uniform=i % 2 == 0)
+        issue = check_capacity(g, s, target)
+        if issue is None:
+            return None
+        issues.append(issue)
+    least = min(issues, key=lambda c: c.needed_bytes - c.capacity_bytes)
+    return (f"capacity: none of O0-O3 and {samples} sampled schedules fits; the closest: "
+            f"{least.message}")
+
+
+# ---- the sweep -----------------------------------------------------------------------------------
+def sweep(
+    models: Iterable[Any],
+    variants: Sequence[Variant],
+    *,
+    trials_per_variant: int,
+    log: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    workers: int | None = None,
+    seed: int | None = None,
+    time_budget_s: float | None = None,
+    batch: int | None = None,
+    warm: bool = True,
+    pretrained: bool = True,
+    callbacks: Sequence[Callable[[JobState], None]] = (),
+    notify: Callable[[str], None] | None = None,
+    on_variant: Callable[[int, Variant, str], None] | None = None,
+) -> SweepResult:
+    """Tune ``models`` on every variant into ``log``; write the table and plots to ``out``.
+
+    Args:
+        models: ONNX paths, ``Model``/``Graph`` values or ``Task`` values.
+        variants: The targets (:func:`autotune.whatif._targets.make_variants`).
+        trials_per_variant: Records per variant the log should hold (seeds included).
+        log: The one JSON-lines log of every variant (appended; re-run to resume).
+        out: Directory for ``table.csv``, ``table.json``, the plots and each variant's
+            hardware file (``targets/<variant>.toml``); None writes nothing.
+        workers: Measurer processes (0: in this process, deterministic with ``seed``).
+        seed: Seed of every tune.
+        time_budget_s: Wall time of the whole sweep; each variant gets an equal share
+            of what is left, and stops after its batch in flight when it is spent.
+        batch: Batch of models given as paths.
+        warm: Seed each variant from the finished ones (schedules and cost model).
+        pretrained: Start from the shipped cost model where nothing is known yet.
+        callbacks: Passed to every tune.
+        notify: Called with lines for the user.
+        on_variant: Called with (index, variant, what happens) as each variant starts.
+
+    Raises:
+        GraphtuneError: a bad argument, model or log (before anything is measured).
+    """
+    from autotune._tune import check_log_path, load_tasks, tune
+    from compiler.errors import GraphtuneError
+
+    if trials_per_variant < 1:
+        raise GraphtuneError(f"trials per variant must be >= 1, got {trials_per_variant}")
+    if time_budget_s is not None and not time_budget_s > 0:
+        raise GraphtuneError(f"the time budget must be > 0 s, got {time_budget_s}")
+    if not variants:
+        raise GraphtuneError("no variants to sweep")
+    log_path = check_log_path(log)
+    say = notify or (lambda _m: None)
+    tasks = load_tasks(models, batch)
+    result = SweepResult([], sorted({k for v in variants for k in v.values}))
+    t0 = time.monotonic()
+    reasons: dict[str, str] = {}
+    for i, variant in enumerate(variants):
+        why = _infeasible(tasks, variant.target)
+        if why is not None:
+            reasons[variant.name] = why
+            say(f"{variant.name} is infeasible: {why}")
+            if on_variant:
+                on_variant(i, variant, "infeasible")
+            continue
+        done = _records(log_path, tasks, [variant])
+        have = sum(len(v) for v in done.get(variant.key, {}).values())
+        if have >= trials_per_variant:
+            if on_variant:
+                on_variant(i, variant, "done")
+            continue
+        budget_cb: list[Callable[[JobState], None]] = []
+        if time_budget_s is not None:
+            left = time_budget_s - (time.monotonic() - t0)
+            if left <= 0:
+                say(f"the time budget is spent: {len(variants) - i} variant(s) not tuned "
+                    "(re-run to continue)")
+                break
+            budget_cb.append(_deadline(time.monotonic() + left / (len(variants) - i)))
+        finished = [v for v in variants[:i] if v.name not in reasons]
+        warm_seeds, ranker = None, None
+        if warm and finished:
+            warm_seeds, ranker = _warm_from(log_path, tasks, finished, pretrained)
+        use_pretrained = pretrained and ranker is None
+        if on_variant:
+            on_variant(i, variant, "tuning")
+        res = tune(tasks, trials=trials_per_variant, log=log_path, workers=workers, seed=seed,
+                   target=variant.target, callbacks=[*callbacks, *budget_cb], ranker=ranker,
+                   warm_schedules=warm_seeds, pretrained=use_pretrained,
+                   notify=say if i == 0 else None, curve=False)
+        result.measured += res.measured
+        if any(t.best_latency_us is None for t in res.tasks):
+            reasons[variant.name] = _failure_reason(log_path, tasks, variant)
+            say(f"{variant.name} is infeasible: {reasons[variant.name]}")
+    result.rows = sweep_table(log_path, tasks, variants, reasons, trials_per_variant)
+    if out is not None:
+        from autotune.whatif._out import write_outputs
+
+        result.files = write_outputs(Path(out), result, variants)
+    return result
+
+
+def _deadline(t_end: float) -> Callable[[JobState], None]:
+    def check(job: JobState) -> None:
+        if time.monotonic() >= t_end:
+            for ts in job.tasks:
+                if not ts.stopped:
+                    ts.stopped = "the sweep's time budget"
+
+    return check
+
+
+def _infeasible(tasks: Sequence[Task], target: Target) -> str | None:
+    for t in tasks:
+        why = infeasible_reason(t.graph, target)
+        if why is not None:
+            return f"{t.name}: {why}" if len(tasks) > 1 else why
+    return None
+
+
+def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
+             ) -> dict[str, dict[str, list[Record]]]:
+    """Target key -> workload key -> the log's simulator records of these tasks and variants."""
+    import warnings
+
+    from logs import LogWarning, read_records
+    from sim import MEASURER, MEASURER_VERSION
+
+    keys = {t.key for t in tasks}
+    wanted = {v.key for v in variants}
+    out: dict[str, dict[str, list[Record]]] = {}
+    if not os.path.exists(log_path) or not os.path.getsize(log_path):
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LogWarning)
+        for rec in read_records(log_path):
+            tk = str(rec.target)
+            if tk not in wanted or rec.workload.key not in keys:
+                continue
+            if rec.prov.measurer != MEASURER or rec.prov.measurer_version != MEASURER_VERSION:
+                continue
+            out.setdefault(tk, {}).setdefault(rec.workload.key, []).append(rec)
+    return out
+
+
+def _warm_from(log_path: str, tasks: Sequence[Task], finished: Sequence[Variant],
+               pretrained: bool) -> tuple[dict[str, list[Any]], Any]:
+    """Warm seeds and the ranker factory from the finished variants' records."""
+    from autotune.sampling._warm import prior_data, ranker_factory, warm_schedules
+
+    recs = _records(log_path, tasks, finished)
+    targets = {v.key: v.target for v in finished}
+    seeds: dict[str, list[Any]] = {}
+    priors: dict[str, Any] = {}
+    for t in tasks:
+        mine = [(targets[tk], r) for tk, by in recs.items() for r in by.get(t.key, [])]
+        seeds[t.key] = warm_schedules(r for _, r in mine)
+        priors[t.key] = prior_data(t.graph, mine)
+    base = None
+    if pretrained:
+        import cost_model
+
+        p = cost_model.pretrained_path()
+        base = str(p) if p is not None else None
+    return seeds, ranker_factory(priors, base)
+
+
+def _failure_reason(log_path: str, tasks: Sequence[Task], variant: Variant) -> str:
+    recs = _records(log_path, tasks, [variant]).get(variant.key, {})
+    errors = [r.result for by in recs.values() for r in by if r.result.status.value != "ok"]
+    for r in errors:
+        if r.status.value == "capacity":
+            return f"capacity: every schedule measured overflows ({r.error})"
+    if errors:
+        return f"no schedule ran: {errors[0].status.value}: {errors[0].error}"
+    return "no schedule was measured"
+
+
+# ---- the table -----------------------------------------------------------------------------------
+def sweep_table(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant],
+                reasons: dict[str, str], trials_per_variant: int) -> list[SweepRow]:
+    """The table of a sweep, from its log: one row per model and variant."""
+    from autotune.report._report import is_seed_label  # noqa: F401 - keeps the labels' meaning in one place
+
+    recs = _records(log_path, tasks, variants)
+    rows: list[SweepRow] = []
+    for model in model_names(tasks):
+        mine = [t for t in tasks if t.count_in(model)]
+        for v in variants:
+            by = recs.get(v.key, {})
+            n = sum(len(by.get(t.key, [])) for t in mine)
+            if v.name in reasons:
+                rows.append(SweepRow(model, v.name, v.key, dict(v.values), "infeasible",
+                                     reasons[v.name], measurements=n))
+                continue
+            row = _row(model, mine, v, by, n)
+            rows.append(row)
+    return rows
+
+
+def _row(model: str, tasks: Sequence[Task], v: Variant, by: dict[str, list[Record]],
+         n: int) -> SweepRow:
+    from sim import lower_bound
+
+    best_total = o3_total = bound_total = 0.0
+    o3_ok = True
+    heaviest: tuple[float, Task, Record] | None = None
+    for t in tasks:
+        ok = [r for r in by.get(t.key, []) if r.result.status.value == "ok" and r.result.latency_us]
+        if not ok:
+            return SweepRow(model, v.name, v.key, dict(v.values), "not run" if not n else "infeasible",
+                            "" if not n else "no schedule of a task ran", measurements=n)
+        best = min(ok, key=lambda r: float(r.result.latency_us or 0.0))
+        w = t.count_in(model)
+        lat = float(best.result.latency_us or 0.0)
+        best_total += w * lat
+        if heaviest is None or w * lat > heaviest[0]:
+            heaviest = (w * lat, t, best)
+        o3 = [r for r in ok if r.prov.tuner == "O3"]
+        if o3:
+            o3_total += w * float(o3[0].result.latency_us or 0.0)
+        else:
+            o3_ok = False
+        bound_total += w * lower_bound(t.graph, t.batch, v.target)
+    assert heaviest is not None
+    floor, limit = _bound_of(heaviest[1], heaviest[2], v.target)
+    batch = tasks[0].batch
+    o3_us = o3_total if o3_ok else None
+    return SweepRow(model, v.name, v.key, dict(v.values), "ok", "", best_total,
+                    batch * 1e6 / best_total if best_total else None, bound_total, floor, limit,
+                    o3_us, o3_us / best_total if o3_us and best_total else None, n)
+
+
+def _bound_of(task: Task, rec: Record, target: Target) -> tuple[str, str]:
+    """(the floor's binding term, the busiest resource) of the best schedule's simulation."""
+    from autotune.report._report import bound_analysis
+    from compiler.schedule import GraphSchedule
+    from sim import SimError, simulate
+
+    try:
+        schedule = GraphSchedule.from_json(dict(rec.schedule))
+        res = simulate(task.graph, schedule, target)
+        if isinstance(res, SimError):
+            return "", res.status
+        a = bound_analysis(task.graph, res, target)
+    except Exception as exc:  # noqa: BLE001 - a table cell, never a failed sweep
+        log.warning("cannot analyse the best schedule of %s on %s: %s", task.name, target.name, exc)
+        return "", ""
+    limit = a.limit + (" + capacity" if a.capacity_bound else "")
+    return a.floor, limit

@@ -1,0 +1,127 @@
+"""Train the pre-trained cost model shipped in ``cost_model/pretrained/``.
+
+Corpus: each model of :data:`CORPUS` (zoo models, small batches and sizes so it
+runs in minutes) on each target of :data:`TARGETS` (the STCP920 and variants with
+less L1, less DDR bandwidth, or both): schedules drawn from the search space
+(``Space.sample``, half uniform), O0-O3, then one to three ``Space.mutate`` moves
+from the fastest 10% (the neighbourhood a tuner works in), each measured on the
+simulator. The rows are ``cost_model.features`` of each schedule on its own
+target (normalised by the target's rates and capacities) and the model is an
+``XGBModel`` (log-throughput regression over the roofline prior), each (model,
+target) its own query group, saved in XGBoost's UBJSON as
+``cost_model/pretrained/xgb-<feature set id>.ubj``: a graphtune whose features
+change finds no file for its id and says so until this script is run again.
+
+The models that ``bench/sweep.py`` holds out (:data:`HELD_OUT`) are never in the corpus.
+
+Run (about 10 minutes on 2 loaded cores at the default size):
+
+    .venv/bin/python tools/train_pretrained.py [--samples 120] [--mutants 60] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# (zoo model, batch, options)
+CORPUS: list[tuple[str, int, dict[str, Any]]] = [
+    ("tiny_cnn", 8, {}),
+    ("resnet18", 8, {"image_size": 112}),
+    ("mobilenet_v2", 8, {"image_size": 112}),
+    ("bert_base", 4, {"seq": 64, "num_layers": 2}),
+    ("deepfm", 512, {}),
+]
+HELD_OUT = ["resnet34", "vit", "wide_and_deep", "gpt"]
+# name -> changes of the default target
+TARGETS: dict[str, dict[str, dict[str, Any]]] = {
+    "default": {},
+    "l1_half": {"l1": {"data_bytes": 512 * 1024}},
+    "ddr_half": {"ddr": {"bytes_per_cycle": 13}},
+    "l1_384k_ddr_half": {"l1": {"data_bytes": 384 * 1024}, "ddr": {"bytes_per_cycle": 13}},
+}
+
+
+def corpus_rows(model: str, batch: int, options: dict[str, Any], target: Any, samples: int,
+                mutants: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Feature rows and measured throughputs of one model on one target."""
+    import cost_model
+    from autotune.sampling._studies import seed_schedules
+    from compiler import zoo
+    from compiler.model import Model
+    from search_space import build_space
+    from sim import measure
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = Model(zoo.build(model, batch=batch, weights="inputs", **options), name=model).graph
+    space = build_space(graph, target, batch)
+    pool = [space.sample(rng, uniform=i % 2 == 0) for i in range(samples)]
+    pool += [s for _, s in seed_schedules(graph, target)]
+    ms = measure(graph, pool, target)
+    ok = [(s, m) for s, m in zip(pool, ms) if m.status == "ok" and m.throughput_per_s]
+    ok.sort(key=lambda sm: -float(sm[1].throughput_per_s or 0.0))
+    top = [s for s, _ in ok[: max(1, len(ok) // 10)]]
+    near = []
+    for _ in range(mutants if top else 0):
+        s = top[int(rng.integers(len(top)))]
+        for _k in range(int(rng.integers(1, 4))):
+            s = space.mutate(s, rng)
+        near.append(s)
+    ms2 = measure(graph, near, target)
+    ok += [(s, m) for s, m in zip(near, ms2) if m.status == "ok" and m.throughput_per_s]
+    if not ok:
+        return np.zeros((0, len(cost_model.feature_names()))), np.zeros(0)
+    x = np.asarray(cost_model.features(graph, [s for s, _ in ok], target), dtype=np.float64)
+    y = np.asarray([float(m.throughput_per_s or 0.0) for _, m in ok])
+    return x, y
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--samples", type=int, default=120, help="space samples per model and target")
+    ap.add_argument("--mutants", type=int, default=60, help="neighbourhood moves per model and target")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=200, help="boosting rounds")
+    ap.add_argument("-o", "--output", default=None,
+                    help="where to save (default: cost_model/pretrained/xgb-<feature set id>.ubj)")
+    args = ap.parse_args(argv)
+
+    import cost_model
+    from compiler.target import Target
+    from cost_model._pretrained import pretrained_filename
+
+    rng = np.random.default_rng(args.seed)
+    base = Target.default()
+    xs, ys, gs = [], [], []
+    t0 = time.time()
+    for model, batch, options in CORPUS:
+        for tname, change in TARGETS.items():
+            target = base.replace(**change) if change else base
+            x, y = corpus_rows(model, batch, options, target, args.samples, args.mutants, rng)
+            xs.append(x)
+            ys.append(y)
+            gs.append(np.full(len(y), len(gs)))
+            print(f"{model} b{batch} on {tname}: {len(y)} rows ({time.time() - t0:.0f} s)",
+                  flush=True)
+    m = cost_model.XGBModel(seed=args.seed, rounds=args.rounds, params={"nthread": 2})
+    m.fit(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
+    out = Path(args.output) if args.output else ROOT / "cost_model" / "pretrained" / pretrained_filename()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    m.save(out)
+    print(f"{out}: {out.stat().st_size / 1024:.0f} KiB, {m.n_samples} rows, "
+          f"feature set {cost_model.feature_set_id()} ({time.time() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
