@@ -41,13 +41,13 @@ from compiler.moved import keep_old_paths
 # Modules moved into the rooms in 0.1; their old paths import, with a DeprecationWarning,
 # until 0.2.
 _MOVED = {
-    "autotune.job._tasks": "autotune.job._tasks",
-    "autotune.job._state": "autotune.job._state",
+    "autotune._tasks": "autotune.job._tasks",
+    "autotune._state": "autotune.job._state",
     "autotune._scheduler": "autotune.job._scheduler",
-    "autotune.sampling._studies": "autotune.sampling._studies",
+    "autotune._studies": "autotune.sampling._studies",
     "autotune._guided": "autotune.sampling._guided",
     "autotune._breed": "autotune.sampling._breed",
-    "autotune.sampling._ranker": "autotune.sampling._ranker",
+    "autotune._ranker": "autotune.sampling._ranker",
     "autotune._measurer": "autotune.measure._measurer",
     "autotune._delayed": "autotune.measure._delayed",
     "autotune._plugins": "autotune.measure._plugins",

@@ -145,6 +145,7 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
 
 def run_held_out(trials: int, seed: int, out: Path, models: list[str], target_set: str | None
                  ) -> list[dict[str, Any]]:
+    from autotune._options import RunOptions, SearchOptions
     from autotune._tune import load_tasks, tune
     from autotune.whatif._targets import make_variants, parse_set
     from compiler.target import Target
@@ -167,8 +168,9 @@ def run_held_out(trials: int, seed: int, out: Path, models: list[str], target_se
             log = d / f"{name}.{target.name}.noseeds.{run}.jsonl"
             # no seeds: O0-O3 and the plans are often within 2% of the best already, which
             # would hide what the first proposals' ranking is worth
-            tune(tasks, trials=trials, log=log, workers=0, seed=seed, pretrained=pre, curve=False,
-                 target=target, seeds=False)
+            tune(tasks, trials=trials, log=log, target=target,
+                 search=SearchOptions(seed=seed, pretrained=pre, seeds=False),
+                 run=RunOptions(workers=0, curve=False))
             curves[run] = curve(log, tk, weights)
         finals = [min(x for x in c if x is not None) for c in curves.values() if any(c)]
         ref = min(finals)

@@ -132,6 +132,7 @@ def sweep(
     Raises:
         GraphtuneError: a bad argument, model or log (before anything is measured).
     """
+    from autotune._options import RunOptions, SearchOptions
     from autotune._tune import check_log_path, load_tasks, tune
     from compiler.errors import GraphtuneError
 
@@ -176,10 +177,11 @@ def sweep(
         use_pretrained = pretrained and ranker is None
         if on_variant:
             on_variant(i, variant, "tuning")
-        res = tune(tasks, trials=trials_per_variant, log=log_path, workers=workers, seed=seed,
-                   target=variant.target, callbacks=[*callbacks, *budget_cb], ranker=ranker,
-                   warm_schedules=warm_seeds, pretrained=use_pretrained,
-                   notify=say if i == 0 else None, curve=False)
+        res = tune(tasks, trials=trials_per_variant, log=log_path, target=variant.target,
+                   search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
+                                        pretrained=use_pretrained),
+                   run=RunOptions(workers=workers, callbacks=[*callbacks, *budget_cb],
+                                  notify=say if i == 0 else None, curve=False))
         result.measured += res.measured
         if any(t.best_latency_us is None for t in res.tasks):
             reasons[variant.name] = _failure_reason(log_path, tasks, variant)

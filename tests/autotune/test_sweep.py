@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autotune import RunOptions, SearchOptions
 from autotune.cli import main
 from autotune.whatif._sweep import infeasible_reason, sweep
 from autotune.whatif._targets import make_variants, parse_set, parse_value, target_toml
@@ -260,16 +261,18 @@ def test_the_shipped_model_matches_the_feature_set_and_a_tune_says_it_uses_it(
     assert model.trained and model.feature_names[: len(cost_model.feature_names())] == \
         cost_model.feature_names()
     lines: list[str] = []
-    res = tune([tiny_graph], trials=6, log=tmp_path / "t.jsonl", workers=0, seed=0,
-               pretrained=True, notify=lines.append, curve=False)
+    res = tune([tiny_graph], trials=6, log=tmp_path / "t.jsonl",
+               search=SearchOptions(seed=0, pretrained=True),
+               run=RunOptions(workers=0, notify=lines.append, curve=False))
     assert len(lines) == 1 and "shipped pre-trained cost model" in lines[0] and path.name in lines[0]
     tuners = [json.loads(x)["prov"].get("cost_model", "") for x in
               (tmp_path / "t.jsonl").read_text().splitlines()]
     assert any(t.startswith("xgb-warm/pretrained") for t in tuners), tuners
     assert res.measured == 6
     lines.clear()  # the log has records now: nothing to say, the default model ranks
-    tune([tiny_graph], trials=8, log=tmp_path / "t.jsonl", workers=0, seed=0, pretrained=True,
-         notify=lines.append, curve=False)
+    tune([tiny_graph], trials=8, log=tmp_path / "t.jsonl",
+         search=SearchOptions(seed=0, pretrained=True),
+         run=RunOptions(workers=0, notify=lines.append, curve=False))
     assert lines == []
 
 
