@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         Transfer,
     )
     from compiler.target import Target
+    from compiler.torch_import import TorchModel, load_pt2, load_torch
 
 _WHERE = {
     "CapacityError": "errors", "CompileError": "errors", "GraphtuneError": "errors",
@@ -46,6 +47,7 @@ _WHERE = {
     "NPUMemScope": "schedule", "Placement": "schedule", "Step": "schedule",
     "Transfer": "schedule",
     "Target": "target",
+    "TorchModel": "torch_import", "load_pt2": "torch_import", "load_torch": "torch_import",
 }
 
 __all__ = [
@@ -69,10 +71,13 @@ __all__ = [
     "Target",
     "TargetError",
     "Tensor",
+    "TorchModel",
     "Transfer",
     "from_onnx",
     "group_io",
     "load_onnx",
+    "load_pt2",
+    "load_torch",
     "make_schedule",
 ]
 

@@ -274,14 +274,30 @@ def _from_onnx(proto: onnx.ModelProto, shape_dict: Mapping[str, Sequence[int]],
 def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] | None = None) -> Model:
     """Load an ONNX file into a :class:`Model` (``from_onnx`` in the guide).
 
+    A ``.pt2`` file (``torch.export.save``) loads as a
+    :class:`compiler.torch_import.TorchModel` (needs the ``[torch]`` extra).
+
     Raises:
-        ModelError: missing file, not ONNX, truncated, invalid, or unsupported op.
+        ModelError: missing file, not ONNX, truncated, invalid, or unsupported op;
+            a TorchScript, Keras or TensorFlow file (one line saying what is accepted).
     """
     import onnx
 
     p = Path(path)
     if not p.exists():
         raise ModelError(f"no such model file: {p}")
+    if p.suffix.lower() == ".pt2":
+        from compiler.torch_import import load_pt2
+
+        model = load_pt2(p)
+        if shape:
+            model.set_input_shape(shape)
+        return model
+    from compiler.torch_import import unsupported_format
+
+    other = unsupported_format(p)
+    if other is not None:
+        raise ModelError(other)
     if p.is_dir():
         raise ModelError(f"{p} is a directory, not an ONNX file")
     try:

@@ -1,0 +1,378 @@
+"""PyTorch models: a ``torch.export`` program (``.pt2`` file or in memory) as a :class:`Model`.
+
+Two import paths, tried in this order:
+
+1. ``torch.export`` -> TVM's ``relax.frontend.torch.from_exported_program`` (the
+   weights bound as constants, a one-output tuple unwrapped as the ONNX path does).
+2. If that fails (an op the translator does not know, or a module graphtune's
+   normaliser cannot read), ``torch.onnx.export`` (the TorchScript exporter,
+   opset 17, into memory) -> today's ONNX path (:class:`Model`).
+
+:attr:`TorchModel.import_path` says which one was used and why (``graphtune info``
+prints it). torch is optional (``pip install -e '.[torch]'``); without it a ``.pt2``
+is refused with one line naming the extra.
+
+Example:
+    >>> m = load_torch(MyNet().eval(), (torch.randn(1, 3, 224, 224),))
+    >>> m.import_path
+    'torch.export (relax.frontend.torch.from_exported_program)'
+    >>> m.compile("mynet.stcobj")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from compiler.errors import ModelError
+from compiler.model import Model
+
+log = logging.getLogger(__name__)
+
+TORCH_EXTRA = "pip install -e '.[torch]' (torch==2.13.0, the CPU build)"
+PATH_EXPORT = "torch.export (relax.frontend.torch.from_exported_program)"
+PATH_ONNX = "torch.onnx.export (TorchScript exporter, opset 17) -> ONNX"
+ONNX_OPSET = 17
+VIAS = ("auto", "export", "onnx")
+
+
+class _Skipped(Exception):
+    """The torch.export path is not to be tried."""
+
+
+ACCEPTED = (
+    "graphtune reads ONNX (.onnx) and torch.export programs (.pt2): save one with "
+    "torch.export.save(torch.export.export(model.eval(), example_inputs), 'model.pt2') "
+    "or torch.onnx.export(model, example_inputs, 'model.onnx'); for TensorFlow/Keras "
+    "use tf2onnx"
+)
+"""The second half of the one line for a model file graphtune does not read."""
+
+
+def import_torch() -> Any:
+    """``torch``, or a ModelError naming the extra that installs it."""
+    try:
+        import torch
+    except ImportError:
+        raise ModelError(f"PyTorch models need torch: {TORCH_EXTRA}") from None
+    return torch
+
+
+def unsupported_format(p: Path) -> str | None:
+    """One line for a model file of a framework graphtune does not read, else None.
+
+    Recognised by extension and by content (a TorchScript or ``torch.save`` zip, an
+    HDF5 Keras file, a TF SavedModel directory), so a renamed file is told the same.
+    """
+    suffix = p.suffix.lower()
+    if p.is_dir():
+        if (p / "saved_model.pb").exists() or (p / "saved_model.pbtxt").exists():
+            return f"{p} is a TensorFlow SavedModel; {ACCEPTED}"
+        return None
+    try:
+        with open(p, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return None
+    if suffix in (".keras", ".h5", ".hdf5") or head.startswith(b"\x89HDF"):
+        return f"{p} is a Keras/HDF5 file; {ACCEPTED}"
+    if suffix == ".pb":
+        return f"{p} is a TensorFlow graph; {ACCEPTED}"
+    if suffix in (".pt", ".pth", ".ptl", ".bin"):
+        return f"{p} is a TorchScript or torch.save file, not a model graphtune reads; {ACCEPTED}"
+    if head.startswith(b"PK"):
+        return f"{p} is a zip archive (TorchScript or torch.save?), not ONNX; {ACCEPTED}"
+    return None
+
+
+def load_pt2(path: str | os.PathLike[str]) -> TorchModel:
+    """Load a ``torch.export.save`` file (``.pt2``) into a :class:`TorchModel`.
+
+    Raises:
+        ModelError: torch is not installed, or the file is not a torch.export program.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ModelError(f"no such model file: {p}")
+    if p.is_dir():
+        raise ModelError(f"{p} is a directory, not a .pt2 file")
+    torch = import_torch()
+    try:
+        with _quiet():
+            ep = torch.export.load(str(p))
+    except Exception as exc:  # noqa: BLE001 - torch's loader raises many kinds
+        raise ModelError(f"{p} is not a torch.export program or is truncated "
+                         f"({type(exc).__name__}); {ACCEPTED}") from None
+    return TorchModel(ep, name=p.stem, path=str(p))
+
+
+def load_torch(
+    module_or_program: Any,
+    example_inputs: Sequence[Any] | Any | None = None,
+    *,
+    name: str | None = None,
+    shape: Mapping[str, Sequence[int]] | None = None,
+    via: str = "auto",
+) -> TorchModel:
+    """A :class:`TorchModel` from an ``nn.Module`` (exported here) or an ``ExportedProgram``.
+
+    Args:
+        module_or_program: ``torch.nn.Module`` (put in eval mode and exported with
+            ``torch.export.export``) or a ``torch.export.ExportedProgram``.
+        example_inputs: The module's example inputs (a tensor or a tuple of tensors);
+            needed for a module, optional for a program.
+        name: The model's name (default: the class name).
+        shape: Input shapes to set, as :meth:`Model.set_input_shape`.
+        via: ``"auto"`` (``from_exported_program``, ONNX if that fails), ``"export"``
+            (only ``from_exported_program``) or ``"onnx"`` (only ``torch.onnx.export``).
+    """
+    torch = import_torch()
+    module = None
+    if isinstance(module_or_program, torch.export.ExportedProgram):
+        ep = module_or_program
+    elif isinstance(module_or_program, torch.nn.Module):
+        if example_inputs is None:
+            raise ModelError("load_torch(module, example_inputs): a module needs example inputs")
+        module = module_or_program.eval()
+        args = _as_tuple(example_inputs)
+        try:
+            with _quiet():
+                ep = torch.export.export(module, args)
+        except Exception as exc:  # noqa: BLE001 - torch.export raises many kinds
+            raise ModelError(f"torch.export cannot export {type(module).__name__}: "
+                             f"{_last_line(exc)}") from None
+    else:
+        raise ModelError(f"load_torch takes an nn.Module or an ExportedProgram, "
+                         f"not {type(module_or_program).__name__}")
+    model = TorchModel(ep, name=name or type(module or ep).__name__, module=module, via=via)
+    if shape:
+        model.set_input_shape(shape)
+    return model
+
+
+class TorchModel(Model):
+    """A :class:`Model` imported from a ``torch.export`` program.
+
+    The names of the inputs are the program's user inputs (``x``), of the outputs
+    ``output_0``, ... . Changing an input shape re-exports the module at that shape
+    (torch.export specialises shapes unless the program was exported with
+    ``dynamic_shapes``); the ONNX fallback exports at the current shapes too.
+    """
+
+    def __init__(self, ep: Any, name: str, path: str | None = None, module: Any = None,
+                 via: str = "auto") -> None:
+        if via not in VIAS:
+            raise ModelError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
+        self.via = via
+        self.name = name
+        self.path = path
+        self._ep = ep
+        self._module = module
+        self.weight_inputs = []
+        self._weights = {}
+        self._mod = None
+        self._graph = None
+        self._onnx: Model | None = None
+        self.import_path = ""
+        """Which import was used (:data:`PATH_EXPORT` or :data:`PATH_ONNX` with the reason)."""
+        self._exported_shapes: dict[str, list[int]] = {}
+        self._shapes = {}
+        self._dtypes = {}
+        self.data_inputs = []
+        for spec in ep.graph_signature.input_specs:
+            if spec.kind.name != "USER_INPUT":
+                continue
+            val = _placeholder_val(ep, spec.arg.name)
+            if val is None:
+                continue  # a non-tensor input (a constant the program specialised)
+            self.data_inputs.append(spec.arg.name)
+            self._shapes[spec.arg.name] = [_concrete(d) for d in val.shape]
+            self._dtypes[spec.arg.name] = str(val.dtype).removeprefix("torch.")
+        self._exported_shapes = {n: list(s) for n, s in self._shapes.items()}
+        self._output_vals = [_placeholder_val(ep, getattr(s.arg, "name", ""))
+                             for s in ep.graph_signature.output_specs
+                             if s.kind.name == "USER_OUTPUT"]
+
+    # ---- ONNX view -------------------------------------------------------------------
+    @property  # type: ignore[override]  # Model sets it as an attribute
+    def proto(self) -> Any:
+        """The ONNX export of the model at its current shapes (made on first use)."""
+        return self._onnx_model().proto
+
+    def get_output_info(self) -> dict[str, dict[str, Any]]:
+        g = self.graph
+        return {f"output_{i}": {"shape": list(g.tensors[t].shape), "dtype": g.tensors[t].dtype}
+                for i, t in enumerate(g.outputs)}
+
+    def set_input_shape(self, input_shape: Mapping[str, Sequence[int]]) -> None:
+        super().set_input_shape(input_shape)
+        self._onnx = None
+
+    # ---- import ----------------------------------------------------------------------
+    def _import(self, zero_weights: bool = False) -> Any:
+        from compiler._relax_graph import build_graph, normalize
+        from compiler.executor import native_output_to_log
+
+        problem = "not tried (via='onnx')"
+        with native_output_to_log(log):
+            try:
+                if self.via == "onnx":
+                    raise _Skipped
+                mod = normalize(self._from_exported_program())
+                graph = build_graph(mod, self.name)
+            except _Skipped:
+                pass
+            except ModelError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the translator raises many kinds
+                problem = _last_line(exc)
+            else:
+                self.import_path = PATH_EXPORT
+                self._graph = graph
+                return mod
+        if self.via == "export":
+            raise ModelError(f"{self.name}: from_exported_program cannot import this program: "
+                             f"{problem}")
+        log.info("%s: from_exported_program failed (%s); importing through ONNX",
+                 self.name, problem)
+        onnx_model = self._onnx_model()
+        mod = onnx_model.mod
+        self.import_path = f"{PATH_ONNX} (from_exported_program: {problem})"
+        return mod
+
+    def _program_at_shapes(self) -> Any:
+        """The exported program at the current input shapes (re-exported when they changed)."""
+        if self._shapes == self._exported_shapes and not _has_symbolic(self._ep, self.data_inputs):
+            return self._ep
+        torch = import_torch()
+        args = self._example_args()
+        source = self._module if self._module is not None else self._ep.module()
+        try:
+            with _quiet():
+                return torch.export.export(source, args)
+        except Exception as exc:  # noqa: BLE001 - torch.export raises many kinds
+            shapes = ", ".join(f"{n} {self._shapes[n]}" for n in self.data_inputs)
+            raise ModelError(
+                f"{self.name}: cannot re-export the torch program at {shapes} "
+                f"({_last_line(exc)}): export it with dynamic_shapes for that dim, or at this shape"
+            ) from None
+
+    def _from_exported_program(self) -> Any:
+        from tvm.relax.frontend.torch import from_exported_program
+
+        ep = self._program_at_shapes()
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            mod = from_exported_program(ep, unwrap_unit_return_tuple=True)
+        # BatchNorm after a convolution folded into it, as the ONNX exporter does; any
+        # other BatchNorm as inference arithmetic. The translator binds the op's
+        # (value, mean, var) tuples outside the dataflow block: canonicalising then
+        # dead-code elimination drops them (normalize runs the two the other way round).
+        from tvm import relax
+
+        for p in (relax.transform.FoldBatchnormToConv2D(),
+                  relax.transform.DecomposeOpsForInference(),
+                  relax.transform.CanonicalizeBindings(),
+                  relax.transform.DeadCodeElimination(["main"])):
+            mod = p(mod)
+        return mod
+
+    def _onnx_model(self) -> Model:
+        """The model through ``torch.onnx.export`` into the ONNX path, at the current shapes."""
+        if self._onnx is None:
+            torch = import_torch()
+            import onnx
+
+            ep = self._program_at_shapes()
+            source = self._module if self._module is not None else ep.module()
+            buf = io.BytesIO()
+            try:
+                with _quiet():
+                    torch.onnx.export(source, self._example_args(), buf, dynamo=False,
+                                      opset_version=ONNX_OPSET, input_names=self.data_inputs,
+                                      do_constant_folding=True)
+            except Exception as exc:  # noqa: BLE001 - the exporter raises many kinds
+                raise ModelError(f"{self.name}: neither from_exported_program nor "
+                                 f"torch.onnx.export can import this program: {_last_line(exc)}") \
+                    from None
+            proto = onnx.load_from_string(buf.getvalue())
+            self._onnx = Model(proto, name=self.name, path=self.path)
+        return self._onnx
+
+    def _example_args(self) -> tuple[Any, ...]:
+        """Inputs of the current shapes: zeros (integers) or seeded normal values."""
+        torch = import_torch()
+        gen = torch.Generator().manual_seed(0)
+        args = []
+        for n in self.data_inputs:
+            dtype = getattr(torch, self._dtypes[n])
+            if dtype.is_floating_point:
+                args.append(torch.randn(self._shapes[n], generator=gen).to(dtype))
+            else:
+                args.append(torch.zeros(self._shapes[n], dtype=dtype))
+        return tuple(args)
+
+    def _check_ops(self) -> None:  # the ops are checked by whichever import runs
+        return None
+
+
+def _as_tuple(example_inputs: Any) -> tuple[Any, ...]:
+    if isinstance(example_inputs, tuple):
+        return example_inputs
+    if isinstance(example_inputs, list):
+        return tuple(example_inputs)
+    return (example_inputs,)
+
+
+def _placeholder_val(ep: Any, name: str) -> Any:
+    for node in ep.graph.nodes:
+        if node.name == name:
+            return node.meta.get("val")
+    for node in ep.graph.nodes:  # outputs: the output node's args
+        if node.op == "output":
+            for arg in node.args[0]:
+                if getattr(arg, "name", None) == name:
+                    return arg.meta.get("val")
+    return None
+
+
+def _concrete(d: Any) -> int:
+    """A dim as an int: a symbolic one (dynamic_shapes) reads as its example value."""
+    try:
+        return int(d)
+    except Exception:  # noqa: BLE001 - a SymInt without a hint
+        hint = getattr(getattr(d, "node", None), "hint", None)
+        return int(hint) if hint is not None else -1
+
+
+def _has_symbolic(ep: Any, names: Sequence[str]) -> bool:
+    import torch
+
+    for n in names:
+        val = _placeholder_val(ep, n)
+        if val is not None and any(isinstance(d, torch.SymInt) for d in val.shape):
+            return True
+    return False
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _quiet() -> Any:
+    """torch's exporters warn (deprecation, torchvision missing) and print: to the log."""
+    out = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(out):
+        warnings.simplefilter("ignore")
+        logging.getLogger("torch").setLevel(logging.ERROR)
+        yield
+    for line in out.getvalue().splitlines():
+        log.debug("torch: %s", line)
