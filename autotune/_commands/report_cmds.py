@@ -31,7 +31,7 @@ def register(group: click.Group) -> None:
 @click.argument("log_paths", nargs=-1, required=True, metavar="LOG.jsonl...")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="HTML file to write.")
-@click.option("--model", "model_paths", multiple=True, metavar="MODEL.onnx",
+@click.option("--model", "model_paths", multiple=True, metavar="MODEL.onnx|.pt2",
               help="A tuned model: simulate the best schedules of its tasks (repeatable).")
 @click.option("--target", "target_files", multiple=True, type=click.Path(dir_okay=False),
               help="Hardware TOML of a tuned target (repeatable; the default STCP920 is known).")

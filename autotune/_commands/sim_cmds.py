@@ -36,7 +36,7 @@ def register(group: click.Group) -> None:
 
 
 @click.command("simulate")
-@click.argument("model_path", metavar="MODEL.onnx")
+@click.argument("model_path", metavar="MODEL.onnx|.pt2")
 @click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False), default=None,
               help="A GraphSchedule JSON file.")
 @click.option("--level", type=click.IntRange(0, 3), default=None,
