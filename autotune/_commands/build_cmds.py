@@ -179,7 +179,6 @@ def run_cmd(artifact: str, inputs: Sequence[str], inputs_npz: str | None, output
     import numpy as np
 
     from autotune._commands._npz import compare, inputs_from_npz
-
     from compiler.artifact import read_meta
     from compiler.executor import check_input
 
