@@ -29,6 +29,27 @@ def _us(v: float | None) -> str:
     return f"{v:,.1f}" if v else "-"
 
 
+def _state(job: JobState) -> str:
+    """A live task's state: still tuning, or done because the job's budget is spent."""
+    if job.total >= job.budget:
+        return "done"
+    return "time budget" if job.out_of_time else "tuning"
+
+
+def _eta(job: JobState) -> str:
+    """``, ETA 1m 20s`` while measurements are left (by the rate so far, or the time budget)."""
+    if job.total >= job.budget or job.ended is not None:
+        return ""
+    eta = job.eta_s
+    if eta is None:
+        return ""
+    m, s = divmod(round(eta), 60)
+    h, m = divmod(m, 60)
+    text = f"{h}h {m:02d}m" if h else (f"{m}m {s:02d}s" if m else f"{s}s")
+    return f", ETA {text}" + (" (time budget)" if job.deadline is not None
+                              and eta >= job.deadline - time.monotonic() - 0.5 else "")
+
+
 class ProgressTable:
     """A job callback that shows progress on ``stream`` (see the module doc).
 
@@ -76,7 +97,8 @@ class ProgressTable:
     @staticmethod
     def line(job: JobState) -> str:
         """One plain progress line."""
-        parts = [f"tune: {job.total}/{job.budget} measured, {job.rate:.1f}/s, {job.seconds:.0f} s"]
+        parts = [f"tune: {job.total}/{job.budget} measured, {job.rate:.1f}/s, {job.seconds:.0f} s"
+                 f"{_eta(job)}"]
         for t in job.tasks:
             if t.best_latency_us:
                 parts.append(f"{t.task.name}: best {_us(t.best_latency_us)} µs, "
@@ -89,7 +111,8 @@ class ProgressTable:
         from rich.table import Table
 
         tab = Table(title=f"tuning: {job.total}/{job.budget} measurements, "
-                          f"{job.rate:.1f}/s on {job.workers} worker(s), {job.seconds:.0f} s")
+                          f"{job.rate:.1f}/s on {job.workers} worker(s), {job.seconds:.0f} s"
+                          f"{_eta(job)}")
         for col, just in (("task", "left"), ("n", "right"), ("best µs", "right"),
                           ("xO3", "right"), ("xplan", "right"), ("/bound", "right"),
                           ("state", "left")):
@@ -99,7 +122,7 @@ class ProgressTable:
                 else None
             tab.add_row(t.task.name, str(t.records), _us(t.best_latency_us), _x(t.speedup("O3")),
                         _x(t.speedup("plan:")), f"{bound:.2f}" if bound else "-",
-                        t.stopped or "tuning")
+                        t.stopped or _state(job))
         if len(job.tasks) > 1 or job.tasks[0].task.weight > 1:
             for m in model_names([t.task for t in job.tasks]):
                 tab.add_row(f"{m} (model)", "", _us(job.model_latency(m)), "", "", "", "")

@@ -139,6 +139,8 @@ def tune(
     batch_size: int = 4,
     curve: bool = True,
     seeds: bool = True,
+    time_budget_s: float | None = None,
+    started: float | None = None,
 ) -> TuneResult:
     """Tune the graph schedules of some models; every measurement goes to ``log``.
 
@@ -183,6 +185,11 @@ def tune(
         seeds: Measure O0-O3 and the fitting hand-written plans first (False only for
             search experiments: ``bench/search_efficiency.py`` compares samplers from
             scratch).
+        time_budget_s: Wall time of the whole call (from ``started``); when it is used
+            up no new batch is sent, batches in flight finish and are logged, and the
+            job ends as it would at its trial budget (log, storage and curve complete).
+        started: ``time.monotonic()`` the time budget counts from (default: this call's
+            start; the CLI passes the command's start).
 
     Returns:
         A :class:`TuneResult`.
@@ -197,8 +204,11 @@ def tune(
     """
     from compiler.target import Target
 
+    t0 = time.monotonic() if started is None else started
     if trials < 1:
         raise GraphtuneError(f"trials must be >= 1, got {trials}")
+    if time_budget_s is not None and not 0 < time_budget_s < float("inf"):
+        raise GraphtuneError(f"the time budget must be > 0 s, got {time_budget_s:g}")
     if objective not in OBJECTIVES:
         raise GraphtuneError(f"unknown objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
     check_sampler(sampler)
@@ -238,8 +248,12 @@ def tune(
             guided = replace(guided or GuidedOptions(), background_fit=True)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
                      trials, n_workers, seeds, owner if handle.shared else None)
+        if time_budget_s is not None:
+            job.deadline = t0 + time_budget_s
         if handle.shared:
             claims = Claims(handle)
+        if job.total >= job.budget:
+            n_workers = 0  # the log holds the budget: nothing to measure, so no Ray
         scheduler = _scheduler(job, seed, early_stopping)
         from logs import RecordWriter
 

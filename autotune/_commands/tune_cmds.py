@@ -25,6 +25,9 @@ def register(group: click.Group) -> None:
 @click.argument("model_paths", metavar="MODEL.onnx [MORE.onnx ...]", nargs=-1, required=True)
 @click.option("--trials", type=int, required=True,
               help="Measurements of these models the log should hold at the end (a re-run resumes).")
+@click.option("--time-budget", "time_budget", default=None, metavar="DURATION",
+              help="Stop sending work after this much wall time from the start (20s, 10m, "
+                   "1h30m); what is in flight finishes, the log and studies stay complete.")
 @click.option("--log", "log_path", required=True, type=click.Path(),
               help="The tuning log (JSON lines; appended, created if missing).")
 @click.option("--batch", type=int, default=None, help="Batch size of every model (default: the file's).")
@@ -64,7 +67,8 @@ def register(group: click.Group) -> None:
               help="A custom Ray resource each worker needs, e.g. stcp920=1: workers go only to "
                    "nodes started with it (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: int | None,
+def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None, log_path: str,
+             batch: int | None,
              workers: int | None, ray_address: str | None, storage: str | None, sampler: str,
              seed: int | None, objective: str, timeout_per_trial: float | None,
              early_stopping: int | None, target_file: str | None, measurer_spec: str,
@@ -80,11 +84,23 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     simulator for another Measurer (a board runner); --worker-resource keeps Ray
     workers on the nodes that have the board.
     """
-    from autotune._studies import check_sampler
-    from autotune._tune import check_log_path
+    import time
+
+    started = time.monotonic()
+    from autotune._commands._tune_front import log_state, parse_duration, workers_warning
 
     if trials < 1:
         raise GraphtuneError(f"--trials must be >= 1, got {trials}")
+    budget_s = parse_duration(time_budget) if time_budget is not None else None
+    # The first line, before TVM and Ray load: what is tuned into what, and what the log holds.
+    click.echo(f"graphtune: tune {' '.join(model_paths)} -> {log_path} ({log_state(log_path)}); "
+               f"--trials {trials}" + (f", --time-budget {time_budget}" if time_budget else ""),
+               err=True)
+    if (warn := workers_warning(workers)) is not None:
+        click.echo(f"graphtune: warning: {warn}", err=True)
+    from autotune._studies import check_sampler
+    from autotune._tune import check_log_path
+
     if batch is not None and batch < 1:
         raise GraphtuneError(f"--batch must be >= 1, got {batch}")
     if workers is not None and workers < 0:
@@ -122,6 +138,13 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
         if names.count(m.name) > 1:
             raise GraphtuneError(f"two models are named {m.name!r} ({p}): rename one file")
     graphs = [m.graph for m in models]
+    from autotune._tune import load_tasks
+
+    tasks = load_tasks(graphs)
+    for m in models:
+        n = sum(1 for t in tasks if t.count_in(m.name))
+        click.echo(f"graphtune: {m.name}: batch {m.batch}, {len(m.graph.ops)} ops, "
+                   f"{n} task{'s' if n != 1 else ''}", err=True)
 
     from autotune._progress import ProgressTable, summary_table
     from autotune._tune import tune
@@ -129,13 +152,21 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     live = sys.stderr.isatty() and not as_json
     progress = ProgressTable(sys.stderr, live=live)
     try:
-        result = tune(graphs, trials=trials, log=log_path, workers=workers, storage=storage,
+        result = tune(tasks, trials=trials, log=log_path, workers=workers, storage=storage,
                       sampler=sampler, seed=seed, objective=objective, target=target,
                       ray_address=ray_address, callbacks=[progress],
                       timeout_per_trial=timeout_per_trial, early_stopping=early_stopping,
-                      measurer=measurer, worker_cpus=worker_cpus, worker_resources=resources)
+                      measurer=measurer, worker_cpus=worker_cpus, worker_resources=resources,
+                      time_budget_s=budget_s, started=started)
     finally:
         progress.close()
+    if result.measured == 0 and result.total >= trials:
+        click.echo(f"graphtune: the log already holds {result.total} records of these tasks "
+                   f"(--trials {trials}): the job is finished, nothing was measured; raise "
+                   "--trials to tune further", err=True)
+    elif budget_s is not None and result.total < trials:
+        click.echo(f"graphtune: the time budget ({time_budget}) is used up: {result.total} of "
+                   f"{trials} measurements in the log; re-run to continue", err=True)
     if as_json:
         click.echo(json.dumps(result.to_json()))
         return
