@@ -11,7 +11,7 @@ import re
 
 from compiler.errors import GraphtuneError
 
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(h|m|s|ms)?", re.IGNORECASE)
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|h|m|s)?", re.IGNORECASE)
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
 
 
