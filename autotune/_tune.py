@@ -385,6 +385,7 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
         study = optuna.create_study(
             study_name=name, storage=handle.storage, sampler=make_sampler(sampler, sseed, **kwargs),
             direction="minimize" if objective == "latency" else "maximize", load_if_exists=True)
+        _name_objective(study, objective)
         ts = TaskState(task, space, study)
         ts.choices = {d.name: list(d.choices) for d in space.free}
         ts.lower_bound_us = lower_bound(task.graph, task.batch, target)
@@ -401,6 +402,17 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
         states.append(ts)
     handle.flush()
     return JobState(states, trials, workers)
+
+
+def _name_objective(study: Any, objective: str) -> None:
+    """Name the study's value (optuna-dashboard shows "latency_us", not "Objective 0")."""
+    import warnings
+
+    name = "latency_us" if objective == "latency" else "throughput_per_s"
+    if study.metric_names != [name]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # experimental in some Optuna versions
+            study.set_metric_names([name])
 
 
 def _enqueue_seeds(ts: TaskState, target: Target) -> None:
