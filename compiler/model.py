@@ -149,8 +149,13 @@ class Model:
 
     def _import(self, zero_weights: bool = False) -> Any:
         from compiler._relax_graph import normalize
+        from compiler.executor import native_output_to_log
 
-        return normalize(self._import_unnormalized(zero_weights))
+        # normalize's FoldConstant builds kernels, and TVM's C++ prints notes such as
+        # "Fast mode segfaults when there are out-of-bounds indices" to fd 2: to the log,
+        # for the Python API as for the CLI.
+        with native_output_to_log(log):
+            return normalize(self._import_unnormalized(zero_weights))
 
     def _import_unnormalized(self, zero_weights: bool = False) -> Any:
         """``from_onnx`` with the weight inputs bound (zeros, or :attr:`weights`)."""
