@@ -25,6 +25,7 @@ from autotune._commands._common import (
     write_atomic,
 )
 from compiler.errors import CompileError, GraphtuneError, ScheduleError
+from logs import LogError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -106,6 +107,8 @@ def compile_cmd(
             if schedule_path:
                 raise ScheduleError(f"{schedule_path}: {exc}") from None
             raise
+        except LogError as exc:  # --strict and no tuned schedule: at another batch?
+            raise LogError(f"{exc}{_other_batches(lookup, model.name, model.batch)}") from None
     elapsed = time.perf_counter() - t0
     size = out.stat().st_size
     origin = f" from {log_path}" if lookup is not None and lookup.hits else ""
@@ -114,6 +117,19 @@ def compile_cmd(
         f"schedule {used.source or '(unnamed)'}{origin} ({_plural(len(used.groups), 'group')}, "
         f"{_plural(sum(g.split for g in used.groups), 'chunk')})"
     )
+
+
+def _other_batches(lookup: Any, name: str, batch: int) -> str:
+    """``; the log holds r18 at batch 8: ...`` when the log tuned this model at other batches."""
+    if lookup is None:
+        return ""
+    batches = sorted({st.workload.batch for st in lookup.database.all_stats()
+                      if st.workload.model == name and st.workload.batch != batch})
+    if not batches:
+        return ""
+    listed = ", ".join(str(b) for b in batches)
+    return (f"; the log holds {name} at batch {listed}: compile with --batch {batches[0]}, or "
+            f"tune at batch {batch}")
 
 
 def _with_source(s: GraphSchedule, source: str) -> GraphSchedule:

@@ -58,3 +58,16 @@ def test_schedule_make_on_a_torn_log_warns_in_one_graphtune_line(tmp_path: Path)
     lines = [ln for ln in r.stderr.splitlines() if "(" not in ln or "torn" in ln]
     assert any(ln.startswith("graphtune: warning: ") and "torn" in ln for ln in lines), r.stderr
     assert "LogWarning" not in r.stderr and ".py:" not in r.stderr, r.stderr
+
+
+def test_compile_strict_says_the_log_holds_another_batch(tiny_onnx: Path, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    r = CliRunner().invoke(main, ["tune", str(tiny_onnx), "--trials", "4", "--workers", "0",
+                                  "--log", str(log), "--seed", "0"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["compile", str(tiny_onnx), "--batch", "2", "--log", str(log),
+                                  "--strict", "-o", str(tmp_path / "t.stcobj")])
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no tuned schedule" in lines[0], r.stderr
+    assert "the log holds tiny at batch 4: compile with --batch 4" in lines[0]
