@@ -14,6 +14,7 @@ for a ``.pt2`` without torch need no torch and always run.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -98,14 +99,20 @@ def _block() -> tuple[torch.nn.Module, torch.Tensor]:
 
 @pytest.mark.parametrize("make", [_resnet, _block], ids=["resnet18", "transformer_block"])
 @pytest.mark.parametrize("via", ["export", "onnx"])
-def test_both_ways_compile_and_run_equal_to_torch(tmp_path: Path, make, via: str) -> None:
+def test_both_ways_compile_and_run_equal_to_torch(tmp_path: Path, make, via: str,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
     module, x = make()
     with torch.no_grad():
         want = module(x).numpy()
     model = load_torch(module, (x,), via=via)
     assert model.get_input_info() == {"x": {"shape": list(x.shape), "dtype": "float32"}}
     out = tmp_path / "m.stcobj"
-    model.compile(out)
+    with caplog.at_level(logging.INFO, logger="compiler._build"):
+        model.compile(out)
+    # INFO records are `graphtune compile`'s progress stages: the write is reported once,
+    # by the command (it showed twice, with two different times).
+    assert not [r for r in caplog.records
+                if r.levelno >= logging.INFO and r.getMessage().startswith("wrote")]
     assert model.import_path.startswith(PATH_EXPORT if via == "export" else PATH_ONNX)
     got = Executor.load(out).run({"x": x.numpy()})[0]
     np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL)
