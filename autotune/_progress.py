@@ -116,7 +116,7 @@ class ProgressTable:
         for col, just in (("task", "left"), ("n", "right"), ("best µs", "right"),
                           ("xO3", "right"), ("xplan", "right"), ("/bound", "right"),
                           ("state", "left")):
-            tab.add_column(col, justify=just)  # type: ignore[arg-type]
+            tab.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
         for t in job.tasks:
             bound = t.best_latency_us / t.lower_bound_us if t.best_latency_us and t.lower_bound_us \
                 else None
@@ -138,7 +138,9 @@ def summary_table(result: TuneResult) -> Any:
                 caption="xO3, xplan, xO0-3: speed-up of the best over O3, the guide's plan and "
                         "the best level; /bound: latency over the lower bound")
     for col in ("task", "n", "best µs", "by", "xO3", "xplan", "xO0-3", "/bound", "errors"):
-        tab.add_column(col, justify="left" if col in ("task", "by", "errors") else "right")
+        # fold, never cut: long task names (h_vit_mlp_3) stay whole at 80 columns and in pipes
+        tab.add_column(col, justify="left" if col in ("task", "by", "errors") else "right",
+                       overflow="fold")
     for t in result.tasks:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(t.errors.items())) or "-"
         bound = f"{t.latency_over_bound:.2f}" if t.latency_over_bound else "-"

@@ -112,3 +112,25 @@ def test_cli_first_line_finished_rerun_and_torn_log(tiny_onnx: Path, tmp_path: P
     assert json.loads(again.stdout)["measured"] == 0
     assert not log.read_bytes().endswith(b"torn") and (tmp_path / "c.jsonl.torn").exists()
     assert "raylet" not in err.lower() and "core_worker" not in err
+
+
+def test_summary_table_folds_long_task_names_at_80_columns(tiny_graph: Graph,
+                                                           tmp_path: Path) -> None:
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from autotune._progress import summary_table
+
+    res = tune([tiny_graph], trials=4, workers=0, log=tmp_path / "s.jsonl", seed=0, curve=False)
+    long = "h_vit_encoder_layer_11_mlp_fc2_gelu"
+    res = dataclasses.replace(res, tasks=tuple(dataclasses.replace(t, name=long)
+                                               for t in res.tasks))
+    buf = io.StringIO()
+    Console(file=buf, width=80).print(summary_table(res))
+    text = buf.getvalue()
+    assert "…" not in text, text  # was cut to "h_vit_…"
+    first_column = "".join(ln.split("│")[1].strip() for ln in text.splitlines()
+                           if ln.startswith("│") and ln.split("│")[1].strip())
+    assert long in first_column
