@@ -71,3 +71,19 @@ def test_compile_strict_says_the_log_holds_another_batch(tiny_onnx: Path, tmp_pa
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "no tuned schedule" in lines[0], r.stderr
     assert "the log holds tiny at batch 4: compile with --batch 4" in lines[0]
+
+
+def test_report_with_two_models_warns_about_neither(tiny_onnx: Path, tmp_path: Path) -> None:
+    """ViT (batch 1, its class token concatenated at that batch) and tiny_cnn (batch 4) in
+    one log: every model used to be tried at every batch, and ViT "cannot be imported at
+    batch 4" was printed although both models matched their tasks."""
+    log = tmp_path / "two.jsonl"
+    for model in (VIT_B1, tiny_onnx):
+        r = CliRunner().invoke(main, ["tune", str(model), "--trials", "5", "--workers", "0",
+                                      "--log", str(log), "--seed", "0"])
+        assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["report", str(log), "-o", str(tmp_path / "r.html"),
+                                  "--model", str(VIT_B1), "--model", str(tiny_onnx)])
+    assert r.exit_code == 0, r.output
+    assert "warning" not in r.stderr, r.stderr
+    assert " simulated" in r.stdout and " 0 simulated" not in r.stdout, r.stdout
