@@ -82,3 +82,69 @@ def workers_warning(workers: int | None) -> str | None:
         return (f"--workers {workers} on {cpus} CPU(s): the workers share the CPUs, so "
                 f"measurements are not faster than with --workers {cpus}")
     return None
+
+
+# ---- a finished job, answered from the log without TVM or Ray ---------------------------------
+def summary_path_for(log_path: str) -> str:
+    """``tune.jsonl`` -> ``tune.summary.json``: the last finished job's summary."""
+    root, ext = os.path.splitext(log_path)
+    return (root if ext == ".jsonl" else log_path) + ".summary.json"
+
+
+def job_fingerprint(model_paths: list[str], options: dict[str, object]) -> dict[str, object]:
+    """What makes a job the same job: the model files' bytes and the options that change tasks."""
+    import hashlib
+
+    files = []
+    for p in model_paths:
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        files.append({"path": os.path.abspath(p), "sha256": h.hexdigest()})
+    return {"models": files, **options}
+
+
+def save_summary(log_path: str, fingerprint: dict[str, object], task_keys: list[str],
+                 text: str, result_json: dict[str, object]) -> None:
+    """Record a finished job's summary next to its log (a failure to write is no error)."""
+    import contextlib
+    import json
+
+    from compiler.files import write_atomic
+
+    data = {"fingerprint": fingerprint, "tasks": task_keys, "text": text, "json": result_json}
+    with contextlib.suppress(OSError, GraphtuneError):
+        write_atomic(summary_path_for(log_path), json.dumps(data).encode())
+
+
+def finished_summary(log_path: str, fingerprint: dict[str, object],
+                     trials: int) -> tuple[int, dict[str, object]] | None:
+    """``(records, saved summary)`` when this job finished before and its log holds ``trials``
+    records of its tasks; None otherwise (then tune as usual)."""
+    import json
+    import warnings
+
+    from logs import LogError, read_records
+
+    try:
+        with open(summary_path_for(log_path), encoding="utf-8") as f:
+            saved = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint:
+        return None
+    keys = set(saved.get("tasks") or ())
+    if not keys or not os.path.exists(log_path):
+        return None
+    target = fingerprint.get("target_hash")
+    count = 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for rec in read_records(log_path):
+                if rec.workload.key in keys and rec.target.hash == target:
+                    count += 1
+    except (LogError, OSError):
+        return None
+    return (count, saved) if count >= trials else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from typing import Any
 
 import click
 
@@ -92,10 +93,15 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
     if trials < 1:
         raise GraphtuneError(f"--trials must be >= 1, got {trials}")
     budget_s = parse_duration(time_budget) if time_budget is not None else None
-    # The first line, before TVM and Ray load: what is tuned into what, and what the log holds.
-    click.echo(f"graphtune: tune {' '.join(model_paths)} -> {log_path} ({log_state(log_path)}); "
-               f"--trials {trials}" + (f", --time-budget {time_budget}" if time_budget else ""),
-               err=True)
+    # The first line, before TVM and Ray load: what is tuned into what, and what the log
+    # holds. On a terminal only, as other progress: off one, a user error stays one line.
+    from autotune._commands._common import _stderr_is_terminal
+
+    tell = _stderr_is_terminal() and not as_json
+    if tell:
+        click.echo(f"graphtune: tune {' '.join(model_paths)} -> {log_path} "
+                   f"({log_state(log_path)}); --trials {trials}"
+                   + (f", --time-budget {time_budget}" if time_budget else ""), err=True)
     if (warn := workers_warning(workers)) is not None:
         click.echo(f"graphtune: warning: {warn}", err=True)
     from autotune._studies import check_sampler
@@ -115,9 +121,11 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
     resources = parse_resources(worker_resources) or None
     measurer = load_measurer(measurer_spec, parse_key_values(measurer_args, "--measurer-arg"))
     from autotune._commands._common import check_outputs
+    from autotune._commands._tune_front import summary_path_for
     from autotune._curve import curve_path_for
 
-    check_outputs({"--log": log_path, "the tuning curve": curve_path_for(log_path)},
+    check_outputs({"--log": log_path, "the tuning curve": curve_path_for(log_path),
+                   "the job summary": summary_path_for(log_path)},
                   inputs=[*model_paths, target_file])
     check_log_path(log_path)
     if storage is not None:
@@ -130,6 +138,25 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
 
     target = Target.from_file(target_file) if target_file else Target.default()
 
+    # A job that finished before (same model files, options and target) and whose log holds
+    # --trials records of its tasks: its summary, without importing the models or Ray.
+    from autotune._commands._tune_front import finished_summary, job_fingerprint
+
+    fingerprint = job_fingerprint(list(model_paths), {
+        "batch": batch, "objective": objective, "target_hash": target.hash,
+        "measurer": measurer.name, "measurer_version": measurer.version})
+    done = finished_summary(log_path, fingerprint, trials)
+    if done is not None:
+        count, saved = done
+        click.echo(f"graphtune: the log already holds {count} records of these tasks "
+                   f"(--trials {trials}): the job is finished, nothing was measured and Ray "
+                   "was not started; its summary:", err=True)
+        if as_json:
+            click.echo(json.dumps(saved["json"]))
+        else:
+            click.echo(str(saved["text"]), nl=False)
+        return
+
     from autotune._commands._common import load_model
 
     models = [load_model(p, batch) for p in model_paths]
@@ -141,7 +168,7 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
     from autotune._tune import load_tasks
 
     tasks = load_tasks(graphs)
-    for m in models:
+    for m in models if tell else ():
         n = sum(1 for t in tasks if t.count_in(m.name))
         click.echo(f"graphtune: {m.name}: batch {m.batch}, {len(m.graph.ops)} ops, "
                    f"{n} task{'s' if n != 1 else ''}", err=True)
@@ -167,12 +194,17 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
     elif budget_s is not None and result.total < trials:
         click.echo(f"graphtune: the time budget ({time_budget}) is used up: {result.total} of "
                    f"{trials} measurements in the log; re-run to continue", err=True)
+    finished = result.total >= trials
     if as_json:
         click.echo(json.dumps(result.to_json()))
+        if finished:
+            _save(log_path, fingerprint, tasks, result, trials)
         return
     from autotune._commands._common import console
 
     con = console()
+    if finished:
+        _save(log_path, fingerprint, tasks, result, trials)
     con.print(summary_table(result))
     for mr in result.models:  # the end-to-end figures, one plain line per model
         if not mr.best_us:
@@ -185,3 +217,23 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
     con.print(f"log: {result.log}   studies: {result.storage}")
     if result.curve:
         con.print(f"tuning curve: {result.curve}")
+
+
+def _save(log_path: str, fingerprint: dict[str, object], tasks: list[Any], result: Any,
+          trials: int) -> None:
+    """The finished job's summary, as the next identical run prints it (LOG.summary.json)."""
+    import io
+
+    from rich.console import Console
+
+    from autotune._commands._tune_front import save_summary
+    from autotune._progress import summary_table
+
+    buf = io.StringIO()
+    con = Console(file=buf, width=100, highlight=False)
+    con.print(summary_table(result))
+    for mr in result.models:
+        if mr.best_us:
+            con.print(f"{mr.name}: {mr.best_us:,.1f} µs tuned", markup=False)
+    con.print(f"log: {result.log}   studies: {result.storage}", markup=False)
+    save_summary(log_path, fingerprint, [t.key for t in tasks], buf.getvalue(), result.to_json())

@@ -86,32 +86,51 @@ def test_live_table_says_done_at_the_end(tiny_graph: Graph, tmp_path: Path) -> N
         tables[-1].split("\n", 1)[1]
 
 
-def test_cli_first_line_finished_rerun_and_torn_log(tiny_onnx: Path, tmp_path: Path) -> None:
+def test_cli_first_line_finished_rerun_and_torn_log(tiny_onnx: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from autotune._commands import _common
+
     log = tmp_path / "c.jsonl"
     assert log_state(str(log)) == "a new log"
-    first = CliRunner().invoke(main, ["tune", str(tiny_onnx), "--trials", "8", "--workers", "0",
-                                      "--log", str(log), "--seed", "0", "--json"])
+    with monkeypatch.context() as m:  # the first lines are a terminal's (as other progress)
+        m.setattr(_common, "_stderr_is_terminal", lambda: True)
+        first = CliRunner().invoke(main, ["tune", str(tiny_onnx), "--trials", "8",
+                                          "--workers", "0", "--log", str(log), "--seed", "0"])
     assert first.exit_code == 0, first.output
-    assert first.stderr.splitlines()[0].startswith(
-        f"graphtune: tune {tiny_onnx} -> {log} (a new log); --trials 8")
+    lines = first.stderr.splitlines()
+    assert lines[0] == f"graphtune: tune {tiny_onnx} -> {log} (a new log); --trials 8", lines
+    assert lines[1] == "graphtune: tiny: batch 4, 16 ops, 1 task", lines
     state = log_state(str(log))
     assert state.startswith("resuming: 8 records, best ") and "(tiny@b4)" in state
     # A writer died mid-line: the next tune warns once as a graphtune line, then repairs it.
     with open(log, "a") as f:
         f.write('{"v": "1.1", "workload": {"key": "torn')
     again = subprocess.run(
-        [sys.executable, "-m", "autotune.cli", "tune", str(tiny_onnx), "--trials", "6",
+        [sys.executable, "-m", "autotune.cli", "tune", str(tiny_onnx), "--trials", "10",
          "--workers", "0", "--log", str(log), "--json"],
         capture_output=True, text=True, cwd=REPO, timeout=600)
     assert again.returncode == 0, again.stderr
     err = again.stderr
     assert "WARNING" not in err and "Warning:" not in err and ".py:" not in err, err
-    assert "resuming: 8 records" in err.splitlines()[0]
     assert "graphtune: warning: " in err and "torn" in err
-    assert "the log already holds 8 records of these tasks (--trials 6): the job is finished" in err
-    assert json.loads(again.stdout)["measured"] == 0
-    assert not log.read_bytes().endswith(b"torn") and (tmp_path / "c.jsonl.torn").exists()
+    assert json.loads(again.stdout)["measured"] == 2
+    assert log.read_bytes().endswith(b"\n") and (tmp_path / "c.jsonl.torn").exists()
+    assert len(list(read_records(log))) == 10  # and the log reads clean now
     assert "raylet" not in err.lower() and "core_worker" not in err
+    # That run finished: its summary was saved; the same job with --trials at or below the
+    # log's count answers from it without importing the model (no TVM, no Ray).
+    assert (tmp_path / "c.summary.json").exists()
+    code = ("import sys; from autotune.cli import main; sys.argv = ['graphtune', 'tune', "
+            f"{str(tiny_onnx)!r}, '--trials', '6', '--log', {str(log)!r}]; "
+            "import atexit; atexit.register(lambda: print('tvm' in sys.modules, "
+            "'ray' in sys.modules, file=sys.stderr)); main()")
+    fast = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+    assert fast.returncode == 0, fast.stderr
+    assert ("the log already holds 10 records of these tasks (--trials 6): the job is "
+            "finished, nothing was measured and Ray was not started") in fast.stderr
+    assert fast.stderr.strip().splitlines()[-1] == "False False"  # neither TVM nor Ray loaded
+    assert "tiny" in fast.stdout and "best µs" in fast.stdout
 
 
 def test_summary_table_folds_long_task_names_at_80_columns(tiny_graph: Graph,
