@@ -14,49 +14,47 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autotune._claims import Claims
-from autotune._driver import Callback, Driver
-from autotune._journal import StorageHandle, journal_path_for, open_storage
-from autotune._measurer import Measurer, SimMeasurer
-from autotune._reconcile import SEED_ATTR, SEED_CID_ATTR, reconcile, record_cid
-from autotune._result import TuneResult
-from autotune._scheduler import GradientScheduler, TaskProgress
-from autotune._state import JobState, TaskState
-from autotune._studies import (
+from autotune._options import MeasureOptions, RankerFactory, RunOptions, SearchOptions, from_legacy
+from autotune.job._scheduler import GradientScheduler, TaskProgress
+from autotune.job._state import JobState, TaskState
+from autotune.job._tasks import Task, extract_tasks
+from autotune.measure._measurer import Measurer, SimMeasurer
+from autotune.report._result import TuneResult
+from autotune.running._claims import Claims
+from autotune.running._driver import Driver
+from autotune.running._journal import StorageHandle, journal_path_for, open_storage
+from autotune.running._reconcile import SEED_ATTR, SEED_CID_ATTR, reconcile, record_cid
+from autotune.sampling._samplers import make_sampler
+from autotune.sampling._studies import (
     OBJECTIVES,
     candidate_id,
     check_sampler,
-    make_sampler,
     seed_schedules,
     study_name,
     task_seed,
     tuner_label,
 )
-from autotune._tasks import Task, extract_tasks
 from compiler.errors import GraphtuneError
 from compiler.memo import search_gc
 from logs import LogError
 
 if TYPE_CHECKING:
-    from autotune._guided import GuidedOptions
-    from autotune._pool import MeasurePool
-    from autotune._ranker import Ranker
+    from autotune.running._pool import MeasurePool
+    from autotune.sampling._guided import GuidedOptions
     from compiler.graph import Graph
     from compiler.target import Target
     from logs import Record
-    from search_space import Space
 
 __all__ = ["check_log_path", "default_workers", "load_tasks", "tune"]
 
 log = logging.getLogger("autotune.tune")
 
-RankerFactory = Callable[["Space", "Graph", "Target", "int | None"], "Ranker"]
 
 
 def default_workers() -> int:
@@ -119,28 +117,11 @@ def tune(
     *,
     trials: int,
     log: str | os.PathLike[str],
-    workers: int | None = None,
-    storage: str | None = None,
-    sampler: str = "guided",
-    seed: int | None = None,
-    objective: str = "latency",
     target: Target | str | os.PathLike[str] | None = None,
-    ray_address: str | None = None,
-    callbacks: Sequence[Callback] = (),
-    batch: int | None = None,
-    timeout_per_trial: float | None = None,
-    early_stopping: int | None = None,
-    measurer: Measurer | str | None = None,
-    measurer_options: dict[str, Any] | None = None,
-    worker_cpus: float | None = None,
-    worker_resources: dict[str, float] | None = None,
-    guided: GuidedOptions | None = None,
-    ranker: RankerFactory | None = None,
-    batch_size: int = 4,
-    curve: bool = True,
-    seeds: bool = True,
-    time_budget_s: float | None = None,
-    started: float | None = None,
+    search: SearchOptions | None = None,
+    run: RunOptions | None = None,
+    measure: MeasureOptions | None = None,
+    **legacy: Any,
 ) -> TuneResult:
     """Tune the graph schedules of some models; every measurement goes to ``log``.
 
@@ -152,44 +133,17 @@ def tune(
         models_or_tasks: ONNX paths, ``compiler.Model``/``Graph`` values or ``Task`` values.
         trials: Records of these tasks the log should hold at the end (seeds included).
         log: The JSON-lines tuning log (appended; created if missing).
-        workers: Measurer processes (Ray actors); 0 measures in this process
-            (deterministic with ``seed``). Default: one per CPU.
-        storage: Optuna storage URL (``postgresql://user@host/db`` to share a study
-            between hosts; a plain ``postgresql://`` uses psycopg 3), or a journal file
-            path; default: a journal next to the log (``tune.jsonl`` -> ``tune.journal``),
-            private to that log. A storage given here is shared: several jobs, each
-            with its own log, may tune into it at once and never measure one candidate
-            twice (each claims a candidate through the storage before measuring it).
-        sampler: ``guided`` (graphtune's), ``tpe``, ``gp``, ``nsga2`` or ``random``.
-        seed: Seed of every random choice.
-        objective: ``latency`` (minimise each task's latency) or ``throughput``.
         target: A ``Target``, a hardware TOML path, or None for the default STCP920.
-        ray_address: Join this Ray cluster instead of starting a local one.
-        callbacks: Called with the :class:`JobState` after every measured batch.
-        batch: Batch size of models given as paths or ``Model`` values.
-        timeout_per_trial: Wall-time limit of one measurement, in seconds.
-        early_stopping: Stop a task after this many measurements without a gain.
-        measurer: What measures: a :class:`Measurer`, or a spec that
-            :func:`autotune._plugins.load_measurer` resolves (``"module:Class"``, an entry
-            point name of ``graphtune.measurers``, ``"sim"``, ``"delayed"``). Default: the
-            simulator.
-        measurer_options: Keyword arguments of the measurer's constructor (with a spec).
-        worker_cpus: CPUs each Ray worker reserves (default: the measurer's ``num_cpus``).
-        worker_resources: Custom Ray resources each worker needs, e.g. ``{"stcp920": 1}``
-            (default: the measurer's ``resources``); ignored with ``workers=0``.
-        guided: Options of the guided sampler.
-        ranker: Factory of the guided sampler's cost model (default:
-            :func:`autotune._ranker.default_ranker`).
-        batch_size: Candidates per batch sent to a worker.
-        curve: Draw the tuning-curve PNG next to the log.
-        seeds: Measure O0-O3 and the fitting hand-written plans first (False only for
-            search experiments: ``bench/search_efficiency.py`` compares samplers from
-            scratch).
-        time_budget_s: Wall time of the whole call (from ``started``); when it is used
-            up no new batch is sent, batches in flight finish and are logged, and the
-            job ends as it would at its trial budget (log, storage and curve complete).
-        started: ``time.monotonic()`` the time budget counts from (default: this call's
-            start; the CLI passes the command's start).
+        search: What to search: sampler, seed, objective, model batch, early stopping,
+            the guided sampler's options and ranker, seeds (:class:`SearchOptions`).
+        run: How to run: workers, storage, Ray, batch size, callbacks, the curve
+            (:class:`RunOptions`).
+        measure: How to measure: the measurer, its options, the timeout per trial
+            (:class:`MeasureOptions`).
+        **legacy: The keyword arguments ``tune`` took before the option types
+            (``workers=``, ``seed=``, ``measurer_options=``, ...): accepted until after
+            graphtune 0.2 with a DeprecationWarning, sorted into the options (see
+            :func:`autotune._options.from_legacy`).
 
     Returns:
         A :class:`TuneResult`.
@@ -199,11 +153,24 @@ def tune(
             any measurer starts.
 
     Example:
-        >>> res = tune(["r50.onnx"], trials=300, workers=2, log="tune.jsonl", seed=0)
+        >>> res = tune(["r50.onnx"], trials=300, log="tune.jsonl",
+        ...            search=SearchOptions(seed=0), run=RunOptions(workers=2))
         >>> res.tasks[0].speedup("O3"), res.curve
     """
     from compiler.target import Target
 
+    search, run, measure = from_legacy(search, run, measure, legacy)
+    sampler, seed, objective, batch = search.sampler, search.seed, search.objective, search.batch
+    early_stopping, guided, ranker, seeds = (search.early_stopping, search.guided, search.ranker,
+                                             search.seeds)
+    workers, storage, ray_address, worker_cpus = run.workers, run.storage, run.ray_address, \
+        run.worker_cpus
+    worker_resources = dict(run.worker_resources) if run.worker_resources is not None else None
+    batch_size, callbacks, curve = run.batch_size, run.callbacks, run.curve
+    measurer, timeout_per_trial = measure.measurer, measure.timeout_per_trial
+    measurer_options = dict(measure.options) if measure.options is not None else None
+
+    time_budget_s, started = run.time_budget_s, run.started
     t0 = time.monotonic() if started is None else started
     if trials < 1:
         raise GraphtuneError(f"trials must be >= 1, got {trials}")
@@ -243,7 +210,7 @@ def tune(
             # rather than stall them (in-process runs stay reproducible without it).
             from dataclasses import replace
 
-            from autotune._guided import GuidedOptions
+            from autotune.sampling._guided import GuidedOptions
 
             guided = replace(guided or GuidedOptions(), background_fit=True)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
@@ -271,7 +238,7 @@ def tune(
         handle.flush()
         curve_path = None
         if curve:
-            from autotune._curve import curve_path_for, draw_curve
+            from autotune.report._curve import curve_path_for, draw_curve
 
             curve_path = draw_curve(job, curve_path_for(log_path))
         return TuneResult.of(job, log_path, handle.where, curve_path)
@@ -294,7 +261,7 @@ def _measurer(measurer: Measurer | str | None, options: dict[str, Any] | None,
               workers: int) -> Measurer:
     """The measurer to use; checked to travel to Ray workers (pickle) when there are any."""
     if isinstance(measurer, str):
-        from autotune._plugins import load_measurer
+        from autotune.measure._plugins import load_measurer
 
         meas = load_measurer(measurer, options)
     elif options:
@@ -364,8 +331,8 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
     """
     import optuna
 
-    from autotune._driver import note_measurement
-    from autotune._ranker import default_ranker
+    from autotune.running._driver import note_measurement
+    from autotune.sampling._ranker import default_ranker
     from search_space import build_space
     from sim import Measurement, lower_bound
 
@@ -455,10 +422,10 @@ def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,
           resources: dict[str, float] | None) -> MeasurePool:
     graphs = {t.task.key: t.task.graph for t in job.tasks}
     if workers == 0:
-        from autotune._pool import InProcessPool
+        from autotune.running._pool import InProcessPool
 
         return InProcessPool(graphs, target, measurer, timeout_s)
-    from autotune._ray_pool import RayPool
+    from autotune.running._ray_pool import RayPool
 
     return RayPool(graphs, target, measurer, workers, ray_address, timeout_s, num_cpus=cpus,
                    resources=resources)

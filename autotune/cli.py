@@ -1,6 +1,6 @@
 """The ``graphtune`` command line.
 
-Subcommands live in :mod:`autotune._commands`; each imports TVM only inside the
+Subcommands live in :mod:`autotune.commands`; each imports TVM only inside the
 command body, so ``graphtune --help`` and the log commands start fast.
 A :class:`compiler.errors.GraphtuneError` raised anywhere becomes one line on
 stderr and exit status 2, never a traceback.
@@ -100,7 +100,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 
 def _register() -> None:
-    from autotune._commands import register_all, report_cmds
+    from autotune.commands import register_all, report_cmds
 
     register_all(main)
     report_cmds.register(main)

@@ -168,7 +168,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         if not os.access(args.readme, os.W_OK):
             ap.error(f"--readme {args.readme} is read-only")
     if "gp" in args.methods:
-        from autotune._studies import check_sampler
+        from autotune.sampling._studies import check_sampler
 
         try:
             check_sampler("gp")

@@ -108,7 +108,7 @@ def _metrics(graph: Any, schedule: Any, target: Any) -> dict[str, Any]:
 
 
 def _model_facts(spec: ModelSpec, graph: Any, target: Any) -> dict[str, Any]:
-    from sim._bound import compulsory_ddr_bytes
+    from compiler.bound import compulsory_ddr_bytes
 
     return {"model": spec.key, "label": spec.label, "batch": spec.batch,
             "flops": float(graph.flops),
@@ -117,7 +117,7 @@ def _model_facts(spec: ModelSpec, graph: Any, target: Any) -> dict[str, Any]:
 
 def run_baselines(key: str) -> dict[str, Any]:
     """O0-O3 and every guide plan that fits, each simulated once."""
-    from autotune._studies import seed_schedules
+    from autotune.sampling._studies import seed_schedules
 
     spec = spec_of(key)
     target = _target()

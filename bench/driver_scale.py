@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import warnings  # noqa: E402
 
 from autotune import DelayedMeasurer, JobState, tune  # noqa: E402
-from autotune._pool import MeasurePool  # noqa: E402
+from autotune.running._pool import MeasurePool  # noqa: E402
 from compiler import zoo  # noqa: E402
 from compiler.graph import Graph  # noqa: E402
 from compiler.model import Model  # noqa: E402
@@ -212,7 +212,7 @@ def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: in
     clock = _Clock()
     trials = workers * batch_size * batches_per_worker
     measurer = DelayedMeasurer(delay_s=delay, num_cpus=0.01)
-    from autotune._driver import Driver
+    from autotune.running._driver import Driver
 
     with timed_pools() as pools, stopwatch({"run": (Driver, "run")}) as spent:
         tune([graph], trials=trials, workers=workers, log=os.path.join(workdir, f"w{workers}.jsonl"),
@@ -256,7 +256,7 @@ def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, wo
     import optuna
 
     from autotune import GuidedOptions, _guided, _journal
-    from autotune._driver import Driver
+    from autotune.running._driver import Driver
     from logs import RecordWriter
 
     log = os.path.join(workdir, log_name)
@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> None:
     studies = [args.study_trials] if args.study_trials else ([200] if quick else [1000, 10000])
     guided = args.guided_trials or (40 if quick else 300)
 
-    import autotune._ray_pool as rp
+    import autotune.running._ray_pool as rp
 
     rp.START_TIMEOUT_S = 900.0  # 64 actors start slowly on a busy 2-core machine
     graph = tiny_graph()

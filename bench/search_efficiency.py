@@ -92,7 +92,7 @@ def main() -> None:
 
 def _seeds(graph: Any) -> list[tuple[str, float]]:
     """Latency of O0-O3 and the fitting plans."""
-    from autotune._studies import seed_schedules
+    from autotune.sampling._studies import seed_schedules
     from compiler.target import Target
     from sim import measure
 

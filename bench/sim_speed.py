@@ -33,12 +33,16 @@ from compiler.auto import (  # noqa: E402
     core_bind_for,
     graph_schedule_level,
 )
-from compiler.derive import make_schedule  # noqa: E402
 from compiler.graph import Graph  # noqa: E402
 from compiler.guide_plans import guide_plan  # noqa: E402
 from compiler.memo import search_gc  # noqa: E402
 from compiler.model import Model  # noqa: E402
-from compiler.schedule import GraphSchedule, GroupSpec, Placement  # noqa: E402
+from compiler.schedule import (  # noqa: E402
+    GraphSchedule,
+    GroupSpec,
+    Placement,
+    make_schedule,  # noqa: E402
+)
 from compiler.target import Target  # noqa: E402
 from sim import SimError, simulate  # noqa: E402
 

@@ -29,7 +29,7 @@ import onnx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autotune._studies import candidate_id  # noqa: E402
+from autotune.sampling._studies import candidate_id  # noqa: E402
 from compiler import zoo  # noqa: E402
 from compiler.schedule import GraphSchedule  # noqa: E402
 

@@ -37,8 +37,8 @@ from _tuning import MODELS, zoo_graph  # noqa: E402
 
 from autotune import JobState, SimMeasurer, tune  # noqa: E402
 from autotune import _tune as tune_mod  # noqa: E402
-from autotune._pool import InProcessPool, MeasurePool  # noqa: E402
-from autotune._ray_pool import RayPool  # noqa: E402
+from autotune.running._pool import InProcessPool, MeasurePool  # noqa: E402
+from autotune.running._ray_pool import RayPool  # noqa: E402
 from compiler.target import Target  # noqa: E402
 from search_space import build_space  # noqa: E402
 

@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from compiler.derive import group_io, make_schedule
+    from compiler.derive import group_io
     from compiler.errors import (
         CapacityError,
         CompileError,
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         Placement,
         Step,
         Transfer,
+        make_schedule,
     )
     from compiler.target import Target
     from compiler.torch_import import TorchModel, load_pt2, load_torch
@@ -42,7 +43,7 @@ _WHERE = {
     "Executor": "executor",
     "Graph": "graph", "Op": "graph", "OpIndex": "graph", "Tensor": "graph",
     "Model": "model", "from_onnx": "model", "load_onnx": "model",
-    "group_io": "derive", "make_schedule": "derive",
+    "group_io": "derive", "make_schedule": "schedule",
     "SCHEMA_VERSION": "schedule", "GraphSchedule": "schedule", "GroupSpec": "schedule",
     "NPUMemScope": "schedule", "Placement": "schedule", "Step": "schedule",
     "Transfer": "schedule",

@@ -35,8 +35,8 @@ from compiler.files import check_output
 from compiler.schedule import GraphSchedule
 
 if TYPE_CHECKING:
+    from compiler._model_like import ModelLike as Model  # not compiler.model: it imports us
     from compiler.graph import Graph
-    from compiler.model import Model
     from compiler.target import Target
 
 log = logging.getLogger(__name__)

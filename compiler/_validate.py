@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from compiler._schedule_parts import ScheduleLike as GraphSchedule  # not compiler.schedule: it imports us
 from compiler.derive import chunk_dag, derived, group_io, group_order
 from compiler.errors import ScheduleError
 
 if TYPE_CHECKING:
+    from compiler._schedule_parts import Placement
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, Placement
     from compiler.target import Target
 
 
@@ -62,7 +63,7 @@ def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> 
 
 
 def _check_group(g: object, graph: Graph, target: Target | None) -> None:
-    from compiler.schedule import GroupSpec
+    from compiler._schedule_parts import GroupSpec
 
     assert isinstance(g, GroupSpec)
     if g.split < 1:

@@ -28,11 +28,11 @@ from dataclasses import replace
 from math import gcd
 
 from compiler.capacity import CapacityIssue, check_capacity, order_nodes
-from compiler.derive import Node, chunk_dag, group_io, make_schedule, single_tensor_cuts
+from compiler.derive import Node, chunk_dag, group_io, single_tensor_cuts
 from compiler.errors import ScheduleError
 from compiler.footprint import group_footprint
 from compiler.graph import Graph
-from compiler.schedule import GraphSchedule, GroupSpec, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, make_schedule
 from compiler.target import Target
 
 LEVELS = (0, 1, 2, 3)

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from compiler._schedule_parts import GroupSpec, Placement, ScheduleLike, Transfer
 from compiler.errors import ScheduleError
 from compiler.graph import dfs_postorder
 from compiler.memo import memo_of
-from compiler.schedule import GraphSchedule, GroupSpec, Placement, Step, Transfer
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -324,62 +324,6 @@ def postorder(deps: dict[Node, list[Node]], roots: Sequence[Node]) -> list[Node]
     return dfs_postorder(deps, roots)
 
 
-def make_schedule(
-    graph: Graph,
-    groups: Sequence[GroupSpec],
-    *,
-    order: str | Sequence[Step] = "depth",
-    transfer_placements: dict[str, Placement] | None = None,
-    source: str = "",
-) -> GraphSchedule:
-    """Complete a schedule from its groups: derive transfers, pick an order.
-
-    Args:
-        graph: the model's graph (fixes the batch and the workload key).
-        groups: the groups, with split factors and one placement per chunk.
-        order: ``"depth"`` (DFS post-order of the chunk DAG, as the guide's ResNet-50
-            plan: each consumer chunk runs as soon as its inputs exist), ``"breadth"``
-            (group by group, all chunks of one group before the next), or an
-            explicit list of steps.
-        transfer_placements: placements for transfers by derived name
-            (``concat_0``), overriding the defaults.
-        source: provenance label stored in the schedule.
-    """
-    group_order(graph, groups)  # cycle check with a readable message
-    transfers, deps, outs = derive_transfers(graph, groups)
-    if transfer_placements:
-        unknown = set(transfer_placements) - {t.name for t in transfers}
-        if unknown:
-            raise ScheduleError(f"no transfer named {sorted(unknown)[0]!r} in this schedule")
-        transfers = [
-            Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks,
-                     t.dst_chunks, transfer_placements.get(t.name, t.placement))
-            for t in transfers
-        ]
-    if isinstance(order, str):
-        if order == "depth":
-            nodes = postorder(deps, outs)
-        elif order == "breadth":
-            nodes = _breadth(graph, groups, deps)
-        else:
-            raise ScheduleError(f"unknown order {order!r}: use depth or breadth")
-        steps = tuple(Step("group", n[1], n[2]) if n[0] == "g" else Step("transfer", n[1])
-                      for n in nodes)
-    else:
-        steps = tuple(order)
-    schedule = GraphSchedule(
-        batch=graph.batch,
-        groups=tuple(groups),
-        transfers=tuple(transfers),
-        order=steps,
-        workload_key=graph.workload_key,
-        source=source,
-    )
-    # Derived once: validation and the capacity walk reuse it (placements do not change it).
-    memo_of(schedule, limit=8)[("derived", id(graph))] = (graph, (transfers, deps, outs))
-    return schedule
-
-
 def _breadth(graph: Graph, groups: Sequence[GroupSpec], deps: dict[Node, list[Node]]) -> list[Node]:
     by_name = {g.name: g for g in groups}
     out: list[Node] = []
@@ -402,7 +346,7 @@ def _breadth(graph: Graph, groups: Sequence[GroupSpec], deps: dict[Node, list[No
 
 
 def derived(
-    graph: Graph, schedule: GraphSchedule
+    graph: Graph, schedule: ScheduleLike
 ) -> tuple[list[Transfer], dict[Node, list[Node]], list[Node]]:
     """:func:`derive_transfers` of a schedule's groups, remembered per (schedule, graph)."""
     memo = memo_of(schedule, limit=8)
@@ -413,15 +357,23 @@ def derived(
     return cached[1]  # type: ignore[no-any-return]
 
 
-def chunk_dag(graph: Graph, schedule: GraphSchedule) -> tuple[dict[Node, list[Node]], list[Node]]:
+def chunk_dag(graph: Graph, schedule: ScheduleLike) -> tuple[dict[Node, list[Node]], list[Node]]:
     """The dependency DAG between the schedule's steps, and the output nodes."""
     _, deps, outs = derived(graph, schedule)
     return deps, outs
 
 
-def single_group_schedule(
-    graph: Graph, placement: Placement, split: int = 1, source: str = ""
-) -> GraphSchedule:
-    """Every op in one group: the simplest valid schedule (handy in tests)."""
-    g = GroupSpec("group_0", tuple(range(len(graph.ops))), split, (placement,) * split)
-    return make_schedule(graph, [g], source=source)
+_MOVED = {"make_schedule", "single_group_schedule"}
+
+
+def __getattr__(name: str) -> object:
+    # make_schedule and single_group_schedule build a GraphSchedule, whose validate() uses
+    # this module: they moved to compiler.schedule in 0.1. The old path warns until 0.2.
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(f"compiler.derive.{name} moved to compiler.schedule.{name}; the old path "
+                      "goes after graphtune 0.2", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module("compiler.schedule"), name)
+    raise AttributeError(f"module 'compiler.derive' has no attribute {name!r}")

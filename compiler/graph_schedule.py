@@ -33,10 +33,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.derive import make_schedule
 from compiler.errors import ScheduleError
 from compiler.graph import Graph, Op, OpIndex
-from compiler.schedule import GraphSchedule, NPUMemScope, Placement, Step
+from compiler.schedule import GraphSchedule, NPUMemScope, Placement, Step, make_schedule
 from compiler.schedule import GroupSpec as GroupValue
 
 __all__ = [

@@ -9,7 +9,6 @@ meaning, ``logs`` only requires the keys ``"v"`` and ``"batch"``.
 
 from __future__ import annotations
 
-import enum
 import json
 import math
 import socket
@@ -21,25 +20,13 @@ from typing import Any
 
 from logs._errors import LogError
 
-SCHEMA_VERSION = "1.1"
-"""The version this graphtune writes, as ``"major.minor"``."""
-
-SCHEMA_MAJOR = 1
-"""Records with a larger major version are refused; smaller minors are read."""
+# re-exported: they were defined here before logs._status
+from logs._status import SCHEMA_MAJOR as SCHEMA_MAJOR
+from logs._status import SCHEMA_VERSION as SCHEMA_VERSION
+from logs._status import Status as Status
 
 IndexKey = tuple[str, str, str]
 """``(workload_key, chip, hash)``: what records are grouped and ranked by."""
-
-
-class Status(enum.StrEnum):
-    """The outcome of one measurement; every value but ``OK`` is an error."""
-
-    OK = "ok"
-    INVALID_SCHEDULE = "invalid_schedule"
-    CAPACITY = "capacity"
-    SIM_ERROR = "sim_error"
-    TIMEOUT = "timeout"
-    WORKER_LOST = "worker_lost"
 
 
 @dataclass(frozen=True, order=True)

@@ -23,7 +23,7 @@ import zlib
 from typing import Any
 
 from logs._errors import LogError
-from logs._record import SCHEMA_MAJOR, SCHEMA_VERSION, Status
+from logs._status import SCHEMA_MAJOR, SCHEMA_VERSION, Status
 
 _STATUSES = frozenset(s.value for s in Status)
 _SCHED = b',"schedule":'

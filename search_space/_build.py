@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import gcd
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -76,7 +76,12 @@ from search_space._order import breadth_order, depth_order, group_topo_order
 from search_space._structure import GroupInfo, anchor_partition, group_info, partition_is_valid
 
 if TYPE_CHECKING:
-    from search_space._space import Space
+    from compiler.codes import ValueTable
+    from compiler.graph import Graph
+    from compiler.schedule import Placement, Step
+    from compiler.target import Target
+    from search_space._dims import Dim
+    from search_space._structure import Structure
 
 SLOWER = {"L1": ("L1", "LLB", "DDR"), "LLB": ("LLB", "DDR"), "DDR": ("DDR",)}
 _OPTIONS: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
@@ -84,6 +89,60 @@ _RANK = {"DDR": 0, "LLB": 1, "L1": 2}
 
 Reader = Callable[[int], int]
 CoreBind = tuple[tuple[int, ...], ...]
+
+
+class _Options(Protocol):
+    """What decoding reads of :class:`search_space.SpaceOptions`."""
+
+    @property
+    def ties(self) -> bool: ...
+
+    @property
+    def min_group_ops(self) -> int: ...
+
+    @property
+    def max_group_ops(self) -> int | None: ...
+
+
+class SpaceLike(Protocol):
+    """What decoding and projection read of a :class:`search_space.Space` (a ``Space`` is one).
+
+    A protocol, so that this module need not import :mod:`search_space._space`, which
+    decodes through it.
+    """
+
+    graph: Graph
+    target: Target
+    batch: int
+    structure: Structure
+    batches: tuple[int, ...]
+    divisors: dict[int, list[int]]
+    dims: tuple[Dim, ...]
+    free: tuple[Dim, ...]
+    rep: np.ndarray
+    slot: dict[int, int]
+    d_batch: int
+    d_order: int
+    d_lookahead: int
+    d_gran: int
+    d_cut: list[int]
+    d_mode: list[int]
+    d_scope: list[int]
+    _blocks: dict[tuple[int, int, str], Block]
+    _infos: dict[tuple[object, ...], GroupInfo]
+    _op_sets: dict[tuple[int, ...], tuple[int, ...]]
+    _binds: dict[tuple[object, ...], tuple[tuple[int, ...], ...]]
+
+    @property
+    def options(self) -> _Options: ...
+
+    def graph_for(self, batch: int) -> Graph: ...
+
+    def placement(self, scope: str, bind: tuple[tuple[int, ...], ...]) -> Placement: ...
+
+    def values(self) -> ValueTable: ...
+
+    def step(self, node: tuple[str, str, int]) -> Step: ...
 
 
 @dataclass
@@ -124,7 +183,7 @@ class Block:
     slots: tuple[int, ...]
 
 
-def block_parts(space: Space, a: int, b: int, mode: str) -> Block:
+def block_parts(space: SpaceLike, a: int, b: int, mode: str) -> Block:
     """Groups of segments ``a..b`` under ``mode`` (falling back when the partition is invalid)."""
     key = (a, b, mode)
     hit = space._blocks.get(key)
@@ -146,7 +205,7 @@ def block_parts(space: Space, a: int, b: int, mode: str) -> Block:
     return result
 
 
-def unit_slots(space: Space, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+def unit_slots(space: SpaceLike, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     """Per part, the first op of its unit (see :class:`Block`)."""
     st = space.structure
     seg_of = st.seg_of_op
@@ -166,7 +225,7 @@ def unit_slots(space: Space, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...
     return tuple(st.segments[unit_start[a - lo]][0] for a, _ in spans)
 
 
-def read_blocks(space: Space, get: Reader) -> list[Block]:
+def read_blocks(space: SpaceLike, get: Reader) -> list[Block]:
     """The grouping: which segments form blocks (granularity, cut ranks, min/max size), modes."""
     segs = space.structure.segments
     opts = space.options
@@ -243,7 +302,7 @@ class Decoding:
     drive it, so the repairs a decode applies are exactly those a projection expects.
     """
 
-    def __init__(self, space: Space, batch: int, order: str = "depth", lookahead: int = 0) -> None:
+    def __init__(self, space: SpaceLike, batch: int, order: str = "depth", lookahead: int = 0) -> None:
         self.space = space
         self.batch = batch
         self.graph = space.graph_for(batch)
@@ -649,7 +708,7 @@ class Decoding:
         return s
 
 
-def decode_with(space: Space, get: Reader, overrides: dict[int, int] | None = None
+def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None
                 ) -> tuple[GraphSchedule, dict[Node, int]]:
     """Build the schedule the reader's answers describe (see the module doc).
 
@@ -719,7 +778,7 @@ _X_L1_NEXT = {"auto": "LLB", "L1": "LLB", "LLB": "DDR"}
 _X_LLB_NEXT = {"auto": "DDR", "LLB": "DDR"}
 
 
-def decode_fitted(space: Space, get: Reader, max_rounds: int) -> GraphSchedule:
+def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int) -> GraphSchedule:
     """Decode; when the capacity model still reports an overflow, re-decode with the
     scope parameter of one result occupying that memory one step slower (largest
     first; the overflowing step's own output last), up to ``max_rounds`` times.

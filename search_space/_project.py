@@ -35,7 +35,7 @@ from search_space._dims import (
 from search_space._order import breadth_order, depth_order
 
 if TYPE_CHECKING:
-    from search_space._space import Space
+    from search_space._build import SpaceLike
 
 
 class NotInSpace(Exception):
@@ -55,7 +55,7 @@ class _Assign:
     decode-and-compare settles the rest.
     """
 
-    def __init__(self, space: Space) -> None:
+    def __init__(self, space: SpaceLike) -> None:
         self.space = space
         self.values: dict[int, int] = {}  # free parameter -> choice index
         self.offers: dict[int, list[set[int]]] = {}
@@ -96,7 +96,7 @@ class _Assign:
                 self.values[f] = dim.choices.index(pick(dim.choices[i] for i in every))
 
 
-def project(space: Space, s: GraphSchedule) -> list[dict[int, int]]:
+def project(space: SpaceLike, s: GraphSchedule) -> list[dict[int, int]]:
     """Assignments of free parameters (one per matching order) that may decode to ``s``.
 
     Raises:
@@ -120,7 +120,7 @@ def project(space: Space, s: GraphSchedule) -> list[dict[int, int]]:
     return out
 
 
-def _project_for(space: Space, s: GraphSchedule, kind: str) -> list[dict[int, int]]:
+def _project_for(space: SpaceLike, s: GraphSchedule, kind: str) -> list[dict[int, int]]:
     asg = _Assign(space)
     if space.d_batch >= 0:
         asg.set(space.d_batch, s.batch, "batch")
@@ -142,7 +142,7 @@ def _project_for(space: Space, s: GraphSchedule, kind: str) -> list[dict[int, in
     return result
 
 
-def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[GroupSpec]) -> dict[str, GroupSpec]:
+def _blocks(space: SpaceLike, asg: _Assign, dec: Decoding, groups: list[GroupSpec]) -> dict[str, GroupSpec]:
     """Blocks and modes from the groups: sets granularity, cut ranks and modes, adds the
     group records to ``dec``; returns the schedule's group by record name.
 
@@ -215,7 +215,7 @@ def _blocks(space: Space, asg: _Assign, dec: Decoding, groups: list[GroupSpec]) 
     return target
 
 
-def _untie_cuts(space: Space, starts: list[int], ok: list[list[str]],
+def _untie_cuts(space: SpaceLike, starts: list[int], ok: list[list[str]],
                 modes: Callable[[int, int], list[str]], block_end: Callable[[int], int]) -> None:
     """Merge blocks (in place) until tied cut points agree on being boundaries."""
     rep = space.rep
@@ -256,7 +256,7 @@ def _closure(seg_of_op: tuple[int, ...], segs: tuple[tuple[int, int], ...],
         b = nb
 
 
-def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, GroupSpec]) -> None:
+def _shapes(space: SpaceLike, asg: _Assign, dec: Decoding, target: dict[str, GroupSpec]) -> None:
     """Offers for every group's shape and binding; records the schedule's in ``dec``."""
     batch, n, divs = dec.batch, dec.n, dec.divs
     alts: dict[str, list[tuple[int, ...]]] = {}
@@ -313,7 +313,7 @@ def _shapes(space: Space, asg: _Assign, dec: Decoding, target: dict[str, GroupSp
     _pin_reuse(space, asg, dec, match_of)
 
 
-def _pin_reuse(space: Space, asg: _Assign, dec: Decoding,
+def _pin_reuse(space: SpaceLike, asg: _Assign, dec: Decoding,
                match_of: dict[str, list[tuple[str, tuple[int, ...], bool,
                                               tuple[int, ...] | None]]]) -> None:
     """Narrow every group's core-order choices until they agree along ``reuse`` chains.
@@ -371,7 +371,7 @@ def _orders(dec: Decoding, s: GraphSchedule, kind: str) -> list[int]:
                      "over the chunk DAG")
 
 
-def _scopes(space: Space, asg: _Assign, dec: Decoding, s: GraphSchedule,
+def _scopes(space: SpaceLike, asg: _Assign, dec: Decoding, s: GraphSchedule,
             target: dict[str, GroupSpec]) -> None:
     """Offers for every group's scope policy and transfer scope: the choices whose
     decoding gives each step the schedule's scope, along the same capacity walk."""

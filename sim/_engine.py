@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from compiler.bound import lower_bound_cycles
 from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_memory
 from compiler.derive import chunk_dag, group_io
 from compiler.errors import ScheduleError
 from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
 from compiler.layout import group_layout, input_layout, transfer_layout
 from compiler.memo import memo_of
-from sim._bound import lower_bound_cycles
 from sim._invariants import check_invariants
 from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_cost, group_work
 from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan

@@ -11,7 +11,7 @@ the invariant, never a result:
   schedule uses (matrix and vector units: ``2 * (macs_per_cycle + lanes)`` FLOPs
   per cycle per core, a MAC being two FLOPs);
 * ``ddr>=compulsory``: the DDR channel carried at least the bytes that must cross
-  it (:func:`sim._bound.compulsory_ddr_bytes`);
+  it (:func:`compiler.bound.compulsory_ddr_bytes`);
 * ``busy<=100%``: no engine, port, channel or link is busy longer than the latency.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sim._bound import compulsory_ddr_bytes, lower_bound_cycles
+from compiler.bound import compulsory_ddr_bytes, lower_bound_cycles
 from sim._result import SimError, SimResult
 
 if TYPE_CHECKING:

@@ -13,6 +13,6 @@ def _quiet_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     command has run a few seconds; tests that count stderr lines must not depend
     on the machine's speed. ``tests/autotune/test_hostile.py`` tests those lines.
     """
-    from autotune._commands import _common
+    from autotune.commands import _common
 
     monkeypatch.setattr(_common, "PROGRESS_AFTER_S", float("inf"), raising=False)

@@ -17,11 +17,10 @@ import numpy as np
 import onnx
 import pytest
 
-from autotune._commands._npz import NpzError, compare
+from autotune.commands._npz import NpzError, compare
 from compiler import GraphSchedule, zoo
-from compiler.derive import make_schedule
 from compiler.model import Model
-from compiler.schedule import GroupSpec, Placement
+from compiler.schedule import GroupSpec, Placement, make_schedule
 from compiler.target import Target
 
 SCRIPT = Path(sys.executable).parent / "graphtune"

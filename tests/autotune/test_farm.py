@@ -22,9 +22,9 @@ import optuna
 import pytest
 from click.testing import CliRunner
 
-from autotune._journal import sqlalchemy_url
-from autotune._studies import candidate_id
 from autotune.cli import main
+from autotune.running._journal import sqlalchemy_url
+from autotune.sampling._studies import candidate_id
 from compiler.errors import GraphtuneError
 from compiler.schedule import GraphSchedule
 from logs import read_records
@@ -221,7 +221,7 @@ def test_dashboard_serves_the_tuned_study(tiny_onnx: Path, tmp_path: Path) -> No
 
 
 def test_dashboard_takes_the_journal_itself(tiny_onnx: Path, tmp_path: Path) -> None:
-    from autotune._commands.dashboard_cmds import open_for_dashboard
+    from autotune.commands.dashboard_cmds import open_for_dashboard
 
     log = tmp_path / "j.jsonl"
     res = CliRunner().invoke(main, ["tune", str(tiny_onnx), "--trials", "4", "--workers", "0",
@@ -245,8 +245,8 @@ def test_dashboard_user_errors_are_one_line(tmp_path: Path) -> None:
 def test_claims_hold_a_candidate_for_one_driver(tmp_path: Path) -> None:
     from optuna.trial import TrialState
 
-    from autotune._claims import Claims
-    from autotune._journal import open_storage
+    from autotune.running._claims import Claims
+    from autotune.running._journal import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     journal = str(tmp_path / "s.journal")

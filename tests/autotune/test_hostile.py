@@ -449,7 +449,7 @@ def test_artifact_honours_the_umask(kit: dict[str, Any], tmp_path: Path) -> None
 def test_long_commands_print_progress_lines_off_a_terminal(
     kit: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from autotune._commands import _common
+    from autotune.commands import _common
 
     monkeypatch.setattr(_common, "PROGRESS_AFTER_S", 0.0)
     r = cli("compile", kit["tiny"], "--level", "0", "-o", tmp_path / "a.stcobj")

@@ -97,7 +97,7 @@ def test_storage_password_is_never_printed(case: Path) -> None:
 
 
 def test_storage_helpers() -> None:
-    from autotune._journal import hide_password, shown_url, storage_file
+    from autotune.running._journal import hide_password, shown_url, storage_file
 
     assert shown_url("postgresql://u:pw@[::1/db") == "postgresql://u:***@[::1/db"
     assert shown_url("postgresql://u:pw@host/db") == "postgresql://u:***@host/db"
@@ -113,7 +113,7 @@ def test_storage_helpers() -> None:
 PLUGIN = '''
 import sys
 from autotune import Measurer
-from autotune._measurer import SimMeasurer
+from autotune.measure._measurer import SimMeasurer
 
 
 class Exits(SimMeasurer):

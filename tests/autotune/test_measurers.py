@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from autotune import DelayedMeasurer, GuidedOptions, Measurer, SimMeasurer, tune
-from autotune._plugins import load_measurer, measurer_names, parse_key_values, parse_resources
 from autotune.cli import main
+from autotune.measure._plugins import load_measurer, measurer_names, parse_key_values, parse_resources
 from compiler.errors import GraphtuneError
 from compiler.graph import Graph
 from compiler.target import Target
@@ -210,7 +210,7 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("Ray must not start for a user error")
 
-    monkeypatch.setattr("autotune._ray_pool.start_ray", refuse)
+    monkeypatch.setattr("autotune.running._ray_pool.start_ray", refuse)
 
 
 @pytest.mark.parametrize("extra, words", [
@@ -249,7 +249,7 @@ def board_ray() -> Any:
     """A local loopback Ray whose one node has 2 CPUs and 2 ``stcp920`` boards."""
     import ray
 
-    from autotune._ray_pool import LOOPBACK, _loopback_only
+    from autotune.running._ray_pool import LOOPBACK, _loopback_only
 
     assert not ray.is_initialized()
     undo = _loopback_only()
@@ -292,7 +292,7 @@ def test_workers_go_where_the_board_is_and_say_so_when_none_is(
     # More workers than boards.
     assert "room for 2 of 3 measurer workers" in error(workers=3, measurer=board)
     # Boards that exist but stay busy (another job holds them): the start times out.
-    monkeypatch.setattr("autotune._ray_pool.START_TIMEOUT_S", 3.0)
+    monkeypatch.setattr("autotune.running._ray_pool.START_TIMEOUT_S", 3.0)
 
     @ray.remote(num_cpus=0, resources={"stcp920": 2})
     class Holder:

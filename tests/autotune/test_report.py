@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import onnx
 import pytest
 
-from autotune._report import TaskLog, bound_analysis, read_tasks
+from autotune.report._report import TaskLog, bound_analysis, read_tasks
 from compiler import zoo
 from compiler.auto import graph_schedule_level
 from compiler.graph import Graph

@@ -9,8 +9,8 @@ from pathlib import Path
 import onnx
 from click.testing import CliRunner
 
-from autotune._commands.schedule_cmds import bind_shape, chunk_summary
 from autotune.cli import main
+from autotune.report._placements import bind_shape, chunk_summary
 from compiler import zoo
 from compiler.schedule import Placement
 from logs import RecordWriter

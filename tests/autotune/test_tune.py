@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 from optuna.trial import TrialState
 
-from autotune import ApplyHistoryBest, GuidedOptions, tune
-from autotune._studies import candidate_id
+from autotune import ApplyHistoryBest, GuidedOptions, RunOptions, SearchOptions, tune
 from autotune.cli import main
+from autotune.sampling._studies import candidate_id
 from compiler.graph import Graph
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
@@ -100,9 +100,12 @@ def test_cli_tune_records_every_measurement_seeds_first(tiny_onnx: Path, tmp_pat
 
 
 def test_same_seed_in_process_gives_the_same_log(tiny_graph: Graph, tmp_path: Path) -> None:
+    """Same seed, same log; the old keywords (deprecated) give the same job as the options."""
     logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
-    for log in logs:
-        tune([tiny_graph], trials=16, workers=0, log=log, seed=11, guided=SMALL, curve=False)
+    with pytest.warns(DeprecationWarning, match="curve, guided, seed, workers"):
+        tune([tiny_graph], trials=16, workers=0, log=logs[0], seed=11, guided=SMALL, curve=False)
+    tune([tiny_graph], trials=16, log=logs[1], search=SearchOptions(seed=11, guided=SMALL),
+         run=RunOptions(workers=0, curve=False))
     assert _without_time(logs[0]) == _without_time(logs[1])
 
 
@@ -193,7 +196,7 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("Ray must not start for a user error")
 
-    monkeypatch.setattr("autotune._ray_pool.start_ray", refuse)
+    monkeypatch.setattr("autotune.running._ray_pool.start_ray", refuse)
 
 
 def _error(args: list[str]) -> str:
@@ -234,7 +237,7 @@ def test_user_errors_are_one_line_before_ray(no_ray: None, tiny_onnx: Path, tmp_
 def test_two_seeds_that_are_one_schedule_are_measured_once(
         tiny_graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from autotune import _tune
-    from autotune._studies import seed_schedules
+    from autotune.sampling._studies import seed_schedules
 
     real = seed_schedules(tiny_graph, Target.default())
     o3 = dict(real)["O3"]

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from autotune import tune
-from autotune._commands._tune_front import log_state, parse_duration, workers_warning
-from autotune._progress import ProgressTable
+from autotune import RunOptions, SearchOptions, tune
 from autotune.cli import main
+from autotune.commands._tune_front import log_state, parse_duration, workers_warning
+from autotune.report._progress import ProgressTable
 from compiler.errors import GraphtuneError
 from compiler.graph import Graph
 from logs import read_records
@@ -54,8 +54,8 @@ def test_time_budget_stops_cleanly_and_a_finished_job_measures_nothing(
         if len(rounds) == 3:
             job.deadline = time.monotonic()  # the budget runs out now (no timing in tests)
 
-    res = tune([tiny_graph], trials=100_000, workers=0, log=log, seed=0, curve=False,
-               time_budget_s=3600.0, callbacks=[watch])
+    res = tune([tiny_graph], trials=100_000, log=log, search=SearchOptions(seed=0),
+               run=RunOptions(workers=0, curve=False, time_budget_s=3600.0, callbacks=[watch]))
     # Nothing new starts after the deadline; what was measured is all in the log.
     assert len(rounds) == 3 and res.total == rounds[-1] == res.measured
     assert len(list(read_records(log))) == res.total
@@ -88,7 +88,7 @@ def test_live_table_says_done_at_the_end(tiny_graph: Graph, tmp_path: Path) -> N
 
 def test_cli_first_line_finished_rerun_and_torn_log(tiny_onnx: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from autotune._commands import _common
+    from autotune.commands import _common
 
     log = tmp_path / "c.jsonl"
     assert log_state(str(log)) == "a new log"
@@ -140,7 +140,7 @@ def test_summary_table_folds_long_task_names_at_80_columns(tiny_graph: Graph,
 
     from rich.console import Console
 
-    from autotune._progress import summary_table
+    from autotune.report._progress import summary_table
 
     res = tune([tiny_graph], trials=4, workers=0, log=tmp_path / "s.jsonl", seed=0, curve=False)
     long = "h_vit_encoder_layer_11_mlp_fc2_gelu"

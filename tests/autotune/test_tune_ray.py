@@ -23,8 +23,8 @@ import psutil
 import pytest
 
 from autotune import GuidedOptions, JobState, tune
-from autotune._measurer import SimMeasurer
-from autotune._ray_pool import start_ray
+from autotune.measure._measurer import SimMeasurer
+from autotune.running._ray_pool import start_ray
 from compiler.graph import Graph
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +107,7 @@ def ray_head() -> Iterator[tuple[str, dict[str, str], str]]:
     if not (Path.home() / ".ray" / "auth_token").exists():
         subprocess.run([str(RAY), "get-auth-token", "--generate"], env=env, check=True,
                        capture_output=True, timeout=60)
-    # The variable keeps `ray start`'s services on loopback (see autotune._ray_pool).
+    # The variable keeps `ray start`'s services on loopback (see autotune.running._ray_pool).
     subprocess.run([str(RAY), "start", "--head", "--node-ip-address", "127.0.0.1", "--port",
                     str(port), "--num-cpus", "2", "--include-dashboard", "false",
                     "--disable-usage-stats", "--temp-dir", temp],

@@ -11,16 +11,16 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from autotune._breed import Breeder, RankerScorer, breed
-from autotune._guided import GuidedOptions, GuidedSampler
-from autotune._journal import BufferedJournalFile, open_storage
-from autotune._measurer import SimMeasurer, measure_json
-from autotune._pool import InProcessPool
-from autotune._ranker import CostModelRanker
-from autotune._reconcile import CID_ATTR, reconcile
-from autotune._scheduler import GradientScheduler, TaskProgress
-from autotune._studies import candidate_id, distributions, seed_schedules, vector_of
-from autotune._tasks import extract_tasks
+from autotune.job._scheduler import GradientScheduler, TaskProgress
+from autotune.job._tasks import extract_tasks
+from autotune.measure._measurer import SimMeasurer, measure_json
+from autotune.running._journal import BufferedJournalFile, open_storage
+from autotune.running._pool import InProcessPool
+from autotune.running._reconcile import CID_ATTR, reconcile
+from autotune.sampling._breed import Breeder, RankerScorer, breed
+from autotune.sampling._guided import GuidedOptions, GuidedSampler
+from autotune.sampling._ranker import CostModelRanker
+from autotune.sampling._studies import candidate_id, distributions, seed_schedules, vector_of
 from compiler.auto import graph_schedule_level
 from compiler.errors import GraphtuneError
 from compiler.graph import Graph
@@ -402,7 +402,7 @@ class _TwoWorkerPool(InProcessPool):
         self.most = max(self.most, len(self.held))
 
     def wait(self, timeout_s: float | None = None) -> list[Any]:
-        from autotune._pool import Finished
+        from autotune.running._pool import Finished
 
         done = super().wait(timeout_s)
         if not done and self.held:

@@ -22,13 +22,13 @@ import onnx
 import pytest
 
 from compiler import zoo
-from compiler.derive import group_io, make_schedule
+from compiler.derive import group_io
 from compiler.dispatch import DispatchContext
 from compiler.errors import CompileError, ScheduleError
 from compiler.executor import Executor
 from compiler.graph import Graph
 from compiler.model import Model
-from compiler.schedule import GraphSchedule, GroupSpec, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, make_schedule
 from compiler.target import Target
 
 RTOL, ATOL = 1e-4, 1e-5

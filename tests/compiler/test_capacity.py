@@ -6,10 +6,9 @@ import pytest
 
 from compiler.auto import graph_schedule_level
 from compiler.capacity import check_capacity, plan_memory
-from compiler.derive import make_schedule
 from compiler.errors import ScheduleError
 from compiler.graph import Graph
-from compiler.schedule import GroupSpec, Placement
+from compiler.schedule import GroupSpec, Placement, make_schedule
 from compiler.target import Target
 from sim import SimError, SimResult, simulate
 from tests.sim.conftest import zoo_graph

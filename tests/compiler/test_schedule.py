@@ -12,10 +12,9 @@ import onnx
 import pytest
 
 from compiler import GraphSchedule, ScheduleError, Target, load_onnx, zoo
-from compiler.derive import make_schedule
 from compiler.graph import Graph
 from compiler.guide_plans import guide_plan
-from compiler.schedule import GroupSpec, Placement
+from compiler.schedule import GroupSpec, Placement, make_schedule
 
 BERT_SMALL = dict(num_layers=1, hidden=64, heads=2, intermediate=128, vocab=100, seq=16)
 ALL = (tuple(range(8)),)

@@ -18,11 +18,11 @@ from onnx import helper, numpy_helper
 
 from compiler import load_onnx, zoo
 from compiler.auto import graph_schedule_level
+from compiler.bound import compulsory_ddr_bytes
 from compiler.graph import Graph
 from compiler.model import Model
 from compiler.target import Target
 from sim import SimResult, simulate
-from sim._bound import compulsory_ddr_bytes
 
 GPT = dict(num_layers=1, hidden=64, heads=4, inner=128, vocab=1000)
 TABLE = 1000 * 64 * 2  # the token embedding in FP16

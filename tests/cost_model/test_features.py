@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from compiler.auto import core_bind_for
-from compiler.derive import make_schedule, single_tensor_cuts
+from compiler.derive import single_tensor_cuts
 from compiler.graph import Graph
-from compiler.schedule import GraphSchedule, GroupSpec, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, make_schedule
 from compiler.target import Target
 from cost_model import FEATURES, feature_names, features, reference_cycles
 from search_space import Space, build_space
@@ -132,17 +132,6 @@ def test_l1_results_stay_on_their_cores_or_cross_the_noc(tiny: Graph, target: Ta
     assert col(X, "noc_hops")[1] >= 1
     assert col(X, "llb_cycles")[2] > col(X, "llb_cycles")[0]
     assert col(X, "act_llb_share")[2] > 0
-
-
-def test_reference_time_is_the_simulators_roofline(tiny: Graph, target: Target) -> None:
-    """One roofline: the reference time equals sim's lower bound without the host launch."""
-    from sim import lower_bound
-
-    launch = target.host.launch_overhead_us
-    for t in (target, target.replace(ddr={"bytes_per_cycle": 8}),
-              target.replace(matrix={"macs_per_cycle": 64})):
-        ref_us = t.cycles_to_us(reference_cycles(tiny, t))
-        assert ref_us == pytest.approx(lower_bound(tiny, tiny.batch, t) - launch, rel=1e-9)
 
 
 def test_space_encoding_columns(tiny: Graph, target: Target, tiny_space: Space,

@@ -12,10 +12,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler import zoo
-from compiler.derive import make_schedule
 from compiler.graph import Graph
 from compiler.model import Model
-from compiler.schedule import GraphSchedule, GroupSpec, Placement
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, make_schedule
 from compiler.target import Target
 
 # The vendor guide's ResNet-50 bindings (resnet50_schedule).

@@ -24,10 +24,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from compiler.derive import derive_transfers, group_io, make_schedule
+from compiler.derive import derive_transfers, group_io
 from compiler.errors import ScheduleError
 from compiler.graph import Graph
-from compiler.schedule import SCOPES, GraphSchedule, GroupSpec, Placement, Step
+from compiler.schedule import SCOPES, GraphSchedule, GroupSpec, Placement, Step, make_schedule
 
 __all__ = [
     "MOVES",

@@ -11,9 +11,8 @@ from click.testing import CliRunner
 
 from autotune.cli import main
 from compiler import zoo
-from compiler.derive import single_group_schedule
 from compiler.graph import Graph
-from compiler.schedule import GraphSchedule, Placement
+from compiler.schedule import GraphSchedule, Placement, single_group_schedule
 
 JSON_KEYS = {"status", "latency_us", "throughput_per_s", "chip_throughput_per_s",
              "peak_l1_bytes", "peak_llb_bytes", "ddr_bytes", "noc_bytes", "lower_bound_us",

@@ -15,11 +15,10 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx import helper as h
 
 from compiler.auto import graph_schedule_level
-from compiler.derive import make_schedule
 from compiler.graph import Graph
 from compiler.model import Model
 from compiler.opshape import OpKind, OpShape, array_cycles, matrix_tiles
-from compiler.schedule import Placement
+from compiler.schedule import Placement, make_schedule
 from compiler.target import Target
 from sim import SimError, SimResult, lower_bound, simulate
 from tests.sim.conftest import group, onnx_graph, w, zoo_graph
@@ -319,7 +318,7 @@ def test_compulsory_ddr_bytes_count_a_shared_weight_once(target: Target) -> None
     """Two matmuls reading W and its transpose (one storage, like a tied embedding's
     head): the bound counts W's bytes once; the simulator loads it for each and stays
     above the bound."""
-    from sim._bound import compulsory_ddr_bytes
+    from compiler.bound import compulsory_ddr_bytes
 
     nodes = [h.make_node("MatMul", ["x", "W"], ["a"]),
              h.make_node("Transpose", ["W"], ["Wt"], perm=[1, 0]),

@@ -8,9 +8,8 @@ import math
 import pytest
 from onnx import helper as h
 
-from compiler.derive import make_schedule, single_group_schedule
 from compiler.graph import Graph
-from compiler.schedule import GraphSchedule, Placement, Step
+from compiler.schedule import GraphSchedule, Placement, Step, make_schedule, single_group_schedule
 from compiler.target import Target
 from sim import SimError, SimResult, lower_bound, simulate, simulate_many, to_chrome_trace
 from sim._resources import Reservations, chip_of

@@ -1,0 +1,8 @@
+"""Measuring a candidate: the ``Measurer`` protocol, the simulator's, the delayed one, plugins.
+
+Owns: :mod:`._measurer` (``Measurer``, ``SimMeasurer``), :mod:`._delayed`
+(``DelayedMeasurer``, a slow board stand-in), :mod:`._plugins` (a measurer by
+``module:Class`` or by ``graphtune.measurers`` entry point).
+
+May import: ``compiler``, ``sim``, ``logs``; of ``autotune`` nothing.
+"""

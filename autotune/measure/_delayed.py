@@ -1,0 +1,127 @@
+"""``DelayedMeasurer``: the simulator behind a board's pace and failures (a test double).
+
+A board runner compiles and runs each candidate: about 0.2 s a measurement,
+and now and then one fails. :class:`DelayedMeasurer` behaves like that on any
+machine: every measurement takes at least ``delay_s`` of wall time (the
+simulation, then a sleep for the rest), and a seeded share ``fail_rate`` of
+candidates come back as failed records. Whether a candidate fails depends
+only on ``seed`` and the schedule, so a run is reproducible and a resumed job
+sees the same failures. Name it on the command line::
+
+    graphtune tune m.onnx --measurer delayed --measurer-arg delay_s=0.2 \\
+        --measurer-arg fail_rate=0.05 --trials 500 --log t.jsonl
+    # or: --measurer autotune:DelayedMeasurer
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from autotune.measure._measurer import SimMeasurer
+from compiler.errors import GraphtuneError
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+    from sim import Measurement
+
+__all__ = ["DelayedMeasurer"]
+
+_FAIL_STATUSES = ("sim_error", "timeout", "capacity")
+
+
+class DelayedMeasurer(SimMeasurer):
+    """The simulator, at least ``delay_s`` per measurement, failing a seeded share.
+
+    Args:
+        delay_s: Minimum wall time of one measurement (measurements of a batch run
+            one after another, as on one board).
+        fail_rate: Share of candidates that fail (0 to 1), chosen by a hash of the
+            seed and the schedule: the same candidate always gets the same answer.
+        fail_status: Status of a failed measurement: ``sim_error`` (default),
+            ``timeout`` or ``capacity``.
+        seed: Which candidates fail.
+        num_cpus: CPUs each Ray worker reserves (default 1; a measurer that mostly
+            sleeps needs little: 0.01 packs 64 workers on a 2-core host).
+        resources: Custom Ray resources each worker needs (e.g. ``{"stcp920": 1}``).
+
+    Raises:
+        GraphtuneError: an option out of range.
+    """
+
+    def __init__(self, delay_s: float = 0.2, fail_rate: float = 0.0,
+                 fail_status: str = "sim_error", seed: int = 0, num_cpus: float = 1.0,
+                 resources: Mapping[str, float] | None = None) -> None:
+        super().__init__()
+        if not _finite(delay_s) or delay_s < 0:
+            raise GraphtuneError(f"delay_s must be a finite number >= 0, got {delay_s!r}")
+        if not _finite(fail_rate) or not 0.0 <= fail_rate <= 1.0:
+            raise GraphtuneError(f"fail_rate must be between 0 and 1, got {fail_rate!r}")
+        if fail_status not in _FAIL_STATUSES:
+            raise GraphtuneError(f"fail_status must be one of {', '.join(_FAIL_STATUSES)}, "
+                                 f"got {fail_status!r}")
+        if not isinstance(seed, int):
+            raise GraphtuneError(f"seed must be an integer, got {seed!r}")
+        if not _finite(num_cpus) or num_cpus < 0:
+            raise GraphtuneError(f"num_cpus must be a finite number >= 0, got {num_cpus!r}")
+        self.delay_s = float(delay_s)
+        self.fail_rate = float(fail_rate)
+        self.fail_status = fail_status
+        self.seed = seed
+        self.num_cpus = float(num_cpus)
+        self.resources = dict(resources or {})
+        self.name = "sim-delayed"
+        # The delay changes no result; the failures do: records of another failure set
+        # are not reused on resume.
+        self.version = f"{self.version}+fail{self.fail_rate:g}:{fail_status}:{seed}"
+
+    def fails(self, schedule: GraphSchedule) -> bool:
+        """Whether this candidate is one of the injected failures."""
+        if self.fail_rate <= 0.0:
+            return False
+        # What the schedule does, not where it came from (its ``source`` label).
+        text = repr(schedule.structural_key())
+        digest = hashlib.blake2b(f"{self.seed}\0{text}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") / 2.0**64 < self.fail_rate
+
+    def measure(self, graph: Graph, schedules: Sequence[GraphSchedule], target: Target,
+                timeout_s: float | None) -> list[Measurement]:
+        from sim import Measurement, measure
+
+        out: list[Measurement] = []
+        for s in schedules:
+            t0 = time.perf_counter()
+            limit = self.delay_s if timeout_s is None else min(self.delay_s, timeout_s)
+            if timeout_s is not None and self.delay_s > timeout_s:
+                time.sleep(timeout_s)
+                out.append(Measurement("timeout", None, None, 0.0,
+                                       f"the measurement takes {self.delay_s:g} s, over the "
+                                       f"{timeout_s:g} s limit", time.perf_counter() - t0))
+                continue
+            if self.fails(s):
+                m = Measurement(self.fail_status, None, None, 0.0,
+                                f"injected failure (DelayedMeasurer fail_rate={self.fail_rate:g}, "
+                                f"seed={self.seed})", 0.0)
+            else:
+                (m,) = measure(graph, [s], target, timeout_s=timeout_s)
+            rest = limit - (time.perf_counter() - t0)
+            if rest > 0:
+                time.sleep(rest)
+            out.append(_with_seconds(m, time.perf_counter() - t0))
+        return out
+
+
+def _with_seconds(m: Measurement, seconds: float) -> Measurement:
+    from dataclasses import replace
+
+    return replace(m, seconds=seconds)
+
+
+def _finite(x: object) -> bool:
+    """A real number (not a bool), neither NaN nor infinite (JSON reads ``1e999`` as inf)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)

@@ -1,0 +1,515 @@
+"""The tuning loop: one driver asks and tells, a pool measures, the log records.
+
+Loop: while the budget allows and a task is live, the scheduler picks a task,
+its study proposes a batch (``study.ask()`` + ``space.suggest(trial)``), the
+batch goes to the pool; finished batches come back in any order and each
+measurement becomes one record in the log (appended and flushed) before its
+trial is told. Side effects beyond the log and the study (progress, user
+hooks) are callbacks, called after every finished batch.
+
+The guided sampler's breeding (most of a job's work) is a job of the pool too:
+when a task's sampler runs low on proposals the driver asks it for a share of a
+round (:meth:`GuidedSampler.breed_request`: with ``W`` workers, ``1/W`` of the
+population and of the proposals), sends it to a worker that is not breeding, and
+hands it back to the sampler as soon as it arrives, so its picks are measured while
+the other workers still breed theirs; so the driver only asks, tells and writes the
+log, and the workers breed and measure (:mod:`autotune.sampling._breed`). Up to one share per
+worker is out per task, and each is asked for only once half a share's measurements
+came back since the last one was (so no worker waits for another's share, and no
+share is bred from exactly the parents and model of the one before).
+
+A candidate already measured (in this run or any run in the log) is never
+measured again: its trial is told the logged value. A candidate proposed twice
+while in flight is measured once and both trials are told. On a shared storage
+every new candidate is claimed through the storage first
+(:mod:`autotune.running._claims`), so drivers on one study never measure one twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from autotune.job._state import Best, JobState, TaskState
+from autotune.running._reconcile import CID_ATTR, OWNER_ATTR, SEED_ATTR, SEED_CID_ATTR, result_attrs
+from autotune.sampling._studies import candidate_id, seed_schedules
+from compiler.errors import GraphtuneError
+from logs import RecordWriter
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial, Trial
+
+    from autotune.job._scheduler import GradientScheduler
+    from autotune.measure._measurer import Measurer
+    from autotune.running._claims import Claims
+    from autotune.running._journal import StorageHandle
+    from autotune.running._pool import Finished, MeasurePool
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+    from sim import Measurement
+
+__all__ = ["Callback", "Candidate", "Driver"]
+
+log = logging.getLogger("autotune.tune")
+
+Callback = Callable[[JobState], None]
+"""Called with the job's state after every finished batch."""
+
+# Proposals in a row that were all measured before: the study keeps proposing old
+# candidates, so the task is done.
+_DUP_LIMIT = 64
+# Breeding requests in a row that brought nothing new: the sampler then breeds in the driver
+# (where an empty round falls back to random proposals, and duplicates stop the task).
+_DRY_LIMIT = 3
+# The study storage is made durable at most this often (a journal append + fsync per
+# finished batch is what 64 workers cannot afford); the log, the truth, is flushed per
+# record, and a resumed job restores what the storage lost from it.
+FLUSH_EVERY_S = 1.0
+
+
+@dataclass
+class Candidate:
+    """One schedule on its way to a worker."""
+
+    task: int
+    trial: Trial | None
+    schedule: GraphSchedule
+    cid: str
+    params: dict[str, Any]
+    tuner: str
+    cost_model: str
+    placeholder: int | None = None  # the trial id holding a claim of a trial-less candidate
+
+
+def is_seed_label(tuner: str) -> bool:
+    """Whether ``prov.tuner`` names a seed (``O0``-``O3``, ``plan:<name>``)."""
+    return tuner in ("O0", "O1", "O2", "O3") or tuner.startswith("plan:")
+
+
+class Driver:
+    """Runs a job (see the module doc). Built by :func:`autotune.tune`.
+
+    Args:
+        job: The tasks and counters.
+        scheduler: Picks the task of each batch (its progress list matches ``job.tasks``).
+        pool: Where batches are measured.
+        writer: The log.
+        storage: The studies' storage (flushed after each finished batch).
+        target: The chip (records name it).
+        measurer: Named in the records.
+        objective: ``"latency"`` or ``"throughput"``.
+        tuner: ``prov.tuner`` of sampler proposals (``graphtune-guided``, ``optuna-tpe``).
+        batch_size: Candidates per batch.
+        callbacks: Called after every finished batch.
+        claims: On a shared storage: where candidates are claimed before measuring.
+        owner: This driver's ``graphtune_driver`` attribute (host and log) on a shared storage.
+    """
+
+    def __init__(self, job: JobState, scheduler: GradientScheduler, pool: MeasurePool,
+                 writer: RecordWriter, storage: StorageHandle, target: Target,
+                 measurer: Measurer, objective: str, tuner: str, batch_size: int,
+                 callbacks: Sequence[Callback] = (), claims: Claims | None = None,
+                 owner: str = "") -> None:
+        self.job = job
+        self.scheduler = scheduler
+        self.pool = pool
+        self.writer = writer
+        self.storage = storage
+        self.target = target
+        self.measurer = measurer
+        self.objective = objective
+        self.tuner = tuner
+        self.batch_size = max(1, batch_size)
+        self.callbacks = list(callbacks)
+        self.claims = claims
+        self.owner = owner
+        self._batches: dict[int, list[Candidate]] = {}
+        self._next_batch = 0
+        self._n_pending = 0  # candidates in self._batches
+        # Candidates being measured -> other trials waiting for them.
+        self._inflight: dict[tuple[int, str], list[Trial]] = {}
+        self._host = socket.gethostname()
+        # What the pool holds at once, per task: the guided sampler proposes rounds at
+        # least this large (see GuidedSampler.demand), and a new round is bred once fewer
+        # proposals than this are left.
+        self._demand = max(1, pool.slots * self.batch_size // max(1, len(job.tasks)))
+        self._breeding: dict[int, int] = {}  # batch id of a breeding request -> its task
+        # Breeding requests out at once per task (one per worker) and the measurements
+        # that must come back between two of them (half a request's proposals).
+        self._shares = pool.workers if pool.remote else 1
+        self._fresh = max(1, self._demand // (2 * self._shares))
+        self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
+        self._dists: dict[int, dict[str, Any]] = {}  # task -> its parameter distributions
+        for k, ts in enumerate(job.tasks):
+            sampler = ts.study.sampler
+            if hasattr(sampler, "demand"):
+                sampler.demand = self._demand
+            if hasattr(sampler, "breed_request") and (not pool.remote
+                                                      or sampler.snapshot() is not None):
+                self._breeders[k] = sampler
+
+    # ---- the loop --------------------------------------------------------------------------
+    def run(self) -> None:
+        """Measure until the budget is spent or every task stopped."""
+        flushed = time.monotonic()
+        while True:
+            self._fill()
+            if not self.pool.in_flight:
+                break
+            if self.pool.in_flight <= len(self._breeding) and self._spent():
+                break  # only breeding rounds left, and nothing more to measure
+            for fin in self.pool.wait(timeout_s=1.0):
+                if fin.kind == "breed":
+                    self._bred(fin)
+                    continue
+                batch = self._batches.pop(fin.batch_id)
+                self._n_pending -= len(batch)
+                self._finish(batch, fin)
+                self.job.rounds += 1
+                if time.monotonic() - flushed >= FLUSH_EVERY_S:
+                    self.storage.flush()
+                    flushed = time.monotonic()
+                for cb in self.callbacks:
+                    cb(self.job)
+        self.storage.flush()
+        if self.claims is not None:
+            self._foreign_baselines()
+
+    def _foreign_baselines(self) -> None:
+        """Seeds another driver on the shared study measured: their latencies, from the study."""
+        assert self.claims is not None
+        for ts in self.job.tasks:
+            for cid in set(ts.seed_cids.values()) - set(ts.latency):
+                holder = self.claims.measured(ts.study, cid)
+                if holder is not None:
+                    ts.latency[cid] = float(holder.user_attrs["latency_us"])
+
+    def _pending(self) -> int:
+        return self._n_pending
+
+    def _fill(self) -> None:
+        if self.job.out_of_time:
+            return  # --time-budget: what is in flight finishes, nothing new starts
+        picked: set[int] = set()
+        self._fill_batches(picked)
+        if not self.pool.remote:
+            return  # in-process, a round is bred when the last one is used up (as it must)
+        left = self.job.budget - self.job.total - self._pending()
+        for k in sorted(picked):  # breed ahead: the next round is ready when needed
+            bs = self._breeder(k)
+            while (bs is not None and bs.breeding < self._shares and not self.job.tasks[k].stopped
+                   and bs.queued < min(self._demand, left) and self._may_breed(k, bs)
+                   and (bs.queued or not self._waiting(k))):  # seeds go first
+                self._breed(k, bs)
+
+    def _fill_batches(self, picked: set[int]) -> None:
+        # Breeding rounds take no slot: they are queued behind the batches on the workers.
+        while self.pool.in_flight - len(self._breeding) < self.pool.slots:
+            left = self.job.budget - self.job.total - self._pending()
+            if left <= 0:
+                return
+            k = self.scheduler.next_task()
+            if k is None:
+                return
+            picked.add(k)
+            bs = self._breeder(k)
+            if bs is not None and not bs.queued and not self._waiting(k):
+                while (bs.breeding < self._shares and not self.job.tasks[k].stopped
+                       and self._may_breed(k, bs)):
+                    self._breed(k, bs)
+                return  # the task's next proposals are being bred
+            batch = self._propose(k, min(self.batch_size, left))
+            if self.job.tasks[k].stopped:
+                self._stop(k, self.job.tasks[k].stopped)
+            if not batch:
+                if bs is not None and not self.job.tasks[k].stopped:
+                    if bs.breeding:
+                        return  # its next round is being bred
+                    continue  # its proposals were used up (repeats): breed the next round
+                if not self._any_inflight(k):
+                    self._stop(k, self.job.tasks[k].stopped or "nothing new to propose")
+                    continue
+                return  # its in-flight candidates may still change the sampler's mind
+            bid = self._next_batch
+            self._next_batch += 1
+            self._batches[bid] = batch
+            self._n_pending += len(batch)
+            self.pool.submit(bid, self.job.tasks[k].task.key,
+                             [c.schedule.to_json() for c in batch])
+
+    def _spent(self) -> bool:
+        """The budget is spent (measured or being measured), or every task stopped."""
+        return (self.job.budget - self.job.total - self._pending() <= 0
+                or all(ts.stopped for ts in self.job.tasks) or self.job.out_of_time)
+
+    def _breeder(self, k: int) -> Any:
+        """Task ``k``'s sampler if the pool breeds its rounds (None: it breeds when asked)."""
+        bs = self._breeders.get(k)
+        return bs if bs is not None and bs.dry < _DRY_LIMIT else None
+
+    def _breed(self, k: int, bs: Any) -> None:
+        """Send a share of a breeding round of task ``k`` to the pool."""
+        from autotune.sampling._breed import RankerScorer
+
+        ts = self.job.tasks[k]
+        in_flight = {cid for task, cid in self._inflight if task == k}
+        request = bs.breed_request(ts.study, share=self._shares, pending=in_flight)
+        scorer = bs.snapshot() if self.pool.remote else RankerScorer(bs.ranker)
+        bid = self._next_batch
+        self._next_batch += 1
+        self._breeding[bid] = k
+        self.pool.submit_breed(bid, ts.task.key, request, scorer)
+
+    def _bred(self, fin: Finished) -> None:
+        """A breeding request is back: its picks go to its sampler at once (a lost one:
+        nothing, and another is asked for)."""
+        self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
+
+    def _may_breed(self, k: int, bs: Any) -> bool:
+        """Breed when it can learn from the last request: once half a request's
+        measurements came back since the last request was made (so a share is never
+        bred from the parents and model of the one before), and a task's first share
+        after its seeds are measured (around them: cheaper, and better, than a round from
+        random samples). Without measurements out, at once."""
+        if not self._any_inflight(k):
+            return True
+        return bool(self.job.tasks[k].measured) and bs.news >= self._fresh
+
+    def _waiting(self, k: int) -> bool:
+        """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out."""
+        from optuna.trial import TrialState
+
+        study = self.job.tasks[k].study
+        return bool(study._storage.get_all_trials(study._study_id, deepcopy=False,
+                                                  states=(TrialState.WAITING,)))
+
+    def _any_inflight(self, k: int) -> bool:
+        return any(c.task == k for b in self._batches.values() for c in b)
+
+    def _stop(self, k: int, why: str) -> None:
+        self.scheduler.stop(k, why)
+        self.job.tasks[k].stopped = self.scheduler.tasks[k].stopped
+        log.info("task %s stops: %s", self.job.tasks[k].task.name, why)
+
+    # ---- proposing -------------------------------------------------------------------------
+    def _propose(self, k: int, n: int) -> list[Candidate]:
+        """Up to ``n`` new candidates of task ``k`` (seeds the space cannot express first)."""
+        ts = self.job.tasks[k]
+        out: list[Candidate] = []
+        while ts.seeds_direct and len(out) < n:
+            label, s = ts.seeds_direct.pop(0)
+            cid = candidate_id(s)
+            if cid not in ts.measured and (k, cid) not in self._inflight:
+                placeholder = None
+                if self.claims is not None:
+                    placeholder, claim = self.claims.claim_new(
+                        ts.study, cid, {SEED_ATTR: label, OWNER_ATTR: self.owner})
+                    if not claim.ours:
+                        self._taken(ts, None, cid, claim.holder)
+                        continue
+                self._inflight[(k, cid)] = []
+                out.append(Candidate(k, None, s, cid, {}, label, "", placeholder))
+        attempts = 0
+        bs = self._breeder(k)
+        while len(out) < n and attempts < 4 * n + 8:
+            attempts += 1
+            if bs is not None and not bs.queued and not self._waiting(k):
+                break  # the rest comes from the round being bred
+            c = self._ask(k)
+            if c is None:
+                continue
+            if c.cid in ts.measured:
+                self._tell(c.trial, ts.measured[c.cid])
+                ts.dup_streak += 1
+                if ts.dup_streak >= _DUP_LIMIT:
+                    ts.stopped = f"{_DUP_LIMIT} proposals in a row were measured before"
+                    break
+                continue
+            ts.dup_streak = 0
+            waiting = self._inflight.get((k, c.cid))
+            if waiting is not None:
+                if c.trial is not None:
+                    waiting.append(c.trial)
+                continue
+            if self.claims is not None and c.trial is not None:
+                claim = self.claims.claim(ts.study, c.trial._trial_id, c.trial.number, c.cid)
+                if not claim.ours:
+                    self._taken(ts, c.trial, c.cid, claim.holder)
+                    ts.dup_streak += 1
+                    if ts.dup_streak >= _DUP_LIMIT:
+                        ts.stopped = f"{_DUP_LIMIT} proposals in a row were measured before"
+                        break
+                    continue
+            self._inflight[(k, c.cid)] = []
+            out.append(c)
+        return out
+
+    def _taken(self, ts: TaskState, trial: Trial | None, cid: str,
+               holder: FrozenTrial | None) -> None:
+        """Another driver holds ``cid``: tell ``trial`` the holder's value (fail it while the
+        holder measures); a seed's baseline comes from the holder's measurement."""
+        from optuna.trial import TrialState
+
+        done = holder is not None and holder.state == TrialState.COMPLETE
+        if holder is not None and cid in ts.seed_cids.values() and cid not in ts.latency:
+            latency = holder.user_attrs.get("latency_us")
+            if latency is not None:
+                ts.latency[cid] = float(latency)
+        if trial is not None:
+            if holder is not None:
+                trial.set_user_attr("graphtune_claimed_by", holder.number)
+            self._tell(trial, holder.value if done and holder is not None else None)
+
+    def _ask(self, k: int) -> Candidate | None:
+        from optuna.trial import TrialState
+
+        ts = self.job.tasks[k]
+        sampler = ts.study.sampler
+        made: Trial | None = None
+        if hasattr(sampler, "ask_queued") and not self._waiting(k):
+            # The guided sampler's next proposal (bred and decoded already, on a worker or
+            # here): the trial is made with its parameters in one write.
+            made = sampler.ask_queued(
+                ts.study, self._distributions(k),
+                {} if self.claims is None else {OWNER_ATTR: self.owner},
+                cid_attr=CID_ATTR if self.claims is None else None)
+        if made is not None:
+            trial = made
+            s, _ = sampler.proposal(trial.number)
+            cid = sampler.candidate_of(trial.number)
+        else:  # an enqueued trial (seed, re-queued), or another sampler's proposal
+            trial = ts.study.ask()
+            try:
+                s = ts.space.suggest(trial)
+            except GraphtuneError as exc:
+                log.warning("task %s trial %d: the space cannot decode its parameters: %s",
+                            ts.task.name, trial.number, exc)
+                ts.study.tell(trial, state=TrialState.FAIL)
+                return None
+            cid = candidate_id(s)
+            if self.claims is None:
+                trial.set_user_attr(CID_ATTR, cid)
+            else:  # the id is set by the claim, under the storage's lock
+                trial.set_user_attr(OWNER_ATTR, self.owner)
+        seed = trial.user_attrs.get(SEED_ATTR)
+        if seed and trial.user_attrs.get(SEED_CID_ATTR) not in (None, cid):
+            # The enqueued parameters did not reproduce the seed: measure the seed as it is.
+            log.warning("task %s: seed %s did not decode to itself; measured outside the study",
+                        ts.task.name, seed)
+            ts.seeds_direct.extend(x for x in seed_schedules(ts.task.graph, self.target)
+                                   if x[0] == seed)
+            seed = None
+        ranked = sampler.ranked_by(trial.number) if hasattr(sampler, "ranked_by") else ""
+        tuner = str(seed) if seed else self.tuner
+        return Candidate(k, trial, s, cid, dict(trial.params), tuner, ranked)
+
+    def _distributions(self, k: int) -> dict[str, Any]:
+        """Task ``k``'s parameter distributions (what ``suggest_categorical`` records)."""
+        dists = self._dists.get(k)
+        if dists is None:
+            from optuna.distributions import CategoricalDistribution
+
+            dists = self._dists[k] = {name: CategoricalDistribution(choices)
+                                      for name, choices in self.job.tasks[k].choices.items()}
+        return dists
+
+    def _tell(self, trial: Trial | None, value: float | None) -> None:
+        from optuna.trial import TrialState
+
+        if trial is None:
+            return
+        try:  # Study.tell without the deep copy of the trial it returns (unread here)
+            from optuna.study._tell import _tell_with_warning as tell
+        except ImportError:  # not in this Optuna: the public call
+            tell = type(trial.study).tell  # type: ignore[assignment]
+        if value is None:
+            tell(trial.study, trial, state=TrialState.FAIL)
+        else:
+            tell(trial.study, trial, value)
+
+    # ---- results ---------------------------------------------------------------------------
+    def _finish(self, batch: list[Candidate], fin: Finished) -> None:
+        for c, m in zip(batch, fin.measurements):
+            self._record(c, m, fin.host or self._host)
+
+    def _record(self, c: Candidate, m: Measurement, host: str) -> None:
+        ts = self.job.tasks[c.task]
+        study = ts.study.study_name if c.trial is not None else ""
+        schedule = c.schedule
+        if not is_seed_label(c.tuner):
+            schedule = replace(schedule, source=f"tuner:{study}/{c.trial.number if c.trial else ''}")
+        rec = m.to_record(ts.task.graph, schedule, self.target, measurer=self.measurer.name,
+                          measurer_version=self.measurer.version, tuner=c.tuner, study=study,
+                          trial=c.trial.number if c.trial is not None else None, host=host,
+                          params=c.params, cost_model=c.cost_model)
+        self.writer.write(rec)  # the log first: it is the truth
+        # A lost candidate was not measured: its trials fail and it may be proposed again.
+        value = self.value(m) if m.status != "worker_lost" else None
+        attrs = result_attrs(m.status, m.latency_us, m.throughput_per_s, ts.lower_bound_us)
+        if c.trial is not None:
+            for key, v in attrs.items():
+                c.trial.set_user_attr(key, v)
+        elif c.placeholder is not None:
+            from optuna.trial import TrialState
+
+            storage = ts.study._storage
+            for key, v in attrs.items():
+                storage.set_trial_user_attr(c.placeholder, key, v)
+            # Failed, not complete: it has no parameters for a sampler to learn from.
+            storage.set_trial_state_values(c.placeholder, TrialState.FAIL)
+        self.note(ts, c.tuner, dict(rec.schedule), c.trial.number if c.trial else None, m, c.cid)
+        self._tell(c.trial, value)
+        for trial in self._inflight.pop((c.task, c.cid), []):
+            self._tell(trial, value)
+        self.job.measured_now += 1
+        ts.new += 1
+        self.scheduler.record(c.task, m.latency_us if m.ok else None)
+        if self.scheduler.tasks[c.task].stopped and not ts.stopped:
+            ts.stopped = self.scheduler.tasks[c.task].stopped
+
+    def value(self, m: Measurement) -> float | None:
+        """The study value of a measurement (None: failed)."""
+        return objective_of(m, self.objective)
+
+    def note(self, ts: TaskState, tuner: str, schedule: GraphSchedule | dict[str, Any],
+             trial: int | None, m: Measurement, cid: str) -> None:
+        """Update a task's counters, best, baselines and curve with one measurement."""
+        note_measurement(ts, self.objective, tuner, schedule, trial, m, cid)
+
+
+def objective_of(m: Measurement, objective: str) -> float | None:
+    """The study value of a measurement (None: failed)."""
+    if not m.ok:
+        return None
+    return m.latency_us if objective == "latency" else m.throughput_per_s
+
+
+def note_measurement(ts: TaskState, objective: str, tuner: str,
+                     schedule: GraphSchedule | dict[str, Any], trial: int | None,
+                     m: Measurement, cid: str) -> None:
+    """Update a task's state with one measurement (this run's or a logged one)."""
+    ts.records += 1
+    latency = m.latency_us if m.ok else None
+    ts.history.append(latency)
+    if m.status != "worker_lost":  # a lost candidate was not measured
+        ts.measured[cid] = objective_of(m, objective)
+        ts.latency[cid] = latency
+    if not m.ok:
+        ts.errors[m.status] = ts.errors.get(m.status, 0) + 1
+    if latency is not None and _better(m, ts.best, objective):
+        sched = schedule if isinstance(schedule, dict) else schedule.to_json()
+        ts.best = Best(latency, m.throughput_per_s, sched, tuner, trial)
+    if ts.best is not None:
+        ts.curve.append((ts.records, ts.best.latency_us))
+
+
+def _better(m: Measurement, best: Best | None, objective: str) -> bool:
+    if best is None:
+        return True
+    if objective == "throughput":
+        return (m.throughput_per_s or 0.0) > (best.throughput_per_s or 0.0)
+    return m.latency_us is not None and m.latency_us < best.latency_us

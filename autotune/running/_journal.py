@@ -1,0 +1,392 @@
+"""Where the studies live: Optuna's ``JournalStorage`` on a file next to the log, or a URL.
+
+Optuna's journal file backend appends and fsyncs one line per storage
+operation, and a define-by-run trial of a large model sets a few hundred
+parameters: about 1.5 s of fsyncs per trial. :class:`BufferedJournalFile` keeps
+the journal format and file (the dashboard and ``JournalStorage`` read it as
+usual) but writes the operations of a batch in one append when the driver
+calls :meth:`BufferedJournalFile.flush`. Losing the unflushed tail to a crash
+costs nothing: the tuning log is the truth and :mod:`autotune.running._reconcile`
+restores the study from it.
+
+One driver owns the default journal (next to its log) at a time (an advisory
+``flock`` held for its life, released by the kernel even on SIGKILL); a second
+``graphtune tune`` on the same files fails at once with a clear message.
+
+A storage named with ``--storage`` is *shared*: several drivers (``graphtune
+tune`` processes with their own logs) may tune into it at once and claim
+candidates through it before measuring (:mod:`autotune.running._claims`). A shared
+journal file is written unbuffered by Optuna's own ``JournalFileBackend``
+(multi-process safe); PostgreSQL (``postgresql://user@host/db``, through
+psycopg 3) is the storage to share between hosts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.errors import GraphtuneError
+
+__all__ = [
+    "BufferedJournalFile",
+    "StorageHandle",
+    "check_storage",
+    "journal_path_for",
+    "open_storage",
+    "shown_url",
+    "sqlalchemy_url",
+    "storage_file",
+]
+
+_LOCK_GRACE_S = 5  # a lock file left by a killed writer is broken after this long
+
+
+def journal_path_for(log_path: str) -> str:
+    """The default journal file of a log: ``tune.jsonl`` -> ``tune.journal``."""
+    root, ext = os.path.splitext(log_path)
+    return (root if ext == ".jsonl" else log_path) + ".journal"
+
+
+def _repair_tail(path: str) -> None:
+    """Cut a torn last line (a writer killed mid-append) so later appends stay readable."""
+    try:
+        with open(path, "rb+") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+            keep = 0
+            pos = size
+            while pos > 0:
+                step = min(65536, pos)
+                pos -= step
+                f.seek(pos)
+                chunk = f.read(step)
+                nl = chunk.rfind(b"\n")
+                if nl >= 0:
+                    keep = pos + nl + 1
+                    break
+            f.truncate(keep)
+    except FileNotFoundError:
+        return
+
+
+def _count_lines(path: str) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            n += chunk.count(b"\n")
+    return n
+
+
+class BufferedJournalFile:
+    """A journal file backend that appends in batches (see the module doc).
+
+    Implements ``optuna.storages.journal.BaseJournalBackend`` (registered as a
+    virtual subclass on first use, so importing this module does not import Optuna).
+
+    Args:
+        path: The journal file (created if missing).
+
+    Raises:
+        GraphtuneError: another process holds the file.
+    """
+
+    def __init__(self, path: str) -> None:
+        from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
+
+        self.path = path
+        try:
+            self._lock_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise GraphtuneError(f"cannot open the study journal {path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise GraphtuneError(
+                f"{path} is in use by another graphtune tune: wait for it to finish, or tune "
+                "into another log"
+            ) from None
+        _repair_tail(path)
+        self._inner = JournalFileBackend(path, JournalFileSymlinkLock(path, _LOCK_GRACE_S))
+        self._in_file = _count_lines(path)
+        self._pending: list[dict[str, Any]] = []
+
+    def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
+        """Operations from ``log_number_from`` on: the file's, then the unflushed ones."""
+        if log_number_from < self._in_file:
+            n = log_number_from
+            for entry in self._inner.read_logs(log_number_from):
+                if n >= self._in_file:
+                    break
+                n += 1
+                yield entry
+            yield from list(self._pending)
+        else:
+            yield from self._pending[log_number_from - self._in_file:]
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        """Queue operations (written by :meth:`flush`)."""
+        self._pending.extend(logs)
+
+    def flush(self) -> None:
+        """Append the queued operations to the file in one write and fsync."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self._inner.append_logs(pending)
+            self._in_file += len(pending)
+
+    def close(self) -> None:
+        """Flush and release the file."""
+        if self._lock_fd < 0:
+            return
+        try:
+            self.flush()
+        finally:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+
+def _register() -> None:
+    from optuna.storages.journal import BaseJournalBackend
+
+    BaseJournalBackend.register(BufferedJournalFile)
+
+
+@dataclass
+class StorageHandle:
+    """An Optuna storage and what to do at batch ends and at the end.
+
+    Attributes:
+        storage: What ``optuna.create_study(storage=...)`` takes.
+        where: For messages: the journal path or the URL (as the user gave it).
+        journal: The buffered journal, when the storage is one.
+        shared: Several drivers may use the storage at once: candidates are claimed
+            through it before they are measured (see :mod:`autotune.running._claims`).
+        path: The file of a journal or SQLite storage ("" for a server database).
+    """
+
+    storage: Any
+    where: str
+    journal: BufferedJournalFile | None = None
+    shared: bool = False
+    path: str = ""
+    lock_fd: int = -1  # a shared journal's LOCK_SH (keeps a private driver off the file)
+
+    def flush(self) -> None:
+        """Make the study's state since the last flush durable (journal only)."""
+        if self.journal is not None:
+            self.journal.flush()
+
+    def close(self) -> None:
+        """Flush and release."""
+        if self.journal is not None:
+            self.journal.close()
+        if self.lock_fd >= 0:
+            os.close(self.lock_fd)
+            self.lock_fd = -1
+
+
+def open_storage(spec: str | None, log_path: str) -> StorageHandle:
+    """The study storage: ``spec`` is None (a journal next to the log, private to it),
+    an Optuna URL (``postgresql://...``, ``sqlite:///studies.db``) or a journal file
+    path; the last two are shared (see the module doc).
+
+    Raises:
+        GraphtuneError: the storage cannot be opened (checked before anything starts).
+    """
+    from optuna.storages import JournalStorage
+
+    _register()
+    if spec is None:
+        path = journal_path_for(log_path)
+        journal = BufferedJournalFile(path)
+        try:
+            storage = JournalStorage(journal)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
+            journal.close()
+            raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
+        return StorageHandle(storage, path, journal, path=path)
+    check_storage(spec, outputs=[("the tuning log", log_path)])
+    if "://" not in spec:
+        return _shared_journal(spec)
+    from optuna.storages import RDBStorage
+
+    url = sqlalchemy_url(spec)
+    try:
+        storage = RDBStorage(url)
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises many kinds for a bad URL
+        raise GraphtuneError(storage_error(spec, exc)) from None
+    local = storage_file(spec)
+    return StorageHandle(storage, shown_url(spec), shared=True,
+                         path=os.path.realpath(local) if local else "")
+
+
+def storage_error(spec: str, exc: BaseException) -> str:
+    """The one-line message for a storage that did not open (no password in it)."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    why = lines[0] if lines else type(exc).__name__
+    if "file is not a database" in why:
+        why = f"{storage_file(spec)} is not an SQLite database"
+    return hide_password(f"cannot open the study storage {shown_url(spec)}: {why}", spec)
+
+
+def shown_url(spec: str) -> str:
+    """A storage URL fit to print: its password replaced by ``***``."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(spec).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy parses: hide what looks like one
+        return _USERINFO.sub(r"\1***@", spec)
+
+
+# ``scheme://user:password@`` in a URL SQLAlchemy cannot parse (``...@[::1/db``).
+_USERINFO = re.compile(r"(://[^:/@]*:)[^@]*@")
+
+
+def hide_password(text: str, spec: str) -> str:
+    """``text`` (an error message about ``spec``) with ``spec``'s password replaced by ``***``."""
+    m = re.search(r"://[^:/@]*:([^@]*)@", spec)
+    return text.replace(m.group(1), "***") if m and m.group(1) else text
+
+
+def storage_file(spec: str) -> str:
+    """The local file a storage spec keeps its studies in: a journal path, or an SQLite
+    URL's database path without its ``?query``; "" for a server database or memory."""
+    if "://" not in spec:
+        return spec
+    if not spec.startswith("sqlite:"):
+        return ""
+    path = spec.split(":///", 1)[1] if ":///" in spec else ""
+    path = path.split("?", 1)[0]
+    return "" if path in ("", ":memory:") else path
+
+
+def check_storage(spec: str, *, inputs: Iterable[str | None] = (),
+                  outputs: Iterable[tuple[str, str]] = ()) -> None:
+    """Refuse a storage that cannot hold studies, before anything is created.
+
+    Args:
+        spec: ``--storage`` as given (a journal file or a URL).
+        inputs: The command's input files, which the storage may not be.
+        outputs: ``(what, path)`` of the command's outputs (``("the tuning log", log)``),
+            which the storage may not be either: both would write one file.
+
+    Raises:
+        GraphtuneError: an empty spec, or a study file that is a directory, a device,
+            a FIFO or socket (reading ``/dev/zero`` as a journal never ends), one of
+            the command's files, or in a missing directory.
+    """
+    from compiler.files import same_file
+
+    if not spec.strip():
+        raise GraphtuneError("--storage is empty: give a journal file or a database URL")
+    path = storage_file(spec)
+    if not path:
+        return
+    shown = shown_url(spec)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise GraphtuneError(f"cannot use {shown} as the study storage: "
+                             f"{exc.strerror or type(exc).__name__}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise GraphtuneError(f"cannot use {shown} as the study storage: {path} is not a regular "
+                             "file: give a file in an existing directory")
+    for what, out in outputs:
+        if out and (same_file(path, out) or os.path.abspath(path) == os.path.abspath(out)):
+            raise GraphtuneError(f"cannot use {shown} as the study storage: it is {what} of this "
+                                 "command; give another file")
+    for inp in inputs:
+        if inp and same_file(path, inp):
+            raise GraphtuneError(f"cannot use {shown} as the study storage: it is an input of "
+                                 f"this command ({inp}); give another file")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        raise GraphtuneError(f"cannot use {shown} as the study storage: directory {parent} "
+                             "does not exist")
+
+
+def _shared_journal(path: str) -> StorageHandle:
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+
+    parent = os.path.dirname(path) or "."
+    if os.path.isdir(path) or not os.path.isdir(parent):
+        raise GraphtuneError(f"cannot use {path} as the study journal: give a file in an "
+                             "existing directory")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise GraphtuneError(f"cannot open the study journal {path}: {exc.strerror}") from None
+    try:
+        # Shared drivers hold LOCK_SH together; a private driver (LOCK_EX, buffered
+        # appends) on the same file would corrupt their view, and they its.
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise GraphtuneError(f"{path} is the private journal of a running graphtune tune: "
+                             "wait for it, or share another file") from None
+    try:
+        backend = JournalFileBackend(path, JournalFileOpenLock(path, _LOCK_GRACE_S))
+        storage = JournalStorage(backend)
+    except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
+        os.close(fd)
+        raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
+    # The claims file goes beside the real journal: jobs reaching it through different
+    # symbolic links must share one.
+    return StorageHandle(storage, path, shared=True, path=os.path.realpath(path), lock_fd=fd)
+
+
+_PG_DRIVERS = (("psycopg", "postgresql+psycopg"), ("psycopg2", "postgresql+psycopg2"),
+               ("pg8000", "postgresql+pg8000"))
+
+
+def sqlalchemy_url(spec: str) -> str:
+    """``spec`` with a plain ``postgresql://`` (or ``postgres://``) scheme mapped to an
+    installed driver (psycopg 3 first) and, for libpq drivers, a 10 s ``connect_timeout``
+    unless the URL sets one; other URLs unchanged.
+
+    Raises:
+        GraphtuneError: a PostgreSQL URL and no PostgreSQL driver is installed.
+    """
+    import importlib.util
+
+    scheme, sep, rest = spec.partition("://")
+    if scheme in ("postgresql", "postgres"):
+        for module, dialect in _PG_DRIVERS:
+            if importlib.util.find_spec(module) is not None:
+                return _with_connect_timeout(f"{dialect}{sep}{rest}")
+        raise GraphtuneError("a PostgreSQL storage needs a driver: pip install 'psycopg[binary]'")
+    return _with_connect_timeout(spec) if scheme in _LIBPQ_SCHEMES else spec
+
+
+_LIBPQ_SCHEMES = ("postgresql+psycopg", "postgresql+psycopg2")
+PG_CONNECT_TIMEOUT_S = 10
+
+
+def _with_connect_timeout(url: str) -> str:
+    """A libpq URL with ``connect_timeout`` (:data:`PG_CONNECT_TIMEOUT_S`) unless it sets
+    one: a host that accepts the connection and never answers would hang the job."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        u = make_url(url)
+    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse fails where it opens
+        return url
+    if "connect_timeout" in u.query:
+        return url
+    return u.update_query_dict({"connect_timeout": str(PG_CONNECT_TIMEOUT_S)}) \
+        .render_as_string(hide_password=False)

@@ -1,0 +1,135 @@
+"""Measurer pools: where batches of candidates are measured while the driver proposes.
+
+The driver submits batches (the schedules of one task, as JSON) and collects
+finished ones as they arrive; it never waits for a particular batch. Two pools:
+
+* :class:`InProcessPool` (``--workers 0``): measures each batch when it is
+  submitted, in the driver's process; deterministic.
+* :class:`autotune.running._ray_pool.RayPool`: one Ray actor per worker, each holding
+  every task's graph (shipped once, in its constructor), results streamed
+  back with ``ray.wait``.
+
+A batch that cannot be measured (its worker died) comes back as
+``worker_lost`` measurements, never as an exception.
+
+Pools also breed: :meth:`MeasurePool.submit_breed` runs a breeding request of the
+guided sampler (a round, or a worker's share of one: :func:`autotune.sampling._breed.breed`)
+where the measurements run, and its
+result comes back through the same :meth:`MeasurePool.wait` (``Finished.kind ==
+"breed"``), so the driver keeps every worker busy with either.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from autotune.measure._measurer import Measurer, measure_json, measurement_from_json
+from autotune.sampling._breed import Breeder
+
+if TYPE_CHECKING:
+    from autotune.sampling._breed import Bred, BreedRequest, Scorer
+    from compiler.graph import Graph
+    from compiler.target import Target
+    from sim import Measurement
+
+__all__ = ["Finished", "InProcessPool", "MeasurePool", "lost"]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished job: a measured batch (its id, the host that measured it and one
+    measurement per schedule) or a breeding round (``kind == "breed"``: ``bred`` is
+    its result, None when its worker was lost)."""
+
+    batch_id: int
+    host: str
+    measurements: tuple[Measurement, ...]
+    kind: str = "measure"
+    bred: Bred | None = None
+
+
+def lost(count: int, why: str) -> tuple[Measurement, ...]:
+    """``count`` ``worker_lost`` measurements saying ``why``."""
+    from sim import Measurement
+
+    return tuple(Measurement("worker_lost", None, None, 0.0, why, 0.0) for _ in range(count))
+
+
+class MeasurePool(abc.ABC):
+    """Measures batches asynchronously.
+
+    Attributes:
+        workers: Parallel measurers (1 for the in-process pool).
+        slots: Batches the driver keeps in flight so no worker idles.
+        remote: Jobs run in other processes (what a breeding round is given must pickle).
+    """
+
+    workers: int = 1
+    slots: int = 1
+    remote: bool = False
+
+    @abc.abstractmethod
+    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
+        """Queue a batch of one task's schedules (JSON) for measurement."""
+
+    @abc.abstractmethod
+    def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
+                     scorer: Scorer) -> None:
+        """Queue a breeding round of one task (it counts as a batch in flight)."""
+
+    @abc.abstractmethod
+    def wait(self, timeout_s: float | None = None) -> list[Finished]:
+        """Finished batches: blocks until at least one is done (or ``timeout_s`` passes).
+
+        Returns an empty list only when nothing is in flight or on timeout.
+        """
+
+    @property
+    @abc.abstractmethod
+    def in_flight(self) -> int:
+        """Batches submitted and not yet returned by :meth:`wait`."""
+
+    def close(self) -> None:  # noqa: B027 - an optional hook: most pools hold nothing
+        """Release workers (the pool cannot be used afterwards)."""
+
+    def __enter__(self) -> MeasurePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class InProcessPool(MeasurePool):
+    """Measures in the driver's process, at submit time (``--workers 0``)."""
+
+    def __init__(self, graphs: Mapping[str, Graph], target: Target, measurer: Measurer,
+                 timeout_s: float | None = None) -> None:
+        self._graphs = dict(graphs)
+        self._target = target
+        self._measurer = measurer
+        self._timeout_s = timeout_s
+        self._done: list[Finished] = []
+        self._breeder = Breeder(self._graphs, target)
+        self.workers = 1
+        self.slots = 1
+
+    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
+        host, out = measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
+                                 self._timeout_s)
+        self._done.append(Finished(batch_id, host, tuple(measurement_from_json(m) for m in out)))
+
+    def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
+                     scorer: Scorer) -> None:
+        bred = self._breeder(task_key, request, scorer)
+        self._done.append(Finished(batch_id, "", (), "breed", bred))
+
+    def wait(self, timeout_s: float | None = None) -> list[Finished]:
+        done, self._done = self._done, []
+        return done
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._done)

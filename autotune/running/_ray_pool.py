@@ -1,0 +1,583 @@
+"""``RayPool``: measurement on Ray actors, one per worker, graphs shipped once.
+
+By default a private Ray instance starts on loopback only (``127.0.0.1``, no
+dashboard) with one CPU per worker; ``address`` joins an existing cluster
+instead. Each actor receives every task's graph, the target and the measurer
+in its constructor (one ``ray.put`` for the graphs), so a batch carries only
+schedule JSON. Actors also breed the guided sampler's rounds
+(:meth:`RayPool.submit_breed`; the cost model goes to the object store once per
+snapshot). Actors restart when they die; the batch they held comes back as
+``worker_lost`` measurements (breeding they held is asked for again) and the
+job goes on.
+
+Each actor reserves the measurer's ``num_cpus`` (fractions allowed: one that
+waits on a board needs little) and its custom ``resources`` (``{"stcp920": 1}``),
+so Ray places workers only on nodes that have them. Before anything is
+measured the pool checks that the cluster can hold every worker and waits for
+them to start; a cluster without room is one error line, never a hang.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from autotune.measure._measurer import Measurer, measure_json, measurement_from_json
+from autotune.running._pool import Finished, MeasurePool, lost
+from autotune.sampling._breed import Bred, Breeder, BreedRequest, Scorer
+from compiler.errors import GraphtuneError
+from compiler.memo import search_gc
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.target import Target
+
+__all__ = ["LOOPBACK", "RayPool", "start_ray"]
+
+log = logging.getLogger("autotune.ray")
+
+LOOPBACK = "127.0.0.1"
+# A batch whose worker neither answers nor dies within this many seconds (beyond its
+# per-schedule timeouts) is declared lost and the worker restarted; a breeding round too.
+_BATCH_GRACE_S = 120.0
+_BREED_GRACE_S = 600.0
+# A worker that died and is not back (restarted and answering) within this many seconds
+# is replaced by a new actor.
+_RESTART_GRACE_S = 120.0
+_PING_EVERY_S = 0.5  # a restarting worker that said "unavailable" is asked again this late
+# Workers that have not started this long after the pool asked for them cannot be placed
+# (the cluster is busy or lacks a resource): the job stops with a clear error.
+START_TIMEOUT_S = 180.0
+
+
+class _Worker:
+    """The actor body: measures batches, and breeds rounds, of the graphs it was built with."""
+
+    def __init__(self, target: Target, measurer: Measurer) -> None:
+        # The graphs come by load(), not as constructor arguments: Ray keeps large
+        # constructor arguments in the object store for restarts and prints an error
+        # line for every such actor (core_worker.cc "has constructor arguments in the
+        # object store"); the pool calls load() on every start and restart instead.
+        self._graphs: Mapping[str, Graph] = {}
+        self._target = target
+        self._measurer = measurer
+        self._breeder: Breeder | None = None
+        # What breeding imports, now, while the pool starts (not in the first round).
+        import cost_model  # noqa: F401
+        import search_space  # noqa: F401
+
+        search_gc().__enter__()  # the process measures and breeds until it ends (see its doc)
+
+    def load(self, graphs: Mapping[str, Graph]) -> int:
+        """Take the job's graphs (once per process); returns the pid, as :meth:`pid`."""
+        if self._breeder is None:
+            self._graphs = graphs
+            self._breeder = Breeder(graphs, self._target)
+        return os.getpid()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def measure(self, task_key: str, schedules: Sequence[dict[str, Any]],
+                timeout_s: float | None) -> tuple[str, list[dict[str, Any]]]:
+        return measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
+                            timeout_s)
+
+    def breed(self, task_key: str, request: BreedRequest, scorer: Scorer) -> Bred:
+        if self._breeder is None:
+            raise RuntimeError("the worker was not loaded")
+        return self._breeder(task_key, request, scorer)
+
+
+_CLUSTER_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def _loopback_only() -> Callable[[], None]:
+    """Make Ray pick 127.0.0.1 as this node's address; returns the undo.
+
+    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` once, when ``ray._private.ray_constants``
+    is imported; with it off, every service binds and advertises loopback (and ``ray.init``
+    turns a ``_node_ip_address`` of 127.0.0.1 into the host's address otherwise). The
+    processes Ray spawns inherit the variable; a Ray already imported gets the constant too.
+    """
+    old_env = os.environ.get(_CLUSTER_VAR)
+    os.environ[_CLUSTER_VAR] = "0"
+    consts = sys.modules.get("ray._private.ray_constants")
+    old_const = getattr(consts, "ENABLE_RAY_CLUSTER", None)
+    if consts is not None:
+        consts.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
+
+    def undo() -> None:
+        if old_env is None:
+            os.environ.pop(_CLUSTER_VAR, None)
+        else:
+            os.environ[_CLUSTER_VAR] = old_env
+        mod = sys.modules.get("ray._private.ray_constants")
+        if mod is not None:
+            mod.ENABLE_RAY_CLUSTER = True if old_const is None else old_const  # type: ignore[attr-defined]
+
+    return undo
+
+
+def start_ray(address: str | None, workers: int) -> Callable[[], None] | None:
+    """Connect to Ray: a new local loopback-only instance, or the cluster at ``address``.
+
+    Returns how to disconnect (and stop a local instance), or None when Ray was
+    already initialised by the caller (left as it is).
+
+    Raises:
+        GraphtuneError: the cluster at ``address`` cannot be reached.
+    """
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        return None
+    if address is None:
+        undo_loopback = _loopback_only()
+        # Token mode, as Ray picks for a new local instance, without its notice on stderr.
+        auth_set = "RAY_AUTH_MODE" not in os.environ
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+        def undo() -> None:
+            if auth_set:
+                os.environ.pop("RAY_AUTH_MODE", None)
+            undo_loopback()
+
+        import ray
+
+        _refresh_auth_mode()
+        try:
+            # address="local": a new instance, never another user's `ray start` found on
+            # this host; no dashboard; every service on loopback.
+            ray.init(address="local", num_cpus=max(workers, 1), include_dashboard=False,
+                     _node_ip_address=LOOPBACK, log_to_driver=False, configure_logging=False,
+                     namespace="graphtune")
+        except BaseException:
+            undo()
+            raise
+
+        def stop() -> None:
+            ray.shutdown()
+            undo()
+
+        return stop
+    host, port = _check_reachable(address)
+    # A head on this host's loopback: Ray would otherwise rewrite 127.0.0.1 to the host's
+    # address, where nothing listens.
+    undo = _loopback_only() if host in ("127.0.0.1", "localhost", "::1") else (lambda: None)
+    import ray
+
+    _refresh_auth_mode()
+    try:
+        ray.init(address=f"{host}:{port}", log_to_driver=False, configure_logging=False,
+                 namespace="graphtune")
+    except Exception as exc:  # noqa: BLE001 - Ray raises many kinds for a bad address
+        undo()
+        text = " ".join(str(exc).split()) + " " + " ".join(str(exc.__cause__ or "").split())
+        if "AuthToken" in text or "Authentication" in text:
+            raise GraphtuneError(
+                f"the Ray cluster at {address} wants a token: set RAY_AUTH_MODE=token (the "
+                "token is read from RAY_AUTH_TOKEN or ~/.ray/auth_token)") from None
+        lines = str(exc).strip().splitlines()
+        raise GraphtuneError(f"cannot join the Ray cluster at {address}: "
+                             f"{lines[-1] if lines else type(exc).__name__}") from None
+
+    def leave() -> None:
+        ray.shutdown()
+        undo()
+
+    return leave
+
+
+def _refresh_auth_mode() -> None:
+    """Make Ray see ``RAY_AUTH_MODE`` as it is now, not as it was when Ray was imported.
+
+    Ray caches its config (the authentication mode with it) at ``import ray``; joining a
+    cluster by address never re-reads it, so a token set after the import (a notebook, a
+    test, an embedding program) was ignored and the join failed as unauthenticated. Ray
+    refreshes the same way when it turns token mode on itself. Only before ``ray.init``.
+    """
+    if "RAY_AUTH_MODE" not in os.environ:
+        return
+    import ray._raylet
+
+    ray._raylet.Config.initialize("")  # type: ignore[attr-defined]
+
+
+def _check_reachable(address: str) -> tuple[str, int]:
+    """``(host, port)`` of a head address, after checking something listens there.
+
+    Ray retries a wrong address for minutes; this fails in two seconds instead.
+
+    Raises:
+        GraphtuneError: malformed, or nothing accepts connections there.
+    """
+    import socket
+
+    text = address.removeprefix("ray://")
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise GraphtuneError(f"--ray-address must be HOST:PORT of a Ray head, got {address!r}")
+    port = int(port_text)
+    try:
+        with socket.create_connection((host, port), timeout=2.0):
+            pass
+    except OSError as exc:
+        raise GraphtuneError(f"cannot join the Ray cluster at {address}: nothing answers there "
+                             f"({exc.strerror or exc})") from None
+    return host, port
+
+
+@dataclass
+class _InFlight:
+    batch_id: int
+    size: int
+    actor: int
+    deadline: float
+    kind: str = "measure"
+
+
+class RayPool(MeasurePool):
+    """Measures on ``workers`` Ray actors (see the module doc).
+
+    A worker that dies takes its running and queued batches with it (they come back
+    as ``worker_lost``); Ray restarts it, and it gets no new batch until it answers
+    a ping, so no candidate is sent to a worker known to be down. The job never waits
+    for a restart while another worker is up: :attr:`in_flight` counts the pings only
+    when every worker is down. A worker that dies for good, or whose restart takes
+    longer than ``restart_grace_s``, is replaced by a new actor; a job whose workers
+    keep dying stops with one line. A batch past its deadline is recorded as lost at
+    once (its worker is restarted), whether or not Ray ever answers for it.
+
+    Args:
+        graphs: Task key -> graph; shipped to each actor once.
+        target: The chip.
+        measurer: Pickled to each actor.
+        workers: Number of actors (>= 1).
+        address: A Ray cluster to join; None starts a local loopback instance.
+        timeout_s: Per-schedule time limit inside the workers.
+        restart_grace_s: How long a restarting worker may take before it is replaced.
+        num_cpus: CPUs each actor reserves (default: the measurer's ``num_cpus``).
+        resources: Custom Ray resources each actor needs (default: the measurer's).
+
+    Raises:
+        GraphtuneError: the cluster cannot hold the workers, or they did not start
+            within :data:`START_TIMEOUT_S`.
+    """
+
+    def __init__(self, graphs: Mapping[str, Graph], target: Target, measurer: Measurer,
+                 workers: int, address: str | None = None,
+                 timeout_s: float | None = None, num_cpus: float | None = None,
+                 resources: Mapping[str, float] | None = None,
+                 restart_grace_s: float = _RESTART_GRACE_S) -> None:
+        import ray
+
+        if workers < 1:
+            raise GraphtuneError(f"a Ray pool needs at least one worker, got {workers}")
+        self.workers = workers
+        self._timeout_s = timeout_s
+        self._restart_grace_s = restart_grace_s
+        self._closed = False
+        self._actors: list[Any] = []
+        cpus = measurer.num_cpus if num_cpus is None else num_cpus
+        need = dict(measurer.resources if resources is None else resources)
+        self._stop_ray = start_ray(address, workers)
+        try:
+            _check_room(workers, cpus, need)
+            self._actor_cls = ray.remote(_Worker).options(
+                num_cpus=cpus, resources=need or None, max_restarts=-1, max_task_retries=0)
+            # Small constructor arguments (Ray restarts a dead actor with them); the graphs
+            # are held here and sent by load() to each started or restarted actor.
+            self._args = (target, measurer)
+            self._graphs_ref = ray.put(dict(graphs))
+            self._actors = [self._actor_cls.remote(*self._args) for _ in range(workers)]
+            self._wait_started(cpus, need)
+        except BaseException:
+            self.close()
+            raise
+        self.remote = True
+        self._scorers: dict[int, tuple[Any, Any]] = {}  # id -> scorer sent, its object ref
+        self._replaced = 0
+        self._load = [0] * workers
+        self._breeds = [0] * workers  # breeding jobs held by each worker
+        self._refs: dict[Any, _InFlight] = {}
+        self._pings: dict[Any, int] = {}  # ping of a restarting worker -> its index
+        self._down: dict[int, float] = {}  # worker down -> when it went down (monotonic)
+        self._reping: dict[int, float] = {}  # worker still restarting -> when to ping again
+
+    def _wait_started(self, cpus: float, need: Mapping[str, float]) -> None:
+        """Block until every actor answers; one error line if one cannot be placed or start."""
+        import ray
+
+        refs = [a.load.remote(self._graphs_ref) for a in self._actors]
+        ready, rest = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
+        for ref in ready:
+            try:
+                ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - an actor's constructor can raise anything
+                lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+                why = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1] if lines
+                           else type(exc).__name__)
+                raise GraphtuneError(f"the measurer workers cannot start: {why}") from None
+        if rest:
+            raise GraphtuneError(
+                f"{len(rest)} of {len(refs)} measurer workers did not start within "
+                f"{START_TIMEOUT_S:g} s: each needs {_describe(cpus, need)} and the Ray cluster "
+                f"has {_describe_have(need)} in all (busy, or not enough nodes with them)")
+
+    @property
+    def slots(self) -> int:  # type: ignore[override]
+        """Two batches per worker that is up (one running, one queued behind it)."""
+        return 2 * (self.workers - len(self._down))
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the actors."""
+        import ray
+
+        return list(ray.get([a.pid.remote() for a in self._actors]))
+
+    def _least_loaded(self) -> int:
+        """The worker for a batch: one that is up, not breeding if any (a breeding job
+        takes as long as dozens of batches), then the fewest jobs."""
+        up = [i for i in range(len(self._actors)) if i not in self._down] or list(
+            range(len(self._actors)))
+        return min(up, key=lambda i: (self._breeds[i], self._load[i]))
+
+    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
+        k = self._least_loaded()
+        ref = self._actors[k].measure.remote(task_key, list(schedules), self._timeout_s)
+        per = self._timeout_s or 60.0
+        self._refs[ref] = _InFlight(batch_id, len(schedules), k,
+                                    time.monotonic() + _BATCH_GRACE_S + per * len(schedules))
+        self._load[k] += 1
+
+    def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
+                     scorer: Scorer) -> None:
+        import ray
+
+        # The model travels once per retraining (one object in the store), not per round.
+        held = self._scorers.get(id(scorer))
+        if held is None or held[0] is not scorer:
+            if len(self._scorers) >= 16:  # older models: their tasks have newer ones
+                del self._scorers[next(iter(self._scorers))]
+            held = self._scorers[id(scorer)] = (scorer, ray.put(scorer))
+        # Breeding goes to the worker with the fewest breeding jobs (then the fewest
+        # jobs): by count of jobs alone, two could land on one worker behind short batches.
+        up = [i for i in range(len(self._actors)) if i not in self._down] or list(
+            range(len(self._actors)))
+        k = min(up, key=lambda i: (self._breeds[i], self._load[i]))
+        ref = self._actors[k].breed.remote(task_key, request, held[1])
+        self._refs[ref] = _InFlight(batch_id, 0, k, time.monotonic() + _BREED_GRACE_S, "breed")
+        self._load[k] += 1
+        self._breeds[k] += 1
+
+    def wait(self, timeout_s: float | None = None) -> list[Finished]:
+        import ray
+
+        self._ping_again()
+        refs = [*self._refs, *self._pings]
+        if not refs and not self._reping:
+            return []
+        if self._down:
+            # Wake up in time to ping again, or to replace a worker whose restart is overdue.
+            timeout_s = _PING_EVERY_S if timeout_s is None else min(timeout_s, _PING_EVERY_S)
+        ready: list[Any] = []
+        if refs:
+            ready, rest = ray.wait(refs, num_returns=1, timeout=timeout_s)
+            if ready and rest:
+                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                ready += more
+        else:
+            time.sleep(timeout_s or 0.0)
+        done = []
+        for ref in ready:
+            if ref in self._pings:
+                self._pinged(ref)
+            else:
+                done.append(self._collect(ref))
+        done += self._expire()
+        self._replace_overdue()
+        return done
+
+    def _collect(self, ref: Any) -> Finished:
+        import ray
+
+        job = self._refs.pop(ref)
+        self._load[job.actor] -= 1
+        if job.kind == "breed":
+            self._breeds[job.actor] -= 1
+            try:
+                return Finished(job.batch_id, "", (), "breed", ray.get(ref))
+            except _LOST_ERRORS() as exc:
+                log.warning("breeding round %d: worker died (%s); the round is bred again",
+                            job.batch_id, type(exc).__name__)
+                self._mark_down(job.actor)
+                return Finished(job.batch_id, "", (), "breed", None)
+        try:
+            host, out = ray.get(ref)
+        except _LOST_ERRORS() as exc:
+            why = f"worker died while measuring: {type(exc).__name__}"
+            log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
+                        job.batch_id, why, job.size)
+            self._mark_down(job.actor)
+            return Finished(job.batch_id, "", lost(job.size, why))
+        return Finished(job.batch_id, host, tuple(measurement_from_json(m) for m in out))
+
+    def _mark_down(self, k: int) -> None:
+        if k not in self._down:
+            self._down[k] = time.monotonic()
+            self._pings[self._actors[k].load.remote(self._graphs_ref)] = k
+
+    def _pinged(self, ref: Any) -> None:
+        """A restarting worker answered (it is back) or failed (ping again, shortly)."""
+        import ray
+
+        k = self._pings.pop(ref)
+        try:
+            ray.get(ref)
+        except ray.exceptions.ActorUnavailableError:
+            self._reping[k] = time.monotonic() + _PING_EVERY_S  # still restarting
+        except _LOST_ERRORS() as exc:
+            # Dead for good (its restart failed): start a fresh worker in its place.
+            self._replace(k, f"it could not restart ({type(exc).__name__})")
+        else:
+            self._down.pop(k, None)
+            log.info("worker %d is back", k)
+
+    def _ping_again(self) -> None:
+        now = time.monotonic()
+        for k, due in list(self._reping.items()):
+            if due <= now:
+                del self._reping[k]
+                self._pings[self._actors[k].load.remote(self._graphs_ref)] = k
+
+    def _replace(self, k: int, why: str) -> None:
+        """Start a new actor in worker ``k``'s place (the old one is killed for good)."""
+        import ray
+
+        self._replaced += 1
+        if self._replaced > 3 * self.workers:
+            raise GraphtuneError(
+                f"measurer workers keep dying (the last: {why}); the log keeps every "
+                "measurement so far: fix the cause and re-run the same command to resume")
+        log.warning("worker %d: %s; starting a new one", k, why)
+        for ref in [r for r, i in self._pings.items() if i == k]:
+            del self._pings[ref]
+        self._reping.pop(k, None)
+        try:
+            ray.kill(self._actors[k], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self._actors[k] = self._actor_cls.remote(*self._args)
+        self._down[k] = time.monotonic()
+        self._pings[self._actors[k].load.remote(self._graphs_ref)] = k
+
+    def _replace_overdue(self) -> None:
+        now = time.monotonic()
+        for k, since in list(self._down.items()):
+            if now - since > self._restart_grace_s:
+                self._replace(k, f"not back {now - since:.0f} s after it died")
+
+    def _expire(self) -> list[Finished]:
+        """Batches past their deadline: recorded as lost now; their workers restarted."""
+        import ray
+
+        now = time.monotonic()
+        out = []
+        for ref, job in list(self._refs.items()):
+            if job.deadline >= now:
+                continue
+            del self._refs[ref]
+            self._load[job.actor] -= 1
+            why = "batch exceeded its time limit: its worker was restarted"
+            if job.kind == "breed":
+                self._breeds[job.actor] -= 1
+                log.warning("breeding round %d exceeded its time limit: its worker was "
+                            "restarted", job.batch_id)
+                out.append(Finished(job.batch_id, "", (), "breed", None))
+            else:
+                log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
+                            job.batch_id, why, job.size)
+                out.append(Finished(job.batch_id, "", lost(job.size, why)))
+            if job.actor not in self._down:
+                try:
+                    ray.kill(self._actors[job.actor], no_restart=False)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+                self._mark_down(job.actor)
+        return out
+
+    @property
+    def in_flight(self) -> int:
+        """Batches being measured; plus the restarting workers when no worker is up.
+
+        While one worker is up the job does not wait for the others to come back.
+        """
+        pings = len(self._pings) + len(self._reping) if len(self._down) >= self.workers else 0
+        return len(self._refs) + pings
+
+    def close(self) -> None:
+        import ray
+
+        if self._closed:
+            return
+        self._closed = True
+        for a in self._actors:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        if self._stop_ray is not None:
+            self._stop_ray()
+
+
+def _describe(cpus: float, need: Mapping[str, float]) -> str:
+    parts = ([f"CPU={cpus:g}"] if cpus else []) + [f"{k}={v:g}" for k, v in sorted(need.items())]
+    return ", ".join(parts) or "nothing"
+
+
+def _describe_have(need: Mapping[str, float]) -> str:
+    import ray
+
+    have = ray.cluster_resources()
+    return ", ".join(f"{k}={have.get(k, 0):g}" for k in ["CPU", *sorted(need)])
+
+
+def _check_room(workers: int, cpus: float, need: Mapping[str, float]) -> None:
+    """Fail at once when the cluster's nodes cannot hold ``workers`` actors of this shape.
+
+    Counts what each live node has in all (not what is free now: other jobs come and
+    go; the start timeout covers a busy cluster).
+
+    Raises:
+        GraphtuneError: naming the missing resource and what the cluster has.
+    """
+    import ray
+
+    shape = {**need, **({"CPU": cpus} if cpus else {})}
+    if not shape:
+        return
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    for key, amount in need.items():
+        if not any(res.get(key, 0) >= amount for res in nodes):
+            raise GraphtuneError(
+                f"no node of the Ray cluster has the resource {key}={amount:g} that each "
+                f"measurer worker needs: start the nodes that have it with "
+                f"`ray start --resources '{{\"{key}\": N}}'`, or drop it from "
+                "--worker-resource / the measurer's resources")
+    room = sum(int(min(res.get(k, 0) / v for k, v in shape.items()) + 1e-9) for res in nodes)
+    if room < workers:
+        raise GraphtuneError(
+            f"the Ray cluster has room for {room} of {workers} measurer workers (each needs "
+            f"{_describe(cpus, need)}; the cluster has {_describe_have(need)}): use "
+            f"--workers {room}, fewer CPUs per worker (--worker-cpus) or more nodes")
+
+
+def _LOST_ERRORS() -> tuple[type[BaseException], ...]:  # noqa: N802 - a constant, built lazily
+    import ray
+
+    return (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+            ray.exceptions.ObjectLostError, ray.exceptions.ActorUnavailableError)

@@ -1,0 +1,308 @@
+"""One round of the guided sampler's breeding, runnable wherever the task's space is.
+
+Breeding is most of a guided tuning job's work (every child is decoded, featurised
+and, if picked, pre-checked: ~17 ms each on ResNet-50), so it is a job of its own:
+the sampler describes a round as a small :class:`BreedRequest` (its best measured
+schedules as vectors, an RNG seed, how many to propose, the candidates it has seen)
+and :func:`breed` returns the picked candidates with what the driver needs
+(:class:`Bred`: vector, Optuna parameters, schedule, cost-model features), so the
+driver never decodes. The driver runs it on the measurer workers
+(:meth:`autotune.running._pool.MeasurePool.submit_breed`, pipelined with the measurement
+batches); with ``--workers 0`` the same code runs in-process, and the same request
+gives the same answer anywhere.
+
+The cost model travels as a :class:`Scorer`: a picklable snapshot of the model
+(:meth:`autotune.sampling._ranker.CostModelRanker.snapshot`), or the ranker itself in-process.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from autotune.sampling._studies import candidate_id
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
+    from compiler.target import Target
+    from search_space import Space
+
+__all__ = ["Bred", "BreedRequest", "Breeder", "Pick", "RankerScorer", "Scorer", "breed"]
+
+
+class Scorer(Protocol):
+    """What breeding needs of a cost model: features of schedules of a space, and scores.
+
+    Attributes:
+        label: What ranks (``"xgb/n=64"``, ``"analytical"``); ``""`` while its scores
+            are random (breeding then searches near the best measured schedules).
+    """
+
+    label: str
+
+    def features(self, space: Space, schedules: Sequence[GraphSchedule]) -> np.ndarray:
+        """One row per schedule."""
+        ...
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """A score per row, higher = predicted faster."""
+        ...
+
+
+class RankerScorer:
+    """A :class:`autotune.sampling._ranker.Ranker` used in place (in-process breeding)."""
+
+    def __init__(self, ranker: Any) -> None:
+        self._ranker = ranker
+        self.label: str = ranker.label
+
+    def features(self, space: Space, schedules: Sequence[GraphSchedule]) -> np.ndarray:
+        return np.asarray(self._ranker.features(list(schedules)), dtype=np.float32)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self._ranker.predict(x), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class BreedRequest:
+    """One round (see :class:`autotune.sampling._guided.GuidedOptions` for the knobs).
+
+    Attributes:
+        batch: The batch of the task's space.
+        parents: The best measured schedules as space vectors, best first.
+        seed: Seeds the round's randomness.
+        proposals: Candidates to pick.
+        eps: Of which picked at random among the bred ones the model passed over.
+        seen: Candidate ids not to pick (measured, queued or handed out).
+        population, generations, random_share, crossover: The evolution's knobs.
+    """
+
+    batch: int
+    parents: tuple[np.ndarray, ...]
+    seed: int
+    proposals: int
+    eps: int
+    seen: frozenset[str]
+    population: int
+    generations: int
+    random_share: float
+    crossover: float
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A picked candidate: all the driver needs to ask, measure and learn from it.
+
+    ``key`` orders the model's picks of a round (lower first: minus the predicted score,
+    or the parent's rank near the start); ``explore`` marks the random picks.
+    """
+
+    cid: str
+    vector: np.ndarray
+    params: dict[str, Any]
+    schedule: GraphSchedule
+    features: np.ndarray
+    ranked_by: str
+    key: float
+    explore: bool
+
+
+@dataclass(frozen=True)
+class Bred:
+    """A round's result: the picks in proposal order, how many were ranked, CPU seconds."""
+
+    picks: tuple[Pick, ...]
+    ranked: int
+    cpu_s: float
+
+
+def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
+    """Breed, rank and pick one round (Ansor's evolutionary search with a cost model).
+
+    A population of the parents and uniform samples evolves for ``generations``
+    (parents drawn by predicted rank, children by mutation or crossover); the new
+    candidates are ranked by the model; the best that pass the capacity pre-check are
+    picked, plus ``eps`` random picks among the rest (exploration). With no model yet
+    (``scorer.label == ""``) and parents, one-move neighbours of the parents are ranked
+    instead, the best parent's first.
+    """
+    t0 = time.process_time()
+    rng = np.random.default_rng(req.seed)
+    r = _Round(space, scorer, req, rng)
+    if req.parents and not scorer.label:
+        ranked = r.neighbours()
+    else:
+        ranked = r.evolve()
+    picked: list[tuple[str, GraphSchedule, str, float, bool]] = []
+    used = 0
+    for key, cid, s in ranked:
+        used += 1
+        if len(picked) >= req.proposals - req.eps:
+            break
+        if r.admit(cid, s):
+            picked.append((cid, s, scorer.label, key, False))
+    # Exploration as in Ansor: random picks among the bred candidates the model passed
+    # over (uniform samples of the space are mostly far slower than anything bred).
+    rest = ranked[used:]
+    for k in rng.permutation(len(rest)):
+        if len(picked) >= req.proposals:
+            break
+        _, cid, s = rest[int(k)]
+        if r.admit(cid, s):
+            picked.append((cid, s, "", 0.0, True))
+    for _ in range(8 * max(req.eps, 1)):
+        if len(picked) >= req.proposals:
+            break
+        s = space.sample(rng)
+        cid = candidate_id(s)
+        if r.admit(cid, s):
+            picked.append((cid, s, "", 0.0, True))
+    rows = r.features_of([(p[0], p[1]) for p in picked])
+    picks = []
+    for (cid, s, by, key, explore), row in zip(picked, rows):
+        proj = space.project(s)  # the space remembers what it decoded: no search
+        assert proj.vector is not None
+        picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by, key, explore))
+    return Bred(tuple(picks), len(ranked), time.process_time() - t0)
+
+
+class Breeder:
+    """Breeds rounds of any task whose graph it holds (what a measurer worker keeps).
+
+    Each task's space is built on first use (the same space the driver has: building
+    is deterministic, so a vector decodes to the same schedule here and there).
+    """
+
+    def __init__(self, graphs: Mapping[str, Graph], target: Target) -> None:
+        self._graphs = graphs
+        self._target = target
+        self._spaces: dict[tuple[str, int], Space] = {}
+
+    def __call__(self, task_key: str, req: BreedRequest, scorer: Scorer) -> Bred:
+        from search_space import build_space
+
+        space = self._spaces.get((task_key, req.batch))
+        if space is None:
+            space = build_space(self._graphs[task_key], self._target, req.batch)
+            self._spaces[(task_key, req.batch)] = space
+        return breed(space, scorer, req)
+
+
+# Decoded parents per space: the best measured schedules change slowly, so consecutive
+# requests (and a worker's shares of them) mostly share their parents. Bounded.
+_PARENTS: weakref.WeakKeyDictionary[Space, dict[bytes, GraphSchedule]] = (
+    weakref.WeakKeyDictionary())
+_MAX_PARENTS = 256
+
+
+def _parent(space: Space, vector: np.ndarray) -> GraphSchedule:
+    """``space.decode(vector)``, remembered (decoding is deterministic)."""
+    memo = _PARENTS.get(space)
+    if memo is None:
+        memo = _PARENTS[space] = {}
+    key = np.asarray(vector, dtype=np.int64).tobytes()
+    s = memo.get(key)
+    if s is None:
+        if len(memo) >= _MAX_PARENTS:
+            memo.clear()
+        s = memo[key] = space.decode(vector)
+    return s
+
+
+class _Round:
+    def __init__(self, space: Space, scorer: Scorer, req: BreedRequest,
+                 rng: np.random.Generator) -> None:
+        self.space, self.scorer, self.req, self.rng = space, scorer, req, rng
+        self.seen = set(req.seen)
+        self.rows: dict[str, np.ndarray] = {}  # features computed this round
+
+    def admit(self, cid: str, s: GraphSchedule) -> bool:
+        if cid in self.seen or not self.space.precheck(s).ok:
+            return False
+        self.seen.add(cid)
+        return True
+
+    def features_of(self, items: Sequence[tuple[str, GraphSchedule]]) -> list[np.ndarray]:
+        todo = [(cid, s) for cid, s in items if cid not in self.rows]
+        if todo:
+            x = self.scorer.features(self.space, [s for _, s in todo])
+            for (cid, _), row in zip(todo, np.asarray(x, dtype=np.float32)):
+                self.rows[cid] = row
+        return [self.rows[cid] for cid, _ in items]
+
+    def predict(self, items: Sequence[tuple[str, GraphSchedule]]) -> np.ndarray:
+        if not items:
+            return np.zeros(0)
+        return np.asarray(self.scorer.predict(np.stack(self.features_of(items))))
+
+    def neighbours(self) -> list[tuple[float, str, GraphSchedule]]:
+        """No model yet: one-move neighbours of the best measured, the best parent's first."""
+        rng, sp = self.rng, self.space
+        keyed: list[tuple[float, str, GraphSchedule]] = []
+        per = max(2, 2 * self.req.proposals // len(self.req.parents))
+        for rank, vec in enumerate(self.req.parents):
+            parent = _parent(sp, vec)
+            for _ in range(per):
+                s = sp.mutate(parent, rng)
+                keyed.append((rank + float(rng.random()), candidate_id(s), s))
+        keyed.sort(key=lambda x: x[0])
+        out: dict[str, tuple[float, str, GraphSchedule]] = {}
+        for key, cid, s in keyed:
+            if cid not in self.seen:
+                out.setdefault(cid, (key, cid, s))
+        return list(out.values())
+
+    def evolve(self) -> list[tuple[float, str, GraphSchedule]]:
+        """Model-guided evolution; the new candidates, best predicted first."""
+        req, sp, rng = self.req, self.space, self.rng
+        n_random = (max(1, int(req.population * req.random_share)) if req.parents
+                    else req.population)
+        pop = [(candidate_id(s), s) for s in
+               [_parent(sp, v) for v in req.parents] + [sp.sample(rng) for _ in range(n_random)]]
+        pool: dict[str, GraphSchedule] = {}
+        for cid, s in pop:
+            pool.setdefault(cid, s)
+        for _ in range(req.generations):
+            scores = self.predict(pop)
+            children = [(candidate_id(s), s) for s in self.children(pop, scores)]
+            for cid, s in children:
+                pool.setdefault(cid, s)
+            keep = np.argsort(-scores, kind="stable")[: max(1, len(pop) // 4)]
+            pop = [pop[int(k)] for k in keep] + children
+        fresh = self.fresh(pool.items())
+        if not fresh:
+            return []
+        scores = self.predict(fresh)
+        return [(-float(scores[int(k)]), *fresh[int(k)]) for k in np.argsort(-scores, kind="stable")]
+
+    def fresh(self, items: Iterable[tuple[str, GraphSchedule]]) -> list[tuple[str, GraphSchedule]]:
+        out: dict[str, GraphSchedule] = {}
+        for cid, s in items:
+            if cid not in self.seen:
+                out.setdefault(cid, s)
+        return list(out.items())
+
+    def children(self, pop: Sequence[tuple[str, GraphSchedule]], scores: np.ndarray
+                 ) -> list[GraphSchedule]:
+        """``population`` children: parents drawn by rank (better predicted, more children)."""
+        rng, sp = self.rng, self.space
+        ranks = np.empty(len(pop))
+        ranks[np.argsort(-scores, kind="stable")] = np.arange(len(pop))
+        weights = 1.0 / (ranks + 4.0)
+        weights /= weights.sum()
+        pick: Callable[[], GraphSchedule] = lambda: pop[int(rng.choice(len(pop), p=weights))][1]  # noqa: E731
+        out = []
+        for _ in range(self.req.population):
+            if len(pop) > 1 and rng.random() < self.req.crossover:
+                out.append(sp.crossover(pick(), pick(), rng))
+            else:
+                out.append(sp.mutate(pick(), rng))
+        return out

@@ -1,0 +1,408 @@
+"""``GuidedSampler``: graphtune's own Optuna sampler (evolution + cost model).
+
+Each round it breeds a population (the best measured schedules, their
+mutations and crossovers, and uniform random samples of the space) for a few
+generations, selecting parents by the cost model's predicted speed; it then
+proposes the best-predicted new candidates that pass the capacity pre-check,
+plus an ``eps`` share of random ones (Ansor's evolutionary search with a
+learned cost model). The cost model is retrained as measurements arrive.
+
+It is an ordinary :class:`optuna.samplers.BaseSampler`: ``study.ask()`` picks a
+queued candidate in :meth:`before_trial`, and the driver's
+``space.suggest(trial)`` receives its parameters one by one through
+:meth:`sample_independent`. Enqueued trials (seeds, re-queued trials) keep
+their fixed parameters and do not consume a proposal.
+
+A round (:mod:`autotune.sampling._breed`) can run elsewhere: the tuning driver asks for
+a :meth:`GuidedSampler.breed_request` for a share of a round (with ``W`` workers,
+``1/W`` of the population and of the proposals), has a worker breed it, and hands
+it back through :meth:`GuidedSampler.bred`, whose picks are queued at once; up to
+one share per worker is out at a time, so no worker waits for another's share and
+the driver never decodes. Used on its own, the sampler breeds a whole round in
+:meth:`before_trial` when its queue is empty.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from optuna.samplers import BaseSampler
+from optuna.trial import TrialState
+
+from autotune.sampling._breed import Bred, BreedRequest, RankerScorer, Scorer, breed
+from autotune.sampling._ranker import Ranker
+from autotune.sampling._studies import candidate_id, vector_of
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+    from optuna.study import Study
+    from optuna.trial import FrozenTrial, Trial
+
+    from compiler.schedule import GraphSchedule
+    from search_space import Space
+
+__all__ = ["GuidedOptions", "GuidedSampler"]
+
+log = logging.getLogger("autotune.guided")
+
+
+@dataclass(frozen=True)
+class GuidedOptions:
+    """Knobs of the guided sampler.
+
+    Attributes:
+        population: Candidates bred per generation.
+        generations: Generations of model-guided evolution per round.
+        proposals: Candidates proposed per round (more when the measurers hold more at
+            once, up to ``population``: see :attr:`GuidedSampler.demand`).
+        parents: Best measured schedules that seed the population.
+        random_share: Share of the initial population drawn uniformly from the space.
+        crossover: Probability that a child is a crossover rather than a mutation.
+        eps: Share of each round's proposals picked at random among the bred candidates
+            the model did not choose (exploration).
+        retrain_every: Retrain the cost model when this many new measurements arrived...
+        retrain_growth: ...and they are at least this share of the data it was last trained
+            on: a training costs time in proportion to the data, so retraining on a
+            geometric schedule keeps its cost per measurement flat however long the study.
+        rescan_s: Read the whole study again this often (seconds), for trials another
+            driver on the same storage finished; between rescans the sampler learns from
+            the trials this process tells (a full read is O(trials)).
+        background_fit: Retrain the cost model on a thread while the driver goes on
+            proposing with the previous model (XGBoost releases the GIL, so training
+            uses another core instead of stalling every worker). Off by default, since
+            when the new model arrives depends on timing; ``tune`` turns it on when Ray
+            workers measure (``workers >= 1``), keeping in-process runs reproducible.
+    """
+
+    population: int = 96
+    generations: int = 2
+    proposals: int = 16
+    parents: int = 8
+    random_share: float = 0.25
+    crossover: float = 0.15
+    eps: float = 0.1
+    retrain_every: int = 16
+    retrain_growth: float = 0.25
+    rescan_s: float = 30.0
+    background_fit: bool = False
+
+
+@dataclass
+class _Proposal:
+    cid: str
+    params: dict[str, Any]
+    ranked_by: str
+    schedule: GraphSchedule
+    vector: np.ndarray
+    features: np.ndarray
+
+
+class GuidedSampler(BaseSampler):
+    """Proposals from evolution around the best schedules, ranked by a cost model.
+
+    Args:
+        space: The task's search space.
+        ranker: The cost model (see :mod:`autotune.sampling._ranker`).
+        objective: ``"latency"`` (minimise) or ``"throughput"`` (maximise).
+        seed: Randomness (the same seed and history give the same proposals).
+        options: See :class:`GuidedOptions`.
+    """
+
+    def __init__(self, *, space: Space, ranker: Ranker, objective: str = "latency",
+                 seed: int | None = None, options: GuidedOptions | None = None) -> None:
+        self.space = space
+        self.ranker = ranker
+        self.objective = objective
+        self.options = options or GuidedOptions()
+        self._rng = np.random.default_rng(seed)
+        self._queue: deque[_Proposal] = deque()
+        self._seen: set[str] = set()  # measured, queued or handed out
+        self._synced: set[int] = set()  # trial numbers already learned from
+        self._vectors: dict[str, np.ndarray] = {}  # measured candidate -> vector
+        self._scores: dict[str, float] = {}  # measured ok candidate -> y (higher = faster)
+        self._x: list[np.ndarray] = []
+        self._y: list[float] = []
+        self._trained_at = 0
+        self._by_trial: dict[int, _Proposal] = {}
+        self._told: list[tuple[int, dict[str, Any], float | None]] = []  # since the last sync
+        self._scanned_at: float | None = None  # monotonic time of the last full read
+        self._fitting: Future[None] | None = None  # a background retraining
+        self._fitter: ThreadPoolExecutor | None = None
+        self._handed: dict[int, _Proposal] = {}  # finished trial -> its proposal, until synced
+        self._snapshot: tuple[str, Scorer] | None = None
+        self.rounds = 0
+        self.breeding = 0  # breeding requests (breed_request) not back yet
+        self.told = 0  # trials finished through this sampler
+        self._told_at_request = 0  # ... when the last breeding request was made
+        self.dry = 0  # requests in a row whose picks brought nothing new
+        self._taking: _Proposal | None = None  # the proposal ask_queued is making a trial of
+        self._dry_ask = False  # ask_queued just bred a round that brought nothing
+        # Candidates the measurers hold at once (set by the driver): a round proposes at
+        # least this many (up to ``population``), so a round's breeding, whose cost does not
+        # depend on how many it proposes, is spread over as many measurements as many
+        # workers take. With two workers this is the default ``proposals``.
+        self.demand = 0
+
+    # ---- Optuna's sampler interface ------------------------------------------------------
+    def infer_relative_search_space(self, study: Study, trial: FrozenTrial
+                                    ) -> dict[str, BaseDistribution]:
+        return {}
+
+    def sample_relative(self, study: Study, trial: FrozenTrial,
+                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        return {}
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        if self._taking is not None:  # ask_queued made this trial for this proposal
+            self._by_trial[trial.number], self._taking = self._taking, None
+            return
+        if "fixed_params" in trial.system_attrs:
+            return
+        self.sync(study)
+        dry, self._dry_ask = self._dry_ask, False
+        if not self._queue and not dry:
+            self._refill()
+        if self._queue:
+            self._by_trial[trial.number] = self._queue.popleft()
+
+    def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
+                           param_distribution: BaseDistribution) -> Any:
+        chosen = self._by_trial.get(trial.number)
+        if chosen is not None and param_name in chosen.params:
+            return chosen.params[param_name]
+        choices = param_distribution.choices  # type: ignore[attr-defined]
+        return choices[int(self._rng.integers(len(choices)))]
+
+    def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState,
+                    values: Sequence[float] | None) -> None:
+        chosen = self._by_trial.pop(trial.number, None)
+        if state in (TrialState.COMPLETE, TrialState.FAIL):
+            self.told += 1
+            if chosen is not None and chosen.params == trial.params:
+                self._handed[trial.number] = chosen
+            value = values[0] if state == TrialState.COMPLETE and values else None
+            self._told.append((trial.number, dict(trial.params), value))
+
+    def reseed_rng(self) -> None:
+        self._rng = np.random.default_rng()
+
+    # ---- what the driver asks ------------------------------------------------------------
+    def ask_queued(self, study: Study, distributions: Mapping[str, BaseDistribution],
+                   user_attrs: Mapping[str, Any] | None = None,
+                   cid_attr: str | None = None) -> Trial | None:
+        """``study.ask()`` for the next queued proposal, its parameters already set.
+
+        The trial is created with its parameters (their ``distributions``) and
+        ``user_attrs`` (and ``cid_attr``, if given, set to the candidate's id) in one
+        storage write, instead of one write per parameter through ``suggest_*`` (80 on
+        ResNet-50: most of the driver's time per candidate, and a round trip each on a
+        database). With nothing queued, a round is bred here first, as ``study.ask()``
+        would. Call ``study.ask()`` instead while the study has enqueued trials. None when
+        the round brought nothing new (``study.ask()`` then samples at random).
+        """
+        import datetime
+
+        import optuna
+
+        self.sync(study)
+        if not self._queue:
+            self._refill()
+        if not self._queue:
+            self._dry_ask = True  # the study.ask() that follows does not breed again
+            return None
+        chosen = self._queue.popleft()
+        template = optuna.trial.FrozenTrial(
+            number=0, state=TrialState.RUNNING, value=None,
+            datetime_start=datetime.datetime.now(), datetime_complete=None,
+            params=dict(chosen.params),
+            distributions={name: distributions[name] for name in chosen.params},
+            user_attrs={**(user_attrs or {}), **({cid_attr: chosen.cid} if cid_attr else {})},
+            system_attrs={}, intermediate_values={},
+            trial_id=0)
+        trial_id = study._storage.create_new_trial(study._study_id, template_trial=template)
+        self._taking = chosen
+        try:
+            return optuna.Trial(study, trial_id)  # its before_trial takes ``chosen``
+        finally:
+            self._taking = None
+
+    def candidate_of(self, number: int) -> str:
+        """The candidate id of trial ``number``'s proposal ("" for enqueued trials)."""
+        chosen = self._by_trial.get(number)
+        return chosen.cid if chosen is not None else ""
+
+    def proposal(self, number: int) -> tuple[GraphSchedule, dict[str, Any]] | None:
+        """The schedule and parameters chosen for trial ``number`` (None for enqueued trials).
+
+        The driver measures this schedule instead of decoding the trial's parameters again.
+        """
+        chosen = self._by_trial.get(number)
+        return (chosen.schedule, chosen.params) if chosen is not None else None
+
+    def ranked_by(self, number: int) -> str:
+        """The cost model that ranked trial ``number``'s candidate ("" when none did)."""
+        chosen = self._by_trial.get(number)
+        return chosen.ranked_by if chosen is not None else ""
+
+    def sync(self, study: Study) -> None:
+        """Learn from finished trials not seen yet; retrain the model when enough arrived.
+
+        The first call (and one every ``rescan_s``) reads the whole study; the others
+        only the trials told through this sampler since (O(new), not O(trials)).
+        """
+        import time
+
+        new: list[tuple[str, GraphSchedule | None, np.ndarray | None, float]] = []
+        now = time.monotonic()
+        if self._scanned_at is None or now - self._scanned_at >= self.options.rescan_s:
+            self._scanned_at = now
+            self._told.clear()
+            finished = study.get_trials(deepcopy=False,
+                                        states=(TrialState.COMPLETE, TrialState.FAIL))
+            told = [(t.number, t.params, t.value if t.state == TrialState.COMPLETE else None)
+                    for t in finished]
+        else:
+            told, self._told = self._told, []
+        told.sort(key=lambda x: x[0])  # the same order either way: the same model
+        for number, params, value in told:
+            if number in self._synced:
+                continue
+            self._synced.add(number)
+            mine = self._handed.pop(number, None)
+            s: GraphSchedule | None = None
+            row: np.ndarray | None = None
+            if mine is not None:  # bred here: its vector and features came with it
+                cid, vec, row = mine.cid, mine.vector, mine.features
+            else:
+                found = vector_of(self.space, params) if params else None
+                if found is None:
+                    continue
+                vec = found
+                s = self.space.decode(vec)
+                cid = candidate_id(s)
+            self._seen.add(cid)
+            if value is not None and cid not in self._scores:
+                y = self._label(value)
+                if y is not None:
+                    self._vectors[cid] = vec
+                    self._scores[cid] = y
+                    new.append((cid, s, row, y))
+        if new:
+            todo = [s for _, s, row, _ in new if row is None and s is not None]
+            rows = (np.asarray(self.ranker.features(todo), dtype=np.float32) if todo
+                    else np.zeros((0, 0), dtype=np.float32))
+            computed = iter(rows)
+            self._x.extend(row if row is not None else next(computed) for _, _, row, _ in new)
+            self._y.extend(y for _, _, _, y in new)
+        o = self.options
+        if self._fitting is not None:
+            if not self._fitting.done():
+                return  # the previous retraining is still running: keep its data growing
+            fitting, self._fitting = self._fitting, None
+            fitting.result()  # an error in training surfaces here
+        grown = len(self._y) - self._trained_at
+        if grown >= max(o.retrain_every, o.retrain_growth * self._trained_at) or (
+            self._trained_at == 0 and self._y and len(self._y) >= o.retrain_every // 2
+        ):
+            xs, ys = np.stack(self._x), np.asarray(self._y)
+            self._trained_at = len(self._y)
+            if o.background_fit:
+                if self._fitter is None:
+                    self._fitter = ThreadPoolExecutor(1, thread_name_prefix="graphtune-fit")
+                self._fitting = self._fitter.submit(self.ranker.fit, xs, ys)
+            else:
+                self.ranker.fit(xs, ys)
+
+    def _label(self, value: float) -> float | None:
+        """The cost model's target: speed, higher = faster (1/latency or throughput)."""
+        if not np.isfinite(value) or value <= 0:
+            return None
+        return float(1.0 / value if self.objective == "latency" else value)
+
+    # ---- a round -------------------------------------------------------------------------
+    @property
+    def queued(self) -> int:
+        """Proposals bred and not handed out yet."""
+        return len(self._queue)
+
+    def snapshot(self) -> Scorer | None:
+        """The cost model as it is now, to breed elsewhere (None: the ranker cannot travel)."""
+        snap = getattr(self.ranker, "snapshot", None)
+        if snap is None:
+            return None
+        label = self.ranker.label  # a new label: a new model (each training renames it)
+        if self._snapshot is None or self._snapshot[0] != label:
+            self._snapshot = (label, snap())
+        return self._snapshot[1]
+
+    def breed_request(self, study: Study | None = None, share: int = 1,
+                      pending: Iterable[str] = ()) -> BreedRequest:
+        """The next breeding, for :func:`autotune.sampling._breed.breed` to run anywhere.
+
+        Learns from ``study`` first (its new trials are parents and training data).
+        ``share``: the request is ``1/share`` of a round (of its population and of its
+        proposals), with its own seed, so that ``share`` workers breed a round's worth
+        at once, each handing its picks back through :meth:`bred` as soon as it is
+        done; without parents it is a whole round (parts would each evolve around the
+        best of their own random samples: islands, each ``share`` times shallower).
+        ``pending``: candidate ids being measured that this sampler did not propose
+        (seeds), not to be proposed again.
+        """
+        if study is not None:
+            self.sync(study)
+        o = self.options
+        self.rounds += 1
+        self.breeding += 1
+        self._told_at_request = self.told
+        n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
+        parents, seen = tuple(self._best(o.parents)), frozenset(self._seen.union(pending))
+        share = max(1, share) if parents else 1
+        n_prop = -(-n_prop // share)
+        return BreedRequest(
+            batch=self.space.batch, parents=parents, seed=int(self._rng.integers(2**63 - 1)),
+            proposals=n_prop, eps=round(n_prop * o.eps), seen=seen,
+            population=-(-o.population // share), generations=o.generations,
+            random_share=o.random_share, crossover=o.crossover)
+
+    @property
+    def news(self) -> int:
+        """Trials finished since the last breeding request (what a new one would learn
+        that the last could not)."""
+        return self.told - self._told_at_request
+
+    def bred(self, part: Bred | None) -> int:
+        """Queue the picks of a request (in its order) not seen since it was made.
+
+        None: the request was lost (its worker died) and another will be made. Returns
+        how many were queued; :attr:`dry` counts the requests in a row that queued none.
+        """
+        self.breeding = max(0, self.breeding - 1)
+        if part is None:
+            return 0
+        n = 0
+        for p in part.picks:
+            if p.cid in self._seen:  # picked by another request bred at the same time
+                continue
+            self._seen.add(p.cid)
+            self._queue.append(_Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector,
+                                         p.features))
+            n += 1
+        self.dry = 0 if n else self.dry + 1
+        log.debug("breeding request %d: %d candidates ranked, %d proposed in %.2f s of CPU",
+                  self.rounds, part.ranked, n, part.cpu_s)
+        return n
+
+    def _refill(self) -> None:
+        """Breed, rank and queue a whole round of proposals here."""
+        self.bred(breed(self.space, RankerScorer(self.ranker), self.breed_request()))
+
+    def _best(self, k: int) -> list[np.ndarray]:
+        order = heapq.nlargest(k, self._scores, key=self._scores.__getitem__)  # O(n), not a sort
+        return [self._vectors[c] for c in order]
