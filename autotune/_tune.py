@@ -86,7 +86,8 @@ def check_log_path(path: str | os.PathLike[str]) -> str:
 def load_tasks(models: Iterable[Any], batch: int | None = None) -> list[Task]:
     """Tasks of models given as ONNX paths, ``compiler.Model``, ``Graph`` or ``Task`` values."""
     from compiler.graph import Graph
-    from compiler.model import Model, load_onnx
+    from compiler.model import Model
+    from compiler.torch_import import load_model_file as load_onnx  # .onnx or .pt2
 
     tasks: list[Task] = []
     pairs: list[tuple[str, Graph]] = []

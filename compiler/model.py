@@ -279,8 +279,8 @@ def _from_onnx(proto: onnx.ModelProto, shape_dict: Mapping[str, Sequence[int]],
 def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] | None = None) -> Model:
     """Load an ONNX file into a :class:`Model` (``from_onnx`` in the guide).
 
-    A ``.pt2`` file (``torch.export.save``) loads as a
-    :class:`compiler.torch_import.TorchModel` (needs the ``[torch]`` extra).
+    A ``.pt2`` file (``torch.export.save``) is refused here: ``compiler.load_pt2`` (or
+    ``compiler.torch_import.load_model_file``, which takes either) loads it.
 
     Raises:
         ModelError: missing file, not ONNX, truncated, invalid, or unsupported op;
@@ -292,13 +292,9 @@ def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] |
     if not p.exists():
         raise ModelError(f"no such model file: {p}")
     if p.suffix.lower() == ".pt2":
-        from compiler.torch_import import load_pt2
-
-        model = load_pt2(p)
-        if shape:
-            model.set_input_shape(shape)
-        return model
-    from compiler.torch_import import unsupported_format
+        raise ModelError(f"{p} is a torch.export program: load it with compiler.load_pt2 "
+                         "(every graphtune command takes it)")
+    from compiler._formats import unsupported_format
 
     other = unsupported_format(p)
     if other is not None:

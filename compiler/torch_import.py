@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from compiler._formats import ACCEPTED, TORCH_EXTRA
 from compiler.errors import ModelError
 from compiler.model import Model
 
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TORCH_EXTRA = "pip install -e '.[torch]' (torch==2.13.0, the CPU build)"
 PATH_EXPORT = "torch.export (relax.frontend.torch.from_exported_program)"
 PATH_ONNX = "torch.onnx.export (TorchScript exporter, opset 17) -> ONNX"
 ONNX_OPSET = 17
@@ -47,15 +47,6 @@ VIAS = ("auto", "export", "onnx")
 
 class _Skipped(Exception):
     """The torch.export path is not to be tried."""
-
-
-ACCEPTED = (
-    "graphtune reads ONNX (.onnx) and torch.export programs (.pt2): save one with "
-    "torch.export.save(torch.export.export(model.eval(), example_inputs), 'model.pt2') "
-    "or torch.onnx.export(model, example_inputs, 'model.onnx'); for TensorFlow/Keras "
-    "use tf2onnx"
-)
-"""The second half of the one line for a model file graphtune does not read."""
 
 
 def import_torch() -> Any:
@@ -67,31 +58,13 @@ def import_torch() -> Any:
     return torch
 
 
-def unsupported_format(p: Path) -> str | None:
-    """One line for a model file of a framework graphtune does not read, else None.
+def load_model_file(path: str | os.PathLike[str]) -> Model:
+    """An ONNX file or a ``.pt2`` (by its suffix): what every graphtune command loads."""
+    if Path(path).suffix.lower() == ".pt2":
+        return load_pt2(path)
+    from compiler.model import load_onnx
 
-    Recognised by extension and by content (a TorchScript or ``torch.save`` zip, an
-    HDF5 Keras file, a TF SavedModel directory), so a renamed file is told the same.
-    """
-    suffix = p.suffix.lower()
-    if p.is_dir():
-        if (p / "saved_model.pb").exists() or (p / "saved_model.pbtxt").exists():
-            return f"{p} is a TensorFlow SavedModel; {ACCEPTED}"
-        return None
-    try:
-        with open(p, "rb") as f:
-            head = f.read(8)
-    except OSError:
-        return None
-    if suffix in (".keras", ".h5", ".hdf5") or head.startswith(b"\x89HDF"):
-        return f"{p} is a Keras/HDF5 file; {ACCEPTED}"
-    if suffix == ".pb":
-        return f"{p} is a TensorFlow graph; {ACCEPTED}"
-    if suffix in (".pt", ".pth", ".ptl", ".bin"):
-        return f"{p} is a TorchScript or torch.save file, not a model graphtune reads; {ACCEPTED}"
-    if head.startswith(b"PK"):
-        return f"{p} is a zip archive (TorchScript or torch.save?), not ONNX; {ACCEPTED}"
-    return None
+    return load_onnx(path)
 
 
 def load_pt2(path: str | os.PathLike[str]) -> TorchModel:
