@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py search_space/_cwalk.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,torch]'
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -28,8 +28,9 @@ OUT := demo_out
 
 # The main job end to end: model zoo -> import -> the guide's ResNet-50 plan and O3 ->
 # tuned on the STCP920 simulator (Ray workers on loopback) -> compiled under the tuning
-# log -> a compiled artifact that runs; prints the speed-ups over O3 and the guide's plan,
-# writes the Perfetto traces and the tuning curve.
+# log -> a compiled artifact whose outputs are checked against onnxruntime on the same
+# inputs (run --expect); prints the speed-ups over O3 and the guide's plan, writes the
+# Perfetto traces and the tuning curve, and ends naming the files and `report`/`dashboard`.
 DEMO_TRIALS ?= 300
 DEMO_WORKERS ?= 2
 demo: $(STAMP)
@@ -42,9 +43,14 @@ demo: $(STAMP)
 	$(GT) schedule make $(OUT)/resnet50.onnx --log $(OUT)/resnet50_tune.jsonl -o $(OUT)/resnet50_tuned.json
 	$(GT) simulate $(OUT)/resnet50.onnx --schedule $(OUT)/resnet50_tuned.json --trace $(OUT)/resnet50_tuned_trace.json
 	$(GT) compile $(OUT)/resnet50.onnx --log $(OUT)/resnet50_tune.jsonl -o $(OUT)/resnet50_tuned.stcobj
-	$(GT) run $(OUT)/resnet50_tuned.stcobj -o $(OUT)/resnet50_tuned_out.npz
-	@echo "traces: $(OUT)/resnet50_trace.json (guide plan), $(OUT)/resnet50_tuned_trace.json (tuned); open in ui.perfetto.dev"
-	@echo "tuning curve: $(OUT)/resnet50_tune.curve.png; studies: $(OUT)/resnet50_tune.journal (optuna-dashboard)"
+	$(PY) tools/ort_reference.py $(OUT)/resnet50.onnx --inputs $(OUT)/resnet50_inputs.npz --ref $(OUT)/resnet50_ort.npz
+	$(GT) run $(OUT)/resnet50_tuned.stcobj --inputs $(OUT)/resnet50_inputs.npz -o $(OUT)/resnet50_tuned_out.npz --expect $(OUT)/resnet50_ort.npz --rtol 1e-4 --atol 1e-5
+	@echo "files in $(OUT)/: resnet50.onnx (model), resnet50_plan.json and resnet50_tuned.json (schedules),"
+	@echo "  resnet50_tune.jsonl (tuning log), resnet50_tune.journal (studies), resnet50_tune.curve.png (tuning curve),"
+	@echo "  resnet50_trace.json and resnet50_tuned_trace.json (Perfetto traces: ui.perfetto.dev),"
+	@echo "  resnet50_tuned.stcobj (artifact), resnet50_inputs.npz, resnet50_ort.npz (onnxruntime), resnet50_tuned_out.npz (checked)"
+	@echo "next: $(GT) report $(OUT)/resnet50_tune.jsonl --model $(OUT)/resnet50.onnx -o $(OUT)/report.html"
+	@echo "      $(GT) dashboard $(OUT)/resnet50_tune.jsonl   (then open http://127.0.0.1:8080/dashboard)"
 
 bench: $(STAMP)
 	$(PY) bench/sim_speed.py

@@ -100,6 +100,11 @@ class RunOptions:
         curve: Draw the tuning-curve PNG next to the log.
         notify: Called with a line for the user about how the job starts (the
             pre-trained model in use, or why not).
+        time_budget_s: Wall time of the whole ``tune`` call (from ``started``); when it
+            is used up no new batch is sent, batches in flight finish and are logged, and
+            the job ends as at its trial budget (log, storage and curve complete).
+        started: ``time.monotonic()`` the time budget counts from (default: the call's
+            start; ``graphtune tune`` passes the command's start).
     """
 
     workers: int | None = None
@@ -111,6 +116,8 @@ class RunOptions:
     callbacks: Sequence[Callback] = ()
     curve: bool = True
     notify: Callable[[str], None] | None = None
+    time_budget_s: float | None = None
+    started: float | None = None
 
 
 @dataclass(frozen=True)

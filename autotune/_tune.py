@@ -87,7 +87,8 @@ def check_log_path(path: str | os.PathLike[str]) -> str:
 def load_tasks(models: Iterable[Any], batch: int | None = None) -> list[Task]:
     """Tasks of models given as ONNX paths, ``compiler.Model``, ``Graph`` or ``Task`` values."""
     from compiler.graph import Graph
-    from compiler.model import Model, load_onnx
+    from compiler.model import Model
+    from compiler.torch_import import load_model_file as load_onnx  # .onnx or .pt2
 
     tasks: list[Task] = []
     pairs: list[tuple[str, Graph]] = []
@@ -172,8 +173,12 @@ def tune(
     measurer, timeout_per_trial = measure.measurer, measure.timeout_per_trial
     measurer_options = dict(measure.options) if measure.options is not None else None
 
+    time_budget_s, started = run.time_budget_s, run.started
+    t0 = time.monotonic() if started is None else started
     if trials < 1:
         raise GraphtuneError(f"trials must be >= 1, got {trials}")
+    if time_budget_s is not None and not 0 < time_budget_s < float("inf"):
+        raise GraphtuneError(f"the time budget must be > 0 s, got {time_budget_s:g}")
     if objective not in OBJECTIVES:
         raise GraphtuneError(f"unknown objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
     check_sampler(sampler)
@@ -217,8 +222,12 @@ def tune(
             guided = replace(guided or GuidedOptions(), background_fit=True)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
                      trials, n_workers, seeds, owner if handle.shared else None, warm_schedules)
+        if time_budget_s is not None:
+            job.deadline = t0 + time_budget_s
         if handle.shared:
             claims = Claims(handle)
+        if job.total >= job.budget:
+            n_workers = 0  # the log holds the budget: nothing to measure, so no Ray
         scheduler = _scheduler(job, seed, early_stopping)
         from logs import RecordWriter
 
@@ -351,6 +360,7 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
         study = optuna.create_study(
             study_name=name, storage=handle.storage, sampler=make_sampler(sampler, sseed, **kwargs),
             direction="minimize" if objective == "latency" else "maximize", load_if_exists=True)
+        _name_objective(study, objective)
         ts = TaskState(task, space, study)
         ts.choices = {d.name: list(d.choices) for d in space.free}
         ts.lower_bound_us = lower_bound(task.graph, task.batch, target)
@@ -371,6 +381,17 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
         states.append(ts)
     handle.flush()
     return JobState(states, trials, workers)
+
+
+def _name_objective(study: Any, objective: str) -> None:
+    """Name the study's value (optuna-dashboard shows "latency_us", not "Objective 0")."""
+    import warnings
+
+    name = "latency_us" if objective == "latency" else "throughput_per_s"
+    if study.metric_names != [name]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # experimental in some Optuna versions
+            study.set_metric_names([name])
 
 
 def _enqueue_seeds(ts: TaskState, target: Target) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,9 +76,33 @@ def main(verbose: int, plugins: tuple[str, ...]) -> None:
     """graphtune: find and apply fast graph schedules for the STCP920 NPU."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        # Without -v only warnings and errors show: as the CLI's own one-line messages.
+        for handler in logging.getLogger().handlers:
+            if type(handler) is logging.StreamHandler:  # basicConfig's, not a test runner's
+                handler.setFormatter(_OneLine())
+        warnings.showwarning = _show_warning
     from compiler.ops._plugins import load_plugins  # no TVM: the op modules import it lazily
 
     load_plugins(plugins, export=True)
+
+
+class _OneLine(logging.Formatter):
+    """``graphtune: warning: <message>`` (or ``error:``), without logger names."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        kind = "error" if record.levelno >= logging.ERROR else "warning"
+        return f"graphtune: {kind}: {record.getMessage()}"
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Python warnings as ``graphtune: warning: <message>`` lines (no source path)."""
+    text = " ".join(str(message).split())
+    try:
+        print(f"graphtune: warning: {text}", file=file or sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def _register() -> None:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         make_schedule,
     )
     from compiler.target import Target
+    from compiler.torch_import import TorchModel, load_pt2, load_torch
 
 _WHERE = {
     "CapacityError": "errors", "CompileError": "errors", "GraphtuneError": "errors",
@@ -47,6 +48,7 @@ _WHERE = {
     "NPUMemScope": "schedule", "Placement": "schedule", "Step": "schedule",
     "Transfer": "schedule",
     "Target": "target",
+    "TorchModel": "torch_import", "load_pt2": "torch_import", "load_torch": "torch_import",
 }
 
 __all__ = [
@@ -70,10 +72,13 @@ __all__ = [
     "Target",
     "TargetError",
     "Tensor",
+    "TorchModel",
     "Transfer",
     "from_onnx",
     "group_io",
     "load_onnx",
+    "load_pt2",
+    "load_torch",
     "make_schedule",
 ]
 

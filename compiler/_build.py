@@ -131,8 +131,10 @@ def compile_model(
 
         scheduled = apply_schedule(model.mod, graph, resolved)
     size = _build_and_write(model, graph, scheduled, resolved, tgt, dest, timings)
-    log.info(
-        "wrote %s (%.1f MB) in %.1f s", dest, size / 1e6, sum(timings.values())
+    # DEBUG, not INFO: INFO records are the CLI's progress stages, and `graphtune compile`
+    # reports the write itself (once, with the command's whole time).
+    log.debug(
+        "wrote %s (%.1f MB) in %.1f s of build stages", dest, size / 1e6, sum(timings.values())
     )
     return resolved
 
@@ -193,8 +195,20 @@ def resolve_schedule(
         if rebatched:
             log.info("schedule is for batch %d: re-importing the model at that batch",
                      schedule.batch)
-            model.set_batch(schedule.batch)
-            ensure_imported(model)
+            own_key, own_batch = model.graph.workload_key, model.batch
+            try:
+                model.set_batch(schedule.batch)
+                ensure_imported(model)
+            except Exception as exc:  # noqa: BLE001 - the importer raises many kinds
+                # Most often the schedule is another model's: say so before TVM's reason.
+                lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+                raise ScheduleError(
+                    f"this schedule is for workload {schedule.workload_key}, made for batch "
+                    f"{schedule.batch}; {model.name} is {own_key} at batch {own_batch} and "
+                    f"cannot be imported at batch {schedule.batch} "
+                    f"({lines[-1][:200] if lines else type(exc).__name__}): make the schedule "
+                    "for this model"
+                ) from None
         try:
             schedule.validate(model.graph, target)
         except ScheduleError as exc:

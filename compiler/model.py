@@ -149,8 +149,13 @@ class Model:
 
     def _import(self, zero_weights: bool = False) -> Any:
         from compiler._relax_graph import normalize
+        from compiler.executor import native_output_to_log
 
-        return normalize(self._import_unnormalized(zero_weights))
+        # normalize's FoldConstant builds kernels, and TVM's C++ prints notes such as
+        # "Fast mode segfaults when there are out-of-bounds indices" to fd 2: to the log,
+        # for the Python API as for the CLI.
+        with native_output_to_log(log):
+            return normalize(self._import_unnormalized(zero_weights))
 
     def _import_unnormalized(self, zero_weights: bool = False) -> Any:
         """``from_onnx`` with the weight inputs bound (zeros, or :attr:`weights`)."""
@@ -285,14 +290,26 @@ def _from_onnx(proto: onnx.ModelProto, shape_dict: Mapping[str, Sequence[int]],
 def load_onnx(path: str | os.PathLike[str], shape: Mapping[str, Sequence[int]] | None = None) -> Model:
     """Load an ONNX file into a :class:`Model` (``from_onnx`` in the guide).
 
+    A ``.pt2`` file (``torch.export.save``) is refused here: ``compiler.load_pt2`` (or
+    ``compiler.torch_import.load_model_file``, which takes either) loads it.
+
     Raises:
-        ModelError: missing file, not ONNX, truncated, invalid, or unsupported op.
+        ModelError: missing file, not ONNX, truncated, invalid, or unsupported op;
+            a TorchScript, Keras or TensorFlow file (one line saying what is accepted).
     """
     import onnx
 
     p = Path(path)
     if not p.exists():
         raise ModelError(f"no such model file: {p}")
+    if p.suffix.lower() == ".pt2":
+        raise ModelError(f"{p} is a torch.export program: load it with compiler.load_pt2 "
+                         "(every graphtune command takes it)")
+    from compiler._formats import unsupported_format
+
+    other = unsupported_format(p)
+    if other is not None:
+        raise ModelError(other)
     if p.is_dir():
         raise ModelError(f"{p} is a directory, not an ONNX file")
     try:

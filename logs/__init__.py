@@ -37,9 +37,11 @@ from logs._record import (
     target_key_str,
 )
 from logs._schema import RECORD_SCHEMA, NewerVersionError, validate
+from logs._table import ROW_FIELDS, record_row, to_dataframe
 
 __all__ = [
     "RECORD_SCHEMA",
+    "ROW_FIELDS",
     "SCHEMA_VERSION",
     "Database",
     "DistillRow",
@@ -63,8 +65,10 @@ __all__ = [
     "expand_inputs",
     "parse_target_key",
     "read_records",
+    "record_row",
     "target_key_str",
     "target_output",
+    "to_dataframe",
     "validate",
     "write_records_atomic",
 ]

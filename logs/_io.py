@@ -205,6 +205,39 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
     scan.finish()
 
 
+def _repair_torn_tail(fd: int, path: str, size: int) -> None:
+    """Move the unterminated last line of a log to ``<path>.torn`` and truncate it away."""
+    start = size
+    chunk = 1 << 16
+    while start > 0:  # find the byte after the last newline, reading backwards
+        lo = max(0, start - chunk)
+        data = os.pread(fd, start - lo, lo)
+        nl = data.rfind(b"\n")
+        if nl >= 0:
+            start = lo + nl + 1
+            break
+        start = lo
+    try:
+        torn_fd = os.open(f"{path}.torn", os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                          | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError:
+        _write_all(fd, b"\n")  # cannot keep a copy: keep the line, ended
+        return
+    try:
+        pos = start
+        while pos < size:
+            data = os.pread(fd, min(chunk, size - pos), pos)
+            if not data:
+                break
+            _write_all(torn_fd, data)
+            pos += len(data)
+        _write_all(torn_fd, b"\n")
+        os.fsync(torn_fd)
+    finally:
+        os.close(torn_fd)
+    os.ftruncate(fd, start)
+
+
 class RecordWriter:
     """Appends records to a log file.
 
@@ -216,8 +249,11 @@ class RecordWriter:
           readers skip with a warning.
         * ``fsync`` (survives a power loss) runs at :meth:`close` and at most
           ``fsync_interval_s`` after any write, from a timer if the writer idles.
-        * Opening a file whose last line is torn first ends that line, so the
-          torn line stays one skipped line instead of corrupting the next record.
+        * Opening a file whose last line is torn repairs it: the torn bytes are
+          appended to ``<log>.torn`` (kept for inspection) and cut from the log, so
+          the next record starts a clean line and later reads see no bad line.
+          When the ``.torn`` copy cannot be written, the line is ended with ``\n``
+          instead (it stays one skipped line).
         * Thread-safe: writes from several threads are serialized.
 
     Example:
@@ -244,7 +280,7 @@ class RecordWriter:
             self._fd = os.open(self.path, flags, 0o666)  # the umask applies
             size = os.fstat(self._fd).st_size
             if size and os.pread(self._fd, 1, size - 1) != b"\n":
-                _write_all(self._fd, b"\n")
+                _repair_torn_tail(self._fd, self.path, size)
         except OSError as exc:
             raise LogError(f"cannot open log {self.path} for appending: {exc.strerror}") from None
         self._last_sync = time.monotonic()

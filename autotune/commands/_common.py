@@ -47,7 +47,7 @@ def load_model(path: str, batch: int | None = None, *, relax: bool = False) -> M
             Graph alone needs neither.
     """
     from compiler.executor import native_output_to_log
-    from compiler.model import load_onnx
+    from compiler.torch_import import load_model_file as load_onnx  # .onnx or .pt2
 
     with progress(f"importing {path}"):
         file_batch: int | None = None

@@ -25,6 +25,7 @@ from autotune.commands._common import (
     write_atomic,
 )
 from compiler.errors import CompileError, GraphtuneError, ScheduleError
+from logs import LogError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +46,7 @@ def register(group: click.Group) -> None:
 
 # ---- compile ---------------------------------------------------------------------------------
 @click.command("compile")
-@click.argument("model_path", metavar="MODEL.onnx", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL.onnx|.pt2", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Artifact to write (default: MODEL.stcobj in the current directory).")
 @click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False),
@@ -130,6 +131,8 @@ def compile_cmd(
             if schedule_path:
                 raise ScheduleError(f"{schedule_path}: {exc}") from None
             raise
+        except LogError as exc:  # --strict and no tuned schedule: at another batch?
+            raise LogError(f"{exc}{_other_batches(lookup, model.name, model.batch)}") from None
     elapsed = time.perf_counter() - t0
     for line in accuracy:
         click.echo(line)
@@ -140,6 +143,19 @@ def compile_cmd(
         f"schedule {used.source or '(unnamed)'}{origin} ({_plural(len(used.groups), 'group')}, "
         f"{_plural(sum(g.split for g in used.groups), 'chunk')})"
     )
+
+
+def _other_batches(lookup: Any, name: str, batch: int) -> str:
+    """``; the log holds r18 at batch 8: ...`` when the log tuned this model at other batches."""
+    if lookup is None:
+        return ""
+    batches = sorted({st.workload.batch for st in lookup.database.all_stats()
+                      if st.workload.model == name and st.workload.batch != batch})
+    if not batches:
+        return ""
+    listed = ", ".join(str(b) for b in batches)
+    return (f"; the log holds {name} at batch {listed}: compile with --batch {batches[0]}, or "
+            f"tune at batch {batch}")
 
 
 def _with_source(s: GraphSchedule, source: str) -> GraphSchedule:
@@ -186,14 +202,25 @@ def _dispatch(log_path: str | None, strict: bool) -> Iterator[Any]:
 @click.argument("artifact", metavar="MODEL.stcobj", type=click.Path(dir_okay=False))
 @click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy",
               help="An input from a .npy file (repeatable); missing inputs get random data.")
+@click.option("--inputs", "inputs_npz", metavar="FILE.npz", default=None,
+              help="Inputs from an .npz archive, one array per input name.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Save the outputs to this .npz (keys: output names).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the random data for inputs not given.")
-def run_cmd(artifact: str, inputs: Sequence[str], output: str | None, seed: int) -> None:
+@click.option("--expect", "expect", metavar="REF.npz", default=None,
+              help="Compare the outputs with this .npz (keys: output names); exit 1 naming "
+                   "the worst element when one differs.")
+@click.option("--rtol", type=click.FloatRange(min=0), default=1e-3, show_default=True,
+              help="Relative tolerance of --expect.")
+@click.option("--atol", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+              help="Absolute tolerance of --expect: |out - ref| <= atol + rtol * |ref|.")
+def run_cmd(artifact: str, inputs: Sequence[str], inputs_npz: str | None, output: str | None,
+            seed: int, expect: str | None, rtol: float, atol: float) -> None:
     """Run a .stcobj artifact on the host CPU (the NPU's functional model)."""
     import numpy as np
 
+    from autotune.commands._npz import compare, inputs_from_npz
     from compiler.artifact import read_meta
     from compiler.executor import check_input
 
@@ -201,8 +228,15 @@ def run_cmd(artifact: str, inputs: Sequence[str], output: str | None, seed: int)
     by_name = {t.name: t for t in meta.inputs}
     specs = [_parse_input(spec, by_name) for spec in inputs]
     if output:
-        check_outputs({"-o": output}, inputs=[artifact, *(path for _, path in specs)])
+        check_outputs({"-o": output}, inputs=[artifact, *(path for _, path in specs),
+                                               *(p for p in (inputs_npz, expect) if p)])
     given: dict[str, np.ndarray] = {}
+    if inputs_npz:
+        for name, value in inputs_from_npz(inputs_npz, list(by_name)).items():
+            try:
+                given[name] = check_input(by_name[name], value)
+            except CompileError as exc:
+                raise CompileError(f"--inputs {inputs_npz}: {name}: {exc}") from None
     for name, path in specs:
         try:
             given[name] = check_input(by_name[name], _load_npy(path, by_name[name]))
@@ -231,6 +265,17 @@ def run_cmd(artifact: str, inputs: Sequence[str], output: str | None, seed: int)
     if output:
         _save_npz(Path(output), dict(zip(names, outputs)))
         click.echo(f"wrote {output}")
+    if expect:
+        c = compare(dict(zip(names, outputs)), expect, rtol, atol)
+        tol = f"rtol {rtol:g}, atol {atol:g}"
+        if not c.ok:
+            click.echo(f"graphtune: error: {c.where()} is {c.actual:.7g}, {expect} has "
+                       f"{c.expected:.7g} (|diff| {abs(c.actual - c.expected):.3g} > atol + rtol "
+                       f"* |ref|, {tol}); {c.mismatched} of {c.total} elements differ, max "
+                       f"|diff| {c.max_abs_diff:.3g}", err=True)
+            raise SystemExit(1)
+        click.echo(f"matches {expect} ({tol}): max |diff| {c.max_abs_diff:.3g} over "
+                   f"{c.total} elements")
 
 
 def _parse_input(spec: str, by_name: dict[str, TensorInfo]) -> tuple[str, str]:

@@ -36,6 +36,8 @@ def register(group: click.Group) -> None:
 def dashboard_cmd(log_path: str | None, storage: str | None, host: str, port: int) -> None:
     """Serve optuna-dashboard on the studies of LOG.jsonl's job (or of --storage).
 
+    A ``.journal`` file given in place of the log is opened as the storage itself.
+
     Example: graphtune dashboard tune.jsonl --port 8080, then open
     http://127.0.0.1:8080/dashboard. Ctrl-C stops it.
     """
@@ -45,7 +47,7 @@ def dashboard_cmd(log_path: str | None, storage: str | None, host: str, port: in
     opened = open_for_dashboard(log_path, storage)
     import optuna_dashboard
 
-    app = optuna_dashboard.wsgi(opened)
+    app = with_accept_encoding(optuna_dashboard.wsgi(opened))
     server = _make_server(app, host, port)
     bound = server.server_address[1]
     shown = f"[{host}]" if ":" in host else host
@@ -57,6 +59,17 @@ def dashboard_cmd(log_path: str | None, storage: str | None, host: str, port: in
         server.serve_forever()
     finally:
         server.server_close()
+
+
+def with_accept_encoding(app: Any) -> Any:
+    """optuna-dashboard 0.21 answers HTTP 500 to a request without ``Accept-Encoding``
+    (curl's default, many scripts'): such a request is passed on as ``identity``."""
+
+    def wrapped(environ: dict[str, Any], start_response: Any) -> Any:
+        environ.setdefault("HTTP_ACCEPT_ENCODING", "identity")
+        return app(environ, start_response)
+
+    return wrapped
 
 
 def open_for_dashboard(log_path: str | None, storage: str | None) -> Any:
@@ -77,6 +90,8 @@ def open_for_dashboard(log_path: str | None, storage: str | None) -> Any:
     if (log_path is None) == (storage is None):
         raise GraphtuneError("give a tuning log (graphtune dashboard tune.jsonl) or "
                              "--storage URL, not both or neither")
+    if log_path is not None and log_path.endswith(".journal"):
+        storage, log_path = log_path, None  # the studies' journal itself, not a log
     if log_path is not None:
         spec = journal_path_for(log_path)
         if not os.path.isfile(spec):

@@ -127,8 +127,25 @@ def log_group() -> None:
 
 @log_group.command("show")
 @click.argument("files", nargs=-1, required=True, metavar="LOG...")
-def show_cmd(files: tuple[str, ...]) -> None:
-    """Per workload and target: records, errors by status, best latency and when."""
+@click.option("--top", type=click.IntRange(min=1), default=None, metavar="K",
+              help="The K best records of each workload and target, best first.")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON array of records (fields as --csv).")
+@click.option("--csv", "as_csv", is_flag=True,
+              help="CSV, one row per record: task, workload, target, candidate, status, "
+                   "latency_us, throughput_per_s, latency_over_bound, tuner, trial, time_utc, "
+                   "error.")
+def show_cmd(files: tuple[str, ...], top: int | None, as_json: bool, as_csv: bool) -> None:
+    """Per workload and target: records, errors by status, best latency and when.
+
+    With --top, --json or --csv: the records themselves (logs.to_dataframe gives
+    the same rows to pandas).
+    """
+    if as_json and as_csv:
+        raise LogError("--json and --csv cannot be combined: choose one")
+    if top is not None or as_json or as_csv:
+        _show_records(files, top, as_json, as_csv)
+        return
     with _reading() as progress:
         db = logs.Database.load(files, top_k=1, progress=progress)
     table = Table(title=", ".join(files))
@@ -161,6 +178,38 @@ def show_cmd(files: tuple[str, ...]) -> None:
         f"{len(db.keys())} (workload, target) pair(s)",
         highlight=False,
     )
+
+
+def _show_records(files: tuple[str, ...], top: int | None, as_json: bool, as_csv: bool) -> None:
+    import csv
+    import json
+
+    from logs._table import ROW_FIELDS, rows
+
+    with _reading():
+        table = list(rows(files, top))
+    if as_csv:
+        out = csv.DictWriter(sys.stdout, fieldnames=ROW_FIELDS, lineterminator="\n")
+        out.writeheader()
+        out.writerows({k: "" if v is None else v for k, v in r.items()} for r in table)
+        return
+    if as_json:
+        click.echo(json.dumps(table, indent=1))
+        return
+    t = Table(title=f"{', '.join(files)}: top {top} per workload and target")
+    for name, justify in [("task", L), ("workload", L), ("target", L), ("candidate", L),
+                          ("latency µs", R), ("/ bound", R), ("tuner", L), ("trial", R),
+                          ("time (UTC)", L)]:
+        t.add_column(name, justify=justify, overflow="fold")
+    for r in table:
+        ratio = r["latency_over_bound"]
+        t.add_row(r["task"], r["workload"][:_KEY_CHARS], r["target"].split(":")[0] + ":"
+                  + r["target"].split(":")[-1][:_HASH_CHARS], r["candidate"],
+                  _us(r["latency_us"]), "-" if ratio is None else f"{ratio:.2f}", r["tuner"],
+                  "-" if r["trial"] is None else str(r["trial"]), r["time_utc"])
+    console = _console()
+    console.print(t)
+    console.print(f"{len(table)} record(s)", highlight=False)
 
 
 L: JustifyMethod = "left"

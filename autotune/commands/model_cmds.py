@@ -127,7 +127,7 @@ def zoo_cmd(
 
 # ---- info ----------------------------------------------------------------------------------
 @click.command("info")
-@click.argument("model_path", metavar="MODEL.onnx")
+@click.argument("model_path", metavar="MODEL.onnx|.pt2")
 @click.option("--batch", type=int, default=None, help="Set dim 0 of every data input.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def info_cmd(model_path: str, batch: int | None, as_json: bool) -> None:
@@ -139,6 +139,7 @@ def info_cmd(model_path: str, batch: int | None, as_json: bool) -> None:
     # the ONNX file's names, as the table shows them (the Graph view uses Relax names)
     summary["inputs"] = _jsonable_info(model.get_input_info())
     summary["outputs"] = _jsonable_info(model.get_output_info())
+    summary["import_path"] = getattr(model, "import_path", "") or "ONNX (relax.frontend.onnx.from_onnx)"
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
         return
@@ -155,6 +156,7 @@ def _print_info(model: Model, s: dict[str, Any]) -> None:
     out = console()
     out.print(f"[bold]{s['model']}[/bold]  batch {s['batch']}  {s['num_ops']} ops  "
               f"workload key {s['workload_key']}")
+    out.print(f"imported through {s['import_path']}", markup=False)
     io = Table(title="inputs and outputs")
     for col in ("", "name", "shape", "dtype"):
         io.add_column(col)

@@ -31,7 +31,7 @@ def register(group: click.Group) -> None:
 @click.argument("log_paths", nargs=-1, required=True, metavar="LOG.jsonl...")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="HTML file to write.")
-@click.option("--model", "model_paths", multiple=True, metavar="MODEL.onnx",
+@click.option("--model", "model_paths", multiple=True, metavar="MODEL.onnx|.pt2",
               help="A tuned model: simulate the best schedules of its tasks (repeatable).")
 @click.option("--target", "target_files", multiple=True, type=click.Path(dir_okay=False),
               help="Hardware TOML of a tuned target (repeatable; the default STCP920 is known).")
@@ -121,14 +121,19 @@ def _match_model(path: str, views: Sequence[TaskView], notes: list[str]) -> int:
     model = load_model(path)  # the file's own batch: failing here is the user's error
     own = model.graph.batch
     matched = 0
-    for batch in _batches(views):
+    # The batches this model was tuned at (records name their model); only when the log
+    # names it nowhere, every batch of the log. A batch it cannot be imported at is worth
+    # a warning only if the model then matches nothing: another model's batch is no news.
+    named = sorted({v.log.workload.batch for v in views if v.log.workload.model == model.name})
+    failures: list[str] = []
+    for batch in named or _batches(views):
         if batch == own:
             graph = model.graph
         else:
             try:
                 graph = load_model(path, batch).graph
             except GraphtuneError as exc:
-                notes.append(f"{path} cannot be imported at batch {batch}: {exc}")
+                failures.append(f"{path} cannot be imported at batch {batch}: {exc}")
                 continue
         for part, what in _parts(graph):
             for view in views:
@@ -136,6 +141,8 @@ def _match_model(path: str, views: Sequence[TaskView], notes: list[str]) -> int:
                     view.graph = part
                     view.model_source = f"{path} at batch {batch}, {what}"
                     matched += 1
+    if not matched:
+        notes.extend(failures)
     return matched
 
 

@@ -56,7 +56,7 @@ def schedule_group() -> None:
 
 # ---- make ---------------------------------------------------------------------------------
 @schedule_group.command("make")
-@click.argument("model_path", metavar="MODEL.onnx")
+@click.argument("model_path", metavar="MODEL.onnx|.pt2")
 @click.option("--level", type=click.IntRange(0, 3), default=None, help="Automatic level O0-O3.")
 @click.option("--plan", "plan_name", type=click.Choice(sorted(PLAN_BATCH)), default=None,
               help="One of the guide's hand-written plans.")
@@ -159,7 +159,7 @@ def _run_plan(name: str, graph: Graph) -> GraphSchedule:
 # ---- show ---------------------------------------------------------------------------------
 @schedule_group.command("show")
 @click.argument("schedule_path", metavar="S.json")
-@click.option("--model", "model_path", default=None, metavar="MODEL.onnx",
+@click.option("--model", "model_path", default=None, metavar="MODEL.onnx|.pt2",
               help="Validate against this model and name each group's ops.")
 @click.option("--target", "target_file", type=click.Path(dir_okay=False), default=None,
               help="Hardware TOML (default: the STCP920).")
@@ -232,7 +232,7 @@ def _print_schedule(s: GraphSchedule, graph: Graph | None) -> None:
 # ---- export -------------------------------------------------------------------------------
 @schedule_group.command("export")
 @click.argument("schedule_path", metavar="S.json")
-@click.option("--model", "model_path", required=True, metavar="MODEL.onnx",
+@click.option("--model", "model_path", required=True, metavar="MODEL.onnx|.pt2",
               help="The model the schedule was made for.")
 @click.option("--onnx", "onnx_out", required=True, type=click.Path(dir_okay=False),
               help="ONNX file to write.")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from compiler.errors import GraphtuneError
+from compiler.errors import GraphtuneError, ModelError, ScheduleError
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -36,7 +36,7 @@ def register(group: click.Group) -> None:
 
 
 @click.command("simulate")
-@click.argument("model_path", metavar="MODEL.onnx")
+@click.argument("model_path", metavar="MODEL.onnx|.pt2")
 @click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False), default=None,
               help="A GraphSchedule JSON file.")
 @click.option("--level", type=click.IntRange(0, 3), default=None,
@@ -87,9 +87,21 @@ def simulate_cmd(
             f"{schedule_path}: schedule is for batch {schedule.batch} but --batch is {batch}",
             as_json,
         )
+    from_schedule = batch is None and schedule is not None
     if batch is None and schedule is not None:
         batch = schedule.batch
-    model = load_model(model_path, batch)
+    try:
+        model = load_model(model_path, batch)
+    except ModelError:
+        if not from_schedule:
+            raise
+        assert schedule is not None
+        # Most often the schedule is another model's: say so rather than TVM's reason.
+        raise ScheduleError(
+            f"{schedule_path}: this schedule is for workload {schedule.workload_key}, made for "
+            f"batch {schedule.batch}, and {model_path} cannot be imported at batch "
+            f"{schedule.batch}: make the schedule for this model (graphtune schedule make)"
+        ) from None
     graph = model.graph
     if schedule is None:
         from compiler.auto import graph_schedule_level

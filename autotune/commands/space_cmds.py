@@ -26,7 +26,7 @@ def register(group: click.Group) -> None:
 
 
 @click.command("space")
-@click.argument("model_path", metavar="MODEL.onnx")
+@click.argument("model_path", metavar="MODEL.onnx|.pt2")
 @click.option("--batch", type=int, default=None, help="Set the batch (default: the file's).")
 @click.option("--target", "target_file", type=click.Path(dir_okay=False), default=None,
               help="Hardware TOML (default: the shipped STCP920).")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from typing import Any
 
 import click
 
@@ -25,6 +26,9 @@ def register(group: click.Group) -> None:
 @click.argument("model_paths", metavar="MODEL.onnx [MORE.onnx ...]", nargs=-1, required=True)
 @click.option("--trials", type=int, required=True,
               help="Measurements of these models the log should hold at the end (a re-run resumes).")
+@click.option("--time-budget", "time_budget", default=None, metavar="DURATION",
+              help="Stop sending work after this much wall time from the start (20s, 10m, "
+                   "1h30m); what is in flight finishes, the log and studies stay complete.")
 @click.option("--log", "log_path", required=True, type=click.Path(),
               help="The tuning log (JSON lines; appended, created if missing).")
 @click.option("--batch", type=int, default=None, help="Batch size of every model (default: the file's).")
@@ -68,7 +72,8 @@ def register(group: click.Group) -> None:
                    "shipped with graphtune (cost_model/pretrained/) instead of the roofline "
                    "estimate; says so when it starts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: int | None,
+def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None, log_path: str,
+             batch: int | None,
              workers: int | None, ray_address: str | None, storage: str | None, sampler: str,
              seed: int | None, objective: str, timeout_per_trial: float | None,
              early_stopping: int | None, target_file: str | None, measurer_spec: str,
@@ -84,11 +89,28 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     simulator for another Measurer (a board runner); --worker-resource keeps Ray
     workers on the nodes that have the board.
     """
-    from autotune._tune import check_log_path
-    from autotune.sampling._studies import check_sampler
+    import time
+
+    started = time.monotonic()
+    from autotune.commands._tune_front import log_state, parse_duration, workers_warning
 
     if trials < 1:
         raise GraphtuneError(f"--trials must be >= 1, got {trials}")
+    budget_s = parse_duration(time_budget) if time_budget is not None else None
+    # The first line, before TVM and Ray load: what is tuned into what, and what the log
+    # holds. On a terminal only, as other progress: off one, a user error stays one line.
+    from autotune.commands._common import _stderr_is_terminal
+
+    tell = _stderr_is_terminal() and not as_json
+    if tell:
+        click.echo(f"graphtune: tune {' '.join(model_paths)} -> {log_path} "
+                   f"({log_state(log_path)}); --trials {trials}"
+                   + (f", --time-budget {time_budget}" if time_budget else ""), err=True)
+    if (warn := workers_warning(workers)) is not None:
+        click.echo(f"graphtune: warning: {warn}", err=True)
+    from autotune._tune import check_log_path
+    from autotune.sampling._studies import check_sampler
+
     if batch is not None and batch < 1:
         raise GraphtuneError(f"--batch must be >= 1, got {batch}")
     if workers is not None and workers < 0:
@@ -103,9 +125,11 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     resources = parse_resources(worker_resources) or None
     measurer = load_measurer(measurer_spec, parse_key_values(measurer_args, "--measurer-arg"))
     from autotune.commands._common import check_outputs
+    from autotune.commands._tune_front import summary_path_for
     from autotune.report._curve import curve_path_for
 
-    check_outputs({"--log": log_path, "the tuning curve": curve_path_for(log_path)},
+    check_outputs({"--log": log_path, "the tuning curve": curve_path_for(log_path),
+                   "the job summary": summary_path_for(log_path)},
                   inputs=[*model_paths, target_file])
     check_log_path(log_path)
     if storage is not None:
@@ -118,6 +142,25 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
 
     target = Target.from_file(target_file) if target_file else Target.default()
 
+    # A job that finished before (same model files, options and target) and whose log holds
+    # --trials records of its tasks: its summary, without importing the models or Ray.
+    from autotune.commands._tune_front import finished_summary, job_fingerprint
+
+    fingerprint = job_fingerprint(list(model_paths), {
+        "batch": batch, "objective": objective, "target_hash": target.hash,
+        "measurer": measurer.name, "measurer_version": measurer.version})
+    done = finished_summary(log_path, fingerprint, trials)
+    if done is not None:
+        count, saved = done
+        click.echo(f"graphtune: the log already holds {count} records of these tasks "
+                   f"(--trials {trials}): the job is finished, nothing was measured and Ray "
+                   "was not started; its summary:", err=True)
+        if as_json:
+            click.echo(json.dumps(saved["json"]))
+        else:
+            click.echo(str(saved["text"]), nl=False)
+        return
+
     from autotune.commands._common import load_model
 
     models = [load_model(p, batch) for p in model_paths]
@@ -126,6 +169,13 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
         if names.count(m.name) > 1:
             raise GraphtuneError(f"two models are named {m.name!r} ({p}): rename one file")
     graphs = [m.graph for m in models]
+    from autotune._tune import load_tasks
+
+    tasks = load_tasks(graphs)
+    for m in models if tell else ():
+        n = sum(1 for t in tasks if t.count_in(m.name))
+        click.echo(f"graphtune: {m.name}: batch {m.batch}, {len(m.graph.ops)} ops, "
+                   f"{n} task{'s' if n != 1 else ''}", err=True)
 
     from autotune._options import MeasureOptions, RunOptions, SearchOptions
     from autotune._tune import tune
@@ -135,22 +185,35 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     progress = ProgressTable(sys.stderr, live=live)
     try:
         result = tune(
-            graphs, trials=trials, log=log_path, target=target,
+            tasks, trials=trials, log=log_path, target=target,
             search=SearchOptions(sampler=sampler, seed=seed, objective=objective,
                                  early_stopping=early_stopping, pretrained=pretrained),
             run=RunOptions(workers=workers, storage=storage, ray_address=ray_address,
                            callbacks=[progress], worker_cpus=worker_cpus,
-                           worker_resources=resources,
+                           worker_resources=resources, time_budget_s=budget_s,
+                           started=started,
                            notify=lambda line: click.echo(f"graphtune: {line}", err=True)),
             measure=MeasureOptions(measurer=measurer, timeout_per_trial=timeout_per_trial))
     finally:
         progress.close()
+    if result.measured == 0 and result.total >= trials:
+        click.echo(f"graphtune: the log already holds {result.total} records of these tasks "
+                   f"(--trials {trials}): the job is finished, nothing was measured; raise "
+                   "--trials to tune further", err=True)
+    elif budget_s is not None and result.total < trials:
+        click.echo(f"graphtune: the time budget ({time_budget}) is used up: {result.total} of "
+                   f"{trials} measurements in the log; re-run to continue", err=True)
+    finished = result.total >= trials
     if as_json:
         click.echo(json.dumps(result.to_json()))
+        if finished:
+            _save(log_path, fingerprint, tasks, result, trials)
         return
     from autotune.commands._common import console
 
     con = console()
+    if finished:
+        _save(log_path, fingerprint, tasks, result, trials)
     con.print(summary_table(result))
     for mr in result.models:  # the end-to-end figures, one plain line per model
         if not mr.best_us:
@@ -163,3 +226,23 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, log_path: str, batch: in
     con.print(f"log: {result.log}   studies: {result.storage}")
     if result.curve:
         con.print(f"tuning curve: {result.curve}")
+
+
+def _save(log_path: str, fingerprint: dict[str, object], tasks: list[Any], result: Any,
+          trials: int) -> None:
+    """The finished job's summary, as the next identical run prints it (LOG.summary.json)."""
+    import io
+
+    from rich.console import Console
+
+    from autotune.commands._tune_front import save_summary
+    from autotune.report._progress import summary_table
+
+    buf = io.StringIO()
+    con = Console(file=buf, width=100, highlight=False)
+    con.print(summary_table(result))
+    for mr in result.models:
+        if mr.best_us:
+            con.print(f"{mr.name}: {mr.best_us:,.1f} µs tuned", markup=False)
+    con.print(f"log: {result.log}   studies: {result.storage}", markup=False)
+    save_summary(log_path, fingerprint, [t.key for t in tasks], buf.getvalue(), result.to_json())

@@ -106,6 +106,8 @@ class JobState:
         measured_now: Measurements of this run.
         workers: Parallel measurers.
         rounds: Batches finished in this run.
+        deadline: ``time.monotonic()`` after which no new batch is sent (``--time-budget``;
+            batches in flight finish and are logged); None: no time limit.
     """
 
     tasks: list[TaskState]
@@ -115,6 +117,22 @@ class JobState:
     ended: float | None = None
     measured_now: int = 0
     rounds: int = 0
+    deadline: float | None = None
+
+    @property
+    def out_of_time(self) -> bool:
+        """The time budget is used up."""
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left: the remaining measurements at this run's rate, capped by the deadline."""
+        left = max(self.budget - self.total, 0)
+        eta = left / self.rate if self.rate > 0 else None
+        if self.deadline is not None:
+            cap = max(self.deadline - time.monotonic(), 0.0)
+            eta = cap if eta is None else min(eta, cap)
+        return eta
 
     @property
     def total(self) -> int:

@@ -15,13 +15,28 @@ __all__ = ["bind_shape", "chunk_summary"]
 
 
 def bind_shape(placement: Placement) -> str:
-    """``[2, 4]`` for two parts of four cores, ``[8]`` for eight single-core parts."""
+    """The cores, as ``core_bind`` spells them, runs compressed: ``[[4-7], [0-3]]`` for two
+    parts of four cores, ``[0-7]`` for eight single-core parts, ``[0, 2, 4-6]``."""
     parts = placement.core_bind
     if all(len(p) == 1 for p in parts):
-        return f"[{len(parts)}]"
-    if len({len(p) for p in parts}) == 1:
-        return f"[{len(parts)}, {len(parts[0])}]"
-    return "[" + ", ".join(str(len(p)) for p in parts) + "]"
+        return f"[{_core_runs([p[0] for p in parts])}]"
+    return "[" + ", ".join(f"[{_core_runs(list(p))}]" for p in parts) + "]"
+
+
+def _core_runs(cores: list[int]) -> str:
+    """``0-3, 6`` for 0, 1, 2, 3, 6 (ascending runs of three or more as ranges; order kept)."""
+    out: list[str] = []
+    i = 0
+    while i < len(cores):
+        j = i
+        while j + 1 < len(cores) and cores[j + 1] == cores[j] + 1:
+            j += 1
+        if j - i >= 2:
+            out.append(f"{cores[i]}-{cores[j]}")
+        else:
+            out.extend(str(c) for c in cores[i:j + 1])
+        i = j + 1
+    return ", ".join(out)
 
 
 def chunk_summary(chunks: Sequence[Placement]) -> str:

@@ -29,6 +29,27 @@ def _us(v: float | None) -> str:
     return f"{v:,.1f}" if v else "-"
 
 
+def _state(job: JobState) -> str:
+    """A live task's state: still tuning, or done because the job's budget is spent."""
+    if job.total >= job.budget:
+        return "done"
+    return "time budget" if job.out_of_time else "tuning"
+
+
+def _eta(job: JobState) -> str:
+    """``, ETA 1m 20s`` while measurements are left (by the rate so far, or the time budget)."""
+    if job.total >= job.budget or job.ended is not None:
+        return ""
+    eta = job.eta_s
+    if eta is None:
+        return ""
+    m, s = divmod(round(eta), 60)
+    h, m = divmod(m, 60)
+    text = f"{h}h {m:02d}m" if h else (f"{m}m {s:02d}s" if m else f"{s}s")
+    return f", ETA {text}" + (" (time budget)" if job.deadline is not None
+                              and eta >= job.deadline - time.monotonic() - 0.5 else "")
+
+
 class ProgressTable:
     """A job callback that shows progress on ``stream`` (see the module doc).
 
@@ -76,7 +97,8 @@ class ProgressTable:
     @staticmethod
     def line(job: JobState) -> str:
         """One plain progress line."""
-        parts = [f"tune: {job.total}/{job.budget} measured, {job.rate:.1f}/s, {job.seconds:.0f} s"]
+        parts = [f"tune: {job.total}/{job.budget} measured, {job.rate:.1f}/s, {job.seconds:.0f} s"
+                 f"{_eta(job)}"]
         for t in job.tasks:
             if t.best_latency_us:
                 parts.append(f"{t.task.name}: best {_us(t.best_latency_us)} µs, "
@@ -89,17 +111,18 @@ class ProgressTable:
         from rich.table import Table
 
         tab = Table(title=f"tuning: {job.total}/{job.budget} measurements, "
-                          f"{job.rate:.1f}/s on {job.workers} worker(s), {job.seconds:.0f} s")
+                          f"{job.rate:.1f}/s on {job.workers} worker(s), {job.seconds:.0f} s"
+                          f"{_eta(job)}")
         for col, just in (("task", "left"), ("n", "right"), ("best µs", "right"),
                           ("xO3", "right"), ("xplan", "right"), ("/bound", "right"),
                           ("state", "left")):
-            tab.add_column(col, justify=just)  # type: ignore[arg-type]
+            tab.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
         for t in job.tasks:
             bound = t.best_latency_us / t.lower_bound_us if t.best_latency_us and t.lower_bound_us \
                 else None
             tab.add_row(t.task.name, str(t.records), _us(t.best_latency_us), _x(t.speedup("O3")),
                         _x(t.speedup("plan:")), f"{bound:.2f}" if bound else "-",
-                        t.stopped or "tuning")
+                        t.stopped or _state(job))
         if len(job.tasks) > 1 or job.tasks[0].task.weight > 1:
             for m in model_names([t.task for t in job.tasks]):
                 tab.add_row(f"{m} (model)", "", _us(job.model_latency(m)), "", "", "", "")
@@ -115,7 +138,9 @@ def summary_table(result: TuneResult) -> Any:
                 caption="xO3, xplan, xO0-3: speed-up of the best over O3, the guide's plan and "
                         "the best level; /bound: latency over the lower bound")
     for col in ("task", "n", "best µs", "by", "xO3", "xplan", "xO0-3", "/bound", "errors"):
-        tab.add_column(col, justify="left" if col in ("task", "by", "errors") else "right")
+        # fold, never cut: long task names (h_vit_mlp_3) stay whole at 80 columns and in pipes
+        tab.add_column(col, justify="left" if col in ("task", "by", "errors") else "right",
+                       overflow="fold")
     for t in result.tasks:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(t.errors.items())) or "-"
         bound = f"{t.latency_over_bound:.2f}" if t.latency_over_bound else "-"

@@ -192,6 +192,8 @@ class Driver:
         return self._n_pending
 
     def _fill(self) -> None:
+        if self.job.out_of_time:
+            return  # --time-budget: what is in flight finishes, nothing new starts
         picked: set[int] = set()
         self._fill_batches(picked)
         if not self.pool.remote:
@@ -242,7 +244,7 @@ class Driver:
     def _spent(self) -> bool:
         """The budget is spent (measured or being measured), or every task stopped."""
         return (self.job.budget - self.job.total - self._pending() <= 0
-                or all(ts.stopped for ts in self.job.tasks))
+                or all(ts.stopped for ts in self.job.tasks) or self.job.out_of_time)
 
     def _breeder(self, k: int) -> Any:
         """Task ``k``'s sampler if the pool breeds its rounds (None: it breeds when asked)."""

@@ -58,19 +58,30 @@ START_TIMEOUT_S = 180.0
 class _Worker:
     """The actor body: measures batches, and breeds rounds, of the graphs it was built with."""
 
-    def __init__(self, graphs: Mapping[str, Graph], target: Target, measurer: Measurer) -> None:
+    def __init__(self, target: Target, measurer: Measurer) -> None:
+        # The graphs come by load(), not as constructor arguments: Ray keeps large
+        # constructor arguments in the object store for restarts and prints an error
+        # line for every such actor (core_worker.cc "has constructor arguments in the
+        # object store"); the pool calls load() on every start and restart instead.
         from compiler.ops import load_from_environment
 
         load_from_environment()  # the driver's --plugin ops (GRAPHTUNE_PLUGINS), before any pricing
-        self._graphs = graphs
+        self._graphs: Mapping[str, Graph] = {}
         self._target = target
         self._measurer = measurer
-        self._breeder = Breeder(graphs, target)
+        self._breeder: Breeder | None = None
         # What breeding imports, now, while the pool starts (not in the first round).
         import cost_model  # noqa: F401
         import search_space  # noqa: F401
 
         search_gc().__enter__()  # the process measures and breeds until it ends (see its doc)
+
+    def load(self, graphs: Mapping[str, Graph]) -> int:
+        """Take the job's graphs (once per process); returns the pid, as :meth:`pid`."""
+        if self._breeder is None:
+            self._graphs = graphs
+            self._breeder = Breeder(graphs, self._target)
+        return os.getpid()
 
     def pid(self) -> int:
         return os.getpid()
@@ -81,6 +92,8 @@ class _Worker:
                             timeout_s)
 
     def breed(self, task_key: str, request: BreedRequest, scorer: Scorer) -> Bred:
+        if self._breeder is None:
+            raise RuntimeError("the worker was not loaded")
         return self._breeder(task_key, request, scorer)
 
 
@@ -279,8 +292,10 @@ class RayPool(MeasurePool):
             _check_room(workers, cpus, need)
             self._actor_cls = ray.remote(_Worker).options(
                 num_cpus=cpus, resources=need or None, max_restarts=-1, max_task_retries=0)
-            # Held for the pool's life: Ray restarts a dead actor with these arguments.
-            self._args = (ray.put(dict(graphs)), target, measurer)
+            # Small constructor arguments (Ray restarts a dead actor with them); the graphs
+            # are held here and sent by load() to each started or restarted actor.
+            self._args = (target, measurer)
+            self._graphs_ref = ray.put(dict(graphs))
             self._actors = [self._actor_cls.remote(*self._args) for _ in range(workers)]
             self._wait_started(cpus, need)
         except BaseException:
@@ -300,7 +315,7 @@ class RayPool(MeasurePool):
         """Block until every actor answers; one error line if one cannot be placed or start."""
         import ray
 
-        refs = [a.pid.remote() for a in self._actors]
+        refs = [a.load.remote(self._graphs_ref) for a in self._actors]
         ready, rest = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
         for ref in ready:
             try:
@@ -417,7 +432,7 @@ class RayPool(MeasurePool):
     def _mark_down(self, k: int) -> None:
         if k not in self._down:
             self._down[k] = time.monotonic()
-            self._pings[self._actors[k].pid.remote()] = k
+            self._pings[self._actors[k].load.remote(self._graphs_ref)] = k
 
     def _pinged(self, ref: Any) -> None:
         """A restarting worker answered (it is back) or failed (ping again, shortly)."""
@@ -440,7 +455,7 @@ class RayPool(MeasurePool):
         for k, due in list(self._reping.items()):
             if due <= now:
                 del self._reping[k]
-                self._pings[self._actors[k].pid.remote()] = k
+                self._pings[self._actors[k].load.remote(self._graphs_ref)] = k
 
     def _replace(self, k: int, why: str) -> None:
         """Start a new actor in worker ``k``'s place (the old one is killed for good)."""
@@ -461,7 +476,7 @@ class RayPool(MeasurePool):
             pass
         self._actors[k] = self._actor_cls.remote(*self._args)
         self._down[k] = time.monotonic()
-        self._pings[self._actors[k].pid.remote()] = k
+        self._pings[self._actors[k].load.remote(self._graphs_ref)] = k
 
     def _replace_overdue(self) -> None:
         now = time.monotonic()

@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 import pytest
 
+from autotune.commands._npz import NpzError, compare
 from compiler import GraphSchedule, zoo
 from compiler.model import Model
 from compiler.schedule import GroupSpec, Placement, make_schedule
@@ -264,3 +265,69 @@ def test_bad_run_inputs(artifact: Path, tmp_path: Path, make: object, expected: 
 def test_run_of_a_non_artifact(tiny: dict[str, object]) -> None:
     line = one_line_error(graphtune("run", tiny["onnx"]))
     assert "is not a .stcobj artifact" in line
+
+
+# ---- run --inputs IN.npz --expect REF.npz -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def npz(tiny: dict[str, object]) -> dict[str, Path]:
+    d = tiny["dir"]
+    assert isinstance(d, Path)
+    inputs = d / "in.npz"
+    np.savez(inputs, input=np.load(d / "input.npy"))
+    ref = d / "ref.npz"
+    np.savez(ref, prob=tiny["expected"])
+    bad = d / "bad.npz"
+    perturbed = np.array(tiny["expected"], copy=True)
+    perturbed[1, 3] += 0.25
+    np.savez(bad, prob=perturbed)
+    return {"inputs": inputs, "ref": ref, "bad": bad}
+
+
+def test_expect_passes_on_the_true_reference(artifact: Path, npz: dict[str, Path],
+                                             tmp_path: Path) -> None:
+    out = tmp_path / "out.npz"
+    proc = graphtune("run", artifact, "--inputs", npz["inputs"], "-o", out,
+                     "--expect", npz["ref"], "--rtol", "1e-4", "--atol", "1e-5")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # every input given: no note about random data
+    assert f"matches {npz['ref']}" in proc.stdout and "20 elements" in proc.stdout
+    with np.load(out) as f:
+        assert f.files == ["prob"]
+
+
+def test_expect_fails_on_a_perturbed_reference_naming_the_worst_element(
+        artifact: Path, npz: dict[str, Path]) -> None:
+    proc = graphtune("run", artifact, "--inputs", npz["inputs"], "--expect", npz["bad"])
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("graphtune: error: prob[1, 3] is "), proc.stderr
+    assert "1 of 20 elements differ" in lines[0] and "max |diff| 0.25" in lines[0]
+
+
+@pytest.mark.parametrize("make,expected", [
+    (lambda d: np.savez(d / "x.npz", nope=np.zeros(3)), "has no input 'nope'"),
+    (lambda d: (d / "x.npz").write_text("not a zip"), "not an .npz archive"),
+    (lambda d: np.savez(d / "x.npz", input=np.zeros((5, 3, 16, 16), np.float32)), "shape"),
+])
+def test_bad_inputs_npz(artifact: Path, tmp_path: Path, make, expected: str) -> None:
+    make(tmp_path)
+    assert expected in one_line_error(graphtune("run", artifact, "--inputs", tmp_path / "x.npz"))
+
+
+def test_compare_rule_and_errors(tmp_path: Path) -> None:
+    ref = tmp_path / "r.npz"
+    np.savez(ref, a=np.array([1.0, 100.0, np.nan]), b=np.zeros((2, 2)))
+    ok = compare({"a": np.array([1.0, 100.05, np.nan]), "b": np.zeros((2, 2))}, ref,
+                 rtol=1e-3, atol=0.0)
+    assert ok.ok and ok.mismatched == 0 and ok.total == 7
+    # 0.5 off 1.0 is worse relative to its tolerance than 0.2 off 100
+    c = compare({"a": np.array([1.5, 100.2, np.nan]), "b": np.zeros((2, 2))}, ref,
+                rtol=1e-3, atol=0.0)
+    assert not c.ok and c.where() == "a[0]" and c.mismatched == 2 and c.max_abs_diff == 0.5
+    nan = compare({"a": np.array([1.0, 100.0, 0.0]), "b": np.zeros((2, 2))}, ref, 1e-3, 1e-3)
+    assert not nan.ok and nan.where() == "a[2]"  # a number where the reference has NaN
+    with pytest.raises(NpzError, match="no array 'c'"):
+        compare({"a": np.zeros(3), "c": np.zeros(1)}, ref, 1e-3, 1e-3)
+    with pytest.raises(NpzError, match="has shape"):
+        compare({"a": np.zeros(4), "b": np.zeros((2, 2))}, ref, 1e-3, 1e-3)

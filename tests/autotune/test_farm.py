@@ -201,6 +201,16 @@ def test_dashboard_serves_the_tuned_study(tiny_onnx: Path, tmp_path: Path) -> No
         assert len(measured) == 8 and all(set(a) >= RESULT_ATTRS for a in measured)
         ok = [a for a in measured if a["status"] == "ok"]
         assert ok and all(float(a["latency_over_bound"]) >= 1.0 for a in ok)
+        # The objective has a name (the dashboard showed "Objective 0").
+        assert json.loads(body)["objective_names"] == ["latency_us"]
+        # A request without Accept-Encoding (curl's) got HTTP 500 from optuna-dashboard 0.21.
+        import http.client
+
+        conn = http.client.HTTPConnection(base.split("//", 1)[1], timeout=30)
+        conn.putrequest("GET", f"/api/studies/{study['study_id']}", skip_accept_encoding=True)
+        conn.endheaders()
+        assert conn.getresponse().status == 200
+        conn.close()
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -208,6 +218,18 @@ def test_dashboard_serves_the_tuned_study(tiny_onnx: Path, tmp_path: Path) -> No
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_dashboard_takes_the_journal_itself(tiny_onnx: Path, tmp_path: Path) -> None:
+    from autotune.commands.dashboard_cmds import open_for_dashboard
+
+    log = tmp_path / "j.jsonl"
+    res = CliRunner().invoke(main, ["tune", str(tiny_onnx), "--trials", "4", "--workers", "0",
+                                    "--log", str(log), "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    # `graphtune dashboard j.journal` looked for j.journal.journal.
+    storage = open_for_dashboard(str(tmp_path / "j.journal"), None)
+    assert len(optuna.get_all_study_summaries(storage)) == 1
 
 
 def test_dashboard_user_errors_are_one_line(tmp_path: Path) -> None:

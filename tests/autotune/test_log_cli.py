@@ -150,3 +150,47 @@ def test_distill_never_mixes_targets_in_one_file(tmp_path: Path) -> None:
     assert {r.target for r in read_records(one)} == {TARGET}
     assert [r.result.latency_us for r in read_records(two)] == [90.0]
     assert not out.exists() and str(one) in stdout and str(two) in stdout
+
+
+# ---- log show --csv / --json / --top, logs.to_dataframe (issue 21) ----------------------------
+def test_log_show_csv_is_one_row_per_record(run_log: Path) -> None:
+    import csv
+    import io
+
+    from logs import ROW_FIELDS
+
+    code, stdout, stderr = _invoke("log", "show", str(run_log), "--csv")
+    assert code == 0, stderr
+    rows = list(csv.DictReader(io.StringIO(stdout)))
+    assert len(rows) == 6 and tuple(rows[0]) == ROW_FIELDS
+    assert [r["trial"] for r in rows] == ["0", "1", "2", "3", "4", "5"]
+    assert rows[0]["task"] == "resnet50@b8" and rows[5]["task"] == "bert-base@b1"
+    assert rows[1]["latency_us"] == "200.0" and rows[2]["status"] == "capacity"
+    assert rows[2]["latency_us"] == "" and rows[2]["error"]
+    assert rows[0]["candidate"] != rows[1]["candidate"]  # different schedules (tag)
+    assert rows[0]["time_utc"].endswith("Z") and rows[4]["target"].startswith(TARGET2.chip)
+
+
+def test_log_show_top_and_json(run_log: Path) -> None:
+    code, stdout, stderr = _invoke("log", "show", str(run_log), "--top", "1", "--json")
+    assert code == 0, stderr
+    rows = json.loads(stdout)
+    # the best valid record of each (workload, target) pair that has one
+    assert [(r["task"], r["latency_us"]) for r in rows] == [("resnet50@b8", 200.0),
+                                                          ("bert-base@b1", 55.5)]
+    code, stdout, _ = _invoke("log", "show", str(run_log), "--top", "2")
+    assert code == 0 and "3 record(s)" in stdout and "300.0" in stdout
+    code, _, stderr = _invoke("log", "show", str(run_log), "--json", "--csv")
+    assert code == 2 and stderr.startswith("graphtune: error: ")
+
+
+def test_to_dataframe(run_log: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    import logs
+
+    df = logs.to_dataframe(run_log)
+    assert len(df) == 6 and list(df.columns) == list(logs.ROW_FIELDS)
+    assert df[df.status == "ok"].groupby("task").latency_us.min().to_dict() == {
+        "bert-base@b1": 55.5, "resnet50@b8": 200.0}
+    assert isinstance(df.time_utc.dtype, pd.DatetimeTZDtype)
+    assert len(logs.to_dataframe([run_log, run_log], top=1)) == 2

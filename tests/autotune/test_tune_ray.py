@@ -172,6 +172,9 @@ def test_cli_tune_joins_a_loopback_head(ray_head: tuple[str, dict[str, str], str
          "--workers", "2", "--ray-address", address, "--log", str(log), "--seed", "0", "--json"],
         env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    # Ray printed "core_worker.cc ... Actor ... has constructor arguments in the object
+    # store" for every worker while the graphs were constructor arguments (issue 21).
+    assert "constructor arguments" not in done.stderr and "core_worker" not in done.stderr
     out = json.loads(done.stdout)
     assert out["total"] == 12 == len(log.read_text().splitlines())
     assert all(t["best_latency_us"] for t in out["tasks"])

@@ -423,7 +423,7 @@ def test_a_ray_worker_loads_the_plugins_named_in_the_environment() -> None:
     code = ("from compiler.optable import op_spec; print(op_spec('Swish').unit); "
             "from autotune.running._ray_pool import _Worker; "
             "from autotune.measure._measurer import SimMeasurer; from compiler.target import Target; "
-            "_Worker({}, Target.default(), SimMeasurer()); "
+            "_Worker(Target.default(), SimMeasurer()); "
             "s = op_spec('Swish'); print(s.unit, s.scopes)")
     env = {**os.environ, "GRAPHTUNE_PLUGINS": str(EXAMPLES / "swish.py")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -103,7 +103,7 @@ INPUT = {"zoo": None, "schedule make": "tiny.onnx", "schedule make --onnx": "tin
          "tune --storage": "tiny.onnx"}
 # What a command writes besides its output (the tuning log and curve; the claims file
 # beside a shared journal).
-ALSO_WRITES = {"tune --storage": ("t.jsonl", "t.curve.png", "{out}.claims")}
+ALSO_WRITES = {"tune --storage": ("t.jsonl", "t.curve.png", "t.summary.json", "{out}.claims")}
 SLOW_TO_SUCCEED = {"compile -o"}  # a build: only the "new" kind is run to completion
 
 

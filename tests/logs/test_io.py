@@ -161,11 +161,13 @@ def test_writer_appends_and_mends_a_torn_tail(tmp_path: Path) -> None:
         assert writer.count == 1
     with open(path, "a") as f:
         f.write(make_record(trial=1).to_line()[:80])  # a writer died here
+    torn = make_record(trial=1).to_line()[:80]
     with RecordWriter(path) as writer:
         writer.write(make_record(trial=2))
     records, caught = _read(path)
     assert [r.prov.trial for r in records] == [0, 2]
-    assert "at line(s) 2" in str(caught[0].message)
+    assert not caught  # repaired on open: no bad line left in the log
+    assert (tmp_path / "log.jsonl.torn").read_text() == torn + "\n"
 
 
 def test_writer_fsyncs_on_close_and_after_the_interval(
@@ -262,23 +264,22 @@ def test_sigkill_mid_stream_loses_only_the_torn_lines(tmp_path: Path) -> None:
             whole.append((number, obj["prov"]["study"], obj["prov"]["trial"]))
         except ValueError:
             torn.append(number)
-    assert torn, "no kill landed inside a record; the test did not test anything"
-    print(f"{len(whole)} whole records, {len(torn)} torn lines at {torn}")
-    assert len(torn) <= kills
+    # Each new writer moved the torn tail it found to killed.jsonl.torn.
+    torn_file = Path(f"{path}.torn")
+    moved = torn_file.read_bytes().splitlines() if torn_file.exists() else []
+    assert moved or torn, "no kill landed inside a record; the test did not test anything"
+    print(f"{len(whole)} whole records, {len(moved)} torn lines moved, {torn} left at the end")
+    assert len(moved) + len(torn) <= kills
+    assert torn in ([], [len(raw.rstrip(b"\n").split(b"\n"))])  # only the very last line
 
     records, caught = _read(path)
     assert [(r.prov.study, r.prov.trial) for r in records] == [(s, t) for _, s, t in whole]
     for run in range(kills):  # each run's records are all there, in order, none lost
         trials = [r.prov.trial for r in records if r.prov.study == f"run{run}"]
         assert trials == list(range(len(trials)))
-    first_of_run = {number: trial == 0 for number, _, trial in whole}
-    for number in torn:  # a torn line only ever ends a run: next comes a new run or the end
-        following = number + 1
-        assert following in torn or first_of_run.get(following, True)
-    assert len(caught) == 1
-    message = str(caught[0].message)
-    assert f"skipped {len(torn)} unreadable line(s)" in message
-    assert ", ".join(str(n) for n in torn[:10]) in message
+    assert len(caught) == (1 if torn else 0)
+    if torn:
+        assert f"skipped {len(torn)} unreadable line(s)" in str(caught[0].message)
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         report = Database().add_file(path)
