@@ -542,7 +542,7 @@ class _Sim:
         per_s = batch / (us * 1e-6) if us > 0 else 0.0
         steps = tuple(StepRecord(*rec) for rec in self.records)  # type: ignore[arg-type]
         events = tuple(
-            DmaEvent(label, chip.names[r], start, d)
+            DmaEvent(label, chip.names[r], start, d, d * bw[r])
             for label, start, spans in res.events for r, d in spans
         ) if res.record else ()
         return SimResult(

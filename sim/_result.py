@@ -72,12 +72,15 @@ class DmaEvent:
         resource: Resource name (``core3.dma``, ``ddr``, ``noc (0,0)->(0,1)``).
         start_cycles: Start.
         duration_cycles: Time the resource was busy with it.
+        nbytes: Bytes it moved over that resource (duration x the resource's bytes per
+            cycle).
     """
 
     label: str
     resource: str
     start_cycles: float
     duration_cycles: float
+    nbytes: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim._result import SimResult
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.schedule import GraphSchedule
 
 __all__ = ["to_chrome_trace"]
 
 
-def to_chrome_trace(result: SimResult) -> dict[str, Any]:
+def to_chrome_trace(result: SimResult, graph: Graph | None = None,
+                    schedule: GraphSchedule | None = None) -> dict[str, Any]:
     """The result's timeline as a Chrome trace-event JSON object.
 
     One process (the cluster); one track per core's step, matrix engine, vector
     engine and DMA port, then the LLB port, the DDR channel and each NoC link.
-    Times are microseconds at the target clock.
+    Times are microseconds at the target clock. Every transfer event's ``args``
+    holds the bytes it moved over its resource; with the ``graph`` and the
+    ``schedule`` that was simulated, every step event's ``args`` also names the
+    ops its group runs (``ops``: the graph's op names, ``op_types``).
 
     Example:
         >>> json.dump(to_chrome_trace(simulate(graph, schedule, target)), open("t.json", "w"))
@@ -42,17 +50,24 @@ def to_chrome_trace(result: SimResult) -> dict[str, Any]:
                        "tid": tid(track), "ts": start * scale, "dur": dur * scale,
                        "args": args})
 
+    ops_of: dict[str, tuple[int, ...]] = {}
+    if graph is not None and schedule is not None:
+        ops_of = {gr.name: gr.ops for gr in schedule.groups}
     for st in result.steps:
         if st.kind != "group":
             continue
-        args = {"mem_scope": st.mem_scope, "l1_bytes": st.l1_bytes,
-                "load_cycles": st.load_end_cycles - st.load_start_cycles}
+        args: dict[str, Any] = {"mem_scope": st.mem_scope, "l1_bytes": st.l1_bytes,
+                                "load_cycles": st.load_end_cycles - st.load_start_cycles}
+        ops = ops_of.get(st.name.split("[", 1)[0])
+        if ops is not None and graph is not None:
+            args["ops"] = [graph.ops[i].name for i in ops]
+            args["op_types"] = [graph.ops[i].op_type for i in ops]
         for c in st.cores:
             add(st.name, f"core{c}.step", st.start_cycles, st.end_cycles - st.start_cycles, args)
             add(st.name, f"core{c}.mme", st.start_cycles, st.mme_cycles, {})
             add(st.name, f"core{c}.vme", st.start_cycles, st.vme_cycles, {})
     for ev in result.dma_events:
-        add(ev.label, ev.resource, ev.start_cycles, ev.duration_cycles, {})
+        add(ev.label, ev.resource, ev.start_cycles, ev.duration_cycles, {"bytes": ev.nbytes})
     for hs in result.host_segments:  # ops off the NPU, on the host CPU
         add(f"{hs.step} host: {', '.join(hs.ops)}", "host", hs.start_cycles, hs.cycles,
             {"flops": hs.flops, "pcie_bytes": hs.pcie_bytes})

@@ -119,7 +119,7 @@ def simulate_cmd(
         _report_error(result, schedule_path, as_json)
         return
     if trace_path is not None:
-        _write_trace(result, trace_path)
+        _write_trace(result, trace_path, graph, schedule)
     if as_json:
         click.echo(json.dumps(_json(result, graph, label)))
     else:
@@ -186,11 +186,11 @@ def _report_error(err: SimError, schedule_path: str | None, as_json: bool) -> No
     sys.exit(code)
 
 
-def _write_trace(result: SimResult, path: str) -> None:
+def _write_trace(result: SimResult, path: str, graph: Graph, schedule: GraphSchedule) -> None:
     from compiler.files import write_atomic
     from sim import to_chrome_trace
 
-    write_atomic(path, json.dumps(to_chrome_trace(result)).encode())
+    write_atomic(path, json.dumps(to_chrome_trace(result, graph, schedule)).encode())
 
 
 def _print(result: SimResult, graph: Graph, target: Target, label: str,

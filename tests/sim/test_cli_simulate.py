@@ -53,6 +53,25 @@ def test_json_and_trace(model_file: Path, tmp_path: Path) -> None:
                                      if e.get("name") == "thread_name"}
 
 
+
+def test_trace_events_name_their_ops_and_bytes(model_file: Path, tmp_path: Path) -> None:
+    """Issue 21: each step event names the ops its group runs; each transfer event the
+    bytes it moved (the DDR track's bytes add up to the result's DDR bytes)."""
+    trace = tmp_path / "t.json"
+    code, out, _ = run("simulate", str(model_file), "--level", "2", "--json", "--trace", str(trace))
+    assert code == 0
+    ddr_bytes = json.loads(out)["ddr_bytes"]
+    events = json.loads(trace.read_text())["traceEvents"]
+    tracks = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    steps = [e for e in events if e["ph"] == "X" and e["cat"] == "step"]
+    assert steps and all(e["args"]["ops"] and len(e["args"]["ops"]) == len(e["args"]["op_types"])
+                         for e in steps)
+    assert all(isinstance(n, str) and n for e in steps for n in e["args"]["ops"])
+    moves = [e for e in events if e["ph"] == "X" and e["cat"] not in ("step", "mme", "vme", "host")]
+    assert moves and all(e["args"]["bytes"] > 0 for e in moves)
+    on_ddr = sum(e["args"]["bytes"] for e in moves if tracks[e["tid"]] == "ddr")
+    assert on_ddr == pytest.approx(ddr_bytes, rel=1e-9)
+
 def test_batch_option_sets_the_batch(model_file: Path) -> None:
     code, out, _ = run("simulate", str(model_file), "--level", "3", "--batch", "4", "--json")
     assert code == 0 and json.loads(out)["batch"] == 4
