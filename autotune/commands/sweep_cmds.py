@@ -60,7 +60,7 @@ def sweep_cmd(model_paths: tuple[str, ...], sets: tuple[str, ...], zip_: bool,
     """
     from pathlib import Path
 
-    from autotune._commands._common import check_outputs, load_model
+    from autotune.commands._common import check_outputs, load_model
     from autotune._tune import check_log_path
     from autotune.whatif._targets import make_variants, parse_set
     from compiler.target import Target
@@ -110,7 +110,7 @@ def sweep_cmd(model_paths: tuple[str, ...], sets: tuple[str, ...], zip_: bool,
         return
     from rich.table import Table
 
-    from autotune._commands._common import console
+    from autotune.commands._common import console
 
     t = Table(title=f"sweep of {base.name}: {len(variants)} variant(s), {result.measured} new "
                     "measurement(s)")

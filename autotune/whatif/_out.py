@@ -1,7 +1,7 @@
 """A sweep's files: ``table.csv``, ``table.json``, a plot per swept key, a Pareto plot.
 
 * ``table.csv`` / ``table.json``: one row per model and variant (see
-  :class:`autotune._sweep.SweepRow`); the CSV has one column per swept key.
+  :class:`autotune.whatif.SweepRow`); the CSV has one column per swept key.
 * ``<key>.png`` (``l1.data_bytes.png``): latency against that key, tuned, O3 and the
   lower bound, one line per model and value of the other keys; infeasible variants
   are marked on the axis.
