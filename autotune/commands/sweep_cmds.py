@@ -60,8 +60,8 @@ def sweep_cmd(model_paths: tuple[str, ...], sets: tuple[str, ...], zip_: bool,
     """
     from pathlib import Path
 
-    from autotune.commands._common import check_outputs, load_model
     from autotune._tune import check_log_path
+    from autotune.commands._common import check_outputs, load_model
     from autotune.whatif._targets import make_variants, parse_set
     from compiler.target import Target
 
