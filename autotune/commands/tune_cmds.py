@@ -91,8 +91,15 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
     """
     import time
 
-    started = time.monotonic()
-    from autotune.commands._tune_front import log_state, parse_duration, workers_warning
+    entered = time.monotonic()
+    from autotune.commands._tune_front import (
+        log_state,
+        parse_duration,
+        process_started,
+        workers_warning,
+    )
+
+    started = process_started(entered)  # the budget counts from the command's start
 
     if trials < 1:
         raise GraphtuneError(f"--trials must be >= 1, got {trials}")
