@@ -199,3 +199,40 @@ def test_workers_that_start_after_the_deadline_get_nothing(tiny_graph: Graph) ->
     finally:
         pool.close()
     assert not ray.is_initialized()
+
+
+def test_a_time_budget_alone_bounds_the_job(tiny_onnx: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Optuna's optimize(timeout=...) without n_trials: `tune --time-budget 1h` tunes
+    until the budget is used up (it asked for --trials), and a re-run goes on."""
+    calls: list[int] = []
+
+    def spend(self: ProgressTable, job) -> None:  # type: ignore[no-untyped-def]
+        calls.append(job.total)
+        if len(calls) % 3 == 0:
+            job.deadline = time.monotonic()  # the hour is up now (no timing in tests)
+
+    monkeypatch.setattr(ProgressTable, "__call__", spend)
+    log = tmp_path / "t.jsonl"
+    args = ["tune", str(tiny_onnx), "--time-budget", "1h", "--workers", "0", "--log", str(log),
+            "--seed", "0"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    n = len(list(read_records(log)))
+    assert n > 0 and f"is used up: {n} measurements in the log; re-run" in r.stderr, r.stderr
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0 and len(list(read_records(log))) > n  # never "finished"
+    line = ProgressTable.line(_job_of(n)).split(";")[0]
+    assert line.startswith(f"tune: {n} measured,"), line  # not "/1000000000000"
+    r = CliRunner().invoke(main, ["tune", str(tiny_onnx), "--log", str(log)])
+    assert r.exit_code == 2 and r.stderr.startswith("graphtune: error: give --trials N")
+
+
+def _job_of(total: int):  # type: ignore[no-untyped-def]
+    from autotune.job._state import NO_TRIAL_LIMIT, JobState
+
+    class _Task:
+        records = total
+        best_latency_us = None
+
+    return JobState([_Task()], NO_TRIAL_LIMIT, 0)  # type: ignore[list-item]
