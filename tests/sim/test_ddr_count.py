@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import random
-import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -38,28 +37,15 @@ from compiler.errors import ScheduleError
 from compiler.footprint import GATHER_OPS, sample_bytes, streamable_inputs
 from compiler.graph import Graph
 from compiler.layout import group_layout, input_layout, part_ranges, transfer_layout
-from compiler.model import Model
 from compiler.optable import op_spec
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
 from compiler.views import reads_from_outside, view_source
 from sim import SimResult, simulate
-from tests.compiler.test_zoo import REDUCED, SEQ
 from tests.sim.random_schedules import mutate, random_schedule
+from tests.sim.test_explain import graph  # every zoo model, reduced, small batches
 
-BATCH = {"deepfm": 16, "wide_and_deep": 8}
 MODELS = sorted(e.name for e in zoo.list_models())
-_GRAPHS: dict[str, Graph] = {}
-
-
-def graph(name: str) -> Graph:
-    if name not in _GRAPHS:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = zoo.build(name, batch=BATCH.get(name, 2), weights="inputs", seq=SEQ,
-                              **REDUCED[name])
-            _GRAPHS[name] = Model(model, name=name).graph
-    return _GRAPHS[name]
 
 
 def _samples(layout: tuple[str, tuple[tuple[int, int, tuple[tuple[int, ...], ...]], ...]]
