@@ -119,3 +119,23 @@ def test_descriptors_are_issued_on_every_core_of_the_step(target: Target) -> Non
         lat[n] = ok(simulate(g, single(g, "DDR", bind), target)).latency_cycles
         assert lat[n] >= math.ceil(8192 / n) * 100.5
     assert lat[1] > 1.9 * lat[2] > 3.5 * lat[8]
+
+
+def test_the_bound_counts_the_descriptors_of_rows_no_schedule_avoids(target: Target) -> None:
+    """8 x 1,024 lookups of 16-byte rows from a 1.6 MB table (over half a weight buffer).
+
+    First principles: no schedule can gather in L1 from a table that does not fit
+    half the weight buffer, so each of the 8,192 rows takes a descriptor on some
+    core's DMA port: 8,192 x (100 + 16 / 64) / 8 cores = 102,656 cycles at least.
+    Before, the bound was the roofline (15,777 cycles with the 10 µs launch: the rows'
+    bursts and the output over DDR) and every schedule looked 7x off it.
+    """
+    from compiler.bound import lower_bound_cycles
+
+    g = gather_graph(8, 1024, 100_000, 8)
+    launch = target.host.launch_overhead_us * target.clock_hz / 1e6
+    floor = 8192 * (100 + 16 / 64) / 8
+    assert lower_bound_cycles(g, 8, target) >= floor + launch - 1e-6
+    for bind in ([[c] for c in range(8)], [list(range(8))], [[0, 1], [2, 3]]):
+        r = ok(simulate(g, single(g, "DDR", bind), target))
+        assert r.latency_us >= r.lower_bound_us
