@@ -129,15 +129,11 @@ class StepMemory:
         l1_bytes: ``(core, bytes)`` in use on each of the step's cores while it runs.
         streamed: GroupSpec inputs read tile by tile from LLB/DDR (not staged in L1).
         held: An L1 input of the step is still read by a later step.
-        llb_bytes: LLB in use while the step runs (live results, weight tiles in
-            flight, its own output when placed there): the rest is free for a gather
-            table the step copies into the LLB (issue 25 item 5).
     """
 
     l1_bytes: tuple[tuple[int, float], ...]
     streamed: frozenset[str]
     held: bool
-    llb_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -527,9 +523,7 @@ class CapacityWalk:
             if ev.llb_need is not None and recording:
                 self.peak_llb = max(self.peak_llb, ev.llb_need)
             if recording:
-                self.steps.append(StepMemory(
-                    tuple(ev.usage), ev.streamed, ev.held,
-                    self.llb_live if ev.llb_need is None else ev.llb_need))
+                self.steps.append(StepMemory(tuple(ev.usage), ev.streamed, ev.held))
             self.release(k)
             self.allocate(k)
         else:

@@ -333,7 +333,7 @@ class _Sim:
         streams = list(streamed.values())
         # gathered rows, priced where each table is placed (L1, LLB or DDR: sim._gathers)
         if work.gathers:
-            self.gathers_of(k, work, mem.llb_bytes, spp, parts, cores, ready["*"], loads)
+            self.gathers_of(k, work, spp, parts, cores, ready["*"], loads)
         # the cores of a part exchange halos / operands at cuts inside a sample
         if work.cut_bytes or work.operands:
             ex = _Flows()
@@ -411,11 +411,15 @@ class _Sim:
         self.ready[k] = end
         return None
 
-    def gathers_of(self, k: int, work: GroupWork, llb_used: float, spp: int,
-                   parts: tuple[tuple[int, ...], ...], cores: tuple[int, ...], data: float,
-                   loads: list[tuple[float, _Flows]]) -> None:
-        """Add a step's gathered rows and table loads to its loads (:mod:`sim._gathers`)."""
+    def gathers_of(self, k: int, work: GroupWork, spp: int, parts: tuple[tuple[int, ...], ...],
+                   cores: tuple[int, ...], data: float, loads: list[tuple[float, _Flows]]) -> None:
+        """Add a step's gathered rows and table loads to its loads (:mod:`sim._gathers`).
+
+        A table may take the LLB that no step of the schedule uses (capacity minus the
+        plan's peak): the same from the Python walk and the compiled one.
+        """
         names = tuple(self.g.ops[i].name for i in work.gather_ops)
+        llb_used = float(self.memory.peak_llb_bytes)
         gp = plan_gathers(work, names, self.label(k), spp, parts, cores, self.t, self.chip,
                           self.t.llb.bytes - llb_used)
         self.gathers.extend(gp.records)

@@ -9,8 +9,9 @@ its rows arrive soonest, among the places that hold it:
   core) and gathered on chip by the move engine at the L1 bandwidth (priced with
   the op's compute, :mod:`sim._model`). The guide's DeepFM keeps its 518 B and
   4 KiB tables there.
-* **LLB**: a table that fits the LLB left free while the step runs
-  (:attr:`compiler.capacity.StepMemory.llb_bytes`) is copied once from DDR by the
+* **LLB**: a table that fits the LLB no step of the schedule uses (its capacity
+  minus the memory plan's peak: conservative, and the same whether the plan came
+  from the Python walk or the compiled search core) is copied once from DDR by the
   cluster's DDR-to-LLB system DMA (one bulk descriptor, DDR and LLB port at their
   bandwidths), then every core fetches its rows from the LLB: each row one
   descriptor on the core's DMA engine (``dma.setup_cycles``) and its bytes on the
@@ -121,7 +122,7 @@ def plan_gathers(work: GroupWork, names: tuple[str, ...], step: str, spp: int,
         cores: All the step's cores.
         target: The hardware.
         chip: Resource indices.
-        llb_free: LLB bytes not in use while the step runs.
+        llb_free: LLB bytes free for tables (no step of the schedule uses them).
     """
     burst = max(1, target.ddr.burst_bytes)
     setup = target.dma.setup_cycles
