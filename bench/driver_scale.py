@@ -32,6 +32,7 @@ import argparse
 import collections
 import csv
 import functools
+import json
 import os
 import sys
 import tempfile
@@ -345,16 +346,17 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
         w.writerow(["part", "workers", "study_trials", "measured", "seconds", "measurements_per_s",
                     "ideal_per_s", "efficiency", "driver_ms_per_trial", "driver_cpu_ms_per_trial",
                     "background_cpu_ms_per_trial", "start_s", "first_sync_s", "load_avg_1_5_15",
-                    "breeding_cpu_ms_per_trial"])
+                    "breeding_cpu_ms_per_trial", "parts_cpu_ms_per_trial"])
         for r in rows:
             w.writerow(["workers", r.workers, "", r.measured, f"{r.seconds:.2f}", f"{r.rate:.2f}",
                         f"{r.ideal:.2f}", f"{r.efficiency:.3f}", f"{r.driver_ms:.2f}",
-                        f"{r.driver_cpu_ms:.2f}", "", "", "", r.load, ""])
+                        f"{r.driver_cpu_ms:.2f}", "", "", "", r.load, "", ""])
         for d in drivers:
-            w.writerow(["driver", 0, d.study_trials, d.new_trials, "", "", "", "",
+            w.writerow(["driver", d.farm, d.study_trials, d.new_trials, "", "", "", "",
                         f"{d.per_trial_ms:.2f}", f"{d.per_trial_cpu_ms:.2f}",
                         f"{d.other_cpu_ms:.2f}", f"{d.start_s:.1f}",
-                        f"{d.first_sync_s:.1f}", d.load, f"{d.breed_cpu_ms:.2f}"])
+                        f"{d.first_sync_s:.1f}", d.load, f"{d.breed_cpu_ms:.2f}",
+                        json.dumps(d.parts_ms)])
     lines = [f"# Driver scale{' (quick)' if quick else ''}", "",
              f"DelayedMeasurer, {delay * 1e3:g} ms per measurement, tiny_cnn batch 4, guided "
              "sampler; Ray actors at 0.01 CPU each on a local loopback Ray; "
@@ -419,6 +421,22 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
     plt.close(fig)
 
 
+def read_driver_rows(path: Path) -> list[DriverRow]:
+    """The driver part of an earlier run's CSV."""
+    out = []
+    for r in csv.DictReader(path.open()):
+        if r["part"] == "driver":
+            out.append(DriverRow(int(r["study_trials"]), int(r["measured"]), float(r["start_s"]),
+                                 float(r["first_sync_s"]), float(r["driver_ms_per_trial"]),
+                                 float(r["driver_cpu_ms_per_trial"]),
+                                 float(r["background_cpu_ms_per_trial"]),
+                                 float(r.get("breeding_cpu_ms_per_trial") or "nan"),
+                                 int(r["workers"]) or 64,
+                                 json.loads(r.get("parts_cpu_ms_per_trial") or "{}"),
+                                 r["load_avg_1_5_15"]))
+    return out
+
+
 def read_worker_rows(path: Path) -> list[ScaleRow]:
     """The workers part of an earlier run's CSV."""
     out = []
@@ -452,6 +470,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="cProfile the resumed guided part into PROFILE.<study trials>")
     ap.add_argument("--keep-workers", action="store_true",
                     help="skip the workers part: keep the worker rows of OUT/driver_scale.csv")
+    ap.add_argument("--keep-driver", action="store_true",
+                    help="skip the driver part: keep the driver rows of OUT/driver_scale.csv")
     args = ap.parse_args(argv)
     quick = args.quick
     workers = ([int(w) for w in args.workers.split(",")] if args.workers
@@ -473,6 +493,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.keep_workers:
             rows = read_worker_rows(args.out / "driver_scale.csv")
             workers = []
+        if args.keep_driver:
+            drivers = read_driver_rows(args.out / "driver_scale.csv")
+            studies = []
         stop = rp.start_ray(None, 2) if workers else None
         try:
             for w in workers:

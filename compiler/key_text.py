@@ -33,12 +33,13 @@ class _Pieces:
     """Reprs of one value table's interned values, by code (filled as codes are met)."""
 
     def __init__(self) -> None:
-        # group code -> (its ops (the sort key), repr((ops, split, chunks)))
-        self.groups: list[tuple[tuple[int, ...], str] | None] = []
+        # group code -> (its ops (the sort key), repr((ops, split, chunks)),
+        # repr of its first op (what its steps in the order are named by))
+        self.groups: list[tuple[tuple[int, ...], str, str] | None] = []
         # transfer code -> repr((dst_chunks, placement))[1:] : "dst_chunks, placement)"
         self.transfers: list[str | None] = []
-        # step code -> repr(name) (steps that are not groups)
-        self.steps: list[str | None] = []
+        # step code -> (group step?, name, ", chunk)" of a group step or repr(name))
+        self.steps: list[tuple[bool, str, str] | None] = []
 
 
 _MEMO_KEY = "compiler.key_text"
@@ -91,15 +92,17 @@ def _from_codes(s: GraphSchedule, codes: ScheduleCodes) -> str | None:
     # groups: (ops, split, chunks), sorted by ops (stable: as sorted() on the key does)
     _grow(pieces.groups, len(table.groups))  # type: ignore[arg-type]
     groups = []
-    first: dict[str, object] = {}
+    first: dict[str, str] = {}  # group name -> repr of its first op
+    interned, cached = table.groups, pieces.groups
     for g, c in zip(s.groups, g_codes):
-        if table.groups[c] is not g:
+        if interned[c] is not g:
             return None
-        piece = pieces.groups[c]
+        piece = cached[c]
         if piece is None:
-            piece = pieces.groups[c] = (g.ops, repr((g.ops, g.split, g.chunks)))
+            piece = cached[c] = (g.ops, repr((g.ops, g.split, g.chunks)),
+                                 repr(min(g.ops) if g.ops else -1))
         groups.append(piece)
-        first[g.name] = min(g.ops) if g.ops else -1
+        first[g.name] = piece[2]
     groups.sort(key=lambda x: x[0])
     # transfers: (name, kind, tensor, src_factor, dst_factor, src_chunks, dst_chunks,
     # placement), sorted by name; the interned item gives the costly tail
@@ -118,15 +121,18 @@ def _from_codes(s: GraphSchedule, codes: ScheduleCodes) -> str | None:
     # order: (first op of its group, chunk) for a group step, else the step's name
     _grow(pieces.steps, len(table.steps))  # type: ignore[arg-type]
     order = []
+    steps, texts = table.steps, pieces.steps
     for st, c in zip(s.order, s_codes):
-        if table.steps[c] is not st:
+        if steps[c] is not st:
             return None
-        if st.kind == "group":
-            order.append(f"({first.get(st.name, st.name)!r}, {st.chunk!r})")
+        text = texts[c]
+        if text is None:
+            grouped = st.kind == "group"
+            text = texts[c] = (grouped, st.name,
+                               f", {st.chunk!r})" if grouped else repr(st.name))
+        if text[0]:
+            order.append("(" + (first.get(text[1]) or repr(text[1])) + text[2])
         else:
-            piece = pieces.steps[c]
-            if piece is None:
-                piece = pieces.steps[c] = repr(st.name)
-            order.append(piece)
-    return _tuple([repr(s.batch), _tuple([p for _, p in groups]),
+            order.append(text[2])
+    return _tuple([repr(s.batch), _tuple([p for _, p, _ in groups]),
                    _tuple([p for _, p in transfers]), _tuple(order)])
