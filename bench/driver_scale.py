@@ -12,9 +12,11 @@ Two parts, both tuning tiny_cnn (batch 4: 130 free parameters, cheap to simulate
 2. **Driver time with a large study.** A study is filled with ``--study-trials``
    trials (random sampler, no delay, in-process), then the guided tuner resumes it
    for ``--guided-trials`` more, in-process; its time per trial excluding the
-   measurements themselves is split into: the sampler's breeding and ranking
-   (``refill``), learning from told trials and retraining (``sync``), Optuna's
-   ask/suggest, tell, the log write and the storage flush. Goal: <= 5 ms per trial
+   measurements themselves and the breeding (an in-process pool breeds when the driver
+   submits a breeding request: with Ray workers that is the workers' work; reported in
+   its own column) is split into: the ask (the next bred proposal made a trial), the
+   breeding request, learning from told trials and retraining (``sync``), the look for
+   enqueued trials, tell, the log write and the storage flush. Goal: <= 5 ms per trial
    with 10,000 trials in the study. The same is measured at a small study for
    comparison (does anything grow with the study?).
 
@@ -23,7 +25,10 @@ Writes ``driver_scale.md``, ``driver_scale.csv`` and ``driver_scale.png`` to ``-
 shared machine the absolute figures move with it.
 
 Run: ``.venv/bin/python bench/driver_scale.py`` (full: about 20-30 min on 2 cores)
-or ``--quick`` (1, 2, 4 workers, small study; about 2-3 min).
+or ``--quick`` (1, 2, 4 workers, small study; about 2-3 min). Filling a 10,000-trial
+study takes ~10 min: ``--study-dir DIR`` keeps it for the next run (which resumes a
+copy); ``--profile FILE`` writes a cProfile of the resumed part; ``--keep-workers`` /
+``--keep-driver`` re-run one part and keep the other's rows from ``OUT``'s CSV.
 """
 
 from __future__ import annotations
