@@ -12,9 +12,11 @@ Two parts, both tuning tiny_cnn (batch 4: 130 free parameters, cheap to simulate
 2. **Driver time with a large study.** A study is filled with ``--study-trials``
    trials (random sampler, no delay, in-process), then the guided tuner resumes it
    for ``--guided-trials`` more, in-process; its time per trial excluding the
-   measurements themselves is split into: the sampler's breeding and ranking
-   (``refill``), learning from told trials and retraining (``sync``), Optuna's
-   ask/suggest, tell, the log write and the storage flush. Goal: <= 5 ms per trial
+   measurements themselves and the breeding (an in-process pool breeds when the driver
+   submits a breeding request: with Ray workers that is the workers' work; reported in
+   its own column) is split into: the ask (the next bred proposal made a trial), the
+   breeding request, learning from told trials and retraining (``sync``), the look for
+   enqueued trials, tell, the log write and the storage flush. Goal: <= 5 ms per trial
    with 10,000 trials in the study. The same is measured at a small study for
    comparison (does anything grow with the study?).
 
@@ -23,7 +25,10 @@ Writes ``driver_scale.md``, ``driver_scale.csv`` and ``driver_scale.png`` to ``-
 shared machine the absolute figures move with it.
 
 Run: ``.venv/bin/python bench/driver_scale.py`` (full: about 20-30 min on 2 cores)
-or ``--quick`` (1, 2, 4 workers, small study; about 2-3 min).
+or ``--quick`` (1, 2, 4 workers, small study; about 2-3 min). Filling a 10,000-trial
+study takes ~10 min: ``--study-dir DIR`` keeps it for the next run (which resumes a
+copy); ``--profile FILE`` writes a cProfile of the resumed part; ``--keep-workers`` /
+``--keep-driver`` re-run one part and keep the other's rows from ``OUT``'s CSV.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import argparse
 import collections
 import csv
 import functools
+import json
 import os
 import sys
 import tempfile
@@ -76,6 +82,8 @@ class TimedPool(MeasurePool):
         self._slots = slots
         self.blocked_s = 0.0
         self.blocked_cpu_s = 0.0  # this thread's CPU time inside the same calls
+        self.breed_s = 0.0  # time in submit_breed (an in-process pool breeds there)
+        self.breed_cpu_s = 0.0
         self.workers = inner.workers
         self.remote = inner.remote
 
@@ -95,8 +103,12 @@ class TimedPool(MeasurePool):
             self.blocked_cpu_s += time.thread_time() - c0
 
     def submit_breed(self, batch_id: int, task_key: str, request: Any, scorer: Any) -> None:
-        # Breeding is the sampler's work (the driver's own, in-process): not timed as blocked.
+        # An in-process pool breeds here: the work Ray workers do for a remote driver, timed
+        # apart (not blocked, not the driver's own loop either).
+        t0, c0 = time.perf_counter(), time.thread_time()
         self.inner.submit_breed(batch_id, task_key, request, scorer)
+        self.breed_s += time.perf_counter() - t0
+        self.breed_cpu_s += time.thread_time() - c0
 
     def wait(self, timeout_s: float | None = None) -> list[Any]:
         t0, c0 = time.perf_counter(), time.thread_time()
@@ -236,16 +248,18 @@ class DriverRow:
     new_trials: int
     start_s: float  # reading the log, replaying the study, the first sync
     first_sync_s: float
-    per_trial_ms: float
+    per_trial_ms: float  # the driver's own work: without breeding (Ray workers breed)
     per_trial_cpu_ms: float
     other_cpu_ms: float  # other threads (background retraining), per trial
+    breed_cpu_ms: float  # breeding, done in-process here (by the workers with Ray)
     farm: int
     parts_ms: dict[str, float]
     load: str = ""
 
 
 def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, workdir: str,
-                 log_name: str, farm_workers: int) -> DriverRow:
+                 log_name: str, farm_workers: int, profile: str | None = None,
+                 resume_on_copy: bool = False) -> DriverRow:
     """The guided driver's time per trial on a study of (at least) ``study_trials`` trials.
 
     The study is filled (or topped up: the log is reused) by the random sampler; the
@@ -253,10 +267,10 @@ def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, wo
     ``farm_workers``-worker Ray pool: that many batches in flight (2 per worker) and the
     cost model retrained on a thread, as ``tune`` does with Ray workers.
     """
-    import optuna
-
-    from autotune import GuidedOptions, _guided, _journal
+    from autotune import GuidedOptions
+    from autotune.running import _journal
     from autotune.running._driver import Driver
+    from autotune.sampling import _guided
     from logs import RecordWriter
 
     log = os.path.join(workdir, log_name)
@@ -265,41 +279,67 @@ def driver_point(graph: Graph, study_trials: int, new_trials: int, seed: int, wo
     # candidates again (all measured), and the job stops after 64 of them.
     filled = tune([graph], trials=study_trials, workers=0, log=log, seed=None, sampler="random",
                   measurer=DelayedMeasurer(delay_s=0.0), curve=False).total
+    if resume_on_copy:  # a kept study stays its size: the resumed part runs on a copy
+        import shutil
+
+        from autotune.running._journal import journal_path_for
+
+        copy = os.path.join(workdir, f"resumed-{study_trials}.jsonl")
+        shutil.copyfile(log, copy)
+        shutil.copyfile(journal_path_for(log), journal_path_for(copy))
+        log = copy
     fill_s = time.perf_counter() - t0
     print(f"  study filled to {filled} trials in {fill_s:.0f} s (random sampler)", flush=True)
     study_trials = filled
     spots = {
         "run": (Driver, "run"),
-        "ask (all)": (Driver, "_ask"),
-        "  sampler refill (breed + rank)": (_guided.GuidedSampler, "_refill"),
-        "  sampler sync (learn + retrain)": (_guided.GuidedSampler, "sync"),
-        "tell": (optuna.Study, "tell"),
+        "ask": (Driver, "_ask"),
+        "breed request": (Driver, "_breed"),
+        "sampler sync (learn + retrain)": (_guided.GuidedSampler, "sync"),
+        "waiting scan": (Driver, "_waiting"),
+        "tell": (Driver, "_tell"),
         "log write": (RecordWriter, "write"),
         "storage flush": (_journal.StorageHandle, "flush"),
     }
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
     with timed_pools(2 * farm_workers) as pools, stopwatch(spots) as spent:
         t0 = time.perf_counter()
+        if prof is not None:
+            prof.enable()
         res = tune([graph], trials=study_trials + new_trials, workers=0, log=log, seed=seed,
                    measurer=DelayedMeasurer(delay_s=0.0), curve=False,
                    guided=GuidedOptions(background_fit=True))
+        if prof is not None:
+            prof.disable()
         wall = time.perf_counter() - t0
+    if prof is not None:
+        prof.dump_stats(f"{profile}.{study_trials}")
+        print(f"  profile: {profile}.{study_trials}", flush=True)
     # CPU of the other threads during the loop: the cost model's background retraining.
     other_cpu = spent.process_cpu["run"] - spent.cpu["run"]
     (pool,) = pools
     new = max(res.total - study_trials, 1)
     # The loop's time minus the measurements, minus the first sync (learning the whole
     # study once and training on it: a cost a long job pays once, reported apart).
-    sync = "  sampler sync (learn + retrain)"
+    sync = "sampler sync (learn + retrain)"
     first_sync = spent.first.get(sync, 0.0)
     first_sync_cpu = spent.first_cpu.get(sync, 0.0)
-    loop_s = spent.total.pop("run") - pool.blocked_s - first_sync
-    loop_cpu = spent.cpu.pop("run") - pool.blocked_cpu_s - first_sync_cpu
+    loop_s = spent.total.pop("run") - pool.blocked_s - pool.breed_s - first_sync
+    loop_cpu = spent.cpu.pop("run") - pool.blocked_cpu_s - pool.breed_cpu_s - first_sync_cpu
     spent.cpu[sync] -= first_sync_cpu
-    spent.cpu["ask (all)"] -= first_sync_cpu  # the first ask ran the first sync
+    # the first sync ran inside the first breeding request (or ask); the breeding itself
+    # inside the request (an in-process pool breeds on submit)
+    first = "breed request" if spent.first.get("breed request") else "ask"
+    spent.cpu[first] -= first_sync_cpu
+    spent.cpu["breed request"] -= pool.breed_cpu_s
     parts = {k: 1e3 * spent.cpu[k] / new for k in spots if k != "run"}
-    return DriverRow(study_trials, new, wall - loop_s - pool.blocked_s, first_sync,
+    return DriverRow(study_trials, new, wall - loop_s - pool.blocked_s - pool.breed_s, first_sync,
                      1e3 * loop_s / new, 1e3 * loop_cpu / new, 1e3 * other_cpu / new,
-                     farm_workers, parts, load())
+                     1e3 * pool.breed_cpu_s / new, farm_workers, parts, load())
 
 
 # ---- output ------------------------------------------------------------------------------------
@@ -310,16 +350,18 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
         w = csv.writer(f)
         w.writerow(["part", "workers", "study_trials", "measured", "seconds", "measurements_per_s",
                     "ideal_per_s", "efficiency", "driver_ms_per_trial", "driver_cpu_ms_per_trial",
-                    "background_cpu_ms_per_trial", "start_s", "first_sync_s", "load_avg_1_5_15"])
+                    "background_cpu_ms_per_trial", "start_s", "first_sync_s", "load_avg_1_5_15",
+                    "breeding_cpu_ms_per_trial", "parts_cpu_ms_per_trial"])
         for r in rows:
             w.writerow(["workers", r.workers, "", r.measured, f"{r.seconds:.2f}", f"{r.rate:.2f}",
                         f"{r.ideal:.2f}", f"{r.efficiency:.3f}", f"{r.driver_ms:.2f}",
-                        f"{r.driver_cpu_ms:.2f}", "", "", "", r.load])
+                        f"{r.driver_cpu_ms:.2f}", "", "", "", r.load, "", ""])
         for d in drivers:
-            w.writerow(["driver", 0, d.study_trials, d.new_trials, "", "", "", "",
+            w.writerow(["driver", d.farm, d.study_trials, d.new_trials, "", "", "", "",
                         f"{d.per_trial_ms:.2f}", f"{d.per_trial_cpu_ms:.2f}",
                         f"{d.other_cpu_ms:.2f}", f"{d.start_s:.1f}",
-                        f"{d.first_sync_s:.1f}", d.load])
+                        f"{d.first_sync_s:.1f}", d.load, f"{d.breed_cpu_ms:.2f}",
+                        json.dumps(d.parts_ms)])
     lines = [f"# Driver scale{' (quick)' if quick else ''}", "",
              f"DelayedMeasurer, {delay * 1e3:g} ms per measurement, tiny_cnn batch 4, guided "
              "sampler; Ray actors at 0.01 CPU each on a local loopback Ray; "
@@ -338,18 +380,23 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
         lines += ["", "Driver time per trial of the guided tuner resuming a study of that many "
                   f"trials, in-process but shaped like the driver of {drivers[0].farm} Ray "
                   f"workers ({2 * drivers[0].farm} batches in flight, the cost model retrained "
-                  "on a thread), excluding the measurements and the first sync (learning the "
-                  "whole study once). Background CPU: the retraining thread. Components in "
-                  "driver-thread CPU ms/trial (they overlap: `ask` includes the sampler's "
-                  "refill and sync):", "",
+                  "on a thread), excluding the measurements, the first sync (learning the "
+                  "whole study once) and the breeding: an in-process pool breeds when the "
+                  "driver submits a breeding request, which with Ray workers is the workers' "
+                  "work; it is the breeding column, apart. Background CPU: the retraining "
+                  "thread. Components in driver-thread CPU ms/trial (`breed request` is the "
+                  "request without the breeding, `sync` runs inside `ask` and the requests):",
+                  "",
                   "| study trials | new trials | start s | first sync s | driver ms/trial | "
-                  "driver CPU ms/trial | background CPU ms/trial | " +
+                  "driver CPU ms/trial | breeding CPU ms/trial (workers' work) | "
+                  "background CPU ms/trial | " +
                   " | ".join(k.strip() for k in drivers[0].parts_ms) + " | load avg |",
-                  "|---|---|---|---|---|---|---|" + "---|" * len(drivers[0].parts_ms) + "---|"]
+                  "|---|---|---|---|---|---|---|---|" + "---|" * len(drivers[0].parts_ms) + "---|"]
         for d in drivers:
             lines.append(f"| {d.study_trials} | {d.new_trials} | {d.start_s:.1f} | "
                          f"{d.first_sync_s:.1f} | {d.per_trial_ms:.1f} | "
-                         f"{d.per_trial_cpu_ms:.1f} | {d.other_cpu_ms:.1f} | " +
+                         f"{d.per_trial_cpu_ms:.1f} | {d.breed_cpu_ms:.1f} | "
+                         f"{d.other_cpu_ms:.1f} | " +
                          " | ".join(f"{v:.2f}" for v in d.parts_ms.values()) + f" | {d.load} |")
     (out / "driver_scale.md").write_text("\n".join(lines) + "\n")
     import matplotlib
@@ -379,6 +426,22 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
     plt.close(fig)
 
 
+def read_driver_rows(path: Path) -> list[DriverRow]:
+    """The driver part of an earlier run's CSV."""
+    out = []
+    for r in csv.DictReader(path.open()):
+        if r["part"] == "driver":
+            out.append(DriverRow(int(r["study_trials"]), int(r["measured"]), float(r["start_s"]),
+                                 float(r["first_sync_s"]), float(r["driver_ms_per_trial"]),
+                                 float(r["driver_cpu_ms_per_trial"]),
+                                 float(r["background_cpu_ms_per_trial"]),
+                                 float(r.get("breeding_cpu_ms_per_trial") or "nan"),
+                                 int(r["workers"]) or 64,
+                                 json.loads(r.get("parts_cpu_ms_per_trial") or "{}"),
+                                 r["load_avg_1_5_15"]))
+    return out
+
+
 def read_worker_rows(path: Path) -> list[ScaleRow]:
     """The workers part of an earlier run's CSV."""
     out = []
@@ -405,8 +468,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--farm-workers", type=int, default=64,
                     help="the driver-time part keeps 2 batches per such worker in flight")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--study-dir", default=None,
+                    help="keep the filled study (log and journal) here and reuse it on the next "
+                         "run (the resumed part then runs on a copy)")
+    ap.add_argument("--profile", default=None,
+                    help="cProfile the resumed guided part into PROFILE.<study trials>")
     ap.add_argument("--keep-workers", action="store_true",
                     help="skip the workers part: keep the worker rows of OUT/driver_scale.csv")
+    ap.add_argument("--keep-driver", action="store_true",
+                    help="skip the driver part: keep the driver rows of OUT/driver_scale.csv")
     args = ap.parse_args(argv)
     quick = args.quick
     workers = ([int(w) for w in args.workers.split(",")] if args.workers
@@ -423,9 +493,14 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[ScaleRow] = []
     drivers: list[DriverRow] = []
     with tempfile.TemporaryDirectory(prefix="driver_scale") as d:
+        study_dir = args.study_dir or d
+        os.makedirs(study_dir, exist_ok=True)
         if args.keep_workers:
             rows = read_worker_rows(args.out / "driver_scale.csv")
             workers = []
+        if args.keep_driver:
+            drivers = read_driver_rows(args.out / "driver_scale.csv")
+            studies = []
         stop = rp.start_ray(None, 2) if workers else None
         try:
             for w in workers:
@@ -438,10 +513,12 @@ def main(argv: list[str] | None = None) -> None:
             if stop is not None:
                 stop()
         for n in studies:  # one log: each study size tops up the previous one
-            dr = driver_point(graph, n, guided, args.seed, d, "study.jsonl", args.farm_workers)
+            dr = driver_point(graph, n, guided, args.seed, study_dir, "study.jsonl",
+                              args.farm_workers, args.profile, resume_on_copy=bool(args.study_dir))
             drivers.append(dr)
             print(f"study of {dr.study_trials} trials: guided driver {dr.per_trial_ms:.1f} ms/trial "
-                  f"({dr.per_trial_cpu_ms:.1f} CPU, background {dr.other_cpu_ms:.1f} CPU) over "
+                  f"({dr.per_trial_cpu_ms:.1f} CPU; breeding {dr.breed_cpu_ms:.1f} CPU, "
+                  f"background {dr.other_cpu_ms:.1f} CPU) over "
                   f"{dr.new_trials} new trials (start {dr.start_s:.1f} s, first sync "
                   f"{dr.first_sync_s:.1f} s), load {dr.load}", flush=True)
             for k, v in dr.parts_ms.items():

@@ -51,6 +51,7 @@ import numpy as np
 
 from compiler.codes import ValueTable
 from compiler.errors import GraphtuneError, ScheduleError
+from compiler.key_text import key_text
 from compiler.schedule import GraphSchedule, Placement, Step
 from search_space._build import decode_fitted, decode_with
 from search_space._dims import (
@@ -443,7 +444,7 @@ class Space:
         vec = self.encode(schedule)
         known = self._known(schedule)
         active = known[1] if known is not None else tuple(self._decode_free(vec)[2])
-        key = schedule.structural_key()
+        key = key_text(schedule)  # its codes' text: the structural key's repr, cheaper
         by_kind: dict[str, list[int]] = {}
         for f in active:
             by_kind.setdefault(self.free[f].kind, []).append(f)
@@ -454,7 +455,7 @@ class Space:
             if child is None:
                 continue
             s, _, _ = self._decode_free(child)
-            if s.structural_key() != key:
+            if key_text(s) != key:
                 return s
         return schedule
 

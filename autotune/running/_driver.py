@@ -65,6 +65,9 @@ _DUP_LIMIT = 64
 # Breeding requests in a row that brought nothing new: the sampler then breeds in the driver
 # (where an empty round falls back to random proposals, and duplicates stop the task).
 _DRY_LIMIT = 3
+# A shared study with no enqueued trials is looked at again at most this often (see
+# Driver._waiting: the look is a scan of the whole study).
+WAITING_RECHECK_S = 1.0
 # The study storage is made durable at most this often (a journal append + fsync per
 # finished batch is what 64 workers cannot afford); the log, the truth, is flushed per
 # record, and a resumed job restores what the storage lost from it.
@@ -130,6 +133,9 @@ class Driver:
         self._batches: dict[int, list[Candidate]] = {}
         self._next_batch = 0
         self._n_pending = 0  # candidates in self._batches
+        self._task_pending: dict[int, int] = {}  # ... per task
+        self._drained: set[int] = set()  # tasks whose private study has no enqueued trials
+        self._waiting_checked: dict[int, float] = {}  # shared study: when it had none
         # Candidates being measured -> other trials waiting for them.
         self._inflight: dict[tuple[int, str], list[Trial]] = {}
         self._host = socket.gethostname()
@@ -168,6 +174,8 @@ class Driver:
                     continue
                 batch = self._batches.pop(fin.batch_id)
                 self._n_pending -= len(batch)
+                for c in batch:
+                    self._task_pending[c.task] -= 1
                 self._finish(batch, fin)
                 self.job.rounds += 1
                 if time.monotonic() - flushed >= FLUSH_EVERY_S:
@@ -238,6 +246,7 @@ class Driver:
             self._next_batch += 1
             self._batches[bid] = batch
             self._n_pending += len(batch)
+            self._task_pending[k] = self._task_pending.get(k, 0) + len(batch)
             self.pool.submit(bid, self.job.tasks[k].task.key,
                              [c.schedule.to_json() for c in batch])
 
@@ -280,15 +289,33 @@ class Driver:
         return bool(self.job.tasks[k].measured) and bs.news >= self._fresh
 
     def _waiting(self, k: int) -> bool:
-        """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out."""
+        """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out.
+
+        Reading the trial states is a scan of the whole study (Optuna's storages keep no
+        index by state), so it is not done on every ask: trials are enqueued before the
+        loop starts (seeds, re-queued and warm-start trials), so once a private study has
+        none left it has none for the rest of the run; a shared study (another driver may
+        enqueue its seeds) is looked at again at most every :data:`WAITING_RECHECK_S`.
+        """
+        if k in self._drained:
+            return False
+        checked = self._waiting_checked.get(k)
+        if checked is not None and time.monotonic() - checked < WAITING_RECHECK_S:
+            return False
         from optuna.trial import TrialState
 
         study = self.job.tasks[k].study
-        return bool(study._storage.get_all_trials(study._study_id, deepcopy=False,
-                                                  states=(TrialState.WAITING,)))
+        found = bool(study._storage.get_all_trials(study._study_id, deepcopy=False,
+                                                   states=(TrialState.WAITING,)))
+        if not found:
+            if self.claims is None:
+                self._drained.add(k)
+            else:
+                self._waiting_checked[k] = time.monotonic()
+        return found
 
     def _any_inflight(self, k: int) -> bool:
-        return any(c.task == k for b in self._batches.values() for c in b)
+        return self._task_pending.get(k, 0) > 0
 
     def _stop(self, k: int, why: str) -> None:
         self.scheduler.stop(k, why)

@@ -24,6 +24,7 @@ the driver never decodes. Used on its own, the sampler breeds a whole round in
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import logging
 from collections import deque
@@ -127,6 +128,9 @@ class GuidedSampler(BaseSampler):
         self._synced: set[int] = set()  # trial numbers already learned from
         self._vectors: dict[str, np.ndarray] = {}  # measured candidate -> vector
         self._scores: dict[str, float] = {}  # measured ok candidate -> y (higher = faster)
+        # the best ``options.parents`` of them as (-y, arrival, cid), kept sorted as they
+        # arrive: what heapq.nlargest over all of them would give, without the O(n) per round
+        self._top: list[tuple[float, int, str]] = []
         self._x: list[np.ndarray] = []
         self._y: list[float] = []
         self._trained_at = 0
@@ -293,6 +297,7 @@ class GuidedSampler(BaseSampler):
                 if y is not None:
                     self._vectors[cid] = vec
                     self._scores[cid] = y
+                    self._keep_top(cid, y)
                     new.append((cid, s, row, y))
         if new:
             todo = [s for _, s, row, _ in new if row is None and s is not None]
@@ -403,6 +408,18 @@ class GuidedSampler(BaseSampler):
         """Breed, rank and queue a whole round of proposals here."""
         self.bred(breed(self.space, RankerScorer(self.ranker), self.breed_request()))
 
+    def _keep_top(self, cid: str, y: float) -> None:
+        entry = (-y, len(self._scores), cid)
+        top, k = self._top, self.options.parents
+        if len(top) < k or entry < top[-1]:
+            bisect.insort(top, entry)
+            del top[k:]
+
     def _best(self, k: int) -> list[np.ndarray]:
-        order = heapq.nlargest(k, self._scores, key=self._scores.__getitem__)  # O(n), not a sort
+        """The vectors of the ``k`` best measured candidates, best first (ties: the first
+        measured first), as ``heapq.nlargest`` over all of them would order them."""
+        if k <= self.options.parents:
+            order = [c for _, _, c in self._top[:k]]
+        else:
+            order = heapq.nlargest(k, self._scores, key=self._scores.__getitem__)
         return [self._vectors[c] for c in order]
