@@ -173,7 +173,7 @@ def sweep(
         finished = [v for v in variants[:i] if v.name not in reasons]
         warm_seeds, ranker = None, None
         if warm and finished:
-            warm_seeds, ranker = _warm_from(log_path, tasks, finished, pretrained)
+            warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained)
         use_pretrained = pretrained and ranker is None
         if on_variant:
             on_variant(i, variant, "tuning")
@@ -237,18 +237,27 @@ def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
     return out
 
 
-def _warm_from(log_path: str, tasks: Sequence[Task], finished: Sequence[Variant],
-               pretrained: bool) -> tuple[dict[str, list[Any]], Any]:
-    """Warm seeds and the ranker factory from the finished variants' records."""
-    from autotune.sampling._warm import prior_data, ranker_factory, warm_schedules
+def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
+               finished: Sequence[Variant], pretrained: bool) -> tuple[dict[str, list[Any]], Any]:
+    """Warm seeds and the ranker factory of ``variant`` from the finished variants' records.
+
+    Seeds come from the nearest finished variants only, and each finished variant
+    gives the cost model fewer rows the farther it is (:mod:`autotune.whatif._nearest`).
+    """
+    from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules
+    from autotune.whatif._nearest import prior_rows, seed_sources
 
     recs = _records(log_path, tasks, finished)
     targets = {v.key: v.target for v in finished}
+    near = {v.key for v in seed_sources(variant, finished)}
+    rows = prior_rows(variant, finished, MAX_PRIOR_ROWS_PER_TARGET)
     seeds: dict[str, list[Any]] = {}
     priors: dict[str, Any] = {}
     for t in tasks:
-        mine = [(targets[tk], r) for tk, by in recs.items() for r in by.get(t.key, [])]
-        seeds[t.key] = warm_schedules(r for _, r in mine)
+        seeds[t.key] = warm_schedules(r for tk, by in recs.items() if tk in near
+                                      for r in by.get(t.key, []))
+        mine = [(targets[tk], r) for tk, by in recs.items() if tk in rows
+                for r in _fastest(by.get(t.key, []), rows[tk])]
         priors[t.key] = prior_data(t.graph, mine)
     base = None
     if pretrained:
@@ -257,6 +266,11 @@ def _warm_from(log_path: str, tasks: Sequence[Task], finished: Sequence[Variant]
         p = cost_model.pretrained_path()
         base = str(p) if p is not None else None
     return seeds, ranker_factory(priors, base)
+
+
+def _fastest(recs: Sequence[Record], n: int) -> list[Record]:
+    ok = [r for r in recs if r.result.status.value == "ok" and r.result.throughput_per_s]
+    return sorted(ok, key=lambda r: -float(r.result.throughput_per_s or 0.0))[:n]
 
 
 def _failure_reason(log_path: str, tasks: Sequence[Task], variant: Variant) -> str:

@@ -1,0 +1,89 @@
+"""A sweep's warm start takes from the nearest finished variants (``autotune.whatif._nearest``)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autotune.whatif._nearest import distance, prior_rows, ranked, seed_sources
+from autotune.whatif._targets import Variant, make_variants, parse_set
+from compiler.graph import Graph
+from compiler.target import Target
+
+BASE = Target.default()
+L1 = [f"{k}K" for k in (64, 128, 256, 384, 512, 768, 1024, 2048)]
+DDR = ["7", "13", "27", "54"]
+
+
+def _variants(l1: list[str], ddr: list[str]) -> list[Variant]:
+    return make_variants(BASE, [parse_set("l1.data_bytes=" + ",".join(l1)),
+                                parse_set("ddr.bytes_per_cycle=" + ",".join(ddr))])
+
+
+ALL = _variants(L1, DDR)
+pick = st.sampled_from(ALL)
+
+
+def test_distance_counts_factors_of_two() -> None:
+    v = {x.name: x for x in _variants(["256K", "512K", "1M"], ["13", "27"])}
+    a = v["STCP920+l1.data_bytes=256K,ddr.bytes_per_cycle=13"]
+    b = v["STCP920+l1.data_bytes=1M,ddr.bytes_per_cycle=13"]
+    c = v["STCP920+l1.data_bytes=512K,ddr.bytes_per_cycle=27"]
+    assert distance(a, b) == 2.0  # L1 x4
+    assert math.isclose(distance(a, c), 1.0 + math.log2(27 / 13))  # L1 x2, DDR x27/13
+
+
+@settings(max_examples=60, deadline=None)
+@given(pick, pick, pick)
+def test_distance_is_a_metric(a: Variant, b: Variant, c: Variant) -> None:
+    """Invariant: zero only for the same values, symmetric, and the triangle inequality."""
+    assert distance(a, a) == 0.0
+    assert (distance(a, b) == 0.0) == (a.values == b.values)
+    assert math.isclose(distance(a, b), distance(b, a))
+    assert distance(a, c) <= distance(a, b) + distance(b, c) + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(pick, st.lists(pick, min_size=1, max_size=6, unique_by=lambda v: v.name))
+def test_seeds_come_from_the_nearest_and_rows_shrink_with_distance(v: Variant,
+                                                                    done: list[Variant]) -> None:
+    """Invariant: seed sources are exactly the finished variants at the least distance; a
+    farther variant never gives more prior rows than a nearer one, the nearest give all."""
+    by = ranked(v, done)
+    near = by[0][0]
+    assert {f.name for f in seed_sources(v, done)} == {f.name for d, f in by if d <= near + 1e-9}
+    rows = prior_rows(v, done, 400)
+    for f in seed_sources(v, done):
+        assert rows[f.key] == 400
+    for d1, f1 in by:
+        for d2, f2 in by:
+            if d1 < d2:
+                assert rows.get(f1.key, 0) >= rows.get(f2.key, 0)
+    assert seed_sources(v, []) == [] and prior_rows(v, [], 400) == {}
+
+
+def test_a_variant_is_seeded_by_its_nearest_finished_variant(tiny_graph: Graph,
+                                                             tmp_path: Path) -> None:
+    """32K after 1M and 16K: the warm schedules are 16K's best, none of 1M's; 1M gives
+    the cost model 1/16 of the rows 16K gives (four factors of two farther)."""
+    from autotune._tune import load_tasks
+    from autotune.sampling._studies import candidate_id
+    from autotune.sampling._warm import warm_schedules
+    from autotune.whatif._sweep import _records, _warm_from, sweep
+
+    vs = make_variants(BASE, [parse_set("l1.data_bytes=1M,16K,32K")])
+    log = tmp_path / "sweep.jsonl"
+    sweep([tiny_graph], vs[:2], trials_per_variant=10, log=log, workers=0, seed=2, pretrained=False)
+    tasks = load_tasks([tiny_graph])
+    key = tasks[0].key
+    recs = _records(str(log), tasks, vs[:2])
+    near_best = {candidate_id(s) for s in warm_schedules(recs[vs[1].key][key])}
+    far_best = {candidate_id(s) for s in warm_schedules(recs[vs[0].key][key])}
+    seeds, _ = _warm_from(str(log), tasks, vs[2], vs[:2], False)
+    got = {candidate_id(s) for s in seeds[key]}
+    assert got == near_best and far_best - near_best, "the far variant's best should differ"
+    assert not got & (far_best - near_best)
+    assert prior_rows(vs[2], vs[:2], 400) == {vs[1].key: 400, vs[0].key: 25}
