@@ -372,12 +372,14 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
             note_measurement(ts, objective, rec.prov.tuner, dict(rec.schedule), rec.prov.trial,
                              m, cid)
         reconcile(study, space, logged, objective, owner, ts.lower_bound_us)
-        if seeds:
-            _enqueue_seeds(ts, target)
         if warm and warm.get(task.key):
+            # before O0-O3: a nearby target's best is likelier near this one's best than the
+            # levels are (where the levels' L1 heuristics break, they are several times off)
             from autotune.sampling._warm import enqueue_warm
 
-            enqueue_warm(ts, warm[task.key], target)
+            enqueue_warm(ts, warm[task.key], target, _seed_cids(ts, target) if seeds else ())
+        if seeds:
+            _enqueue_seeds(ts, target)
         states.append(ts)
     handle.flush()
     return JobState(states, trials, workers)
@@ -417,6 +419,17 @@ def _enqueue_seeds(ts: TaskState, target: Target) -> None:
         ts.study.enqueue_trial(dict(proj.params),
                                user_attrs={SEED_ATTR: label, SEED_CID_ATTR: cid},
                                skip_if_exists=True)
+
+
+def _seed_cids(ts: TaskState, target: Target) -> set[str]:
+    """Candidate ids of the O0-O3/plan seeds, as given and as projected into the space."""
+    out: set[str] = set()
+    for _label, s in seed_schedules(ts.task.graph, target):
+        out.add(candidate_id(s))
+        proj = ts.space.project(s)
+        if proj.schedule is not None:
+            out.add(candidate_id(proj.schedule))
+    return out
 
 
 def _scheduler(job: JobState, seed: int | None, early_stopping: int | None) -> GradientScheduler:

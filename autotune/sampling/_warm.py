@@ -217,24 +217,27 @@ def describe(schedules: Sequence[GraphSchedule]) -> str:
     return f"{len(schedules)} schedule{'s' if len(schedules) != 1 else ''}"
 
 
-def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target) -> int:
+def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
+                 skip: Iterable[str] = ()) -> int:
     """Enqueue the schedules that the task's space expresses and that fit ``target``.
 
     Each is projected into the task's space (:meth:`Space.project`); one that the
     space cannot express, that overflows the target's L1 or LLB
-    (:func:`compiler.capacity.check_capacity`), or that was measured already is
-    skipped. Returns how many were enqueued.
+    (:func:`compiler.capacity.check_capacity`), that was measured already or whose
+    candidate id is in ``skip`` (the O0-O3/plan seeds, measured under their own
+    label) is skipped. Returns how many were enqueued.
     """
     from autotune.sampling._studies import candidate_id
     from compiler.capacity import check_capacity, in_compute_dtype
 
     graph = in_compute_dtype(ts.task.graph, target)
+    skipped = set(skip)
     n = 0
     for s in schedules:
         proj = ts.space.project(s)
         if proj.schedule is None:
             continue
-        if candidate_id(proj.schedule) in ts.latency:
+        if candidate_id(proj.schedule) in ts.latency or candidate_id(proj.schedule) in skipped:
             continue
         try:
             if check_capacity(graph, proj.schedule, target) is not None:
