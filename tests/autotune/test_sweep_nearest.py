@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,3 +88,47 @@ def test_a_variant_is_seeded_by_its_nearest_finished_variant(tiny_graph: Graph,
     assert got == near_best and far_best - near_best, "the far variant's best should differ"
     assert not got & (far_best - near_best)
     assert prior_rows(vs[2], vs[:2], 400) == {vs[1].key: 400, vs[0].key: 25}
+
+
+@pytest.mark.slow
+def test_a_sigkilled_sweep_re_run_measures_nothing_twice_and_gives_the_same_table(
+        tiny_onnx: Path, tmp_path: Path) -> None:
+    """Acceptance (issue 22): SIGKILL mid-sweep (in the second variant), re-run: no candidate
+    measured twice on a variant, and the table equals an uninterrupted run's (same seed)."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    exe = str(Path(sys.executable).parent / "graphtune")
+
+    def cmd(name: str) -> list[str]:
+        return [exe, "sweep", str(tiny_onnx), "--set", "l1.data_bytes=64K,1M",
+                "--trials-per-variant", "30", "--workers", "0", "--seed", "4", "--log",
+                str(tmp_path / f"{name}.jsonl"), "-o", str(tmp_path / name), "--json"]
+
+    log = tmp_path / "killed.jsonl"
+    p = subprocess.Popen(cmd("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while p.poll() is None and not (log.exists() and log.read_text().count("\n") >= 40):
+        time.sleep(0.05)
+    assert p.poll() is None, "the sweep ended before it could be killed"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    at_kill = log.read_text().count("\n")
+    assert 30 <= at_kill < 60
+    resumed = json.loads(subprocess.run(cmd("killed"), capture_output=True, text=True,
+                                        check=True).stdout.splitlines()[-1])
+    full = json.loads(subprocess.run(cmd("full"), capture_output=True, text=True,
+                                     check=True).stdout.splitlines()[-1])
+    from autotune.sampling._studies import candidate_id
+    from compiler.schedule import GraphSchedule
+
+    seen: set[tuple[str, str]] = set()
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == 60
+    for r in records:
+        k = (r["target"]["chip"], candidate_id(GraphSchedule.from_json(r["schedule"])))
+        assert k not in seen, f"{k} measured twice"
+        seen.add(k)
+    assert resumed["rows"] == full["rows"]
