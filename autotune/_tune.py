@@ -377,7 +377,8 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
             # levels are (where the levels' L1 heuristics break, they are several times off)
             from autotune.sampling._warm import enqueue_warm
 
-            enqueue_warm(ts, warm[task.key], target, _seed_cids(ts, target) if seeds else ())
+            levels = [s for _, s in seed_schedules(task.graph, target)] if seeds else []
+            enqueue_warm(ts, warm[task.key], target, levels)
         if seeds:
             _enqueue_seeds(ts, target)
         states.append(ts)
@@ -419,17 +420,6 @@ def _enqueue_seeds(ts: TaskState, target: Target) -> None:
         ts.study.enqueue_trial(dict(proj.params),
                                user_attrs={SEED_ATTR: label, SEED_CID_ATTR: cid},
                                skip_if_exists=True)
-
-
-def _seed_cids(ts: TaskState, target: Target) -> set[str]:
-    """Candidate ids of the O0-O3/plan seeds, as given and as projected into the space."""
-    out: set[str] = set()
-    for _label, s in seed_schedules(ts.task.graph, target):
-        out.add(candidate_id(s))
-        proj = ts.space.project(s)
-        if proj.schedule is not None:
-            out.add(candidate_id(proj.schedule))
-    return out
 
 
 def _scheduler(job: JobState, seed: int | None, early_stopping: int | None) -> GradientScheduler:

@@ -218,37 +218,63 @@ def describe(schedules: Sequence[GraphSchedule]) -> str:
 
 
 def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
-                 skip: Iterable[str] = ()) -> int:
-    """Enqueue the schedules that the task's space expresses and that fit ``target``.
+                 levels: Sequence[GraphSchedule] = ()) -> int:
+    """Enqueue the schedules that the task's space expresses, that fit ``target`` and that
+    the roofline does not put behind the task's own levels.
 
     Each is projected into the task's space (:meth:`Space.project`); one that the
     space cannot express, that overflows the target's L1 or LLB
-    (:func:`compiler.capacity.check_capacity`), that was measured already or whose
-    candidate id is in ``skip`` (the O0-O3/plan seeds, measured under their own
-    label) is skipped. Returns how many were enqueued.
+    (:func:`compiler.capacity.check_capacity`), that was measured already or that
+    is one of ``levels`` (the O0-O3/plan seeds, measured under their own label) is
+    skipped. With ``levels``, so is one whose roofline estimate on ``target``
+    (:func:`cost_model.analytical_cycles`: the schedule's traffic and work over
+    this target's rates, with the spills its capacities cause) is slower than the
+    fastest level's: its groups were cut for another chip's balance, and the
+    levels are measured anyway. Returns how many were enqueued.
     """
     from autotune.sampling._studies import candidate_id
     from compiler.capacity import check_capacity, in_compute_dtype
 
     graph = in_compute_dtype(ts.task.graph, target)
-    skipped = set(skip)
-    n = 0
+    skip: set[str] = set()
+    for s in levels:
+        skip.add(candidate_id(s))
+        p = ts.space.project(s)
+        if p.schedule is not None:
+            skip.add(candidate_id(p.schedule))
+    picked: list[tuple[GraphSchedule, dict[str, Any]]] = []
     for s in schedules:
         proj = ts.space.project(s)
         if proj.schedule is None:
             continue
-        if candidate_id(proj.schedule) in ts.latency or candidate_id(proj.schedule) in skipped:
+        cid = candidate_id(proj.schedule)
+        if cid in ts.latency or cid in skip or any(cid == candidate_id(q) for q, _ in picked):
             continue
         try:
             if check_capacity(graph, proj.schedule, target) is not None:
                 continue
         except Exception:  # noqa: BLE001 - an invalid schedule for this target: not a seed
             continue
-        ts.study.enqueue_trial(dict(proj.params), skip_if_exists=True)
-        n += 1
-    if n:
-        log.info("task %s: %d schedule(s) of other targets enqueued", ts.task.name, n)
-    return n
+        picked.append((proj.schedule, dict(proj.params)))
+    if picked and levels:
+        picked = _not_behind(ts.task.graph, picked, levels, target)
+    for _s, params in picked:
+        ts.study.enqueue_trial(params, skip_if_exists=True)
+    if picked:
+        log.info("task %s: %d schedule(s) of other targets enqueued", ts.task.name, len(picked))
+    return len(picked)
+
+
+def _not_behind(graph: Graph, picked: list[tuple[GraphSchedule, dict[str, Any]]],
+                levels: Sequence[GraphSchedule], target: Target
+                ) -> list[tuple[GraphSchedule, dict[str, Any]]]:
+    """The picks whose roofline estimate on ``target`` is no slower than the fastest level's."""
+    import cost_model
+
+    rows = cost_model.features(graph, [s for s, _ in picked] + list(levels), target)
+    est = cost_model.analytical_cycles(np.asarray(rows, dtype=np.float64))
+    fastest_level = float(est[len(picked):].min())
+    return [p for p, e in zip(picked, est[:len(picked)]) if float(e) <= fastest_level]
 
 
 def pretrained_factory(records: dict[str, list[Any]], notify: Callable[[str], None] | None

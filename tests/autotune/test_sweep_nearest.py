@@ -132,3 +132,24 @@ def test_a_sigkilled_sweep_re_run_measures_nothing_twice_and_gives_the_same_tabl
         assert k not in seen, f"{k} measured twice"
         seen.add(k)
     assert resumed["rows"] == full["rows"]
+
+
+def test_warm_seeds_the_roofline_puts_behind_the_levels_are_dropped(tiny_graph: Graph) -> None:
+    """A warm seed whose roofline estimate on the target is slower than the fastest level's
+    is not measured first; one as fast or faster is."""
+    import numpy as np
+
+    import cost_model
+    from autotune.sampling._studies import seed_schedules
+    from autotune.sampling._warm import _not_behind
+
+    target = BASE.replace(l1={"data_bytes": 64 * 1024})
+    levels = dict(seed_schedules(tiny_graph, target))
+    est = dict(zip(levels, cost_model.analytical_cycles(np.asarray(
+        cost_model.features(tiny_graph, list(levels.values()), target)))))
+    slow, fast = max(est, key=est.__getitem__), min(est, key=est.__getitem__)
+    assert est[slow] > est[fast]
+    others = [levels[k] for k in levels if k not in (slow, fast)]
+    kept = _not_behind(tiny_graph, [(levels[slow], {"n": 0}), (levels[fast], {"n": 1})],
+                       others, target)
+    assert [p for _, p in kept] == [{"n": 1}]
