@@ -12,15 +12,15 @@ factors between their values: the distance is the sum over the swept keys of
 ``|log2(a / b)|`` (a factor of two in any parameter counts 1; a key whose values
 are not positive numbers counts 1 when they differ).
 
-What far means was measured (``bench/results/sweep.md``, 2026-11-26): on
-MobileNetV2 b16, the fastest schedules of the 1M-L1 variant cut the graph into
-groups whose working sets do not fit a 384K L1; projected into the 384K space
-they fit only once re-tiled, and ran several times slower than that variant's
-own best, and a cost model trained on the 1M rows ranked worse there than the
-roofline estimate. So a variant takes schedules only from its nearest finished
-variants (:func:`seed_sources`), and rows from each finished variant in
-proportion to its closeness (:func:`prior_rows`: half as many per unit of
-distance beyond the nearest one's).
+What far means was measured on MobileNetV2 b16 (``bench/results/sweep.md``,
+2026-11-26, DDR at 13 B/cycle): the fastest schedules of the 1M-L1 variant cannot
+be expressed in the 384K variant's space at all; on the 768K variant the 1M
+variant's best runs at 1,621 µs (the best known there: 1,618 µs) and the 512K
+variant's at 1,911 µs, slower than 768K's own O3 (1,768 µs). So a variant takes
+schedules only from its nearest finished variants (:func:`seed_sources`), rows
+from each finished variant in proportion to its closeness (:func:`prior_rows`:
+half as many per unit of distance beyond the nearest one's), and the sweep
+tunes the base target's nearest variants first (:func:`tuning_order`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 from autotune.whatif._targets import Variant
 
-__all__ = ["distance", "prior_rows", "ranked", "seed_sources"]
+__all__ = ["distance", "from_base", "prior_rows", "ranked", "seed_sources", "tuning_order"]
 
 TIE = 1e-9
 
@@ -98,3 +98,21 @@ def prior_rows(variant: Variant, finished: Sequence[Variant], most: int) -> dict
         if n >= max(1, most // 16):
             out[f.key] = n
     return out
+
+
+def from_base(v: Variant) -> float:
+    """The variant's distance from its sweep's base target (0 when the base is not known)."""
+    return sum(_term(v.values[k], v.base[k]) for k in v.values if k in v.base)
+
+
+def tuning_order(variants: Sequence[Variant]) -> list[int]:
+    """Indices of ``variants`` in the order a sweep tunes them: the base target's nearest first.
+
+    The first variant tuned has no finished variant to start from. O0-O3 and the
+    guide's plans were made for the base chip (on the STCP920, O3 on MobileNetV2
+    b16 is within 0.1% of a 400-trial tune; with L1 at 384K it is 13x slower), so
+    the variant nearest the base loses least by starting cold; then each variant
+    is tuned after nearer ones, so it has a finished neighbour (ties: the order
+    given). The table keeps the order given.
+    """
+    return sorted(range(len(variants)), key=lambda i: from_base(variants[i]))

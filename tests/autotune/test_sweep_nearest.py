@@ -153,3 +153,21 @@ def test_warm_seeds_the_roofline_puts_behind_the_levels_are_dropped(tiny_graph: 
     kept = _not_behind(tiny_graph, [(levels[slow], {"n": 0}), (levels[fast], {"n": 1})],
                        others, target)
     assert [p for _, p in kept] == [{"n": 1}]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(pick, min_size=1, max_size=8, unique_by=lambda v: v.name))
+def test_the_sweep_tunes_the_bases_nearest_variants_first(vs: list[Variant]) -> None:
+    """Invariant: a permutation, non-decreasing in the distance from the base target (the
+    STCP920: L1 1M, DDR 27 B/cycle), ties in the order given."""
+    from autotune.whatif._nearest import from_base, tuning_order
+
+    order = tuning_order(vs)
+    assert sorted(order) == list(range(len(vs)))
+    d = [from_base(vs[i]) for i in order]
+    assert d == sorted(d)
+    for a, b in zip(order, order[1:]):
+        if d[order.index(a)] == d[order.index(b)]:
+            assert a < b
+    grid = _variants(["384K", "1M"], ["13", "27"])
+    assert grid[tuning_order(grid)[0]].name == "STCP920+l1.data_bytes=1M,ddr.bytes_per_cycle=27"
