@@ -166,8 +166,8 @@ def test_the_sweep_tunes_the_bases_nearest_variants_first(vs: list[Variant]) -> 
     assert sorted(order) == list(range(len(vs)))
     d = [from_base(vs[i]) for i in order]
     assert d == sorted(d)
-    for a, b in zip(order, order[1:]):
-        if d[order.index(a)] == d[order.index(b)]:
-            assert a < b
+    for k in range(len(order) - 1):
+        if d[k] == d[k + 1]:
+            assert order[k] < order[k + 1]
     grid = _variants(["384K", "1M"], ["13", "27"])
     assert grid[tuning_order(grid)[0]].name == "STCP920+l1.data_bytes=1M,ddr.bytes_per_cycle=27"
