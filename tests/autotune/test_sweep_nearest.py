@@ -171,3 +171,39 @@ def test_the_sweep_tunes_the_bases_nearest_variants_first(vs: list[Variant]) -> 
             assert order[k] < order[k + 1]
     grid = _variants(["384K", "1M"], ["13", "27"])
     assert grid[tuning_order(grid)[0]].name == "STCP920+l1.data_bytes=1M,ddr.bytes_per_cycle=27"
+
+
+def test_the_warm_ranker_learns_from_the_task_alone_once_it_has_enough_rows(
+        tiny_graph: Graph) -> None:
+    """Below ``own_enough`` rows the prior shapes the model; from there on it is the cold
+    ranker's model (the task's own rows alone, same seed: the same predictions)."""
+    import numpy as np
+
+    import cost_model
+    from autotune.sampling._ranker import CostModelRanker
+    from autotune.sampling._warm import PriorData, WarmRanker
+    from search_space import build_space
+    from sim import measure
+
+    other, mine = BASE.replace(ddr={"bytes_per_cycle": 13}), BASE.replace(l1={"data_bytes": 65536})
+    rng = np.random.default_rng(1)
+    rows = {}
+    for t in (other, mine):
+        space = build_space(tiny_graph, t, tiny_graph.batch)
+        pool = [space.sample(rng, uniform=i % 2 == 0) for i in range(80)]
+        ok = [(s, m.throughput_per_s) for s, m in zip(pool, measure(tiny_graph, pool, t))
+              if m.status == "ok"]
+        rows[t.key] = (np.asarray(cost_model.features(tiny_graph, [s for s, _ in ok], t)),
+                       np.asarray([v for _, v in ok], dtype=np.float64))
+    px, py = rows[other.key]
+    x, y = rows[mine.key]
+    n = WarmRanker.own_enough
+    assert len(y) > n
+    warm = WarmRanker(tiny_graph, mine, seed=0, prior=PriorData(px, py, np.zeros(len(py), dtype=np.int64)))
+    cold = CostModelRanker(tiny_graph, mine, seed=0)
+    warm.fit(x[:n - 1], y[:n - 1])
+    assert "prior=" in warm.label
+    warm.fit(x[:n], y[:n])
+    cold.fit(x[:n], y[:n])
+    assert warm.label == f"xgb-warm/own/n={n}"
+    np.testing.assert_allclose(warm.predict(x), cold.predict(x))
