@@ -60,7 +60,8 @@ class SearchOptions:
             scratch).
         warm_schedules: Workload key -> schedules found elsewhere (a sweep's other
             targets): each is projected into the task's space and, where it fits the
-            target, measured right after the seeds as an ordinary candidate.
+            target and its roofline estimate is not behind the fastest seed's, measured
+            before the seeds as an ordinary candidate.
         pretrained: With the guided sampler and no ``ranker``: a task with no records
             on this target yet starts from the shipped pre-trained cost model
             (:func:`cost_model.load_pretrained`) instead of the roofline estimate.

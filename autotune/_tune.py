@@ -384,12 +384,15 @@ def _setup(tasks: Sequence[Task], records: dict[str, list[tuple[Record, str]]],
             note_measurement(ts, objective, rec.prov.tuner, dict(rec.schedule), rec.prov.trial,
                              m, cid)
         reconcile(study, space, logged, objective, owner, ts.lower_bound_us)
-        if seeds:
-            _enqueue_seeds(ts, target)
         if warm and warm.get(task.key):
+            # before O0-O3: a nearby target's best is likelier near this one's best than the
+            # levels are (where the levels' L1 heuristics break, they are several times off)
             from autotune.sampling._warm import enqueue_warm
 
-            enqueue_warm(ts, warm[task.key], target)
+            levels = [s for _, s in seed_schedules(task.graph, target)] if seeds else []
+            enqueue_warm(ts, warm[task.key], target, levels)
+        if seeds:
+            _enqueue_seeds(ts, target)
         states.append(ts)
     handle.flush()
     return JobState(states, trials, workers)

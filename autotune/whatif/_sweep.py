@@ -1,16 +1,19 @@
 """``sweep``: tune models on many variants of a chip and tabulate what each design costs.
 
-For each variant (:mod:`autotune.whatif._targets`), in order:
+For each variant (:mod:`autotune.whatif._targets`), the base target's nearest first
+(:func:`autotune.whatif._nearest.tuning_order`; the table keeps the order given):
 
 1. a capacity check (:func:`infeasible_reason`): a variant on which none of
    O0-O3, the guide's plans and a few hundred schedules sampled from the space
    fits the L1 and LLB is *infeasible* and gets no measurement;
 2. a :func:`autotune._tune.tune` into the one log, with the variant as target:
-   O0-O3 and the guide's plans that fit first, then the fastest schedules of
-   the variants finished before it (projected into its space, where they fit),
+   the fastest schedules of the nearest variants finished before it (projected
+   into its space, where they fit), then O0-O3 and the guide's plans that fit,
    then the guided search, ranked by a cost model trained on those variants'
    measurements (:class:`autotune.sampling._warm.WarmRanker`), continued from the
-   shipped pre-trained model (the first variant: that model alone);
+   shipped pre-trained model (the first variant: that model alone). A seed the
+   roofline puts behind the levels is not measured first, and nearer variants
+   give the cost model more rows (:mod:`autotune.whatif._nearest`);
 3. if no schedule ran, the variant is infeasible with the first capacity
    error its measurements gave.
 
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._tasks import Task, model_names
+from autotune.whatif._nearest import tuning_order
 from autotune.whatif._rows import SweepResult, SweepRow
 from autotune.whatif._targets import Variant
 
@@ -127,7 +131,8 @@ def sweep(
         pretrained: Start from the shipped cost model where nothing is known yet.
         callbacks: Passed to every tune.
         notify: Called with lines for the user.
-        on_variant: Called with (index, variant, what happens) as each variant starts.
+        on_variant: Called with (position in the tuning order, variant, what happens) as each
+            variant starts (variants are tuned nearest the base first: :func:`tuning_order`).
 
     Raises:
         GraphtuneError: a bad argument, model or log (before anything is measured).
@@ -148,40 +153,42 @@ def sweep(
     result = SweepResult([], sorted({k for v in variants for k in v.values}))
     t0 = time.monotonic()
     reasons: dict[str, str] = {}
-    for i, variant in enumerate(variants):
+    order = tuning_order(variants)
+    for n, i in enumerate(order):
+        variant = variants[i]
         why = _infeasible(tasks, variant.target)
         if why is not None:
             reasons[variant.name] = why
             say(f"{variant.name} is infeasible: {why}")
             if on_variant:
-                on_variant(i, variant, "infeasible")
+                on_variant(n, variant, "infeasible")
             continue
         done = _records(log_path, tasks, [variant])
         have = sum(len(v) for v in done.get(variant.key, {}).values())
         if have >= trials_per_variant:
             if on_variant:
-                on_variant(i, variant, "done")
+                on_variant(n, variant, "done")
             continue
         budget_cb: list[Callable[[JobState], None]] = []
         if time_budget_s is not None:
             left = time_budget_s - (time.monotonic() - t0)
             if left <= 0:
-                say(f"the time budget is spent: {len(variants) - i} variant(s) not tuned "
+                say(f"the time budget is spent: {len(variants) - n} variant(s) not tuned "
                     "(re-run to continue)")
                 break
-            budget_cb.append(_deadline(time.monotonic() + left / (len(variants) - i)))
-        finished = [v for v in variants[:i] if v.name not in reasons]
+            budget_cb.append(_deadline(time.monotonic() + left / (len(variants) - n)))
+        finished = [variants[j] for j in order[:n] if variants[j].name not in reasons]
         warm_seeds, ranker = None, None
         if warm and finished:
-            warm_seeds, ranker = _warm_from(log_path, tasks, finished, pretrained)
+            warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained)
         use_pretrained = pretrained and ranker is None
         if on_variant:
-            on_variant(i, variant, "tuning")
+            on_variant(n, variant, "tuning")
         res = tune(tasks, trials=trials_per_variant, log=log_path, target=variant.target,
                    search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
                                         pretrained=use_pretrained),
                    run=RunOptions(workers=workers, callbacks=[*callbacks, *budget_cb],
-                                  notify=say if i == 0 else None, curve=False))
+                                  notify=say if n == 0 else None, curve=False))
         result.measured += res.measured
         if any(t.best_latency_us is None for t in res.tasks):
             reasons[variant.name] = _failure_reason(log_path, tasks, variant)
@@ -237,18 +244,27 @@ def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
     return out
 
 
-def _warm_from(log_path: str, tasks: Sequence[Task], finished: Sequence[Variant],
-               pretrained: bool) -> tuple[dict[str, list[Any]], Any]:
-    """Warm seeds and the ranker factory from the finished variants' records."""
-    from autotune.sampling._warm import prior_data, ranker_factory, warm_schedules
+def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
+               finished: Sequence[Variant], pretrained: bool) -> tuple[dict[str, list[Any]], Any]:
+    """Warm seeds and the ranker factory of ``variant`` from the finished variants' records.
+
+    Seeds come from the nearest finished variants only, and each finished variant
+    gives the cost model fewer rows the farther it is (:mod:`autotune.whatif._nearest`).
+    """
+    from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules
+    from autotune.whatif._nearest import prior_rows, seed_sources
 
     recs = _records(log_path, tasks, finished)
     targets = {v.key: v.target for v in finished}
+    near = {v.key for v in seed_sources(variant, finished)}
+    rows = prior_rows(variant, finished, MAX_PRIOR_ROWS_PER_TARGET)
     seeds: dict[str, list[Any]] = {}
     priors: dict[str, Any] = {}
     for t in tasks:
-        mine = [(targets[tk], r) for tk, by in recs.items() for r in by.get(t.key, [])]
-        seeds[t.key] = warm_schedules(r for _, r in mine)
+        seeds[t.key] = warm_schedules(r for tk, by in recs.items() if tk in near
+                                      for r in by.get(t.key, []))
+        mine = [(targets[tk], r) for tk, by in recs.items() if tk in rows
+                for r in _fastest(by.get(t.key, []), rows[tk])]
         priors[t.key] = prior_data(t.graph, mine)
     base = None
     if pretrained:
@@ -257,6 +273,11 @@ def _warm_from(log_path: str, tasks: Sequence[Task], finished: Sequence[Variant]
         p = cost_model.pretrained_path()
         base = str(p) if p is not None else None
     return seeds, ranker_factory(priors, base)
+
+
+def _fastest(recs: Sequence[Record], n: int) -> list[Record]:
+    ok = [r for r in recs if r.result.status.value == "ok" and r.result.throughput_per_s]
+    return sorted(ok, key=lambda r: -float(r.result.throughput_per_s or 0.0))[:n]
 
 
 def _failure_reason(log_path: str, tasks: Sequence[Task], variant: Variant) -> str:

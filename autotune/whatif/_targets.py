@@ -22,7 +22,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -114,12 +114,14 @@ class Variant:
         target: The validated target.
         values: Swept key -> value (numbers in the target's units).
         texts: Swept key -> the value as the user wrote it (``512K``).
+        base: Swept key -> the base target's value of it (empty: not known).
     """
 
     name: str
     target: Target
     values: dict[str, Any]
     texts: dict[str, str]
+    base: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -187,8 +189,14 @@ def make_variants(base: Target, sets: Sequence[tuple[str, list[tuple[str, Any]]]
         if name in names:
             raise GraphtuneError(f"two variants are both named {name}: give distinct values")
         names.add(name)
-        out.append(Variant(name, target, values, texts))
+        out.append(Variant(name, target, values, texts, {k: _base_value(base, k) for k in keys}))
     return out
+
+
+def _base_value(base: Target, key: str) -> Any:
+    section, dot, name = key.partition(".")
+    data = base.to_dict()
+    return data[section][name] if dot else data[key]
 
 
 def target_toml(target: Target) -> str:

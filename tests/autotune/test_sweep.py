@@ -165,7 +165,7 @@ def test_compile_picks_each_variants_record(tiny_onnx: Path, tiny_graph: Graph, 
 
 
 def test_a_variant_starts_from_the_finished_variants(tiny_graph: Graph, tmp_path: Path) -> None:
-    """The second variant measures the first one's best schedule right after its seeds."""
+    """The second variant measures the first one's best schedule (before its O0-O3 seeds)."""
     vs = make_variants(BASE, [parse_set("ddr.bytes_per_cycle=27,13")])
     log = tmp_path / "sweep.jsonl"
     sweep([tiny_graph], vs, trials_per_variant=12, log=log, workers=0, seed=5, pretrained=False)
@@ -178,6 +178,9 @@ def test_a_variant_starts_from_the_finished_variants(tiny_graph: Graph, tmp_path
     best_cid = candidate_id(GraphSchedule.from_json(best["schedule"]))
     second = _cids(records, vs[1].name)
     assert best_cid in second
+    tuners = [r["prov"]["tuner"] for r in records if r["target"]["chip"] == vs[1].name]
+    before = second[:tuners.index("O0")]  # the warm seeds go first (O3 itself is not repeated)
+    assert before and set(before) <= set(_cids(records, vs[0].name))
     cold = tmp_path / "cold.jsonl"
     sweep([tiny_graph], vs, trials_per_variant=12, log=cold, workers=0, seed=5, warm=False,
           pretrained=False)

@@ -1,0 +1,118 @@
+"""Which finished variants a variant of a sweep starts from: the nearest first.
+
+A variant's warm start (:mod:`autotune.whatif._sweep`) reuses what the variants
+tuned before it learnt: their fastest schedules, measured first, and their
+measurements, as rows of its cost model. How much that is worth depends on how
+alike the two chips are, and the simulator says what "alike" means: every cost
+term is a ratio of a schedule's demand to a rate or a capacity of the target
+(bytes over DDR bytes per cycle, a group's working set against the L1 and LLB
+capacities, MACs over the engines' rates). Halving a rate or a capacity doubles
+that term whatever its absolute size, so two variants are as far apart as the
+factors between their values: the distance is the sum over the swept keys of
+``|log2(a / b)|`` (a factor of two in any parameter counts 1; a key whose values
+are not positive numbers counts 1 when they differ).
+
+What far means was measured on MobileNetV2 b16 (``bench/results/sweep.md``,
+2026-11-26, DDR at 13 B/cycle): the fastest schedules of the 1M-L1 variant cannot
+be expressed in the 384K variant's space at all; on the 768K variant the 1M
+variant's best runs at 1,621 µs (the best known there: 1,618 µs) and the 512K
+variant's at 1,911 µs, slower than 768K's own O3 (1,768 µs). So a variant takes
+schedules only from its nearest finished variants (:func:`seed_sources`), rows
+from each finished variant in proportion to its closeness (:func:`prior_rows`:
+half as many per unit of distance beyond the nearest one's), and the sweep
+tunes the base target's nearest variants first (:func:`tuning_order`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from autotune.whatif._targets import Variant
+
+__all__ = ["distance", "from_base", "prior_rows", "ranked", "seed_sources", "tuning_order"]
+
+TIE = 1e-9
+
+
+def _term(a: Any, b: Any) -> float:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return 0.0 if a == b else 1.0
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0:
+        return abs(math.log2(float(a) / float(b)))
+    return 0.0 if a == b else 1.0
+
+
+def distance(a: Variant, b: Variant) -> float:
+    """Sum over the keys either variant sets of ``|log2(a / b)|`` (1 for unequal non-numbers).
+
+    A key that only one of them sets is compared with the other's target's value
+    of it (its base value), so variants of different sweeps compare too.
+    """
+    keys = sorted(set(a.values) | set(b.values))
+    return sum(_term(_value(a, k), _value(b, k)) for k in keys)
+
+
+def _value(v: Variant, key: str) -> Any:
+    if key in v.values:
+        return v.values[key]
+    section, dot, field = key.partition(".")
+    data = v.target.to_dict()
+    return data[section][field] if dot else data[key]
+
+
+def ranked(variant: Variant, finished: Sequence[Variant]) -> list[tuple[float, Variant]]:
+    """``(distance, variant)`` of the finished variants, nearest first (ties: sweep order)."""
+    return sorted(((distance(variant, f), f) for f in finished), key=lambda dv: dv[0])
+
+
+def seed_sources(variant: Variant, finished: Sequence[Variant]) -> list[Variant]:
+    """The finished variants whose best schedules ``variant`` measures first: the nearest ones.
+
+    Every finished variant at the smallest distance (several when they are equally
+    near, e.g. one step down and one step up the same parameter); none when
+    nothing is finished.
+    """
+    by = ranked(variant, finished)
+    if not by:
+        return []
+    near = by[0][0]
+    return [f for d, f in by if d <= near + TIE]
+
+
+def prior_rows(variant: Variant, finished: Sequence[Variant], most: int) -> dict[str, int]:
+    """Target key -> how many of its rows (its fastest) the variant's cost model trains on.
+
+    ``most`` for the nearest variants, half as many for each unit of distance beyond
+    theirs (a factor of two further in one parameter); a variant that would
+    contribute fewer than ``most // 16`` rows contributes none.
+    """
+    by = ranked(variant, finished)
+    if not by:
+        return {}
+    near = by[0][0]
+    out: dict[str, int] = {}
+    for d, f in by:
+        n = int(most * 2.0 ** -(d - near))
+        if n >= max(1, most // 16):
+            out[f.key] = n
+    return out
+
+
+def from_base(v: Variant) -> float:
+    """The variant's distance from its sweep's base target (0 when the base is not known)."""
+    return sum(_term(v.values[k], v.base[k]) for k in v.values if k in v.base)
+
+
+def tuning_order(variants: Sequence[Variant]) -> list[int]:
+    """Indices of ``variants`` in the order a sweep tunes them: the base target's nearest first.
+
+    The first variant tuned has no finished variant to start from. O0-O3 and the
+    guide's plans were made for the base chip (on the STCP920, O3 on MobileNetV2
+    b16 is within 0.1% of a 400-trial tune; with L1 at 384K it is 13x slower), so
+    the variant nearest the base loses least by starting cold; then each variant
+    is tuned after nearer ones, so it has a finished neighbour (ties: the order
+    given). The table keeps the order given.
+    """
+    return sorted(range(len(variants)), key=lambda i: from_base(variants[i]))

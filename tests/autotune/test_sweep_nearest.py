@@ -1,0 +1,209 @@
+"""A sweep's warm start takes from the nearest finished variants (``autotune.whatif._nearest``)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autotune.whatif._nearest import distance, prior_rows, ranked, seed_sources
+from autotune.whatif._targets import Variant, make_variants, parse_set
+from compiler.graph import Graph
+from compiler.target import Target
+
+BASE = Target.default()
+L1 = [f"{k}K" for k in (64, 128, 256, 384, 512, 768, 1024, 2048)]
+DDR = ["7", "13", "27", "54"]
+
+
+def _variants(l1: list[str], ddr: list[str]) -> list[Variant]:
+    return make_variants(BASE, [parse_set("l1.data_bytes=" + ",".join(l1)),
+                                parse_set("ddr.bytes_per_cycle=" + ",".join(ddr))])
+
+
+ALL = _variants(L1, DDR)
+pick = st.sampled_from(ALL)
+
+
+def test_distance_counts_factors_of_two() -> None:
+    v = {x.name: x for x in _variants(["256K", "512K", "1M"], ["13", "27"])}
+    a = v["STCP920+l1.data_bytes=256K,ddr.bytes_per_cycle=13"]
+    b = v["STCP920+l1.data_bytes=1M,ddr.bytes_per_cycle=13"]
+    c = v["STCP920+l1.data_bytes=512K,ddr.bytes_per_cycle=27"]
+    assert distance(a, b) == 2.0  # L1 x4
+    assert math.isclose(distance(a, c), 1.0 + math.log2(27 / 13))  # L1 x2, DDR x27/13
+
+
+@settings(max_examples=60, deadline=None)
+@given(pick, pick, pick)
+def test_distance_is_a_metric(a: Variant, b: Variant, c: Variant) -> None:
+    """Invariant: zero only for the same values, symmetric, and the triangle inequality."""
+    assert distance(a, a) == 0.0
+    assert (distance(a, b) == 0.0) == (a.values == b.values)
+    assert math.isclose(distance(a, b), distance(b, a))
+    assert distance(a, c) <= distance(a, b) + distance(b, c) + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(pick, st.lists(pick, min_size=1, max_size=6, unique_by=lambda v: v.name))
+def test_seeds_come_from_the_nearest_and_rows_shrink_with_distance(v: Variant,
+                                                                    done: list[Variant]) -> None:
+    """Invariant: seed sources are exactly the finished variants at the least distance; a
+    farther variant never gives more prior rows than a nearer one, the nearest give all."""
+    by = ranked(v, done)
+    near = by[0][0]
+    assert {f.name for f in seed_sources(v, done)} == {f.name for d, f in by if d <= near + 1e-9}
+    rows = prior_rows(v, done, 400)
+    for f in seed_sources(v, done):
+        assert rows[f.key] == 400
+    for d1, f1 in by:
+        for d2, f2 in by:
+            if d1 < d2:
+                assert rows.get(f1.key, 0) >= rows.get(f2.key, 0)
+    assert seed_sources(v, []) == [] and prior_rows(v, [], 400) == {}
+
+
+def test_a_variant_is_seeded_by_its_nearest_finished_variant(tiny_graph: Graph,
+                                                             tmp_path: Path) -> None:
+    """32K after 1M and 16K: the warm schedules are 16K's best, none of 1M's; 1M gives
+    the cost model 1/16 of the rows 16K gives (four factors of two farther)."""
+    from autotune._tune import load_tasks
+    from autotune.sampling._studies import candidate_id
+    from autotune.sampling._warm import warm_schedules
+    from autotune.whatif._sweep import _records, _warm_from, sweep
+
+    vs = make_variants(BASE, [parse_set("l1.data_bytes=1M,16K,32K")])
+    log = tmp_path / "sweep.jsonl"
+    sweep([tiny_graph], vs[:2], trials_per_variant=10, log=log, workers=0, seed=2, pretrained=False)
+    tasks = load_tasks([tiny_graph])
+    key = tasks[0].key
+    recs = _records(str(log), tasks, vs[:2])
+    near_best = {candidate_id(s) for s in warm_schedules(recs[vs[1].key][key])}
+    far_best = {candidate_id(s) for s in warm_schedules(recs[vs[0].key][key])}
+    seeds, _ = _warm_from(str(log), tasks, vs[2], vs[:2], False)
+    got = {candidate_id(s) for s in seeds[key]}
+    assert got == near_best and far_best - near_best, "the far variant's best should differ"
+    assert not got & (far_best - near_best)
+    assert prior_rows(vs[2], vs[:2], 400) == {vs[1].key: 400, vs[0].key: 25}
+
+
+@pytest.mark.slow
+def test_a_sigkilled_sweep_re_run_measures_nothing_twice_and_gives_the_same_table(
+        tiny_onnx: Path, tmp_path: Path) -> None:
+    """Acceptance (issue 22): SIGKILL mid-sweep (in the second variant), re-run: no candidate
+    measured twice on a variant, and the table equals an uninterrupted run's (same seed)."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    exe = str(Path(sys.executable).parent / "graphtune")
+
+    def cmd(name: str) -> list[str]:
+        return [exe, "sweep", str(tiny_onnx), "--set", "l1.data_bytes=64K,1M",
+                "--trials-per-variant", "30", "--workers", "0", "--seed", "4", "--log",
+                str(tmp_path / f"{name}.jsonl"), "-o", str(tmp_path / name), "--json"]
+
+    log = tmp_path / "killed.jsonl"
+    p = subprocess.Popen(cmd("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while p.poll() is None and not (log.exists() and log.read_text().count("\n") >= 40):
+        time.sleep(0.05)
+    assert p.poll() is None, "the sweep ended before it could be killed"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    at_kill = log.read_text().count("\n")
+    assert 30 <= at_kill < 60
+    resumed = json.loads(subprocess.run(cmd("killed"), capture_output=True, text=True,
+                                        check=True).stdout.splitlines()[-1])
+    full = json.loads(subprocess.run(cmd("full"), capture_output=True, text=True,
+                                     check=True).stdout.splitlines()[-1])
+    from autotune.sampling._studies import candidate_id
+    from compiler.schedule import GraphSchedule
+
+    seen: set[tuple[str, str]] = set()
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == 60
+    for r in records:
+        k = (r["target"]["chip"], candidate_id(GraphSchedule.from_json(r["schedule"])))
+        assert k not in seen, f"{k} measured twice"
+        seen.add(k)
+    assert resumed["rows"] == full["rows"]
+
+
+def test_warm_seeds_the_roofline_puts_behind_the_levels_are_dropped(tiny_graph: Graph) -> None:
+    """A warm seed whose roofline estimate on the target is slower than the fastest level's
+    is not measured first; one as fast or faster is."""
+    import numpy as np
+
+    import cost_model
+    from autotune.sampling._studies import seed_schedules
+    from autotune.sampling._warm import _not_behind
+
+    target = BASE.replace(l1={"data_bytes": 64 * 1024})
+    levels = dict(seed_schedules(tiny_graph, target))
+    est = dict(zip(levels, cost_model.analytical_cycles(np.asarray(
+        cost_model.features(tiny_graph, list(levels.values()), target)))))
+    slow, fast = max(est, key=est.__getitem__), min(est, key=est.__getitem__)
+    assert est[slow] > est[fast]
+    others = [levels[k] for k in levels if k not in (slow, fast)]
+    kept = _not_behind(tiny_graph, [(levels[slow], {"n": 0}), (levels[fast], {"n": 1})],
+                       others, target)
+    assert [p for _, p in kept] == [{"n": 1}]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(pick, min_size=1, max_size=8, unique_by=lambda v: v.name))
+def test_the_sweep_tunes_the_bases_nearest_variants_first(vs: list[Variant]) -> None:
+    """Invariant: a permutation, non-decreasing in the distance from the base target (the
+    STCP920: L1 1M, DDR 27 B/cycle), ties in the order given."""
+    from autotune.whatif._nearest import from_base, tuning_order
+
+    order = tuning_order(vs)
+    assert sorted(order) == list(range(len(vs)))
+    d = [from_base(vs[i]) for i in order]
+    assert d == sorted(d)
+    for k in range(len(order) - 1):
+        if d[k] == d[k + 1]:
+            assert order[k] < order[k + 1]
+    grid = _variants(["384K", "1M"], ["13", "27"])
+    assert grid[tuning_order(grid)[0]].name == "STCP920+l1.data_bytes=1M,ddr.bytes_per_cycle=27"
+
+
+def test_the_warm_ranker_learns_from_the_task_alone_once_it_has_enough_rows(
+        tiny_graph: Graph) -> None:
+    """Below ``own_enough`` rows the prior shapes the model; from there on it is the cold
+    ranker's model (the task's own rows alone, same seed: the same predictions)."""
+    import numpy as np
+
+    import cost_model
+    from autotune.sampling._ranker import CostModelRanker
+    from autotune.sampling._warm import PriorData, WarmRanker
+    from search_space import build_space
+    from sim import measure
+
+    other, mine = BASE.replace(ddr={"bytes_per_cycle": 13}), BASE.replace(l1={"data_bytes": 65536})
+    rng = np.random.default_rng(1)
+    rows = {}
+    for t in (other, mine):
+        space = build_space(tiny_graph, t, tiny_graph.batch)
+        pool = [space.sample(rng, uniform=i % 2 == 0) for i in range(80)]
+        ok = [(s, m.throughput_per_s) for s, m in zip(pool, measure(tiny_graph, pool, t))
+              if m.status == "ok"]
+        rows[t.key] = (np.asarray(cost_model.features(tiny_graph, [s for s, _ in ok], t)),
+                       np.asarray([v for _, v in ok], dtype=np.float64))
+    px, py = rows[other.key]
+    x, y = rows[mine.key]
+    n = WarmRanker.own_enough
+    assert len(y) > n
+    warm = WarmRanker(tiny_graph, mine, seed=0, prior=PriorData(px, py, np.zeros(len(py), dtype=np.int64)))
+    cold = CostModelRanker(tiny_graph, mine, seed=0)
+    warm.fit(x[:n - 1], y[:n - 1])
+    assert "prior=" in warm.label
+    warm.fit(x[:n], y[:n])
+    cold.fit(x[:n], y[:n])
+    assert warm.label == f"xgb-warm/own/n={n}"
+    np.testing.assert_allclose(warm.predict(x), cold.predict(x))
