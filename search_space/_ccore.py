@@ -62,7 +62,7 @@ _AUTO = 3
 STATS = {"c": 0, "overflow": 0}
 
 _module: Any = None
-_state = {"tried": False}
+_state = {"tried": False, "warned": False}
 
 
 def _load() -> Any:
@@ -75,11 +75,19 @@ def _load() -> Any:
     try:  # one attempt per process: a missing extension warns once
         from search_space import _cwalk  # type: ignore[attr-defined]
     except ImportError as exc:
-        sys.stderr.write(f"graphtune: warning: the compiled search core is not available ({exc}); "
-                         "decoding runs in Python (slower; see README, Install)\n")
+        missing(exc)
         return None
     globals()["_module"] = _cwalk
     return _cwalk
+
+
+def missing(exc: ImportError) -> None:
+    """Warn, once per process, that a part of the compiled search core is missing."""
+    if _state.get("warned"):
+        return
+    _state["warned"] = True
+    sys.stderr.write(f"graphtune: warning: the compiled search core is not available ({exc}); "
+                     "decoding runs in Python (slower; see README, Install)\n")
 
 
 def available() -> bool:
@@ -100,7 +108,8 @@ class _Walked:
         return self._plan
 
 
-def _tensor_codes(space: Space) -> dict[str, int]:
+def tensor_codes(space: Space) -> dict[str, int]:
+    """The space's tensor codes (name -> code, grown as decoding meets tensors)."""
     codes: dict[str, int] | None = getattr(space, "_ctensors", None)
     if codes is None:
         codes = space._ctensors = {}  # type: ignore[attr-defined]
@@ -120,7 +129,7 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     skey = (info.ops, spp, cpp)
     hit = tables.get(skey)
     if hit is None:
-        codes = _tensor_codes(dec.space)
+        codes = tensor_codes(dec.space)
         names = tuple(t for t in info.inputs if t in info.streamable)
         table: list[float | None] = [None] * (4 << len(names))  # filled as the walk asks
         fill = _Filler(dec.mem, info.ops, names, spp, cpp, table)
@@ -176,7 +185,9 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         return None
     space = dec.space
     splits = {gr.name: gr.split for gr in dec.groups}
-    if dec.order == "depth":
+    if dec.c_order is not None:  # ordered with the chunk DAG (search_space/_cderive.py)
+        nodes = dec.c_order
+    elif dec.order == "depth":
         nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
     else:
         nodes = breadth_order(dec.deps, dec.topo, splits)
@@ -185,7 +196,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     outs = set(dec.outs)
     batch = dec.batch
     g = dec.mem
-    codes = _tensor_codes(space)
+    codes = tensor_codes(space)
     by_name, by_out, transfer_by_name, fixed = dec.by_name, dec.by_out, dec.transfer_by_name, dec.fixed
     steps: list[tuple[Any, ...]] = []
     names_of: list[tuple[str, ...] | None] = []
