@@ -27,8 +27,11 @@ a result at exactly capacity is decided the same way; the differential tests
 compare the schedules, memory plans and pre-check verdicts.
 
 When a step overflows even at its slowest scope (a schedule the capacity model
-rejects: rare, ~1% of samples), the C walk stops and the decode is redone in
-Python, which also explains the overflow (:class:`compiler.capacity.CapacityIssue`).
+rejects: a few % of samples, more among the capacity repair's re-decodes), the C
+walk goes on as the Python walk does (the result is placed all the same) and
+returns the scopes; the memory plan, up to the overflow and with its explanation
+(:class:`compiler.capacity.CapacityIssue`), is then walked in Python by
+:func:`compiler.capacity.plan_memory` when the pre-check asks for it.
 
 ``GRAPHTUNE_PURE_PYTHON=1`` forces the Python walk; when the extension is missing
 (no C compiler at install time) or fails to import, decoding warns once and uses
@@ -100,11 +103,13 @@ class _Walked:
 
     __slots__ = ("_plan", "layouts")
 
-    def __init__(self, scopes: list[str], plan: MemoryPlan) -> None:
+    def __init__(self, scopes: list[str], plan: MemoryPlan | None) -> None:
         self.layouts = [(s, None) for s in scopes]
         self._plan = plan
 
-    def plan(self) -> MemoryPlan:
+    def plan(self) -> MemoryPlan | None:
+        """The walk's plan; None after an overflow (``plan_memory`` walks the schedule
+        in Python up to the overflow and explains it)."""
         return self._plan
 
 
@@ -174,8 +179,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                chunk_scopes: Callable[..., Any]) -> dict[Node, int] | None:
     """Order the chunk DAG and walk the scopes in C; the scope parameter of each step.
 
-    Returns None (nothing decided, ``dec`` untouched but for its order) when the
-    compiled walk is not available or a step overflows: the caller walks in Python.
+    Returns None (nothing decided, ``dec`` untouched) when the compiled walk is not
+    available: the caller walks in Python.
     The reader is asked the same parameters in the same order as the Python walk;
     ``chunk_scopes`` is :func:`search_space._build.chunk_scopes` (the scopes a policy
     gives a group's chunks).
@@ -252,10 +257,12 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         names_of.append(None)
     target = space.target
     res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
-                   target.chip.cores_per_cluster, steps)
-    if res is None:
+                   target.chip.cores_per_cluster, steps, True)
+    if len(res) == 2:  # a step overflows: the walk went on as the Python walk does
         STATS["overflow"] += 1
-        return None
+        dec.nodes = nodes
+        dec.walk = _Walked([_NAME[s] for s in res[0]], None)  # type: ignore[assignment]
+        return scope_dim
     STATS["c"] += 1
     scopes, masks, helds, usage, peak_l1, peak_llb = res
     stab = _streamed_sets(space)

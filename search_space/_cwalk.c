@@ -13,8 +13,9 @@
  *
  * Scope codes: 0 = L1, 1 = LLB, 2 = DDR.
  *
- * walk(cap_l1, cap_llb, n_cores, steps, edges) -> (scopes, masks, held, usage, peak_l1,
- *                                                   peak_llb) or None on an overflow.
+ * walk(cap_l1, cap_llb, n_cores, steps[, go_on]) -> (scopes, masks, held, usage, peak_l1,
+ *                                                   peak_llb); on an overflow None, or with
+ *                                                   go_on (scopes, first overflowing step).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -86,6 +87,8 @@ typedef struct {
     int *stamp;
     unsigned char *stamp2;
     int failed;               /* a Python filler raised: the exception is set */
+    int go_on;                /* walk on after an overflow (else stop: the caller walks in Python) */
+    int overflow_at;          /* the first step that overflows, -1: none */
     int n_edges;
     int *ge_src, *ge_dst;     /* per global read: the source step and the reader */
     double *staying;
@@ -446,14 +449,22 @@ static int run(Walk *w) {
         w->scope[k] = chosen;
         double need;
         int m, h;
-        if (!evaluate(w, k, chosen, usage, &need, &m, &h)) return 1;
+        if (!evaluate(w, k, chosen, usage, &need, &m, &h)) {
+            if (!w->go_on) return 1;
+            /* CapacityWalk.commit after an overflow: the result is placed all the same
+             * (release, allocate) and the walk goes on, as Decoding.pick/commit do; the
+             * plan (up to the first overflow) is walked again in Python */
+            if (w->overflow_at < 0) w->overflow_at = k;
+        }
         w->mask_out[k] = m;
         w->held_out[k] = h;
-        for (int q = 0; q < w->usage_ptr[k + 1] - w->usage_ptr[k]; q++) {
-            int c = s->cores[q];
-            if (usage[q] > w->peak_l1[c]) w->peak_l1[c] = usage[q];
+        if (w->overflow_at < 0) {
+            for (int q = 0; q < w->usage_ptr[k + 1] - w->usage_ptr[k]; q++) {
+                int c = s->cores[q];
+                if (usage[q] > w->peak_l1[c]) w->peak_l1[c] = usage[q];
+            }
+            if (need >= 0.0 && need > w->peak_llb) w->peak_llb = need;
         }
-        if (need >= 0.0 && need > w->peak_llb) w->peak_llb = need;
         release(w, k);
         allocate(w, k);
         if (chosen == L1 && w->last[k] > k) commit_future(w, k);
@@ -687,7 +698,8 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     int nc;
     PyObject *steps_o;
     (void)self;
-    if (!PyArg_ParseTuple(args, "ddiO", &cap, &llb_cap, &nc, &steps_o)) return NULL;
+    int go_on = 0;
+    if (!PyArg_ParseTuple(args, "ddiO|p", &cap, &llb_cap, &nc, &steps_o, &go_on)) return NULL;
     if (nc <= 0 || nc > 65536) {
         PyErr_SetString(PyExc_ValueError, "cores per cluster out of range");
         return NULL;
@@ -800,11 +812,20 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
     for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
 
+    w.go_on = go_on;
+    w.overflow_at = -1;
     int status = run(&w);
     if (w.failed) goto done;  /* the filler's exception */
     if (status) {
         result = Py_None;
         Py_INCREF(result);
+        goto done;
+    }
+    if (w.overflow_at >= 0) {  /* go_on: (scopes, the first step that overflows) */
+        PyObject *scopes = PyList_New(n);
+        if (!scopes) goto done;
+        for (int k = 0; k < n; k++) PyList_SET_ITEM(scopes, k, PyLong_FromLong(w.scope[k]));
+        result = Py_BuildValue("(Ni)", scopes, w.overflow_at);
         goto done;
     }
     {
