@@ -328,6 +328,7 @@ class Decoding:
         self.fixed: set[str] = set()
         self.nodes: list[Node] = []
         self.c_order: list[Node] | None = None  # the order, when derive() ran in C
+        self.c_reads: list[list[int]] = []  # and each step's reads by position
 
     # ---- groups ----------------------------------------------------------------------------
     def add_blocks(self, blocks: Sequence[Block]) -> None:

@@ -191,13 +191,14 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     space = dec.space
     splits = {gr.name: gr.split for gr in dec.groups}
     if dec.c_order is not None:  # ordered with the chunk DAG (search_space/_cderive.py)
-        nodes = dec.c_order
-    elif dec.order == "depth":
-        nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
+        nodes, all_reads = dec.c_order, dec.c_reads
     else:
-        nodes = breadth_order(dec.deps, dec.topo, splits)
-    pos = {node: i for i, node in enumerate(nodes)}
-    deps = dec.deps
+        if dec.order == "depth":
+            nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
+        else:
+            nodes = breadth_order(dec.deps, dec.topo, splits)
+        pos = {node: i for i, node in enumerate(nodes)}
+        all_reads = [[pos[d] for d in dec.deps.get(node, ())] for node in nodes]
     outs = set(dec.outs)
     batch = dec.batch
     g = dec.mem
@@ -209,8 +210,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     choice: dict[str, str] = {}
     group_rows: dict[str, tuple[Any, ...]] = {}
     d_scope, slot_of = space.d_scope, space.slot
-    for node in nodes:
-        reads = [pos[d] for d in deps.get(node, ())]
+    sizes = _sizes(space, dec.batch)
+    for node, reads in zip(nodes, all_reads):
         if node[0] == "g":
             per = group_rows.get(node[1])
             if per is None:  # once per group: its policy's scope per chunk and its tables
@@ -219,7 +220,10 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                 ch = SCOPE_POLICIES[get(d)]
                 names, work, inputs, allowed, code, sb, fb, fill = _work(
                     dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
-                tiles = llb_weight_tiles(group_footprint(g, gr.info.ops).weight_bytes, space.target)
+                tiles = gr.info.cache.get("tiles")
+                if tiles is None:
+                    tiles = gr.info.cache["tiles"] = llb_weight_tiles(
+                        group_footprint(g, gr.info.ops).weight_bytes, space.target)
                 per = group_rows[node[1]] = (
                     gr, d, [_CODE[w] for w in chunk_scopes(ch, gr.split, gr.wave)],
                     batch // gr.split, allowed, code, sb, fb, inputs, work, names, fill, tiles)
@@ -249,10 +253,13 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                 xs = choice[key] = TRANSFER_SCOPES[get(d)]
             scope_dim[node] = d
             kind, want = 1, (_AUTO if xs == "auto" else _CODE[xs])
-        sb, fb = sample_bytes(g, out)
-        code = codes.get(out)
-        if code is None:
-            code = codes[out] = len(codes)
+        hit = sizes.get(out)
+        if hit is None:
+            code = codes.get(out)
+            if code is None:
+                code = codes[out] = len(codes)
+            hit = sizes[out] = (code, *sample_bytes(g, out))
+        code, sb, fb = hit
         steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0))
         names_of.append(None)
     target = space.target
@@ -281,6 +288,17 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     dec.nodes = nodes
     dec.walk = _Walked([_NAME[s] for s in scopes], plan)  # type: ignore[assignment]
     return scope_dim
+
+
+def _sizes(space: Space, batch: int) -> dict[str, tuple[int, int, int]]:
+    """Per tensor at ``batch``: its code and :func:`compiler.footprint.sample_bytes`."""
+    tables: dict[int, dict[str, tuple[int, int, int]]] | None = getattr(space, "_csizes", None)
+    if tables is None:
+        tables = space._csizes = {}  # type: ignore[attr-defined]
+    table = tables.get(batch)
+    if table is None:
+        table = tables[batch] = {}
+    return table
 
 
 def _streamed_sets(space: Space) -> dict[tuple[tuple[str, ...], int], frozenset[str]]:

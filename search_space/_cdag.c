@@ -25,10 +25,11 @@
  *           (tensor code, batched, producer op or -1) triples, outputs tensor codes
  *   graph_outputs: flat tuple of (tensor code, batched, producer op) triples
  *   order: 0 = depth (with lookahead), 1 = breadth (topo: group indices)
- * -> (transfers, deps, outs, order): transfers as (name, kind, tensor code, src factor,
+ * -> (transfers, deps, outs, order, reads): transfers as (name, kind, tensor code, src factor,
  *    dst factor, src chunks, dst chunks, bind group, bind chunk) in the final order
  *    (bind group -1: core 0); deps a dict node -> list of nodes; nodes are the tuples
- *    ("g", group name, chunk) and ("t", transfer name, 0).
+ *    ("g", group name, chunk) and ("t", transfer name, 0); reads per order position
+ *    the positions of its dependencies.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -502,7 +503,30 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         Py_INCREF(node_obj[order_v[i]]);
         PyList_SET_ITEM(ord_l, i, node_obj[order_v[i]]);
     }
-    result = Py_BuildValue("(NNNN)", transfers, deps, outs_l, ord_l);
+    /* per order position, the positions of the steps it reads (CapacityWalk.reads) */
+    PyObject *reads_l = PyList_New(n_ord);
+    int *pos = reads_l ? malloc(sizeof(int) * ((size_t)n_nodes + 1)) : NULL;
+    if (!reads_l || !pos) {
+        free(pos); Py_XDECREF(reads_l); Py_DECREF(ord_l);
+        Py_DECREF(deps); Py_DECREF(outs_l); Py_DECREF(transfers);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (int i = 0; i < n_ord; i++) pos[order_v[i]] = i;
+    for (int i = 0; i < n_ord; i++) {
+        IntVec *ds = &d.deps[order_v[i]];
+        PyObject *l = PyList_New(ds->n);
+        if (!l) break;
+        for (int k = 0; k < ds->n; k++) PyList_SET_ITEM(l, k, PyLong_FromLong(pos[ds->v[k]]));
+        PyList_SET_ITEM(reads_l, i, l);
+    }
+    free(pos);
+    if (PyErr_Occurred()) {
+        Py_DECREF(reads_l); Py_DECREF(ord_l);
+        Py_DECREF(deps); Py_DECREF(outs_l); Py_DECREF(transfers);
+        goto done;
+    }
+    result = Py_BuildValue("(NNNNN)", transfers, deps, outs_l, ord_l, reads_l);
 done:
     if (node_obj) for (int i = 0; i < n_nodes; i++) Py_XDECREF(node_obj[i]);
     free(node_obj);

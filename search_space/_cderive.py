@@ -88,8 +88,9 @@ def _op_set_row(dec: Decoding, info: Any, codes: dict[str, int]) -> tuple[tuple[
 
 
 def derive(dec: Decoding) -> bool:
-    """Set ``dec``'s transfers, chunk DAG, output nodes and order (``dec.c_order``) from the
-    compiled core; False (nothing set) when it is not available."""
+    """Set ``dec``'s transfers, chunk DAG, output nodes, order (``dec.c_order``) and each
+    step's reads by position (``dec.c_reads``) from the compiled core; False (nothing set)
+    when it is not available."""
     mod = _load()
     if mod is None:
         return False
@@ -107,7 +108,7 @@ def derive(dec: Decoding) -> bool:
         gouts = space._cgraph[gkey] = _triples(graph, codes, tuple(graph.outputs))
     index = {gr.name: i for i, gr in enumerate(dec.groups)}
     topo = [index[n] for n in dec.topo] if dec.order == "breadth" else []
-    raw, deps, outs, order = mod.derive(rows, len(graph.ops), len(codes), gouts,
+    raw, deps, outs, order, reads = mod.derive(rows, len(graph.ops), len(codes), gouts,
                                         1 if dec.order == "breadth" else 0, dec.lookahead, topo)
     names = _names(space)
     groups = dec.groups
@@ -118,7 +119,7 @@ def derive(dec: Decoding) -> bool:
         transfers.append(Transfer(name, kind, names[code], sf, df, src, dst,
                                   space.placement("DDR", bind)))
     dec.transfers, dec.deps, dec.outs = transfers, deps, outs
-    dec.c_order = order
+    dec.c_order, dec.c_reads = order, reads
     STATS["c"] += 1
     return True
 
