@@ -720,9 +720,7 @@ class Decoding:
         attach_codes(s, ScheduleCodes(table, np.array(g_codes, dtype=np.int32),
                                       np.array(t_codes, dtype=np.int32),
                                       np.array(s_codes, dtype=np.int32)))
-        plan = walk.plan()
-        if plan is not None:  # None: the compiled walk overflowed (plan_memory walks it)
-            remember_plan(self.graph, s, space.target, plan)
+        remember_plan(self.graph, s, space.target, walk.plan())
         return s
 
 

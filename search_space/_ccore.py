@@ -27,11 +27,12 @@ a result at exactly capacity is decided the same way; the differential tests
 compare the schedules, memory plans and pre-check verdicts.
 
 When a step overflows even at its slowest scope (a schedule the capacity model
-rejects: a few % of samples, more among the capacity repair's re-decodes), the C
-walk goes on as the Python walk does (the result is placed all the same) and
-returns the scopes; the memory plan, up to the overflow and with its explanation
-(:class:`compiler.capacity.CapacityIssue`), is then walked in Python by
-:func:`compiler.capacity.plan_memory` when the pre-check asks for it.
+rejects: a few % of samples, a third of the children bred on ResNet-50 with the
+capacity repair's re-decodes), the C walk goes on as the Python walk does (the
+result is placed all the same) and keeps what the first overflow is explained
+with: the live results at that moment and the bytes needed; :func:`_issue` writes
+the :class:`compiler.capacity.CapacityIssue` exactly as ``CapacityWalk.l1_issue`` /
+``llb_issue`` do, and the plan (up to the overflow) is remembered like any other.
 
 ``GRAPHTUNE_PURE_PYTHON=1`` forces the Python walk; when the extension is missing
 (no C compiler at install time) or fails to import, decoding warns once and uses
@@ -40,12 +41,20 @@ the Python walk.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from compiler.capacity import MemoryPlan, StepMemory, chunk_working_set, llb_weight_tiles
+from compiler.capacity import (  # _facts: the working set's halo parts, for an overflow's message
+    CapacityIssue,
+    MemoryPlan,
+    StepMemory,
+    _facts,
+    chunk_working_set,
+    llb_weight_tiles,
+)
 from compiler.derive import Node
 from compiler.footprint import group_footprint, sample_bytes
 from compiler.layout import Piece
@@ -103,13 +112,11 @@ class _Walked:
 
     __slots__ = ("_plan", "layouts")
 
-    def __init__(self, scopes: list[str], plan: MemoryPlan | None) -> None:
+    def __init__(self, scopes: list[str], plan: MemoryPlan) -> None:
         self.layouts = [(s, None) for s in scopes]
         self._plan = plan
 
-    def plan(self) -> MemoryPlan | None:
-        """The walk's plan; None after an overflow (``plan_memory`` walks the schedule
-        in Python up to the overflow and explains it)."""
+    def plan(self) -> MemoryPlan:
         return self._plan
 
 
@@ -265,17 +272,13 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     target = space.target
     res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
                    target.chip.cores_per_cluster, steps, True)
-    if len(res) == 2:  # a step overflows: the walk went on as the Python walk does
-        STATS["overflow"] += 1
-        dec.nodes = nodes
-        dec.walk = _Walked([_NAME[s] for s in res[0]], None)  # type: ignore[assignment]
-        return scope_dim
-    STATS["c"] += 1
-    scopes, masks, helds, usage, peak_l1, peak_llb = res
+    scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
+    over = res[6] if len(res) > 6 else -1  # a step overflows: the walk went on as Python's does
+    STATS["overflow" if over >= 0 else "c"] += 1
     stab = _streamed_sets(space)
     mems = []
     empty: frozenset[str] = frozenset()
-    for k, names in enumerate(names_of):
+    for k, names in enumerate(names_of if over < 0 else names_of[:over]):
         if names is None:
             mems.append(StepMemory(usage[k], empty, False))
             continue
@@ -284,10 +287,69 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         if streamed is None:
             streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
         mems.append(StepMemory(usage[k], streamed, helds[k]))
-    plan = MemoryPlan(tuple(mems), tuple(int(x) for x in peak_l1), int(peak_llb), None)
+    issue = None
+    if over >= 0:
+        node = nodes[over]
+        halo = (0.0, 0.0, 0.0)
+        tiles = 0.0
+        if node[0] == "g":
+            gr = by_name[node[1]]
+            tiles = group_rows[node[1]][-1]
+            if not res[7]:  # an L1: the working set's halo, window and attention parts
+                names = names_of[over]
+                assert names is not None
+                streamed = frozenset(t for b, t in enumerate(names) if masks[over] >> b & 1)
+                halo = _facts(g, gr.info.ops).halo.get(
+                    (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
+                     gr.cores // gr.parts), halo)
+        issue = _issue(dec, nodes, over, res[7:], halo, tiles)
+    plan = MemoryPlan(tuple(mems), tuple(int(x) for x in peak_l1), int(peak_llb), issue)
     dec.nodes = nodes
     dec.walk = _Walked([_NAME[s] for s in scopes], plan)  # type: ignore[assignment]
     return scope_dim
+
+
+def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
+           halo: tuple[float, float, float], tiles: float) -> CapacityIssue:
+    """The first overflow as :meth:`compiler.capacity.CapacityWalk.l1_issue` /
+    ``llb_issue`` describe it, from what the C walk kept (``explain`` in ``_cwalk.c``):
+    the same entries, labels, rounding and order."""
+    llb, core, needed, work, _, llb_live, live = found
+
+    def label(i: int) -> str:
+        node = nodes[i]
+        return f"{node[1]}[{node[2]}]" if node[0] == "g" else node[1]
+
+    def provides(i: int) -> str:
+        node = nodes[i]
+        return dec.by_name[node[1]].info.output if node[0] == "g" \
+            else dec.transfer_by_name[node[1]].tensor
+
+    items = [(f"{label(i)} ({provides(i)})", int(b)) for i, b in live if b > 0]
+    steps = tuple((i, int(b)) for i, b in live if b > 0)
+    target = dec.space.target
+    if not llb:
+        rest = work - sum(halo)
+        if rest > 0:
+            items.append((f"{label(k)} working set", int(rest)))
+        if halo[0] > 0:
+            items.append((f"{label(k)} halo rows from other cores", int(halo[0])))
+        if halo[1] > 0:
+            items.append((f"{label(k)} window rows of a streamed input", int(halo[1])))
+        if halo[2] > 0:
+            items.append((f"{label(k)} attention heads beyond an even share", int(halo[2])))
+        items.sort(key=lambda x: -x[1])
+        return CapacityIssue(f"L1 of core {core}", core, label(k), k, math.ceil(needed),
+                             target.l1.data_bytes, tuple(items), steps)
+    if nodes[k][0] == "t":  # llb_issue(k, live, resident, live): nothing more
+        llb_live, tiles = needed, 0.0
+    if tiles > 0:
+        items.append((f"{label(k)} weight tiles in flight", int(tiles)))
+    if needed > llb_live + tiles:
+        items.append((f"{label(k)} output ({provides(k)})", int(needed - llb_live - tiles)))
+    items.sort(key=lambda x: -x[1])
+    return CapacityIssue("LLB of cluster 0", -1, label(k), k, math.ceil(needed), target.llb.bytes,
+                         tuple(items), steps)
 
 
 def _sizes(space: Space, batch: int) -> dict[str, tuple[int, int, int]]:
