@@ -329,6 +329,7 @@ class Decoding:
         self.nodes: list[Node] = []
         self.c_order: list[Node] | None = None  # the order, when derive() ran in C
         self.c_reads: list[list[int]] = []  # and each step's reads by position
+        self.c_for: tuple[str, int] = ("", -1)  # the (order, look-ahead) they are for
 
     # ---- groups ----------------------------------------------------------------------------
     def add_blocks(self, blocks: Sequence[Block]) -> None:
@@ -459,6 +460,13 @@ class Decoding:
         self.transfer_by_name = {t.name: t for t in self.transfers}
         self.fixed = {nd[1] for nd in self.outs if nd[0] == "t"}
 
+    def compiled_order(self) -> list[Node] | None:
+        """The order derive() computed in C, if it is for the current order and look-ahead
+        (projection sets the look-ahead after deriving)."""
+        if self.c_order is not None and self.c_for == (self.order, self.lookahead):
+            return self.c_order
+        return None
+
     def _drafts(self) -> list[GroupSpec]:
         """The shaped groups with every chunk in DDR (what ``derive_transfers`` reads)."""
         if not self.draft:
@@ -471,8 +479,9 @@ class Decoding:
     def start_walk(self) -> None:
         """Fix the order and start the capacity walk that decides every result's scope."""
         splits = {gr.name: gr.split for gr in self.groups}
-        if self.c_order is not None:
-            self.nodes = self.c_order
+        compiled = self.compiled_order()
+        if compiled is not None:
+            self.nodes = compiled
         elif self.order == "depth":
             self.nodes = depth_order(self.deps, self.outs, splits, self.lookahead)
         else:

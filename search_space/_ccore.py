@@ -197,7 +197,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         return None
     space = dec.space
     splits = {gr.name: gr.split for gr in dec.groups}
-    if dec.c_order is not None:  # ordered with the chunk DAG (search_space/_cderive.py)
+    if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
     else:
         if dec.order == "depth":

@@ -119,7 +119,7 @@ def derive(dec: Decoding) -> bool:
         transfers.append(Transfer(name, kind, names[code], sf, df, src, dst,
                                   space.placement("DDR", bind)))
     dec.transfers, dec.deps, dec.outs = transfers, deps, outs
-    dec.c_order, dec.c_reads = order, reads
+    dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
     STATS["c"] += 1
     return True
 

@@ -185,3 +185,28 @@ def test_bad_tables_are_refused() -> None:
         _cdag.derive([("g0", 2, (0, 1), (1,), (0,))], 1, 2, out, 0, 0, [])  # not triples
     with pytest.raises(ValueError):
         _cdag.derive(ok, 1, 2, out, 1, 0, [3])  # a topological order naming no group
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
+def test_projection_after_a_look_ahead_change(key: str) -> None:
+    """Projection derives the chunk DAG before it knows the look-ahead, then walks: the
+    walk must use the order of the look-ahead set afterwards, not the one derived with
+    (a copy of each schedule, so the projection really searches, must come back exact)."""
+    import json
+
+    from compiler.schedule import GraphSchedule
+
+    space = build_spaces(small_graph(key), Target.default())[0]
+    rng = np.random.default_rng(11)
+    seen = set()
+    for vec in space.sample_vectors(rng, 24):
+        vec[int(space.rep[space.d_order])] = ORDERS.index("depth")
+        vec[int(space.rep[space.d_lookahead])] = LOOKAHEADS.index(1 + int(rng.integers(3)))
+        s = space.decode(vec)
+        if not any(st.kind == "group" and st.chunk for st in s.order):
+            continue  # no group split: every look-ahead gives the same order
+        p = space.project(GraphSchedule.from_json(json.loads(s.dumps())))
+        assert p.schedule is not None, p.reason
+        assert p.schedule.structural_key() == s.structural_key()
+        seen.add(p.params["lookahead"])
+    assert seen - {0}
