@@ -168,7 +168,7 @@ def test_bad_tables_are_refused() -> None:
 
     ok = [("g0", 2, (0, 1, -1), (1,), (0,))]
     out = (1, 1, 0)
-    transfers, deps, outs, order = _cdag.derive(ok, 1, 2, out, 0, 0, [])
+    transfers, deps, outs, order, reads = _cdag.derive(ok, 1, 2, out, 0, 0, [])
     # a 2-way group between a model input (split) and a model output (concatenated back),
     # derived by hand: rows are (name, kind, tensor, src/dst factor, src/dst chunks, the
     # group and chunk whose cores hold the result)
@@ -177,6 +177,7 @@ def test_bad_tables_are_refused() -> None:
     g0, g1, cat, cut = ("g", "g0", 0), ("g", "g0", 1), ("t", "concat_0", 0), ("t", "split_0", 0)
     assert list(deps.items()) == [(cut, []), (g0, [cut]), (g1, [cut]), (cat, [g0, g1])]
     assert outs == [cat] and order == [cut, g0, g1, cat]
+    assert reads == [[], [0], [0], [1, 2]]  # each step's dependencies by position
     with pytest.raises(ValueError):
         _cdag.derive([("g0", 2, (5, 1, -1), (1,), (0,))], 1, 2, out, 0, 0, [])  # unknown tensor
     with pytest.raises(ValueError):
