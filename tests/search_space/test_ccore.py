@@ -157,7 +157,7 @@ def test_overflows_explained_alike(key: str, l1_share: float, llb_share: float) 
     rng = np.random.default_rng(23)
     before = _ccore.STATS["overflow"]
     kinds: set[bool] = set()
-    parents = [_agree(c_space, py_space, v) for v in c_space.sample_vectors(rng, 8)]
+    parents = [_agree(c_space, py_space, v) for v in c_space.sample_vectors(rng, 6)]
     for a, b in zip(parents, parents[::-1]):
         for child in (c_space.mutate(a, rng), c_space.crossover(a, b, rng)):
             s = _agree(c_space, py_space, c_space.encode(child))

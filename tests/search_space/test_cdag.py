@@ -113,7 +113,7 @@ def _exercise(graph: Graph, target: Target, n: int, seed: int) -> None:
 @pytest.mark.parametrize("name", [e.name for e in zoo.list_models()])
 def test_zoo_models_at_two_batches(name: str, target: Target, checked: _Checked) -> None:
     kw = SMALL_OPTIONS.get(name, {})
-    n = 8 if name in DEEP else 20  # the deep CNNs: fewer vectors, as many steps
+    n = 5 if name in DEEP else 12  # the deep CNNs: fewer vectors, as many steps
     for batch in (1, 6):
         _exercise(zoo_graph(name, batch, **kw), target, n, seed=batch)
     assert checked.count >= 4 * n
