@@ -1,4 +1,4 @@
-"""The compiled search core (search_space/_cwalk.c), optional: without a C compiler the
+"""The compiled search core (search_space/_cwalk.c, search_space/_cdag.c), optional: without a C compiler the
 package installs and decoding runs in Python (search_space/_ccore.py warns once)."""
 
 from setuptools import Extension, setup
@@ -11,6 +11,12 @@ setup(
             # the same floating-point sums as the Python walk: no fused multiply-adds
             extra_compile_args=["-O2", "-ffp-contract=off"],
             optional=True,
-        )
+        ),
+        Extension(
+            "search_space._cdag",
+            ["search_space/_cdag.c"],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,
+        ),
     ]
 )

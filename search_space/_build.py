@@ -63,6 +63,7 @@ from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
 from search_space._ccore import scope_walk
+from search_space._cderive import derive as derive_compiled
 from search_space._dims import (
     CUT_BELOW,
     GRANULARITIES,
@@ -326,6 +327,9 @@ class Decoding:
         self.outs: list[Node] = []
         self.fixed: set[str] = set()
         self.nodes: list[Node] = []
+        self.c_order: list[Node] | None = None  # the order, when derive() ran in C
+        self.c_reads: list[list[int]] = []  # and each step's reads by position
+        self.c_for: tuple[str, int] = ("", -1)  # the (order, look-ahead) they are for
 
     # ---- groups ----------------------------------------------------------------------------
     def add_blocks(self, blocks: Sequence[Block]) -> None:
@@ -338,7 +342,9 @@ class Decoding:
 
     def info(self, blk: Block, k: int) -> GroupInfo:
         """Facts of part ``k`` of a block (remembered by the space)."""
-        key = (self.batch, blk.first_seg, blk.last_seg, blk.mode, k)
+        # one GroupInfo per (batch, op set), whichever block it comes from: its caches
+        # (fits, working-set bounds, the compiled walk's tables) are then per op set
+        key = (self.batch, blk.parts[k])
         info = self.space._infos.get(key)
         if info is None:
             # one tuple per op set: schedules share it (value tables code it by identity)
@@ -447,22 +453,40 @@ class Decoding:
         for gr in self.groups:
             cons = [self.by_name[c] for c in gr.consumers]
             gr.wave = gr.split // gcd(gr.split, cons[0].split) if cons else gr.split
-        self.draft = [GroupSpec(gr.name, gr.info.ops, gr.split,
-                            tuple(self.space.placement("DDR", b) for b in gr.binds))
-                      for gr in self.groups]
-        self.transfers, self.deps, self.outs = derive_transfers(self.graph, self.draft)
+        self.draft = []  # built when a Python walk needs it (_drafts)
+        self.c_order = None
+        if not derive_compiled(self):  # the same in C (search_space/_cderive.py), with the order
+            self.transfers, self.deps, self.outs = derive_transfers(self.graph, self._drafts())
         self.transfer_by_name = {t.name: t for t in self.transfers}
         self.fixed = {nd[1] for nd in self.outs if nd[0] == "t"}
+
+    def compiled_order(self) -> list[Node] | None:
+        """The order derive() computed in C, if it is for the current order and look-ahead
+        (projection sets the look-ahead after deriving)."""
+        if self.c_order is not None and self.c_for == (self.order, self.lookahead):
+            return self.c_order
+        return None
+
+    def _drafts(self) -> list[GroupSpec]:
+        """The shaped groups with every chunk in DDR (what ``derive_transfers`` reads)."""
+        if not self.draft:
+            self.draft = [GroupSpec(gr.name, gr.info.ops, gr.split,
+                                    tuple(self.space.placement("DDR", b) for b in gr.binds))
+                          for gr in self.groups]
+        return self.draft
 
     # ---- pass 3: order, then scopes along a capacity walk -------------------------------------
     def start_walk(self) -> None:
         """Fix the order and start the capacity walk that decides every result's scope."""
         splits = {gr.name: gr.split for gr in self.groups}
-        if self.order == "depth":
+        compiled = self.compiled_order()
+        if compiled is not None:
+            self.nodes = compiled
+        elif self.order == "depth":
             self.nodes = depth_order(self.deps, self.outs, splits, self.lookahead)
         else:
             self.nodes = breadth_order(self.deps, self.topo, splits)
-        self.walk = walk = CapacityWalk(self.graph, self.space.target, self.draft, self.transfers,
+        self.walk = walk = CapacityWalk(self.graph, self.space.target, self._drafts(), self.transfers,
                                         self.deps, self.outs, self.nodes)
         n_steps = len(self.nodes)
         self.future: list[list[float]] = [[0.0] * self.n for _ in range(n_steps)]

@@ -27,8 +27,12 @@ a result at exactly capacity is decided the same way; the differential tests
 compare the schedules, memory plans and pre-check verdicts.
 
 When a step overflows even at its slowest scope (a schedule the capacity model
-rejects: rare, ~1% of samples), the C walk stops and the decode is redone in
-Python, which also explains the overflow (:class:`compiler.capacity.CapacityIssue`).
+rejects: a few % of samples, a third of the children bred on ResNet-50 with the
+capacity repair's re-decodes), the C walk goes on as the Python walk does (the
+result is placed all the same) and keeps what the first overflow is explained
+with: the live results at that moment and the bytes needed; :func:`_issue` writes
+the :class:`compiler.capacity.CapacityIssue` exactly as ``CapacityWalk.l1_issue`` /
+``llb_issue`` do, and the plan (up to the overflow) is remembered like any other.
 
 ``GRAPHTUNE_PURE_PYTHON=1`` forces the Python walk; when the extension is missing
 (no C compiler at install time) or fails to import, decoding warns once and uses
@@ -37,12 +41,20 @@ the Python walk.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from compiler.capacity import MemoryPlan, StepMemory, chunk_working_set, llb_weight_tiles
+from compiler.capacity import (  # _facts: the working set's halo parts, for an overflow's message
+    CapacityIssue,
+    MemoryPlan,
+    StepMemory,
+    _facts,
+    chunk_working_set,
+    llb_weight_tiles,
+)
 from compiler.derive import Node
 from compiler.footprint import group_footprint, sample_bytes
 from compiler.layout import Piece
@@ -62,7 +74,7 @@ _AUTO = 3
 STATS = {"c": 0, "overflow": 0}
 
 _module: Any = None
-_state = {"tried": False}
+_state = {"tried": False, "warned": False}
 
 
 def _load() -> Any:
@@ -75,11 +87,19 @@ def _load() -> Any:
     try:  # one attempt per process: a missing extension warns once
         from search_space import _cwalk  # type: ignore[attr-defined]
     except ImportError as exc:
-        sys.stderr.write(f"graphtune: warning: the compiled search core is not available ({exc}); "
-                         "decoding runs in Python (slower; see README, Install)\n")
+        missing(exc)
         return None
     globals()["_module"] = _cwalk
     return _cwalk
+
+
+def missing(exc: ImportError) -> None:
+    """Warn, once per process, that a part of the compiled search core is missing."""
+    if _state.get("warned"):
+        return
+    _state["warned"] = True
+    sys.stderr.write(f"graphtune: warning: the compiled search core is not available ({exc}); "
+                     "decoding runs in Python (slower; see README, Install)\n")
 
 
 def available() -> bool:
@@ -100,7 +120,8 @@ class _Walked:
         return self._plan
 
 
-def _tensor_codes(space: Space) -> dict[str, int]:
+def tensor_codes(space: Space) -> dict[str, int]:
+    """The space's tensor codes (name -> code, grown as decoding meets tensors)."""
     codes: dict[str, int] | None = getattr(space, "_ctensors", None)
     if codes is None:
         codes = space._ctensors = {}  # type: ignore[attr-defined]
@@ -120,7 +141,7 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     skey = (info.ops, spp, cpp)
     hit = tables.get(skey)
     if hit is None:
-        codes = _tensor_codes(dec.space)
+        codes = tensor_codes(dec.space)
         names = tuple(t for t in info.inputs if t in info.streamable)
         table: list[float | None] = [None] * (4 << len(names))  # filled as the walk asks
         fill = _Filler(dec.mem, info.ops, names, spp, cpp, table)
@@ -165,8 +186,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                chunk_scopes: Callable[..., Any]) -> dict[Node, int] | None:
     """Order the chunk DAG and walk the scopes in C; the scope parameter of each step.
 
-    Returns None (nothing decided, ``dec`` untouched but for its order) when the
-    compiled walk is not available or a step overflows: the caller walks in Python.
+    Returns None (nothing decided, ``dec`` untouched) when the compiled walk is not
+    available: the caller walks in Python.
     The reader is asked the same parameters in the same order as the Python walk;
     ``chunk_scopes`` is :func:`search_space._build.chunk_scopes` (the scopes a policy
     gives a group's chunks).
@@ -176,16 +197,19 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         return None
     space = dec.space
     splits = {gr.name: gr.split for gr in dec.groups}
-    if dec.order == "depth":
-        nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
+    if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
+        nodes, all_reads = dec.c_order, dec.c_reads
     else:
-        nodes = breadth_order(dec.deps, dec.topo, splits)
-    pos = {node: i for i, node in enumerate(nodes)}
-    deps = dec.deps
+        if dec.order == "depth":
+            nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
+        else:
+            nodes = breadth_order(dec.deps, dec.topo, splits)
+        pos = {node: i for i, node in enumerate(nodes)}
+        all_reads = [[pos[d] for d in dec.deps.get(node, ())] for node in nodes]
     outs = set(dec.outs)
     batch = dec.batch
     g = dec.mem
-    codes = _tensor_codes(space)
+    codes = tensor_codes(space)
     by_name, by_out, transfer_by_name, fixed = dec.by_name, dec.by_out, dec.transfer_by_name, dec.fixed
     steps: list[tuple[Any, ...]] = []
     names_of: list[tuple[str, ...] | None] = []
@@ -193,8 +217,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     choice: dict[str, str] = {}
     group_rows: dict[str, tuple[Any, ...]] = {}
     d_scope, slot_of = space.d_scope, space.slot
-    for node in nodes:
-        reads = [pos[d] for d in deps.get(node, ())]
+    sizes = _sizes(space, dec.batch)
+    for node, reads in zip(nodes, all_reads):
         if node[0] == "g":
             per = group_rows.get(node[1])
             if per is None:  # once per group: its policy's scope per chunk and its tables
@@ -203,7 +227,10 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                 ch = SCOPE_POLICIES[get(d)]
                 names, work, inputs, allowed, code, sb, fb, fill = _work(
                     dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
-                tiles = llb_weight_tiles(group_footprint(g, gr.info.ops).weight_bytes, space.target)
+                tiles = gr.info.cache.get("tiles")
+                if tiles is None:
+                    tiles = gr.info.cache["tiles"] = llb_weight_tiles(
+                        group_footprint(g, gr.info.ops).weight_bytes, space.target)
                 per = group_rows[node[1]] = (
                     gr, d, [_CODE[w] for w in chunk_scopes(ch, gr.split, gr.wave)],
                     batch // gr.split, allowed, code, sb, fb, inputs, work, names, fill, tiles)
@@ -233,24 +260,25 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                 xs = choice[key] = TRANSFER_SCOPES[get(d)]
             scope_dim[node] = d
             kind, want = 1, (_AUTO if xs == "auto" else _CODE[xs])
-        sb, fb = sample_bytes(g, out)
-        code = codes.get(out)
-        if code is None:
-            code = codes[out] = len(codes)
+        hit = sizes.get(out)
+        if hit is None:
+            code = codes.get(out)
+            if code is None:
+                code = codes[out] = len(codes)
+            hit = sizes[out] = (code, *sample_bytes(g, out))
+        code, sb, fb = hit
         steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0))
         names_of.append(None)
     target = space.target
     res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
-                   target.chip.cores_per_cluster, steps)
-    if res is None:
-        STATS["overflow"] += 1
-        return None
-    STATS["c"] += 1
-    scopes, masks, helds, usage, peak_l1, peak_llb = res
+                   target.chip.cores_per_cluster, steps, True)
+    scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
+    over = res[6] if len(res) > 6 else -1  # a step overflows: the walk went on as Python's does
+    STATS["overflow" if over >= 0 else "c"] += 1
     stab = _streamed_sets(space)
     mems = []
     empty: frozenset[str] = frozenset()
-    for k, names in enumerate(names_of):
+    for k, names in enumerate(names_of if over < 0 else names_of[:over]):
         if names is None:
             mems.append(StepMemory(usage[k], empty, False))
             continue
@@ -259,10 +287,80 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         if streamed is None:
             streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
         mems.append(StepMemory(usage[k], streamed, helds[k]))
-    plan = MemoryPlan(tuple(mems), tuple(int(x) for x in peak_l1), int(peak_llb), None)
+    issue = None
+    if over >= 0:
+        node = nodes[over]
+        halo = (0.0, 0.0, 0.0)
+        tiles = 0.0
+        if node[0] == "g":
+            gr = by_name[node[1]]
+            tiles = group_rows[node[1]][-1]
+            if not res[7]:  # an L1: the working set's halo, window and attention parts
+                names = names_of[over]
+                assert names is not None
+                streamed = frozenset(t for b, t in enumerate(names) if masks[over] >> b & 1)
+                halo = _facts(g, gr.info.ops).halo.get(
+                    (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
+                     gr.cores // gr.parts), halo)
+        issue = _issue(dec, nodes, over, res[7:], halo, tiles)
+    plan = MemoryPlan(tuple(mems), tuple(int(x) for x in peak_l1), int(peak_llb), issue)
     dec.nodes = nodes
     dec.walk = _Walked([_NAME[s] for s in scopes], plan)  # type: ignore[assignment]
     return scope_dim
+
+
+def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
+           halo: tuple[float, float, float], tiles: float) -> CapacityIssue:
+    """The first overflow as :meth:`compiler.capacity.CapacityWalk.l1_issue` /
+    ``llb_issue`` describe it, from what the C walk kept (``explain`` in ``_cwalk.c``):
+    the same entries, labels, rounding and order."""
+    llb, core, needed, work, _, llb_live, live = found
+
+    def label(i: int) -> str:
+        node = nodes[i]
+        return f"{node[1]}[{node[2]}]" if node[0] == "g" else node[1]
+
+    def provides(i: int) -> str:
+        node = nodes[i]
+        return dec.by_name[node[1]].info.output if node[0] == "g" \
+            else dec.transfer_by_name[node[1]].tensor
+
+    items = [(f"{label(i)} ({provides(i)})", int(b)) for i, b in live if b > 0]
+    steps = tuple((i, int(b)) for i, b in live if b > 0)
+    target = dec.space.target
+    if not llb:
+        rest = work - sum(halo)
+        if rest > 0:
+            items.append((f"{label(k)} working set", int(rest)))
+        if halo[0] > 0:
+            items.append((f"{label(k)} halo rows from other cores", int(halo[0])))
+        if halo[1] > 0:
+            items.append((f"{label(k)} window rows of a streamed input", int(halo[1])))
+        if halo[2] > 0:
+            items.append((f"{label(k)} attention heads beyond an even share", int(halo[2])))
+        items.sort(key=lambda x: -x[1])
+        return CapacityIssue(f"L1 of core {core}", core, label(k), k, math.ceil(needed),
+                             target.l1.data_bytes, tuple(items), steps)
+    if nodes[k][0] == "t":  # llb_issue(k, live, resident, live): nothing more
+        llb_live, tiles = needed, 0.0
+    if tiles > 0:
+        items.append((f"{label(k)} weight tiles in flight", int(tiles)))
+    if needed > llb_live + tiles:
+        items.append((f"{label(k)} output ({provides(k)})", int(needed - llb_live - tiles)))
+    items.sort(key=lambda x: -x[1])
+    return CapacityIssue("LLB of cluster 0", -1, label(k), k, math.ceil(needed), target.llb.bytes,
+                         tuple(items), steps)
+
+
+def _sizes(space: Space, batch: int) -> dict[str, tuple[int, int, int]]:
+    """Per tensor at ``batch``: its code and :func:`compiler.footprint.sample_bytes`."""
+    tables: dict[int, dict[str, tuple[int, int, int]]] | None = getattr(space, "_csizes", None)
+    if tables is None:
+        tables = space._csizes = {}  # type: ignore[attr-defined]
+    table = tables.get(batch)
+    if table is None:
+        table = tables[batch] = {}
+    return table
 
 
 def _streamed_sets(space: Space) -> dict[tuple[tuple[str, ...], int], frozenset[str]]:

@@ -13,8 +13,11 @@
  *
  * Scope codes: 0 = L1, 1 = LLB, 2 = DDR.
  *
- * walk(cap_l1, cap_llb, n_cores, steps, edges) -> (scopes, masks, held, usage, peak_l1,
- *                                                   peak_llb) or None on an overflow.
+ * walk(cap_l1, cap_llb, n_cores, steps[, go_on]) -> (scopes, masks, held, usage, peak_l1,
+ *                                                   peak_llb); on an overflow None, or with
+ *                                                   go_on the same and (first overflowing
+ *                                                   step, LLB?, core, needed, working set,
+ *                                                   bytes in place, LLB live, live results).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -86,6 +89,17 @@ typedef struct {
     int *stamp;
     unsigned char *stamp2;
     int failed;               /* a Python filler raised: the exception is set */
+    int go_on;                /* walk on after an overflow (else stop: the caller walks in Python) */
+    int overflow_at;          /* the first step that overflows, -1: none */
+    /* the last failed evaluate(): what CapacityWalk.l1_issue / llb_issue explain */
+    int f_llb;                /* 0: an L1 overflowed, 1: the LLB */
+    int f_q;                  /* usage entries written before it (cores that fitted) */
+    int f_core;               /* L1: the core */
+    double f_need, f_work;    /* bytes needed there; group L1: the working set */
+    /* explain(): the first overflow's, kept (x_live: the live results, (step, bytes)) */
+    int x_llb, x_core;
+    double x_need, x_work, x_llb_live, x_staying;
+    PyObject *x_live;
     int n_edges;
     int *ge_src, *ge_dst;     /* per global read: the source step and the reader */
     double *staying;
@@ -237,14 +251,20 @@ static int evaluate(Walk *w, int k, int scope, double *usage, double *need, int 
         for (int q = 0; q < s->n_cores; q++) {
             int c = s->cores[q];
             double u = w->l1_live[c] - w->staying[c] + work;
-            if (u > w->cap) return 0;
+            if (u > w->cap) {
+                w->f_llb = 0; w->f_q = q; w->f_core = c; w->f_need = u; w->f_work = work;
+                return 0;
+            }
             usage[q] = u;
         }
         /* weights pass the LLB (compiler.capacity: tiles, then the output, in that order) */
         if (scope == LLB || s->tiles != 0.0) {
             double nd = w->llb_live + s->tiles;
             if (scope == LLB) nd += s->total;
-            if (nd > w->llb_cap) return 0;
+            if (nd > w->llb_cap) {
+                w->f_llb = 1; w->f_q = s->n_cores; w->f_core = -1; w->f_need = nd; w->f_work = 0.0;
+                return 0;
+            }
             *need = nd;
         }
         return 1;
@@ -262,7 +282,10 @@ static int evaluate(Walk *w, int k, int scope, double *usage, double *need, int 
                 if (w->resident[i] == 1 && w->st[i].has[c]) u -= w->st[i].res[c];
             }
             if (own && s->has[c]) u += s->res[c];
-            if (u > w->cap) return 0;
+            if (u > w->cap) {
+                w->f_llb = 0; w->f_q = q; w->f_core = c; w->f_need = u; w->f_work = 0.0;
+                return 0;
+            }
             usage[q] = u;
         }
         return 1;
@@ -274,7 +297,10 @@ static int evaluate(Walk *w, int k, int scope, double *usage, double *need, int 
             if (w->resident[i] == 2) live -= w->st[i].total;
         }
         if (own) live += s->total;
-        if (live > w->llb_cap) return 0;
+        if (live > w->llb_cap) {
+            w->f_llb = 1; w->f_q = 0; w->f_core = -1; w->f_need = live; w->f_work = 0.0;
+            return 0;
+        }
         *need = live;
     }
     return 1;
@@ -403,6 +429,62 @@ static void commit_future(Walk *w, int k) {
     for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = 0;
 }
 
+/* At the first overflow (step k, before release(k)): the results CapacityWalk.l1_issue /
+ * llb_issue list, as (step, bytes) in the resident dict's order (ascending step: results
+ * are allocated in step order). A group's L1 overflow lists every L1 result's bytes on the
+ * core less what the step finds in place when it is an input; a transfer's leaves out the
+ * results released at k and adds its own; an LLB overflow lists LLB results (and the
+ * transfer's own). The Python glue turns them into the CapacityIssue. */
+static int explain(Walk *w, int k) {
+    const Step *s = &w->st[k];
+    int a = w->exp_ptr[k], b = w->exp_ptr[k + 1];
+    PyObject *live = PyList_New(0);
+    if (!live) { w->failed = 1; return 1; }
+    for (int i = 0; i < k; i++) {
+        int r = w->resident[i];
+        if (!r) continue;
+        if (s->kind != K_GROUP) {  /* a transfer: the results released at k are not counted */
+            int gone = 0;
+            for (int p = a; p < b; p++) if (w->exp_idx[p] == i) { gone = 1; break; }
+            if (gone) continue;
+        }
+        double by;
+        if (!w->f_llb) {
+            if (r != 1) continue;
+            by = w->st[i].has[w->f_core] ? w->st[i].res[w->f_core] : 0.0;
+            if (s->kind == K_GROUP) {
+                int input = 0;
+                for (int q = 0; q < s->n_reads; q++) if (s->reads[q] == i) { input = 1; break; }
+                if (input) {
+                    double st = w->staying[w->f_core];
+                    by -= by < st ? by : st;
+                }
+            }
+        } else {
+            if (r != 2) continue;
+            by = w->st[i].total;
+        }
+        PyObject *row = Py_BuildValue("(id)", i, by);
+        if (!row || PyList_Append(live, row)) { Py_XDECREF(row); Py_DECREF(live); w->failed = 1; return 1; }
+        Py_DECREF(row);
+    }
+    if (s->kind != K_GROUP && w->last[k] > k) {  /* the transfer's own result */
+        double by = w->f_llb ? s->total : (s->has[w->f_core] ? s->res[w->f_core] : 0.0);
+        PyObject *row = Py_BuildValue("(id)", k, by);
+        if (!row || PyList_Append(live, row)) { Py_XDECREF(row); Py_DECREF(live); w->failed = 1; return 1; }
+        Py_DECREF(row);
+    }
+    /* kept: later steps' trials overwrite the f_ fields */
+    w->x_llb = w->f_llb;
+    w->x_core = w->f_core;
+    w->x_need = w->f_need;
+    w->x_work = w->f_work;
+    w->x_live = live;
+    w->x_llb_live = w->llb_live;
+    w->x_staying = s->kind == K_GROUP && !w->f_llb ? w->staying[w->f_core] : 0.0;
+    return 0;
+}
+
 static const int SLOWER[3][3] = {{L1, LLB, DDR}, {LLB, DDR, -1}, {DDR, -1, -1}};
 
 /* Returns 0 on success, 1 when a step overflows (the caller decodes in Python). */
@@ -446,14 +528,32 @@ static int run(Walk *w) {
         w->scope[k] = chosen;
         double need;
         int m, h;
-        if (!evaluate(w, k, chosen, usage, &need, &m, &h)) return 1;
+        if (!evaluate(w, k, chosen, usage, &need, &m, &h)) {
+            if (!w->go_on) return 1;
+            /* CapacityWalk.commit after an overflow: the result is placed all the same
+             * (release, allocate) and the walk goes on, as Decoding.pick/commit do; the
+             * plan (up to the first overflow) is walked again in Python */
+            if (w->overflow_at < 0) {
+                /* CapacityWalk.commit records the first overflow: the cores that fitted
+                 * count towards the peaks, the LLB need does not; what it explains is
+                 * kept (the live results at that moment: before release(k)) */
+                w->overflow_at = k;
+                for (int q = 0; q < w->f_q; q++) {
+                    int c = s->cores[q];
+                    if (usage[q] > w->peak_l1[c]) w->peak_l1[c] = usage[q];
+                }
+                if (explain(w, k)) return 1;
+            }
+        }
         w->mask_out[k] = m;
         w->held_out[k] = h;
-        for (int q = 0; q < w->usage_ptr[k + 1] - w->usage_ptr[k]; q++) {
-            int c = s->cores[q];
-            if (usage[q] > w->peak_l1[c]) w->peak_l1[c] = usage[q];
+        if (w->overflow_at < 0) {
+            for (int q = 0; q < w->usage_ptr[k + 1] - w->usage_ptr[k]; q++) {
+                int c = s->cores[q];
+                if (usage[q] > w->peak_l1[c]) w->peak_l1[c] = usage[q];
+            }
+            if (need >= 0.0 && need > w->peak_llb) w->peak_llb = need;
         }
-        if (need >= 0.0 && need > w->peak_llb) w->peak_llb = need;
         release(w, k);
         allocate(w, k);
         if (chosen == L1 && w->last[k] > k) commit_future(w, k);
@@ -687,7 +787,8 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     int nc;
     PyObject *steps_o;
     (void)self;
-    if (!PyArg_ParseTuple(args, "ddiO", &cap, &llb_cap, &nc, &steps_o)) return NULL;
+    int go_on = 0;
+    if (!PyArg_ParseTuple(args, "ddiO|p", &cap, &llb_cap, &nc, &steps_o, &go_on)) return NULL;
     if (nc <= 0 || nc > 65536) {
         PyErr_SetString(PyExc_ValueError, "cores per cluster out of range");
         return NULL;
@@ -800,6 +901,8 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
     for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
 
+    w.go_on = go_on;
+    w.overflow_at = -1;
     int status = run(&w);
     if (w.failed) goto done;  /* the filler's exception */
     if (status) {
@@ -823,9 +926,15 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
             PyList_SET_ITEM(usage, k, u);
         }
         for (int c = 0; c < nc; c++) PyList_SET_ITEM(peaks, c, PyFloat_FromDouble(w.peak_l1[c]));
-        result = Py_BuildValue("(NNNNNd)", scopes, masks, helds, usage, peaks, w.peak_llb);
+        if (w.overflow_at < 0)
+            result = Py_BuildValue("(NNNNNd)", scopes, masks, helds, usage, peaks, w.peak_llb);
+        else  /* go_on: and the first overflow, what CapacityWalk explains it with */
+            result = Py_BuildValue("(NNNNNdiiiddddO)", scopes, masks, helds, usage, peaks, w.peak_llb,
+                                   w.overflow_at, w.x_llb, w.x_core, w.x_need, w.x_work,
+                                   w.x_staying, w.x_llb_live, w.x_live);
     }
 done:
+    Py_XDECREF(w.x_live);
     free_walk(&w);
     free(edge_mem);
     free(edge_fbm);

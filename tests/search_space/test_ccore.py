@@ -143,6 +143,31 @@ def test_capacity_exactly_met(seed: int, key: str, delta: int) -> None:
     _agree(c_space, py_space, vec)
 
 
+@pytest.mark.parametrize(("key", "l1_share", "llb_share"), [("tiny_cnn", 0.02, 1.0),
+                                                              ("bert2", 0.05, 1.0),
+                                                              ("bert2", 1.0, 0.01)])
+def test_overflows_explained_alike(key: str, l1_share: float, llb_share: float) -> None:
+    """A smaller L1 (and LLB): many decodes overflow, and later steps' trials overflow
+    after the first one; the compiled walk's plan must still hold the first overflow
+    exactly as the Python walk explains it (resource, bytes needed, live results)."""
+    t = Target.default()
+    t = t.replace(l1={"data_bytes": int(t.l1.data_bytes * l1_share)},
+                  llb={"bytes": int(t.llb.bytes * llb_share)})
+    c_space, py_space = _spaces(small_graph(key), t)
+    rng = np.random.default_rng(23)
+    before = _ccore.STATS["overflow"]
+    kinds: set[bool] = set()
+    parents = [_agree(c_space, py_space, v) for v in c_space.sample_vectors(rng, 6)]
+    for a, b in zip(parents, parents[::-1]):
+        for child in (c_space.mutate(a, rng), c_space.crossover(a, b, rng)):
+            s = _agree(c_space, py_space, c_space.encode(child))
+            issue = plan_memory(c_space.graph_for(s.batch), s, t).issue
+            if issue is not None:
+                kinds.add(issue.core < 0)
+    assert _ccore.STATS["overflow"] - before >= 5  # the compiled walk overflowed, and explained
+    assert kinds == {llb_share < 1.0}  # final schedules still overflow there (repair gave up)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_one_op_groups(seed: int, target: Target) -> None:

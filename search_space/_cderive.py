@@ -1,0 +1,139 @@
+"""The compiled chunk DAG: pass 2 of decoding in C, :func:`compiler.derive.derive_transfers` as reference.
+
+Pass 2 of decoding (:meth:`search_space._build.Decoding.derive`: the transfers the
+shaped groups need, the chunk DAG, the output nodes, then the depth-first or
+breadth-first order of :mod:`search_space._order`) runs in C
+(``search_space/_cdag.c``) over integer tables this module fills from the Python
+definitions, once per op set and once per space:
+
+* per op set (kept in its :class:`~search_space._structure.GroupInfo` cache): its
+  input tensors as (code, batched, producer op) and its output codes, from
+  :func:`compiler.derive.group_io`;
+* per space: the graph's outputs the same way, and the tensor codes (shared with
+  the compiled walk, :mod:`search_space._ccore`).
+
+The C code mirrors ``derive_transfers`` (``provide``/``_add``, the naming in DFS
+post-order, the sort), ``dfs_postorder``, ``depth_order`` and ``breadth_order``
+statement by statement, so the transfers, their names, the DAG (with the dict's
+insertion order) and the order are the ones the Python code gives; the
+differential tests (``tests/search_space/test_cdag.py``) compare them on every zoo
+model. Transfer placements are the space's shared ``Placement`` values (equal to
+the ones ``derive_transfers`` makes: DDR, on the consumer chunk's cores).
+
+``GRAPHTUNE_PURE_PYTHON=1`` forces the Python path; a missing extension warns once
+(:func:`search_space._ccore.warn_missing`) and decoding uses the Python path.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from compiler.derive import Node, group_io
+from compiler.schedule import Transfer
+from search_space._ccore import missing, tensor_codes
+
+Decoding = Any  # a search_space._build.Decoding (importing it back would close a circle)
+
+STATS = {"c": 0}
+_module: Any = None
+_state = {"tried": False}
+
+
+def _load() -> Any:
+    """The extension module, or None (pure Python forced, or not built: warned once)."""
+    if os.environ.get("GRAPHTUNE_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    if _state["tried"]:
+        return _module
+    _state["tried"] = True
+    try:
+        from search_space import _cdag  # type: ignore[attr-defined]
+    except ImportError as exc:
+        missing(exc)
+        return None
+    globals()["_module"] = _cdag
+    return _cdag
+
+
+def available() -> bool:
+    """Whether decoding derives the chunk DAG in C (built, importable and not disabled)."""
+    return _load() is not None
+
+
+def _triples(graph: Any, codes: dict[str, int], tensors: tuple[str, ...]) -> tuple[int, ...]:
+    out: list[int] = []
+    for t in tensors:
+        code = codes.get(t)
+        if code is None:
+            code = codes[t] = len(codes)
+        prod = graph.producer.get(t)
+        out += (code, 1 if graph.tensors[t].batched else 0, -1 if prod is None else prod)
+    return tuple(out)
+
+
+def _op_set_row(dec: Decoding, info: Any, codes: dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """An op set's inputs as (code, batched, producer op) and its output codes (group_io)."""
+    hit = info.cache.get("cdag")
+    if hit is None:
+        io = group_io(dec.graph, info.ops)
+        outs = []
+        for t in io.outputs:
+            code = codes.get(t)
+            if code is None:
+                code = codes[t] = len(codes)
+            outs.append(code)
+        hit = info.cache["cdag"] = (_triples(dec.graph, codes, io.inputs), tuple(outs))
+    return hit  # type: ignore[no-any-return]
+
+
+def derive(dec: Decoding) -> bool:
+    """Set ``dec``'s transfers, chunk DAG, output nodes, order (``dec.c_order``) and each
+    step's reads by position (``dec.c_reads``) from the compiled core; False (nothing set)
+    when it is not available."""
+    mod = _load()
+    if mod is None:
+        return False
+    space, graph = dec.space, dec.graph
+    codes = tensor_codes(space)
+    rows = []
+    for gr in dec.groups:
+        ins, outs = _op_set_row(dec, gr.info, codes)
+        rows.append((gr.name, gr.split, ins, outs, gr.info.ops))
+    gkey = ("cdag.outputs", dec.batch)
+    gouts = space._cgraph.get(gkey) if hasattr(space, "_cgraph") else None
+    if gouts is None:
+        if not hasattr(space, "_cgraph"):
+            space._cgraph = {}
+        gouts = space._cgraph[gkey] = _triples(graph, codes, tuple(graph.outputs))
+    index = {gr.name: i for i, gr in enumerate(dec.groups)}
+    topo = [index[n] for n in dec.topo] if dec.order == "breadth" else []
+    raw, deps, outs, order, reads = mod.derive(rows, len(graph.ops), len(codes), gouts,
+                                        1 if dec.order == "breadth" else 0, dec.lookahead, topo)
+    names = _names(space)
+    groups = dec.groups
+    ring = ((0,),)
+    transfers = []
+    for name, kind, code, sf, df, src, dst, bg, bc in raw:
+        bind = groups[bg].binds[bc] if bg >= 0 else ring
+        transfers.append(Transfer(name, kind, names[code], sf, df, src, dst,
+                                  space.placement("DDR", bind)))
+    dec.transfers, dec.deps, dec.outs = transfers, deps, outs
+    dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
+    STATS["c"] += 1
+    return True
+
+
+def _names(space: Any) -> list[str]:
+    """Tensor names by code (the inverse of the space's codes, extended as codes are added)."""
+    codes = tensor_codes(space)
+    names: list[str] | None = getattr(space, "_cnames", None)
+    if names is None or len(names) != len(codes):
+        names = [""] * len(codes)
+        for t, c in codes.items():
+            names[c] = t
+        space._cnames = names
+    return names
+
+
+__all__ = ["Node", "available", "derive"]

@@ -1,0 +1,213 @@
+"""The compiled chunk DAG (search_space/_cdag.c) against the Python code it mirrors.
+
+Every decode in these tests derives its transfers, chunk DAG, output nodes and
+order in C; a hook then derives them again with :func:`compiler.derive.derive_transfers`
+and :mod:`search_space._order` from the same shaped groups and requires the same
+transfers (names, factors, chunks, placements), the same DAG in the same insertion
+order, the same outputs and the same order. Every zoo model at two batches (1, and
+6, whose divisors make splits that divide neither way: a concat then a split) and
+the PyTorch-exported fixtures; random, mutated and crossed-over vectors, and with
+hypothesis one op per group and every look-ahead. Whole decodes compiled vs pure
+Python (scopes, memory plans, verdicts) are compared in ``test_ccore.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compiler import zoo
+from compiler.derive import derive_transfers
+from compiler.graph import Graph
+from compiler.model import load_onnx
+from compiler.target import Target
+from search_space import Space, _build, _cderive, build_spaces
+from search_space._dims import LOOKAHEADS, MODES, ORDERS
+from search_space._order import breadth_order, depth_order
+from tests.search_space.conftest import small_graph
+from tests.sim.conftest import zoo_graph
+
+pytestmark = pytest.mark.skipif(
+    not _cderive.available(),
+    reason="the compiled search core is not built (no C compiler) or GRAPHTUNE_PURE_PYTHON is set")
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "torch"
+
+# every zoo model, made small where an option allows (the structure is what matters)
+SMALL_OPTIONS: dict[str, dict[str, Any]] = {
+    "bert_base": {"seq": 32, "num_layers": 2}, "bert_large": {"seq": 32, "num_layers": 2},
+    "gpt": {"seq": 32, "num_layers": 2, "vocab": 1000},
+    "vit": {"num_layers": 2, "image_size": 64},
+    "efficientnet_b0": {"image_size": 64}, "mobilenet_v2": {"image_size": 64},
+    "resnet18": {"image_size": 64}, "resnet34": {"image_size": 64},
+    "resnet50": {"image_size": 64}, "resnet101": {"image_size": 64},
+}
+
+DEEP = {"resnet34", "resnet50", "resnet101", "mobilenet_v2", "efficientnet_b0"}
+
+
+class _Checked:
+    """Wraps ``Decoding.derive``: every compiled derive is compared with the Python one."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.kinds: set[str] = set()
+
+    def __call__(self, original: Any) -> Any:
+        def derive(dec: _build.Decoding) -> None:
+            original(dec)
+            assert dec.c_order is not None, "the compiled chunk DAG did not run"
+            transfers, deps, outs = derive_transfers(dec.graph, dec._drafts())
+            assert dec.transfers == transfers
+            assert list(dec.deps.items()) == list(deps.items())  # the same insertion order
+            assert dec.outs == outs
+            splits = {gr.name: gr.split for gr in dec.groups}
+            want = (depth_order(deps, outs, splits, dec.lookahead) if dec.order == "depth"
+                    else breadth_order(deps, dec.topo, splits))
+            assert dec.c_order == want
+            self.count += 1
+            whole = {t.tensor: t.src_factor for t in transfers
+                     if t.kind == "concat" and t.dst_factor == 1}
+            if whole:
+                self.kinds.add("concat_all")
+            for t in transfers:  # a split of a whole tensor its producer cut unevenly
+                f = whole.get(t.tensor)
+                if t.kind == "split" and t.src_factor == 1 and f and t.dst_factor % f \
+                        and f % t.dst_factor:
+                    self.kinds.add("uneven")
+            self.kinds.add(f"{dec.order}{dec.lookahead}")
+        return derive
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> _Checked:
+    c = _Checked()
+    monkeypatch.setattr(_build.Decoding, "derive", c(_build.Decoding.derive))
+    return c
+
+
+def _children(space: Space, rng: np.random.Generator, n: int) -> Iterator[None]:
+    """Decode ``n`` random vectors (prior, then uniform), then mutants and crossovers."""
+    pool = [space.decode(v) for v in space.sample_vectors(rng, n // 2)]
+    pool += [space.decode(v) for v in space.sample_vectors(rng, n - n // 2, uniform=True)]
+    yield
+    for k in range(n):
+        a, b = pool[k % len(pool)], pool[-1 - k % len(pool)]
+        pool.append(space.mutate(a, rng) if k % 2 else space.crossover(a, b, rng))
+        yield
+
+
+def _exercise(graph: Graph, target: Target, n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for space in build_spaces(graph, target):
+        for _ in _children(space, rng, n):
+            pass
+
+
+@pytest.mark.parametrize("name", [e.name for e in zoo.list_models()])
+def test_zoo_models_at_two_batches(name: str, target: Target, checked: _Checked) -> None:
+    kw = SMALL_OPTIONS.get(name, {})
+    n = 5 if name in DEEP else 12  # the deep CNNs: fewer vectors, as many steps
+    for batch in (1, 6):
+        _exercise(zoo_graph(name, batch, **kw), target, n, seed=batch)
+    assert checked.count >= 4 * n
+
+
+@pytest.mark.parametrize("fixture", ["resnet18_b16", "mobilenet_v2_b16", "vit_b1", "gpt_b16",
+                                     "dlrm_b16"])
+def test_torch_fixtures(fixture: str, target: Target, checked: _Checked) -> None:
+    _exercise(load_onnx(DATA / f"{fixture}.onnx").graph, target, 15, seed=7)
+    assert checked.count >= 30
+
+
+def test_every_transfer_rule_and_order_is_met(target: Target, checked: _Checked) -> None:
+    """Batch 6 (a 2-way consumer of a 3-way producer: concat everything, then split) and
+    every order and look-ahead are among what the comparisons saw."""
+    _exercise(zoo_graph("tiny_cnn", 6), target, 60, seed=3)
+    _exercise(small_graph("bert2"), target, 30, seed=4)
+    assert {"uneven", "concat_all"} <= checked.kinds
+    assert {f"depth{la}" for la in LOOKAHEADS} | {"breadth0"} <= checked.kinds
+
+
+_SPACES: dict[str, Space] = {}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32 - 1), ops=st.booleans(), order=st.sampled_from(ORDERS),
+       lookahead=st.sampled_from(LOOKAHEADS), key=st.sampled_from(["tiny_cnn", "bert2"]))
+def test_edges(seed: int, ops: bool, order: str, lookahead: int, key: str) -> None:
+    """One op per group (the most transfers) or not, each order and look-ahead."""
+    if key not in _SPACES:
+        _SPACES[key] = build_spaces(small_graph(key), Target.default())[0]
+    space = _SPACES[key]
+    c = _Checked()
+    original = _build.Decoding.derive
+    _build.Decoding.derive = c(original)  # type: ignore[method-assign]
+    try:
+        vec = space.sample_vectors(np.random.default_rng(seed), 1)[0]
+        if ops:
+            vec[space._mode_free] = MODES.index("ops")
+        free = {int(space.rep[d]): d for d in (space.d_order, space.d_lookahead) if d >= 0}
+        for f, d in free.items():
+            vec[f] = ORDERS.index(order) if d == space.d_order else LOOKAHEADS.index(lookahead)
+        space.decode(vec)
+    finally:
+        _build.Decoding.derive = original  # type: ignore[method-assign]
+    assert c.count == 1
+
+
+def test_bad_tables_are_refused() -> None:
+    """The C code checks what it is given (a wrong table is an error, not a crash)."""
+    from search_space import _cdag  # type: ignore[attr-defined]
+
+    ok = [("g0", 2, (0, 1, -1), (1,), (0,))]
+    out = (1, 1, 0)
+    transfers, deps, outs, order, reads = _cdag.derive(ok, 1, 2, out, 0, 0, [])
+    # a 2-way group between a model input (split) and a model output (concatenated back),
+    # derived by hand: rows are (name, kind, tensor, src/dst factor, src/dst chunks, the
+    # group and chunk whose cores hold the result)
+    assert transfers == [("concat_0", "concat", 1, 2, 1, (0, 1), (0,), 0, 0),
+                         ("split_0", "split", 0, 1, 2, (0,), (0, 1), 0, 0)]
+    g0, g1, cat, cut = ("g", "g0", 0), ("g", "g0", 1), ("t", "concat_0", 0), ("t", "split_0", 0)
+    assert list(deps.items()) == [(cut, []), (g0, [cut]), (g1, [cut]), (cat, [g0, g1])]
+    assert outs == [cat] and order == [cut, g0, g1, cat]
+    assert reads == [[], [0], [0], [1, 2]]  # each step's dependencies by position
+    with pytest.raises(ValueError):
+        _cdag.derive([("g0", 2, (5, 1, -1), (1,), (0,))], 1, 2, out, 0, 0, [])  # unknown tensor
+    with pytest.raises(ValueError):
+        _cdag.derive([("g0", 0, (0, 1, -1), (1,), (0,))], 1, 2, out, 0, 0, [])  # split 0
+    with pytest.raises(ValueError):
+        _cdag.derive([("g0", 2, (0, 1), (1,), (0,))], 1, 2, out, 0, 0, [])  # not triples
+    with pytest.raises(ValueError):
+        _cdag.derive(ok, 1, 2, out, 1, 0, [3])  # a topological order naming no group
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
+def test_projection_after_a_look_ahead_change(key: str) -> None:
+    """Projection derives the chunk DAG before it knows the look-ahead, then walks: the
+    walk must use the order of the look-ahead set afterwards, not the one derived with
+    (a copy of each schedule, so the projection really searches, must come back exact)."""
+    import json
+
+    from compiler.schedule import GraphSchedule
+
+    space = build_spaces(small_graph(key), Target.default())[0]
+    rng = np.random.default_rng(11)
+    seen = set()
+    for vec in space.sample_vectors(rng, 24):
+        vec[int(space.rep[space.d_order])] = ORDERS.index("depth")
+        vec[int(space.rep[space.d_lookahead])] = LOOKAHEADS.index(1 + int(rng.integers(3)))
+        s = space.decode(vec)
+        if not any(st.kind == "group" and st.chunk for st in s.order):
+            continue  # no group split: every look-ahead gives the same order
+        p = space.project(GraphSchedule.from_json(json.loads(s.dumps())))
+        assert p.schedule is not None, p.reason
+        assert p.schedule.structural_key() == s.structural_key()
+        seen.add(p.params["lookahead"])
+    assert seen - {0}
