@@ -187,7 +187,7 @@ def _blocks(space: SpaceLike, asg: _Assign, dec: Decoding, groups: list[GroupSpe
             g = owner[segs[s0][0]]
             raise NotInSpace(
                 f"group {g.name} (ops {min(g.ops)}..{max(g.ops)}) is neither whole segments "
-                "between single-tensor cut points, the anchor partition of a block, nor one op")
+                "between cut points, the anchor partition of a block, nor one op")
     if space.options.ties:
         _untie_cuts(space, starts, ok, modes, block_end)
     target: dict[str, GroupSpec] = {}
@@ -334,7 +334,8 @@ def _shapes(space: SpaceLike, asg: _Assign, dec: Decoding, target: dict[str, Gro
                         break
         if not matches:
             raise NotInSpace(f"{what}: core binding {[list(p) for p in bind0]} is neither a "
-                             "rotation of the cluster nor a reuse of its producer's cores")
+                             "rotation or interleaved order of the cluster nor a reuse of its "
+                             "producer's cores")
         asg.offer(slot + 3, [m[0] for m in matches], what)
         dec.set_binding(r, matches[0][1], matches[0][2])
         alts[name] = list(dict.fromkeys(m[1] for m in matches))
