@@ -102,7 +102,10 @@ class RunOptions:
             pre-trained model in use, or why not).
         time_budget_s: Wall time of the whole ``tune`` call (from ``started``); when it
             is used up no new batch is sent, batches in flight finish and are logged, and
-            the job ends as at its trial budget (log, storage and curve complete).
+            the job ends as at its trial budget (log, storage and curve complete). Ray's
+            start counts: with under ``SHORT_BUDGET_S`` (60 s) left when measuring would
+            start and ``workers`` None, the job measures in its own process; the wait for
+            Ray workers to start ends at the deadline.
         started: ``time.monotonic()`` the time budget counts from (default: the call's
             start; ``graphtune tune`` passes the command's start).
     """

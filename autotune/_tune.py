@@ -56,6 +56,11 @@ __all__ = ["check_log_path", "default_workers", "load_tasks", "tune"]
 
 log = logging.getLogger("autotune.tune")
 
+SHORT_BUDGET_S = 60.0
+"""With less than this left of a time budget when measuring would start, a job whose
+workers were not given measures in its own process: starting Ray (seconds, tens of
+seconds on a loaded machine) would take a large part of it."""
+
 
 
 def default_workers() -> int:
@@ -212,6 +217,13 @@ def tune(
 
             ranker = pretrained_factory(records, notify)
         handle = open_storage(storage, log_path)
+        if (workers is None and ray_address is None and n_workers > 0
+                and time_budget_s is not None
+                and t0 + time_budget_s - time.monotonic() < SHORT_BUDGET_S):
+            n_workers = 0  # Ray's start would take a large part of what is left
+            if notify is not None:
+                notify(f"{max(t0 + time_budget_s - time.monotonic(), 0):.0f} s of the time "
+                       "budget left: measuring in this process, without Ray workers")
         if n_workers > 0 and sampler == "guided":
             # Workers measure while the driver proposes: retrain the cost model on a thread
             # rather than stall them (in-process runs stay reproducible without it).
@@ -233,7 +245,7 @@ def tune(
 
         with RecordWriter(log_path) as writer, _pool(job, tgt, meas, n_workers, ray_address,
                                                      timeout_per_trial, worker_cpus,
-                                                     worker_resources) as pool:
+                                                     worker_resources, job.deadline) as pool:
             job.workers = pool.workers
             driver = Driver(job, scheduler, pool, writer, handle, tgt, meas, objective,
                             tuner_label(sampler), batch_size, callbacks, claims, owner)
@@ -431,7 +443,7 @@ def _scheduler(job: JobState, seed: int | None, early_stopping: int | None) -> G
 
 def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,
           ray_address: str | None, timeout_s: float | None, cpus: float | None,
-          resources: dict[str, float] | None) -> MeasurePool:
+          resources: dict[str, float] | None, deadline: float | None = None) -> MeasurePool:
     graphs = {t.task.key: t.task.graph for t in job.tasks}
     if workers == 0:
         from autotune.running._pool import InProcessPool
@@ -440,4 +452,4 @@ def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,
     from autotune.running._ray_pool import RayPool
 
     return RayPool(graphs, target, measurer, workers, ray_address, timeout_s, num_cpus=cpus,
-                   resources=resources)
+                   resources=resources, deadline=deadline)

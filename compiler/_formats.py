@@ -25,7 +25,8 @@ def unsupported_format(p: Path) -> str | None:
     """One line for a model file of a framework graphtune does not read, else None.
 
     Recognised by extension and by content (a TorchScript or ``torch.save`` zip, an
-    HDF5 Keras file, a TF SavedModel directory), so a renamed file is told the same.
+    HDF5 Keras file, a TF SavedModel directory), so a renamed file is told the same;
+    graphtune's own tuning logs and schedules, given in a model's place, are named too.
     """
     suffix = p.suffix.lower()
     if p.is_dir():
@@ -34,9 +35,15 @@ def unsupported_format(p: Path) -> str | None:
         return None
     try:
         with open(p, "rb") as f:
-            head = f.read(8)
+            head = f.read(64)
     except OSError:
         return None
+    if suffix == ".jsonl" or head.startswith(b'{"v":'):
+        return (f"{p} is a tuning log (JSON lines), not a model: give the .onnx or .pt2 it "
+                "was tuned from (graphtune log show reads the log)")
+    if head.lstrip().startswith(b"{") and b'"graphtune.GraphSchedule"' in head:
+        return (f"{p} is a schedule (JSON), not a model: give the model, and the schedule "
+                "with --schedule")
     if suffix in (".keras", ".h5", ".hdf5") or head.startswith(b"\x89HDF"):
         return f"{p} is a Keras/HDF5 file; {ACCEPTED}"
     if suffix == ".pb":

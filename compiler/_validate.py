@@ -68,6 +68,14 @@ def _check_group(g: object, graph: Graph, target: Target | None) -> None:
     assert isinstance(g, GroupSpec)
     if g.split < 1:
         raise ScheduleError(f"group {g.name}: split factor must be >= 1, got {g.split}")
+    host = [graph.ops[i] for i in g.ops if not graph.ops[i].on_npu]
+    if host and len(host) < len(g.ops):
+        npu = next(graph.ops[i] for i in g.ops if graph.ops[i].on_npu)
+        raise ScheduleError(
+            f"group {g.name}: {host[0].name} ({host[0].op_type}) runs on the host CPU and "
+            f"{npu.name} ({npu.op_type}) on the NPU: an op off the NPU is a host segment, "
+            "in a group of host ops only"
+        )
     if graph.batch % g.split:
         raise ScheduleError(
             f"group {g.name}: split factor {g.split} does not divide batch {graph.batch}"

@@ -114,12 +114,12 @@ def _o3(graph: Graph, target: Target) -> GraphSchedule:
     start = 0
     for end in bounds:
         if end >= start:
-            segments.append(list(range(start, end + 1)))
+            segments.extend(_host_apart(graph, list(range(start, end + 1))))
             start = end + 1
     merged: list[tuple[list[int], int | None]] = []
     for seg in segments:
         s = _min_split(graph, seg, target)
-        if merged:
+        if merged and _on_npu(graph, seg) and _on_npu(graph, merged[-1][0]):
             prev, ps = merged[-1]
             both = prev + seg
             ms = _min_split(graph, both, target)
@@ -147,6 +147,29 @@ def _o3(graph: Graph, target: Target) -> GraphSchedule:
     # what the memory walk finds does not fit.
     draft = make_schedule(graph, groups, order="depth", source="O3")
     return fit_to_target(graph, _optimistic(graph, draft), target)
+
+
+def _on_npu(graph: Graph, ops: Sequence[int]) -> bool:
+    return all(graph.ops[i].on_npu for i in ops)
+
+
+def _host_apart(graph: Graph, seg: list[int]) -> list[list[int]]:
+    """A segment with ops off the NPU cut so that no group mixes host and NPU ops.
+
+    Runs of host ops and of NPU ops become their own segments when each run has one
+    output; otherwise every op of the segment is its own segment (one op, one output).
+    """
+    if _on_npu(graph, seg) or not any(graph.ops[i].on_npu for i in seg):
+        return [seg]
+    runs: list[list[int]] = [[seg[0]]]
+    for i in seg[1:]:
+        if graph.ops[i].on_npu == graph.ops[runs[-1][-1]].on_npu:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    if all(len(group_io(graph, tuple(r)).outputs) == 1 for r in runs):
+        return runs
+    return [[i] for i in seg]
 
 
 def _optimistic(graph: Graph, schedule: GraphSchedule) -> GraphSchedule:

@@ -48,6 +48,15 @@ The argument, step by step (``N`` = cores of the cluster):
    the smallest legal piece (one sample over every core) and one 4,096-element
    tile; a grouped convolution the smaller of both.
 
+7. **Gathered rows' descriptors** (issue 25 item 5, ``sim/_gathers.py``): a table
+   larger than half a weight buffer cannot be gathered in L1, so each of its rows
+   reaches a core from the LLB or DDR by its own DMA descriptor, occupying that
+   core's DMA port for ``dma.setup_cycles`` plus the row at the port rate (at
+   least; from DDR the row is rounded up to bursts). Ports are busy no longer
+   than the latency, so ``latency - launch >= (sum over such rows) / cores``: a
+   second bound beside the cores' busy time, the larger of the two is kept
+   (Wide & Deep b2048: 669 µs of descriptors against 170 µs of core work).
+
 Nothing here changes a cost term; it only reads the same prices. The result is
 ``max(roofline, this)`` in :func:`compiler.bound.lower_bound_cycles`.
 """
@@ -97,7 +106,9 @@ class WorkBound:
         balanced: ``min over split of max(matrix side, vector side)`` with the grouped work.
         fill: One output tile's latency per op, at the smallest legal piece.
         cores: Cores of the cluster.
-        cycles: ``(max(balanced, move) + fill) / cores``: the bound (no launch).
+        cycles: ``max(max(balanced, move) + fill, gather_dma) / cores``: the bound (no launch).
+        gather_dma: DMA-port time of the rows of tables over half a weight buffer,
+            one descriptor each (item 7 of the module doc).
     """
 
     matrix_side: float
@@ -111,6 +122,7 @@ class WorkBound:
     fill: float
     cores: int
     cycles: float
+    gather_dma: float = 0.0
 
 
 def grouped_array_cycles_per_row(d: OpShape, mat: MatrixUnit) -> float:
@@ -167,7 +179,9 @@ def work_bound(graph: Graph, batch: int, target: Target) -> WorkBound:
     tcpe = target.vector.transcendental_cycles_per_element
     wbw = weight_path_bytes_per_cycle(target, 1)
     l1bw = target.l1.bytes_per_cycle
-    mside = vside = move = fill = forced = 0.0
+    mside = vside = move = fill = forced = dma = 0.0
+    half_wb = target.l1.weight_bytes / 2
+    setup, port = target.dma.setup_cycles, target.dma.core_bytes_per_cycle
     grouped: list[tuple[float, float]] = []
     for op, d in zip(graph.ops, op_shapes(graph), strict=True):
         kind = d.kind
@@ -202,6 +216,9 @@ def work_bound(graph: Graph, batch: int, target: Target) -> WorkBound:
             move += 2.0 * total / l1bw
         else:  # gather: rows written once into L1
             move += total / l1bw
+            if d.table_bytes > half_wb:  # rows by descriptor from the LLB or DDR
+                row = max(d.row_bytes, 1)
+                dma += total / row * (setup + row / port)
         if d.weight_bytes and not kind.is_matrix:
             mside += d.weight_bytes / wbw
     balanced, on_m = _balance(mside, vside, grouped)
@@ -213,7 +230,7 @@ def work_bound(graph: Graph, batch: int, target: Target) -> WorkBound:
         matrix_side=mside, vector_side=vside, move=move,
         grouped_matrix=sum(a for a, _ in grouped), grouped_vector=sum(b for _, b in grouped),
         grouped_forced=forced,         grouped_on_matrix=on_m, balanced=balanced, fill=fill, cores=cores,
-        cycles=(top + fill) / cores,
+        cycles=max(top + fill, dma) / cores, gather_dma=dma,
     )
     memo[key] = hit
     return hit

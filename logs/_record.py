@@ -146,6 +146,8 @@ class Result:
         latency_us: Latency of one batch in microseconds (required when ok).
         throughput_per_s: Samples per second.
         error: Message of a failed measurement (empty when ok).
+        lower_bound_us: The roofline lower bound of the workload's latency on the
+            target (``sim.lower_bound``), since 1.2; None when unknown.
         extra: Keys from a newer minor version.
     """
 
@@ -153,11 +155,12 @@ class Result:
     latency_us: float | None = None
     throughput_per_s: float | None = None
     error: str = ""
+    lower_bound_us: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
-        for name in ("latency_us", "throughput_per_s"):
+        for name in ("latency_us", "throughput_per_s", "lower_bound_us"):
             value = getattr(self, name)
             if value is not None:
                 if not math.isfinite(value) or value < 0:
@@ -173,14 +176,18 @@ class Result:
         return self.status is Status.OK
 
     def to_json(self) -> dict[str, Any]:
-        """The ``"result"`` object of a record."""
-        return {
+        """The ``"result"`` object of a record (``lower_bound_us`` only when known, so a
+        1.0/1.1 record is written back exactly as it was read)."""
+        out: dict[str, Any] = {
             "status": self.status.value,
             "latency_us": self.latency_us,
             "throughput_per_s": self.throughput_per_s,
             "error": self.error,
-            **self.extra,
         }
+        if self.lower_bound_us is not None:
+            out["lower_bound_us"] = self.lower_bound_us
+        out.update(self.extra)
+        return out
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Result:
@@ -190,6 +197,7 @@ class Result:
             latency_us=obj.get("latency_us"),
             throughput_per_s=obj.get("throughput_per_s"),
             error=obj.get("error", ""),
+            lower_bound_us=obj.get("lower_bound_us"),
             extra=_extra(obj, _RESULT_KEYS),
         )
 
@@ -396,7 +404,7 @@ class Record:
 
 _LINE_JSON: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False, "allow_nan": False}
 _WORKLOAD_KEYS = frozenset({"key", "model", "input_shapes", "batch"})
-_RESULT_KEYS = frozenset({"status", "latency_us", "throughput_per_s", "error"})
+_RESULT_KEYS = frozenset({"status", "latency_us", "throughput_per_s", "error", "lower_bound_us"})
 _PROV_KEYS = frozenset(
     {"measurer", "measurer_version", "tuner", "study", "trial", "time_unix_s", "host", "params",
      "cost_model"}

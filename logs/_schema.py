@@ -183,6 +183,9 @@ def check_record(obj: Any, with_schedule: bool = True) -> str | None:
     throughput = r.get("throughput_per_s")
     if throughput is not None and _bad_number(throughput):
         return "result.throughput_per_s must be a finite number >= 0 or null"
+    bound = r.get("lower_bound_us")
+    if bound is not None and _bad_number(bound):
+        return "result.lower_bound_us must be a finite number >= 0 or null"
     if type(r.get("error", "")) is not str:
         return "result.error must be a string"
     p = obj.get("prov")
@@ -276,6 +279,7 @@ RECORD_SCHEMA: dict[str, Any] = {
                 "latency_us": _NUM_OR_NULL,
                 "throughput_per_s": _NUM_OR_NULL,
                 "error": _STR,
+                "lower_bound_us": _NUM_OR_NULL,
             },
             "if": {"properties": {"status": {"const": "ok"}}},
             "then": {

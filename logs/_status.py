@@ -10,7 +10,7 @@ import enum
 
 __all__ = ["SCHEMA_MAJOR", "SCHEMA_VERSION", "Status"]
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 """The version this graphtune writes, as ``"major.minor"``."""
 
 SCHEMA_MAJOR = 1

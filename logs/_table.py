@@ -11,9 +11,10 @@ Every row has the keys of :data:`ROW_FIELDS`, in that order:
 ``status``             ``ok`` or the error status
 ``latency_us``         measured latency (empty for an error)
 ``throughput_per_s``   measured throughput (empty for an error)
-``latency_over_bound`` latency / the simulator's roofline bound of the task, when the
-                       record carries the bound (``result.lower_bound_us``, written by
-                       measurers that know it); empty otherwise
+``latency_over_bound`` latency / the roofline lower bound of the task, >= 1 (the
+                       record's ``result.lower_bound_us``, written by every tune and
+                       ``simulate --log`` since record version 1.2); empty for an
+                       error or an older record
 ``tuner``              the sampler that proposed it
 ``trial``              its trial number in the study (empty if none)
 ``time_utc``           ISO 8601 time of the measurement
@@ -41,9 +42,8 @@ ROW_FIELDS = ("task", "workload", "target", "candidate", "status", "latency_us",
 def record_row(rec: Record) -> dict[str, Any]:
     """The row of one record (see the module docstring)."""
     res = rec.result
-    bound = res.extra.get("lower_bound_us")
-    ratio = (res.latency_us / bound if res.latency_us is not None
-             and isinstance(bound, int | float) and bound > 0 else None)
+    bound = res.lower_bound_us
+    ratio = (res.latency_us / bound if res.latency_us is not None and bound else None)
     cand = hashlib.sha256(json.dumps(rec.schedule, sort_keys=True, separators=(",", ":"))
                           .encode()).hexdigest()[:12]
     when = datetime.datetime.fromtimestamp(rec.prov.time_unix_s, tz=datetime.UTC)

@@ -182,7 +182,11 @@ def anchor_partition(graph: Graph, ops: Sequence[int], anchors: frozenset[int]) 
 
 
 def partition_is_valid(graph: Graph, parts: Sequence[tuple[int, ...]]) -> bool:
-    """Every part has one output and the parts form no cycle."""
+    """Every part has one output, mixes no host (CPU) op with NPU ops, and the parts form no cycle."""
+    for p in parts:
+        host = sum(1 for i in p if not graph.ops[i].on_npu)
+        if host and host < len(p):
+            return False
     owner = {i: k for k, p in enumerate(parts) for i in p}
     deps: dict[int, set[int]] = {k: set() for k in range(len(parts))}
     for k, p in enumerate(parts):

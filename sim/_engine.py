@@ -30,7 +30,6 @@ against the invariants of :mod:`sim._invariants` before it is returned.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -42,6 +41,7 @@ from compiler.errors import ScheduleError
 from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
 from compiler.layout import group_layout, input_layout, transfer_layout
 from compiler.memo import memo_of
+from sim._gathers import GatherRecord, plan_gathers
 from sim._host import HostSegment, host_ops, host_segment_cycles
 from sim._invariants import check_invariants
 from sim._model import (
@@ -162,7 +162,6 @@ class _Sim:
         self.n = n
         self.l1_cap = target.l1.data_bytes
         self.half_wb = target.l1.weight_bytes / 2
-        self.burst = max(1, target.ddr.burst_bytes)
         self.setup = target.dma.setup_cycles
         self.ddr_lat = target.ddr.latency_cycles
         self.hop_lat = target.noc.hop_latency_cycles
@@ -176,6 +175,8 @@ class _Sim:
         self.weight_bytes = 0.0
         self.records: list[list[object]] = []
         self.host: list[HostSegment] = []
+        self.gathers: list[GatherRecord] = []
+        self.llb_peak = 0.0
 
     # ---- reservations ------------------------------------------------------------
     def latency_of(self, fl: _Flows) -> float:
@@ -330,14 +331,9 @@ class _Sim:
         slowest = max(cost_of.values(), key=lambda c: c.cycles)
         loads = [(ready.get(kind, 0.0), fl) for kind, fl in staged.items()]
         streams = list(streamed.values())
-        # gathered rows: each core fetches its own, a burst per row, unless reading the
-        # whole (small) table through the weight path moves fewer DDR bytes
+        # gathered rows, priced where each table is placed (L1, LLB or DDR: sim._gathers)
         if work.gathers:
-            rows_fl, table = self.gather_flows(work, spp, parts, cores)
-            if rows_fl is not None:
-                loads.append((ready["*"], rows_fl))
-            if table:
-                loads.append((0.0, self.weight_flows(table, cores)))
+            self.gathers_of(k, work, spp, parts, cores, ready["*"], loads)
         # the cores of a part exchange halos / operands at cuts inside a sample
         if work.cut_bytes or work.operands:
             ex = _Flows()
@@ -415,49 +411,35 @@ class _Sim:
         self.ready[k] = end
         return None
 
-    def gather_flows(self, work: GroupWork, spp: int, parts: tuple[tuple[int, ...], ...],
-                     cores: tuple[int, ...]) -> tuple[_Flows | None, float]:
-        """Gathered rows of a step: ``(row reads from DDR, table bytes loaded instead)``.
+    def gathers_of(self, k: int, work: GroupWork, spp: int, parts: tuple[tuple[int, ...], ...],
+                   cores: tuple[int, ...], data: float, loads: list[tuple[float, _Flows]]) -> None:
+        """Add a step's gathered rows and table loads to its loads (:mod:`sim._gathers`).
 
-        A core reads its rows from DDR, each row rounded up to whole DDR bursts and
-        each its own DMA descriptor: the core's DMA engine spends ``dma.setup_cycles``
-        on every row (issue 25 item 5: rows are scattered, one descriptor each), charged
-        on its port as the bytes it could have moved meanwhile. A table that fits half
-        a weight buffer and loads faster than those rows arrive (DDR time of the table
-        against the slower of the rows' DDR time and the busiest core's descriptors and
-        bytes) is loaded whole through the weight path instead and gathered on chip.
+        A table may take the LLB that no step of the schedule uses (capacity minus the
+        plan's peak): the same from the Python walk and the compiled one.
         """
-        burst, chip = self.burst, self.chip
-        setup = self.setup
-        port_bw = self.t.dma.core_bytes_per_cycle
-        ddr_bw = self.t.ddr.bytes_per_cycle
-        rows_fl = _Flows()
-        table_bytes = 0.0
-        for d in work.gathers:
-            row = max(d.row_bytes, 1)
-            cost_row = math.ceil(row / burst) * burst
-            per_core: dict[int, float] = {}
-            rows_of: dict[int, int] = {}
-            for part in parts:
-                n = len(part)
-                rows = math.ceil(spp * d.amount / row / n) if d.batched else math.ceil(d.amount / row)
-                for c in part:
-                    per_core[c] = rows * cost_row
-                    rows_of[c] = rows
-            total = sum(per_core.values())
-            table_ddr = d.table_bytes if self.t.llb.broadcast else d.table_bytes * len(cores)
-            rows_time = max(total / ddr_bw,
-                            max(r * (cost_row / port_bw + setup) for r in rows_of.values()))
-            if d.table_bytes and d.table_bytes <= self.half_wb and table_ddr / ddr_bw < rows_time:
-                table_bytes += d.table_bytes
-                continue
-            for c, b in per_core.items():
-                rows_fl.flows[c] = rows_fl.flows.get(c, 0.0) + b + rows_of[c] * setup * port_bw
-                rows_fl.incoming[c] = rows_fl.incoming.get(c, 0.0) + b
-            rows_fl.flows[chip.ddr] = rows_fl.flows.get(chip.ddr, 0.0) + total
-            rows_fl.ddr += total
-            self.weight_bytes += total
-        return (rows_fl if rows_fl.flows else None), table_bytes
+        names = tuple(self.g.ops[i].name for i in work.gather_ops)
+        llb_used = float(self.memory.peak_llb_bytes)
+        gp = plan_gathers(work, names, self.label(k), spp, parts, cores, self.t, self.chip,
+                          self.t.llb.bytes - llb_used)
+        self.gathers.extend(gp.records)
+        if gp.l1_table_bytes:
+            loads.append((0.0, self.weight_flows(gp.l1_table_bytes, cores)))
+        if gp.llb_copy:
+            copy = _Flows()
+            copy.flows, copy.ddr = gp.llb_copy, gp.llb_copy_ddr
+            _, copied = self.res.reserve(f"{self.label(k)} table to LLB", copy.flows, 0.0,
+                                         self.latency_of(copy))
+            self.weight_bytes += gp.llb_copy_ddr
+            self.llb_peak = max(self.llb_peak, llb_used + gp.llb_table_bytes)
+            rows = _Flows()
+            rows.flows, rows.incoming = gp.llb_rows, gp.llb_rows_in
+            loads.append((max(data, copied), rows))
+        if gp.ddr_rows:
+            rows = _Flows()
+            rows.flows, rows.incoming, rows.ddr = gp.ddr_rows, gp.ddr_rows_in, gp.ddr_rows_ddr
+            loads.append((data, rows))
+            self.weight_bytes += gp.ddr_rows_ddr
 
     def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
         """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""
@@ -557,7 +539,7 @@ class _Sim:
             busy_cycles=busy,
             peak_l1_bytes=self.memory.peak_l1_bytes,
             peak_l1_bytes_per_core=self.memory.peak_l1_bytes_per_core,
-            peak_llb_bytes=self.memory.peak_llb_bytes,
+            peak_llb_bytes=max(self.memory.peak_llb_bytes, int(self.llb_peak)),
             ddr_bytes=res.busy[chip.ddr] * bw[chip.ddr],
             noc_bytes=self.noc_bytes,
             llb_bytes=res.busy[chip.llb] * bw[chip.llb],
@@ -565,6 +547,7 @@ class _Sim:
             steps=steps,
             dma_events=events,
             host_segments=tuple(self.host),
+            gathers=tuple(self.gathers),
         )
 
 

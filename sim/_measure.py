@@ -80,10 +80,11 @@ class Measurement:
         return self.latency_us / self.lower_bound_us
 
     def to_log_result(self) -> Result:
-        """The :class:`logs.Result` of a record."""
+        """The :class:`logs.Result` of a record (with the bound when it is known)."""
         from logs import Result, Status
 
-        return Result(Status(self.status), self.latency_us, self.throughput_per_s, self.error)
+        return Result(Status(self.status), self.latency_us, self.throughput_per_s, self.error,
+                      lower_bound_us=self.lower_bound_us or None)
 
     def to_record(self, graph: Graph, schedule: GraphSchedule, target: Target,
                   **prov: Any) -> Record:

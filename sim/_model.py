@@ -111,6 +111,7 @@ class GroupWork:
             tensor named is that source, the group input): each extra weight tile
             reads that input again.
         gathers: The set's gather ops.
+        gather_ops: Their op indices, in the same order.
         operands: The set's batched matmuls that read a second activation (attention's
             K and V), exchanged as :meth:`operand_exchange` says.
         halos: ``(halo bytes per cut, halo rows per side, input rows per sample)`` of
@@ -124,6 +125,7 @@ class GroupWork:
     gathers: tuple[OpShape, ...]
     halos: tuple[tuple[float, float, int], ...] = ()
     operands: tuple[OpShape, ...] = ()
+    gather_ops: tuple[int, ...] = ()
 
     def operand_exchange(self, samples: int, cores: int) -> float:
         """Bytes of batched matmuls' second operands crossing between a part's cores.
@@ -157,6 +159,7 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
         cut = 0.0
         rereads = []
         gathers = []
+        gather_ops = []
         halos = []
         operands: list[OpShape] = []
         for i in ops:
@@ -170,6 +173,7 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
                     halos.append((d.halo_bytes, rows / 2, d.in_rows))
             if d.kind == OpKind.GATHER:
                 gathers.append(d)
+                gather_ops.append(i)
             op = graph.ops[i]
             # a view of a group input is that input (issue 25 item 1): it streams from
             # wherever the input lives, once per extra weight tile
@@ -178,7 +182,7 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
                 rereads.append((i, view_source(graph, ops, op.inputs[0]),
                                 math.ceil(d.weight_bytes / half_wb) - 1))
         hit = memo[key] = GroupWork(cut, tuple(rereads), tuple(gathers), tuple(halos),
-                                    tuple(operands))
+                                    tuple(operands), tuple(gather_ops))
     return hit
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim._gathers import GatherRecord
 from sim._host import HostSegment
 
 __all__ = ["DmaEvent", "SimError", "SimResult", "StepRecord"]
@@ -110,6 +111,8 @@ class SimResult:
         dma_events: Resource reservations, for the trace.
         host_segments: Ops that ran on the host CPU, per step, with their time
             (:mod:`sim._host`); their total is ``busy_cycles["host"]``.
+        gathers: Per step and gather op, where its table was read from (``L1``,
+            ``LLB``, ``DDR``), the rows fetched and the DDR bytes (:mod:`sim._gathers`).
     """
 
     status: str
@@ -131,6 +134,7 @@ class SimResult:
     steps: tuple[StepRecord, ...] = field(repr=False)
     dma_events: tuple[DmaEvent, ...] = field(repr=False, default=())
     host_segments: tuple[HostSegment, ...] = ()
+    gathers: tuple[GatherRecord, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -168,6 +172,7 @@ class SimResult:
             "weight_bytes_loaded": self.weight_bytes_loaded,
             "busy_cycles": dict(self.busy_cycles),
             "host_segments": [h.to_json() for h in self.host_segments],
+            "gathers": [r.to_json() for r in self.gathers],
             "error": None,
         }
         if timeline:

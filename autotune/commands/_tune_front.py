@@ -15,6 +15,30 @@ _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|h|m|s)?", re.IGNORECASE)
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
 
 
+def process_started(entered: float) -> float:
+    """``time.monotonic()`` when this process started (Linux: from ``/proc``), so that a
+    time budget counts the interpreter's start and the CLI's imports (a second or two,
+    more on a loaded machine); ``entered`` (when the command was entered) elsewhere, and
+    when the process is older than a start takes (a command run inside a long-lived
+    process, as by click's test runner)."""
+    import time
+
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return entered
+    started = now - age
+    return started if 0 <= entered - started < _START_S else entered
+
+
+_START_S = 30.0  # a process this much older than its command was not started for it
+
+
 def parse_duration(text: str, option: str = "--time-budget") -> float:
     """Seconds of ``"10m"``, ``"20s"``, ``"1h30m"``, ``"90"`` (seconds) or ``"2.5m"``.
 

@@ -24,8 +24,9 @@ def register(group: click.Group) -> None:
 
 @click.command("tune")
 @click.argument("model_paths", metavar="MODEL.onnx [MORE.onnx ...]", nargs=-1, required=True)
-@click.option("--trials", type=int, required=True,
-              help="Measurements of these models the log should hold at the end (a re-run resumes).")
+@click.option("--trials", type=int, default=None,
+              help="Measurements of these models the log should hold at the end (a re-run "
+                   "resumes); optional with --time-budget, which then alone ends the job.")
 @click.option("--time-budget", "time_budget", default=None, metavar="DURATION",
               help="Stop sending work after this much wall time from the start (20s, 10m, "
                    "1h30m); what is in flight finishes, the log and studies stay complete.")
@@ -72,7 +73,8 @@ def register(group: click.Group) -> None:
                    "shipped with graphtune (cost_model/pretrained/) instead of the roofline "
                    "estimate; says so when it starts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None, log_path: str,
+def tune_cmd(model_paths: tuple[str, ...], trials: int | None, time_budget: str | None,
+             log_path: str,
              batch: int | None,
              workers: int | None, ray_address: str | None, storage: str | None, sampler: str,
              seed: int | None, objective: str, timeout_per_trial: float | None,
@@ -91,12 +93,26 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
     """
     import time
 
-    started = time.monotonic()
-    from autotune.commands._tune_front import log_state, parse_duration, workers_warning
+    entered = time.monotonic()
+    from autotune.commands._tune_front import (
+        log_state,
+        parse_duration,
+        process_started,
+        workers_warning,
+    )
 
-    if trials < 1:
+    started = process_started(entered)  # the budget counts from the command's start
+
+    if trials is None and time_budget is None:
+        raise GraphtuneError("give --trials N (the measurements the log should hold at the end), "
+                             "--time-budget DURATION (e.g. 10m), or both")
+    if trials is not None and trials < 1:
         raise GraphtuneError(f"--trials must be >= 1, got {trials}")
     budget_s = parse_duration(time_budget) if time_budget is not None else None
+    from autotune.job._state import NO_TRIAL_LIMIT
+
+    limit = f"--trials {trials}" if trials is not None else "no --trials"
+    trials = NO_TRIAL_LIMIT if trials is None else trials
     # The first line, before TVM and Ray load: what is tuned into what, and what the log
     # holds. On a terminal only, as other progress: off one, a user error stays one line.
     from autotune.commands._common import _stderr_is_terminal
@@ -104,7 +120,7 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
     tell = _stderr_is_terminal() and not as_json
     if tell:
         click.echo(f"graphtune: tune {' '.join(model_paths)} -> {log_path} "
-                   f"({log_state(log_path)}); --trials {trials}"
+                   f"({log_state(log_path)}); {limit}"
                    + (f", --time-budget {time_budget}" if time_budget else ""), err=True)
     if (warn := workers_warning(workers)) is not None:
         click.echo(f"graphtune: warning: {warn}", err=True)
@@ -149,7 +165,7 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
     fingerprint = job_fingerprint(list(model_paths), {
         "batch": batch, "objective": objective, "target_hash": target.hash,
         "measurer": measurer.name, "measurer_version": measurer.version})
-    done = finished_summary(log_path, fingerprint, trials)
+    done = finished_summary(log_path, fingerprint, trials) if trials < NO_TRIAL_LIMIT else None
     if done is not None:
         count, saved = done
         click.echo(f"graphtune: the log already holds {count} records of these tasks "
@@ -201,8 +217,9 @@ def tune_cmd(model_paths: tuple[str, ...], trials: int, time_budget: str | None,
                    f"(--trials {trials}): the job is finished, nothing was measured; raise "
                    "--trials to tune further", err=True)
     elif budget_s is not None and result.total < trials:
-        click.echo(f"graphtune: the time budget ({time_budget}) is used up: {result.total} of "
-                   f"{trials} measurements in the log; re-run to continue", err=True)
+        of = f" of {trials}" if trials < NO_TRIAL_LIMIT else ""
+        click.echo(f"graphtune: the time budget ({time_budget}) is used up: {result.total}{of} "
+                   "measurements in the log; re-run to continue", err=True)
     finished = result.total >= trials
     if as_json:
         click.echo(json.dumps(result.to_json()))

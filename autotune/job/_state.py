@@ -94,6 +94,11 @@ class TaskState:
         return base / best if base and best else None
 
 
+NO_TRIAL_LIMIT = 10**12
+"""The trial budget of a job bounded by its time budget only (``tune --time-budget`` without
+``--trials``): far more than any job measures, shown as no limit."""
+
+
 @dataclass
 class JobState:
     """The whole job: tasks, counters and timing (what progress callbacks read).
@@ -118,6 +123,12 @@ class JobState:
     measured_now: int = 0
     rounds: int = 0
     deadline: float | None = None
+
+    @property
+    def counted(self) -> str:
+        """``"120/300"`` (measurements in the log / the trial budget), or ``"120"`` for a job
+        bounded by its time budget only."""
+        return f"{self.total}" + ("" if self.budget >= NO_TRIAL_LIMIT else f"/{self.budget}")
 
     @property
     def out_of_time(self) -> bool:

@@ -2,7 +2,8 @@
 
 Owns: :mod:`._result` (``TuneResult``, ``TaskResult``), :mod:`._progress` (the live
 table), :mod:`._curve` (the tuning-curve PNG), :mod:`._report` (a log against the
-lower bound), :mod:`._report_html` (the HTML page).
+lower bound), :mod:`._report_html` (the HTML page), :mod:`._timeline` (its timeline: legend
+and chunk boundaries).
 
 May import: ``compiler``, ``sim``, ``logs`` and ``autotune.job``.
 """

@@ -97,7 +97,7 @@ class ProgressTable:
     @staticmethod
     def line(job: JobState) -> str:
         """One plain progress line."""
-        parts = [f"tune: {job.total}/{job.budget} measured, {job.rate:.1f}/s, {job.seconds:.0f} s"
+        parts = [f"tune: {job.counted} measured, {job.rate:.1f}/s, {job.seconds:.0f} s"
                  f"{_eta(job)}"]
         for t in job.tasks:
             if t.best_latency_us:
@@ -110,7 +110,7 @@ class ProgressTable:
         """The live table."""
         from rich.table import Table
 
-        tab = Table(title=f"tuning: {job.total}/{job.budget} measurements, "
+        tab = Table(title=f"tuning: {job.counted} measurements, "
                           f"{job.rate:.1f}/s on {job.workers} worker(s), {job.seconds:.0f} s"
                           f"{_eta(job)}")
         for col, just in (("task", "left"), ("n", "right"), ("best µs", "right"),

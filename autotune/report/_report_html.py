@@ -479,32 +479,8 @@ def _curve_png(log: TaskLog, lower_bound_us: float | None) -> bytes | None:
 
 
 def _timeline_png(r: SimResult) -> bytes | None:
-    import matplotlib
+    """The timeline with its legend and chunk boundaries (:mod:`._timeline`)."""
+    from autotune.report._timeline import timeline_figure
 
-    groups = [s for s in r.steps if s.kind == "group"]
-    if not groups:
-        return None
-    to_us = 1e6 / r.clock_hz
-    cores = sorted({c for s in r.steps for c in s.cores})
-    row = {c: i for i, c in enumerate(cores)}
-    names = list(dict.fromkeys(s.name.rsplit("[", 1)[0] for s in groups))
-    color_of = {n: i for i, n in enumerate(names)}
-    bars: dict[tuple[int, int], list[tuple[float, float]]] = {}  # (row, colour) -> spans
-    for s in r.steps:
-        colour = color_of[s.name.rsplit("[", 1)[0]] % 20 if s.kind == "group" else -1
-        span = (s.start_cycles * to_us, max(s.end_cycles - s.start_cycles, 0.0) * to_us)
-        for c in s.cores:
-            bars.setdefault((row[c], colour), []).append(span)
-    fig = _figure(9.5, 0.8 + 0.28 * len(cores))
-    ax = fig.add_subplot()
-    cmap = matplotlib.colormaps["tab20"]
-    for (y, colour), spans in bars.items():
-        ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=cmap(colour) if colour >= 0 else "0.6",
-                       linewidth=0)
-    ax.set_yticks(range(len(cores)), [f"core {c}" for c in cores], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlim(0, r.latency_cycles * to_us)
-    ax.set_xlabel("time (µs); one colour per group, grey: split/concat transfers")
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    return _png(fig)
+    fig = timeline_figure(r)
+    return None if fig is None else _png(fig)

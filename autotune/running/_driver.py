@@ -442,6 +442,8 @@ class Driver:
         schedule = c.schedule
         if not is_seed_label(c.tuner):
             schedule = replace(schedule, source=f"tuner:{study}/{c.trial.number if c.trial else ''}")
+        if not m.lower_bound_us and ts.lower_bound_us:  # a plug-in measurer gave none
+            m = replace(m, lower_bound_us=ts.lower_bound_us)
         rec = m.to_record(ts.task.graph, schedule, self.target, measurer=self.measurer.name,
                           measurer_version=self.measurer.version, tuner=c.tuner, study=study,
                           trial=c.trial.number if c.trial is not None else None, host=host,

@@ -265,6 +265,8 @@ class RayPool(MeasurePool):
         restart_grace_s: How long a restarting worker may take before it is replaced.
         num_cpus: CPUs each actor reserves (default: the measurer's ``num_cpus``).
         resources: Custom Ray resources each actor needs (default: the measurer's).
+        deadline: ``time.monotonic()`` of the job's time budget: the wait for the workers
+            to start ends there (``started_late``; the job then sends nothing).
 
     Raises:
         GraphtuneError: the cluster cannot hold the workers, or they did not start
@@ -275,7 +277,7 @@ class RayPool(MeasurePool):
                  workers: int, address: str | None = None,
                  timeout_s: float | None = None, num_cpus: float | None = None,
                  resources: Mapping[str, float] | None = None,
-                 restart_grace_s: float = _RESTART_GRACE_S) -> None:
+                 restart_grace_s: float = _RESTART_GRACE_S, deadline: float | None = None) -> None:
         import ray
 
         if workers < 1:
@@ -284,6 +286,8 @@ class RayPool(MeasurePool):
         self._timeout_s = timeout_s
         self._restart_grace_s = restart_grace_s
         self._closed = False
+        self.started_late = False
+        self._deadline = deadline
         self._actors: list[Any] = []
         cpus = measurer.num_cpus if num_cpus is None else num_cpus
         need = dict(measurer.resources if resources is None else resources)
@@ -316,7 +320,11 @@ class RayPool(MeasurePool):
         import ray
 
         refs = [a.load.remote(self._graphs_ref) for a in self._actors]
-        ready, rest = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
+        wait = START_TIMEOUT_S
+        if self._deadline is not None and self._deadline - time.monotonic() < wait:
+            wait = max(self._deadline - time.monotonic(), 0.0)
+            self.started_late = True  # unless every worker answers in time (below)
+        ready, rest = ray.wait(refs, num_returns=len(refs), timeout=wait)
         for ref in ready:
             try:
                 ray.get(ref)
@@ -325,6 +333,9 @@ class RayPool(MeasurePool):
                 why = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1] if lines
                            else type(exc).__name__)
                 raise GraphtuneError(f"the measurer workers cannot start: {why}") from None
+        self.started_late = bool(rest) and self.started_late
+        if self.started_late:
+            return  # the time budget ran out first: the job sends nothing, close() stops Ray
         if rest:
             raise GraphtuneError(
                 f"{len(rest)} of {len(refs)} measurer workers did not start within "

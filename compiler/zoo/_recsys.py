@@ -161,8 +161,10 @@ MODELS = [
     ),
     ModelDef(
         "wide_and_deep",
-        "Wide & Deep: 13 dense + 26 categorical fields (1000 ids each, one shared table), "
-        "MLP 1024-512-256; inputs 'dense' [B,13], 'sparse' [B,26] int64, output 'prob' [B,1]",
+        "Wide & Deep: 13 dense + 26 categorical fields (1000 ids each, one shared table; "
+        "bucket_size=1000000 is Criteo scale: 26 M rows, 832 MB FP16, only DDR holds it, "
+        "build it with --weights inputs), MLP 1024-512-256; inputs 'dense' [B,13], "
+        "'sparse' [B,26] int64, output 'prob' [B,1]",
         {
             "dense_features": IntOption(13),
             "sparse_fields": IntOption(26),

@@ -203,14 +203,18 @@ def test_dashboard_serves_the_tuned_study(tiny_onnx: Path, tmp_path: Path) -> No
         assert ok and all(float(a["latency_over_bound"]) >= 1.0 for a in ok)
         # The objective has a name (the dashboard showed "Objective 0").
         assert json.loads(body)["objective_names"] == ["latency_us"]
-        # A request without Accept-Encoding (curl's) got HTTP 500 from optuna-dashboard 0.21.
+        # A request without Accept-Encoding (curl's) got HTTP 500 from optuna-dashboard 0.21
+        # on the page's script and icon (request.headers["Accept-Encoding"]: a KeyError).
         import http.client
 
-        conn = http.client.HTTPConnection(base.split("//", 1)[1], timeout=30)
-        conn.putrequest("GET", f"/api/studies/{study['study_id']}", skip_accept_encoding=True)
-        conn.endheaders()
-        assert conn.getresponse().status == 200
-        conn.close()
+        for path in ("/static/bundle.js", "/favicon.ico", f"/api/studies/{study['study_id']}"):
+            conn = http.client.HTTPConnection(base.split("//", 1)[1], timeout=30)
+            conn.putrequest("GET", path, skip_accept_encoding=True)
+            conn.endheaders()
+            resp = conn.getresponse()
+            assert (path, resp.status) == (path, 200)
+            assert resp.getheader("Content-Encoding") is None and resp.read()  # not gzip
+            conn.close()
     finally:
         proc.send_signal(signal.SIGINT)
         try:

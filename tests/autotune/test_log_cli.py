@@ -169,6 +169,30 @@ def test_log_show_csv_is_one_row_per_record(run_log: Path) -> None:
     assert rows[2]["latency_us"] == "" and rows[2]["error"]
     assert rows[0]["candidate"] != rows[1]["candidate"]  # different schedules (tag)
     assert rows[0]["time_utc"].endswith("Z") and rows[4]["target"].startswith(TARGET2.chip)
+    assert {r["latency_over_bound"] for r in rows} == {""}  # these records carry no bound
+
+
+def test_a_fresh_tunes_log_has_latency_over_bound(tiny_onnx: Path, tmp_path: Path) -> None:
+    """Every record a tune writes carries the task's roofline bound (record version 1.2),
+    so log show's latency/bound column is a number >= 1 on every ok row."""
+    import csv
+    import io
+
+    log = tmp_path / "t.jsonl"
+    code, _, stderr = _invoke("tune", str(tiny_onnx), "--trials", "6", "--workers", "0",
+                              "--log", str(log), "--seed", "0")
+    assert code == 0, stderr
+    code, stdout, stderr = _invoke("log", "show", str(log), "--csv")
+    assert code == 0, stderr
+    rows = list(csv.DictReader(io.StringIO(stdout)))
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(rows) == len(list(read_records(log))) and len(ok) >= 6
+    assert all(float(r["latency_over_bound"]) >= 1.0 for r in ok), ok
+    bounds = {rec.result.lower_bound_us for rec in read_records(log) if rec.is_valid}
+    assert len(bounds) == 1 and next(iter(bounds)) > 0  # one task: one bound
+    best = json.loads(_invoke("log", "show", str(log), "--top", "1", "--json")[1])
+    assert best[0]["latency_over_bound"] == pytest.approx(
+        best[0]["latency_us"] / next(iter(bounds)))
 
 
 def test_log_show_top_and_json(run_log: Path) -> None:

@@ -72,7 +72,8 @@ def test_cli_tune_records_every_measurement_seeds_first(tiny_onnx: Path, tmp_pat
     study = recs[0]["prov"]["study"]
     assert [r["prov"]["trial"] for r in recs] == list(range(24))
     for r in recs:
-        assert r["v"] == "1.1" and r["prov"]["study"] == study and r["prov"]["measurer"] == "sim"
+        assert r["v"] == "1.2" and r["prov"]["study"] == study and r["prov"]["measurer"] == "sim"
+        assert r["result"]["lower_bound_us"] > 0  # the task's bound, in every record
         assert r["prov"]["params"] and r["workload"]["batch"] == 4
     (task,) = out["tasks"]
     o3 = recs[3]["result"]["latency_us"]

@@ -153,3 +153,86 @@ def test_summary_table_folds_long_task_names_at_80_columns(tiny_graph: Graph,
     first_column = "".join(ln.split("│")[1].strip() for ln in text.splitlines()
                            if ln.startswith("│") and ln.split("│")[1].strip())
     assert long in first_column
+
+
+# ---- the budget counts what comes before measuring: the CLI's start, Ray's start ----------------
+def test_the_budget_counts_from_the_process_start() -> None:
+    """`graphtune tune` counted from its function's entry: the interpreter's start and the
+    CLI's imports (2.5 s on a loaded machine) came on top of --time-budget."""
+    code = ("import time; time.sleep(1.0); from autotune.commands._tune_front import "
+            "process_started; e = time.monotonic(); print(e - process_started(e))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, timeout=300, check=True)
+    assert float(out.stdout) >= 1.0  # the sleep before the command is counted
+    from autotune.commands._tune_front import process_started
+
+    long_ago = time.monotonic() - 1e5  # entered in a process far younger: its own entry
+    assert process_started(long_ago) == long_ago
+
+
+def test_a_short_budget_measures_without_ray(tiny_graph: Graph, tmp_path: Path) -> None:
+    """Under a minute left and no --workers: Ray's start (16 s on a loaded machine) used
+    to eat a 20 s budget, and the job ended late with nothing measured."""
+    import ray
+
+    lines: list[str] = []
+    res = tune([tiny_graph], trials=6, log=tmp_path / "s.jsonl",
+               search=SearchOptions(seed=0),
+               run=RunOptions(curve=False, time_budget_s=50.0, notify=lines.append))
+    assert res.total == 6 and not ray.is_initialized()
+    assert any("measuring in this process, without Ray workers" in ln for ln in lines), lines
+
+
+def test_workers_that_start_after_the_deadline_get_nothing(tiny_graph: Graph) -> None:
+    """--workers given: Ray starts, but the wait for its workers ends at the deadline (it
+    waited up to 180 s for them, then the job sent nothing)."""
+    import ray
+
+    from autotune.measure._measurer import SimMeasurer
+    from autotune.running._ray_pool import RayPool
+    from compiler.target import Target
+
+    pool = RayPool({"t": tiny_graph}, Target.default(), SimMeasurer(), 1,
+                   deadline=time.monotonic())
+    try:
+        assert pool.started_late
+    finally:
+        pool.close()
+    assert not ray.is_initialized()
+
+
+def test_a_time_budget_alone_bounds_the_job(tiny_onnx: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Optuna's optimize(timeout=...) without n_trials: `tune --time-budget 1h` tunes
+    until the budget is used up (it asked for --trials), and a re-run goes on."""
+    calls: list[int] = []
+
+    def spend(self: ProgressTable, job) -> None:  # type: ignore[no-untyped-def]
+        calls.append(job.total)
+        if len(calls) % 3 == 0:
+            job.deadline = time.monotonic()  # the hour is up now (no timing in tests)
+
+    monkeypatch.setattr(ProgressTable, "__call__", spend)
+    log = tmp_path / "t.jsonl"
+    args = ["tune", str(tiny_onnx), "--time-budget", "1h", "--workers", "0", "--log", str(log),
+            "--seed", "0"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    n = len(list(read_records(log)))
+    assert n > 0 and f"is used up: {n} measurements in the log; re-run" in r.stderr, r.stderr
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0 and len(list(read_records(log))) > n  # never "finished"
+    line = ProgressTable.line(_job_of(n)).split(";")[0]
+    assert line.startswith(f"tune: {n} measured,"), line  # not "/1000000000000"
+    r = CliRunner().invoke(main, ["tune", str(tiny_onnx), "--log", str(log)])
+    assert r.exit_code == 2 and r.stderr.startswith("graphtune: error: give --trials N")
+
+
+def _job_of(total: int):  # type: ignore[no-untyped-def]
+    from autotune.job._state import NO_TRIAL_LIMIT, JobState
+
+    class _Task:
+        records = total
+        best_latency_us = None
+
+    return JobState([_Task()], NO_TRIAL_LIMIT, 0)  # type: ignore[list-item]

@@ -58,6 +58,18 @@ def test_other_frameworks_get_one_line(tmp_path: Path, name: str, content: bytes
     assert "DecodeError" not in line
 
 
+def test_a_log_or_schedule_in_a_models_place_is_named(tmp_path: Path) -> None:
+    """`graphtune info tune.jsonl` said "not an ONNX model or is truncated (DecodeError)"."""
+    log = tmp_path / "tune.jsonl"
+    log.write_text('{"v":"1.2","workload":{"key":"ab"}}\n')
+    line = one_line_error(run("info", log))
+    assert "is a tuning log (JSON lines), not a model" in line and "DecodeError" not in line
+    sched = tmp_path / "s.json"
+    sched.write_text('{\n  "kind": "graphtune.GraphSchedule",\n  "v": 1\n}')
+    line = one_line_error(run("simulate", sched, "--level", "3"))
+    assert "is a schedule (JSON), not a model" in line and "--schedule" in line, line
+
+
 def test_saved_model_dir_gets_one_line(tmp_path: Path) -> None:
     d = tmp_path / "saved"
     d.mkdir()

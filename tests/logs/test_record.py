@@ -220,7 +220,7 @@ def test_1_1_provenance_params_and_cost_model_round_trip() -> None:
                           params={"split@0": 4, "order": "depth"}, cost_model="xgb/n=64")
     rec = Record(WorkloadInfo(WKEY), TARGET, {"v": "1.0", "batch": 8}, Result(Status.OK, 10.0), prov)
     obj = json.loads(rec.to_line())
-    assert obj["v"] == "1.1" and obj["prov"]["params"] == {"split@0": 4, "order": "depth"}
+    assert obj["v"] == SCHEMA_VERSION and obj["prov"]["params"] == {"split@0": 4, "order": "depth"}
     assert obj["prov"]["cost_model"] == "xgb/n=64"
     assert Record.from_json(obj) == rec
     validate(obj)
@@ -234,4 +234,27 @@ def test_1_0_record_without_the_1_1_keys_writes_back_unchanged() -> None:
     obj["v"] = "1.0"
     rec = Record.from_json(obj)
     assert "params" not in rec.to_json()["prov"] and "cost_model" not in rec.to_json()["prov"]
+    assert rec.to_json() == obj
+
+
+def test_1_2_result_lower_bound_round_trips_and_is_checked() -> None:
+    res = Result(Status.OK, 10.0, 800.0, lower_bound_us=4.0)
+    rec = Record(WorkloadInfo(WKEY), TARGET, {"v": "1.0", "batch": 8}, res, Provenance.now())
+    obj = json.loads(rec.to_line())
+    assert obj["v"] == "1.2" and obj["result"]["lower_bound_us"] == 4.0
+    assert Record.from_json(obj) == rec and Record.from_json(obj).result.lower_bound_us == 4.0
+    validate(obj)
+    for wrong in (-1.0, "4", True):
+        bad = copy.deepcopy(obj)
+        bad["result"]["lower_bound_us"] = wrong
+        assert check_record(bad) == "result.lower_bound_us must be a finite number >= 0 or null"
+    with pytest.raises(ValueError, match="lower_bound_us"):
+        Result(Status.OK, 10.0, lower_bound_us=float("nan"))
+
+
+def test_1_1_record_without_a_bound_writes_back_unchanged() -> None:
+    obj = make_record().to_json()
+    obj["v"] = "1.1"
+    rec = Record.from_json(obj)
+    assert rec.result.lower_bound_us is None and "lower_bound_us" not in rec.to_json()["result"]
     assert rec.to_json() == obj

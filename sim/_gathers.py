@@ -1,0 +1,176 @@
+"""Gathered table rows, priced where the table is (issue 25 item 5).
+
+An embedding lookup (``take``) reads scattered rows of a constant table. Where the
+table sits decides what each row costs, and a step places each of its tables where
+its rows arrive soonest, among the places that hold it:
+
+* **L1** (the weight buffer): a table of at most half a weight buffer is loaded
+  whole through the weight path (DDR once, broadcast by the LLB, a copy into each
+  core) and gathered on chip by the move engine at the L1 bandwidth (priced with
+  the op's compute, :mod:`sim._model`). The guide's DeepFM keeps its 518 B and
+  4 KiB tables there.
+* **LLB**: a table that fits the LLB no step of the schedule uses (its capacity
+  minus the memory plan's peak: conservative, and the same whether the plan came
+  from the Python walk or the compiled search core) is copied once from DDR by the
+  cluster's DDR-to-LLB system DMA (one bulk descriptor, DDR and LLB port at their
+  bandwidths), then every core fetches its rows from the LLB: each row one
+  descriptor on the core's DMA engine (``dma.setup_cycles``) and its bytes on the
+  LLB port and the core's port. The rows start when the copy ends.
+* **DDR**: every core fetches its rows from DDR, each rounded up to whole DDR
+  bursts (``ddr.burst_bytes``) on the channel and the core's port, each its own
+  descriptor.
+
+A part of ``k`` cores splits its samples' rows ``k`` ways, so the descriptors of a
+step are issued on as many DMA engines (one per core, the hardware notes' "one MTE
+queue per NPC") as the step has cores, in parallel. The descriptor time is
+occupancy of the core's engine, charged on its port as the bytes it could have
+moved meanwhile.
+
+The arrival estimate used to choose (cycles): L1 ``table DDR bytes / DDR rate``;
+LLB ``table / DDR rate + max(row bytes / LLB rate, busiest core's rows x (row /
+port rate + setup))``; DDR ``max(burst bytes / DDR rate, busiest core's rows x
+(burst / port rate + setup))``. The cheapest wins (L1, then LLB, then DDR on ties).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from compiler.target import Target
+    from sim._model import GroupWork
+    from sim._resources import Chip
+
+__all__ = ["GatherPlan", "GatherRecord", "plan_gathers"]
+
+
+@dataclass(frozen=True)
+class GatherRecord:
+    """Where one step's gather read its table from, and what it cost there.
+
+    Attributes:
+        step: The step (``group_0[1]``).
+        op: The gather op's name.
+        scope: ``"L1"`` (table loaded whole into the weight buffer), ``"LLB"`` (table
+            copied into the LLB, rows fetched from there) or ``"DDR"`` (rows fetched
+            from DDR).
+        rows: Rows fetched over all the step's cores (0 for ``L1``: gathered on chip).
+        table_bytes: Bytes of the table.
+        ddr_bytes: DDR bytes the gather read in the step (the table once, or the rows
+            at burst granularity; the table once per core without LLB broadcast).
+    """
+
+    step: str
+    op: str
+    scope: str
+    rows: int
+    table_bytes: float
+    ddr_bytes: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Keyed JSON."""
+        return {"step": self.step, "op": self.op, "scope": self.scope, "rows": self.rows,
+                "table_bytes": self.table_bytes, "ddr_bytes": self.ddr_bytes}
+
+
+@dataclass
+class GatherPlan:
+    """The flows of one step's gathers (resource index -> bytes).
+
+    Attributes:
+        l1_table_bytes: Tables loaded whole through the weight path.
+        llb_copy: The DDR-to-LLB copies of the tables placed in the LLB (before the rows).
+        llb_copy_ddr: DDR bytes of those copies.
+        llb_rows: Rows fetched from the LLB (start when the copies end).
+        llb_rows_in: Bytes arriving on each core from the LLB.
+        ddr_rows: Rows fetched from DDR.
+        ddr_rows_in: Bytes arriving on each core from DDR.
+        ddr_rows_ddr: DDR bytes of those rows.
+        llb_table_bytes: LLB bytes the tables placed there occupy.
+        records: One per gather.
+    """
+
+    l1_table_bytes: float = 0.0
+    llb_copy: dict[int, float] = field(default_factory=dict)
+    llb_copy_ddr: float = 0.0
+    llb_rows: dict[int, float] = field(default_factory=dict)
+    llb_rows_in: dict[int, float] = field(default_factory=dict)
+    ddr_rows: dict[int, float] = field(default_factory=dict)
+    ddr_rows_in: dict[int, float] = field(default_factory=dict)
+    ddr_rows_ddr: float = 0.0
+    llb_table_bytes: float = 0.0
+    records: list[GatherRecord] = field(default_factory=list)
+
+
+def _add(d: dict[int, float], k: int, v: float) -> None:
+    d[k] = d.get(k, 0.0) + v
+
+
+def plan_gathers(work: GroupWork, names: tuple[str, ...], step: str, spp: int,
+                 parts: tuple[tuple[int, ...], ...], cores: tuple[int, ...], target: Target,
+                 chip: Chip, llb_free: float) -> GatherPlan:
+    """Place each gather's table of a step and price its rows (see the module doc).
+
+    Args:
+        work: The step's group work (its gathers).
+        names: The gather ops' names, in ``work.gathers`` order.
+        step: The step's label.
+        spp: Samples per core part.
+        parts: The step's core parts.
+        cores: All the step's cores.
+        target: The hardware.
+        chip: Resource indices.
+        llb_free: LLB bytes free for tables (no step of the schedule uses them).
+    """
+    burst = max(1, target.ddr.burst_bytes)
+    setup = target.dma.setup_cycles
+    port_bw = target.dma.core_bytes_per_cycle
+    ddr_bw = target.ddr.bytes_per_cycle
+    llb_bw = target.llb.bytes_per_cycle
+    half_wb = target.l1.weight_bytes / 2
+    broadcast = target.llb.broadcast
+    plan = GatherPlan()
+    for d, name in zip(work.gathers, names, strict=True):
+        row = max(d.row_bytes, 1)
+        cost_row = math.ceil(row / burst) * burst
+        rows_of: dict[int, int] = {}
+        for part in parts:
+            n = len(part)
+            rows = math.ceil(spp * d.amount / row / n) if d.batched else math.ceil(d.amount / row)
+            for c in part:
+                rows_of[c] = rows
+        total_rows = sum(rows_of.values())
+        busiest = max(rows_of.values())
+        table = float(d.table_bytes)
+        table_ddr = table if broadcast else table * len(cores)
+        t_ddr = max(total_rows * cost_row / ddr_bw, busiest * (cost_row / port_bw + setup))
+        t_l1 = table_ddr / ddr_bw if table and table <= half_wb else math.inf
+        t_llb = math.inf
+        if table and target.llb.bytes and table <= llb_free - plan.llb_table_bytes:
+            t_llb = table / ddr_bw + max(total_rows * row / llb_bw,
+                                         busiest * (row / port_bw + setup))
+        best = min(t_l1, t_llb, t_ddr)
+        if t_l1 == best and t_l1 < t_ddr:
+            plan.l1_table_bytes += table
+            plan.records.append(GatherRecord(step, name, "L1", 0, table, table_ddr))
+        elif t_llb == best and t_llb < t_ddr:
+            _add(plan.llb_copy, chip.ddr, table)
+            _add(plan.llb_copy, chip.llb, table)
+            plan.llb_copy_ddr += table
+            plan.llb_table_bytes += table
+            for c, r in rows_of.items():
+                _add(plan.llb_rows, c, r * row + r * setup * port_bw)
+                _add(plan.llb_rows_in, c, r * row)
+            _add(plan.llb_rows, chip.llb, total_rows * row)
+            plan.records.append(GatherRecord(step, name, "LLB", total_rows, table, table))
+        else:
+            for c, r in rows_of.items():
+                _add(plan.ddr_rows, c, r * cost_row + r * setup * port_bw)
+                _add(plan.ddr_rows_in, c, r * cost_row)
+            _add(plan.ddr_rows, chip.ddr, total_rows * cost_row)
+            plan.ddr_rows_ddr += total_rows * cost_row
+            plan.records.append(GatherRecord(step, name, "DDR", total_rows, table,
+                                             total_rows * cost_row))
+    return plan
