@@ -41,7 +41,7 @@ from sim import SimError, simulate
 MODELS = {
     "resnet50": (16, {}), "resnet101": (16, {}), "mobilenet_v2": (16, {}),
     "bert_base": (8, {"seq": 128}), "bert_large": (8, {"seq": 128}),
-    "deepfm": (2560, {}), "wide_and_deep": (2048, {}),
+    "deepfm": (2560, {}), "wide_and_deep": (2048, {}), "dlrm": (2048, {}),
 }
 
 

@@ -72,6 +72,7 @@ from search_space._dims import (
     ORDERS,
     SCOPE_POLICIES,
     TRANSFER_SCOPES,
+    perm_order,
     unshuffle,
 )
 from search_space._order import breadth_order, depth_order, group_topo_order
@@ -257,10 +258,10 @@ def read_blocks(space: SpaceLike, get: Reader) -> list[Block]:
 
 
 def core_perm(choice: str, n: int, producer: _G | None, samples: int, batch: int) -> tuple[int, ...]:
-    """The core order of a group: a rotation, or the producer's order unshuffled (reuse)."""
+    """The core order of a group: a rotation or an interleaved order
+    (:func:`search_space._dims.perm_order`), or the producer's order unshuffled (reuse)."""
     if choice != "reuse":
-        k = int(choice[3:])
-        return tuple((k + i) % n for i in range(n))
+        return perm_order(choice, n)
     if producer is None:
         return tuple(range(n))
     prod_samples = batch // producer.split

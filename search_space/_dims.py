@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 SCOPE_POLICIES = ("L1", "LLB", "DDR", "LLB>L1", "DDR>L1", "LLB/2")
@@ -25,6 +26,10 @@ granularity give blocks of every size, coarse more often than fine (the mean sha
 is 0.09); any set of boundaries is a point of the space (ranks 0 at the boundaries,
 31 elsewhere, any granularity but ``0``)."""
 RANKS = 32
+"""Choices of a ``cut`` parameter at a single-tensor cut point; a cut point where
+several tensors cross (one made since the previous cut point) has ``2 * RANKS``, so
+at every granularity it is a boundary half as often: the blocks O3 and the guide cut
+stay as likely as before the wider space, and the finer ones are there to find."""
 CUT_BELOW = {"1/4": 8, "1/8": 4, "1/16": 2, "1/32": 1, "0": 0}
 LOOKAHEADS = (0, 1, 2, 3)
 SLOT_KINDS = ("samples", "cpp", "parts", "perm", "spread", "xscope")
@@ -75,8 +80,43 @@ def divisors(n: int) -> list[int]:
 
 
 def perm_choices(cores: int) -> tuple[str, ...]:
-    """``rot0`` .. ``rot{cores-1}`` then ``reuse``."""
-    return (*(f"rot{k}" for k in range(cores)), "reuse")
+    """``rot0`` .. ``rot{cores-1}``, the interleaved orders ``il1`` .. (:func:`interleaved`),
+    then ``reuse``.
+
+    ``reuse`` stays last: a projection takes the first choice that gives a group's
+    binding, and every other choice gives its order whatever the producer's.
+    """
+    return (*(f"rot{k}" for k in range(cores)),
+            *(f"il{k}" for k in range(1, len(interleaved(cores)) + 1)), "reuse")
+
+
+@lru_cache(maxsize=64)
+def interleaved(cores: int) -> tuple[tuple[int, ...], ...]:
+    """The guide's interleaved core orders: the identity unshuffled 1, 2, ... times.
+
+    :func:`unshuffle` with ``r = 2`` applied ``k`` times to ``[0..n-1]``, for
+    ``k = 1 .. log2(n)`` (a power-of-two cluster; none otherwise). For 8 cores:
+    ``il1 = [1,3,5,7,0,2,4,6]``, ``il2 = [3,7,2,6,1,5,0,4]``, ``il3 = [7,6,...,0]``,
+    the orders the guide's ResNet-50 plan binds its groups to, group after group.
+    They are choices of their own, so a group may take one whatever its producer's
+    cores (``reuse`` reaches them only along a chain of gathering consumers).
+    """
+    out: list[tuple[int, ...]] = []
+    if cores < 2 or cores & (cores - 1):
+        return ()
+    perm = tuple(range(cores))
+    for _ in range(cores.bit_length() - 1):
+        perm = unshuffle(perm, 2)
+        out.append(perm)
+    return tuple(out)
+
+
+def perm_order(choice: str, cores: int) -> tuple[int, ...]:
+    """The core order of a ``perm`` choice other than ``reuse``: ``rotK`` or ``ilK``."""
+    if choice.startswith("il"):
+        return interleaved(cores)[int(choice[2:]) - 1]
+    k = int(choice[3:])
+    return tuple((k + i) % cores for i in range(cores))
 
 
 def unshuffle(perm: tuple[int, ...], r: int) -> tuple[int, ...]:

@@ -187,7 +187,7 @@ def _blocks(space: SpaceLike, asg: _Assign, dec: Decoding, groups: list[GroupSpe
             g = owner[segs[s0][0]]
             raise NotInSpace(
                 f"group {g.name} (ops {min(g.ops)}..{max(g.ops)}) is neither whole segments "
-                "between single-tensor cut points, the anchor partition of a block, nor one op")
+                "between cut points, the anchor partition of a block, nor one op")
     if space.options.ties:
         _untie_cuts(space, starts, ok, modes, block_end)
     target: dict[str, GroupSpec] = {}
@@ -217,7 +217,12 @@ def _blocks(space: SpaceLike, asg: _Assign, dec: Decoding, groups: list[GroupSpe
 
 def _untie_cuts(space: SpaceLike, starts: list[int], ok: list[list[str]],
                 modes: Callable[[int, int], list[str]], block_end: Callable[[int], int]) -> None:
-    """Merge blocks (in place) until tied cut points agree on being boundaries."""
+    """Merge blocks (in place) until tied cut points agree on being boundaries and the
+    blocks that start at tied segments have a mode in common.
+
+    (A unit that a sample's block began earlier, in a mode its tied twin's block does
+    not share, is merged back into the block before it.)
+    """
     rep = space.rep
     while True:
         inside: set[int] = set()
@@ -227,7 +232,13 @@ def _untie_cuts(space: SpaceLike, starts: list[int], ok: list[list[str]],
         merge = [i for i in range(1, len(starts))
                  if int(rep[space.d_cut[starts[i] - 1]]) in inside]
         if not merge:
-            return
+            span = _mode_conflict(space, starts, ok, modes, block_end)
+            if span is None:
+                return
+            j, i = span
+            ok[j:i + 1] = [modes(starts[j], block_end(i))]
+            del starts[j + 1:i + 1]
+            continue
         i = merge[0]
         first, last = starts[i - 1], block_end(i)
         both = modes(first, last)
@@ -236,6 +247,26 @@ def _untie_cuts(space: SpaceLike, starts: list[int], ok: list[list[str]],
                              "(tied) is a boundary here and not where its twin is")
         del starts[i]
         ok[i - 1:i + 1] = [both]
+
+
+def _mode_conflict(space: SpaceLike, starts: list[int], ok: list[list[str]],
+                   modes: Callable[[int, int], list[str]],
+                   block_end: Callable[[int], int]) -> tuple[int, int] | None:
+    """Blocks ``j..i`` to merge: block ``i``'s mode is shared by no block at a tied
+    segment, and it merges with the fewest blocks before it that one mode gives;
+    None when the tied modes agree (or no such merge exists)."""
+    rep = space.rep
+    by_rep: dict[int, list[int]] = {}
+    for i, s0 in enumerate(starts):
+        by_rep.setdefault(int(rep[space.d_mode[s0]]), []).append(i)
+    for idxs in by_rep.values():
+        if len(idxs) < 2 or set.intersection(*(set(ok[i]) for i in idxs)):
+            continue
+        for i in idxs:
+            for j in range(i - 1, -1, -1):
+                if modes(starts[j], block_end(i)):
+                    return j, i
+    return None
 
 
 def _closure(seg_of_op: tuple[int, ...], segs: tuple[tuple[int, int], ...],
@@ -303,7 +334,8 @@ def _shapes(space: SpaceLike, asg: _Assign, dec: Decoding, target: dict[str, Gro
                         break
         if not matches:
             raise NotInSpace(f"{what}: core binding {[list(p) for p in bind0]} is neither a "
-                             "rotation of the cluster nor a reuse of its producer's cores")
+                             "rotation or interleaved order of the cluster nor a reuse of its "
+                             "producer's cores")
         asg.offer(slot + 3, [m[0] for m in matches], what)
         dec.set_binding(r, matches[0][1], matches[0][2])
         alts[name] = list(dict.fromkeys(m[1] for m in matches))

@@ -13,16 +13,18 @@ order       space                     ``depth`` (the guide's waves) or ``breadth
 lookahead   space                     0-3 chunks a producer runs ahead (depth only)
 granularity space                     share of the cut points that are boundaries:
                                       ``1/4``, ``1/8``, ``1/16``, ``1/32``, ``0``
-cut         single-tensor cut point   rank 0-31; a boundary when below
-                                      ``32 x granularity``
+cut         cut point (one tensor     rank 0-31; a boundary when below
+            made since the last       ``32 x granularity``
+            one crosses it)
 mode        segment (a block's first) ``whole``, ``anchors`` (the guide's matmul
                                       boundaries) or ``ops`` (one group per op)
 samples     segment (a unit's first)  samples per core part (with ``parts``: the
                                       split)
 cpp         segment (a unit's first)  cores per part
 parts       segment (a unit's first)  core parts a chunk's samples spread over
-perm        segment (a unit's first)  ``rotK`` or ``reuse`` (each group on its
-                                      producer's cores, the guide's "scheme 2")
+perm        segment (a unit's first)  ``rotK``, ``reuse`` (each group on its
+                                      producer's cores, the guide's "scheme 2") or
+                                      ``ilK`` (the guide's interleaved orders)
 spread      segment (a unit's first)  successive chunks on successive core sets
 xscope      segment (a unit's first)  scope of the groups' split/concat transfers
 scope       op (a group's first)      scope policy of the chunk outputs by wave
@@ -91,7 +93,9 @@ class SpaceOptions:
     Attributes:
         min_group_ops: Blocks smaller than this merge with the next segment.
         max_group_ops: Blocks never grow beyond this many ops (None: no limit).
-        ties: Repeated segments share their parameters (a smaller space).
+        ties: Repeated segments share their parameters (a smaller space). The segments
+            are then the single-tensor ones only (no cut points where several tensors
+            cross: tied twins of those disagree too often for a projection to find).
         batch_choices: Batch sizes to choose from (throughput objective); empty:
             the batch given to :func:`build_space` only.
         max_split: Samples-per-part choices stop where a group would need more
@@ -186,7 +190,7 @@ class Space:
         self.options = options
         self._graph_at = graph_at
         self._graphs: dict[int, Graph] = {graph.batch: graph}
-        self.structure: Structure = analyse(graph)
+        self.structure: Structure = analyse(graph, wide=not options.ties)
         self.batches: tuple[int, ...] = tuple(options.batch_choices) or (batch,)
         self.divisors = {b: divisors(b) for b in self.batches}
         self._blocks: dict[tuple[int, int, str], Block] = {}
@@ -213,7 +217,8 @@ class Space:
         self.d_lookahead = add("lookahead", "lookahead", LOOKAHEADS)
         self.d_gran = add("granularity", "granularity", GRANULARITIES) if len(st.segments) > 1 \
             else -1
-        self.d_cut = [add(f"cut@{b}", "cut", tuple(range(RANKS)), b) for a, b in st.segments[:-1]]
+        self.d_cut = [add(f"cut@{b}", "cut", tuple(range(RANKS if st.single[k] else 2 * RANKS)), b)
+                      for k, (_, b) in enumerate(st.segments[:-1])]
         modes = MODES if self.options.per_op else MODES[:2]
         self.d_mode = [add(f"mode@{a}", "mode", modes, a) for a, _ in st.segments]
         splits = sorted({d for b in self.batches for d in self.divisors[b]
@@ -493,7 +498,8 @@ class Space:
             g = int(self.rep[self.d_cut[nb[int(rng.integers(len(nb)))]]]) if nb else None
             if g is None or child[g] < below:
                 return None
-            child[f], child[g] = child[g], child[f]
+            # a cut point where several tensors cross has twice the ranks: stay in range
+            child[f], child[g] = min(int(child[g]), int(self.n_choices[f]) - 1), child[f]
             return child
         if kind == "merge":  # a boundary goes away
             if not on:

@@ -2,12 +2,15 @@
 
 All of it is found from the graph, never hard-coded per model:
 
-* **segments** — maximal op ranges (topological order) between the points
-  after which exactly one tensor is live (:func:`compiler.derive.single_tensor_cuts`,
-  the same cut points O3 uses): ResNet's residual adds and block ends, BERT's
-  LayerNorms. A *block* is a run of consecutive segments; cutting at a segment
-  boundary is always safe (one tensor crosses), so every block is a valid
-  single-output group.
+* **segments** — maximal op ranges (topological order) between the *cut points*
+  (:func:`group_cuts`): the points after which exactly one tensor is live
+  (:func:`compiler.derive.single_tensor_cuts`, the same cut points O3 uses:
+  ResNet's residual adds and block ends, BERT's LayerNorms), and the points where
+  several tensors cross but only one of them was made since the previous cut point
+  (inside a residual block, with the shortcut passing over; DLRM's bottom MLP, with
+  the sparse ids passing over it). Every segment has one output; a *block* (a run of
+  consecutive segments) that leaves more than one tensor to later ops is not a valid
+  group and falls back to its anchor partition or one group per op.
 * **anchors** — the guide's finer boundaries inside a block ("from a single
   Encoding Block, matmuls are the boundaries"): a matrix op starts a new group
   when it reads two activations (attention scores, context) or a tensor other
@@ -33,7 +36,7 @@ from compiler.footprint import streamable_inputs
 from compiler.graph import Graph
 from compiler.optable import op_spec
 
-__all__ = ["GroupInfo", "Structure", "analyse", "group_info"]
+__all__ = ["GroupInfo", "Structure", "analyse", "group_cuts", "group_info"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,11 @@ class Structure:
         anchors: Ops that start a group in the anchor partition whatever the block.
         starts: Every op that can start a group (segment starts, anchors, ops with no
             producer inside their segment), sorted.
-        signature: Structural hash of each segment (equal hash = repeated block).
+        signature: Structural hash of each segment (equal hash = repeated block): its
+            own structure, where it starts in its single-tensor segment and that one's.
+        single: Per cut point (the end of every segment but the last), whether exactly
+            one tensor crosses it (a :func:`compiler.derive.single_tensor_cuts` point);
+            the others are boundaries half as often (:data:`search_space._dims.RANKS`).
     """
 
     segments: tuple[tuple[int, int], ...]
@@ -54,12 +61,18 @@ class Structure:
     anchors: frozenset[int]
     starts: tuple[int, ...]
     signature: tuple[str, ...]
+    single: tuple[bool, ...] = ()
 
 
-def analyse(graph: Graph) -> Structure:
-    """Segments, anchors, possible group starts and segment signatures of ``graph``."""
+def analyse(graph: Graph, wide: bool = True) -> Structure:
+    """Segments, anchors, possible group starts and segment signatures of ``graph``.
+
+    ``wide``: segments between every :func:`group_cuts` point; otherwise between the
+    single-tensor cut points only (the space with ties).
+    """
     n = len(graph.ops)
-    cuts = [c for c in single_tensor_cuts(graph) if 0 <= c < n - 1]
+    cuts = [c for c in (group_cuts(graph) if wide else single_tensor_cuts(graph))
+            if 0 <= c < n - 1]
     segments: list[tuple[int, int]] = []
     start = 0
     for end in [*cuts, n - 1]:
@@ -76,8 +89,67 @@ def analyse(graph: Graph) -> Structure:
         for i in range(a, b + 1):
             if not any(a <= p <= b for p in graph.preds(i)):
                 starts.add(i)
-    sigs = tuple(_signature(graph, a, b) for a, b in segments)
-    return Structure(tuple(segments), tuple(seg_of_op), anchors, tuple(sorted(starts)), sigs)
+    single = set(single_tensor_cuts(graph))
+    # a segment repeats another when their single-tensor segments repeat and it sits at
+    # the same place in its own (a bottleneck's second conv, not the Q and K projections
+    # of one layer, which look alike)
+    coarse_sig: list[str] = []
+    start = 0
+    for k, (a, b) in enumerate(segments):
+        if k == 0 or segments[k - 1][1] in single:
+            start = a
+            end = next((c for c in sorted(single) if c >= a), n - 1)
+            outer = _signature(graph, start, end)
+        coarse_sig.append(hashlib.sha256(
+            f"{outer}:{a - start}:{_signature(graph, a, b)}".encode()).hexdigest()[:16])
+    sigs = tuple(coarse_sig)
+    return Structure(tuple(segments), tuple(seg_of_op), anchors, tuple(sorted(starts)), sigs,
+                     tuple(b in single for _, b in segments[:-1]))
+
+
+def group_cuts(graph: Graph) -> list[int]:
+    """Op indices after which a group may end: the cut points of the segments.
+
+    A point after op ``i`` is one when exactly one tensor is live there
+    (:func:`compiler.derive.single_tensor_cuts`), or when, of the tensors live there,
+    exactly one was made after the previous cut point (the others, older, pass over:
+    a residual block's shortcut, the model inputs a branch reads later). So every
+    segment has exactly one output and the single-tensor cuts are among the points
+    (O0-O3 and the guide's plans group along them). The last op is never one.
+    """
+    n = len(graph.ops)
+    last: dict[str, int] = {}
+    for op in graph.ops:
+        for t in op.inputs:
+            last[t] = op.index
+    for t in graph.outputs:
+        last[t] = n
+    single = set(single_tensor_cuts(graph))
+    cuts: list[int] = []
+    pending: set[str] = set()  # tensors made after the previous cut point, still live
+    for op in graph.ops:
+        i = op.index
+        pending = {t for t in pending if last.get(t, -1) > i}
+        if last.get(op.output, -1) > i:
+            pending.add(op.output)
+        if i >= n - 1:
+            break
+        if i in single or (len(pending) == 1 and _starts_group(graph, i + 1, pending)):
+            cuts.append(i)
+            pending = set()
+    return cuts
+
+
+def _starts_group(graph: Graph, i: int, pending: set[str]) -> bool:
+    """Whether op ``i`` may usefully start a group: a matrix op, a join (it reads two or
+    more activations: a residual add), or the first op of another branch (it reads
+    nothing made since the previous cut point). Elementwise ops after a matrix op stay
+    with it: a cut there only adds a round trip of its output."""
+    op = graph.ops[i]
+    if op_spec(op.op_type).unit == "matrix":
+        return True
+    acts = [t for t in op.inputs if graph.tensors[t].kind != "weight"]
+    return len(acts) >= 2 or not any(t in pending for t in acts)
 
 
 def _is_anchor(graph: Graph, i: int) -> bool:

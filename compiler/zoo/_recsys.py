@@ -1,4 +1,4 @@
-"""Recommendation models: DeepFM (as in the vendor's schedule guide) and Wide & Deep."""
+"""Recommendation models: DeepFM (as in the vendor's schedule guide), Wide & Deep and DLRM."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from compiler.zoo._common import (
     IntListOption,
     IntOption,
     ModelDef,
+    model_error,
 )
 
 
@@ -97,6 +98,54 @@ def _wide_and_deep(b: GraphBuilder, batch: int, seq: int, opts: Mapping[str, Any
     b.output("prob", [batch, 1])
 
 
+def _dlrm(b: GraphBuilder, batch: int, seq: int, opts: Mapping[str, Any]) -> None:
+    """DLRM (facebookresearch/dlrm, ``dlrm_s_pytorch.py``, the "dot" interaction).
+
+    Bottom MLP on the dense features (ReLU after every layer; the last width is the
+    embedding size); one table per sparse field, ``table_rows`` rows each, pooled as
+    ``nn.EmbeddingBag(mode="sum")`` does (``Gather`` of the field's ``bag_size`` ids,
+    ``ReduceSum`` over them); the pairwise dot products of the bottom output and the
+    pooled embeddings, the strict lower triangle of ``T @ T^T`` (``F + 1`` vectors:
+    ``(F + 1) F / 2`` values, as ``torch.tril_indices(offset=-1)``); the top MLP on the
+    bottom output and those, then a sigmoid.
+    """
+    dense_n, fields = opts["dense_features"], opts["sparse_fields"]
+    rows, k, bag = opts["table_rows"], opts["embedding_size"], opts["bag_size"]
+    bottom, top = opts["bottom_mlp"], opts["top_mlp"]
+    if not bottom or bottom[-1] != k:
+        raise model_error(f"the bottom MLP of dlrm must end at embedding_size ({k}), "
+                          f"got {list(bottom)}")
+    dense = b.data_input("dense_x", [batch, dense_n], np.float32, DataSpec("dense_x", "uniform"))
+    sparse = b.data_input("sparse_ids", [batch, fields, bag], np.int64,
+                          DataSpec("sparse_ids", "index", rows))
+    b.const("axes.1", [1])
+    n = fields + 1
+    b.const("shape.t", [-1, n, k])
+    b.const("shape.z", [-1, n * n])
+    pairs = [i * n + j for i in range(n) for j in range(i)]  # torch.tril_indices(n, n, -1)
+    b.const("interaction.pairs", np.array(pairs, dtype=np.int64))
+
+    x, _ = _mlp(b, "bot", dense, dense_n, bottom)  # [B, K]
+    pooled = []
+    for f in range(fields):
+        field = b.const(f"sparse.{f}", np.array(f, dtype=np.int64))
+        ids = b.op("Gather", f"emb.{f}.ids", [sparse, field], axis=1)  # [B, bag]
+        table = b.weight(f"emb.{f}.weight", [rows, k], std=math.sqrt(1.0 / rows))
+        rows_f = b.op("Gather", f"emb.{f}.gather", [table, ids], axis=0)  # [B, bag, K]
+        pooled.append(b.op("ReduceSum", f"emb.{f}.bag_sum", [rows_f, "axes.1"], keepdims=0))
+    t = b.op("Concat", "interaction.concat", [x, *pooled], axis=1)  # [B, (F+1) K]
+    t = b.op("Reshape", "interaction.stack", [t, "shape.t"])  # [B, F+1, K]
+    tt = b.op("Transpose", "interaction.transpose", [t], perm=[0, 2, 1])
+    z = b.op("MatMul", "interaction.bmm", [t, tt])  # [B, F+1, F+1]
+    z = b.op("Reshape", "interaction.flat", [z, "shape.z"])
+    zflat = b.op("Gather", "interaction.tril", [z, "interaction.pairs"], axis=1)
+    x = b.op("Concat", "top.concat", [x, zflat], axis=1)
+    x, width = _mlp(b, "top", x, k + len(pairs), top)
+    x = _logit(b, "top.out", x, width)
+    b.op("Sigmoid", "top.sigmoid", [x], output="prob")
+    b.output("prob", [batch, 1])
+
+
 MODELS = [
     ModelDef(
         "deepfm",
@@ -124,5 +173,22 @@ MODELS = [
             "deep_layers": IntListOption((1024, 512, 256)),
         },
         _wide_and_deep,
+    ),
+    ModelDef(
+        "dlrm",
+        "DLRM, the Criteo Kaggle configuration (13 dense features, bottom MLP 512-256-64-16, "
+        "26 embedding bags of dim 16 (one table of table_rows rows per field, bag_size ids "
+        "summed per field), dot interaction, top MLP 512-256-1); inputs 'dense_x' [B,13], "
+        "'sparse_ids' [B,26,bag] int64, output 'prob' [B,1]",
+        {
+            "dense_features": IntOption(13),
+            "sparse_fields": IntOption(26),
+            "table_rows": IntOption(1000),
+            "embedding_size": IntOption(16),
+            "bag_size": IntOption(1),
+            "bottom_mlp": IntListOption((512, 256, 64, 16)),
+            "top_mlp": IntListOption((512, 256)),
+        },
+        _dlrm,
     ),
 ]

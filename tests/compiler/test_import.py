@@ -33,6 +33,7 @@ REDUCED: dict[str, dict[str, Any]] = {
     "bert_large": {**BERT_SMALL, "seq": 16},
     "deepfm": {},
     "wide_and_deep": {"bucket_size": 100, "deep_layers": [64, 32]},
+    "dlrm": {"table_rows": 100},
     "vit": {"image_size": 32, "num_layers": 2, "hidden": 64, "heads": 4, "mlp_dim": 128},
     "gpt": {"num_layers": 2, "hidden": 64, "heads": 4, "inner": 128, "vocab": 100, "seq": 16},
 }

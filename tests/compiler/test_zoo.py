@@ -35,6 +35,7 @@ REDUCED: dict[str, dict[str, Any]] = {
     "bert_large": {**BERT_SMALL, "num_layers": 3, "heads": 8},
     "deepfm": {},
     "wide_and_deep": {"bucket_size": 100, "deep_layers": [64, 32]},
+    "dlrm": {"table_rows": 100, "bottom_mlp": [32, 16], "top_mlp": [32, 16]},
     "vit": VIT_SMALL,
     "gpt": GPT_SMALL,
 }
@@ -56,6 +57,7 @@ OUTPUTS = {  # name -> (output name, output shape after the batch)
     "bert_large": ("pooled", [256]),
     "deepfm": ("prob", [1]),
     "wide_and_deep": ("prob", [1]),
+    "dlrm": ("prob", [1]),
     "vit": ("prob", [10]),
     "gpt": ("logits", [SEQ, 100]),
 }
@@ -355,6 +357,7 @@ TVM_CASES = {
     "bert_base": BERT_SMALL,
     "deepfm": {},
     "wide_and_deep": {},
+    "dlrm": {},
     "mobilenet_v2": {"image_size": 32},
 }
 

@@ -168,8 +168,11 @@ def test_loaded_model_trains_on_from_its_trees(tmp_path: Path,
     m.save(tmp_path / "m.json")
     warm = XGBModel.load(tmp_path / "m.json", warm_rounds=5, min_samples=100)
     assert warm.trained  # the loaded trees score from the first call
+    loaded = m._booster.num_boosted_rounds()
     warm.update(X[60:70], y[60:70])  # below min_samples: still trains on top of the loaded trees
-    assert warm._booster.num_boosted_rounds() == 35
+    # up to warm_rounds more (early stopping on the held-out share may take fewer: how
+    # many depends on the data, i.e. on the schedules the space samples)
+    assert loaded < warm._booster.num_boosted_rounds() <= loaded + 5
 
 
 def test_bad_files_are_one_clear_error(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> None:
