@@ -39,6 +39,15 @@ class _Group(click.Group):
     ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
+        if args is None:  # the console script: this process ends with the command
+            try:
+                self._standalone(args, prog_name, complete_var, **extra)
+            except SystemExit as exc:
+                _exit_now(exc.code)
+        self._standalone(args, prog_name, complete_var, **extra)
+
+    def _standalone(self, args: Sequence[str] | None, prog_name: str | None,
+                    complete_var: str | None, **extra: Any) -> None:
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
@@ -85,6 +94,36 @@ def main(verbose: int, plugins: tuple[str, ...]) -> None:
     from compiler.ops._plugins import load_plugins  # no TVM: the op modules import it lazily
 
     load_plugins(plugins, export=True)
+
+
+def _exit_now(code: object) -> None:
+    """End the process with ``code`` (``sys.exit``'s meaning) once its output is safe.
+
+    The exit handlers run (Ray's shutdown among them) and every stream and log handler
+    is flushed; what is skipped is the interpreter's teardown of its modules, which takes
+    2-3 s once TVM is loaded (measured on a `tune --time-budget 20s`: the command returned
+    at 21.5 s, the process ended at 23.9 s). ``GRAPHTUNE_SLOW_EXIT=1`` keeps the normal exit.
+    """
+    import atexit
+    import os
+
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    if os.environ.get("GRAPHTUNE_SLOW_EXIT"):
+        sys.exit(status)
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be written anyway
+            pass
+    os._exit(status)
 
 
 class _OneLine(logging.Formatter):

@@ -121,6 +121,9 @@ def job_fingerprint(model_paths: list[str], options: dict[str, object]) -> dict[
 
     files = []
     for p in model_paths:
+        if not os.path.isfile(p):  # missing, or a directory: the import says what it is
+            files.append({"path": os.path.abspath(p), "sha256": None})
+            continue
         h = hashlib.sha256()
         with open(p, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):

@@ -159,7 +159,7 @@ def test_edges(seed: int, ops: bool, order: str, lookahead: int, key: str) -> No
         space.decode(vec)
     finally:
         _build.Decoding.derive = original  # type: ignore[method-assign]
-    assert c.count == 1
+    assert c.count >= 1  # a repair round (decode_fitted) derives again, each one checked
 
 
 def test_bad_tables_are_refused() -> None:
