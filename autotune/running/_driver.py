@@ -65,9 +65,6 @@ _DUP_LIMIT = 64
 # Breeding requests in a row that brought nothing new: the sampler then breeds in the driver
 # (where an empty round falls back to random proposals, and duplicates stop the task).
 _DRY_LIMIT = 3
-# A shared study with no enqueued trials is looked at again at most this often (see
-# Driver._waiting: the look is a scan of the whole study).
-WAITING_RECHECK_S = 1.0
 # The study storage is made durable at most this often (a journal append + fsync per
 # finished batch is what 64 workers cannot afford); the log, the truth, is flushed per
 # record, and a resumed job restores what the storage lost from it.
@@ -135,7 +132,6 @@ class Driver:
         self._n_pending = 0  # candidates in self._batches
         self._task_pending: dict[int, int] = {}  # ... per task
         self._drained: set[int] = set()  # tasks whose private study has no enqueued trials
-        self._waiting_checked: dict[int, float] = {}  # shared study: when it had none
         # Candidates being measured -> other trials waiting for them.
         self._inflight: dict[tuple[int, str], list[Trial]] = {}
         self._host = socket.gethostname()
@@ -294,24 +290,20 @@ class Driver:
         Reading the trial states is a scan of the whole study (Optuna's storages keep no
         index by state), so it is not done on every ask: trials are enqueued before the
         loop starts (seeds, re-queued and warm-start trials), so once a private study has
-        none left it has none for the rest of the run; a shared study (another driver may
-        enqueue its seeds) is looked at again at most every :data:`WAITING_RECHECK_S`.
+        none left it has none for the rest of the run. A shared study is looked at on every
+        ask, as before: another driver may enqueue its seeds at any time, and skipping
+        them let two drivers of a farm measure one candidate (test_farm, once in a loaded
+        full-suite run).
         """
         if k in self._drained:
-            return False
-        checked = self._waiting_checked.get(k)
-        if checked is not None and time.monotonic() - checked < WAITING_RECHECK_S:
             return False
         from optuna.trial import TrialState
 
         study = self.job.tasks[k].study
         found = bool(study._storage.get_all_trials(study._study_id, deepcopy=False,
                                                    states=(TrialState.WAITING,)))
-        if not found:
-            if self.claims is None:
-                self._drained.add(k)
-            else:
-                self._waiting_checked[k] = time.monotonic()
+        if not found and self.claims is None:
+            self._drained.add(k)
         return found
 
     def _any_inflight(self, k: int) -> bool:
