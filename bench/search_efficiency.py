@@ -47,7 +47,11 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="Keep the logs in this directory.")
     ap.add_argument("--seeded", action="store_true",
                     help="Measure O0-O3 and the plans first, as graphtune tune does.")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=N",
+                    help="A what-if target: change one value of the default target "
+                         "(e.g. l1.data_bytes=524288); repeatable.")
     args = ap.parse_args()
+    target = _target(args.sets)
 
     graph = zoo_graph(args.model)
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="search_eff_"))
@@ -59,7 +63,7 @@ def main() -> None:
             log = workdir / f"{args.model}_{sampler}_{seed}.jsonl"
             t0 = time.perf_counter()
             tune([graph], trials=args.budget, workers=0, log=log, sampler=sampler, seed=seed,
-                 curve=False, seeds=args.seeded)
+                 curve=False, seeds=args.seeded, target=target)
             seconds.setdefault(sampler, []).append(time.perf_counter() - t0)
             curves.setdefault(sampler, []).append(best_so_far(log)[: args.budget])
             print(f"{sampler} seed {seed}: best {curves[sampler][-1][-1]:,.1f} µs "
@@ -67,15 +71,16 @@ def main() -> None:
     best = min(c[-1] for cs in curves.values() for c in cs)
     for extra in args.best_log:
         best = min(best, min(best_so_far(extra)))
-    target = best / 0.95
-    print(f"\n{args.model}: best-known {best:,.1f} µs; target (95% of its throughput) "
-          f"{target:,.1f} µs; budget {args.budget}, seeds {args.seeds}, "
-          f"{'seeded with O0-O3 and the plans' if args.seeded else 'from scratch'}")
-    print("for reference: " + ", ".join(f"{label} {lat:,.1f} µs" for label, lat in _seeds(graph)))
+    goal = best / 0.95
+    print(f"\n{args.model}{''.join(' ' + x for x in args.sets)}: best-known {best:,.1f} µs; "
+          f"target (95% of its throughput) {goal:,.1f} µs; budget {args.budget}, seeds "
+          f"{args.seeds}, {'seeded with O0-O3 and the plans' if args.seeded else 'from scratch'}")
+    print("for reference: " + ", ".join(f"{label} {lat:,.1f} µs"
+                                        for label, lat in _seeds(graph, target)))
     print(f"{'sampler':8} {'per seed':>24} {'median':>7} {'best µs (mean)':>15} {'s/run':>7}")
     medians: dict[str, float] = {}
     for sampler, cs in curves.items():
-        needed = [reach(c, target) for c in cs]
+        needed = [reach(c, goal) for c in cs]
         shown = " ".join(str(n) if n is not None else "-" for n in needed)
         # A run that never reached the target counts as needing more than the budget.
         med = statistics.median([n if n is not None else args.budget + 1 for n in needed])
@@ -87,16 +92,29 @@ def main() -> None:
             if other in medians:
                 print(f"guided / {other}: {medians['guided'] / medians[other]:.2f} "
                       f"(goal <= {0.5 if other == 'tpe' else 0.25})")
-    _plot(curves, best, target, args.model)
+    _plot(curves, best, goal, args.model)
 
 
-def _seeds(graph: Any) -> list[tuple[str, float]]:
-    """Latency of O0-O3 and the fitting plans."""
-    from autotune.sampling._studies import seed_schedules
+def _target(sets: list[str]) -> Any:
+    """The default target with ``SECTION.KEY=N`` changes (``l1.data_bytes=524288``)."""
     from compiler.target import Target
-    from sim import measure
 
     target = Target.default()
+    for item in sets:
+        key, _, value = item.partition("=")
+        section, _, name = key.partition(".")
+        if not (section and name and value):
+            raise SystemExit(f"--set {item!r}: give SECTION.KEY=N, e.g. l1.data_bytes=524288")
+        number = float(value)
+        target = target.replace(**{section: {name: int(number) if number.is_integer() else number}})
+    return target
+
+
+def _seeds(graph: Any, target: Any) -> list[tuple[str, float]]:
+    """Latency of O0-O3 and the fitting plans on ``target``."""
+    from autotune.sampling._studies import seed_schedules
+    from sim import measure
+
     seeds = seed_schedules(graph, target)
     ms = measure(graph, [s for _, s in seeds], target)
     return [(label, m.latency_us) for (label, _), m in zip(seeds, ms) if m.ok and m.latency_us]
