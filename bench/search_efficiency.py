@@ -47,9 +47,9 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="Keep the logs in this directory.")
     ap.add_argument("--seeded", action="store_true",
                     help="Measure O0-O3 and the plans first, as graphtune tune does.")
-    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=N",
-                    help="A what-if target: change one value of the default target "
-                         "(e.g. l1.data_bytes=524288); repeatable.")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=V",
+                    help="A what-if target: one value of the default target changed, as "
+                         "graphtune sweep's --set (e.g. l1.data_bytes=512K); repeatable.")
     args = ap.parse_args()
     target = _target(args.sets)
 
@@ -96,18 +96,22 @@ def main() -> None:
 
 
 def _target(sets: list[str]) -> Any:
-    """The default target with ``SECTION.KEY=N`` changes (``l1.data_bytes=524288``)."""
+    """The default target with the ``--set KEY=V`` changes, as ``graphtune sweep`` reads them
+    (``l1.data_bytes=512K``: one value each; the target's own checks apply)."""
+    from autotune.whatif import make_variants, parse_set
+    from compiler.errors import GraphtuneError
     from compiler.target import Target
 
-    target = Target.default()
-    for item in sets:
-        key, _, value = item.partition("=")
-        section, _, name = key.partition(".")
-        if not (section and name and value):
-            raise SystemExit(f"--set {item!r}: give SECTION.KEY=N, e.g. l1.data_bytes=524288")
-        number = float(value)
-        target = target.replace(**{section: {name: int(number) if number.is_integer() else number}})
-    return target
+    if not sets:
+        return Target.default()
+    try:
+        variants = make_variants(Target.default(), [parse_set(x) for x in sets])
+    except GraphtuneError as exc:
+        raise SystemExit(f"search_efficiency: {exc}") from None
+    if len(variants) != 1:
+        raise SystemExit("search_efficiency: --set takes one value per key (a sweep is "
+                         "graphtune sweep's job)")
+    return variants[0].target
 
 
 def _seeds(graph: Any, target: Any) -> list[tuple[str, float]]:
