@@ -61,6 +61,10 @@ SHORT_BUDGET_S = 60.0
 workers were not given measures in its own process: starting Ray (seconds, tens of
 seconds on a loaded machine) would take a large part of it."""
 
+BREED_BUDGET = 1.0
+"""``GuidedOptions.breed_budget`` of a guided job on Ray workers, unless given: breeding
+may take as long as measuring what it proposes (``float("inf")``: the fixed effort)."""
+
 
 
 def default_workers() -> int:
@@ -231,7 +235,11 @@ def tune(
 
             from autotune.sampling._guided import GuidedOptions
 
-            guided = replace(guided or GuidedOptions(), background_fit=True)
+            # ...and spend on breeding in proportion to what a measurement takes.
+            guided = guided or GuidedOptions()
+            guided = replace(guided, background_fit=True,
+                             breed_budget=(BREED_BUDGET if guided.breed_budget is None
+                                           else guided.breed_budget))
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
                      trials, n_workers, seeds, owner if handle.shared else None, warm_schedules)
         if time_budget_s is not None:

@@ -81,9 +81,11 @@ def sim_rate(graph: Graph, target: Target, n: int) -> dict[str, float]:
             "sample_sim_wall": n / (w2 - w0), "sample_sim_cpu": n / (c2 - c0), "ok": ok / n}
 
 
-def tune_rate(graph: Graph, trials: int, workers: int, cores: int) -> dict[str, float]:
+def tune_rate(graph: Graph, trials: int, workers: int, cores: int,
+              budget: float | None = None) -> dict[str, float]:
     """A tune's steady-state figures; the task does not stop at its lower bound (gpt1's
     search reaches it within ten measurements: there would be no steady state)."""
+    from autotune import GuidedOptions
     from autotune.job import _scheduler
 
     probe = CpuProbe()
@@ -105,7 +107,7 @@ def tune_rate(graph: Graph, trials: int, workers: int, cores: int) -> dict[str, 
         with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             tune([graph], trials=trials, workers=workers, log=Path(d) / "t.jsonl", seed=0,
-                 curve=False, callbacks=[probe])
+                 curve=False, callbacks=[probe], guided=GuidedOptions(breed_budget=budget))
     finally:
         tune_mod._pool = real
         _scheduler.GradientScheduler.record = record  # type: ignore[method-assign]
@@ -119,6 +121,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--trials", type=int, default=300)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--budgets", default="default", help="comma-separated "
+                    "GuidedOptions.breed_budget values, one tune each (inf: the fixed "
+                    "breeding effort; default: what tune uses)")
     ap.add_argument("--out", type=Path,
                     default=Path(__file__).resolve().parent / "results" / "sim_vs_tune.md")
     args = ap.parse_args(argv)
@@ -131,14 +136,17 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{key}: sim {sim['sim_wall']:.0f}/s ({sim['sim_cpu']:.0f} per CPU s), sample "
               f"{sim['sample_wall']:.0f}/s, sample+sim {sim['sample_sim_wall']:.0f}/s; "
               f"load {load_sim:.1f}", flush=True)
-        job = tune_rate(graph, args.trials, args.workers, args.cores)
-        load_job = os.getloadavg()[0]
-        print(f"{key}: tune {job['wall_rate']:.1f}/s steady ({job['n']:.0f} measurements); CPU "
-              f"ms/measurement driver {1e3 * job['driver_cpu'] / job['n']:.1f}, workers "
-              f"{1e3 * job['worker_cpu'] / job['n']:.1f}; CPU-time rate on {args.cores} idle "
-              f"cores {job['cpu_rate']:.1f}/s; ratio {job['wall_rate'] / sim['sim_wall']:.2f}; "
-              f"load {load_job:.1f}", flush=True)
-        rows.append((key, sim, job, load_sim, load_job))
+        for b in args.budgets.split(","):
+            budget = None if b == "default" else float(b)
+            job = tune_rate(graph, args.trials, args.workers, args.cores, budget)
+            load_job = os.getloadavg()[0]
+            print(f"{key} (breed_budget {b}): tune {job['wall_rate']:.1f}/s steady "
+                  f"({job['n']:.0f} measurements); CPU ms/measurement driver "
+                  f"{1e3 * job['driver_cpu'] / job['n']:.1f}, workers "
+                  f"{1e3 * job['worker_cpu'] / job['n']:.1f}; CPU-time rate on {args.cores} "
+                  f"idle cores {job['cpu_rate']:.1f}/s; ratio "
+                  f"{job['wall_rate'] / sim['sim_wall']:.2f}; load {load_job:.1f}", flush=True)
+            rows.append((f"{key} ({b})" if b != "default" else key, sim, job, load_sim, load_job))
     lines = ["# The simulator alone vs a 2-worker tune (issue 20)", "",
              f"`bench/sim_vs_tune.py --candidates {args.candidates} --trials {args.trials}`, "
              f"{os.cpu_count()} cores shared with other jobs (load average, 1 min, beside "

@@ -16,8 +16,14 @@ measurements / max(busiest process's CPU s, all CPU s / cores). That is what the
 job would do on a quiet machine if nothing else limited it (Ray's messaging and
 the driver's waits are in the CPU times; idle gaps are not).
 
+``--decoders`` instead runs the 2-worker job twice in one run, with the compiled search
+core and with the Python decoder (``GRAPHTUNE_PURE_PYTHON=1``, inherited by the Ray
+workers), and prints the ratio (issue 20: >= 5x on BERT-base s128 b8, >= 3x on ResNet-50
+b16 at 400 trials). ``--breed-budget X`` sets ``GuidedOptions.breed_budget`` (``inf``: the
+fixed breeding effort; default: what ``tune`` uses).
+
 Run: ``.venv/bin/python bench/tune_workers.py [--model resnet50] [--candidates 200]
-[--trials 200]``
+[--trials 200] [--decoders] [--breed-budget X]``
 """
 
 from __future__ import annotations
@@ -106,8 +112,11 @@ class CpuProbe:
                 "cpu_rate": n / max(busiest, total / cores)}
 
 
-def run_job(graph: object, trials: int, workers: int, cores: int) -> tuple[float, dict[str, float]]:
+def run_job(graph: object, trials: int, workers: int, cores: int,
+            budget: float | None = None) -> tuple[float, dict[str, float]]:
     """A whole tune job: its measurements/s and its CPU figures."""
+    from autotune import GuidedOptions
+
     probe = CpuProbe()
     real = tune_mod._pool
 
@@ -119,7 +128,8 @@ def run_job(graph: object, trials: int, workers: int, cores: int) -> tuple[float
     try:
         with tempfile.TemporaryDirectory() as d:
             res = tune([graph], trials=trials, workers=workers, log=Path(d) / "w.jsonl",
-                       seed=0, curve=False, callbacks=[probe])
+                       seed=0, curve=False, callbacks=[probe],
+                       guided=GuidedOptions(breed_budget=budget))
     finally:
         tune_mod._pool = real
     return res.measurements_per_s, probe.figures(cores)
@@ -134,9 +144,15 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2, help="cores of the quiet machine the CPU "
                     "figures are computed for")
     ap.add_argument("--jobs-only", action="store_true", help="skip the pool figures")
+    ap.add_argument("--decoders", action="store_true", help="2-worker jobs with the compiled "
+                    "core and with the Python decoder, side by side")
+    ap.add_argument("--breed-budget", type=float, default=None)
     args = ap.parse_args()
     print(f"start: load average {os.getloadavg()}", flush=True)
     graph = zoo_graph(args.model)
+    if args.decoders:
+        compare_decoders(graph, args.trials, args.cores, args.breed_budget)
+        return
     target = Target.default()
     space = build_space(graph, target, graph.batch)
     rng = np.random.default_rng(0)
@@ -175,6 +191,28 @@ def main() -> None:
     print(f"job, CPU-time rates: 2 workers / 1 worker = "
           f"{cpu[2]['cpu_rate'] / cpu[1]['cpu_rate']:.2f}; first-to-last-batch wall rates: "
           f"{cpu[2]['wall_rate'] / cpu[1]['wall_rate']:.2f}")
+
+
+def compare_decoders(graph: object, trials: int, cores: int, budget: float | None) -> None:
+    """The 2-worker job with the compiled core, then with the Python decoder."""
+    rows = {}
+    for name in ("compiled", "python"):
+        if name == "python":
+            os.environ["GRAPHTUNE_PURE_PYTHON"] = "1"  # Ray's workers inherit it
+        try:
+            c0 = time.process_time()
+            rate, f = run_job(graph, trials, 2, cores, budget)
+        finally:
+            os.environ.pop("GRAPHTUNE_PURE_PYTHON", None)
+        rows[name] = (rate, f)
+        print(f"{name}: job {rate:.1f}/s, steady {f['wall_rate']:.1f}/s over {f['n']:.0f}; CPU "
+              f"ms per measurement: driver {1e3 * f['driver_cpu'] / f['n']:.1f}, workers "
+              f"{1e3 * f['worker_cpu'] / f['n']:.1f}; CPU-time rate on {cores} idle cores "
+              f"{f['cpu_rate']:.1f}/s; driver CPU {time.process_time() - c0:.1f} s; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+    (rc, fc), (rp, fp) = rows["compiled"], rows["python"]
+    print(f"compiled / python: job {rc / rp:.2f}x, steady {fc['wall_rate'] / fp['wall_rate']:.2f}x, "
+          f"CPU-time rate {fc['cpu_rate'] / fp['cpu_rate']:.2f}x (breed_budget {budget})")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ hooks) are callbacks, called after every finished batch.
 The guided sampler's breeding (most of a job's work) is a job of the pool too:
 when a task's sampler runs low on proposals the driver asks it for a share of a
 round (:meth:`GuidedSampler.breed_request`: with ``W`` workers, ``1/W`` of the
-population and of the proposals), sends it to a worker that is not breeding, and
+population and of the proposals, ``W`` at most :data:`MAX_SHARES`), sends it to a
+worker that is not breeding, and
 hands it back to the sampler as soon as it arrives, so its picks are measured while
 the other workers still breed theirs; so the driver only asks, tells and writes the
 log, and the workers breed and measure (:mod:`autotune.sampling._breed`). Up to one share per
@@ -69,6 +70,10 @@ _DRY_LIMIT = 3
 # finished batch is what 64 workers cannot afford); the log, the truth, is flushed per
 # record, and a resumed job restores what the storage lost from it.
 FLUSH_EVERY_S = 1.0
+# A round is bred in at most this many shares at once, however many workers measure: every
+# share decodes the parents and its own random samples whatever its size, so 64 shares of
+# 2 proposals each (64 workers) cost ~6 decodes per proposal where 8 shares of 12 cost ~3.
+MAX_SHARES = 8
 
 
 @dataclass
@@ -142,7 +147,7 @@ class Driver:
         self._breeding: dict[int, int] = {}  # batch id of a breeding request -> its task
         # Breeding requests out at once per task (one per worker) and the measurements
         # that must come back between two of them (half a request's proposals).
-        self._shares = pool.workers if pool.remote else 1
+        self._shares = min(pool.workers, MAX_SHARES) if pool.remote else 1
         self._fresh = max(1, self._demand // (2 * self._shares))
         self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
         self._dists: dict[int, dict[str, Any]] = {}  # task -> its parameter distributions
@@ -169,6 +174,7 @@ class Driver:
                     self._bred(fin)
                     continue
                 batch = self._batches.pop(fin.batch_id)
+                self._measured_in(batch, fin.seconds)
                 self._n_pending -= len(batch)
                 for c in batch:
                     self._task_pending[c.task] -= 1
@@ -182,6 +188,13 @@ class Driver:
         self.storage.flush()
         if self.claims is not None:
             self._foreign_baselines()
+
+    def _measured_in(self, batch: list[Candidate], seconds: float) -> None:
+        """Tell the batch's sampler what a measurement takes (its breeding effort follows)."""
+        if batch and seconds > 0:
+            bs = self._breeders.get(batch[0].task)
+            if bs is not None and hasattr(bs, "note_measured"):
+                bs.note_measured(seconds, len(batch))
 
     def _foreign_baselines(self) -> None:
         """Seeds another driver on the shared study measured: their latencies, from the study."""

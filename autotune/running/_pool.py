@@ -22,6 +22,7 @@ result comes back through the same :meth:`MeasurePool.wait` (``Finished.kind ==
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,13 +43,18 @@ __all__ = ["Finished", "InProcessPool", "MeasurePool", "lost"]
 class Finished:
     """A finished job: a measured batch (its id, the host that measured it and one
     measurement per schedule) or a breeding round (``kind == "breed"``: ``bred`` is
-    its result, None when its worker was lost)."""
+    its result, None when its worker was lost).
+
+    ``seconds``: the wall time the worker spent on the batch (0.0 when unknown), what
+    the guided sampler weighs its breeding against (see ``GuidedOptions.breed_budget``).
+    """
 
     batch_id: int
     host: str
     measurements: tuple[Measurement, ...]
     kind: str = "measure"
     bred: Bred | None = None
+    seconds: float = 0.0
 
 
 def lost(count: int, why: str) -> tuple[Measurement, ...]:
@@ -117,9 +123,11 @@ class InProcessPool(MeasurePool):
         self.slots = 1
 
     def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
+        t0 = time.perf_counter()
         host, out = measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
                                  self._timeout_s)
-        self._done.append(Finished(batch_id, host, tuple(measurement_from_json(m) for m in out)))
+        self._done.append(Finished(batch_id, host, tuple(measurement_from_json(m) for m in out),
+                                   seconds=time.perf_counter() - t0))
 
     def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
                      scorer: Scorer) -> None:

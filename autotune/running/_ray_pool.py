@@ -87,9 +87,12 @@ class _Worker:
         return os.getpid()
 
     def measure(self, task_key: str, schedules: Sequence[dict[str, Any]],
-                timeout_s: float | None) -> tuple[str, list[dict[str, Any]]]:
-        return measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
-                            timeout_s)
+                timeout_s: float | None) -> tuple[str, list[dict[str, Any]], float]:
+        """``measure_json``'s ``(host, measurements)`` and the wall seconds it took."""
+        t0 = time.perf_counter()
+        host, out = measure_json(self._measurer, self._graphs[task_key], schedules,
+                                 self._target, timeout_s)
+        return host, out, time.perf_counter() - t0
 
     def breed(self, task_key: str, request: BreedRequest, scorer: Scorer) -> Bred:
         if self._breeder is None:
@@ -431,14 +434,15 @@ class RayPool(MeasurePool):
                 self._mark_down(job.actor)
                 return Finished(job.batch_id, "", (), "breed", None)
         try:
-            host, out = ray.get(ref)
+            host, out, seconds = ray.get(ref)
         except _LOST_ERRORS() as exc:
             why = f"worker died while measuring: {type(exc).__name__}"
             log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
                         job.batch_id, why, job.size)
             self._mark_down(job.actor)
             return Finished(job.batch_id, "", lost(job.size, why))
-        return Finished(job.batch_id, host, tuple(measurement_from_json(m) for m in out))
+        return Finished(job.batch_id, host, tuple(measurement_from_json(m) for m in out),
+                        seconds=seconds)
 
     def _mark_down(self, k: int) -> None:
         if k not in self._down:

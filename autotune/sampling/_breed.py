@@ -117,11 +117,15 @@ class Pick:
 
 @dataclass(frozen=True)
 class Bred:
-    """A round's result: the picks in proposal order, how many were ranked, CPU seconds."""
+    """A round's result: the picks in proposal order, how many were ranked, CPU seconds,
+    how many candidates were decoded (bred or sampled) and the wall seconds it took (what
+    the sampler weighs against a measurement's time: ``GuidedOptions.breed_budget``)."""
 
     picks: tuple[Pick, ...]
     ranked: int
     cpu_s: float
+    decoded: int = 0
+    wall_s: float = 0.0
 
 
 def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
@@ -134,7 +138,7 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
     (``scorer.label == ""``) and parents, one-move neighbours of the parents are ranked
     instead, the best parent's first.
     """
-    t0 = time.process_time()
+    t0, w0 = time.process_time(), time.perf_counter()
     rng = np.random.default_rng(req.seed)
     r = _Round(space, scorer, req, rng)
     if req.parents and not scorer.label:
@@ -171,7 +175,8 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         proj = space.project(s)  # the space remembers what it decoded: no search
         assert proj.vector is not None
         picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by, key, explore))
-    return Bred(tuple(picks), len(ranked), time.process_time() - t0)
+    return Bred(tuple(picks), len(ranked), time.process_time() - t0, r.decoded,
+                time.perf_counter() - w0)
 
 
 class Breeder:
@@ -223,6 +228,7 @@ class _Round:
         self.space, self.scorer, self.req, self.rng = space, scorer, req, rng
         self.seen = set(req.seen)
         self.rows: dict[str, np.ndarray] = {}  # features computed this round
+        self.decoded = 0  # candidates decoded (sampled, mutated, crossed over)
 
     def admit(self, cid: str, s: GraphSchedule) -> bool:
         if cid in self.seen or not self.space.precheck(s).ok:
@@ -251,6 +257,7 @@ class _Round:
         for rank, vec in enumerate(self.req.parents):
             parent = _parent(sp, vec)
             for _ in range(per):
+                self.decoded += 1
                 s = sp.mutate(parent, rng)
                 keyed.append((rank + float(rng.random()), candidate_id(s), s))
         keyed.sort(key=lambda x: x[0])
@@ -265,6 +272,7 @@ class _Round:
         req, sp, rng = self.req, self.space, self.rng
         n_random = (max(1, int(req.population * req.random_share)) if req.parents
                     else req.population)
+        self.decoded += n_random
         pop = [(candidate_id(s), s) for s in
                [_parent(sp, v) for v in req.parents] + [sp.sample(rng) for _ in range(n_random)]]
         pool: dict[str, GraphSchedule] = {}
@@ -300,6 +308,7 @@ class _Round:
         weights /= weights.sum()
         pick: Callable[[], GraphSchedule] = lambda: pop[int(rng.choice(len(pop), p=weights))][1]  # noqa: E731
         out = []
+        self.decoded += self.req.population
         for _ in range(self.req.population):
             if len(pop) > 1 and rng.random() < self.req.crossover:
                 out.append(sp.crossover(pick(), pick(), rng))

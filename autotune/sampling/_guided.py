@@ -93,6 +93,7 @@ class GuidedOptions:
     retrain_growth: float = 0.25
     rescan_s: float = 30.0
     background_fit: bool = False
+    breed_budget: float | None = None
 
 
 @dataclass
@@ -153,6 +154,10 @@ class GuidedSampler(BaseSampler):
         # depend on how many it proposes, is spread over as many measurements as many
         # workers take. With two workers this is the default ``proposals``.
         self.demand = 0
+        # Running means for breed_budget: wall seconds per measured candidate, and per
+        # candidate decoded while breeding (None until the first report of each).
+        self._measure_s: float | None = None
+        self._child_s: float | None = None
 
     # ---- Optuna's sampler interface ------------------------------------------------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial
@@ -370,11 +375,49 @@ class GuidedSampler(BaseSampler):
         parents, seen = tuple(self._best(o.parents)), frozenset(self._seen.union(pending))
         share = max(1, share) if parents else 1
         n_prop = -(-n_prop // share)
+        population = -(-o.population // share)
+        n_prop, generations = self._effort(n_prop, population, len(parents))
         return BreedRequest(
             batch=self.space.batch, parents=parents, seed=int(self._rng.integers(2**63 - 1)),
             proposals=n_prop, eps=round(n_prop * o.eps), seen=seen,
-            population=-(-o.population // share), generations=o.generations,
+            population=population, generations=generations,
             random_share=o.random_share, crossover=o.crossover)
+
+    def note_measured(self, seconds: float, count: int) -> None:
+        """A worker measured ``count`` of this task's candidates in ``seconds`` (wall)."""
+        if count > 0 and seconds > 0:
+            self._measure_s = _mean(self._measure_s, seconds / count)
+
+    @property
+    def effort(self) -> tuple[float | None, float | None]:
+        """Wall seconds per measured candidate and per bred candidate, as the sampler
+        knows them now (None: no report yet)."""
+        return self._measure_s, self._child_s
+
+    def _effort(self, n_prop: int, population: int, parents: int) -> tuple[int, int]:
+        """``(proposals, generations)`` of a request under ``breed_budget``.
+
+        A request decodes about ``parents + random share + generations * population``
+        candidates; with ``c`` wall seconds per decoded candidate and ``m`` per measured
+        one, proposing ``n`` spends ``c * decoded / n`` on breeding per measurement, which
+        must stay within ``breed_budget * m``: ``n`` grows until it does (up to every
+        decoded candidate), then ``generations`` falls to one. Never below the fixed effort.
+        """
+        o = self.options
+        m, c = self._measure_s, self._child_s
+        if o.breed_budget is None or m is None or c is None or not parents:
+            return n_prop, o.generations
+        budget = o.breed_budget * m
+        generations = o.generations
+        initial = parents + max(1, int(population * o.random_share))
+        if c * (initial + generations * population) <= budget * n_prop:
+            return n_prop, generations  # the fixed effort is within the budget
+        while True:
+            decoded = initial + generations * population
+            need = int(np.ceil(c * decoded / budget))
+            if need <= decoded or generations <= 1:
+                return max(n_prop, min(need, decoded)), generations
+            generations -= 1
 
     @property
     def news(self) -> int:
@@ -391,6 +434,8 @@ class GuidedSampler(BaseSampler):
         self.breeding = max(0, self.breeding - 1)
         if part is None:
             return 0
+        if part.decoded and part.wall_s > 0:
+            self._child_s = _mean(self._child_s, part.wall_s / part.decoded)
         n = 0
         for p in part.picks:
             if p.cid in self._seen:  # picked by another request bred at the same time
@@ -423,3 +468,8 @@ class GuidedSampler(BaseSampler):
         else:
             order = heapq.nlargest(k, self._scores, key=self._scores.__getitem__)
         return [self._vectors[c] for c in order]
+
+
+def _mean(old: float | None, new: float, weight: float = 0.25) -> float:
+    """A running mean that follows changes (the last few reports weigh most)."""
+    return new if old is None else (1.0 - weight) * old + weight * new

@@ -1,0 +1,136 @@
+"""Breeding effort follows what a measurement costs (``GuidedOptions.breed_budget``).
+
+Invariant: a request never proposes fewer than the fixed effort would, never more than
+it decodes, and when the budget can be met, breeding per proposal stays within
+``breed_budget`` times a measurement; a slow measurer gets exactly the fixed effort.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autotune.running._pool import Finished, InProcessPool
+from autotune.sampling._breed import RankerScorer, breed
+from autotune.sampling._guided import GuidedOptions, GuidedSampler
+from autotune.sampling._ranker import CostModelRanker
+from compiler.graph import Graph
+from compiler.target import Target
+from search_space import build_space
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+_FIXED = GuidedOptions()
+
+
+def _sampler(budget: float | None, m: float | None, c: float | None) -> GuidedSampler:
+    """A sampler whose running means are ``m`` (per measurement) and ``c`` (per decode)."""
+    s = GuidedSampler.__new__(GuidedSampler)
+    s.options = GuidedOptions(breed_budget=budget)
+    s._measure_s, s._child_s = m, c
+    return s
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=st.floats(1e-5, 100.0), c=st.floats(1e-6, 10.0), budget=st.floats(0.01, 10.0),
+       n_fixed=st.integers(1, 64), population=st.integers(1, 96), parents=st.integers(1, 8))
+def test_effort_stays_within_its_budget_and_never_below_the_fixed_effort(
+        m: float, c: float, budget: float, n_fixed: int, population: int, parents: int) -> None:
+    o = _FIXED
+    n, generations = _sampler(budget, m, c)._effort(n_fixed, population, parents)
+    assert 1 <= generations <= o.generations
+    assert n >= n_fixed
+    decoded = parents + max(1, int(population * o.random_share)) + generations * population
+    assert n <= max(n_fixed, decoded)
+    if n > n_fixed and n < decoded:  # raised, and the budget could be met: it is
+        assert c * decoded / n <= budget * m * (1 + 1e-9)
+    if generations < o.generations:  # fewer generations only once every decode is proposed
+        assert c * (decoded + population) > budget * m * (decoded + population)
+    # The cost of a fixed-effort request already within the budget: nothing changes.
+    fixed_decoded = parents + max(1, int(population * o.random_share)) + o.generations * population
+    if c * fixed_decoded / n_fixed <= budget * m:
+        assert (n, generations) == (n_fixed, o.generations)
+
+
+def test_no_budget_or_no_reports_is_the_fixed_effort() -> None:
+    for budget, m, c in [(None, 1e-4, 1.0), (1.0, None, 1.0), (1.0, 1e-4, None)]:
+        assert _sampler(budget, m, c)._effort(8, 48, 8) == (8, _FIXED.generations)
+
+
+def test_a_cheap_measurer_proposes_more_of_a_round_and_a_slow_one_the_fixed_effort() -> None:
+    # ~1 ms per decoded candidate; a simulator at 2 ms per measurement, a board at 2 s.
+    cheap, board = _sampler(1.0, 0.002, 0.001), _sampler(1.0, 2.0, 0.001)
+    n_cheap, g_cheap = cheap._effort(8, 48, 8)
+    assert n_cheap > 8 and g_cheap == _FIXED.generations
+    assert board._effort(8, 48, 8) == (8, _FIXED.generations)
+    # Measuring cheaper than decoding: every decode is proposed, one generation bred.
+    n, g = _sampler(1.0, 0.0005, 0.001)._effort(8, 48, 8)
+    assert g == 1 and n == 8 + 12 + 48
+
+
+def test_a_round_reports_what_it_decoded(tiny_graph: Graph, tune_target: Target) -> None:
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    sampler = GuidedSampler(space=space, ranker=CostModelRanker(tiny_graph, tune_target, seed=0),
+                            seed=1, options=GuidedOptions(population=24, generations=2,
+                                                          proposals=6))
+    bred = breed(space, RankerScorer(sampler.ranker), sampler.breed_request())
+    assert bred.decoded == 24 + 2 * 24  # no parents: a random population, two generations
+    assert bred.ranked <= bred.decoded and bred.wall_s > 0
+    assert sampler.bred(bred) == len(bred.picks)
+    assert sampler.effort[1] == pytest.approx(bred.wall_s / bred.decoded)
+
+
+class _TimedPool(InProcessPool):
+    """Two workers in one process whose batches report ``per`` seconds per measurement."""
+
+    remote = True
+
+    def __init__(self, per: float, *args: Any) -> None:
+        super().__init__(*args)
+        self.workers, self.slots, self.per = 2, 4, per
+        self.requests: list[tuple[int, int]] = []  # (proposals, generations) asked
+
+    def submit(self, batch_id: int, task_key: str, schedules: Any) -> None:
+        super().submit(batch_id, task_key, schedules)
+        last = self._done[-1]
+        self._done[-1] = Finished(last.batch_id, last.host, last.measurements,
+                                  seconds=self.per * len(schedules))
+
+    def submit_breed(self, batch_id: int, task_key: str, request: Any, scorer: Any) -> None:
+        self.requests.append((request.proposals, request.generations))
+        super().submit_breed(batch_id, task_key, request, scorer)
+
+
+@pytest.mark.parametrize("per", [1e-5, 10.0])
+def test_tune_with_workers_breeds_by_what_a_measurement_takes(
+        per: float, tiny_graph: Graph, tune_target: Target, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With workers, ``tune`` weighs breeding against the workers' measuring time: a
+    measurer far cheaper than breeding gets rounds that propose every candidate they
+    decode; one that takes seconds gets the fixed effort (4 slots x 4 / 2 shares)."""
+    from autotune import _tune as tune_mod
+    from autotune import tune
+
+    pools: list[_TimedPool] = []
+
+    def timed(job: Any, target: Target, measurer: Any, *_: Any) -> _TimedPool:
+        pools.append(_TimedPool(per, {t.task.key: t.task.graph for t in job.tasks}, target,
+                                measurer))
+        return pools[0]
+
+    monkeypatch.setattr(tune_mod, "_pool", timed)
+    res = tune([tiny_graph], trials=48, workers=2, log=tmp_path / "t.jsonl", seed=0,
+               curve=False)
+    assert res.measured == 48
+    asked = pools[0].requests[1:]  # the first: no parents yet, a whole round
+    assert asked
+    if per > 1:
+        assert all(r == (8, _FIXED.generations) for r in asked)
+    else:
+        assert all(p > 8 for p, _ in asked[1:])  # once a share's breeding time is known
+        assert any(g == 1 for _, g in asked)
