@@ -72,6 +72,8 @@ class GuidedOptions:
         retrain_growth: ...and they are at least this share of the data it was last trained
             on: a training costs time in proportion to the data, so retraining on a
             geometric schedule keeps its cost per measurement flat however long the study.
+            Under ``breed_budget``, also at least as many as take ``1 / breed_budget``
+            times the last training's time to measure.
         rescan_s: Read the whole study again this often (seconds), for trials another
             driver on the same storage finished; between rescans the sampler learns from
             the trials this process tells (a full read is O(trials)).
@@ -158,6 +160,7 @@ class GuidedSampler(BaseSampler):
         # candidate decoded while breeding (None until the first report of each).
         self._measure_s: float | None = None
         self._child_s: float | None = None
+        self._fit_s: float | None = None  # wall seconds of the last retraining
 
     # ---- Optuna's sampler interface ------------------------------------------------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial
@@ -318,7 +321,8 @@ class GuidedSampler(BaseSampler):
             fitting, self._fitting = self._fitting, None
             fitting.result()  # an error in training surfaces here
         grown = len(self._y) - self._trained_at
-        if grown >= max(o.retrain_every, o.retrain_growth * self._trained_at) or (
+        if grown >= max(o.retrain_every, o.retrain_growth * self._trained_at,
+                        self._fit_wait()) or (
             self._trained_at == 0 and self._y and len(self._y) >= o.retrain_every // 2
         ):
             xs, ys = np.stack(self._x), np.asarray(self._y)
@@ -326,9 +330,26 @@ class GuidedSampler(BaseSampler):
             if o.background_fit:
                 if self._fitter is None:
                     self._fitter = ThreadPoolExecutor(1, thread_name_prefix="graphtune-fit")
-                self._fitting = self._fitter.submit(self.ranker.fit, xs, ys)
+                self._fitting = self._fitter.submit(self._fit, xs, ys)
             else:
-                self.ranker.fit(xs, ys)
+                self._fit(xs, ys)
+
+    def _fit(self, xs: np.ndarray, ys: np.ndarray) -> None:
+        import time
+
+        t0 = time.perf_counter()
+        self.ranker.fit(xs, ys)
+        self._fit_s = time.perf_counter() - t0
+
+    def _fit_wait(self) -> float:
+        """Measurements to wait for between retrainings under ``breed_budget``: as many
+        as take ``1 / breed_budget`` times the last retraining's time to measure, so that
+        training, like breeding, costs at most the budget's share of measuring (0: no
+        budget, or no report yet)."""
+        o, m = self.options, self._measure_s
+        if o.breed_budget is None or not m or self._fit_s is None:
+            return 0.0
+        return self._fit_s / (o.breed_budget * m)
 
     def _label(self, value: float) -> float | None:
         """The cost model's target: speed, higher = faster (1/latency or throughput)."""

@@ -134,3 +134,44 @@ def test_tune_with_workers_breeds_by_what_a_measurement_takes(
     else:
         assert all(p > 8 for p, _ in asked[1:])  # once a share's breeding time is known
         assert any(g == 1 for _, g in asked)
+
+
+def test_retraining_waits_for_measurements_worth_its_time_under_a_budget() -> None:
+    s = _sampler(1.0, 0.002, 0.001)
+    s._fit_s = 0.2  # a 200 ms retraining, 2 ms measurements: wait for 100 of them
+    assert s._fit_wait() == pytest.approx(100.0)
+    s.options = GuidedOptions(breed_budget=2.0)
+    assert s._fit_wait() == pytest.approx(50.0)
+    s.options = GuidedOptions()  # no budget: the fixed schedule (retrain_every, growth)
+    assert s._fit_wait() == 0.0
+    s.options, s._fit_s = GuidedOptions(breed_budget=1.0), None
+    assert s._fit_wait() == 0.0
+
+
+def test_a_journal_reads_back_the_distributions_it_wrote(tmp_path: Path) -> None:
+    """The journal's memoised JSON conversions give back equal distributions and params."""
+    import datetime
+
+    from optuna.distributions import CategoricalDistribution
+    from optuna.storages.journal import _storage
+    from optuna.trial import FrozenTrial, TrialState
+
+    from autotune.running._journal import open_storage
+
+    handle = open_storage(None, str(tmp_path / "t.jsonl"))
+    assert _storage.json_to_distribution.cache_info() is not None  # type: ignore[attr-defined]
+    study = optuna.create_study(storage=handle.storage, study_name="s")
+    dists = {f"p{i}": CategoricalDistribution([0, 1, i + 2]) for i in range(5)}
+    for k in range(3):
+        params = {name: d.choices[k] for name, d in dists.items()}
+        study._storage.create_new_trial(study._study_id, template_trial=FrozenTrial(
+            number=0, state=TrialState.RUNNING, value=None,
+            datetime_start=datetime.datetime.now(), datetime_complete=None, params=params,
+            distributions=dists, user_attrs={}, system_attrs={}, intermediate_values={},
+            trial_id=0))
+    handle.close()
+    again = optuna.load_study(storage=open_storage(None, str(tmp_path / "t.jsonl")).storage,
+                              study_name="s")
+    trials = again.get_trials()
+    assert [t.distributions for t in trials] == [dists] * 3
+    assert [t.params["p4"] for t in trials] == [0, 1, 6]
