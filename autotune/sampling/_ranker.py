@@ -79,7 +79,7 @@ class EncodingXGB:
         import xgboost as xgb
 
         logy = np.log(y)
-        dtrain = xgb.DMatrix(x, label=logy - float(np.mean(logy)))
+        dtrain = xgb.DMatrix(x, label=logy - float(np.mean(logy)), nthread=1)
         params = {"max_depth": 6, "eta": 0.2, "subsample": 0.8, "colsample_bytree": 0.8,
                   "min_child_weight": 1, "nthread": 1, "seed": self._seed,
                   "objective": "reg:squarederror", "verbosity": 0}
@@ -91,7 +91,7 @@ class EncodingXGB:
             return self._rng.random(len(x))
         import xgboost as xgb
 
-        return np.asarray(self._booster.predict(xgb.DMatrix(x)), dtype=np.float64)
+        return np.asarray(self._booster.predict(xgb.DMatrix(x, nthread=1)), dtype=np.float64)
 
     def snapshot(self) -> _EncodingScorer:
         """The model as it is now, picklable (see :class:`autotune.sampling._breed.Scorer`)."""
@@ -113,7 +113,7 @@ class _EncodingScorer:
             return np.random.default_rng().random(len(x))
         import xgboost as xgb
 
-        return np.asarray(self._booster.predict(xgb.DMatrix(x)), dtype=np.float64)
+        return np.asarray(self._booster.predict(xgb.DMatrix(x, nthread=1)), dtype=np.float64)
 
 
 class CostModelRanker:
