@@ -292,10 +292,19 @@ class Driver:
         measurements came back since the last request was made (so a share is never
         bred from the parents and model of the one before), and a task's first share
         after its seeds are measured (around them: cheaper, and better, than a round from
-        random samples). Without measurements out, at once."""
+        random samples). Without measurements out, at once.
+
+        Half of what the last request proposed, not of the demand's share: a round
+        proposes at most ``population`` however much the workers hold (64 workers hold
+        512; 8 shares of 12 were asked for once 32 measurements came back each, 12 new
+        candidates per 32 measured, and the workers starved), and under ``breed_budget``
+        a request proposes more than the demand's share.
+        """
         if not self._any_inflight(k):
             return True
-        return bool(self.job.tasks[k].measured) and bs.news >= self._fresh
+        asked = getattr(bs, "last_proposals", 0)
+        fresh = max(1, asked // 2) if asked else self._fresh
+        return bool(self.job.tasks[k].measured) and bs.news >= fresh
 
     def _waiting(self, k: int) -> bool:
         """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out.

@@ -161,6 +161,7 @@ class GuidedSampler(BaseSampler):
         self._measure_s: float | None = None
         self._child_s: float | None = None
         self._fit_s: float | None = None  # wall seconds of the last retraining
+        self.last_proposals = 0  # what the last breeding request asked for
 
     # ---- Optuna's sampler interface ------------------------------------------------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial
@@ -398,6 +399,7 @@ class GuidedSampler(BaseSampler):
         n_prop = -(-n_prop // share)
         population = -(-o.population // share)
         n_prop, generations = self._effort(n_prop, population, len(parents))
+        self.last_proposals = n_prop
         return BreedRequest(
             batch=self.space.batch, parents=parents, seed=int(self._rng.integers(2**63 - 1)),
             proposals=n_prop, eps=round(n_prop * o.eps), seen=seen,

@@ -175,3 +175,25 @@ def test_a_journal_reads_back_the_distributions_it_wrote(tmp_path: Path) -> None
     trials = again.get_trials()
     assert [t.distributions for t in trials] == [dists] * 3
     assert [t.params["p4"] for t in trials] == [0, 1, 6]
+
+
+def test_the_next_share_is_asked_for_after_half_of_what_the_last_one_proposed() -> None:
+    """64 workers hold 512 candidates, but a round proposes at most ``population`` (8
+    shares of 12): waiting for half the demand's share (32) between requests starved
+    the workers; the wait is half of what the last request proposed."""
+    from types import SimpleNamespace
+
+    from autotune.running._driver import Driver
+
+    d = Driver.__new__(Driver)
+    d._task_pending = {0: 100}  # measurements out
+    d._fresh = 32  # 512 / (2 x 8 shares)
+    d.job = SimpleNamespace(tasks=[SimpleNamespace(measured={"a": 1.0})])
+    bs = SimpleNamespace(news=6, last_proposals=12)
+    assert d._may_breed(0, bs)
+    bs.news = 5
+    assert not d._may_breed(0, bs)
+    bs.last_proposals, bs.news = 80, 39  # a cheap measurer's larger requests: wait longer
+    assert not d._may_breed(0, bs)
+    bs.news = 40
+    assert d._may_breed(0, bs)

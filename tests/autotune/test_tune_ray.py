@@ -136,15 +136,20 @@ def test_local_default_ray_is_on_loopback(tiny_graph: Graph, tmp_path: Path) -> 
     import ray
 
     seen: list[str] = []
+    effort: list[Any] = []
 
     def check(job: JobState) -> None:
         if not seen:
             seen.append(ray.nodes()[0]["NodeManagerAddress"])
             seen.append(os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"])
+        effort[:] = [job.tasks[0].study.sampler.effort]
 
     res = tune([tiny_graph], trials=10, workers=2, log=tmp_path / "l.jsonl", seed=0, guided=SMALL,
                callbacks=[check], curve=False)
     assert seen == ["127.0.0.1", "0"]
+    # The workers reported how long measuring took (what breeding is weighed against).
+    measure_s, _ = effort[0]
+    assert measure_s is not None and measure_s > 0
     assert res.total == 10 and not ray.is_initialized()
     hosts = {json.loads(line)["prov"]["host"] for line in (tmp_path / "l.jsonl").open()}
     assert hosts == {socket.gethostname()}
