@@ -6,8 +6,12 @@ baselines, the speed-ups (throughput ratios) and latency over the lower bound.
 Acceptance: the tuned schedule is >= every baseline on every model; goal >= 1.15x
 the best baseline on at least two. Logs stay in ``--out`` (resumable).
 
+``--breed-budget X`` sets the guided sampler's ``breed_budget`` (``inf``: the fixed
+breeding effort; default: what ``tune`` uses).
+
 Run: ``.venv/bin/python bench/tune_quality.py [--trials 1000] [--workers 2]
-[--models resnet50 bert_base mobilenet_v2 deepfm] [--out bench/out/quality]``
+[--models resnet50 bert_base mobilenet_v2 deepfm] [--out bench/out/quality]
+[--breed-budget X]``
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _tuning import MODELS, zoo_graph  # noqa: E402
 
-from autotune import tune  # noqa: E402
+from autotune import GuidedOptions, tune  # noqa: E402
 
 
 def _x(v: float | None) -> str:
@@ -34,6 +38,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sampler", default="guided")
+    ap.add_argument("--breed-budget", type=float, default=None)
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=sorted(MODELS))
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "quality")
     args = ap.parse_args()
@@ -43,7 +48,8 @@ def main() -> None:
         graph = zoo_graph(key)
         t0 = time.perf_counter()
         res = tune([graph], trials=args.trials, workers=args.workers, seed=args.seed,
-                   sampler=args.sampler, log=args.out / f"{key}.jsonl")
+                   sampler=args.sampler, log=args.out / f"{key}.jsonl",
+                   guided=GuidedOptions(breed_budget=args.breed_budget))
         (t,) = res.tasks
         base = min(v for v in (t.baseline("plan:"), t.baseline("O")) if v)
         rows.append((key, t, base, time.perf_counter() - t0, res.measurements_per_s))
