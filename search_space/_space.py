@@ -546,7 +546,8 @@ class Space:
         """A new boundary at cut point ``k``: the segment after it starts a group, whose
         parameters (inactive until now: 0 in a canonical vector, i.e. the most chunks)
         are those of the group it is cut from (the active parameter of each kind nearest
-        before it), so the move splits a group in two and changes nothing else."""
+        before it): the move splits a group in two (or, where the new segment leaves
+        several tensors to later ops, its block falls back to its anchor partition)."""
         start = self.structure.segments[k + 1][0]
         seg = [int(self.rep[d]) for d in self._seg_dims[start]]
         for f in [*seg, int(self.rep[self.d_scope[start]])]:
