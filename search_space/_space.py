@@ -80,6 +80,7 @@ if TYPE_CHECKING:
 __all__ = ["Check", "Projection", "Space", "SpaceError", "SpaceOptions", "build_space", "build_spaces"]
 
 _MOVES = ("boundary", "merge", "split_group", "split", "rebind", "scope", "reorder")
+_FIRST_GRAIN = GRANULARITIES.index("1/32")  # the coarsest granularity with boundaries
 
 
 class SpaceError(GraphtuneError):
@@ -233,6 +234,10 @@ class Space:
             add(f"spread@{p}", "spread", (0, 1), p)
             add(f"xscope@{p}", "xscope", TRANSFER_SCOPES, p)
         self.d_scope = [add(f"scope@{i}", "scope", SCOPE_POLICIES, i) for i in range(len(self.graph.ops))]
+        self._seg_dims: dict[int, list[int]] = {}  # segment start -> its mode and unit dims
+        for d, dim in enumerate(dims):
+            if dim.kind in ("mode", "samples", "cpp", "parts", "perm", "spread", "xscope"):
+                self._seg_dims.setdefault(dim.at, []).append(d)
         self.dims: tuple[Dim, ...] = tuple(dims)
         self._ties_untied = np.arange(len(dims))
         self._ties_tied = self._tie_map()
@@ -509,12 +514,21 @@ class Space:
         if kind == "split_group":  # a new boundary, or a block's mode changes
             modes = by_kind.get("mode", [])
             if below == 0 and gran >= 0:
-                modes = [*modes, gran]  # no boundaries at all: a finer granularity
+                # no boundaries at all (O3's one group): every cut point may become the
+                # one boundary, at the coarsest granularity that has boundaries
+                off = sorted(cut_free)
+                modes = [*modes, gran]
             pick = int(rng.integers(len(off) + len(modes))) if off or modes else -1
             if pick < 0:
                 return None
-            if pick < len(off) and below > 0:
+            if pick < len(off):
+                if below == 0:
+                    child[gran] = _FIRST_GRAIN
+                    below = CUT_BELOW[GRANULARITIES[_FIRST_GRAIN]]
+                    for f in cut_free:  # inactive cuts are 0 in a canonical vector
+                        child[f] = rank(below, int(self.n_choices[f]))
                 child[off[pick]] = rank(0, below)
+                self._inherit(child, cut_free[off[pick]], by_kind)
                 return child
             return reroll(modes)
         if kind == "split":
@@ -527,6 +541,20 @@ class Space:
         if kind == "reorder":
             return reroll(by_kind.get("order", []) + by_kind.get("lookahead", []))
         raise SpaceError(f"unknown move {kind!r}: use one of {', '.join(_MOVES)}")
+
+    def _inherit(self, child: np.ndarray, k: int, by_kind: dict[str, list[int]]) -> None:
+        """A new boundary at cut point ``k``: the segment after it starts a group, whose
+        parameters (inactive until now: 0 in a canonical vector, i.e. the most chunks)
+        are those of the group it is cut from (the active parameter of each kind nearest
+        before it): the move splits a group in two (or, where the new segment leaves
+        several tensors to later ops, its block falls back to its anchor partition)."""
+        start = self.structure.segments[k + 1][0]
+        seg = [int(self.rep[d]) for d in self._seg_dims[start]]
+        for f in [*seg, int(self.rep[self.d_scope[start]])]:
+            kind = self.free[f].kind
+            src = [a for a in by_kind.get(kind, []) if self.free[a].at < start]
+            if src and f not in by_kind.get(kind, ()):
+                child[f] = child[max(src, key=lambda a: self.free[a].at)]
 
     def crossover(self, a: GraphSchedule, b: GraphSchedule, rng: np.random.Generator) -> GraphSchedule:
         """Uniform crossover by segment: each segment's parameters (and the global ones)

@@ -142,6 +142,28 @@ def test_mutate_changes_one_thing_and_crossover_mixes(target: Target) -> None:
     assert ((ec == ea) | (ec == eb) | (ec == 0)).mean() > 0.8
 
 
+def test_split_group_cuts_one_group_in_two(target: Target) -> None:
+    """Issue 26: from a schedule without boundaries (O3's one group: granularity 0, every
+    cut rank inactive, 0 in the canonical vector) a new boundary is one boundary, and the
+    new group keeps the split and cores of the group it is cut from. (The move used to
+    make every cut point a boundary, or leave the new group at the most chunks, so the
+    guided search never reached DLRM's bottom MLP as a group of its own.)"""
+    g = small_graph("tiny_cnn")
+    space = build_space(g, target)
+    one = space.project(graph_schedule_level(g, target, 3)).schedule
+    assert one is not None and len(one.groups) == 1
+    parent = (one.groups[0].split, one.groups[0].chunks[0].core_bind)
+    rng = np.random.default_rng(0)
+    halves = 0
+    for _ in range(20):
+        m = space.mutate(one, rng, move="split_group")
+        m.validate(g, target)
+        if len(m.groups) == 2 and all((gr.split, gr.chunks[0].core_bind) == parent
+                                      for gr in m.groups):
+            halves += 1
+    assert halves >= 8
+
+
 def test_unexpressible_schedules_say_why(target: Target) -> None:
     from dataclasses import replace
 
