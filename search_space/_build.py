@@ -702,14 +702,19 @@ class Decoding:
             g_codes.append(c)
         t_codes = []
         transfers = []
+        placed = _placed_transfers(space)
         for t in self.transfers:
-            # the space's shared Placement (the cost model looks placements up by identity)
-            place = space.placement(scope[("t", t.name, 0)], t.placement.core_bind)
-            if place is t.placement:
-                transfers.append(t)
-            else:
-                transfers.append(Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor,
-                                          t.src_chunks, t.dst_chunks, place))
+            sc = scope[("t", t.name, 0)]
+            hit = placed.get((id(t), sc))
+            if hit is None or hit[0] is not t:  # the entry holds t: its identity stays its own
+                # the space's shared Placement (the cost model looks placements up by identity)
+                place = space.placement(sc, t.placement.core_bind)
+                moved = t if place is t.placement else \
+                    Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks,
+                             t.dst_chunks, place)
+                hit = placed[(id(t), sc)] = (t, moved, place)
+            _, moved, place = hit
+            transfers.append(moved)
             tkey = (t.tensor, t.dst_factor, t.dst_chunks, id(place))
             c = table.transfer_code(tkey)
             if c is None:
@@ -732,6 +737,16 @@ class Decoding:
                                       np.array(s_codes, dtype=np.int32)))
         remember_plan(self.graph, s, space.target, walk.plan())
         return s
+
+
+def _placed_transfers(space: SpaceLike) -> dict[tuple[int, str], tuple[Transfer, Transfer, Placement]]:
+    """Per (transfer identity, scope): the transfer, it with its result in that scope (a
+    shared value, as the placements are) and that placement. Bounded."""
+    placed: dict[tuple[int, str], tuple[Transfer, Transfer, Placement]] | None = \
+        getattr(space, "_placed", None)
+    if placed is None or len(placed) > 200_000:
+        placed = space._placed = {}  # type: ignore[attr-defined]
+    return placed
 
 
 def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None
