@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING
 
 from compiler.derive import Node, chunk_dag, group_io
 from compiler.footprint import (
+    ChainPoint,
+    Profile,
     chain_points,
     group_footprint,
     group_profile,
@@ -189,8 +191,8 @@ class _GroupFacts:
     ``(streamed, stream_output, held, samples, cores)``.
     """
 
-    __slots__ = ("attention", "halo", "inputs", "ops", "output", "sizes", "streamable", "weight_bytes",
-                 "windowed", "work")
+    __slots__ = ("attention", "halo", "inputs", "ops", "output", "profiles", "sizes", "streamable",
+                 "weight_bytes", "windowed", "work")
 
     def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
         io = group_io(graph, ops)
@@ -201,6 +203,10 @@ class _GroupFacts:
         self.weight_bytes = group_footprint(graph, ops).weight_bytes
         self.sizes = {t: sample_bytes(graph, t) for t in (*io.inputs, self.output)}
         self.work: dict[tuple[frozenset[str], bool, bool, int, int], float] = {}
+        # per (streamed, stream_output, held): the footprint's profile and chain points
+        # (group_profile, chain_points: independent of the chunk's shape)
+        self.profiles: dict[tuple[frozenset[str], bool, bool],
+                            tuple[Profile, tuple[ChainPoint, ...]]] = {}
         # (halo bytes at the peak, window rows beyond the usual two stream tiles,
         # attention's busiest-core excess at the peak)
         self.halo: dict[tuple[frozenset[str], bool, bool, int, int],
@@ -280,7 +286,12 @@ def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output:
     hit = f.work.get(key)
     if hit is not None:
         return hit
-    prof = group_profile(graph, f.ops, streamed, stream_output, held)
+    pkey = (streamed, stream_output, held)
+    both = f.profiles.get(pkey)
+    if both is None:
+        both = f.profiles[pkey] = (group_profile(graph, f.ops, streamed, stream_output, held),
+                                   chain_points(graph, f.ops, streamed, stream_output, held))
+    prof, points = both
     work = float(peak_of(prof, samples, cores))
     # halos (issue 25 item 3): a windowed op whose rows are cut inside a sample holds
     # its neighbours' rows beside its own while it runs; attention (item 4): the busiest
@@ -289,7 +300,7 @@ def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output:
     if (f.windowed and cut_sides(samples, cores)) or (f.attention and cores > 1):
         shapes = op_shapes(graph)
         roots = view_sources(graph, f.ops)
-        for s, fx, chain in chain_points(graph, f.ops, streamed, stream_output, held):
+        for s, fx, chain in points:
             halo = attn = 0.0
             for i in chain:
                 d = shapes[i]
