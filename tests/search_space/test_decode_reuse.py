@@ -19,6 +19,7 @@ import pytest
 from compiler.capacity import check_capacity, in_compute_dtype
 from compiler.derive import Node
 from compiler.footprint import _analysis, _profile, chain_points, group_profile, streamable_inputs
+from compiler.graph import Graph
 from compiler.key_text import key_text
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
@@ -165,3 +166,73 @@ def test_one_footprint_walk_serves_profile_and_points(target: Target) -> None:
                     assert prof == want[0]
                     assert pts == want[4]
 
+
+
+def _reference_work(graph: Graph, ops: tuple[int, ...], streamed: frozenset[str], off: bool,
+                    held: bool, samples: int, cores: int) -> float:
+    """compiler.capacity._work as it was (every shape-independent part recomputed)."""
+    from compiler.capacity import (
+        STREAM_TILE_ELEMENTS,
+        _facts,
+        attention_excess_bytes,
+        cut_sides,
+        halo_bytes_per_core,
+    )
+    from compiler.footprint import peak_of, stream_readers
+    from compiler.opshape import OpKind, op_shapes
+    from compiler.views import view_sources
+
+    f = _facts(graph, ops)
+    streamed = streamed & f.streamable
+    work = float(peak_of(group_profile(graph, ops, streamed, off, held), samples, cores))
+    if (f.windowed and cut_sides(samples, cores)) or (f.attention and cores > 1):
+        shapes = op_shapes(graph)
+        roots = view_sources(graph, ops)
+        for s, fx, chain in chain_points(graph, ops, streamed, off, held):
+            halo = attn = 0.0
+            for i in chain:
+                d = shapes[i]
+                if d.halo_bytes and roots.get(graph.ops[i].inputs[0],
+                                              graph.ops[i].inputs[0]) not in streamed:
+                    halo += halo_bytes_per_core(d, samples, cores)
+                if d.kind == OpKind.BATCHED_MATMUL and d.batched:
+                    attn += attention_excess_bytes(d, samples, cores, graph.float_bytes)
+            if halo or attn:
+                work = max(work, -(-s * samples // cores) + fx + halo + attn)
+    tile = STREAM_TILE_ELEMENTS * graph.float_bytes
+    readers = stream_readers(graph, ops) if streamed else {}
+    buffers = 0.0
+    for t in sorted(streamed):
+        sb, fb = f.sizes[t]
+        piece = min(tile, -(-sb * samples // cores) + fb)
+        buf = 2.0 * piece
+        rd = op_shapes(graph)[readers[t]] if t in readers else None
+        if rd is not None and rd.window_rows > 1 and rd.in_rows:
+            window = min(rd.window_rows, rd.in_rows) * (sb + fb) / rd.in_rows
+            buf = max(buf, window + piece)
+        buffers += buf
+    if off:
+        sb, fb = f.sizes[f.output]
+        buffers += 2.0 * min(tile, -(-sb * samples // cores) + fb)
+    return work + buffers
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
+def test_working_sets_equal_the_direct_sums(key: str, target: Target) -> None:
+    """chunk_working_set with its shape-independent parts kept (halo points, stream
+    buffers) equals the sums done from scratch, bit for bit, for shapes cut inside a
+    sample (halos) and spread over cores (attention)."""
+    from compiler.capacity import chunk_working_set
+
+    graph = in_compute_dtype(small_graph(key), target)
+    n = len(graph.ops)
+    checked = 0
+    for ops in [tuple(range(a, min(a + w, n))) for a in range(0, n, 5) for w in (2, 6)]:
+        streams = streamable_inputs(graph, ops)
+        for streamed in (frozenset(), streams):
+            for off in (False, True):
+                for samples, cores in ((1, 1), (1, 2), (1, 8), (2, 3), (3, 4), (4, 8)):
+                    got = chunk_working_set(graph, ops, streamed, off, False, samples, cores)
+                    assert got == _reference_work(graph, ops, streamed, off, False, samples, cores)
+                    checked += 1
+    assert checked > 100
