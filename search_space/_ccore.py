@@ -14,7 +14,8 @@ fills from the Python definitions, so every number has one definition:
   table over (streamed inputs, output streamed out, an L1 input held) from
   :func:`compiler.capacity.chunk_working_set`, one per (op set, samples per part,
   cores per part) kept by the space, each entry computed when the walk first asks
-  for it (the C walk calls back; later decodes find it in the table);
+  for it (the C walk calls back; later decodes and the group's other chunks find it
+  in the table, which the C walk reads when an entry is first needed);
 * per (reader, source) pair, the bytes of the source a reader finds in place: the
   C walk computes them from the layouts' pieces with
   :func:`compiler.layout.staying_fraction`'s arithmetic (same operations, same
