@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING
 
 from compiler.derive import Node, chunk_dag, group_io
 from compiler.footprint import (
+    ChainPoint,
+    Profile,
     chain_points,
     group_footprint,
     group_profile,
@@ -189,8 +191,8 @@ class _GroupFacts:
     ``(streamed, stream_output, held, samples, cores)``.
     """
 
-    __slots__ = ("attention", "halo", "inputs", "ops", "output", "sizes", "streamable", "weight_bytes",
-                 "windowed", "work")
+    __slots__ = ("attention", "buffers", "halo", "halo_points", "inputs", "ops", "output", "profiles",
+                 "sizes", "streamable", "weight_bytes", "windowed", "work")
 
     def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
         io = group_io(graph, ops)
@@ -201,6 +203,14 @@ class _GroupFacts:
         self.weight_bytes = group_footprint(graph, ops).weight_bytes
         self.sizes = {t: sample_bytes(graph, t) for t in (*io.inputs, self.output)}
         self.work: dict[tuple[frozenset[str], bool, bool, int, int], float] = {}
+        # per (streamed, stream_output, held): the footprint's profile and chain points
+        # (group_profile, chain_points: independent of the chunk's shape)
+        self.profiles: dict[tuple[frozenset[str], bool, bool],
+                            tuple[Profile, tuple[ChainPoint, ...]]] = {}
+        # _halo_points and _stream_buffers: the shape-independent parts of the sums
+        self.halo_points: dict[tuple[frozenset[str], bool, bool],
+                               list[tuple[int, int, list[tuple[OpShape, bool, bool]]]]] = {}
+        self.buffers: dict[frozenset[str], tuple[tuple[int, int, float | None], ...]] = {}
         # (halo bytes at the peak, window rows beyond the usual two stream tiles,
         # attention's busiest-core excess at the peak)
         self.halo: dict[tuple[frozenset[str], bool, bool, int, int],
@@ -280,43 +290,39 @@ def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output:
     hit = f.work.get(key)
     if hit is not None:
         return hit
-    prof = group_profile(graph, f.ops, streamed, stream_output, held)
+    pkey = (streamed, stream_output, held)
+    both = f.profiles.get(pkey)
+    if both is None:
+        both = f.profiles[pkey] = (group_profile(graph, f.ops, streamed, stream_output, held),
+                                   chain_points(graph, f.ops, streamed, stream_output, held))
+    prof, points = both
     work = float(peak_of(prof, samples, cores))
     # halos (issue 25 item 3): a windowed op whose rows are cut inside a sample holds
     # its neighbours' rows beside its own while it runs; attention (item 4): the busiest
     # core holds its whole heads (or a head's rows and its whole K/V), not an even share
     halo_peak = attn_peak = 0.0
     if (f.windowed and cut_sides(samples, cores)) or (f.attention and cores > 1):
-        shapes = op_shapes(graph)
-        roots = view_sources(graph, f.ops)
-        for s, fx, chain in chain_points(graph, f.ops, streamed, stream_output, held):
+        for s, fx, chain in _halo_points(graph, f, pkey, points):
             halo = attn = 0.0
-            for i in chain:
-                d = shapes[i]
-                if d.halo_bytes and roots.get(graph.ops[i].inputs[0],
-                                              graph.ops[i].inputs[0]) not in streamed:
+            for d, is_halo, is_attn in chain:
+                if is_halo:
                     halo += halo_bytes_per_core(d, samples, cores)
-                if d.kind == OpKind.BATCHED_MATMUL and d.batched:
+                if is_attn:
                     attn += attention_excess_bytes(d, samples, cores, graph.float_bytes)
             if halo or attn:
                 at = -(-s * samples // cores) + fx + halo + attn
                 if at > work:
                     work, halo_peak, attn_peak = at, halo, attn
     tile = STREAM_TILE_ELEMENTS * graph.float_bytes
-    readers = stream_readers(graph, f.ops) if streamed else {}
     buffers = windows = 0.0
-    for t in sorted(streamed):
-        sb, fb = f.sizes[t]
+    for sb, fb, window in _stream_buffers(graph, f, streamed):
         piece = min(tile, -(-sb * samples // cores) + fb)
         buf = 2.0 * piece
         # a windowed reader (issue 25 item 3) needs a whole window of rows, dilation x
         # (kernel - 1) + 1 of them, resident while the next tile streams in
-        rd = op_shapes(graph)[readers[t]] if t in readers else None
-        if rd is not None and rd.window_rows > 1 and rd.in_rows:
-            window = min(rd.window_rows, rd.in_rows) * (sb + fb) / rd.in_rows
-            if window + piece > buf:
-                windows += window + piece - buf
-                buf = window + piece
+        if window is not None and window + piece > buf:
+            windows += window + piece - buf
+            buf = window + piece
         buffers += buf
     if stream_output:
         sb, fb = f.sizes[f.output]
@@ -325,6 +331,51 @@ def _work(graph: Graph, f: _GroupFacts, streamed: frozenset[str], stream_output:
     f.work[key] = work
     f.halo[key] = (halo_peak, windows, attn_peak)
     return work
+
+
+def _halo_points(graph: Graph, f: _GroupFacts, pkey: tuple[frozenset[str], bool, bool],
+                 points: tuple[ChainPoint, ...]) -> list[tuple[int, int, list[tuple[OpShape, bool, bool]]]]:
+    """The chain points of ``pkey`` with ops that add a halo (a windowed op whose first
+    input is not streamed) or attention's excess, those ops in chain order with which
+    they add: what :func:`_work` sums per chunk shape (independent of the shape)."""
+    hit = f.halo_points.get(pkey)
+    if hit is None:
+        streamed = pkey[0]
+        shapes = op_shapes(graph)
+        roots = view_sources(graph, f.ops)
+        hit = []
+        for s, fx, chain in points:
+            ops = []
+            for i in chain:
+                d = shapes[i]
+                first = graph.ops[i].inputs[0] if d.halo_bytes else ""
+                is_halo = bool(d.halo_bytes) and roots.get(first, first) not in streamed
+                is_attn = d.kind == OpKind.BATCHED_MATMUL and bool(d.batched)
+                if is_halo or is_attn:
+                    ops.append((d, is_halo, is_attn))
+            if ops:
+                hit.append((s, fx, ops))
+        f.halo_points[pkey] = hit
+    return hit
+
+
+def _stream_buffers(graph: Graph, f: _GroupFacts, streamed: frozenset[str]
+                    ) -> tuple[tuple[int, int, float | None], ...]:
+    """Per streamed input (sorted by name): its sizes and, for a windowed reader, the
+    bytes of a whole window of rows (None otherwise): what :func:`_work` sums per shape."""
+    hit = f.buffers.get(streamed)
+    if hit is None:
+        readers = stream_readers(graph, f.ops) if streamed else {}
+        rows = []
+        for t in sorted(streamed):
+            sb, fb = f.sizes[t]
+            rd = op_shapes(graph)[readers[t]] if t in readers else None
+            window = None
+            if rd is not None and rd.window_rows > 1 and rd.in_rows:
+                window = min(rd.window_rows, rd.in_rows) * (sb + fb) / rd.in_rows
+            rows.append((sb, fb, window))
+        hit = f.buffers[streamed] = tuple(rows)
+    return hit
 
 
 def llb_weight_tiles(weight_bytes: float, target: Target) -> float:

@@ -226,8 +226,7 @@ def group_profile(
     key = (streamed & an.streamable, stream_output, held)
     hit = an.profiles.get(key)
     if hit is None:
-        hit = _profile(graph, an, *key)[0]
-        an.profiles[key] = hit
+        hit = _profiled(graph, an, key)[0]
     return hit
 
 
@@ -249,8 +248,18 @@ def chain_points(
     key = (streamed & an.streamable, stream_output, held)
     hit = an.points.get(key)
     if hit is None:
-        hit = an.points[key] = _profile(graph, an, *key)[4]
+        hit = _profiled(graph, an, key)[1]
     return hit
+
+
+def _profiled(graph: Graph, an: _Analysis, key: tuple[frozenset[str], bool, bool]
+              ) -> tuple[Profile, tuple[ChainPoint, ...]]:
+    """One :func:`_profile` walk for ``key``, both of its results kept (group_profile and
+    chain_points each ask for one; the capacity model asks for both of a key)."""
+    prof, _, _, _, points = _profile(graph, an, *key)
+    an.profiles.setdefault(key, prof)
+    an.points[key] = points
+    return an.profiles[key], points
 
 
 def stream_readers(graph: Graph, ops: Iterable[int]) -> dict[str, int]:
@@ -458,10 +467,12 @@ def _profile(
 
 
 def _summary(graph: Graph, an: _Analysis) -> Footprint:
-    prof, peak_s, peak_f, peak_op, _ = _profile(graph, an, frozenset(), False, False)
-    held_prof = _profile(graph, an, frozenset(), False, True)[0]
+    prof, peak_s, peak_f, peak_op, points = _profile(graph, an, frozenset(), False, False)
+    held = _profile(graph, an, frozenset(), False, True)
     an.profiles[(frozenset(), False, False)] = prof
-    an.profiles[(frozenset(), False, True)] = held_prof
+    an.profiles[(frozenset(), False, True)] = held[0]
+    an.points.setdefault((frozenset(), False, False), points)
+    an.points.setdefault((frozenset(), False, True), held[4])
     zero = (0, 0)
     in_s = sum(an.size.get(t, zero)[0] for t in an.group_inputs)
     in_f = sum(an.size.get(t, zero)[1] for t in an.group_inputs)
@@ -482,7 +493,7 @@ def _summary(graph: Graph, an: _Analysis) -> Footprint:
         peak_sample_bytes=peak_s,
         peak_fixed_bytes=peak_f,
         profile=prof,
-        held_profile=held_prof,
+        held_profile=held[0],
         input_sample_bytes=in_s,
         input_fixed_bytes=in_f,
         output_sample_bytes=out_s,

@@ -702,14 +702,19 @@ class Decoding:
             g_codes.append(c)
         t_codes = []
         transfers = []
+        placed = _placed_transfers(space)
         for t in self.transfers:
-            # the space's shared Placement (the cost model looks placements up by identity)
-            place = space.placement(scope[("t", t.name, 0)], t.placement.core_bind)
-            if place is t.placement:
-                transfers.append(t)
-            else:
-                transfers.append(Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor,
-                                          t.src_chunks, t.dst_chunks, place))
+            sc = scope[("t", t.name, 0)]
+            hit = placed.get((id(t), sc))
+            if hit is None or hit[0] is not t:  # the entry holds t: its identity stays its own
+                # the space's shared Placement (the cost model looks placements up by identity)
+                place = space.placement(sc, t.placement.core_bind)
+                moved = t if place is t.placement else \
+                    Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks,
+                             t.dst_chunks, place)
+                hit = placed[(id(t), sc)] = (t, moved, place)
+            _, moved, place = hit
+            transfers.append(moved)
             tkey = (t.tensor, t.dst_factor, t.dst_chunks, id(place))
             c = table.transfer_code(tkey)
             if c is None:
@@ -734,6 +739,16 @@ class Decoding:
         return s
 
 
+def _placed_transfers(space: SpaceLike) -> dict[tuple[int, str], tuple[Transfer, Transfer, Placement]]:
+    """Per (transfer identity, scope): the transfer, it with its result in that scope (a
+    shared value, as the placements are) and that placement. Bounded."""
+    placed: dict[tuple[int, str], tuple[Transfer, Transfer, Placement]] | None = \
+        getattr(space, "_placed", None)
+    if placed is None or len(placed) > 200_000:
+        placed = space._placed = {}  # type: ignore[attr-defined]
+    return placed
+
+
 def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None
                 ) -> tuple[GraphSchedule, dict[Node, int]]:
     """Build the schedule the reader's answers describe (see the module doc).
@@ -747,14 +762,29 @@ def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None 
     Returns:
         The schedule, and for each step node the parameter that sets its scope.
     """
-    if overrides:
-        base = get
-        rep = space.rep
+    read = _overridden(space, get, overrides)
+    dec = decode_groups(space, read)
+    scope_dim = walk_scopes(dec, read)
+    return dec.schedule(), scope_dim
 
-        def get(d: int) -> int:
-            v = base(d)
-            return overrides.get(int(rep[d]), v)
 
+def _overridden(space: SpaceLike, get: Reader, overrides: dict[int, int] | None) -> Reader:
+    """The reader with ``overrides`` (choice indices by free parameter) in place of its answers."""
+    if not overrides:
+        return get
+    rep = space.rep
+
+    def read(d: int) -> int:
+        v = get(d)
+        return overrides.get(int(rep[d]), v)
+
+    return read
+
+
+def decode_groups(space: SpaceLike, get: Reader) -> Decoding:
+    """Passes 1 and 2 (groups, shapes and cores; the chunk DAG and the order): they read
+    no scope parameter, so a capacity repair round (:func:`decode_fitted`, which changes
+    only scope parameters) walks the scopes of the same Decoding again."""
     batch = space.batches[get(space.d_batch)] if space.d_batch >= 0 else space.batch
     order = ORDERS[get(space.d_order)]
     lookahead = LOOKAHEADS[get(space.d_lookahead)] if order == "depth" else 0
@@ -779,9 +809,17 @@ def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None 
             else False
         dec.set_binding(gr, perm, spread)
     dec.derive()
+    return dec
+
+
+def walk_scopes(dec: Decoding, get: Reader) -> dict[Node, int]:
+    """Pass 3: every result's scope along the capacity walk (in C when built); for each
+    step node the parameter that sets its scope. ``dec.schedule()`` then builds the
+    schedule; a later call walks again from pass 2's results (the walk's state is new)."""
+    space = dec.space
     compiled = scope_walk(dec, get, chunk_scopes)  # the same walk in C (search_space/_ccore.py)
     if compiled is not None:
-        return dec.schedule(), compiled
+        return compiled
     dec.start_walk()
     scope_dim: dict[Node, int] = {}
     choice: dict[str, str] = {}  # group -> its policy; "t:" + group -> its transfer scope
@@ -797,7 +835,7 @@ def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None 
             ch = choice[key] = (SCOPE_POLICIES if kind == "g" else TRANSFER_SCOPES)[get(d)]
         scope_dim[node] = d
         dec.commit(k, dec.pick(k, dec.want(k, ch)))
-    return dec.schedule(), scope_dim
+    return scope_dim
 
 
 # Demotion of a scope policy when the memory named overflows (each step slower).
@@ -814,27 +852,30 @@ def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int) -> GraphSchedu
 
     Returns the first re-decode that fits, else the plain decode: so every result is
     a fixed point (a schedule that fits decodes from its projection without repair;
-    one that does not, from the same failed repairs).
+    one that does not, from the same failed repairs). A re-decode changes only scope
+    parameters, so it walks the scopes of the same groups, chunk DAG and order again
+    (:func:`decode_groups` runs once), and only the schedule returned is built: the
+    overflow of a walk is its plan's (what :func:`compiler.capacity.check_capacity`
+    of the built schedule returns, the same plan remembered beside it).
     """
-    from compiler.capacity import check_capacity
-
     overrides: dict[int, int] = {}
-    first, scope_dim = decode_with(space, get)
-    schedule = first
-    graph = space.graph_for(schedule.batch)
+    dec = decode_groups(space, get)
+    scope_dim = walk_scopes(dec, get)
+    issue = dec.walk.plan().issue
+    if issue is None or max_rounds <= 0:
+        return dec.schedule()
+    first_walk = (dec.nodes, dec.walk)  # the plain decode, built only if no repair fits
     dims = space.dims
     for _ in range(max_rounds):
-        issue = check_capacity(graph, schedule, space.target)
         if issue is None:
-            return schedule
+            return dec.schedule()
         llb = issue.core < 0
-        order = schedule.order
+        nodes = dec.nodes
         cands = [i for i, _ in sorted(issue.live_steps, key=lambda x: -x[1])]
         cands.append(issue.step_index)
         changed = False
         for i in cands:
-            st = order[i]
-            node: Node = ("g", st.name, st.chunk) if st.kind == "group" else ("t", st.name, 0)
+            node: Node = nodes[i]
             d = scope_dim.get(node)
             if d is None:
                 continue
@@ -852,7 +893,9 @@ def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int) -> GraphSchedu
             break
         if not changed:
             break
-        schedule, scope_dim = decode_with(space, get, overrides)
-    if check_capacity(graph, schedule, space.target) is None:
-        return schedule
-    return first
+        scope_dim = walk_scopes(dec, _overridden(space, get, overrides))
+        issue = dec.walk.plan().issue
+    if issue is None:
+        return dec.schedule()
+    dec.nodes, dec.walk = first_walk
+    return dec.schedule()

@@ -14,7 +14,8 @@ fills from the Python definitions, so every number has one definition:
   table over (streamed inputs, output streamed out, an L1 input held) from
   :func:`compiler.capacity.chunk_working_set`, one per (op set, samples per part,
   cores per part) kept by the space, each entry computed when the walk first asks
-  for it (the C walk calls back; later decodes find it in the table);
+  for it (the C walk calls back; later decodes and the group's other chunks find it
+  in the table, which the C walk reads when an entry is first needed);
 * per (reader, source) pair, the bytes of the source a reader finds in place: the
   C walk computes them from the layouts' pieces with
   :func:`compiler.layout.staying_fraction`'s arithmetic (same operations, same
@@ -224,6 +225,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     group_rows: dict[str, tuple[Any, ...]] = {}
     d_scope, slot_of = space.d_scope, space.slot
     sizes = _sizes(space, dec.batch)
+    trows = _transfer_rows(space)
     for node, reads in zip(nodes, all_reads):
         if node[0] == "g":
             per = group_rows.get(node[1])
@@ -249,13 +251,23 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             names_of.append(names)
             continue
         t = transfer_by_name[node[1]]
-        samples = batch // t.dst_factor
-        parts = t.placement.core_bind
-        spp = samples // len(parts)
-        pieces = tuple((dc * samples, spp, parts) for dc in t.dst_chunks)
-        out = t.tensor
+        row = trows.get((id(t), batch))
+        if row is None or row[0] is not t:  # the row holds t: its identity stays its own
+            samples = batch // t.dst_factor
+            parts = t.placement.core_bind
+            spp = samples // len(parts)
+            out = t.tensor
+            hit = sizes.get(out)
+            if hit is None:
+                code = codes.get(out)
+                if code is None:
+                    code = codes[out] = len(codes)
+                hit = sizes[out] = (code, *sample_bytes(g, out))
+            row = trows[(id(t), batch)] = (
+                t, tuple((dc * samples, spp, parts) for dc in t.dst_chunks),
+                _CODE[t.placement.mem_scope], *hit)
+        _, pieces, init, code, sb, fb = row
         prod = by_out.get(t.tensor)
-        init = _CODE[t.placement.mem_scope]
         if prod is None or t.name in fixed:
             kind, want = 2, 2
         else:
@@ -266,13 +278,6 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                 xs = choice[key] = TRANSFER_SCOPES[get(d)]
             scope_dim[node] = d
             kind, want = 1, (_AUTO if xs == "auto" else _CODE[xs])
-        hit = sizes.get(out)
-        if hit is None:
-            code = codes.get(out)
-            if code is None:
-                code = codes[out] = len(codes)
-            hit = sizes[out] = (code, *sample_bytes(g, out))
-        code, sb, fb = hit
         steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0))
         names_of.append(None)
     target = space.target
@@ -367,6 +372,16 @@ def _sizes(space: Space, batch: int) -> dict[str, tuple[int, int, int]]:
     if table is None:
         table = tables[batch] = {}
     return table
+
+
+def _transfer_rows(space: Space) -> dict[tuple[int, int], tuple[Any, ...]]:
+    """Per (transfer identity, batch): the transfer, its layout's pieces, initial scope,
+    tensor code and sizes (each row holds its transfer, so the identity is never reused
+    while the row exists). Bounded like the value table."""
+    rows: dict[tuple[int, int], tuple[Any, ...]] | None = getattr(space, "_ctransfer_rows", None)
+    if rows is None or len(rows) > 200_000:
+        rows = space._ctransfer_rows = {}  # type: ignore[attr-defined]
+    return rows
 
 
 def _streamed_sets(space: Space) -> dict[tuple[tuple[str, ...], int], frozenset[str]]:

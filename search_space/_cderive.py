@@ -114,14 +114,32 @@ def derive(dec: Decoding) -> bool:
     groups = dec.groups
     ring = ((0,),)
     transfers = []
+    known = interned_transfers(space)
     for name, kind, code, sf, df, src, dst, bg, bc in raw:
         bind = groups[bg].binds[bc] if bg >= 0 else ring
-        transfers.append(Transfer(name, kind, names[code], sf, df, src, dst,
-                                  space.placement("DDR", bind)))
+        # one Transfer per value (binds are the space's shared tuples: identity is a key)
+        key = (name, kind, code, sf, df, src, dst, id(bind))
+        t = known.get(key)
+        if t is None:
+            t = known[key] = Transfer(name, kind, names[code], sf, df, src, dst,
+                                      space.placement("DDR", bind))
+        transfers.append(t)
     dec.transfers, dec.deps, dec.outs = transfers, deps, outs
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
     STATS["c"] += 1
     return True
+
+
+def interned_transfers(space: Any) -> dict[tuple[Any, ...], Transfer]:
+    """The space's Transfer values by (name, kind, tensor code, factors, chunks, binding
+    identity): decoding makes the same ones again and again, and they keep their binding
+    tuples alive (so the identities in the keys stay valid). Bounded: a new table past
+    200,000 (and then new rows in the compiled walk's cache, keyed by identity)."""
+    known: dict[tuple[Any, ...], Transfer] | None = getattr(space, "_ctransfers", None)
+    if known is None or len(known) > 200_000:
+        known = space._ctransfers = {}
+        space._ctransfer_rows = {}
+    return known
 
 
 def _names(space: Any) -> list[str]:

@@ -60,7 +60,8 @@ typedef struct {
     Input *inputs;
     int n_work;    /* 4 << streamable */
     double *work;  /* [(mask * 2 + out_off) * 2 + held] */
-    unsigned char *known;  /* work entries filled (the others come from `filler` on first use) */
+    unsigned char *known;  /* work entries read here (the others: from `table`, else `filler`) */
+    PyObject *table;       /* borrowed: the shared Python table (a list; None: not computed yet) */
     PyObject *filler;      /* borrowed: filler(index) -> float, the Python definition */
     int full;      /* mask of every streamable input */
     double tiles;  /* group: weight tiles in the LLB while it runs (compiler.capacity.llb_weight_tiles) */
@@ -109,12 +110,18 @@ typedef struct {
 } Walk;
 
 /* A working set of step s: from the table, or computed by the Python definition on first
- * use (its result is kept in the space's table for later decodes). */
+ * use (its result is kept in the space's table for later decodes). The table is read when
+ * the entry is first needed, not copied when the step is parsed: the chunks of one group
+ * share it, so an entry the filler computed for one chunk is found by the next. */
 static double work_at(Walk *w, Step *s, int mask, int off, int held) {
     int i = ((mask * 2 + off) * 2) + held;
     if (!s->known[i]) {
         double v = 0.0;
-        if (!w->failed) {
+        PyObject *have = PyList_GET_ITEM(s->table, i);
+        if (have != Py_None && !w->failed) {
+            v = PyFloat_AsDouble(have);
+            if (v == -1.0 && PyErr_Occurred()) w->failed = 1;
+        } else if (!w->failed) {
             PyObject *r = PyObject_CallFunction(s->filler, "i", i);
             if (!r) {
                 w->failed = 1;
@@ -720,13 +727,7 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     s->n_work = (int)nw;
     s->work = (double *)calloc(nw ? nw : 1, sizeof(double));
     s->known = (unsigned char *)calloc(nw ? nw : 1, 1);
-    for (Py_ssize_t i = 0; i < nw; i++) {
-        PyObject *v = PyList_GET_ITEM(wk, i);
-        if (v == Py_None) continue;
-        s->work[i] = PyFloat_AsDouble(v);
-        s->known[i] = 1;
-    }
-    if (PyErr_Occurred()) return -1;
+    s->table = wk;  /* read on first use (work_at) */
     s->filler = PyTuple_GET_ITEM(t, 12);
     if (s->kind == K_GROUP && !PyCallable_Check(s->filler)) return bad("filler: a callable");
     s->full = (int)(nw / 4) - 1;

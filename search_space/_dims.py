@@ -111,14 +111,17 @@ def interleaved(cores: int) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=1024)
 def perm_order(choice: str, cores: int) -> tuple[int, ...]:
-    """The core order of a ``perm`` choice other than ``reuse``: ``rotK`` or ``ilK``."""
+    """The core order of a ``perm`` choice other than ``reuse``: ``rotK`` or ``ilK``
+    (remembered: decoding asks for it once per group)."""
     if choice.startswith("il"):
         return interleaved(cores)[int(choice[2:]) - 1]
     k = int(choice[3:])
     return tuple((k + i) % cores for i in range(cores))
 
 
+@lru_cache(maxsize=4096)
 def unshuffle(perm: tuple[int, ...], r: int) -> tuple[int, ...]:
     """The guide's "scheme 2" core reuse: ``perm[r-1::r] + ... + perm[0::r]``.
 
