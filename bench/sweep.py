@@ -117,8 +117,10 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
         if run not in only:
             continue
         t0, c0 = time.time(), time.process_time()
+        # the references get every variant the same budget; the sweep allocates its own
         sweep(tasks, variants, trials_per_variant=trials, log=d / f"{run}.jsonl", workers=0,
-              seed=seed, warm=warm, pretrained=pre)
+              seed=seed, warm=warm, pretrained=pre,
+              allocate="adaptive" if run == "sweep" else "equal")
         seconds[run], cpu[run] = time.time() - t0, time.process_time() - c0
         print(f"{name}: {run} done in {seconds[run]:.0f} s (cpu {cpu[run]:.0f} s)", flush=True)
     rows = []

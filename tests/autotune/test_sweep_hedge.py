@@ -1,0 +1,153 @@
+"""A warm start hedged by the roofline and dropped when it ranks badly; the sweep's budget
+goes where the best still improves (``autotune.sampling._warm``, ``autotune.whatif._budget``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autotune.whatif._budget import allot, chunk_size, probe_size, score
+from compiler.graph import Graph
+from compiler.target import Target
+
+BASE = Target.default()
+
+scores = st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_hedged_scores_keep_the_top_of_both_orders(data: st.DataObject) -> None:
+    """The top 2k of the hedged order hold the top k of each order (the roofline's picks
+    are never crowded out by the transferred model's, nor the other way round)."""
+    from autotune.sampling._warm import hedged_scores
+
+    a = np.asarray(data.draw(scores))
+    b = np.asarray(data.draw(st.lists(st.floats(-1e3, 1e3, allow_nan=False),
+                                      min_size=len(a), max_size=len(a))))
+    k = data.draw(st.integers(1, max(1, len(a) // 2)))
+    h = hedged_scores(a, b)
+    top = set(np.argsort(-h, kind="stable")[:2 * k].tolist())
+    assert set(np.argsort(-a, kind="stable")[:k].tolist()) <= top
+    assert set(np.argsort(-b, kind="stable")[:k].tolist()) <= top
+
+
+def _rows(graph: Graph, target: Target, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    import cost_model
+    from search_space import build_space
+    from sim import measure
+
+    space = build_space(graph, target, graph.batch)
+    rng = np.random.default_rng(seed)
+    pool = [space.sample(rng, uniform=i % 2 == 0) for i in range(n)]
+    ok = [(s, m.throughput_per_s) for s, m in zip(pool, measure(graph, pool, target))
+          if m.status == "ok"]
+    return (np.asarray(cost_model.features(graph, [s for s, _ in ok], target)),
+            np.asarray([v for _, v in ok], dtype=np.float64))
+
+
+def test_a_transferred_model_that_ranks_worse_than_the_roofline_is_dropped(
+        tiny_graph: Graph) -> None:
+    """Trained on another target's rows with their speeds reversed, the transferred model
+    orders this target's rows worse than the roofline: dropped at the first check, and
+    from then on the ranker is a cold tune's (same rows, same predictions). Trained on
+    the true speeds it ranks at least as well as the roofline here and is kept."""
+    from autotune.sampling._ranker import CostModelRanker
+    from autotune.sampling._warm import PriorData, WarmRanker, rank_quality
+
+    other, mine = BASE.replace(ddr={"bytes_per_cycle": 13}), BASE.replace(l1={"data_bytes": 65536})
+    px, py = _rows(tiny_graph, other, 80, 1)
+    x, y = _rows(tiny_graph, mine, 60, 2)
+    n = WarmRanker.check_at + 4
+    assert n < WarmRanker.own_enough and len(y) > n
+    groups = np.zeros(len(py), dtype=np.int64)
+
+    liar = WarmRanker(tiny_graph, mine, seed=0, prior=PriorData(px, 1.0 / py, groups))
+    assert liar.hedging
+    transferred, roofline = rank_quality(liar._model, x[:n], y[:n])
+    assert transferred < roofline
+    liar.fit(x[:n], y[:n])
+    assert liar.dropped == (transferred, roofline)
+    assert not liar.hedging
+    cold = CostModelRanker(tiny_graph, mine, seed=0)
+    cold.fit(x[:n], y[:n])
+    np.testing.assert_allclose(liar.predict(x), cold.predict(x))
+
+    honest = WarmRanker(tiny_graph, mine, seed=0, prior=PriorData(px, py, groups))
+    transferred, roofline = rank_quality(honest._model, x[:n], y[:n])
+    honest.fit(x[:n], y[:n])
+    assert (honest.dropped is None) == (transferred >= roofline)
+    if honest.dropped is None:
+        assert honest.hedging and "prior=" in honest.label
+
+
+def test_budget_sizes() -> None:
+    assert probe_size(200) == 50 and chunk_size(200) == 50
+    assert probe_size(10) == 10 and probe_size(30) == 16 and chunk_size(30) == 8
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.floats(1.0, 1e4)), min_size=0, max_size=80),
+       st.integers(1, 60))
+def test_a_variant_that_never_beat_its_first_schedule_scores_zero(
+        lat: list[float | None], chunk: int) -> None:
+    """The score is >= 0, and 0 exactly when nothing beat the first schedule that ran."""
+    s = score(lat, chunk)
+    ok = [v for v in lat if v is not None]
+    assert s >= 0.0
+    assert (s == 0.0) == (not ok or min(ok) >= ok[0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.floats(100.0, 1e4), min_size=0, max_size=120), min_size=1, max_size=6),
+       st.integers(8, 60))
+def test_the_allotment_spends_at_most_the_budget_and_only_on_improving_variants(
+        curves: list[list[float]], per: int) -> None:
+    """Probes first (nothing handed out until every variant has its probe); the total never
+    exceeds ``per`` times the variants; every chunk goes to a variant that improved; the
+    replay is a function of the histories (the same answer twice)."""
+    keys = [f"v{i}" for i in range(len(curves))]
+    hist = {k: [float(x) for x in c] for k, c in zip(keys, curves)}
+    budget, handed = allot(hist, keys, per)
+    assert sum(budget.values()) <= per * len(keys)
+    if any(len(c) < probe_size(per) for c in curves):
+        assert handed == [] and set(budget.values()) == {probe_size(per)}
+    for k in handed:
+        c = hist[k]
+        assert c and min(c) < c[0]
+    assert allot(hist, keys, per) == (budget, handed)
+
+
+def test_the_chunks_go_to_the_variant_that_still_improves() -> None:
+    flat = [1000.0] * 60
+    falling = [2000.0 - 10 * i for i in range(60)]
+    budget, handed = allot({"a": flat, "b": falling}, ["a", "b"], 100)
+    assert handed and set(handed) == {"b"} and budget["a"] == probe_size(100)
+
+
+def test_an_adaptive_sweep_gives_the_improving_variant_more(tiny_graph: Graph,
+                                                            tmp_path: Path) -> None:
+    """Two variants, 24 on average: the probes (16 each), then the rest in chunks of 8 to
+    the variants that improved; no more than 48 in all; the table is read from the log."""
+    from autotune.whatif._sweep import _histories, sweep
+    from autotune.whatif._targets import make_variants, parse_set
+
+    vs = make_variants(BASE, [parse_set("l1.data_bytes=64K,1M")])
+    log = tmp_path / "s.jsonl"
+    res = sweep([tiny_graph], vs, trials_per_variant=24, log=log, workers=0, seed=0)
+    from autotune._tune import load_tasks
+
+    tasks = load_tasks([tiny_graph])
+    hist = _histories(str(log), tasks, vs)
+    counts = {v.key: len(hist.get(v.key, [])) for v in vs}
+    assert all(c >= probe_size(24) for c in counts.values())
+    assert sum(counts.values()) <= 48
+    budget, handed = allot(hist, [v.key for v in vs], 24)
+    for v in vs:
+        assert counts[v.key] == budget[v.key]
+        if counts[v.key] > probe_size(24):
+            assert v.key in handed
+    assert {r.measurements for r in res.rows} == set(counts.values())
