@@ -411,6 +411,28 @@ def _not_behind(graph: Graph, picked: list[tuple[GraphSchedule, dict[str, Any]]]
     return [p for p, e in zip(picked, est[:len(picked)]) if float(e) <= fastest_level]
 
 
+def stale_pretrained(path: Any) -> str | None:
+    """Why the model file ``path`` may be stale (trained on another simulator), or None.
+
+    Compares the simulator fingerprint recorded beside it (:func:`cost_model.pretrained_info`)
+    with today's (:func:`autotune.sampling._simprint.simulator_fingerprint`). A stale model
+    is still used: the rank check drops it if it orders this target's first
+    measurements worse than the roofline (:class:`WarmRanker`).
+    """
+    import cost_model
+    from autotune.sampling._simprint import simulator_fingerprint
+
+    info = cost_model.pretrained_info(path)
+    now = simulator_fingerprint()
+    was = None if info is None else info.get("simulator")
+    if was == now:
+        return None
+    what = ("an unrecorded simulator" if was is None else f"another simulator (fingerprint {was})")
+    return (f"the shipped cost model was trained on {what}; this simulator's fingerprint is "
+            f"{now}: it ranks only while it orders this target's measurements at least as "
+            "well as the roofline (retrain it: tools/train_pretrained.py)")
+
+
 def pretrained_factory(records: dict[str, list[Any]], notify: Callable[[str], None] | None
                        ) -> Callable[[Space, Graph, Target, int | None], Any] | None:
     """A ranker factory that starts the tasks without records from the shipped model.
@@ -431,7 +453,11 @@ def pretrained_factory(records: dict[str, list[Any]], notify: Callable[[str], No
             "the roofline estimate ranks until the first measurements")
         return None
     say(f"{len(empty)} of {len(records)} task(s) have no records on this target yet: the "
-        f"shipped pre-trained cost model ({path.name}) ranks their first candidates")
+        f"shipped pre-trained cost model ({path.name}) ranks their first candidates, beside "
+        "the roofline estimate")
+    stale = stale_pretrained(path)
+    if stale:
+        say(stale)
     factory = ranker_factory({}, str(path))
 
     def make(space: Space, graph: Graph, target: Target, seed: int | None) -> Any:

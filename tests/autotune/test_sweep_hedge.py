@@ -151,3 +151,26 @@ def test_an_adaptive_sweep_gives_the_improving_variant_more(tiny_graph: Graph,
         if counts[v.key] > probe_size(24):
             assert v.key in handed
     assert {r.measurements for r in res.rows} == set(counts.values())
+
+
+def test_a_model_trained_on_another_simulator_is_said_to_be_stale(tmp_path: Path) -> None:
+    """The fingerprint recorded beside a model file is compared with today's simulator's:
+    equal, nothing to say; different or missing, one line naming both."""
+    import json
+
+    import cost_model
+    from autotune.sampling import _simprint
+    from autotune.sampling._warm import stale_pretrained
+
+    now = _simprint.simulator_fingerprint()
+    assert len(now) == 12 and now == _simprint.simulator_fingerprint()
+    model = tmp_path / "xgb-test.ubj"
+    model.write_bytes(b"")
+    assert cost_model.pretrained_info(model) is None
+    missing = stale_pretrained(model)
+    assert missing is not None and "unrecorded simulator" in missing and now in missing
+    model.with_suffix(".json").write_text(json.dumps({"simulator": now}))
+    assert stale_pretrained(model) is None
+    model.with_suffix(".json").write_text(json.dumps({"simulator": "0123456789ab"}))
+    other = stale_pretrained(model)
+    assert other is not None and "0123456789ab" in other and now in other
