@@ -17,6 +17,12 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
 3. if no schedule ran, the variant is infeasible with the first capacity
    error its measurements gave.
 
+With ``allocate="adaptive"`` (the default) step 2 is a probe of a quarter of
+``trials_per_variant`` per variant, and the rest of the sweep's budget
+(``trials_per_variant`` times the feasible variants) then goes in chunks to the
+variants whose best still improves (:mod:`autotune.whatif._budget`), each chunk a
+resumed ``tune`` of that variant, warm from all the others.
+
 The log is the truth, as for ``tune``: a variant whose records reach the
 budget is not tuned again, and one cut short resumes, so a killed sweep
 re-run measures nothing twice. The table (:func:`sweep_table`) is computed
