@@ -173,10 +173,13 @@ def sweep(
     first = probe_size(trials_per_variant) if allocate == "adaptive" else trials_per_variant
 
     def run(variant: Variant, trials: int, finished: Sequence[Variant],
-            extra: Sequence[Callable[[JobState], None]], loud: bool) -> None:
+            extra: Sequence[Callable[[JobState], None]], loud: bool | None) -> None:
+        """Tune ``variant`` to ``trials`` records, warm from ``finished``. A later chunk (``loud``
+        None) takes only their seeds: its own rows rank by then (WarmRanker.own_enough)."""
         warm_seeds, ranker = None, None
         if warm and finished:
-            warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained)
+            warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
+                                            rows=loud is not None)
         use_pretrained = pretrained and ranker is None
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,
                    search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
@@ -231,7 +234,7 @@ def sweep(
 def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Variant],
                     reasons: dict[str, str], trials_per_variant: int,
                     run: Callable[[Variant, int, Sequence[Variant], Sequence[Callable[[JobState], None]],
-                                   bool], None],
+                                   bool | None], None],
                     on_variant: Callable[[int, Variant, str], None] | None,
                     t_end: float | None) -> None:
     """After the probes: chunks to the variants whose best still improves (:func:`allot`)."""
@@ -252,7 +255,7 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
             on_variant(ordered.index(variant), variant, "more")
         others = [v for v in ordered if v.name not in reasons and v.key != variant.key]
         run(variant, budget[variant.key], others,
-            [] if t_end is None else [_deadline(t_end)], False)
+            [] if t_end is None else [_deadline(t_end)], None)
         if len(_histories(log_path, tasks, [variant]).get(variant.key, [])) <= have:
             exhausted.add(variant.key)  # nothing new to measure (or the time is spent)
 
@@ -333,11 +336,13 @@ def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
 
 
 def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
-               finished: Sequence[Variant], pretrained: bool) -> tuple[dict[str, list[Any]], Any]:
+               finished: Sequence[Variant], pretrained: bool, rows: bool = True
+               ) -> tuple[dict[str, list[Any]], Any]:
     """Warm seeds and the ranker factory of ``variant`` from the finished variants' records.
 
     Seeds come from the nearest finished variants only, and each finished variant
     gives the cost model fewer rows the farther it is (:mod:`autotune.whatif._nearest`).
+    Without ``rows``, the seeds alone (the ranker is None: the default one).
     """
     from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules
     from autotune.whatif._nearest import prior_rows, seed_sources
@@ -345,14 +350,17 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
     recs = _records(log_path, tasks, finished)
     targets = {v.key: v.target for v in finished}
     near = {v.key for v in seed_sources(variant, finished)}
-    rows = prior_rows(variant, finished, MAX_PRIOR_ROWS_PER_TARGET)
+    if not rows:
+        return {t.key: warm_schedules(r for tk, by in recs.items() if tk in near
+                                      for r in by.get(t.key, [])) for t in tasks}, None
+    rows_of = prior_rows(variant, finished, MAX_PRIOR_ROWS_PER_TARGET)
     seeds: dict[str, list[Any]] = {}
     priors: dict[str, Any] = {}
     for t in tasks:
         seeds[t.key] = warm_schedules(r for tk, by in recs.items() if tk in near
                                       for r in by.get(t.key, []))
-        mine = [(targets[tk], r) for tk, by in recs.items() if tk in rows
-                for r in _fastest(by.get(t.key, []), rows[tk])]
+        mine = [(targets[tk], r) for tk, by in recs.items() if tk in rows_of
+                for r in _fastest(by.get(t.key, []), rows_of[tk])]
         priors[t.key] = prior_data(t.graph, mine)
     base = None
     if pretrained:
