@@ -15,13 +15,19 @@ variant's best, not their sum):
 
     score = alpha * backward + (1 - alpha) * forward
 
-``backward`` the relative gain over its last chunk per measurement, ``forward``
-the relative gain since its first successful measurement per measurement (the
-average rate so far: Ansor's optimistic guess; its physical-floor cap is left out,
-since the roofline floor does not depend on the swept capacities and so does not
-tell the variants apart: 818 µs on every L1 size of MobileNetV2 b16). A variant
-whose probe found nothing better than its first schedule scores 0 and gets no
-more; when every variant scores 0 the rest of the budget is not spent.
+``backward`` the relative gain over its last chunk per measurement (within the
+second half of its history: a variant's first records are O0-O3, and O0 alone is
+40x off the best on MobileNetV2 b16, which would make the base variant, whose O3
+is its best, look like the one still improving), and ``forward`` Ansor's
+optimistic guess capped by the physical floor, in relative terms: the distance
+from its best to its floor (the simulator's lower bound of its tasks,
+``sim.lower_bound``, which counts each engine's work and so moves with the
+variant) over its best, spread over the measurements it had. A variant whose
+best is at its floor gets nothing more (on MobileNetV2 b16 the STCP920's best is
+3 % above the 1,469 µs floor, the L1 384K / DDR 13 variant's 30 % after 50
+measurements); one whose best stalls far above it still gets chunks, fewer as it
+has more. Records a variant holds beyond its allotment (a sweep re-run with
+another allocation) count towards the total.
 
 The allotment is a function of the log alone (:func:`allot` replays it from each
 variant's first records), so a killed sweep re-run hands out the same chunks and
@@ -49,11 +55,12 @@ def chunk_size(trials_per_variant: int) -> int:
     return max(trials_per_variant // 4, 8)
 
 
-def score(latencies: Sequence[float | None], chunk: int) -> float:
+def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> float:
     """Expected relative gain per measurement of a variant with these latencies (in order).
 
-    ``None`` is a failed measurement. 0 when nothing ran or nothing improved on the
-    first schedule that ran.
+    ``None`` is a failed measurement; ``floor`` the variant's lower bound (0: unknown,
+    then the forward term is ``1 / n``). 0 when nothing ran, or when the best is at
+    the floor and did not fall over the second half of the history.
     """
     best: list[float] = []
     cur = float("inf")
@@ -64,21 +71,23 @@ def score(latencies: Sequence[float | None], chunk: int) -> float:
     ok = [i for i, b in enumerate(best) if b < float("inf")]
     if not ok:
         return 0.0
-    first, now, n = best[ok[0]], best[-1], len(best)
-    forward = (first - now) / now / max(n - ok[0], 1)
-    back_at = best[max(ok[0], n - 1 - chunk)]
-    backward = (back_at - now) / now / max(min(chunk, n - 1 - ok[0]), 1)
+    now, n = best[-1], len(best)
+    back = max(ok[0], (n - 1) // 2, n - 1 - chunk)
+    backward = (best[back] - now) / now / max(n - 1 - back, 1)
+    forward = max(now - floor, 0.0) / now / n
     return ALPHA * backward + (1 - ALPHA) * forward
 
 
 def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
-          trials_per_variant: int) -> tuple[dict[str, int], list[str]]:
+          trials_per_variant: int, floors: Mapping[str, float] | None = None
+          ) -> tuple[dict[str, int], list[str]]:
     """Each variant's measurement budget, and the chunks in the order they were handed out.
 
     Args:
         histories: Variant key -> its measured latencies in log order (None: failed).
         keys: The feasible variants, in the tuning order.
         trials_per_variant: The average budget per variant.
+        floors: Variant key -> its lower bound (missing: unknown).
 
     Returns ``(budget per key, the key of each chunk handed out)``. The replay stops
     at the first variant whose log does not hold its allotment yet: that is the one
@@ -90,14 +99,16 @@ def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
     total = trials_per_variant * len(keys)
     if any(len(histories.get(k, ())) < probe for k in keys):
         return budget, handed
-    spent = probe * len(keys)
-    while spent + chunk <= total:
-        scores = {k: score(list(histories.get(k, ()))[:budget[k]], chunk) for k in keys}
+    def spent() -> int:
+        return sum(max(budget[k], len(histories.get(k, ()))) for k in keys)
+
+    while spent() + chunk <= total:
+        scores = {k: score(list(histories.get(k, ()))[:budget[k]], chunk,
+                           (floors or {}).get(k, 0.0)) for k in keys}
         pick = max(keys, key=lambda k: (scores[k], -budget[k]))
         if scores[pick] <= 0.0:
             break
         budget[pick] += chunk
-        spent += chunk
         handed.append(pick)
         if len(histories.get(pick, ())) < budget[pick]:
             break

@@ -244,7 +244,8 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
         if not live:
             return
         hist = _histories(log_path, tasks, live)
-        budget, handed = allot(hist, [v.key for v in live], trials_per_variant)
+        budget, handed = allot(hist, [v.key for v in live], trials_per_variant,
+                               {v.key: _floor(tasks, v) for v in live})
         if not handed or len(hist.get(handed[-1], [])) >= budget[handed[-1]]:
             return
         if t_end is not None and time.monotonic() >= t_end:
@@ -258,6 +259,13 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
             [] if t_end is None else [_deadline(t_end)], None)
         if len(_histories(log_path, tasks, [variant]).get(variant.key, [])) <= have:
             exhausted.add(variant.key)  # nothing new to measure (or the time is spent)
+
+
+def _floor(tasks: Sequence[Task], variant: Variant) -> float:
+    """The weighted lower bound of the tasks on the variant (:func:`sim.lower_bound`)."""
+    from sim import lower_bound
+
+    return sum(float(t.weight) * lower_bound(t.graph, t.batch, variant.target) for t in tasks)
 
 
 def _histories(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]

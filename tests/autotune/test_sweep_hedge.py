@@ -91,14 +91,24 @@ def test_budget_sizes() -> None:
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.floats(1.0, 1e4)), min_size=0, max_size=80),
-       st.integers(1, 60))
-def test_a_variant_that_never_beat_its_first_schedule_scores_zero(
-        lat: list[float | None], chunk: int) -> None:
-    """The score is >= 0, and 0 exactly when nothing beat the first schedule that ran."""
-    s = score(lat, chunk)
-    ok = [v for v in lat if v is not None]
+       st.integers(1, 60), st.floats(0.0, 1e4))
+def test_a_variant_at_its_floor_whose_best_stopped_falling_scores_zero(
+        lat: list[float | None], chunk: int, floor: float) -> None:
+    """The score is >= 0; 0 exactly when nothing ran, or the best is at the floor and did not
+    fall over the second half of the history (O0 far behind at the start does not count as
+    the search's progress); and a best further above the floor never scores less."""
+    s = score(lat, chunk, floor)
+    ok = [i for i, v in enumerate(lat) if v is not None]
     assert s >= 0.0
-    assert (s == 0.0) == (not ok or min(ok) >= ok[0])
+    if not ok:
+        assert s == 0.0
+        return
+    best = [min([v for v in lat[:i + 1] if v is not None], default=float("inf"))
+            for i in range(len(lat))]
+    n = len(lat)
+    since = max(ok[0], (n - 1) // 2)
+    assert (s == 0.0) == (best[since] <= best[-1] and best[-1] <= floor)
+    assert score(lat, chunk, floor / 2) >= s
 
 
 @settings(max_examples=60, deadline=None)
@@ -107,24 +117,32 @@ def test_a_variant_that_never_beat_its_first_schedule_scores_zero(
 def test_the_allotment_spends_at_most_the_budget_and_only_on_improving_variants(
         curves: list[list[float]], per: int) -> None:
     """Probes first (nothing handed out until every variant has its probe); the total never
-    exceeds ``per`` times the variants; every chunk goes to a variant that improved; the
-    replay is a function of the histories (the same answer twice)."""
+    exceeds ``per`` times the variants; with every variant at its floor, a first chunk goes
+    only to one whose best fell over its probe's second half; the replay is a function of
+    the histories (the same answer twice)."""
     keys = [f"v{i}" for i in range(len(curves))]
     hist = {k: [float(x) for x in c] for k, c in zip(keys, curves)}
     budget, handed = allot(hist, keys, per)
     assert sum(budget.values()) <= per * len(keys)
     if any(len(c) < probe_size(per) for c in curves):
         assert handed == [] and set(budget.values()) == {probe_size(per)}
-    for k in handed:
-        c = hist[k]
-        assert c and min(c) < c[0]
+    at_floor = {k: min(c, default=0.0) for k, c in hist.items()}
+    _, handed_at_floor = allot(hist, keys, per, at_floor)
+    probe = probe_size(per)
+    if handed_at_floor:  # every variant at its floor: only one still falling
+        c = hist[handed_at_floor[0]]
+        assert min(c[:probe]) < min(c[:(probe - 1) // 2 + 1])
+    if handed:  # records beyond an allotment count too
+        assert sum(max(budget[k], len(hist[k])) for k in keys) <= per * len(keys)
     assert allot(hist, keys, per) == (budget, handed)
 
 
 def test_the_chunks_go_to_the_variant_that_still_improves() -> None:
-    flat = [1000.0] * 60
+    """O0 far behind at the start of the base variant's history does not make it the one
+    that improves, nor does a best at its floor: the chunks go to the variant far above it."""
+    base = [60000.0, 20000.0, 1600.0] + [1516.0] * 57
     falling = [2000.0 - 10 * i for i in range(60)]
-    budget, handed = allot({"a": flat, "b": falling}, ["a", "b"], 100)
+    budget, handed = allot({"a": base, "b": falling}, ["a", "b"], 100, {"a": 1516.0, "b": 1469.0})
     assert handed and set(handed) == {"b"} and budget["a"] == probe_size(100)
 
 
