@@ -24,7 +24,7 @@ from its best to its floor (the simulator's lower bound of its tasks,
 ``sim.lower_bound``, which counts each engine's work and so moves with the
 variant) over its best, spread over the measurements it had. A variant whose
 best is at its floor gets nothing more (on MobileNetV2 b16 the STCP920's best is
-3 % above the 1,469 µs floor, the L1 384K / DDR 13 variant's 30 % after 50
+3 % above the 1,469 µs floor, the L1 384K / DDR 13 variant's 27 % after 50
 measurements); one whose best stalls far above it still gets chunks, fewer as it
 has more. Records a variant holds beyond its allotment (a sweep re-run with
 another allocation) count towards the total.
