@@ -30,8 +30,11 @@ has more. Records a variant holds beyond its allotment (a sweep re-run with
 another allocation) count towards the total.
 
 The allotment is a function of the log alone (:func:`allot` replays it from each
-variant's first records), so a killed sweep re-run hands out the same chunks and
-measures nothing twice.
+variant's first records, counting every record already in the log towards the
+total), so a killed sweep re-run measures nothing twice and never exceeds the
+total; the chunks it has left may go elsewhere than an uninterrupted run's (a
+variant's records past its replayed allotment are counted before they are
+handed out), so the two tables agree within the search's noise, not exactly.
 """
 
 from __future__ import annotations

@@ -148,27 +148,28 @@ def test_the_chunks_go_to_the_variant_that_still_improves() -> None:
 
 def test_an_adaptive_sweep_gives_the_improving_variant_more(tiny_graph: Graph,
                                                             tmp_path: Path) -> None:
-    """Two variants, 24 on average: the probes (16 each), then the rest in chunks of 8 to
-    the variants that improved; no more than 48 in all; the table is read from the log."""
+    """Two variants, 24 on average: the probes (16 each) first, then chunks of 8 ("more"),
+    no more than 48 in all, and a re-run measures nothing (the log holds the allotment)."""
+    from autotune._tune import load_tasks
     from autotune.whatif._sweep import _histories, sweep
     from autotune.whatif._targets import make_variants, parse_set
 
     vs = make_variants(BASE, [parse_set("l1.data_bytes=64K,1M")])
     log = tmp_path / "s.jsonl"
-    res = sweep([tiny_graph], vs, trials_per_variant=24, log=log, workers=0, seed=0)
-    from autotune._tune import load_tasks
-
+    calls: list[tuple[str, str]] = []
+    res = sweep([tiny_graph], vs, trials_per_variant=24, log=log, workers=0, seed=0,
+                on_variant=lambda _i, v, what: calls.append((v.name, what)))
     tasks = load_tasks([tiny_graph])
-    hist = _histories(str(log), tasks, vs)
-    counts = {v.key: len(hist.get(v.key, [])) for v in vs}
+    counts = {v.key: len(c) for v, c in
+              ((v, _histories(str(log), tasks, vs).get(v.key, [])) for v in vs)}
     assert all(c >= probe_size(24) for c in counts.values())
-    assert sum(counts.values()) <= 48
-    budget, handed = allot(hist, [v.key for v in vs], 24)
-    for v in vs:
-        assert counts[v.key] == budget[v.key]
-        if counts[v.key] > probe_size(24):
-            assert v.key in handed
-    assert {r.measurements for r in res.rows} == set(counts.values())
+    assert sum(counts.values()) <= 48 and res.measured == sum(counts.values())
+    whats = [w for _, w in calls]
+    assert whats[:2] == ["tuning", "tuning"] and set(whats[2:]) <= {"more"}
+    assert len(whats[2:]) >= sum(c > probe_size(24) for c in counts.values())
+    again = sweep([tiny_graph], vs, trials_per_variant=24, log=log, workers=0, seed=0)
+    assert again.measured == 0
+    assert {r.measurements for r in again.rows} == set(counts.values())
 
 
 def test_a_model_trained_on_another_simulator_is_said_to_be_stale(tmp_path: Path) -> None:
