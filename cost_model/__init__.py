@@ -23,7 +23,7 @@ Example:
 from cost_model import metrics
 from cost_model._base import CostModel, CostModelError
 from cost_model._features import FEATURES, Feature, feature_names, features, reference_cycles
-from cost_model._pretrained import feature_set_id, pretrained_path
+from cost_model._pretrained import feature_set_id, pretrained_info, pretrained_path
 from cost_model._simple import AnalyticalModel, RandomModel, analytical_cycles
 from cost_model._xgb import XGBModel
 
@@ -40,6 +40,7 @@ __all__ = [
     "feature_set_id",
     "features",
     "metrics",
+    "pretrained_info",
     "pretrained_path",
     "reference_cycles",
 ]

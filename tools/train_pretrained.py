@@ -11,6 +11,9 @@ target (normalised by the target's rates and capacities) and the model is an
 target) its own query group, saved in XGBoost's UBJSON as
 ``cost_model/pretrained/xgb-<feature set id>.ubj``: a graphtune whose features
 change finds no file for its id and says so until this script is run again.
+Beside it, ``xgb-<feature set id>.json`` records the corpus, the row count and the
+simulator's fingerprint (``autotune.sampling._simprint``): a tune from a model
+trained on another simulator says so.
 
 The models that ``bench/sweep.py`` holds out (:data:`HELD_OUT`) are never in the corpus.
 
@@ -22,6 +25,7 @@ Run (about 10 minutes on 2 loaded cores at the default size):
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import warnings
@@ -118,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output) if args.output else ROOT / "cost_model" / "pretrained" / pretrained_filename()
     out.parent.mkdir(parents=True, exist_ok=True)
     m.save(out)
+    from autotune.sampling._simprint import simulator_fingerprint
+
+    info = {"feature_set": cost_model.feature_set_id(), "simulator": simulator_fingerprint(),
+            "rows": int(m.n_samples), "corpus": [f"{n} b{b} {o}" for n, b, o in CORPUS],
+            "targets": list(TARGETS), "seed": args.seed,
+            "trained": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    out.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
     print(f"{out}: {out.stat().st_size / 1024:.0f} KiB, {m.n_samples} rows, "
           f"feature set {cost_model.feature_set_id()} ({time.time() - t0:.0f} s)")
     return 0

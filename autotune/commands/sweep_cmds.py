@@ -28,7 +28,12 @@ def register(group: click.Group) -> None:
 @click.option("--base", "base_file", type=click.Path(dir_okay=False), default=None,
               help="Hardware TOML the variants change (default: the shipped STCP920).")
 @click.option("--trials-per-variant", type=int, default=200, show_default=True,
-              help="Measurements of each variant the log should hold (seeds included).")
+              help="Measurements per variant on average (seeds included): each variant gets a "
+                   "quarter first, the rest goes in chunks to the variants whose best still "
+                   "improves (--allocate equal: exactly this many each).")
+@click.option("--allocate", type=click.Choice(["adaptive", "equal"]), default="adaptive",
+              show_default=True,
+              help="How the sweep's measurements are spread over the variants.")
 @click.option("--time-budget", type=float, default=None,
               help="Wall time of the whole sweep in seconds (each variant gets an equal share "
                    "of what is left; re-run to continue).")
@@ -44,7 +49,8 @@ def register(group: click.Group) -> None:
               help="No warm start: tune each variant from scratch (for comparison).")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
 def sweep_cmd(model_paths: tuple[str, ...], sets: tuple[str, ...], zip_: bool,
-              base_file: str | None, trials_per_variant: int, time_budget: float | None,
+              base_file: str | None, trials_per_variant: int, allocate: str,
+              time_budget: float | None,
               seed: int | None, workers: int | None, batch: int | None, log_path: str,
               out_dir: str, cold: bool, as_json: bool) -> None:
     """Tune MODEL.onnx on each variant of a chip and tabulate what each design costs.
@@ -99,11 +105,13 @@ def sweep_cmd(model_paths: tuple[str, ...], sets: tuple[str, ...], zip_: bool,
     def started(i: int, v: object, what: str) -> None:
         if what == "tuning":
             say(f"variant {i + 1}/{len(variants)}: {getattr(v, 'name', v)}")
+        elif what == "more":
+            say(f"variant {getattr(v, 'name', v)}: more measurements (its best still improves)")
 
     result = sweep([m.graph for m in models], variants, trials_per_variant=trials_per_variant,
                    log=log_path, out=out, workers=workers, seed=seed, time_budget_s=time_budget,
                    warm=not cold, pretrained=not cold, notify=say,
-                   on_variant=started)
+                   on_variant=started, allocate=allocate)
     if as_json:
         click.echo(json.dumps({"measured": result.measured, "rows": [r.to_json() for r in result.rows],
                                "files": result.files}))

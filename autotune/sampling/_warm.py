@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from logs import Record
     from search_space import Space
 
-__all__ = ["PriorData", "WarmRanker", "prior_data", "ranker_factory", "warm_schedules"]
+__all__ = ["PriorData", "WarmRanker", "prior_data", "rank_quality", "ranker_factory",
+           "warm_schedules"]
 
 log = logging.getLogger("autotune.tune")
 
@@ -111,6 +112,27 @@ class WarmRanker(CostModelRanker):
     DDR 27: warm from the 768K variant, stuck at 1,731.9 µs after 200 against a
     cold tune's 1,653.8 at 166).
 
+    **The hedge.** While the transferred model ranks, it does so beside the roofline
+    estimate a cold tune starts from: a candidate scores the better of its two
+    ranks (:func:`hedged_scores`), so half of each round's proposals, and of the
+    population bred towards them, are the ones a cold tune would pick. A warm start
+    then cannot take a variant's search away from where a cold tune finds its best
+    (the other chip's best schedules are measured first but do not own the
+    population).
+
+    **The rank check.** What was learnt elsewhere is worth keeping only if it orders
+    this target's schedules at least as well as the roofline does. At every
+    training while it ranks, from :attr:`check_at` own rows on, the transferred
+    model's predictions on the own rows are compared with their measured speeds
+    (Spearman's rank correlation), and so are the roofline's
+    (:func:`cost_model.analytical_cycles`); if the transferred model's correlation
+    is lower, it is dropped for the rest of the tune and the ranker is a cold
+    tune's from then on (the roofline until its own trees are trained; label
+    ``xgb-warm/dropped``). Measured on MobileNetV2 b16, L1 512K / DDR 27, warm
+    from the 768K variant: the transferred model's proposals were at 2,072 µs after
+    60 measurements where the roofline-ranked ones were at 1,931 µs
+    (``bench/results/sweep.md``, 2026-11-26 third pass).
+
     Args:
         graph: The task's graph.
         target: The target being tuned.
@@ -121,11 +143,14 @@ class WarmRanker(CostModelRanker):
 
     name = "xgb-warm"
     own_enough = 32
+    check_at = 8
 
     def __init__(self, graph: Graph, target: Target, seed: int | None = None,
                  prior: PriorData | None = None, base: str | None = None) -> None:
         self._prior_rows = prior
         self._base = base
+        self.dropped: tuple[float, float] | None = None
+        self._own_model = False
         super().__init__(graph, target, seed)
         if base is not None or prior is not None:
             self.fit(np.zeros((0, 0)), np.zeros(0))
@@ -152,12 +177,22 @@ class WarmRanker(CostModelRanker):
         """Train a fresh model on the prior rows and all of ``x, y`` (on ``x, y`` alone from
         :attr:`own_enough` rows on), then swap it in."""
         own = len(y)
-        if own >= self.own_enough:
+        if self.hedging and self.check_at <= own < self.own_enough:
+            transferred, roofline = rank_quality(self._model, x, y)
+            log.debug("rank check on %d own rows: transferred %.2f, roofline %.2f", own,
+                      transferred, roofline)
+            if transferred < roofline:
+                self.dropped = (transferred, roofline)
+                log.info("the transferred cost model ranks this target's first %d measurements "
+                         "worse than the roofline (Spearman %.2f < %.2f): dropped", own,
+                         transferred, roofline)
+        if self.dropped is not None or own >= self.own_enough:
+            self._own_model = True
             model = CostModelRanker._new_model(self)
             model.fit(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
             self._model = model
-            if model.trained:
-                self.label = f"{self.name}/own/n={own}"
+            what = "dropped" if self.dropped is not None else "own"
+            self.label = f"{self.name}/{what}/n={own}" if model.trained else "analytical"
             return
         xs, ys, gs = [], [], []
         top = 0
@@ -176,6 +211,90 @@ class WarmRanker(CostModelRanker):
         self._model = model
         if model.trained:
             self.label = self._label(own)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Scores, higher = faster: while the transferred model ranks (fewer than
+        :attr:`own_enough` own rows, not dropped), the union of its order and the
+        roofline's (:func:`hedged_scores`); then the task's own model, as a cold tune's."""
+        model = self._model if self._model.trained else self._prior
+        scores = np.asarray(model.predict(x), dtype=np.float64)
+        if not self.hedging:
+            return scores
+        return hedged_scores(scores, np.asarray(self._prior.predict(x), dtype=np.float64))
+
+    @property
+    def hedging(self) -> bool:
+        """Whether the transferred model ranks, alongside the roofline (see the class doc)."""
+        return bool(self._model.trained and self.dropped is None and not self._own_model)
+
+    def snapshot(self) -> Any:
+        """The scores as they are now, picklable (a breeding worker's copy)."""
+        if not self.hedging:
+            return super().snapshot()
+        return _HedgedScorer(self._model, self._prior, self.label)
+
+
+def hedged_scores(learnt: np.ndarray, roofline: np.ndarray) -> np.ndarray:
+    """Scores whose order is the union of two orders: each candidate scores its better rank.
+
+    A candidate's rank fraction under each (1 for the best, towards 0 for the worst;
+    ties in the order given) and the larger of the two: the top ``k`` of the result
+    are the top ``k/2`` of each, so a population bred with these scores keeps the
+    roofline's picks (a cold tune's first proposals) beside the transferred model's.
+    """
+    def frac(v: np.ndarray) -> np.ndarray:
+        out = np.empty(len(v))
+        out[np.argsort(-v, kind="stable")] = np.arange(len(v))
+        return 1.0 - out / max(len(v), 1)
+
+    if len(learnt) == 0:
+        return np.zeros(0)
+    a, b = frac(learnt), frac(roofline)
+    # the learnt model's rank breaks ties (a tiny share below one rank step)
+    return np.maximum(a, b) + a / (4.0 * len(a) * len(a))
+
+
+class _HedgedScorer:
+    """:func:`hedged_scores` of a learnt model and the roofline, on a breeding worker."""
+
+    def __init__(self, model: Any, roofline: Any, label: str) -> None:
+        self._model = model
+        self._roofline = roofline
+        self.label = label
+
+    def features(self, space: Space, schedules: Sequence[GraphSchedule]) -> np.ndarray:
+        import cost_model
+
+        rows = cost_model.features(space.graph, list(schedules), space.target)  # type: ignore[attr-defined,unused-ignore]
+        return np.asarray(rows, dtype=np.float32)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return hedged_scores(np.asarray(self._model.predict(x), dtype=np.float64),
+                             np.asarray(self._roofline.predict(x), dtype=np.float64))
+
+
+def rank_quality(model: Any, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Spearman rank correlation with the measured speeds ``y`` of ``model``'s predictions on
+    ``x``, and of the roofline estimate's (:func:`cost_model.analytical_cycles`).
+
+    A constant prediction correlates 0 (it orders nothing).
+    """
+    import cost_model
+
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    mine = np.asarray(model.predict(x), dtype=np.float64)
+    roof = -np.asarray(cost_model.analytical_cycles(x), dtype=np.float64)
+    return _spearman(mine, y), _spearman(roof, y)
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 0.0
+    r = float(spearmanr(a, b).statistic)
+    return 0.0 if not np.isfinite(r) else r
 
 
 def ranker_factory(priors: dict[str, PriorData | None], base: str | None
@@ -292,6 +411,28 @@ def _not_behind(graph: Graph, picked: list[tuple[GraphSchedule, dict[str, Any]]]
     return [p for p, e in zip(picked, est[:len(picked)]) if float(e) <= fastest_level]
 
 
+def stale_pretrained(path: Any) -> str | None:
+    """Why the model file ``path`` may be stale (trained on another simulator), or None.
+
+    Compares the simulator fingerprint recorded beside it (:func:`cost_model.pretrained_info`)
+    with today's (:func:`autotune.sampling._simprint.simulator_fingerprint`). A stale model
+    is still used: the rank check drops it if it orders this target's first
+    measurements worse than the roofline (:class:`WarmRanker`).
+    """
+    import cost_model
+    from autotune.sampling._simprint import simulator_fingerprint
+
+    info = cost_model.pretrained_info(path)
+    now = simulator_fingerprint()
+    was = None if info is None else info.get("simulator")
+    if was == now:
+        return None
+    what = ("an unrecorded simulator" if was is None else f"another simulator (fingerprint {was})")
+    return (f"the shipped cost model was trained on {what}; this simulator's fingerprint is "
+            f"{now}: it ranks only while it orders this target's measurements at least as "
+            "well as the roofline (retrain it: tools/train_pretrained.py)")
+
+
 def pretrained_factory(records: dict[str, list[Any]], notify: Callable[[str], None] | None
                        ) -> Callable[[Space, Graph, Target, int | None], Any] | None:
     """A ranker factory that starts the tasks without records from the shipped model.
@@ -312,7 +453,11 @@ def pretrained_factory(records: dict[str, list[Any]], notify: Callable[[str], No
             "the roofline estimate ranks until the first measurements")
         return None
     say(f"{len(empty)} of {len(records)} task(s) have no records on this target yet: the "
-        f"shipped pre-trained cost model ({path.name}) ranks their first candidates")
+        f"shipped pre-trained cost model ({path.name}) ranks their first candidates, beside "
+        "the roofline estimate")
+    stale = stale_pretrained(path)
+    if stale:
+        say(stale)
     factory = ranker_factory({}, str(path))
 
     def make(space: Space, graph: Graph, target: Target, seed: int | None) -> Any:

@@ -17,6 +17,12 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
 3. if no schedule ran, the variant is infeasible with the first capacity
    error its measurements gave.
 
+With ``allocate="adaptive"`` (the default) step 2 is a probe of a quarter of
+``trials_per_variant`` per variant, and the rest of the sweep's budget
+(``trials_per_variant`` times the feasible variants) then goes in chunks to the
+variants whose best still improves (:mod:`autotune.whatif._budget`), each chunk a
+resumed ``tune`` of that variant, warm from all the others.
+
 The log is the truth, as for ``tune``: a variant whose records reach the
 budget is not tuned again, and one cut short resumes, so a killed sweep
 re-run measures nothing twice. The table (:func:`sweep_table`) is computed
@@ -38,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._tasks import Task, model_names
+from autotune.whatif._budget import allot, probe_size
 from autotune.whatif._nearest import tuning_order
 from autotune.whatif._rows import SweepResult, SweepRow
 from autotune.whatif._targets import Variant
@@ -112,13 +119,18 @@ def sweep(
     callbacks: Sequence[Callable[[JobState], None]] = (),
     notify: Callable[[str], None] | None = None,
     on_variant: Callable[[int, Variant, str], None] | None = None,
+    allocate: str = "adaptive",
 ) -> SweepResult:
     """Tune ``models`` on every variant into ``log``; write the table and plots to ``out``.
 
     Args:
         models: ONNX paths, ``Model``/``Graph`` values or ``Task`` values.
         variants: The targets (:func:`autotune.whatif._targets.make_variants`).
-        trials_per_variant: Records per variant the log should hold (seeds included).
+        trials_per_variant: Records per variant the log should hold (seeds included): each
+            variant's with ``allocate="equal"``; on average with ``"adaptive"``, where each
+            variant gets a probe and the rest goes where the best still improves
+            (:mod:`autotune.whatif._budget`; a share left when no variant improves any
+            more is not spent).
         log: The one JSON-lines log of every variant (appended; re-run to resume).
         out: Directory for ``table.csv``, ``table.json``, the plots and each variant's
             hardware file (``targets/<variant>.toml``); None writes nothing.
@@ -132,7 +144,9 @@ def sweep(
         callbacks: Passed to every tune.
         notify: Called with lines for the user.
         on_variant: Called with (position in the tuning order, variant, what happens) as each
-            variant starts (variants are tuned nearest the base first: :func:`tuning_order`).
+            variant starts (variants are tuned nearest the base first: :func:`tuning_order`);
+            ``"more"`` when an adaptive sweep gives a variant another chunk.
+        allocate: ``"adaptive"`` (the default) or ``"equal"``.
 
     Raises:
         GraphtuneError: a bad argument, model or log (before anything is measured).
@@ -143,6 +157,8 @@ def sweep(
 
     if trials_per_variant < 1:
         raise GraphtuneError(f"trials per variant must be >= 1, got {trials_per_variant}")
+    if allocate not in ("adaptive", "equal"):
+        raise GraphtuneError(f"unknown allocation {allocate!r}: choose adaptive or equal")
     if time_budget_s is not None and not time_budget_s > 0:
         raise GraphtuneError(f"the time budget must be > 0 s, got {time_budget_s}")
     if not variants:
@@ -154,6 +170,27 @@ def sweep(
     t0 = time.monotonic()
     reasons: dict[str, str] = {}
     order = tuning_order(variants)
+    first = probe_size(trials_per_variant) if allocate == "adaptive" else trials_per_variant
+
+    def run(variant: Variant, trials: int, finished: Sequence[Variant],
+            extra: Sequence[Callable[[JobState], None]], loud: bool | None) -> None:
+        """Tune ``variant`` to ``trials`` records, warm from ``finished``. A later chunk (``loud``
+        None) takes only their seeds: its own rows rank by then (WarmRanker.own_enough)."""
+        warm_seeds, ranker = None, None
+        if warm and finished:
+            warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
+                                            rows=loud is not None)
+        use_pretrained = pretrained and ranker is None
+        res = tune(tasks, trials=trials, log=log_path, target=variant.target,
+                   search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
+                                        pretrained=use_pretrained),
+                   run=RunOptions(workers=workers, callbacks=[*callbacks, *extra],
+                                  notify=say if loud else None, curve=False))
+        result.measured += res.measured
+        if any(t.best_latency_us is None for t in res.tasks):
+            reasons[variant.name] = _failure_reason(log_path, tasks, variant)
+            say(f"{variant.name} is infeasible: {reasons[variant.name]}")
+
     for n, i in enumerate(order):
         variant = variants[i]
         why = _infeasible(tasks, variant.target)
@@ -165,7 +202,7 @@ def sweep(
             continue
         done = _records(log_path, tasks, [variant])
         have = sum(len(v) for v in done.get(variant.key, {}).values())
-        if have >= trials_per_variant:
+        if have >= first:
             if on_variant:
                 on_variant(n, variant, "done")
             continue
@@ -178,27 +215,89 @@ def sweep(
                 break
             budget_cb.append(_deadline(time.monotonic() + left / (len(variants) - n)))
         finished = [variants[j] for j in order[:n] if variants[j].name not in reasons]
-        warm_seeds, ranker = None, None
-        if warm and finished:
-            warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained)
-        use_pretrained = pretrained and ranker is None
         if on_variant:
             on_variant(n, variant, "tuning")
-        res = tune(tasks, trials=trials_per_variant, log=log_path, target=variant.target,
-                   search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
-                                        pretrained=use_pretrained),
-                   run=RunOptions(workers=workers, callbacks=[*callbacks, *budget_cb],
-                                  notify=say if n == 0 else None, curve=False))
-        result.measured += res.measured
-        if any(t.best_latency_us is None for t in res.tasks):
-            reasons[variant.name] = _failure_reason(log_path, tasks, variant)
-            say(f"{variant.name} is infeasible: {reasons[variant.name]}")
+        run(variant, first, finished, budget_cb, n == 0)
+    else:
+        if allocate == "adaptive":
+            _spend_the_rest(log_path, tasks, [variants[i] for i in order], reasons,
+                            trials_per_variant, run, on_variant,
+                            None if time_budget_s is None else t0 + time_budget_s)
     result.rows = sweep_table(log_path, tasks, variants, reasons, trials_per_variant)
     if out is not None:
         from autotune.whatif._out import write_outputs
 
         result.files = write_outputs(Path(out), result, variants)
     return result
+
+
+def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Variant],
+                    reasons: dict[str, str], trials_per_variant: int,
+                    run: Callable[[Variant, int, Sequence[Variant], Sequence[Callable[[JobState], None]],
+                                   bool | None], None],
+                    on_variant: Callable[[int, Variant, str], None] | None,
+                    t_end: float | None) -> None:
+    """After the probes: chunks to the variants whose best still improves (:func:`allot`)."""
+    exhausted: set[str] = set()
+    while True:
+        live = [v for v in ordered if v.name not in reasons and v.key not in exhausted]
+        if not live:
+            return
+        hist = _histories(log_path, tasks, live)
+        budget, handed = allot(hist, [v.key for v in live], trials_per_variant,
+                               {v.key: _floor(tasks, v) for v in live})
+        if not handed or len(hist.get(handed[-1], [])) >= budget[handed[-1]]:
+            return
+        if t_end is not None and time.monotonic() >= t_end:
+            return
+        variant = next(v for v in live if v.key == handed[-1])
+        have = len(hist.get(variant.key, []))
+        if on_variant:
+            on_variant(ordered.index(variant), variant, "more")
+        others = [v for v in ordered if v.name not in reasons and v.key != variant.key]
+        run(variant, budget[variant.key], others,
+            [] if t_end is None else [_deadline(t_end)], None)
+        if len(_histories(log_path, tasks, [variant]).get(variant.key, [])) <= have:
+            exhausted.add(variant.key)  # nothing new to measure (or the time is spent)
+
+
+def _floor(tasks: Sequence[Task], variant: Variant) -> float:
+    """The weighted lower bound of the tasks on the variant (:func:`sim.lower_bound`)."""
+    from sim import lower_bound
+
+    return sum(float(t.weight) * lower_bound(t.graph, t.batch, variant.target) for t in tasks)
+
+
+def _histories(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
+               ) -> dict[str, list[float | None]]:
+    """Variant key -> the tasks' weighted best latency after each of its records, in log order
+    (None until every task has run once)."""
+    import warnings
+
+    from logs import LogWarning, read_records
+    from sim import MEASURER, MEASURER_VERSION
+
+    weight = {t.key: float(t.weight) for t in tasks}
+    wanted = {v.key for v in variants}
+    best: dict[str, dict[str, float]] = {}
+    out: dict[str, list[float | None]] = {}
+    if not os.path.exists(log_path) or not os.path.getsize(log_path):
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LogWarning)
+        for rec in read_records(log_path):
+            tk = str(rec.target)
+            if tk not in wanted or rec.workload.key not in weight:
+                continue
+            if rec.prov.measurer != MEASURER or rec.prov.measurer_version != MEASURER_VERSION:
+                continue
+            mine = best.setdefault(tk, {})
+            lat = rec.result.latency_us
+            if rec.result.status.value == "ok" and lat:
+                mine[rec.workload.key] = min(mine.get(rec.workload.key, float("inf")), float(lat))
+            out.setdefault(tk, []).append(
+                sum(weight[k] * mine[k] for k in weight) if len(mine) == len(weight) else None)
+    return out
 
 
 def _deadline(t_end: float) -> Callable[[JobState], None]:
@@ -245,11 +344,13 @@ def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
 
 
 def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
-               finished: Sequence[Variant], pretrained: bool) -> tuple[dict[str, list[Any]], Any]:
+               finished: Sequence[Variant], pretrained: bool, rows: bool = True
+               ) -> tuple[dict[str, list[Any]], Any]:
     """Warm seeds and the ranker factory of ``variant`` from the finished variants' records.
 
     Seeds come from the nearest finished variants only, and each finished variant
     gives the cost model fewer rows the farther it is (:mod:`autotune.whatif._nearest`).
+    Without ``rows``, the seeds alone (the ranker is None: the default one).
     """
     from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules
     from autotune.whatif._nearest import prior_rows, seed_sources
@@ -257,14 +358,17 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
     recs = _records(log_path, tasks, finished)
     targets = {v.key: v.target for v in finished}
     near = {v.key for v in seed_sources(variant, finished)}
-    rows = prior_rows(variant, finished, MAX_PRIOR_ROWS_PER_TARGET)
+    if not rows:
+        return {t.key: warm_schedules(r for tk, by in recs.items() if tk in near
+                                      for r in by.get(t.key, [])) for t in tasks}, None
+    rows_of = prior_rows(variant, finished, MAX_PRIOR_ROWS_PER_TARGET)
     seeds: dict[str, list[Any]] = {}
     priors: dict[str, Any] = {}
     for t in tasks:
         seeds[t.key] = warm_schedules(r for tk, by in recs.items() if tk in near
                                       for r in by.get(t.key, []))
-        mine = [(targets[tk], r) for tk, by in recs.items() if tk in rows
-                for r in _fastest(by.get(t.key, []), rows[tk])]
+        mine = [(targets[tk], r) for tk, by in recs.items() if tk in rows_of
+                for r in _fastest(by.get(t.key, []), rows_of[tk])]
         priors[t.key] = prior_data(t.graph, mine)
     base = None
     if pretrained:

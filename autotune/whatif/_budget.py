@@ -1,0 +1,118 @@
+"""How a sweep spends its measurements: a probe per variant, then the rest where it still pays.
+
+A sweep's budget is ``trials_per_variant`` times the variants, but variants are not
+alike: where the nearest finished variant's best schedule is this variant's best
+too (on MobileNetV2 b16, the L1 768K and 1M variants: within 2% at the first
+measurement), more measurements find nothing, while across a regime change (L1
+512K and below, where O3 is 7-13x off the best) a cold tune still improves after
+140 measurements (``bench/results/sweep.md``). So, as Ansor's task scheduler
+does for the tasks of one model (:mod:`autotune.job._scheduler`), the sweep first
+gives every variant a probe of :func:`probe_size` measurements (in the tuning
+order, each warm from the ones probed before it), then hands out the rest in
+chunks of :func:`chunk_size`, each to the variant whose best latency is expected
+to fall the most per measurement, relative to itself (the sweep's goal is every
+variant's best, not their sum):
+
+    score = alpha * backward + (1 - alpha) * forward
+
+``backward`` the relative gain over its last chunk per measurement (within the
+second half of its history: a variant's first records are O0-O3, and O0 alone is
+40x off the best on MobileNetV2 b16, which would make the base variant, whose O3
+is its best, look like the one still improving), and ``forward`` Ansor's
+optimistic guess capped by the physical floor, in relative terms: the distance
+from its best to its floor (the simulator's lower bound of its tasks,
+``sim.lower_bound``, which counts each engine's work and so moves with the
+variant) over its best, spread over the measurements it had. A variant whose
+best is at its floor gets nothing more (on MobileNetV2 b16 the STCP920's best is
+3 % above the 1,469 µs floor, the L1 384K / DDR 13 variant's 27 % after 50
+measurements); one whose best stalls far above it still gets chunks, fewer as it
+has more. Records a variant holds beyond its allotment (a sweep re-run with
+another allocation) count towards the total.
+
+The allotment is a function of the log alone (:func:`allot` replays it from each
+variant's first records, counting every record already in the log towards the
+total), so a killed sweep re-run measures nothing twice and never exceeds the
+total; the chunks it has left may go elsewhere than an uninterrupted run's (a
+variant's records past its replayed allotment are counted before they are
+handed out), so the two tables agree within the search's noise, not exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+__all__ = ["ALPHA", "allot", "chunk_size", "probe_size", "score"]
+
+ALPHA = 0.2
+"""Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
+
+
+def probe_size(trials_per_variant: int) -> int:
+    """Measurements every variant gets first: a quarter of its share, at least 16 (or all of it)."""
+    return min(trials_per_variant, max(trials_per_variant // 4, 16))
+
+
+def chunk_size(trials_per_variant: int) -> int:
+    """Measurements a variant gets each time it is picked after the probes: a quarter of its
+    share, at least 8."""
+    return max(trials_per_variant // 4, 8)
+
+
+def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> float:
+    """Expected relative gain per measurement of a variant with these latencies (in order).
+
+    ``None`` is a failed measurement; ``floor`` the variant's lower bound (0: unknown,
+    then the forward term is ``1 / n``). 0 when nothing ran, or when the best is at
+    the floor and did not fall over the second half of the history.
+    """
+    best: list[float] = []
+    cur = float("inf")
+    for lat in latencies:
+        if lat is not None and lat > 0:
+            cur = min(cur, float(lat))
+        best.append(cur)
+    ok = [i for i, b in enumerate(best) if b < float("inf")]
+    if not ok:
+        return 0.0
+    now, n = best[-1], len(best)
+    back = max(ok[0], (n - 1) // 2, n - 1 - chunk)
+    backward = (best[back] - now) / now / max(n - 1 - back, 1)
+    forward = max(now - floor, 0.0) / now / n
+    return ALPHA * backward + (1 - ALPHA) * forward
+
+
+def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
+          trials_per_variant: int, floors: Mapping[str, float] | None = None
+          ) -> tuple[dict[str, int], list[str]]:
+    """Each variant's measurement budget, and the chunks in the order they were handed out.
+
+    Args:
+        histories: Variant key -> its measured latencies in log order (None: failed).
+        keys: The feasible variants, in the tuning order.
+        trials_per_variant: The average budget per variant.
+        floors: Variant key -> its lower bound (missing: unknown).
+
+    Returns ``(budget per key, the key of each chunk handed out)``. The replay stops
+    at the first variant whose log does not hold its allotment yet: that is the one
+    to measure next (the caller tunes it to its budget and calls again).
+    """
+    probe, chunk = probe_size(trials_per_variant), chunk_size(trials_per_variant)
+    budget = {k: probe for k in keys}
+    handed: list[str] = []
+    total = trials_per_variant * len(keys)
+    if any(len(histories.get(k, ())) < probe for k in keys):
+        return budget, handed
+    def spent() -> int:
+        return sum(max(budget[k], len(histories.get(k, ()))) for k in keys)
+
+    while spent() + chunk <= total:
+        scores = {k: score(list(histories.get(k, ()))[:budget[k]], chunk,
+                           (floors or {}).get(k, 0.0)) for k in keys}
+        pick = max(keys, key=lambda k: (scores[k], -budget[k]))
+        if scores[pick] <= 0.0:
+            break
+        budget[pick] += chunk
+        handed.append(pick)
+        if len(histories.get(pick, ())) < budget[pick]:
+            break
+    return budget, handed
