@@ -17,7 +17,10 @@ not propose it again; the holder's result reaches the study when it ends).
 A running trial names its driver in ``graphtune_driver`` (host and log path).
 A driver holds an exclusive ``flock`` on its log while it runs, so a claim held
 by a killed driver on the same host is seen to be stale (its log is not
-locked) and ignored. A killed driver on another host keeps its claims until
+locked) and ignored, unless that log already holds the trial's record: a driver
+writes its log before it tells the study, so one killed in between leaves a
+measured candidate behind a running trial (its resume tells the study from the
+log; another driver must not measure it again). A killed driver on another host keeps its claims until
 its log is resumed there: reconcile fails the running trials its own driver
 left, never another driver's.
 """
@@ -155,8 +158,9 @@ class Claims:
         for t in self._with_cid(study, cid):
             if t.number == number or t.user_attrs.get(CID_ATTR) != cid:
                 continue
+            owner = t.user_attrs.get(OWNER_ATTR)
             if t.state == TrialState.COMPLETE or (t.state == TrialState.RUNNING and (
-                    not _dead_here(t.user_attrs.get(OWNER_ATTR)))):
+                    not _dead_here(owner) or _logged(owner, study.study_name, t.number))):
                 return t
             if t.state == TrialState.FAIL and t.user_attrs.get(STATUS_ATTR) not in (
                 None, "worker_lost"
@@ -198,3 +202,31 @@ def _dead_here(owner: object) -> bool:
     finally:
         os.close(fd)  # closing drops the probe's lock too
     return True
+
+
+# A driver killed between writing its log and telling the study wrote the record last
+# or nearly: the tail of its log is enough (a record is a few KB).
+_TAIL_BYTES = 4 << 20
+
+
+def _logged(owner: object, study_name: str, number: int) -> bool:
+    """Whether the log of the dead driver ``owner`` (``host:log path``) holds the record
+    of trial ``number`` of ``study_name`` (it was measured, the study was not told)."""
+    if not isinstance(owner, str):
+        return False
+    path = owner.partition(":")[2]
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - _TAIL_BYTES))
+            tail = f.read()
+    except OSError:
+        return False
+    for line in reversed(tail.splitlines()):
+        try:
+            prov = json.loads(line).get("prov") or {}
+        except (ValueError, AttributeError):
+            continue  # a torn or cut line
+        if prov.get("trial") == number and prov.get("study") == study_name:
+            return True
+    return False

@@ -289,6 +289,16 @@ def test_claims_hold_a_candidate_for_one_driver(tmp_path: Path) -> None:
         finally:
             os.close(fd)  # its driver was killed
         assert c2.claim(s2, t6._trial_id, t6.number, "w").ours
+        # ... unless its log holds the trial's record: killed after writing its log and
+        # before telling the study, it measured the candidate (fails without _logged).
+        t7, t8 = s1.ask(), s2.ask()
+        t7.set_user_attr("graphtune_driver", f"{socket.gethostname()}:{log_a}")
+        assert c1.claim(s1, t7._trial_id, t7.number, "v").ours
+        log_a.write_text(json.dumps({"prov": {"study": "s", "trial": t7.number}}) + "\n{torn")
+        held = c2.claim(s2, t8._trial_id, t8.number, "v")
+        assert not held.ours and held.holder is not None and held.holder.number == t7.number
+        log_a.write_text(json.dumps({"prov": {"study": "other", "trial": t7.number}}) + "\n")
+        assert c2.claim(s2, t8._trial_id, t8.number, "v").ours
         # The journal is shared: a driver that would own it (s.jsonl's default) is refused.
         with pytest.raises(GraphtuneError, match="in use by another graphtune tune"):
             open_storage(None, str(tmp_path / "s.jsonl"))
