@@ -42,6 +42,7 @@ the Python walk.
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import sys
@@ -75,24 +76,28 @@ _AUTO = 3
 STATS = {"c": 0, "overflow": 0, "wide": 0}
 _MAX_STREAMED = 16  # streamable inputs of one group the C walk's masks can hold
 
-_module: Any = None
-_state = {"tried": False, "warned": False}
+_state = {"warned": False}
+_modules: dict[str, Any] = {}
+
+
+def load_extension(name: str) -> Any:
+    """The compiled module ``search_space.<name>``, or None: pure Python forced
+    (``GRAPHTUNE_PURE_PYTHON``) or not built (one import attempt per process; the first
+    missing part warns once, :func:`missing`)."""
+    if os.environ.get("GRAPHTUNE_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    if name not in _modules:
+        try:
+            _modules[name] = importlib.import_module(f"search_space.{name}")
+        except ImportError as exc:
+            _modules[name] = None
+            missing(exc)
+    return _modules[name]
 
 
 def _load() -> Any:
-    """The extension module, or None (pure Python forced, or not built: warned once)."""
-    if os.environ.get("GRAPHTUNE_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    if _state["tried"]:
-        return _module
-    _state["tried"] = True
-    try:  # one attempt per process: a missing extension warns once
-        from search_space import _cwalk  # type: ignore[attr-defined]
-    except ImportError as exc:
-        missing(exc)
-        return None
-    globals()["_module"] = _cwalk
-    return _cwalk
+    """The compiled walk (``_cwalk``), or None."""
+    return load_extension("_cwalk")
 
 
 def missing(exc: ImportError) -> None:

@@ -21,39 +21,25 @@ model. Transfer placements are the space's shared ``Placement`` values (equal to
 the ones ``derive_transfers`` makes: DDR, on the consumer chunk's cores).
 
 ``GRAPHTUNE_PURE_PYTHON=1`` forces the Python path; a missing extension warns once
-(:func:`search_space._ccore.warn_missing`) and decoding uses the Python path.
+(:func:`search_space._ccore.missing`) and decoding uses the Python path.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from compiler.derive import Node, group_io
 from compiler.schedule import Transfer
-from search_space._ccore import missing, tensor_codes
+from search_space._ccore import load_extension, tensor_codes
 
 Decoding = Any  # a search_space._build.Decoding (importing it back would close a circle)
 
 STATS = {"c": 0}
-_module: Any = None
-_state = {"tried": False}
 
 
 def _load() -> Any:
-    """The extension module, or None (pure Python forced, or not built: warned once)."""
-    if os.environ.get("GRAPHTUNE_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    if _state["tried"]:
-        return _module
-    _state["tried"] = True
-    try:
-        from search_space import _cdag  # type: ignore[attr-defined]
-    except ImportError as exc:
-        missing(exc)
-        return None
-    globals()["_module"] = _cdag
-    return _cdag
+    """The compiled chunk DAG (``_cdag``), or None (pure Python forced, or not built: warned once)."""
+    return load_extension("_cdag")
 
 
 def available() -> bool:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autotune.sampling._ranker import CostModelRanker
+from autotune.sampling._ranker import CostModelRanker, _CostModelScorer
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -254,19 +254,12 @@ def hedged_scores(learnt: np.ndarray, roofline: np.ndarray) -> np.ndarray:
     return np.maximum(a, b) + a / (4.0 * len(a) * len(a))
 
 
-class _HedgedScorer:
+class _HedgedScorer(_CostModelScorer):
     """:func:`hedged_scores` of a learnt model and the roofline, on a breeding worker."""
 
     def __init__(self, model: Any, roofline: Any, label: str) -> None:
-        self._model = model
+        super().__init__(model, label)
         self._roofline = roofline
-        self.label = label
-
-    def features(self, space: Space, schedules: Sequence[GraphSchedule]) -> np.ndarray:
-        import cost_model
-
-        rows = cost_model.features(space.graph, list(schedules), space.target)  # type: ignore[attr-defined,unused-ignore]
-        return np.asarray(rows, dtype=np.float32)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return hedged_scores(np.asarray(self._model.predict(x), dtype=np.float64),

@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -272,31 +272,17 @@ def _histories(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
                ) -> dict[str, list[float | None]]:
     """Variant key -> the tasks' weighted best latency after each of its records, in log order
     (None until every task has run once)."""
-    import warnings
-
-    from logs import LogWarning, read_records
-    from sim import MEASURER, MEASURER_VERSION
-
     weight = {t.key: float(t.weight) for t in tasks}
-    wanted = {v.key for v in variants}
     best: dict[str, dict[str, float]] = {}
     out: dict[str, list[float | None]] = {}
-    if not os.path.exists(log_path) or not os.path.getsize(log_path):
-        return out
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LogWarning)
-        for rec in read_records(log_path):
-            tk = str(rec.target)
-            if tk not in wanted or rec.workload.key not in weight:
-                continue
-            if rec.prov.measurer != MEASURER or rec.prov.measurer_version != MEASURER_VERSION:
-                continue
-            mine = best.setdefault(tk, {})
-            lat = rec.result.latency_us
-            if rec.result.status.value == "ok" and lat:
-                mine[rec.workload.key] = min(mine.get(rec.workload.key, float("inf")), float(lat))
-            out.setdefault(tk, []).append(
-                sum(weight[k] * mine[k] for k in weight) if len(mine) == len(weight) else None)
+    for rec in _sim_records(log_path, tasks, variants):
+        tk = str(rec.target)
+        mine = best.setdefault(tk, {})
+        lat = rec.result.latency_us
+        if rec.result.status.value == "ok" and lat:
+            mine[rec.workload.key] = min(mine.get(rec.workload.key, float("inf")), float(lat))
+        out.setdefault(tk, []).append(
+            sum(weight[k] * mine[k] for k in weight) if len(mine) == len(weight) else None)
     return out
 
 
@@ -318,9 +304,9 @@ def _infeasible(tasks: Sequence[Task], target: Target) -> str | None:
     return None
 
 
-def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
-             ) -> dict[str, dict[str, list[Record]]]:
-    """Target key -> workload key -> the log's simulator records of these tasks and variants."""
+def _sim_records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
+                 ) -> Iterator[Record]:
+    """The log's records of these tasks on these variants by today's simulator, in log order."""
     import warnings
 
     from logs import LogWarning, read_records
@@ -328,18 +314,24 @@ def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
 
     keys = {t.key for t in tasks}
     wanted = {v.key for v in variants}
-    out: dict[str, dict[str, list[Record]]] = {}
     if not os.path.exists(log_path) or not os.path.getsize(log_path):
-        return out
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LogWarning)
         for rec in read_records(log_path):
-            tk = str(rec.target)
-            if tk not in wanted or rec.workload.key not in keys:
+            if str(rec.target) not in wanted or rec.workload.key not in keys:
                 continue
             if rec.prov.measurer != MEASURER or rec.prov.measurer_version != MEASURER_VERSION:
                 continue
-            out.setdefault(tk, {}).setdefault(rec.workload.key, []).append(rec)
+            yield rec
+
+
+def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
+             ) -> dict[str, dict[str, list[Record]]]:
+    """Target key -> workload key -> the log's simulator records of these tasks and variants."""
+    out: dict[str, dict[str, list[Record]]] = {}
+    for rec in _sim_records(log_path, tasks, variants):
+        out.setdefault(str(rec.target), {}).setdefault(rec.workload.key, []).append(rec)
     return out
 
 
