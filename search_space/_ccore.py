@@ -74,7 +74,8 @@ _AUTO = 3
 
 # how many decodes took which path (the differential tests check the C path ran)
 STATS = {"c": 0, "overflow": 0, "wide": 0}
-_MAX_STREAMED = 16  # streamable inputs of one group the C walk's masks can hold
+_MAX_STREAMED = 61  # streamable inputs of one group the C walk's masks can hold (64-bit)
+_LIST_STREAMED = 16  # up to this many, the working-set table is a list; wider, a dict
 
 _state = {"warned": False}
 _modules: dict[str, Any] = {}
@@ -150,7 +151,10 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     if hit is None:
         codes = tensor_codes(dec.space)
         names = tuple(t for t in info.inputs if t in info.streamable)
-        table: list[float | None] = [None] * (4 << len(names))  # filled as the walk asks
+        # filled as the walk asks: a list of 4 << inputs entries, or a dict when that is too
+        # long (DLRM's interaction concat streams up to 27 inputs: 2^29 entries)
+        table: list[float | None] | dict[int, float] = (
+            [None] * (4 << len(names)) if len(names) <= _LIST_STREAMED else {})
         fill = _Filler(dec.mem, info.ops, names, spp, cpp, table)
         inputs = tuple((codes.setdefault(t, len(codes)), names.index(t) if t in names else -1)
                        for t in info.inputs)
@@ -171,7 +175,7 @@ class _Filler:
     __slots__ = ("cpp", "mem", "names", "ops", "spp", "table")
 
     def __init__(self, mem: Any, ops: tuple[int, ...], names: tuple[str, ...], spp: int, cpp: int,
-                 table: list[float | None]) -> None:
+                 table: list[float | None] | dict[int, float]) -> None:
         self.mem, self.ops, self.names, self.spp, self.cpp, self.table = mem, ops, names, spp, cpp, table
 
     def __call__(self, i: int) -> float:
@@ -202,9 +206,9 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     mod = _load()
     if mod is None:
         return None
-    # the C walk keys working sets by a 16-bit mask of streamable inputs: a group that
-    # reads more (DLRM's interaction concat reads 27) walks in Python
-    if any(len(gr.info.streamable & set(gr.info.inputs)) >= _MAX_STREAMED for gr in dec.groups):
+    # the C walk keys working sets by a 64-bit mask of streamable inputs (61 of them and
+    # the two flags): a group that reads more walks in Python
+    if any(len(gr.info.streamable & set(gr.info.inputs)) > _MAX_STREAMED for gr in dec.groups):
         STATS["wide"] += 1
         return None
     space = dec.space

@@ -25,6 +25,14 @@
 #include <string.h>
 
 enum { L1 = 0, LLB = 1, DDR = 2 };
+
+/* A set of a group's streamable inputs, one bit each: up to MAX_STREAMED of them (DLRM's
+ * interaction concat reads 27). The working sets are indexed by (mask * 2 + out_off) * 2 +
+ * held, which must fit in a Mask too. Up to LIST_STREAMED inputs the table is a Python
+ * list of 4 << inputs entries (and a C array caches what was read); wider, a dict. */
+typedef unsigned long long Mask;
+#define MAX_STREAMED 61
+#define LIST_STREAMED 16
 enum { K_GROUP = 0, K_TRANSFER = 1, K_FIXED = 2 };
 
 typedef struct {
@@ -58,12 +66,14 @@ typedef struct {
     double total;  /* bytes of the result in the LLB */
     int n_inputs;
     Input *inputs;
-    int n_work;    /* 4 << streamable */
-    double *work;  /* [(mask * 2 + out_off) * 2 + held] */
+    int n_work;    /* 4 << streamable (a list table), 0 (a dict table: wider groups) */
+    double *work;  /* [(mask * 2 + out_off) * 2 + held] (list tables only) */
     unsigned char *known;  /* work entries read here (the others: from `table`, else `filler`) */
-    PyObject *table;       /* borrowed: the shared Python table (a list; None: not computed yet) */
+    PyObject *table;       /* borrowed: the shared Python table (a list, None: not computed
+                            * yet; or a dict, absent: not computed yet) */
     PyObject *filler;      /* borrowed: filler(index) -> float, the Python definition */
-    int full;      /* mask of every streamable input */
+    Mask full;     /* mask of every streamable input */
+    int wide;      /* the table is a dict (more than LIST_STREAMED streamable inputs) */
     double tiles;  /* group: weight tiles in the LLB while it runs (compiler.capacity.llb_weight_tiles) */
 } Step;
 
@@ -104,7 +114,8 @@ typedef struct {
     int n_edges;
     int *ge_src, *ge_dst;     /* per global read: the source step and the reader */
     double *staying;
-    int *mask_out, *held_out;
+    Mask *mask_out;
+    int *held_out;
     double *usage;            /* per step, per core of the step */
     int *usage_ptr;
 } Walk;
@@ -113,25 +124,43 @@ typedef struct {
  * use (its result is kept in the space's table for later decodes). The table is read when
  * the entry is first needed, not copied when the step is parsed: the chunks of one group
  * share it, so an entry the filler computed for one chunk is found by the next. */
-static double work_at(Walk *w, Step *s, int mask, int off, int held) {
-    int i = ((mask * 2 + off) * 2) + held;
+/* The value of entry i: `have` (borrowed), or when it is NULL the Python definition's. */
+static double filled(Walk *w, Step *s, Mask i, PyObject *have) {
+    if (w->failed) return 0.0;
+    PyObject *r = have ? have : PyObject_CallFunction(s->filler, "K", i);
+    if (!r) {
+        w->failed = 1;
+        return 0.0;
+    }
+    double v = PyFloat_AsDouble(r);
+    if (!have) Py_DECREF(r);
+    if (v == -1.0 && PyErr_Occurred()) w->failed = 1;
+    return v;
+}
+
+/* A wide group's table is a dict: nothing cached here (its entries are few and far apart). */
+static double work_wide(Walk *w, Step *s, Mask i) {
+    if (w->failed) return 0.0;
+    PyObject *key = PyLong_FromUnsignedLongLong(i);
+    if (!key) {
+        w->failed = 1;
+        return 0.0;
+    }
+    PyObject *have = PyDict_GetItemWithError(s->table, key);  /* borrowed */
+    Py_DECREF(key);
+    if (!have && PyErr_Occurred()) {
+        w->failed = 1;
+        return 0.0;
+    }
+    return filled(w, s, i, have);
+}
+
+static double work_at(Walk *w, Step *s, Mask mask, int off, int held) {
+    Mask i = ((mask * 2 + (Mask)off) * 2) + (Mask)held;
+    if (s->wide) return work_wide(w, s, i);
     if (!s->known[i]) {
-        double v = 0.0;
         PyObject *have = PyList_GET_ITEM(s->table, i);
-        if (have != Py_None && !w->failed) {
-            v = PyFloat_AsDouble(have);
-            if (v == -1.0 && PyErr_Occurred()) w->failed = 1;
-        } else if (!w->failed) {
-            PyObject *r = PyObject_CallFunction(s->filler, "i", i);
-            if (!r) {
-                w->failed = 1;
-            } else {
-                v = PyFloat_AsDouble(r);
-                Py_DECREF(r);
-                if (v == -1.0 && PyErr_Occurred()) w->failed = 1;
-            }
-        }
-        s->work[i] = v;
+        s->work[i] = filled(w, s, i, have == Py_None ? NULL : have);
         s->known[i] = 1;
     }
     return s->work[i];
@@ -219,7 +248,7 @@ static void allocate(Walk *w, int i) {
 }
 
 /* Streamed mask, staying bytes per core (w->staying) and held: scope-independent. */
-static void group_inputs(Walk *w, int k, int *mask, int *held) {
+static void group_inputs(Walk *w, int k, Mask *mask, int *held) {
     const Step *s = &w->st[k];
     double *st = w->staying;
     for (int c = 0; c < w->nc; c++) st[c] = 0.0;
@@ -230,7 +259,7 @@ static void group_inputs(Walk *w, int k, int *mask, int *held) {
         int d = in->src;
         int sc = d >= 0 ? w->scope[d] : DDR;
         if (sc != L1) {
-            if (in->sbit >= 0) *mask |= 1 << in->sbit;
+            if (in->sbit >= 0) *mask |= (Mask)1 << in->sbit;
             continue;
         }
         if (w->last[d] > k) *held = 1;
@@ -245,12 +274,13 @@ static void group_inputs(Walk *w, int k, int *mask, int *held) {
 }
 
 /* Whether step k fits with its result in `scope`; fills the usage and *need. */
-static int evaluate(Walk *w, int k, int scope, double *usage, double *need, int *mask_o,
+static int evaluate(Walk *w, int k, int scope, double *usage, double *need, Mask *mask_o,
                     int *held_o) {
     Step *s = &w->st[k];
     *need = -1.0;
     if (s->kind == K_GROUP) {
-        int mask, held;
+        Mask mask;
+        int held;
         group_inputs(w, k, &mask, &held);
         *mask_o = mask;
         *held_o = held;
@@ -317,8 +347,9 @@ static int evaluate(Walk *w, int k, int scope, double *usage, double *need, int 
 
 static double work_lb(Walk *w, int j, int k) {
     Step *s = &w->st[j];
-    int known = 0, unknown = 0, n_unknown = 0, held = 0;
-    int ubits[2] = {0, 0};
+    Mask known = 0, unknown = 0;
+    int n_unknown = 0, held = 0;
+    Mask ubits[2] = {0, 0};
     for (int q = 0; q < s->n_inputs; q++) {
         const Input *in = &s->inputs[q];
         int d = in->src;
@@ -328,16 +359,16 @@ static double work_lb(Walk *w, int j, int k) {
         else if (d < k) sc = w->scope[d];
         else {
             if (in->sbit >= 0) {
-                if (n_unknown < 2) ubits[n_unknown] = 1 << in->sbit;
+                if (n_unknown < 2) ubits[n_unknown] = (Mask)1 << in->sbit;
                 n_unknown++;
-                unknown |= 1 << in->sbit;
+                unknown |= (Mask)1 << in->sbit;
             }
             continue;
         }
         if (sc == L1) {
             held = held || (d >= 0 && w->last[d] > j);
         } else if (in->sbit >= 0) {
-            known |= 1 << in->sbit;
+            known |= (Mask)1 << in->sbit;
         }
     }
     double best = work_at(w, s, known | unknown, 1, held);
@@ -523,7 +554,8 @@ static int run(Walk *w) {
                 int sc = opts[q];
                 if (sc == L1 && !ahead_ok(w, k)) continue;
                 double need;
-                int m, h;
+                Mask m;
+                int h;
                 w->scope[k] = sc;
                 if (evaluate(w, k, sc, usage, &need, &m, &h)) {
                     chosen = sc;
@@ -534,7 +566,8 @@ static int run(Walk *w) {
         /* commit */
         w->scope[k] = chosen;
         double need;
-        int m, h;
+        Mask m;
+        int h;
         if (!evaluate(w, k, chosen, usage, &need, &m, &h)) {
             if (!w->go_on) return 1;
             /* CapacityWalk.commit after an overflow: the result is placed all the same
@@ -711,7 +744,8 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     int *tens = (int *)malloc(sizeof(int) * (s->n_inputs ? s->n_inputs : 1));
     for (int q = 0; q < s->n_inputs; q++) {
         PyObject *it = PySequence_Fast_GET_ITEM(ins, q);
-        if (!PyArg_ParseTuple(it, "ii", &tens[q], &s->inputs[q].sbit) || s->inputs[q].sbit >= 16) {
+        if (!PyArg_ParseTuple(it, "ii", &tens[q], &s->inputs[q].sbit)
+            || s->inputs[q].sbit >= MAX_STREAMED) {
             Py_DECREF(ins);
             free(tens);
             if (!PyErr_Occurred()) bad("streamable bit out of range");
@@ -722,19 +756,32 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     Py_DECREF(ins);
     free(tens);
     PyObject *wk = PyTuple_GET_ITEM(t, 10);
+    int top = -1;  /* the highest streamable bit */
+    for (int q = 0; q < s->n_inputs; q++)
+        if (s->inputs[q].sbit > top) top = s->inputs[q].sbit;
+    s->table = wk;  /* read on first use (work_at) */
+    s->filler = PyTuple_GET_ITEM(t, 12);
+    if (s->kind == K_GROUP && !PyCallable_Check(s->filler)) return bad("filler: a callable");
+    if (PyDict_Check(wk)) {  /* a wide group: every streamable input has a bit */
+        if (s->kind != K_GROUP) return bad("work: a dict for a group only");
+        if (top < LIST_STREAMED - 1) return bad("work: a list for narrow groups");
+        s->n_work = 0;
+        s->wide = 1;
+        s->full = top >= 0 ? (((Mask)1 << (top + 1)) - 1) : 0;
+        *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
+        return 0;
+    }
     if (!PyList_Check(wk)) return bad("work: a list of floats or None");
     Py_ssize_t nw = PyList_GET_SIZE(wk);
     s->n_work = (int)nw;
     s->work = (double *)calloc(nw ? nw : 1, sizeof(double));
     s->known = (unsigned char *)calloc(nw ? nw : 1, 1);
-    s->table = wk;  /* read on first use (work_at) */
-    s->filler = PyTuple_GET_ITEM(t, 12);
-    if (s->kind == K_GROUP && !PyCallable_Check(s->filler)) return bad("filler: a callable");
-    s->full = (int)(nw / 4) - 1;
+    s->full = (Mask)(nw / 4) - 1;
     if (s->kind == K_GROUP) {
         if (nw < 4 || (nw & (nw - 1))) return bad("work table: 4 << streamable entries");
         for (int q = 0; q < s->n_inputs; q++)
-            if (s->inputs[q].sbit >= 0 && nw < (8 << s->inputs[q].sbit))
+            if (s->inputs[q].sbit >= LIST_STREAMED
+                || (s->inputs[q].sbit >= 0 && nw < ((Py_ssize_t)8 << s->inputs[q].sbit)))
                 return bad("work table too short");
     }
     *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
@@ -896,7 +943,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     w.stamp = (int *)calloc(n + 1, sizeof(int));
     w.stamp2 = (unsigned char *)calloc(nc, 1);
     w.staying = (double *)calloc(nc, sizeof(double));
-    w.mask_out = (int *)calloc(n + 1, sizeof(int));
+    w.mask_out = (Mask *)calloc(n + 1, sizeof(Mask));
     w.held_out = (int *)calloc(n + 1, sizeof(int));
     w.usage = (double *)calloc(total_usage + 1, sizeof(double));
     w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
@@ -916,7 +963,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         PyObject *usage = PyList_New(n), *peaks = PyList_New(nc);
         for (int k = 0; k < n; k++) {
             PyList_SET_ITEM(scopes, k, PyLong_FromLong(w.scope[k]));
-            PyList_SET_ITEM(masks, k, PyLong_FromLong(w.mask_out[k]));
+            PyList_SET_ITEM(masks, k, PyLong_FromUnsignedLongLong(w.mask_out[k]));
             PyList_SET_ITEM(helds, k, PyBool_FromLong(w.held_out[k]));
             /* a transfer outside L1 uses no L1 */
             int m = (w.st[k].kind != K_GROUP && w.scope[k] != L1) ? 0 : w.st[k].n_cores;

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from onnx import helper
 
 from autotune.sampling._studies import candidate_id
 from compiler.capacity import plan_memory
@@ -28,7 +29,7 @@ from compiler.schedule import GraphSchedule
 from compiler.target import Target
 from search_space import Space, _ccore, build_space
 from search_space._dims import MODES
-from tests.search_space.conftest import small_graph
+from tests.search_space.conftest import onnx_model, small_graph
 from tests.sim.conftest import zoo_graph
 
 pytestmark = pytest.mark.skipif(
@@ -112,6 +113,35 @@ def test_full_size_models_decode_alike(name: str, batch: int, kw: dict[str, int]
     for a, b in zip(parents, parents[::-1]):
         _agree(c_space, py_space, c_space.encode(c_space.mutate(a, rng)))
         _agree(c_space, py_space, c_space.encode(c_space.crossover(a, b, rng)))
+
+
+def wide_graph(n: int) -> Graph:
+    """``n`` inputs, a ReLU each, one concat of all of them, a ReLU: a group holding the
+    concat without its producers (or all of it) streams ``n`` inputs."""
+    nodes = [helper.make_node("Relu", [f"x{i}"], [f"r{i}"]) for i in range(n)]
+    nodes += [helper.make_node("Concat", [f"r{i}" for i in range(n)], ["c"], axis=1),
+              helper.make_node("Relu", ["c"], ["y"])]
+    return onnx_model(nodes, {f"x{i}": [8, 64] for i in range(n)}, {"y": [8, 64 * n]}, {},
+                      f"wide{n}")
+
+
+@pytest.mark.parametrize("n", [17, 27])
+def test_groups_streaming_more_than_16_inputs_decode_alike(n: int, target: Target) -> None:
+    """Issue 26: a group with more than 16 streamable inputs (DLRM's interaction concat
+    reads 27) walked in Python; now the compiled walk takes it, with a 64-bit mask and its
+    working sets in a dict instead of a list of 4 << inputs entries."""
+    c_space, py_space = _spaces(wide_graph(n), target)
+    rng = np.random.default_rng(23)
+    wide = _ccore.STATS["wide"]
+    parents = [_agree(c_space, py_space, v) for v in _vectors(c_space, rng, 10)]
+    for k in range(10):
+        a, b = parents[k], parents[-1 - k]
+        _agree(c_space, py_space, c_space.encode(c_space.mutate(a, rng)))
+        _agree(c_space, py_space, c_space.encode(c_space.crossover(a, b, rng)))
+    assert _ccore.STATS["wide"] == wide  # no decode fell back to Python
+    tables = c_space._cshapes  # type: ignore[attr-defined]
+    widest = max(len(row[0]) for row in tables.values())
+    assert widest > 16 and any(isinstance(row[1], dict) for row in tables.values())
 
 
 _EDGE_SPACES: dict[tuple[str, int, int], tuple[Space, Space]] = {}
@@ -214,7 +244,7 @@ def test_missing_extension_warns_once_and_decodes() -> None:
     code = (
         "import sys, numpy as np\n"
         "sys.modules['search_space._cwalk'] = None\n"  # import fails as if never built
-        "from tests.search_space.conftest import small_graph\n"
+        "from tests.search_space.conftest import onnx_model, small_graph\n"
         "from compiler.target import Target\n"
         "from search_space import build_space, _ccore\n"
         "space = build_space(small_graph('tiny_cnn'), Target.default())\n"
