@@ -66,6 +66,7 @@ ZOO_MORE: dict[str, tuple[str, int, dict[str, Any], str | None]] = {
     "wide_and_deep": ("wide_and_deep", 2048, {}, None),
     "vit": ("vit", 16, {}, None),
     "gpt": ("gpt", 8, {"seq": 128}, None),
+    "dlrm": ("dlrm", 2048, {}, None),
 }
 MODELS.update(ZOO_MORE)
 DEFAULT_MODELS = ["resnet50", "mobilenet_v2", "bert_base", "deepfm"]

@@ -19,7 +19,8 @@ time in one step (``end - start``) is, exactly:
   copies);
 * **granule padding** (and repeated unbatched work): the engines' time at the
   chosen shapes, ``max(mme, vme, move)`` of the core's part, minus that;
-* **weights** arriving slower than the array needs them (``wbound`` above the engines);
+* **weights** arriving slower than the array needs them (``wbound`` above the engines;
+  it counts the embedding tables gathered in L1 too, which pass the same weight buffer);
 * **pipeline fill and drain** (one output tile per op);
 * **core imbalance in the step**: the slowest part of the step minus this part;
 * **streams after compute**: the step's end (weights, outputs, halos and
@@ -62,7 +63,8 @@ __all__ = ["TERMS", "Edit", "Explanation", "GroupExplanation", "explain"]
 TERMS: dict[str, str] = {
     "granule padding": "engine time at the chosen per-core shapes minus at the cheapest "
                        "(whole-op granules; repeated unbatched work)",
-    "weights": "weights arriving slower than the matrix array needs them",
+    "weights": "weights (and tables gathered in L1) arriving slower than the engines "
+               "need them",
     "matrix/vector serialisation": "steps running one engine's work after the other's "
                                    "instead of overlapping them",
     "pipeline fill and drain": "one output tile's latency per op per step",
