@@ -150,7 +150,7 @@ def walk_issue(walk: Any) -> CapacityIssue | None:
 
 
 def _plan_of(issue: CapacityIssue | None, space: Space, names_of: list[tuple[str, ...] | None],
-             over: int, usage: list[Any], masks: list[int], helds: list[int], peak_l1: list[float],
+             over: int, usage: list[Any], masks: list[int], helds: list[Any], peak_l1: list[float],
              peak_llb: float) -> MemoryPlan:
     """The memory plan of a compiled walk (the steps up to an overflow), as
     ``CapacityWalk.plan`` gives it."""
@@ -370,7 +370,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
                 t, tuple((dc * samples, spp, parts) for dc in t.dst_chunks),
                 _CODE[t.placement.mem_scope], *hit)
         _, pieces, init, code, sb, fb = row
-        rest = (7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0)
+        rest: tuple[Any, ...] = (7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0)
         prod = by_out.get(t.tensor)
         if prod is None or t.name in fixed:
             steps_of.append((2, None, -1, rest))
