@@ -61,6 +61,7 @@ __all__ = [
     "sample_bytes",
     "stream_readers",
     "streamable_inputs",
+    "weight_bytes",
 ]
 
 # Vector-unit ops that are not elementwise (they reduce, window or normalise rows).
@@ -191,6 +192,13 @@ def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:
     if an.footprint is None:
         an.footprint = _summary(graph, an)
     return an.footprint
+
+
+def weight_bytes(graph: Graph, ops: Iterable[int]) -> int:
+    """:attr:`Footprint.weight_bytes` of an op set without the rest of its footprint
+    (whose summary walks two profiles): the weights of its ops, gathers' tables aside."""
+    return sum(graph.weight_bytes_of(graph.ops[i]) for i in sorted(set(ops))
+               if graph.ops[i].op_type not in GATHER_OPS)
 
 
 def streamable_inputs(graph: Graph, ops: Iterable[int]) -> frozenset[str]:
@@ -526,7 +534,8 @@ def _summary(graph: Graph, an: _Analysis) -> Footprint:
     in_f = sum(an.size.get(t, zero)[1] for t in an.group_inputs)
     out_s = sum(an.size[t][0] for t in an.outside_use if t in an.size)
     out_f = sum(an.size[t][1] for t in an.outside_use if t in an.size)
-    w_total = w_max = g_s = g_f = 0
+    w_total = weight_bytes(graph, an.ops)
+    w_max = g_s = g_f = 0
     for i in an.ops:
         op = graph.ops[i]
         if op.op_type in GATHER_OPS:
@@ -534,9 +543,7 @@ def _summary(graph: Graph, an: _Analysis) -> Footprint:
             g_s += s
             g_f += f
             continue
-        w = graph.weight_bytes_of(op)
-        w_total += w
-        w_max = max(w_max, w)
+        w_max = max(w_max, graph.weight_bytes_of(op))
     return Footprint(
         peak_sample_bytes=peak_s,
         peak_fixed_bytes=peak_f,

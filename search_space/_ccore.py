@@ -58,7 +58,7 @@ from compiler.capacity import (  # _facts: the working set's halo parts, for an 
     llb_weight_tiles,
 )
 from compiler.derive import Node
-from compiler.footprint import group_footprint, sample_bytes
+from compiler.footprint import sample_bytes, weight_bytes
 from compiler.layout import Piece
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
@@ -341,7 +341,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
                 tiles = gr.info.cache.get("tiles")
                 if tiles is None:
                     tiles = gr.info.cache["tiles"] = llb_weight_tiles(
-                        group_footprint(g, gr.info.ops).weight_bytes, space.target)
+                        weight_bytes(g, gr.info.ops), space.target)
                 group_rows[node[1]] = tiles
                 per = per_group[node[1]] = (gr, d, batch // gr.split, allowed, code, sb, fb, inputs,
                                             work, names, fill, tiles)

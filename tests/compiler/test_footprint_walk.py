@@ -113,3 +113,16 @@ def test_profile_walk_matches_the_reference(key: str) -> None:
                     assert got == _reference(graph, an, streamed, off, held), (ops, streamed, off, held)
                     tried += 1
     assert tried > 200
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2", "wide_and_deep"])
+def test_weight_bytes_is_the_footprints(key: str) -> None:
+    """``weight_bytes`` (what the capacity facts and the compiled walk read) is
+    ``group_footprint(...).weight_bytes`` without the footprint's profiles."""
+    model = small_graph(key)
+    graph = in_compute_dtype(model, Target.default())
+    sets = _op_sets(model, Target.default(), np.random.default_rng(8), 8)
+    assert any(footprint.weight_bytes(graph, ops) for ops in sets)
+    for ops in sets:
+        assert footprint.weight_bytes(graph, ops) == footprint.group_footprint(graph, ops).weight_bytes
+        assert footprint.weight_bytes(graph, ops[::-1] + ops[:1]) == footprint.weight_bytes(graph, ops)
