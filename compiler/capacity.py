@@ -48,12 +48,12 @@ from compiler.footprint import (
     ChainPoint,
     Profile,
     chain_points,
-    group_footprint,
     group_profile,
     peak_of,
     sample_bytes,
     stream_readers,
     streamable_inputs,
+    weight_bytes,
 )
 from compiler.layout import (
     Layout,
@@ -200,7 +200,7 @@ class _GroupFacts:
         self.inputs = io.inputs
         self.output = io.outputs[0] if io.outputs else graph.ops[ops[-1]].output
         self.streamable = streamable_inputs(graph, ops)
-        self.weight_bytes = group_footprint(graph, ops).weight_bytes
+        self.weight_bytes = weight_bytes(graph, ops)
         self.sizes = {t: sample_bytes(graph, t) for t in (*io.inputs, self.output)}
         self.work: dict[tuple[frozenset[str], bool, bool, int, int], float] = {}
         # per (streamed, stream_output, held): the footprint's profile and chain points

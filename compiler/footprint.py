@@ -61,6 +61,7 @@ __all__ = [
     "sample_bytes",
     "stream_readers",
     "streamable_inputs",
+    "weight_bytes",
 ]
 
 # Vector-unit ops that are not elementwise (they reduce, window or normalise rows).
@@ -193,6 +194,13 @@ def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:
     return an.footprint
 
 
+def weight_bytes(graph: Graph, ops: Iterable[int]) -> int:
+    """:attr:`Footprint.weight_bytes` of an op set without the rest of its footprint
+    (whose summary walks two profiles): the weights of its ops, gathers' tables aside."""
+    return sum(graph.weight_bytes_of(graph.ops[i]) for i in sorted(set(ops))
+               if graph.ops[i].op_type not in GATHER_OPS)
+
+
 def streamable_inputs(graph: Graph, ops: Iterable[int]) -> frozenset[str]:
     """Group inputs that can stream from LLB/DDR tile by tile instead of being staged.
 
@@ -300,6 +308,7 @@ class _Analysis:
         "stream_readers",
         "streamable",
         "virtual",
+        "walk",
     )
 
     ops: tuple[int, ...]
@@ -318,11 +327,13 @@ class _Analysis:
     points: dict[tuple[frozenset[str], bool, bool], tuple[ChainPoint, ...]]
     stream_readers: dict[str, int]
     footprint: Footprint | None
+    walk: list[_ChainRow] | None
 
     def __init__(self) -> None:
         self.profiles = {}
         self.points = {}
         self.footprint = None
+        self.walk = None
 
 
 def _analysis(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
@@ -402,18 +413,61 @@ def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
     return an
 
 
+# Per fused chain, what _profile reads of it whatever the key: the output (name, sizes),
+# whether it dies here once streamed out (in the outside use, read no later), whether it
+# stays live after the chain (kept: outside use; streamed out), the inputs dying here
+# (kept, streamed out) as (root, sizes or None, produced here, private), whether the
+# chain may run in place, the anchor op and the root of its first input, the op indices.
+_Dying = tuple[str, "tuple[int, int] | None", bool, bool]
+_ChainRow = tuple[str, int, int, bool, bool, bool, "list[_Dying]", "list[_Dying]", bool, "Op",
+                  "str | None", "tuple[int, ...]"]
+
+
+def _chain_rows(graph: Graph, an: _Analysis) -> list[_ChainRow]:
+    """The per-chain facts :func:`_profile` walks (see ``_ChainRow``), once per op set."""
+    if an.walk is not None:
+        return an.walk
+    size, root, seq = an.size, an.root, an.seq
+    n_chains = len(an.chains)
+    kept_last = dict(an.last)  # the output kept: read outside, it never dies in the set
+    for t in an.outside_use:
+        kept_last[t] = n_chains
+    rows: list[_ChainRow] = []
+    for c, chain in enumerate(an.chains):
+        out = seq[chain[-1]].output
+        out_s, out_f = size[out]
+        roots: dict[str, None] = {}
+        for p in chain:
+            for t in seq[p].inputs:
+                r = root[t]
+                if r not in an.virtual:
+                    roots[r] = None
+        dying = [[(r, size.get(r), r in an.produced, r in an.private) for r in roots
+                  if last.get(r) == c] for last in (kept_last, an.last)]
+        anchor = seq[chain[0]]
+        rows.append((out, out_s, out_f, out in an.outside_use and an.last.get(out, c) <= c,
+                     kept_last.get(out, c) > c, an.last.get(out, c) > c, dying[0], dying[1],
+                     len(chain) > 1 or is_elementwise(seq[chain[-1]], graph), anchor,
+                     root[anchor.inputs[0]] if anchor.inputs else None,
+                     tuple(seq[p].index for p in chain)))
+    an.walk = rows
+    return rows
+
+
 def _profile(
     graph: Graph, an: _Analysis, streamed: frozenset[str], stream_output: bool, held: bool
 ) -> tuple[Profile, int, int, int, tuple[ChainPoint, ...]]:
     """(pruned profile, peak sample bytes, peak fixed bytes, op index of the peak, the
-    unpruned points with their chains' op indices)."""
-    size, root, seq = an.size, an.root, an.seq
+    unpruned points with their chains' op indices).
+
+    Walks the fused chains in order: the group inputs not streamed are live from the
+    start; during a chain its output is live beside what is live (not when streamed
+    out and read by no later op of the set; in place over a same-sized tensor dying in
+    the chain, or over its first input when the anchor streams it); then the inputs
+    whose last reader it is die (an input of the set stays when ``held``) and the output
+    stays live when a later chain (or, kept, the outside) reads it."""
+    size = an.size
     zero = (0, 0)
-    last = dict(an.last)
-    n_chains = len(an.chains)
-    for t in an.outside_use:
-        if not stream_output:
-            last[t] = n_chains
     live_s = live_f = 0
     for t in an.group_inputs:
         if t in streamed:
@@ -424,46 +478,48 @@ def _profile(
     points: list[tuple[int, int]] = []
     raw: list[ChainPoint] = []
     best_s, best_f, best_op = 0, 0, -1
-    for c, chain in enumerate(an.chains):
-        out = seq[chain[-1]].output
-        out_s, out_f = size[out]
-        if stream_output and out in an.outside_use and last.get(out, c) <= c:
-            out_s = out_f = 0  # written out tile by tile, nobody here reads it later
-        dying: dict[str, None] = {}
-        for p in chain:
-            for t in seq[p].inputs:
-                r = root[t]
-                if r in an.virtual or r in streamed or last.get(r) != c:
-                    continue
-                if held and r not in an.produced:
-                    continue
-                dying[r] = None
-        reusable = [t for t in dying if t in an.produced or (t in an.private and not held)]
-        anchor = seq[chain[0]]
-        first = root[anchor.inputs[0]] if anchor.inputs else None
+    for (_out, out_s, out_f, dies_out, lives_kept, lives_out, dying_kept, dying_out, chained,
+         anchor, first, ops) in _chain_rows(graph, an):
+        if stream_output:
+            if dies_out:
+                out_s = out_f = 0  # written out tile by tile, nobody here reads it later
+            lives = lives_out
+            cands = dying_out
+        else:
+            lives = lives_kept
+            cands = dying_kept
+        dying = [d for d in cands if d[0] not in streamed and (d[2] or not held)]
+        reusable = [d for d in dying if d[2] or (d[3] and not held)]
         during_s, during_f = live_s + out_s, live_f + out_f
-        if len(chain) > 1 or is_elementwise(seq[chain[-1]], graph):
+        if chained:
             # in place over a same-sized tensor that dies in the chain
-            if any(size[t][0] >= out_s and size[t][1] >= out_f for t in reusable):
+            if any(_sizes(d)[0] >= out_s and _sizes(d)[1] >= out_f for d in reusable):
                 during_s, during_f = live_s, live_f
-        if (during_s, during_f) != (live_s, live_f) and first in reusable \
+        if (during_s, during_f) != (live_s, live_f) and any(d[0] == first for d in reusable) \
                 and _streams(anchor, graph):
-            in_s, in_f = size[first]
+            in_s, in_f = size[first]  # type: ignore[index]
             during_s = live_s - in_s + max(in_s, out_s)
             during_f = live_f - in_f + max(in_f, out_f)
         points.append((during_s, during_f))
-        raw.append((during_s, during_f, tuple(seq[p].index for p in chain)))
+        raw.append((during_s, during_f, ops))
         if during_s > best_s:
             best_s, best_op = during_s, anchor.index
         best_f = max(best_f, during_f)
-        for t in dying:
-            s, f = size.get(t, zero)
+        for d in dying:
+            s, f = d[1] or zero
             live_s -= s
             live_f -= f
-        if last.get(out, c) > c:
+        if lives:
             live_s += out_s
             live_f += out_f
     return _prune(points), best_s, best_f, best_op, tuple(raw)
+
+
+def _sizes(d: _Dying) -> tuple[int, int]:
+    """A dying tensor's sizes (a tensor of the set: sized; the KeyError of a lookup if not)."""
+    if d[1] is None:
+        raise KeyError(d[0])
+    return d[1]
 
 
 def _summary(graph: Graph, an: _Analysis) -> Footprint:
@@ -478,7 +534,8 @@ def _summary(graph: Graph, an: _Analysis) -> Footprint:
     in_f = sum(an.size.get(t, zero)[1] for t in an.group_inputs)
     out_s = sum(an.size[t][0] for t in an.outside_use if t in an.size)
     out_f = sum(an.size[t][1] for t in an.outside_use if t in an.size)
-    w_total = w_max = g_s = g_f = 0
+    w_total = weight_bytes(graph, an.ops)
+    w_max = g_s = g_f = 0
     for i in an.ops:
         op = graph.ops[i]
         if op.op_type in GATHER_OPS:
@@ -486,9 +543,7 @@ def _summary(graph: Graph, an: _Analysis) -> Footprint:
             g_s += s
             g_f += f
             continue
-        w = graph.weight_bytes_of(op)
-        w_total += w
-        w_max = max(w_max, w)
+        w_max = max(w_max, graph.weight_bytes_of(op))
     return Footprint(
         peak_sample_bytes=peak_s,
         peak_fixed_bytes=peak_f,

@@ -62,7 +62,7 @@ from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
-from search_space._ccore import scope_walk
+from search_space._ccore import scope_walk, walk_issue
 from search_space._cderive import derive as derive_compiled
 from search_space._dims import (
     CUT_BELOW,
@@ -378,16 +378,20 @@ class Decoding:
         return self.by_name[gr.deps[0]] if gr.deps else None
 
     # ---- pass 1: shape and cores ----------------------------------------------------------
-    def least_work(self, info: GroupInfo, spp: int, cpp: int) -> float:
-        """A lower bound of a chunk's per-core working set, whatever the scopes around it."""
-        key = ("least", spp, cpp)
+    def fits_l1(self, info: GroupInfo, spp: int, cpp: int) -> bool:
+        """Whether a chunk's least working set, whatever the scopes around it (the least
+        over its inputs streamed or staged and its output streamed out or kept), fits a
+        core's L1: whether any of those four does, the first that fits ending the search
+        (inputs streamed and output streamed out first), so the others of a chunk that
+        fits are never computed."""
+        key = ("fits", spp, cpp)
         hit = info.cache.get(key)
         if hit is None:
-            ops, streams = info.ops, info.streamable
-            hit = min(chunk_working_set(self.mem, ops, s, off, False, spp, cpp)
+            ops, streams, l1 = info.ops, info.streamable, self.l1
+            hit = any(chunk_working_set(self.mem, ops, s, off, False, spp, cpp) <= l1
                       for s in (streams, frozenset()) for off in (True, False))
             info.cache[key] = hit
-        return hit
+        return bool(hit)
 
     def fit(self, info: GroupInfo, spp: int, cpp: int, parts: int) -> tuple[int, int, int]:
         """(samples per part, cores per part, parts) of a chunk, made consistent and fitted.
@@ -401,7 +405,7 @@ class Decoding:
         hit = info.cache.get(key)
         if hit is not None:
             return hit  # type: ignore[return-value]
-        n, batch, l1 = self.n, self.batch, self.l1
+        n, batch = self.n, self.batch
 
         def shape(s: int, c: int) -> tuple[int, int, int]:
             if s == 0:
@@ -410,18 +414,18 @@ class Decoding:
             return s, c, gcd(gcd(parts, n // c), batch // s)
 
         first = result = shape(spp, cpp)
-        if self.least_work(info, first[0], first[1]) > l1:
+        if not self.fits_l1(info, first[0], first[1]):
             found = None
             for c in (d for d in divisors_of(n) if d >= cpp):
                 if spp == 0:
                     for p in (d for d in divisors_of(gcd(n // c, batch)) if d >= first[2]):
-                        if self.least_work(info, batch // p, c) <= l1:
+                        if self.fits_l1(info, batch // p, c):
                             found = (batch // p, c, p)
                             break
                 else:
                     for s in (d for d in reversed(self.divs) if d <= spp):
                         cand = shape(s, c)
-                        if self.least_work(info, cand[0], cand[1]) <= l1:
+                        if self.fits_l1(info, cand[0], cand[1]):
                             found = cand
                             break
                 if found is not None:
@@ -861,7 +865,7 @@ def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int) -> GraphSchedu
     overrides: dict[int, int] = {}
     dec = decode_groups(space, get)
     scope_dim = walk_scopes(dec, get)
-    issue = dec.walk.plan().issue
+    issue = walk_issue(dec.walk)
     if issue is None or max_rounds <= 0:
         return dec.schedule()
     first_walk = (dec.nodes, dec.walk)  # the plain decode, built only if no repair fits
@@ -894,7 +898,7 @@ def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int) -> GraphSchedu
         if not changed:
             break
         scope_dim = walk_scopes(dec, _overridden(space, get, overrides))
-        issue = dec.walk.plan().issue
+        issue = walk_issue(dec.walk)
     if issue is None:
         return dec.schedule()
     dec.nodes, dec.walk = first_walk

@@ -58,7 +58,7 @@ from compiler.capacity import (  # _facts: the working set's halo parts, for an 
     llb_weight_tiles,
 )
 from compiler.derive import Node
-from compiler.footprint import group_footprint, sample_bytes
+from compiler.footprint import sample_bytes, weight_bytes
 from compiler.layout import Piece
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
@@ -116,16 +116,58 @@ def available() -> bool:
 
 
 class _Walked:
-    """What :meth:`Decoding.schedule` reads of a walk: each step's scope and the plan."""
+    """What :meth:`Decoding.schedule` reads of a walk: each step's scope and the plan.
 
-    __slots__ = ("_plan", "layouts")
+    The first overflow (``issue``) is known when the walk returns; the per-step layouts
+    and the plan's per-step memory are built when first asked for (a capacity repair
+    round reads only the issue of the walks it does not return)."""
 
-    def __init__(self, scopes: list[str], plan: MemoryPlan) -> None:
-        self.layouts = [(s, None) for s in scopes]
-        self._plan = plan
+    __slots__ = ("_layouts", "_plan", "_raw", "issue")
+
+    def __init__(self, scopes: list[int], issue: CapacityIssue | None, raw: tuple[Any, ...]) -> None:
+        self._layouts: list[tuple[str, None]] | None = None
+        self._plan: MemoryPlan | None = None
+        self._raw = (scopes, raw)
+        self.issue = issue
+
+    @property
+    def layouts(self) -> list[tuple[str, None]]:
+        if self._layouts is None:
+            self._layouts = [(_NAME[s], None) for s in self._raw[0]]
+        return self._layouts
 
     def plan(self) -> MemoryPlan:
+        if self._plan is None:
+            self._plan = _plan_of(self.issue, *self._raw[1])
         return self._plan
+
+
+def walk_issue(walk: Any) -> CapacityIssue | None:
+    """The first overflow of a walk: a compiled one's (:class:`_Walked`) without building
+    its plan, else ``walk.plan().issue`` (a :class:`compiler.capacity.CapacityWalk`)."""
+    if isinstance(walk, _Walked):
+        return walk.issue
+    return walk.plan().issue  # type: ignore[no-any-return]
+
+
+def _plan_of(issue: CapacityIssue | None, space: Space, names_of: list[tuple[str, ...] | None],
+             over: int, usage: list[Any], masks: list[int], helds: list[Any], peak_l1: list[float],
+             peak_llb: float) -> MemoryPlan:
+    """The memory plan of a compiled walk (the steps up to an overflow), as
+    ``CapacityWalk.plan`` gives it."""
+    stab = _streamed_sets(space)
+    mems = []
+    empty: frozenset[str] = frozenset()
+    for k, names in enumerate(names_of if over < 0 else names_of[:over]):
+        if names is None:
+            mems.append(StepMemory(usage[k], empty, False))
+            continue
+        skey = (names, masks[k])
+        streamed = stab.get(skey)
+        if streamed is None:
+            streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
+        mems.append(StepMemory(usage[k], streamed, helds[k]))
+    return MemoryPlan(tuple(mems), tuple(int(x) for x in peak_l1), int(peak_llb), issue)
 
 
 def tensor_codes(space: Space) -> dict[str, int]:
@@ -212,6 +254,60 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         STATS["wide"] += 1
         return None
     space = dec.space
+    rows = getattr(dec, "_crows", None)
+    if rows is None:  # once per Decoding: a repair round walks the same steps again
+        rows = dec._crows = _step_rows(dec, space)
+    nodes, steps_of, asks, scope_dim, names_of, group_rows = rows
+    # the reader is asked in walk order: a group's policy at its first chunk, a
+    # producer's transfer scope at its first transfer whose scope is free
+    wants: dict[str, Any] = {}
+    for key, d, gr in asks:
+        if gr is not None:
+            wants[key] = [_CODE[w] for w in chunk_scopes(SCOPE_POLICIES[get(d)], gr.split, gr.wave)]
+        else:
+            xs = TRANSFER_SCOPES[get(d)]
+            wants[key] = _AUTO if xs == "auto" else _CODE[xs]
+    steps = []
+    for kind, key, chunk, rest in steps_of:
+        if key is None:
+            steps.append((kind, 2, *rest))
+        elif chunk >= 0:
+            steps.append((kind, wants[key][chunk], *rest))
+        else:
+            steps.append((kind, wants[key], *rest))
+    target = space.target
+    res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
+                   target.chip.cores_per_cluster, steps, True)
+    scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
+    over = res[6] if len(res) > 6 else -1  # a step overflows: the walk went on as Python's does
+    STATS["overflow" if over >= 0 else "c"] += 1
+    issue = None
+    if over >= 0:
+        node = nodes[over]
+        halo = (0.0, 0.0, 0.0)
+        tiles = 0.0
+        if node[0] == "g":
+            gr = dec.by_name[node[1]]
+            tiles = group_rows[node[1]]
+            if not res[7]:  # an L1: the working set's halo, window and attention parts
+                names = names_of[over]
+                assert names is not None
+                streamed = frozenset(t for b, t in enumerate(names) if masks[over] >> b & 1)
+                halo = _facts(dec.mem, gr.info.ops).halo.get(
+                    (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
+                     gr.cores // gr.parts), halo)
+        issue = _issue(dec, nodes, over, res[7:], halo, tiles)
+    dec.nodes = nodes
+    dec.walk = _Walked(scopes, issue, (space, names_of, over, usage, masks, helds, peak_l1, peak_llb))
+    return scope_dim
+
+
+def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
+    """What the compiled walk reads of a Decoding's steps, apart from the scopes its
+    reader's answers ask for: the order, per step (kind, whose answer sets the scope it
+    asks for, chunk or -1, the rest of its row), the answers in the order the walk asks
+    for them, each step's scope parameter, the streamable inputs of each group chunk
+    and each group's LLB weight tiles."""
     splits = {gr.name: gr.split for gr in dec.groups}
     if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
@@ -227,36 +323,38 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     g = dec.mem
     codes = tensor_codes(space)
     by_name, by_out, transfer_by_name, fixed = dec.by_name, dec.by_out, dec.transfer_by_name, dec.fixed
-    steps: list[tuple[Any, ...]] = []
+    steps_of: list[tuple[int, str | None, int, tuple[Any, ...]]] = []
+    asks: list[tuple[str, int, Any]] = []
     names_of: list[tuple[str, ...] | None] = []
     scope_dim: dict[Node, int] = {}
-    choice: dict[str, str] = {}
-    group_rows: dict[str, tuple[Any, ...]] = {}
+    asked: set[str] = set()
+    group_rows: dict[str, Any] = {}  # per group: its LLB weight tiles (an overflow's message)
     d_scope, slot_of = space.d_scope, space.slot
     sizes = _sizes(space, dec.batch)
     trows = _transfer_rows(space)
+    per_group: dict[str, tuple[Any, ...]] = {}
     for node, reads in zip(nodes, all_reads):
         if node[0] == "g":
-            per = group_rows.get(node[1])
-            if per is None:  # once per group: its policy's scope per chunk and its tables
+            per = per_group.get(node[1])
+            if per is None:  # once per group: its tables
                 gr = by_name[node[1]]
                 d = d_scope[gr.scope_at]
-                ch = SCOPE_POLICIES[get(d)]
+                asks.append((node[1], d, gr))
                 names, work, inputs, allowed, code, sb, fb, fill = _work(
                     dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
                 tiles = gr.info.cache.get("tiles")
                 if tiles is None:
                     tiles = gr.info.cache["tiles"] = llb_weight_tiles(
-                        group_footprint(g, gr.info.ops).weight_bytes, space.target)
-                per = group_rows[node[1]] = (
-                    gr, d, [_CODE[w] for w in chunk_scopes(ch, gr.split, gr.wave)],
-                    batch // gr.split, allowed, code, sb, fb, inputs, work, names, fill, tiles)
-            gr, d, wants, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles = per
+                        weight_bytes(g, gr.info.ops), space.target)
+                group_rows[node[1]] = tiles
+                per = per_group[node[1]] = (gr, d, batch // gr.split, allowed, code, sb, fb, inputs,
+                                            work, names, fill, tiles)
+            gr, d, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles = per
             scope_dim[node] = d
             parts = gr.binds[node[2]]
             pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
-            steps.append((0, wants[node[2]], allowed, 2, code, reads, pieces, sb, fb, inputs, work,
-                          node in outs, fill, tiles))
+            steps_of.append((0, node[1], node[2], (allowed, 2, code, reads, pieces, sb, fb, inputs,
+                                                   work, node in outs, fill, tiles)))
             names_of.append(names)
             continue
         t = transfer_by_name[node[1]]
@@ -276,57 +374,20 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                 t, tuple((dc * samples, spp, parts) for dc in t.dst_chunks),
                 _CODE[t.placement.mem_scope], *hit)
         _, pieces, init, code, sb, fb = row
+        rest: tuple[Any, ...] = (7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0)
         prod = by_out.get(t.tensor)
         if prod is None or t.name in fixed:
-            kind, want = 2, 2
+            steps_of.append((2, None, -1, rest))
         else:
             key = "t:" + prod.name
             d = slot_of[prod.slot] + 5
-            xs = choice.get(key)
-            if xs is None:
-                xs = choice[key] = TRANSFER_SCOPES[get(d)]
+            if key not in asked:
+                asked.add(key)
+                asks.append((key, d, None))
             scope_dim[node] = d
-            kind, want = 1, (_AUTO if xs == "auto" else _CODE[xs])
-        steps.append((kind, want, 7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0))
+            steps_of.append((1, key, -1, rest))
         names_of.append(None)
-    target = space.target
-    res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
-                   target.chip.cores_per_cluster, steps, True)
-    scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
-    over = res[6] if len(res) > 6 else -1  # a step overflows: the walk went on as Python's does
-    STATS["overflow" if over >= 0 else "c"] += 1
-    stab = _streamed_sets(space)
-    mems = []
-    empty: frozenset[str] = frozenset()
-    for k, names in enumerate(names_of if over < 0 else names_of[:over]):
-        if names is None:
-            mems.append(StepMemory(usage[k], empty, False))
-            continue
-        skey = (names, masks[k])
-        streamed = stab.get(skey)
-        if streamed is None:
-            streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
-        mems.append(StepMemory(usage[k], streamed, helds[k]))
-    issue = None
-    if over >= 0:
-        node = nodes[over]
-        halo = (0.0, 0.0, 0.0)
-        tiles = 0.0
-        if node[0] == "g":
-            gr = by_name[node[1]]
-            tiles = group_rows[node[1]][-1]
-            if not res[7]:  # an L1: the working set's halo, window and attention parts
-                names = names_of[over]
-                assert names is not None
-                streamed = frozenset(t for b, t in enumerate(names) if masks[over] >> b & 1)
-                halo = _facts(g, gr.info.ops).halo.get(
-                    (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
-                     gr.cores // gr.parts), halo)
-        issue = _issue(dec, nodes, over, res[7:], halo, tiles)
-    plan = MemoryPlan(tuple(mems), tuple(int(x) for x in peak_l1), int(peak_llb), issue)
-    dec.nodes = nodes
-    dec.walk = _Walked([_NAME[s] for s in scopes], plan)  # type: ignore[assignment]
-    return scope_dim
+    return nodes, steps_of, asks, scope_dim, names_of, group_rows
 
 
 def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],

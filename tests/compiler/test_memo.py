@@ -19,3 +19,15 @@ def test_search_gc_freezes_and_raises_the_threshold_then_restores_both() -> None
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0  # unfreeze releases everything frozen
     assert kept
+
+
+def test_search_gc_freezes_what_survives_a_collection_and_stops_on_exit() -> None:
+    with search_gc():
+        frozen = gc.get_freeze_count()
+        grown = [[k] for k in range(1000)]  # memos grown during the search
+        gc.collect(0)
+        assert gc.get_freeze_count() >= frozen + len(grown)
+    callbacks = list(gc.callbacks)
+    gc.collect(0)
+    assert gc.get_freeze_count() == 0  # no longer freezing after collections
+    assert gc.callbacks == callbacks
