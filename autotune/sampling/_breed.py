@@ -118,16 +118,14 @@ class Pick:
 @dataclass(frozen=True)
 class Bred:
     """A round's result: the picks in proposal order, how many were ranked, CPU seconds,
-    how many candidates were decoded (bred or sampled), the wall seconds it took (what
-    the sampler weighs against a measurement's time: ``GuidedOptions.breed_budget``) and
-    how many picks were asked for (``BreedRequest.proposals``)."""
+    how many candidates were decoded (bred or sampled) and the wall seconds it took (what
+    the sampler weighs against a measurement's time: ``GuidedOptions.breed_budget``)."""
 
     picks: tuple[Pick, ...]
     ranked: int
     cpu_s: float
     decoded: int = 0
     wall_s: float = 0.0
-    asked: int = 0
 
 
 def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
@@ -178,7 +176,7 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         assert proj.vector is not None
         picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by, key, explore))
     return Bred(tuple(picks), len(ranked), time.process_time() - t0, r.decoded,
-                time.perf_counter() - w0, req.proposals)
+                time.perf_counter() - w0)
 
 
 class Breeder:

@@ -163,9 +163,6 @@ class GuidedSampler(BaseSampler):
         self._fit_s: float | None = None  # wall seconds of the last retraining
         self.fit_cpu_s = 0.0  # CPU seconds of all retrainings (on whichever thread ran them)
         self.last_proposals = 0  # what the last breeding request asked for
-        # Running mean of the share of a request's asked proposals that it delivered (new
-        # to this sampler): breeding's cost per measurement is its cost per delivered one.
-        self.delivered = 1.0
 
     # ---- Optuna's sampler interface ------------------------------------------------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial
@@ -430,19 +427,11 @@ class GuidedSampler(BaseSampler):
         one, proposing ``n`` spends ``c * decoded / n`` on breeding per measurement, which
         must stay within ``breed_budget * m``: ``n`` grows until it does (up to every
         decoded candidate), then ``generations`` falls to one. Never below the fixed effort.
-
-        A request delivers fewer proposals than it asks for when its bred candidates run
-        out (duplicates, seen ones, pre-check failures) or another share picked the same:
-        ``c`` is divided by the share of asked proposals that were delivered (its running
-        mean, :attr:`delivered`), so the budget holds per measurement, not per proposal
-        asked for (on a GPT block, 47 of 61 asked were delivered and breeding took 1.5x
-        the measuring's CPU under a budget of 1).
         """
         o = self.options
         m, c = self._measure_s, self._child_s
         if o.breed_budget is None or m is None or c is None or not parents:
             return n_prop, o.generations
-        c /= max(self.delivered, 0.05)
         budget = o.breed_budget * m
         generations = o.generations
         initial = parents + max(1, int(population * o.random_share))
@@ -480,8 +469,6 @@ class GuidedSampler(BaseSampler):
             self._queue.append(_Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector,
                                          p.features))
             n += 1
-        if part.asked:
-            self.delivered = _mean(self.delivered, min(1.0, n / part.asked))
         self.dry = 0 if n else self.dry + 1
         log.debug("breeding request %d: %d candidates ranked, %d proposed in %.2f s of CPU",
                   self.rounds, part.ranked, n, part.cpu_s)

@@ -33,7 +33,6 @@ def _sampler(budget: float | None, m: float | None, c: float | None) -> GuidedSa
     s = GuidedSampler.__new__(GuidedSampler)
     s.options = GuidedOptions(breed_budget=budget)
     s._measure_s, s._child_s = m, c
-    s.delivered = 1.0
     return s
 
 
