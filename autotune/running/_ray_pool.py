@@ -23,7 +23,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from autotune.measure._measurer import Measurer, measure_json, measurement_from_json
@@ -78,6 +78,7 @@ class _Worker:
         # CPU seconds of this thread (the one Ray runs the actor's calls on) in each kind of
         # call: what a bench splits a measurement's CPU by (:meth:`cpu`).
         self._spent = {"measure": 0.0, "breed": 0.0}
+        self._bases: dict[str, frozenset[str]] = {}  # the last seen sets sent ahead, by ref
 
     def load(self, graphs: Mapping[str, Graph]) -> int:
         """Take the job's graphs (once per process); returns the pid, as :meth:`pid`."""
@@ -107,6 +108,15 @@ class _Worker:
             raise RuntimeError("the worker was not loaded")
         c0 = time.thread_time()
         try:
+            base = request.seen_base
+            if not isinstance(base, frozenset):  # a reference: the pool sent the set ahead
+                import ray
+
+                got = self._bases.get(base.hex())
+                if got is None:
+                    got = ray.get(base)
+                    self._bases = {**dict(list(self._bases.items())[-1:]), base.hex(): got}
+                request = replace(request, seen_base=got)
             return self._breeder(task_key, request, scorer)
         finally:
             self._spent["breed"] += time.thread_time() - c0
@@ -185,6 +195,7 @@ class RayPool(MeasurePool):
             raise
         self.remote = True
         self._scorers: dict[int, tuple[Any, Any]] = {}  # id -> scorer sent, its object ref
+        self._bases: dict[int, tuple[Any, Any]] = {}  # id -> seen set sent ahead, its ref
         self._replaced = 0
         self._load = [0] * workers
         self._breeds = [0] * workers  # breeding jobs held by each worker
@@ -256,12 +267,21 @@ class RayPool(MeasurePool):
                      scorer: Scorer) -> None:
         import ray
 
-        # The model travels once per retraining (one object in the store), not per round.
+        # The model travels once per retraining (one object in the store), not per round;
+        # the bulk of the seen set once per rebase (GuidedSampler._seen_parts).
         held = self._scorers.get(id(scorer))
         if held is None or held[0] is not scorer:
             if len(self._scorers) >= 16:  # older models: their tasks have newer ones
                 del self._scorers[next(iter(self._scorers))]
             held = self._scorers[id(scorer)] = (scorer, ray.put(scorer))
+        base = request.seen_base
+        if base:
+            sent = self._bases.get(id(base))
+            if sent is None or sent[0] is not base:
+                if len(self._bases) >= 16:
+                    del self._bases[next(iter(self._bases))]
+                sent = self._bases[id(base)] = (base, ray.put(base))
+            request = replace(request, seen_base=sent[1])
         # Breeding goes to the worker with the fewest breeding jobs (then the fewest
         # jobs): by count of jobs alone, two could land on one worker behind short batches.
         up = [i for i in range(len(self._actors)) if i not in self._down] or list(

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from optuna.distributions import CategoricalDistribution
+
+from tests.autotune.test_tune_units import FakeRanker, tiny_space  # noqa: F401 - a fixture
 
 
 class _Counted(CategoricalDistribution):
@@ -45,3 +49,46 @@ def test_the_journal_converts_a_distribution_object_it_saw_without_comparing_val
     changed = CategoricalDistribution([*range(39), 99])
     assert to_json(changed) == optuna_to_json(changed) != first
 
+
+
+def test_a_breeding_request_carries_what_was_seen_since_its_base(
+        tiny_space: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Invariant: base | since | pending is every candidate seen, and the base is one
+    object over requests until ``REBASE_AFTER`` more were seen (what a pool sends once)."""
+    from autotune.sampling import _guided
+    from autotune.sampling._guided import GuidedSampler
+
+    monkeypatch.setattr(_guided, "REBASE_AFTER", 5)
+    s = GuidedSampler(space=tiny_space, ranker=FakeRanker(tiny_space), seed=0)
+    bases = []
+    for k in range(40):
+        s._see(f"c{k}")
+        s._see(f"c{k // 2}")  # seen twice: once in the log
+        base, since = s._seen_parts({"p"})
+        assert base | since == {f"c{j}" for j in range(k + 1)} | {"p"}
+        assert len(since) <= 5 + 1
+        bases.append(base)
+    assert len({id(b) for b in bases}) == len({b for b in bases}) < 10  # kept, then rebased
+
+
+def test_breeding_skips_the_base_as_it_skips_the_seen_set(tiny_space: Any) -> None:  # noqa: F811
+    """The same request bred with its seen ids as the base or as ``seen`` picks the same
+    candidates, and none of them (the base is not ignored)."""
+    import dataclasses
+
+    from autotune.sampling._breed import RankerScorer, breed
+    from autotune.sampling._guided import GuidedSampler
+
+    s = GuidedSampler(space=tiny_space, ranker=FakeRanker(tiny_space), seed=0)
+    req = s.breed_request()
+    first = breed(tiny_space, RankerScorer(s.ranker), req)
+    taken = frozenset(p.cid for p in first.picks)
+    assert taken
+    as_seen = breed(tiny_space, RankerScorer(s.ranker),
+                    dataclasses.replace(req, seen=req.seen | taken))
+    as_base = breed(tiny_space, RankerScorer(s.ranker),
+                    dataclasses.replace(req, seen_base=taken | req.seen_base))
+    assert [p.cid for p in as_base.picks] == [p.cid for p in as_seen.picks]
+    assert not taken & {p.cid for p in as_base.picks}
+    again = breed(tiny_space, RankerScorer(s.ranker), req)  # nothing excluded: the same
+    assert {p.cid for p in again.picks} == taken
