@@ -40,11 +40,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tune_workers import CpuProbe  # noqa: E402
+from tune_workers import CpuProbe, split_text  # noqa: E402
 
 from autotune import SimMeasurer, tune  # noqa: E402
 from autotune import _tune as tune_mod  # noqa: E402
-from autotune.running._pool import MeasurePool  # noqa: E402
 from compiler import zoo  # noqa: E402
 from compiler.graph import Graph  # noqa: E402
 from compiler.model import Model  # noqa: E402
@@ -97,11 +96,7 @@ def tune_rate(graph: Graph, trials: int, workers: int, cores: int,
         self.tasks[task].lower_bound_us = 0.0
         record(self, task, latency_us)
 
-    def capture(*args: object) -> MeasurePool:
-        probe.pool = real(*args)  # type: ignore[arg-type]
-        return probe.pool
-
-    tune_mod._pool = capture  # type: ignore[assignment]
+    tune_mod._pool = probe.capture(real)  # type: ignore[assignment]
     _scheduler.GradientScheduler.record = unbounded  # type: ignore[method-assign]
     try:
         with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
@@ -146,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{1e3 * job['worker_cpu'] / job['n']:.1f}; CPU-time rate on {args.cores} "
                   f"idle cores {job['cpu_rate']:.1f}/s; ratio "
                   f"{job['wall_rate'] / sim['sim_wall']:.2f}; load {load_job:.1f}", flush=True)
+            print(f"  CPU ms per measurement: {split_text(job)}", flush=True)
             rows.append((f"{key} ({b})" if b != "default" else key, sim, job, load_sim, load_job))
     lines = ["# The simulator alone vs a 2-worker tune (issue 20)", "",
              f"`bench/sim_vs_tune.py --candidates {args.candidates} --trials {args.trials}`, "

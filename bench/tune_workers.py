@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,6 +80,39 @@ class CpuProbe:
         self.pids: list[int] = []
         self.first: tuple[float, int, float, dict[int, float]] | None = None
         self.last: tuple[float, int, float, dict[int, float]] | None = None
+        # Where the CPU goes, at the first batch and at the end: the driver's main thread
+        # and its retrainings (the rest of its process: Ray's threads), and the workers'
+        # measure and breed calls (the rest: Ray's threads, unpickling the calls).
+        self.split: list[dict[str, float]] = []
+        self._sampler: object = None
+
+    def _split(self) -> dict[str, float]:
+        out = {"main": time.thread_time(),
+               "fit": float(getattr(self._sampler, "fit_cpu_s", 0.0))}
+        if isinstance(self.pool, RayPool):
+            for w in self.pool.worker_cpu():
+                for k, v in w.items():
+                    out[f"w_{k}"] = out.get(f"w_{k}", 0.0) + v
+        return out
+
+    def at_close(self) -> None:
+        """Called by the bench before the pool closes: the end of the split."""
+        if len(self.split) == 1:
+            self.split.append(self._split())
+
+    def capture(self, real: Any) -> Any:
+        """``autotune._tune._pool`` that keeps the pool here (and the end of the split)."""
+        def make(*args: object) -> MeasurePool:
+            pool = self.pool = real(*args)
+            close = pool.close
+
+            def closing() -> None:
+                self.at_close()
+                close()
+
+            pool.close = closing  # type: ignore[method-assign]
+            return pool
+        return make
 
     def _workers(self) -> dict[int, float]:
         import psutil
@@ -98,6 +132,8 @@ class CpuProbe:
         snap = (time.perf_counter(), job.measured_now, time.process_time(), self._workers())
         if self.first is None:
             self.first = snap
+            self._sampler = job.tasks[0].study.sampler
+            self.split.append(self._split())
         self.last = snap
 
     def figures(self, cores: int) -> dict[str, float]:
@@ -108,8 +144,28 @@ class CpuProbe:
         workers = [self.last[3][p] - self.first[3].get(p, 0.0) for p in self.last[3]]
         busiest = max([driver, *workers])
         total = driver + sum(workers)
-        return {"n": n, "wall_rate": n / wall, "driver_cpu": driver, "worker_cpu": sum(workers),
-                "cpu_rate": n / max(busiest, total / cores)}
+        out = {"n": n, "wall_rate": n / wall, "driver_cpu": driver, "worker_cpu": sum(workers),
+               "cpu_rate": n / max(busiest, total / cores)}
+        if len(self.split) == 2:  # CPU seconds per part (the driver's over the same span)
+            a, b = self.split
+            d = {k: b[k] - a.get(k, 0.0) for k in b}
+            inline = not getattr(getattr(self._sampler, "options", None), "background_fit", True)
+            out.update({"driver_main": d["main"] - (d["fit"] if inline else 0.0),
+                        "driver_fit": d["fit"],
+                        "driver_ray": driver - d["main"] - d["fit"],
+                        "w_measure": d.get("w_measure", 0.0), "w_breed": d.get("w_breed", 0.0),
+                        "w_other": d.get("w_process", 0.0) - d.get("w_measure", 0.0)
+                        - d.get("w_breed", 0.0)})
+        return out
+
+
+def split_text(f: dict[str, float]) -> str:
+    """CPU ms per measurement by part, as one line (empty without the split)."""
+    if "w_measure" not in f:
+        return ""
+    n = f["n"]
+    parts = ("driver_main", "driver_fit", "driver_ray", "w_measure", "w_breed", "w_other")
+    return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts)
 
 
 def run_job(graph: object, trials: int, workers: int, cores: int,
@@ -120,11 +176,7 @@ def run_job(graph: object, trials: int, workers: int, cores: int,
     probe = CpuProbe()
     real = tune_mod._pool
 
-    def capture(*args: object) -> MeasurePool:
-        probe.pool = real(*args)  # type: ignore[arg-type]
-        return probe.pool
-
-    tune_mod._pool = capture  # type: ignore[assignment]
+    tune_mod._pool = probe.capture(real)  # type: ignore[assignment]
     try:
         with tempfile.TemporaryDirectory() as d:
             res = tune([graph], trials=trials, workers=workers, log=Path(d) / "w.jsonl",
@@ -210,6 +262,7 @@ def compare_decoders(graph: object, trials: int, cores: int, budget: float | Non
               f"{1e3 * f['worker_cpu'] / f['n']:.1f}; CPU-time rate on {cores} idle cores "
               f"{f['cpu_rate']:.1f}/s; driver CPU {time.process_time() - c0:.1f} s; "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
+        print(f"  {name}: CPU ms per measurement: {split_text(f)}", flush=True)
     (rc, fc), (rp, fp) = rows["compiled"], rows["python"]
     print(f"compiled / python: job {rc / rp:.2f}x, steady {fc['wall_rate'] / fp['wall_rate']:.2f}x, "
           f"CPU-time rate {fc['cpu_rate'] / fp['cpu_rate']:.2f}x (breed_budget {budget})")

@@ -418,9 +418,11 @@ class Driver:
                 ts.study, self._distributions(k),
                 {} if self.claims is None else {OWNER_ATTR: self.owner},
                 cid_attr=CID_ATTR if self.claims is None else None)
+        params: dict[str, Any] | None = None
         if made is not None:
             trial = made
-            s, _ = sampler.proposal(trial.number)
+            s, chosen = sampler.proposal(trial.number)
+            params = dict(chosen)  # what the trial was made with (trial.params deep-copies)
             cid = sampler.candidate_of(trial.number)
         else:  # an enqueued trial (seed, re-queued), or another sampler's proposal
             trial = ts.study.ask()
@@ -446,7 +448,8 @@ class Driver:
             seed = None
         ranked = sampler.ranked_by(trial.number) if hasattr(sampler, "ranked_by") else ""
         tuner = str(seed) if seed else self.tuner
-        return Candidate(k, trial, s, cid, dict(trial.params), tuner, ranked)
+        return Candidate(k, trial, s, cid, dict(trial.params) if params is None else params,
+                         tuner, ranked)
 
     def _distributions(self, k: int) -> dict[str, Any]:
         """Task ``k``'s parameter distributions (what ``suggest_categorical`` records)."""

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from autotune.measure._measurer import Measurer, measure_json, measurement_from_json
 from autotune.running._pool import Finished, MeasurePool, lost
+from autotune.running._ray_start import LOOPBACK, start_ray
+from autotune.running._ray_start import _loopback_only as _loopback_only  # tests import it here
 from autotune.sampling._breed import Bred, Breeder, BreedRequest, Scorer
 from compiler.errors import GraphtuneError
 from compiler.memo import search_gc
@@ -41,7 +42,6 @@ __all__ = ["LOOPBACK", "RayPool", "start_ray"]
 
 log = logging.getLogger("autotune.ray")
 
-LOOPBACK = "127.0.0.1"
 # A batch whose worker neither answers nor dies within this many seconds (beyond its
 # per-schedule timeouts) is declared lost and the worker restarted; a breeding round too.
 _BATCH_GRACE_S = 120.0
@@ -75,6 +75,10 @@ class _Worker:
         import search_space  # noqa: F401
 
         search_gc().__enter__()  # the process measures and breeds until it ends (see its doc)
+        # CPU seconds of this thread (the one Ray runs the actor's calls on) in each kind of
+        # call: what a bench splits a measurement's CPU by (:meth:`cpu`).
+        self._spent = {"measure": 0.0, "breed": 0.0}
+        self._bases: dict[str, frozenset[str]] = {}  # the last seen sets sent ahead, by ref
 
     def load(self, graphs: Mapping[str, Graph]) -> int:
         """Take the job's graphs (once per process); returns the pid, as :meth:`pid`."""
@@ -86,154 +90,36 @@ class _Worker:
     def pid(self) -> int:
         return os.getpid()
 
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far: in ``measure`` and ``breed`` calls (this thread's), and the
+        whole process's (Ray's own threads and the calls' unpickling included)."""
+        return {**self._spent, "process": time.process_time()}
+
     def measure(self, task_key: str, schedules: Sequence[dict[str, Any]],
                 timeout_s: float | None) -> tuple[str, list[dict[str, Any]], float]:
-        t0 = time.perf_counter()  # the wall seconds come back too (what breeding is weighed by)
+        t0, c0 = time.perf_counter(), time.thread_time()  # the wall seconds come back too
         host, out = measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
                                  timeout_s)
-        return host, out, time.perf_counter() - t0
+        self._spent["measure"] += time.thread_time() - c0
+        return host, out, time.perf_counter() - t0  # (what breeding is weighed by)
 
     def breed(self, task_key: str, request: BreedRequest, scorer: Scorer) -> Bred:
         if self._breeder is None:
             raise RuntimeError("the worker was not loaded")
-        return self._breeder(task_key, request, scorer)
-
-
-_CLUSTER_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-
-
-def _loopback_only() -> Callable[[], None]:
-    """Make Ray pick 127.0.0.1 as this node's address; returns the undo.
-
-    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` once, when ``ray._private.ray_constants``
-    is imported; with it off, every service binds and advertises loopback (and ``ray.init``
-    turns a ``_node_ip_address`` of 127.0.0.1 into the host's address otherwise). The
-    processes Ray spawns inherit the variable; a Ray already imported gets the constant too.
-    """
-    old_env = os.environ.get(_CLUSTER_VAR)
-    os.environ[_CLUSTER_VAR] = "0"
-    consts = sys.modules.get("ray._private.ray_constants")
-    old_const = getattr(consts, "ENABLE_RAY_CLUSTER", None)
-    if consts is not None:
-        consts.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
-
-    def undo() -> None:
-        if old_env is None:
-            os.environ.pop(_CLUSTER_VAR, None)
-        else:
-            os.environ[_CLUSTER_VAR] = old_env
-        mod = sys.modules.get("ray._private.ray_constants")
-        if mod is not None:
-            mod.ENABLE_RAY_CLUSTER = True if old_const is None else old_const  # type: ignore[attr-defined]
-
-    return undo
-
-
-def start_ray(address: str | None, workers: int) -> Callable[[], None] | None:
-    """Connect to Ray: a new local loopback-only instance, or the cluster at ``address``.
-
-    Returns how to disconnect (and stop a local instance), or None when Ray was
-    already initialised by the caller (left as it is).
-
-    Raises:
-        GraphtuneError: the cluster at ``address`` cannot be reached.
-    """
-    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
-        return None
-    if address is None:
-        undo_loopback = _loopback_only()
-        # Token mode, as Ray picks for a new local instance, without its notice on stderr.
-        auth_set = "RAY_AUTH_MODE" not in os.environ
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
-
-        def undo() -> None:
-            if auth_set:
-                os.environ.pop("RAY_AUTH_MODE", None)
-            undo_loopback()
-
-        import ray
-
-        _refresh_auth_mode()
+        c0 = time.thread_time()
         try:
-            # address="local": a new instance, never another user's `ray start` found on
-            # this host; no dashboard; every service on loopback.
-            ray.init(address="local", num_cpus=max(workers, 1), include_dashboard=False,
-                     _node_ip_address=LOOPBACK, log_to_driver=False, configure_logging=False,
-                     namespace="graphtune")
-        except BaseException:
-            undo()
-            raise
+            base = request.seen_base
+            if not isinstance(base, frozenset):  # a reference: the pool sent the set ahead
+                import ray
 
-        def stop() -> None:
-            ray.shutdown()
-            undo()
-
-        return stop
-    host, port = _check_reachable(address)
-    # A head on this host's loopback: Ray would otherwise rewrite 127.0.0.1 to the host's
-    # address, where nothing listens.
-    undo = _loopback_only() if host in ("127.0.0.1", "localhost", "::1") else (lambda: None)
-    import ray
-
-    _refresh_auth_mode()
-    try:
-        ray.init(address=f"{host}:{port}", log_to_driver=False, configure_logging=False,
-                 namespace="graphtune")
-    except Exception as exc:  # noqa: BLE001 - Ray raises many kinds for a bad address
-        undo()
-        text = " ".join(str(exc).split()) + " " + " ".join(str(exc.__cause__ or "").split())
-        if "AuthToken" in text or "Authentication" in text:
-            raise GraphtuneError(
-                f"the Ray cluster at {address} wants a token: set RAY_AUTH_MODE=token (the "
-                "token is read from RAY_AUTH_TOKEN or ~/.ray/auth_token)") from None
-        lines = str(exc).strip().splitlines()
-        raise GraphtuneError(f"cannot join the Ray cluster at {address}: "
-                             f"{lines[-1] if lines else type(exc).__name__}") from None
-
-    def leave() -> None:
-        ray.shutdown()
-        undo()
-
-    return leave
-
-
-def _refresh_auth_mode() -> None:
-    """Make Ray see ``RAY_AUTH_MODE`` as it is now, not as it was when Ray was imported.
-
-    Ray caches its config (the authentication mode with it) at ``import ray``; joining a
-    cluster by address never re-reads it, so a token set after the import (a notebook, a
-    test, an embedding program) was ignored and the join failed as unauthenticated. Ray
-    refreshes the same way when it turns token mode on itself. Only before ``ray.init``.
-    """
-    if "RAY_AUTH_MODE" not in os.environ:
-        return
-    import ray._raylet
-
-    ray._raylet.Config.initialize("")  # type: ignore[attr-defined]
-
-
-def _check_reachable(address: str) -> tuple[str, int]:
-    """``(host, port)`` of a head address, after checking something listens there.
-
-    Ray retries a wrong address for minutes; this fails in two seconds instead.
-
-    Raises:
-        GraphtuneError: malformed, or nothing accepts connections there.
-    """
-    import socket
-
-    text = address.removeprefix("ray://")
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not host or not port_text.isdigit():
-        raise GraphtuneError(f"--ray-address must be HOST:PORT of a Ray head, got {address!r}")
-    port = int(port_text)
-    try:
-        with socket.create_connection((host, port), timeout=2.0):
-            pass
-    except OSError as exc:
-        raise GraphtuneError(f"cannot join the Ray cluster at {address}: nothing answers there "
-                             f"({exc.strerror or exc})") from None
-    return host, port
+                got = self._bases.get(base.hex())
+                if got is None:
+                    got = ray.get(base)
+                    self._bases = {**dict(list(self._bases.items())[-1:]), base.hex(): got}
+                request = replace(request, seen_base=got)
+            return self._breeder(task_key, request, scorer)
+        finally:
+            self._spent["breed"] += time.thread_time() - c0
 
 
 @dataclass
@@ -309,6 +195,7 @@ class RayPool(MeasurePool):
             raise
         self.remote = True
         self._scorers: dict[int, tuple[Any, Any]] = {}  # id -> scorer sent, its object ref
+        self._bases: dict[int, tuple[Any, Any]] = {}  # id -> seen set sent ahead, its ref
         self._replaced = 0
         self._load = [0] * workers
         self._breeds = [0] * workers  # breeding jobs held by each worker
@@ -355,6 +242,12 @@ class RayPool(MeasurePool):
 
         return list(ray.get([a.pid.remote() for a in self._actors]))
 
+    def worker_cpu(self) -> list[dict[str, float]]:
+        """Each actor's CPU seconds so far, by kind of call (see ``_Worker.cpu``); for benches."""
+        import ray
+
+        return list(ray.get([a.cpu.remote() for a in self._actors]))
+
     def _least_loaded(self) -> int:
         """The worker for a batch: one that is up, not breeding if any (a breeding job
         takes as long as dozens of batches), then the fewest jobs."""
@@ -374,12 +267,21 @@ class RayPool(MeasurePool):
                      scorer: Scorer) -> None:
         import ray
 
-        # The model travels once per retraining (one object in the store), not per round.
+        # The model travels once per retraining (one object in the store), not per round;
+        # the bulk of the seen set once per rebase (GuidedSampler._seen_parts).
         held = self._scorers.get(id(scorer))
         if held is None or held[0] is not scorer:
             if len(self._scorers) >= 16:  # older models: their tasks have newer ones
                 del self._scorers[next(iter(self._scorers))]
             held = self._scorers[id(scorer)] = (scorer, ray.put(scorer))
+        base = request.seen_base
+        if base:
+            sent = self._bases.get(id(base))
+            if sent is None or sent[0] is not base:
+                if len(self._bases) >= 16:
+                    del self._bases[next(iter(self._bases))]
+                sent = self._bases[id(base)] = (base, ray.put(base))
+            request = replace(request, seen_base=sent[1])
         # Breeding goes to the worker with the fewest breeding jobs (then the fewest
         # jobs): by count of jobs alone, two could land on one worker behind short batches.
         up = [i for i in range(len(self._actors)) if i not in self._down] or list(

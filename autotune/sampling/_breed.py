@@ -81,8 +81,12 @@ class BreedRequest:
         seed: Seeds the round's randomness.
         proposals: Candidates to pick.
         eps: Of which picked at random among the bred ones the model passed over.
-        seen: Candidate ids not to pick (measured, queued or handed out).
+        seen: Candidate ids not to pick (measured, queued or handed out), beyond
+            ``seen_base``.
         population, generations, random_share, crossover: The evolution's knobs.
+        seen_base: More candidate ids not to pick: the bulk of them, the same object over
+            many requests (a pool may send it ahead and put a reference to it here; the
+            worker puts the set back before breeding).
     """
 
     batch: int
@@ -95,6 +99,7 @@ class BreedRequest:
     generations: int
     random_share: float
     crossover: float
+    seen_base: Any = frozenset()
 
 
 @dataclass(frozen=True)
@@ -226,12 +231,13 @@ class _Round:
     def __init__(self, space: Space, scorer: Scorer, req: BreedRequest,
                  rng: np.random.Generator) -> None:
         self.space, self.scorer, self.req, self.rng = space, scorer, req, rng
-        self.seen = set(req.seen)
+        self.seen = set(req.seen)  # and req.seen_base, not copied (the bulk of them)
+        self.base: frozenset[str] = req.seen_base
         self.rows: dict[str, np.ndarray] = {}  # features computed this round
         self.decoded = 0  # candidates decoded (sampled, mutated, crossed over)
 
     def admit(self, cid: str, s: GraphSchedule) -> bool:
-        if cid in self.seen or not self.space.precheck(s).ok:
+        if cid in self.seen or cid in self.base or not self.space.precheck(s).ok:
             return False
         self.seen.add(cid)
         return True
@@ -263,7 +269,7 @@ class _Round:
         keyed.sort(key=lambda x: x[0])
         out: dict[str, tuple[float, str, GraphSchedule]] = {}
         for key, cid, s in keyed:
-            if cid not in self.seen:
+            if cid not in self.seen and cid not in self.base:
                 out.setdefault(cid, (key, cid, s))
         return list(out.values())
 
@@ -294,7 +300,7 @@ class _Round:
     def fresh(self, items: Iterable[tuple[str, GraphSchedule]]) -> list[tuple[str, GraphSchedule]]:
         out: dict[str, GraphSchedule] = {}
         for cid, s in items:
-            if cid not in self.seen:
+            if cid not in self.seen and cid not in self.base:
                 out.setdefault(cid, s)
         return list(out.items())
 

@@ -132,11 +132,26 @@ def ray_head() -> Iterator[tuple[str, dict[str, str], str]]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def test_local_default_ray_is_on_loopback(tiny_graph: Graph, tmp_path: Path) -> None:
+def test_local_default_ray_is_on_loopback(tiny_graph: Graph, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     import ray
+
+    from autotune.running._ray_pool import RayPool
+    from autotune.sampling import _guided
 
     seen: list[str] = []
     effort: list[Any] = []
+    # Every breeding request sends its seen set ahead (a new base as soon as one more was
+    # seen): the workers must resolve it (GuidedSampler._seen_parts, RayPool.submit_breed).
+    monkeypatch.setattr(_guided, "REBASE_AFTER", 0)
+    bases: list[int] = []
+    submit_breed = RayPool.submit_breed
+
+    def counted(self: RayPool, batch_id: int, task_key: str, request: Any, scorer: Any) -> None:
+        bases.append(len(request.seen_base))
+        submit_breed(self, batch_id, task_key, request, scorer)
+
+    monkeypatch.setattr(RayPool, "submit_breed", counted)
 
     def check(job: JobState) -> None:
         if not seen:
@@ -151,6 +166,7 @@ def test_local_default_ray_is_on_loopback(tiny_graph: Graph, tmp_path: Path) -> 
     measure_s, _ = effort[0]
     assert measure_s is not None and measure_s > 0
     assert res.total == 10 and not ray.is_initialized()
+    assert any(bases), bases  # a request with a base was bred on a worker
     hosts = {json.loads(line)["prov"]["host"] for line in (tmp_path / "l.jsonl").open()}
     assert hosts == {socket.gethostname()}
 
