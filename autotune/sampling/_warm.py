@@ -357,7 +357,10 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
     (:func:`cost_model.analytical_cycles`: the schedule's traffic and work over
     this target's rates, with the spills its capacities cause) is slower than the
     fastest level's: its groups were cut for another chip's balance, and the
-    levels are measured anyway. Returns how many were enqueued.
+    levels are measured anyway. The guided sampler is told which candidates are
+    borrowed (:meth:`GuidedSampler.borrow`: these, and those an earlier run of the
+    tune measured), so it breeds every other round from the task's own line only.
+    Returns how many were enqueued.
     """
     from autotune.sampling._studies import candidate_id
     from compiler.capacity import check_capacity, in_compute_dtype
@@ -370,11 +373,14 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
         if p.schedule is not None:
             skip.add(candidate_id(p.schedule))
     picked: list[tuple[GraphSchedule, dict[str, Any]]] = []
+    borrowed: list[str] = []
     for s in schedules:
         proj = ts.space.project(s)
         if proj.schedule is None:
             continue
         cid = candidate_id(proj.schedule)
+        if cid in ts.latency and cid not in skip:
+            borrowed.append(cid)  # measured in an earlier run of this tune
         if cid in ts.latency or cid in skip or any(cid == candidate_id(q) for q, _ in picked):
             continue
         try:
@@ -385,6 +391,11 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
         picked.append((proj.schedule, dict(proj.params)))
     if picked and levels:
         picked = _not_behind(ts.task.graph, picked, levels, target)
+    borrow = getattr(ts.study.sampler, "borrow", None)
+    borrowed += [candidate_id(p) for p, _ in picked]
+    if borrow is not None and borrowed:
+        # measured already or now: the sampler keeps an own line of parents beside them
+        borrow(borrowed)
     for _s, params in picked:
         ts.study.enqueue_trial(params, skip_if_exists=True)
     if picked:
