@@ -9,7 +9,9 @@ the timing walk. For each step of ``schedule.order`` (one cluster; core ids
 within it):
 
 1. **Loads** (staged inputs not already on the step's cores: another core's L1
-   over the NoC, the LLB, DDR; gathered table rows; the first weight tile), one
+   over the NoC, the LLB, DDR; gathered table rows; the first item of the weight
+   path: a weight tile or an embedding table gathered in L1, whichever comes
+   first in op order), one
    reservation per source, each once its data is ready. They may start while
    the previous step on those cores still computes (prefetch, double buffering)
    when that step's L1 use plus the incoming bytes fit in L1; otherwise they
@@ -17,7 +19,8 @@ within it):
 2. **Compute** on the step's cores (synchronised) once loads are done, the data
    is ready and the cores are free, priced part by part (a part of ``k`` cores
    splits its samples' rows ``k`` ways; the slowest part sets the step's time).
-   During it stream the remaining weights (DDR through the LLB, broadcast), the
+   During it stream the remaining weights and L1 tables (DDR through the LLB,
+   broadcast; they pass through the weight buffer in turn, :mod:`sim._gathers`), the
    inputs read tile by tile from LLB/DDR (once more per extra weight tile of an op
    re-reading them), the output placed in LLB/DDR and the exchange between the
    cores of a part that cut a sample (halos, batched-matmul operands, on the NoC);
@@ -41,7 +44,7 @@ from compiler.errors import ScheduleError
 from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
 from compiler.layout import group_layout, input_layout, transfer_layout
 from compiler.memo import memo_of
-from sim._gathers import GatherRecord, plan_gathers
+from sim._gathers import GatherRecord, step_gathers
 from sim._host import HostSegment, host_ops, host_segment_cycles
 from sim._invariants import check_invariants
 from sim._model import (
@@ -79,6 +82,7 @@ class _GroupStatic:
     out_fixed: int
     weights: int
     first_tile: int
+    first_op: int  # the op whose weights make the first tile (len(graph.ops) when none)
 
 
 def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupStatic:
@@ -88,13 +92,15 @@ def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupS
     if hit is None:
         io = group_io(graph, ops)
         fp = group_footprint(graph, ops)
-        first = next((graph.weight_bytes_of(graph.ops[i]) for i in ops
-                      if graph.ops[i].weights and graph.ops[i].op_type not in GATHER_OPS), 0)
+        first_op = next((i for i in ops
+                         if graph.ops[i].weights and graph.ops[i].op_type not in GATHER_OPS),
+                        len(graph.ops))
+        first = graph.weight_bytes_of(graph.ops[first_op]) if first_op < len(graph.ops) else 0
         out = io.outputs[0]
         osb, ofb = sample_bytes(graph, out)
         hit = _GroupStatic(
             fp, tuple((t, *sample_bytes(graph, t)) for t in io.inputs), out, osb, ofb,
-            fp.weight_bytes, int(min(first, half_wb, fp.weight_bytes)),
+            fp.weight_bytes, int(min(first, half_wb, fp.weight_bytes)), first_op,
         )
         memo[key] = hit
     return hit
@@ -296,16 +302,17 @@ class _Sim:
         return gate
 
     def part_cost(self, gr: GroupSpec, spp: int, cores: int, step_cores: int,
-                  remote: frozenset[int]) -> ComputeCost:
+                  remote: frozenset[int], tables: float) -> ComputeCost:
         """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples
-        (the group's NPU ops: host ops are a host segment, :mod:`sim._host`)."""
-        key = (gr.name, spp, cores, step_cores, remote)
+        (the group's NPU ops: host ops are a host segment, :mod:`sim._host`), with
+        ``tables`` bytes of embedding tables gathered in L1."""
+        key = (gr.name, spp, cores, step_cores, remote, tables)
         hit = self.costs.get(key)
         if hit is None:
             host = host_ops(self.g, gr.ops)
             ops = tuple(i for i in gr.ops if i not in host) if host else gr.ops
             hit = self.costs[key] = group_cost(self.g, ops, spp, cores, self.t, step_cores,
-                                               remote)
+                                               remote, tables)
         return hit
 
     def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
@@ -325,15 +332,17 @@ class _Sim:
         top = max(usage.values(), default=0.0)
         # compute, part by part: a part of n cores splits its samples' rows n ways; the
         # cores run synchronised, so the step ends when its slowest part ends
-        remote = work.remote_ops(mem.streamed)
-        cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote)
-                   for n in {len(p) for p in parts}}
-        slowest = max(cost_of.values(), key=lambda c: c.cycles)
         loads = [(ready.get(kind, 0.0), fl) for kind, fl in staged.items()]
         streams = list(streamed.values())
         # gathered rows, priced where each table is placed (L1, LLB or DDR: sim._gathers)
+        l1_tables: list[tuple[int, float]] = []
         if work.gathers:
-            self.gathers_of(k, work, spp, parts, cores, ready["*"], loads)
+            l1_tables = self.gathers_of(k, work, spp, parts, cores, ready["*"], loads)
+        tables = sum(b for _, b in l1_tables)
+        remote = work.remote_ops(mem.streamed)
+        cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote, tables)
+                   for n in {len(p) for p in parts}}
+        slowest = max(cost_of.values(), key=lambda c: c.cycles)
         # the cores of a part exchange halos / operands at cuts inside a sample
         if work.cut_bytes or work.operands:
             ex = _Flows()
@@ -355,11 +364,17 @@ class _Sim:
             if ex.flows:
                 streams.append(ex)
                 self.noc_bytes += ex.noc
-        # the first weight tile is loaded (double-buffered) before compute, the rest streams
-        if info.first_tile:
-            loads.append((0.0, self.weight_flows(info.first_tile, cores)))
-        if info.weights > info.first_tile:
-            streams.append(self.weight_flows(info.weights - info.first_tile, cores))
+        # the weight path carries the weights and the tables gathered in L1, each item at
+        # most half the weight buffer, in op order: the first is loaded (double-buffered)
+        # before compute, the rest streams during it (sim._gathers)
+        first = info.first_tile
+        if l1_tables and l1_tables[0][0] < info.first_op:
+            first = int(l1_tables[0][1])
+        path = info.weights + tables
+        if first:
+            loads.append((0.0, self.weight_flows(first, cores)))
+        if path > first:
+            streams.append(self.weight_flows(path - first, cores))
         if out_off:
             st = _Flows()
             st.add(move_plan(self.chip, stage, self.layouts[k], self.moves), info.out_sample)
@@ -412,19 +427,18 @@ class _Sim:
         return None
 
     def gathers_of(self, k: int, work: GroupWork, spp: int, parts: tuple[tuple[int, ...], ...],
-                   cores: tuple[int, ...], data: float, loads: list[tuple[float, _Flows]]) -> None:
-        """Add a step's gathered rows and table loads to its loads (:mod:`sim._gathers`).
+                   cores: tuple[int, ...], data: float, loads: list[tuple[float, _Flows]]
+                   ) -> list[tuple[int, float]]:
+        """Add a step's gathered rows from the LLB or DDR to its loads (:mod:`sim._gathers`);
+        return the tables gathered in L1 (op index, bytes), which join the weight path.
 
         A table may take the LLB that no step of the schedule uses (capacity minus the
         plan's peak): the same from the Python walk and the compiled one.
         """
-        names = tuple(self.g.ops[i].name for i in work.gather_ops)
         llb_used = float(self.memory.peak_llb_bytes)
-        gp = plan_gathers(work, names, self.label(k), spp, parts, cores, self.t, self.chip,
-                          self.t.llb.bytes - llb_used)
+        gp = step_gathers(self.g, work, self.label(k), spp, parts, cores, self.t, self.chip,
+                          llb_used)
         self.gathers.extend(gp.records)
-        if gp.l1_table_bytes:
-            loads.append((0.0, self.weight_flows(gp.l1_table_bytes, cores)))
         if gp.llb_copy:
             copy = _Flows()
             copy.flows, copy.ddr = gp.llb_copy, gp.llb_copy_ddr
@@ -440,6 +454,7 @@ class _Sim:
             rows.flows, rows.incoming, rows.ddr = gp.ddr_rows, gp.ddr_rows_in, gp.ddr_rows_ddr
             loads.append((data, rows))
             self.weight_bytes += gp.ddr_rows_ddr
+        return gp.l1_tables
 
     def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
         """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""

@@ -229,7 +229,9 @@ def explain(graph: Graph, schedule: GraphSchedule, target: Target, result: SimRe
     """
     from compiler.bound import lower_bound_cycles
     from compiler.capacity import plan_memory
+    from sim._gathers import step_gathers
     from sim._model import group_cost, group_work
+    from sim._resources import chip_of
 
     g = in_compute_dtype(graph, target)
     n_cores = target.chip.cores_per_cluster
@@ -262,7 +264,12 @@ def explain(graph: Graph, schedule: GraphSchedule, target: Target, result: SimRe
         spp = samples // len(parts)
         work = group_work(g, gr.ops, target)
         remote = work.remote_ops(memory.steps[k].streamed)
-        costs = {len(p): group_cost(g, gr.ops, spp, len(p), target, len(rec.cores), remote)
+        tables = 0.0
+        if work.gathers:
+            tables = step_gathers(g, work, rec.name, spp, parts, rec.cores, target,
+                                  chip_of(target), float(memory.peak_llb_bytes)).l1_table_bytes
+        costs = {len(p): group_cost(g, gr.ops, spp, len(p), target, len(rec.cores), remote,
+                                    tables)
                  for p in parts}
         slowest = max(costs.values(), key=lambda c: c.cycles)
         span = rec.end_cycles - rec.start_cycles

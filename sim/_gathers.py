@@ -8,7 +8,18 @@ its rows arrive soonest, among the places that hold it:
   whole through the weight path (DDR once, broadcast by the LLB, a copy into each
   core) and gathered on chip by the move engine at the L1 bandwidth (priced with
   the op's compute, :mod:`sim._model`). The guide's DeepFM keeps its 518 B and
-  4 KiB tables there.
+  4 KiB tables there. The weight buffer (0.25 MiB per core, hardware notes: L1 =
+  1 MiB data + 0.25 MiB weights; the guide stores constants there, not in the data
+  buffer) holds two halves: such tables pass through it **in turn**, one half each,
+  as weight tiles do (issue 26): the step's weight path carries its weights and its
+  L1 tables, in op order; the first of them loads before compute, the rest stream
+  during it (table ``i + 1`` loads while table ``i``'s rows are gathered), so at
+  most two items, at most one weight buffer, are resident at any moment. A gather
+  cannot read a table before it has arrived, and the path delivers one item at a
+  time, so each L1 table's arrival time (``bytes / weight-path rate``) adds to the
+  step's per-op weight term as a weighted vector op's weights do
+  (:func:`sim._model.group_cost`, ``tables``): the matrix ops' weights queue behind
+  the tables on the same path, whatever their order, so the term is a sum.
 * **LLB**: a table that fits the LLB no step of the schedule uses (its capacity
   minus the memory plan's peak: conservative, and the same whether the plan came
   from the Python walk or the compiled search core) is copied once from DDR by the
@@ -39,11 +50,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from compiler.graph import Graph
     from compiler.target import Target
     from sim._model import GroupWork
     from sim._resources import Chip
 
-__all__ = ["GatherPlan", "GatherRecord", "plan_gathers"]
+__all__ = ["GatherPlan", "GatherRecord", "plan_gathers", "step_gathers"]
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,9 @@ class GatherPlan:
     """The flows of one step's gathers (resource index -> bytes).
 
     Attributes:
-        l1_table_bytes: Tables loaded whole through the weight path.
+        l1_table_bytes: Tables loaded whole through the weight path (their sum).
+        l1_tables: ``(op index, table bytes)`` of those tables, in op order (each at most
+            half a weight buffer: they pass through it in turn).
         llb_copy: The DDR-to-LLB copies of the tables placed in the LLB (before the rows).
         llb_copy_ddr: DDR bytes of those copies.
         llb_rows: Rows fetched from the LLB (start when the copies end).
@@ -93,6 +107,7 @@ class GatherPlan:
     """
 
     l1_table_bytes: float = 0.0
+    l1_tables: list[tuple[int, float]] = field(default_factory=list)
     llb_copy: dict[int, float] = field(default_factory=dict)
     llb_copy_ddr: float = 0.0
     llb_rows: dict[int, float] = field(default_factory=dict)
@@ -132,7 +147,7 @@ def plan_gathers(work: GroupWork, names: tuple[str, ...], step: str, spp: int,
     half_wb = target.l1.weight_bytes / 2
     broadcast = target.llb.broadcast
     plan = GatherPlan()
-    for d, name in zip(work.gathers, names, strict=True):
+    for d, name, op in zip(work.gathers, names, work.gather_ops, strict=True):
         row = max(d.row_bytes, 1)
         cost_row = math.ceil(row / burst) * burst
         rows_of: dict[int, int] = {}
@@ -154,6 +169,7 @@ def plan_gathers(work: GroupWork, names: tuple[str, ...], step: str, spp: int,
         best = min(t_l1, t_llb, t_ddr)
         if t_l1 == best and t_l1 < t_ddr:
             plan.l1_table_bytes += table
+            plan.l1_tables.append((op, table))
             plan.records.append(GatherRecord(step, name, "L1", 0, table, table_ddr))
         elif t_llb == best and t_llb < t_ddr:
             _add(plan.llb_copy, chip.ddr, table)
@@ -174,3 +190,13 @@ def plan_gathers(work: GroupWork, names: tuple[str, ...], step: str, spp: int,
             plan.records.append(GatherRecord(step, name, "DDR", total_rows, table,
                                              total_rows * cost_row))
     return plan
+
+
+def step_gathers(graph: Graph, work: GroupWork, step: str, spp: int,
+                 parts: tuple[tuple[int, ...], ...], cores: tuple[int, ...], target: Target,
+                 chip: Chip, llb_peak: float) -> GatherPlan:
+    """:func:`plan_gathers` for a step of a schedule whose memory plan peaks at ``llb_peak``
+    LLB bytes: the one call the engine and ``explain`` share (same places, same tables)."""
+    names = tuple(graph.ops[i].name for i in work.gather_ops)
+    return plan_gathers(work, names, step, spp, parts, cores, target, chip,
+                        target.llb.bytes - llb_peak)

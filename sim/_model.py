@@ -37,13 +37,16 @@ cannot start before its input tile exists). Weights stream through a weight
 buffer that holds at most two tiles, so the matrix engine cannot run ahead of
 them: op by op, it takes at least as long as the op's weights need to arrive at
 the weight path's bandwidth (``weight_bound_cycles``; contention with other
-traffic is added by the engine's reservations).
+traffic is added by the engine's reservations). Embedding tables gathered in L1
+(``tables``, :mod:`sim._gathers`) pass through the same buffer in turn, so their
+arrival adds to that term too (a gather cannot read a table that has not arrived,
+and the ops after it wait on the path behind it).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from compiler.memo import memo_of
@@ -80,7 +83,8 @@ class ComputeCost:
         fill_cycles: Pipeline fill/drain, not overlapped.
         mme_useful_cycles: Matrix cycles without padding or overhead.
         weight_bound_cycles: Sum over ops of the longer of its matrix time and the
-            time its weights take to arrive (uncontended weight-path bandwidth).
+            time its weights take to arrive (uncontended weight-path bandwidth), plus
+            the arrival of the tables gathered in L1.
     """
 
     mme_cycles: float
@@ -217,7 +221,7 @@ def cuts_inside_samples(samples: int, cores: int) -> int:
 
 def group_cost(
     graph: Graph, ops: tuple[int, ...], samples: int, cores: int, target: Target,
-    step_cores: int = 1, remote: frozenset[int] = frozenset(),
+    step_cores: int = 1, remote: frozenset[int] = frozenset(), tables: float = 0.0,
 ) -> ComputeCost:
     """Per-core compute cost of ``ops`` for ``samples`` samples shared by ``cores`` cores.
 
@@ -231,15 +235,23 @@ def group_cost(
             cannot broadcast).
         remote: Ops whose weight-tile re-reads of their input are charged at the
             input's source (it streams from LLB/DDR), not on the L1 move engine.
+        tables: Bytes of the embedding tables the step gathers in L1
+            (:attr:`sim._gathers.GatherPlan.l1_table_bytes`): they pass through the
+            weight buffer in turn, and their arrival at the weight path's bandwidth
+            adds to ``weight_bound_cycles``.
 
-    Cached per graph, op set, sample count, core counts, re-read placement and target.
+    Cached per graph, op set, sample count, core counts, re-read placement, tables and
+    target.
     """
     memo = memo_of(graph)
-    key = ("sim.cost", target.hash, ops, samples, cores, step_cores, remote)
+    key = ("sim.cost", target.hash, ops, samples, cores, step_cores, remote, tables)
     hit: ComputeCost | None = memo.get(key)
     if hit is None:
-        hit = memo[key] = _cost(op_shapes(graph), ops, samples, cores, target, step_cores,
-                                remote)
+        hit = _cost(op_shapes(graph), ops, samples, cores, target, step_cores, remote)
+        if tables:
+            wbw = weight_path_bytes_per_cycle(target, step_cores)
+            hit = replace(hit, weight_bound_cycles=hit.weight_bound_cycles + tables / wbw)
+        memo[key] = hit
     return hit
 
 
