@@ -13,13 +13,16 @@ queued candidate in :meth:`before_trial`, and the driver's
 :meth:`sample_independent`. Enqueued trials (seeds, re-queued trials) keep
 their fixed parameters and do not consume a proposal.
 
-**Two islands when the tune borrows seeds** (:meth:`GuidedSampler.borrow`: the best
-schedules of other targets, a sweep's warm start). Then every other round breeds
-only from the task's *own line*: the best measured candidates that neither are a
+**Two islands when the tune borrows** (a sweep's warm start: the best schedules of
+other targets, :meth:`GuidedSampler.borrow`, or a ranker trained on their
+measurements, one whose ``borrows`` is true). Then every other round breeds only
+from the task's *own line*: the best measured candidates that neither are a
 borrowed seed nor were bred in a round whose parents could include one (O0-O3,
-the plans and the own line's children are in it). The other rounds breed from the
-best of everything, as without seeds. So half of the proposals are a cold tune's
-search, kept beside the seeds': measured on MobileNetV2 b16, L1 384K / DDR 13,
+the plans and the own line's children are in it), ranked as a cold tune ranks
+(the ranker's ``cold_round`` is set for the round:
+:class:`autotune.sampling._warm.WarmRanker`). The other rounds breed from the
+best of everything, as without borrowing. So half of the proposals are a cold
+tune's search, kept beside the borrowed one: measured on MobileNetV2 b16, L1 384K / DDR 13,
 the seeds (the 512K variant's best, 2,169 µs) were the only parents of every round,
 and 450 measurements bred around them never left their basin (2,166 µs) while a
 cold tune reached 1,934 µs (``bench/results/sweep.md``, 2026-11-26). The line of
@@ -425,9 +428,13 @@ class GuidedSampler(BaseSampler):
         self.breeding += 1
         self._told_at_request = self.told
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
-        # with borrowed seeds, every other round is the own line's (see the module doc)
-        own = bool(self._borrowed) and self.rounds % 2 == 0
-        self._islands.append(bool(self._borrowed) and not own)
+        # borrowing (seeds, or a ranker trained on other targets' rows), every other round is
+        # the own line's, ranked as a cold tune ranks (see the module doc)
+        islands = bool(self._borrowed) or bool(getattr(self.ranker, "borrows", False))
+        own = islands and self.rounds % 2 == 0
+        self._islands.append(islands and not own)
+        if hasattr(self.ranker, "cold_round"):
+            self.ranker.cold_round = own  # until the next request: scores, snapshot
         best = self._own_best(o.parents) if own else self._best(o.parents)
         parents, seen = tuple(best), frozenset(self._seen.union(pending))
         share = max(1, share) if parents else 1
@@ -527,6 +534,7 @@ class GuidedSampler(BaseSampler):
     def borrow(self, cids: Iterable[str]) -> None:
         """Mark candidates as borrowed (other targets' best schedules, measured as seeds):
         from now on every other round breeds from the own line only (see the module doc)."""
+        # (a ranker that borrows turns the islands on by itself: see breed_request)
         new = set(cids) - self._borrowed
         if not new:
             return

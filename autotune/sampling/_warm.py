@@ -144,6 +144,10 @@ class WarmRanker(CostModelRanker):
     name = "xgb-warm"
     own_enough = 32
     check_at = 8
+    cold_round = False
+    """Set by the guided sampler for the own line's rounds (its islands): while the
+    transferred model ranks, they are ranked as a cold tune ranks them (the roofline,
+    then trees on the task's own rows from the first training on), never by it."""
 
     def __init__(self, graph: Graph, target: Target, seed: int | None = None,
                  prior: PriorData | None = None, base: str | None = None) -> None:
@@ -152,6 +156,7 @@ class WarmRanker(CostModelRanker):
         self.dropped: tuple[float, float] | None = None
         self._own_model = False
         super().__init__(graph, target, seed)
+        self._cold = CostModelRanker._new_model(self)  # a cold tune's trees (own rows only)
         if base is not None or prior is not None:
             self.fit(np.zeros((0, 0)), np.zeros(0))
             if self._model.trained:
@@ -194,6 +199,10 @@ class WarmRanker(CostModelRanker):
             what = "dropped" if self.dropped is not None else "own"
             self.label = f"{self.name}/{what}/n={own}" if model.trained else "analytical"
             return
+        if own:
+            cold = CostModelRanker._new_model(self)
+            cold.fit(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+            self._cold = cold
         xs, ys, gs = [], [], []
         top = 0
         if self._prior_rows is not None:
@@ -216,6 +225,8 @@ class WarmRanker(CostModelRanker):
         """Scores, higher = faster: while the transferred model ranks (fewer than
         :attr:`own_enough` own rows, not dropped), the union of its order and the
         roofline's (:func:`hedged_scores`); then the task's own model, as a cold tune's."""
+        if self.hedging and self.cold_round:
+            return np.asarray(self._cold_model().predict(x), dtype=np.float64)
         model = self._model if self._model.trained else self._prior
         scores = np.asarray(model.predict(x), dtype=np.float64)
         if not self.hedging:
@@ -227,10 +238,21 @@ class WarmRanker(CostModelRanker):
         """Whether the transferred model ranks, alongside the roofline (see the class doc)."""
         return bool(self._model.trained and self.dropped is None and not self._own_model)
 
+    @property
+    def borrows(self) -> bool:
+        """Whether it learnt from other targets' measurements (a sweep's warm start): the
+        guided sampler then keeps an own line of parents, ranked by :attr:`cold_round`."""
+        return self._prior_rows is not None
+
+    def _cold_model(self) -> Any:
+        return self._cold if self._cold.trained else self._prior
+
     def snapshot(self) -> Any:
         """The scores as they are now, picklable (a breeding worker's copy)."""
         if not self.hedging:
             return super().snapshot()
+        if self.cold_round:
+            return _CostModelScorer(self._cold_model(), self.label + "/cold")
         return _HedgedScorer(self._model, self._prior, self.label)
 
 

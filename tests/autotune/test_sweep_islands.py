@@ -144,3 +144,47 @@ def test_a_warm_tune_marks_its_seeds_borrowed(tiny_graph: Graph, tmp_path: Path)
     lined = [t for t in trials if t.user_attrs.get(LINE_ATTR) == "borrowed"]
     bred = [t for t in trials if "fixed_params" not in t.system_attrs]
     assert lined and len(lined) < len(bred)
+
+
+def test_the_own_lines_rounds_are_ranked_as_a_cold_tune_ranks(tiny_graph: Graph,
+                                                              tune_target: Target) -> None:
+    """A ranker trained on another target's rows turns the islands on by itself; in the
+    own line's rounds it scores as a cold tune's ranker does (the roofline, then trees on
+    the own rows alone), in the others with the transferred model (hedged)."""
+    from autotune.sampling._warm import PriorData, WarmRanker
+    from sim import measure
+
+    other = tune_target.replace(ddr={"bytes_per_cycle": 13})
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    rng = np.random.default_rng(4)
+    pool = [space.sample(rng, uniform=i % 2 == 0) for i in range(60)]
+    ok = [(s, m.throughput_per_s) for s, m in zip(pool, measure(tiny_graph, pool, other))
+          if m.status == "ok"]
+    import cost_model
+
+    px = np.asarray(cost_model.features(tiny_graph, [s for s, _ in ok], other))
+    prior = PriorData(px, np.asarray([v for _, v in ok], dtype=np.float64),
+                      np.zeros(len(ok), dtype=np.int64))
+    warm = WarmRanker(tiny_graph, tune_target, seed=0, prior=prior)
+    assert warm.borrows and warm.hedging
+    x = np.asarray(cost_model.features(tiny_graph, pool, tune_target))
+    cold = CostModelRanker(tiny_graph, tune_target, seed=0)
+    hedged = warm.predict(x)
+    warm.cold_round = True
+    np.testing.assert_allclose(warm.predict(x), cold.predict(x))  # the roofline
+    np.testing.assert_allclose(warm.snapshot().predict(x), cold.predict(x))
+    y = np.asarray([m.throughput_per_s or 0.0 for m in measure(tiny_graph, pool[:12], tune_target)])
+    warm.fit(x[:12], y)
+    cold.fit(x[:12], y)
+    if warm.hedging:  # (the rank check may drop the transferred model: then it is cold anyway)
+        np.testing.assert_allclose(warm.predict(x), cold.predict(x))
+        warm.cold_round = False
+        assert not np.allclose(warm.predict(x), cold.predict(x))
+    assert not np.allclose(hedged, cold.predict(x))
+
+    sampler = GuidedSampler(space=space, ranker=warm, seed=0, options=OPTIONS)
+    flags = []
+    for _ in range(4):
+        sampler.breed_request()
+        flags.append(warm.cold_round)
+    assert flags == [False, True, False, True]
