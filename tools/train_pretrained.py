@@ -71,7 +71,7 @@ def corpus_rows(model: str, batch: int, options: dict[str, Any], target: Any, sa
     from autotune.sampling._studies import seed_schedules
     from compiler import zoo
     from compiler.model import Model
-    from search_space import build_space
+    from search_space import SpaceError, build_space
     from sim import measure
 
     with warnings.catch_warnings():
@@ -87,8 +87,11 @@ def corpus_rows(model: str, batch: int, options: dict[str, Any], target: Any, sa
     near = []
     for _ in range(mutants if top else 0):
         s = top[int(rng.integers(len(top)))]
-        for _k in range(int(rng.integers(1, 4))):
-            s = space.mutate(s, rng)
+        try:
+            for _k in range(int(rng.integers(1, 4))):
+                s = space.mutate(s, rng)
+        except SpaceError:  # a level the space does not express (e.g. its L1 scope policy)
+            continue
         near.append(s)
     ms2 = measure(graph, near, target)
     ok += [(s, m) for s, m in zip(near, ms2) if m.status == "ok" and m.throughput_per_s]
