@@ -193,3 +193,16 @@ def test_a_model_trained_on_another_simulator_is_said_to_be_stale(tmp_path: Path
     model.with_suffix(".json").write_text(json.dumps({"simulator": "0123456789ab"}))
     other = stale_pretrained(model)
     assert other is not None and "0123456789ab" in other and now in other
+
+
+def test_the_shipped_model_records_its_feature_set_and_simulator() -> None:
+    """The shipped model's record names this graphtune's feature set and the simulator it
+    learnt from (tools/train_pretrained.py writes both; a model without them is said to be
+    stale at every tune)."""
+    import cost_model
+
+    path = cost_model.pretrained_path()
+    assert path is not None
+    info = cost_model.pretrained_info(path)
+    assert info is not None and info["feature_set"] == cost_model.feature_set_id()
+    assert len(info["simulator"]) == 12 and info["rows"] > 0
