@@ -95,8 +95,9 @@ def test_budget_sizes() -> None:
 def test_a_variant_at_its_floor_whose_best_stopped_falling_scores_zero(
         lat: list[float | None], chunk: int, floor: float) -> None:
     """The score is >= 0; 0 exactly when nothing ran, or the best is at the floor and did not
-    fall over the second half of the history (O0 far behind at the start does not count as
-    the search's progress); and a best further above the floor never scores less."""
+    fall over its last chunk within the second half of the history (O0 far behind at the
+    start does not count as the search's progress); and a best further above the floor
+    never scores less."""
     s = score(lat, chunk, floor)
     ok = [i for i, v in enumerate(lat) if v is not None]
     assert s >= 0.0
@@ -106,7 +107,7 @@ def test_a_variant_at_its_floor_whose_best_stopped_falling_scores_zero(
     best = [min([v for v in lat[:i + 1] if v is not None], default=float("inf"))
             for i in range(len(lat))]
     n = len(lat)
-    since = max(ok[0], (n - 1) // 2)
+    since = max(ok[0], (n - 1) // 2, n - 1 - chunk)  # the window score's backward term reads
     assert (s == 0.0) == (best[since] <= best[-1] and best[-1] <= floor)
     assert score(lat, chunk, floor / 2) >= s
 
