@@ -13,6 +13,22 @@ queued candidate in :meth:`before_trial`, and the driver's
 :meth:`sample_independent`. Enqueued trials (seeds, re-queued trials) keep
 their fixed parameters and do not consume a proposal.
 
+**Two islands when the tune borrows** (a sweep's warm start: the best schedules of
+other targets, :meth:`GuidedSampler.borrow`, or a ranker trained on their
+measurements, one whose ``borrows`` is true). Then every other round breeds only
+from the task's *own line*: the best measured candidates that neither are a
+borrowed seed nor were bred in a round whose parents could include one (O0-O3,
+the plans and the own line's children are in it), ranked as a cold tune ranks
+(the ranker's ``cold_round`` is set for the round:
+:class:`autotune.sampling._warm.WarmRanker`). The other rounds breed from the
+best of everything, as without borrowing. So half of the proposals are a cold
+tune's search, kept beside the borrowed one: measured on MobileNetV2 b16, L1 384K / DDR 13,
+the seeds (the 512K variant's best, 2,169 µs) were the only parents of every round,
+and 450 measurements bred around them never left their basin (2,166 µs) while a
+cold tune reached 1,934 µs (``bench/results/sweep.md``, 2026-11-26). The line of
+each proposal is written as the trial's user attribute ``graphtune_line``, so a
+resumed tune keeps the islands apart.
+
 A round (:mod:`autotune.sampling._breed`) can run elsewhere: the tuning driver asks for
 a :meth:`GuidedSampler.breed_request` for a share of a round (with ``W`` workers,
 ``1/W`` of the population and of the proposals), has a worker breed it, and hands
@@ -110,6 +126,11 @@ class _Proposal:
     schedule: GraphSchedule
     vector: np.ndarray
     features: np.ndarray
+    borrowed: bool = False  # bred from parents that may descend from a borrowed seed
+
+
+LINE_ATTR = "graphtune_line"
+"""Trial user attribute of a proposal bred in the borrowed seeds' island (value "borrowed")."""
 
 
 class GuidedSampler(BaseSampler):
@@ -143,6 +164,11 @@ class GuidedSampler(BaseSampler):
         # the best ``options.parents`` of them as (-y, arrival, cid), kept sorted as they
         # arrive: what heapq.nlargest over all of them would give, without the O(n) per round
         self._top: list[tuple[float, int, str]] = []
+        # the islands (see the module doc): the borrowed seeds and their island's proposals,
+        # the best of the others (the own line), and the island of each request not back yet
+        self._borrowed: set[str] = set()
+        self._own_top: list[tuple[float, int, str]] = []
+        self._islands: deque[bool] = deque()
         self._x: list[np.ndarray] = []
         self._y: list[float] = []
         self._trained_at = 0
@@ -193,7 +219,9 @@ class GuidedSampler(BaseSampler):
         if not self._queue and not dry:
             self._refill()
         if self._queue:
-            self._by_trial[trial.number] = self._queue.popleft()
+            chosen = self._by_trial[trial.number] = self._queue.popleft()
+            if chosen.borrowed:
+                study._storage.set_trial_user_attr(trial._trial_id, LINE_ATTR, "borrowed")
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
@@ -246,7 +274,8 @@ class GuidedSampler(BaseSampler):
             datetime_start=datetime.datetime.now(), datetime_complete=None,
             params=dict(chosen.params),
             distributions={name: distributions[name] for name in chosen.params},
-            user_attrs={**(user_attrs or {}), **({cid_attr: chosen.cid} if cid_attr else {})},
+            user_attrs={**(user_attrs or {}), **({cid_attr: chosen.cid} if cid_attr else {}),
+                        **({LINE_ATTR: "borrowed"} if chosen.borrowed else {})},
             system_attrs={}, intermediate_values={},
             trial_id=0)
         trial_id = study._storage.create_new_trial(study._study_id, template_trial=template)
@@ -283,6 +312,7 @@ class GuidedSampler(BaseSampler):
         import time
 
         new: list[tuple[str, GraphSchedule | None, np.ndarray | None, float]] = []
+        lined: set[int] = set()  # trials of the borrowed seeds' island (a full read)
         now = time.monotonic()
         if self._scanned_at is None or now - self._scanned_at >= self.options.rescan_s:
             self._scanned_at = now
@@ -291,8 +321,10 @@ class GuidedSampler(BaseSampler):
                                         states=(TrialState.COMPLETE, TrialState.FAIL))
             told = [(t.number, t.params, t.value if t.state == TrialState.COMPLETE else None)
                     for t in finished]
+            lined = {t.number for t in finished if t.user_attrs.get(LINE_ATTR) == "borrowed"}
         else:
             told, self._told = self._told, []
+            lined = set()
         told.sort(key=lambda x: x[0])  # the same order either way: the same model
         for number, params, value in told:
             if number in self._synced:
@@ -311,6 +343,8 @@ class GuidedSampler(BaseSampler):
                 s = self.space.decode(vec)
                 cid = candidate_id(s)
             self._see(cid)
+            if number in lined:
+                self._borrowed.add(cid)
             if value is not None and cid not in self._scores:
                 y = self._label(value)
                 if y is not None:
@@ -405,7 +439,15 @@ class GuidedSampler(BaseSampler):
         self.breeding += 1
         self._told_at_request = self.told
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
-        parents = tuple(self._best(o.parents))
+        # borrowing (seeds, or a ranker trained on other targets' rows), every other round is
+        # the own line's, ranked as a cold tune ranks (see the module doc)
+        islands = bool(self._borrowed) or bool(getattr(self.ranker, "borrows", False))
+        own = islands and self.rounds % 2 == 0
+        self._islands.append(islands and not own)
+        if hasattr(self.ranker, "cold_round"):
+            self.ranker.cold_round = own  # until the next request: scores, snapshot
+        best = self._own_best(o.parents) if own else self._best(o.parents)
+        parents = tuple(best)
         base, seen = self._seen_parts(pending)
         share = max(1, share) if parents else 1
         n_prop = -(-n_prop // share)
@@ -486,6 +528,9 @@ class GuidedSampler(BaseSampler):
         how many were queued; :attr:`dry` counts the requests in a row that queued none.
         """
         self.breeding = max(0, self.breeding - 1)
+        # parts come back in the order requested except when a worker is slow or dies: then
+        # a part may take another's island (a proposal's line is a search heuristic only)
+        borrowed = self._islands.popleft() if self._islands else False
         if part is None:
             return 0
         if part.decoded and part.wall_s > 0:
@@ -496,7 +541,9 @@ class GuidedSampler(BaseSampler):
                 continue
             self._see(p.cid)
             self._queue.append(_Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector,
-                                         p.features))
+                                         p.features, borrowed))
+            if borrowed:
+                self._borrowed.add(p.cid)
             n += 1
         self.dry = 0 if n else self.dry + 1
         log.debug("breeding request %d: %d candidates ranked, %d proposed in %.2f s of CPU",
@@ -509,10 +556,27 @@ class GuidedSampler(BaseSampler):
 
     def _keep_top(self, cid: str, y: float) -> None:
         entry = (-y, len(self._scores), cid)
-        top, k = self._top, self.options.parents
-        if len(top) < k or entry < top[-1]:
-            bisect.insort(top, entry)
-            del top[k:]
+        k = self.options.parents
+        for top in (self._top, None if cid in self._borrowed else self._own_top):
+            if top is not None and (len(top) < k or entry < top[-1]):
+                bisect.insort(top, entry)
+                del top[k:]
+
+    def borrow(self, cids: Iterable[str]) -> None:
+        """Mark candidates as borrowed (other targets' best schedules, measured as seeds):
+        from now on every other round breeds from the own line only (see the module doc)."""
+        # (a ranker that borrows turns the islands on by itself: see breed_request)
+        new = set(cids) - self._borrowed
+        if not new:
+            return
+        self._borrowed |= new
+        mine = [(-y, i + 1, c) for i, (c, y) in enumerate(self._scores.items())
+                if c not in self._borrowed]
+        self._own_top = sorted(mine)[:self.options.parents]
+
+    def _own_best(self, k: int) -> list[np.ndarray]:
+        """The vectors of the ``k`` best measured candidates of the own line, best first."""
+        return [self._vectors[c] for _, _, c in self._own_top[:k]]
 
     def _best(self, k: int) -> list[np.ndarray]:
         """The vectors of the ``k`` best measured candidates, best first (ties: the first

@@ -144,6 +144,10 @@ class WarmRanker(CostModelRanker):
     name = "xgb-warm"
     own_enough = 32
     check_at = 8
+    cold_round = False
+    """Set by the guided sampler for the own line's rounds (its islands): while the
+    transferred model ranks, they are ranked as a cold tune ranks them (the roofline,
+    then trees on the task's own rows from the first training on), never by it."""
 
     def __init__(self, graph: Graph, target: Target, seed: int | None = None,
                  prior: PriorData | None = None, base: str | None = None) -> None:
@@ -152,6 +156,7 @@ class WarmRanker(CostModelRanker):
         self.dropped: tuple[float, float] | None = None
         self._own_model = False
         super().__init__(graph, target, seed)
+        self._cold = CostModelRanker._new_model(self)  # a cold tune's trees (own rows only)
         if base is not None or prior is not None:
             self.fit(np.zeros((0, 0)), np.zeros(0))
             if self._model.trained:
@@ -194,6 +199,10 @@ class WarmRanker(CostModelRanker):
             what = "dropped" if self.dropped is not None else "own"
             self.label = f"{self.name}/{what}/n={own}" if model.trained else "analytical"
             return
+        if own:
+            cold = CostModelRanker._new_model(self)
+            cold.fit(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+            self._cold = cold
         xs, ys, gs = [], [], []
         top = 0
         if self._prior_rows is not None:
@@ -216,6 +225,8 @@ class WarmRanker(CostModelRanker):
         """Scores, higher = faster: while the transferred model ranks (fewer than
         :attr:`own_enough` own rows, not dropped), the union of its order and the
         roofline's (:func:`hedged_scores`); then the task's own model, as a cold tune's."""
+        if self.hedging and self.cold_round:
+            return np.asarray(self._cold_model().predict(x), dtype=np.float64)
         model = self._model if self._model.trained else self._prior
         scores = np.asarray(model.predict(x), dtype=np.float64)
         if not self.hedging:
@@ -227,10 +238,21 @@ class WarmRanker(CostModelRanker):
         """Whether the transferred model ranks, alongside the roofline (see the class doc)."""
         return bool(self._model.trained and self.dropped is None and not self._own_model)
 
+    @property
+    def borrows(self) -> bool:
+        """Whether it learnt from other targets' measurements (a sweep's warm start): the
+        guided sampler then keeps an own line of parents, ranked by :attr:`cold_round`."""
+        return self._prior_rows is not None
+
+    def _cold_model(self) -> Any:
+        return self._cold if self._cold.trained else self._prior
+
     def snapshot(self) -> Any:
         """The scores as they are now, picklable (a breeding worker's copy)."""
         if not self.hedging:
             return super().snapshot()
+        if self.cold_round:
+            return _CostModelScorer(self._cold_model(), self.label + "/cold")
         return _HedgedScorer(self._model, self._prior, self.label)
 
 
@@ -357,7 +379,10 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
     (:func:`cost_model.analytical_cycles`: the schedule's traffic and work over
     this target's rates, with the spills its capacities cause) is slower than the
     fastest level's: its groups were cut for another chip's balance, and the
-    levels are measured anyway. Returns how many were enqueued.
+    levels are measured anyway. The guided sampler is told which candidates are
+    borrowed (:meth:`GuidedSampler.borrow`: these, and those an earlier run of the
+    tune measured), so it breeds every other round from the task's own line only.
+    Returns how many were enqueued.
     """
     from autotune.sampling._studies import candidate_id
     from compiler.capacity import check_capacity, in_compute_dtype
@@ -370,11 +395,14 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
         if p.schedule is not None:
             skip.add(candidate_id(p.schedule))
     picked: list[tuple[GraphSchedule, dict[str, Any]]] = []
+    borrowed: list[str] = []
     for s in schedules:
         proj = ts.space.project(s)
         if proj.schedule is None:
             continue
         cid = candidate_id(proj.schedule)
+        if cid in ts.latency and cid not in skip:
+            borrowed.append(cid)  # measured in an earlier run of this tune
         if cid in ts.latency or cid in skip or any(cid == candidate_id(q) for q, _ in picked):
             continue
         try:
@@ -385,6 +413,11 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
         picked.append((proj.schedule, dict(proj.params)))
     if picked and levels:
         picked = _not_behind(ts.task.graph, picked, levels, target)
+    borrow = getattr(ts.study.sampler, "borrow", None)
+    borrowed += [candidate_id(p) for p, _ in picked]
+    if borrow is not None and borrowed:
+        # measured already or now: the sampler keeps an own line of parents beside them
+        borrow(borrowed)
     for _s, params in picked:
         ts.study.enqueue_trial(params, skip_if_exists=True)
     if picked:

@@ -95,8 +95,9 @@ def test_budget_sizes() -> None:
 def test_a_variant_at_its_floor_whose_best_stopped_falling_scores_zero(
         lat: list[float | None], chunk: int, floor: float) -> None:
     """The score is >= 0; 0 exactly when nothing ran, or the best is at the floor and did not
-    fall over the second half of the history (O0 far behind at the start does not count as
-    the search's progress); and a best further above the floor never scores less."""
+    fall over its last chunk within the second half of the history (O0 far behind at the
+    start does not count as the search's progress); and a best further above the floor
+    never scores less."""
     s = score(lat, chunk, floor)
     ok = [i for i, v in enumerate(lat) if v is not None]
     assert s >= 0.0
@@ -106,7 +107,7 @@ def test_a_variant_at_its_floor_whose_best_stopped_falling_scores_zero(
     best = [min([v for v in lat[:i + 1] if v is not None], default=float("inf"))
             for i in range(len(lat))]
     n = len(lat)
-    since = max(ok[0], (n - 1) // 2)
+    since = max(ok[0], (n - 1) // 2, n - 1 - chunk)  # the window score's backward term reads
     assert (s == 0.0) == (best[since] <= best[-1] and best[-1] <= floor)
     assert score(lat, chunk, floor / 2) >= s
 
@@ -193,3 +194,16 @@ def test_a_model_trained_on_another_simulator_is_said_to_be_stale(tmp_path: Path
     model.with_suffix(".json").write_text(json.dumps({"simulator": "0123456789ab"}))
     other = stale_pretrained(model)
     assert other is not None and "0123456789ab" in other and now in other
+
+
+def test_the_shipped_model_records_its_feature_set_and_simulator() -> None:
+    """The shipped model's record names this graphtune's feature set and the simulator it
+    learnt from (tools/train_pretrained.py writes both; a model without them is said to be
+    stale at every tune)."""
+    import cost_model
+
+    path = cost_model.pretrained_path()
+    assert path is not None
+    info = cost_model.pretrained_info(path)
+    assert info is not None and info["feature_set"] == cost_model.feature_set_id()
+    assert len(info["simulator"]) == 12 and info["rows"] > 0
