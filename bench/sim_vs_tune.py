@@ -18,8 +18,8 @@ Per model, in one run:
   rate those CPU times allow on ``--cores`` idle cores (as ``bench/tune_workers.py``).
 
 Ratio = tune steady-state rate / sim rate (wall, both measured under the same load;
-the CPU-time ratio beside it). Writes ``--out`` (default
-``bench/results/sim_vs_tune.md``).
+the CPU-time ratio beside it). Adds a dated section at the top of ``--out`` (default
+``bench/results/sim_vs_tune.md``), keeping the earlier runs.
 
 Run: ``.venv/bin/python bench/sim_vs_tune.py [--models gpt1,resnet50,bert_base]
 [--candidates 200] [--trials 300]``
@@ -84,7 +84,7 @@ def tune_rate(graph: Graph, trials: int, workers: int, cores: int,
               budget: float | None = None) -> dict[str, float]:
     """A tune's steady-state figures; the task does not stop at its lower bound (gpt1's
     search reaches it within ten measurements: there would be no steady state)."""
-    from autotune import GuidedOptions
+    from autotune import GuidedOptions, RunOptions, SearchOptions
     from autotune.job import _scheduler
 
     probe = CpuProbe()
@@ -99,10 +99,10 @@ def tune_rate(graph: Graph, trials: int, workers: int, cores: int,
     tune_mod._pool = probe.capture(real)  # type: ignore[assignment]
     _scheduler.GradientScheduler.record = unbounded  # type: ignore[method-assign]
     try:
-        with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            tune([graph], trials=trials, workers=workers, log=Path(d) / "t.jsonl", seed=0,
-                 curve=False, callbacks=[probe], guided=GuidedOptions(breed_budget=budget))
+        with tempfile.TemporaryDirectory() as d:
+            tune([graph], trials=trials, log=Path(d) / "t.jsonl",
+                 search=SearchOptions(seed=0, guided=GuidedOptions(breed_budget=budget)),
+                 run=RunOptions(workers=workers, curve=False, callbacks=[probe]))
     finally:
         tune_mod._pool = real
         _scheduler.GradientScheduler.record = record  # type: ignore[method-assign]
@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> None:
                   f"{job['wall_rate'] / sim['sim_wall']:.2f}; load {load_job:.1f}", flush=True)
             print(f"  CPU ms per measurement: {split_text(job)}", flush=True)
             rows.append((f"{key} ({b})" if b != "default" else key, sim, job, load_sim, load_job))
-    lines = ["# The simulator alone vs a 2-worker tune (issue 20)", "",
+    title = "# The simulator alone vs a 2-worker tune (issue 20)"
+    lines = [f"## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
              f"`bench/sim_vs_tune.py --candidates {args.candidates} --trials {args.trials}`, "
              f"{os.cpu_count()} cores shared with other jobs (load average, 1 min, beside "
              "each figure). sim: sampled candidates simulated one after another in one "
@@ -163,8 +164,11 @@ def main(argv: list[str] | None = None) -> None:
             f"{job['cpu_rate']:.1f} | {lj:.1f} | {job['wall_rate'] / sim['sim_wall']:.2f} | "
             f"{job['cpu_rate'] / sim['sim_cpu']:.2f} |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    # a new dated section under the title; the earlier runs below it are kept
+    before = args.out.read_text().split("\n") if args.out.exists() else [title]
+    rest = before[1:] if before and before[0] == title else before
+    args.out.write_text("\n".join([title, "", *lines, "", *rest]).rstrip("\n") + "\n")
+    print(f"wrote {args.out} (a new section at the top)")
 
 
 if __name__ == "__main__":

@@ -171,7 +171,7 @@ def split_text(f: dict[str, float]) -> str:
 def run_job(graph: object, trials: int, workers: int, cores: int,
             budget: float | None = None) -> tuple[float, dict[str, float]]:
     """A whole tune job: its measurements/s and its CPU figures."""
-    from autotune import GuidedOptions
+    from autotune import GuidedOptions, RunOptions, SearchOptions
 
     probe = CpuProbe()
     real = tune_mod._pool
@@ -179,9 +179,9 @@ def run_job(graph: object, trials: int, workers: int, cores: int,
     tune_mod._pool = probe.capture(real)  # type: ignore[assignment]
     try:
         with tempfile.TemporaryDirectory() as d:
-            res = tune([graph], trials=trials, workers=workers, log=Path(d) / "w.jsonl",
-                       seed=0, curve=False, callbacks=[probe],
-                       guided=GuidedOptions(breed_budget=budget))
+            res = tune([graph], trials=trials, log=Path(d) / "w.jsonl",
+                       search=SearchOptions(seed=0, guided=GuidedOptions(breed_budget=budget)),
+                       run=RunOptions(workers=workers, curve=False, callbacks=[probe]))
     finally:
         tune_mod._pool = real
     return res.measurements_per_s, probe.figures(cores)
