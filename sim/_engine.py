@@ -413,17 +413,16 @@ class _Sim:
         loads), then the trip from the LLB. Returns (bytes moved so, cycles after ``start``
         the last of them arrives)."""
         chip, res = self.chip, self.res
-        lat = self.setup + self.ddr_lat
         vp = plan_via_llb(cands, self.via_room, max(res.free_at[chip.ddr], res.free_at[chip.llb]),
-                          lat, start, self.t, len(cores))
+                          max(res.free_at[c] for c in cores), start, self.t, len(cores))
         if vp is None:
             return 0.0, 0.0
         n = vp.nbytes
-        res.reserve(f"{label} table to LLB", {chip.ddr: n, chip.llb: n}, 0.0, lat)
+        res.reserve(f"{label} table to LLB", {chip.ddr: n, chip.llb: n}, 0.0,
+                    self.setup + self.ddr_lat)
         trip = {c: n for c in cores}
         trip[chip.llb] = n if self.t.llb.broadcast else n * len(cores)
-        _, arrived = res.reserve(f"{label} table to L1", trip, vp.trip_ready, self.setup)
-        arrival = max(vp.arrival, arrived)
+        _, arrival = res.reserve(f"{label} table to L1", trip, vp.trip_ready, self.setup)
         self.weight_bytes += n
         self.llb_tables += n
         self.llb_peak = max(self.llb_peak, self.memory.peak_llb_bytes + self.llb_tables)

@@ -270,7 +270,7 @@ class ViaPlan:
 
 
 def plan_via_llb(candidates: list[tuple[int, float]], room: float, copy_start: float,
-                 copy_latency: float, start: float, target: Target, step_cores: int
+                 trip_free: float, start: float, target: Target, step_cores: int
                  ) -> ViaPlan | None:
     """Which of a step's L1 tables travel via the LLB, or ``None`` (all direct).
 
@@ -278,12 +278,19 @@ def plan_via_llb(candidates: list[tuple[int, float]], room: float, copy_start: f
         candidates: ``(op index, bytes)`` of the step's L1 tables not staged before
             compute, in op order.
         room: LLB bytes free for them.
-        copy_start: When the system DMA's copy would start (the DDR channel and the LLB
-            port free; the copy is ready at cycle 0).
-        copy_latency: Setup and DDR latency of the copy.
+        copy_start: When the system DMA's copy starts (ready at cycle 0: when the DDR
+            channel and the LLB port are free).
+        trip_free: When the step's cores' ports are free (before the copy).
         start: The step's compute start.
         target: The hardware.
         step_cores: The step's cores.
+
+    The arrival is what the engine's two reservations give (first come, first served,
+    on the same resources): the copy (DDR channel and LLB port, then setup and DDR
+    latency), then the trip as one transfer that ends no sooner than the last table's
+    pipelined arrival (table ``i`` leaves the LLB when its copy has ended and the
+    previous table has left), starts no sooner than compute, the cores' ports and the
+    LLB port are free, and ends with a descriptor's setup.
     """
     if not target.llb.bytes or not candidates:
         return None
@@ -295,13 +302,16 @@ def plan_via_llb(candidates: list[tuple[int, float]], room: float, copy_start: f
             used += b
     if not chosen:
         return None
-    copy_bw = min(target.ddr.bytes_per_cycle, target.llb.bytes_per_cycle)
+    setup = target.dma.setup_cycles
+    ddr_bw, llb_bw = target.ddr.bytes_per_cycle, target.llb.bytes_per_cycle
     rate = via_rate(target, step_cores)
-    copied, arrival = copy_start, start
+    copied, piped = copy_start, start
     for _, b in chosen:
-        copied += b / copy_bw
-        arrival = max(arrival, copied + copy_latency) + b / rate
-    direct = used / weight_path_bytes_per_cycle(target, step_cores)
-    if arrival - start >= direct:
+        copied += max(b / ddr_bw, b / llb_bw)
+        piped = max(piped, copied + setup + target.ddr.latency_cycles) + b / rate
+    ready = max(start, piped - used / rate)
+    begin = max(ready, trip_free, copy_start + used / llb_bw)
+    arrival = begin + used / rate + setup
+    if arrival - start >= used / weight_path_bytes_per_cycle(target, step_cores):
         return None
-    return ViaPlan(tuple(chosen), used, arrival, max(start, arrival - used / rate))
+    return ViaPlan(tuple(chosen), used, arrival, ready)
