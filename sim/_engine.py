@@ -20,7 +20,9 @@ within it):
    is ready and the cores are free, priced part by part (a part of ``k`` cores
    splits its samples' rows ``k`` ways; the slowest part sets the step's time).
    During it stream the remaining weights and L1 tables (DDR through the LLB,
-   broadcast; they pass through the weight buffer in turn, :mod:`sim._gathers`), the
+   broadcast; they pass through the weight buffer in turn, :mod:`sim._gathers`; L1
+   tables may instead come from the LLB after a system-DMA copy ready at cycle 0,
+   reserved after the step's staged loads, when they arrive sooner so), the
    inputs read tile by tile from LLB/DDR (once more per extra weight tile of an op
    re-reading them), the output placed in LLB/DDR and the exchange between the
    cores of a part that cut a sample (halos, batched-matmul operands, on the NoC);
