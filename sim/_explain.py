@@ -20,7 +20,9 @@ time in one step (``end - start``) is, exactly:
 * **granule padding** (and repeated unbatched work): the engines' time at the
   chosen shapes, ``max(mme, vme, move)`` of the core's part, minus that;
 * **weights** arriving slower than the array needs them (``wbound`` above the engines;
-  it counts the embedding tables gathered in L1 too, which pass the same weight buffer);
+  it counts the embedding tables gathered in L1 too, which pass the same weight buffer,
+  and for tables that came via the LLB their arrival after compute start, read from
+  the engine's records: the same choice);
 * **pipeline fill and drain** (one output tile per op);
 * **core imbalance in the step**: the slowest part of the step minus this part;
 * **streams after compute**: the step's end (weights, outputs, halos and
