@@ -429,7 +429,7 @@ class _Sim:
         self.llb_tables += n
         self.llb_peak = max(self.llb_peak, self.memory.peak_llb_bytes + self.llb_tables)
         names = {self.g.ops[op].name for op, _ in vp.tables}
-        self.gathers = [replace(x, scope=VIA_LLB, arrival_cycles=arrival)
+        self.gathers = [replace(x, scope=VIA_LLB, ddr_bytes=x.table_bytes, arrival_cycles=arrival)
                         if x.step == label and x.op in names else x for x in self.gathers]
         return n, arrival - start
 

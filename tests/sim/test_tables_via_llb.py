@@ -104,7 +104,7 @@ def check_via(g: Graph, s: GraphSchedule, target: Target) -> SimResult:
         if not via:
             continue
         nbytes = sum(x.table_bytes for x in via)
-        assert all(x.ddr_bytes == x.table_bytes for x in via)  # once, broadcast by the LLB
+        assert all(x.ddr_bytes == x.table_bytes for x in via)  # once, into the LLB
         (copy,) = [e for e in r.dma_events
                    if e.label == f"{rec.name} table to LLB" and e.resource == "ddr"]
         assert copy.nbytes == pytest.approx(nbytes)  # the copy crosses DDR once
@@ -185,14 +185,16 @@ ROWS = st.one_of(st.integers(1, 4096), st.sampled_from([1, 1000, 4096]))
                       st.lists(st.just(1000), min_size=20, max_size=30)),
        exps=st.sampled_from([0, 1, 10, 40]),
        bind=st.sampled_from([EIGHT, ALL8, [[0, 1], [2, 3]]]),
-       llb=st.sampled_from([None, 1, 40_000, 400_000]))
+       llb=st.sampled_from([None, 1, 40_000, 400_000]),
+       broadcast=st.booleans())
 def test_tables_via_the_llb_keep_the_invariants(rows: list[int], exps: int,
-                                                bind: list[list[int]], llb: int | None) -> None:
+                                                bind: list[list[int]], llb: int | None,
+                                                broadcast: bool) -> None:
     """Random and adversarial table sets (DLRM-like many equal tables), an earlier step of
     0 to 40 Exp ops, four or eight cores, and an LLB of the default size or with only 1,
-    40,000 or 400,000 bytes left beside the memory plan's peak: the module doc's
-    invariants hold, and ``explain`` still adds up."""
-    target = Target.default()
+    40,000 or 400,000 bytes left beside the memory plan's peak, with and without the
+    LLB's broadcast: the module doc's invariants hold, and ``explain`` still adds up."""
+    target = Target.default().replace(llb={"broadcast": broadcast})
     g = via_graph(rows, exps)
     s = two_steps(g, bind)
     if llb is not None:
