@@ -41,10 +41,11 @@ from compiler import zoo  # noqa: E402
 from compiler.auto import graph_schedule_level  # noqa: E402
 from compiler.bound import launch_cycles, lower_bound_cycles, roofline_cycles  # noqa: E402
 from compiler.errors import ScheduleError  # noqa: E402
+from compiler.footprint import GATHER_OPS  # noqa: E402
 from compiler.graph import Graph  # noqa: E402
 from compiler.guide_plans import PLANS, guide_plan  # noqa: E402
 from compiler.model import Model  # noqa: E402
-from compiler.schedule import GraphSchedule  # noqa: E402
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, make_schedule  # noqa: E402
 from compiler.target import Target  # noqa: E402
 from sim import SimResult, simulate  # noqa: E402
 from tests.sim.random_schedules import mutate, random_schedule  # noqa: E402
@@ -83,6 +84,30 @@ def load(name: str, batch: int, **kw: Any) -> Graph:
         return Model(zoo.build(name, batch=batch, weights="inputs", **kw), name=name).graph
 
 
+def gather_cut(g: Graph, target: Target) -> GraphSchedule | None:
+    """O3's one group cut in two before its first gather, the first part's output in L1
+    (issue 26: the schedule whose tables the system DMA copies into the LLB during the
+    dense part, ``sim/_gathers.py`` "L1 via LLB"), at the latest cut that is a valid
+    schedule; None for a model without gathers or such a cut."""
+    o3 = graph_schedule_level(g, target, 3)
+    first = next((i for i, op in enumerate(g.ops) if op.op_type in GATHER_OPS), None)
+    if first is None or len(o3.groups) != 1 or o3.groups[0].split != 1:
+        return None
+    (place,) = o3.groups[0].chunks
+    n = len(g.ops)
+    for k in range(first, 0, -1):
+        try:
+            s = make_schedule(g, [GroupSpec("a", tuple(range(k)), 1,
+                                            (Placement.make("L1", place.core_bind),)),
+                                  GroupSpec("b", tuple(range(k, n)), 1, (place,))],
+                              source="gather cut")
+            s.validate(g, target)
+            return s
+        except ScheduleError:
+            continue
+    return None
+
+
 def cores_used(s: GraphSchedule) -> int:
     return len({c for g in s.groups for p in g.chunks for c in p.cores})
 
@@ -96,6 +121,9 @@ def attack(model: str, evals: int, seed: int, target: Target) -> dict[str, Any]:
     starts: list[GraphSchedule] = [graph_schedule_level(g, target, lvl) for lvl in range(4)]
     if guide is not None and guide in PLANS:
         starts.append(guide_plan(guide, g))
+    cut = gather_cut(g, target)
+    if cut is not None:
+        starts.append(cut)
     outcomes: Counter[str] = Counter()
     findings: list[str] = []
     elite: list[tuple[float, GraphSchedule]] = []

@@ -20,7 +20,9 @@ within it):
    is ready and the cores are free, priced part by part (a part of ``k`` cores
    splits its samples' rows ``k`` ways; the slowest part sets the step's time).
    During it stream the remaining weights and L1 tables (DDR through the LLB,
-   broadcast; they pass through the weight buffer in turn, :mod:`sim._gathers`), the
+   broadcast; they pass through the weight buffer in turn, :mod:`sim._gathers`; L1
+   tables may instead come from the LLB after a system-DMA copy ready at cycle 0,
+   reserved after the step's staged loads, when they arrive sooner so), the
    inputs read tile by tile from LLB/DDR (once more per extra weight tile of an op
    re-reading them), the output placed in LLB/DDR and the exchange between the
    cores of a part that cut a sample (halos, batched-matmul operands, on the NoC);
@@ -33,18 +35,20 @@ against the invariants of :mod:`sim._invariants` before it is returned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from compiler.bound import lower_bound_cycles
 from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_memory
-from compiler.derive import chunk_dag, group_io
+from compiler.derive import chunk_dag
 from compiler.errors import ScheduleError
-from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
+from compiler.footprint import sample_bytes
 from compiler.layout import group_layout, input_layout, transfer_layout
 from compiler.memo import memo_of
-from sim._gathers import GatherRecord, step_gathers
+from sim._flows import Flows as _Flows
+from sim._flows import group_static as _group_static
+from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
 from sim._host import HostSegment, host_ops, host_segment_cycles
 from sim._invariants import check_invariants
 from sim._model import (
@@ -71,41 +75,6 @@ _MODEL_INPUT = -1
 _MOVE_CACHE_LIMIT = 200_000
 
 
-@dataclass(frozen=True)
-class _GroupStatic:
-    """What a group's op set costs regardless of placement (cached per graph)."""
-
-    footprint: Footprint
-    inputs: tuple[tuple[str, int, int], ...]  # (tensor, bytes per sample, fixed bytes)
-    output: str
-    out_sample: int
-    out_fixed: int
-    weights: int
-    first_tile: int
-    first_op: int  # the op whose weights make the first tile (len(graph.ops) when none)
-
-
-def _group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> _GroupStatic:
-    memo = memo_of(graph)
-    key = ("sim.group", ops, half_wb)
-    hit: _GroupStatic | None = memo.get(key)
-    if hit is None:
-        io = group_io(graph, ops)
-        fp = group_footprint(graph, ops)
-        first_op = next((i for i in ops
-                         if graph.ops[i].weights and graph.ops[i].op_type not in GATHER_OPS),
-                        len(graph.ops))
-        first = graph.weight_bytes_of(graph.ops[first_op]) if first_op < len(graph.ops) else 0
-        out = io.outputs[0]
-        osb, ofb = sample_bytes(graph, out)
-        hit = _GroupStatic(
-            fp, tuple((t, *sample_bytes(graph, t)) for t in io.inputs), out, osb, ofb,
-            fp.weight_bytes, int(min(first, half_wb, fp.weight_bytes)), first_op,
-        )
-        memo[key] = hit
-    return hit
-
-
 @lru_cache(maxsize=32)
 def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], _Flows]:
     """Weight flows of one target by (bytes, cores), shared by every simulation."""
@@ -116,35 +85,6 @@ def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], _Flows]
 def _move_cache(target: Target) -> dict[object, MovePlan]:
     """Movement plans of one target, shared by every simulation."""
     return {}
-
-
-class _Flows:
-    """Accumulates resource -> bytes and per-core arrivals of one reservation."""
-
-    __slots__ = ("ddr", "flows", "hops", "incoming", "noc", "staying")
-
-    def __init__(self) -> None:
-        self.flows: dict[int, float] = {}
-        self.incoming: dict[int, float] = {}
-        self.staying: dict[int, float] = {}
-        self.noc = 0.0
-        self.ddr = 0.0
-        self.hops = 0
-
-    def add(self, plan: MovePlan, nbytes: float) -> None:
-        if nbytes <= 0:
-            return
-        f = self.flows
-        for r, c in plan.flows:
-            f[r] = f.get(r, 0.0) + c * nbytes
-        for r, c in plan.incoming:
-            self.incoming[r] = self.incoming.get(r, 0.0) + c * nbytes
-        for r, c in plan.staying:
-            self.staying[r] = self.staying.get(r, 0.0) + c * nbytes
-        self.noc += plan.noc * nbytes
-        self.ddr += plan.ddr * nbytes
-        if plan.hops > self.hops:
-            self.hops = plan.hops
 
 
 class _Sim:
@@ -183,6 +123,8 @@ class _Sim:
         self.host: list[HostSegment] = []
         self.gathers: list[GatherRecord] = []
         self.llb_peak = 0.0
+        self.llb_tables = 0.0  # bytes of tables copied into the LLB so far (LLB, via LLB)
+        self.via_room = 0.0
 
     # ---- reservations ------------------------------------------------------------
     def latency_of(self, fl: _Flows) -> float:
@@ -302,17 +244,18 @@ class _Sim:
         return gate
 
     def part_cost(self, gr: GroupSpec, spp: int, cores: int, step_cores: int,
-                  remote: frozenset[int], tables: float) -> ComputeCost:
+                  remote: frozenset[int], tables: float, wait: float) -> ComputeCost:
         """Per-core compute cost of a part of ``cores`` cores running ``spp`` samples
         (the group's NPU ops: host ops are a host segment, :mod:`sim._host`), with
-        ``tables`` bytes of embedding tables gathered in L1."""
-        key = (gr.name, spp, cores, step_cores, remote, tables)
+        ``tables`` bytes of embedding tables gathered in L1 from DDR and those via the
+        LLB arriving ``wait`` cycles after compute starts."""
+        key = (gr.name, spp, cores, step_cores, remote, tables, wait)
         hit = self.costs.get(key)
         if hit is None:
             host = host_ops(self.g, gr.ops)
             ops = tuple(i for i in gr.ops if i not in host) if host else gr.ops
             hit = self.costs[key] = group_cost(self.g, ops, spp, cores, self.t, step_cores,
-                                               remote, tables)
+                                               remote, tables, wait)
         return hit
 
     def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
@@ -339,10 +282,6 @@ class _Sim:
         if work.gathers:
             l1_tables = self.gathers_of(k, work, spp, parts, cores, ready["*"], loads)
         tables = sum(b for _, b in l1_tables)
-        remote = work.remote_ops(mem.streamed)
-        cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote, tables)
-                   for n in {len(p) for p in parts}}
-        slowest = max(cost_of.values(), key=lambda c: c.cycles)
         # the cores of a part exchange halos / operands at cuts inside a sample
         if work.cut_bytes or work.operands:
             ex = _Flows()
@@ -368,20 +307,11 @@ class _Sim:
         # most half the weight buffer, in op order: the first is loaded (double-buffered)
         # before compute, the rest streams during it (sim._gathers)
         first = info.first_tile
+        via = l1_tables
         if l1_tables and l1_tables[0][0] < info.first_op:
-            first = int(l1_tables[0][1])
-        path = info.weights + tables
+            first, via = int(l1_tables[0][1]), l1_tables[1:]
         if first:
             loads.append((0.0, self.weight_flows(first, cores)))
-        if path > first:
-            streams.append(self.weight_flows(path - first, cores))
-        if out_off:
-            st = _Flows()
-            st.add(move_plan(self.chip, stage, self.layouts[k], self.moves), info.out_sample)
-            if info.out_fixed:
-                st.add(fixed_plan(self.chip, "L1", cores, place.mem_scope, cores, self.moves),
-                       info.out_fixed)
-            streams.append(st)
         incoming: dict[int, float] = {}
         for _, fl in loads:
             for c, b in fl.incoming.items():
@@ -400,6 +330,25 @@ class _Sim:
         for c in cores:
             if self.core_free[c] > start:
                 start = self.core_free[c]
+        # L1 tables via the LLB when they arrive sooner (sim._gathers.plan_via_llb)
+        wait = 0.0
+        if via:
+            moved, wait = self.via_llb(label, via, cores, start)
+            tables -= moved
+        path = info.weights + tables
+        if path > first:
+            streams.append(self.weight_flows(path - first, cores))
+        if out_off:
+            st = _Flows()
+            st.add(move_plan(self.chip, stage, self.layouts[k], self.moves), info.out_sample)
+            if info.out_fixed:
+                st.add(fixed_plan(self.chip, "L1", cores, place.mem_scope, cores, self.moves),
+                       info.out_fixed)
+            streams.append(st)
+        remote = work.remote_ops(mem.streamed)
+        cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote, tables, wait)
+                   for n in {len(p) for p in parts}}
+        slowest = max(cost_of.values(), key=lambda c: c.cycles)
         end = start + slowest.cycles
         # ops off the NPU: inputs over PCIe to the host, computed there, results back;
         # the step's cores wait for them
@@ -439,6 +388,9 @@ class _Sim:
         gp = step_gathers(self.g, work, self.label(k), spp, parts, cores, self.t, self.chip,
                           llb_used)
         self.gathers.extend(gp.records)
+        # LLB free for tables via the LLB: every earlier step's tables may still be there
+        self.via_room = self.t.llb.bytes - llb_used - gp.llb_table_bytes - self.llb_tables
+        self.llb_tables += gp.llb_table_bytes
         if gp.llb_copy:
             copy = _Flows()
             copy.flows, copy.ddr = gp.llb_copy, gp.llb_copy_ddr
@@ -455,6 +407,31 @@ class _Sim:
             loads.append((data, rows))
             self.weight_bytes += gp.ddr_rows_ddr
         return gp.l1_tables
+
+    def via_llb(self, label: str, cands: list[tuple[int, float]], cores: tuple[int, ...],
+                start: float) -> tuple[float, float]:
+        """Send a step's L1 tables DDR -> LLB -> weight buffers when they arrive sooner
+        (:func:`sim._gathers.plan_via_llb`): the copy (ready at 0, after the step's staged
+        loads), then the trip from the LLB. Returns (bytes moved so, cycles after ``start``
+        the last of them arrives)."""
+        chip, res = self.chip, self.res
+        vp = plan_via_llb(cands, self.via_room, max(res.free_at[chip.ddr], res.free_at[chip.llb]),
+                          max(res.free_at[c] for c in cores), start, self.t, len(cores))
+        if vp is None:
+            return 0.0, 0.0
+        n = vp.nbytes
+        res.reserve(f"{label} table to LLB", {chip.ddr: n, chip.llb: n}, 0.0,
+                    self.setup + self.ddr_lat)
+        trip = {c: n for c in cores}
+        trip[chip.llb] = n if self.t.llb.broadcast else n * len(cores)
+        _, arrival = res.reserve(f"{label} table to L1", trip, vp.trip_ready, self.setup)
+        self.weight_bytes += n
+        self.llb_tables += n
+        self.llb_peak = max(self.llb_peak, self.memory.peak_llb_bytes + self.llb_tables)
+        names = {self.g.ops[op].name for op, _ in vp.tables}
+        self.gathers = [replace(x, scope=VIA_LLB, ddr_bytes=x.table_bytes, arrival_cycles=arrival)
+                        if x.step == label and x.op in names else x for x in self.gathers]
+        return n, arrival - start
 
     def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
         """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""

@@ -20,7 +20,9 @@ time in one step (``end - start``) is, exactly:
 * **granule padding** (and repeated unbatched work): the engines' time at the
   chosen shapes, ``max(mme, vme, move)`` of the core's part, minus that;
 * **weights** arriving slower than the array needs them (``wbound`` above the engines;
-  it counts the embedding tables gathered in L1 too, which pass the same weight buffer);
+  it counts the embedding tables gathered in L1 too, which pass the same weight buffer,
+  and for tables that came via the LLB their arrival after compute start, read from
+  the engine's records: the same choice);
 * **pipeline fill and drain** (one output tile per op);
 * **core imbalance in the step**: the slowest part of the step minus this part;
 * **streams after compute**: the step's end (weights, outputs, halos and
@@ -231,9 +233,8 @@ def explain(graph: Graph, schedule: GraphSchedule, target: Target, result: SimRe
     """
     from compiler.bound import lower_bound_cycles
     from compiler.capacity import plan_memory
-    from sim._gathers import step_gathers
+    from sim._gathers import VIA_LLB
     from sim._model import group_cost, group_work
-    from sim._resources import chip_of
 
     g = in_compute_dtype(graph, target)
     n_cores = target.chip.cores_per_cluster
@@ -244,6 +245,9 @@ def explain(graph: Graph, schedule: GraphSchedule, target: Target, result: SimRe
     memory = plan_memory(g, schedule, target)
     groups = {gr.name: gr for gr in schedule.groups}
     accs: dict[str, _Acc] = {}
+    gathers: dict[str, list[Any]] = {}
+    for x in result.gathers:
+        gathers.setdefault(x.step, []).append(x)
 
     def acc(name: str) -> _Acc:
         if name not in accs:
@@ -266,12 +270,16 @@ def explain(graph: Graph, schedule: GraphSchedule, target: Target, result: SimRe
         spp = samples // len(parts)
         work = group_work(g, gr.ops, target)
         remote = work.remote_ops(memory.steps[k].streamed)
-        tables = 0.0
-        if work.gathers:
-            tables = step_gathers(g, work, rec.name, spp, parts, rec.cores, target,
-                                  chip_of(target), float(memory.peak_llb_bytes)).l1_table_bytes
+        # the tables the engine gathered in L1 (from DDR, or via the LLB arriving at a
+        # cycle of the timeline): its own records, so the same choice
+        tables = wait = 0.0
+        for x in gathers.get(rec.name, ()):
+            if x.scope == "L1":
+                tables += x.table_bytes
+            elif x.scope == VIA_LLB:
+                wait = max(wait, x.arrival_cycles - rec.start_cycles)
         costs = {len(p): group_cost(g, gr.ops, spp, len(p), target, len(rec.cores), remote,
-                                    tables)
+                                    tables, wait)
                  for p in parts}
         slowest = max(costs.values(), key=lambda c: c.cycles)
         span = rec.end_cycles - rec.start_cycles

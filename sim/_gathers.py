@@ -20,6 +20,30 @@ its rows arrive soonest, among the places that hold it:
   step's per-op weight term as a weighted vector op's weights do
   (:func:`sim._model.group_cost`, ``tables``): the matrix ops' weights queue behind
   the tables on the same path, whatever their order, so the term is a sum.
+* **L1 via LLB** (issue 26): an L1 table may instead be copied into the LLB first by
+  the cluster's DDR-to-LLB system DMA (hardware notes: sysdma_0 DDR->LLB, two system
+  DMAs per cluster; the same copy a table placed in the LLB takes, below) and travel
+  from there to the cores' weight buffers (the LLB port broadcasting, each core's port
+  at ``dma.core_bytes_per_cycle``) instead of from DDR: the composition of two rules
+  that exist. The copy has no producer, so it is ready at cycle 0 and may run during
+  earlier steps; it is one reservation (DDR channel and LLB port) taken right after the
+  step's staged loads (first come, first served: the ids the step waits for go first).
+  Table ``i``'s copy ends at ``copy start + (bytes of tables 0..i) / copy rate +
+  latency``; its trip to the cores starts when its copy has ended, not before the
+  step's compute (the weight buffer holds two items; the first item of the weight path
+  is the one staged), and after the previous table's trip; it takes ``bytes / (LLB to
+  L1 rate)`` (``min(port, LLB port)`` with broadcast, ``min(port, LLB port / cores)``
+  without). The step's compute waits for the last of them: ``arrival - compute start``
+  adds to its per-op weight term (:func:`sim._model.group_cost`, ``tables_wait``), as
+  the direct path's ``bytes / weight-path rate`` does. Candidates: the step's L1
+  tables other than the one staged before compute, in op order, each taken while it
+  fits the LLB that is free for tables (capacity minus the memory plan's peak, minus
+  the step's LLB tables, minus every earlier step's LLB and via-LLB tables: copies
+  ready at 0 may all be resident at once). **The choice** (:func:`plan_via_llb`, the
+  engine's only call; ``explain`` reads the engine's records): the candidates go via
+  the LLB, all of them, iff their arrival after compute start is shorter than
+  ``their bytes / weight-path rate`` (what they add on the direct path); ties stay
+  direct. A schedule whose LLB is full keeps the direct path.
 * **LLB**: a table that fits the LLB no step of the schedule uses (its capacity
   minus the memory plan's peak: conservative, and the same whether the plan came
   from the Python walk or the compiled search core) is copied once from DDR by the
@@ -41,6 +65,9 @@ The arrival estimate used to choose (cycles): L1 ``table DDR bytes / DDR rate``;
 LLB ``table / DDR rate + max(row bytes / LLB rate, busiest core's rows x (row /
 port rate + setup))``; DDR ``max(burst bytes / DDR rate, busiest core's rows x
 (burst / port rate + setup))``. The cheapest wins (L1, then LLB, then DDR on ties).
+That choice is static (:func:`plan_gathers`); then, once the step's compute start is
+known, the engine asks :func:`plan_via_llb` whether its L1 tables come from DDR or via
+the LLB (the arrival depends on what the DDR channel carries before: the timeline).
 """
 
 from __future__ import annotations
@@ -49,13 +76,19 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from compiler.opshape import weight_path_bytes_per_cycle
+
 if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.target import Target
     from sim._model import GroupWork
     from sim._resources import Chip
 
-__all__ = ["GatherPlan", "GatherRecord", "plan_gathers", "step_gathers"]
+__all__ = ["VIA_LLB", "GatherPlan", "GatherRecord", "ViaPlan", "plan_gathers", "plan_via_llb",
+           "step_gathers", "via_rate"]
+
+#: The scope of an L1 table that reached the weight buffers from the LLB.
+VIA_LLB = "L1 via LLB"
 
 
 @dataclass(frozen=True)
@@ -65,13 +98,16 @@ class GatherRecord:
     Attributes:
         step: The step (``group_0[1]``).
         op: The gather op's name.
-        scope: ``"L1"`` (table loaded whole into the weight buffer), ``"LLB"`` (table
-            copied into the LLB, rows fetched from there) or ``"DDR"`` (rows fetched
-            from DDR).
+        scope: ``"L1"`` (table loaded whole into the weight buffer from DDR),
+            ``"L1 via LLB"`` (the same, copied into the LLB first by the system DMA),
+            ``"LLB"`` (table copied into the LLB, rows fetched from there) or ``"DDR"``
+            (rows fetched from DDR).
         rows: Rows fetched over all the step's cores (0 for ``L1``: gathered on chip).
         table_bytes: Bytes of the table.
         ddr_bytes: DDR bytes the gather read in the step (the table once, or the rows
             at burst granularity; the table once per core without LLB broadcast).
+        arrival_cycles: For ``"L1 via LLB"``: the cycle the step's last table via the LLB
+            reached the cores (its compute waits for it); 0 otherwise.
     """
 
     step: str
@@ -80,11 +116,16 @@ class GatherRecord:
     rows: int
     table_bytes: float
     ddr_bytes: float
+    arrival_cycles: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """Keyed JSON."""
-        return {"step": self.step, "op": self.op, "scope": self.scope, "rows": self.rows,
-                "table_bytes": self.table_bytes, "ddr_bytes": self.ddr_bytes}
+        out: dict[str, Any] = {"step": self.step, "op": self.op, "scope": self.scope,
+                               "rows": self.rows, "table_bytes": self.table_bytes,
+                               "ddr_bytes": self.ddr_bytes}
+        if self.arrival_cycles:
+            out["arrival_cycles"] = self.arrival_cycles
+        return out
 
 
 @dataclass
@@ -200,3 +241,77 @@ def step_gathers(graph: Graph, work: GroupWork, step: str, spp: int,
     names = tuple(graph.ops[i].name for i in work.gather_ops)
     return plan_gathers(work, names, step, spp, parts, cores, target, chip,
                         target.llb.bytes - llb_peak)
+
+
+def via_rate(target: Target, step_cores: int) -> float:
+    """Uncontended bandwidth of a table from the LLB into one core's weight buffer."""
+    port = target.dma.core_bytes_per_cycle
+    if target.llb.broadcast:
+        return min(port, target.llb.bytes_per_cycle)
+    return min(port, target.llb.bytes_per_cycle / max(step_cores, 1))
+
+
+@dataclass(frozen=True)
+class ViaPlan:
+    """L1 tables of one step that go DDR -> LLB -> weight buffers (see the module doc).
+
+    Attributes:
+        tables: ``(op index, bytes)`` of the tables, in op order.
+        nbytes: Their sum.
+        arrival: Cycle the last of them reaches the cores (uncontended).
+        trip_ready: When their trip to the cores, as one transfer ending at ``arrival``
+            at the LLB-to-L1 rate, may start (never before compute).
+    """
+
+    tables: tuple[tuple[int, float], ...]
+    nbytes: float
+    arrival: float
+    trip_ready: float
+
+
+def plan_via_llb(candidates: list[tuple[int, float]], room: float, copy_start: float,
+                 trip_free: float, start: float, target: Target, step_cores: int
+                 ) -> ViaPlan | None:
+    """Which of a step's L1 tables travel via the LLB, or ``None`` (all direct).
+
+    Args:
+        candidates: ``(op index, bytes)`` of the step's L1 tables not staged before
+            compute, in op order.
+        room: LLB bytes free for them.
+        copy_start: When the system DMA's copy starts (ready at cycle 0: when the DDR
+            channel and the LLB port are free).
+        trip_free: When the step's cores' ports are free (before the copy).
+        start: The step's compute start.
+        target: The hardware.
+        step_cores: The step's cores.
+
+    The arrival is what the engine's two reservations give (first come, first served,
+    on the same resources): the copy (DDR channel and LLB port, then setup and DDR
+    latency), then the trip as one transfer that ends no sooner than the last table's
+    pipelined arrival (table ``i`` leaves the LLB when its copy has ended and the
+    previous table has left), starts no sooner than compute, the cores' ports and the
+    LLB port are free, and ends with a descriptor's setup.
+    """
+    if not target.llb.bytes or not candidates:
+        return None
+    chosen: list[tuple[int, float]] = []
+    used = 0.0
+    for op, b in candidates:
+        if used + b <= room:
+            chosen.append((op, b))
+            used += b
+    if not chosen:
+        return None
+    setup = target.dma.setup_cycles
+    ddr_bw, llb_bw = target.ddr.bytes_per_cycle, target.llb.bytes_per_cycle
+    rate = via_rate(target, step_cores)
+    copied, piped = copy_start, start
+    for _, b in chosen:
+        copied += max(b / ddr_bw, b / llb_bw)
+        piped = max(piped, copied + setup + target.ddr.latency_cycles) + b / rate
+    ready = max(start, piped - used / rate)
+    begin = max(ready, trip_free, copy_start + used / llb_bw)
+    arrival = begin + used / rate + setup
+    if arrival - start >= used / weight_path_bytes_per_cycle(target, step_cores):
+        return None
+    return ViaPlan(tuple(chosen), used, arrival, ready)

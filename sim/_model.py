@@ -40,7 +40,8 @@ the weight path's bandwidth (``weight_bound_cycles``; contention with other
 traffic is added by the engine's reservations). Embedding tables gathered in L1
 (``tables``, :mod:`sim._gathers`) pass through the same buffer in turn, so their
 arrival adds to that term too (a gather cannot read a table that has not arrived,
-and the ops after it wait on the path behind it).
+and the ops after it wait on the path behind it); tables that came via the LLB add
+their arrival after compute start (``tables_wait``, from the timeline).
 """
 
 from __future__ import annotations
@@ -222,6 +223,7 @@ def cuts_inside_samples(samples: int, cores: int) -> int:
 def group_cost(
     graph: Graph, ops: tuple[int, ...], samples: int, cores: int, target: Target,
     step_cores: int = 1, remote: frozenset[int] = frozenset(), tables: float = 0.0,
+    tables_wait: float = 0.0,
 ) -> ComputeCost:
     """Per-core compute cost of ``ops`` for ``samples`` samples shared by ``cores`` cores.
 
@@ -239,6 +241,10 @@ def group_cost(
             (:attr:`sim._gathers.GatherPlan.l1_table_bytes`): they pass through the
             weight buffer in turn, and their arrival at the weight path's bandwidth
             adds to ``weight_bound_cycles``.
+        tables_wait: Cycles after compute starts at which the step's tables that came
+            via the LLB (:func:`sim._gathers.plan_via_llb`) have all arrived: added to
+            ``weight_bound_cycles`` as the direct tables' arrival is (not cached: it
+            comes from the timeline).
 
     Cached per graph, op set, sample count, core counts, re-read placement, tables and
     target.
@@ -252,6 +258,8 @@ def group_cost(
             wbw = weight_path_bytes_per_cycle(target, step_cores)
             hit = replace(hit, weight_bound_cycles=hit.weight_bound_cycles + tables / wbw)
         memo[key] = hit
+    if tables_wait > 0:
+        hit = replace(hit, weight_bound_cycles=hit.weight_bound_cycles + tables_wait)
     return hit
 
 

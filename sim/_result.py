@@ -112,7 +112,8 @@ class SimResult:
         host_segments: Ops that ran on the host CPU, per step, with their time
             (:mod:`sim._host`); their total is ``busy_cycles["host"]``.
         gathers: Per step and gather op, where its table was read from (``L1``,
-            ``LLB``, ``DDR``), the rows fetched and the DDR bytes (:mod:`sim._gathers`).
+            ``L1 via LLB``, ``LLB``, ``DDR``), the rows fetched and the DDR bytes
+            (:mod:`sim._gathers`).
     """
 
     status: str

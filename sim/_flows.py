@@ -1,0 +1,82 @@
+"""Bytes of one reservation, accumulated per resource, and what a group's op set moves
+regardless of placement (used by :mod:`sim._engine`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from compiler.derive import group_io
+from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
+from compiler.memo import memo_of
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from sim._moves import MovePlan
+
+__all__ = ["Flows", "GroupStatic", "group_static"]
+
+
+class Flows:
+    """Accumulates resource -> bytes and per-core arrivals of one reservation."""
+
+    __slots__ = ("ddr", "flows", "hops", "incoming", "noc", "staying")
+
+    def __init__(self) -> None:
+        self.flows: dict[int, float] = {}
+        self.incoming: dict[int, float] = {}
+        self.staying: dict[int, float] = {}
+        self.noc = 0.0
+        self.ddr = 0.0
+        self.hops = 0
+
+    def add(self, plan: MovePlan, nbytes: float) -> None:
+        if nbytes <= 0:
+            return
+        f = self.flows
+        for r, c in plan.flows:
+            f[r] = f.get(r, 0.0) + c * nbytes
+        for r, c in plan.incoming:
+            self.incoming[r] = self.incoming.get(r, 0.0) + c * nbytes
+        for r, c in plan.staying:
+            self.staying[r] = self.staying.get(r, 0.0) + c * nbytes
+        self.noc += plan.noc * nbytes
+        self.ddr += plan.ddr * nbytes
+        if plan.hops > self.hops:
+            self.hops = plan.hops
+
+
+@dataclass(frozen=True)
+class GroupStatic:
+    """What a group's op set costs regardless of placement (cached per graph)."""
+
+    footprint: Footprint
+    inputs: tuple[tuple[str, int, int], ...]  # (tensor, bytes per sample, fixed bytes)
+    output: str
+    out_sample: int
+    out_fixed: int
+    weights: int
+    first_tile: int
+    first_op: int  # the op whose weights make the first tile (len(graph.ops) when none)
+
+
+def group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> GroupStatic:
+    """A group's :class:`GroupStatic` (its first weight tile at most ``half_wb``)."""
+    memo = memo_of(graph)
+    key = ("sim.group", ops, half_wb)
+    hit: GroupStatic | None = memo.get(key)
+    if hit is None:
+        io = group_io(graph, ops)
+        fp = group_footprint(graph, ops)
+        first_op = next((i for i in ops
+                         if graph.ops[i].weights and graph.ops[i].op_type not in GATHER_OPS),
+                        len(graph.ops))
+        first = graph.weight_bytes_of(graph.ops[first_op]) if first_op < len(graph.ops) else 0
+        out = io.outputs[0]
+        osb, ofb = sample_bytes(graph, out)
+        hit = GroupStatic(
+            fp, tuple((t, *sample_bytes(graph, t)) for t in io.inputs), out, osb, ofb,
+            fp.weight_bytes, int(min(first, half_wb, fp.weight_bytes)), first_op,
+        )
+        memo[key] = hit
+    return hit
