@@ -95,9 +95,10 @@ class TimedPool(MeasurePool):
     def in_flight(self) -> int:
         return self.inner.in_flight
 
-    def submit(self, batch_id: int, task_key: str, schedules: Any) -> None:
+    def submit(self, batch_id: int, task_key: str, schedules: Any,
+               cids: Any = None) -> None:
         t0, c0 = time.perf_counter(), time.thread_time()
-        self.inner.submit(batch_id, task_key, schedules)
+        self.inner.submit(batch_id, task_key, schedules, cids)
         if self.in_process:  # the in-process pool measures here: not the driver's own work
             self.blocked_s += time.perf_counter() - t0
             self.blocked_cpu_s += time.thread_time() - c0

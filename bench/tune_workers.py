@@ -155,7 +155,9 @@ class CpuProbe:
                         "driver_ray": driver - d["main"] - d["fit"],
                         "w_measure": d.get("w_measure", 0.0), "w_breed": d.get("w_breed", 0.0),
                         "w_other": d.get("w_process", 0.0) - d.get("w_measure", 0.0)
-                        - d.get("w_breed", 0.0)})
+                        - d.get("w_breed", 0.0),
+                        # measured as the object their worker bred (Breeder.take)
+                        "w_held": d.get("w_held", 0.0)})
         return out
 
 
@@ -165,7 +167,8 @@ def split_text(f: dict[str, float]) -> str:
         return ""
     n = f["n"]
     parts = ("driver_main", "driver_fit", "driver_ray", "w_measure", "w_breed", "w_other")
-    return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts)
+    held = f" (measured where bred: {100 * f.get('w_held', 0.0) / n:.0f} %)" if n else ""
+    return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts) + held
 
 
 def run_job(graph: object, trials: int, workers: int, cores: int,

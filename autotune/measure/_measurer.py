@@ -71,12 +71,17 @@ class SimMeasurer(Measurer):
 
 
 def measure_json(measurer: Measurer, graph: Graph, schedules: Sequence[dict[str, Any]],
-                 target: Target, timeout_s: float | None) -> tuple[str, list[dict[str, Any]]]:
+                 target: Target, timeout_s: float | None,
+                 held: Sequence[GraphSchedule | None] | None = None
+                 ) -> tuple[str, list[dict[str, Any]]]:
     """What a worker runs: schedules as JSON in, ``(host, measurements as JSON)`` out.
 
     A schedule that does not parse is an ``invalid_schedule`` measurement; the
     rest are measured as one batch. Results drop the full simulator result so
-    they travel small.
+    they travel small. ``held[k]``, when given and not None, is a schedule this
+    process already holds that writes exactly ``schedules[k]`` (a pick it bred,
+    :meth:`autotune.sampling._breed.Breeder.take`): it is measured instead of a
+    copy parsed from the JSON, with what was remembered beside it (its memory plan).
     """
     from compiler.errors import ScheduleError
     from compiler.schedule import GraphSchedule
@@ -85,6 +90,10 @@ def measure_json(measurer: Measurer, graph: Graph, schedules: Sequence[dict[str,
     parsed: list[GraphSchedule | None] = []
     errors: dict[int, str] = {}
     for k, obj in enumerate(schedules):
+        known = held[k] if held is not None and k < len(held) else None
+        if known is not None:
+            parsed.append(known)
+            continue
         try:
             parsed.append(GraphSchedule.from_json(obj))
         except ScheduleError as exc:

@@ -257,7 +257,7 @@ class Driver:
             self._n_pending += len(batch)
             self._task_pending[k] = self._task_pending.get(k, 0) + len(batch)
             self.pool.submit(bid, self.job.tasks[k].task.key,
-                             [c.schedule.to_json() for c in batch])
+                             [c.schedule.to_json() for c in batch], [c.cid for c in batch])
 
     def _spent(self) -> bool:
         """The budget is spent (measured or being measured), or every task stopped."""

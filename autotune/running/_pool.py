@@ -78,8 +78,14 @@ class MeasurePool(abc.ABC):
     remote: bool = False
 
     @abc.abstractmethod
-    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
-        """Queue a batch of one task's schedules (JSON) for measurement."""
+    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]],
+               cids: Sequence[str] | None = None) -> None:
+        """Queue a batch of one task's schedules (JSON) for measurement.
+
+        ``cids``: the schedules' candidate ids, when known: a pick bred where the batch
+        is measured is then measured as the object its breeding built
+        (:meth:`autotune.sampling._breed.Breeder.take`; the same measurement, less work).
+        """
 
     @abc.abstractmethod
     def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
@@ -122,10 +128,12 @@ class InProcessPool(MeasurePool):
         self.workers = 1
         self.slots = 1
 
-    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
+    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]],
+               cids: Sequence[str] | None = None) -> None:
         t0 = time.perf_counter()
+        held = self._breeder.take(task_key, cids, schedules)
         host, out = measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
-                                 self._timeout_s)
+                                 self._timeout_s, held)
         self._done.append(Finished(batch_id, host, tuple(measurement_from_json(m) for m in out),
                                    seconds=time.perf_counter() - t0))
 

@@ -30,7 +30,7 @@ from autotune.measure._measurer import Measurer, measure_json, measurement_from_
 from autotune.running._pool import Finished, MeasurePool, lost
 from autotune.running._ray_start import LOOPBACK, start_ray
 from autotune.running._ray_start import _loopback_only as _loopback_only  # tests import it here
-from autotune.sampling._breed import Bred, Breeder, BreedRequest, Scorer
+from autotune.sampling._breed import HELD_PICKS, Bred, Breeder, BreedRequest, Scorer
 from compiler.errors import GraphtuneError
 from compiler.memo import search_gc
 
@@ -93,13 +93,16 @@ class _Worker:
     def cpu(self) -> dict[str, float]:
         """CPU seconds so far: in ``measure`` and ``breed`` calls (this thread's), and the
         whole process's (Ray's own threads and the calls' unpickling included)."""
-        return {**self._spent, "process": time.process_time()}
+        taken = float(self._breeder.taken) if self._breeder is not None else 0.0
+        return {**self._spent, "process": time.process_time(), "held": taken}
 
     def measure(self, task_key: str, schedules: Sequence[dict[str, Any]],
-                timeout_s: float | None) -> tuple[str, list[dict[str, Any]], float]:
+                timeout_s: float | None, cids: Sequence[str] | None = None
+                ) -> tuple[str, list[dict[str, Any]], float]:
         t0, c0 = time.perf_counter(), time.thread_time()  # the wall seconds come back too
+        held = self._breeder.take(task_key, cids, schedules) if self._breeder else None
         host, out = measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
-                                 timeout_s)
+                                 timeout_s, held)
         self._spent["measure"] += time.thread_time() - c0
         return host, out, time.perf_counter() - t0  # (what breeding is weighed by)
 
@@ -199,6 +202,7 @@ class RayPool(MeasurePool):
         self._replaced = 0
         self._load = [0] * workers
         self._breeds = [0] * workers  # breeding jobs held by each worker
+        self._bred_by: dict[str, int] = {}  # candidate id of a pick -> the worker that bred it
         self._refs: dict[Any, _InFlight] = {}
         self._pings: dict[Any, int] = {}  # ping of a restarting worker -> its index
         self._down: dict[int, float] = {}  # worker down -> when it went down (monotonic)
@@ -255,13 +259,37 @@ class RayPool(MeasurePool):
             range(len(self._actors)))
         return min(up, key=lambda i: (self._breeds[i], self._load[i]))
 
-    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]]) -> None:
+    def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]],
+               cids: Sequence[str] | None = None) -> None:
         k = self._least_loaded()
-        ref = self._actors[k].measure.remote(task_key, list(schedules), self._timeout_s)
+        if cids:
+            k = self._holder(k, cids)
+        ref = self._actors[k].measure.remote(task_key, list(schedules), self._timeout_s,
+                                             list(cids) if cids else None)
         per = self._timeout_s or 60.0
         self._refs[ref] = _InFlight(batch_id, len(schedules), k,
                                     time.monotonic() + _BATCH_GRACE_S + per * len(schedules))
         self._load[k] += 1
+
+    def _holder(self, k: int, cids: Sequence[str]) -> int:
+        """Worker ``k`` (the least loaded), or one as little loaded that bred most of the
+        batch (it measures its own picks as the objects it built: see ``Breeder.take``).
+
+        Only among equals (the same breeding jobs and batches): a worker is never kept
+        waiting, or left with a shorter queue, so that another measures its picks.
+        """
+        votes: dict[int, int] = {}
+        for cid in cids:
+            w = self._bred_by.pop(cid, None)
+            if w is not None:
+                votes[w] = votes.get(w, 0) + 1
+        if not votes or k in votes:
+            return k
+        h = max(votes, key=lambda w: votes[w])
+        if (h not in self._down and self._breeds[h] == self._breeds[k]
+                and self._load[h] == self._load[k]):
+            return h
+        return k
 
     def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
                      scorer: Scorer) -> None:
@@ -328,7 +356,12 @@ class RayPool(MeasurePool):
         if job.kind == "breed":
             self._breeds[job.actor] -= 1
             try:
-                return Finished(job.batch_id, "", (), "breed", ray.get(ref))
+                bred = ray.get(ref)
+                for p in bred.picks:  # who holds each pick (see _holder); bounded
+                    self._bred_by[p.cid] = job.actor
+                while len(self._bred_by) > HELD_PICKS:
+                    del self._bred_by[next(iter(self._bred_by))]
+                return Finished(job.batch_id, "", (), "breed", bred)
             except _LOST_ERRORS() as exc:
                 log.warning("breeding round %d: worker died (%s); the round is bred again",
                             job.batch_id, type(exc).__name__)

@@ -95,8 +95,9 @@ class _TimedPool(InProcessPool):
         self.workers, self.slots, self.per = 2, 4, per
         self.requests: list[tuple[int, int]] = []  # (proposals, generations) asked
 
-    def submit(self, batch_id: int, task_key: str, schedules: Any) -> None:
-        super().submit(batch_id, task_key, schedules)
+    def submit(self, batch_id: int, task_key: str, schedules: Any,
+               cids: Any = None) -> None:
+        super().submit(batch_id, task_key, schedules, cids)
         last = self._done[-1]
         self._done[-1] = Finished(last.batch_id, last.host, last.measurements,
                                   seconds=self.per * len(schedules))

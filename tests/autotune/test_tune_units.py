@@ -392,9 +392,10 @@ class _TwoWorkerPool(InProcessPool):
         self.events: list[tuple[str, int, int]] = []
         self.most = 0  # breeding requests out at once, at most
 
-    def submit(self, batch_id: int, task_key: str, schedules: Any) -> None:
+    def submit(self, batch_id: int, task_key: str, schedules: Any,
+               cids: Any = None) -> None:
         self.events.append(("measure", len(self.held), len(schedules)))
-        super().submit(batch_id, task_key, schedules)
+        super().submit(batch_id, task_key, schedules, cids)
 
     def submit_breed(self, batch_id: int, task_key: str, request: Any, scorer: Any) -> None:
         self.held.append((batch_id, task_key, request, scorer))

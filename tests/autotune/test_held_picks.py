@@ -1,0 +1,124 @@
+"""A pick measured where it was bred is measured as the object its breeding built.
+
+``Breeder.take`` hands a pool the schedules it picked (by task and candidate id), so a
+worker measures the object whose pre-check already planned its memory instead of a copy
+parsed from JSON; the measurement must be the same, and a pick whose JSON differs from
+what was sent must not stand for it.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from autotune import GuidedOptions, RunOptions, SearchOptions, tune
+from autotune.measure._measurer import SimMeasurer, measure_json
+from autotune.running._pool import InProcessPool
+from autotune.sampling._breed import HELD_PICKS, Breeder, BreedRequest
+from autotune.sampling._ranker import CostModelRanker
+from compiler.graph import Graph
+from compiler.schedule import GraphSchedule
+from compiler.target import Target
+
+
+def _round(graph: Graph, target: Target, seed: int = 0, proposals: int = 6) -> BreedRequest:
+    return BreedRequest(batch=graph.batch, parents=(), seed=seed, proposals=proposals, eps=1,
+                        seen=frozenset(), population=16, generations=1, random_share=0.25,
+                        crossover=0.15)
+
+
+def test_a_held_pick_measures_as_its_json_does(tiny_graph: Graph, tune_target: Target) -> None:
+    breeder = Breeder({"k": tiny_graph}, tune_target)
+    scorer = CostModelRanker(tiny_graph, tune_target, seed=0).snapshot()
+    bred = breeder("k", _round(tiny_graph, tune_target), scorer)
+    assert len(bred.picks) >= 3
+    # The driver gets the picks pickled; what it sends back is their JSON.
+    picks = pickle.loads(pickle.dumps(bred)).picks
+    cids = [p.cid for p in picks]
+    sent = [p.schedule.to_json() for p in picks]
+    plain = measure_json(SimMeasurer(), tiny_graph, sent, tune_target, None)[1]
+    held = breeder.take("k", cids, sent)
+    assert all(s is not None for s in held) and breeder.taken == len(picks)
+    assert [s is p.schedule for s, p in zip(held, bred.picks)] == [True] * len(picks)
+    again = measure_json(SimMeasurer(), tiny_graph, sent, tune_target, None, held)[1]
+    assert again == [dict(m, seconds=a["seconds"]) for m, a in zip(plain, again)]
+    assert all(m["status"] == "ok" for m in plain)
+    # Taken once: a second batch of the same ids parses its JSON.
+    assert breeder.take("k", cids, sent) == [None] * len(picks)
+
+
+def test_a_pick_stands_only_for_its_own_json_and_task(tiny_graph: Graph,
+                                                      tune_target: Target) -> None:
+    breeder = Breeder({"k": tiny_graph}, tune_target)
+    scorer = CostModelRanker(tiny_graph, tune_target, seed=0).snapshot()
+    picks = breeder("k", _round(tiny_graph, tune_target, seed=3), scorer).picks
+    a, b = picks[0], picks[1]
+    # Another task's batch with the same id, and b's id sent with a's JSON: not held.
+    assert breeder.take("other", [a.cid], [a.schedule.to_json()]) == [None]
+    assert breeder.take("k", [b.cid], [a.schedule.to_json()]) == [None]
+    # A JSON that differs in anything (here its source label) is parsed, not replaced.
+    relabelled = replace(a.schedule, source="tuner:x/1").to_json()
+    assert breeder.take("k", [a.cid], [relabelled]) == [None]
+    assert breeder.take("k", None, [a.schedule.to_json()]) == [None]
+    assert breeder.taken == 0
+
+
+def test_held_picks_are_bounded(tiny_graph: Graph, tune_target: Target) -> None:
+    breeder = Breeder({"k": tiny_graph}, tune_target)
+    scorer = CostModelRanker(tiny_graph, tune_target, seed=0).snapshot()
+    first = breeder("k", _round(tiny_graph, tune_target, seed=1), scorer).picks[0]
+    fake = GraphSchedule.from_json(first.schedule.to_json())
+    for n in range(HELD_PICKS):
+        breeder._held[("k", f"filler{n}")] = fake
+    breeder("k", _round(tiny_graph, tune_target, seed=2, proposals=2), scorer)
+    assert len(breeder._held) == HELD_PICKS
+    assert breeder.take("k", [first.cid], [first.schedule.to_json()]) == [None]
+
+
+class _Counting(InProcessPool):
+    """The in-process pool, counting the schedules it measures."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.sent = 0
+
+    def submit(self, batch_id: int, task_key: str, schedules: Any, cids: Any = None) -> None:
+        self.sent += len(schedules)
+        super().submit(batch_id, task_key, schedules, cids)
+
+
+def test_a_tune_measures_its_bred_picks_as_bred_and_logs_the_same(
+        tiny_onnx: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    """Same seed, same log, whether bred picks are measured as bred or parsed again."""
+    import json
+
+    from autotune import _tune as tune_mod
+    from autotune.sampling import _breed
+
+    pools: list[_Counting] = []
+
+    def make(job: Any, target: Target, measurer: Any, workers: int, *rest: Any,
+             **kw: Any) -> _Counting:
+        assert workers == 0
+        pools.append(_Counting({t.task.key: t.task.graph for t in job.tasks}, target, measurer))
+        return pools[-1]
+
+    monkeypatch.setattr(tune_mod, "_pool", make)
+
+    def run(log: Path) -> list[tuple[Any, ...]]:
+        tune([str(tiny_onnx)], trials=40, log=log,
+             search=SearchOptions(seed=0, guided=GuidedOptions(retrain_every=8)),
+             run=RunOptions(workers=0, curve=False))
+        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        return [(r["schedule"]["groups"], r["schedule"]["order"], r["result"]["latency_us"],
+                 r["prov"]["trial"]) for r in rows]
+
+    with_held = run(tmp_path / "held.jsonl")
+    taken = pools[-1]._breeder.taken
+    assert pools[-1].sent == 40 and 0 < taken < 40  # bred picks as bred; seeds parsed
+    monkeypatch.setattr(_breed.Breeder, "take",
+                        lambda self, key, cids, schedules: [None] * len(schedules))
+    parsed = run(tmp_path / "parsed.jsonl")
+    assert with_held == parsed and len(parsed) == 40
