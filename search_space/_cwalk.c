@@ -14,7 +14,9 @@
  * Scope codes: 0 = L1, 1 = LLB, 2 = DDR.
  *
  * walk(cap_l1, cap_llb, n_cores, steps[, go_on]) -> (scopes, masks, held, usage, peak_l1,
- *                                                   peak_llb); on an overflow None, or with
+ *                                                   peak_llb) (usage packed: (per-step counts
+ *                                                   int32, cores int32, bytes double) as
+ *                                                   bytes); on an overflow None, or with
  *                                                   go_on the same and (first overflowing
  *                                                   step, LLB?, core, needed, working set,
  *                                                   bytes in place, LLB live, live results).
@@ -960,18 +962,39 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     }
     {
         PyObject *scopes = PyList_New(n), *masks = PyList_New(n), *helds = PyList_New(n);
-        PyObject *usage = PyList_New(n), *peaks = PyList_New(nc);
+        PyObject *peaks = PyList_New(nc);
+        /* the per-step usage packed (the caller builds the plan's (core, bytes) tuples only
+         * when the plan's steps are read): per step its count (int32), then every step's
+         * cores (int32) and bytes (double), in step order */
+        int n_u = 0;
+        for (int k = 0; k < n; k++)  /* a transfer outside L1 uses no L1 */
+            n_u += (w.st[k].kind != K_GROUP && w.scope[k] != L1) ? 0 : w.st[k].n_cores;
+        PyObject *ucount = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (n ? n : 1));
+        PyObject *ucores = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (n_u ? n_u : 1));
+        PyObject *uvals = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * (n_u ? n_u : 1));
+        if (!scopes || !masks || !helds || !peaks || !ucount || !ucores || !uvals) {
+            Py_XDECREF(scopes); Py_XDECREF(masks); Py_XDECREF(helds); Py_XDECREF(peaks);
+            Py_XDECREF(ucount); Py_XDECREF(ucores); Py_XDECREF(uvals);
+            goto done;
+        }
+        int *cnt_p = (int *)PyBytes_AS_STRING(ucount), *cores_p = (int *)PyBytes_AS_STRING(ucores);
+        double *vals_p = (double *)PyBytes_AS_STRING(uvals);
+        int u = 0;
         for (int k = 0; k < n; k++) {
             PyList_SET_ITEM(scopes, k, PyLong_FromLong(w.scope[k]));
             PyList_SET_ITEM(masks, k, PyLong_FromUnsignedLongLong(w.mask_out[k]));
             PyList_SET_ITEM(helds, k, PyBool_FromLong(w.held_out[k]));
-            /* a transfer outside L1 uses no L1 */
             int m = (w.st[k].kind != K_GROUP && w.scope[k] != L1) ? 0 : w.st[k].n_cores;
-            PyObject *u = PyTuple_New(m);
-            for (int q = 0; q < m; q++)
-                PyTuple_SET_ITEM(u, q, Py_BuildValue("(id)", w.st[k].cores[q],
-                                                     w.usage[w.usage_ptr[k] + q]));
-            PyList_SET_ITEM(usage, k, u);
+            cnt_p[k] = m;
+            for (int q = 0; q < m; q++, u++) {
+                cores_p[u] = w.st[k].cores[q];
+                vals_p[u] = w.usage[w.usage_ptr[k] + q];
+            }
+        }
+        PyObject *usage = Py_BuildValue("(NNN)", ucount, ucores, uvals);
+        if (!usage) {
+            Py_DECREF(scopes); Py_DECREF(masks); Py_DECREF(helds); Py_DECREF(peaks);
+            goto done;
         }
         for (int c = 0; c < nc; c++) PyList_SET_ITEM(peaks, c, PyFloat_FromDouble(w.peak_l1[c]));
         if (w.overflow_at < 0)
