@@ -46,19 +46,23 @@ import importlib
 import math
 import os
 import sys
+from array import array
 from collections.abc import Callable
 from typing import Any
 
-from compiler.capacity import (  # _facts: the working set's halo parts, for an overflow's message
+from compiler.capacity import (  # _facts, _stream_buffers: the working set's parts
+    STREAM_TILE_ELEMENTS,
     CapacityIssue,
     MemoryPlan,
     StepMemory,
     _facts,
+    _stream_buffers,
     chunk_working_set,
+    cut_sides,
     llb_weight_tiles,
 )
 from compiler.derive import Node
-from compiler.footprint import sample_bytes, weight_bytes
+from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from compiler.layout import Piece
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
@@ -272,9 +276,57 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
             allowed |= 1 << _CODE[sc]
         sb, fb = sample_bytes(dec.mem, info.output)
         hit = tables[skey] = (names, table, inputs, allowed,
-                              codes.setdefault(info.output, len(codes)), sb, fb, fill)
+                              codes.setdefault(info.output, len(codes)), sb, fb, fill,
+                              _ws_def(dec.mem, info, names, spp, cpp, table))
     info.cache[key] = hit
     return hit  # type: ignore[no-any-return]
+
+
+def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
+            table: list[float | None] | dict[int, float]) -> tuple[Any, ...] | None:
+    """What the C walk computes a list table's entries from (``ws_compute`` in
+    ``_cwalk.c``), or None: the filler computes them (a wide table, or a chunk shape whose
+    working set may add a windowed op's halo or attention's excess: the Python definition
+    sums those). The parts of :func:`compiler.capacity.chunk_working_set` that do not depend
+    on the shape come from its own definitions: the op set's profiles
+    (:func:`compiler.footprint.group_profile`, per entry index, shared by every shape of the
+    op set; :class:`_Profiler` fills them), the stream tile, the output's sizes and each
+    streamable input's sizes and window (``_stream_buffers``), in order of name."""
+    if not isinstance(table, list):
+        return None
+    f = _facts(mem, info.ops)
+    if (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1) \
+            or not set(names) <= f.streamable:
+        return None
+    profiles = info.cache.get("cprof")
+    if profiles is None or len(profiles) != len(table):
+        profiles = info.cache["cprof"] = [None] * len(table)
+    bits = []
+    for b in sorted(range(len(names)), key=names.__getitem__):
+        ((sb, fb, window),) = _stream_buffers(mem, f, frozenset((names[b],)))
+        bits.append((b, sb, fb, window))
+    return (profiles, _Profiler(mem, info.ops, names, profiles), spp, cpp,
+            STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits))
+
+
+class _Profiler:
+    """Entry ``i`` = (mask * 2 + output streamed out) * 2 + held of an op set's profile
+    table: :func:`compiler.footprint.group_profile` packed as int64 (sample bytes, fixed
+    bytes) pairs, computed when the C walk first needs it (a class: spaces pickle)."""
+
+    __slots__ = ("mem", "names", "ops", "table")
+
+    def __init__(self, mem: Any, ops: tuple[int, ...], names: tuple[str, ...],
+                 table: list[bytes | None]) -> None:
+        self.mem, self.ops, self.names, self.table = mem, ops, names, table
+
+    def __call__(self, i: int) -> bytes:
+        mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
+        st = frozenset(t for b, t in enumerate(self.names) if mask >> b & 1)
+        prof = group_profile(self.mem, self.ops, st, off, held)
+        v = array("q", [x for point in prof for x in point]).tobytes()
+        self.table[i] = v
+        return v
 
 
 class _Filler:
@@ -360,9 +412,10 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                 names = names_of[over]
                 assert names is not None
                 streamed = frozenset(t for b, t in enumerate(names) if masks[over] >> b & 1)
-                halo = _facts(dec.mem, gr.info.ops).halo.get(
-                    (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
-                     gr.cores // gr.parts), halo)
+                key = (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
+                       gr.cores // gr.parts)
+                chunk_working_set(dec.mem, gr.info.ops, *key)  # the C walk may have computed it
+                halo = _facts(dec.mem, gr.info.ops).halo.get(key, halo)
         issue = _issue(dec, nodes, over, res[7:], halo, tiles)
     dec.nodes = nodes
     dec.walk = _Walked(scopes, issue, (space, names_of, over, usage, masks, helds, peak_l1, peak_llb))
@@ -407,7 +460,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
                 gr = by_name[node[1]]
                 d = d_scope[gr.scope_at]
                 asks.append((node[1], d, gr))
-                names, work, inputs, allowed, code, sb, fb, fill = _work(
+                names, work, inputs, allowed, code, sb, fb, fill, ws = _work(
                     dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
                 tiles = gr.info.cache.get("tiles")
                 if tiles is None:
@@ -415,13 +468,13 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
                         weight_bytes(g, gr.info.ops), space.target)
                 group_rows[node[1]] = tiles
                 per = per_group[node[1]] = (gr, d, batch // gr.split, allowed, code, sb, fb, inputs,
-                                            work, names, fill, tiles)
-            gr, d, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles = per
+                                            work, names, fill, tiles, ws)
+            gr, d, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles, ws = per
             scope_dim[node] = d
             parts = gr.binds[node[2]]
             pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
             steps_of.append((0, node[1], node[2], (allowed, 2, code, reads, pieces, sb, fb, inputs,
-                                                   work, node in outs, fill, tiles)))
+                                                   work, node in outs, fill, tiles, ws)))
             names_of.append(names)
             continue
         t = transfer_by_name[node[1]]
