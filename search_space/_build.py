@@ -62,6 +62,7 @@ from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
+from search_space._ccore import fits_l1 as fits_compiled
 from search_space._ccore import scope_walk, walk_issue
 from search_space._cderive import derive as derive_compiled
 from search_space._dims import (
@@ -387,9 +388,11 @@ class Decoding:
         key = ("fits", spp, cpp)
         hit = info.cache.get(key)
         if hit is None:
-            ops, streams, l1 = info.ops, info.streamable, self.l1
-            hit = any(chunk_working_set(self.mem, ops, s, off, False, spp, cpp) <= l1
-                      for s in (streams, frozenset()) for off in (True, False))
+            hit = fits_compiled(self, info, spp, cpp)  # the same, from the walk's tables (C)
+            if hit is None:
+                ops, streams, l1 = info.ops, info.streamable, self.l1
+                hit = any(chunk_working_set(self.mem, ops, s, off, False, spp, cpp) <= l1
+                          for s in (streams, frozenset()) for off in (True, False))
             info.cache[key] = hit
         return bool(hit)
 

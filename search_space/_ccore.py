@@ -80,6 +80,7 @@ _AUTO = 3
 STATS = {"c": 0, "overflow": 0, "wide": 0}
 _MAX_STREAMED = 61  # streamable inputs of one group the C walk's masks can hold (64-bit)
 _LIST_STREAMED = 16  # up to this many, the working-set table is a list; wider, a dict
+_FIT_STREAMED = 8  # up to this many, the fit reads the walk's table (made for every shape it tries)
 
 _state = {"warned": False}
 _modules: dict[str, Any] = {}
@@ -307,6 +308,33 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
         bits.append((b, sb, fb, window))
     return (profiles, _Profiler(mem, info.ops, names, profiles), spp, cpp,
             STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits))
+
+
+def fits_l1(dec: Decoding, info: Any, spp: int, cpp: int) -> bool | None:
+    """:meth:`search_space._build.Decoding.fits_l1` from the chunk shape's working-set
+    table, its missing entries computed in C (``ws_compute``) and kept there for the walk:
+    whether any of the four least working sets (inputs streamed or staged, output streamed
+    out or kept, not held) fits a core's L1, asked in the same order and stopping at the
+    first that fits. None when the C walk would not compute them (not built, a halo or
+    attention term, more than ``_FIT_STREAMED`` streamable inputs): the caller asks
+    :func:`compiler.capacity.chunk_working_set`."""
+    mod = _load()
+    if mod is None or len(info.streamable) > _FIT_STREAMED:
+        return None
+    names, table, *_, ws = _work(dec, info, spp, cpp)
+    if ws is None or len(names) != len(info.streamable):
+        return None
+    full = (1 << len(names)) - 1
+    l1 = dec.l1
+    for mask in (full, 0):  # the streamable inputs streamed first, then staged
+        for off in (1, 0):  # the output streamed out first, then kept
+            i = (mask * 2 + off) * 2  # not held
+            v = table[i]
+            if v is None:
+                v = table[i] = mod.working_set(ws, len(table), i)
+            if v <= l1:
+                return True
+    return False
 
 
 class _Profiler:

@@ -85,3 +85,28 @@ def test_bad_working_set_definitions_are_refused(target: Target) -> None:
         _cwalk.working_set(([None] * 4, lambda i: bytes(5), 1, 1, 8192, (2, 0), ()), 4, 0)
     with pytest.raises(ValueError):
         _cwalk.working_set(([None] * 2, prof, 1, 1, 8192, (2, 0), ()), 4, 0)  # short profiles
+
+
+@pytest.mark.parametrize("name", ["tiny_cnn", "bert2", "deepfm"])
+def test_compiled_fit_answers_as_the_python_one(name: str, target: Target) -> None:
+    """``_ccore.fits_l1`` (the walk's tables, entries computed in C) gives the Python
+    fit's answer for every op set of decoded schedules and every chunk shape."""
+    from search_space._build import Decoding
+
+    space = build_space(small_graph(name), target)
+    rng = np.random.default_rng(6)
+    for _ in range(8):
+        space.sample(rng)
+    asked = 0
+    for (batch, ops), info in list(space._infos.items()):
+        dec = Decoding(space, batch)
+        for spp in space.divisors[batch]:
+            for cpp in (1, 2, 4, dec.n):
+                want = any(chunk_working_set(dec.mem, ops, s, off, False, spp, cpp) <= dec.l1
+                           for s in (info.streamable, frozenset()) for off in (True, False))
+                got = _ccore.fits_l1(dec, info, spp, cpp)
+                if got is not None:
+                    assert got == want, (ops, spp, cpp)
+                    asked += 1
+    assert asked > 20
+
