@@ -458,9 +458,10 @@ class Decoding:
     # ---- pass 2: the chunk DAG ---------------------------------------------------------------
     def derive(self) -> None:
         """Transfers and chunk DAG of the shaped groups (scopes are not decided yet)."""
+        by_name = self.by_name
         for gr in self.groups:
-            cons = [self.by_name[c] for c in gr.consumers]
-            gr.wave = gr.split // gcd(gr.split, cons[0].split) if cons else gr.split
+            cons = gr.consumers
+            gr.wave = gr.split // gcd(gr.split, by_name[cons[0]].split) if cons else gr.split
         self.draft = []  # built when a Python walk needs it (_drafts)
         self.c_order = None
         if not derive_compiled(self):  # the same in C (search_space/_cderive.py), with the order

@@ -395,14 +395,16 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     mod = _load()
     if mod is None:
         return None
-    # the C walk keys working sets by a 64-bit mask of streamable inputs (61 of them and
-    # the two flags): a group that reads more walks in Python
-    if any(len(gr.info.streamable & set(gr.info.inputs)) > _MAX_STREAMED for gr in dec.groups):
-        STATS["wide"] += 1
-        return None
     space = dec.space
     rows = getattr(dec, "_crows", None)
     if rows is None:  # once per Decoding: a repair round walks the same steps again
+        # the C walk keys working sets by a 64-bit mask of streamable inputs (61 of them and
+        # the two flags): a group that reads more walks in Python
+        if any(len(gr.info.streamable) > _MAX_STREAMED
+               and len(gr.info.streamable & set(gr.info.inputs)) > _MAX_STREAMED
+               for gr in dec.groups):
+            STATS["wide"] += 1
+            return None
         rows = dec._crows = _step_rows(dec, space)
     nodes, steps_of, asks, scope_dim, names_of, group_rows = rows
     # the reader is asked in walk order: a group's policy at its first chunk, a

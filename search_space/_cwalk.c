@@ -31,7 +31,7 @@ enum { L1 = 0, LLB = 1, DDR = 2 };
 /* A set of a group's streamable inputs, one bit each: up to MAX_STREAMED of them (DLRM's
  * interaction concat reads 27). The working sets are indexed by (mask * 2 + out_off) * 2 +
  * held, which must fit in a Mask too. Up to LIST_STREAMED inputs the table is a Python
- * list of 4 << inputs entries (and a C array caches what was read); wider, a dict. */
+ * list of 4 << inputs entries (read in place: no per-step copy); wider, a dict. */
 typedef unsigned long long Mask;
 #define MAX_STREAMED 61
 #define LIST_STREAMED 16
@@ -69,8 +69,6 @@ typedef struct {
     int n_inputs;
     Input *inputs;
     int n_work;    /* 4 << streamable (a list table), 0 (a dict table: wider groups) */
-    double *work;  /* [(mask * 2 + out_off) * 2 + held] (list tables only) */
-    unsigned char *known;  /* work entries read here (the others: from `table`, else `filler`) */
     PyObject *table;       /* borrowed: the shared Python table (a list, None: not computed
                             * yet; or a dict, absent: not computed yet) */
     PyObject *filler;      /* borrowed: filler(index) -> float, the Python definition */
@@ -279,24 +277,22 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
 static double work_at(Walk *w, Step *s, Mask mask, int off, int held) {
     Mask i = ((mask * 2 + (Mask)off) * 2) + (Mask)held;
     if (s->wide) return work_wide(w, s, i);
-    if (!s->known[i]) {
-        PyObject *have = PyList_GET_ITEM(s->table, i);
-        if (have == Py_None && s->ws) {
-            /* computed here, kept in the shared table as the filler keeps its results */
-            double v = ws_compute(w, s, i);
-            if (w->failed) return 0.0;
-            PyObject *f = PyFloat_FromDouble(v);
-            if (!f || PyList_SetItem(s->table, i, f)) {
-                w->failed = 1;
-                return 0.0;
-            }
-            s->work[i] = v;
-        } else {
-            s->work[i] = filled(w, s, i, have == Py_None ? NULL : have);
+    /* read from the shared table each time (no per-step copy: a table has 4 << streamable
+     * entries, allocating and clearing them for every chunk step cost more than the reads) */
+    PyObject *have = PyList_GET_ITEM(s->table, i);
+    if (have != Py_None) return filled(w, s, i, have);
+    if (s->ws) {
+        /* computed here, kept in the shared table as the filler keeps its results */
+        double v = ws_compute(w, s, i);
+        if (w->failed) return 0.0;
+        PyObject *f = PyFloat_FromDouble(v);
+        if (!f || PyList_SetItem(s->table, i, f)) {
+            w->failed = 1;
+            return 0.0;
         }
-        s->known[i] = 1;
+        return v;
     }
-    return s->work[i];
+    return filled(w, s, i, NULL);  /* the filler keeps its result in the table */
 }
 
 
@@ -908,8 +904,6 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     }
     Py_ssize_t nw = PyList_GET_SIZE(wk);
     s->n_work = (int)nw;
-    s->work = (double *)calloc(nw ? nw : 1, sizeof(double));
-    s->known = (unsigned char *)calloc(nw ? nw : 1, 1);
     s->full = (Mask)(nw / 4) - 1;
     if (s->kind == K_GROUP) {
         if (nw < 4 || (nw & (nw - 1))) return bad("work table: 4 << streamable entries");
@@ -932,8 +926,6 @@ static void free_walk(Walk *w) {
             free(s->res);
             free(s->has);
             free(s->inputs);
-            free(s->work);
-            free(s->known);
             free(s->ws_bit);
             free(s->ws_sb);
             free(s->ws_fb);
