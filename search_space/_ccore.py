@@ -295,19 +295,23 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
     streamable input's sizes and window (``_stream_buffers``), in order of name."""
     if not isinstance(table, list):
         return None
-    f = _facts(mem, info.ops)
-    if (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1) \
-            or not set(names) <= f.streamable:
-        return None
-    profiles = info.cache.get("cprof")
-    if profiles is None or len(profiles) != len(table):
-        profiles = info.cache["cprof"] = [None] * len(table)
-    bits = []
-    for b in sorted(range(len(names)), key=names.__getitem__):
-        ((sb, fb, window),) = _stream_buffers(mem, f, frozenset((names[b],)))
-        bits.append((b, sb, fb, window))
-    return (profiles, _Profiler(mem, info.ops, names, profiles), spp, cpp,
+    shared = info.cache.get("cws")
+    if shared is None or shared[0] is not mem or len(shared[3]) != len(table):
+        # once per op set: its facts, the shape-independent parts and the profile table
+        f = _facts(mem, info.ops)
+        bits = []
+        for b in sorted(range(len(names)), key=names.__getitem__):
+            ((sb, fb, window),) = _stream_buffers(mem, f, frozenset((names[b],)))
+            bits.append((b, sb, fb, window))
+        profiles: list[bytes | None] = [None] * len(table)
+        shared = info.cache["cws"] = (
+            mem, f, set(names) <= f.streamable, profiles,
+            _Profiler(mem, info.ops, names, profiles),
             STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits))
+    _, f, ok, profiles, profiler, tile, out, bits_t = shared
+    if not ok or (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1):
+        return None
+    return (profiles, profiler, spp, cpp, tile, out, bits_t)
 
 
 def fits_l1(dec: Decoding, info: Any, spp: int, cpp: int) -> bool | None:
