@@ -11,11 +11,14 @@ fills from the Python definitions, so every number has one definition:
   result's bytes per core in L1 (:func:`compiler.layout.samples_per_core` of its
   layout times :func:`compiler.footprint.sample_bytes`) and in the LLB;
 * per group chunk: its inputs (source step, streamable bit) and its working-set
-  table over (streamed inputs, output streamed out, an L1 input held) from
-  :func:`compiler.capacity.chunk_working_set`, one per (op set, samples per part,
-  cores per part) kept by the space, each entry computed when the walk first asks
-  for it (the C walk calls back; later decodes and the group's other chunks find it
-  in the table, which the C walk reads when an entry is first needed);
+  table over (streamed inputs, output streamed out, an L1 input held), one per (op
+  set, samples per part, cores per part) kept by the space, each entry computed when
+  the walk first asks for it and kept in the table (later decodes, the group's other
+  chunks and the fit find it there): in C (``ws_compute``, from the shape-independent
+  parts :func:`_ws_def` takes from the Python definitions: the op set's profiles from
+  :func:`compiler.footprint.group_profile`, its stream buffers' sizes and windows)
+  when the chunk shape adds no halo or attention term, else by calling back
+  :func:`compiler.capacity.chunk_working_set`; the same sums in the same order;
 * per (reader, source) pair, the bytes of the source a reader finds in place: the
   C walk computes them from the layouts' pieces with
   :func:`compiler.layout.staying_fraction`'s arithmetic (same operations, same
@@ -34,6 +37,9 @@ result is placed all the same) and keeps what the first overflow is explained
 with: the live results at that moment and the bytes needed; :func:`_issue` writes
 the :class:`compiler.capacity.CapacityIssue` exactly as ``CapacityWalk.l1_issue`` /
 ``llb_issue`` do, and the plan (up to the overflow) is remembered like any other.
+
+The plan's per-step memory comes back packed and is built into ``StepMemory`` values
+only when a reader asks for the plan's steps (:class:`search_space._cplan._LazyPlan`).
 
 ``GRAPHTUNE_PURE_PYTHON=1`` forces the Python walk; when the extension is missing
 (no C compiler at install time) or fails to import, decoding warns once and uses
@@ -54,7 +60,6 @@ from compiler.capacity import (  # _facts, _stream_buffers: the working set's pa
     STREAM_TILE_ELEMENTS,
     CapacityIssue,
     MemoryPlan,
-    StepMemory,
     _facts,
     _stream_buffers,
     chunk_working_set,
@@ -64,6 +69,7 @@ from compiler.capacity import (  # _facts, _stream_buffers: the working set's pa
 from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from compiler.layout import Piece
+from search_space._cplan import _plan_of
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
@@ -153,93 +159,6 @@ def walk_issue(walk: Any) -> CapacityIssue | None:
     if isinstance(walk, _Walked):
         return walk.issue
     return walk.plan().issue  # type: ignore[no-any-return]
-
-
-def _plan_of(issue: CapacityIssue | None, space: Space, names_of: list[tuple[str, ...] | None],
-             over: int, usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any],
-             peak_l1: list[float], peak_llb: float) -> MemoryPlan:
-    """The memory plan of a compiled walk (the steps up to an overflow), as
-    ``CapacityWalk.plan`` gives it; its per-step memory is built when first read
-    (:class:`_LazyPlan`: a candidate that is only pre-checked reads its issue alone)."""
-    return _LazyPlan(_StepsOf(space, names_of, over, usage, masks, helds),
-                     tuple(int(x) for x in peak_l1), int(peak_llb), issue)
-
-
-class _StepsOf:
-    """Builds a compiled walk's per-step memory (``StepMemory`` values) from its packed
-    usage (``_cwalk.c``: per step a count, then the cores and bytes)."""
-
-    __slots__ = ("helds", "masks", "names_of", "over", "space", "usage")
-
-    def __init__(self, space: Space, names_of: list[tuple[str, ...] | None], over: int,
-                 usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any]) -> None:
-        self.space, self.names_of, self.over = space, names_of, over
-        self.usage, self.masks, self.helds = usage, masks, helds
-
-    def __call__(self) -> tuple[StepMemory, ...]:
-        stab = _streamed_sets(self.space)
-        counts = memoryview(self.usage[0]).cast("i").tolist()
-        cores = memoryview(self.usage[1]).cast("i").tolist()
-        vals = memoryview(self.usage[2]).cast("d").tolist()
-        masks, helds, names_of = self.masks, self.helds, self.names_of
-        mems = []
-        empty: frozenset[str] = frozenset()
-        u = 0
-        for k, names in enumerate(names_of if self.over < 0 else names_of[:self.over]):
-            m = counts[k]
-            l1 = tuple(zip(cores[u:u + m], vals[u:u + m]))
-            u += m
-            if names is None:
-                mems.append(StepMemory(l1, empty, False))
-                continue
-            skey = (names, masks[k])
-            streamed = stab.get(skey)
-            if streamed is None:
-                streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
-            mems.append(StepMemory(l1, streamed, helds[k]))
-        return tuple(mems)
-
-
-class _LazyPlan(MemoryPlan):
-    """A :class:`compiler.capacity.MemoryPlan` whose ``steps`` are built on first read.
-
-    Equal to (and hashed as) the plain plan of the same values; pickles as one.
-    """
-
-    def __init__(self, build: _StepsOf, peak_l1: tuple[int, ...], peak_llb: int,
-                 issue: CapacityIssue | None) -> None:  # noqa: D107 - the dataclass's fields
-        object.__setattr__(self, "_build", build)
-        object.__setattr__(self, "_steps", None)
-        object.__setattr__(self, "peak_l1_bytes_per_core", peak_l1)
-        object.__setattr__(self, "peak_llb_bytes", peak_llb)
-        object.__setattr__(self, "issue", issue)
-
-    @property  # type: ignore[misc]
-    def steps(self) -> tuple[StepMemory, ...]:  # type: ignore[override]
-        steps: tuple[StepMemory, ...] | None = self.__dict__["_steps"]
-        if steps is None:
-            steps = self.__dict__["_build"]()
-            object.__setattr__(self, "_steps", steps)
-            object.__setattr__(self, "_build", None)
-        return steps
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.steps, self.peak_l1_bytes_per_core, self.peak_llb_bytes, self.issue)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MemoryPlan):
-            return NotImplemented
-        return self._fields() == (other.steps, other.peak_l1_bytes_per_core,
-                                  other.peak_llb_bytes, other.issue)
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return repr(MemoryPlan(*self._fields()))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (MemoryPlan, self._fields())
 
 
 def tensor_codes(space: Space) -> dict[str, int]:
@@ -606,10 +525,3 @@ def _transfer_rows(space: Space) -> dict[tuple[int, int], tuple[Any, ...]]:
     if rows is None or len(rows) > 200_000:
         rows = space._ctransfer_rows = {}  # type: ignore[attr-defined]
     return rows
-
-
-def _streamed_sets(space: Space) -> dict[tuple[tuple[str, ...], int], frozenset[str]]:
-    sets: dict[tuple[tuple[str, ...], int], frozenset[str]] | None = getattr(space, "_cstreamed", None)
-    if sets is None:
-        sets = space._cstreamed = {}  # type: ignore[attr-defined]
-    return sets

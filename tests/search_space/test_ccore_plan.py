@@ -13,7 +13,7 @@ from compiler.capacity import MemoryPlan, plan_memory
 from compiler.model import Model
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
-from search_space import _ccore, build_space
+from search_space import _ccore, _cplan, build_space
 
 compiled = pytest.mark.skipif(not _ccore.available(), reason="the compiled search core is not built")
 
@@ -33,7 +33,7 @@ def test_lazy_plan_is_the_plain_plan() -> None:
         s = space.sample(rng)
         graph = space.graph_for(s.batch)
         plan = plan_memory(graph, s, t)
-        if isinstance(plan, _ccore._LazyPlan):
+        if isinstance(plan, _cplan._LazyPlan):
             lazy += 1
             assert plan.__dict__["_steps"] is None  # nothing built yet
         fresh = plan_memory(graph, GraphSchedule.from_json(s.to_json()), t)
