@@ -62,6 +62,7 @@ from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
+from search_space._ccore import fits_l1 as fits_compiled
 from search_space._ccore import scope_walk, walk_issue
 from search_space._cderive import derive as derive_compiled
 from search_space._dims import (
@@ -387,9 +388,11 @@ class Decoding:
         key = ("fits", spp, cpp)
         hit = info.cache.get(key)
         if hit is None:
-            ops, streams, l1 = info.ops, info.streamable, self.l1
-            hit = any(chunk_working_set(self.mem, ops, s, off, False, spp, cpp) <= l1
-                      for s in (streams, frozenset()) for off in (True, False))
+            hit = fits_compiled(self, info, spp, cpp)  # the same, from the walk's tables (C)
+            if hit is None:
+                ops, streams, l1 = info.ops, info.streamable, self.l1
+                hit = any(chunk_working_set(self.mem, ops, s, off, False, spp, cpp) <= l1
+                          for s in (streams, frozenset()) for off in (True, False))
             info.cache[key] = hit
         return bool(hit)
 
@@ -455,9 +458,10 @@ class Decoding:
     # ---- pass 2: the chunk DAG ---------------------------------------------------------------
     def derive(self) -> None:
         """Transfers and chunk DAG of the shaped groups (scopes are not decided yet)."""
+        by_name = self.by_name
         for gr in self.groups:
-            cons = [self.by_name[c] for c in gr.consumers]
-            gr.wave = gr.split // gcd(gr.split, cons[0].split) if cons else gr.split
+            cons = gr.consumers
+            gr.wave = gr.split // gcd(gr.split, by_name[cons[0]].split) if cons else gr.split
         self.draft = []  # built when a Python walk needs it (_drafts)
         self.c_order = None
         if not derive_compiled(self):  # the same in C (search_space/_cderive.py), with the order

@@ -11,11 +11,14 @@ fills from the Python definitions, so every number has one definition:
   result's bytes per core in L1 (:func:`compiler.layout.samples_per_core` of its
   layout times :func:`compiler.footprint.sample_bytes`) and in the LLB;
 * per group chunk: its inputs (source step, streamable bit) and its working-set
-  table over (streamed inputs, output streamed out, an L1 input held) from
-  :func:`compiler.capacity.chunk_working_set`, one per (op set, samples per part,
-  cores per part) kept by the space, each entry computed when the walk first asks
-  for it (the C walk calls back; later decodes and the group's other chunks find it
-  in the table, which the C walk reads when an entry is first needed);
+  table over (streamed inputs, output streamed out, an L1 input held), one per (op
+  set, samples per part, cores per part) kept by the space, each entry computed when
+  the walk first asks for it and kept in the table (later decodes, the group's other
+  chunks and the fit find it there): in C (``ws_compute``, from the shape-independent
+  parts :func:`_ws_def` takes from the Python definitions: the op set's profiles from
+  :func:`compiler.footprint.group_profile`, its stream buffers' sizes and windows)
+  when the chunk shape adds no halo or attention term, else by calling back
+  :func:`compiler.capacity.chunk_working_set`; the same sums in the same order;
 * per (reader, source) pair, the bytes of the source a reader finds in place: the
   C walk computes them from the layouts' pieces with
   :func:`compiler.layout.staying_fraction`'s arithmetic (same operations, same
@@ -35,6 +38,9 @@ with: the live results at that moment and the bytes needed; :func:`_issue` write
 the :class:`compiler.capacity.CapacityIssue` exactly as ``CapacityWalk.l1_issue`` /
 ``llb_issue`` do, and the plan (up to the overflow) is remembered like any other.
 
+The plan's per-step memory comes back packed and is built into ``StepMemory`` values
+only when a reader asks for the plan's steps (:class:`search_space._cplan._LazyPlan`).
+
 ``GRAPHTUNE_PURE_PYTHON=1`` forces the Python walk; when the extension is missing
 (no C compiler at install time) or fails to import, decoding warns once and uses
 the Python walk.
@@ -46,20 +52,24 @@ import importlib
 import math
 import os
 import sys
+from array import array
 from collections.abc import Callable
 from typing import Any
 
-from compiler.capacity import (  # _facts: the working set's halo parts, for an overflow's message
+from compiler.capacity import (  # _facts, _stream_buffers: the working set's parts
+    STREAM_TILE_ELEMENTS,
     CapacityIssue,
     MemoryPlan,
-    StepMemory,
     _facts,
+    _stream_buffers,
     chunk_working_set,
+    cut_sides,
     llb_weight_tiles,
 )
 from compiler.derive import Node
-from compiler.footprint import sample_bytes, weight_bytes
+from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from compiler.layout import Piece
+from search_space._cplan import _plan_of
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
@@ -76,6 +86,7 @@ _AUTO = 3
 STATS = {"c": 0, "overflow": 0, "wide": 0}
 _MAX_STREAMED = 61  # streamable inputs of one group the C walk's masks can hold (64-bit)
 _LIST_STREAMED = 16  # up to this many, the working-set table is a list; wider, a dict
+_FIT_STREAMED = 8  # up to this many, the fit reads the walk's table (made for every shape it tries)
 
 _state = {"warned": False}
 _modules: dict[str, Any] = {}
@@ -150,26 +161,6 @@ def walk_issue(walk: Any) -> CapacityIssue | None:
     return walk.plan().issue  # type: ignore[no-any-return]
 
 
-def _plan_of(issue: CapacityIssue | None, space: Space, names_of: list[tuple[str, ...] | None],
-             over: int, usage: list[Any], masks: list[int], helds: list[Any], peak_l1: list[float],
-             peak_llb: float) -> MemoryPlan:
-    """The memory plan of a compiled walk (the steps up to an overflow), as
-    ``CapacityWalk.plan`` gives it."""
-    stab = _streamed_sets(space)
-    mems = []
-    empty: frozenset[str] = frozenset()
-    for k, names in enumerate(names_of if over < 0 else names_of[:over]):
-        if names is None:
-            mems.append(StepMemory(usage[k], empty, False))
-            continue
-        skey = (names, masks[k])
-        streamed = stab.get(skey)
-        if streamed is None:
-            streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
-        mems.append(StepMemory(usage[k], streamed, helds[k]))
-    return MemoryPlan(tuple(mems), tuple(int(x) for x in peak_l1), int(peak_llb), issue)
-
-
 def tensor_codes(space: Space) -> dict[str, int]:
     """The space's tensor codes (name -> code, grown as decoding meets tensors)."""
     codes: dict[str, int] | None = getattr(space, "_ctensors", None)
@@ -205,9 +196,88 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
             allowed |= 1 << _CODE[sc]
         sb, fb = sample_bytes(dec.mem, info.output)
         hit = tables[skey] = (names, table, inputs, allowed,
-                              codes.setdefault(info.output, len(codes)), sb, fb, fill)
+                              codes.setdefault(info.output, len(codes)), sb, fb, fill,
+                              _ws_def(dec.mem, info, names, spp, cpp, table))
     info.cache[key] = hit
     return hit  # type: ignore[no-any-return]
+
+
+def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
+            table: list[float | None] | dict[int, float]) -> tuple[Any, ...] | None:
+    """What the C walk computes a list table's entries from (``ws_compute`` in
+    ``_cwalk.c``), or None: the filler computes them (a wide table, or a chunk shape whose
+    working set may add a windowed op's halo or attention's excess: the Python definition
+    sums those). The parts of :func:`compiler.capacity.chunk_working_set` that do not depend
+    on the shape come from its own definitions: the op set's profiles
+    (:func:`compiler.footprint.group_profile`, per entry index, shared by every shape of the
+    op set; :class:`_Profiler` fills them), the stream tile, the output's sizes and each
+    streamable input's sizes and window (``_stream_buffers``), in order of name."""
+    if not isinstance(table, list):
+        return None
+    shared = info.cache.get("cws")
+    if shared is None or shared[0] is not mem or len(shared[3]) != len(table):
+        # once per op set: its facts, the shape-independent parts and the profile table
+        f = _facts(mem, info.ops)
+        bits = []
+        for b in sorted(range(len(names)), key=names.__getitem__):
+            ((sb, fb, window),) = _stream_buffers(mem, f, frozenset((names[b],)))
+            bits.append((b, sb, fb, window))
+        profiles: list[bytes | None] = [None] * len(table)
+        shared = info.cache["cws"] = (
+            mem, f, set(names) <= f.streamable, profiles,
+            _Profiler(mem, info.ops, names, profiles),
+            STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits))
+    _, f, ok, profiles, profiler, tile, out, bits_t = shared
+    if not ok or (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1):
+        return None
+    return (profiles, profiler, spp, cpp, tile, out, bits_t)
+
+
+def fits_l1(dec: Decoding, info: Any, spp: int, cpp: int) -> bool | None:
+    """:meth:`search_space._build.Decoding.fits_l1` from the chunk shape's working-set
+    table, its missing entries computed in C (``ws_compute``) and kept there for the walk:
+    whether any of the four least working sets (inputs streamed or staged, output streamed
+    out or kept, not held) fits a core's L1, asked in the same order and stopping at the
+    first that fits. None when the C walk would not compute them (not built, a halo or
+    attention term, more than ``_FIT_STREAMED`` streamable inputs): the caller asks
+    :func:`compiler.capacity.chunk_working_set`."""
+    mod = _load()
+    if mod is None or len(info.streamable) > _FIT_STREAMED:
+        return None
+    names, table, *_, ws = _work(dec, info, spp, cpp)
+    if ws is None or len(names) != len(info.streamable):
+        return None
+    full = (1 << len(names)) - 1
+    l1 = dec.l1
+    for mask in (full, 0):  # the streamable inputs streamed first, then staged
+        for off in (1, 0):  # the output streamed out first, then kept
+            i = (mask * 2 + off) * 2  # not held
+            v = table[i]
+            if v is None:
+                v = table[i] = mod.working_set(ws, len(table), i)
+            if v <= l1:
+                return True
+    return False
+
+
+class _Profiler:
+    """Entry ``i`` = (mask * 2 + output streamed out) * 2 + held of an op set's profile
+    table: :func:`compiler.footprint.group_profile` packed as int64 (sample bytes, fixed
+    bytes) pairs, computed when the C walk first needs it (a class: spaces pickle)."""
+
+    __slots__ = ("mem", "names", "ops", "table")
+
+    def __init__(self, mem: Any, ops: tuple[int, ...], names: tuple[str, ...],
+                 table: list[bytes | None]) -> None:
+        self.mem, self.ops, self.names, self.table = mem, ops, names, table
+
+    def __call__(self, i: int) -> bytes:
+        mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
+        st = frozenset(t for b, t in enumerate(self.names) if mask >> b & 1)
+        prof = group_profile(self.mem, self.ops, st, off, held)
+        v = array("q", [x for point in prof for x in point]).tobytes()
+        self.table[i] = v
+        return v
 
 
 class _Filler:
@@ -248,14 +318,16 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     mod = _load()
     if mod is None:
         return None
-    # the C walk keys working sets by a 64-bit mask of streamable inputs (61 of them and
-    # the two flags): a group that reads more walks in Python
-    if any(len(gr.info.streamable & set(gr.info.inputs)) > _MAX_STREAMED for gr in dec.groups):
-        STATS["wide"] += 1
-        return None
     space = dec.space
     rows = getattr(dec, "_crows", None)
     if rows is None:  # once per Decoding: a repair round walks the same steps again
+        # the C walk keys working sets by a 64-bit mask of streamable inputs (61 of them and
+        # the two flags): a group that reads more walks in Python
+        if any(len(gr.info.streamable) > _MAX_STREAMED
+               and len(gr.info.streamable & set(gr.info.inputs)) > _MAX_STREAMED
+               for gr in dec.groups):
+            STATS["wide"] += 1
+            return None
         rows = dec._crows = _step_rows(dec, space)
     nodes, steps_of, asks, scope_dim, names_of, group_rows = rows
     # the reader is asked in walk order: a group's policy at its first chunk, a
@@ -293,9 +365,10 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                 names = names_of[over]
                 assert names is not None
                 streamed = frozenset(t for b, t in enumerate(names) if masks[over] >> b & 1)
-                halo = _facts(dec.mem, gr.info.ops).halo.get(
-                    (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
-                     gr.cores // gr.parts), halo)
+                key = (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
+                       gr.cores // gr.parts)
+                chunk_working_set(dec.mem, gr.info.ops, *key)  # the C walk may have computed it
+                halo = _facts(dec.mem, gr.info.ops).halo.get(key, halo)
         issue = _issue(dec, nodes, over, res[7:], halo, tiles)
     dec.nodes = nodes
     dec.walk = _Walked(scopes, issue, (space, names_of, over, usage, masks, helds, peak_l1, peak_llb))
@@ -340,7 +413,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
                 gr = by_name[node[1]]
                 d = d_scope[gr.scope_at]
                 asks.append((node[1], d, gr))
-                names, work, inputs, allowed, code, sb, fb, fill = _work(
+                names, work, inputs, allowed, code, sb, fb, fill, ws = _work(
                     dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
                 tiles = gr.info.cache.get("tiles")
                 if tiles is None:
@@ -348,13 +421,13 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
                         weight_bytes(g, gr.info.ops), space.target)
                 group_rows[node[1]] = tiles
                 per = per_group[node[1]] = (gr, d, batch // gr.split, allowed, code, sb, fb, inputs,
-                                            work, names, fill, tiles)
-            gr, d, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles = per
+                                            work, names, fill, tiles, ws)
+            gr, d, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles, ws = per
             scope_dim[node] = d
             parts = gr.binds[node[2]]
             pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
             steps_of.append((0, node[1], node[2], (allowed, 2, code, reads, pieces, sb, fb, inputs,
-                                                   work, node in outs, fill, tiles)))
+                                                   work, node in outs, fill, tiles, ws)))
             names_of.append(names)
             continue
         t = transfer_by_name[node[1]]
@@ -452,10 +525,3 @@ def _transfer_rows(space: Space) -> dict[tuple[int, int], tuple[Any, ...]]:
     if rows is None or len(rows) > 200_000:
         rows = space._ctransfer_rows = {}  # type: ignore[attr-defined]
     return rows
-
-
-def _streamed_sets(space: Space) -> dict[tuple[tuple[str, ...], int], frozenset[str]]:
-    sets: dict[tuple[tuple[str, ...], int], frozenset[str]] | None = getattr(space, "_cstreamed", None)
-    if sets is None:
-        sets = space._cstreamed = {}  # type: ignore[attr-defined]
-    return sets

@@ -14,7 +14,9 @@
  * Scope codes: 0 = L1, 1 = LLB, 2 = DDR.
  *
  * walk(cap_l1, cap_llb, n_cores, steps[, go_on]) -> (scopes, masks, held, usage, peak_l1,
- *                                                   peak_llb); on an overflow None, or with
+ *                                                   peak_llb) (usage packed: (per-step counts
+ *                                                   int32, cores int32, bytes double) as
+ *                                                   bytes); on an overflow None, or with
  *                                                   go_on the same and (first overflowing
  *                                                   step, LLB?, core, needed, working set,
  *                                                   bytes in place, LLB live, live results).
@@ -29,7 +31,7 @@ enum { L1 = 0, LLB = 1, DDR = 2 };
 /* A set of a group's streamable inputs, one bit each: up to MAX_STREAMED of them (DLRM's
  * interaction concat reads 27). The working sets are indexed by (mask * 2 + out_off) * 2 +
  * held, which must fit in a Mask too. Up to LIST_STREAMED inputs the table is a Python
- * list of 4 << inputs entries (and a C array caches what was read); wider, a dict. */
+ * list of 4 << inputs entries (read in place: no per-step copy); wider, a dict. */
 typedef unsigned long long Mask;
 #define MAX_STREAMED 61
 #define LIST_STREAMED 16
@@ -67,14 +69,24 @@ typedef struct {
     int n_inputs;
     Input *inputs;
     int n_work;    /* 4 << streamable (a list table), 0 (a dict table: wider groups) */
-    double *work;  /* [(mask * 2 + out_off) * 2 + held] (list tables only) */
-    unsigned char *known;  /* work entries read here (the others: from `table`, else `filler`) */
     PyObject *table;       /* borrowed: the shared Python table (a list, None: not computed
                             * yet; or a dict, absent: not computed yet) */
     PyObject *filler;      /* borrowed: filler(index) -> float, the Python definition */
     Mask full;     /* mask of every streamable input */
     int wide;      /* the table is a dict (more than LIST_STREAMED streamable inputs) */
     double tiles;  /* group: weight tiles in the LLB while it runs (compiler.capacity.llb_weight_tiles) */
+    /* the working set computed here (ws_compute) instead of by the filler: a list table
+     * whose chunk shape adds no halo or attention term; parsed on first use */
+    PyObject *ws;          /* borrowed: the step's `ws` definition, NULL: the filler only */
+    int ws_parsed;
+    long long ws_spp, ws_cpp, ws_tile, ws_osb, ws_ofb;
+    int ws_n;              /* streamable inputs, in order of tensor name */
+    int *ws_bit;
+    long long *ws_sb, *ws_fb;
+    double *ws_win;        /* a windowed reader's whole window of rows */
+    unsigned char *ws_has_win;
+    PyObject *ws_prof;     /* borrowed: the op set's profiles by entry index (None: not yet) */
+    PyObject *ws_profiler; /* borrowed: profiler(index) -> the profile packed (int64 pairs) */
 } Step;
 
 typedef struct {
@@ -120,6 +132,11 @@ typedef struct {
     int *usage_ptr;
 } Walk;
 
+static int bad(const char *msg) {
+    PyErr_SetString(PyExc_ValueError, msg);
+    return -1;
+}
+
 /* A working set of step s: from the table, or computed by the Python definition on first
  * use (its result is kept in the space's table for later decodes). The table is read when
  * the entry is first needed, not copied when the step is parsed: the chunks of one group
@@ -155,15 +172,127 @@ static double work_wide(Walk *w, Step *s, Mask i) {
     return filled(w, s, i, have);
 }
 
+/* a / b rounded up, as Python's -(-a // b) (b > 0) */
+static long long ceil_div(long long a, long long b) {
+    long long q = a / b, r = a % b;
+    return (r != 0 && (r > 0) == (b > 0)) ? q + 1 : q;
+}
+
+/* The `ws` definition of a step: (profiles, profiler, spp, cpp, tile, (out sb, out fb),
+ * ((bit, sb, fb, window or None), ...) in order of tensor name). */
+static int parse_ws(Step *s) {
+    PyObject *ws = s->ws;
+    if (!PyTuple_Check(ws) || PyTuple_GET_SIZE(ws) != 7) return bad("ws: a 7-tuple");
+    s->ws_prof = PyTuple_GET_ITEM(ws, 0);
+    s->ws_profiler = PyTuple_GET_ITEM(ws, 1);
+    if (!PyList_Check(s->ws_prof) || PyList_GET_SIZE(s->ws_prof) != s->n_work)
+        return bad("ws: a profile list as long as the work table");
+    if (!PyCallable_Check(s->ws_profiler)) return bad("ws: a callable profiler");
+    s->ws_spp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 2));
+    s->ws_cpp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 3));
+    s->ws_tile = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 4));
+    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ws, 5), "LL", &s->ws_osb, &s->ws_ofb)) return -1;
+    if (PyErr_Occurred()) return -1;
+    if (s->ws_cpp <= 0 || s->ws_spp < 0) return bad("ws: samples or cores out of range");
+    PyObject *bits = PyTuple_GET_ITEM(ws, 6);
+    if (!PyTuple_Check(bits)) return bad("ws: a tuple of streamable inputs");
+    int n = (int)PyTuple_GET_SIZE(bits);
+    s->ws_n = n;
+    s->ws_bit = (int *)malloc(sizeof(int) * (n ? n : 1));
+    s->ws_sb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
+    s->ws_fb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
+    s->ws_win = (double *)calloc(n ? n : 1, sizeof(double));
+    s->ws_has_win = (unsigned char *)calloc(n ? n : 1, 1);
+    for (int q = 0; q < n; q++) {
+        PyObject *win;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(bits, q), "iLLO", &s->ws_bit[q], &s->ws_sb[q],
+                              &s->ws_fb[q], &win))
+            return -1;
+        if (s->ws_bit[q] < 0 || s->ws_bit[q] >= LIST_STREAMED) return bad("ws: bit out of range");
+        if (win != Py_None) {
+            s->ws_win[q] = PyFloat_AsDouble(win);
+            if (PyErr_Occurred()) return -1;
+            s->ws_has_win[q] = 1;
+        }
+    }
+    s->ws_parsed = 1;
+    return 0;
+}
+
+/* Entry i of a working-set table, as compiler.capacity._work computes it for a chunk shape
+ * that adds no halo or attention term: the profile's peak for spp samples on cpp cores
+ * (footprint.peak_of), then the stream buffers of the streamed inputs in order of name
+ * and of a streamed output, added in the same order. The profile (footprint.group_profile,
+ * shape-independent) comes from the op set's table, or from the profiler the first time. */
+static double ws_compute(Walk *w, Step *s, Mask i) {
+    if (w->failed) return 0.0;
+    if (!s->ws_parsed && parse_ws(s)) {
+        w->failed = 1;
+        return 0.0;
+    }
+    PyObject *p = PyList_GET_ITEM(s->ws_prof, i);
+    if (p == Py_None) {
+        p = PyObject_CallFunction(s->ws_profiler, "K", i);
+        if (!p) {
+            w->failed = 1;
+            return 0.0;
+        }
+    } else {
+        Py_INCREF(p);
+    }
+    if (!PyBytes_Check(p) || PyBytes_GET_SIZE(p) % (2 * sizeof(long long))) {
+        Py_DECREF(p);
+        w->failed = 1;
+        bad("ws: a profile of int64 pairs");
+        return 0.0;
+    }
+    const long long *pr = (const long long *)PyBytes_AS_STRING(p);
+    Py_ssize_t np = PyBytes_GET_SIZE(p) / (Py_ssize_t)(2 * sizeof(long long));
+    long long spp = s->ws_spp, cpp = s->ws_cpp, tile = s->ws_tile, peak = 0;
+    for (Py_ssize_t q = 0; q < np; q++) {
+        long long v = ceil_div(pr[2 * q] * spp, cpp) + pr[2 * q + 1];
+        if (v > peak) peak = v;
+    }
+    Py_DECREF(p);
+    Mask mask = i >> 2;
+    double buffers = 0.0;
+    for (int q = 0; q < s->ws_n; q++) {
+        if (!(mask >> s->ws_bit[q] & 1)) continue;
+        long long piece = ceil_div(s->ws_sb[q] * spp, cpp) + s->ws_fb[q];
+        if (tile < piece) piece = tile;
+        double buf = 2.0 * (double)piece;
+        if (s->ws_has_win[q] && s->ws_win[q] + (double)piece > buf) buf = s->ws_win[q] + (double)piece;
+        buffers += buf;
+    }
+    if (i >> 1 & 1) {
+        long long piece = ceil_div(s->ws_osb * spp, cpp) + s->ws_ofb;
+        if (tile < piece) piece = tile;
+        buffers += 2.0 * (double)piece;
+    }
+    double work = (double)peak;
+    work += buffers;
+    return work;
+}
+
 static double work_at(Walk *w, Step *s, Mask mask, int off, int held) {
     Mask i = ((mask * 2 + (Mask)off) * 2) + (Mask)held;
     if (s->wide) return work_wide(w, s, i);
-    if (!s->known[i]) {
-        PyObject *have = PyList_GET_ITEM(s->table, i);
-        s->work[i] = filled(w, s, i, have == Py_None ? NULL : have);
-        s->known[i] = 1;
+    /* read from the shared table each time (no per-step copy: a table has 4 << streamable
+     * entries, allocating and clearing them for every chunk step cost more than the reads) */
+    PyObject *have = PyList_GET_ITEM(s->table, i);
+    if (have != Py_None) return filled(w, s, i, have);
+    if (s->ws) {
+        /* computed here, kept in the shared table as the filler keeps its results */
+        double v = ws_compute(w, s, i);
+        if (w->failed) return 0.0;
+        PyObject *f = PyFloat_FromDouble(v);
+        if (!f || PyList_SetItem(s->table, i, f)) {
+            w->failed = 1;
+            return 0.0;
+        }
+        return v;
     }
-    return s->work[i];
+    return filled(w, s, i, NULL);  /* the filler keeps its result in the table */
 }
 
 
@@ -621,17 +750,14 @@ static int ints(PyObject *obj, int **out, int *n) {
     return 0;
 }
 
-static int bad(const char *msg) {
-    PyErr_SetString(PyExc_ValueError, msg);
-    return -1;
-}
-
 /* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out,
- * filler, tiles): work a list (None: not computed yet), filler(index) computes an entry,
- * tiles the group's weight tiles in the LLB. */
+ * filler, tiles[, ws]): work a list (None: not computed yet), filler(index) computes an entry,
+ * tiles the group's weight tiles in the LLB; ws (a list table's chunk shape without halo or
+ * attention terms, else None) lets ws_compute compute the entries here (parse_ws). */
 static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     int nc = w->nc;
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 14) return bad("step: a 14-tuple");
+    if (!PyTuple_Check(t) || (PyTuple_GET_SIZE(t) != 14 && PyTuple_GET_SIZE(t) != 15))
+        return bad("step: a 14- or 15-tuple");
     s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
     s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
     s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
@@ -772,10 +898,12 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
         return 0;
     }
     if (!PyList_Check(wk)) return bad("work: a list of floats or None");
+    if (PyTuple_GET_SIZE(t) == 15 && PyTuple_GET_ITEM(t, 14) != Py_None) {
+        if (s->kind != K_GROUP) return bad("ws: for a group only");
+        s->ws = PyTuple_GET_ITEM(t, 14);
+    }
     Py_ssize_t nw = PyList_GET_SIZE(wk);
     s->n_work = (int)nw;
-    s->work = (double *)calloc(nw ? nw : 1, sizeof(double));
-    s->known = (unsigned char *)calloc(nw ? nw : 1, 1);
     s->full = (Mask)(nw / 4) - 1;
     if (s->kind == K_GROUP) {
         if (nw < 4 || (nw & (nw - 1))) return bad("work table: 4 << streamable entries");
@@ -798,8 +926,11 @@ static void free_walk(Walk *w) {
             free(s->res);
             free(s->has);
             free(s->inputs);
-            free(s->work);
-            free(s->known);
+            free(s->ws_bit);
+            free(s->ws_sb);
+            free(s->ws_fb);
+            free(s->ws_win);
+            free(s->ws_has_win);
             if (s->parts)
                 for (int p = 0; p < s->n_parts; p++) free(s->parts[p].cores);
             free(s->parts);
@@ -960,18 +1091,39 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     }
     {
         PyObject *scopes = PyList_New(n), *masks = PyList_New(n), *helds = PyList_New(n);
-        PyObject *usage = PyList_New(n), *peaks = PyList_New(nc);
+        PyObject *peaks = PyList_New(nc);
+        /* the per-step usage packed (the caller builds the plan's (core, bytes) tuples only
+         * when the plan's steps are read): per step its count (int32), then every step's
+         * cores (int32) and bytes (double), in step order */
+        int n_u = 0;
+        for (int k = 0; k < n; k++)  /* a transfer outside L1 uses no L1 */
+            n_u += (w.st[k].kind != K_GROUP && w.scope[k] != L1) ? 0 : w.st[k].n_cores;
+        PyObject *ucount = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (n ? n : 1));
+        PyObject *ucores = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (n_u ? n_u : 1));
+        PyObject *uvals = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * (n_u ? n_u : 1));
+        if (!scopes || !masks || !helds || !peaks || !ucount || !ucores || !uvals) {
+            Py_XDECREF(scopes); Py_XDECREF(masks); Py_XDECREF(helds); Py_XDECREF(peaks);
+            Py_XDECREF(ucount); Py_XDECREF(ucores); Py_XDECREF(uvals);
+            goto done;
+        }
+        int *cnt_p = (int *)PyBytes_AS_STRING(ucount), *cores_p = (int *)PyBytes_AS_STRING(ucores);
+        double *vals_p = (double *)PyBytes_AS_STRING(uvals);
+        int u = 0;
         for (int k = 0; k < n; k++) {
             PyList_SET_ITEM(scopes, k, PyLong_FromLong(w.scope[k]));
             PyList_SET_ITEM(masks, k, PyLong_FromUnsignedLongLong(w.mask_out[k]));
             PyList_SET_ITEM(helds, k, PyBool_FromLong(w.held_out[k]));
-            /* a transfer outside L1 uses no L1 */
             int m = (w.st[k].kind != K_GROUP && w.scope[k] != L1) ? 0 : w.st[k].n_cores;
-            PyObject *u = PyTuple_New(m);
-            for (int q = 0; q < m; q++)
-                PyTuple_SET_ITEM(u, q, Py_BuildValue("(id)", w.st[k].cores[q],
-                                                     w.usage[w.usage_ptr[k] + q]));
-            PyList_SET_ITEM(usage, k, u);
+            cnt_p[k] = m;
+            for (int q = 0; q < m; q++, u++) {
+                cores_p[u] = w.st[k].cores[q];
+                vals_p[u] = w.usage[w.usage_ptr[k] + q];
+            }
+        }
+        PyObject *usage = Py_BuildValue("(NNN)", ucount, ucores, uvals);
+        if (!usage) {
+            Py_DECREF(scopes); Py_DECREF(masks); Py_DECREF(helds); Py_DECREF(peaks);
+            goto done;
         }
         for (int c = 0; c < nc; c++) PyList_SET_ITEM(peaks, c, PyFloat_FromDouble(w.peak_l1[c]));
         if (w.overflow_at < 0)
@@ -991,8 +1143,38 @@ done:
     return result;
 }
 
+/* working_set(ws, n_work, index): entry `index` of a list table of n_work entries as the
+ * walk computes it from `ws` (ws_compute); for the differential tests. */
+static PyObject *py_working_set(PyObject *self, PyObject *args) {
+    PyObject *ws;
+    int n_work;
+    unsigned long long i;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OiK", &ws, &n_work, &i)) return NULL;
+    if (n_work < 4 || (n_work & (n_work - 1)) || i >= (unsigned long long)n_work) {
+        PyErr_SetString(PyExc_ValueError, "index outside a table of 4 << streamable entries");
+        return NULL;
+    }
+    Walk w;
+    Step st;
+    memset(&w, 0, sizeof w);
+    memset(&st, 0, sizeof st);
+    st.ws = ws;
+    st.n_work = n_work;
+    double v = ws_compute(&w, &st, (Mask)i);
+    free(st.ws_bit);
+    free(st.ws_sb);
+    free(st.ws_fb);
+    free(st.ws_win);
+    free(st.ws_has_win);
+    if (w.failed) return NULL;
+    return PyFloat_FromDouble(v);
+}
+
 static PyMethodDef methods[] = {
     {"walk", py_walk, METH_VARARGS, "The scope walk of search-space decoding (see _ccore.py)."},
+    {"working_set", py_working_set, METH_VARARGS,
+     "A working-set entry as the walk computes it (see _ccore.py, _ws_def)."},
     {NULL, NULL, 0, NULL},
 };
 

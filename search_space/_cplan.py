@@ -1,0 +1,111 @@
+"""The memory plan of a compiled scope walk (:mod:`search_space._ccore`), built lazily.
+
+The C walk (``_cwalk.c``) returns each step's L1 use packed (per step a count, then
+the cores and bytes as ``bytes``); :func:`_plan_of` makes the
+:class:`compiler.capacity.MemoryPlan` remembered beside the decoded schedule, whose
+``steps`` (one :class:`compiler.capacity.StepMemory` per step walked) are built when
+first read (:class:`_LazyPlan`): the pre-check reads only the plan's issue, the
+simulator and the explanation read the steps of the candidates they measure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.capacity import CapacityIssue, MemoryPlan, StepMemory
+
+Space = Any  # a search_space.Space (typed Any: see search_space._ccore)
+
+
+def _plan_of(issue: CapacityIssue | None, space: Space, names_of: list[tuple[str, ...] | None],
+             over: int, usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any],
+             peak_l1: list[float], peak_llb: float) -> MemoryPlan:
+    """The memory plan of a compiled walk (the steps up to an overflow), as
+    ``CapacityWalk.plan`` gives it; its per-step memory is built when first read
+    (:class:`_LazyPlan`: a candidate that is only pre-checked reads its issue alone)."""
+    return _LazyPlan(_StepsOf(space, names_of, over, usage, masks, helds),
+                     tuple(int(x) for x in peak_l1), int(peak_llb), issue)
+
+
+class _StepsOf:
+    """Builds a compiled walk's per-step memory (``StepMemory`` values) from its packed
+    usage (``_cwalk.c``: per step a count, then the cores and bytes)."""
+
+    __slots__ = ("helds", "masks", "names_of", "over", "space", "usage")
+
+    def __init__(self, space: Space, names_of: list[tuple[str, ...] | None], over: int,
+                 usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any]) -> None:
+        self.space, self.names_of, self.over = space, names_of, over
+        self.usage, self.masks, self.helds = usage, masks, helds
+
+    def __call__(self) -> tuple[StepMemory, ...]:
+        stab = _streamed_sets(self.space)
+        counts = memoryview(self.usage[0]).cast("i").tolist()
+        cores = memoryview(self.usage[1]).cast("i").tolist()
+        vals = memoryview(self.usage[2]).cast("d").tolist()
+        masks, helds, names_of = self.masks, self.helds, self.names_of
+        mems = []
+        empty: frozenset[str] = frozenset()
+        u = 0
+        for k, names in enumerate(names_of if self.over < 0 else names_of[:self.over]):
+            m = counts[k]
+            l1 = tuple(zip(cores[u:u + m], vals[u:u + m]))
+            u += m
+            if names is None:
+                mems.append(StepMemory(l1, empty, False))
+                continue
+            skey = (names, masks[k])
+            streamed = stab.get(skey)
+            if streamed is None:
+                streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
+            mems.append(StepMemory(l1, streamed, helds[k]))
+        return tuple(mems)
+
+
+class _LazyPlan(MemoryPlan):
+    """A :class:`compiler.capacity.MemoryPlan` whose ``steps`` are built on first read.
+
+    Equal to (and hashed as) the plain plan of the same values; pickles as one.
+    """
+
+    def __init__(self, build: _StepsOf, peak_l1: tuple[int, ...], peak_llb: int,
+                 issue: CapacityIssue | None) -> None:  # noqa: D107 - the dataclass's fields
+        object.__setattr__(self, "_build", build)
+        object.__setattr__(self, "_steps", None)
+        object.__setattr__(self, "peak_l1_bytes_per_core", peak_l1)
+        object.__setattr__(self, "peak_llb_bytes", peak_llb)
+        object.__setattr__(self, "issue", issue)
+
+    @property  # type: ignore[misc]
+    def steps(self) -> tuple[StepMemory, ...]:  # type: ignore[override]
+        steps: tuple[StepMemory, ...] | None = self.__dict__["_steps"]
+        if steps is None:
+            steps = self.__dict__["_build"]()
+            object.__setattr__(self, "_steps", steps)
+            object.__setattr__(self, "_build", None)
+        return steps
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.steps, self.peak_l1_bytes_per_core, self.peak_llb_bytes, self.issue)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MemoryPlan):
+            return NotImplemented
+        return self._fields() == (other.steps, other.peak_l1_bytes_per_core,
+                                  other.peak_llb_bytes, other.issue)
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return repr(MemoryPlan(*self._fields()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (MemoryPlan, self._fields())
+
+
+def _streamed_sets(space: Space) -> dict[tuple[tuple[str, ...], int], frozenset[str]]:
+    sets: dict[tuple[tuple[str, ...], int], frozenset[str]] | None = getattr(space, "_cstreamed", None)
+    if sets is None:
+        sets = space._cstreamed = {}  # type: ignore[attr-defined]
+    return sets
