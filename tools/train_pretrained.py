@@ -54,7 +54,7 @@ CORPUS: list[tuple[str, int, dict[str, Any]]] = [
     ("bert_base", 8, {"seq": 128, "num_layers": 2}),
     ("dlrm", 2048, {}),
 ]
-HELD_OUT = ["resnet34", "vit", "wide_and_deep", "gpt"]
+HELD_OUT = ["resnet34", "vit", "wide_and_deep", "gpt", "efficientnet_b0"]
 # name -> changes of the default target
 TARGETS: dict[str, dict[str, dict[str, Any]]] = {
     "default": {},
