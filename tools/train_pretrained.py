@@ -108,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mutants", type=int, default=60, help="neighbourhood moves per model and target")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=200, help="boosting rounds")
+    ap.add_argument("--save-rows", default=None, metavar="NPZ",
+                    help="also write the corpus's rows (x, y, groups) to this .npz file")
+    ap.add_argument("--rows", default=None, metavar="NPZ",
+                    help="train on rows written by --save-rows instead of measuring the corpus")
     ap.add_argument("-o", "--output", default=None,
                     help="where to save (default: cost_model/pretrained/xgb-<feature set id>.ubj)")
     args = ap.parse_args(argv)
@@ -120,15 +124,22 @@ def main(argv: list[str] | None = None) -> int:
     base = Target.default()
     xs, ys, gs = [], [], []
     t0 = time.time()
-    for model, batch, options in CORPUS:
-        for tname, change in TARGETS.items():
-            target = base.replace(**change) if change else base
-            x, y = corpus_rows(model, batch, options, target, args.samples, args.mutants, rng)
-            xs.append(x)
-            ys.append(y)
-            gs.append(np.full(len(y), len(gs)))
-            print(f"{model} b{batch} on {tname}: {len(y)} rows ({time.time() - t0:.0f} s)",
-                  flush=True)
+    if args.rows:
+        saved = np.load(args.rows)
+        xs, ys, gs = [saved["x"]], [saved["y"]], [saved["groups"]]
+    else:
+        for model, batch, options in CORPUS:
+            for tname, change in TARGETS.items():
+                target = base.replace(**change) if change else base
+                x, y = corpus_rows(model, batch, options, target, args.samples, args.mutants, rng)
+                xs.append(x)
+                ys.append(y)
+                gs.append(np.full(len(y), len(gs)))
+                print(f"{model} b{batch} on {tname}: {len(y)} rows ({time.time() - t0:.0f} s)",
+                      flush=True)
+    if args.save_rows:
+        np.savez_compressed(args.save_rows, x=np.vstack(xs), y=np.concatenate(ys),
+                            groups=np.concatenate(gs))
     m = cost_model.XGBModel(seed=args.seed, rounds=args.rounds, params={"nthread": 2})
     m.fit(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
     out = Path(args.output) if args.output else ROOT / "cost_model" / "pretrained" / pretrained_filename()

@@ -129,6 +129,10 @@ class _Proposal:
     borrowed: bool = False  # bred from parents that may descend from a borrowed seed
 
 
+DELIVERED = 0.005
+"""A round delivered when the best measured speed grew by this share since it was
+requested: its line breeds the next round too (:meth:`GuidedSampler._own_turn`)."""
+
 LINE_ATTR = "graphtune_line"
 """Trial user attribute of a proposal bred in the borrowed seeds' island (value "borrowed")."""
 
@@ -169,6 +173,8 @@ class GuidedSampler(BaseSampler):
         self._borrowed: set[str] = set()
         self._own_top: list[tuple[float, int, str]] = []
         self._islands: deque[bool] = deque()
+        self._last_own: bool | None = None  # the line of the last request (None: no round yet)
+        self._line_best = 0.0  # the best speed measured when it was made
         self._x: list[np.ndarray] = []
         self._y: list[float] = []
         self._trained_at = 0
@@ -442,7 +448,7 @@ class GuidedSampler(BaseSampler):
         # borrowing (seeds, or a ranker trained on other targets' rows), every other round is
         # the own line's, ranked as a cold tune ranks (see the module doc)
         islands = bool(self._borrowed) or bool(getattr(self.ranker, "borrows", False))
-        own = islands and self.rounds % 2 == 0
+        own = islands and self._own_turn()
         self._islands.append(islands and not own)
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = own  # until the next request: scores, snapshot
@@ -459,6 +465,24 @@ class GuidedSampler(BaseSampler):
             proposals=n_prop, eps=round(n_prop * o.eps), seen=seen,
             population=population, generations=generations,
             random_share=o.random_share, crossover=o.crossover, seen_base=base)
+
+    def _own_turn(self) -> bool:
+        """Whether this round is the own line's (the islands: see the module doc).
+
+        Win-stay, lose-shift: the line whose last round moved the best measured speed by at
+        least :data:`DELIVERED` breeds the next round too; otherwise the other line does.
+        The first round is the borrowed line's. When neither delivers the lines alternate.
+        """
+        best = -self._top[0][0] if self._top else 0.0
+        last, self._line_best = self._line_best, best
+        if self._last_own is None:
+            own = False
+        elif best > last * (1.0 + DELIVERED):
+            own = self._last_own
+        else:
+            own = not self._last_own
+        self._last_own = own
+        return own
 
     def _see(self, cid: str) -> None:
         if cid not in self._seen:

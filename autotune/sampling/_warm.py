@@ -240,9 +240,10 @@ class WarmRanker(CostModelRanker):
 
     @property
     def borrows(self) -> bool:
-        """Whether it learnt from other targets' measurements (a sweep's warm start): the
-        guided sampler then keeps an own line of parents, ranked by :attr:`cold_round`."""
-        return self._prior_rows is not None
+        """Whether it learnt elsewhere: other targets' measurements (a sweep's warm start) or
+        the shipped model's corpus. The guided sampler then keeps an own line of parents,
+        ranked by :attr:`cold_round`, beside the line this ranker's picks breed."""
+        return self._prior_rows is not None or self._base is not None
 
     def _cold_model(self) -> Any:
         return self._cold if self._cold.trained else self._prior
