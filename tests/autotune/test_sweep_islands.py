@@ -8,10 +8,13 @@ from typing import Any
 
 import numpy as np
 import optuna
+from hypothesis import given
+from hypothesis import strategies as st
 from optuna.trial import TrialState
 
 from autotune.sampling._breed import RankerScorer, breed
 from autotune.sampling._guided import LINE_ATTR, GuidedOptions, GuidedSampler
+from autotune.sampling._lines import DELIVERED, LineTurns
 from autotune.sampling._ranker import CostModelRanker
 from autotune.sampling._studies import candidate_id, seed_schedules, vector_of
 from compiler.graph import Graph
@@ -235,3 +238,31 @@ def test_the_line_that_delivered_breeds_the_next_round_too(tiny_graph: Graph,
     # 3: round 2 did not (0.5), own; 4: round 3 delivered (0.25), own again; 5: round 4 did
     # not, borrowed; 6: round 5 delivered (0.2), borrowed
     assert lines == ["borrowed", "borrowed", "own", "own", "borrowed", "borrowed"]
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=2.0), min_size=1, max_size=30))
+def test_line_turns_stay_after_a_delivery_and_shift_after_none(gains: list[float]) -> None:
+    """The first round is the borrowed line's; each next round keeps the last one's line
+    exactly when the best speed grew by more than DELIVERED since it was requested."""
+    turns = LineTurns()
+    best, lines = 0.0, []
+    for g in gains:
+        before = best
+        best = best * (1.0 + g) if best else g
+        lines.append((turns.next(best), best > before * (1.0 + DELIVERED)))
+    assert lines[0][0] is False
+    for (prev, _), (own, delivered) in zip(lines, lines[1:]):
+        assert own == (prev if delivered else not prev)
+
+
+def test_the_shipped_model_alone_turns_the_islands_on(tiny_graph: Graph,
+                                                      tune_target: Target) -> None:
+    """A ranker continued from the shipped model borrows (its corpus is elsewhere), so the
+    guided sampler keeps a cold own line beside its picks; a ranker from nothing does not."""
+    import cost_model
+    from autotune.sampling._warm import WarmRanker
+
+    path = cost_model.pretrained_path()
+    assert path is not None
+    assert WarmRanker(tiny_graph, tune_target, seed=0, base=str(path)).borrows
+    assert not WarmRanker(tiny_graph, tune_target, seed=0).borrows
