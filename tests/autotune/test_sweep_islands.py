@@ -3,6 +3,7 @@ sampler breeds from the task's own line only (``autotune.sampling._guided``, the
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -251,7 +252,7 @@ def test_line_turns_stay_after_a_delivery_and_shift_after_none(gains: list[float
         best = best * (1.0 + g) if best else g
         lines.append((turns.next(best), best > before * (1.0 + DELIVERED)))
     assert lines[0][0] is False
-    for (prev, _), (own, delivered) in zip(lines, lines[1:]):
+    for (prev, _), (own, delivered) in pairwise(lines):
         assert own == (prev if delivered else not prev)
 
 
