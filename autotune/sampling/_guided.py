@@ -14,8 +14,7 @@ queued candidate in :meth:`before_trial`, and the driver's
 their fixed parameters and do not consume a proposal.
 
 **Two islands when the tune borrows** (warm seeds of other targets,
-:meth:`GuidedSampler.borrow`, or a ranker that learnt elsewhere, ``borrows``: other
-targets' rows or the shipped model). Some rounds then breed only from the task's *own
+:meth:`GuidedSampler.borrow`, or a ranker trained on their rows: ``borrows``). Some rounds then breed only from the task's *own
 line* (measured candidates that are not borrowed seeds nor bred in a round whose
 parents could include one: O0-O3, the plans, their children), ranked as a cold tune
 ranks (the ranker's ``cold_round``: :class:`autotune.sampling._warm.WarmRanker`); the
