@@ -14,17 +14,18 @@ queued candidate in :meth:`before_trial`, and the driver's
 their fixed parameters and do not consume a proposal.
 
 **Two islands when the tune borrows** (warm seeds of other targets,
-:meth:`GuidedSampler.borrow`, or a ranker trained on their rows: ``borrows``). Some rounds then breed only from the task's *own
-line* (measured candidates that are not borrowed seeds nor bred in a round whose
-parents could include one: O0-O3, the plans, their children), ranked as a cold tune
-ranks (the ranker's ``cold_round``: :class:`autotune.sampling._warm.WarmRanker`); the
-others (the borrowed line) breed from the best of everything. Win-stay, lose-shift
-(:mod:`autotune.sampling._lines`): the line whose round moved the best by
-``DELIVERED`` keeps the next round, else the other gets it, so at worst they
-alternate. Why: on MobileNetV2 b16, L1 384K / DDR 13, the seeds (2,169 µs) parented
-every round and 450 measurements never left their basin while a cold tune reached
-1,934 µs; strict alternation fixed that but cost ResNet-50, where the borrowed line
-found the best (6 of 8 variants >= 0.99x cold, 8 of 8 before: ``bench/results/sweep.md``).
+:meth:`GuidedSampler.borrow`, or a ranker trained on their rows: ``borrows``). Some
+rounds then breed only from the task's *own line* (measured candidates that are not
+borrowed seeds nor bred in a round whose parents could include one: O0-O3, the
+plans, their children), ranked as a cold tune ranks (the ranker's ``cold_round``:
+:class:`autotune.sampling._warm.WarmRanker`); the others (the borrowed line) breed
+from the best of everything. Win-stay, lose-shift (:mod:`autotune.sampling._lines`):
+the line whose round moved the best by ``DELIVERED`` keeps the next round, else the
+other gets it, so at worst they alternate. Why: on MobileNetV2 b16, L1 384K / DDR
+13, the seeds (2,169 µs) parented every round and 450 measurements never left their
+basin while a cold tune reached 1,934 µs; strict alternation fixed that but cost
+ResNet-50, where the borrowed line found the best (6 of 8 variants >= 0.99x cold, 8
+of 8 before: ``bench/results/sweep.md``).
 The trial attribute ``graphtune_line`` keeps the lines apart when a tune resumes.
 
 A round (:mod:`autotune.sampling._breed`) can run elsewhere: the tuning driver asks for
