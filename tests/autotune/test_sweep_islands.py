@@ -265,3 +265,43 @@ def test_the_shipped_model_alone_does_not_turn_the_islands_on(tiny_graph: Graph,
     path = cost_model.pretrained_path()
     assert path is not None
     assert not WarmRanker(tiny_graph, tune_target, seed=0, base=str(path)).borrows
+
+
+def test_the_shipped_model_ranks_alone_only_when_clearly_ahead_of_the_roofline(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    """From the rank check on (8 own rows), the shipped model alone ranks without the
+    roofline's half when its Spearman is ``trust_margin`` above the roofline's; else the
+    scores stay hedged (or the model is dropped, if it is below)."""
+    import cost_model
+    from autotune.sampling._warm import WarmRanker, hedged_scores, rank_quality
+    from sim import measure
+
+    path = str(cost_model.pretrained_path())
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    rng = np.random.default_rng(5)
+    pool = [space.sample(rng, uniform=i % 2 == 0) for i in range(40)]
+    ms = measure(tiny_graph, pool, tune_target)
+    ok = [s for s, m in zip(pool, ms) if m.status == "ok"]
+    y = np.asarray([m.throughput_per_s for m in ms if m.status == "ok"], dtype=np.float64)
+    x = np.asarray(cost_model.features(tiny_graph, ok, tune_target))
+    ranked = []
+    for margin in (-10.0, 10.0):  # always ahead / never ahead enough
+        warm = WarmRanker(tiny_graph, tune_target, seed=0, base=path)
+        warm.trust_margin = margin
+        base = cost_model.XGBModel.load(path)
+        transferred, roofline = rank_quality(base, x[:10], y[:10])
+        warm.fit(x[:10], y[:10])
+        if warm.dropped is not None:
+            assert transferred < roofline and not warm.hedging
+            continue
+        raw = np.asarray(warm._model.predict(x), dtype=np.float64)
+        ranked.append(margin)
+        if margin < 0:
+            assert warm.trusted
+            np.testing.assert_allclose(warm.predict(x), raw)
+            np.testing.assert_allclose(warm.snapshot().predict(x), raw)
+        else:
+            assert not warm.trusted
+            np.testing.assert_allclose(
+                warm.predict(x), hedged_scores(raw, warm._prior.predict(x)))
+    assert ranked == [-10.0, 10.0]  # (this pool: the model is not dropped)
