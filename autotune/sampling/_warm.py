@@ -144,14 +144,6 @@ class WarmRanker(CostModelRanker):
     name = "xgb-warm"
     own_enough = 32
     check_at = 8
-    trust_margin = 0.1
-    """The shipped model alone (no other target's rows) ranks without the roofline's half
-    (no hedge) while its rank correlation with the own measurements is at least this much
-    above the roofline's: measured at L1 384K / DDR 13 on held-out models, it ordered
-    EfficientNet-B0's measured schedules at Spearman 0.87 against the roofline's 0.41
-    (its top-10 picks at the 95-100th percentile, the roofline's at the 27-60th), GPT-2
-    small's at 0.69 against 0.46 (``bench/results/sweep.md``, fifth pass)."""
-    trusted = False
     cold_round = False
     """Set by the guided sampler for the own line's rounds (its islands): while the
     transferred model ranks, they are ranked as a cold tune ranks them (the roofline,
@@ -194,9 +186,6 @@ class WarmRanker(CostModelRanker):
             transferred, roofline = rank_quality(self._model, x, y)
             log.debug("rank check on %d own rows: transferred %.2f, roofline %.2f", own,
                       transferred, roofline)
-            # the shipped model alone, clearly ahead of the roofline: it ranks without the hedge
-            self.trusted = (self._prior_rows is None
-                            and transferred >= roofline + self.trust_margin)
             if transferred < roofline:
                 self.dropped = (transferred, roofline)
                 log.info("the transferred cost model ranks this target's first %d measurements "
@@ -240,7 +229,7 @@ class WarmRanker(CostModelRanker):
             return np.asarray(self._cold_model().predict(x), dtype=np.float64)
         model = self._model if self._model.trained else self._prior
         scores = np.asarray(model.predict(x), dtype=np.float64)
-        if not self.hedging or self.trusted:
+        if not self.hedging:
             return scores
         return hedged_scores(scores, np.asarray(self._prior.predict(x), dtype=np.float64))
 
@@ -267,8 +256,6 @@ class WarmRanker(CostModelRanker):
             return super().snapshot()
         if self.cold_round:
             return _CostModelScorer(self._cold_model(), self.label + "/cold")
-        if self.trusted:
-            return _CostModelScorer(self._model, self.label)
         return _HedgedScorer(self._model, self._prior, self.label)
 
 
