@@ -13,20 +13,23 @@ queued candidate in :meth:`before_trial`, and the driver's
 :meth:`sample_independent`. Enqueued trials (seeds, re-queued trials) keep
 their fixed parameters and do not consume a proposal.
 
-**Two islands when the tune borrows** (warm seeds of other targets,
-:meth:`GuidedSampler.borrow`, or a ranker trained on their rows: ``borrows``). Some
-rounds then breed only from the task's *own line* (measured candidates that are not
-borrowed seeds nor bred in a round whose parents could include one: O0-O3, the
-plans, their children), ranked as a cold tune ranks (the ranker's ``cold_round``:
-:class:`autotune.sampling._warm.WarmRanker`); the others (the borrowed line) breed
-from the best of everything. Win-stay, lose-shift (:mod:`autotune.sampling._lines`):
-the line whose round moved the best by ``DELIVERED`` keeps the next round, else the
-other gets it, so at worst they alternate. Why: on MobileNetV2 b16, L1 384K / DDR
-13, the seeds (2,169 µs) parented every round and 450 measurements never left their
-basin while a cold tune reached 1,934 µs; strict alternation fixed that but cost
-ResNet-50, where the borrowed line found the best (6 of 8 variants >= 0.99x cold, 8
-of 8 before: ``bench/results/sweep.md``).
-The trial attribute ``graphtune_line`` keeps the lines apart when a tune resumes.
+**Two islands when the tune borrows** (a sweep's warm start: the best schedules of
+other targets, :meth:`GuidedSampler.borrow`, or a ranker trained on their
+measurements, one whose ``borrows`` is true). Then every other round breeds only
+from the task's *own line*: the best measured candidates that neither are a
+borrowed seed nor were bred in a round whose parents could include one (O0-O3,
+the plans and the own line's children are in it), ranked as a cold tune ranks
+(the ranker's ``cold_round`` is set for the round:
+:class:`autotune.sampling._warm.WarmRanker`). The other rounds breed from the
+best of everything, as without borrowing. So half of the proposals are a cold
+tune's search, kept beside the borrowed one: measured on MobileNetV2 b16, L1 384K / DDR 13,
+the seeds (the 512K variant's best, 2,169 µs) were the only parents of every round,
+and 450 measurements bred around them never left their basin (2,166 µs) while a
+cold tune reached 1,934 µs (``bench/results/sweep.md``, 2026-11-26). The line of
+each proposal is written as the trial's user attribute ``graphtune_line``, so a
+resumed tune keeps the islands apart. (Win-stay, lose-shift, a line keeping the rounds
+while each moves the best by 0.5 %, was measured worse: 10 of 16 sweep variants >= 0.99x
+their cold tune against 13 of 16 for this alternation; ``bench/results/sweep.md``, fifth pass.)
 
 A round (:mod:`autotune.sampling._breed`) can run elsewhere: the tuning driver asks for
 a :meth:`GuidedSampler.breed_request` for a share of a round (with ``W`` workers,
@@ -53,7 +56,6 @@ from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 
 from autotune.sampling._breed import Bred, BreedRequest, RankerScorer, Scorer, breed
-from autotune.sampling._lines import LineTurns
 from autotune.sampling._ranker import Ranker
 from autotune.sampling._studies import candidate_id, vector_of
 
@@ -169,7 +171,6 @@ class GuidedSampler(BaseSampler):
         self._borrowed: set[str] = set()
         self._own_top: list[tuple[float, int, str]] = []
         self._islands: deque[bool] = deque()
-        self._lines = LineTurns()  # which island breeds each round
         self._x: list[np.ndarray] = []
         self._y: list[float] = []
         self._trained_at = 0
@@ -443,7 +444,7 @@ class GuidedSampler(BaseSampler):
         # borrowing (seeds, or a ranker trained on other targets' rows), every other round is
         # the own line's, ranked as a cold tune ranks (see the module doc)
         islands = bool(self._borrowed) or bool(getattr(self.ranker, "borrows", False))
-        own = islands and self._lines.next(-self._top[0][0] if self._top else 0.0)
+        own = islands and self.rounds % 2 == 0
         self._islands.append(islands and not own)
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = own  # until the next request: scores, snapshot

@@ -3,19 +3,15 @@ sampler breeds from the task's own line only (``autotune.sampling._guided``, the
 
 from __future__ import annotations
 
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import optuna
-from hypothesis import given
-from hypothesis import strategies as st
 from optuna.trial import TrialState
 
 from autotune.sampling._breed import RankerScorer, breed
 from autotune.sampling._guided import LINE_ATTR, GuidedOptions, GuidedSampler
-from autotune.sampling._lines import DELIVERED, LineTurns
 from autotune.sampling._ranker import CostModelRanker
 from autotune.sampling._studies import candidate_id, seed_schedules, vector_of
 from compiler.graph import Graph
@@ -192,68 +188,6 @@ def test_the_own_lines_rounds_are_ranked_as_a_cold_tune_ranks(tiny_graph: Graph,
         sampler.breed_request()
         flags.append(warm.cold_round)
     assert flags == [False, True, False, True]
-
-
-def _measure_as(study: optuna.Study, space: Any, latency: dict[str, float]) -> None:
-    """Tell every waiting or queued trial: ``latency[cid]``, or above 100 for the others."""
-    while True:
-        if not study.get_trials(states=(TrialState.WAITING,)) and not study.sampler.queued:
-            return
-        trial = study.ask()
-        s = space.suggest(trial)
-        cid = candidate_id(s)
-        study.tell(trial, latency.get(cid, 100.0 + float(np.sum(space.encode(s)))))
-
-
-def test_the_line_that_delivered_breeds_the_next_round_too(tiny_graph: Graph,
-                                                           tune_target: Target) -> None:
-    """Win-stay, lose-shift: a round whose picks moved the best measured latency by more
-    than DELIVERED gives its line the next round too; a round that did not hands it to
-    the other line (with a borrowed seed: the borrowed line first)."""
-    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
-    study, sampler = _study(space, tiny_graph, tune_target, None, "delivery")
-    levels = [space.project(s) for _, s in seed_schedules(tiny_graph, tune_target)]
-    level_ids = {candidate_id(p.schedule) for p in levels if p.schedule is not None}
-    rng = np.random.default_rng(7)
-    seed = next(s for s in (space.sample(rng) for _ in range(50))
-                if candidate_id(s) not in level_ids and space.precheck(s).ok)
-    study.enqueue_trial(dict(space.project(seed).params))
-    for p in levels:
-        if p.schedule is not None:
-            study.enqueue_trial(dict(p.params), skip_if_exists=True)
-    sampler.borrow([candidate_id(seed)])
-    latency = {candidate_id(seed): 1.0}
-    _measure_as(study, space, latency)
-
-    # the latency each round's picks measure at: 1.0 -> 0.5 delivers, 0.5 again does not...
-    plan = [0.5, 0.5, 0.25, 0.25, 0.2, 0.1]
-    lines = []
-    for lat in plan:
-        req = sampler.breed_request(study)
-        lines.append("borrowed" if sampler._islands[-1] else "own")
-        bred = breed(space, RankerScorer(sampler.ranker), req)
-        sampler.bred(bred)
-        latency.update({p.cid: lat for p in bred.picks})
-        _measure_as(study, space, latency)
-    # 1: first round, borrowed; 2: round 1 delivered (1.0 -> 0.5), borrowed again;
-    # 3: round 2 did not (0.5), own; 4: round 3 delivered (0.25), own again; 5: round 4 did
-    # not, borrowed; 6: round 5 delivered (0.2), borrowed
-    assert lines == ["borrowed", "borrowed", "own", "own", "borrowed", "borrowed"]
-
-
-@given(st.lists(st.floats(min_value=0.0, max_value=2.0), min_size=1, max_size=30))
-def test_line_turns_stay_after_a_delivery_and_shift_after_none(gains: list[float]) -> None:
-    """The first round is the borrowed line's; each next round keeps the last one's line
-    exactly when the best speed grew by more than DELIVERED since it was requested."""
-    turns = LineTurns()
-    best, lines = 0.0, []
-    for g in gains:
-        before = best
-        best = best * (1.0 + g) if best else g
-        lines.append((turns.next(best), best > before * (1.0 + DELIVERED)))
-    assert lines[0][0] is False
-    for (prev, _), (own, delivered) in pairwise(lines):
-        assert own == (prev if delivered else not prev)
 
 
 def test_the_shipped_model_alone_does_not_turn_the_islands_on(tiny_graph: Graph,
