@@ -129,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     xs, ys, gs = [], [], []
     t0 = time.time()
     if args.rows:
-        saved = np.load(args.rows)
+        if not Path(args.rows).is_file():
+            print(f"train_pretrained: error: no rows file {args.rows}", file=sys.stderr)
+            return 2
+        saved = np.load(args.rows)  # (the corpus recorded beside the model is CORPUS's)
         xs, ys, gs = [saved["x"]], [saved["y"]], [saved["groups"]]
     else:
         for model, batch, options in CORPUS:
