@@ -21,6 +21,10 @@ The models that ``bench/sweep.py`` holds out (:data:`HELD_OUT`) are never in the
 Run (about 20 minutes on 2 loaded cores at the default size):
 
     .venv/bin/python tools/train_pretrained.py [--samples 120] [--mutants 60] [--seed 0]
+
+``--save-rows rows.npz`` also keeps the measured corpus (x, y, groups), and ``--rows
+rows.npz`` trains on such a file without measuring (to try other training settings in
+seconds: the corpus is most of the 20 minutes).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ CORPUS: list[tuple[str, int, dict[str, Any]]] = [
     ("bert_base", 8, {"seq": 128, "num_layers": 2}),
     ("dlrm", 2048, {}),
 ]
-HELD_OUT = ["resnet34", "vit", "wide_and_deep", "gpt"]
+HELD_OUT = ["resnet34", "vit", "wide_and_deep", "gpt", "efficientnet_b0"]
 # name -> changes of the default target
 TARGETS: dict[str, dict[str, dict[str, Any]]] = {
     "default": {},
@@ -108,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mutants", type=int, default=60, help="neighbourhood moves per model and target")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=200, help="boosting rounds")
+    ap.add_argument("--save-rows", default=None, metavar="NPZ",
+                    help="also write the corpus's rows (x, y, groups) to this .npz file")
+    ap.add_argument("--rows", default=None, metavar="NPZ",
+                    help="train on rows written by --save-rows instead of measuring the corpus")
     ap.add_argument("-o", "--output", default=None,
                     help="where to save (default: cost_model/pretrained/xgb-<feature set id>.ubj)")
     args = ap.parse_args(argv)
@@ -120,15 +128,25 @@ def main(argv: list[str] | None = None) -> int:
     base = Target.default()
     xs, ys, gs = [], [], []
     t0 = time.time()
-    for model, batch, options in CORPUS:
-        for tname, change in TARGETS.items():
-            target = base.replace(**change) if change else base
-            x, y = corpus_rows(model, batch, options, target, args.samples, args.mutants, rng)
-            xs.append(x)
-            ys.append(y)
-            gs.append(np.full(len(y), len(gs)))
-            print(f"{model} b{batch} on {tname}: {len(y)} rows ({time.time() - t0:.0f} s)",
-                  flush=True)
+    if args.rows:
+        if not Path(args.rows).is_file():
+            print(f"train_pretrained: error: no rows file {args.rows}", file=sys.stderr)
+            return 2
+        saved = np.load(args.rows)  # (the corpus recorded beside the model is CORPUS's)
+        xs, ys, gs = [saved["x"]], [saved["y"]], [saved["groups"]]
+    else:
+        for model, batch, options in CORPUS:
+            for tname, change in TARGETS.items():
+                target = base.replace(**change) if change else base
+                x, y = corpus_rows(model, batch, options, target, args.samples, args.mutants, rng)
+                xs.append(x)
+                ys.append(y)
+                gs.append(np.full(len(y), len(gs)))
+                print(f"{model} b{batch} on {tname}: {len(y)} rows ({time.time() - t0:.0f} s)",
+                      flush=True)
+    if args.save_rows:
+        np.savez_compressed(args.save_rows, x=np.vstack(xs), y=np.concatenate(ys),
+                            groups=np.concatenate(gs))
     m = cost_model.XGBModel(seed=args.seed, rounds=args.rounds, params={"nthread": 2})
     m.fit(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
     out = Path(args.output) if args.output else ROOT / "cost_model" / "pretrained" / pretrained_filename()

@@ -27,7 +27,9 @@ the seeds (the 512K variant's best, 2,169 µs) were the only parents of every ro
 and 450 measurements bred around them never left their basin (2,166 µs) while a
 cold tune reached 1,934 µs (``bench/results/sweep.md``, 2026-11-26). The line of
 each proposal is written as the trial's user attribute ``graphtune_line``, so a
-resumed tune keeps the islands apart.
+resumed tune keeps the islands apart. (Win-stay, lose-shift, a line keeping the rounds
+while each moves the best by 0.5 %, was measured worse: 10 of 16 sweep variants >= 0.99x
+their cold tune against 13 of 16 for this alternation; ``bench/results/sweep.md``, fifth pass.)
 
 A round (:mod:`autotune.sampling._breed`) can run elsewhere: the tuning driver asks for
 a :meth:`GuidedSampler.breed_request` for a share of a round (with ``W`` workers,

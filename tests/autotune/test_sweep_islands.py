@@ -188,3 +188,14 @@ def test_the_own_lines_rounds_are_ranked_as_a_cold_tune_ranks(tiny_graph: Graph,
         sampler.breed_request()
         flags.append(warm.cold_round)
     assert flags == [False, True, False, True]
+
+
+def test_the_shipped_model_alone_does_not_turn_the_islands_on(tiny_graph: Graph,
+                                                              tune_target: Target) -> None:
+    """Only other targets' rows borrow (the islands); the shipped model alone does not."""
+    import cost_model
+    from autotune.sampling._warm import WarmRanker
+
+    path = cost_model.pretrained_path()
+    assert path is not None
+    assert not WarmRanker(tiny_graph, tune_target, seed=0, base=str(path)).borrows
