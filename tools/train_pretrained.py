@@ -18,13 +18,16 @@ trained on another simulator says so.
 
 The models that ``bench/sweep.py`` holds out (:data:`HELD_OUT`) are never in the corpus.
 
-Run (about 20 minutes on 2 loaded cores at the default size):
+Run (at the default size 264 s on an idle 2-core machine, 2,618 s on one loaded by other
+jobs; 2026-11-26):
 
     .venv/bin/python tools/train_pretrained.py [--samples 120] [--mutants 60] [--seed 0]
 
-``--save-rows rows.npz`` also keeps the measured corpus (x, y, groups), and ``--rows
-rows.npz`` trains on such a file without measuring (to try other training settings in
-seconds: the corpus is most of the 20 minutes).
+``--save-rows rows.npz`` also keeps the measured corpus (x, y, groups, with the simulator
+fingerprint and feature set they were measured with), and ``--rows rows.npz`` trains on
+such a file without measuring, to try other training settings in seconds (measuring the
+corpus is nearly all of the run). The model then records the rows' fingerprint, not
+today's; a file of another feature set, or without a fingerprint, is refused.
 """
 
 from __future__ import annotations
@@ -121,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     import cost_model
+    from autotune.sampling._simprint import simulator_fingerprint
     from compiler.target import Target
     from cost_model._pretrained import pretrained_filename
 
@@ -130,11 +134,19 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     if args.rows:
         if not Path(args.rows).is_file():
-            print(f"train_pretrained: error: no rows file {args.rows}", file=sys.stderr)
+            print(f"train_pretrained: error: no rows file {args.rows} (write one with --save-rows)",
+                  file=sys.stderr)
             return 2
         saved = np.load(args.rows)  # (the corpus recorded beside the model is CORPUS's)
+        if "simulator" not in saved or str(saved["feature_set"]) != cost_model.feature_set_id():
+            print(f"train_pretrained: error: {args.rows} was measured with another feature set "
+                  "or records no simulator fingerprint; measure the corpus again "
+                  "(without --rows)", file=sys.stderr)
+            return 2
+        simulator = str(saved["simulator"])
         xs, ys, gs = [saved["x"]], [saved["y"]], [saved["groups"]]
     else:
+        simulator = simulator_fingerprint()
         for model, batch, options in CORPUS:
             for tname, change in TARGETS.items():
                 target = base.replace(**change) if change else base
@@ -146,15 +158,14 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
     if args.save_rows:
         np.savez_compressed(args.save_rows, x=np.vstack(xs), y=np.concatenate(ys),
-                            groups=np.concatenate(gs))
+                            groups=np.concatenate(gs), simulator=np.str_(simulator),
+                            feature_set=np.str_(cost_model.feature_set_id()))
     m = cost_model.XGBModel(seed=args.seed, rounds=args.rounds, params={"nthread": 2})
     m.fit(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
     out = Path(args.output) if args.output else ROOT / "cost_model" / "pretrained" / pretrained_filename()
     out.parent.mkdir(parents=True, exist_ok=True)
     m.save(out)
-    from autotune.sampling._simprint import simulator_fingerprint
-
-    info = {"feature_set": cost_model.feature_set_id(), "simulator": simulator_fingerprint(),
+    info = {"feature_set": cost_model.feature_set_id(), "simulator": simulator,
             "rows": int(m.n_samples), "corpus": [f"{n} b{b} {o}" for n, b, o in CORPUS],
             "targets": list(TARGETS), "seed": args.seed,
             "trained": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -1,0 +1,54 @@
+"""``tools/train_pretrained.py --rows``: a model trained on saved rows records the rows'
+simulator fingerprint, and rows without one (or of another feature set) are refused."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+import cost_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("train_pretrained",
+                                                  ROOT / "tools" / "train_pretrained.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rows(path: Path, **extra: object) -> Path:
+    rng = np.random.default_rng(0)
+    n, k = 64, len(cost_model.feature_names())
+    np.savez_compressed(path, x=rng.random((n, k)), y=rng.random(n) * 1e3 + 1.0,
+                        groups=np.repeat(np.arange(4), n // 4), **extra)  # type: ignore[arg-type]
+    return path
+
+
+def test_rows_keep_the_fingerprint_they_were_measured_with(tmp_path: Path) -> None:
+    rows = _rows(tmp_path / "rows.npz", simulator=np.str_("0123456789ab"),
+                 feature_set=np.str_(cost_model.feature_set_id()))
+    out = tmp_path / "m.ubj"
+    assert _tool().main(["--rows", str(rows), "--rounds", "3", "-o", str(out)]) == 0
+    info = json.loads(out.with_suffix(".json").read_text())
+    assert info["simulator"] == "0123456789ab"
+    assert info["rows"] == 64
+
+
+def test_rows_without_a_fingerprint_or_of_another_feature_set_are_refused(tmp_path: Path) -> None:
+    tool = _tool()
+    bare = _rows(tmp_path / "bare.npz")
+    other = _rows(tmp_path / "other.npz", simulator=np.str_("0123456789ab"),
+                  feature_set=np.str_("ffffffff"))
+    for rows in (bare, other):
+        out = tmp_path / f"{rows.stem}.ubj"
+        assert tool.main(["--rows", str(rows), "-o", str(out)]) == 2
+        assert not out.exists()
+    assert tool.main(["--rows", str(tmp_path / "missing.npz")]) == 2
