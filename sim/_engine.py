@@ -382,11 +382,13 @@ class _Sim:
         return the tables gathered in L1 (op index, bytes), which join the weight path.
 
         A table may take the LLB that no step of the schedule uses (capacity minus the
-        plan's peak): the same from the Python walk and the compiled one.
+        plan's peak: the same from the Python walk and the compiled one) and that no
+        earlier step's tables took (their copies are ready at 0, so all may be resident).
         """
         llb_used = float(self.memory.peak_llb_bytes)
+        # earlier steps' tables (copies ready at 0) may all still be in the LLB
         gp = step_gathers(self.g, work, self.label(k), spp, parts, cores, self.t, self.chip,
-                          llb_used)
+                          llb_used + self.llb_tables)
         self.gathers.extend(gp.records)
         # LLB free for tables via the LLB: every earlier step's tables may still be there
         self.via_room = self.t.llb.bytes - llb_used - gp.llb_table_bytes - self.llb_tables
@@ -397,7 +399,7 @@ class _Sim:
             _, copied = self.res.reserve(f"{self.label(k)} table to LLB", copy.flows, 0.0,
                                          self.latency_of(copy))
             self.weight_bytes += gp.llb_copy_ddr
-            self.llb_peak = max(self.llb_peak, llb_used + gp.llb_table_bytes)
+            self.llb_peak = max(self.llb_peak, llb_used + self.llb_tables)
             rows = _Flows()
             rows.flows, rows.incoming = gp.llb_rows, gp.llb_rows_in
             loads.append((max(data, copied), rows))
@@ -425,6 +427,8 @@ class _Sim:
         trip = {c: n for c in cores}
         trip[chip.llb] = n if self.t.llb.broadcast else n * len(cores)
         _, arrival = res.reserve(f"{label} table to L1", trip, vp.trip_ready, self.setup)
+        # the choice was made on this arrival: the plan re-derives the two reservations
+        assert abs(arrival - vp.arrival) <= 1e-6 * max(1.0, arrival), (arrival, vp.arrival)
         self.weight_bytes += n
         self.llb_tables += n
         self.llb_peak = max(self.llb_peak, self.memory.peak_llb_bytes + self.llb_tables)

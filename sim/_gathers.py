@@ -36,7 +36,7 @@ its rows arrive soonest, among the places that hold it:
   without). The step's compute waits for the last of them: ``arrival - compute start``
   adds to its per-op weight term (:func:`sim._model.group_cost`, ``tables_wait``), as
   the direct path's ``bytes / weight-path rate`` does. Candidates: the step's L1
-  tables other than the one staged before compute, in op order, each taken while it
+  tables other than the one staged before compute, in op order, each that still
   fits the LLB that is free for tables (capacity minus the memory plan's peak, minus
   the step's LLB tables, minus every earlier step's LLB and via-LLB tables: copies
   ready at 0 may all be resident at once). **The choice** (:func:`plan_via_llb`, the
@@ -46,7 +46,8 @@ its rows arrive soonest, among the places that hold it:
   direct. A schedule whose LLB is full keeps the direct path.
 * **LLB**: a table that fits the LLB no step of the schedule uses (its capacity
   minus the memory plan's peak: conservative, and the same whether the plan came
-  from the Python walk or the compiled search core) is copied once from DDR by the
+  from the Python walk or the compiled search core) and no earlier step's tables took
+  (their copies are ready at 0, so all of them may be resident at once) is copied once from DDR by the
   cluster's DDR-to-LLB system DMA (one bulk descriptor, DDR and LLB port at their
   bandwidths), then every core fetches its rows from the LLB: each row one
   descriptor on the core's DMA engine (``dma.setup_cycles``) and its bytes on the
@@ -178,7 +179,8 @@ def plan_gathers(work: GroupWork, names: tuple[str, ...], step: str, spp: int,
         cores: All the step's cores.
         target: The hardware.
         chip: Resource indices.
-        llb_free: LLB bytes free for tables (no step of the schedule uses them).
+        llb_free: LLB bytes free for tables (no step of the schedule uses them and no
+            earlier step's tables took them).
     """
     burst = max(1, target.ddr.burst_bytes)
     setup = target.dma.setup_cycles
@@ -236,8 +238,8 @@ def plan_gathers(work: GroupWork, names: tuple[str, ...], step: str, spp: int,
 def step_gathers(graph: Graph, work: GroupWork, step: str, spp: int,
                  parts: tuple[tuple[int, ...], ...], cores: tuple[int, ...], target: Target,
                  chip: Chip, llb_peak: float) -> GatherPlan:
-    """:func:`plan_gathers` for a step of a schedule whose memory plan peaks at ``llb_peak``
-    LLB bytes: the one call the engine and ``explain`` share (same places, same tables)."""
+    """:func:`plan_gathers` for a step when ``llb_peak`` LLB bytes are taken (the memory
+    plan's peak and earlier steps' tables); ``explain`` reads the engine's records of it."""
     names = tuple(graph.ops[i].name for i in work.gather_ops)
     return plan_gathers(work, names, step, spp, parts, cores, target, chip,
                         target.llb.bytes - llb_peak)

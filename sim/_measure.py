@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["MEASURER", "MEASURER_VERSION", "Measurement", "measure"]
 
 MEASURER = "sim"
-MEASURER_VERSION = "4"  # bump when a cost term changes: results of different versions differ
+MEASURER_VERSION = "5"  # bump when a cost term changes: results of different versions differ
 # 3 (issue 26): embedding tables gathered in L1 pass through the weight buffer in turn
 
 # SimError.status -> logs.Status value. An invariant violation is a simulator bug, so it is

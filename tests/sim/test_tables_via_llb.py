@@ -114,7 +114,9 @@ def check_via(g: Graph, s: GraphSchedule, target: Target) -> SimResult:
         assert all(e.nbytes == pytest.approx(nbytes) for e in trips)
         arrival = via[0].arrival_cycles
         assert all(x.arrival_cycles == arrival for x in via)
-        copy_end = copy.start_cycles + copy.duration_cycles
+        # the copy's bytes have crossed, then its descriptor and DDR latency
+        copy_end = (copy.start_cycles + copy.duration_cycles + target.dma.setup_cycles
+                    + target.ddr.latency_cycles)
         # the last table's trip starts when its copy (the last bytes of the copy) has ended
         last = via[-1].table_bytes
         assert arrival >= copy_end + last / via_rate(target, len(rec.cores)) - 1e-6
@@ -150,16 +152,18 @@ def test_tables_travel_via_the_llb_during_an_earlier_step(target: Target) -> Non
 
 
 def test_a_copy_that_cannot_hide_costs_its_ddr_time(target: Target) -> None:
-    """The same tables with no earlier step to hide behind (one Exp: ~1k cycles).
+    """The same tables behind an earlier step too short to hide the copy (10 Exp ops:
+    10,240 cycles per core), yet long enough that the engine sends them via the LLB.
 
     Every table must cross the DDR channel at 27 B/cycle before the gathers' step can
     end, whichever path it takes: the step ends no sooner than (the dense input, the ids,
     the tables) / 27 cycles = (262,144 + 4,096 + 832,000) / 27 = 40,676 cycles. A copy
-    that took no DDR time would let the tables arrive ~12.5k cycles after compute starts
-    and end the step well before that.
+    that took no DDR time would let the tables arrive ~13k cycles after compute starts
+    (~10k) and end the step well before that.
     """
-    g = via_graph([1000] * 26, 1)
+    g = via_graph([1000] * 26, 10)
     r = check_via(g, two_steps(g, EIGHT), target)
+    assert VIA_LLB in {x.scope for x in r.gathers}
     ddr_time = (BATCH * DENSE * 2 + BATCH * 8 + 26 * 32_000) / target.ddr.bytes_per_cycle
     assert r.steps[-1].end_cycles >= ddr_time - 1e-6
 
@@ -175,6 +179,46 @@ def test_a_full_llb_keeps_the_direct_path(target: Target) -> None:
     half = target.replace(llb={"bytes": peak + 13 * 32_000})
     r = check_via(g, s, half)
     assert [x.scope for x in r.gathers].count(VIA_LLB) == 13
+
+
+def two_llb_steps(rows: int, batch: int) -> Graph:
+    """Two gathers of wide rows (256 FP16 = 512 B) from two ``rows``-row tables, each
+    over half a weight buffer (so not gathered in L1), summed."""
+    width = 256
+    inits = [numpy_helper.from_array(np.zeros((rows, width), np.float32), f"t{i}")
+             for i in range(2)]
+    nodes = [h.make_node("Gather", [f"t{i}", "idx"], [f"e{i}"], axis=0) for i in range(2)]
+    nodes.append(h.make_node("Add", ["e0", "e1"], ["out"]))
+    g = helper.make_graph(
+        nodes, "llb2", [helper.make_tensor_value_info("idx", TensorProto.INT64, [batch, 1])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [batch, 1, width])], inits)
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Model(proto, name="llb2").graph
+
+
+def test_steps_do_not_share_the_llb_left_for_tables(target: Target) -> None:
+    """Two steps each gathering from a 153,600-byte table (300 rows of 512 B, over half a
+    weight buffer), 2,048 lookups each: from the LLB a table costs 5.7k cycles of copy plus
+    2,048 / 8 rows x (8 + 100) cycles of descriptors = 33.3k, from DDR 2,048 x 512 / 27 =
+    38.8k, so each step alone takes the LLB. With LLB room for one table only, the first
+    step's copy (ready at 0, resident while the second runs) leaves the second too little:
+    it fetches its rows from DDR. (Before measurer version 5 both took the same room.)"""
+    g = two_llb_steps(300, 2048)
+    # A: the first table's index normalisation and gather; B: the rest
+    first = [i for i, op in enumerate(g.ops) if op.name in ("less_0", "add_0", "where_0",
+                                                             "take_0")]
+    s = make_schedule(g, [group("A", first, "L1", ALL8),
+                          group("B", [i for i in range(len(g.ops)) if i not in first], "DDR",
+                                ALL8)])
+    peak = plan_memory(in_compute_dtype(g, target), s, target).peak_llb_bytes
+    roomy = check_via(g, s, target)
+    assert [x.scope for x in roomy.gathers] == ["LLB", "LLB"]
+    one = target.replace(llb={"bytes": peak + 200_000})
+    r = check_via(g, s, one)
+    assert [x.scope for x in r.gathers] == ["LLB", "DDR"]
+    assert r.peak_llb_bytes <= peak + 153_600 + 1e-6
 
 
 ROWS = st.one_of(st.integers(1, 4096), st.sampled_from([1, 1000, 4096]))
