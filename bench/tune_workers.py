@@ -152,7 +152,7 @@ class CpuProbe:
             inline = not getattr(getattr(self._sampler, "options", None), "background_fit", True)
             out.update({"driver_main": d["main"] - (d["fit"] if inline else 0.0),
                         "driver_fit": d["fit"],
-                        "driver_ray": driver - d["main"] - d["fit"],
+                        "driver_ray": driver - d["main"] - (0.0 if inline else d["fit"]),
                         "w_measure": d.get("w_measure", 0.0), "w_breed": d.get("w_breed", 0.0),
                         "w_other": d.get("w_process", 0.0) - d.get("w_measure", 0.0)
                         - d.get("w_breed", 0.0),

@@ -24,10 +24,10 @@ jobs; 2026-11-26):
     .venv/bin/python tools/train_pretrained.py [--samples 120] [--mutants 60] [--seed 0]
 
 ``--save-rows rows.npz`` also keeps the measured corpus (x, y, groups, with the simulator
-fingerprint and feature set they were measured with), and ``--rows rows.npz`` trains on
+fingerprint, feature set, corpus, targets and seed they were measured with), and ``--rows rows.npz`` trains on
 such a file without measuring, to try other training settings in seconds (measuring the
-corpus is nearly all of the run). The model then records the rows' fingerprint, not
-today's; a file of another feature set, or without a fingerprint, is refused.
+corpus is nearly all of the run). The model then records the rows' fingerprint and
+corpus, not today's; a file of another feature set, or without them, is refused.
 """
 
 from __future__ import annotations
@@ -138,15 +138,19 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         saved = np.load(args.rows)  # (the corpus recorded beside the model is CORPUS's)
-        if "simulator" not in saved or str(saved["feature_set"]) != cost_model.feature_set_id():
+        if (any(k not in saved for k in ("simulator", "corpus", "targets", "seed"))
+                or str(saved["feature_set"]) != cost_model.feature_set_id()):
             print(f"train_pretrained: error: {args.rows} was measured with another feature set "
-                  "or records no simulator fingerprint; measure the corpus again "
-                  "(without --rows)", file=sys.stderr)
+                  "or does not record its simulator fingerprint, corpus and seed; measure the "
+                  "corpus again (without --rows)", file=sys.stderr)
             return 2
         simulator = str(saved["simulator"])
+        corpus, targets = [str(c) for c in saved["corpus"]], [str(t) for t in saved["targets"]]
+        seed = int(saved["seed"])
         xs, ys, gs = [saved["x"]], [saved["y"]], [saved["groups"]]
     else:
         simulator = simulator_fingerprint()
+        corpus, targets, seed = [f"{n} b{b} {o}" for n, b, o in CORPUS], list(TARGETS), args.seed
         for model, batch, options in CORPUS:
             for tname, change in TARGETS.items():
                 target = base.replace(**change) if change else base
@@ -159,15 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.save_rows:
         np.savez_compressed(args.save_rows, x=np.vstack(xs), y=np.concatenate(ys),
                             groups=np.concatenate(gs), simulator=np.str_(simulator),
-                            feature_set=np.str_(cost_model.feature_set_id()))
+                            feature_set=np.str_(cost_model.feature_set_id()),
+                            corpus=np.array(corpus), targets=np.array(targets), seed=seed)
     m = cost_model.XGBModel(seed=args.seed, rounds=args.rounds, params={"nthread": 2})
     m.fit(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
     out = Path(args.output) if args.output else ROOT / "cost_model" / "pretrained" / pretrained_filename()
     out.parent.mkdir(parents=True, exist_ok=True)
     m.save(out)
     info = {"feature_set": cost_model.feature_set_id(), "simulator": simulator,
-            "rows": int(m.n_samples), "corpus": [f"{n} b{b} {o}" for n, b, o in CORPUS],
-            "targets": list(TARGETS), "seed": args.seed,
+            "rows": int(m.n_samples), "corpus": corpus, "targets": targets, "seed": seed,
             "trained": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
     print(f"{out}: {out.stat().st_size / 1024:.0f} KiB, {m.n_samples} rows, "

@@ -359,7 +359,7 @@ class RayPool(MeasurePool):
                 bred = ray.get(ref)
                 for p in bred.picks:  # who holds each pick (see _holder); bounded
                     self._bred_by[p.cid] = job.actor
-                while len(self._bred_by) > HELD_PICKS:
+                while len(self._bred_by) > HELD_PICKS * len(self._actors):
                     del self._bred_by[next(iter(self._bred_by))]
                 return Finished(job.batch_id, "", (), "breed", bred)
             except _LOST_ERRORS() as exc:

@@ -63,7 +63,8 @@ def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> 
 
     ``None`` is a failed measurement; ``floor`` the variant's lower bound (0: unknown,
     then the forward term is ``1 / n``). 0 when nothing ran, or when the best is at
-    the floor and did not fall over the second half of the history.
+    the floor and did not fall over the recent window: the second half of the history,
+    or the last ``chunk`` measurements when that is shorter.
     """
     best: list[float] = []
     cur = float("inf")

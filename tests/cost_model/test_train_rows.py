@@ -1,5 +1,6 @@
-"""``tools/train_pretrained.py --rows``: a model trained on saved rows records the rows'
-simulator fingerprint, and rows without one (or of another feature set) are refused."""
+"""``tools/train_pretrained.py``: a model trained on saved rows (``--rows``) records the
+rows' simulator fingerprint and corpus, rows without them (or of another feature set) are
+refused; the models ``bench/sweep.py`` holds out are never in the corpus."""
 
 from __future__ import annotations
 
@@ -34,11 +35,13 @@ def _rows(path: Path, **extra: object) -> Path:
 
 def test_rows_keep_the_fingerprint_they_were_measured_with(tmp_path: Path) -> None:
     rows = _rows(tmp_path / "rows.npz", simulator=np.str_("0123456789ab"),
-                 feature_set=np.str_(cost_model.feature_set_id()))
+                 feature_set=np.str_(cost_model.feature_set_id()),
+                 corpus=np.array(["tiny_cnn b8 {}"]), targets=np.array(["default"]), seed=7)
     out = tmp_path / "m.ubj"
     assert _tool().main(["--rows", str(rows), "--rounds", "3", "-o", str(out)]) == 0
     info = json.loads(out.with_suffix(".json").read_text())
     assert info["simulator"] == "0123456789ab"
+    assert (info["corpus"], info["targets"], info["seed"]) == (["tiny_cnn b8 {}"], ["default"], 7)
     assert info["rows"] == 64
 
 
@@ -46,9 +49,23 @@ def test_rows_without_a_fingerprint_or_of_another_feature_set_are_refused(tmp_pa
     tool = _tool()
     bare = _rows(tmp_path / "bare.npz")
     other = _rows(tmp_path / "other.npz", simulator=np.str_("0123456789ab"),
-                  feature_set=np.str_("ffffffff"))
+                  feature_set=np.str_("ffffffff"), corpus=np.array(["tiny_cnn b8 {}"]),
+                  targets=np.array(["default"]), seed=0)
     for rows in (bare, other):
         out = tmp_path / f"{rows.stem}.ubj"
         assert tool.main(["--rows", str(rows), "-o", str(out)]) == 2
         assert not out.exists()
     assert tool.main(["--rows", str(tmp_path / "missing.npz")]) == 2
+
+
+def test_the_benchs_held_out_models_are_never_in_the_corpus() -> None:
+    tool = _tool()
+    spec = importlib.util.spec_from_file_location("sweep_bench", ROOT / "bench" / "sweep.py")
+    assert spec and spec.loader
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    corpus = {name for name, _, _ in tool.CORPUS}
+    for key in sweep.HELD_OUT_DEFAULT:
+        zoo_name = sweep.HELD_OUT[key][0]
+        assert zoo_name in tool.HELD_OUT, key
+        assert zoo_name not in corpus, key
