@@ -83,7 +83,9 @@ class search_gc:  # noqa: N801 - used like a function: ``with search_gc(): ...``
     objects, and 1.4 ms per candidate: every collection of such a search collected
     nothing). On exit it restores the thresholds and unfreezes (what was frozen is
     collectable again). Cyclic garbage lives a little longer (a cycle still alive at
-    a collection is frozen with the rest until the search ends); nothing else changes.
+    a collection is frozen with the rest until ``search_gc`` exits, which in a measuring
+    worker is never: measured 0 cyclic objects per 100 decodes and per 40 simulations
+    on a two-layer BERT); nothing else changes.
 
     Process-wide while entered: for the code that runs a search
     (``autotune.tune``, a measuring worker for its lifetime, the benches).

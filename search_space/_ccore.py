@@ -239,7 +239,8 @@ def fits_l1(dec: Decoding, info: Any, spp: int, cpp: int) -> bool | None:
     whether any of the four least working sets (inputs streamed or staged, output streamed
     out or kept, not held) fits a core's L1, asked in the same order and stopping at the
     first that fits. None when the C walk would not compute them (not built, a halo or
-    attention term, more than ``_FIT_STREAMED`` streamable inputs): the caller asks
+    attention term, more than ``_FIT_STREAMED`` streamable inputs, a table not of the
+    op set's streamable inputs): the caller asks
     :func:`compiler.capacity.chunk_working_set`."""
     mod = _load()
     if mod is None or len(info.streamable) > _FIT_STREAMED:

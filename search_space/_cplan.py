@@ -23,7 +23,7 @@ def _plan_of(issue: CapacityIssue | None, space: Space, names_of: list[tuple[str
     """The memory plan of a compiled walk (the steps up to an overflow), as
     ``CapacityWalk.plan`` gives it; its per-step memory is built when first read
     (:class:`_LazyPlan`: a candidate that is only pre-checked reads its issue alone)."""
-    return _LazyPlan(_StepsOf(space, names_of, over, usage, masks, helds),
+    return _LazyPlan(_StepsOf(_streamed_sets(space), names_of, over, usage, masks, helds),
                      tuple(int(x) for x in peak_l1), int(peak_llb), issue)
 
 
@@ -31,15 +31,18 @@ class _StepsOf:
     """Builds a compiled walk's per-step memory (``StepMemory`` values) from its packed
     usage (``_cwalk.c``: per step a count, then the cores and bytes)."""
 
-    __slots__ = ("helds", "masks", "names_of", "over", "space", "usage")
+    __slots__ = ("helds", "masks", "names_of", "over", "stab", "usage")
 
-    def __init__(self, space: Space, names_of: list[tuple[str, ...] | None], over: int,
+    def __init__(self, stab: dict[tuple[tuple[str, ...], int], frozenset[str]],
+                 names_of: list[tuple[str, ...] | None], over: int,
                  usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any]) -> None:
-        self.space, self.names_of, self.over = space, names_of, over
+        # the space's table of streamed sets, not the space: a plan never read must not
+        # keep the space (and its shape tables) alive
+        self.stab, self.names_of, self.over = stab, names_of, over
         self.usage, self.masks, self.helds = usage, masks, helds
 
     def __call__(self) -> tuple[StepMemory, ...]:
-        stab = _streamed_sets(self.space)
+        stab = self.stab
         counts = memoryview(self.usage[0]).cast("i").tolist()
         cores = memoryview(self.usage[1]).cast("i").tolist()
         vals = memoryview(self.usage[2]).cast("d").tolist()
@@ -66,6 +69,8 @@ class _LazyPlan(MemoryPlan):
     """A :class:`compiler.capacity.MemoryPlan` whose ``steps`` are built on first read.
 
     Equal to (and hashed as) the plain plan of the same values; pickles as one.
+    ``dataclasses.replace`` does not apply (its ``__init__`` differs): build a
+    ``MemoryPlan`` from the fields instead.
     """
 
     def __init__(self, build: _StepsOf, peak_l1: tuple[int, ...], peak_llb: int,

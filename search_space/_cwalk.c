@@ -203,6 +203,10 @@ static int parse_ws(Step *s) {
     s->ws_fb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
     s->ws_win = (double *)calloc(n ? n : 1, sizeof(double));
     s->ws_has_win = (unsigned char *)calloc(n ? n : 1, 1);
+    if (!s->ws_bit || !s->ws_sb || !s->ws_fb || !s->ws_win || !s->ws_has_win) {
+        PyErr_NoMemory();
+        return -1;  /* freed with the walk (free_walk / py_working_set) */
+    }
     for (int q = 0; q < n; q++) {
         PyObject *win;
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(bits, q), "iLLO", &s->ws_bit[q], &s->ws_sb[q],

@@ -4,7 +4,8 @@ definition, :func:`compiler.capacity.chunk_working_set`.
 For every op set of schedules decoded from the small zoo models (a CNN with windowed
 convolutions, a two-layer BERT with attention, DeepFM, Wide & Deep), every streamed
 subset of its streamable inputs up to three, the output streamed out or kept, held or
-not, and every chunk shape the walk may ask for whose definition the C walk takes
+not, and the chunk shapes samples per part in {1, 2, the batch} x cores per part in
+{1, 2, the part's cores} whose definition the C walk takes
 (:func:`search_space._ccore._ws_def` is not None): the C entry equals the Python float
 exactly (``==``, the sums in the same order).
 """
@@ -76,7 +77,7 @@ def test_bad_working_set_definitions_are_refused(target: Target) -> None:
         return bytes(16)
 
     good = ([None] * 4, prof, 1, 1, 8192, (2, 0), ())
-    assert _cwalk.working_set(good, 4, 2) == 2.0 * 2  # an empty profile: the output's buffers
+    assert _cwalk.working_set(good, 4, 2) == 2.0 * 2  # zero profile: output buffers
     with pytest.raises(ValueError):
         _cwalk.working_set(good, 4, 4)  # outside the table
     with pytest.raises(ValueError):
