@@ -112,6 +112,16 @@ def test_a_variant_at_its_floor_whose_best_stopped_falling_scores_zero(
     assert score(lat, chunk, floor / 2) >= s
 
 
+def test_the_recent_window_is_the_last_chunk_when_shorter_than_half() -> None:
+    """Fixed numbers: 20 measurements at the floor (100), the best fell from 200 to 100 at
+    the 10th. Over the second half (index 9 on) it fell: > 0 with a window of 10 or more;
+    over the last 5 (index 14 on) it did not: 0."""
+    lat: list[float | None] = [200.0] * 10 + [100.0] * 10
+    assert score(lat, 5, 100.0) == 0.0
+    assert score(lat, 10, 100.0) > 0.0
+    assert score(lat, 60, 100.0) > 0.0
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.floats(100.0, 1e4), min_size=0, max_size=120), min_size=1, max_size=6),
        st.integers(8, 60))
