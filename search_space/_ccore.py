@@ -69,6 +69,7 @@ from compiler.capacity import (  # _facts, _stream_buffers: the working set's pa
 from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from compiler.layout import Piece
+from search_space._cfoot import halo_values, pack_rows
 from search_space._cplan import _plan_of
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
@@ -206,12 +207,15 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
             table: list[float | None] | dict[int, float]) -> tuple[Any, ...] | None:
     """What the C walk computes a list table's entries from (``ws_compute`` in
     ``_cwalk.c``), or None: the filler computes them (a wide table, or a chunk shape whose
-    working set may add a windowed op's halo or attention's excess: the Python definition
-    sums those). The parts of :func:`compiler.capacity.chunk_working_set` that do not depend
-    on the shape come from its own definitions: the op set's profiles
+    working set adds a windowed op's halo or attention's excess when the chain rows could
+    not be packed). The parts of :func:`compiler.capacity.chunk_working_set` that do not
+    depend on the shape come from its own definitions: the op set's profiles
     (:func:`compiler.footprint.group_profile`, per entry index, shared by every shape of the
-    op set; :class:`_Profiler` fills them), the stream tile, the output's sizes and each
-    streamable input's sizes and window (``_stream_buffers``), in order of name."""
+    op set; walked in C from the chain rows :func:`search_space._cfoot.pack_rows` packs, or
+    by :class:`_Profiler` when they could not be packed), the stream tile, the output's
+    sizes and each streamable input's sizes and window (``_stream_buffers``), in order of
+    name; per shape, the halo and attention terms' values
+    (:func:`search_space._cfoot.halo_values`) when the shape has them."""
     if not isinstance(table, list):
         return None
     shared = info.cache.get("cws")
@@ -223,14 +227,19 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
             ((sb, fb, window),) = _stream_buffers(mem, f, frozenset((names[b],)))
             bits.append((b, sb, fb, window))
         profiles: list[bytes | None] = [None] * len(table)
+        ok = set(names) <= f.streamable
         shared = info.cache["cws"] = (
-            mem, f, set(names) <= f.streamable, profiles,
-            _Profiler(mem, info.ops, names, profiles),
-            STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits))
-    _, f, ok, profiles, profiler, tile, out, bits_t = shared
-    if not ok or (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1):
+            mem, f, ok, profiles, _Profiler(mem, info.ops, names, profiles),
+            STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits),
+            pack_rows(mem, info.ops, names) if ok else None)
+    _, f, ok, profiles, profiler, tile, out, bits_t, pack = shared
+    halo = (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1)
+    if not ok or (halo and pack is None):
         return None
-    return (profiles, profiler, spp, cpp, tile, out, bits_t)
+    # the profile walk (and a halo or attention term) in C from the packed chain rows
+    # (search_space/_cfoot.py); without them the profiler asks footprint.group_profile
+    return (profiles, profiler, spp, cpp, tile, out, bits_t, pack[0] if pack else None,
+            halo_values(mem, pack[1], spp, cpp) if halo and pack else None)
 
 
 def fits_l1(dec: Decoding, info: Any, spp: int, cpp: int) -> bool | None:
