@@ -1,4 +1,5 @@
-"""The compiled search core (search_space/_cwalk.c with _cprofile.c, search_space/_cdag.c),
+"""The compiled search core (search_space/_cwalk.c with _cprofile.c, search_space/_cdag.c,
+search_space/_cpart.c),
 optional: without a C compiler the package installs and decoding runs in Python
 (search_space/_ccore.py warns once)."""
 
@@ -12,6 +13,12 @@ setup(
             depends=["search_space/_cprofile.h"],
             # the same floating-point sums as the Python walk: no fused multiply-adds
             extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,
+        ),
+        Extension(
+            "search_space._cpart",
+            ["search_space/_cpart.c"],
+            extra_compile_args=["-O2"],
             optional=True,
         ),
         Extension(

@@ -78,6 +78,7 @@ GATHER_OPS = frozenset({"take", "gather_nd"})
 
 _CACHE_KEY = "footprint"
 _BATCHED_KEY = "footprint.batched"
+_WEIGHTS_KEY = "footprint.op_weights"
 
 Profile = tuple[tuple[int, int], ...]
 # (live sample bytes, live fixed bytes, op indices of the chain running then)
@@ -197,8 +198,19 @@ def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:
 def weight_bytes(graph: Graph, ops: Iterable[int]) -> int:
     """:attr:`Footprint.weight_bytes` of an op set without the rest of its footprint
     (whose summary walks two profiles): the weights of its ops, gathers' tables aside."""
-    return sum(graph.weight_bytes_of(graph.ops[i]) for i in sorted(set(ops))
-               if graph.ops[i].op_type not in GATHER_OPS)
+    per_op = _op_weights(graph)
+    return sum(per_op[i] for i in sorted(set(ops)))
+
+
+def _op_weights(graph: Graph) -> tuple[int, ...]:
+    """Per op, :meth:`Graph.weight_bytes_of` (0 for a gather: its table is not a weight
+    here), once per graph: the search asks for every new op set."""
+    memo = memo_of(graph)
+    hit: tuple[int, ...] | None = memo.get(_WEIGHTS_KEY)
+    if hit is None:
+        hit = memo[_WEIGHTS_KEY] = tuple(
+            0 if op.op_type in GATHER_OPS else graph.weight_bytes_of(op) for op in graph.ops)
+    return hit
 
 
 def streamable_inputs(graph: Graph, ops: Iterable[int]) -> frozenset[str]:

@@ -62,6 +62,7 @@ from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
+from search_space._cblocks import partition as partition_compiled
 from search_space._ccore import fits_l1 as fits_compiled
 from search_space._ccore import scope_walk, walk_issue
 from search_space._cderive import derive as derive_compiled
@@ -195,15 +196,20 @@ def block_parts(space: SpaceLike, a: int, b: int, mode: str) -> Block:
         return hit
     g = space.graph
     segs = space.structure.segments
-    ops = tuple(range(segs[a][0], segs[b][1] + 1))
-    tries = {"whole": ("whole", "anchors"), "anchors": ("anchors", "whole"), "ops": ()}[mode]
-    found = "ops"
-    parts: list[tuple[int, ...]] = [(i,) for i in ops]
-    for m in tries:
-        cand = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
-        if partition_is_valid(g, cand):
-            found, parts = m, cand
-            break
+    compiled = partition_compiled(space, segs[a][0], segs[b][1], mode)  # the same in C
+    parts: Sequence[tuple[int, ...]]
+    if compiled is not None:
+        found, parts = compiled
+    else:
+        ops = tuple(range(segs[a][0], segs[b][1] + 1))
+        tries = {"whole": ("whole", "anchors"), "anchors": ("anchors", "whole"), "ops": ()}[mode]
+        found = "ops"
+        parts = [(i,) for i in ops]
+        for m in tries:
+            cand = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
+            if partition_is_valid(g, cand):
+                found, parts = m, cand
+                break
     result = Block(a, b, found, tuple(parts), unit_slots(space, parts))
     space._blocks[key] = result
     return result

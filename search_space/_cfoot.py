@@ -31,9 +31,7 @@ from compiler.footprint import _analysis, _chain_rows, _streams
 from compiler.opshape import OpKind, op_shapes
 from compiler.views import view_sources
 
-_INT64 = (-(1 << 63), (1 << 63) - 1)
-
-# (ops, names) -> (pack, slot ops): the last op set's, kept by the op set's GroupInfo cache
+# an op set's chain rows packed, and the op of each halo / attention slot
 Pack = tuple[bytes, tuple[int, ...]]
 
 
@@ -74,10 +72,10 @@ def pack_rows(graph: Any, ops: tuple[int, ...], names: tuple[str, ...]) -> Pack 
                         int(r == first))
         out += hx
     out[2] = len(slots)
-    lo, hi = _INT64
-    if any(not lo <= v <= hi for v in out):
+    try:
+        return array("q", out).tobytes(), tuple(slots)
+    except OverflowError:  # a number beyond int64
         return None
-    return array("q", out).tobytes(), tuple(slots)
 
 
 def halo_values(graph: Any, slots: tuple[int, ...], spp: int, cpp: int) -> tuple[bytes, bytes]:
