@@ -174,7 +174,9 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     """A chunk shape's working sets by (streamed mask, output streamed out, held), from
     :func:`compiler.capacity.chunk_working_set`; the streamable inputs (the mask's bits),
     the inputs as (tensor code, bit), the scopes the output may use (a mask), the output's
-    code and sizes (:func:`compiler.footprint.sample_bytes`). Kept in the op set's cache."""
+    code and sizes (:func:`compiler.footprint.sample_bytes`). Kept in the op set's cache; the
+    table (and the filler and C definition that fill it) in its ``shared`` cache, which op
+    sets alike up to tensor names share (:mod:`search_space._cclass`)."""
     key = ("ctab", spp, cpp)
     hit = info.cache.get(key)
     if hit is not None:
@@ -185,11 +187,16 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     if hit is None:
         codes = tensor_codes(dec.space)
         names = tuple(t for t in info.inputs if t in info.streamable)
-        # filled as the walk asks: a list of 4 << inputs entries, or a dict when that is too
-        # long (DLRM's interaction concat streams up to 27 inputs: 2^29 entries)
-        table: list[float | None] | dict[int, float] = (
-            [None] * (4 << len(names)) if len(names) <= _LIST_STREAMED else {})
-        fill = _Filler(dec.mem, info.ops, names, spp, cpp, table)
+        wkey = ("wtab", spp, cpp)
+        shared = info.shared.get(wkey)  # op sets alike up to names share it (_cclass.py)
+        if shared is None:
+            # filled as the walk asks: a list of 4 << inputs entries, or a dict when that is
+            # too long (DLRM's interaction concat streams up to 27 inputs: 2^29 entries)
+            table: list[float | None] | dict[int, float] = (
+                [None] * (4 << len(names)) if len(names) <= _LIST_STREAMED else {})
+            shared = info.shared[wkey] = (table, _Filler(dec.mem, info.ops, names, spp, cpp, table),
+                                          _ws_def(dec.mem, info, names, spp, cpp, table))
+        table, fill, ws = shared
         inputs = tuple((codes.setdefault(t, len(codes)), names.index(t) if t in names else -1)
                        for t in info.inputs)
         allowed = 0
@@ -197,8 +204,7 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
             allowed |= 1 << _CODE[sc]
         sb, fb = sample_bytes(dec.mem, info.output)
         hit = tables[skey] = (names, table, inputs, allowed,
-                              codes.setdefault(info.output, len(codes)), sb, fb, fill,
-                              _ws_def(dec.mem, info, names, spp, cpp, table))
+                              codes.setdefault(info.output, len(codes)), sb, fb, fill, ws)
     info.cache[key] = hit
     return hit  # type: ignore[no-any-return]
 
@@ -218,7 +224,7 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
     (:func:`search_space._cfoot.halo_values`) when the shape has them."""
     if not isinstance(table, list):
         return None
-    shared = info.cache.get("cws")
+    shared = info.shared.get("cws")
     if shared is None or shared[0] is not mem or len(shared[3]) != len(table):
         # once per op set: its facts, the shape-independent parts and the profile table
         f = _facts(mem, info.ops)
@@ -228,7 +234,7 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
             bits.append((b, sb, fb, window))
         profiles: list[bytes | None] = [None] * len(table)
         ok = set(names) <= f.streamable
-        shared = info.cache["cws"] = (
+        shared = info.shared["cws"] = (
             mem, f, ok, profiles, _Profiler(mem, info.ops, names, profiles),
             STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits),
             pack_rows(mem, info.ops, names) if ok else None)
