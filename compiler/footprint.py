@@ -164,6 +164,11 @@ def batched_tensors(graph: Graph) -> frozenset[str]:
 
 def sample_bytes(graph: Graph, tensor: str) -> tuple[int, int]:
     """``(bytes per sample, fixed bytes)`` of a tensor: one of the two is zero."""
+    return _sample_table(graph)[tensor]
+
+
+def _sample_table(graph: Graph) -> dict[str, tuple[int, int]]:
+    """:func:`sample_bytes` of every tensor, once per graph."""
     memo = memo_of(graph)
     table: dict[str, tuple[int, int]] | None = memo.get("sample_bytes")
     if table is None:
@@ -172,7 +177,7 @@ def sample_bytes(graph: Graph, tensor: str) -> tuple[int, int]:
             t: ((graph.nbytes(t) // graph.batch, 0) if t in batched else (0, graph.nbytes(t)))
             for t in graph.tensors
         }
-    return table[tensor]
+    return table
 
 
 def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:
@@ -361,8 +366,8 @@ def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
     an = _Analysis()
     an.ops = ops
     members = set(ops)
-    an.size = {t: sample_bytes(graph, t)
-               for i in ops for t in (*graph.ops[i].inputs, graph.ops[i].output)}
+    sizes = _sample_table(graph)
+    an.size = {t: sizes[t] for i in ops for t in (*graph.ops[i].inputs, graph.ops[i].output)}
 
     # views alias their source tensor (compiler.views: the one place that follows them)
     alias = view_sources(graph, ops)

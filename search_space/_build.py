@@ -455,14 +455,22 @@ class Decoding:
         """Record the core order and the chunk bindings it gives."""
         gr.perm, gr.spread = perm, spread
         cache = self.space._binds
-        binds = []
-        for c in range(gr.split):
-            key = (perm, gr.cores, gr.parts, c if spread else 0, spread)
-            b = cache.get(key)
-            if b is None:
-                b = cache[key] = chunk_bind(perm, gr.cores, gr.parts, c, spread)
-            binds.append(b)
-        gr.binds = tuple(binds)
+        sets: dict[tuple[object, ...], tuple[CoreBind, ...]] | None = \
+            getattr(self.space, "_bind_sets", None)
+        if sets is None:
+            sets = self.space._bind_sets = {}  # type: ignore[attr-defined]
+        whole = (perm, gr.cores, gr.parts, gr.split, spread)  # every chunk's at once
+        hit = sets.get(whole)
+        if hit is None:
+            binds = []
+            for c in range(gr.split):  # each chunk's the shared value (identities are keys)
+                key = (perm, gr.cores, gr.parts, c if spread else 0, spread)
+                b = cache.get(key)
+                if b is None:
+                    b = cache[key] = chunk_bind(perm, gr.cores, gr.parts, c, spread)
+                binds.append(b)
+            hit = sets[whole] = tuple(binds)
+        gr.binds = hit
 
     # ---- pass 2: the chunk DAG ---------------------------------------------------------------
     def derive(self) -> None:
