@@ -70,7 +70,7 @@ from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from compiler.layout import Piece
 from search_space._cfoot import halo_values, pack_rows
-from search_space._cplan import _plan_of
+from search_space._cplan import _plan_of, streamed_of
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
@@ -289,7 +289,7 @@ class _Profiler:
 
     def __call__(self, i: int) -> bytes:
         mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
-        st = frozenset(t for b, t in enumerate(self.names) if mask >> b & 1)
+        st = streamed_of(self.names, mask)
         prof = group_profile(self.mem, self.ops, st, off, held)
         v = array("q", [x for point in prof for x in point]).tobytes()
         self.table[i] = v
@@ -308,7 +308,7 @@ class _Filler:
 
     def __call__(self, i: int) -> float:
         mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
-        st = frozenset(t for b, t in enumerate(self.names) if mask >> b & 1)
+        st = streamed_of(self.names, mask)
         v = chunk_working_set(self.mem, self.ops, st, off, held, self.spp, self.cpp)
         self.table[i] = v
         return v
@@ -380,7 +380,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             if not res[7]:  # an L1: the working set's halo, window and attention parts
                 names = names_of[over]
                 assert names is not None
-                streamed = frozenset(t for b, t in enumerate(names) if masks[over] >> b & 1)
+                streamed = streamed_of(names, masks[over])
                 key = (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
                        gr.cores // gr.parts)
                 chunk_working_set(dec.mem, gr.info.ops, *key)  # the C walk may have computed it
