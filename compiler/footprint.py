@@ -78,7 +78,6 @@ GATHER_OPS = frozenset({"take", "gather_nd"})
 
 _CACHE_KEY = "footprint"
 _BATCHED_KEY = "footprint.batched"
-_WEIGHTS_KEY = "footprint.op_weights"
 
 Profile = tuple[tuple[int, int], ...]
 # (live sample bytes, live fixed bytes, op indices of the chain running then)
@@ -202,20 +201,14 @@ def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:
 
 def weight_bytes(graph: Graph, ops: Iterable[int]) -> int:
     """:attr:`Footprint.weight_bytes` of an op set without the rest of its footprint
-    (whose summary walks two profiles): the weights of its ops, gathers' tables aside."""
-    per_op = _op_weights(graph)
-    return sum(per_op[i] for i in sorted(set(ops)))
-
-
-def _op_weights(graph: Graph) -> tuple[int, ...]:
-    """Per op, :meth:`Graph.weight_bytes_of` (0 for a gather: its table is not a weight
-    here), once per graph: the search asks for every new op set."""
+    (whose summary walks two profiles): the weights of its ops, gathers' tables aside
+    (each op's bytes found once per graph: the search asks for every new op set)."""
     memo = memo_of(graph)
-    hit: tuple[int, ...] | None = memo.get(_WEIGHTS_KEY)
-    if hit is None:
-        hit = memo[_WEIGHTS_KEY] = tuple(
+    per_op: tuple[int, ...] | None = memo.get("footprint.op_weights")
+    if per_op is None:
+        per_op = memo["footprint.op_weights"] = tuple(
             0 if op.op_type in GATHER_OPS else graph.weight_bytes_of(op) for op in graph.ops)
-    return hit
+    return sum(per_op[i] for i in sorted(set(ops)))
 
 
 def streamable_inputs(graph: Graph, ops: Iterable[int]) -> frozenset[str]:
