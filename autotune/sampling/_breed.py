@@ -131,8 +131,8 @@ class Bred:
     """A round's result: the picks in proposal order, how many were ranked, CPU seconds,
     how many candidates were decoded (bred or sampled) and the wall seconds it took (what
     the sampler weighs against a measurement's time: ``GuidedOptions.breed_budget``).
-    A polish round also says which schedule it polished and the size of its
-    neighbourhood."""
+    A polish round also says which schedule it polished, the size of its neighbourhood
+    and the window it ranked (``BreedRequest.polish``)."""
 
     picks: tuple[Pick, ...]
     ranked: int
@@ -141,6 +141,7 @@ class Bred:
     wall_s: float = 0.0
     polish_of: str = ""
     neighbourhood: int = 0
+    window: int = 0
 
 
 def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
@@ -196,7 +197,7 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         assert proj.vector is not None
         picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by, key, explore))
     return Bred(tuple(picks), len(ranked), time.process_time() - t0, r.decoded,
-                time.perf_counter() - w0, req.polish_of if req.polish else "", hood)
+                time.perf_counter() - w0, req.polish_of if req.polish else "", hood, req.polish)
 
 
 class Breeder:

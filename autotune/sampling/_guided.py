@@ -31,6 +31,9 @@ resumed tune keeps the islands apart. (Win-stay, lose-shift, a line keeping the 
 while each moves the best by 0.5 %, was measured worse: 10 of 16 sweep variants >= 0.99x
 their cold tune against 13 of 16 for this alternation; ``bench/results/sweep.md``, fifth pass.)
 
+**The end game** (:mod:`autotune.sampling._polish`): once the best stalls, rounds polish
+it (its one-move neighbours, ranked by the cost model, best first: a hill climb).
+
 A round (:mod:`autotune.sampling._breed`) can run elsewhere: the tuning driver asks for
 a :meth:`GuidedSampler.breed_request` for a share of a round (with ``W`` workers,
 ``1/W`` of the population and of the proposals), has a worker breed it, and hands
@@ -105,13 +108,8 @@ class GuidedOptions:
             uses another core instead of stalling every worker). Off by default, since
             when the new model arrives depends on timing; ``tune`` turns it on when Ray
             workers measure (``workers >= 1``), keeping in-process runs reproducible.
-        polish_after: Polish (:mod:`autotune.sampling._polish`: a model-ranked hill climb
-            through the best's one-move neighbours) once the best has not improved for
-            this many measurements; negative: never.
-        polish_limit: Proposals per polished schedule at most (None: its whole
-            neighbourhood).
-        polish_window: Neighbours each polish round of a schedule adds to those it ranks
-            (0: ``population``); decoding is lazy, so this bounds a round's work.
+        polish_after, polish_limit, polish_window: The end game (see
+            :class:`autotune.sampling._polish.PolishState`; ``polish_after < 0``: never).
     """
 
     population: int = 96
@@ -186,7 +184,6 @@ class GuidedSampler(BaseSampler):
         o = self.options
         self.polish = PolishState(o.polish_after, o.polish_limit,
                                   o.polish_window or o.population)
-        self._polishing: deque[tuple[str, int]] = deque()  # per request: (polished, window)
         self._x: list[np.ndarray] = []
         self._y: list[float] = []
         self._trained_at = 0
@@ -469,7 +466,6 @@ class GuidedSampler(BaseSampler):
         polish = self.polish.due()
         if polish and polish in self._vectors:  # the end game: a hill climb from the best
             return self._polish_request(polish, -(-n_prop // max(1, share)), pending)
-        self._polishing.append(("", 0))
         # borrowing (seeds, or a ranker trained on other targets' rows), every other round is
         # the own line's, ranked as a cold tune ranks (see the module doc)
         islands = bool(self._borrowed) or bool(getattr(self.ranker, "borrows", False))
@@ -495,7 +491,6 @@ class GuidedSampler(BaseSampler):
         """A polish round of ``polish`` (see :mod:`autotune.sampling._polish`)."""
         o = self.options
         window = self.polish.start(polish)
-        self._polishing.append((polish, window))
         self._islands.append(polish in self._borrowed)  # its children: the best's line
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = False
@@ -579,10 +574,8 @@ class GuidedSampler(BaseSampler):
         # parts come back in the order requested except when a worker is slow or dies: then
         # a part may take another's island (a proposal's line is a search heuristic only)
         borrowed = self._islands.popleft() if self._islands else False
-        polished, window = self._polishing.popleft() if self._polishing else ("", 0)
         if part is None:
-            if polished:
-                self.polish.lost()
+            self.polish.lost()  # (if it was the polish round: else one more may go out)
             return 0
         if part.decoded and part.wall_s > 0:
             self._child_s = _mean(self._child_s, part.wall_s / part.decoded)
@@ -597,13 +590,10 @@ class GuidedSampler(BaseSampler):
                 self._borrowed.add(p.cid)
             n += 1
         if part.polish_of:
-            # a polish round's window is its request's (parts come back in request order,
-            # except from a slow or dead worker: then the window is a search heuristic only)
-            self.polish.back(part.polish_of, n, part.neighbourhood,
-                             window if polished == part.polish_of else part.neighbourhood)
+            self.polish.back(part.polish_of, n, part.neighbourhood, part.window)
             log.debug("polish round of %s (window %d of %d): %d proposed, %d measured since "
-                      "the best improved", part.polish_of[:12], window, part.neighbourhood, n,
-                      self.polish.since_best)
+                      "the best improved", part.polish_of[:12], part.window, part.neighbourhood,
+                      n, self.polish.since_best)
             if not n:
                 return 0  # an exhausted neighbourhood is not a dry round: evolution follows
         self.dry = 0 if n else self.dry + 1
