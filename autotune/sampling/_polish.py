@@ -32,8 +32,11 @@ The state (:class:`PolishState`) is what the sampler learned from the trials: th
 measurements since the best improved, which trials were polish proposals (the trial
 user attribute ``graphtune_polish``, so a resumed tune goes on climbing), and how far
 each schedule's neighbourhood was proposed. A resumed tune forgets the last item: its
-first polish round of a schedule starts its window again, and the candidates measured
-before are dropped as seen.
+first polish round of a schedule starts its window again, the candidates measured before
+are dropped as seen, and up to ``polish_limit`` more of the neighbours are proposed, the
+next ones in the (retrained) model's ranking. A sweep's later chunk of a variant is such
+a resumed tune: in the MobileNetV2 sweep of 2026-11-27, 49-82 polish measurements
+followed the last improvement of four variants.
 """
 
 from __future__ import annotations
