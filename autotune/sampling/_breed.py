@@ -87,6 +87,10 @@ class BreedRequest:
         seen_base: More candidate ids not to pick: the bulk of them, the same object over
             many requests (a pool may send it ahead and put a reference to it here; the
             worker puts the set back before breeding).
+        polish: 0, or a polish round (:mod:`autotune.sampling._polish`): rank the first
+            ``polish`` one-move neighbours of ``parents[0]`` not seen (no evolution, no
+            random picks).
+        polish_of: The candidate id of ``parents[0]`` in a polish round.
     """
 
     batch: int
@@ -100,6 +104,8 @@ class BreedRequest:
     random_share: float
     crossover: float
     seen_base: Any = frozenset()
+    polish: int = 0
+    polish_of: str = ""
 
 
 @dataclass(frozen=True)
@@ -124,13 +130,18 @@ class Pick:
 class Bred:
     """A round's result: the picks in proposal order, how many were ranked, CPU seconds,
     how many candidates were decoded (bred or sampled) and the wall seconds it took (what
-    the sampler weighs against a measurement's time: ``GuidedOptions.breed_budget``)."""
+    the sampler weighs against a measurement's time: ``GuidedOptions.breed_budget``).
+    A polish round also says which schedule it polished, the size of its neighbourhood
+    and the window it ranked (``BreedRequest.polish``)."""
 
     picks: tuple[Pick, ...]
     ranked: int
     cpu_s: float
     decoded: int = 0
     wall_s: float = 0.0
+    polish_of: str = ""
+    neighbourhood: int = 0
+    window: int = 0
 
 
 def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
@@ -141,12 +152,17 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
     candidates are ranked by the model; the best that pass the capacity pre-check are
     picked, plus ``eps`` random picks among the rest (exploration). With no model yet
     (``scorer.label == ""``) and parents, one-move neighbours of the parents are ranked
-    instead, the best parent's first.
+    instead, the best parent's first. A polish round (``req.polish``) ranks the best's
+    one-move neighbours (:func:`autotune.sampling._polish.polish_ranked`) and picks only
+    the best of them.
     """
     t0, w0 = time.process_time(), time.perf_counter()
     rng = np.random.default_rng(req.seed)
     r = _Round(space, scorer, req, rng)
-    if req.parents and not scorer.label:
+    hood = 0
+    if req.polish and req.parents:
+        ranked, hood = r.polish()
+    elif req.parents and not scorer.label:
         ranked = r.neighbours()
     else:
         ranked = r.evolve()
@@ -167,7 +183,7 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         _, cid, s = rest[int(k)]
         if r.admit(cid, s):
             picked.append((cid, s, "", 0.0, True))
-    for _ in range(8 * max(req.eps, 1)):
+    for _ in range(0 if req.polish else 8 * max(req.eps, 1)):
         if len(picked) >= req.proposals:
             break
         s = space.sample(rng)
@@ -181,7 +197,7 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         assert proj.vector is not None
         picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by, key, explore))
     return Bred(tuple(picks), len(ranked), time.process_time() - t0, r.decoded,
-                time.perf_counter() - w0)
+                time.perf_counter() - w0, req.polish_of if req.polish else "", hood, req.polish)
 
 
 class Breeder:
@@ -306,6 +322,20 @@ class _Round:
             if cid not in self.seen and cid not in self.base:
                 out.setdefault(cid, (key, cid, s))
         return list(out.values())
+
+    def polish(self) -> tuple[list[tuple[float, str, GraphSchedule]], int]:
+        """The first ``req.polish`` one-move neighbours of the best not seen, best predicted
+        first, and the size of its neighbourhood (see :mod:`autotune.sampling._polish`)."""
+        from autotune.sampling._polish import polish_ranked
+
+        vec = self.req.parents[0]
+        inner = getattr(self.scorer, "_ranker", self.scorer)  # what computes the features
+        p = polish_ranked(self.space, vec, _parent(self.space, vec), self.req.polish,
+                          lambda cid: cid not in self.seen and cid not in self.base,
+                          self.features_of, self.scorer.predict, type(inner).__name__,
+                          bool(self.scorer.label))
+        self.decoded += p.decoded
+        return p.ranked, p.size
 
     def evolve(self) -> list[tuple[float, str, GraphSchedule]]:
         """Model-guided evolution; the new candidates, best predicted first."""

@@ -31,6 +31,9 @@ resumed tune keeps the islands apart. (Win-stay, lose-shift, a line keeping the 
 while each moves the best by 0.5 %, was measured worse: 10 of 16 sweep variants >= 0.99x
 their cold tune against 13 of 16 for this alternation; ``bench/results/sweep.md``, fifth pass.)
 
+**The end game** (:mod:`autotune.sampling._polish`): once the best stalls, rounds polish
+it (its one-move neighbours, ranked by the cost model, best first: a hill climb).
+
 A round (:mod:`autotune.sampling._breed`) can run elsewhere: the tuning driver asks for
 a :meth:`GuidedSampler.breed_request` for a share of a round (with ``W`` workers,
 ``1/W`` of the population and of the proposals), has a worker breed it, and hands
@@ -56,6 +59,7 @@ from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 
 from autotune.sampling._breed import Bred, BreedRequest, RankerScorer, Scorer, breed
+from autotune.sampling._polish import POLISH_ATTR, PolishState
 from autotune.sampling._ranker import Ranker
 from autotune.sampling._studies import candidate_id, vector_of
 
@@ -104,6 +108,8 @@ class GuidedOptions:
             uses another core instead of stalling every worker). Off by default, since
             when the new model arrives depends on timing; ``tune`` turns it on when Ray
             workers measure (``workers >= 1``), keeping in-process runs reproducible.
+        polish_after, polish_limit, polish_window: The end game (see
+            :class:`autotune.sampling._polish.PolishState`; ``polish_after < 0``: never).
     """
 
     population: int = 96
@@ -118,6 +124,9 @@ class GuidedOptions:
     rescan_s: float = 30.0
     background_fit: bool = False
     breed_budget: float | None = None
+    polish_after: int = 64
+    polish_limit: int | None = 48
+    polish_window: int = 256
 
 
 @dataclass
@@ -129,6 +138,7 @@ class _Proposal:
     vector: np.ndarray
     features: np.ndarray
     borrowed: bool = False  # bred from parents that may descend from a borrowed seed
+    polish_of: str = ""  # a polish proposal: the candidate id of the schedule polished
 
 
 LINE_ATTR = "graphtune_line"
@@ -171,6 +181,9 @@ class GuidedSampler(BaseSampler):
         self._borrowed: set[str] = set()
         self._own_top: list[tuple[float, int, str]] = []
         self._islands: deque[bool] = deque()
+        o = self.options
+        self.polish = PolishState(o.polish_after, o.polish_limit,
+                                  o.polish_window or o.population)
         self._x: list[np.ndarray] = []
         self._y: list[float] = []
         self._trained_at = 0
@@ -224,6 +237,8 @@ class GuidedSampler(BaseSampler):
             chosen = self._by_trial[trial.number] = self._queue.popleft()
             if chosen.borrowed:
                 study._storage.set_trial_user_attr(trial._trial_id, LINE_ATTR, "borrowed")
+            if chosen.polish_of:
+                study._storage.set_trial_user_attr(trial._trial_id, POLISH_ATTR, chosen.polish_of)
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
@@ -277,7 +292,8 @@ class GuidedSampler(BaseSampler):
             params=dict(chosen.params),
             distributions={name: distributions[name] for name in chosen.params},
             user_attrs={**(user_attrs or {}), **({cid_attr: chosen.cid} if cid_attr else {}),
-                        **({LINE_ATTR: "borrowed"} if chosen.borrowed else {})},
+                        **({LINE_ATTR: "borrowed"} if chosen.borrowed else {}),
+                        **({POLISH_ATTR: chosen.polish_of} if chosen.polish_of else {})},
             system_attrs={}, intermediate_values={},
             trial_id=0)
         trial_id = study._storage.create_new_trial(study._study_id, template_trial=template)
@@ -315,6 +331,7 @@ class GuidedSampler(BaseSampler):
 
         new: list[tuple[str, GraphSchedule | None, np.ndarray | None, float]] = []
         lined: set[int] = set()  # trials of the borrowed seeds' island (a full read)
+        polish_of: dict[int, str] = {}  # polish trials -> the schedule polished (a full read)
         now = time.monotonic()
         if self._scanned_at is None or now - self._scanned_at >= self.options.rescan_s:
             self._scanned_at = now
@@ -324,6 +341,8 @@ class GuidedSampler(BaseSampler):
             told = [(t.number, t.params, t.value if t.state == TrialState.COMPLETE else None)
                     for t in finished]
             lined = {t.number for t in finished if t.user_attrs.get(LINE_ATTR) == "borrowed"}
+            polish_of = {t.number: str(t.user_attrs[POLISH_ATTR]) for t in finished
+                         if t.user_attrs.get(POLISH_ATTR)}
         else:
             told, self._told = self._told, []
             lined = set()
@@ -337,6 +356,8 @@ class GuidedSampler(BaseSampler):
             row: np.ndarray | None = None
             if mine is not None:  # bred here: its vector and features came with it
                 cid, vec, row = mine.cid, mine.vector, mine.features
+                if mine.polish_of:
+                    polish_of[number] = mine.polish_of
             else:
                 found = vector_of(self.space, params) if params else None
                 if found is None:
@@ -347,8 +368,9 @@ class GuidedSampler(BaseSampler):
             self._see(cid)
             if number in lined:
                 self._borrowed.add(cid)
-            if value is not None and cid not in self._scores:
-                y = self._label(value)
+            if cid not in self._scores:
+                y = self._label(value) if value is not None else None
+                self.polish.measured(cid, y, polish_of.get(number, ""))
                 if y is not None:
                     self._vectors[cid] = vec
                     self._scores[cid] = y
@@ -441,6 +463,9 @@ class GuidedSampler(BaseSampler):
         self.breeding += 1
         self._told_at_request = self.told
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
+        polish = self.polish.due()
+        if polish and polish in self._vectors:  # the end game: a hill climb from the best
+            return self._polish_request(polish, -(-n_prop // max(1, share)), pending)
         # borrowing (seeds, or a ranker trained on other targets' rows), every other round is
         # the own line's, ranked as a cold tune ranks (see the module doc)
         islands = bool(self._borrowed) or bool(getattr(self.ranker, "borrows", False))
@@ -461,6 +486,21 @@ class GuidedSampler(BaseSampler):
             proposals=n_prop, eps=round(n_prop * o.eps), seen=seen,
             population=population, generations=generations,
             random_share=o.random_share, crossover=o.crossover, seen_base=base)
+
+    def _polish_request(self, polish: str, n_prop: int, pending: Iterable[str]) -> BreedRequest:
+        """A polish round of ``polish`` (see :mod:`autotune.sampling._polish`)."""
+        o = self.options
+        window = self.polish.start(polish)
+        self._islands.append(polish in self._borrowed)  # its children: the best's line
+        if hasattr(self.ranker, "cold_round"):
+            self.ranker.cold_round = False
+        base, seen = self._seen_parts(pending)
+        self.last_proposals = n_prop
+        return BreedRequest(
+            batch=self.space.batch, parents=(self._vectors[polish],),
+            seed=int(self._rng.integers(2**63 - 1)), proposals=n_prop, eps=0, seen=seen,
+            population=o.population, generations=0, random_share=o.random_share,
+            crossover=o.crossover, seen_base=base, polish=window, polish_of=polish)
 
     def _see(self, cid: str) -> None:
         if cid not in self._seen:
@@ -535,6 +575,7 @@ class GuidedSampler(BaseSampler):
         # a part may take another's island (a proposal's line is a search heuristic only)
         borrowed = self._islands.popleft() if self._islands else False
         if part is None:
+            self.polish.lost()  # (if it was the polish round: else one more may go out)
             return 0
         if part.decoded and part.wall_s > 0:
             self._child_s = _mean(self._child_s, part.wall_s / part.decoded)
@@ -544,18 +585,29 @@ class GuidedSampler(BaseSampler):
                 continue
             self._see(p.cid)
             self._queue.append(_Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector,
-                                         p.features, borrowed))
+                                         p.features, borrowed, part.polish_of))
             if borrowed:
                 self._borrowed.add(p.cid)
             n += 1
+        if part.polish_of:
+            self.polish.back(part.polish_of, n, part.neighbourhood, part.window)
+            log.debug("polish round of %s (window %d of %d): %d proposed, %d measured since "
+                      "the best improved", part.polish_of[:12], part.window, part.neighbourhood,
+                      n, self.polish.since_best)
+            if not n:
+                return 0  # an exhausted neighbourhood is not a dry round: evolution follows
         self.dry = 0 if n else self.dry + 1
         log.debug("breeding request %d: %d candidates ranked, %d proposed in %.2f s of CPU",
                   self.rounds, part.ranked, n, part.cpu_s)
         return n
 
     def _refill(self) -> None:
-        """Breed, rank and queue a whole round of proposals here."""
-        self.bred(breed(self.space, RankerScorer(self.ranker), self.breed_request()))
+        """Breed, rank and queue a whole round of proposals here (a polish round that
+        proposes nothing widens its window or ends, and another round is bred)."""
+        while True:
+            req = self.breed_request()
+            if self.bred(breed(self.space, RankerScorer(self.ranker), req)) or not req.polish:
+                return
 
     def _keep_top(self, cid: str, y: float) -> None:
         entry = (-y, len(self._scores), cid)

@@ -1,0 +1,208 @@
+"""The guided sampler's end game: a model-ranked hill climb around the best measured schedule.
+
+Evolution (:mod:`autotune.sampling._breed`) draws moves at random around the best
+schedules, so near the end of a tune the best's one-move neighbours that would improve
+it may never be drawn: measured on MobileNetV2 b16, 1,000 measurements ended 0.6 % above
+a schedule an earlier run had found, and a sweep's variants ended 1-3 % behind their cold
+tune (``bench/results/tuning.md``, ``bench/results/sweep.md``). *Polishing* is the
+systematic answer (a first-improvement local search, as a careful user would finish by
+hand):
+
+* **When**: the best has not improved for ``GuidedOptions.polish_after`` measurements,
+  or the best was itself found by polishing (the climb goes on from the new best).
+* **What**: the one-move neighbourhood of the best
+  (:func:`search_space._neighbours.neighbour_vectors`: every child one
+  :meth:`Space.mutate` move can make), in a fixed shuffled order per schedule; a polish
+  round decodes a window of it (``window`` of them, cumulative over the rounds of this
+  schedule: decoding is lazy, a worker remembers what it decoded), drops what was
+  measured or handed out, ranks the rest by the cost model and proposes the best that
+  pass the capacity pre-check.
+* **Until**: the whole neighbourhood was proposed (or ``polish_limit`` of it), the
+  schedule is then *polished* and evolution takes over again; or the best improves,
+  and the new best is polished next.
+
+Measured (``bench/results/sweep.md``, ``tuning.md``, 2026-11-27): in a MobileNetV2 sweep
+the climb took L1 512K / DDR 13 from 1,935.7 to 1,889.0 µs (0.972 to 0.996 of its cold
+tune) and made 8 of the sweep's 59 improvements; on ResNet-50 b16 at 1,000
+measurements it made 6 of the last 7 (6,833.9 to 6,791.0 µs). Where the best is a local
+optimum it finds nothing, and a better schedule in another basin (other group
+boundaries) is evolution's to find.
+
+The state (:class:`PolishState`) is what the sampler learned from the trials: the
+measurements since the best improved, which trials were polish proposals (the trial
+user attribute ``graphtune_polish``, so a resumed tune goes on climbing), and how far
+each schedule's neighbourhood was proposed. A resumed tune forgets the last item: its
+first polish round of a schedule starts its window again, the candidates measured before
+are dropped as seen, and up to ``polish_limit`` more of the neighbours are proposed, the
+next ones in the (retrained) model's ranking. A sweep's later chunk of a variant is such
+a resumed tune: in the MobileNetV2 sweep of 2026-11-27, 49-82 polish measurements
+followed the last improvement of four variants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from autotune.sampling._studies import candidate_id
+
+if TYPE_CHECKING:
+    from compiler.schedule import GraphSchedule
+    from search_space import Space
+
+__all__ = ["POLISH_ATTR", "PolishState", "polish_ranked"]
+
+POLISH_ATTR = "graphtune_polish"
+"""Trial user attribute of a polish proposal (value: the polished schedule's candidate id)."""
+
+
+@dataclass
+class _Hood:
+    """A schedule's neighbourhood on this process: vectors in their fixed order, and what
+    decoding them gave (None: not decoded yet; ``""``: the parent itself or a repeat)."""
+
+    vectors: list[np.ndarray]
+    decoded: list[tuple[str, GraphSchedule] | None]
+    rows: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+
+
+_HOODS: weakref.WeakKeyDictionary[Space, dict[bytes, _Hood]] = weakref.WeakKeyDictionary()
+_MAX_HOODS = 4  # per space: the incumbents a worker is polishing (one at a time, mostly)
+
+
+def _hood(space: Space, parent: np.ndarray, schedule: GraphSchedule) -> _Hood:
+    from search_space._neighbours import neighbour_vectors
+
+    memo = _HOODS.get(space)
+    if memo is None:
+        memo = _HOODS[space] = {}
+    key = np.asarray(parent, dtype=np.int64).tobytes()
+    hood = memo.get(key)
+    if hood is None:
+        vecs = [v for _, v in neighbour_vectors(space, schedule)]
+        # a fixed order per schedule (the same on every worker), not the moves' order: a
+        # window of it is a sample of every kind of move
+        seed = int.from_bytes(hashlib.sha256(key).digest()[:8], "little")
+        order = np.random.default_rng(seed).permutation(len(vecs))
+        if len(memo) >= _MAX_HOODS:
+            memo.pop(next(iter(memo)))
+        hood = memo[key] = _Hood([vecs[int(k)] for k in order], [None] * len(vecs))
+    return hood
+
+
+@dataclass(frozen=True)
+class Polished:
+    """A polish round's ranking: ``(key, cid, schedule)`` best first, and the size of the
+    polished schedule's neighbourhood (vectors, before decoding)."""
+
+    ranked: list[tuple[float, str, GraphSchedule]]
+    size: int
+    decoded: int
+
+
+def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedule,
+                  window: int, fresh: Callable[[str], bool],
+                  features: Callable[[Sequence[tuple[str, GraphSchedule]]], list[np.ndarray]],
+                  predict: Callable[[np.ndarray], np.ndarray], scorer_kind: str,
+                  by_model: bool) -> Polished:
+    """Rank the first ``window`` of ``parent``'s neighbours not seen yet.
+
+    ``fresh(cid)``: not measured, queued or handed out. ``features`` computes rows (they
+    are remembered with the neighbourhood, per ``scorer_kind``); ``predict`` scores rows
+    (higher: faster). Without a model (``by_model`` false) the fixed order ranks.
+    """
+    hood = _hood(space, parent, parent_schedule)
+    own = candidate_id(parent_schedule)
+    decoded = 0
+    seen_here: set[str] = {own}
+    items: list[tuple[str, GraphSchedule]] = []
+    for k in range(min(window, len(hood.vectors))):
+        got = hood.decoded[k]
+        if got is None:
+            s = space.decode(hood.vectors[k])
+            decoded += 1
+            got = hood.decoded[k] = (candidate_id(s), s)
+        cid, s = got
+        if cid in seen_here:
+            continue
+        seen_here.add(cid)
+        if fresh(cid):
+            items.append((cid, s))
+    if not items:
+        return Polished([], len(hood.vectors), decoded)
+    if not by_model:
+        return Polished([(float(k), cid, s) for k, (cid, s) in enumerate(items)],
+                        len(hood.vectors), decoded)
+    todo = [(cid, s) for cid, s in items if (scorer_kind, cid) not in hood.rows]
+    for (cid, _), row in zip(todo, features(todo)):
+        hood.rows[(scorer_kind, cid)] = row
+    x = np.stack([hood.rows[(scorer_kind, cid)] for cid, _ in items])
+    scores = np.asarray(predict(x), dtype=np.float64)
+    order = np.argsort(-scores, kind="stable")
+    return Polished([(-float(scores[int(k)]), *items[int(k)]) for k in order],
+                    len(hood.vectors), decoded)
+
+
+class PolishState:
+    """What the sampler knows of its hill climb (see the module doc).
+
+    Args:
+        after: Measurements without a better best before polishing starts.
+        limit: Proposals per polished schedule at most (None: its whole neighbourhood).
+        window: Neighbours a polish round adds to the ranked window of its schedule.
+    """
+
+    def __init__(self, after: int, limit: int | None, window: int) -> None:
+        self.after, self.limit, self.window = after, limit, window
+        self.since_best = 0  # measurements since the best improved
+        self.best: str = ""  # candidate id of the best measured
+        self._best_y = -np.inf
+        self.found: set[str] = set()  # candidates proposed by polishing
+        self.done: set[str] = set()  # schedules whose neighbourhood was proposed
+        self._offered: dict[str, int] = {}  # schedule -> its neighbours proposed so far
+        self._rounds: dict[str, int] = {}  # schedule -> its polish rounds so far
+        self.out: str = ""  # the schedule a polish round is out for ("": none)
+        self.rounds = 0  # polish rounds requested (for reports)
+
+    def measured(self, cid: str, y: float | None, polish_of: str = "") -> None:
+        """A measurement arrived (``y``: speed, None: failed); ``polish_of``: the
+        schedule whose polish proposed it ("": not a polish proposal)."""
+        if polish_of:
+            self.found.add(cid)
+        if y is not None and y > self._best_y:
+            self._best_y, self.best, self.since_best = y, cid, 0
+        else:
+            self.since_best += 1
+
+    def due(self) -> str:
+        """The schedule to polish in the next round ("": none, or one is out already)."""
+        if self.after < 0 or not self.best or self.out or self.best in self.done:
+            return ""
+        if self.since_best >= self.after or self.best in self.found:
+            return self.best
+        return ""
+
+    def start(self, cid: str) -> int:
+        """A polish round of ``cid`` is requested: the window it ranks."""
+        self.out = cid
+        self.rounds += 1
+        n = self._rounds[cid] = self._rounds.get(cid, 0) + 1
+        return n * self.window
+
+    def back(self, cid: str, proposed: int, size: int, window: int) -> None:
+        """The round came back having proposed ``proposed`` new candidates out of a
+        neighbourhood of ``size`` ranked up to ``window``."""
+        if self.out == cid:
+            self.out = ""
+        total = self._offered[cid] = self._offered.get(cid, 0) + proposed
+        if (proposed == 0 and window >= size) or (self.limit is not None and total >= self.limit):
+            self.done.add(cid)
+
+    def lost(self) -> None:
+        """The round was lost (its worker died)."""
+        self.out = ""

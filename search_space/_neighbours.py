@@ -1,0 +1,114 @@
+"""The one-move neighbourhood of a schedule: every child one :meth:`Space.mutate` move can make.
+
+:meth:`Space.mutate` draws one move at random (a boundary moves to a neighbouring cut
+point, a boundary goes away, a new one appears or a block's mode changes, one split
+factor, one core-binding parameter, one scope policy, the order or the look-ahead).
+:func:`neighbour_vectors` lists all of them instead, in a fixed order, as vectors of the
+space: what a hill climb around the best measured schedule enumerates
+(:mod:`autotune.sampling._polish`). Where ``mutate`` draws a value that only matters by
+which side of the granularity's threshold it is on (the rank of a cut point that goes
+away or appears), one representative stands for them all: they decode alike.
+
+The vectors are not decoded here (a caller decodes them lazily, and several may decode
+to the same schedule, or to the parent itself: ``mutate`` retries those).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from search_space._dims import CUT_BELOW, GRANULARITIES
+
+if TYPE_CHECKING:
+    from compiler.schedule import GraphSchedule
+    from search_space._space import Space
+
+__all__ = ["REROLLED", "neighbour_vectors"]
+
+REROLLED = {
+    "split": ("samples", "parts"),
+    "rebind": ("cpp", "parts", "perm", "spread"),
+    "scope": ("scope", "xscope"),
+    "reorder": ("order", "lookahead"),
+}
+"""The moves that set one parameter to another of its choices, and the kinds they set
+(as :meth:`Space._move` does)."""
+
+_FIRST_GRAIN = GRANULARITIES.index("1/32")
+
+
+def neighbour_vectors(space: Space, schedule: GraphSchedule) -> list[tuple[str, np.ndarray]]:
+    """``(move, vector)`` for every child one move of ``space.mutate`` can make.
+
+    In a fixed order (by move, then parameter, then choice), without repeated vectors.
+    ``schedule`` must be of ``space`` (encodable).
+    """
+    vec = space.encode(schedule)
+    known = space._known(schedule)
+    active = known[1] if known is not None else tuple(space._decode_free(vec)[2])
+    by_kind: dict[str, list[int]] = {}
+    for f in active:
+        by_kind.setdefault(space.free[f].kind, []).append(f)
+    cut_free = {int(space.rep[d]): k for k, d in enumerate(space.d_cut)}
+    n_choices = space.n_choices
+    gran = int(space.rep[space.d_gran]) if space.d_gran >= 0 else -1
+    below = CUT_BELOW[GRANULARITIES[int(vec[gran])]] if gran >= 0 else 0
+    cuts = by_kind.get("cut", [])
+    on = [f for f in cuts if vec[f] < below]
+    off = [f for f in cuts if vec[f] >= below]
+    out: list[tuple[str, np.ndarray]] = []
+    seen: set[bytes] = {vec.tobytes()}
+
+    def emit(move: str, child: np.ndarray) -> None:
+        key = child.tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append((move, child))
+
+    def rerolls(move: str, candidates: list[int]) -> None:
+        for f in candidates:
+            for c in range(int(n_choices[f])):
+                if c != int(vec[f]):
+                    child = vec.copy()
+                    child[f] = c
+                    emit(move, child)
+
+    for f in on:  # boundary: to a neighbouring cut point that is not one
+        k = cut_free.get(f)
+        if k is None:
+            continue
+        for nk in (k - 1, k + 1):
+            if not 0 <= nk < len(space.d_cut):
+                continue
+            g = int(space.rep[space.d_cut[nk]])
+            if vec[g] < below:
+                continue
+            child = vec.copy()
+            child[f], child[g] = min(int(vec[g]), int(n_choices[f]) - 1), vec[f]
+            emit("boundary", child)
+    for f in on:  # merge: a boundary goes away (any rank from ``below`` up decodes alike)
+        child = vec.copy()
+        child[f] = below
+        emit("merge", child)
+    # split_group: a new boundary (any rank under ``below`` decodes alike), or a mode
+    modes = list(by_kind.get("mode", []))
+    if below == 0 and gran >= 0:
+        off = sorted(cut_free)
+        modes.append(gran)
+    for f in off:
+        child = vec.copy()
+        b = below
+        if b == 0:
+            child[gran] = _FIRST_GRAIN
+            b = CUT_BELOW[GRANULARITIES[_FIRST_GRAIN]]
+            for g in cut_free:  # every other cut point stays off
+                child[g] = b
+        child[f] = 0
+        space._inherit(child, cut_free[f], by_kind)
+        emit("split_group", child)
+    rerolls("split_group", modes)
+    for move, kinds in REROLLED.items():
+        rerolls(move, [f for k in kinds for f in by_kind.get(k, [])])
+    return out

@@ -1,0 +1,189 @@
+"""The guided sampler's end game (``autotune.sampling._polish``): a model-ranked hill climb
+through the best's one-move neighbours, deterministic, driven by the log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+import pytest
+
+from autotune import GuidedOptions, RunOptions, SearchOptions, tune
+from autotune.sampling._breed import BreedRequest, RankerScorer, breed
+from autotune.sampling._guided import GuidedSampler
+from autotune.sampling._polish import POLISH_ATTR, PolishState
+from autotune.sampling._ranker import CostModelRanker
+from autotune.sampling._studies import candidate_id, seed_schedules
+from compiler.graph import Graph
+from compiler.schedule import GraphSchedule
+from compiler.target import Target
+from search_space import build_space
+from search_space._neighbours import neighbour_vectors
+
+POLISH = GuidedOptions(population=32, generations=1, proposals=8, parents=4, retrain_every=8,
+                       polish_after=6, polish_limit=None, polish_window=24)
+
+
+def _request(vec: np.ndarray, cid: str, window: int, seen: frozenset[str] = frozenset(),
+             proposals: int = 10_000) -> BreedRequest:
+    return BreedRequest(batch=4, parents=(vec,), seed=1, proposals=proposals, eps=0, seen=seen,
+                        population=32, generations=0, random_share=0.25, crossover=0.15,
+                        polish=window, polish_of=cid)
+
+
+@pytest.mark.parametrize("trained", [False, True])
+def test_a_polish_round_picks_exactly_the_unseen_neighbours_that_pass_precheck(
+        tiny_graph: Graph, tune_target: Target, trained: bool) -> None:
+    """With a window over the whole neighbourhood and room for all, the picks are every
+    one-move neighbour of the best that passes the pre-check, minus those seen, best
+    predicted first (without a model: in the neighbourhood's fixed order)."""
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    rng = np.random.default_rng(3)
+    parent = space.sample(rng)
+    vec = space.encode(parent)
+    pid = candidate_id(parent)
+    hood: dict[str, GraphSchedule] = {}
+    for _, v in neighbour_vectors(space, parent):
+        s = space.decode(v)
+        hood.setdefault(candidate_id(s), s)
+    hood.pop(pid, None)
+    ok = {c for c, s in hood.items() if space.precheck(s).ok}
+    assert len(ok) > 0
+    seen = frozenset(sorted(ok)[:5])
+    ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
+    if trained:
+        xs = np.asarray(ranker.features([space.sample(rng) for _ in range(24)]))
+        ranker.fit(xs, rng.random(24) + 0.5)
+    got = breed(space, RankerScorer(ranker), _request(vec, pid, 10_000, seen))
+    assert {p.cid for p in got.picks} == ok - seen
+    assert got.polish_of == pid and got.neighbourhood == len(neighbour_vectors(space, parent))
+    keys = [p.key for p in got.picks]
+    assert keys == sorted(keys) and not any(p.explore for p in got.picks)
+    few = breed(space, RankerScorer(ranker), _request(vec, pid, 10_000, seen, proposals=3))
+    assert [p.cid for p in few.picks] == [p.cid for p in got.picks][:3]  # best-first
+
+
+def test_a_window_ranks_only_the_first_neighbours_of_the_fixed_order(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    parent = space.sample(np.random.default_rng(4))
+    vec, pid = space.encode(parent), candidate_id(parent)
+    ranker = RankerScorer(CostModelRanker(tiny_graph, tune_target, seed=0))
+    small = {p.cid for p in breed(space, ranker, _request(vec, pid, 6)).picks}
+    large = {p.cid for p in breed(space, ranker, _request(vec, pid, 10_000)).picks}
+    assert 0 < len(small) <= 6 and small < large
+
+
+def test_polish_state_climbs_and_stops() -> None:
+    st = PolishState(after=3, limit=None, window=10)
+    st.measured("a", 1.0)
+    assert st.due() == ""  # a new best: not stalled
+    for c in "bcd":
+        st.measured(c, 0.5)
+    assert st.since_best == 3 and st.due() == "a"
+    assert st.start("a") == 10 and st.due() == ""  # one round out at a time
+    st.back("a", 4, size=30, window=10)
+    assert st.due() == "a" and st.start("a") == 20  # the window grows
+    st.back("a", 0, size=30, window=20)  # nothing new, but more to rank: not done
+    assert st.due() == "a"
+    st.start("a")
+    st.measured("e", 2.0, polish_of="a")  # the climb found a better one: polish it next
+    assert st.due() == "" and st.since_best == 0  # (the round of "a" is still out)
+    st.back("a", 3, size=30, window=30)
+    assert st.due() == "e"
+    st.start("e")
+    st.back("e", 0, size=12, window=10)
+    st.start("e")
+    st.back("e", 0, size=12, window=20)  # the whole neighbourhood ranked, nothing new
+    assert "e" in st.done and st.due() == ""
+    st.measured("f", 3.0)  # evolution found a better one: polish it once stalled again
+    assert st.due() == ""
+    limited = PolishState(after=0, limit=5, window=10)
+    limited.measured("a", 1.0)
+    limited.start("a")
+    limited.back("a", 5, size=100, window=10)
+    assert "a" in limited.done
+    assert PolishState(after=-1, limit=None, window=10).due() == ""
+
+
+def _lines(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _without_time(log: Path) -> list[dict[str, Any]]:
+    out = []
+    for r in _lines(log):
+        r["prov"].pop("time_unix_s")
+        r.pop("crc32")
+        out.append(r)
+    return out
+
+
+def _polish_trials(journal: Path) -> list[int]:
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    storage = JournalStorage(JournalFileBackend(str(journal)))
+    (name,) = optuna.get_all_study_names(storage)
+    study = optuna.load_study(study_name=name, storage=storage)
+    return [t.number for t in study.trials if t.user_attrs.get(POLISH_ATTR)]
+
+
+def test_same_seed_same_log_with_polish_and_resume_goes_on_climbing(
+        tiny_graph: Graph, tmp_path: Path) -> None:
+    """Polishing early (after 6 measurements without a better best), two in-process
+    tunes with one seed write the same log; a tune stopped mid-polish and re-run measures
+    nothing twice and goes on polishing (the polish trials are marked in the study)."""
+    def run(log: Path, trials: int) -> None:
+        tune([tiny_graph], trials=trials, log=log, search=SearchOptions(seed=5, guided=POLISH),
+             run=RunOptions(workers=0, curve=False))
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    run(a, 48)
+    run(b, 48)
+    assert _without_time(a) == _without_time(b)
+    polished = _polish_trials(tmp_path / "a.journal")
+    assert len(polished) >= 8  # the climb ran
+    mid = polished[len(polished) // 2]  # a trial in the middle of the polishing
+    r = tmp_path / "r.jsonl"
+    run(r, mid + 1)
+    run(r, 48)
+    cids = [candidate_id(GraphSchedule.from_json(x["schedule"])) for x in _lines(r)]
+    assert len(cids) == 48 == len(set(cids))
+    assert any(n > mid for n in _polish_trials(tmp_path / "r.journal"))
+
+
+def test_a_new_sampler_on_the_study_knows_the_climb(tiny_graph: Graph,
+                                                    tune_target: Target) -> None:
+    """The polish state is read back from the trials: which were polish proposals and how
+    many measurements since the best improved (a resumed tune goes on climbing)."""
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    storage = optuna.storages.InMemoryStorage()
+
+    def sampler() -> GuidedSampler:
+        return GuidedSampler(space=space, ranker=CostModelRanker(tiny_graph, tune_target, seed=0),
+                             seed=3, options=POLISH)
+
+    first = sampler()
+    study = optuna.create_study(study_name="p", storage=storage, sampler=first)
+    for _, s in seed_schedules(tiny_graph, tune_target):
+        p = space.project(s)
+        if p.params:
+            study.enqueue_trial(p.params, skip_if_exists=True)
+    lat: dict[str, float] = {}
+    for _ in range(40):
+        trial = study.ask()
+        cid = candidate_id(space.suggest(trial))
+        lat.setdefault(cid, 100.0 - len(lat) if len(lat) < 6 else 200.0 + len(lat))
+        study.tell(trial, lat[cid])
+    first.sync(study)
+    assert first.polish.found  # the climb ran (nothing beats the 6th measured)
+    again = sampler()
+    again._scanned_at = None
+    again.sync(optuna.load_study(study_name="p", storage=storage, sampler=again))
+    assert again.polish.found == first.polish.found
+    assert (again.polish.best, again.polish.since_best) == (first.polish.best,
+                                                           first.polish.since_best)
