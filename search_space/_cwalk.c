@@ -794,7 +794,10 @@ static int run(Walk *w) {
         w->mask_out[k] = m;
         w->held_out[k] = h;
         if (w->overflow_at < 0) {
-            for (int q = 0; q < w->usage_ptr[k + 1] - w->usage_ptr[k]; q++) {
+            /* a transfer outside L1 uses no L1 (its slice may hold a rejected L1 trial's
+             * partial usage: CapacityWalk counts only the committed evaluation's) */
+            int m = (s->kind != K_GROUP && chosen != L1) ? 0 : w->usage_ptr[k + 1] - w->usage_ptr[k];
+            for (int q = 0; q < m; q++) {
                 int c = s->cores[q];
                 if (usage[q] > w->peak_l1[c]) w->peak_l1[c] = usage[q];
             }

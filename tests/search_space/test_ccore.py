@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from onnx import helper
 
@@ -170,6 +170,9 @@ def _edge_spaces(key: str, peak: int, delta: int) -> tuple[Space, Space]:
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1), key=st.sampled_from(["tiny_cnn", "bert2"]),
        delta=st.sampled_from([-1, 0, 1]))
+# a transfer placed outside L1 after an L1 trial that fitted only some of its cores: the
+# compiled walk counted the trial's usage in the per-core peaks (393,216 vs 311,296 bytes)
+@example(seed=875119, key="bert2", delta=-1)
 def test_capacity_exactly_met(seed: int, key: str, delta: int) -> None:
     """An L1 exactly as large as a decoded schedule's peak (and a byte either way): every
     comparison with the capacity must be decided the same way."""
