@@ -62,6 +62,28 @@ CORPUS: list[tuple[str, int, dict[str, Any]]] = [
     ("dlrm", 2048, {}),
 ]
 HELD_OUT = ["resnet34", "vit", "wide_and_deep", "gpt", "efficientnet_b0"]
+# the family of each corpus model, for leave-one-family-out cross-validation (--select family)
+FAMILY = {"tiny_cnn": "convnet", "resnet18": "convnet", "mobilenet_v2": "depthwise",
+          "bert_base": "transformer", "deepfm": "recsys", "dlrm": "recsys"}
+# name -> XGBModel settings; --select scores each by leaving networks out of the corpus
+SETTINGS: dict[str, dict[str, Any]] = {
+    # the model shipped until 2026-11-27: absolute-error regression over the roofline
+    # prior, depth 6, 200 rounds (early-stopped on a random fifth of the rows)
+    "reg-d6": {"rounds": 200},
+    "reg-d4": {"rounds": 200, "params": {"max_depth": 4}},
+    "reg-d3-mcw20": {"rounds": 200, "params": {"max_depth": 3, "min_child_weight": 20.0}},
+    "reg-d4-mcw20-cs05": {"rounds": 200, "params": {"max_depth": 4, "min_child_weight": 20.0,
+                                                     "colsample_bytree": 0.5}},
+    "reg-d2-r100": {"rounds": 100, "params": {"max_depth": 2, "min_child_weight": 20.0}},
+    "reg-d6-r50": {"rounds": 50, "validation": 0.0},
+    "reg-sq-d4": {"rounds": 200, "loss": "squared", "params": {"max_depth": 4}},
+    "rank-d4": {"objective": "rank", "rounds": 100, "params": {"max_depth": 4}},
+    "rank-d6": {"objective": "rank", "rounds": 100},
+    "ndcg-d4": {"objective": "rank", "rounds": 100,
+                "params": {"max_depth": 4, "objective": "rank:ndcg"}},
+    "reg-d4-noprior-col": {"rounds": 200, "prior_column": False, "params": {"max_depth": 4}},
+}
+DEFAULT_SETTINGS = "reg-d6"
 # name -> changes of the default target
 TARGETS: dict[str, dict[str, dict[str, Any]]] = {
     "default": {},
@@ -109,16 +131,66 @@ def corpus_rows(model: str, batch: int, options: dict[str, Any], target: Any, sa
     return x, y
 
 
+def make_model(settings: str, seed: int, rounds: int | None = None) -> Any:
+    """An untrained ``XGBModel`` with the named :data:`SETTINGS` (``rounds`` overrides theirs)."""
+    import cost_model
+
+    kw = dict(SETTINGS[settings])
+    params = {"nthread": 1, **kw.pop("params", {})}
+    if rounds is not None:
+        kw["rounds"] = rounds
+    return cost_model.XGBModel(seed=seed, params=params, **kw)
+
+
+def folds_of(groups: np.ndarray, corpus: list[str], targets: list[str], by: str) -> np.ndarray:
+    """Each row's fold: its corpus model's name (``by="model"``: both sizes of a model leave
+    together) or its :data:`FAMILY` (``by="family"``). A row's group is its corpus entry's
+    index times the number of targets plus its target's (the order rows are measured in)."""
+    from cost_model.selection import fold_labels
+
+    fold = {}
+    for g in np.unique(groups):
+        model = corpus[int(g) // len(targets)].split()[0]
+        fold[int(g)] = model if by == "model" else FAMILY.get(model, model)
+    return fold_labels(groups, fold)
+
+
+def select(x: np.ndarray, y: np.ndarray, groups: np.ndarray, corpus: list[str],
+           targets: list[str], by: str, seed: int) -> int:
+    """Print every :data:`SETTINGS`'s cross-validated rank quality (and the roofline's)."""
+    from cost_model.selection import cross_validate
+
+    folds = folds_of(groups, corpus, targets, by)
+    print(f"leave one {by} out: {len(set(folds.tolist()))} folds, {len(np.unique(groups))} "
+          f"groups, {len(y)} rows")
+    print("| settings | Spearman, fastest quarter | worst group | top-10% recall | Spearman | s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name in [None, *SETTINGS]:
+        t0 = time.process_time()
+        make = None if name is None else (lambda n=name: make_model(n, seed))
+        r = cross_validate(make, x, y, groups, folds)
+        print(f"| {name or 'roofline'} | {r.spearman_top:.3f} | {r.worst_top:.3f} | "
+              f"{r.recall10:.3f} | {r.spearman:.3f} | {time.process_time() - t0:.0f} |",
+              flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=120, help="space samples per model and target")
     ap.add_argument("--mutants", type=int, default=60, help="neighbourhood moves per model and target")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--rounds", type=int, default=200, help="boosting rounds")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="boosting rounds (default: the settings')")
     ap.add_argument("--save-rows", default=None, metavar="NPZ",
                     help="also write the corpus's rows (x, y, groups) to this .npz file")
     ap.add_argument("--rows", default=None, metavar="NPZ",
                     help="train on rows written by --save-rows instead of measuring the corpus")
+    ap.add_argument("--settings", default=DEFAULT_SETTINGS, choices=sorted(SETTINGS),
+                    help="training settings (default %(default)s)")
+    ap.add_argument("--select", choices=("model", "family"), default=None,
+                    help="instead of training: score every --settings by leaving each corpus "
+                         "model (or family) out in turn, print the table and exit")
     ap.add_argument("-o", "--output", default=None,
                     help="where to save (default: cost_model/pretrained/xgb-<feature set id>.ubj)")
     args = ap.parse_args(argv)
@@ -165,12 +237,16 @@ def main(argv: list[str] | None = None) -> int:
                             groups=np.concatenate(gs), simulator=np.str_(simulator),
                             feature_set=np.str_(cost_model.feature_set_id()),
                             corpus=np.array(corpus), targets=np.array(targets), seed=seed)
-    m = cost_model.XGBModel(seed=args.seed, rounds=args.rounds, params={"nthread": 2})
+    if args.select:
+        return select(np.vstack(xs), np.concatenate(ys), np.concatenate(gs), corpus, targets,
+                      args.select, args.seed)
+    m = make_model(args.settings, args.seed, args.rounds)
     m.fit(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
     out = Path(args.output) if args.output else ROOT / "cost_model" / "pretrained" / pretrained_filename()
     out.parent.mkdir(parents=True, exist_ok=True)
     m.save(out)
     info = {"feature_set": cost_model.feature_set_id(), "simulator": simulator,
+            "settings": args.settings,
             "rows": int(m.n_samples), "corpus": corpus, "targets": targets, "seed": seed,
             "trained": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
