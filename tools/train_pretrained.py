@@ -79,8 +79,16 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "reg-sq-d4": {"rounds": 200, "loss": "squared", "params": {"max_depth": 4}},
     "rank-d4": {"objective": "rank", "rounds": 100, "params": {"max_depth": 4}},
     "rank-d6": {"objective": "rank", "rounds": 100},
-    "ndcg-d4": {"objective": "rank", "rounds": 100,
-                "params": {"max_depth": 4, "objective": "rank:ndcg"}},
+    "rank-d3": {"objective": "rank", "rounds": 100, "params": {"max_depth": 3}},
+    "rank-d4-r200": {"objective": "rank", "rounds": 200, "params": {"max_depth": 4}},
+    "rank-d4-mcw20-cs05": {"objective": "rank", "rounds": 100,
+                           "params": {"max_depth": 4, "min_child_weight": 20.0,
+                                      "colsample_bytree": 0.5}},
+    # pairs among each group's top schedules only (the order a search needs)
+    "rank-d4-top32": {"objective": "rank", "rounds": 100,
+                      "params": {"max_depth": 4, "lambdarank_pair_method": "topk"}},
+    "rank-d4-noprior-col": {"objective": "rank", "rounds": 100, "prior_column": False,
+                            "params": {"max_depth": 4}},
     "reg-d4-noprior-col": {"rounds": 200, "prior_column": False, "params": {"max_depth": 4}},
 }
 DEFAULT_SETTINGS = "reg-d6"
