@@ -182,9 +182,12 @@ def shipped_tag() -> str:
 
 
 def run_held_out(trials: int, seed: int, out: Path, models: list[str], target_set: str | None,
-                 seeds: int = 1) -> list[dict[str, Any]]:
+                 seeds: int = 1, runs: tuple[str, ...] = ("cold", "pretrained")
+                 ) -> list[dict[str, Any]]:
     """Per held-out model: a tune from the shipped model against a cold tune, ``seeds`` seeds
-    each (``seed``, ``seed + 1``, ...), measurements until within 2% of the best any run found."""
+    each (``seed``, ``seed + 1``, ...), measurements until within 2% of the best any run found.
+    A run not in ``runs`` is only read from its logs (e.g. the cold tunes, when only the shipped
+    model changed)."""
     from autotune._options import RunOptions, SearchOptions
     from autotune._tune import load_tasks, tune
     from autotune.whatif._targets import make_variants, parse_set
@@ -212,6 +215,9 @@ def run_held_out(trials: int, seed: int, out: Path, models: list[str], target_se
                 # (a re-run resumes it, measuring nothing); a shipped model's tune is its own
                 what = run if run == "cold" else f"{run}-{shipped}"
                 log = d / f"{name}.{target.name}.noseeds.{what}{tag}.jsonl"
+                if run not in runs:
+                    curves[run].append(curve(log, tk, weights))
+                    continue
                 # no seeds: O0-O3 and the plans are often within 2% of the best already, which
                 # would hide what the first proposals' ranking is worth
                 tune(tasks, trials=trials, log=log, target=target,
@@ -236,7 +242,7 @@ def run_held_out(trials: int, seed: int, out: Path, models: list[str], target_se
                      "median_to_within_2pct": {r: v[1] for r, v in stat.items()},
                      # the protocol's verdict (bench/results/sweep.md, sixth pass)
                      "pretrained_fewer": stat["pretrained"][0] < stat["cold"][0],
-                     "best_us": {r: min(x for x in cs[0] if x is not None)
+                     "best_us": {r: min((x for x in cs[0] if x is not None), default=float("nan"))
                                  for r, cs in curves.items()}})
         print(f"held out {name}: {reach}", flush=True)
     return rows
@@ -387,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--held-out-trials", type=int, default=150)
     ap.add_argument("--held-out-seeds", type=int, default=4,
                     help="seeds per held-out model and run (a single tune's count is noisy)")
+    ap.add_argument("--held-out-runs", default="cold,pretrained",
+                    help="which held-out tunes to make (the others are read from their logs)")
     ap.add_argument("--held-out-target", default=HELD_OUT_TARGET,
                     help="the held-out tunes' target: KEY=VALUE changes of the STCP920, separated "
                          "by spaces (default %(default)r; '' for the STCP920 itself, where O3 is "
@@ -413,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.held_out is not None:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,
                                            args.held_out or HELD_OUT_DEFAULT, args.held_out_target,
-                                           args.held_out_seeds)
+                                           args.held_out_seeds,
+                                           tuple(args.held_out_runs.split(",")))
     if args.kill is not None:
         name = args.kill_model or (args.models[0] if args.models else "mobilenet_v2")
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}

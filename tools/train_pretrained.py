@@ -8,8 +8,9 @@ bandwidth, or both): schedules drawn from the search space
 from the fastest 10% (the neighbourhood a tuner works in), each measured on the
 simulator. The rows are ``cost_model.features`` of each schedule on its own
 target (normalised by the target's rates and capacities) and the model is an
-``XGBModel`` (log-throughput regression over the roofline prior), each (model,
-target) its own query group, saved in XGBoost's UBJSON as
+``XGBModel`` with the settings :data:`DEFAULT_SETTINGS` of :data:`SETTINGS` (since
+2026-11-27 ``rank-d2``: pairwise ranking over the roofline prior, trees of depth 2, 100
+rounds), each (model, target) its own query group, saved in XGBoost's UBJSON as
 ``cost_model/pretrained/xgb-<feature set id>.ubj``: a graphtune whose features
 change finds no file for its id and says so until this script is run again.
 Beside it, ``xgb-<feature set id>.json`` records the corpus, the row count and the
@@ -28,6 +29,21 @@ fingerprint, feature set, corpus, targets and seed they were measured with), and
 such a file without measuring, to try other training settings in seconds (measuring the
 corpus is nearly all of the run). The model then records the rows' fingerprint and
 corpus, not today's; a file of another feature set, or without them, is refused.
+
+**How the settings were chosen** (``--select model|family``, on saved rows): the shipped
+model ranks networks that are not in its corpus, so every candidate of :data:`SETTINGS`
+is scored by leaving each corpus model (both its sizes, all four targets; 6 folds) or
+each :data:`FAMILY` (4 folds) out, training on the rest and scoring every left-out
+(network, target) group by Spearman over its fastest quarter, its worst group and top-10 %
+recall (:mod:`cost_model.selection`), beside the roofline estimate. On the 6,442 rows of
+measurer version 5 (2026-11-27, ``bench/results/sweep.md`` sixth pass), fastest-quarter
+Spearman, leave one model out / one family out: roofline 0.765 / 0.765; the previous
+shipped settings (``reg-d6``, absolute-error regression, depth 6) 0.705 / 0.627, i.e.
+worse than the roofline on an unseen network; ``rank-d2`` 0.822 / 0.819 (seeds 1-2 of the
+family split 0.819, 0.824), worst group 0.478 against the roofline's -0.210, top-10 % recall
+0.843 / 0.825 against 0.736. Deeper ranking trees and more rounds did worse (``rank-d6``
+0.775 / 0.777, ``rank-d4-r200`` 0.787 / 0.765), as did every regression setting (best
+``reg-d4-mcw20-cs05`` 0.729 / 0.748). ``--settings NAME`` trains with another.
 """
 
 from __future__ import annotations
@@ -80,6 +96,12 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "rank-d4": {"objective": "rank", "rounds": 100, "params": {"max_depth": 4}},
     "rank-d6": {"objective": "rank", "rounds": 100},
     "rank-d3": {"objective": "rank", "rounds": 100, "params": {"max_depth": 3}},
+    "rank-d3-r50": {"objective": "rank", "rounds": 50, "params": {"max_depth": 3}},
+    "rank-d2": {"objective": "rank", "rounds": 100, "params": {"max_depth": 2}},
+    "rank-d2-r200": {"objective": "rank", "rounds": 200, "params": {"max_depth": 2}},
+    "rank-d1": {"objective": "rank", "rounds": 200, "params": {"max_depth": 1}},
+    "rank-d3-mcw5": {"objective": "rank", "rounds": 100,
+                     "params": {"max_depth": 3, "min_child_weight": 5.0}},
     "rank-d4-r200": {"objective": "rank", "rounds": 200, "params": {"max_depth": 4}},
     "rank-d4-mcw20-cs05": {"objective": "rank", "rounds": 100,
                            "params": {"max_depth": 4, "min_child_weight": 20.0,
@@ -91,7 +113,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
                             "params": {"max_depth": 4}},
     "reg-d4-noprior-col": {"rounds": 200, "prior_column": False, "params": {"max_depth": 4}},
 }
-DEFAULT_SETTINGS = "reg-d6"
+DEFAULT_SETTINGS = "rank-d2"
 # name -> changes of the default target
 TARGETS: dict[str, dict[str, dict[str, Any]]] = {
     "default": {},
@@ -164,7 +186,7 @@ def folds_of(groups: np.ndarray, corpus: list[str], targets: list[str], by: str)
 
 
 def select(x: np.ndarray, y: np.ndarray, groups: np.ndarray, corpus: list[str],
-           targets: list[str], by: str, seed: int) -> int:
+           targets: list[str], by: str, seed: int, names: list[str]) -> int:
     """Print every :data:`SETTINGS`'s cross-validated rank quality (and the roofline's)."""
     from cost_model.selection import cross_validate
 
@@ -173,7 +195,12 @@ def select(x: np.ndarray, y: np.ndarray, groups: np.ndarray, corpus: list[str],
           f"groups, {len(y)} rows")
     print("| settings | Spearman, fastest quarter | worst group | top-10% recall | Spearman | s |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name in [None, *SETTINGS]:
+    unknown = [n for n in names if n not in SETTINGS]
+    if unknown:
+        print(f"train_pretrained: error: unknown settings {', '.join(unknown)} (known: "
+              f"{', '.join(SETTINGS)})", file=sys.stderr)
+        return 2
+    for name in [None, *names]:
         t0 = time.process_time()
         make = None if name is None else (lambda n=name: make_model(n, seed))
         r = cross_validate(make, x, y, groups, folds)
@@ -199,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--select", choices=("model", "family"), default=None,
                     help="instead of training: score every --settings by leaving each corpus "
                          "model (or family) out in turn, print the table and exit")
+    ap.add_argument("--candidates", default=None, metavar="NAME,...",
+                    help="--select scores only these settings (default: all)")
     ap.add_argument("-o", "--output", default=None,
                     help="where to save (default: cost_model/pretrained/xgb-<feature set id>.ubj)")
     args = ap.parse_args(argv)
@@ -247,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
                             corpus=np.array(corpus), targets=np.array(targets), seed=seed)
     if args.select:
         return select(np.vstack(xs), np.concatenate(ys), np.concatenate(gs), corpus, targets,
-                      args.select, args.seed)
+                      args.select, args.seed,
+                      args.candidates.split(",") if args.candidates else list(SETTINGS))
     m = make_model(args.settings, args.seed, args.rounds)
     m.fit(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
     out = Path(args.output) if args.output else ROOT / "cost_model" / "pretrained" / pretrained_filename()

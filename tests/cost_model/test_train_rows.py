@@ -104,3 +104,15 @@ def test_the_settings_are_recorded_and_each_makes_a_model(tmp_path: Path) -> Non
     info = json.loads(out.with_suffix(".json").read_text())
     assert info["settings"] == "rank-d4"
     assert cost_model.XGBModel.load(out).objective == "rank"
+
+
+def test_the_shipped_model_was_trained_with_the_chosen_settings() -> None:
+    """The shipped file is the one ``tools/train_pretrained.py`` makes by default (retrain it
+    when the default settings change)."""
+    tool = _tool()
+    info = cost_model.pretrained_info()
+    assert info is not None and info.get("settings") == tool.DEFAULT_SETTINGS
+    path = cost_model.pretrained_path()
+    assert path is not None
+    want = tool.SETTINGS[tool.DEFAULT_SETTINGS].get("objective", "regression")
+    assert cost_model.XGBModel.load(path).objective == want
