@@ -210,7 +210,7 @@ def run_held_out(trials: int, seed: int, out: Path, models: list[str], target_se
         shipped = shipped_tag()
         for k in range(seeds):
             for run, pre in (("cold", False), ("pretrained", True)):
-                tag = "" if k == 0 else f".s{seed + k}"
+                tag = "" if seed + k == 0 else f".s{seed + k}"  # --seed K runs seed K alone
                 # a cold tune does not read the shipped model: its log is reused across models
                 # (a re-run resumes it, measuring nothing); a shipped model's tune is its own
                 what = run if run == "cold" else f"{run}-{shipped}"
