@@ -10,6 +10,8 @@
   :class:`AnalyticalModel` is that roofline estimate alone and
   :class:`RandomModel` the baseline;
 * :mod:`cost_model.metrics`: Spearman, pairwise accuracy, top-k recall;
+* :mod:`cost_model.selection`: training settings scored by leaving networks out
+  (how the shipped model's settings are chosen);
 * :func:`pretrained_path`: the pre-trained model shipped as package data
   (``pretrained/xgb-<feature_set_id()>.ubj``, trained by
   ``tools/train_pretrained.py``), None when this feature set has none.
@@ -20,7 +22,7 @@ Example:
     >>> scores = model.predict(features(graph, proposals, target))
 """
 
-from cost_model import metrics
+from cost_model import metrics, selection
 from cost_model._base import CostModel, CostModelError
 from cost_model._features import FEATURES, Feature, feature_names, features, reference_cycles
 from cost_model._pretrained import feature_set_id, pretrained_info, pretrained_path
@@ -43,4 +45,5 @@ __all__ = [
     "pretrained_info",
     "pretrained_path",
     "reference_cycles",
+    "selection",
 ]

@@ -31,6 +31,15 @@ prior learns orders among the many pairs of slow uniform samples and ranks the
 neighbourhood worst of the three (0.988 on BERT-base, 0.919 on ResNet-50 against
 0.955 with absolute error).
 
+That holds for a model trained on the network it ranks. **Across networks** it is the
+other way round: the shipped pre-trained model ranks networks it never saw, and there,
+scored by leaving each corpus network out (``cost_model.selection``), the absolute-error
+regression orders each network's fastest quarter worse than the prior alone (Spearman
+0.705 / 0.627 leaving a model / a family out, the prior 0.765) while pairwise ranking with
+trees of depth 2 orders it better (0.822 / 0.819): the regression's corrections are
+network-specific, the ranking's shallow ones transfer. ``tools/train_pretrained.py``
+trains the shipped model so (``rank-d2``; ``bench/results/sweep.md``, sixth pass).
+
 Until ``min_samples`` measurements exist the model predicts random scores (cold
 start, as Ansor's). :meth:`update` adds measurements and retrains once the data
 has grown by ``retrain_growth`` since the last training.

@@ -8,8 +8,9 @@ bandwidth, or both): schedules drawn from the search space
 from the fastest 10% (the neighbourhood a tuner works in), each measured on the
 simulator. The rows are ``cost_model.features`` of each schedule on its own
 target (normalised by the target's rates and capacities) and the model is an
-``XGBModel`` (log-throughput regression over the roofline prior), each (model,
-target) its own query group, saved in XGBoost's UBJSON as
+``XGBModel`` with the settings :data:`DEFAULT_SETTINGS` of :data:`SETTINGS` (since
+2026-11-27 ``rank-d2``: pairwise ranking over the roofline prior, trees of depth 2, 100
+rounds), each (model, target) its own query group, saved in XGBoost's UBJSON as
 ``cost_model/pretrained/xgb-<feature set id>.ubj``: a graphtune whose features
 change finds no file for its id and says so until this script is run again.
 Beside it, ``xgb-<feature set id>.json`` records the corpus, the row count and the
@@ -28,6 +29,21 @@ fingerprint, feature set, corpus, targets and seed they were measured with), and
 such a file without measuring, to try other training settings in seconds (measuring the
 corpus is nearly all of the run). The model then records the rows' fingerprint and
 corpus, not today's; a file of another feature set, or without them, is refused.
+
+**How the settings were chosen** (``--select model|family``, on saved rows): the shipped
+model ranks networks that are not in its corpus, so every candidate of :data:`SETTINGS`
+is scored by leaving each corpus model (both its sizes, all four targets; 6 folds) or
+each :data:`FAMILY` (4 folds) out, training on the rest and scoring every left-out
+(network, target) group by Spearman over its fastest quarter, its worst group and top-10 %
+recall (:mod:`cost_model.selection`), beside the roofline estimate. On the 6,442 rows of
+measurer version 5 (2026-11-27, ``bench/results/sweep.md`` sixth pass), fastest-quarter
+Spearman, leave one model out / one family out: roofline 0.765 / 0.765; the previous
+shipped settings (``reg-d6``, absolute-error regression, depth 6) 0.705 / 0.627, i.e.
+worse than the roofline on an unseen network; ``rank-d2`` 0.822 / 0.819 (seeds 1-2 of the
+family split 0.819, 0.824), worst group 0.478 against the roofline's -0.210, top-10 % recall
+0.843 / 0.825 against 0.736. Deeper ranking trees and more rounds did worse (``rank-d6``
+0.775 / 0.777, ``rank-d4-r200`` 0.787 / 0.765), as did every regression setting (best
+``reg-d4-mcw20-cs05`` 0.729 / 0.748). ``--settings NAME`` trains with another.
 """
 
 from __future__ import annotations
@@ -62,6 +78,42 @@ CORPUS: list[tuple[str, int, dict[str, Any]]] = [
     ("dlrm", 2048, {}),
 ]
 HELD_OUT = ["resnet34", "vit", "wide_and_deep", "gpt", "efficientnet_b0"]
+# the family of each corpus model, for leave-one-family-out cross-validation (--select family)
+FAMILY = {"tiny_cnn": "convnet", "resnet18": "convnet", "mobilenet_v2": "depthwise",
+          "bert_base": "transformer", "deepfm": "recsys", "dlrm": "recsys"}
+# name -> XGBModel settings; --select scores each by leaving networks out of the corpus
+SETTINGS: dict[str, dict[str, Any]] = {
+    # the model shipped until 2026-11-27: absolute-error regression over the roofline
+    # prior, depth 6, 200 rounds (early-stopped on a random fifth of the rows)
+    "reg-d6": {"rounds": 200},
+    "reg-d4": {"rounds": 200, "params": {"max_depth": 4}},
+    "reg-d3-mcw20": {"rounds": 200, "params": {"max_depth": 3, "min_child_weight": 20.0}},
+    "reg-d4-mcw20-cs05": {"rounds": 200, "params": {"max_depth": 4, "min_child_weight": 20.0,
+                                                     "colsample_bytree": 0.5}},
+    "reg-d2-r100": {"rounds": 100, "params": {"max_depth": 2, "min_child_weight": 20.0}},
+    "reg-d6-r50": {"rounds": 50, "validation": 0.0},
+    "reg-sq-d4": {"rounds": 200, "loss": "squared", "params": {"max_depth": 4}},
+    "rank-d4": {"objective": "rank", "rounds": 100, "params": {"max_depth": 4}},
+    "rank-d6": {"objective": "rank", "rounds": 100},
+    "rank-d3": {"objective": "rank", "rounds": 100, "params": {"max_depth": 3}},
+    "rank-d3-r50": {"objective": "rank", "rounds": 50, "params": {"max_depth": 3}},
+    "rank-d2": {"objective": "rank", "rounds": 100, "params": {"max_depth": 2}},
+    "rank-d2-r200": {"objective": "rank", "rounds": 200, "params": {"max_depth": 2}},
+    "rank-d1": {"objective": "rank", "rounds": 200, "params": {"max_depth": 1}},
+    "rank-d3-mcw5": {"objective": "rank", "rounds": 100,
+                     "params": {"max_depth": 3, "min_child_weight": 5.0}},
+    "rank-d4-r200": {"objective": "rank", "rounds": 200, "params": {"max_depth": 4}},
+    "rank-d4-mcw20-cs05": {"objective": "rank", "rounds": 100,
+                           "params": {"max_depth": 4, "min_child_weight": 20.0,
+                                      "colsample_bytree": 0.5}},
+    # pairs among each group's top schedules only (the order a search needs)
+    "rank-d4-top32": {"objective": "rank", "rounds": 100,
+                      "params": {"max_depth": 4, "lambdarank_pair_method": "topk"}},
+    "rank-d4-noprior-col": {"objective": "rank", "rounds": 100, "prior_column": False,
+                            "params": {"max_depth": 4}},
+    "reg-d4-noprior-col": {"rounds": 200, "prior_column": False, "params": {"max_depth": 4}},
+}
+DEFAULT_SETTINGS = "rank-d2"
 # name -> changes of the default target
 TARGETS: dict[str, dict[str, dict[str, Any]]] = {
     "default": {},
@@ -109,16 +161,73 @@ def corpus_rows(model: str, batch: int, options: dict[str, Any], target: Any, sa
     return x, y
 
 
+def make_model(settings: str, seed: int, rounds: int | None = None) -> Any:
+    """An untrained ``XGBModel`` with the named :data:`SETTINGS` (``rounds`` overrides theirs)."""
+    import cost_model
+
+    kw = dict(SETTINGS[settings])
+    params = {"nthread": 1, **kw.pop("params", {})}
+    if rounds is not None:
+        kw["rounds"] = rounds
+    return cost_model.XGBModel(seed=seed, params=params, **kw)
+
+
+def folds_of(groups: np.ndarray, corpus: list[str], targets: list[str], by: str) -> np.ndarray:
+    """Each row's fold: its corpus model's name (``by="model"``: both sizes of a model leave
+    together) or its :data:`FAMILY` (``by="family"``). A row's group is its corpus entry's
+    index times the number of targets plus its target's (the order rows are measured in)."""
+    from cost_model.selection import fold_labels
+
+    fold = {}
+    for g in np.unique(groups):
+        model = corpus[int(g) // len(targets)].split()[0]
+        fold[int(g)] = model if by == "model" else FAMILY.get(model, model)
+    return fold_labels(groups, fold)
+
+
+def select(x: np.ndarray, y: np.ndarray, groups: np.ndarray, corpus: list[str],
+           targets: list[str], by: str, seed: int, names: list[str]) -> int:
+    """Print every :data:`SETTINGS`'s cross-validated rank quality (and the roofline's)."""
+    from cost_model.selection import cross_validate
+
+    folds = folds_of(groups, corpus, targets, by)
+    print(f"leave one {by} out: {len(set(folds.tolist()))} folds, {len(np.unique(groups))} "
+          f"groups, {len(y)} rows")
+    print("| settings | Spearman, fastest quarter | worst group | top-10% recall | Spearman | s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    unknown = [n for n in names if n not in SETTINGS]
+    if unknown:
+        print(f"train_pretrained: error: unknown settings {', '.join(unknown)} (known: "
+              f"{', '.join(SETTINGS)})", file=sys.stderr)
+        return 2
+    for name in [None, *names]:
+        t0 = time.process_time()
+        make = None if name is None else (lambda n=name: make_model(n, seed))
+        r = cross_validate(make, x, y, groups, folds)
+        print(f"| {name or 'roofline'} | {r.spearman_top:.3f} | {r.worst_top:.3f} | "
+              f"{r.recall10:.3f} | {r.spearman:.3f} | {time.process_time() - t0:.0f} |",
+              flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=120, help="space samples per model and target")
     ap.add_argument("--mutants", type=int, default=60, help="neighbourhood moves per model and target")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--rounds", type=int, default=200, help="boosting rounds")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="boosting rounds (default: the settings')")
     ap.add_argument("--save-rows", default=None, metavar="NPZ",
                     help="also write the corpus's rows (x, y, groups) to this .npz file")
     ap.add_argument("--rows", default=None, metavar="NPZ",
                     help="train on rows written by --save-rows instead of measuring the corpus")
+    ap.add_argument("--settings", default=DEFAULT_SETTINGS, choices=sorted(SETTINGS),
+                    help="training settings (default %(default)s)")
+    ap.add_argument("--select", choices=("model", "family"), default=None,
+                    help="instead of training: score every --settings by leaving each corpus "
+                         "model (or family) out in turn, print the table and exit")
+    ap.add_argument("--candidates", default=None, metavar="NAME,...",
+                    help="--select scores only these settings (default: all)")
     ap.add_argument("-o", "--output", default=None,
                     help="where to save (default: cost_model/pretrained/xgb-<feature set id>.ubj)")
     args = ap.parse_args(argv)
@@ -165,12 +274,17 @@ def main(argv: list[str] | None = None) -> int:
                             groups=np.concatenate(gs), simulator=np.str_(simulator),
                             feature_set=np.str_(cost_model.feature_set_id()),
                             corpus=np.array(corpus), targets=np.array(targets), seed=seed)
-    m = cost_model.XGBModel(seed=args.seed, rounds=args.rounds, params={"nthread": 2})
+    if args.select:
+        return select(np.vstack(xs), np.concatenate(ys), np.concatenate(gs), corpus, targets,
+                      args.select, args.seed,
+                      args.candidates.split(",") if args.candidates else list(SETTINGS))
+    m = make_model(args.settings, args.seed, args.rounds)
     m.fit(np.vstack(xs), np.concatenate(ys), np.concatenate(gs))
     out = Path(args.output) if args.output else ROOT / "cost_model" / "pretrained" / pretrained_filename()
     out.parent.mkdir(parents=True, exist_ok=True)
     m.save(out)
     info = {"feature_set": cost_model.feature_set_id(), "simulator": simulator,
+            "settings": args.settings,
             "rows": int(m.n_samples), "corpus": corpus, "targets": targets, "seed": seed,
             "trained": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
