@@ -142,6 +142,11 @@ class _Walked:
         self.issue = issue
 
     @property
+    def scopes(self) -> list[int]:
+        """Each step's scope: 0 L1, 1 LLB, 2 DDR."""
+        return self._raw[0]  # type: ignore[no-any-return]
+
+    @property
     def layouts(self) -> list[tuple[str, None]]:
         if self._layouts is None:
             self._layouts = [(_NAME[s], None) for s in self._raw[0]]
