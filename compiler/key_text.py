@@ -45,6 +45,10 @@ class _Pieces:
         # reprs of the table's op tuples and placements by code (table.ops, table.placements)
         self.ops: list[str | None] = []
         self.places: list[str | None] = []
+        # step code -> its entry in the order's text, for group steps made with the first op
+        # every schedule of the table has for the group's name (first_of: name -> that repr)
+        self.full: list[str | None] = []
+        self.first_of: dict[str, str] = {}
         # reprs of other placements by identity (each kept alive here with its repr)
         self.other_places: dict[int, tuple[Placement, str]] = {}
 
@@ -152,31 +156,47 @@ def coded_text(batch: int, table: ValueTable, g_codes: list[int],
     interned = table.groups
     groups = []
     first: dict[str, str] = {}  # group name -> repr of its first op
+    first_of = pieces.first_of
+    agree = True  # every group's name has the first op it has in the table's other schedules
     for c in g_codes:
         piece = cached[c]
         if piece is None:
             piece = cached[c] = pieces.group(table, c)
         groups.append(piece)
-        first[interned[c].name] = piece[2]
+        name = interned[c].name
+        first[name] = piece[2]
+        known = first_of.get(name)
+        if known is None:
+            first_of[name] = piece[2]
+        elif known != piece[2]:
+            agree = False
     groups.sort(key=lambda x: x[0])
     transfers = sorted(transfers, key=lambda x: x[0])
     texts = pieces.steps
     _grow(texts, len(table.steps))  # type: ignore[arg-type]
     steps = table.steps
-    order = []
-    for c in s_codes:
-        text = texts[c]
-        if text is None:
-            st = steps[c]
-            grouped = st.kind == "group"
-            text = texts[c] = (grouped, st.name,
-                               f", {st.chunk!r})" if grouped else repr(st.name))
-        if text[0]:
-            order.append("(" + (first.get(text[1]) or repr(text[1])) + text[2])
-        else:
-            order.append(text[2])
+    full = pieces.full
+    _grow(full, len(table.steps))  # type: ignore[arg-type]
+    order: list[str | None] = [full[c] for c in s_codes] if agree else [None] * len(s_codes)
+    if None in order:
+        for k, c in enumerate(s_codes):
+            if order[k] is not None:
+                continue
+            text = texts[c]
+            if text is None:
+                st = steps[c]
+                grouped = st.kind == "group"
+                text = texts[c] = (grouped, st.name,
+                                   f", {st.chunk!r})" if grouped else repr(st.name))
+            if not text[0]:
+                order[k] = full[c] = text[2]
+                continue
+            f = first.get(text[1])
+            order[k] = "(" + (f or repr(text[1])) + text[2]
+            if f is not None and agree:  # the name's first op in every schedule of the table
+                full[c] = order[k]
     return _tuple([repr(batch), _tuple([p for _, p, _ in groups]),
-                   _tuple([p for _, p in transfers]), _tuple(order)])
+                   _tuple([p for _, p in transfers]), _tuple(order)])  # type: ignore[arg-type]
 
 
 def _from_codes(s: GraphSchedule, codes: ScheduleCodes) -> str | None:

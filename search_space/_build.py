@@ -702,11 +702,13 @@ class Decoding:
         space, walk = self.space, self.walk
         it = interned(space)
         it.use(space.values())
-        scopes = walk.scopes if isinstance(walk, _Walked) else \
-            [_SCOPE_CODE[lay[0]] for lay in walk.layouts]
+        if isinstance(walk, _Walked):  # the compiled walk: its step rows know the positions
+            scopes, at = walk.scopes, self._crows[-1]  # type: ignore[attr-defined]
+        else:
+            scopes, at = [_SCOPE_CODE[lay[0]] for lay in walk.layouts], None
         s = LazySchedule.deferred(self.batch, self.graph.workload_key, "search_space",
                                   Decoded(it, self.batch, self.groups, self.transfers,
-                                          self.nodes, scopes))
+                                          self.nodes, scopes, at))
         # derived once and walked once: validation and the pre-check reuse both
         memo_of(s, limit=8)[("derived", id(self.graph))] = (self.graph,
                                                             (self.transfers, self.deps, self.outs))

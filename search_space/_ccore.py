@@ -335,7 +335,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             STATS["wide"] += 1
             return None
         rows = dec._crows = _step_rows(dec, space)
-    nodes, steps_of, asks, scope_dim, names_of, group_rows = rows
+    nodes, steps_of, asks, scope_dim, names_of, group_rows, _ = rows
     # the reader is asked in walk order: a group's policy at its first chunk, a
     # producer's transfer scope at its first transfer whose scope is free
     wants: dict[str, Any] = {}
@@ -386,7 +386,8 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     reader's answers ask for: the order, per step (kind, whose answer sets the scope it
     asks for, chunk or -1, the rest of its row), the answers in the order the walk asks
     for them, each step's scope parameter, the streamable inputs of each group chunk
-    and each group's LLB weight tiles."""
+    and each group's LLB weight tiles; the position of each group chunk's step (by group)
+    and of each transfer's (what :mod:`search_space._lazy` reads the scopes at)."""
     splits = {gr.name: gr.split for gr in dec.groups}
     if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
@@ -412,11 +413,14 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     sizes = _sizes(space, dec.batch)
     trows = _transfer_rows(space)
     per_group: dict[str, tuple[Any, ...]] = {}
-    for node, reads in zip(nodes, all_reads):
+    chunk_at: dict[str, list[int]] = {}  # per group, the position of each chunk's step
+    step_at: dict[str, int] = {}  # per transfer, its step's position
+    for k, (node, reads) in enumerate(zip(nodes, all_reads)):
         if node[0] == "g":
             per = per_group.get(node[1])
             if per is None:  # once per group: its tables
                 gr = by_name[node[1]]
+                chunk_at[node[1]] = [0] * gr.split
                 d = d_scope[gr.scope_at]
                 asks.append((node[1], d, gr))
                 names, work, inputs, allowed, code, sb, fb, fill, ws = _work(
@@ -429,6 +433,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
                 per = per_group[node[1]] = (gr, d, batch // gr.split, allowed, code, sb, fb, inputs,
                                             work, names, fill, tiles, ws)
             gr, d, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles, ws = per
+            chunk_at[node[1]][node[2]] = k
             scope_dim[node] = d
             parts = gr.binds[node[2]]
             pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
@@ -466,7 +471,8 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
             scope_dim[node] = d
             steps_of.append((1, key, -1, rest))
         names_of.append(None)
-    return nodes, steps_of, asks, scope_dim, names_of, group_rows
+        step_at[node[1]] = k
+    return nodes, steps_of, asks, scope_dim, names_of, group_rows, (chunk_at, step_at)
 
 
 def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],

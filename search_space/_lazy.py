@@ -109,14 +109,17 @@ class Decoded:
         transfers: The chunk DAG's transfers (their results in DDR).
         nodes: The order, as chunk-DAG nodes.
         scopes: Each step's scope (0 L1, 1 LLB, 2 DDR), in the order.
+        at: The position in the order of each group's chunks (by group name) and of each
+            transfer (by name), when known (else found from ``nodes``).
     """
 
     __slots__ = ("_codes", "_objects", "_state", "_text", "_transfers", "batch", "it", "table")
 
     def __init__(self, it: Interned, batch: int, groups: list[Any], transfers: list[Transfer],
-                 nodes: list[Node], scopes: list[int]) -> None:
+                 nodes: list[Node], scopes: list[int],
+                 at: tuple[dict[str, list[int]], dict[str, int]] | None = None) -> None:
         self.it, self.table, self.batch = it, it.table, batch
-        self._state: tuple[Any, ...] | None = (groups, transfers, nodes, scopes)
+        self._state: tuple[Any, ...] | None = (groups, transfers, nodes, scopes, at)
         self._codes: ScheduleCodes | None = None
         self._transfers: list[list[Any]] = []
         self._text: str | None = None
@@ -131,17 +134,20 @@ class Decoded:
     def _code(self) -> None:
         state = self._state
         assert state is not None
-        groups, transfers, nodes, scopes = state
+        groups, transfers, nodes, scopes, at = state
         it, table = self.it, self.table
         assert table is not None
-        # each group chunk's scope and each transfer's, by position in the order
-        chunk_at = {gr.name: [0] * gr.split for gr in groups}
-        t_scope: dict[str, int] = {}
-        for k, nd in enumerate(nodes):
-            if nd[0] == "g":
-                chunk_at[nd[1]][nd[2]] = k
-            else:
-                t_scope[nd[1]] = scopes[k]
+        # each group chunk's and each transfer's position in the order
+        if at is None:
+            chunk_at: dict[str, list[int]] = {gr.name: [0] * gr.split for gr in groups}
+            step_at: dict[str, int] = {}
+            for k, nd in enumerate(nodes):
+                if nd[0] == "g":
+                    chunk_at[nd[1]][nd[2]] = k
+                else:
+                    step_at[nd[1]] = k
+        else:
+            chunk_at, step_at = at
         fast = it.groups if it.table is table else {}
         g_codes = []
         for gr in groups:
@@ -162,7 +168,7 @@ class Decoded:
         t_codes = []
         rows = []
         for t in transfers:
-            sc = t_scope[t.name]
+            sc = scopes[step_at[t.name]]
             row = placed.get((id(t), sc))
             if row is None or row[0] is not t:  # the row holds t: its identity stays its own
                 # the space's shared Placement (the cost model looks placements up by identity)
