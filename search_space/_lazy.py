@@ -63,7 +63,8 @@ class Interned:
         self.table: ValueTable | None = None
         # (name, id(ops), split, perm, cores, parts, spread, chunk scopes) -> group code
         self.groups: dict[tuple[Any, ...], int] = {}
-        # (id(transfer), scope) -> [transfer, placed transfer, its code, its key entry]
+        # (id(transfer), scope) -> [transfer, placed transfer, its code, its key entry,
+        # placement]
         self.placed: dict[tuple[int, int], list[Any]] = {}
 
     def use(self, table: ValueTable) -> None:
@@ -173,15 +174,14 @@ class Decoded:
             if row is None or row[0] is not t:  # the row holds t: its identity stays its own
                 # the space's shared Placement (the cost model looks placements up by identity)
                 place = it.placement(_NAME[sc], t.placement.core_bind)
-                moved = t if place is t.placement else \
-                    Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks,
-                             t.dst_chunks, place)
                 tkey = (t.tensor, t.dst_factor, t.dst_chunks, id(place))
                 c = table.transfer_code(tkey)
                 if c is None:
                     c = table.add_transfer(tkey, TransferItem(t.tensor, t.dst_factor,
                                                               t.dst_chunks, place))
-                row = placed[(id(t), sc)] = [t, moved, c, None]
+                # [transfer, placed transfer (made when the objects are), code, key entry,
+                # placement]
+                row = placed[(id(t), sc)] = [t, None, c, None, place]
             t_codes.append(row[2])
             rows.append(row)
         s_codes = table.step_codes(nodes)
@@ -202,8 +202,8 @@ class Decoded:
             for row in self._transfers:
                 text = row[3]
                 if text is None:
-                    t = row[1]
-                    tail = transfer_tail(table, t.dst_chunks, t.placement)
+                    t = row[0]
+                    tail = transfer_tail(table, t.dst_chunks, row[4])
                     text = row[3] = (t.name, transfer_text(t.name, t.kind, t.tensor,
                                                            t.src_factor, t.dst_factor,
                                                            t.src_chunks, tail))
@@ -217,6 +217,12 @@ class Decoded:
             codes = self.codes()
             table = codes.table
             groups, steps = table.groups, table.steps
+            for row in self._transfers:
+                if row[1] is None:  # the transfer with its result in its placement
+                    t, place = row[0], row[4]
+                    row[1] = t if place is t.placement else \
+                        Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor,
+                                 t.src_chunks, t.dst_chunks, place)
             self._objects = (tuple([groups[c] for c in codes.groups.tolist()]),
                              tuple([row[1] for row in self._transfers]),
                              tuple([steps[c] for c in codes.order.tolist()]))
