@@ -345,14 +345,10 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         else:
             xs = TRANSFER_SCOPES[get(d)]
             wants[key] = _AUTO if xs == "auto" else _CODE[xs]
-    steps = []
-    for kind, key, chunk, rest in steps_of:
-        if key is None:
-            steps.append((kind, 2, *rest))
-        elif chunk >= 0:
-            steps.append((kind, wants[key][chunk], *rest))
-        else:
-            steps.append((kind, wants[key], *rest))
+    # a fixed step's row is whole already (key None: chunk holds it)
+    steps = [chunk if key is None else
+             (kind, wants[key][chunk], *rest) if chunk >= 0 else (kind, wants[key], *rest)
+             for kind, key, chunk, rest in steps_of]
     target = space.target
     res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
                    target.chip.cores_per_cluster, steps, True)
@@ -384,7 +380,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
 def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     """What the compiled walk reads of a Decoding's steps, apart from the scopes its
     reader's answers ask for: the order, per step (kind, whose answer sets the scope it
-    asks for, chunk or -1, the rest of its row), the answers in the order the walk asks
+    asks for, chunk or -1 (a fixed step, whose answer is None: its whole row), the rest of
+    its row), the answers in the order the walk asks
     for them, each step's scope parameter, the streamable inputs of each group chunk
     and each group's LLB weight tiles; the position of each group chunk's step (by group)
     and of each transfer's (what :mod:`search_space._lazy` reads the scopes at)."""
@@ -403,7 +400,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     g = dec.mem
     codes = tensor_codes(space)
     by_name, by_out, transfer_by_name, fixed = dec.by_name, dec.by_out, dec.transfer_by_name, dec.fixed
-    steps_of: list[tuple[int, str | None, int, tuple[Any, ...]]] = []
+    steps_of: list[tuple[int, str | None, Any, tuple[Any, ...]]] = []
     asks: list[tuple[str, int, Any]] = []
     names_of: list[tuple[str, ...] | None] = []
     scope_dim: dict[Node, int] = {}
@@ -461,7 +458,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
         rest: tuple[Any, ...] = (7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0)
         prod = by_out.get(t.tensor)
         if prod is None or t.name in fixed:
-            steps_of.append((2, None, -1, rest))
+            steps_of.append((2, None, (2, 2, *rest), rest))  # its whole row: scope asked 2
         else:
             key = "t:" + prod.name
             d = slot_of[prod.slot] + 5
