@@ -14,6 +14,7 @@ import copy
 import dataclasses
 import gc
 import hashlib
+import operator
 import pickle
 import weakref
 
@@ -64,7 +65,8 @@ def test_laziness_is_invisible(model: str, count: int, target: Target) -> None:
         assert type(plain) is GraphSchedule
         for f in dataclasses.fields(GraphSchedule):
             assert getattr(s, f.name) == getattr(plain, f.name), f.name
-        assert s == plain and plain == s and not (s != plain) and hash(s) == hash(plain)
+        assert s == plain and plain == s and hash(s) == hash(plain)
+        assert not operator.ne(s, plain) and not operator.ne(plain, s)
         assert repr(s) == repr(plain)
         assert text == repr(plain.structural_key()) == repr(s.structural_key())
         assert cid == plain_id(plain) == candidate_id(s)
