@@ -5,7 +5,9 @@ Sampled, mutated and crossed-over schedules of several zoo models are identified
 transfers and order; then every reader's view is compared with a plain
 ``GraphSchedule`` of the same JSON: each field, ``==`` both ways, ``hash``, ``repr``,
 pickling and copying (which give the plain type), JSON, the structural key, the id
-of the plain repr (what logs hold) and the codes (naming exactly the built values).
+of the plain repr (what logs hold) and the codes (naming exactly the built values); and
+that the built values are the ones the decoder walked (a fresh capacity walk of a plain
+copy gives the memory plan remembered at decoding, and the same pre-check verdict).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 import pytest
 
 from autotune.sampling._studies import candidate_id
+from compiler.capacity import plan_memory
 from compiler.codes import LazySchedule, codes_of
 from compiler.key_text import _from_codes, key_text
 from compiler.schedule import GraphSchedule
@@ -86,9 +89,13 @@ def test_laziness_is_invisible(model: str, count: int, target: Target) -> None:
         # copies are plain schedules, equal
         for other in (pickle.loads(pickle.dumps(s)), copy.copy(s), copy.deepcopy(s)):
             assert type(other) is GraphSchedule and other == s and hash(other) == hash(s)
-        # the verdict does not depend on whether the schedule was built
+        # the verdict does not depend on whether the schedule was built, and the built
+        # objects are the schedule the decoder walked: a fresh walk of the plain copy's
+        # scopes gives the plan the decoder remembered
         again = space.precheck(plain)  # type: ignore[attr-defined]
         assert (again.ok, again.kind, again.reason) == (check.ok, check.kind, check.reason)
+        graph = space.graph_for(s.batch)  # type: ignore[attr-defined]
+        assert plan_memory(graph, plain, target) == plan_memory(graph, s, target)
     # features of plain copies (walked, not gathered by code): the same rows
     copies = [GraphSchedule.loads(s.dumps()) for s in schedules[::4]]
     assert np.array_equal(features(small_graph(model), copies, target), x[::4])
