@@ -1,5 +1,7 @@
-"""The compiled search core (search_space/_cwalk.c, search_space/_cdag.c), optional: without a C compiler the
-package installs and decoding runs in Python (search_space/_ccore.py warns once)."""
+"""The compiled search core (search_space/_cwalk.c with _cprofile.c, search_space/_cdag.c,
+search_space/_cpart.c),
+optional: without a C compiler the package installs and decoding runs in Python
+(search_space/_ccore.py warns once)."""
 
 from setuptools import Extension, setup
 
@@ -7,9 +9,16 @@ setup(
     ext_modules=[
         Extension(
             "search_space._cwalk",
-            ["search_space/_cwalk.c"],
+            ["search_space/_cwalk.c", "search_space/_cprofile.c"],
+            depends=["search_space/_cprofile.h"],
             # the same floating-point sums as the Python walk: no fused multiply-adds
             extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,
+        ),
+        Extension(
+            "search_space._cpart",
+            ["search_space/_cpart.c"],
+            extra_compile_args=["-O2"],
             optional=True,
         ),
         Extension(

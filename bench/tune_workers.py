@@ -85,10 +85,14 @@ class CpuProbe:
         # measure and breed calls (the rest: Ray's threads, unpickling the calls).
         self.split: list[dict[str, float]] = []
         self._sampler: object = None
+        self._job: JobState | None = None
 
     def _split(self) -> dict[str, float]:
+        # "n": the measurements made by then, so the split is divided by the count over
+        # its own span (first batch to the pool's close), not the callbacks' shorter one
         out = {"main": time.thread_time(),
-               "fit": float(getattr(self._sampler, "fit_cpu_s", 0.0))}
+               "fit": float(getattr(self._sampler, "fit_cpu_s", 0.0)),
+               "n": float(self._job.measured_now if self._job is not None else 0)}
         if isinstance(self.pool, RayPool):
             for w in self.pool.worker_cpu():
                 for k, v in w.items():
@@ -129,6 +133,7 @@ class CpuProbe:
     def __call__(self, job: JobState) -> None:
         if not self.pids and isinstance(self.pool, RayPool):
             self.pids = self.pool.worker_pids()
+        self._job = job
         snap = (time.perf_counter(), job.measured_now, time.process_time(), self._workers())
         if self.first is None:
             self.first = snap
@@ -150,7 +155,7 @@ class CpuProbe:
             a, b = self.split
             d = {k: b[k] - a.get(k, 0.0) for k in b}
             inline = not getattr(getattr(self._sampler, "options", None), "background_fit", True)
-            out.update({"driver_main": d["main"] - (d["fit"] if inline else 0.0),
+            out.update({"split_n": d["n"], "driver_main": d["main"] - (d["fit"] if inline else 0.0),
                         "driver_fit": d["fit"],
                         "driver_ray": driver - d["main"] - (0.0 if inline else d["fit"]),
                         "w_measure": d.get("w_measure", 0.0), "w_breed": d.get("w_breed", 0.0),
@@ -165,7 +170,7 @@ def split_text(f: dict[str, float]) -> str:
     """CPU ms per measurement by part, as one line (empty without the split)."""
     if "w_measure" not in f:
         return ""
-    n = f["n"]
+    n = f.get("split_n") or f["n"]
     parts = ("driver_main", "driver_fit", "driver_ray", "w_measure", "w_breed", "w_other")
     held = f" (measured where bred: {100 * f.get('w_held', 0.0) / n:.0f} %)" if n else ""
     return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts) + held

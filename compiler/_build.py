@@ -109,6 +109,7 @@ def compile_model(
         check_output(dest, inputs=[model.path])
     except OutputError as exc:
         raise CompileError(str(exc)) from None
+    check_linker()
     if config.get(QUANT_KEY) is not None:
         from compiler.quant import QuantConfig, quantize_model
 
@@ -137,6 +138,26 @@ def compile_model(
         "wrote %s (%.1f MB) in %.1f s of build stages", dest, size / 1e6, sum(timings.values())
     )
     return resolved
+
+
+NO_LINKER = "no C compiler to link the artifact"
+
+
+def check_linker() -> None:
+    """Fail in a second, not after the build, when TVM has nothing to link ``lib.so`` with.
+
+    ``export_library`` links with ``$CXX``/``$CC`` or the first of g++, gcc, clang++,
+    clang, c++, cc on ``PATH`` (``tvm.support.cc.get_cc``). The search space's own
+    compiled core is optional (Python decodes without it); linking an artifact is not.
+
+    Raises:
+        CompileError: No such compiler (the message starts with :data:`NO_LINKER`).
+    """
+    from tvm.support.cc import get_cc
+
+    if get_cc() is None:
+        raise CompileError(f"{NO_LINKER} (TVM links lib.so with g++, gcc, clang or cc from "
+                           "PATH, or $CXX): install one (Debian: apt install gcc) or set CXX")
 
 
 def check_config(config: Mapping[str, Any], schedule_given: bool = False) -> int:

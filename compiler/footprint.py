@@ -163,6 +163,11 @@ def batched_tensors(graph: Graph) -> frozenset[str]:
 
 def sample_bytes(graph: Graph, tensor: str) -> tuple[int, int]:
     """``(bytes per sample, fixed bytes)`` of a tensor: one of the two is zero."""
+    return _sample_table(graph)[tensor]
+
+
+def _sample_table(graph: Graph) -> dict[str, tuple[int, int]]:
+    """:func:`sample_bytes` of every tensor, once per graph."""
     memo = memo_of(graph)
     table: dict[str, tuple[int, int]] | None = memo.get("sample_bytes")
     if table is None:
@@ -171,7 +176,7 @@ def sample_bytes(graph: Graph, tensor: str) -> tuple[int, int]:
             t: ((graph.nbytes(t) // graph.batch, 0) if t in batched else (0, graph.nbytes(t)))
             for t in graph.tensors
         }
-    return table[tensor]
+    return table
 
 
 def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:
@@ -196,9 +201,14 @@ def group_footprint(graph: Graph, ops: Iterable[int]) -> Footprint:
 
 def weight_bytes(graph: Graph, ops: Iterable[int]) -> int:
     """:attr:`Footprint.weight_bytes` of an op set without the rest of its footprint
-    (whose summary walks two profiles): the weights of its ops, gathers' tables aside."""
-    return sum(graph.weight_bytes_of(graph.ops[i]) for i in sorted(set(ops))
-               if graph.ops[i].op_type not in GATHER_OPS)
+    (whose summary walks two profiles): the weights of its ops, gathers' tables aside
+    (each op's bytes found once per graph: the search asks for every new op set)."""
+    memo = memo_of(graph)
+    per_op: tuple[int, ...] | None = memo.get("footprint.op_weights")
+    if per_op is None:
+        per_op = memo["footprint.op_weights"] = tuple(
+            0 if op.op_type in GATHER_OPS else graph.weight_bytes_of(op) for op in graph.ops)
+    return sum(per_op[i] for i in sorted(set(ops)))
 
 
 def streamable_inputs(graph: Graph, ops: Iterable[int]) -> frozenset[str]:
@@ -349,8 +359,8 @@ def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
     an = _Analysis()
     an.ops = ops
     members = set(ops)
-    an.size = {t: sample_bytes(graph, t)
-               for i in ops for t in (*graph.ops[i].inputs, graph.ops[i].output)}
+    sizes = _sample_table(graph)
+    an.size = {t: sizes[t] for i in ops for t in (*graph.ops[i].inputs, graph.ops[i].output)}
 
     # views alias their source tensor (compiler.views: the one place that follows them)
     alias = view_sources(graph, ops)

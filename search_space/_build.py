@@ -62,6 +62,8 @@ from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
+from search_space._cblocks import partition as partition_compiled
+from search_space._cclass import shared_info
 from search_space._ccore import _Walked, scope_walk, walk_issue
 from search_space._ccore import fits_l1 as fits_compiled
 from search_space._cderive import derive as derive_compiled
@@ -78,7 +80,7 @@ from search_space._dims import (
 )
 from search_space._lazy import Decoded, interned
 from search_space._order import breadth_order, depth_order, group_topo_order
-from search_space._structure import GroupInfo, anchor_partition, group_info, partition_is_valid
+from search_space._structure import GroupInfo, anchor_partition, partition_is_valid
 
 if TYPE_CHECKING:
     from compiler.codes import ValueTable
@@ -197,15 +199,20 @@ def block_parts(space: SpaceLike, a: int, b: int, mode: str) -> Block:
         return hit
     g = space.graph
     segs = space.structure.segments
-    ops = tuple(range(segs[a][0], segs[b][1] + 1))
-    tries = {"whole": ("whole", "anchors"), "anchors": ("anchors", "whole"), "ops": ()}[mode]
-    found = "ops"
-    parts: list[tuple[int, ...]] = [(i,) for i in ops]
-    for m in tries:
-        cand = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
-        if partition_is_valid(g, cand):
-            found, parts = m, cand
-            break
+    compiled = partition_compiled(space, segs[a][0], segs[b][1], mode)  # the same in C
+    parts: Sequence[tuple[int, ...]]
+    if compiled is not None:
+        found, parts = compiled
+    else:
+        ops = tuple(range(segs[a][0], segs[b][1] + 1))
+        tries = {"whole": ("whole", "anchors"), "anchors": ("anchors", "whole"), "ops": ()}[mode]
+        found = "ops"
+        parts = [(i,) for i in ops]
+        for m in tries:
+            cand = [ops] if m == "whole" else anchor_partition(g, ops, space.structure.anchors)
+            if partition_is_valid(g, cand):
+                found, parts = m, cand
+                break
     result = Block(a, b, found, tuple(parts), unit_slots(space, parts))
     space._blocks[key] = result
     return result
@@ -353,7 +360,9 @@ class Decoding:
         if info is None:
             # one tuple per op set: schedules share it (value tables code it by identity)
             ops = self.space._op_sets.setdefault(blk.parts[k], blk.parts[k])
-            info = self.space._infos[key] = group_info(self.mem, ops)
+            # with the compiled core, an op set alike to a known one up to tensor names
+            # takes its facts (search_space/_cclass.py)
+            info = self.space._infos[key] = shared_info(self.space, self.mem, self.batch, ops)
         return info
 
     def add_group(self, name: str, start: int, slot: int, info: GroupInfo) -> None:
@@ -388,14 +397,14 @@ class Decoding:
         (inputs streamed and output streamed out first), so the others of a chunk that
         fits are never computed."""
         key = ("fits", spp, cpp)
-        hit = info.cache.get(key)
+        hit = info.shared.get(key)
         if hit is None:
             hit = fits_compiled(self, info, spp, cpp)  # the same, from the walk's tables (C)
             if hit is None:
                 ops, streams, l1 = info.ops, info.streamable, self.l1
                 hit = any(chunk_working_set(self.mem, ops, s, off, False, spp, cpp) <= l1
                           for s in (streams, frozenset()) for off in (True, False))
-            info.cache[key] = hit
+            info.shared[key] = hit
         return bool(hit)
 
     def fit(self, info: GroupInfo, spp: int, cpp: int, parts: int) -> tuple[int, int, int]:
@@ -407,7 +416,7 @@ class Decoding:
         cores per part (the guide: "more cores per image").
         """
         key = ("fit", spp, cpp, parts)
-        hit = info.cache.get(key)
+        hit = info.shared.get(key)
         if hit is not None:
             return hit  # type: ignore[return-value]
         n, batch = self.n, self.batch
@@ -436,7 +445,7 @@ class Decoding:
                 if found is not None:
                     break
             result = found or first
-        info.cache[key] = result  # type: ignore[assignment]
+        info.shared[key] = result
         return result
 
     def set_shape(self, gr: _G, spp: int, cpp: int, parts: int) -> None:
@@ -448,14 +457,22 @@ class Decoding:
         """Record the core order and the chunk bindings it gives."""
         gr.perm, gr.spread = perm, spread
         cache = self.space._binds
-        binds = []
-        for c in range(gr.split):
-            key = (perm, gr.cores, gr.parts, c if spread else 0, spread)
-            b = cache.get(key)
-            if b is None:
-                b = cache[key] = chunk_bind(perm, gr.cores, gr.parts, c, spread)
-            binds.append(b)
-        gr.binds = tuple(binds)
+        sets: dict[tuple[object, ...], tuple[CoreBind, ...]] | None = \
+            getattr(self.space, "_bind_sets", None)
+        if sets is None:
+            sets = self.space._bind_sets = {}  # type: ignore[attr-defined]
+        whole = (perm, gr.cores, gr.parts, gr.split, spread)  # every chunk's at once
+        hit = sets.get(whole)
+        if hit is None:
+            binds = []
+            for c in range(gr.split):  # each chunk's the shared value (identities are keys)
+                key = (perm, gr.cores, gr.parts, c if spread else 0, spread)
+                b = cache.get(key)
+                if b is None:
+                    b = cache[key] = chunk_bind(perm, gr.cores, gr.parts, c, spread)
+                binds.append(b)
+            hit = sets[whole] = tuple(binds)
+        gr.binds = hit
 
     # ---- pass 2: the chunk DAG ---------------------------------------------------------------
     def derive(self) -> None:
@@ -662,12 +679,12 @@ class Decoding:
         inputs streamed or staged and held or not: :meth:`_work_lb` lies between."""
         info = gr.info
         key = ("bounds", gr.samples, gr.cores, gr.parts)
-        hit = info.cache.get(key)
+        hit = info.shared.get(key)
         if hit is None:
             spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
             ws = [chunk_working_set(self.mem, info.ops, st, True, held, spp, cpp)
                   for st in (info.streamable, frozenset()) for held in (False, True)]
-            hit = info.cache[key] = (min(ws), max(ws))  # type: ignore[assignment]
+            hit = info.shared[key] = (min(ws), max(ws))
         return hit  # type: ignore[return-value]
 
     def commit(self, k: int, scope: str) -> None:

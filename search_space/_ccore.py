@@ -69,7 +69,8 @@ from compiler.capacity import (  # _facts, _stream_buffers: the working set's pa
 from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from compiler.layout import Piece
-from search_space._cplan import _plan_of
+from search_space._cfoot import halo_values, pack_rows
+from search_space._cplan import _plan_of, streamed_of
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
@@ -178,7 +179,9 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     """A chunk shape's working sets by (streamed mask, output streamed out, held), from
     :func:`compiler.capacity.chunk_working_set`; the streamable inputs (the mask's bits),
     the inputs as (tensor code, bit), the scopes the output may use (a mask), the output's
-    code and sizes (:func:`compiler.footprint.sample_bytes`). Kept in the op set's cache."""
+    code and sizes (:func:`compiler.footprint.sample_bytes`). Kept in the op set's cache; the
+    table (and the filler and C definition that fill it) in its ``shared`` cache, which op
+    sets alike up to tensor names share (:mod:`search_space._cclass`)."""
     key = ("ctab", spp, cpp)
     hit = info.cache.get(key)
     if hit is not None:
@@ -189,11 +192,16 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     if hit is None:
         codes = tensor_codes(dec.space)
         names = tuple(t for t in info.inputs if t in info.streamable)
-        # filled as the walk asks: a list of 4 << inputs entries, or a dict when that is too
-        # long (DLRM's interaction concat streams up to 27 inputs: 2^29 entries)
-        table: list[float | None] | dict[int, float] = (
-            [None] * (4 << len(names)) if len(names) <= _LIST_STREAMED else {})
-        fill = _Filler(dec.mem, info.ops, names, spp, cpp, table)
+        wkey = ("wtab", spp, cpp)
+        shared = info.shared.get(wkey)  # op sets alike up to names share it (_cclass.py)
+        if shared is None:
+            # filled as the walk asks: a list of 4 << inputs entries, or a dict when that is
+            # too long (DLRM's interaction concat streams up to 27 inputs: 2^29 entries)
+            table: list[float | None] | dict[int, float] = (
+                [None] * (4 << len(names)) if len(names) <= _LIST_STREAMED else {})
+            shared = info.shared[wkey] = (table, _Filler(dec.mem, info.ops, names, spp, cpp, table),
+                                          _ws_def(dec.mem, info, names, spp, cpp, table))
+        table, fill, ws = shared
         inputs = tuple((codes.setdefault(t, len(codes)), names.index(t) if t in names else -1)
                        for t in info.inputs)
         allowed = 0
@@ -201,8 +209,7 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
             allowed |= 1 << _CODE[sc]
         sb, fb = sample_bytes(dec.mem, info.output)
         hit = tables[skey] = (names, table, inputs, allowed,
-                              codes.setdefault(info.output, len(codes)), sb, fb, fill,
-                              _ws_def(dec.mem, info, names, spp, cpp, table))
+                              codes.setdefault(info.output, len(codes)), sb, fb, fill, ws)
     info.cache[key] = hit
     return hit  # type: ignore[no-any-return]
 
@@ -211,15 +218,18 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
             table: list[float | None] | dict[int, float]) -> tuple[Any, ...] | None:
     """What the C walk computes a list table's entries from (``ws_compute`` in
     ``_cwalk.c``), or None: the filler computes them (a wide table, or a chunk shape whose
-    working set may add a windowed op's halo or attention's excess: the Python definition
-    sums those). The parts of :func:`compiler.capacity.chunk_working_set` that do not depend
-    on the shape come from its own definitions: the op set's profiles
+    working set adds a windowed op's halo or attention's excess when the chain rows could
+    not be packed). The parts of :func:`compiler.capacity.chunk_working_set` that do not
+    depend on the shape come from its own definitions: the op set's profiles
     (:func:`compiler.footprint.group_profile`, per entry index, shared by every shape of the
-    op set; :class:`_Profiler` fills them), the stream tile, the output's sizes and each
-    streamable input's sizes and window (``_stream_buffers``), in order of name."""
+    op set; walked in C from the chain rows :func:`search_space._cfoot.pack_rows` packs, or
+    by :class:`_Profiler` when they could not be packed), the stream tile, the output's
+    sizes and each streamable input's sizes and window (``_stream_buffers``), in order of
+    name; per shape, the halo and attention terms' values
+    (:func:`search_space._cfoot.halo_values`) when the shape has them."""
     if not isinstance(table, list):
         return None
-    shared = info.cache.get("cws")
+    shared = info.shared.get("cws")
     if shared is None or shared[0] is not mem or len(shared[3]) != len(table):
         # once per op set: its facts, the shape-independent parts and the profile table
         f = _facts(mem, info.ops)
@@ -228,14 +238,19 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
             ((sb, fb, window),) = _stream_buffers(mem, f, frozenset((names[b],)))
             bits.append((b, sb, fb, window))
         profiles: list[bytes | None] = [None] * len(table)
-        shared = info.cache["cws"] = (
-            mem, f, set(names) <= f.streamable, profiles,
-            _Profiler(mem, info.ops, names, profiles),
-            STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits))
-    _, f, ok, profiles, profiler, tile, out, bits_t = shared
-    if not ok or (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1):
+        ok = set(names) <= f.streamable
+        shared = info.shared["cws"] = (
+            mem, f, ok, profiles, _Profiler(mem, info.ops, names, profiles),
+            STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits),
+            pack_rows(mem, info.ops, names) if ok else None)
+    _, f, ok, profiles, profiler, tile, out, bits_t, pack = shared
+    halo = (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1)
+    if not ok or (halo and pack is None):
         return None
-    return (profiles, profiler, spp, cpp, tile, out, bits_t)
+    # the profile walk (and a halo or attention term) in C from the packed chain rows
+    # (search_space/_cfoot.py); without them the profiler asks footprint.group_profile
+    return (profiles, profiler, spp, cpp, tile, out, bits_t, pack[0] if pack else None,
+            halo_values(mem, pack[1], spp, cpp) if halo and pack else None)
 
 
 def fits_l1(dec: Decoding, info: Any, spp: int, cpp: int) -> bool | None:
@@ -279,7 +294,7 @@ class _Profiler:
 
     def __call__(self, i: int) -> bytes:
         mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
-        st = frozenset(t for b, t in enumerate(self.names) if mask >> b & 1)
+        st = streamed_of(self.names, mask)
         prof = group_profile(self.mem, self.ops, st, off, held)
         v = array("q", [x for point in prof for x in point]).tobytes()
         self.table[i] = v
@@ -298,7 +313,7 @@ class _Filler:
 
     def __call__(self, i: int) -> float:
         mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
-        st = frozenset(t for b, t in enumerate(self.names) if mask >> b & 1)
+        st = streamed_of(self.names, mask)
         v = chunk_working_set(self.mem, self.ops, st, off, held, self.spp, self.cpp)
         self.table[i] = v
         return v
@@ -366,7 +381,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             if not res[7]:  # an L1: the working set's halo, window and attention parts
                 names = names_of[over]
                 assert names is not None
-                streamed = frozenset(t for b, t in enumerate(names) if masks[over] >> b & 1)
+                streamed = streamed_of(names, masks[over])
                 key = (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
                        gr.cores // gr.parts)
                 chunk_working_set(dec.mem, gr.info.ops, *key)  # the C walk may have computed it

@@ -17,6 +17,12 @@ from compiler.capacity import CapacityIssue, MemoryPlan, StepMemory
 Space = Any  # a search_space.Space (typed Any: see search_space._ccore)
 
 
+def streamed_of(names: tuple[str, ...], mask: int) -> frozenset[str]:
+    """The streamed inputs a walk's mask stands for: bit ``b`` is ``names[b]`` (the group's
+    streamable inputs in input order, as ``search_space._ccore`` numbers them)."""
+    return frozenset(t for b, t in enumerate(names) if mask >> b & 1)
+
+
 def _plan_of(issue: CapacityIssue | None, space: Space, names_of: list[tuple[str, ...] | None],
              over: int, usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any],
              peak_l1: list[float], peak_llb: float) -> MemoryPlan:
@@ -60,7 +66,7 @@ class _StepsOf:
             skey = (names, masks[k])
             streamed = stab.get(skey)
             if streamed is None:
-                streamed = stab[skey] = frozenset(t for b, t in enumerate(names) if masks[k] >> b & 1)
+                streamed = stab[skey] = streamed_of(names, masks[k])
             mems.append(StepMemory(l1, streamed, helds[k]))
         return tuple(mems)
 

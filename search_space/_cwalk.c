@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_cprofile.h"
+
 enum { L1 = 0, LLB = 1, DDR = 2 };
 
 /* A set of a group's streamable inputs, one bit each: up to MAX_STREAMED of them (DLRM's
@@ -87,6 +89,9 @@ typedef struct {
     unsigned char *ws_has_win;
     PyObject *ws_prof;     /* borrowed: the op set's profiles by entry index (None: not yet) */
     PyObject *ws_profiler; /* borrowed: profiler(index) -> the profile packed (int64 pairs) */
+    /* the op set's chain rows packed (search_space/_cfoot.py; NULL: the profiler computes
+     * profiles) and, for a shape with a halo or attention term, its per-slot values */
+    PyObject *ws_pack, *ws_hv, *ws_av;
 } Step;
 
 typedef struct {
@@ -179,10 +184,33 @@ static long long ceil_div(long long a, long long b) {
 }
 
 /* The `ws` definition of a step: (profiles, profiler, spp, cpp, tile, (out sb, out fb),
- * ((bit, sb, fb, window or None), ...) in order of tensor name). */
+ * ((bit, sb, fb, window or None), ...) in order of tensor name[, chain rows packed or None,
+ * (halo values, attention values) packed or None]). */
 static int parse_ws(Step *s) {
     PyObject *ws = s->ws;
-    if (!PyTuple_Check(ws) || PyTuple_GET_SIZE(ws) != 7) return bad("ws: a 7-tuple");
+    if (!PyTuple_Check(ws) || (PyTuple_GET_SIZE(ws) != 7 && PyTuple_GET_SIZE(ws) != 9))
+        return bad("ws: a 7- or 9-tuple");
+    s->ws_pack = s->ws_hv = s->ws_av = NULL;
+    if (PyTuple_GET_SIZE(ws) == 9) {
+        PyObject *pack = PyTuple_GET_ITEM(ws, 7), *hx = PyTuple_GET_ITEM(ws, 8);
+        if (pack != Py_None) {
+            if (!PyBytes_Check(pack) || PyBytes_GET_SIZE(pack) % (Py_ssize_t)sizeof(long long)
+                || cprof_chains((const long long *)PyBytes_AS_STRING(pack),
+                                PyBytes_GET_SIZE(pack) / (Py_ssize_t)sizeof(long long)) < 0)
+                return bad("ws: chain rows packed as int64");
+            s->ws_pack = pack;
+        }
+        if (hx != Py_None) {
+            if (!s->ws_pack || !PyTuple_Check(hx) || PyTuple_GET_SIZE(hx) != 2
+                || !PyBytes_Check(PyTuple_GET_ITEM(hx, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(hx, 1))
+                || PyBytes_GET_SIZE(PyTuple_GET_ITEM(hx, 0)) != PyBytes_GET_SIZE(PyTuple_GET_ITEM(hx, 1))
+                || PyBytes_GET_SIZE(PyTuple_GET_ITEM(hx, 0))
+                       != (Py_ssize_t)sizeof(double) * ((const long long *)PyBytes_AS_STRING(s->ws_pack))[2])
+                return bad("ws: halo and attention values, one double per slot, with chain rows");
+            s->ws_hv = PyTuple_GET_ITEM(hx, 0);
+            s->ws_av = PyTuple_GET_ITEM(hx, 1);
+        }
+    }
     s->ws_prof = PyTuple_GET_ITEM(ws, 0);
     s->ws_profiler = PyTuple_GET_ITEM(ws, 1);
     if (!PyList_Check(s->ws_prof) || PyList_GET_SIZE(s->ws_prof) != s->n_work)
@@ -235,7 +263,38 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
         return 0.0;
     }
     PyObject *p = PyList_GET_ITEM(s->ws_prof, i);
-    if (p == Py_None) {
+    long long *raw = NULL;  /* the walk's unpruned points: computed for a new profile or a halo */
+    const long long *pk = s->ws_pack ? (const long long *)PyBytes_AS_STRING(s->ws_pack) : NULL;
+    Py_ssize_t npk = s->ws_pack ? PyBytes_GET_SIZE(s->ws_pack) / (Py_ssize_t)sizeof(long long) : 0;
+    int nc = pk ? cprof_chains(pk, npk) : 0;
+    if (pk && (p == Py_None || s->ws_hv)) {
+        raw = (long long *)malloc(sizeof(long long) * 6 * (size_t)(nc ? nc : 1));
+        if (!raw) {
+            PyErr_NoMemory();
+            w->failed = 1;
+            return 0.0;
+        }
+        if (cprof_walk(pk, npk, i >> 2, (int)(i >> 1 & 1), (int)(i & 1), raw)) {
+            free(raw);
+            w->failed = 1;
+            bad("ws: malformed chain rows");
+            return 0.0;
+        }
+    }
+    if (p == Py_None && pk) {
+        /* the profile (footprint.group_profile) walked here; kept for the op set's other shapes */
+        /* raw stays in chain order for the halo loop: the pruning sorts a copy */
+        long long *sorted = raw + 2 * (nc ? nc : 1), *kept = sorted + 2 * (nc ? nc : 1);
+        memcpy(sorted, raw, sizeof(long long) * 2 * (size_t)nc);
+        Py_ssize_t k = cprof_prune(sorted, nc, kept);
+        p = PyBytes_FromStringAndSize((const char *)kept, (Py_ssize_t)sizeof(long long) * 2 * k);
+        if (!p || PyList_SetItem(s->ws_prof, i, p)) {  /* steals p */
+            free(raw);
+            w->failed = 1;
+            return 0.0;
+        }
+        Py_INCREF(p);
+    } else if (p == Py_None) {
         p = PyObject_CallFunction(s->ws_profiler, "K", i);
         if (!p) {
             w->failed = 1;
@@ -246,6 +305,7 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
     }
     if (!PyBytes_Check(p) || PyBytes_GET_SIZE(p) % (2 * sizeof(long long))) {
         Py_DECREF(p);
+        free(raw);
         w->failed = 1;
         bad("ws: a profile of int64 pairs");
         return 0.0;
@@ -258,6 +318,20 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
         if (v > peak) peak = v;
     }
     Py_DECREF(p);
+    double work = (double)peak;
+    if (s->ws_hv) {  /* a windowed op's halo rows, attention's busiest core (capacity._work) */
+        work = cprof_halo(pk, npk, i >> 2, raw, spp, cpp,
+                          (const double *)PyBytes_AS_STRING(s->ws_hv),
+                          (const double *)PyBytes_AS_STRING(s->ws_av),
+                          PyBytes_GET_SIZE(s->ws_hv) / (Py_ssize_t)sizeof(double), work);
+        if (work < 0.0) {
+            free(raw);
+            w->failed = 1;
+            bad("ws: malformed halo rows");
+            return 0.0;
+        }
+    }
+    free(raw);
     Mask mask = i >> 2;
     double buffers = 0.0;
     for (int q = 0; q < s->ws_n; q++) {
@@ -273,7 +347,6 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
         if (tile < piece) piece = tile;
         buffers += 2.0 * (double)piece;
     }
-    double work = (double)peak;
     work += buffers;
     return work;
 }
@@ -1179,6 +1252,8 @@ static PyMethodDef methods[] = {
     {"walk", py_walk, METH_VARARGS, "The scope walk of search-space decoding (see _ccore.py)."},
     {"working_set", py_working_set, METH_VARARGS,
      "A working-set entry as the walk computes it (see _ccore.py, _ws_def)."},
+    {"profile", cprof_py_profile, METH_VARARGS,
+     "An op set's profile walk from its packed chain rows (see _cfoot.py, _cprofile.c)."},
     {NULL, NULL, 0, NULL},
 };
 

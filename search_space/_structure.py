@@ -254,7 +254,7 @@ class GroupInfo:
         inputs: Input tensors (weights excluded).
     """
 
-    __slots__ = ("cache", "inputs", "ops", "output", "scopes", "separable", "streamable")
+    __slots__ = ("cache", "inputs", "ops", "output", "scopes", "separable", "shared", "streamable")
 
     def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
         io = group_io(graph, ops)
@@ -267,6 +267,22 @@ class GroupInfo:
         self.separable = all(graph.ops[i].batch_separable for i in ops) and graph.tensors[out].batched
         self.streamable = streamable_inputs(graph, ops)
         self.cache: dict[tuple[object, ...], float] = {}
+        # what does not name tensors (the fit's answers, working-set tables): shared by op
+        # sets alike up to tensor names (search_space/_cclass.py), else this op set's own
+        self.shared: dict[object, object] = {}
+
+    @classmethod
+    def alike(cls, rep: GroupInfo, ops: tuple[int, ...], inputs: tuple[str, ...],
+              streamable: frozenset[str], output: str) -> GroupInfo:
+        """The facts of ``ops``, an op set alike to ``rep``'s up to tensor names (its
+        inputs, streamable inputs and output given, mapped by position): ``rep``'s scopes
+        and splittability, and ``rep``'s :attr:`shared` caches."""
+        info = cls.__new__(cls)
+        info.ops, info.output, info.inputs, info.streamable = ops, output, inputs, streamable
+        info.scopes, info.separable = rep.scopes, rep.separable
+        info.cache = {}
+        info.shared = rep.shared
+        return info
 
 
 def group_info(graph: Graph, ops: tuple[int, ...]) -> GroupInfo:

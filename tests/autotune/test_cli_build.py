@@ -8,6 +8,7 @@ Numerical checks use onnxruntime with FP32 tolerances ``rtol=1e-4, atol=1e-5``.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -331,3 +332,19 @@ def test_compare_rule_and_errors(tmp_path: Path) -> None:
         compare({"a": np.zeros(3), "c": np.zeros(1)}, ref, 1e-3, 1e-3)
     with pytest.raises(NpzError, match="has shape"):
         compare({"a": np.zeros(4), "b": np.zeros((2, 2))}, ref, 1e-3, 1e-3)
+
+
+def test_compile_without_a_c_compiler_is_one_line_before_any_build(
+        tiny: dict[str, object], tmp_path: Path) -> None:
+    """TVM links the artifact with the system compiler: none on PATH (and no $CC/$CXX)
+    is one line naming what to install, said before the build, and nothing is written."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CC", "CXX")}
+    env["PATH"] = str(tmp_path)  # an empty directory: no g++, gcc, clang or cc
+    out = tmp_path / "x.stcobj"
+    proc = subprocess.run(
+        [str(SCRIPT), "compile", str(tiny["onnx"]), "--schedule", str(tiny["schedule_path"]),
+         "-o", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    proc.stderr = PROGRESS.sub("", proc.stderr)
+    line = one_line_error(proc)
+    assert "no C compiler to link the artifact" in line and "apt install gcc" in line
+    assert "building" not in proc.stderr and not out.exists()

@@ -1,0 +1,79 @@
+"""Op sets alike up to tensor names (search_space/_cclass.py) have the same facts.
+
+For op sets of decoded schedules of a two-layer BERT (its layers repeat), every op set
+the compiled core gave a representative's facts (:meth:`GroupInfo.alike`) has the facts
+:func:`search_space._structure.group_info` computes from scratch (inputs, output,
+streamable inputs, scopes, splittability), and its working sets
+(:func:`compiler.capacity.chunk_working_set`, every streamed subset up to two, output
+streamed out or kept, held or not, a few chunk shapes) equal its representative's with
+the streamed inputs mapped by position, float for float.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from compiler.capacity import chunk_working_set, in_compute_dtype
+from compiler.target import Target
+from search_space import _cclass, _ccore, build_space
+from search_space._structure import group_info
+from tests.search_space.conftest import small_graph
+
+pytestmark = pytest.mark.skipif(
+    not _ccore.available(),
+    reason="the compiled search core is not built (no C compiler) or GRAPHTUNE_PURE_PYTHON is set")
+
+
+def test_alike_op_sets_have_the_same_facts(target: Target) -> None:
+    space = build_space(small_graph("bert2"), target)
+    rng = np.random.default_rng(8)
+    for _ in range(12):
+        space.sample(rng)
+    shared = 0
+    for (batch, ops), info in list(space._infos.items()):
+        mem = in_compute_dtype(space.graph_for(batch), target)
+        classes = space._cclasses[batch]  # type: ignore[attr-defined]
+        key, _, _ = _cclass.class_key(mem, classes.desc, ops)
+        rep = classes.reps.get(key)
+        if rep is None or rep is info:
+            continue
+        shared += 1
+        assert info.shared is rep.shared
+        fresh = group_info(mem, ops)
+        assert (info.inputs, info.output, info.streamable, info.scopes, info.separable) == \
+            (fresh.inputs, fresh.output, fresh.streamable, fresh.scopes, fresh.separable)
+        # the representative's working sets are this op set's, inputs mapped by position
+        mine = [t for t in info.inputs if t in info.streamable]
+        theirs = [t for t in rep.inputs if t in rep.streamable]
+        assert len(mine) == len(theirs)
+        for spp, cpp in ((1, 1), (1, 4), (2, 3), (batch, 8)):
+            for k in range(min(2, len(mine)) + 1):
+                for sub in combinations(range(len(mine)), k):
+                    for off in (False, True):
+                        for held in (False, True):
+                            a = chunk_working_set(mem, ops, frozenset(mine[b] for b in sub),
+                                                  off, held, spp, cpp)
+                            b_ = chunk_working_set(mem, rep.ops,
+                                                   frozenset(theirs[b] for b in sub),
+                                                   off, held, spp, cpp)
+                            assert a == b_, (ops, rep.ops, sub, off, held, spp, cpp)
+    assert shared > 10
+
+
+def test_op_sets_that_differ_are_not_alike(target: Target) -> None:
+    """The first and second layers' Q projections are alike; a projection and the
+    attention scores, or a projection with and without its bias add, are not."""
+    g = in_compute_dtype(small_graph("bert2"), target)
+    classes = _cclass._Classes(g)
+    keys = {}
+    mm = [op.index for op in g.ops if op.op_type == "matmul"]
+    for i in mm:
+        keys[i] = _cclass.class_key(g, classes.desc, (i,))[0]
+    assert len(set(keys.values())) < len(mm)  # repeated layers: alike
+    assert len(set(keys.values())) > 1  # projections and attention matmuls differ
+    i = mm[0]
+    nxt = g.succs(i)[0]
+    assert _cclass.class_key(g, classes.desc, (i, nxt))[0] != keys[i]
