@@ -1,7 +1,8 @@
 """Search-space acceptance figures (issue 9): projections, round trips, validity, speed, search.
 
 Usage: PYTHONPATH=. python bench/space.py [--models a,b] [--samples N] [--valid M] [--search K]
-       PYTHONPATH=. python bench/space.py --compare-only [--count N]   (compiled vs Python only)
+       PYTHONPATH=. python bench/space.py --compare-only [--count N] [--id]
+           (compiled vs Python only; --id: with each candidate's candidate_id)
 
 Per model (zoo, weights as inputs): whether O0-O3 and the guide's plan project
 exactly; the time of sample + decode + precheck per candidate (CPU and wall
@@ -63,20 +64,32 @@ def _copy(s: GraphSchedule) -> GraphSchedule:
     return GraphSchedule.from_json(json.loads(s.dumps()))
 
 
-def _timed_candidates(space, rng, count: int) -> tuple[float, float, float]:  # noqa: ANN001
-    """(CPU ms, wall ms, steps) per sample + decode + precheck, mean over ``count``."""
-    cpu, wall, steps = time.process_time(), time.perf_counter(), 0
+def _timed_candidates(space, rng, count: int,  # noqa: ANN001
+                      ident: bool = False) -> tuple[float, float, float]:
+    """(CPU ms, wall ms, steps) per sample + decode + precheck (+ ``candidate_id`` with
+    ``ident``), mean over ``count``. The steps are counted after the clocks stop: reading
+    ``s.order`` builds a decoded schedule's objects, which a pre-checked candidate never
+    needs (``search_space._lazy``)."""
+    from autotune.sampling._studies import candidate_id
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    done = []
     for _ in range(count):
         s = space.sample(rng)
+        if ident:
+            candidate_id(s)
         space.precheck(s)
-        steps += len(s.order)
+        done.append(s)
     n = max(count, 1)
-    return (1e3 * (time.process_time() - cpu) / n, 1e3 * (time.perf_counter() - wall) / n,
-            steps / n)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    steps = sum(len(s.order) for s in done)
+    return 1e3 * cpu / n, 1e3 * wall / n, steps / n
 
 
-def compare(name: str, warm: int, count: int, target: Target) -> dict[str, object]:
-    """Compiled vs Python decoder, per candidate (see the module doc)."""
+def compare(name: str, warm: int, count: int, target: Target,
+            ident: bool = False) -> dict[str, object]:
+    """Compiled vs Python decoder, per candidate (see the module doc); with ``ident`` each
+    candidate's ``candidate_id`` is timed too (what a tune asks of every candidate)."""
     from search_space import _ccore
 
     g = _graph(name)
@@ -89,7 +102,7 @@ def compare(name: str, warm: int, count: int, target: Target) -> dict[str, objec
         if k == "py":
             os.environ["GRAPHTUNE_PURE_PYTHON"] = "1"
         try:
-            ms, _, st = _timed_candidates(spaces[k], rngs[k], n)
+            ms, _, st = _timed_candidates(spaces[k], rngs[k], n, ident)
         finally:
             os.environ.pop("GRAPHTUNE_PURE_PYTHON", None)
         if timed:
@@ -109,7 +122,7 @@ def compare(name: str, warm: int, count: int, target: Target) -> dict[str, objec
     return {"model": name, "compiled_vs_python": {
         "compiled_available": _ccore.available(), "c_cpu_ms": round(c, 3), "py_cpu_ms": round(py, 3),
         "ratio": round(py / c, 2) if c else None, "steps": round(steps["c"] / count, 1),
-        "candidates": count, "warm": warm, "load": [round(x, 2) for x in os.getloadavg()]}}
+        "candidates": count, "warm": warm, "with_id": ident, "load": [round(x, 2) for x in os.getloadavg()]}}
 
 
 def run(name: str, n_rt: int, n_valid: int, n_search: int, warm: int,
@@ -200,10 +213,12 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=200, help="timed candidates, compiled vs Python")
     ap.add_argument("--compare-only", action="store_true",
                     help="only the compiled vs Python decoder figures")
+    ap.add_argument("--id", action="store_true",
+                    help="time each candidate's candidate_id too (compiled vs Python figures)")
     a = ap.parse_args()
     target = Target.default()
     for name in a.models.split(","):
-        print(json.dumps(compare(name, a.warm, a.count, target)), flush=True)
+        print(json.dumps(compare(name, a.warm, a.count, target, a.id)), flush=True)
         if not a.compare_only:
             print(json.dumps(run(name, a.samples, a.valid, a.search, a.warm, target)), flush=True)
 

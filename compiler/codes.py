@@ -14,6 +14,12 @@ back to its objects. A table only grows; its producer starts a new one when it i
 :meth:`~ValueTable.full` (bounded memory), and codes are only meaningful with the
 table they came from.
 
+A producer may also hand out a :class:`LazySchedule`: a ``GraphSchedule`` whose
+``groups``, ``transfers`` and ``order`` are built from its codes when first read, and
+whose codes and identity text (:func:`compiler.key_text.key_text`) its
+:class:`ScheduleSource` computes when first asked for. A candidate that is only
+pre-checked, identified and featurised never builds its objects.
+
 Example:
     >>> table = ValueTable()
     >>> key = ("g0", id(ops), 1, id(place))  # the producer keeps ops and place alive
@@ -28,13 +34,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
 from compiler.memo import memo_of, peek_memo
-from compiler.schedule import GraphSchedule, GroupSpec, Placement, Step
+from compiler.schedule import SCHEMA_VERSION, GraphSchedule, GroupSpec, Placement, Step
 
-__all__ = ["ScheduleCodes", "TransferItem", "ValueTable", "attach_codes", "codes_of"]
+__all__ = ["LazySchedule", "ScheduleCodes", "ScheduleSource", "TransferItem", "ValueTable",
+           "attach_codes", "codes_of"]
 
 _KEY = "compiler.codes"
 MAX_VALUES = 250_000  # per kind; a producer starts a new table past this
@@ -117,6 +125,10 @@ class ValueTable:
         """Code of the order step interned under ``key``, if any."""
         return self._step_codes.get(key)
 
+    def step_codes(self, keys: list[Hashable]) -> list[int | None]:
+        """:meth:`step_code` of each key."""
+        return list(map(self._step_codes.get, keys))
+
     def add_step(self, key: Hashable, value: Step) -> int:
         """Intern ``value`` under ``key``; its code."""
         c = self._step_codes[key] = len(self.steps)
@@ -134,13 +146,105 @@ class ScheduleCodes:
     order: np.ndarray
 
 
+class ScheduleSource(Protocol):
+    """What a :class:`LazySchedule` is built from (its producer's decoder state)."""
+
+    def codes(self) -> ScheduleCodes:
+        """The schedule's codes (computed once)."""
+
+    def objects(self) -> tuple[tuple[GroupSpec, ...], tuple[Any, ...], tuple[Step, ...]]:
+        """Its ``groups``, ``transfers`` and ``order``: the values its codes name."""
+
+    def key_text(self) -> str:
+        """``repr(structural_key())`` of the schedule, from its codes (computed once)."""
+
+
+_LAZY_FIELDS = frozenset(("groups", "transfers", "order"))
+
+
+class LazySchedule(GraphSchedule):
+    """A :class:`GraphSchedule` whose ``groups``, ``transfers`` and ``order`` are built
+    when first read (from its :class:`ScheduleSource`); to every reader the schedule the
+    same fields make.
+
+    ``batch``, ``workload_key``, ``source`` and ``version`` are set at once. The first
+    read of one of the other three fields builds all three (``source.objects()``) and
+    stores them as ordinary attributes: later reads cost what a plain schedule's do.
+    :func:`codes_of` and :func:`compiler.key_text.key_text` ask the source, so a
+    candidate only identified, pre-checked and featurised never builds them.
+
+    Equal to (and hashed as) the plain ``GraphSchedule`` with the same fields; ``repr``,
+    pickling and ``copy`` give the plain one (an unpickled copy carries no codes, as
+    today). ``dataclasses.replace`` builds a fully built copy without codes.
+    """
+
+    @classmethod
+    def deferred(cls, batch: int, workload_key: str | None, source: str,
+                 built_by: ScheduleSource) -> LazySchedule:
+        """A schedule whose other fields ``built_by`` builds when first read."""
+        s = cls.__new__(cls)
+        object.__setattr__(s, "batch", batch)
+        object.__setattr__(s, "workload_key", workload_key)
+        object.__setattr__(s, "source", source)
+        object.__setattr__(s, "version", SCHEMA_VERSION)
+        object.__setattr__(s, "_built_by", built_by)
+        return s
+
+    def __getattr__(self, name: str) -> Any:
+        # only called for attributes not set: the three fields before they are built
+        if name in _LAZY_FIELDS:
+            src = self.__dict__.get("_built_by")
+            if src is not None:
+                groups, transfers, order = src.objects()
+                object.__setattr__(self, "groups", groups)
+                object.__setattr__(self, "transfers", transfers)
+                object.__setattr__(self, "order", order)
+                return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def built_by(self) -> ScheduleSource | None:
+        """Its source (None for a copy made by ``dataclasses.replace``)."""
+        src: ScheduleSource | None = self.__dict__.get("_built_by")
+        return src
+
+    def is_built(self) -> bool:
+        """Whether ``groups``, ``transfers`` and ``order`` were built (for tests, benches)."""
+        return "groups" in self.__dict__
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.batch, self.groups, self.transfers, self.order, self.workload_key,
+                self.source, self.version)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GraphSchedule):
+            return NotImplemented
+        if other is self:
+            return True
+        return self._fields() == (other.batch, other.groups, other.transfers, other.order,
+                                  other.workload_key, other.source, other.version)
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return repr(GraphSchedule(*self._fields()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GraphSchedule, self._fields())
+
+
 def attach_codes(schedule: GraphSchedule, codes: ScheduleCodes) -> None:
     """Leave ``codes`` beside ``schedule`` (its memo; dropped with the schedule)."""
     memo_of(schedule, limit=8)[_KEY] = codes
 
 
 def codes_of(schedule: GraphSchedule) -> ScheduleCodes | None:
-    """The codes its producer left beside ``schedule``, or None."""
+    """The codes its producer left beside ``schedule`` (or, for a :class:`LazySchedule`,
+    its source's), or None."""
+    if isinstance(schedule, LazySchedule):
+        src = schedule.built_by()
+        if src is not None:
+            return src.codes()
     memo = peek_memo(schedule)
     if memo is None:
         return None

@@ -11,7 +11,9 @@ the structural key's order: byte for byte the same text as ``repr(structural_key
 (records already in logs keep their ids), at a fraction of the cost.
 
 A schedule without codes, or one whose values are not the ones its codes name (the
-codes are checked by identity, value by value), gets the plain ``repr``.
+codes are checked by identity, value by value), gets the plain ``repr``. A
+:class:`compiler.codes.LazySchedule` asks its source, which joins the same pieces
+(:func:`coded_text`) without building the schedule's objects.
 
 Example:
     >>> key_text(s) == repr(s.structural_key())
@@ -22,11 +24,11 @@ from __future__ import annotations
 
 import weakref
 
-from compiler.codes import ScheduleCodes, ValueTable, codes_of
+from compiler.codes import LazySchedule, ScheduleCodes, ValueTable, codes_of
 from compiler.memo import peek_memo
-from compiler.schedule import GraphSchedule
+from compiler.schedule import GraphSchedule, Placement
 
-__all__ = ["key_text"]
+__all__ = ["coded_text", "key_text", "transfer_tail", "transfer_text"]
 
 
 class _Pieces:
@@ -40,6 +42,47 @@ class _Pieces:
         self.transfers: list[str | None] = []
         # step code -> (group step?, name, ", chunk)" of a group step or repr(name))
         self.steps: list[tuple[bool, str, str] | None] = []
+        # reprs of the table's op tuples and placements by code (table.ops, table.placements)
+        self.ops: list[str | None] = []
+        self.places: list[str | None] = []
+        # step code -> its entry in the order's text, for group steps made with the first op
+        # every schedule of the table has for the group's name (first_of: name -> that repr)
+        self.full: list[str | None] = []
+        self.first_of: dict[str, str] = {}
+        # reprs of other placements by identity (each kept alive here with its repr)
+        self.other_places: dict[int, tuple[Placement, str]] = {}
+
+    def group(self, table: ValueTable, c: int) -> tuple[tuple[int, ...], str, str]:
+        """The pieces of group code ``c``: ``repr((ops, split, chunks))`` joined from the
+        reprs of its op tuple and placements (each made once per table)."""
+        g = table.groups[c]
+        o = table.group_ops[c]
+        ops_text = self.ops
+        _grow(ops_text, len(table.ops))  # type: ignore[arg-type]
+        text = ops_text[o]
+        if text is None:
+            text = ops_text[o] = repr(g.ops)
+        first = table.group_first[c]
+        place_codes = table.group_places[first:first + len(g.chunks)]
+        places = self.places
+        _grow(places, len(table.placements))  # type: ignore[arg-type]
+        chunks = []
+        for k in place_codes:
+            p = places[k]
+            if p is None:
+                p = places[k] = repr(table.placements[k])
+            chunks.append(p)
+        return (g.ops, f"({text}, {g.split!r}, {_tuple(chunks)})",
+                repr(min(g.ops) if g.ops else -1))
+
+    def placement(self, p: Placement) -> str:
+        """``repr(p)``, remembered by identity."""
+        hit = self.other_places.get(id(p))
+        if hit is None or hit[0] is not p:
+            if len(self.other_places) > 100_000:
+                self.other_places = {}
+            hit = self.other_places[id(p)] = (p, repr(p))
+        return hit[1]
 
 
 _MEMO_KEY = "compiler.key_text"
@@ -53,6 +96,11 @@ def _tuple(parts: list[str]) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
+def transfer_tail(table: ValueTable, dst_chunks: tuple[int, ...], placement: Placement) -> str:
+    """``repr((dst_chunks, placement))[1:]``, the placement's repr remembered."""
+    return f"{dst_chunks!r}, {_pieces(table).placement(placement)})"
+
+
 def _grow(cache: list[object | None], n: int) -> None:
     if len(cache) < n:
         cache.extend([None] * (n - len(cache)))
@@ -64,6 +112,10 @@ def key_text(schedule: GraphSchedule) -> str:
     Remembered beside a schedule that has a memo (a decoded one): ``mutate`` asks for
     the text of each child it makes, the tuner for the same child's id right after.
     """
+    if isinstance(schedule, LazySchedule):
+        src = schedule.built_by()
+        if src is not None:
+            return src.key_text()
     memo = peek_memo(schedule)
     if memo is not None:
         text: str | None = memo.get(_MEMO_KEY)
@@ -78,6 +130,75 @@ def key_text(schedule: GraphSchedule) -> str:
     return repr(schedule.structural_key())
 
 
+def _pieces(table: ValueTable) -> _Pieces:
+    pieces = _PIECES.get(table)
+    if pieces is None:
+        pieces = _PIECES[table] = _Pieces()
+    return pieces
+
+
+def transfer_text(name: str, kind: str, tensor: str, src_factor: int, dst_factor: int,
+                  src_chunks: tuple[int, ...], tail: str) -> str:
+    """``repr`` of a transfer's entry in the structural key, ``tail`` being
+    ``repr((dst_chunks, placement))[1:]``."""
+    return (f"({name!r}, {kind!r}, {tensor!r}, {src_factor!r}, {dst_factor!r}, "
+            f"{src_chunks!r}, {tail}")
+
+
+def coded_text(batch: int, table: ValueTable, g_codes: list[int],
+               transfers: list[tuple[str, str]], s_codes: list[int]) -> str:
+    """The key's text of a schedule whose groups and steps are the table's values of
+    ``g_codes`` and ``s_codes`` (in its order) and whose transfers' entries are
+    ``transfers`` as (name, :func:`transfer_text`)."""
+    pieces = _pieces(table)
+    cached = pieces.groups
+    _grow(cached, len(table.groups))  # type: ignore[arg-type]
+    interned = table.groups
+    groups = []
+    first: dict[str, str] = {}  # group name -> repr of its first op
+    first_of = pieces.first_of
+    agree = True  # every group's name has the first op it has in the table's other schedules
+    for c in g_codes:
+        piece = cached[c]
+        if piece is None:
+            piece = cached[c] = pieces.group(table, c)
+        groups.append(piece)
+        name = interned[c].name
+        first[name] = piece[2]
+        known = first_of.get(name)
+        if known is None:
+            first_of[name] = piece[2]
+        elif known != piece[2]:
+            agree = False
+    groups.sort(key=lambda x: x[0])
+    transfers = sorted(transfers, key=lambda x: x[0])
+    texts = pieces.steps
+    _grow(texts, len(table.steps))  # type: ignore[arg-type]
+    steps = table.steps
+    full = pieces.full
+    _grow(full, len(table.steps))  # type: ignore[arg-type]
+    order: list[str | None] = [full[c] for c in s_codes] if agree else [None] * len(s_codes)
+    if None in order:
+        for k, c in enumerate(s_codes):
+            if order[k] is not None:
+                continue
+            text = texts[c]
+            if text is None:
+                st = steps[c]
+                grouped = st.kind == "group"
+                text = texts[c] = (grouped, st.name,
+                                   f", {st.chunk!r})" if grouped else repr(st.name))
+            if not text[0]:
+                order[k] = full[c] = text[2]
+                continue
+            f = first.get(text[1])
+            order[k] = "(" + (f or repr(text[1])) + text[2]
+            if f is not None and agree:  # the name's first op in every schedule of the table
+                full[c] = order[k]
+    return _tuple([repr(batch), _tuple([p for _, p, _ in groups]),
+                   _tuple([p for _, p in transfers]), _tuple(order)])  # type: ignore[arg-type]
+
+
 def _from_codes(s: GraphSchedule, codes: ScheduleCodes) -> str | None:
     """The key's text, or None when the codes do not name the schedule's values."""
     table = codes.table
@@ -86,26 +207,17 @@ def _from_codes(s: GraphSchedule, codes: ScheduleCodes) -> str | None:
     if (len(g_codes) != len(s.groups) or len(t_codes) != len(s.transfers)
             or len(s_codes) != len(s.order)):
         return None
-    pieces = _PIECES.get(table)
-    if pieces is None:
-        pieces = _PIECES[table] = _Pieces()
-    # groups: (ops, split, chunks), sorted by ops (stable: as sorted() on the key does)
-    _grow(pieces.groups, len(table.groups))  # type: ignore[arg-type]
-    groups = []
-    first: dict[str, str] = {}  # group name -> repr of its first op
-    interned, cached = table.groups, pieces.groups
+    interned = table.groups
     for g, c in zip(s.groups, g_codes):
         if interned[c] is not g:
             return None
-        piece = cached[c]
-        if piece is None:
-            piece = cached[c] = (g.ops, repr((g.ops, g.split, g.chunks)),
-                                 repr(min(g.ops) if g.ops else -1))
-        groups.append(piece)
-        first[g.name] = piece[2]
-    groups.sort(key=lambda x: x[0])
+    steps = table.steps
+    for st, c in zip(s.order, s_codes):
+        if steps[c] is not st:
+            return None
     # transfers: (name, kind, tensor, src_factor, dst_factor, src_chunks, dst_chunks,
     # placement), sorted by name; the interned item gives the costly tail
+    pieces = _pieces(table)
     _grow(pieces.transfers, len(table.transfers))  # type: ignore[arg-type]
     transfers = []
     for t, c in zip(s.transfers, t_codes):
@@ -114,25 +226,7 @@ def _from_codes(s: GraphSchedule, codes: ScheduleCodes) -> str | None:
             return None
         tail = pieces.transfers[c]
         if tail is None:
-            tail = pieces.transfers[c] = repr((t.dst_chunks, t.placement))[1:]
-        transfers.append((t.name, f"({t.name!r}, {t.kind!r}, {t.tensor!r}, {t.src_factor!r}, "
-                                  f"{t.dst_factor!r}, {t.src_chunks!r}, {tail}"))
-    transfers.sort(key=lambda x: x[0])
-    # order: (first op of its group, chunk) for a group step, else the step's name
-    _grow(pieces.steps, len(table.steps))  # type: ignore[arg-type]
-    order = []
-    steps, texts = table.steps, pieces.steps
-    for st, c in zip(s.order, s_codes):
-        if steps[c] is not st:
-            return None
-        text = texts[c]
-        if text is None:
-            grouped = st.kind == "group"
-            text = texts[c] = (grouped, st.name,
-                               f", {st.chunk!r})" if grouped else repr(st.name))
-        if text[0]:
-            order.append("(" + (first.get(text[1]) or repr(text[1])) + text[2])
-        else:
-            order.append(text[2])
-    return _tuple([repr(s.batch), _tuple([p for _, p, _ in groups]),
-                   _tuple([p for _, p in transfers]), _tuple(order)])
+            tail = pieces.transfers[c] = transfer_tail(table, t.dst_chunks, t.placement)
+        transfers.append((t.name, transfer_text(t.name, t.kind, t.tensor, t.src_factor,
+                                                t.dst_factor, t.src_chunks, tail)))
+    return coded_text(s.batch, table, g_codes, transfers, s_codes)

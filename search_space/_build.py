@@ -57,15 +57,15 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from compiler.capacity import CapacityWalk, chunk_working_set, in_compute_dtype, remember_plan
-from compiler.codes import ScheduleCodes, TransferItem, attach_codes
+from compiler.codes import LazySchedule
 from compiler.derive import Node, derive_transfers
 from compiler.layout import Layout, staying_fraction
 from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
 from search_space._cblocks import partition as partition_compiled
 from search_space._cclass import shared_info
+from search_space._ccore import _Walked, scope_walk, walk_issue
 from search_space._ccore import fits_l1 as fits_compiled
-from search_space._ccore import scope_walk, walk_issue
 from search_space._cderive import derive as derive_compiled
 from search_space._dims import (
     CUT_BELOW,
@@ -78,6 +78,7 @@ from search_space._dims import (
     perm_order,
     unshuffle,
 )
+from search_space._lazy import Decoded, interned
 from search_space._order import breadth_order, depth_order, group_topo_order
 from search_space._structure import GroupInfo, anchor_partition, partition_is_valid
 
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
 SLOWER = {"L1": ("L1", "LLB", "DDR"), "LLB": ("LLB", "DDR"), "DDR": ("DDR",)}
 _OPTIONS: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 _RANK = {"DDR": 0, "LLB": 1, "L1": 2}
+_SCOPE_CODE = {"L1": 0, "LLB": 1, "DDR": 2}
 
 Reader = Callable[[int], int]
 CoreBind = tuple[tuple[int, ...], ...]
@@ -706,72 +708,29 @@ class Decoding:
 
     # ---- the schedule ----------------------------------------------------------------------
     def schedule(self) -> GraphSchedule:
-        """The GraphSchedule of the walked groups, transfers and order.
+        """The GraphSchedule of the walked groups, transfers and order, built when read.
 
-        Its values are the space's shared ones (group specs, placements, steps), interned
-        in the space's value table; the codes of this schedule's values are left beside it
-        (:mod:`compiler.codes`: the cost model gathers its table rows by code).
+        A :class:`compiler.codes.LazySchedule` (:mod:`search_space._lazy`): its codes (the
+        space's shared values interned in its value table: the cost model gathers its
+        table rows by code), its identity text and its objects are made when first asked
+        for; its memory plan and chunk DAG are remembered beside it now (the pre-check
+        and validation reuse them).
         """
         space, walk = self.space, self.walk
-        table = space.values()
-        scope = {node: walk.layouts[k][0] for k, node in enumerate(self.nodes)}
-        g_codes = []
-        for gr in self.groups:
-            places = tuple(space.placement(scope[("g", gr.name, c)], b)
-                           for c, b in enumerate(gr.binds))
-            # identities are stable keys: the space keeps its op tuples and placements alive
-            key = (gr.name, id(gr.info.ops), gr.split, *map(id, places))
-            c = table.group_code(key)
-            if c is None:
-                c = table.add_group(key, GroupSpec(gr.name, gr.info.ops, gr.split, places))
-            g_codes.append(c)
-        t_codes = []
-        transfers = []
-        placed = _placed_transfers(space)
-        for t in self.transfers:
-            sc = scope[("t", t.name, 0)]
-            hit = placed.get((id(t), sc))
-            if hit is None or hit[0] is not t:  # the entry holds t: its identity stays its own
-                # the space's shared Placement (the cost model looks placements up by identity)
-                place = space.placement(sc, t.placement.core_bind)
-                moved = t if place is t.placement else \
-                    Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks,
-                             t.dst_chunks, place)
-                hit = placed[(id(t), sc)] = (t, moved, place)
-            _, moved, place = hit
-            transfers.append(moved)
-            tkey = (t.tensor, t.dst_factor, t.dst_chunks, id(place))
-            c = table.transfer_code(tkey)
-            if c is None:
-                c = table.add_transfer(tkey, TransferItem(t.tensor, t.dst_factor, t.dst_chunks,
-                                                          place))
-            t_codes.append(c)
-        s_codes = []
-        for nd in self.nodes:
-            c = table.step_code(nd)
-            s_codes.append(table.add_step(nd, space.step(nd)) if c is None else c)
-        steps = tuple(table.steps[c] for c in s_codes)
-        s = GraphSchedule(batch=self.batch, groups=tuple(table.groups[c] for c in g_codes),
-                          transfers=tuple(transfers), order=steps,
-                          workload_key=self.graph.workload_key, source="search_space")
+        it = interned(space)
+        it.use(space.values())
+        if isinstance(walk, _Walked):  # the compiled walk: its step rows know the positions
+            scopes, at = walk.scopes, self._crows[-1]  # type: ignore[attr-defined]
+        else:
+            scopes, at = [_SCOPE_CODE[lay[0]] for lay in walk.layouts], None
+        s = LazySchedule.deferred(self.batch, self.graph.workload_key, "search_space",
+                                  Decoded(it, self.batch, self.groups, self.transfers,
+                                          self.nodes, scopes, at))
         # derived once and walked once: validation and the pre-check reuse both
         memo_of(s, limit=8)[("derived", id(self.graph))] = (self.graph,
                                                             (self.transfers, self.deps, self.outs))
-        attach_codes(s, ScheduleCodes(table, np.array(g_codes, dtype=np.int32),
-                                      np.array(t_codes, dtype=np.int32),
-                                      np.array(s_codes, dtype=np.int32)))
         remember_plan(self.graph, s, space.target, walk.plan())
         return s
-
-
-def _placed_transfers(space: SpaceLike) -> dict[tuple[int, str], tuple[Transfer, Transfer, Placement]]:
-    """Per (transfer identity, scope): the transfer, it with its result in that scope (a
-    shared value, as the placements are) and that placement. Bounded."""
-    placed: dict[tuple[int, str], tuple[Transfer, Transfer, Placement]] | None = \
-        getattr(space, "_placed", None)
-    if placed is None or len(placed) > 200_000:
-        placed = space._placed = {}  # type: ignore[attr-defined]
-    return placed
 
 
 def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None

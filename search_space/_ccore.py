@@ -143,6 +143,11 @@ class _Walked:
         self.issue = issue
 
     @property
+    def scopes(self) -> list[int]:
+        """Each step's scope: 0 L1, 1 LLB, 2 DDR."""
+        return self._raw[0]  # type: ignore[no-any-return]
+
+    @property
     def layouts(self) -> list[tuple[str, None]]:
         if self._layouts is None:
             self._layouts = [(_NAME[s], None) for s in self._raw[0]]
@@ -345,7 +350,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             STATS["wide"] += 1
             return None
         rows = dec._crows = _step_rows(dec, space)
-    nodes, steps_of, asks, scope_dim, names_of, group_rows = rows
+    nodes, steps_of, asks, scope_dim, names_of, group_rows, _ = rows
     # the reader is asked in walk order: a group's policy at its first chunk, a
     # producer's transfer scope at its first transfer whose scope is free
     wants: dict[str, Any] = {}
@@ -355,14 +360,10 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         else:
             xs = TRANSFER_SCOPES[get(d)]
             wants[key] = _AUTO if xs == "auto" else _CODE[xs]
-    steps = []
-    for kind, key, chunk, rest in steps_of:
-        if key is None:
-            steps.append((kind, 2, *rest))
-        elif chunk >= 0:
-            steps.append((kind, wants[key][chunk], *rest))
-        else:
-            steps.append((kind, wants[key], *rest))
+    # a fixed step's row is whole already (key None: chunk holds it)
+    steps = [chunk if key is None else
+             (kind, wants[key][chunk], *rest) if chunk >= 0 else (kind, wants[key], *rest)
+             for kind, key, chunk, rest in steps_of]
     target = space.target
     res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
                    target.chip.cores_per_cluster, steps, True)
@@ -394,9 +395,11 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
 def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     """What the compiled walk reads of a Decoding's steps, apart from the scopes its
     reader's answers ask for: the order, per step (kind, whose answer sets the scope it
-    asks for, chunk or -1, the rest of its row), the answers in the order the walk asks
+    asks for, chunk or -1 (a fixed step, whose answer is None: its whole row), the rest of
+    its row), the answers in the order the walk asks
     for them, each step's scope parameter, the streamable inputs of each group chunk
-    and each group's LLB weight tiles."""
+    and each group's LLB weight tiles; the position of each group chunk's step (by group)
+    and of each transfer's (what :mod:`search_space._lazy` reads the scopes at)."""
     splits = {gr.name: gr.split for gr in dec.groups}
     if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
@@ -412,7 +415,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     g = dec.mem
     codes = tensor_codes(space)
     by_name, by_out, transfer_by_name, fixed = dec.by_name, dec.by_out, dec.transfer_by_name, dec.fixed
-    steps_of: list[tuple[int, str | None, int, tuple[Any, ...]]] = []
+    steps_of: list[tuple[int, str | None, Any, tuple[Any, ...]]] = []
     asks: list[tuple[str, int, Any]] = []
     names_of: list[tuple[str, ...] | None] = []
     scope_dim: dict[Node, int] = {}
@@ -422,11 +425,14 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     sizes = _sizes(space, dec.batch)
     trows = _transfer_rows(space)
     per_group: dict[str, tuple[Any, ...]] = {}
-    for node, reads in zip(nodes, all_reads):
+    chunk_at: dict[str, list[int]] = {}  # per group, the position of each chunk's step
+    step_at: dict[str, int] = {}  # per transfer, its step's position
+    for k, (node, reads) in enumerate(zip(nodes, all_reads)):
         if node[0] == "g":
             per = per_group.get(node[1])
             if per is None:  # once per group: its tables
                 gr = by_name[node[1]]
+                chunk_at[node[1]] = [0] * gr.split
                 d = d_scope[gr.scope_at]
                 asks.append((node[1], d, gr))
                 names, work, inputs, allowed, code, sb, fb, fill, ws = _work(
@@ -439,6 +445,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
                 per = per_group[node[1]] = (gr, d, batch // gr.split, allowed, code, sb, fb, inputs,
                                             work, names, fill, tiles, ws)
             gr, d, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles, ws = per
+            chunk_at[node[1]][node[2]] = k
             scope_dim[node] = d
             parts = gr.binds[node[2]]
             pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
@@ -466,7 +473,7 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
         rest: tuple[Any, ...] = (7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0)
         prod = by_out.get(t.tensor)
         if prod is None or t.name in fixed:
-            steps_of.append((2, None, -1, rest))
+            steps_of.append((2, None, (2, 2, *rest), rest))  # its whole row: scope asked 2
         else:
             key = "t:" + prod.name
             d = slot_of[prod.slot] + 5
@@ -476,7 +483,8 @@ def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
             scope_dim[node] = d
             steps_of.append((1, key, -1, rest))
         names_of.append(None)
-    return nodes, steps_of, asks, scope_dim, names_of, group_rows
+        step_at[node[1]] = k
+    return nodes, steps_of, asks, scope_dim, names_of, group_rows, (chunk_at, step_at)
 
 
 def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],

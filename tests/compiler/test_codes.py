@@ -47,6 +47,6 @@ def test_a_full_table_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
     graph = zoo_graph("tiny_cnn", 8)
     space = build_space(graph, Target.default())
     first = space.values()
-    space.sample(np.random.default_rng(1))
+    assert codes_of(space.sample(np.random.default_rng(1))) is not None  # interned when asked
     monkeypatch.setattr(codes_mod, "MAX_VALUES", 0)  # bounded memory: a new table past the cap
     assert first.full() and space.values() is not first

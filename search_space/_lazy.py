@@ -1,0 +1,229 @@
+"""A decoded schedule built when read: codes, identity text and objects from the decoder's state.
+
+Decoding (:meth:`search_space._build.Decoding.schedule`) ends with every group's
+ops, split and chunk bindings, the transfers, the order and each step's scope. The
+:class:`compiler.codes.LazySchedule` it returns holds a :class:`Decoded` of those and
+builds, each when first asked for:
+
+* the **codes** (:class:`compiler.codes.ScheduleCodes`: what the cost model's
+  featuriser gathers by): each group's spec, each placed transfer and each step
+  interned in the space's value table, as before. A group's code is found by a key of
+  what its spec is made of (its name, op set, split, core order, cores, parts, spread
+  and its chunks' scopes: :meth:`search_space._build.Decoding.set_binding` makes the
+  chunk bindings from exactly these), so the chunks' ``Placement`` values are looked
+  up only the first time a group spec is met;
+* the **identity text** (``repr(structural_key())``, what ``candidate_id`` hashes and
+  ``Space.mutate`` compares): :func:`compiler.key_text.coded_text` over the codes, each
+  placed transfer's entry kept with its code;
+* the **objects** (``groups``, ``transfers``, ``order``): the values the codes name,
+  when a reader first touches one of those fields (the simulator, the log writer,
+  JSON, validation of a copy...).
+
+A candidate that is only pre-checked (its memory plan is remembered beside it, the
+issue read from the plan) never computes any of them; one that is identified and
+featurised computes the codes and the text, not the objects.
+
+The state held refers to the space's shared tables (value table, placements, steps,
+placed transfers), never to the space: a schedule kept by a cache keyed weakly by
+its space (``autotune.sampling._breed._PARENTS``) must not keep the space alive.
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from compiler.codes import ScheduleCodes, TransferItem, ValueTable
+from compiler.key_text import coded_text, transfer_tail, transfer_text
+from compiler.schedule import GroupSpec, Placement, Step, Transfer
+
+if TYPE_CHECKING:
+    from compiler.derive import Node
+
+_NAME = ("L1", "LLB", "DDR")
+_CODE = {"L1": 0, "LLB": 1, "DDR": 2}
+_BOUND = 200_000  # entries of a per-table cache before it starts again (bounded memory)
+
+
+class Interned:
+    """Per space: the shared tables decoded schedules are interned in (see the module doc).
+
+    ``places`` and ``steps`` are the space's own dicts (``Space.placement``,
+    ``Space.step`` share them); the fast group keys and the placed transfers are per
+    value table, so they start again with a new table.
+    """
+
+    __slots__ = ("groups", "placed", "places", "steps", "table")
+
+    def __init__(self, places: dict[tuple[str, tuple[tuple[int, ...], ...]], Placement],
+                 steps: dict[tuple[str, str, int], Step]) -> None:
+        self.places, self.steps = places, steps
+        self.table: ValueTable | None = None
+        # (name, id(ops), split, perm, cores, parts, spread, chunk scopes) -> group code
+        self.groups: dict[tuple[Any, ...], int] = {}
+        # (id(transfer), scope) -> [transfer, placed transfer, its code, its key entry,
+        # placement]
+        self.placed: dict[tuple[int, int], list[Any]] = {}
+
+    def use(self, table: ValueTable) -> None:
+        """Intern in ``table`` from now on (the caches of another table are dropped)."""
+        if table is not self.table or len(self.groups) > _BOUND or len(self.placed) > _BOUND:
+            self.table = table
+            self.groups = {}
+            self.placed = {}
+
+    def placement(self, scope: str, bind: tuple[tuple[int, ...], ...]) -> Placement:
+        """The space's shared Placement (as ``Space.placement``)."""
+        key = (scope, bind)
+        p = self.places.get(key)
+        if p is None:
+            p = self.places[key] = Placement(scope, bind)
+        return p
+
+    def step(self, node: Node) -> Step:
+        """The space's shared Step of a chunk-DAG node (as ``Space.step``)."""
+        st = self.steps.get(node)
+        if st is None:
+            st = self.steps[node] = (Step("group", node[1], node[2]) if node[0] == "g"
+                                     else Step("transfer", node[1]))
+        return st
+
+
+def interned(space: Any) -> Interned:
+    """The space's :class:`Interned` (made on first use)."""
+    it: Interned | None = getattr(space, "_interned", None)
+    if it is None:
+        it = space._interned = Interned(space._places, space._steps)
+    return it
+
+
+class Decoded:
+    """What a decoded schedule is built from (:class:`compiler.codes.ScheduleSource`).
+
+    Args:
+        it: The space's interned tables (``use`` set to the value table to intern in).
+        batch: The schedule's batch.
+        groups: The decoder's group records (name, ``info.ops``, split, perm, cores,
+            parts, spread, binds are read).
+        transfers: The chunk DAG's transfers (their results in DDR).
+        nodes: The order, as chunk-DAG nodes.
+        scopes: Each step's scope (0 L1, 1 LLB, 2 DDR), in the order.
+        at: The position in the order of each group's chunks (by group name) and of each
+            transfer (by name), when known (else found from ``nodes``).
+    """
+
+    __slots__ = ("_codes", "_objects", "_state", "_text", "_transfers", "batch", "it", "table")
+
+    def __init__(self, it: Interned, batch: int, groups: list[Any], transfers: list[Transfer],
+                 nodes: list[Node], scopes: list[int],
+                 at: tuple[dict[str, list[int]], dict[str, int]] | None = None) -> None:
+        self.it, self.table, self.batch = it, it.table, batch
+        self._state: tuple[Any, ...] | None = (groups, transfers, nodes, scopes, at)
+        self._codes: ScheduleCodes | None = None
+        self._transfers: list[list[Any]] = []
+        self._text: str | None = None
+        self._objects: tuple[Any, ...] | None = None
+
+    def codes(self) -> ScheduleCodes:
+        if self._codes is None:
+            self._code()
+        assert self._codes is not None
+        return self._codes
+
+    def _code(self) -> None:
+        state = self._state
+        assert state is not None
+        groups, transfers, nodes, scopes, at = state
+        it, table = self.it, self.table
+        assert table is not None
+        # each group chunk's and each transfer's position in the order
+        if at is None:
+            chunk_at: dict[str, list[int]] = {gr.name: [0] * gr.split for gr in groups}
+            step_at: dict[str, int] = {}
+            for k, nd in enumerate(nodes):
+                if nd[0] == "g":
+                    chunk_at[nd[1]][nd[2]] = k
+                else:
+                    step_at[nd[1]] = k
+        else:
+            chunk_at, step_at = at
+        fast = it.groups if it.table is table else {}
+        g_codes = []
+        for gr in groups:
+            at = chunk_at[gr.name]
+            sc = itemgetter(*at)(scopes) if len(at) > 1 else (scopes[at[0]],)
+            key = (gr.name, id(gr.info.ops), gr.split, gr.perm, gr.cores, gr.parts, gr.spread, sc)
+            c = fast.get(key)
+            if c is None:
+                places = tuple(it.placement(_NAME[s], b) for s, b in zip(sc, gr.binds))
+                # identities are stable keys: the space keeps its op tuples and placements alive
+                tkey = (gr.name, id(gr.info.ops), gr.split, *map(id, places))
+                c = table.group_code(tkey)
+                if c is None:
+                    c = table.add_group(tkey, GroupSpec(gr.name, gr.info.ops, gr.split, places))
+                fast[key] = c
+            g_codes.append(c)
+        placed = it.placed if it.table is table else {}
+        t_codes = []
+        rows = []
+        for t in transfers:
+            sc = scopes[step_at[t.name]]
+            row = placed.get((id(t), sc))
+            if row is None or row[0] is not t:  # the row holds t: its identity stays its own
+                # the space's shared Placement (the cost model looks placements up by identity)
+                place = it.placement(_NAME[sc], t.placement.core_bind)
+                tkey = (t.tensor, t.dst_factor, t.dst_chunks, id(place))
+                c = table.transfer_code(tkey)
+                if c is None:
+                    c = table.add_transfer(tkey, TransferItem(t.tensor, t.dst_factor,
+                                                              t.dst_chunks, place))
+                # [transfer, placed transfer (made when the objects are), code, key entry,
+                # placement]
+                row = placed[(id(t), sc)] = [t, None, c, None, place]
+            t_codes.append(row[2])
+            rows.append(row)
+        s_codes = table.step_codes(nodes)
+        for k, c in enumerate(s_codes):
+            if c is None:
+                s_codes[k] = table.add_step(nodes[k], it.step(nodes[k]))
+        self._codes = ScheduleCodes(table, np.array(g_codes, dtype=np.int32),
+                                    np.array(t_codes, dtype=np.int32),
+                                    np.array(s_codes, dtype=np.int32))
+        self._transfers = rows
+        self._state = None  # the decoder's records are no longer needed
+
+    def key_text(self) -> str:
+        if self._text is None:
+            codes = self.codes()
+            table = codes.table
+            entries = []
+            for row in self._transfers:
+                text = row[3]
+                if text is None:
+                    t = row[0]
+                    tail = transfer_tail(table, t.dst_chunks, row[4])
+                    text = row[3] = (t.name, transfer_text(t.name, t.kind, t.tensor,
+                                                           t.src_factor, t.dst_factor,
+                                                           t.src_chunks, tail))
+                entries.append(text)
+            self._text = coded_text(self.batch, table, codes.groups.tolist(), entries,
+                                    codes.order.tolist())
+        return self._text
+
+    def objects(self) -> tuple[tuple[GroupSpec, ...], tuple[Transfer, ...], tuple[Step, ...]]:
+        if self._objects is None:
+            codes = self.codes()
+            table = codes.table
+            groups, steps = table.groups, table.steps
+            for row in self._transfers:
+                if row[1] is None:  # the transfer with its result in its placement
+                    t, place = row[0], row[4]
+                    row[1] = t if place is t.placement else \
+                        Transfer(t.name, t.kind, t.tensor, t.src_factor, t.dst_factor,
+                                 t.src_chunks, t.dst_chunks, place)
+            self._objects = (tuple([groups[c] for c in codes.groups.tolist()]),
+                             tuple([row[1] for row in self._transfers]),
+                             tuple([steps[c] for c in codes.order.tolist()]))
+        return self._objects  # type: ignore[return-value]
