@@ -3,9 +3,7 @@ through the best's one-move neighbours, deterministic, driven by the log."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import optuna
@@ -22,6 +20,7 @@ from compiler.schedule import GraphSchedule
 from compiler.target import Target
 from search_space import build_space
 from search_space._neighbours import neighbour_vectors
+from tests.autotune.test_tune import _lines, _without_time
 
 POLISH = GuidedOptions(population=32, generations=1, proposals=8, parents=4, retrain_every=8,
                        polish_after=6, polish_limit=None, polish_window=24)
@@ -107,19 +106,6 @@ def test_polish_state_climbs_and_stops() -> None:
     limited.back("a", 5, size=100, window=10)
     assert "a" in limited.done
     assert PolishState(after=-1, limit=None, window=10).due() == ""
-
-
-def _lines(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()]
-
-
-def _without_time(log: Path) -> list[dict[str, Any]]:
-    out = []
-    for r in _lines(log):
-        r["prov"].pop("time_unix_s")
-        r.pop("crc32")
-        out.append(r)
-    return out
 
 
 def _polish_trials(journal: Path) -> list[int]:
