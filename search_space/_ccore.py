@@ -101,11 +101,21 @@ def load_extension(name: str) -> Any:
         return None
     if name not in _modules:
         try:
-            _modules[name] = importlib.import_module(f"search_space.{name}")
+            mod = importlib.import_module(f"search_space.{name}")
+            need = _NEEDS.get(name)
+            if need is not None and not hasattr(mod, need):  # a build older than this source
+                raise ImportError(f"search_space.{name} is an older build (no {need}); "
+                                  "reinstall: pip install -e .")
+            _modules[name] = mod
         except ImportError as exc:
             _modules[name] = None
             missing(exc)
     return _modules[name]
+
+
+# what each extension's current build has that older builds lack: an extension left from an
+# older build (the editable install not redone) is treated as missing, not called wrongly
+_NEEDS = {"_cwalk": "profile"}
 
 
 def _load() -> Any:

@@ -95,6 +95,7 @@ done:
 static int buffer(PyObject *tables, int q, Py_buffer *views, const int **out, Py_ssize_t *len) {
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(tables, q), &views[q], PyBUF_SIMPLE)) return -1;
     if (views[q].len % (Py_ssize_t)sizeof(int)) {
+        PyBuffer_Release(&views[q]);  /* the caller releases only the views it got */
         PyErr_SetString(PyExc_ValueError, "partition: tables of int32");
         return -1;
     }
@@ -133,7 +134,7 @@ static PyObject *py_partition(PyObject *self, PyObject *args) {
         int bad_row = t.pp[i] < 0 || t.pp[i] > t.pp[i + 1] || t.pp[i + 1] > len[1]
                       || t.cp[i] < 0 || t.cp[i] > t.cp[i + 1] || t.cp[i + 1] > len[3];
         for (int q = bad_row ? 0 : t.pp[i]; !bad_row && q < t.pp[i + 1]; q++)
-            bad_row = t.pi[q] < 0 || t.pi[q] >= t.n;
+            bad_row = t.pi[q] < 0 || t.pi[q] >= i;  /* producers come first (topological) */
         for (int q = bad_row ? 0 : t.cp[i]; !bad_row && q < t.cp[i + 1]; q++)
             bad_row = t.ci[q] < 0 || t.ci[q] >= t.n;
         if (bad_row) {

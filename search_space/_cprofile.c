@@ -23,7 +23,7 @@ enum { GI = 3, HEAD = 10, DY = 6, HX = 4 };
 
 int cprof_chains(const long long *p, Py_ssize_t n) {
     if (n < 3 || p[0] < 0 || p[1] < 0 || p[2] < 0) return -1;
-    if (3 + GI * p[0] > n) return -1;
+    if (p[0] > (n - 3) / GI) return -1;  /* divided, not multiplied: no overflow */
     return (int)p[1];
 }
 
@@ -51,9 +51,11 @@ int cprof_walk(const long long *p, Py_ssize_t n, unsigned long long mask, int of
         long long out_s = h[0], out_f = h[1];
         long long n_kept = h[7], n_out = h[8], n_hx = h[9];
         if (n_kept < 0 || n_out < 0 || n_hx < 0) return -1;
+        Py_ssize_t room = n - at - HEAD;  /* counts checked against what is left, divided */
+        if (n_kept > room / DY || n_out > (room - DY * n_kept) / DY
+            || n_hx > (room - DY * (n_kept + n_out)) / HX) return -1;
         Py_ssize_t kept_at = at + HEAD, out_at = kept_at + DY * n_kept;
         Py_ssize_t next = out_at + DY * n_out + HX * n_hx;
-        if (next > n) return -1;
         int lives;
         Py_ssize_t cands;
         long long n_cands;

@@ -64,7 +64,17 @@ def test_malformed_tables_are_refused(target: Target) -> None:
         mod.partition(tables[:4], 0, 1, 0)
     with pytest.raises(ValueError):
         mod.partition((tables[0], tables[1] + b"\x00", *tables[2:]), 0, 1, 0)  # not int32
+    odd = bytearray(tables[1] + b"\x00")
+    with pytest.raises(ValueError):
+        mod.partition((tables[0], odd, *tables[2:]), 0, 1, 0)
+    odd.append(0)  # the refused table's buffer was released: it can be resized again
     broken = bytearray(tables[1])
     broken[:4] = (n + 5).to_bytes(4, "little")  # a producer out of range
     with pytest.raises(ValueError):
         mod.partition((tables[0], bytes(broken), *tables[2:]), 0, n - 1, 0)
+    pp = memoryview(tables[0]).cast("i")
+    i = next(i for i in range(n) if pp[i + 1] > pp[i])  # the first op an op produces for
+    later = bytearray(tables[1])  # its first producer made itself: not topological
+    later[4 * pp[i]:4 * pp[i] + 4] = i.to_bytes(4, "little")
+    with pytest.raises(ValueError):
+        mod.partition((tables[0], bytes(later), *tables[2:]), 0, n - 1, 0)

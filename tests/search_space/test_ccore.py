@@ -324,3 +324,18 @@ def test_many_vectors_decode_alike(name: str, target: Target) -> None:
             vec = c_space.encode(c_space.crossover(pool[k % len(pool)], pool[-1], rng))
         s = _agree(c_space, py_space, vec)
         pool = [*pool[-31:], s]
+
+
+def test_an_older_build_of_the_walk_counts_as_missing(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``_cwalk`` left from a build older than its source (the editable install not redone)
+    lacks what today's glue calls: it is treated as missing, with the one warning line."""
+    import importlib
+    import types
+
+    monkeypatch.setattr(_ccore, "_modules", {})
+    monkeypatch.setattr(_ccore, "_state", {"warned": False})
+    monkeypatch.setattr(importlib, "import_module", lambda name: types.SimpleNamespace(walk=None))
+    assert _ccore.load_extension("_cwalk") is None
+    err = capsys.readouterr().err
+    assert "older build (no profile)" in err and err.count("\n") == 1

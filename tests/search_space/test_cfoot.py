@@ -112,7 +112,9 @@ def test_malformed_packs_are_refused() -> None:
 
     empty = array("q", [0, 0, 0]).tobytes()
     assert _cwalk.profile(empty, 0, False, False) == ([], [])
-    for bad in ([0, 1, 0], [2, 0, 0, 0, 1], [0, 1, 0, 1, 2, 0, 0, 0, 0, 0, 5, 0, 0], [-1, 0, 0]):
+    huge = 1 << 62  # counts whose byte sizes overflow: refused before any multiplication
+    for bad in ([0, 1, 0], [2, 0, 0, 0, 1], [0, 1, 0, 1, 2, 0, 0, 0, 0, 0, 5, 0, 0], [-1, 0, 0],
+                [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, huge, 0, 0], [huge, 0, 0]):
         with pytest.raises(ValueError):
             _cwalk.profile(array("q", bad).tobytes(), 0, False, False)
     with pytest.raises(ValueError):
