@@ -30,7 +30,9 @@ boundaries) is evolution's to find.
 
 The state (:class:`PolishState`) is what the sampler learned from the trials: the
 measurements since the best improved, which trials were polish proposals (the trial
-user attribute ``graphtune_polish``, so a resumed tune goes on climbing), and how far
+user attribute ``graphtune_polish``, so a tune resumed from its study journal goes on
+climbing; the log's records do not carry it, so a trial rebuilt from the log alone is not
+known as a polish find and the climb from it waits for the next stall), and how far
 each schedule's neighbourhood was proposed. A resumed tune forgets the last item: its
 first polish round of a schedule starts its window again, the candidates measured before
 are dropped as seen, and up to ``polish_limit`` more of the neighbours are proposed, the
