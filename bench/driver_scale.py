@@ -86,6 +86,7 @@ class TimedPool(MeasurePool):
         self.breed_cpu_s = 0.0
         self.workers = inner.workers
         self.remote = inner.remote
+        self.probe: CpuSplit | None = None
 
     @property
     def slots(self) -> int:  # type: ignore[override]
@@ -97,6 +98,8 @@ class TimedPool(MeasurePool):
 
     def submit(self, batch_id: int, task_key: str, schedules: Any,
                cids: Any = None) -> None:
+        if self.probe is not None and not self.probe.marks:
+            self.probe.mark(self.inner)  # the actors have started: the split begins
         t0, c0 = time.perf_counter(), time.thread_time()
         self.inner.submit(batch_id, task_key, schedules, cids)
         if self.in_process:  # the in-process pool measures here: not the driver's own work
@@ -120,11 +123,79 @@ class TimedPool(MeasurePool):
             self.blocked_cpu_s += time.thread_time() - c0
 
     def close(self) -> None:
+        if self.probe is not None and len(self.probe.marks) == 1:
+            self.probe.mark(self.inner)  # before the actors stop: the split ends
         self.inner.close()
 
 
+class CpuSplit:
+    """CPU seconds by part, marked when the first batch is sent (the actors have started)
+    and before the pool closes; :meth:`per_measurement` divides the difference.
+
+    Parts: the workers' ``measure`` and ``breed`` calls (their own accounting,
+    ``RayPool.worker_cpu``) and the rest of the actor processes (Ray's threads, idle
+    actors, unpickling); Ray's services (every other process under this one: raylet,
+    GCS, Ray's helper processes); this process's main thread (the driver's loop and its
+    Ray client calls), its cost-model retraining (``GuidedSampler.fit_cpu_s``) and its
+    other threads (Ray's client threads).
+    """
+
+    def __init__(self) -> None:
+        self.marks: list[dict[str, float]] = []
+        self.sampler: Any = None
+        self.measured: Callable[[], int] = lambda: 0
+        self._pids: list[int] | None = None
+
+    def mark(self, pool: Any) -> None:
+        import psutil
+
+        if self._pids is None:
+            self._pids = list(pool.worker_pids()) if hasattr(pool, "worker_pids") else []
+        out = {"n": float(self.measured()), "process": time.process_time(),
+               "main": time.thread_time(),
+               "fit": float(getattr(self.sampler, "fit_cpu_s", 0.0))}
+        if hasattr(pool, "worker_cpu"):
+            for w in pool.worker_cpu():
+                for k, v in w.items():
+                    out[f"w_{k}"] = out.get(f"w_{k}", 0.0) + v
+        actors = set(self._pids)
+        services = 0.0
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if child.pid not in actors:
+                    t = child.cpu_times()
+                    services += t.user + t.system
+            except psutil.NoSuchProcess:
+                pass
+        out["services"] = services
+        self.marks.append(out)
+
+    def per_measurement(self) -> dict[str, float]:
+        """CPU ms per measurement by part (empty unless both marks were taken)."""
+        if len(self.marks) != 2:
+            return {}
+        a, b = self.marks
+        d = {k: b[k] - a.get(k, 0.0) for k in b}
+        n = max(d["n"], 1.0)
+        parts = {
+            "worker measure": d.get("w_measure", 0.0),
+            "worker breed": d.get("w_breed", 0.0),
+            "worker Ray + idle": d.get("w_process", 0.0) - d.get("w_measure", 0.0)
+            - d.get("w_breed", 0.0),
+            "Ray services": d["services"],
+            "driver main thread": d["main"],
+            "driver retraining": d["fit"],
+            "driver other threads": d["process"] - d["main"] - d["fit"],
+        }
+        out = {k: 1e3 * v / n for k, v in parts.items()}
+        out["total"] = sum(out.values())
+        out["measurements"] = d["n"]
+        return out
+
+
 @contextmanager
-def timed_pools(slots: int | None = None) -> Iterator[list[TimedPool]]:
+def timed_pools(slots: int | None = None,
+                probe: CpuSplit | None = None) -> Iterator[list[TimedPool]]:
     """Wrap every pool ``tune`` builds in a :class:`TimedPool` (the list collects them).
 
     ``slots`` makes the driver keep that many batches in flight (an in-process pool then
@@ -138,6 +209,10 @@ def timed_pools(slots: int | None = None) -> Iterator[list[TimedPool]]:
     def wrapped(job: Any, target: Any, measurer: Any, workers: int, *args: Any) -> MeasurePool:
         pool = TimedPool(real(job, target, measurer, workers, *args), in_process=workers == 0,
                          slots=slots)
+        pool.probe = probe
+        if probe is not None:
+            probe.sampler = job.tasks[0].study.sampler
+            probe.measured = lambda: job.measured_now
         made.append(pool)
         return pool
 
@@ -210,6 +285,8 @@ class ScaleRow:
     driver_ms: float
     driver_cpu_ms: float
     load: str = ""
+    load_before: str = ""
+    split: dict[str, float] = field(default_factory=dict)  # CPU ms per measurement by part
 
 
 @dataclass
@@ -227,7 +304,9 @@ def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: in
     measurer = DelayedMeasurer(delay_s=delay, num_cpus=0.01)
     from autotune.running._driver import Driver
 
-    with timed_pools() as pools, stopwatch({"run": (Driver, "run")}) as spent:
+    before = load()
+    probe = CpuSplit()
+    with timed_pools(probe=probe) as pools, stopwatch({"run": (Driver, "run")}) as spent:
         tune([graph], trials=trials, workers=workers, log=os.path.join(workdir, f"w{workers}.jsonl"),
              seed=seed, measurer=measurer, batch_size=batch_size, curve=False, callbacks=[clock])
     (pool,) = pools
@@ -239,7 +318,7 @@ def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: in
     busy = spent.total["run"] - pool.blocked_s
     busy_cpu = spent.cpu["run"] - pool.blocked_cpu_s
     return ScaleRow(workers, n1, seconds, rate, ideal, rate / ideal, 1e3 * busy / max(n1, 1),
-                    1e3 * busy_cpu / max(n1, 1), load())
+                    1e3 * busy_cpu / max(n1, 1), load(), before, probe.per_measurement())
 
 
 # ---- part 2: driver time with a large study -----------------------------------------------------
@@ -509,7 +588,15 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(row)
                 print(f"{w:3d} workers: {row.rate:7.1f} measurements/s of {row.ideal:5.0f} ideal "
                       f"({100 * row.efficiency:3.0f} %), driver {row.driver_ms:5.1f} ms/trial "
-                      f"({row.driver_cpu_ms:.1f} CPU), load {row.load}", flush=True)
+                      f"({row.driver_cpu_ms:.1f} CPU), load {row.load_before} before, "
+                      f"{row.load} after", flush=True)
+                if row.split:
+                    print("     CPU ms per measurement: " + ", ".join(
+                        f"{k} {v:.2f}" for k, v in row.split.items() if k != "measurements")
+                        + f" (over {row.split['measurements']:.0f} measurements; "
+                        f"{os.cpu_count()} cores allow {os.cpu_count() or 1:d} x 1000 / "
+                        f"{row.split['total']:.1f} = "
+                        f"{1e3 * (os.cpu_count() or 1) / row.split['total']:.0f}/s)", flush=True)
         finally:
             if stop is not None:
                 stop()

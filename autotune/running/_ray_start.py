@@ -16,6 +16,21 @@ LOOPBACK = "127.0.0.1"
 
 _CLUSTER_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
+# Ray's own bookkeeping a private instance does without (no dashboard, no state API, no
+# metrics export): the task events each worker reports every second, the metrics it
+# exports, the per-handler event-loop statistics and event-loop lag probes. Measured
+# (issue 20, 32 idle actors at 0.01 CPU, 10 s; then 2 calls of 4 in flight per actor):
+# an idle actor 0.53 -> 0.41 % of a core, per call 1.63 -> 1.44 ms of actor CPU and
+# 0.36 -> 0.20 ms of raylet/GCS CPU. Set for a local instance only (a joined cluster
+# keeps its own configuration), unless the environment sets them already.
+QUIET_RAY = {
+    "RAY_task_events_report_interval_ms": "0",
+    "RAY_enable_metrics_collection": "0",
+    "RAY_metrics_report_interval_ms": "0",
+    "RAY_event_stats": "0",
+    "RAY_io_context_event_loop_lag_collection_interval_ms": "0",
+}
+
 
 def _loopback_only() -> Callable[[], None]:
     """Make Ray pick 127.0.0.1 as this node's address; returns the undo.
@@ -60,10 +75,14 @@ def start_ray(address: str | None, workers: int) -> Callable[[], None] | None:
         # Token mode, as Ray picks for a new local instance, without its notice on stderr.
         auth_set = "RAY_AUTH_MODE" not in os.environ
         os.environ.setdefault("RAY_AUTH_MODE", "token")
+        quieted = [k for k in QUIET_RAY if k not in os.environ]
+        os.environ.update({k: QUIET_RAY[k] for k in quieted})  # inherited by Ray's processes
 
         def undo() -> None:
             if auth_set:
                 os.environ.pop("RAY_AUTH_MODE", None)
+            for k in quieted:
+                os.environ.pop(k, None)
             undo_loopback()
 
         import ray

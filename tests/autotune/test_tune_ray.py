@@ -25,6 +25,7 @@ import pytest
 from autotune import GuidedOptions, JobState, tune
 from autotune.measure._measurer import SimMeasurer
 from autotune.running._ray_pool import start_ray
+from autotune.running._ray_start import QUIET_RAY
 from compiler.graph import Graph
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,15 +154,28 @@ def test_local_default_ray_is_on_loopback(tiny_graph: Graph, tmp_path: Path,
 
     monkeypatch.setattr(RayPool, "submit_breed", counted)
 
+    quiet: list[dict[str, str | None]] = []
+
     def check(job: JobState) -> None:
         if not seen:
             seen.append(ray.nodes()[0]["NodeManagerAddress"])
             seen.append(os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"])
+            # Ray's own bookkeeping is off in the raylet, the GCS and the actors of the
+            # private instance (they inherit the driver's environment).
+            for p in psutil.Process().children(recursive=True):
+                try:
+                    if p.name() in ("raylet", "gcs_server", "ray::_Worker"):
+                        env = p.environ()
+                        quiet.append({k: env.get(k) for k in QUIET_RAY})
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
         effort[:] = [job.tasks[0].study.sampler.effort]
 
     res = tune([tiny_graph], trials=10, workers=2, log=tmp_path / "l.jsonl", seed=0, guided=SMALL,
                callbacks=[check], curve=False)
     assert seen == ["127.0.0.1", "0"]
+    assert len(quiet) >= 4 and all(q == QUIET_RAY for q in quiet), quiet  # raylet, GCS, 2 actors
+    assert not set(QUIET_RAY) & set(os.environ)  # and the driver's environment is restored
     # The workers reported how long measuring took (what breeding is weighed against).
     measure_s, _ = effort[0]
     assert measure_s is not None and measure_s > 0
