@@ -99,7 +99,9 @@ class GuidedOptions:
             on: a training costs time in proportion to the data, so retraining on a
             geometric schedule keeps its cost per measurement flat however long the study.
             Under ``breed_budget``, also at least as many as take ``1 / breed_budget``
-            times the last training's time to measure.
+            times the last training's time to measure; with ``background_fit``, also
+            at least half of what the measurers hold at once (``GuidedSampler.demand``:
+            a new model only steers what is bred after the candidates already out).
         rescan_s: Read the whole study again this often (seconds), for trials another
             driver on the same storage finished; between rescans the sampler learns from
             the trials this process tells (a full read is O(trials)).
@@ -391,7 +393,7 @@ class GuidedSampler(BaseSampler):
             fitting.result()  # an error in training surfaces here
         grown = len(self._y) - self._trained_at
         if grown >= max(o.retrain_every, o.retrain_growth * self._trained_at,
-                        self._fit_wait()) or (
+                        self._fit_wait(), self._fit_window()) or (
             self._trained_at == 0 and self._y and len(self._y) >= o.retrain_every // 2
         ):
             xs, ys = np.stack(self._x), np.asarray(self._y)
@@ -420,6 +422,20 @@ class GuidedSampler(BaseSampler):
         if o.breed_budget is None or not m or self._fit_s is None:
             return 0.0
         return self._fit_s / (o.breed_budget * m)
+
+    def _fit_window(self) -> float:
+        """Measurements to wait for between background retrainings: half of what the
+        measurers hold at once (:attr:`demand`; 0 when the driver retrains in line).
+
+        A new model steers only the proposals bred after it, which are measured behind
+        the ``demand`` candidates already out; retraining more often than every half of
+        that window steers little more and costs the driver's host a training each time
+        (a training costs ~0.25 s of CPU whatever its size on tiny_cnn: 64 workers holding
+        512 candidates retrained ~20 times in 1,536 measurements, ~6 ms of CPU per
+        measurement; issue 20, ``bench/driver_scale.py``). With up to 4 workers (batches
+        of 4) the window is at most ``retrain_every``: nothing changes there.
+        """
+        return self.demand / 2 if self.options.background_fit else 0.0
 
     def _label(self, value: float) -> float | None:
         """The cost model's target: speed, higher = faster (1/latency or throughput)."""

@@ -149,6 +149,20 @@ def test_retraining_waits_for_measurements_worth_its_time_under_a_budget() -> No
     assert s._fit_wait() == 0.0
 
 
+def test_background_retraining_waits_for_half_of_what_the_measurers_hold() -> None:
+    """64 workers holding 512 candidates: a background retraining every 256 measurements;
+    retraining in line (in-process, reproducible) or a small pool: the fixed schedule."""
+    from dataclasses import replace
+
+    s = _sampler(None, None, None)
+    s.demand = 512
+    assert s._fit_window() == 0.0  # in line: unchanged
+    s.options = replace(s.options, background_fit=True)
+    assert s._fit_window() == pytest.approx(256.0)
+    s.demand = 2 * 2 * 4  # 2 workers, 2 batches of 4 each
+    assert s._fit_window() <= GuidedOptions().retrain_every
+
+
 def test_a_journal_reads_back_the_distributions_it_wrote(tmp_path: Path) -> None:
     """The journal's memoised JSON conversions give back equal distributions and params."""
     import datetime
