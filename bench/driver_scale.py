@@ -190,6 +190,9 @@ class CpuSplit:
         out = {k: 1e3 * v / n for k, v in parts.items()}
         out["total"] = sum(out.values())
         out["measurements"] = d["n"]
+        # measured as the object the same worker bred (no JSON parse, validation or
+        # memory plan again: Breeder.take)
+        out["held %"] = 100 * d.get("w_held", 0.0) / n
         return out
 
 
@@ -431,11 +434,13 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
         w.writerow(["part", "workers", "study_trials", "measured", "seconds", "measurements_per_s",
                     "ideal_per_s", "efficiency", "driver_ms_per_trial", "driver_cpu_ms_per_trial",
                     "background_cpu_ms_per_trial", "start_s", "first_sync_s", "load_avg_1_5_15",
-                    "breeding_cpu_ms_per_trial", "parts_cpu_ms_per_trial"])
+                    "breeding_cpu_ms_per_trial", "parts_cpu_ms_per_trial", "load_before",
+                    "cpu_split_ms_per_measurement"])
         for r in rows:
             w.writerow(["workers", r.workers, "", r.measured, f"{r.seconds:.2f}", f"{r.rate:.2f}",
                         f"{r.ideal:.2f}", f"{r.efficiency:.3f}", f"{r.driver_ms:.2f}",
-                        f"{r.driver_cpu_ms:.2f}", "", "", "", r.load, "", ""])
+                        f"{r.driver_cpu_ms:.2f}", "", "", "", r.load, "", "", r.load_before,
+                        json.dumps(r.split) if r.split else ""])
         for d in drivers:
             w.writerow(["driver", d.farm, d.study_trials, d.new_trials, "", "", "", "",
                         f"{d.per_trial_ms:.2f}", f"{d.per_trial_cpu_ms:.2f}",
@@ -456,6 +461,20 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
         lines.append(f"| {r.workers} | {r.measured} | {r.seconds:.1f} | {r.rate:.1f} | "
                      f"{r.ideal:.0f} | {100 * r.efficiency:.0f} % | {r.driver_ms:.1f} | "
                      f"{r.driver_cpu_ms:.1f} | {r.load} |")
+    split = [r for r in rows if r.split]
+    if split:
+        keys = [k for k in split[0].split if k not in ("measurements", "held %")]
+        lines += ["", "CPU ms per measurement by part, from the first batch sent to the pool's "
+                  "close (`CpuSplit`: the workers' own accounting, Ray's other processes, "
+                  "this process's threads); `2 cores allow`: 2 x 1000 / total measurements/s; "
+                  "`held`: measured as the object the same worker bred:", "",
+                  "| workers | load before | " + " | ".join(keys) + " | 2 cores allow /s | held |",
+                  "|---|---|" + "---|" * len(keys) + "---|---|"]
+        cores = os.cpu_count() or 1
+        for r in split:
+            lines.append(f"| {r.workers} | {r.load_before} | " +
+                         " | ".join(f"{r.split[k]:.2f}" for k in keys) +
+                         f" | {1e3 * cores / r.split['total']:.0f} | {r.split['held %']:.0f} % |")
     if drivers:
         lines += ["", "Driver time per trial of the guided tuner resuming a study of that many "
                   f"trials, in-process but shaped like the driver of {drivers[0].farm} Ray "
@@ -530,7 +549,9 @@ def read_worker_rows(path: Path) -> list[ScaleRow]:
             out.append(ScaleRow(int(r["workers"]), int(r["measured"]), float(r["seconds"]),
                                 float(r["measurements_per_s"]), float(r["ideal_per_s"]),
                                 float(r["efficiency"]), float(r["driver_ms_per_trial"]),
-                                float(r["driver_cpu_ms_per_trial"]), r["load_avg_1_5_15"]))
+                                float(r["driver_cpu_ms_per_trial"]), r["load_avg_1_5_15"],
+                                r.get("load_before") or "",
+                                json.loads(r.get("cpu_split_ms_per_measurement") or "{}")))
     return out
 
 
@@ -592,7 +613,9 @@ def main(argv: list[str] | None = None) -> None:
                       f"{row.load} after", flush=True)
                 if row.split:
                     print("     CPU ms per measurement: " + ", ".join(
-                        f"{k} {v:.2f}" for k, v in row.split.items() if k != "measurements")
+                        f"{k} {v:.2f}" for k, v in row.split.items()
+                        if k not in ("measurements", "held %"))
+                        + f"; measured where bred {row.split['held %']:.0f} %"
                         + f" (over {row.split['measurements']:.0f} measurements; "
                         f"{os.cpu_count()} cores allow {os.cpu_count() or 1:d} x 1000 / "
                         f"{row.split['total']:.1f} = "
