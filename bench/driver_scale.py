@@ -464,13 +464,14 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
     split = [r for r in rows if r.split]
     if split:
         keys = [k for k in split[0].split if k not in ("measurements", "held %")]
+        cores = os.cpu_count() or 1
         lines += ["", "CPU ms per measurement by part, from the first batch sent to the pool's "
                   "close (`CpuSplit`: the workers' own accounting, Ray's other processes, "
-                  "this process's threads); `2 cores allow`: 2 x 1000 / total measurements/s; "
-                  "`held`: measured as the object the same worker bred:", "",
-                  "| workers | load before | " + " | ".join(keys) + " | 2 cores allow /s | held |",
+                  f"this process's threads); `{cores} cores allow`: {cores} x 1000 / total "
+                  "measurements/s; `held`: measured as the object the same worker bred:", "",
+                  "| workers | load before | " + " | ".join(keys) +
+                  f" | {cores} cores allow /s | held |",
                   "|---|---|" + "---|" * len(keys) + "---|---|"]
-        cores = os.cpu_count() or 1
         for r in split:
             lines.append(f"| {r.workers} | {r.load_before} | " +
                          " | ".join(f"{r.split[k]:.2f}" for k in keys) +
