@@ -290,6 +290,7 @@ class ScaleRow:
     load: str = ""
     load_before: str = ""
     split: dict[str, float] = field(default_factory=dict)  # CPU ms per measurement by part
+    best_us: float | None = None  # the best latency found (what the search found, not speed)
 
 
 @dataclass
@@ -310,8 +311,9 @@ def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: in
     before = load()
     probe = CpuSplit()
     with timed_pools(probe=probe) as pools, stopwatch({"run": (Driver, "run")}) as spent:
-        tune([graph], trials=trials, workers=workers, log=os.path.join(workdir, f"w{workers}.jsonl"),
-             seed=seed, measurer=measurer, batch_size=batch_size, curve=False, callbacks=[clock])
+        res = tune([graph], trials=trials, workers=workers,
+                   log=os.path.join(workdir, f"w{workers}.jsonl"), seed=seed, measurer=measurer,
+                   batch_size=batch_size, curve=False, callbacks=[clock])
     (pool,) = pools
     (t0, n0), (t1, n1) = clock.points[0], clock.points[-1]
     seconds = t1 - t0
@@ -321,7 +323,8 @@ def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: in
     busy = spent.total["run"] - pool.blocked_s
     busy_cpu = spent.cpu["run"] - pool.blocked_cpu_s
     return ScaleRow(workers, n1, seconds, rate, ideal, rate / ideal, 1e3 * busy / max(n1, 1),
-                    1e3 * busy_cpu / max(n1, 1), load(), before, probe.per_measurement())
+                    1e3 * busy_cpu / max(n1, 1), load(), before, probe.per_measurement(),
+                    res.tasks[0].best_latency_us)
 
 
 # ---- part 2: driver time with a large study -----------------------------------------------------
@@ -611,7 +614,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{w:3d} workers: {row.rate:7.1f} measurements/s of {row.ideal:5.0f} ideal "
                       f"({100 * row.efficiency:3.0f} %), driver {row.driver_ms:5.1f} ms/trial "
                       f"({row.driver_cpu_ms:.1f} CPU), load {row.load_before} before, "
-                      f"{row.load} after", flush=True)
+                      f"{row.load} after; best {row.best_us or float('nan'):.2f} us", flush=True)
                 if row.split:
                     print("     CPU ms per measurement: " + ", ".join(
                         f"{k} {v:.2f}" for k, v in row.split.items()
