@@ -316,6 +316,11 @@ class GuidedSampler(BaseSampler):
         chosen = self._by_trial.get(number)
         return (chosen.schedule, chosen.params) if chosen is not None else None
 
+    def polish_of(self, number: int) -> str:
+        """The schedule whose polish proposed trial ``number`` ("" when none did)."""
+        chosen = self._by_trial.get(number)
+        return chosen.polish_of if chosen is not None else ""
+
     def ranked_by(self, number: int) -> str:
         """The cost model that ranked trial ``number``'s candidate ("" when none did)."""
         chosen = self._by_trial.get(number)
@@ -370,7 +375,7 @@ class GuidedSampler(BaseSampler):
                 self._borrowed.add(cid)
             if cid not in self._scores:
                 y = self._label(value) if value is not None else None
-                self.polish.measured(cid, y, polish_of.get(number, ""))
+                self.polish.measured(cid, y, polish_of.get(number, ""), inherited=mine is None)
                 if y is not None:
                     self._vectors[cid] = vec
                     self._scores[cid] = y

@@ -31,12 +31,13 @@ boundaries) is evolution's to find.
 The state (:class:`PolishState`) is what the sampler learned from the trials: the
 measurements since the best improved, which trials were polish proposals (the trial
 user attribute ``graphtune_polish``, so a tune resumed from its study journal goes on
-climbing; the log's records do not carry it, so a trial rebuilt from the log alone is not
-known as a polish find and the climb from it waits for the next stall), and how far
-each schedule's neighbourhood was proposed. A resumed tune forgets the last item: its
-first polish round of a schedule starts its window again, the candidates measured before
-are dropped as seen, and up to ``polish_limit`` more of the neighbours are proposed, the
-next ones in the (retrained) model's ranking. A sweep's later chunk of a variant is such
+climbing; the log's records carry it too, as ``prov.polish_of``, so a trial rebuilt from
+the log alone keeps it), and how far each schedule's neighbourhood was proposed. A
+resumed tune counts the polish measurements of its predecessor against ``polish_limit``
+(a schedule with ``polish_limit`` of them measured is polished), but forgets the
+window: its first polish round of a schedule starts its window again, the candidates
+measured before are dropped as seen, and the remaining ones of the ``polish_limit``
+proposals are the next in the (retrained) model's ranking. A sweep's later chunk of a variant is such
 a resumed tune: in the MobileNetV2 sweep of 2026-11-27, 49-82 polish measurements
 followed the last improvement of four variants.
 """
@@ -57,10 +58,16 @@ if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
     from search_space import Space
 
-__all__ = ["POLISH_ATTR", "PolishState", "polish_ranked"]
+__all__ = ["POLISH_ATTR", "PROV_POLISH", "PolishState", "polish_ranked"]
 
 POLISH_ATTR = "graphtune_polish"
 """Trial user attribute of a polish proposal (value: the polished schedule's candidate id)."""
+
+PROV_POLISH = "polish_of"
+"""The same mark in a log record: a key of ``prov`` (kept in :attr:`logs.Provenance.extra`,
+written only on a polish proposal's record), so a tune resumed from its log alone knows
+its polish finds (:func:`autotune.running._reconcile.reconcile` sets :data:`POLISH_ATTR`
+on the trials it rebuilds from the log)."""
 
 
 @dataclass
@@ -167,15 +174,24 @@ class PolishState:
         self.found: set[str] = set()  # candidates proposed by polishing
         self.done: set[str] = set()  # schedules whose neighbourhood was proposed
         self._offered: dict[str, int] = {}  # schedule -> its neighbours proposed so far
+        # schedule -> its neighbours measured as polish proposals of another process (a
+        # resumed tune's predecessor): they count against ``limit`` as this one's do
+        self._inherited: dict[str, int] = {}
         self._rounds: dict[str, int] = {}  # schedule -> its polish rounds so far
         self.out: str = ""  # the schedule a polish round is out for ("": none)
         self.rounds = 0  # polish rounds requested (for reports)
 
-    def measured(self, cid: str, y: float | None, polish_of: str = "") -> None:
+    def measured(self, cid: str, y: float | None, polish_of: str = "",
+                 inherited: bool = False) -> None:
         """A measurement arrived (``y``: speed, None: failed); ``polish_of``: the
-        schedule whose polish proposed it ("": not a polish proposal)."""
+        schedule whose polish proposed it ("": not a polish proposal); ``inherited``: it
+        was not proposed by this process (a resumed tune reading its predecessor's
+        trials), so it counts against ``limit`` here."""
         if polish_of:
             self.found.add(cid)
+            if inherited:
+                self._inherited[polish_of] = self._inherited.get(polish_of, 0) + 1
+                self._check_limit(polish_of)
         if y is not None and y > self._best_y:
             self._best_y, self.best, self.since_best = y, cid, 0
         else:
@@ -201,8 +217,14 @@ class PolishState:
         neighbourhood of ``size`` ranked up to ``window``."""
         if self.out == cid:
             self.out = ""
-        total = self._offered[cid] = self._offered.get(cid, 0) + proposed
-        if (proposed == 0 and window >= size) or (self.limit is not None and total >= self.limit):
+        self._offered[cid] = self._offered.get(cid, 0) + proposed
+        if proposed == 0 and window >= size:
+            self.done.add(cid)
+        self._check_limit(cid)
+
+    def _check_limit(self, cid: str) -> None:
+        total = self._offered.get(cid, 0) + self._inherited.get(cid, 0)
+        if self.limit is not None and total >= self.limit:
             self.done.add(cid)
 
     def lost(self) -> None:

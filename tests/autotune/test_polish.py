@@ -106,6 +106,13 @@ def test_polish_state_climbs_and_stops() -> None:
     limited.back("a", 5, size=100, window=10)
     assert "a" in limited.done
     assert PolishState(after=-1, limit=None, window=10).due() == ""
+    resumed = PolishState(after=0, limit=5, window=10)  # a predecessor proposed 4 of them
+    for c in "abcde":
+        resumed.measured(c, 1.0 if c == "a" else 0.5, polish_of="a" if c != "a" else "",
+                         inherited=True)
+    assert resumed.due() == "a" and resumed.start("a") == 10
+    resumed.back("a", 1, size=100, window=10)  # the 5th: the limit is reached
+    assert "a" in resumed.done and resumed.due() == ""
 
 
 def _polish_trials(journal: Path) -> list[int]:
@@ -173,3 +180,44 @@ def test_a_new_sampler_on_the_study_knows_the_climb(tiny_graph: Graph,
     assert again.polish.found == first.polish.found
     assert (again.polish.best, again.polish.since_best) == (first.polish.best,
                                                            first.polish.since_best)
+
+
+def _log_marks(log: Path) -> dict[int, str]:
+    """Trial number -> the schedule its polish proposal came from, read from the log alone."""
+    from autotune.sampling._polish import PROV_POLISH
+
+    return {x["prov"]["trial"]: x["prov"][PROV_POLISH] for x in _lines(log)
+            if x["prov"].get(PROV_POLISH)}
+
+
+def test_the_polish_mark_and_limit_survive_a_resume_from_the_log_alone(
+        tiny_graph: Graph, tmp_path: Path) -> None:
+    """A polish proposal's record carries the mark (``prov.polish_of``, the same as the
+    journal's); a tune resumed with its journal lost rebuilds the marked trials and does
+    not polish again a schedule whose ``polish_limit`` was reached before the resume."""
+    from dataclasses import replace
+
+    opts = replace(POLISH, polish_limit=4)
+
+    def run(log: Path, trials: int) -> None:
+        tune([tiny_graph], trials=trials, log=log, search=SearchOptions(seed=5, guided=opts),
+             run=RunOptions(workers=0, curve=False))
+
+    a = tmp_path / "a.jsonl"
+    run(a, 48)
+    marks = _log_marks(a)
+    assert sorted(marks) == _polish_trials(tmp_path / "a.journal") and len(marks) >= 4
+    first = marks[min(marks)]  # the first schedule polished: its limit was reached
+    done_at = max(n for n, p in marks.items() if p == first)
+    assert sum(p == first for p in marks.values()) >= opts.polish_limit
+
+    r = tmp_path / "r.jsonl"
+    run(r, done_at + 1)
+    (tmp_path / "r.journal").unlink()  # the log alone
+    run(r, 48)
+    assert {n: p for n, p in _log_marks(r).items() if n <= done_at} == {
+        n: p for n, p in marks.items() if n <= done_at}
+    rebuilt = _polish_trials(tmp_path / "r.journal")
+    assert [n for n in rebuilt if n <= done_at] == [n for n in marks if n <= done_at]
+    again = [n for n, p in _log_marks(r).items() if n > done_at and p == first]
+    assert again == []  # its limit survived the resume
