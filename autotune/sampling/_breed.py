@@ -91,6 +91,8 @@ class BreedRequest:
             ``polish`` one-move neighbours of ``parents[0]`` not seen (no evolution, no
             random picks).
         polish_of: The candidate id of ``parents[0]`` in a polish round.
+        kick: 0, or (with ``polish``) a kick round: rank ``parents[0]``'s kicks (a
+            boundary moved by 2 to ``kick`` cut points) instead of its neighbours.
     """
 
     batch: int
@@ -106,6 +108,7 @@ class BreedRequest:
     seen_base: Any = frozenset()
     polish: int = 0
     polish_of: str = ""
+    kick: int = 0
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ class Bred:
     polish_of: str = ""
     neighbourhood: int = 0
     window: int = 0
+    kick: bool = False
 
 
 def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
@@ -197,7 +201,8 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         assert proj.vector is not None
         picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by, key, explore))
     return Bred(tuple(picks), len(ranked), time.process_time() - t0, r.decoded,
-                time.perf_counter() - w0, req.polish_of if req.polish else "", hood, req.polish)
+                time.perf_counter() - w0, req.polish_of if req.polish else "", hood, req.polish,
+                bool(req.polish and req.kick))
 
 
 class Breeder:
@@ -333,7 +338,7 @@ class _Round:
         p = polish_ranked(self.space, vec, _parent(self.space, vec), self.req.polish,
                           lambda cid: cid not in self.seen and cid not in self.base,
                           self.features_of, self.scorer.predict, type(inner).__name__,
-                          bool(self.scorer.label))
+                          bool(self.scorer.label), self.req.kick)
         self.decoded += p.decoded
         return p.ranked, p.size
 

@@ -110,6 +110,9 @@ class GuidedOptions:
             workers measure (``workers >= 1``), keeping in-process runs reproducible.
         polish_after, polish_limit, polish_window: The end game (see
             :class:`autotune.sampling._polish.PolishState`; ``polish_after < 0``: never).
+        polish_kick, kick_limit: Its iterated local search once the best is polished
+            (``PolishState``'s ``kick`` and ``kick_limit``; 0: none): at most every other
+            round is a kick or a kicked climb's, the others evolve.
     """
 
     population: int = 96
@@ -127,6 +130,8 @@ class GuidedOptions:
     polish_after: int = 64
     polish_limit: int | None = 48
     polish_window: int = 256
+    polish_kick: int = 4
+    kick_limit: int | None = 16
 
 
 @dataclass
@@ -183,7 +188,8 @@ class GuidedSampler(BaseSampler):
         self._islands: deque[bool] = deque()
         o = self.options
         self.polish = PolishState(o.polish_after, o.polish_limit,
-                                  o.polish_window or o.population)
+                                  o.polish_window or o.population, o.polish_kick, o.kick_limit)
+        self._searched = False  # the last request was a kick or a kicked climb's
         self._x: list[np.ndarray] = []
         self._y: list[float] = []
         self._trained_at = 0
@@ -468,9 +474,14 @@ class GuidedSampler(BaseSampler):
         self.breeding += 1
         self._told_at_request = self.told
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
-        polish = self.polish.due()
+        polish, kind = self.polish.due()
+        kicking = kind == "kick" or (bool(polish) and polish != self.polish.best)
+        if kicking and self._searched:  # the iterated local search: every other round
+            polish = ""
+        self._searched = kicking and bool(polish)
         if polish and polish in self._vectors:  # the end game: a hill climb from the best
-            return self._polish_request(polish, -(-n_prop // max(1, share)), pending)
+            n = 1 if kind == "kick" else -(-n_prop // max(1, share))
+            return self._polish_request(polish, n, pending, kind)
         # borrowing (seeds, or a ranker trained on other targets' rows), every other round is
         # the own line's, ranked as a cold tune ranks (see the module doc)
         islands = bool(self._borrowed) or bool(getattr(self.ranker, "borrows", False))
@@ -492,10 +503,11 @@ class GuidedSampler(BaseSampler):
             population=population, generations=generations,
             random_share=o.random_share, crossover=o.crossover, seen_base=base)
 
-    def _polish_request(self, polish: str, n_prop: int, pending: Iterable[str]) -> BreedRequest:
-        """A polish round of ``polish`` (see :mod:`autotune.sampling._polish`)."""
+    def _polish_request(self, polish: str, n_prop: int, pending: Iterable[str],
+                        kind: str = "polish") -> BreedRequest:
+        """A polish or kick round of ``polish`` (see :mod:`autotune.sampling._polish`)."""
         o = self.options
-        window = self.polish.start(polish)
+        window = self.polish.start(polish, kind)
         self._islands.append(polish in self._borrowed)  # its children: the best's line
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = False
@@ -505,7 +517,8 @@ class GuidedSampler(BaseSampler):
             batch=self.space.batch, parents=(self._vectors[polish],),
             seed=int(self._rng.integers(2**63 - 1)), proposals=n_prop, eps=0, seen=seen,
             population=o.population, generations=0, random_share=o.random_share,
-            crossover=o.crossover, seen_base=base, polish=window, polish_of=polish)
+            crossover=o.crossover, seen_base=base, polish=window, polish_of=polish,
+            kick=o.polish_kick if kind == "kick" else 0)
 
     def _see(self, cid: str) -> None:
         if cid not in self._seen:
@@ -585,15 +598,21 @@ class GuidedSampler(BaseSampler):
         if part.decoded and part.wall_s > 0:
             self._child_s = _mean(self._child_s, part.wall_s / part.decoded)
         n = 0
+        queued: list[str] = []
         for p in part.picks:
             if p.cid in self._seen:  # picked by another request bred at the same time
                 continue
             self._see(p.cid)
+            queued.append(p.cid)
             self._queue.append(_Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector,
                                          p.features, borrowed, part.polish_of))
             if borrowed:
                 self._borrowed.add(p.cid)
             n += 1
+        if part.kick:
+            self.polish.kicked(part.polish_of, queued)
+            log.debug("kick round of %s: %d proposed", part.polish_of[:12], n)
+            return n
         if part.polish_of:
             self.polish.back(part.polish_of, n, part.neighbourhood, part.window)
             log.debug("polish round of %s (window %d of %d): %d proposed, %d measured since "

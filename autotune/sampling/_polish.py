@@ -84,16 +84,19 @@ _HOODS: weakref.WeakKeyDictionary[Space, dict[bytes, _Hood]] = weakref.WeakKeyDi
 _MAX_HOODS = 4  # per space: the incumbents a worker is polishing (one at a time, mostly)
 
 
-def _hood(space: Space, parent: np.ndarray, schedule: GraphSchedule) -> _Hood:
-    from search_space._neighbours import neighbour_vectors
+def _hood(space: Space, parent: np.ndarray, schedule: GraphSchedule, kick: int = 0) -> _Hood:
+    from search_space._neighbours import kick_vectors, neighbour_vectors
 
     memo = _HOODS.get(space)
     if memo is None:
         memo = _HOODS[space] = {}
     key = np.asarray(parent, dtype=np.int64).tobytes()
+    if kick:
+        key = b"kick%d:" % kick + key
     hood = memo.get(key)
     if hood is None:
-        vecs = [v for _, v in neighbour_vectors(space, schedule)]
+        vecs = [v for _, v in (kick_vectors(space, schedule, kick) if kick
+                                else neighbour_vectors(space, schedule))]
         # a fixed order per schedule (the same on every worker), not the moves' order: a
         # window of it is a sample of every kind of move
         seed = int.from_bytes(hashlib.sha256(key).digest()[:8], "little")
@@ -118,14 +121,16 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
                   window: int, fresh: Callable[[str], bool],
                   features: Callable[[Sequence[tuple[str, GraphSchedule]]], list[np.ndarray]],
                   predict: Callable[[np.ndarray], np.ndarray], scorer_kind: str,
-                  by_model: bool) -> Polished:
+                  by_model: bool, kick: int = 0) -> Polished:
     """Rank the first ``window`` of ``parent``'s neighbours not seen yet.
 
     ``fresh(cid)``: not measured, queued or handed out. ``features`` computes rows (they
     are remembered with the neighbourhood, per ``scorer_kind``); ``predict`` scores rows
     (higher: faster). Without a model (``by_model`` false) the fixed order ranks.
+    ``kick``: rank ``parent``'s kicks instead (:func:`search_space._neighbours.kick_vectors`
+    with that span).
     """
-    hood = _hood(space, parent, parent_schedule)
+    hood = _hood(space, parent, parent_schedule, kick)
     own = candidate_id(parent_schedule)
     decoded = 0
     seen_here: set[str] = {own}
@@ -164,10 +169,20 @@ class PolishState:
         after: Measurements without a better best before polishing starts.
         limit: Proposals per polished schedule at most (None: its whole neighbourhood).
         window: Neighbours a polish round adds to the ranked window of its schedule.
+        kick: 0, or the iterated local search once the best is polished and still
+            stalled: a *kick* round proposes one of the best's kicks (a boundary moved
+            by 2 to ``kick`` cut points, the model's first not measured), then the
+            kicked schedule is climbed (polished, each schedule of the climb with
+            ``kick_limit`` proposals at most) while the climb improves on itself; a
+            climb that ends below the best has made a new best, which is polished as
+            any. Then the next kick.
+        kick_limit: Proposals per schedule of a kicked climb.
     """
 
-    def __init__(self, after: int, limit: int | None, window: int) -> None:
+    def __init__(self, after: int, limit: int | None, window: int, kick: int = 0,
+                 kick_limit: int | None = 16) -> None:
         self.after, self.limit, self.window = after, limit, window
+        self.kick, self.kick_limit = kick, kick_limit
         self.since_best = 0  # measurements since the best improved
         self.best: str = ""  # candidate id of the best measured
         self._best_y = -np.inf
@@ -180,6 +195,14 @@ class PolishState:
         self._rounds: dict[str, int] = {}  # schedule -> its polish rounds so far
         self.out: str = ""  # the schedule a polish round is out for ("": none)
         self.rounds = 0  # polish rounds requested (for reports)
+        # the iterated local search: the head of the kicked climb, its speed, the kick
+        # proposals not measured yet, the climbs' schedules, the bests whose kicks ran out
+        self.head: str = ""
+        self._head_y = -np.inf
+        self._waiting: set[str] = set()
+        self._climbed: set[str] = set()
+        self.kicked_out: set[str] = set()
+        self.kicks = 0  # kick rounds requested (for reports)
 
     def measured(self, cid: str, y: float | None, polish_of: str = "",
                  inherited: bool = False) -> None:
@@ -196,18 +219,39 @@ class PolishState:
             self._best_y, self.best, self.since_best = y, cid, 0
         else:
             self.since_best += 1
+        if cid in self._waiting:  # a kick: the climb starts from it
+            self._waiting.discard(cid)
+            if y is not None:
+                self.head, self._head_y = cid, y
+                self._climbed.add(cid)
+        elif polish_of and polish_of == self.head and y is not None and y > self._head_y:
+            self.head, self._head_y = cid, y  # the climb goes on from there
+            self._climbed.add(cid)
 
-    def due(self) -> str:
-        """The schedule to polish in the next round ("": none, or one is out already)."""
-        if self.after < 0 or not self.best or self.out or self.best in self.done:
-            return ""
-        if self.since_best >= self.after or self.best in self.found:
-            return self.best
-        return ""
+    def due(self) -> tuple[str, str]:
+        """``(schedule, kind)`` of the next round: ``"polish"`` (the best, or the head
+        of a kicked climb) or ``"kick"`` (the best's next kick); ``("", "")``: none, or
+        one is out already."""
+        if self.after < 0 or not self.best or self.out:
+            return "", ""
+        if self.best not in self.done:
+            if self.since_best >= self.after or self.best in self.found:
+                return self.best, "polish"
+            return "", ""
+        if not self.kick or self.since_best < self.after or self._waiting:
+            return "", ""
+        if self.head and self.head not in self.done:
+            return self.head, "polish"
+        if self.best in self.kicked_out:
+            return "", ""
+        return self.best, "kick"
 
-    def start(self, cid: str) -> int:
-        """A polish round of ``cid`` is requested: the window it ranks."""
+    def start(self, cid: str, kind: str = "polish") -> int:
+        """A round of ``kind`` for ``cid`` is requested: the window it ranks."""
         self.out = cid
+        if kind == "kick":
+            self.kicks += 1
+            return 1 << 20  # every kick is ranked (a few dozen)
         self.rounds += 1
         n = self._rounds[cid] = self._rounds.get(cid, 0) + 1
         return n * self.window
@@ -222,9 +266,19 @@ class PolishState:
             self.done.add(cid)
         self._check_limit(cid)
 
+    def kicked(self, cid: str, picks: Sequence[str]) -> None:
+        """A kick round of ``cid`` came back with ``picks`` (none: its kicks ran out)."""
+        if self.out == cid:
+            self.out = ""
+        if not picks:
+            self.kicked_out.add(cid)
+        self.head, self._head_y = "", -np.inf
+        self._waiting = set(picks)
+
     def _check_limit(self, cid: str) -> None:
         total = self._offered.get(cid, 0) + self._inherited.get(cid, 0)
-        if self.limit is not None and total >= self.limit:
+        limit = self.kick_limit if cid in self._climbed and cid != self.best else self.limit
+        if limit is not None and total >= limit:
             self.done.add(cid)
 
     def lost(self) -> None:

@@ -79,40 +79,40 @@ def test_a_window_ranks_only_the_first_neighbours_of_the_fixed_order(
 def test_polish_state_climbs_and_stops() -> None:
     st = PolishState(after=3, limit=None, window=10)
     st.measured("a", 1.0)
-    assert st.due() == ""  # a new best: not stalled
+    assert st.due() == ("", "")  # a new best: not stalled
     for c in "bcd":
         st.measured(c, 0.5)
-    assert st.since_best == 3 and st.due() == "a"
-    assert st.start("a") == 10 and st.due() == ""  # one round out at a time
+    assert st.since_best == 3 and st.due() == ("a", "polish")
+    assert st.start("a") == 10 and st.due() == ("", "")  # one round out at a time
     st.back("a", 4, size=30, window=10)
-    assert st.due() == "a" and st.start("a") == 20  # the window grows
+    assert st.due() == ("a", "polish") and st.start("a") == 20  # the window grows
     st.back("a", 0, size=30, window=20)  # nothing new, but more to rank: not done
-    assert st.due() == "a"
+    assert st.due() == ("a", "polish")
     st.start("a")
     st.measured("e", 2.0, polish_of="a")  # the climb found a better one: polish it next
-    assert st.due() == "" and st.since_best == 0  # (the round of "a" is still out)
+    assert st.due() == ("", "") and st.since_best == 0  # (the round of "a" is still out)
     st.back("a", 3, size=30, window=30)
-    assert st.due() == "e"
+    assert st.due() == ("e", "polish")
     st.start("e")
     st.back("e", 0, size=12, window=10)
     st.start("e")
     st.back("e", 0, size=12, window=20)  # the whole neighbourhood ranked, nothing new
-    assert "e" in st.done and st.due() == ""
+    assert "e" in st.done and st.due() == ("", "")
     st.measured("f", 3.0)  # evolution found a better one: polish it once stalled again
-    assert st.due() == ""
+    assert st.due() == ("", "")
     limited = PolishState(after=0, limit=5, window=10)
     limited.measured("a", 1.0)
     limited.start("a")
     limited.back("a", 5, size=100, window=10)
     assert "a" in limited.done
-    assert PolishState(after=-1, limit=None, window=10).due() == ""
+    assert PolishState(after=-1, limit=None, window=10).due() == ("", "")
     resumed = PolishState(after=0, limit=5, window=10)  # a predecessor proposed 4 of them
     for c in "abcde":
         resumed.measured(c, 1.0 if c == "a" else 0.5, polish_of="a" if c != "a" else "",
                          inherited=True)
-    assert resumed.due() == "a" and resumed.start("a") == 10
+    assert resumed.due() == ("a", "polish") and resumed.start("a") == 10
     resumed.back("a", 1, size=100, window=10)  # the 5th: the limit is reached
-    assert "a" in resumed.done and resumed.due() == ""
+    assert "a" in resumed.done and resumed.due() == ("", "")
 
 
 def _polish_trials(journal: Path) -> list[int]:
@@ -221,3 +221,77 @@ def test_the_polish_mark_and_limit_survive_a_resume_from_the_log_alone(
     assert [n for n in rebuilt if n <= done_at] == [n for n in marks if n <= done_at]
     again = [n for n, p in _log_marks(r).items() if n > done_at and p == first]
     assert again == []  # its limit survived the resume
+
+
+def test_kicks_move_one_boundary_two_or_more_cut_points(tiny_graph: Graph,
+                                                        tune_target: Target) -> None:
+    """A kick swaps one boundary's rank with a cut point's 2 to ``span`` cut points away
+    that is not a boundary: two cut parameters change, nothing else, and no kick is a
+    one-move neighbour."""
+    from search_space._dims import CUT_BELOW, GRANULARITIES
+    from search_space._neighbours import kick_vectors
+
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    rng = np.random.default_rng(7)
+    cut_at = {int(space.rep[d]): k for k, d in enumerate(space.d_cut)}
+    total = 0
+    for _ in range(12):
+        s = space.sample(rng)
+        vec = space.encode(s)
+        below = CUT_BELOW[GRANULARITIES[int(vec[space.rep[space.d_gran]])]]
+        one = {v.tobytes() for _, v in neighbour_vectors(space, s)}
+        kicks = kick_vectors(space, s, span=3)
+        assert len({v.tobytes() for _, v in kicks}) == len(kicks)
+        for _, v in kicks:
+            changed = np.flatnonzero(v != vec)
+            assert len(changed) == 2 and all(space.free[f].kind == "cut" for f in changed)
+            a, b = (int(f) for f in changed)
+            assert (vec[a] < below) != (vec[b] < below)  # a boundary and a free cut point
+            assert 2 <= abs(cut_at[a] - cut_at[b]) <= 3
+            assert v.tobytes() not in one
+        total += len(kicks)
+    assert total > 0
+
+
+def test_the_iterated_local_search_kicks_climbs_and_stops() -> None:
+    """Once the best is polished and still stalled: a kick, its climb (improving on the
+    kicked schedule, each step with ``kick_limit`` proposals at most), the next kick;
+    a climb below the best makes a new best, polished as any; kicks run out."""
+    st = PolishState(after=2, limit=4, window=10, kick=3, kick_limit=2)
+    st.measured("b", 1.0)
+    st.measured("x", 0.5)
+    st.measured("y", 0.5)
+    assert st.due() == ("b", "polish")
+    st.start("b")
+    st.back("b", 4, size=50, window=10)  # polished (its limit)
+    assert st.due() == ("b", "kick")
+    assert st.start("b", "kick") > 50 and st.due() == ("", "")
+    st.kicked("b", ["k"])
+    assert st.due() == ("", "")  # the kick is not measured yet
+    st.measured("k", 0.6)  # slower than the best: the climb starts from it
+    assert st.head == "k" and st.due() == ("k", "polish")
+    st.start("k")
+    st.measured("k2", 0.8, polish_of="k")  # better than the kick: the climb goes on
+    st.back("k", 2, size=40, window=10)
+    assert "k" in st.done and st.due() == ("k2", "polish")
+    st.start("k2")
+    st.back("k2", 2, size=40, window=10)
+    st.measured("k3", 0.7, polish_of="k2")  # no better: the climb ends (k2's limit)
+    assert "k2" in st.done and st.due() == ("b", "kick")
+    st.start("b", "kick")
+    st.kicked("b", ["m"])
+    st.measured("m", 0.9)
+    st.start("m")
+    st.measured("m2", 1.5, polish_of="m")  # the climb beats the best: a new best
+    st.back("m", 1, size=40, window=10)
+    assert st.best == "m2" and st.since_best == 0 and st.due() == ("m2", "polish")
+    st.start("m2")
+    st.back("m2", 4, size=40, window=10)  # the best's own limit (4), not kick_limit
+    assert "m2" in st.done
+    st.measured("z", 0.1)
+    st.measured("z2", 0.1)
+    assert st.due() == ("m2", "kick")
+    st.start("m2", "kick")
+    st.kicked("m2", [])  # no kick left
+    assert "m2" in st.kicked_out and st.due() == ("", "")
+    assert PolishState(after=2, limit=4, window=10).due() == ("", "")
