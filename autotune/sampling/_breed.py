@@ -93,6 +93,10 @@ class BreedRequest:
         polish_of: The candidate id of ``parents[0]`` in a polish round.
         kick: 0, or (with ``polish``) a kick round: rank ``parents[0]``'s kicks (a
             boundary moved by 2 to ``kick`` cut points) instead of its neighbours.
+        climb: A polish round of a kicked climb: the neighbours by a boundary move or a
+            merge come first (a kick leaves boundaries that the re-cut stage does not
+            want: measured on MobileNetV2, the climbs that end in a better basin merge
+            them first).
     """
 
     batch: int
@@ -109,6 +113,7 @@ class BreedRequest:
     polish: int = 0
     polish_of: str = ""
     kick: int = 0
+    climb: bool = False
 
 
 @dataclass(frozen=True)
@@ -338,7 +343,8 @@ class _Round:
         p = polish_ranked(self.space, vec, _parent(self.space, vec), self.req.polish,
                           lambda cid: cid not in self.seen and cid not in self.base,
                           self.features_of, self.scorer.predict, type(inner).__name__,
-                          bool(self.scorer.label), self.req.kick)
+                          bool(self.scorer.label), self.req.kick,
+                          frozenset({"boundary", "merge"}) if self.req.climb else frozenset())
         self.decoded += p.decoded
         return p.ranked, p.size
 

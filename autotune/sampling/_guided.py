@@ -518,7 +518,8 @@ class GuidedSampler(BaseSampler):
             seed=int(self._rng.integers(2**63 - 1)), proposals=n_prop, eps=0, seen=seen,
             population=o.population, generations=0, random_share=o.random_share,
             crossover=o.crossover, seen_base=base, polish=window, polish_of=polish,
-            kick=o.polish_kick if kind == "kick" else 0)
+            kick=o.polish_kick if kind == "kick" else 0,
+            climb=kind == "polish" and polish != self.polish.best)
 
     def _see(self, cid: str) -> None:
         if cid not in self._seen:

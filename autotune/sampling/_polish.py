@@ -77,6 +77,7 @@ class _Hood:
 
     vectors: list[np.ndarray]
     decoded: list[tuple[str, GraphSchedule] | None]
+    moves: list[str] = field(default_factory=list)
     rows: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
 
@@ -95,15 +96,16 @@ def _hood(space: Space, parent: np.ndarray, schedule: GraphSchedule, kick: int =
         key = b"kick%d:" % kick + key
     hood = memo.get(key)
     if hood is None:
-        vecs = [v for _, v in (kick_vectors(space, schedule, kick) if kick
-                                else neighbour_vectors(space, schedule))]
+        listed = kick_vectors(space, schedule, kick) if kick else neighbour_vectors(space, schedule)
+        vecs = [v for _, v in listed]
         # a fixed order per schedule (the same on every worker), not the moves' order: a
         # window of it is a sample of every kind of move
         seed = int.from_bytes(hashlib.sha256(key).digest()[:8], "little")
         order = np.random.default_rng(seed).permutation(len(vecs))
         if len(memo) >= _MAX_HOODS:
             memo.pop(next(iter(memo)))
-        hood = memo[key] = _Hood([vecs[int(k)] for k in order], [None] * len(vecs))
+        hood = memo[key] = _Hood([vecs[int(k)] for k in order], [None] * len(vecs),
+                                 [listed[int(k)][0] for k in order])
     return hood
 
 
@@ -121,20 +123,23 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
                   window: int, fresh: Callable[[str], bool],
                   features: Callable[[Sequence[tuple[str, GraphSchedule]]], list[np.ndarray]],
                   predict: Callable[[np.ndarray], np.ndarray], scorer_kind: str,
-                  by_model: bool, kick: int = 0) -> Polished:
+                  by_model: bool, kick: int = 0, first: frozenset[str] = frozenset()
+                  ) -> Polished:
     """Rank the first ``window`` of ``parent``'s neighbours not seen yet.
 
     ``fresh(cid)``: not measured, queued or handed out. ``features`` computes rows (they
     are remembered with the neighbourhood, per ``scorer_kind``); ``predict`` scores rows
     (higher: faster). Without a model (``by_model`` false) the fixed order ranks.
     ``kick``: rank ``parent``'s kicks instead (:func:`search_space._neighbours.kick_vectors`
-    with that span).
+    with that span). ``first``: the neighbours by these moves come first (each part in
+    the model's order): a kicked climb's boundary moves and merges.
     """
     hood = _hood(space, parent, parent_schedule, kick)
     own = candidate_id(parent_schedule)
     decoded = 0
     seen_here: set[str] = {own}
     items: list[tuple[str, GraphSchedule]] = []
+    lead: set[str] = set()  # items by a move of ``first``
     for k in range(min(window, len(hood.vectors))):
         got = hood.decoded[k]
         if got is None:
@@ -147,6 +152,8 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
         seen_here.add(cid)
         if fresh(cid):
             items.append((cid, s))
+            if hood.moves[k] in first:
+                lead.add(cid)
     if not items:
         return Polished([], len(hood.vectors), decoded)
     if not by_model:
@@ -158,6 +165,8 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
     x = np.stack([hood.rows[(scorer_kind, cid)] for cid, _ in items])
     scores = np.asarray(predict(x), dtype=np.float64)
     order = np.argsort(-scores, kind="stable")
+    if lead:
+        order = np.asarray(sorted(order, key=lambda k: items[int(k)][0] not in lead))
     return Polished([(-float(scores[int(k)]), *items[int(k)]) for k in order],
                     len(hood.vectors), decoded)
 

@@ -295,3 +295,39 @@ def test_the_iterated_local_search_kicks_climbs_and_stops() -> None:
     st.kicked("m2", [])  # no kick left
     assert "m2" in st.kicked_out and st.due() == ("", "")
     assert PolishState(after=2, limit=4, window=10).due() == ("", "")
+
+
+def test_a_kicked_climb_ranks_its_boundary_moves_and_merges_first(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    """A climb round (``BreedRequest.climb``) proposes the head's boundary moves and
+    merges before its other neighbours, each part best predicted first; a kick round
+    proposes the best-predicted kick."""
+    from dataclasses import replace
+
+    from search_space._neighbours import kick_vectors
+
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    rng = np.random.default_rng(5)
+    ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
+    xs = np.asarray(ranker.features([space.sample(rng) for _ in range(24)]))
+    ranker.fit(xs, rng.random(24) + 0.5)
+    for _ in range(20):
+        parent = space.sample(rng)
+        moves: dict[str, set[str]] = {}
+        for m, v in neighbour_vectors(space, parent):
+            moves.setdefault(candidate_id(space.decode(v)), set()).add(m)
+        lead = {c for c, m in moves.items() if m & {"boundary", "merge"}}
+        if lead and len(lead) < len(moves) - 1:
+            break
+    vec, pid = space.encode(parent), candidate_id(parent)
+    req = _request(vec, pid, 10_000)
+    plain = breed(space, RankerScorer(ranker), req).picks
+    climb = breed(space, RankerScorer(ranker), replace(req, climb=True)).picks
+    assert {p.cid for p in climb} == {p.cid for p in plain}
+    first = [p.cid in lead for p in climb]
+    assert any(first) and first == sorted(first, reverse=True)  # the structural ones lead
+    assert [p.cid for p in climb if p.cid not in lead] == [p.cid for p in plain
+                                                           if p.cid not in lead]
+    kicks = {candidate_id(space.decode(v)) for _, v in kick_vectors(space, parent, 4)}
+    got = breed(space, RankerScorer(ranker), replace(req, kick=4, proposals=1)).picks
+    assert len(got) == 1 and got[0].cid in kicks
