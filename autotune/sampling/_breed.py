@@ -93,10 +93,8 @@ class BreedRequest:
         polish_of: The candidate id of ``parents[0]`` in a polish round.
         kick: 0, or (with ``polish``) a kick round: rank ``parents[0]``'s kicks (a
             boundary moved by 2 to ``kick`` cut points) instead of its neighbours.
-        climb: A polish round of a kicked climb: the neighbours by a boundary move or a
-            merge come first (a kick leaves boundaries that the re-cut stage does not
-            want: measured on MobileNetV2, the climbs that end in a better basin merge
-            them first).
+        climb: A polish round of a kicked climb: the neighbours by the moves of
+            :data:`CLIMB_FIRST` come first.
     """
 
     batch: int
@@ -262,6 +260,12 @@ class Breeder:
         return out + [None] * (len(schedules) - len(out))
 
 
+# The moves a kicked climb proposes first (BreedRequest.climb): a kick leaves the moved
+# boundary's groups with their old split factors (the first steps of the climbs that end
+# in a better basin re-split them, measured on MobileNetV2 b16) and boundaries that the
+# re-cut stage does not want (merged next).
+CLIMB_FIRST = frozenset({"split", "boundary", "merge"})
+
 # Picks a Breeder keeps for their measurement (see Breeder.take); more than the workers
 # hold at once, so a pick is rarely forgotten before its batch comes.
 HELD_PICKS = 1024
@@ -344,7 +348,7 @@ class _Round:
                           lambda cid: cid not in self.seen and cid not in self.base,
                           self.features_of, self.scorer.predict, type(inner).__name__,
                           bool(self.scorer.label), self.req.kick,
-                          frozenset({"boundary", "merge"}) if self.req.climb else frozenset())
+                          CLIMB_FIRST if self.req.climb else frozenset())
         self.decoded += p.decoded
         return p.ranked, p.size
 

@@ -131,7 +131,7 @@ class GuidedOptions:
     polish_limit: int | None = 48
     polish_window: int = 256
     polish_kick: int = 4
-    kick_limit: int | None = 16
+    kick_limit: int | None = 32
 
 
 @dataclass

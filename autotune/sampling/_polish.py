@@ -20,6 +20,19 @@ hand):
 * **Until**: the whole neighbourhood was proposed (or ``polish_limit`` of it), the
   schedule is then *polished* and evolution takes over again; or the best improves,
   and the new best is polished next.
+* **Then, if it stays stalled, kicks** (an iterated local search; ``GuidedOptions.polish_kick``
+  and ``kick_limit``), every other round: one of the best's kicks
+  (:func:`search_space._neighbours.kick_vectors`: a group boundary moved 2 to 4 cut
+  points at once), the model's first not measured, is measured, and then *climbed*:
+  polished with its split-factor, boundary and merge moves proposed first
+  (:data:`autotune.sampling._breed.CLIMB_FIRST`), ``kick_limit`` proposals
+  per schedule of the climb, moving on while it improves on itself. A climb that ends
+  below the best made a new best (polished as any); otherwise the next kick. Why: on
+  MobileNetV2 b16 the tuned bests' last-group boundary (op 41, O3's) sits where every
+  one-step move of it is 2-5 % slower, while the same boundary 3-4 cut points earlier,
+  with the boundaries after it merged, is another, better basin (1,513.0 -> 1,510.0 µs
+  and 1,504.5 -> 1,503.4 µs by a kick and three steps of steepest descent measured by
+  the simulator, ``bench/results/tuning.md``).
 
 Measured (``bench/results/sweep.md``, ``tuning.md``, 2026-11-27): in a MobileNetV2 sweep
 the climb took L1 512K / DDR 13 from 1,935.7 to 1,889.0 µs (0.972 to 0.996 of its cold
@@ -132,7 +145,7 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
     (higher: faster). Without a model (``by_model`` false) the fixed order ranks.
     ``kick``: rank ``parent``'s kicks instead (:func:`search_space._neighbours.kick_vectors`
     with that span). ``first``: the neighbours by these moves come first (each part in
-    the model's order): a kicked climb's boundary moves and merges.
+    the model's order): a kicked climb's.
     """
     hood = _hood(space, parent, parent_schedule, kick)
     own = candidate_id(parent_schedule)
@@ -189,7 +202,7 @@ class PolishState:
     """
 
     def __init__(self, after: int, limit: int | None, window: int, kick: int = 0,
-                 kick_limit: int | None = 16) -> None:
+                 kick_limit: int | None = 32) -> None:
         self.after, self.limit, self.window = after, limit, window
         self.kick, self.kick_limit = kick, kick_limit
         self.since_best = 0  # measurements since the best improved

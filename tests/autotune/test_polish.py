@@ -297,12 +297,14 @@ def test_the_iterated_local_search_kicks_climbs_and_stops() -> None:
     assert PolishState(after=2, limit=4, window=10).due() == ("", "")
 
 
-def test_a_kicked_climb_ranks_its_boundary_moves_and_merges_first(
+def test_a_kicked_climb_ranks_its_splits_boundary_moves_and_merges_first(
         tiny_graph: Graph, tune_target: Target) -> None:
-    """A climb round (``BreedRequest.climb``) proposes the head's boundary moves and
-    merges before its other neighbours, each part best predicted first; a kick round
-    proposes the best-predicted kick."""
+    """A climb round (``BreedRequest.climb``) proposes the head's neighbours by a split,
+    boundary or merge move before its other neighbours, each part best predicted first;
+    a kick round proposes the best-predicted kick."""
     from dataclasses import replace
+
+    from autotune.sampling._breed import CLIMB_FIRST
 
     from search_space._neighbours import kick_vectors
 
@@ -316,7 +318,7 @@ def test_a_kicked_climb_ranks_its_boundary_moves_and_merges_first(
         moves: dict[str, set[str]] = {}
         for m, v in neighbour_vectors(space, parent):
             moves.setdefault(candidate_id(space.decode(v)), set()).add(m)
-        lead = {c for c, m in moves.items() if m & {"boundary", "merge"}}
+        lead = {c for c, m in moves.items() if m & CLIMB_FIRST}
         if lead and len(lead) < len(moves) - 1:
             break
     vec, pid = space.encode(parent), candidate_id(parent)
