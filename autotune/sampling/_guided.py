@@ -600,16 +600,24 @@ class GuidedSampler(BaseSampler):
             self._child_s = _mean(self._child_s, part.wall_s / part.decoded)
         n = 0
         queued: list[str] = []
+        # a climb's proposals go before the queued evolution's: each step of it waits for
+        # the measurements of the last (in-process the queue is empty here: no change)
+        front: list[_Proposal] = []
         for p in part.picks:
             if p.cid in self._seen:  # picked by another request bred at the same time
                 continue
             self._see(p.cid)
             queued.append(p.cid)
-            self._queue.append(_Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector,
-                                         p.features, borrowed, part.polish_of))
+            made = _Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector, p.features,
+                             borrowed, part.polish_of)
+            if part.polish_of:
+                front.append(made)
+            else:
+                self._queue.append(made)
             if borrowed:
                 self._borrowed.add(p.cid)
             n += 1
+        self._queue.extendleft(reversed(front))
         if part.kick:
             self.polish.kicked(part.polish_of, queued)
             log.debug("kick round of %s: %d proposed", part.polish_of[:12], n)

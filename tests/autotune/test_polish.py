@@ -333,3 +333,28 @@ def test_a_kicked_climb_ranks_its_splits_boundary_moves_and_merges_first(
     kicks = {candidate_id(space.decode(v)) for _, v in kick_vectors(space, parent, 4)}
     got = breed(space, RankerScorer(ranker), replace(req, kick=4, proposals=1)).picks
     assert len(got) == 1 and got[0].cid in kicks
+
+
+def test_a_polish_rounds_proposals_go_before_the_queued_evolutions(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    """With evolution's proposals queued (Ray workers breed ahead), a polish round's
+    proposals are handed out next: each step of a climb waits for the last's measurements."""
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
+    sampler = GuidedSampler(space=space, ranker=ranker, seed=3, options=POLISH)
+    rng = np.random.default_rng(2)
+    parent = space.sample(rng)
+    vec, pid = space.encode(parent), candidate_id(parent)
+    scorer = RankerScorer(ranker)
+    evolved = breed(space, scorer, BreedRequest(
+        batch=4, parents=(vec,), seed=4, proposals=6, eps=0, seen=frozenset(), population=32,
+        generations=1, random_share=0.25, crossover=0.15))
+    polished = breed(space, scorer, _request(vec, pid, 10_000, proposals=4))
+    assert evolved.picks and polished.picks
+    sampler.bred(evolved)
+    sampler.bred(polished)
+    fresh = [p.cid for p in polished.picks if p.cid not in {q.cid for q in evolved.picks}]
+    order = [p.cid for p in sampler._queue]
+    assert order[:len(fresh)] == fresh and all(p.polish_of == pid for p in
+                                               list(sampler._queue)[:len(fresh)])
+    assert order[len(fresh):] == [p.cid for p in evolved.picks]
