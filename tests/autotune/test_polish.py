@@ -358,3 +358,36 @@ def test_a_polish_rounds_proposals_go_before_the_queued_evolutions(
     assert order[:len(fresh)] == fresh and all(p.polish_of == pid for p in
                                                list(sampler._queue)[:len(fresh)])
     assert order[len(fresh):] == [p.cid for p in evolved.picks]
+
+
+def test_kick_and_climb_rounds_alternate_with_evolution(tiny_graph: Graph,
+                                                        tune_target: Target) -> None:
+    """Once the best is polished and stalled, every other request is a kick or a climb:
+    a kick proposes one schedule; a climb round is a polish round of the head (its
+    structural moves first) proposing a share's proposals in-process, and the step's
+    whole ``kick_limit`` with workers (``share > 1``)."""
+    from dataclasses import replace
+
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    opts = replace(POLISH, polish_after=0, polish_limit=2, polish_kick=3, kick_limit=12)
+    sampler = GuidedSampler(space=space, ranker=CostModelRanker(tiny_graph, tune_target, seed=0),
+                            seed=3, options=opts)
+    rng = np.random.default_rng(1)
+    for cid in ("b", "h"):
+        sampler._vectors[cid] = space.encode(space.sample(rng))
+    st = sampler.polish
+    st.measured("b", 1.0)
+    st.measured("x", 0.5)
+    st.done.add("b")
+    kick = sampler.breed_request()
+    assert (kick.polish_of, kick.kick, kick.proposals, kick.climb) == ("b", 3, 1, False)
+    st.kicked("b", ["h"])
+    st.measured("h", 0.7)
+    assert not sampler.breed_request().polish  # evolution's turn
+    climb = sampler.breed_request()
+    assert (climb.polish_of, climb.kick, climb.climb) == ("h", 0, True)
+    assert climb.proposals == opts.proposals
+    st.back("h", 1, size=100, window=climb.polish)
+    assert not sampler.breed_request(share=2).polish
+    wide = sampler.breed_request(share=2)
+    assert wide.polish_of == "h" and wide.proposals == opts.kick_limit
