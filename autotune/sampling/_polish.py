@@ -144,7 +144,9 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
     are remembered with the neighbourhood, per ``scorer_kind``); ``predict`` scores rows
     (higher: faster). Without a model (``by_model`` false) the fixed order ranks.
     ``kick``: rank ``parent``'s kicks instead (:func:`search_space._neighbours.kick_vectors`
-    with that span). ``first``: the neighbours by these moves come first (each part in
+    with that span), those that decode to one group more or less than ``parent`` at most
+    (a 2-worker MobileNetV2 tune spent 96 measurements climbing from a "kick" that
+    decoded to one group per operator, 23,632 µs). ``first``: the neighbours by these moves come first (each part in
     the model's order): a kicked climb's.
     """
     hood = _hood(space, parent, parent_schedule, kick)
@@ -163,6 +165,8 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
         if cid in seen_here:
             continue
         seen_here.add(cid)
+        if kick and abs(len(s.groups) - len(parent_schedule.groups)) > 1:
+            continue  # not one boundary moved (a cut point of another granularity)
         if fresh(cid):
             items.append((cid, s))
             if hood.moves[k] in first:
