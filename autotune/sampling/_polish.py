@@ -146,8 +146,8 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
     ``kick``: rank ``parent``'s kicks instead (:func:`search_space._neighbours.kick_vectors`
     with that span), those that decode to one group more or less than ``parent`` at most
     (a 2-worker MobileNetV2 tune spent 96 measurements climbing from a "kick" that
-    decoded to one group per operator, 23,632 µs). ``first``: the neighbours by these moves come first (each part in
-    the model's order): a kicked climb's.
+    decoded to one group per operator, 23,632 µs). ``first``: the neighbours by these
+    moves come first (each part in the model's order): a kicked climb's.
     """
     hood = _hood(space, parent, parent_schedule, kick)
     own = candidate_id(parent_schedule)

@@ -305,7 +305,6 @@ def test_a_kicked_climb_ranks_its_splits_boundary_moves_and_merges_first(
     from dataclasses import replace
 
     from autotune.sampling._breed import CLIMB_FIRST
-
     from search_space._neighbours import kick_vectors
 
     space = build_space(tiny_graph, tune_target, tiny_graph.batch)
