@@ -15,6 +15,7 @@ to the same schedule, or to the parent itself: ``mutate`` retries those).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -75,19 +76,8 @@ def neighbour_vectors(space: Space, schedule: GraphSchedule) -> list[tuple[str, 
                     child[f] = c
                     emit(move, child)
 
-    for f in on:  # boundary: to a neighbouring cut point that is not one
-        k = cut_free.get(f)
-        if k is None:
-            continue
-        for nk in (k - 1, k + 1):
-            if not 0 <= nk < len(space.d_cut):
-                continue
-            g = int(space.rep[space.d_cut[nk]])
-            if vec[g] < below:
-                continue
-            child = vec.copy()
-            child[f], child[g] = min(int(vec[g]), int(n_choices[f]) - 1), vec[f]
-            emit("boundary", child)
+    for child in _moved_boundaries(space, vec, on, below, (1,)):
+        emit("boundary", child)  # to a neighbouring cut point that is not one
     for f in on:  # merge: a boundary goes away (any rank from ``below`` up decodes alike)
         child = vec.copy()
         child[f] = below
@@ -129,19 +119,29 @@ def kick_vectors(space: Space, schedule: GraphSchedule, span: int = 4) -> list[t
     vec = space.encode(schedule)
     known = space._known(schedule)
     active = known[1] if known is not None else tuple(space._decode_free(vec)[2])
-    cut_free = {int(space.rep[d]): k for k, d in enumerate(space.d_cut)}
     gran = int(space.rep[space.d_gran]) if space.d_gran >= 0 else -1
     below = CUT_BELOW[GRANULARITIES[int(vec[gran])]] if gran >= 0 else 0
-    n_choices = space.n_choices
+    on = [f for f in active if space.free[f].kind == "cut" and vec[f] < below]
     out: list[tuple[str, np.ndarray]] = []
     seen: set[bytes] = {vec.tobytes()}
-    for f in active:
-        if space.free[f].kind != "cut" or vec[f] >= below:
-            continue
+    for child in _moved_boundaries(space, vec, on, below, range(2, span + 1)):
+        if child.tobytes() not in seen:
+            seen.add(child.tobytes())
+            out.append(("kick", child))
+    return out
+
+
+def _moved_boundaries(space: Space, vec: np.ndarray, on: list[int], below: int,
+                      dists: Iterable[int]) -> Iterator[np.ndarray]:
+    """``vec`` with one boundary of ``on`` moved by each of ``dists`` cut points, both
+    ways, to a cut point that is not a boundary (their ranks swapped, as
+    :meth:`Space.mutate`'s ``boundary`` move does)."""
+    cut_free = {int(space.rep[d]): k for k, d in enumerate(space.d_cut)}
+    for f in on:
         k = cut_free.get(f)
         if k is None:
             continue
-        for dist in range(2, span + 1):
+        for dist in dists:
             for nk in (k - dist, k + dist):
                 if not 0 <= nk < len(space.d_cut):
                     continue
@@ -149,8 +149,5 @@ def kick_vectors(space: Space, schedule: GraphSchedule, span: int = 4) -> list[t
                 if vec[g] < below:
                     continue
                 child = vec.copy()
-                child[f], child[g] = min(int(vec[g]), int(n_choices[f]) - 1), vec[f]
-                if child.tobytes() not in seen:
-                    seen.add(child.tobytes())
-                    out.append(("kick", child))
-    return out
+                child[f], child[g] = min(int(vec[g]), int(space.n_choices[f]) - 1), vec[f]
+                yield child
