@@ -111,8 +111,10 @@ class GuidedOptions:
         polish_after, polish_limit, polish_window: The end game (see
             :class:`autotune.sampling._polish.PolishState`; ``polish_after < 0``: never).
         polish_kick, kick_limit: Its iterated local search once the best is polished
-            (``PolishState``'s ``kick`` and ``kick_limit``; 0: none): at most every other
-            round is a kick or a kicked climb's, the others evolve.
+            (``PolishState``'s ``kick`` and ``kick_limit``; 0, the default: none): at
+            most every other round is a kick or a kicked climb's, the others evolve. Off
+            by default: with 4, MobileNetV2 b16 ended better in-process (seeds 0 and 1)
+            but not with 2 workers (six pairs against main, ``bench/results/tuning.md``).
     """
 
     population: int = 96
@@ -130,7 +132,7 @@ class GuidedOptions:
     polish_after: int = 64
     polish_limit: int | None = 48
     polish_window: int = 256
-    polish_kick: int = 4
+    polish_kick: int = 0
     kick_limit: int | None = 32
 
 
@@ -604,8 +606,8 @@ class GuidedSampler(BaseSampler):
             self._child_s = _mean(self._child_s, part.wall_s / part.decoded)
         n = 0
         queued: list[str] = []
-        # a climb's proposals go before the queued evolution's: each step of it waits for
-        # the measurements of the last (in-process the queue is empty here: no change)
+        # a kick's or a kicked climb's proposals go before the queued evolution's: each step
+        # of it waits for the measurements of the last (in-process the queue is empty here)
         front: list[_Proposal] = []
         for p in part.picks:
             if p.cid in self._seen:  # picked by another request bred at the same time
@@ -614,7 +616,7 @@ class GuidedSampler(BaseSampler):
             queued.append(p.cid)
             made = _Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector, p.features,
                              borrowed, part.polish_of)
-            if part.polish_of:
+            if part.kick or self.polish.climbing(part.polish_of):
                 front.append(made)
             else:
                 self._queue.append(made)

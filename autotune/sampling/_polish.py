@@ -301,6 +301,10 @@ class PolishState:
         self.head, self._head_y = "", -np.inf
         self._waiting = set(picks)
 
+    def climbing(self, cid: str) -> bool:
+        """Whether ``cid`` is (or was) the head of a kicked climb."""
+        return cid in self._climbed
+
     def _check_limit(self, cid: str) -> None:
         total = self._offered.get(cid, 0) + self._inherited.get(cid, 0)
         limit = self.kick_limit if cid in self._climbed and cid != self.best else self.limit

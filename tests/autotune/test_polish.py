@@ -334,10 +334,11 @@ def test_a_kicked_climb_ranks_its_splits_boundary_moves_and_merges_first(
     assert len(got) == 1 and got[0].cid in kicks
 
 
-def test_a_polish_rounds_proposals_go_before_the_queued_evolutions(
+def test_a_kicked_climbs_proposals_go_before_the_queued_evolutions(
         tiny_graph: Graph, tune_target: Target) -> None:
-    """With evolution's proposals queued (Ray workers breed ahead), a polish round's
-    proposals are handed out next: each step of a climb waits for the last's measurements."""
+    """With evolution's proposals queued (Ray workers breed ahead), a kicked climb's
+    proposals are handed out next (each step of it waits for the last's measurements);
+    the best's own polish round queues behind, as before."""
     space = build_space(tiny_graph, tune_target, tiny_graph.batch)
     ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
     sampler = GuidedSampler(space=space, ranker=ranker, seed=3, options=POLISH)
@@ -350,6 +351,12 @@ def test_a_polish_rounds_proposals_go_before_the_queued_evolutions(
         generations=1, random_share=0.25, crossover=0.15))
     polished = breed(space, scorer, _request(vec, pid, 10_000, proposals=4))
     assert evolved.picks and polished.picks
+    plain = GuidedSampler(space=space, ranker=ranker, seed=3, options=POLISH)
+    plain.bred(evolved)
+    plain.bred(polished)  # the best's polish: behind the queue
+    assert [p.cid for p in plain._queue][:len(evolved.picks)] == [p.cid for p in evolved.picks]
+    sampler.polish.kicked("b", [pid])
+    sampler.polish.measured(pid, 0.5)  # a kick, measured: the head of a climb
     sampler.bred(evolved)
     sampler.bred(polished)
     fresh = [p.cid for p in polished.picks if p.cid not in {q.cid for q in evolved.picks}]
