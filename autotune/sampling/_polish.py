@@ -21,7 +21,8 @@ hand):
   schedule is then *polished* and evolution takes over again; or the best improves,
   and the new best is polished next.
 * **Then, if it stays stalled, kicks** (an iterated local search; ``GuidedOptions.polish_kick``
-  and ``kick_limit``), every other round: one of the best's kicks
+  and ``kick_limit``; off by default: see :class:`autotune.sampling.GuidedOptions`), every
+  other round: one of the best's kicks
   (:func:`search_space._neighbours.kick_vectors`: a group boundary moved 2 to 4 cut
   points at once), the model's first not measured, is measured, and then *climbed*:
   polished with its split-factor, boundary and merge moves proposed first
