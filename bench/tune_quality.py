@@ -7,11 +7,12 @@ Acceptance: the tuned schedule is >= every baseline on every model; goal >= 1.15
 the best baseline on at least two. Logs stay in ``--out`` (resumable).
 
 ``--breed-budget X`` sets the guided sampler's ``breed_budget`` (``inf``: the fixed
-breeding effort; default: what ``tune`` uses).
+breeding effort; default: what ``tune`` uses). ``--polish-kick N`` turns on the polish's
+kicks (``GuidedOptions.polish_kick``; default 0: off, as ``tune``).
 
 Run: ``.venv/bin/python bench/tune_quality.py [--trials 1000] [--workers 2]
 [--models resnet50 bert_base mobilenet_v2 deepfm] [--out bench/out/quality]
-[--breed-budget X]``
+[--breed-budget X] [--polish-kick N]``
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sampler", default="guided")
     ap.add_argument("--breed-budget", type=float, default=None)
+    ap.add_argument("--polish-kick", type=int, default=0)
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=sorted(MODELS))
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "quality")
     args = ap.parse_args()
@@ -49,7 +51,8 @@ def main() -> None:
         t0 = time.perf_counter()
         res = tune([graph], trials=args.trials, workers=args.workers, seed=args.seed,
                    sampler=args.sampler, log=args.out / f"{key}.jsonl",
-                   guided=GuidedOptions(breed_budget=args.breed_budget))
+                   guided=GuidedOptions(breed_budget=args.breed_budget,
+                                        polish_kick=args.polish_kick))
         (t,) = res.tasks
         base = min(v for v in (t.baseline("plan:"), t.baseline("O")) if v)
         rows.append((key, t, base, time.perf_counter() - t0, res.measurements_per_s))

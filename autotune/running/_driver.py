@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.job._state import Best, JobState, TaskState
 from autotune.running._reconcile import CID_ATTR, OWNER_ATTR, SEED_ATTR, SEED_CID_ATTR, result_attrs
+from autotune.sampling._polish import PROV_POLISH
 from autotune.sampling._studies import candidate_id, seed_schedules
 from compiler.errors import GraphtuneError
 from logs import RecordWriter
@@ -88,6 +89,7 @@ class Candidate:
     tuner: str
     cost_model: str
     placeholder: int | None = None  # the trial id holding a claim of a trial-less candidate
+    polish_of: str = ""  # a polish proposal: the candidate id of the schedule polished
 
 
 def is_seed_label(tuner: str) -> bool:
@@ -447,9 +449,10 @@ class Driver:
                                    if x[0] == seed)
             seed = None
         ranked = sampler.ranked_by(trial.number) if hasattr(sampler, "ranked_by") else ""
+        polish_of = sampler.polish_of(trial.number) if hasattr(sampler, "polish_of") else ""
         tuner = str(seed) if seed else self.tuner
         return Candidate(k, trial, s, cid, dict(trial.params) if params is None else params,
-                         tuner, ranked)
+                         tuner, ranked, polish_of=polish_of)
 
     def _distributions(self, k: int) -> dict[str, Any]:
         """Task ``k``'s parameter distributions (what ``suggest_categorical`` records)."""
@@ -491,7 +494,8 @@ class Driver:
         rec = m.to_record(ts.task.graph, schedule, self.target, measurer=self.measurer.name,
                           measurer_version=self.measurer.version, tuner=c.tuner, study=study,
                           trial=c.trial.number if c.trial is not None else None, host=host,
-                          params=c.params, cost_model=c.cost_model)
+                          params=c.params, cost_model=c.cost_model,
+                          extra={PROV_POLISH: c.polish_of} if c.polish_of else {})
         self.writer.write(rec)  # the log first: it is the truth
         # A lost candidate was not measured: its trials fail and it may be proposed again.
         value = self.value(m) if m.status != "worker_lost" else None

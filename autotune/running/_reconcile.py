@@ -15,7 +15,9 @@ log. Before tuning resumes, for one task:
    sampler's study, a seed) is added as a finished trial, with its logged
    parameters or its projection into the space.
 
-Every trial the driver finishes carries its candidate id in the user
+A trial rebuilt from a record of a polish proposal (``prov.polish_of``) is marked
+as one again (``graphtune_polish``), so the hill climb and its limit survive a
+resume from the log alone. Every trial the driver finishes carries its candidate id in the user
 attribute ``graphtune_cid``, so step 3 compares candidates, not parameters,
 and the measurement in ``status``, ``latency_us``, ``throughput_per_s`` and
 ``latency_over_bound`` (what optuna-dashboard shows beside each trial).
@@ -28,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from autotune.sampling._polish import POLISH_ATTR, PROV_POLISH
 from autotune.sampling._studies import candidate_id, distributions, vector_of
 from logs import Status
 
@@ -131,12 +134,15 @@ def reconcile(study: Study, space: Space, records: Sequence[tuple[Record, str]],
             study.add_trial(create_trial(state=TrialState.FAIL, system_attrs={"graphtune_lost": True}))
             return
         value = objective_value(rec, objective)
+        polish_of = rec.prov.extra.get(PROV_POLISH)  # (absent from older records)
         study.add_trial(create_trial(
             state=TrialState.COMPLETE if value is not None else TrialState.FAIL,
             value=value, params=params, distributions={k: dists[k] for k in params},
             user_attrs={CID_ATTR: cid, "graphtune_from_log": rec.prov.tuner,
                         **result_attrs(rec.result.status.value, rec.result.latency_us,
-                                       rec.result.throughput_per_s, lower_bound_us)},
+                                       rec.result.throughput_per_s, lower_bound_us),
+                        **({POLISH_ATTR: polish_of} if isinstance(polish_of, str) and polish_of
+                           else {})},
         ))
 
     told = requeued = restored = added = 0

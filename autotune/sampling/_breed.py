@@ -91,6 +91,10 @@ class BreedRequest:
             ``polish`` one-move neighbours of ``parents[0]`` not seen (no evolution, no
             random picks).
         polish_of: The candidate id of ``parents[0]`` in a polish round.
+        kick: 0, or (with ``polish``) a kick round: rank ``parents[0]``'s kicks (a
+            boundary moved by 2 to ``kick`` cut points) instead of its neighbours.
+        climb: A polish round of a kicked climb: the neighbours by the moves of
+            :data:`CLIMB_FIRST` come first.
     """
 
     batch: int
@@ -106,6 +110,8 @@ class BreedRequest:
     seen_base: Any = frozenset()
     polish: int = 0
     polish_of: str = ""
+    kick: int = 0
+    climb: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,7 @@ class Bred:
     polish_of: str = ""
     neighbourhood: int = 0
     window: int = 0
+    kick: bool = False
 
 
 def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
@@ -197,7 +204,8 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         assert proj.vector is not None
         picks.append(Pick(cid, proj.vector, dict(proj.params), s, row, by, key, explore))
     return Bred(tuple(picks), len(ranked), time.process_time() - t0, r.decoded,
-                time.perf_counter() - w0, req.polish_of if req.polish else "", hood, req.polish)
+                time.perf_counter() - w0, req.polish_of if req.polish else "", hood, req.polish,
+                bool(req.polish and req.kick))
 
 
 class Breeder:
@@ -251,6 +259,12 @@ class Breeder:
         self.taken += sum(s is not None for s in out)
         return out + [None] * (len(schedules) - len(out))
 
+
+# The moves a kicked climb proposes first (BreedRequest.climb): a kick leaves the moved
+# boundary's groups with their old split factors (the first steps of the climbs that end
+# in a better basin re-split them, measured on MobileNetV2 b16) and boundaries that the
+# re-cut stage does not want (merged next).
+CLIMB_FIRST = frozenset({"split", "boundary", "merge"})
 
 # Picks a Breeder keeps for their measurement (see Breeder.take); more than the workers
 # hold at once, so a pick is rarely forgotten before its batch comes.
@@ -333,7 +347,8 @@ class _Round:
         p = polish_ranked(self.space, vec, _parent(self.space, vec), self.req.polish,
                           lambda cid: cid not in self.seen and cid not in self.base,
                           self.features_of, self.scorer.predict, type(inner).__name__,
-                          bool(self.scorer.label))
+                          bool(self.scorer.label), self.req.kick,
+                          CLIMB_FIRST if self.req.climb else frozenset())
         self.decoded += p.decoded
         return p.ranked, p.size
 

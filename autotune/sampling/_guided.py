@@ -112,6 +112,11 @@ class GuidedOptions:
             workers measure (``workers >= 1``), keeping in-process runs reproducible.
         polish_after, polish_limit, polish_window: The end game (see
             :class:`autotune.sampling._polish.PolishState`; ``polish_after < 0``: never).
+        polish_kick, kick_limit: Its iterated local search once the best is polished
+            (``PolishState``'s ``kick`` and ``kick_limit``; 0, the default: none): at
+            most every other round is a kick or a kicked climb's, the others evolve. Off
+            by default: with 4, MobileNetV2 b16 ended better in-process (seeds 0 and 1)
+            but not with 2 workers (six pairs against main, ``bench/results/tuning.md``).
     """
 
     population: int = 96
@@ -129,6 +134,8 @@ class GuidedOptions:
     polish_after: int = 64
     polish_limit: int | None = 48
     polish_window: int = 256
+    polish_kick: int = 0
+    kick_limit: int | None = 32
 
 
 @dataclass
@@ -185,7 +192,8 @@ class GuidedSampler(BaseSampler):
         self._islands: deque[bool] = deque()
         o = self.options
         self.polish = PolishState(o.polish_after, o.polish_limit,
-                                  o.polish_window or o.population)
+                                  o.polish_window or o.population, o.polish_kick, o.kick_limit)
+        self._searched = False  # the last request was a kick or a kicked climb's
         self._x: list[np.ndarray] = []
         self._y: list[float] = []
         self._trained_at = 0
@@ -318,6 +326,11 @@ class GuidedSampler(BaseSampler):
         chosen = self._by_trial.get(number)
         return (chosen.schedule, chosen.params) if chosen is not None else None
 
+    def polish_of(self, number: int) -> str:
+        """The schedule whose polish proposed trial ``number`` ("" when none did)."""
+        chosen = self._by_trial.get(number)
+        return chosen.polish_of if chosen is not None else ""
+
     def ranked_by(self, number: int) -> str:
         """The cost model that ranked trial ``number``'s candidate ("" when none did)."""
         chosen = self._by_trial.get(number)
@@ -372,7 +385,7 @@ class GuidedSampler(BaseSampler):
                 self._borrowed.add(cid)
             if cid not in self._scores:
                 y = self._label(value) if value is not None else None
-                self.polish.measured(cid, y, polish_of.get(number, ""))
+                self.polish.measured(cid, y, polish_of.get(number, ""), inherited=mine is None)
                 if y is not None:
                     self._vectors[cid] = vec
                     self._scores[cid] = y
@@ -479,9 +492,18 @@ class GuidedSampler(BaseSampler):
         self.breeding += 1
         self._told_at_request = self.told
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
-        polish = self.polish.due()
+        polish, kind = self.polish.due()
+        kicking = kind == "kick" or (bool(polish) and polish != self.polish.best)
+        if kicking and self._searched:  # the iterated local search: every other round
+            polish = ""
+        self._searched = kicking and bool(polish)
         if polish and polish in self._vectors:  # the end game: a hill climb from the best
-            return self._polish_request(polish, -(-n_prop // max(1, share)), pending)
+            n = 1 if kind == "kick" else -(-n_prop // max(1, share))
+            if kicking and share > 1 and o.kick_limit:
+                # a climb's step waits for its round to come back from a worker and for
+                # its measurements: with workers, one round proposes the step's limit
+                n = max(n, o.kick_limit)
+            return self._polish_request(polish, n, pending, kind)
         # borrowing (seeds, or a ranker trained on other targets' rows), every other round is
         # the own line's, ranked as a cold tune ranks (see the module doc)
         islands = bool(self._borrowed) or bool(getattr(self.ranker, "borrows", False))
@@ -503,10 +525,11 @@ class GuidedSampler(BaseSampler):
             population=population, generations=generations,
             random_share=o.random_share, crossover=o.crossover, seen_base=base)
 
-    def _polish_request(self, polish: str, n_prop: int, pending: Iterable[str]) -> BreedRequest:
-        """A polish round of ``polish`` (see :mod:`autotune.sampling._polish`)."""
+    def _polish_request(self, polish: str, n_prop: int, pending: Iterable[str],
+                        kind: str = "polish") -> BreedRequest:
+        """A polish or kick round of ``polish`` (see :mod:`autotune.sampling._polish`)."""
         o = self.options
-        window = self.polish.start(polish)
+        window = self.polish.start(polish, kind)
         self._islands.append(polish in self._borrowed)  # its children: the best's line
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = False
@@ -516,7 +539,9 @@ class GuidedSampler(BaseSampler):
             batch=self.space.batch, parents=(self._vectors[polish],),
             seed=int(self._rng.integers(2**63 - 1)), proposals=n_prop, eps=0, seen=seen,
             population=o.population, generations=0, random_share=o.random_share,
-            crossover=o.crossover, seen_base=base, polish=window, polish_of=polish)
+            crossover=o.crossover, seen_base=base, polish=window, polish_of=polish,
+            kick=o.polish_kick if kind == "kick" else 0,
+            climb=kind == "polish" and polish != self.polish.best)
 
     def _see(self, cid: str) -> None:
         if cid not in self._seen:
@@ -596,15 +621,29 @@ class GuidedSampler(BaseSampler):
         if part.decoded and part.wall_s > 0:
             self._child_s = _mean(self._child_s, part.wall_s / part.decoded)
         n = 0
+        queued: list[str] = []
+        # a kick's or a kicked climb's proposals go before the queued evolution's: each step
+        # of it waits for the measurements of the last (in-process the queue is empty here)
+        front: list[_Proposal] = []
         for p in part.picks:
             if p.cid in self._seen:  # picked by another request bred at the same time
                 continue
             self._see(p.cid)
-            self._queue.append(_Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector,
-                                         p.features, borrowed, part.polish_of))
+            queued.append(p.cid)
+            made = _Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector, p.features,
+                             borrowed, part.polish_of)
+            if part.kick or self.polish.climbing(part.polish_of):
+                front.append(made)
+            else:
+                self._queue.append(made)
             if borrowed:
                 self._borrowed.add(p.cid)
             n += 1
+        self._queue.extendleft(reversed(front))
+        if part.kick:
+            self.polish.kicked(part.polish_of, queued)
+            log.debug("kick round of %s: %d proposed", part.polish_of[:12], n)
+            return n
         if part.polish_of:
             self.polish.back(part.polish_of, n, part.neighbourhood, part.window)
             log.debug("polish round of %s (window %d of %d): %d proposed, %d measured since "

@@ -20,6 +20,20 @@ hand):
 * **Until**: the whole neighbourhood was proposed (or ``polish_limit`` of it), the
   schedule is then *polished* and evolution takes over again; or the best improves,
   and the new best is polished next.
+* **Then, if it stays stalled, kicks** (an iterated local search; ``GuidedOptions.polish_kick``
+  and ``kick_limit``; off by default: see :class:`autotune.sampling.GuidedOptions`), every
+  other round: one of the best's kicks
+  (:func:`search_space._neighbours.kick_vectors`: a group boundary moved 2 to 4 cut
+  points at once), the model's first not measured, is measured, and then *climbed*:
+  polished with its split-factor, boundary and merge moves proposed first
+  (:data:`autotune.sampling._breed.CLIMB_FIRST`), ``kick_limit`` proposals
+  per schedule of the climb, moving on while it improves on itself. A climb that ends
+  below the best made a new best (polished as any); otherwise the next kick. Why: on
+  MobileNetV2 b16 the tuned bests' last-group boundary (op 41, O3's) sits where every
+  one-step move of it is 2-5 % slower, while the same boundary 3-4 cut points earlier,
+  with the boundaries after it merged, is another, better basin (1,513.0 -> 1,510.0 µs
+  and 1,504.5 -> 1,503.4 µs by a kick and three steps of steepest descent measured by
+  the simulator, ``bench/results/tuning.md``).
 
 Measured (``bench/results/sweep.md``, ``tuning.md``, 2026-11-27): in a MobileNetV2 sweep
 the climb took L1 512K / DDR 13 from 1,935.7 to 1,889.0 µs (0.972 to 0.996 of its cold
@@ -31,12 +45,13 @@ boundaries) is evolution's to find.
 The state (:class:`PolishState`) is what the sampler learned from the trials: the
 measurements since the best improved, which trials were polish proposals (the trial
 user attribute ``graphtune_polish``, so a tune resumed from its study journal goes on
-climbing; the log's records do not carry it, so a trial rebuilt from the log alone is not
-known as a polish find and the climb from it waits for the next stall), and how far
-each schedule's neighbourhood was proposed. A resumed tune forgets the last item: its
-first polish round of a schedule starts its window again, the candidates measured before
-are dropped as seen, and up to ``polish_limit`` more of the neighbours are proposed, the
-next ones in the (retrained) model's ranking. A sweep's later chunk of a variant is such
+climbing; the log's records carry it too, as ``prov.polish_of``, so a trial rebuilt from
+the log alone keeps it), and how far each schedule's neighbourhood was proposed. A
+resumed tune counts the polish measurements of its predecessor against ``polish_limit``
+(a schedule with ``polish_limit`` of them measured is polished), but forgets the
+window: its first polish round of a schedule starts its window again, the candidates
+measured before are dropped as seen, and the remaining ones of the ``polish_limit``
+proposals are the next in the (retrained) model's ranking. A sweep's later chunk of a variant is such
 a resumed tune: in the MobileNetV2 sweep of 2026-11-27, 49-82 polish measurements
 followed the last improvement of four variants.
 """
@@ -57,10 +72,16 @@ if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
     from search_space import Space
 
-__all__ = ["POLISH_ATTR", "PolishState", "polish_ranked"]
+__all__ = ["POLISH_ATTR", "PROV_POLISH", "PolishState", "polish_ranked"]
 
 POLISH_ATTR = "graphtune_polish"
 """Trial user attribute of a polish proposal (value: the polished schedule's candidate id)."""
+
+PROV_POLISH = "polish_of"
+"""The same mark in a log record: a key of ``prov`` (kept in :attr:`logs.Provenance.extra`,
+written only on a polish proposal's record), so a tune resumed from its log alone knows
+its polish finds (:func:`autotune.running._reconcile.reconcile` sets :data:`POLISH_ATTR`
+on the trials it rebuilds from the log)."""
 
 
 @dataclass
@@ -70,6 +91,7 @@ class _Hood:
 
     vectors: list[np.ndarray]
     decoded: list[tuple[str, GraphSchedule] | None]
+    moves: list[str] = field(default_factory=list)
     rows: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
 
@@ -77,23 +99,27 @@ _HOODS: weakref.WeakKeyDictionary[Space, dict[bytes, _Hood]] = weakref.WeakKeyDi
 _MAX_HOODS = 4  # per space: the incumbents a worker is polishing (one at a time, mostly)
 
 
-def _hood(space: Space, parent: np.ndarray, schedule: GraphSchedule) -> _Hood:
-    from search_space._neighbours import neighbour_vectors
+def _hood(space: Space, parent: np.ndarray, schedule: GraphSchedule, kick: int = 0) -> _Hood:
+    from search_space._neighbours import kick_vectors, neighbour_vectors
 
     memo = _HOODS.get(space)
     if memo is None:
         memo = _HOODS[space] = {}
     key = np.asarray(parent, dtype=np.int64).tobytes()
+    if kick:
+        key = b"kick%d:" % kick + key
     hood = memo.get(key)
     if hood is None:
-        vecs = [v for _, v in neighbour_vectors(space, schedule)]
+        listed = kick_vectors(space, schedule, kick) if kick else neighbour_vectors(space, schedule)
+        vecs = [v for _, v in listed]
         # a fixed order per schedule (the same on every worker), not the moves' order: a
         # window of it is a sample of every kind of move
         seed = int.from_bytes(hashlib.sha256(key).digest()[:8], "little")
         order = np.random.default_rng(seed).permutation(len(vecs))
         if len(memo) >= _MAX_HOODS:
             memo.pop(next(iter(memo)))
-        hood = memo[key] = _Hood([vecs[int(k)] for k in order], [None] * len(vecs))
+        hood = memo[key] = _Hood([vecs[int(k)] for k in order], [None] * len(vecs),
+                                 [listed[int(k)][0] for k in order])
     return hood
 
 
@@ -111,18 +137,25 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
                   window: int, fresh: Callable[[str], bool],
                   features: Callable[[Sequence[tuple[str, GraphSchedule]]], list[np.ndarray]],
                   predict: Callable[[np.ndarray], np.ndarray], scorer_kind: str,
-                  by_model: bool) -> Polished:
+                  by_model: bool, kick: int = 0, first: frozenset[str] = frozenset()
+                  ) -> Polished:
     """Rank the first ``window`` of ``parent``'s neighbours not seen yet.
 
     ``fresh(cid)``: not measured, queued or handed out. ``features`` computes rows (they
     are remembered with the neighbourhood, per ``scorer_kind``); ``predict`` scores rows
     (higher: faster). Without a model (``by_model`` false) the fixed order ranks.
+    ``kick``: rank ``parent``'s kicks instead (:func:`search_space._neighbours.kick_vectors`
+    with that span), those that decode to one group more or less than ``parent`` at most
+    (a 2-worker MobileNetV2 tune spent 96 measurements climbing from a "kick" that
+    decoded to one group per operator, 23,632 µs). ``first``: the neighbours by these
+    moves come first (each part in the model's order): a kicked climb's.
     """
-    hood = _hood(space, parent, parent_schedule)
+    hood = _hood(space, parent, parent_schedule, kick)
     own = candidate_id(parent_schedule)
     decoded = 0
     seen_here: set[str] = {own}
     items: list[tuple[str, GraphSchedule]] = []
+    lead: set[str] = set()  # items by a move of ``first``
     for k in range(min(window, len(hood.vectors))):
         got = hood.decoded[k]
         if got is None:
@@ -133,8 +166,12 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
         if cid in seen_here:
             continue
         seen_here.add(cid)
+        if kick and abs(len(s.groups) - len(parent_schedule.groups)) > 1:
+            continue  # not one boundary moved (a cut point of another granularity)
         if fresh(cid):
             items.append((cid, s))
+            if hood.moves[k] in first:
+                lead.add(cid)
     if not items:
         return Polished([], len(hood.vectors), decoded)
     if not by_model:
@@ -146,6 +183,8 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
     x = np.stack([hood.rows[(scorer_kind, cid)] for cid, _ in items])
     scores = np.asarray(predict(x), dtype=np.float64)
     order = np.argsort(-scores, kind="stable")
+    if lead:
+        order = np.asarray(sorted(order, key=lambda k: items[int(k)][0] not in lead))
     return Polished([(-float(scores[int(k)]), *items[int(k)]) for k in order],
                     len(hood.vectors), decoded)
 
@@ -157,41 +196,89 @@ class PolishState:
         after: Measurements without a better best before polishing starts.
         limit: Proposals per polished schedule at most (None: its whole neighbourhood).
         window: Neighbours a polish round adds to the ranked window of its schedule.
+        kick: 0, or the iterated local search once the best is polished and still
+            stalled: a *kick* round proposes one of the best's kicks (a boundary moved
+            by 2 to ``kick`` cut points, the model's first not measured), then the
+            kicked schedule is climbed (polished, each schedule of the climb with
+            ``kick_limit`` proposals at most) while the climb improves on itself; a
+            climb that ends below the best has made a new best, which is polished as
+            any. Then the next kick.
+        kick_limit: Proposals per schedule of a kicked climb.
     """
 
-    def __init__(self, after: int, limit: int | None, window: int) -> None:
+    def __init__(self, after: int, limit: int | None, window: int, kick: int = 0,
+                 kick_limit: int | None = 32) -> None:
         self.after, self.limit, self.window = after, limit, window
+        self.kick, self.kick_limit = kick, kick_limit
         self.since_best = 0  # measurements since the best improved
         self.best: str = ""  # candidate id of the best measured
         self._best_y = -np.inf
         self.found: set[str] = set()  # candidates proposed by polishing
         self.done: set[str] = set()  # schedules whose neighbourhood was proposed
         self._offered: dict[str, int] = {}  # schedule -> its neighbours proposed so far
+        # schedule -> its neighbours measured as polish proposals of another process (a
+        # resumed tune's predecessor): they count against ``limit`` as this one's do
+        self._inherited: dict[str, int] = {}
         self._rounds: dict[str, int] = {}  # schedule -> its polish rounds so far
         self.out: str = ""  # the schedule a polish round is out for ("": none)
         self.rounds = 0  # polish rounds requested (for reports)
+        # the iterated local search: the head of the kicked climb, its speed, the kick
+        # proposals not measured yet, the climbs' schedules, the bests whose kicks ran out
+        self.head: str = ""
+        self._head_y = -np.inf
+        self._waiting: set[str] = set()
+        self._climbed: set[str] = set()
+        self.kicked_out: set[str] = set()
+        self.kicks = 0  # kick rounds requested (for reports)
 
-    def measured(self, cid: str, y: float | None, polish_of: str = "") -> None:
+    def measured(self, cid: str, y: float | None, polish_of: str = "",
+                 inherited: bool = False) -> None:
         """A measurement arrived (``y``: speed, None: failed); ``polish_of``: the
-        schedule whose polish proposed it ("": not a polish proposal)."""
+        schedule whose polish proposed it ("": not a polish proposal); ``inherited``: it
+        was not proposed by this process (a resumed tune reading its predecessor's
+        trials), so it counts against ``limit`` here."""
         if polish_of:
             self.found.add(cid)
+            if inherited:
+                self._inherited[polish_of] = self._inherited.get(polish_of, 0) + 1
+                self._check_limit(polish_of)
         if y is not None and y > self._best_y:
             self._best_y, self.best, self.since_best = y, cid, 0
         else:
             self.since_best += 1
+        if cid in self._waiting:  # a kick: the climb starts from it
+            self._waiting.discard(cid)
+            if y is not None:
+                self.head, self._head_y = cid, y
+                self._climbed.add(cid)
+        elif polish_of and polish_of == self.head and y is not None and y > self._head_y:
+            self.head, self._head_y = cid, y  # the climb goes on from there
+            self._climbed.add(cid)
 
-    def due(self) -> str:
-        """The schedule to polish in the next round ("": none, or one is out already)."""
-        if self.after < 0 or not self.best or self.out or self.best in self.done:
-            return ""
-        if self.since_best >= self.after or self.best in self.found:
-            return self.best
-        return ""
+    def due(self) -> tuple[str, str]:
+        """``(schedule, kind)`` of the next round: ``"polish"`` (the best, or the head
+        of a kicked climb) or ``"kick"`` (the best's next kick); ``("", "")``: none, or
+        one is out already."""
+        if self.after < 0 or not self.best or self.out:
+            return "", ""
+        if self.best not in self.done:
+            if self.since_best >= self.after or self.best in self.found:
+                return self.best, "polish"
+            return "", ""
+        if not self.kick or self.since_best < self.after or self._waiting:
+            return "", ""
+        if self.head and self.head not in self.done:
+            return self.head, "polish"
+        if self.best in self.kicked_out:
+            return "", ""
+        return self.best, "kick"
 
-    def start(self, cid: str) -> int:
-        """A polish round of ``cid`` is requested: the window it ranks."""
+    def start(self, cid: str, kind: str = "polish") -> int:
+        """A round of ``kind`` for ``cid`` is requested: the window it ranks."""
         self.out = cid
+        if kind == "kick":
+            self.kicks += 1
+            return 1 << 20  # every kick is ranked (a few dozen)
         self.rounds += 1
         n = self._rounds[cid] = self._rounds.get(cid, 0) + 1
         return n * self.window
@@ -201,8 +288,28 @@ class PolishState:
         neighbourhood of ``size`` ranked up to ``window``."""
         if self.out == cid:
             self.out = ""
-        total = self._offered[cid] = self._offered.get(cid, 0) + proposed
-        if (proposed == 0 and window >= size) or (self.limit is not None and total >= self.limit):
+        self._offered[cid] = self._offered.get(cid, 0) + proposed
+        if proposed == 0 and window >= size:
+            self.done.add(cid)
+        self._check_limit(cid)
+
+    def kicked(self, cid: str, picks: Sequence[str]) -> None:
+        """A kick round of ``cid`` came back with ``picks`` (none: its kicks ran out)."""
+        if self.out == cid:
+            self.out = ""
+        if not picks:
+            self.kicked_out.add(cid)
+        self.head, self._head_y = "", -np.inf
+        self._waiting = set(picks)
+
+    def climbing(self, cid: str) -> bool:
+        """Whether ``cid`` is (or was) the head of a kicked climb."""
+        return cid in self._climbed
+
+    def _check_limit(self, cid: str) -> None:
+        total = self._offered.get(cid, 0) + self._inherited.get(cid, 0)
+        limit = self.kick_limit if cid in self._climbed and cid != self.best else self.limit
+        if limit is not None and total >= limit:
             self.done.add(cid)
 
     def lost(self) -> None:

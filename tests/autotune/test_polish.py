@@ -79,33 +79,40 @@ def test_a_window_ranks_only_the_first_neighbours_of_the_fixed_order(
 def test_polish_state_climbs_and_stops() -> None:
     st = PolishState(after=3, limit=None, window=10)
     st.measured("a", 1.0)
-    assert st.due() == ""  # a new best: not stalled
+    assert st.due() == ("", "")  # a new best: not stalled
     for c in "bcd":
         st.measured(c, 0.5)
-    assert st.since_best == 3 and st.due() == "a"
-    assert st.start("a") == 10 and st.due() == ""  # one round out at a time
+    assert st.since_best == 3 and st.due() == ("a", "polish")
+    assert st.start("a") == 10 and st.due() == ("", "")  # one round out at a time
     st.back("a", 4, size=30, window=10)
-    assert st.due() == "a" and st.start("a") == 20  # the window grows
+    assert st.due() == ("a", "polish") and st.start("a") == 20  # the window grows
     st.back("a", 0, size=30, window=20)  # nothing new, but more to rank: not done
-    assert st.due() == "a"
+    assert st.due() == ("a", "polish")
     st.start("a")
     st.measured("e", 2.0, polish_of="a")  # the climb found a better one: polish it next
-    assert st.due() == "" and st.since_best == 0  # (the round of "a" is still out)
+    assert st.due() == ("", "") and st.since_best == 0  # (the round of "a" is still out)
     st.back("a", 3, size=30, window=30)
-    assert st.due() == "e"
+    assert st.due() == ("e", "polish")
     st.start("e")
     st.back("e", 0, size=12, window=10)
     st.start("e")
     st.back("e", 0, size=12, window=20)  # the whole neighbourhood ranked, nothing new
-    assert "e" in st.done and st.due() == ""
+    assert "e" in st.done and st.due() == ("", "")
     st.measured("f", 3.0)  # evolution found a better one: polish it once stalled again
-    assert st.due() == ""
+    assert st.due() == ("", "")
     limited = PolishState(after=0, limit=5, window=10)
     limited.measured("a", 1.0)
     limited.start("a")
     limited.back("a", 5, size=100, window=10)
     assert "a" in limited.done
-    assert PolishState(after=-1, limit=None, window=10).due() == ""
+    assert PolishState(after=-1, limit=None, window=10).due() == ("", "")
+    resumed = PolishState(after=0, limit=5, window=10)  # a predecessor proposed 4 of them
+    for c in "abcde":
+        resumed.measured(c, 1.0 if c == "a" else 0.5, polish_of="a" if c != "a" else "",
+                         inherited=True)
+    assert resumed.due() == ("a", "polish") and resumed.start("a") == 10
+    resumed.back("a", 1, size=100, window=10)  # the 5th: the limit is reached
+    assert "a" in resumed.done and resumed.due() == ("", "")
 
 
 def _polish_trials(journal: Path) -> list[int]:
@@ -173,3 +180,250 @@ def test_a_new_sampler_on_the_study_knows_the_climb(tiny_graph: Graph,
     assert again.polish.found == first.polish.found
     assert (again.polish.best, again.polish.since_best) == (first.polish.best,
                                                            first.polish.since_best)
+
+
+def _log_marks(log: Path) -> dict[int, str]:
+    """Trial number -> the schedule its polish proposal came from, read from the log alone."""
+    from autotune.sampling._polish import PROV_POLISH
+
+    return {x["prov"]["trial"]: x["prov"][PROV_POLISH] for x in _lines(log)
+            if x["prov"].get(PROV_POLISH)}
+
+
+def test_the_polish_mark_and_limit_survive_a_resume_from_the_log_alone(
+        tiny_graph: Graph, tmp_path: Path) -> None:
+    """A polish proposal's record carries the mark (``prov.polish_of``, the same as the
+    journal's); a tune resumed with its journal lost rebuilds the marked trials and does
+    not polish again a schedule whose ``polish_limit`` was reached before the resume."""
+    from dataclasses import replace
+
+    opts = replace(POLISH, polish_limit=4)
+
+    def run(log: Path, trials: int) -> None:
+        tune([tiny_graph], trials=trials, log=log, search=SearchOptions(seed=5, guided=opts),
+             run=RunOptions(workers=0, curve=False))
+
+    a = tmp_path / "a.jsonl"
+    run(a, 48)
+    marks = _log_marks(a)
+    assert sorted(marks) == _polish_trials(tmp_path / "a.journal") and len(marks) >= 4
+    first = marks[min(marks)]  # the first schedule polished: its limit was reached
+    done_at = max(n for n, p in marks.items() if p == first)
+    assert sum(p == first for p in marks.values()) >= opts.polish_limit
+
+    r = tmp_path / "r.jsonl"
+    run(r, done_at + 1)
+    (tmp_path / "r.journal").unlink()  # the log alone
+    run(r, 48)
+    assert {n: p for n, p in _log_marks(r).items() if n <= done_at} == {
+        n: p for n, p in marks.items() if n <= done_at}
+    rebuilt = _polish_trials(tmp_path / "r.journal")
+    assert [n for n in rebuilt if n <= done_at] == [n for n in marks if n <= done_at]
+    again = [n for n, p in _log_marks(r).items() if n > done_at and p == first]
+    assert again == []  # its limit survived the resume
+
+
+def test_kicks_move_one_boundary_two_or_more_cut_points(tiny_graph: Graph,
+                                                        tune_target: Target) -> None:
+    """A kick swaps one boundary's rank with a cut point's 2 to ``span`` cut points away
+    that is not a boundary: two cut parameters change, nothing else, and no kick is a
+    one-move neighbour."""
+    from search_space._dims import CUT_BELOW, GRANULARITIES
+    from search_space._neighbours import kick_vectors
+
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    rng = np.random.default_rng(7)
+    cut_at = {int(space.rep[d]): k for k, d in enumerate(space.d_cut)}
+    total = 0
+    for _ in range(12):
+        s = space.sample(rng)
+        vec = space.encode(s)
+        below = CUT_BELOW[GRANULARITIES[int(vec[space.rep[space.d_gran]])]]
+        one = {v.tobytes() for _, v in neighbour_vectors(space, s)}
+        kicks = kick_vectors(space, s, span=3)
+        assert len({v.tobytes() for _, v in kicks}) == len(kicks)
+        for _, v in kicks:
+            changed = np.flatnonzero(v != vec)
+            assert len(changed) == 2 and all(space.free[f].kind == "cut" for f in changed)
+            a, b = (int(f) for f in changed)
+            assert (vec[a] < below) != (vec[b] < below)  # a boundary and a free cut point
+            assert 2 <= abs(cut_at[a] - cut_at[b]) <= 3
+            assert v.tobytes() not in one
+        total += len(kicks)
+    assert total > 0
+
+
+def test_the_iterated_local_search_kicks_climbs_and_stops() -> None:
+    """Once the best is polished and still stalled: a kick, its climb (improving on the
+    kicked schedule, each step with ``kick_limit`` proposals at most), the next kick;
+    a climb below the best makes a new best, polished as any; kicks run out."""
+    st = PolishState(after=2, limit=4, window=10, kick=3, kick_limit=2)
+    st.measured("b", 1.0)
+    st.measured("x", 0.5)
+    st.measured("y", 0.5)
+    assert st.due() == ("b", "polish")
+    st.start("b")
+    st.back("b", 4, size=50, window=10)  # polished (its limit)
+    assert st.due() == ("b", "kick")
+    assert st.start("b", "kick") > 50 and st.due() == ("", "")
+    st.kicked("b", ["k"])
+    assert st.due() == ("", "")  # the kick is not measured yet
+    st.measured("k", 0.6)  # slower than the best: the climb starts from it
+    assert st.head == "k" and st.due() == ("k", "polish")
+    st.start("k")
+    st.measured("k2", 0.8, polish_of="k")  # better than the kick: the climb goes on
+    st.back("k", 2, size=40, window=10)
+    assert "k" in st.done and st.due() == ("k2", "polish")
+    st.start("k2")
+    st.back("k2", 2, size=40, window=10)
+    st.measured("k3", 0.7, polish_of="k2")  # no better: the climb ends (k2's limit)
+    assert "k2" in st.done and st.due() == ("b", "kick")
+    st.start("b", "kick")
+    st.kicked("b", ["m"])
+    st.measured("m", 0.9)
+    st.start("m")
+    st.measured("m2", 1.5, polish_of="m")  # the climb beats the best: a new best
+    st.back("m", 1, size=40, window=10)
+    assert st.best == "m2" and st.since_best == 0 and st.due() == ("m2", "polish")
+    st.start("m2")
+    st.back("m2", 4, size=40, window=10)  # the best's own limit (4), not kick_limit
+    assert "m2" in st.done
+    st.measured("z", 0.1)
+    st.measured("z2", 0.1)
+    assert st.due() == ("m2", "kick")
+    st.start("m2", "kick")
+    st.kicked("m2", [])  # no kick left
+    assert "m2" in st.kicked_out and st.due() == ("", "")
+    assert PolishState(after=2, limit=4, window=10).due() == ("", "")
+
+
+def test_a_kicked_climb_ranks_its_splits_boundary_moves_and_merges_first(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    """A climb round (``BreedRequest.climb``) proposes the head's neighbours by a split,
+    boundary or merge move before its other neighbours, each part best predicted first;
+    a kick round proposes the best-predicted kick."""
+    from dataclasses import replace
+
+    from autotune.sampling._breed import CLIMB_FIRST
+    from search_space._neighbours import kick_vectors
+
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    rng = np.random.default_rng(5)
+    ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
+    xs = np.asarray(ranker.features([space.sample(rng) for _ in range(24)]))
+    ranker.fit(xs, rng.random(24) + 0.5)
+    for _ in range(20):
+        parent = space.sample(rng)
+        moves: dict[str, set[str]] = {}
+        for m, v in neighbour_vectors(space, parent):
+            moves.setdefault(candidate_id(space.decode(v)), set()).add(m)
+        lead = {c for c, m in moves.items() if m & CLIMB_FIRST}
+        if lead and len(lead) < len(moves) - 1:
+            break
+    vec, pid = space.encode(parent), candidate_id(parent)
+    req = _request(vec, pid, 10_000)
+    plain = breed(space, RankerScorer(ranker), req).picks
+    climb = breed(space, RankerScorer(ranker), replace(req, climb=True)).picks
+    assert {p.cid for p in climb} == {p.cid for p in plain}
+    first = [p.cid in lead for p in climb]
+    assert any(first) and first == sorted(first, reverse=True)  # the structural ones lead
+    assert [p.cid for p in climb if p.cid not in lead] == [p.cid for p in plain
+                                                           if p.cid not in lead]
+    kicks = {candidate_id(space.decode(v)) for _, v in kick_vectors(space, parent, 4)}
+    got = breed(space, RankerScorer(ranker), replace(req, kick=4, proposals=1)).picks
+    assert len(got) == 1 and got[0].cid in kicks
+
+
+def test_a_kicked_climbs_proposals_go_before_the_queued_evolutions(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    """With evolution's proposals queued (Ray workers breed ahead), a kicked climb's
+    proposals are handed out next (each step of it waits for the last's measurements);
+    the best's own polish round queues behind, as before."""
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    ranker = CostModelRanker(tiny_graph, tune_target, seed=0)
+    sampler = GuidedSampler(space=space, ranker=ranker, seed=3, options=POLISH)
+    rng = np.random.default_rng(2)
+    parent = space.sample(rng)
+    vec, pid = space.encode(parent), candidate_id(parent)
+    scorer = RankerScorer(ranker)
+    evolved = breed(space, scorer, BreedRequest(
+        batch=4, parents=(vec,), seed=4, proposals=6, eps=0, seen=frozenset(), population=32,
+        generations=1, random_share=0.25, crossover=0.15))
+    polished = breed(space, scorer, _request(vec, pid, 10_000, proposals=4))
+    assert evolved.picks and polished.picks
+    plain = GuidedSampler(space=space, ranker=ranker, seed=3, options=POLISH)
+    plain.bred(evolved)
+    plain.bred(polished)  # the best's polish: behind the queue
+    assert [p.cid for p in plain._queue][:len(evolved.picks)] == [p.cid for p in evolved.picks]
+    sampler.polish.kicked("b", [pid])
+    sampler.polish.measured(pid, 0.5)  # a kick, measured: the head of a climb
+    sampler.bred(evolved)
+    sampler.bred(polished)
+    fresh = [p.cid for p in polished.picks if p.cid not in {q.cid for q in evolved.picks}]
+    order = [p.cid for p in sampler._queue]
+    assert order[:len(fresh)] == fresh and all(p.polish_of == pid for p in
+                                               list(sampler._queue)[:len(fresh)])
+    assert order[len(fresh):] == [p.cid for p in evolved.picks]
+
+
+def test_kick_and_climb_rounds_alternate_with_evolution(tiny_graph: Graph,
+                                                        tune_target: Target) -> None:
+    """Once the best is polished and stalled, every other request is a kick or a climb:
+    a kick proposes one schedule; a climb round is a polish round of the head (its
+    structural moves first) proposing a share's proposals in-process, and the step's
+    whole ``kick_limit`` with workers (``share > 1``)."""
+    from dataclasses import replace
+
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    opts = replace(POLISH, polish_after=0, polish_limit=2, polish_kick=3, kick_limit=12)
+    sampler = GuidedSampler(space=space, ranker=CostModelRanker(tiny_graph, tune_target, seed=0),
+                            seed=3, options=opts)
+    rng = np.random.default_rng(1)
+    for cid in ("b", "h"):
+        sampler._vectors[cid] = space.encode(space.sample(rng))
+    st = sampler.polish
+    st.measured("b", 1.0)
+    st.measured("x", 0.5)
+    st.done.add("b")
+    kick = sampler.breed_request()
+    assert (kick.polish_of, kick.kick, kick.proposals, kick.climb) == ("b", 3, 1, False)
+    st.kicked("b", ["h"])
+    st.measured("h", 0.7)
+    assert not sampler.breed_request().polish  # evolution's turn
+    climb = sampler.breed_request()
+    assert (climb.polish_of, climb.kick, climb.climb) == ("h", 0, True)
+    assert climb.proposals == opts.proposals
+    st.back("h", 1, size=100, window=climb.polish)
+    assert not sampler.breed_request(share=2).polish
+    wide = sampler.breed_request(share=2)
+    assert wide.polish_of == "h" and wide.proposals == opts.kick_limit
+
+
+def test_a_kick_round_ranks_only_kicks_that_move_one_boundary(tune_target: Target) -> None:
+    """Kicks that decode to more than one group more or less than the kicked schedule
+    (a cut point of another granularity: not one boundary moved) are not ranked: on
+    MobileNetV2 b16's O3 schedule some do (one group per operator)."""
+    import warnings
+
+    from autotune.sampling._polish import polish_ranked
+    from compiler import zoo
+    from compiler.model import Model
+    from search_space._neighbours import kick_vectors
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = Model(zoo.build("mobilenet_v2", batch=16, weights="inputs"),
+                      name="mobilenet_v2").graph
+    space = build_space(graph, tune_target, graph.batch)
+    (o3,) = [s for name, s in seed_schedules(graph, tune_target) if name == "O3"]
+    parent = space.decode(space.encode(o3))
+    n = len(parent.groups)
+    kicks = [space.decode(v) for _, v in kick_vectors(space, parent, 4)]
+    far = {candidate_id(s) for s in kicks if abs(len(s.groups) - n) > 1}
+    got = polish_ranked(space, space.encode(parent), parent, 1 << 20, lambda c: True,
+                        lambda items: [np.zeros(1)] * len(items),
+                        lambda x: np.zeros(len(x)), "t", False, kick=4)
+    assert far and got.ranked
+    assert all(abs(len(s.groups) - n) <= 1 for _, _, s in got.ranked)
+    assert {c for _, c, _ in got.ranked} == {candidate_id(s) for s in kicks} - far - {
+        candidate_id(parent)}
