@@ -670,8 +670,91 @@ done:
     return result;
 }
 
+/* blocks(values, rep, active, lens, below, d_cut, d_mode, min_ops, max_ops, modes, known):
+ * search_space._build.read_blocks over a _Recorder's assignment (values, rep, active: a
+ * read of parameter d marks active[rep[d]] and answers values[d]), statement by statement:
+ * the same parameters are read in the same order. lens: each segment's op count; below:
+ * the granularity's cut rank bound (its parameter read by the caller); d_cut per segment
+ * boundary, d_mode per segment; max_ops -1: no bound; modes: MODES; known: the space's
+ * blocks by (first segment, last segment, mode). -> per block the known Block or, when not
+ * known, (first segment, last segment, mode) for the caller to make. */
+static int rec_read(PyObject *values, PyObject *rep, PyObject *active, PyObject *dims, Py_ssize_t i,
+                    long *out) {
+    if (i < 0 || i >= PyList_GET_SIZE(dims)) { PyErr_SetString(PyExc_ValueError, "bad parameter index"); return -1; }
+    long d = PyLong_AsLong(PyList_GET_ITEM(dims, i));
+    if (d == -1 && PyErr_Occurred()) return -1;
+    if (d < 0 || d >= PyList_GET_SIZE(values) || d >= PyList_GET_SIZE(rep)) {
+        PyErr_SetString(PyExc_ValueError, "bad parameter");
+        return -1;
+    }
+    if (PyDict_SetItem(active, PyList_GET_ITEM(rep, d), Py_None)) return -1;
+    *out = PyLong_AsLong(PyList_GET_ITEM(values, d));
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int add_block(PyObject *out, PyObject *known, PyObject *modes, long a, long b, long m) {
+    if (m < 0 || m >= PyTuple_GET_SIZE(modes)) { PyErr_SetString(PyExc_ValueError, "bad mode"); return -1; }
+    PyObject *key = Py_BuildValue("(llO)", a, b, PyTuple_GET_ITEM(modes, m));
+    if (!key) return -1;
+    PyObject *hit = PyDict_GetItemWithError(known, key);
+    if (!hit && PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    int rc = PyList_Append(out, hit ? hit : key);
+    Py_DECREF(key);
+    return rc;
+}
+
+static PyObject *py_blocks(PyObject *self, PyObject *args) {
+    PyObject *values, *rep, *active, *lens, *d_cut, *d_mode, *modes, *known;
+    long below, min_ops, max_ops;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!lO!O!llO!O!", &PyList_Type, &values, &PyList_Type, &rep,
+                          &PyDict_Type, &active, &PyList_Type, &lens, &below, &PyList_Type, &d_cut,
+                          &PyList_Type, &d_mode, &min_ops, &max_ops, &PyTuple_Type, &modes,
+                          &PyDict_Type, &known))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(lens);
+    if (n < 1 || PyList_GET_SIZE(d_mode) != n || PyList_GET_SIZE(d_cut) < n - 1) {
+        PyErr_SetString(PyExc_ValueError, "a mode per segment and a cut per boundary expected");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    long m, v;
+    long a = 0;
+    long size = PyLong_AsLong(PyList_GET_ITEM(lens, 0));
+    if ((size == -1 && PyErr_Occurred()) || rec_read(values, rep, active, d_mode, 0, &m)) goto fail;
+    for (Py_ssize_t k = 0; k + 1 < n; k++) {
+        long nxt = PyLong_AsLong(PyList_GET_ITEM(lens, k + 1));
+        if (nxt == -1 && PyErr_Occurred()) goto fail;
+        if (nxt < 0 || size > LONG_MAX - nxt) { PyErr_SetString(PyExc_ValueError, "bad segment length"); goto fail; }
+        int cut;
+        if (max_ops >= 0 && size + nxt > max_ops) {
+            cut = 1;
+        } else if (size < min_ops || below == 0) {
+            cut = 0;
+        } else {
+            if (rec_read(values, rep, active, d_cut, k, &v)) goto fail;
+            cut = v < below;
+        }
+        if (cut) {
+            if (add_block(out, known, modes, a, (long)k, m)) goto fail;
+            a = (long)k + 1;
+            size = nxt;
+            if (rec_read(values, rep, active, d_mode, a, &m)) goto fail;
+        } else {
+            size += nxt;
+        }
+    }
+    if (add_block(out, known, modes, a, (long)n - 1, m)) goto fail;
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"derive", py_derive, METH_VARARGS, "The transfers, chunk DAG, output nodes and order (see the file)."},
+    {"blocks", py_blocks, METH_VARARGS, "read_blocks over a recorded assignment (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -31,6 +31,7 @@ from typing import Any
 from compiler.derive import Node, group_io
 from compiler.schedule import Placement, Transfer
 from search_space._ccore import load_extension, tensor_codes
+from search_space._dims import MODES
 
 Decoding = Any  # a search_space._build.Decoding (importing it back would close a circle)
 
@@ -118,6 +119,23 @@ def derive(dec: Decoding) -> bool:
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
     STATS["c"] += 1
     return True
+
+
+def blocks(space: Any, get: Any, lens: list[int], below: int) -> list[Any] | None:
+    """:func:`search_space._build.read_blocks`' loop in C (``_cdag.blocks``) when ``get`` is a
+    recorder over a whole assignment (``Space.sample``/``decode``: its ``values``, ``rep`` and
+    ``active``); per block the space's known ``Block`` or (first segment, last segment,
+    mode) to make. None: not compiled, or another reader (a trial, a projection)."""
+    values = getattr(get, "values", None)
+    if values is None or type(values) is not list:
+        return None
+    mod = _load()
+    if mod is None or not hasattr(mod, "blocks"):
+        return None
+    opts = space.options
+    mx = opts.max_group_ops
+    return mod.blocks(values, get.rep, get.active, lens, below, space.d_cut, space.d_mode,  # type: ignore[no-any-return]
+                      opts.min_group_ops, -1 if mx is None else mx, MODES, space._blocks)
 
 
 def interned_transfers(space: Any) -> dict[tuple[Any, ...], Transfer]:

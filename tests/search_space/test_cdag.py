@@ -252,3 +252,56 @@ def test_projection_after_a_look_ahead_change(key: str) -> None:
         assert p.schedule.structural_key() == s.structural_key()
         seen.add(p.params["lookahead"])
     assert seen - {0}
+
+
+@pytest.mark.parametrize("key,options", [
+    ("tiny_cnn", {}), ("bert2", {}), ("bert2", {"min_group_ops": 6, "max_group_ops": 40}),
+    ("deepfm", {"max_group_ops": 3}), ("wide_and_deep", {"min_group_ops": 4})])
+def test_read_blocks_in_c(key: str, options: dict[str, Any]) -> None:
+    """``read_blocks`` over a recorder's assignment (``_cdag.blocks``) against the Python
+    loop: the same blocks (the space's shared values), the same parameters read in the same
+    order, on prior and uniform vectors and with every cut taken or none."""
+    from search_space import SpaceOptions
+    from search_space._space import _Recorder
+
+    space = build_spaces(small_graph(key), Target.default(), options=SpaceOptions(**options))[0]
+    rng = np.random.default_rng(5)
+    vecs = list(space.sample_vectors(rng, 40)) + list(space.sample_vectors(rng, 40, uniform=True))
+    cuts = sorted({int(space.rep[d]) for d in space.d_cut})
+    for low in (0, space.n_choices.max()):  # every cut (rank 0) or none
+        v = space.sample_vectors(rng, 1)[0]
+        v[cuts] = np.minimum(low, space.n_choices[cuts] - 1)
+        vecs.append(v)
+    seen = set()
+    for vec in vecs:
+        full = vec[space.rep].tolist()
+        compiled, python = _Recorder(full, space._rep_list), _Recorder(full, space._rep_list)
+        got = _build.read_blocks(space, compiled)
+        assert getattr(python, "values", None) is not None
+        python.values = tuple(full)  # not a list: read_blocks takes the Python loop
+        want = _build.read_blocks(space, python)
+        assert got == want and all(a is b for a, b in zip(got, want, strict=True))
+        assert list(compiled.active) == list(python.active)
+        seen.add(len(got))
+    assert len(seen) >= 2  # blocks of more than one size
+
+
+def test_bad_block_tables_are_refused() -> None:
+    from search_space import _cdag  # type: ignore[attr-defined]
+    from search_space._dims import MODES
+
+    def blocks(values: Any, lens: Any, d_cut: Any, d_mode: Any) -> Any:
+        return _cdag.blocks(values, [0, 1, 2], {}, lens, 2, d_cut, d_mode, 1, -1, MODES, {})
+
+    assert blocks([0, 0, 1], [1, 1], [1], [0, 2]) == [(0, 0, "whole"), (1, 1, "anchors")]
+    assert blocks([0, 5, 1], [1, 1], [1], [0, 2]) == [(0, 1, "whole")]  # rank 5: no cut
+    with pytest.raises(ValueError):
+        blocks([0, 0, 1], [1, 1], [1], [0])  # a mode per segment
+    with pytest.raises(ValueError):
+        blocks([0, 0, 1], [1, 1], [7], [0, 2])  # no such parameter
+    with pytest.raises(ValueError):
+        blocks([0, 0, 3], [1, 1], [1], [0, 2])  # no such mode
+    with pytest.raises(ValueError):
+        blocks([0, 0, 1], [1, -1], [1], [0, 2])  # a negative length
+    with pytest.raises(TypeError):
+        blocks((0, 0, 1), [1, 1], [1], [0, 2])  # values: a list
