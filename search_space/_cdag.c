@@ -752,8 +752,219 @@ fail:
     return NULL;
 }
 
+/* ---- class keys of op sets (search_space/_cclass.py: class_key, the reference) ----------- */
+
+typedef struct {
+    int n_ops, n_tensors;
+    int *desc, *out, *in_at, *ins;      /* per op: description code, output, inputs (CSR) */
+    int *prod, *cons_at, *cons;          /* per tensor: producer op or -1, consumers (CSR) */
+    unsigned char *is_out;               /* per tensor: a model output */
+    int *stamp, *pos, gen;               /* per op: the call that marked it, its position */
+    int *ext_of, *ext_stamp;             /* per tensor: its outside index in this call */
+    PyObject *names;                     /* tensor names by index (a tuple) */
+} Classes;
+
+static void classes_free(PyObject *cap) {
+    Classes *c = PyCapsule_GetPointer(cap, "graphtune.classes");
+    if (!c) return;
+    free(c->desc); free(c->out); free(c->in_at); free(c->ins); free(c->prod); free(c->cons_at);
+    free(c->cons); free(c->is_out); free(c->stamp); free(c->pos); free(c->ext_of); free(c->ext_stamp);
+    Py_XDECREF(c->names);
+    free(c);
+}
+
+/* int32 array from a sequence of ints in [lo, hi) */
+static int *int_array(PyObject *obj, Py_ssize_t want, long lo, long hi, Py_ssize_t *n_out) {
+    PyObject *seq = PySequence_Fast(obj, "a sequence of ints");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (want >= 0 && n != want) {
+        PyErr_SetString(PyExc_ValueError, "a table of the wrong length");
+        Py_DECREF(seq);
+        return NULL;
+    }
+    int *v = alloc_n(n, sizeof(int));
+    if (!v) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if ((x == -1 && PyErr_Occurred()) || x < lo || x >= hi) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a table entry out of range");
+            free(v);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        v[i] = (int)x;
+    }
+    Py_DECREF(seq);
+    if (n_out) *n_out = n;
+    return v;
+}
+
+/* CSR offsets: n + 1 ascending entries from 0 to m */
+static int offsets_ok(const int *at, int n, Py_ssize_t m) {
+    if (at[0] != 0 || at[n] != m) return 0;
+    for (int i = 0; i < n; i++) if (at[i] > at[i + 1]) return 0;
+    return 1;
+}
+
+/* class_tables(names, desc, out, in_at, ins, prod, cons_at, cons, is_out) -> a capsule:
+ * per tensor (by index) its name, producer op (-1: none), consumers (CSR) and whether it is
+ * a model output; per op its description code, output and inputs (CSR). */
+static PyObject *py_class_tables(PyObject *self, PyObject *args) {
+    PyObject *names, *o_desc, *o_out, *o_in_at, *o_ins, *o_prod, *o_cons_at, *o_cons, *o_is_out;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOO", &PyTuple_Type, &names, &o_desc, &o_out, &o_in_at, &o_ins,
+                          &o_prod, &o_cons_at, &o_cons, &o_is_out))
+        return NULL;
+    Py_ssize_t nt = PyTuple_GET_SIZE(names), no, m_in, m_cons;
+    if (nt > INT_MAX / 2) { PyErr_SetString(PyExc_ValueError, "too many tensors"); return NULL; }
+    for (Py_ssize_t i = 0; i < nt; i++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) { PyErr_SetString(PyExc_ValueError, "tensor names: str"); return NULL; }
+    Classes *c = calloc(1, sizeof(Classes));
+    if (!c) return PyErr_NoMemory();
+    c->n_tensors = (int)nt;
+    c->desc = int_array(o_desc, -1, 0, INT_MAX, &no);
+    if (!c->desc) goto fail;
+    if (no > INT_MAX / 2) { PyErr_SetString(PyExc_ValueError, "too many ops"); goto fail; }
+    c->n_ops = (int)no;
+    if (!(c->out = int_array(o_out, no, 0, nt, NULL))) goto fail;
+    if (!(c->in_at = int_array(o_in_at, no + 1, 0, INT_MAX, NULL))) goto fail;
+    if (!(c->ins = int_array(o_ins, -1, 0, nt, &m_in))) goto fail;
+    if (!(c->prod = int_array(o_prod, nt, -1, no, NULL))) goto fail;
+    if (!(c->cons_at = int_array(o_cons_at, nt + 1, 0, INT_MAX, NULL))) goto fail;
+    if (!(c->cons = int_array(o_cons, -1, 0, no, &m_cons))) goto fail;
+    int *flags = int_array(o_is_out, nt, 0, 2, NULL);
+    if (!flags) goto fail;
+    c->is_out = alloc_n(nt, 1);
+    if (c->is_out) for (Py_ssize_t i = 0; i < nt; i++) c->is_out[i] = (unsigned char)flags[i];
+    free(flags);
+    if (!offsets_ok(c->in_at, c->n_ops, m_in) || !offsets_ok(c->cons_at, c->n_tensors, m_cons)) {
+        PyErr_SetString(PyExc_ValueError, "bad offsets");
+        goto fail;
+    }
+    c->stamp = alloc_n(no, sizeof(int));
+    c->pos = alloc_n(no, sizeof(int));
+    c->ext_of = alloc_n(nt, sizeof(int));
+    c->ext_stamp = alloc_n(nt, sizeof(int));
+    if (!c->is_out || !c->stamp || !c->pos || !c->ext_of || !c->ext_stamp) { PyErr_NoMemory(); goto fail; }
+    Py_INCREF(names);
+    c->names = names;
+    PyObject *cap = PyCapsule_New(c, "graphtune.classes", classes_free);
+    if (!cap) { Py_DECREF(names); c->names = NULL; goto fail; }
+    return cap;
+fail:
+    free(c->desc); free(c->out); free(c->in_at); free(c->ins); free(c->prod); free(c->cons_at);
+    free(c->cons); free(c->is_out); free(c->stamp); free(c->pos); free(c->ext_of); free(c->ext_stamp);
+    free(c);
+    return NULL;
+}
+
+/* class_key(tables, ops) -> (key, outside tensor names, output name): class_key of
+ * search_space/_cclass.py over the tables, value for value (ops ascending). */
+static PyObject *py_class_key(PyObject *self, PyObject *args) {
+    PyObject *cap, *ops_obj;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyCapsule_Type, &cap, &PyTuple_Type, &ops_obj)) return NULL;
+    Classes *c = PyCapsule_GetPointer(cap, "graphtune.classes");
+    if (!c) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(ops_obj);
+    if (n < 1) { PyErr_SetString(PyExc_ValueError, "an empty op set"); return NULL; }
+    int *ops = alloc_n(n, sizeof(int));
+    int *ext = alloc_n(c->n_tensors, sizeof(int));  /* outside tensors in order of first use */
+    int *rank = alloc_n(c->n_tensors, sizeof(int));
+    PyObject *rows = NULL, *flags = NULL, *ranks = NULL, *names = NULL, *key = NULL, *result = NULL;
+    if (!ops || !ext || !rank) { PyErr_NoMemory(); goto done; }
+    if (c->gen == INT_MAX) {  /* stamps wrap: clear them */
+        memset(c->stamp, 0, sizeof(int) * (size_t)c->n_ops);
+        memset(c->ext_stamp, 0, sizeof(int) * (size_t)c->n_tensors);
+        c->gen = 0;
+    }
+    int gen = ++c->gen;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long i = PyLong_AsLong(PyTuple_GET_ITEM(ops_obj, k));
+        if ((i == -1 && PyErr_Occurred()) || i < 0 || i >= c->n_ops || (k && i <= ops[k - 1])) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "ops: ascending op indices");
+            goto done;
+        }
+        ops[k] = (int)i;
+        c->stamp[i] = gen;
+        c->pos[i] = (int)k;
+    }
+#define IN_SET(op) ((op) >= 0 && c->stamp[op] == gen)
+    rows = PyTuple_New(n);
+    if (!rows) goto done;
+    int n_ext = 0, first_out = -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int i = ops[k];
+        int a = c->in_at[i], b = c->in_at[i + 1];
+        PyObject *refs = PyTuple_New(b - a);
+        if (!refs) goto done;
+        for (int j = a; j < b; j++) {
+            int t = c->ins[j], p = c->prod[t];
+            long ref;
+            if (IN_SET(p)) {
+                ref = c->pos[p];
+            } else {
+                if (c->ext_stamp[t] != gen) { c->ext_stamp[t] = gen; c->ext_of[t] = n_ext; ext[n_ext++] = t; }
+                ref = -1 - (long)c->ext_of[t];
+            }
+            PyObject *x = PyLong_FromLong(ref);
+            if (!x) { Py_DECREF(refs); goto done; }
+            PyTuple_SET_ITEM(refs, j - a, x);
+        }
+        int o = c->out[i], outside = c->is_out[o];
+        for (int j = c->cons_at[o]; j < c->cons_at[o + 1] && !outside; j++)
+            if (!IN_SET(c->cons[j])) outside = 1;
+        if (outside && first_out < 0) first_out = o;
+        PyObject *row = Py_BuildValue("(iNO)", c->desc[i], refs, outside ? Py_True : Py_False);
+        if (!row) goto done;
+        PyTuple_SET_ITEM(rows, k, row);
+    }
+    if (first_out < 0) first_out = c->out[ops[n - 1]];
+    flags = PyTuple_New(n_ext);
+    ranks = PyTuple_New(n_ext);
+    names = PyTuple_New(n_ext);
+    if (!flags || !ranks || !names) goto done;
+    for (int e = 0; e < n_ext; e++) {
+        int t = ext[e], inside = 1;
+        for (int j = c->cons_at[t]; j < c->cons_at[t + 1] && inside; j++)
+            if (!IN_SET(c->cons[j])) inside = 0;
+        PyObject *f = PyTuple_Pack(2, c->is_out[t] ? Py_True : Py_False, inside ? Py_True : Py_False);
+        if (!f) goto done;
+        PyTuple_SET_ITEM(flags, e, f);
+        PyObject *nm = PyTuple_GET_ITEM(c->names, t);
+        Py_INCREF(nm);
+        PyTuple_SET_ITEM(names, e, nm);
+        /* sorted(range(n_ext), key=names.__getitem__): insertion sort (stable; names distinct) */
+        int q = e;
+        while (q > 0) {
+            int cmp = PyUnicode_Compare(PyTuple_GET_ITEM(c->names, ext[rank[q - 1]]), nm);
+            if (cmp == -1 && PyErr_Occurred()) goto done;
+            if (cmp <= 0) break;
+            rank[q] = rank[q - 1];
+            q--;
+        }
+        rank[q] = e;
+    }
+#undef IN_SET
+    for (int e = 0; e < n_ext; e++) {
+        PyObject *x = PyLong_FromLong(rank[e]);
+        if (!x) goto done;
+        PyTuple_SET_ITEM(ranks, e, x);
+    }
+    key = PyTuple_Pack(3, rows, flags, ranks);
+    if (!key) goto done;
+    result = PyTuple_Pack(3, key, names, PyTuple_GET_ITEM(c->names, first_out));
+done:
+    Py_XDECREF(rows); Py_XDECREF(flags); Py_XDECREF(ranks); Py_XDECREF(names); Py_XDECREF(key);
+    free(ops); free(ext); free(rank);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"derive", py_derive, METH_VARARGS, "The transfers, chunk DAG, output nodes and order (see the file)."},
+    {"class_tables", py_class_tables, METH_VARARGS, "The per-graph tables of class_key (see the function)."},
+    {"class_key", py_class_key, METH_VARARGS, "An op set's class key (see the function)."},
     {"blocks", py_blocks, METH_VARARGS, "read_blocks over a recorded assignment (see the function)."},
     {NULL, NULL, 0, NULL},
 };
