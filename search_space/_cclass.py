@@ -67,11 +67,13 @@ def class_tables(graph: Graph, desc: list[int]) -> Any:
         return None
     names = tuple(graph.tensors)
     index = {t: k for k, t in enumerate(names)}
-    in_at, ins = [0], []
+    in_at: list[int] = [0]
+    ins: list[int] = []
     for op in graph.ops:
         ins += [index[t] for t in op.inputs]
         in_at.append(len(ins))
-    cons_at, cons = [0], []
+    cons_at: list[int] = [0]
+    cons: list[int] = []
     for t in names:
         cons += graph.consumers.get(t, ())
         cons_at.append(len(cons))
