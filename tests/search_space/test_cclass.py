@@ -95,7 +95,7 @@ def test_compiled_class_key_is_the_python_one(key: str, target: Target) -> None:
     classes = space._cclasses[space.batch]  # type: ignore[attr-defined]
     assert classes.tables is not None
     n = len(mem.ops)
-    sets = {ops for (_, ops) in space._infos}
+    sets: set[tuple[int, ...]] = {ops for (_, ops) in space._infos}  # type: ignore[misc]
     sets |= {tuple(range(a, min(n, a + k))) for a in range(n) for k in range(1, 13)}
     for _ in range(300):
         k = int(rng.integers(1, min(n, 20) + 1))

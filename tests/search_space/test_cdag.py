@@ -278,7 +278,7 @@ def test_read_blocks_in_c(key: str, options: dict[str, Any]) -> None:
         compiled, python = _Recorder(full, space._rep_list), _Recorder(full, space._rep_list)
         got = _build.read_blocks(space, compiled)
         assert getattr(python, "values", None) is not None
-        python.values = tuple(full)  # not a list: read_blocks takes the Python loop
+        python.values = tuple(full)  # type: ignore[assignment]  # not a list: read_blocks takes the Python loop
         want = _build.read_blocks(space, python)
         assert got == want and all(a is b for a, b in zip(got, want, strict=True))
         assert list(compiled.active) == list(python.active)
