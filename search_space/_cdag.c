@@ -342,6 +342,7 @@ static PyObject *transfer_node(PyObject *list, const char *kind, int k) {
  * space's shared Placement("DDR", bind) (made with place_type when not met before). */
 static const char *TR_FIELDS[8] = {"name", "kind", "tensor", "src_factor", "dst_factor", "src_chunks",
                                    "dst_chunks", "placement"};
+static PyObject *tr_field[8], *kind_str[2], *ddr_str;  /* interned once (module init) */
 
 static PyObject *run_tuple(int first, int n) {
     PyObject *t = PyTuple_New(n);
@@ -360,19 +361,20 @@ static PyObject *make_transfer(PyObject *tr_type, PyObject *name, int kind, PyOb
     PyObject *vals[8] = {NULL};
     PyObject *obj = NULL, *dict = NULL, *pkey = NULL, *empty = NULL;
     if (!PyUnicode_Check(tensor)) { PyErr_SetString(PyExc_ValueError, "a tensor name expected"); return NULL; }
-    pkey = Py_BuildValue("(sO)", "DDR", bind);
+    pkey = PyTuple_Pack(2, ddr_str, bind);
     if (!pkey) return NULL;
     PyObject *place = PyDict_GetItemWithError(places, pkey);
     if (place) {
         Py_INCREF(place);
     } else {
         if (PyErr_Occurred()) goto fail;
-        place = PyObject_CallFunction(place_type, "sO", "DDR", bind);
+        place = PyObject_CallFunctionObjArgs(place_type, ddr_str, bind, NULL);
         if (!place || PyDict_SetItem(places, pkey, place)) { Py_XDECREF(place); goto fail; }
     }
     vals[7] = place;
     Py_INCREF(name); vals[0] = name;
-    vals[1] = PyUnicode_InternFromString(kind == CONCAT ? "concat" : "split");
+    vals[1] = kind_str[kind == CONCAT ? 0 : 1];
+    Py_INCREF(vals[1]);
     Py_INCREF(tensor); vals[2] = tensor;
     vals[3] = PyLong_FromLong(sf);
     vals[4] = PyLong_FromLong(df);
@@ -389,7 +391,7 @@ static PyObject *make_transfer(PyObject *tr_type, PyObject *name, int kind, PyOb
         goto fail;
     }
     for (int k = 0; k < 8; k++)
-        if (PyDict_SetItemString(dict, TR_FIELDS[k], vals[k])) goto fail;
+        if (PyDict_SetItem(dict, tr_field[k], vals[k])) goto fail;
     Py_DECREF(dict);
     Py_DECREF(empty);
     Py_DECREF(pkey);
@@ -972,4 +974,11 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cdag", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__cdag(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__cdag(void) {
+    for (int k = 0; k < 8; k++)
+        if (!tr_field[k] && !(tr_field[k] = PyUnicode_InternFromString(TR_FIELDS[k]))) return NULL;
+    if (!kind_str[0] && !(kind_str[0] = PyUnicode_InternFromString("concat"))) return NULL;
+    if (!kind_str[1] && !(kind_str[1] = PyUnicode_InternFromString("split"))) return NULL;
+    if (!ddr_str && !(ddr_str = PyUnicode_InternFromString("DDR"))) return NULL;
+    return PyModule_Create(&module);
+}
