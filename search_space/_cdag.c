@@ -1,4 +1,6 @@
-/* The compiled chunk DAG of search-space decoding (search_space/_cderive.py drives it).
+/* The compiled chunk DAG of search-space decoding (search_space/_cderive.py drives it), and two
+ * smaller pieces of pass 1: the blocks read from a vector (blocks(), search_space._build.read_blocks)
+ * and op sets' class keys (class_tables()/class_key(), search_space._cclass.class_key).
  *
  * Pass 2 of decoding (search_space/_build.py: Decoding.derive, then the order of
  * search_space/_order.py) over integer tables: the transfers the groups need, the

@@ -20,6 +20,10 @@ differential tests (``tests/search_space/test_cdag.py``) compare them on every z
 model. Transfer placements are the space's shared ``Placement`` values (equal to
 the ones ``derive_transfers`` makes: DDR, on the consumer chunk's cores).
 
+The same extension reads the blocks of pass 1 from a recorder's vector
+(:func:`blocks`, ``_build.read_blocks``' loop) and computes op sets' class keys
+(``_cdag.class_key``, for :mod:`search_space._cclass`).
+
 ``GRAPHTUNE_PURE_PYTHON=1`` forces the Python path; a missing extension warns once
 (:func:`search_space._ccore.missing`) and decoding uses the Python path.
 """
