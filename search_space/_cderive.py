@@ -130,22 +130,22 @@ def blocks(space: Any, get: Any, lens: list[int], below: int) -> list[Any] | Non
     recorder over a whole assignment (``Space.sample``/``decode``: its ``values``, ``rep`` and
     ``active``); per block the space's known ``Block`` or (first segment, last segment,
     mode) to make. None: not compiled, or another reader (a trial, a projection)."""
-    values = getattr(get, "values", None)
-    if values is None or type(values) is not list:
+    values, rep, active = (getattr(get, a, None) for a in ("values", "rep", "active"))
+    if type(values) is not list or type(rep) is not list or type(active) is not dict:
         return None
     mod = _load()
     if mod is None or not hasattr(mod, "blocks"):
         return None
     opts = space.options
     mx = opts.max_group_ops
-    return mod.blocks(values, get.rep, get.active, lens, below, space.d_cut, space.d_mode,  # type: ignore[no-any-return]
+    return mod.blocks(values, rep, active, lens, below, space.d_cut, space.d_mode,  # type: ignore[no-any-return]
                       opts.min_group_ops, -1 if mx is None else mx, MODES, space._blocks)
 
 
 def interned_transfers(space: Any) -> dict[tuple[Any, ...], Transfer]:
-    """The space's Transfer values by (name, kind, tensor code, factors, chunks, binding
-    identity): decoding makes the same ones again and again, and they keep their binding
-    tuples alive (so the identities in the keys stay valid). Bounded: a new table past
+    """The space's Transfer values by what makes them (kind, number, tensor, factors,
+    chunks, binding identity): they keep their binding tuples alive (so the identities in
+    the keys stay valid). Bounded: a new table past
     200,000 (and then new rows in the compiled walk's cache, keyed by identity). The key
     is ``_cdag.derive``'s: (kind 0/1, number, tensor code, src/dst factor, first and count
     of the src chunks, of the dst chunks, ``id`` of the binding)."""
