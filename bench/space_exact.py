@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from pathlib import Path
 
-import numpy as np
+# run as a script, bench/ comes first on the path and its cost_model.py would shadow the package
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from bench.space import _graph, build_space
-from compiler.capacity import plan_memory
-from compiler.key_text import key_text
-from compiler.target import Target
-from cost_model._features import features
+import numpy as np  # noqa: E402
+
+from bench.space import _graph, build_space  # noqa: E402
+from compiler.capacity import plan_memory  # noqa: E402
+from compiler.key_text import key_text  # noqa: E402
+from compiler.target import Target  # noqa: E402
+from cost_model._features import features  # noqa: E402
 
 
 def main() -> None:
