@@ -66,6 +66,7 @@ from search_space._cblocks import partition as partition_compiled
 from search_space._cclass import shared_info
 from search_space._ccore import _Walked, scope_walk, walk_issue
 from search_space._ccore import fits_l1 as fits_compiled
+from search_space._cderive import blocks as blocks_compiled
 from search_space._cderive import derive as derive_compiled
 from search_space._dims import (
     CUT_BELOW,
@@ -244,6 +245,9 @@ def read_blocks(space: SpaceLike, get: Reader) -> list[Block]:
     opts = space.options
     lens = [b - a + 1 for a, b in segs]
     below = CUT_BELOW[GRANULARITIES[get(space.d_gran)]] if space.d_gran >= 0 else 0
+    found = blocks_compiled(space, get, lens, below)  # the same loop in C (_cderive.py)
+    if found is not None:
+        return [b if type(b) is Block else block_parts(space, *b) for b in found]
     blocks: list[Block] = []
     a = 0
     size = lens[0]

@@ -34,7 +34,7 @@ from typing import Any
 from compiler.footprint import sample_bytes
 from compiler.graph import Graph
 from compiler.opshape import op_shapes
-from search_space._ccore import available
+from search_space._ccore import available, load_extension
 from search_space._structure import GroupInfo, group_info
 
 Space = Any  # a search_space._build.SpaceLike (importing _build back would close a circle)
@@ -43,9 +43,10 @@ STATS = {"shared": 0, "new": 0}
 
 
 class _Classes:
-    """Per (space, batch): each op's description code and the representatives by key."""
+    """Per (space, batch): each op's description code, the representatives by key and the
+    compiled class key's tables (``_cdag.class_tables``), when built."""
 
-    __slots__ = ("desc", "graph", "reps")
+    __slots__ = ("desc", "graph", "reps", "tables")
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
@@ -54,6 +55,32 @@ class _Classes:
         self.desc = [codes.setdefault(_op_desc(graph, op, shapes[op.index]), len(codes))
                      for op in graph.ops]
         self.reps: dict[tuple[object, ...], GroupInfo] = {}
+        self.tables = class_tables(graph, self.desc)
+
+
+def class_tables(graph: Graph, desc: list[int]) -> Any:
+    """The tables :func:`class_key` reads, for ``_cdag.class_key``: per tensor (in the
+    graph's order) its name, producer, consumers and whether it is a model output; per op
+    its description code, output and inputs. None when the compiled core is not built."""
+    mod = load_extension("_cdag")
+    if mod is None or not hasattr(mod, "class_key"):
+        return None
+    names = tuple(graph.tensors)
+    index = {t: k for k, t in enumerate(names)}
+    in_at: list[int] = [0]
+    ins: list[int] = []
+    for op in graph.ops:
+        ins += [index[t] for t in op.inputs]
+        in_at.append(len(ins))
+    cons_at: list[int] = [0]
+    cons: list[int] = []
+    for t in names:
+        cons += graph.consumers.get(t, ())
+        cons_at.append(len(cons))
+    outputs = set(graph.outputs)
+    return mod.class_tables(names, desc, [index[op.output] for op in graph.ops], in_at, ins,
+                            [graph.producer.get(t, -1) for t in names], cons_at, cons,
+                            [1 if t in outputs else 0 for t in names])
 
 
 def _tensor_desc(graph: Graph, t: str) -> tuple[object, ...]:
@@ -120,7 +147,10 @@ def shared_info(space: Space, graph: Graph, batch: int, ops: tuple[int, ...]) ->
     if not available() or any(a >= b for a, b in pairwise(ops)):
         return group_info(graph, ops)
     classes = _classes(space, graph, batch)
-    key, names, output = class_key(graph, classes.desc, ops)
+    if classes.tables is not None:  # the same key in C
+        key, names, output = load_extension("_cdag").class_key(classes.tables, ops)
+    else:
+        key, names, output = class_key(graph, classes.desc, ops)
     rep = classes.reps.get(key)
     if rep is None:
         info = group_info(graph, ops)

@@ -1,4 +1,6 @@
-/* The compiled chunk DAG of search-space decoding (search_space/_cderive.py drives it).
+/* The compiled chunk DAG of search-space decoding (search_space/_cderive.py drives it), and two
+ * smaller pieces of pass 1: the blocks read from a vector (blocks(), search_space._build.read_blocks)
+ * and op sets' class keys (class_tables()/class_key(), search_space._cclass.class_key).
  *
  * Pass 2 of decoding (search_space/_build.py: Decoding.derive, then the order of
  * search_space/_order.py) over integer tables: the transfers the groups need, the
@@ -20,21 +22,35 @@
  * ops, each op set's inputs and outputs from compiler.derive.group_io) come from the
  * Python definitions (search_space/_cderive.py).
  *
- * derive(groups, n_ops, n_tensors, graph_outputs, order, lookahead, topo)
- *   groups: sequence of (name, split, inputs, outputs, ops); inputs a flat tuple of
- *           (tensor code, batched, producer op or -1) triples, outputs tensor codes
+ * derive(groups, n_ops, n_tensors, graph_outputs, order, lookahead, topo, tnodes, known, ring,
+ *        transfer_type, places, placement_type, tensor_names)
+ *   groups: sequence of (nodes, inputs, outputs, ops, binds): nodes the group's chunk nodes
+ *           ("g", name, chunk), one per chunk (the split); inputs a flat tuple of
+ *           (tensor code, batched, producer op or -1) triples; outputs tensor codes; binds
+ *           one core binding per chunk (a tuple of core tuples, shared: its identity is
+ *           part of a key)
  *   graph_outputs: flat tuple of (tensor code, batched, producer op) triples
  *   order: 0 = depth (with lookahead), 1 = breadth (topo: group indices)
- * -> (transfers, deps, outs, order, reads): transfers as (name, kind, tensor code, src factor,
- *    dst factor, src chunks, dst chunks, bind group, bind chunk) in the final order
- *    (bind group -1: core 0); deps a dict node -> list of nodes; nodes are the tuples
- *    ("g", group name, chunk) and ("t", transfer name, 0); reads per order position
- *    the positions of its dependencies.
+ *   tnodes: [concat nodes, split nodes], the space's interned ("t", "<kind>_<k>", 0) node
+ *           tuples by k, appended to as needed (so no call builds a node or a name twice)
+ *   known: the space's transfer values by key (kind 0 concat / 1 split, number, tensor code,
+ *          src factor, dst factor, first src chunk, src chunks, first dst chunk, dst chunks,
+ *          id of the binding: the consumer chunk's, else the first source group chunk's,
+ *          else `ring`); a transfer not known is made here (transfer_type, a frozen
+ *          dataclass, its fields set as its __init__ sets them; its placement the shared
+ *          places[("DDR", binding)], made with placement_type when missing) and added
+ *   tensor_names: the tensor name of each code
+ * -> (transfers, deps, outs, order, reads): transfers in the final order; deps a dict
+ *    node -> list of nodes (the Python code's insertion order); outs the output nodes;
+ *    order the nodes in order; reads per order position the positions of its
+ *    dependencies. Nothing is built that an earlier call built: the nodes are the given
+ *    tuples, the transfers the known values.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 
 enum { CONCAT = 0, SPLIT = 1 };
 
@@ -265,6 +281,7 @@ static int breadth_order(D *d, const int *topo, int n_topo, int n_nodes, int *ou
 static int get_int(PyObject *seq, Py_ssize_t i, int *v) {
     long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
     if (x == -1 && PyErr_Occurred()) return -1;
+    if (x < INT_MIN || x > INT_MAX) { PyErr_SetString(PyExc_ValueError, "integer out of range"); return -1; }
     *v = (int)x;
     return 0;
 }
@@ -295,58 +312,171 @@ static int read_triples(D *d, PyObject *flat, IntVec *codes) {
     return 0;
 }
 
+/* calloc of n items of size sz, refusing a count whose bytes would overflow (divide, not multiply) */
+static void *alloc_n(Py_ssize_t n, size_t sz) {
+    if (n < 0 || (size_t)n + 1 > ((size_t)-1) / sz) return NULL;
+    return calloc((size_t)n + 1, sz);
+}
+
+/* the node ("t", "<kind>_<k>", 0) of the space's interned list (appended to as needed) */
+static PyObject *transfer_node(PyObject *list, const char *kind, int k) {
+    while (PyList_GET_SIZE(list) <= k) {
+        PyObject *name = PyUnicode_FromFormat("%s_%zd", kind, PyList_GET_SIZE(list));
+        if (!name) return NULL;
+        PyUnicode_InternInPlace(&name);
+        PyObject *node = Py_BuildValue("(sOi)", "t", name, 0);
+        Py_DECREF(name);
+        if (!node) return NULL;
+        int rc = PyList_Append(list, node);
+        Py_DECREF(node);
+        if (rc) return NULL;
+    }
+    PyObject *node = PyList_GET_ITEM(list, k);
+    if (!PyTuple_Check(node) || PyTuple_GET_SIZE(node) != 3) {
+        PyErr_SetString(PyExc_ValueError, "transfer nodes: (\"t\", name, 0) tuples");
+        return NULL;
+    }
+    return node;  /* borrowed: the list keeps it */
+}
+
+/* A new Transfer value (compiler.schedule.Transfer, a frozen dataclass): made as its
+ * __init__ makes it, the fields set in the instance dict in field order, its placement the
+ * space's shared Placement("DDR", bind) (made with place_type when not met before). */
+static const char *TR_FIELDS[8] = {"name", "kind", "tensor", "src_factor", "dst_factor", "src_chunks",
+                                   "dst_chunks", "placement"};
+static PyObject *tr_field[8], *kind_str[2], *ddr_str;  /* interned once (module init) */
+
+static PyObject *run_tuple(int first, int n) {
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *x = PyLong_FromLong(first + k);
+        if (!x) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, k, x);
+    }
+    return t;
+}
+
+static PyObject *make_transfer(PyObject *tr_type, PyObject *name, int kind, PyObject *tensor, int sf, int df,
+                               int s0, int sn, int d0, int dn, PyObject *bind, PyObject *places,
+                               PyObject *place_type) {
+    PyObject *vals[8] = {NULL};
+    PyObject *obj = NULL, *dict = NULL, *pkey = NULL, *empty = NULL;
+    if (!PyUnicode_Check(tensor)) { PyErr_SetString(PyExc_ValueError, "a tensor name expected"); return NULL; }
+    pkey = PyTuple_Pack(2, ddr_str, bind);
+    if (!pkey) return NULL;
+    PyObject *place = PyDict_GetItemWithError(places, pkey);
+    if (place) {
+        Py_INCREF(place);
+    } else {
+        if (PyErr_Occurred()) goto fail;
+        place = PyObject_CallFunctionObjArgs(place_type, ddr_str, bind, NULL);
+        if (!place || PyDict_SetItem(places, pkey, place)) { Py_XDECREF(place); goto fail; }
+    }
+    vals[7] = place;
+    Py_INCREF(name); vals[0] = name;
+    vals[1] = kind_str[kind == CONCAT ? 0 : 1];
+    Py_INCREF(vals[1]);
+    Py_INCREF(tensor); vals[2] = tensor;
+    vals[3] = PyLong_FromLong(sf);
+    vals[4] = PyLong_FromLong(df);
+    vals[5] = run_tuple(s0, sn);
+    vals[6] = run_tuple(d0, dn);
+    for (int k = 0; k < 8; k++) if (!vals[k]) goto fail;
+    empty = PyTuple_New(0);
+    if (!empty) goto fail;
+    obj = PyBaseObject_Type.tp_new((PyTypeObject *)tr_type, empty, NULL);
+    if (!obj) goto fail;
+    dict = PyObject_GenericGetDict(obj, NULL);
+    if (!dict || !PyDict_Check(dict)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "the transfer type has no instance dict");
+        goto fail;
+    }
+    for (int k = 0; k < 8; k++)
+        if (PyDict_SetItem(dict, tr_field[k], vals[k])) goto fail;
+    Py_DECREF(dict);
+    Py_DECREF(empty);
+    Py_DECREF(pkey);
+    for (int k = 0; k < 8; k++) Py_DECREF(vals[k]);
+    return obj;
+fail:
+    Py_XDECREF(obj); Py_XDECREF(dict); Py_XDECREF(empty); Py_XDECREF(pkey);
+    for (int k = 0; k < 8; k++) Py_XDECREF(vals[k]);
+    return NULL;
+}
+
 static PyObject *py_derive(PyObject *self, PyObject *args) {
-    PyObject *groups, *gouts, *topo_obj;
+    PyObject *groups, *gouts, *topo_obj, *tnodes, *known, *ring, *tr_type, *places, *place_type, *tnames;
     int n_ops, n_tensors, order, lookahead;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OiiOiiO", &groups, &n_ops, &n_tensors, &gouts, &order, &lookahead,
-                          &topo_obj))
+    if (!PyArg_ParseTuple(args, "OiiOiiOO!O!OO!O!OO!", &groups, &n_ops, &n_tensors, &gouts, &order,
+                          &lookahead, &topo_obj, &PyList_Type, &tnodes, &PyDict_Type, &known, &ring,
+                          &PyType_Type, &tr_type, &PyDict_Type, &places, &place_type, &PyList_Type, &tnames))
         return NULL;
+    if (PyList_GET_SIZE(tnames) < n_tensors) {
+        PyErr_SetString(PyExc_ValueError, "a tensor name per code expected");
+        return NULL;
+    }
+    if (n_ops < 0 || n_tensors < 0) { PyErr_SetString(PyExc_ValueError, "negative table size"); return NULL; }
+    if (PyList_GET_SIZE(tnodes) != 2 || !PyList_Check(PyList_GET_ITEM(tnodes, 0))
+        || !PyList_Check(PyList_GET_ITEM(tnodes, 1))) {
+        PyErr_SetString(PyExc_ValueError, "transfer nodes: [concat nodes, split nodes]");
+        return NULL;
+    }
     PyObject *gs = PySequence_Fast(groups, "groups: a sequence");
     if (!gs) return NULL;
     PyObject *go = NULL, *tp = NULL, *result = NULL;
-    PyObject **node_obj = NULL, **names = NULL;
-    PyObject **gin = NULL;
+    PyObject *transfers = NULL, *deps = NULL, *outs_l = NULL, *ord_l = NULL, *reads_l = NULL;
+    PyObject **node_obj = NULL;  /* borrowed: the groups' node tuples and the interned transfer nodes */
+    PyObject **gin = NULL, **gbinds = NULL;
     IntVec *in_codes = NULL;
-    IntVec out_codes = {0, 0, NULL}, outs = {0, 0, NULL};
-    int *order_v = NULL, *num = NULL;
+    IntVec out_codes = {0, 0, NULL}, outs = {0, 0, NULL}, go_codes = {0, 0, NULL};
+    int *order_v = NULL, *num = NULL, *pos = NULL, *topo = NULL;
     int n_nodes = 0;
     D d;
     memset(&d, 0, sizeof(d));
-    int G = (int)PySequence_Fast_GET_SIZE(gs);
+    Py_ssize_t G_ = PySequence_Fast_GET_SIZE(gs);
+    if (G_ > INT_MAX / 2) { PyErr_SetString(PyExc_ValueError, "too many groups"); Py_DECREF(gs); return NULL; }
+    int G = (int)G_;
     d.n_groups = G; d.n_ops = n_ops; d.n_tensors = n_tensors;
-    d.split = calloc((size_t)G + 1, sizeof(int));
-    d.gbase = calloc((size_t)G + 1, sizeof(int));
-    d.owner = malloc(sizeof(int) * ((size_t)n_ops + 1));
-    d.batched = calloc((size_t)n_tensors + 1, 1);
-    d.prod = malloc(sizeof(int) * ((size_t)n_tensors + 1));
-    d.prov = calloc((size_t)n_tensors + 1, sizeof(ProvVec));
-    gin = calloc((size_t)G + 1, sizeof(PyObject *));
-    in_codes = calloc((size_t)G + 1, sizeof(IntVec));
-    if (!d.split || !d.gbase || !d.owner || !d.batched || !d.prod || !d.prov || !gin || !in_codes) {
+    d.split = alloc_n(G, sizeof(int));
+    d.gbase = alloc_n(G, sizeof(int));
+    d.owner = alloc_n(n_ops, sizeof(int));
+    d.batched = alloc_n(n_tensors, 1);
+    d.prod = alloc_n(n_tensors, sizeof(int));
+    d.prov = alloc_n(n_tensors, sizeof(ProvVec));
+    gin = alloc_n(G, sizeof(PyObject *));
+    gbinds = alloc_n(G, sizeof(PyObject *));
+    in_codes = alloc_n(G, sizeof(IntVec));
+    if (!d.split || !d.gbase || !d.owner || !d.batched || !d.prod || !d.prov || !gin || !gbinds
+        || !in_codes) {
         PyErr_NoMemory();
         goto done;
     }
     for (int i = 0; i < n_ops; i++) d.owner[i] = -1;
     for (int t = 0; t < n_tensors; t++) d.prod[t] = -1;
-    names = calloc((size_t)G + 1, sizeof(PyObject *));
-    if (!names) { PyErr_NoMemory(); goto done; }
     int base = 0;
     for (int g = 0; g < G; g++) {
         PyObject *row = PySequence_Fast_GET_ITEM(gs, g);
-        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5) {
-            PyErr_SetString(PyExc_ValueError, "group: (name, split, inputs, outputs, ops)");
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(row, 0))
+            || !PyTuple_Check(PyTuple_GET_ITEM(row, 4))) {
+            PyErr_SetString(PyExc_ValueError, "group: (node tuples, inputs, outputs, ops, binds)");
             goto done;
         }
-        names[g] = PyTuple_GET_ITEM(row, 0);
-        long split = PyLong_AsLong(PyTuple_GET_ITEM(row, 1));
-        if (split < 1) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "split < 1"); goto done; }
+        Py_ssize_t split = PyTuple_GET_SIZE(PyTuple_GET_ITEM(row, 0));
+        if (split < 1) { PyErr_SetString(PyExc_ValueError, "split < 1"); goto done; }
+        if (split > INT_MAX / 2 - base) { PyErr_SetString(PyExc_ValueError, "too many chunks"); goto done; }
+        if (PyTuple_GET_SIZE(PyTuple_GET_ITEM(row, 4)) != split) {
+            PyErr_SetString(PyExc_ValueError, "a core binding per chunk expected");
+            goto done;
+        }
+        gbinds[g] = PyTuple_GET_ITEM(row, 4);
         d.split[g] = (int)split;
         d.gbase[g] = base;
         base += (int)split;
-        gin[g] = PySequence_Fast(PyTuple_GET_ITEM(row, 2), "inputs: a sequence");
+        gin[g] = PySequence_Fast(PyTuple_GET_ITEM(row, 1), "inputs: a sequence");
         if (!gin[g] || read_triples(&d, gin[g], &in_codes[g])) goto done;
-        PyObject *ops = PySequence_Fast(PyTuple_GET_ITEM(row, 4), "ops: a sequence");
+        PyObject *ops = PySequence_Fast(PyTuple_GET_ITEM(row, 3), "ops: a sequence");
         if (!ops) goto done;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(ops); i++) {
             int op;
@@ -355,7 +485,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         }
         Py_DECREF(ops);
         /* group_io outputs: every chunk of the group provides them */
-        PyObject *outs_t = PySequence_Fast(PyTuple_GET_ITEM(row, 3), "outputs: a sequence");
+        PyObject *outs_t = PySequence_Fast(PyTuple_GET_ITEM(row, 2), "outputs: a sequence");
         if (!outs_t) goto done;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(outs_t); i++) {
             int t;
@@ -369,12 +499,10 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         Py_DECREF(outs_t);
     }
     d.n_group_nodes = base;
-    d.deps = calloc((size_t)base + 1, sizeof(IntVec));
+    d.deps = alloc_n(base, sizeof(IntVec));
     if (!d.deps) { PyErr_NoMemory(); goto done; }
     go = PySequence_Fast(gouts, "graph outputs: a sequence");
-    if (!go) goto done;
-    IntVec go_codes = {0, 0, NULL};
-    if (read_triples(&d, go, &go_codes)) { free(go_codes.v); goto done; }
+    if (!go || read_triples(&d, go, &go_codes)) goto done;
     /* providers of the groups' outputs, in group order */
     for (int i = 0; i < out_codes.n; i += 2) {
         int g = out_codes.v[i], t = out_codes.v[i + 1];
@@ -410,13 +538,13 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         for (int q = 0; q < outs.n; q++) if (outs.v[q] == p) { dup = 1; break; }
         if (!dup && iv_push(&outs, p)) d.err = 1;
     }
-    free(go_codes.v);
     if (d.err) { PyErr_NoMemory(); goto done; }
     n_nodes = d.n_group_nodes + d.n_tr;
-    order_v = malloc(sizeof(int) * ((size_t)n_nodes + 1));
-    num = malloc(sizeof(int) * ((size_t)d.n_tr + 1));
-    node_obj = calloc((size_t)n_nodes + 1, sizeof(PyObject *));
-    if (!order_v || !num || !node_obj) { PyErr_NoMemory(); goto done; }
+    order_v = alloc_n(n_nodes, sizeof(int));
+    num = alloc_n(d.n_tr, sizeof(int));
+    pos = alloc_n(n_nodes, sizeof(int));
+    node_obj = alloc_n(n_nodes, sizeof(PyObject *));
+    if (!order_v || !num || !pos || !node_obj) { PyErr_NoMemory(); goto done; }
     /* names: DFS post-order from the outputs (the guide's ListOps order), then the rest */
     int n_post = 0;
     if (postorder(&d, outs.v, outs.n, n_nodes, 0, order_v, &n_post)) { PyErr_NoMemory(); goto done; }
@@ -427,43 +555,57 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         if (n >= d.n_group_nodes) { int tmp = n - d.n_group_nodes; num[tmp] = counts[d.tr[tmp].kind]++; }
     }
     for (int i = 0; i < d.n_tr; i++) if (num[i] < 0) num[i] = counts[d.tr[i].kind]++;
-    /* node tuples */
-    for (int g = 0; g < G; g++)
-        for (int c = 0; c < d.split[g]; c++) {
-            PyObject *t = Py_BuildValue("(sOi)", "g", names[g], c);
-            if (!t) goto done;
-            node_obj[d.gbase[g] + c] = t;
-        }
-    PyObject *transfers = PyList_New(d.n_tr);
+    /* node objects: the groups' own tuples, the space's interned transfer nodes */
+    for (int g = 0; g < G; g++) {
+        PyObject *nodes = PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(gs, g), 0);
+        for (int c = 0; c < d.split[g]; c++) node_obj[d.gbase[g] + c] = PyTuple_GET_ITEM(nodes, c);
+    }
+    transfers = PyList_New(d.n_tr);
     if (!transfers) goto done;
     for (int i = 0; i < d.n_tr; i++) {
         Tr *tr = &d.tr[i];
         const char *kind = tr->kind == CONCAT ? "concat" : "split";
-        PyObject *name = PyUnicode_FromFormat("%s_%d", kind, num[i]);
-        PyObject *src = PyTuple_New(tr->src.n), *dst = PyTuple_New(tr->dst.n);
-        PyObject *node = name ? Py_BuildValue("(sOi)", "t", name, 0) : NULL;
-        if (!name || !src || !dst || !node) {
-            Py_XDECREF(name); Py_XDECREF(src); Py_XDECREF(dst); Py_XDECREF(node);
-            Py_DECREF(transfers);
-            goto done;
-        }
-        for (int k = 0; k < tr->src.n; k++) PyTuple_SET_ITEM(src, k, PyLong_FromLong(tr->src.v[k]));
-        for (int k = 0; k < tr->dst.n; k++) PyTuple_SET_ITEM(dst, k, PyLong_FromLong(tr->dst.v[k]));
+        PyObject *node = transfer_node(PyList_GET_ITEM(tnodes, tr->kind), kind, num[i]);
+        if (!node) goto done;
         node_obj[d.n_group_nodes + i] = node;
         /* transfers.sort(key=(kind, number)): concat_0.. then split_0.. */
         int at = tr->kind == CONCAT ? num[i] : counts[CONCAT] + num[i];
-        PyObject *row = Py_BuildValue("(NsiiiNNii)", name, kind, tr->tensor, tr->sf, tr->df, src, dst,
-                                      tr->bind_g, tr->bind_c);
-        if (!row) { Py_DECREF(transfers); goto done; }
-        PyList_SET_ITEM(transfers, at, row);
+        int s0 = tr->src.n ? tr->src.v[0] : 0, d0 = tr->dst.n ? tr->dst.v[0] : 0;
+        PyObject *bind = ring;
+        if (tr->bind_g >= 0) {
+            if (tr->bind_c < 0 || tr->bind_c >= d.split[tr->bind_g]) {
+                PyErr_SetString(PyExc_ValueError, "bad binding");
+                goto done;
+            }
+            bind = PyTuple_GET_ITEM(gbinds[tr->bind_g], tr->bind_c);
+        }
+        /* the value's key: sources and destinations are runs (s0 .. s0 + n) */
+        PyObject *key = Py_BuildValue("(iiiiiiiiiN)", tr->kind, num[i], tr->tensor, tr->sf, tr->df, s0,
+                                      tr->src.n, d0, tr->dst.n, PyLong_FromVoidPtr(bind));
+        if (!key) goto done;
+        PyObject *hit = PyDict_GetItemWithError(known, key);
+        if (hit) {
+            Py_DECREF(key);
+            Py_INCREF(hit);
+            PyList_SET_ITEM(transfers, at, hit);
+            continue;
+        }
+        if (PyErr_Occurred()) { Py_DECREF(key); goto done; }
+        PyObject *t = make_transfer(tr_type, PyTuple_GET_ITEM(node, 1), tr->kind, PyList_GET_ITEM(tnames, tr->tensor),
+                                    tr->sf, tr->df, s0, tr->src.n, d0, tr->dst.n, bind, places, place_type);
+        if (!t) { Py_DECREF(key); goto done; }
+        PyList_SET_ITEM(transfers, at, t);
+        int rc = PyDict_SetItem(known, key, t);
+        Py_DECREF(key);
+        if (rc) goto done;
     }
-    PyObject *deps = PyDict_New();
-    PyObject *outs_l = PyList_New(outs.n);
-    if (!deps || !outs_l) { Py_XDECREF(deps); Py_XDECREF(outs_l); Py_DECREF(transfers); goto done; }
+    deps = PyDict_New();
+    outs_l = PyList_New(outs.n);
+    if (!deps || !outs_l) goto done;
     for (int i = 0; i < d.ins.n; i++) {
         int n = d.ins.v[i];
         PyObject *l = PyList_New(d.deps[n].n);
-        if (!l) { Py_DECREF(deps); Py_DECREF(outs_l); Py_DECREF(transfers); goto done; }
+        if (!l) goto done;
         for (int k = 0; k < d.deps[n].n; k++) {
             PyObject *o = node_obj[d.deps[n].v[k]];
             Py_INCREF(o);
@@ -471,7 +613,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         }
         int rc = PyDict_SetItem(deps, node_obj[n], l);
         Py_DECREF(l);
-        if (rc) { Py_DECREF(deps); Py_DECREF(outs_l); Py_DECREF(transfers); goto done; }
+        if (rc) goto done;
     }
     for (int i = 0; i < outs.n; i++) {
         Py_INCREF(node_obj[outs.v[i]]);
@@ -480,75 +622,365 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     /* the order: depth-first (look-ahead 0 is the naming post-order itself) or breadth-first */
     int n_ord = n_post;
     if (order == 0 && lookahead > 0) {
-        if (postorder(&d, outs.v, outs.n, n_nodes, lookahead, order_v, &n_ord)) {
-            PyErr_NoMemory(); Py_DECREF(deps); Py_DECREF(outs_l); Py_DECREF(transfers); goto done;
-        }
+        if (postorder(&d, outs.v, outs.n, n_nodes, lookahead, order_v, &n_ord)) { PyErr_NoMemory(); goto done; }
     } else if (order == 1) {
         tp = PySequence_Fast(topo_obj, "topo: a sequence");
-        int nt = tp ? (int)PySequence_Fast_GET_SIZE(tp) : 0;
-        int *topo = tp ? malloc(sizeof(int) * ((size_t)nt + 1)) : NULL;
-        int bad_topo = !topo;
-        for (int i = 0; i < nt && !bad_topo; i++)
-            if (get_int(tp, i, &topo[i]) || topo[i] < 0 || topo[i] >= G) bad_topo = 1;
-        if (bad_topo || breadth_order(&d, topo, nt, n_nodes, order_v, &n_ord)) {
-            free(topo);
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad topo");
-            Py_DECREF(deps); Py_DECREF(outs_l); Py_DECREF(transfers); goto done;
-        }
-        free(topo);
+        if (!tp) goto done;
+        Py_ssize_t nt = PySequence_Fast_GET_SIZE(tp);
+        topo = alloc_n(nt, sizeof(int));
+        if (!topo) { PyErr_NoMemory(); goto done; }
+        for (Py_ssize_t i = 0; i < nt; i++)
+            if (get_int(tp, i, &topo[i]) || topo[i] < 0 || topo[i] >= G) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad topo");
+                goto done;
+            }
+        if (breadth_order(&d, topo, (int)nt, n_nodes, order_v, &n_ord)) { PyErr_NoMemory(); goto done; }
     }
-    PyObject *ord_l = PyList_New(n_ord);
-    if (!ord_l) { Py_DECREF(deps); Py_DECREF(outs_l); Py_DECREF(transfers); goto done; }
+    ord_l = PyList_New(n_ord);
+    reads_l = PyList_New(n_ord);
+    if (!ord_l || !reads_l) goto done;
     for (int i = 0; i < n_ord; i++) {
         Py_INCREF(node_obj[order_v[i]]);
         PyList_SET_ITEM(ord_l, i, node_obj[order_v[i]]);
     }
     /* per order position, the positions of the steps it reads (CapacityWalk.reads) */
-    PyObject *reads_l = PyList_New(n_ord);
-    int *pos = reads_l ? malloc(sizeof(int) * ((size_t)n_nodes + 1)) : NULL;
-    if (!reads_l || !pos) {
-        free(pos); Py_XDECREF(reads_l); Py_DECREF(ord_l);
-        Py_DECREF(deps); Py_DECREF(outs_l); Py_DECREF(transfers);
-        if (!PyErr_Occurred()) PyErr_NoMemory();
-        goto done;
-    }
+    for (int i = 0; i < n_nodes; i++) pos[i] = -1;
     for (int i = 0; i < n_ord; i++) pos[order_v[i]] = i;
     for (int i = 0; i < n_ord; i++) {
         IntVec *ds = &d.deps[order_v[i]];
         PyObject *l = PyList_New(ds->n);
-        if (!l) break;
-        for (int k = 0; k < ds->n; k++) PyList_SET_ITEM(l, k, PyLong_FromLong(pos[ds->v[k]]));
+        if (!l) goto done;
         PyList_SET_ITEM(reads_l, i, l);
+        for (int k = 0; k < ds->n; k++) {
+            PyObject *x = PyLong_FromLong(pos[ds->v[k]]);
+            if (!x) goto done;
+            PyList_SET_ITEM(l, k, x);
+        }
     }
-    free(pos);
-    if (PyErr_Occurred()) {
-        Py_DECREF(reads_l); Py_DECREF(ord_l);
-        Py_DECREF(deps); Py_DECREF(outs_l); Py_DECREF(transfers);
-        goto done;
-    }
-    result = Py_BuildValue("(NNNNN)", transfers, deps, outs_l, ord_l, reads_l);
+    result = PyTuple_Pack(5, transfers, deps, outs_l, ord_l, reads_l);
 done:
-    if (node_obj) for (int i = 0; i < n_nodes; i++) Py_XDECREF(node_obj[i]);
+    Py_XDECREF(transfers); Py_XDECREF(deps); Py_XDECREF(outs_l); Py_XDECREF(ord_l);
+    Py_XDECREF(reads_l);
     free(node_obj);
-    free(order_v); free(num);
+    free(order_v); free(num); free(pos); free(topo);
     if (gin) for (int g = 0; g < G; g++) Py_XDECREF(gin[g]);
-    free(gin);
+    free(gin); free(gbinds);
     if (in_codes) for (int g = 0; g < G; g++) free(in_codes[g].v);
     free(in_codes);
-    free(names);
-    free(out_codes.v); free(outs.v);
+    free(out_codes.v); free(outs.v); free(go_codes.v);
     Py_XDECREF(go); Py_XDECREF(tp);
     Py_DECREF(gs);
     free_d(&d);
     return result;
 }
 
+/* blocks(values, rep, active, lens, below, d_cut, d_mode, min_ops, max_ops, modes, known):
+ * search_space._build.read_blocks over a _Recorder's assignment (values, rep, active: a
+ * read of parameter d marks active[rep[d]] and answers values[d]), statement by statement:
+ * the same parameters are read in the same order. lens: each segment's op count; below:
+ * the granularity's cut rank bound (its parameter read by the caller); d_cut per segment
+ * boundary, d_mode per segment; max_ops -1: no bound; modes: MODES; known: the space's
+ * blocks by (first segment, last segment, mode). -> per block the known Block or, when not
+ * known, (first segment, last segment, mode) for the caller to make. */
+static int rec_read(PyObject *values, PyObject *rep, PyObject *active, PyObject *dims, Py_ssize_t i,
+                    long *out) {
+    if (i < 0 || i >= PyList_GET_SIZE(dims)) { PyErr_SetString(PyExc_ValueError, "bad parameter index"); return -1; }
+    long d = PyLong_AsLong(PyList_GET_ITEM(dims, i));
+    if (d == -1 && PyErr_Occurred()) return -1;
+    if (d < 0 || d >= PyList_GET_SIZE(values) || d >= PyList_GET_SIZE(rep)) {
+        PyErr_SetString(PyExc_ValueError, "bad parameter");
+        return -1;
+    }
+    if (PyDict_SetItem(active, PyList_GET_ITEM(rep, d), Py_None)) return -1;
+    *out = PyLong_AsLong(PyList_GET_ITEM(values, d));
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int add_block(PyObject *out, PyObject *known, PyObject *modes, long a, long b, long m) {
+    if (m < 0 || m >= PyTuple_GET_SIZE(modes)) { PyErr_SetString(PyExc_ValueError, "bad mode"); return -1; }
+    PyObject *key = Py_BuildValue("(llO)", a, b, PyTuple_GET_ITEM(modes, m));
+    if (!key) return -1;
+    PyObject *hit = PyDict_GetItemWithError(known, key);
+    if (!hit && PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    int rc = PyList_Append(out, hit ? hit : key);
+    Py_DECREF(key);
+    return rc;
+}
+
+static PyObject *py_blocks(PyObject *self, PyObject *args) {
+    PyObject *values, *rep, *active, *lens, *d_cut, *d_mode, *modes, *known;
+    long below, min_ops, max_ops;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!lO!O!llO!O!", &PyList_Type, &values, &PyList_Type, &rep,
+                          &PyDict_Type, &active, &PyList_Type, &lens, &below, &PyList_Type, &d_cut,
+                          &PyList_Type, &d_mode, &min_ops, &max_ops, &PyTuple_Type, &modes,
+                          &PyDict_Type, &known))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(lens);
+    if (n < 1 || PyList_GET_SIZE(d_mode) != n || PyList_GET_SIZE(d_cut) < n - 1) {
+        PyErr_SetString(PyExc_ValueError, "a mode per segment and a cut per boundary expected");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    long m, v;
+    long a = 0;
+    long size = PyLong_AsLong(PyList_GET_ITEM(lens, 0));
+    if ((size == -1 && PyErr_Occurred()) || rec_read(values, rep, active, d_mode, 0, &m)) goto fail;
+    for (Py_ssize_t k = 0; k + 1 < n; k++) {
+        long nxt = PyLong_AsLong(PyList_GET_ITEM(lens, k + 1));
+        if (nxt == -1 && PyErr_Occurred()) goto fail;
+        if (nxt < 0 || size > LONG_MAX - nxt) { PyErr_SetString(PyExc_ValueError, "bad segment length"); goto fail; }
+        int cut;
+        if (max_ops >= 0 && size + nxt > max_ops) {
+            cut = 1;
+        } else if (size < min_ops || below == 0) {
+            cut = 0;
+        } else {
+            if (rec_read(values, rep, active, d_cut, k, &v)) goto fail;
+            cut = v < below;
+        }
+        if (cut) {
+            if (add_block(out, known, modes, a, (long)k, m)) goto fail;
+            a = (long)k + 1;
+            size = nxt;
+            if (rec_read(values, rep, active, d_mode, a, &m)) goto fail;
+        } else {
+            size += nxt;
+        }
+    }
+    if (add_block(out, known, modes, a, (long)n - 1, m)) goto fail;
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* ---- class keys of op sets (search_space/_cclass.py: class_key, the reference) ----------- */
+
+typedef struct {
+    int n_ops, n_tensors;
+    int *desc, *out, *in_at, *ins;      /* per op: description code, output, inputs (CSR) */
+    int *prod, *cons_at, *cons;          /* per tensor: producer op or -1, consumers (CSR) */
+    unsigned char *is_out;               /* per tensor: a model output */
+    int *stamp, *pos, gen;               /* per op: the call that marked it, its position */
+    int *ext_of, *ext_stamp;             /* per tensor: its outside index in this call */
+    PyObject *names;                     /* tensor names by index (a tuple) */
+} Classes;
+
+static void classes_free(PyObject *cap) {
+    Classes *c = PyCapsule_GetPointer(cap, "graphtune.classes");
+    if (!c) return;
+    free(c->desc); free(c->out); free(c->in_at); free(c->ins); free(c->prod); free(c->cons_at);
+    free(c->cons); free(c->is_out); free(c->stamp); free(c->pos); free(c->ext_of); free(c->ext_stamp);
+    Py_XDECREF(c->names);
+    free(c);
+}
+
+/* int32 array from a sequence of ints in [lo, hi) */
+static int *int_array(PyObject *obj, Py_ssize_t want, long lo, long hi, Py_ssize_t *n_out) {
+    PyObject *seq = PySequence_Fast(obj, "a sequence of ints");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (want >= 0 && n != want) {
+        PyErr_SetString(PyExc_ValueError, "a table of the wrong length");
+        Py_DECREF(seq);
+        return NULL;
+    }
+    int *v = alloc_n(n, sizeof(int));
+    if (!v) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if ((x == -1 && PyErr_Occurred()) || x < lo || x >= hi) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a table entry out of range");
+            free(v);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        v[i] = (int)x;
+    }
+    Py_DECREF(seq);
+    if (n_out) *n_out = n;
+    return v;
+}
+
+/* CSR offsets: n + 1 ascending entries from 0 to m */
+static int offsets_ok(const int *at, int n, Py_ssize_t m) {
+    if (at[0] != 0 || at[n] != m) return 0;
+    for (int i = 0; i < n; i++) if (at[i] > at[i + 1]) return 0;
+    return 1;
+}
+
+/* class_tables(names, desc, out, in_at, ins, prod, cons_at, cons, is_out) -> a capsule:
+ * per tensor (by index) its name, producer op (-1: none), consumers (CSR) and whether it is
+ * a model output; per op its description code, output and inputs (CSR). */
+static PyObject *py_class_tables(PyObject *self, PyObject *args) {
+    PyObject *names, *o_desc, *o_out, *o_in_at, *o_ins, *o_prod, *o_cons_at, *o_cons, *o_is_out;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOO", &PyTuple_Type, &names, &o_desc, &o_out, &o_in_at, &o_ins,
+                          &o_prod, &o_cons_at, &o_cons, &o_is_out))
+        return NULL;
+    Py_ssize_t nt = PyTuple_GET_SIZE(names), no, m_in, m_cons;
+    if (nt > INT_MAX / 2) { PyErr_SetString(PyExc_ValueError, "too many tensors"); return NULL; }
+    for (Py_ssize_t i = 0; i < nt; i++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) { PyErr_SetString(PyExc_ValueError, "tensor names: str"); return NULL; }
+    Classes *c = calloc(1, sizeof(Classes));
+    if (!c) return PyErr_NoMemory();
+    c->n_tensors = (int)nt;
+    c->desc = int_array(o_desc, -1, 0, INT_MAX, &no);
+    if (!c->desc) goto fail;
+    if (no > INT_MAX / 2) { PyErr_SetString(PyExc_ValueError, "too many ops"); goto fail; }
+    c->n_ops = (int)no;
+    if (!(c->out = int_array(o_out, no, 0, nt, NULL))) goto fail;
+    if (!(c->in_at = int_array(o_in_at, no + 1, 0, INT_MAX, NULL))) goto fail;
+    if (!(c->ins = int_array(o_ins, -1, 0, nt, &m_in))) goto fail;
+    if (!(c->prod = int_array(o_prod, nt, -1, no, NULL))) goto fail;
+    if (!(c->cons_at = int_array(o_cons_at, nt + 1, 0, INT_MAX, NULL))) goto fail;
+    if (!(c->cons = int_array(o_cons, -1, 0, no, &m_cons))) goto fail;
+    int *flags = int_array(o_is_out, nt, 0, 2, NULL);
+    if (!flags) goto fail;
+    c->is_out = alloc_n(nt, 1);
+    if (c->is_out) for (Py_ssize_t i = 0; i < nt; i++) c->is_out[i] = (unsigned char)flags[i];
+    free(flags);
+    if (!offsets_ok(c->in_at, c->n_ops, m_in) || !offsets_ok(c->cons_at, c->n_tensors, m_cons)) {
+        PyErr_SetString(PyExc_ValueError, "bad offsets");
+        goto fail;
+    }
+    c->stamp = alloc_n(no, sizeof(int));
+    c->pos = alloc_n(no, sizeof(int));
+    c->ext_of = alloc_n(nt, sizeof(int));
+    c->ext_stamp = alloc_n(nt, sizeof(int));
+    if (!c->is_out || !c->stamp || !c->pos || !c->ext_of || !c->ext_stamp) { PyErr_NoMemory(); goto fail; }
+    Py_INCREF(names);
+    c->names = names;
+    PyObject *cap = PyCapsule_New(c, "graphtune.classes", classes_free);
+    if (!cap) { Py_DECREF(names); c->names = NULL; goto fail; }
+    return cap;
+fail:
+    free(c->desc); free(c->out); free(c->in_at); free(c->ins); free(c->prod); free(c->cons_at);
+    free(c->cons); free(c->is_out); free(c->stamp); free(c->pos); free(c->ext_of); free(c->ext_stamp);
+    free(c);
+    return NULL;
+}
+
+/* class_key(tables, ops) -> (key, outside tensor names, output name): class_key of
+ * search_space/_cclass.py over the tables, value for value (ops ascending). */
+static PyObject *py_class_key(PyObject *self, PyObject *args) {
+    PyObject *cap, *ops_obj;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyCapsule_Type, &cap, &PyTuple_Type, &ops_obj)) return NULL;
+    Classes *c = PyCapsule_GetPointer(cap, "graphtune.classes");
+    if (!c) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(ops_obj);
+    if (n < 1) { PyErr_SetString(PyExc_ValueError, "an empty op set"); return NULL; }
+    int *ops = alloc_n(n, sizeof(int));
+    int *ext = alloc_n(c->n_tensors, sizeof(int));  /* outside tensors in order of first use */
+    int *rank = alloc_n(c->n_tensors, sizeof(int));
+    PyObject *rows = NULL, *flags = NULL, *ranks = NULL, *names = NULL, *key = NULL, *result = NULL;
+    if (!ops || !ext || !rank) { PyErr_NoMemory(); goto done; }
+    if (c->gen == INT_MAX) {  /* stamps wrap: clear them */
+        memset(c->stamp, 0, sizeof(int) * (size_t)c->n_ops);
+        memset(c->ext_stamp, 0, sizeof(int) * (size_t)c->n_tensors);
+        c->gen = 0;
+    }
+    int gen = ++c->gen;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long i = PyLong_AsLong(PyTuple_GET_ITEM(ops_obj, k));
+        if ((i == -1 && PyErr_Occurred()) || i < 0 || i >= c->n_ops || (k && i <= ops[k - 1])) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "ops: ascending op indices");
+            goto done;
+        }
+        ops[k] = (int)i;
+        c->stamp[i] = gen;
+        c->pos[i] = (int)k;
+    }
+#define IN_SET(op) ((op) >= 0 && c->stamp[op] == gen)
+    rows = PyTuple_New(n);
+    if (!rows) goto done;
+    int n_ext = 0, first_out = -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int i = ops[k];
+        int a = c->in_at[i], b = c->in_at[i + 1];
+        PyObject *refs = PyTuple_New(b - a);
+        if (!refs) goto done;
+        for (int j = a; j < b; j++) {
+            int t = c->ins[j], p = c->prod[t];
+            long ref;
+            if (IN_SET(p)) {
+                ref = c->pos[p];
+            } else {
+                if (c->ext_stamp[t] != gen) { c->ext_stamp[t] = gen; c->ext_of[t] = n_ext; ext[n_ext++] = t; }
+                ref = -1 - (long)c->ext_of[t];
+            }
+            PyObject *x = PyLong_FromLong(ref);
+            if (!x) { Py_DECREF(refs); goto done; }
+            PyTuple_SET_ITEM(refs, j - a, x);
+        }
+        int o = c->out[i], outside = c->is_out[o];
+        for (int j = c->cons_at[o]; j < c->cons_at[o + 1] && !outside; j++)
+            if (!IN_SET(c->cons[j])) outside = 1;
+        if (outside && first_out < 0) first_out = o;
+        PyObject *row = Py_BuildValue("(iNO)", c->desc[i], refs, outside ? Py_True : Py_False);
+        if (!row) goto done;
+        PyTuple_SET_ITEM(rows, k, row);
+    }
+    if (first_out < 0) first_out = c->out[ops[n - 1]];
+    flags = PyTuple_New(n_ext);
+    ranks = PyTuple_New(n_ext);
+    names = PyTuple_New(n_ext);
+    if (!flags || !ranks || !names) goto done;
+    for (int e = 0; e < n_ext; e++) {
+        int t = ext[e], inside = 1;
+        for (int j = c->cons_at[t]; j < c->cons_at[t + 1] && inside; j++)
+            if (!IN_SET(c->cons[j])) inside = 0;
+        PyObject *f = PyTuple_Pack(2, c->is_out[t] ? Py_True : Py_False, inside ? Py_True : Py_False);
+        if (!f) goto done;
+        PyTuple_SET_ITEM(flags, e, f);
+        PyObject *nm = PyTuple_GET_ITEM(c->names, t);
+        Py_INCREF(nm);
+        PyTuple_SET_ITEM(names, e, nm);
+        /* sorted(range(n_ext), key=names.__getitem__): insertion sort (stable; names distinct) */
+        int q = e;
+        while (q > 0) {
+            int cmp = PyUnicode_Compare(PyTuple_GET_ITEM(c->names, ext[rank[q - 1]]), nm);
+            if (cmp == -1 && PyErr_Occurred()) goto done;
+            if (cmp <= 0) break;
+            rank[q] = rank[q - 1];
+            q--;
+        }
+        rank[q] = e;
+    }
+#undef IN_SET
+    for (int e = 0; e < n_ext; e++) {
+        PyObject *x = PyLong_FromLong(rank[e]);
+        if (!x) goto done;
+        PyTuple_SET_ITEM(ranks, e, x);
+    }
+    key = PyTuple_Pack(3, rows, flags, ranks);
+    if (!key) goto done;
+    result = PyTuple_Pack(3, key, names, PyTuple_GET_ITEM(c->names, first_out));
+done:
+    Py_XDECREF(rows); Py_XDECREF(flags); Py_XDECREF(ranks); Py_XDECREF(names); Py_XDECREF(key);
+    free(ops); free(ext); free(rank);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"derive", py_derive, METH_VARARGS, "The transfers, chunk DAG, output nodes and order (see the file)."},
+    {"class_tables", py_class_tables, METH_VARARGS, "The per-graph tables of class_key (see the function)."},
+    {"class_key", py_class_key, METH_VARARGS, "An op set's class key (see the function)."},
+    {"blocks", py_blocks, METH_VARARGS, "read_blocks over a recorded assignment (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cdag", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__cdag(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__cdag(void) {
+    for (int k = 0; k < 8; k++)
+        if (!tr_field[k] && !(tr_field[k] = PyUnicode_InternFromString(TR_FIELDS[k]))) return NULL;
+    if (!kind_str[0] && !(kind_str[0] = PyUnicode_InternFromString("concat"))) return NULL;
+    if (!kind_str[1] && !(kind_str[1] = PyUnicode_InternFromString("split"))) return NULL;
+    if (!ddr_str && !(ddr_str = PyUnicode_InternFromString("DDR"))) return NULL;
+    return PyModule_Create(&module);
+}

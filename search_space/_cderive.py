@@ -20,6 +20,10 @@ differential tests (``tests/search_space/test_cdag.py``) compare them on every z
 model. Transfer placements are the space's shared ``Placement`` values (equal to
 the ones ``derive_transfers`` makes: DDR, on the consumer chunk's cores).
 
+The same extension reads the blocks of pass 1 from a recorder's vector
+(:func:`blocks`, ``_build.read_blocks``' loop) and computes op sets' class keys
+(``_cdag.class_key``, for :mod:`search_space._cclass`).
+
 ``GRAPHTUNE_PURE_PYTHON=1`` forces the Python path; a missing extension warns once
 (:func:`search_space._ccore.missing`) and decoding uses the Python path.
 """
@@ -29,8 +33,9 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.derive import Node, group_io
-from compiler.schedule import Transfer
+from compiler.schedule import Placement, Transfer
 from search_space._ccore import load_extension, tensor_codes
+from search_space._dims import MODES
 
 Decoding = Any  # a search_space._build.Decoding (importing it back would close a circle)
 
@@ -58,19 +63,30 @@ def _triples(graph: Any, codes: dict[str, int], tensors: tuple[str, ...]) -> tup
     return tuple(out)
 
 
-def _op_set_row(dec: Decoding, info: Any, codes: dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """An op set's inputs as (code, batched, producer op) and its output codes (group_io)."""
-    hit = info.cache.get("cdag")
+def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]:
+    """A group's chunk nodes, its inputs as (code, batched, producer op), its output codes
+    (group_io) and its ops: kept in its op set's cache by (name, split), so the node tuples
+    are the same objects from candidate to candidate."""
+    cache = gr.info.cache
+    key = ("cdag", gr.name, gr.split)
+    hit = cache.get(key)
     if hit is None:
-        io = group_io(dec.graph, info.ops)
-        outs = []
-        for t in io.outputs:
-            code = codes.get(t)
-            if code is None:
-                code = codes[t] = len(codes)
-            outs.append(code)
-        hit = info.cache["cdag"] = (_triples(dec.graph, codes, io.inputs), tuple(outs))
+        io = cache.get("cdag.io")
+        if io is None:
+            gio = group_io(dec.graph, gr.info.ops)
+            outs = []
+            for t in gio.outputs:
+                code = codes.get(t)
+                if code is None:
+                    code = codes[t] = len(codes)
+                outs.append(code)
+            io = cache["cdag.io"] = (_triples(dec.graph, codes, gio.inputs), tuple(outs))
+        nodes = tuple(("g", gr.name, c) for c in range(gr.split))
+        hit = cache[key] = (nodes, io[0], io[1], gr.info.ops)
     return hit  # type: ignore[no-any-return]
+
+
+_RING = ((0,),)  # a transfer with no group chunk to follow runs on core 0
 
 
 def derive(dec: Decoding) -> bool:
@@ -82,45 +98,57 @@ def derive(dec: Decoding) -> bool:
         return False
     space, graph = dec.space, dec.graph
     codes = tensor_codes(space)
-    rows = []
-    for gr in dec.groups:
-        ins, outs = _op_set_row(dec, gr.info, codes)
-        rows.append((gr.name, gr.split, ins, outs, gr.info.ops))
-    gkey = ("cdag.outputs", dec.batch)
-    gouts = space._cgraph.get(gkey) if hasattr(space, "_cgraph") else None
-    if gouts is None:
-        if not hasattr(space, "_cgraph"):
-            space._cgraph = {}
-        gouts = space._cgraph[gkey] = _triples(graph, codes, tuple(graph.outputs))
-    index = {gr.name: i for i, gr in enumerate(dec.groups)}
-    topo = [index[n] for n in dec.topo] if dec.order == "breadth" else []
-    raw, deps, outs, order, reads = mod.derive(rows, len(graph.ops), len(codes), gouts,
-                                        1 if dec.order == "breadth" else 0, dec.lookahead, topo)
-    names = _names(space)
     groups = dec.groups
-    ring = ((0,),)
-    transfers = []
-    known = interned_transfers(space)
-    for name, kind, code, sf, df, src, dst, bg, bc in raw:
-        bind = groups[bg].binds[bc] if bg >= 0 else ring
-        # one Transfer per value (binds are the space's shared tuples: identity is a key)
-        key = (name, kind, code, sf, df, src, dst, id(bind))
-        t = known.get(key)
-        if t is None:
-            t = known[key] = Transfer(name, kind, names[code], sf, df, src, dst,
-                                      space.placement("DDR", bind))
-        transfers.append(t)
+    rows = [(*_group_row(dec, gr, codes), gr.binds) for gr in groups]
+    tables: dict[Any, Any] | None = getattr(space, "_cgraph", None)
+    if tables is None:
+        tables = space._cgraph = {}
+    gkey = ("cdag.outputs", dec.batch)
+    gouts = tables.get(gkey)
+    if gouts is None:
+        gouts = tables[gkey] = _triples(graph, codes, tuple(graph.outputs))
+    tnodes = tables.get("cdag.tnodes")
+    if tnodes is None:
+        tnodes = tables["cdag.tnodes"] = [[], []]
+    if dec.order == "breadth":
+        index = {gr.name: i for i, gr in enumerate(groups)}
+        topo = [index[n] for n in dec.topo]
+    else:
+        topo = []
+    transfers, deps, outs, order, reads = mod.derive(
+        rows, len(graph.ops), len(codes), gouts, 1 if dec.order == "breadth" else 0,
+        dec.lookahead, topo, tnodes, interned_transfers(space), _RING, Transfer, space._places,
+        Placement, _names(space))
     dec.transfers, dec.deps, dec.outs = transfers, deps, outs
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
     STATS["c"] += 1
     return True
 
 
+def blocks(space: Any, get: Any, lens: list[int], below: int) -> list[Any] | None:
+    """:func:`search_space._build.read_blocks`' loop in C (``_cdag.blocks``) when ``get`` is a
+    recorder over a whole assignment (``Space.sample``/``decode``: its ``values``, ``rep`` and
+    ``active``); per block the space's known ``Block`` or (first segment, last segment,
+    mode) to make. None: not compiled, or another reader (a trial, a projection)."""
+    values, rep, active = (getattr(get, a, None) for a in ("values", "rep", "active"))
+    if type(values) is not list or type(rep) is not list or type(active) is not dict:
+        return None
+    mod = _load()
+    if mod is None or not hasattr(mod, "blocks"):
+        return None
+    opts = space.options
+    mx = opts.max_group_ops
+    return mod.blocks(values, rep, active, lens, below, space.d_cut, space.d_mode,  # type: ignore[no-any-return]
+                      opts.min_group_ops, -1 if mx is None else mx, MODES, space._blocks)
+
+
 def interned_transfers(space: Any) -> dict[tuple[Any, ...], Transfer]:
-    """The space's Transfer values by (name, kind, tensor code, factors, chunks, binding
-    identity): decoding makes the same ones again and again, and they keep their binding
-    tuples alive (so the identities in the keys stay valid). Bounded: a new table past
-    200,000 (and then new rows in the compiled walk's cache, keyed by identity)."""
+    """The space's Transfer values by what makes them (kind, number, tensor, factors,
+    chunks, binding identity): they keep their binding tuples alive (so the identities in
+    the keys stay valid). Bounded: a new table past
+    200,000 (and then new rows in the compiled walk's cache, keyed by identity). The key
+    is ``_cdag.derive``'s: (kind 0/1, number, tensor code, src/dst factor, first and count
+    of the src chunks, of the dst chunks, ``id`` of the binding)."""
     known: dict[tuple[Any, ...], Transfer] | None = getattr(space, "_ctransfers", None)
     if known is None or len(known) > 200_000:
         known = space._ctransfers = {}

@@ -77,3 +77,54 @@ def test_op_sets_that_differ_are_not_alike(target: Target) -> None:
     i = mm[0]
     nxt = g.succs(i)[0]
     assert _cclass.class_key(g, classes.desc, (i, nxt))[0] != keys[i]
+
+
+@pytest.mark.parametrize("key", ["bert2", "tiny_cnn", "deepfm", "wide_and_deep"])
+def test_compiled_class_key_is_the_python_one(key: str, target: Target) -> None:
+    """``_cdag.class_key`` gives :func:`_cclass.class_key`'s value, tuple for tuple (key,
+    outside tensors, output), on every op set decoded schedules met, every run of up to 12
+    ops and random op sets (ascending, gaps: outside tensors read twice, outputs read
+    outside)."""
+    from search_space import _cdag  # type: ignore[attr-defined]
+
+    space = build_space(small_graph(key), target)
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        space.sample(rng)
+    mem = in_compute_dtype(space.graph_for(space.batch), target)
+    classes = space._cclasses[space.batch]  # type: ignore[attr-defined]
+    assert classes.tables is not None
+    n = len(mem.ops)
+    sets: set[tuple[int, ...]] = {ops for (_, ops) in space._infos}  # type: ignore[misc]
+    sets |= {tuple(range(a, min(n, a + k))) for a in range(n) for k in range(1, 13)}
+    for _ in range(300):
+        k = int(rng.integers(1, min(n, 20) + 1))
+        sets.add(tuple(sorted(int(x) for x in rng.choice(n, k, replace=False))))
+    for ops in sorted(sets):
+        assert _cdag.class_key(classes.tables, ops) == _cclass.class_key(mem, classes.desc, ops)
+    with pytest.raises(ValueError):
+        _cdag.class_key(classes.tables, (1, 0))  # not ascending
+    with pytest.raises(ValueError):
+        _cdag.class_key(classes.tables, (n,))  # no such op
+    with pytest.raises(ValueError):
+        _cdag.class_key(classes.tables, ())
+
+
+def test_bad_class_tables_are_refused() -> None:
+    from search_space import _cdag  # type: ignore[attr-defined]
+
+    # two tensors, one op reading x and writing y
+    ok = (("x", "y"), [0], [1], [0, 1], [0], [-1, 0], [0, 1, 1], [0], [0, 1])
+    tables = _cdag.class_tables(*ok)
+    assert _cdag.class_key(tables, (0,)) == ((((0, (-1,), True),), ((False, True),), (0,)),
+                                             ("x",), "y")
+    for k, bad in ((2, [2]), (3, [0, 2]), (4, [5]), (5, [-2, 0]), (6, [0, 2, 1]), (7, [1]),
+                   (8, [0, 2]), (2, [1, 1])):
+        args = list(ok)
+        args[k] = bad
+        with pytest.raises(ValueError):
+            _cdag.class_tables(*args)
+    with pytest.raises(ValueError):
+        _cdag.class_tables(("x", 1), *ok[1:])  # names: str
+    with pytest.raises(TypeError):
+        _cdag.class_key(object(), (0,))  # not the tables

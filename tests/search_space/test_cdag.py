@@ -13,6 +13,7 @@ Python (scopes, memory plans, verdicts) are compared in ``test_ccore.py``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from compiler import zoo
 from compiler.derive import derive_transfers
 from compiler.graph import Graph
 from compiler.model import load_onnx
+from compiler.schedule import Placement, Transfer
 from compiler.target import Target
 from search_space import Space, _build, _cderive, build_spaces
 from search_space._dims import LOOKAHEADS, MODES, ORDERS
@@ -65,6 +67,9 @@ class _Checked:
             assert dec.c_order is not None, "the compiled chunk DAG did not run"
             transfers, deps, outs = derive_transfers(dec.graph, dec._drafts())
             assert dec.transfers == transfers
+            for a, b in zip(dec.transfers, transfers, strict=True):  # as __init__ makes them
+                assert type(a) is type(b) and list(vars(a).items()) == list(vars(b).items())
+                assert a.placement is dec.space.placement("DDR", a.placement.core_bind)
             assert list(dec.deps.items()) == list(deps.items())  # the same insertion order
             assert dec.outs == outs
             splits = {gr.name: gr.split for gr in dec.groups}
@@ -166,26 +171,62 @@ def test_bad_tables_are_refused() -> None:
     """The C code checks what it is given (a wrong table is an error, not a crash)."""
     from search_space import _cdag  # type: ignore[attr-defined]
 
-    ok = [("g0", 2, (0, 1, -1), (1,), (0,))]
+    g0, g1 = ("g", "g0", 0), ("g", "g0", 1)
+    b0, b1, ring = ((0,),), ((1,),), tuple([(0,)])  # ring: equal to b0, another object
+    ok = [((g0, g1), (0, 1, -1), (1,), (0,), (b0, b1))]
     out = (1, 1, 0)
-    transfers, deps, outs, order, reads = _cdag.derive(ok, 1, 2, out, 0, 0, [])
+    names = ["x", "y"]
+
+    def derive(groups: Any, tnodes: Any, known: Any, places: Any, *,
+               order: int = 0, topo: Any = (), tensors: Any = names) -> Any:
+        return _cdag.derive(groups, 1, 2, out, order, 0, list(topo), tnodes, known, ring,
+                            Transfer, places, Placement, tensors)
+
+    tnodes: list[list[Any]] = [[], []]
+    known: dict[Any, Any] = {}
+    places: dict[Any, Any] = {}
+    transfers, deps, outs, order, reads = derive(ok, tnodes, known, places)
     # a 2-way group between a model input (split) and a model output (concatenated back),
-    # derived by hand: rows are (name, kind, tensor, src/dst factor, src/dst chunks, the
-    # group and chunk whose cores hold the result)
-    assert transfers == [("concat_0", "concat", 1, 2, 1, (0, 1), (0,), 0, 0),
-                         ("split_0", "split", 0, 1, 2, (0,), (0, 1), 0, 0)]
-    g0, g1, cat, cut = ("g", "g0", 0), ("g", "g0", 1), ("t", "concat_0", 0), ("t", "split_0", 0)
+    # derived by hand (the result on the cores of the consumer chunk, else of the first
+    # source chunk)
+    ddr0 = Placement("DDR", b0)
+    assert transfers == [Transfer("concat_0", "concat", "y", 2, 1, (0, 1), (0,), ddr0),
+                         Transfer("split_0", "split", "x", 1, 2, (0,), (0, 1), ddr0)]
+    for t in transfers:  # field by field, in field order, as __init__ sets them
+        made = Transfer(*(getattr(t, f.name) for f in dataclasses.fields(Transfer)))
+        assert type(t) is Transfer and list(vars(t).items()) == list(vars(made).items())
+    assert places == {("DDR", b0): ddr0} and transfers[0].placement is transfers[1].placement
+    cat, cut = ("t", "concat_0", 0), ("t", "split_0", 0)
+    assert tnodes == [[cat], [cut]]
     assert list(deps.items()) == [(cut, []), (g0, [cut]), (g1, [cut]), (cat, [g0, g1])]
     assert outs == [cat] and order == [cut, g0, g1, cat]
     assert reads == [[], [0], [0], [1, 2]]  # each step's dependencies by position
+    assert order[1] is g0 and order[0] is tnodes[1][0]  # the given and interned tuples
+    # the made values are known by key (kind, number, tensor, factors, chunk runs, binding)
+    assert sorted(known) == [(0, 0, 1, 2, 1, 0, 2, 0, 1, id(b0)), (1, 0, 0, 1, 2, 0, 1, 0, 2, id(b0))]
+    known = {k: f"T{k[0]}" for k in known}
+    transfers, _, _, order2, _ = derive(ok, tnodes, known, places)
+    assert transfers == ["T0", "T1"]  # known values are returned as they are
+    assert all(a is b for a, b in zip(order, order2, strict=True))
+    for bad in ([((g0, g1), (5, 1, -1), (1,), (0,), (b0, b1))],  # unknown tensor
+                [((), (0, 1, -1), (1,), (0,), ())],  # split 0
+                [((g0, g1), (0, 1), (1,), (0,), (b0, b1))],  # not triples
+                [((g0, g1), (0, 1, -1), (1,), (0,), (b0,))],  # a binding short
+                [((g0, g1), (0, 1, -1), (2**40,), (0,), (b0, b1))]):  # out of range
+        with pytest.raises(ValueError):
+            derive(bad, [[], []], {}, {})
     with pytest.raises(ValueError):
-        _cdag.derive([("g0", 2, (5, 1, -1), (1,), (0,))], 1, 2, out, 0, 0, [])  # unknown tensor
+        derive(ok, [[], []], {}, {}, order=1, topo=[3])  # a topological order naming no group
     with pytest.raises(ValueError):
-        _cdag.derive([("g0", 0, (0, 1, -1), (1,), (0,))], 1, 2, out, 0, 0, [])  # split 0
+        derive(ok, [[]], {}, {})  # the interned nodes' lists
     with pytest.raises(ValueError):
-        _cdag.derive([("g0", 2, (0, 1), (1,), (0,))], 1, 2, out, 0, 0, [])  # not triples
+        derive(ok, [[("t",)], []], {}, {})  # an interned node that is not one
     with pytest.raises(ValueError):
-        _cdag.derive(ok, 1, 2, out, 1, 0, [3])  # a topological order naming no group
+        derive(ok, [[], []], {}, {}, tensors=["x"])  # a tensor name short
+    with pytest.raises(ValueError):
+        derive(ok, [[], []], {}, {}, tensors=["x", 1])  # not a name
+    with pytest.raises(TypeError):
+        derive(ok, [[], []], [], {})  # known: a dict
 
 
 @pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
@@ -211,3 +252,56 @@ def test_projection_after_a_look_ahead_change(key: str) -> None:
         assert p.schedule.structural_key() == s.structural_key()
         seen.add(p.params["lookahead"])
     assert seen - {0}
+
+
+@pytest.mark.parametrize("key,options", [
+    ("tiny_cnn", {}), ("bert2", {}), ("bert2", {"min_group_ops": 6, "max_group_ops": 40}),
+    ("deepfm", {"max_group_ops": 3}), ("wide_and_deep", {"min_group_ops": 4})])
+def test_read_blocks_in_c(key: str, options: dict[str, Any]) -> None:
+    """``read_blocks`` over a recorder's assignment (``_cdag.blocks``) against the Python
+    loop: the same blocks (the space's shared values), the same parameters read in the same
+    order, on prior and uniform vectors and with every cut taken or none."""
+    from search_space import SpaceOptions
+    from search_space._space import _Recorder
+
+    space = build_spaces(small_graph(key), Target.default(), options=SpaceOptions(**options))[0]
+    rng = np.random.default_rng(5)
+    vecs = list(space.sample_vectors(rng, 40)) + list(space.sample_vectors(rng, 40, uniform=True))
+    cuts = sorted({int(space.rep[d]) for d in space.d_cut})
+    for low in (0, space.n_choices.max()):  # every cut (rank 0) or none
+        v = space.sample_vectors(rng, 1)[0]
+        v[cuts] = np.minimum(low, space.n_choices[cuts] - 1)
+        vecs.append(v)
+    seen = set()
+    for vec in vecs:
+        full = vec[space.rep].tolist()
+        compiled, python = _Recorder(full, space._rep_list), _Recorder(full, space._rep_list)
+        got = _build.read_blocks(space, compiled)
+        assert getattr(python, "values", None) is not None
+        python.values = tuple(full)  # type: ignore[assignment]  # not a list: read_blocks takes the Python loop
+        want = _build.read_blocks(space, python)
+        assert got == want and all(a is b for a, b in zip(got, want, strict=True))
+        assert list(compiled.active) == list(python.active)
+        seen.add(len(got))
+    assert len(seen) >= 2  # blocks of more than one size
+
+
+def test_bad_block_tables_are_refused() -> None:
+    from search_space import _cdag  # type: ignore[attr-defined]
+    from search_space._dims import MODES
+
+    def blocks(values: Any, lens: Any, d_cut: Any, d_mode: Any) -> Any:
+        return _cdag.blocks(values, [0, 1, 2], {}, lens, 2, d_cut, d_mode, 1, -1, MODES, {})
+
+    assert blocks([0, 0, 1], [1, 1], [1], [0, 2]) == [(0, 0, "whole"), (1, 1, "anchors")]
+    assert blocks([0, 5, 1], [1, 1], [1], [0, 2]) == [(0, 1, "whole")]  # rank 5: no cut
+    with pytest.raises(ValueError):
+        blocks([0, 0, 1], [1, 1], [1], [0])  # a mode per segment
+    with pytest.raises(ValueError):
+        blocks([0, 0, 1], [1, 1], [7], [0, 2])  # no such parameter
+    with pytest.raises(ValueError):
+        blocks([0, 0, 3], [1, 1], [1], [0, 2])  # no such mode
+    with pytest.raises(ValueError):
+        blocks([0, 0, 1], [1, -1], [1], [0, 2])  # a negative length
+    with pytest.raises(TypeError):
+        blocks((0, 0, 1), [1, 1], [1], [0, 2])  # values: a list
