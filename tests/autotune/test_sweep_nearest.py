@@ -247,6 +247,40 @@ def test_warm_seeds_the_roofline_puts_behind_the_levels_are_dropped(tiny_graph: 
     assert [p for _, p in kept] == [{"n": 1}]
 
 
+def test_a_level_that_overflows_is_no_baseline_for_the_warm_seeds(tiny_graph: Graph) -> None:
+    """ResNet-50 b16 at L1 384K (h70): the guide's plan overflows and its roofline estimate is
+    below every schedule's that fits, so it dropped every seed. A seed behind an overflowing
+    level but ahead of every level that fits is kept; behind a fitting one it is dropped;
+    with no level that fits, every seed is kept."""
+    import numpy as np
+
+    import cost_model
+    from autotune.sampling._warm import _not_behind
+    from compiler.capacity import check_capacity, in_compute_dtype
+    from search_space import build_space
+
+    target = BASE.replace(l1={"data_bytes": 16 * 1024})
+    g = in_compute_dtype(tiny_graph, target)
+    space = build_space(tiny_graph, target, tiny_graph.batch)
+    rng = np.random.default_rng(0)
+    pool = [space.sample(rng, uniform=i % 2 == 0) for i in range(300)]
+    est = cost_model.analytical_cycles(np.asarray(cost_model.features(tiny_graph, pool, target)))
+    fit = sorted((float(e), i) for i, (s, e) in enumerate(zip(pool, est))
+                 if check_capacity(g, s, target) is None)
+    over = sorted((float(e), i) for i, (s, e) in enumerate(zip(pool, est))
+                  if check_capacity(g, s, target) is not None)
+    assert over, "need a schedule that overflows"
+    # an overflowing schedule estimated faster than a fitting seed, itself ahead of a fitting level
+    between = [(e, i) for e, i in fit if over[0][0] < e < fit[-1][0]]
+    assert between, "need a fitting schedule between the overflow's estimate and the slowest's"
+    seed, slower = pool[between[0][1]], pool[fit[-1][1]]
+    overflowing = pool[over[0][1]]
+    picked = [(seed, {"n": 0})]
+    assert _not_behind(tiny_graph, picked, [overflowing, slower], target) == picked
+    assert _not_behind(tiny_graph, [(slower, {"n": 1})], [overflowing, seed], target) == []
+    assert _not_behind(tiny_graph, [(slower, {"n": 1})], [overflowing], target) == [(slower, {"n": 1})]
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(pick, min_size=1, max_size=8, unique_by=lambda v: v.name))
 def test_the_sweep_tunes_the_bases_nearest_variants_first(vs: list[Variant]) -> None:
