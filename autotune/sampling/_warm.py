@@ -381,8 +381,8 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
     skipped. With ``levels``, so is one whose roofline estimate on ``target``
     (:func:`cost_model.analytical_cycles`: the schedule's traffic and work over
     this target's rates, with the spills its capacities cause) is slower than the
-    fastest level's: its groups were cut for another chip's balance, and the
-    levels are measured anyway. The guided sampler is told which candidates are
+    fastest level's that fits ``target``: its groups were cut for another chip's
+    balance, and the levels are measured anyway. The guided sampler is told which candidates are
     borrowed (:meth:`GuidedSampler.borrow`: these, and those an earlier run of the
     tune measured), so it breeds every other round from the task's own line only.
     Returns how many were enqueued.
@@ -431,9 +431,29 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
 def _not_behind(graph: Graph, picked: list[tuple[GraphSchedule, dict[str, Any]]],
                 levels: Sequence[GraphSchedule], target: Target
                 ) -> list[tuple[GraphSchedule, dict[str, Any]]]:
-    """The picks whose roofline estimate on ``target`` is no slower than the fastest level's."""
-    import cost_model
+    """The picks whose roofline estimate on ``target`` is no slower than the fastest level's
+    that fits ``target`` (all of them when none fits).
 
+    A level that overflows the target's L1 or LLB is not run (its record is a capacity
+    error), so it is no baseline; its estimate is no bound either (ResNet-50 b16 at L1
+    384K: the guide's plan overflows, and its estimate, 1.8, is below every schedule's
+    that fits, so every seed of the 384K / DDR 27 variant, 3.7 against O3's 17.6 and
+    19,170 µs simulated against O3's 90,104, was dropped: ``bench/results/sweep.md``, h70).
+    """
+    import cost_model
+    from compiler.capacity import check_capacity, in_compute_dtype
+
+    g = in_compute_dtype(graph, target)
+
+    def fits(s: GraphSchedule) -> bool:
+        try:
+            return check_capacity(g, s, target) is None
+        except Exception:  # noqa: BLE001 - a level invalid on this target is not run either
+            return False
+
+    levels = [s for s in levels if fits(s)]
+    if not levels:
+        return picked
     rows = cost_model.features(graph, [s for s, _ in picked] + list(levels), target)
     est = cost_model.analytical_cycles(np.asarray(rows, dtype=np.float64))
     fastest_level = float(est[len(picked):].min())

@@ -21,6 +21,17 @@ schedules only from its nearest finished variants (:func:`seed_sources`), rows
 from each finished variant in proportion to its closeness (:func:`prior_rows`:
 half as many per unit of distance beyond the nearest one's), and the sweep
 tunes the base target's nearest variants first (:func:`tuning_order`).
+
+The nearest variant is not always one whose schedules fit, though: on ResNet-50 b16
+(``bench/results/sweep.md``, 2026-11-27, h70) the L1 384K / DDR 13 variant's nearest
+is 512K / DDR 13 (distance 0.42), whose best schedules all overflow a 384K L1 (the
+warm start seeded nothing), while the 384K / DDR 27 variant (distance 1.05), whose
+best runs at 17,352 µs on 384K / DDR 13, was never offered: that variant's own tune
+reached 17,518 µs only at its 217th measurement. What fits a chip depends only on its
+capacities (:func:`compiler.capacity.check_capacity` and the search space read the
+L1, LLB and DDR sizes, the cores and the data type, no rate or latency), so a
+variant that differs only in rates (:func:`same_capacities`) has every schedule fit,
+and the seeds also come from the nearest finished such variant.
 """
 
 from __future__ import annotations
@@ -31,9 +42,13 @@ from typing import Any
 
 from autotune.whatif._targets import Variant
 
-__all__ = ["distance", "from_base", "prior_rows", "ranked", "seed_sources", "tuning_order"]
+__all__ = ["distance", "from_base", "is_rate", "prior_rows", "ranked", "same_capacities",
+           "seed_sources", "tuning_order"]
 
 TIE = 1e-9
+RATE_SUFFIXES = ("_per_cycle", "_cycles", "_per_element", "_per_s", "_us", "_rate")
+"""Target fields that are rates or latencies (``ddr.bytes_per_cycle``, ``dma.setup_cycles``,
+``matrix.int8_rate``...): they change how fast a schedule runs, never whether it fits."""
 
 
 def _term(a: Any, b: Any) -> float:
@@ -62,6 +77,20 @@ def _value(v: Variant, key: str) -> Any:
     return data[section][field] if dot else data[key]
 
 
+def is_rate(key: str) -> bool:
+    """Whether the target key ``key`` is a rate or a latency (``clock_hz`` is one): a key that
+    the capacity check and the search space do not read."""
+    field = key.rpartition(".")[2]
+    return field == "clock_hz" or field.endswith(RATE_SUFFIXES)
+
+
+def same_capacities(a: Variant, b: Variant) -> bool:
+    """Whether the two variants differ in rates and latencies only (:func:`is_rate`): then a
+    schedule that fits one fits the other."""
+    keys = set(a.values) | set(b.values)
+    return all(is_rate(k) or _value(a, k) == _value(b, k) for k in keys)
+
+
 def ranked(variant: Variant, finished: Sequence[Variant]) -> list[tuple[float, Variant]]:
     """``(distance, variant)`` of the finished variants, nearest first (ties: sweep order)."""
     return sorted(((distance(variant, f), f) for f in finished), key=lambda dv: dv[0])
@@ -71,14 +100,21 @@ def seed_sources(variant: Variant, finished: Sequence[Variant]) -> list[Variant]
     """The finished variants whose best schedules ``variant`` measures first: the nearest ones.
 
     Every finished variant at the smallest distance (several when they are equally
-    near, e.g. one step down and one step up the same parameter); none when
-    nothing is finished.
+    near, e.g. one step down and one step up the same parameter), then every one at the
+    smallest distance among those with the same capacities (:func:`same_capacities`:
+    their schedules all fit, where the nearest one's may not); none when nothing is
+    finished.
     """
     by = ranked(variant, finished)
     if not by:
         return []
     near = by[0][0]
-    return [f for d, f in by if d <= near + TIE]
+    out = [f for d, f in by if d <= near + TIE]
+    alike = [(d, f) for d, f in by if same_capacities(variant, f)]
+    if alike:
+        have = {f.key for f in out}
+        out += [f for d, f in alike if d <= alike[0][0] + TIE and f.key not in have]
+    return out
 
 
 def prior_rows(variant: Variant, finished: Sequence[Variant], most: int) -> dict[str, int]:

@@ -7,8 +7,9 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
    O0-O3, the guide's plans and a few hundred schedules sampled from the space
    fits the L1 and LLB is *infeasible* and gets no measurement;
 2. a :func:`autotune._tune.tune` into the one log, with the variant as target:
-   the fastest schedules of the nearest variants finished before it (projected
-   into its space, where they fit), then O0-O3 and the guide's plans that fit,
+   the fastest schedules of the nearest variants finished before it and of the
+   nearest that differs from it in rates only (projected into its space, where
+   they fit), then O0-O3 and the guide's plans that fit,
    then the guided search, ranked by a cost model trained on those variants'
    measurements (:class:`autotune.sampling._warm.WarmRanker`), continued from the
    shipped pre-trained model (the first variant: that model alone). A seed the
@@ -340,8 +341,10 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
                ) -> tuple[dict[str, list[Any]], Any]:
     """Warm seeds and the ranker factory of ``variant`` from the finished variants' records.
 
-    Seeds come from the nearest finished variants only, and each finished variant
-    gives the cost model fewer rows the farther it is (:mod:`autotune.whatif._nearest`).
+    Seeds come from the nearest finished variants only (and the nearest of those that
+    differ from ``variant`` in rates only: :func:`autotune.whatif._nearest.seed_sources`),
+    and each finished variant gives the cost model fewer rows the farther it is
+    (:mod:`autotune.whatif._nearest`).
     Without ``rows``, the seeds alone (the ranker is None: the default one).
     """
     from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autotune.whatif._nearest import distance, prior_rows, ranked, seed_sources
-from autotune.whatif._targets import Variant, make_variants, parse_set
+from autotune.whatif._nearest import distance, is_rate, prior_rows, ranked, same_capacities, seed_sources
+from autotune.whatif._targets import Variant, make_variants, parse_set, settable_keys
 from compiler.graph import Graph
 from compiler.target import Target
 
@@ -51,19 +51,108 @@ def test_distance_is_a_metric(a: Variant, b: Variant, c: Variant) -> None:
 @given(pick, st.lists(pick, min_size=1, max_size=6, unique_by=lambda v: v.name))
 def test_seeds_come_from_the_nearest_and_rows_shrink_with_distance(v: Variant,
                                                                     done: list[Variant]) -> None:
-    """Invariant: seed sources are exactly the finished variants at the least distance; a
-    farther variant never gives more prior rows than a nearer one, the nearest give all."""
+    """Invariant: seed sources are exactly the finished variants at the least distance and,
+    among those with the same capacities, the ones at the least distance; a farther
+    variant never gives more prior rows than a nearer one, the nearest give all."""
     by = ranked(v, done)
     near = by[0][0]
-    assert {f.name for f in seed_sources(v, done)} == {f.name for d, f in by if d <= near + 1e-9}
+    alike = [d for d, f in by if same_capacities(v, f)]
+    want = {f.name for d, f in by if d <= near + 1e-9
+            or (same_capacities(v, f) and d <= min(alike) + 1e-9)}
+    assert {f.name for f in seed_sources(v, done)} == want
+    assert len(seed_sources(v, done)) == len(want)  # each once
     rows = prior_rows(v, done, 400)
-    for f in seed_sources(v, done):
-        assert rows[f.key] == 400
+    for d, f in by:
+        if d <= near + 1e-9:
+            assert rows[f.key] == 400
     for d1, f1 in by:
         for d2, f2 in by:
             if d1 < d2:
                 assert rows.get(f1.key, 0) >= rows.get(f2.key, 0)
     assert seed_sources(v, []) == [] and prior_rows(v, [], 400) == {}
+
+
+def test_a_variant_is_also_seeded_by_the_nearest_that_differs_in_rates_only() -> None:
+    """ResNet-50 b16's L1 384K / DDR 13 (bench/results/sweep.md, h70): its nearest finished
+    variant is 512K / DDR 13, whose best schedules overflow a 384K L1; 384K / DDR 27 (farther)
+    has the same capacities, so its schedules all fit, and it is a seed source too."""
+    v = {x.name: x for x in _variants(["384K", "512K", "1M"], ["13", "27"])}
+    name = "STCP920+l1.data_bytes={},ddr.bytes_per_cycle={}".format
+    me, below, alike = v[name("384K", "13")], v[name("512K", "13")], v[name("384K", "27")]
+    assert distance(me, below) < distance(me, alike)
+    assert same_capacities(me, alike) and not same_capacities(me, below)
+    assert [f.name for f in seed_sources(me, [below, alike])] == [below.name, alike.name]
+    far = v[name("1M", "27")]
+    assert [f.name for f in seed_sources(me, [below, far])] == [below.name]
+    assert [f.name for f in seed_sources(me, [alike])] == [alike.name]
+
+
+def test_the_warm_start_takes_the_rate_only_variants_best(tiny_graph: Graph,
+                                                         tmp_path: Path) -> None:
+    """16K / DDR 13 after 32K / DDR 13 (nearer) and 16K / DDR 27: the warm schedules are both
+    variants' best (the 16K / DDR 27 ones, measured by the sweep, all fit 16K / DDR 13)."""
+    from autotune._tune import load_tasks
+    from autotune.sampling._studies import candidate_id
+    from autotune.sampling._warm import warm_schedules
+    from autotune.whatif._sweep import _records, _warm_from, sweep
+
+    vs = {x.name: x for x in _variants(["16K", "32K"], ["13", "27"])}
+    name = "STCP920+l1.data_bytes={},ddr.bytes_per_cycle={}".format
+    me, near, alike = vs[name("16K", "13")], vs[name("32K", "13")], vs[name("16K", "27")]
+    log = tmp_path / "sweep.jsonl"
+    sweep([tiny_graph], [near, alike], trials_per_variant=10, log=log, workers=0, seed=2,
+          pretrained=False)
+    tasks = load_tasks([tiny_graph])
+    key = tasks[0].key
+    recs = _records(str(log), tasks, [near, alike])
+    best = {v.name: {candidate_id(s) for s in warm_schedules(recs[v.key][key])} for v in (near, alike)}
+    assert best[alike.name] - best[near.name]
+    seeds, _ = _warm_from(str(log), tasks, me, [near, alike], False)
+    assert {candidate_id(s) for s in seeds[key]} == best[near.name] | best[alike.name]
+
+
+RATE_KEYS = sorted(k for k, kind in settable_keys().items() if is_rate(k) and kind == "float")
+
+
+def test_the_rate_keys_are_the_rates_and_latencies() -> None:
+    """Every rate or latency the target files can set, and no capacity."""
+    assert "ddr.bytes_per_cycle" in RATE_KEYS and "dma.setup_cycles" in RATE_KEYS
+    assert {"clock_hz", "matrix.macs_per_cycle", "host.launch_overhead_us"} <= set(
+        k for k in settable_keys() if is_rate(k))
+    for k in ("l1.data_bytes", "l1.weight_bytes", "llb.bytes", "ddr.bytes", "chip.clusters",
+              "chip.cores_per_cluster", "compute_dtype", "llb.broadcast", "ddr.burst_bytes"):
+        assert not is_rate(k), k
+
+
+@settings(max_examples=25, deadline=None)
+@given(key=st.sampled_from(RATE_KEYS), factor=st.sampled_from([0.25, 0.5, 2.0, 4.0]),
+       l1=st.sampled_from([16 * 1024, 64 * 1024, 1024 * 1024]), seed=st.integers(0, 2**16))
+def test_a_rate_never_changes_what_fits(tiny_graph: Graph, key: str, factor: float, l1: int,
+                                        seed: int) -> None:
+    """Invariant behind :func:`same_capacities`: scaling any rate or latency of the target
+    changes no schedule's capacity verdict (checked on the real capacity check, on schedules
+    sampled from the space; at 16K most overflow, at 1M most fit)."""
+    import numpy as np
+
+    from compiler.capacity import check_capacity, in_compute_dtype
+    from search_space import build_space
+
+    section, _, field = key.rpartition(".")
+    a = BASE.replace(l1={"data_bytes": l1})
+    old = getattr(getattr(a, section), field) if section else getattr(a, field)
+    b = a.replace(**({section: {field: old * factor}} if section else {field: old * factor}))
+    from autotune.sampling._studies import candidate_id
+
+    space, other = build_space(tiny_graph, a, tiny_graph.batch), build_space(tiny_graph, b, tiny_graph.batch)
+    ra, rb = np.random.default_rng(seed), np.random.default_rng(seed)
+    ga, gb = in_compute_dtype(tiny_graph, a), in_compute_dtype(tiny_graph, b)
+    for i in range(8):
+        s = space.sample(ra, uniform=i % 2 == 0)
+        assert candidate_id(other.sample(rb, uniform=i % 2 == 0)) == candidate_id(s)  # one space
+        ca, cb = check_capacity(ga, s, a), check_capacity(gb, s, b)
+        assert (ca is None) == (cb is None)
+        if ca is not None and cb is not None:
+            assert (ca.needed_bytes, ca.capacity_bytes) == (cb.needed_bytes, cb.capacity_bytes)
 
 
 def test_a_variant_is_seeded_by_its_nearest_finished_variant(tiny_graph: Graph,
@@ -156,6 +245,40 @@ def test_warm_seeds_the_roofline_puts_behind_the_levels_are_dropped(tiny_graph: 
     kept = _not_behind(tiny_graph, [(levels[slow], {"n": 0}), (levels[fast], {"n": 1})],
                        others, target)
     assert [p for _, p in kept] == [{"n": 1}]
+
+
+def test_a_level_that_overflows_is_no_baseline_for_the_warm_seeds(tiny_graph: Graph) -> None:
+    """ResNet-50 b16 at L1 384K (h70): the guide's plan overflows and its roofline estimate is
+    below every schedule's that fits, so it dropped every seed. A seed behind an overflowing
+    level but ahead of every level that fits is kept; behind a fitting one it is dropped;
+    with no level that fits, every seed is kept."""
+    import numpy as np
+
+    import cost_model
+    from autotune.sampling._warm import _not_behind
+    from compiler.capacity import check_capacity, in_compute_dtype
+    from search_space import build_space
+
+    target = BASE.replace(l1={"data_bytes": 16 * 1024})
+    g = in_compute_dtype(tiny_graph, target)
+    space = build_space(tiny_graph, target, tiny_graph.batch)
+    rng = np.random.default_rng(0)
+    pool = [space.sample(rng, uniform=i % 2 == 0) for i in range(300)]
+    est = cost_model.analytical_cycles(np.asarray(cost_model.features(tiny_graph, pool, target)))
+    fit = sorted((float(e), i) for i, (s, e) in enumerate(zip(pool, est))
+                 if check_capacity(g, s, target) is None)
+    over = sorted((float(e), i) for i, (s, e) in enumerate(zip(pool, est))
+                  if check_capacity(g, s, target) is not None)
+    assert over, "need a schedule that overflows"
+    # an overflowing schedule estimated faster than a fitting seed, itself ahead of a fitting level
+    between = [(e, i) for e, i in fit if over[0][0] < e < fit[-1][0]]
+    assert between, "need a fitting schedule between the overflow's estimate and the slowest's"
+    seed, slower = pool[between[0][1]], pool[fit[-1][1]]
+    overflowing = pool[over[0][1]]
+    picked = [(seed, {"n": 0})]
+    assert _not_behind(tiny_graph, picked, [overflowing, slower], target) == picked
+    assert _not_behind(tiny_graph, [(slower, {"n": 1})], [overflowing, seed], target) == []
+    assert _not_behind(tiny_graph, [(slower, {"n": 1})], [overflowing], target) == [(slower, {"n": 1})]
 
 
 @settings(max_examples=40, deadline=None)
