@@ -830,62 +830,42 @@ static int ints(PyObject *obj, int **out, int *n) {
     return 0;
 }
 
-/* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out,
- * filler, tiles[, ws]): work a list (None: not computed yet), filler(index) computes an entry,
- * tiles the group's weight tiles in the LLB; ws (a list table's chunk shape without halo or
- * attention terms, else None) lets ws_compute compute the entries here (parse_ws). */
-static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
+/* A step's layout: its pieces (first sample, samples per part, parts: a tuple of core
+ * tuples each), sorted by first sample (compiler.layout.part_ranges), the bytes of its
+ * result per core in L1 and in the LLB, and the cores its usage is counted on. */
+static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long *spps,
+                       PyObject *const *partss) {
     int nc = w->nc;
-    if (!PyTuple_Check(t) || (PyTuple_GET_SIZE(t) != 14 && PyTuple_GET_SIZE(t) != 15))
-        return bad("step: a 14- or 15-tuple");
-    s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
-    s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
-    s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
-    s->init = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
-    s->tensor = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
-    s->sb = PyLong_AsLong(PyTuple_GET_ITEM(t, 7));
-    s->fb = PyLong_AsLong(PyTuple_GET_ITEM(t, 8));
-    s->tiles = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 13));
-    if (PyErr_Occurred()) return -1;
-    if (!(s->tiles >= 0.0)) return bad("step: negative weight tiles");
-    if (s->kind < 0 || s->kind > 2 || s->want < 0 || s->want > 3 || s->init < 0 || s->init > 2)
-        return bad("step: kind, want or scope out of range");
-    if (ints(PyTuple_GET_ITEM(t, 5), &s->reads, &s->n_reads)) return -1;
-    for (int q = 0; q < s->n_reads; q++)
-        if (s->reads[q] < 0 || s->reads[q] >= n) return bad("read out of range");
-    /* pieces: ((first, spp, parts), ...) */
-    PyObject *pcs = PySequence_Fast(PyTuple_GET_ITEM(t, 6), "pieces");
-    if (!pcs) return -1;
     int n_parts = 0, n_flat = 0;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pcs); i++) {
-        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
-        if (!PyTuple_Check(pc) || PyTuple_GET_SIZE(pc) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(pc, 2))) {
-            Py_DECREF(pcs);
-            return bad("piece: (first, spp, parts)");
-        }
-        PyObject *parts = PyTuple_GET_ITEM(pc, 2);
+    for (int i = 0; i < npc; i++) {
+        PyObject *parts = partss[i];
+        if (!PyTuple_Check(parts)) return bad("piece: (first, spp, parts)");
+        if (spps[i] < 0 || firsts[i] < 0) return bad("piece: negative samples");
+        if (PyTuple_GET_SIZE(parts) > 65536) return bad("piece: too many parts");
         n_parts += (int)PyTuple_GET_SIZE(parts);
         for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
             PyObject *part = PyTuple_GET_ITEM(parts, p);
-            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0) {
-                Py_DECREF(pcs);
+            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0 || PyTuple_GET_SIZE(part) > nc)
                 return bad("part: a tuple of cores");
-            }
             n_flat += (int)PyTuple_GET_SIZE(part);
         }
+        if (n_flat > (1 << 24)) return bad("piece: too many cores");
     }
     s->parts = (Part *)calloc(n_parts ? n_parts : 1, sizeof(Part));
     s->n_parts = n_parts;
     int *flat = (int *)malloc(sizeof(int) * (n_flat ? n_flat : 1));
     s->res = (double *)calloc(nc, sizeof(double));
     s->has = (unsigned char *)calloc(nc, 1);
+    if (!s->parts || !flat || !s->res || !s->has) {
+        free(flat);
+        PyErr_NoMemory();
+        return -1;  /* the rest is freed with the walk (free_walk) */
+    }
     long long total = 0;
     int pi = 0, fi = 0;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pcs); i++) {
-        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
-        long first = PyLong_AsLong(PyTuple_GET_ITEM(pc, 0));
-        long spp = PyLong_AsLong(PyTuple_GET_ITEM(pc, 1));
-        PyObject *parts = PyTuple_GET_ITEM(pc, 2);
+    for (int i = 0; i < npc; i++) {
+        long first = firsts[i], spp = spps[i];
+        PyObject *parts = partss[i];
         total += (long long)spp * PyTuple_GET_SIZE(parts);
         for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
             PyObject *part = PyTuple_GET_ITEM(parts, p);
@@ -894,12 +874,16 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
             P->hi = P->lo + spp;
             P->n = (int)PyTuple_GET_SIZE(part);
             P->cores = (int *)malloc(sizeof(int) * P->n);
+            if (!P->cores) {
+                free(flat);
+                PyErr_NoMemory();
+                return -1;
+            }
             double share = (double)spp / P->n;  /* compiler.layout.samples_per_core */
             for (int q = 0; q < P->n; q++) {
                 long c = PyLong_AsLong(PyTuple_GET_ITEM(part, q));
                 if (c < 0 || c >= nc) {
                     free(flat);
-                    Py_DECREF(pcs);
                     if (!PyErr_Occurred()) bad("core out of range");
                     return -1;
                 }
@@ -909,11 +893,6 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
                 s->has[c] = 1;
             }
         }
-    }
-    Py_DECREF(pcs);
-    if (PyErr_Occurred()) {
-        free(flat);
-        return -1;
     }
     for (int c = 0; c < nc; c++)
         if (s->has[c]) s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
@@ -942,31 +921,82 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
         }
         s->n_cores = m;
     }
-    /* inputs: ((tensor, streamable bit), ...) */
-    PyObject *ins = PySequence_Fast(PyTuple_GET_ITEM(t, 9), "inputs");
+    return 0;
+}
+
+/* pieces: ((first, spp, parts), ...) */
+static int step_pieces_seq(Walk *w, Step *s, PyObject *obj) {
+    PyObject *pcs = PySequence_Fast(obj, "pieces");
+    if (!pcs) return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(pcs);
+    long *firsts = (long *)malloc(sizeof(long) * (m ? m : 1));
+    long *spps = (long *)malloc(sizeof(long) * (m ? m : 1));
+    PyObject **partss = (PyObject **)malloc(sizeof(PyObject *) * (m ? m : 1));
+    int rc = -1;
+    if (!firsts || !spps || !partss) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
+        if (!PyTuple_Check(pc) || PyTuple_GET_SIZE(pc) != 3) {
+            bad("piece: (first, spp, parts)");
+            goto out;
+        }
+        firsts[i] = PyLong_AsLong(PyTuple_GET_ITEM(pc, 0));
+        spps[i] = PyLong_AsLong(PyTuple_GET_ITEM(pc, 1));
+        partss[i] = PyTuple_GET_ITEM(pc, 2);
+        if (PyErr_Occurred()) goto out;
+    }
+    rc = step_pieces(w, s, (int)m, firsts, spps, partss);
+out:
+    free(firsts);
+    free(spps);
+    free(partss);
+    Py_DECREF(pcs);
+    return rc;
+}
+
+/* inputs: ((tensor, streamable bit), ...); each input's source is resolved to a step once
+ * every step is parsed (the tensor code waits in src) */
+static int step_inputs(Step *s, PyObject *obj) {
+    PyObject *ins = PySequence_Fast(obj, "inputs");
     if (!ins) return -1;
-    s->n_inputs = (int)PySequence_Fast_GET_SIZE(ins);
-    s->inputs = (Input *)calloc(s->n_inputs ? s->n_inputs : 1, sizeof(Input));
-    int *tens = (int *)malloc(sizeof(int) * (s->n_inputs ? s->n_inputs : 1));
-    for (int q = 0; q < s->n_inputs; q++) {
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(ins);
+    if (m > (1 << 20)) {
+        Py_DECREF(ins);
+        return bad("too many inputs");
+    }
+    s->n_inputs = (int)m;
+    s->inputs = (Input *)calloc(m ? m : 1, sizeof(Input));
+    if (!s->inputs) {
+        Py_DECREF(ins);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t q = 0; q < m; q++) {
         PyObject *it = PySequence_Fast_GET_ITEM(ins, q);
-        if (!PyArg_ParseTuple(it, "ii", &tens[q], &s->inputs[q].sbit)
+        int tensor;
+        if (!PyArg_ParseTuple(it, "ii", &tensor, &s->inputs[q].sbit)
             || s->inputs[q].sbit >= MAX_STREAMED) {
             Py_DECREF(ins);
-            free(tens);
             if (!PyErr_Occurred()) bad("streamable bit out of range");
             return -1;
         }
-        s->inputs[q].src = tens[q];  /* resolved to a step once every step is parsed */
+        s->inputs[q].src = tensor;
     }
     Py_DECREF(ins);
-    free(tens);
-    PyObject *wk = PyTuple_GET_ITEM(t, 10);
+    return 0;
+}
+
+/* a group's working-set table (wk: a list, None where not computed yet; a dict for a wide
+ * group), its filler and its ws definition (None: the filler only) */
+static int step_work(Step *s, PyObject *wk, PyObject *filler, PyObject *ws) {
     int top = -1;  /* the highest streamable bit */
     for (int q = 0; q < s->n_inputs; q++)
         if (s->inputs[q].sbit > top) top = s->inputs[q].sbit;
     s->table = wk;  /* read on first use (work_at) */
-    s->filler = PyTuple_GET_ITEM(t, 12);
+    s->filler = filler;
     if (s->kind == K_GROUP && !PyCallable_Check(s->filler)) return bad("filler: a callable");
     if (PyDict_Check(wk)) {  /* a wide group: every streamable input has a bit */
         if (s->kind != K_GROUP) return bad("work: a dict for a group only");
@@ -974,26 +1004,67 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
         s->n_work = 0;
         s->wide = 1;
         s->full = top >= 0 ? (((Mask)1 << (top + 1)) - 1) : 0;
-        *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
         return 0;
     }
     if (!PyList_Check(wk)) return bad("work: a list of floats or None");
-    if (PyTuple_GET_SIZE(t) == 15 && PyTuple_GET_ITEM(t, 14) != Py_None) {
+    if (ws && ws != Py_None) {
         if (s->kind != K_GROUP) return bad("ws: for a group only");
-        s->ws = PyTuple_GET_ITEM(t, 14);
+        s->ws = ws;
     }
     Py_ssize_t nw = PyList_GET_SIZE(wk);
     s->n_work = (int)nw;
     s->full = (Mask)(nw / 4) - 1;
     if (s->kind == K_GROUP) {
-        if (nw < 4 || (nw & (nw - 1))) return bad("work table: 4 << streamable entries");
+        if (nw < 4 || (nw & (nw - 1)) || nw > ((Py_ssize_t)4 << LIST_STREAMED))
+            return bad("work table: 4 << streamable entries");
         for (int q = 0; q < s->n_inputs; q++)
             if (s->inputs[q].sbit >= LIST_STREAMED
-                || (s->inputs[q].sbit >= 0 && nw < ((Py_ssize_t)8 << s->inputs[q].sbit)))
+                || (s->inputs[q].sbit >= 0 && nw / 8 < ((Py_ssize_t)1 << s->inputs[q].sbit)))
                 return bad("work table too short");
     }
-    *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
     return 0;
+}
+
+static int step_head(Step *s) {
+    if (PyErr_Occurred()) return -1;
+    if (!(s->tiles >= 0.0)) return bad("step: negative weight tiles");
+    if (s->kind < 0 || s->kind > 2 || s->want < 0 || s->want > 3 || s->init < 0 || s->init > 2)
+        return bad("step: kind, want or scope out of range");
+    if (s->sb < 0 || s->fb < 0) return bad("step: negative sizes");
+    return 0;
+}
+
+static int step_reads(Step *s, PyObject *obj, int n) {
+    if (ints(obj, &s->reads, &s->n_reads)) return -1;
+    for (int q = 0; q < s->n_reads; q++)
+        if (s->reads[q] < 0 || s->reads[q] >= n) return bad("read out of range");
+    return 0;
+}
+
+/* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out,
+ * filler, tiles[, ws]): work a list (None: not computed yet), filler(index) computes an entry,
+ * tiles the group's weight tiles in the LLB; ws (a list table's chunk shape without halo or
+ * attention terms, else None) lets ws_compute compute the entries here (parse_ws). */
+static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
+    if (!PyTuple_Check(t) || (PyTuple_GET_SIZE(t) != 14 && PyTuple_GET_SIZE(t) != 15))
+        return bad("step: a 14- or 15-tuple");
+    s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+    s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+    s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+    s->init = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+    s->tensor = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
+    s->sb = PyLong_AsLong(PyTuple_GET_ITEM(t, 7));
+    s->fb = PyLong_AsLong(PyTuple_GET_ITEM(t, 8));
+    s->tiles = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 13));
+    if (step_head(s)) return -1;
+    if (step_reads(s, PyTuple_GET_ITEM(t, 5), n)) return -1;
+    if (step_pieces_seq(w, s, PyTuple_GET_ITEM(t, 6))) return -1;
+    if (step_inputs(s, PyTuple_GET_ITEM(t, 9))) return -1;
+    if (step_work(s, PyTuple_GET_ITEM(t, 10), PyTuple_GET_ITEM(t, 12),
+                  PyTuple_GET_SIZE(t) == 15 ? PyTuple_GET_ITEM(t, 14) : NULL))
+        return -1;
+    *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
+    return *is_out < 0 ? -1 : 0;
 }
 
 static void free_walk(Walk *w) {
@@ -1041,6 +1112,8 @@ static void free_walk(Walk *w) {
 }
 
 /* walk(cap_l1, cap_llb, n_cores, steps): steps as parse_step reads them, in the order. */
+static PyObject *walk_steps(Walk *wp, int n, int *is_out);
+
 static PyObject *py_walk(PyObject *self, PyObject *args) {
     double cap, llb_cap;
     int nc;
@@ -1054,25 +1127,56 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     }
     PyObject *steps = PySequence_Fast(steps_o, "steps: a sequence");
     if (!steps) return NULL;
+    if (PySequence_Fast_GET_SIZE(steps) > (1 << 24)) {
+        Py_DECREF(steps);
+        PyErr_SetString(PyExc_ValueError, "too many steps");
+        return NULL;
+    }
     Walk w;
     memset(&w, 0, sizeof w);
     int n = (int)PySequence_Fast_GET_SIZE(steps);
     w.nc = nc;
     w.cap = cap;
     w.llb_cap = llb_cap;
+    w.go_on = go_on;
     w.st = (Step *)calloc(n ? n : 1, sizeof(Step));
-    w.last = (int *)malloc(sizeof(int) * (n + 1));
     int *is_out = (int *)calloc(n + 1, sizeof(int));
+    PyObject *result = NULL;
+    if (!w.st || !is_out) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (int k = 0; k < n; k++) {
+        w.n = k + 1;  /* what free_walk frees */
+        if (parse_step(&w, &w.st[k], PySequence_Fast_GET_ITEM(steps, k), n, &is_out[k])) goto fail;
+    }
+    result = walk_steps(&w, n, is_out);  /* frees the walk and is_out */
+    Py_DECREF(steps);  /* the walk borrowed the tables it holds */
+    return result;
+fail:
+    free_walk(&w);
+    free(is_out);
+    Py_DECREF(steps);
+    return NULL;
+}
+
+/* The walk of n parsed steps (wp->st; is_out: the results the graph outputs): the reads'
+ * edges, the last readers, expire and reader lists, then run(). Takes over the walk and
+ * is_out: both are freed here, whatever happens. */
+static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
+    Walk w = *wp;
+    int nc = w.nc;
     double *edge_mem = NULL;
     unsigned char *edge_fbm = NULL;
     PyObject *result = NULL;
     int total_usage = 0;
-    for (int k = 0; k < n; k++) {
-        w.n = k + 1;  /* what free_walk frees */
-        if (parse_step(&w, &w.st[k], PySequence_Fast_GET_ITEM(steps, k), n, &is_out[k])) goto done;
-        total_usage += w.st[k].n_cores;
-    }
+    for (int k = 0; k < n; k++) total_usage += w.st[k].n_cores;
     w.n = n;
+    w.last = (int *)malloc(sizeof(int) * (n + 1));
+    if (!w.last) {
+        PyErr_NoMemory();
+        goto done;
+    }
     /* global reads: each (reader, read) pair, with its staying table made on first use */
     int n_rd = 0;
     for (int j = 0; j < n; j++) n_rd += w.st[j].n_reads;
@@ -1082,11 +1186,22 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     w.ge_dst = (int *)malloc(sizeof(int) * (n_rd + 1));
     edge_mem = (double *)calloc((size_t)(n_rd ? n_rd : 1) * nc, sizeof(double));
     edge_fbm = (unsigned char *)calloc((size_t)(n_rd ? n_rd : 1) * nc, 1);
+    if (!w.ed || !w.ge_src || !w.ge_dst || !edge_mem || !edge_fbm) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int j = 0; j < n; j++) {
+        Step *s = &w.st[j];
+        s->redges = (int *)malloc(sizeof(int) * (s->n_reads ? s->n_reads : 1));
+        if (!s->redges) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     {
         int g = 0;
         for (int j = 0; j < n; j++) {
             Step *s = &w.st[j];
-            s->redges = (int *)malloc(sizeof(int) * (s->n_reads ? s->n_reads : 1));
             for (int q = 0; q < s->n_reads; q++, g++) {
                 w.ge_src[g] = s->reads[q];
                 w.ge_dst[g] = j;
@@ -1118,20 +1233,40 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         if (is_out[k]) w.last[k] = n;
     w.exp_ptr = (int *)calloc(n + 2, sizeof(int));
     w.exp_idx = (int *)malloc(sizeof(int) * (n + 1));
+    w.rd_ptr = (int *)calloc(n + 1, sizeof(int));
+    w.rd_j = (int *)malloc(sizeof(int) * (n_rd + 1));
+    w.rd_e = (int *)malloc(sizeof(int) * (n_rd + 1));
+    w.scope = (int *)malloc(sizeof(int) * (n + 1));
+    w.resident = (int *)calloc(n + 1, sizeof(int));
+    w.l1_live = (double *)calloc(nc, sizeof(double));
+    w.future = (double *)calloc((size_t)(n ? n : 1) * nc, sizeof(double));
+    w.peak_l1 = (double *)calloc(nc, sizeof(double));
+    w.stamp = (int *)calloc(n + 1, sizeof(int));
+    w.stamp2 = (unsigned char *)calloc(nc, 1);
+    w.staying = (double *)calloc(nc, sizeof(double));
+    w.mask_out = (Mask *)calloc(n + 1, sizeof(Mask));
+    w.held_out = (int *)calloc(n + 1, sizeof(int));
+    w.usage = (double *)calloc((size_t)total_usage + 1, sizeof(double));
+    w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
+    int *scratch = (int *)calloc((size_t)n + 1, sizeof(int));
+    if (!w.exp_ptr || !w.exp_idx || !w.rd_ptr || !w.rd_j || !w.rd_e || !w.scope || !w.resident
+        || !w.l1_live || !w.future || !w.peak_l1 || !w.stamp || !w.stamp2 || !w.staying
+        || !w.mask_out || !w.held_out || !w.usage || !w.usage_ptr || !scratch) {
+        free(scratch);
+        PyErr_NoMemory();
+        goto done;
+    }
     for (int i = 0; i < n; i++)
         if (w.last[i] < n) w.exp_ptr[w.last[i] + 1]++;
     for (int k = 0; k < n + 1; k++) w.exp_ptr[k + 1] += w.exp_ptr[k];
     {
-        int *fill = (int *)calloc((size_t)n + 1, sizeof(int));
+        int *fill = scratch;
         for (int i = 0; i < n; i++)
             if (w.last[i] < n) w.exp_idx[w.exp_ptr[w.last[i]] + fill[w.last[i]]++] = i;
-        free(fill);
     }
-    w.rd_ptr = (int *)calloc(n + 1, sizeof(int));
-    w.rd_j = (int *)malloc(sizeof(int) * (n_rd + 1));
-    w.rd_e = (int *)malloc(sizeof(int) * (n_rd + 1));
     {
-        int *cnt = (int *)calloc(n + 1, sizeof(int));
+        int *cnt = scratch;
+        memset(cnt, 0, sizeof(int) * ((size_t)n + 1));
         for (int j = 0; j < n; j++)
             for (int q = 0; q < w.st[j].n_reads; q++) cnt[w.st[j].reads[q]]++;
         for (int d = 0; d < n; d++) w.rd_ptr[d + 1] = w.rd_ptr[d] + cnt[d];
@@ -1143,24 +1278,11 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
                 w.rd_j[slot] = j;
                 w.rd_e[slot] = w.st[j].redges[q];
             }
-        free(cnt);
     }
-    w.scope = (int *)malloc(sizeof(int) * (n + 1));
+    free(scratch);
     for (int k = 0; k < n; k++) w.scope[k] = w.st[k].init;
-    w.resident = (int *)calloc(n + 1, sizeof(int));
-    w.l1_live = (double *)calloc(nc, sizeof(double));
-    w.future = (double *)calloc((size_t)(n ? n : 1) * nc, sizeof(double));
-    w.peak_l1 = (double *)calloc(nc, sizeof(double));
-    w.stamp = (int *)calloc(n + 1, sizeof(int));
-    w.stamp2 = (unsigned char *)calloc(nc, 1);
-    w.staying = (double *)calloc(nc, sizeof(double));
-    w.mask_out = (Mask *)calloc(n + 1, sizeof(Mask));
-    w.held_out = (int *)calloc(n + 1, sizeof(int));
-    w.usage = (double *)calloc(total_usage + 1, sizeof(double));
-    w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
     for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
 
-    w.go_on = go_on;
     w.overflow_at = -1;
     int status = run(&w);
     if (w.failed) goto done;  /* the filler's exception */
@@ -1219,8 +1341,284 @@ done:
     free(edge_mem);
     free(edge_fbm);
     free(is_out);
-    Py_DECREF(steps);
     return result;
+}
+
+/* ---- the walk from per-group and per-transfer rows (search_space/_ccore.py) -------------
+ *
+ * index(nodes, gidx, gsplit, tidx, tprod, outs) -> (refs, is_out, asks, chunk_at, step_at):
+ *   nodes the order (("g", group, chunk) or ("t", transfer, 0)), gidx / tidx the positions of
+ *   the groups / transfers by name, gsplit each group's chunks, tprod each transfer's
+ *   producer group (-1: a fixed transfer), outs the nodes the graph outputs. refs: per step
+ *   (group index, chunk) or (-1 - transfer index, 0) as int32 pairs; is_out one byte per
+ *   step; asks the answers in the order the walk asks for them (a group's policy at its
+ *   first chunk: its index; a producer's transfer scope at its first transfer whose scope
+ *   is free: -1 - the producer's index); chunk_at per group its chunks' positions, step_at
+ *   per transfer its position.
+ *
+ * walk_rows(cap_l1, cap_llb, n_cores, refs, is_out, reads, grows, gwants, trows, tprod,
+ *           pwants[, go_on]) -> what walk() returns: the steps made from the rows, each as
+ *   parse_step would read it (search_space/_ccore.py, _step_rows):
+ *   grows[i] = (allowed, tensor, sb, fb, inputs, work, filler, tiles, ws, samples per chunk,
+ *   binds: per chunk its parts), gwants[i] the scope each chunk asks for; trows[j] =
+ *   (pieces, init, tensor, sb, fb); pwants[p] the scope producer p's free transfers ask for
+ *   (0..3, 3 = auto). */
+
+static int node_ref(PyObject *node, PyObject *gidx, PyObject *gsplit, PyObject *tidx,
+                    int *ref, int *chunk) {
+    if (!PyTuple_Check(node) || PyTuple_GET_SIZE(node) < 2 || !PyUnicode_Check(PyTuple_GET_ITEM(node, 0))
+        || PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(node, 0)) != 1)
+        return bad("node: (\"g\", group, chunk) or (\"t\", transfer, 0)");
+    Py_UCS4 kind = PyUnicode_READ_CHAR(PyTuple_GET_ITEM(node, 0), 0);
+    PyObject *name = PyTuple_GET_ITEM(node, 1);
+    if (kind == 'g') {
+        if (PyTuple_GET_SIZE(node) != 3) return bad("node: (\"g\", group, chunk)");
+        PyObject *v = PyDict_GetItemWithError(gidx, name);
+        if (!v) return PyErr_Occurred() ? -1 : 1;  /* not a group of this decode */
+        long i = PyLong_AsLong(v), c = PyLong_AsLong(PyTuple_GET_ITEM(node, 2));
+        if (PyErr_Occurred()) return -1;
+        if (i < 0 || i >= PyList_GET_SIZE(gsplit)) return bad("group index out of range");
+        long split = PyLong_AsLong(PyList_GET_ITEM(gsplit, i));
+        if (split == -1 && PyErr_Occurred()) return -1;
+        if (c < 0 || c >= split) return bad("chunk out of range");
+        *ref = (int)i;
+        *chunk = (int)c;
+        return 0;
+    }
+    if (kind != 't' || PyTuple_GET_SIZE(node) > 3) return bad("node: (\"t\", transfer, 0)");
+    PyObject *v = PyDict_GetItemWithError(tidx, name);
+    if (!v) return PyErr_Occurred() ? -1 : 1;
+    long j = PyLong_AsLong(v);
+    if (j == -1 && PyErr_Occurred()) return -1;
+    if (j < 0 || j >= 0x3fffffff) return bad("transfer index out of range");
+    *ref = -1 - (int)j;
+    *chunk = 0;
+    return 0;
+}
+
+static PyObject *py_index(PyObject *self, PyObject *args) {
+    PyObject *nodes, *gidx, *gsplit, *tidx, *tprod, *outs;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O", &PyList_Type, &nodes, &PyDict_Type, &gidx,
+                          &PyList_Type, &gsplit, &PyDict_Type, &tidx, &PyList_Type, &tprod, &outs))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(nodes), ng = PyList_GET_SIZE(gsplit), nt = PyList_GET_SIZE(tprod);
+    if (n > (1 << 24) || ng > (1 << 24) || nt > (1 << 24)) return PyErr_Format(PyExc_ValueError, "too many steps");
+    PyObject *refs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * 2 * (n ? n : 1));
+    PyObject *is_out = PyBytes_FromStringAndSize(NULL, n ? n : 1);
+    PyObject *asks = PyList_New(0), *chunk_at = PyList_New(ng), *step_at = PyList_New(nt);
+    unsigned char *seen = (unsigned char *)calloc((size_t)(ng ? ng : 1), 2);
+    PyObject *outs_f = NULL;
+    if (!refs || !is_out || !asks || !chunk_at || !step_at || !seen) goto fail;
+    int *rf = (int *)PyBytes_AS_STRING(refs);
+    unsigned char *io = (unsigned char *)PyBytes_AS_STRING(is_out);
+    memset(io, 0, (size_t)(n ? n : 1));
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        long split = PyLong_AsLong(PyList_GET_ITEM(gsplit, i));
+        if (split == -1 && PyErr_Occurred()) goto fail;
+        if (split < 0 || split > (1 << 24)) {
+            bad("split out of range");
+            goto fail;
+        }
+        PyObject *at = PyList_New(split);
+        if (!at) goto fail;
+        for (long c = 0; c < split; c++) PyList_SET_ITEM(at, c, PyLong_FromLong(0));
+        PyList_SET_ITEM(chunk_at, i, at);
+    }
+    for (Py_ssize_t j = 0; j < nt; j++) {
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(step_at, j, Py_None);
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int ref, chunk;
+        int r = node_ref(PyList_GET_ITEM(nodes, k), gidx, gsplit, tidx, &ref, &chunk);
+        if (r) {
+            if (r > 0) bad("a step of no group or transfer of the decode");
+            goto fail;
+        }
+        rf[2 * k] = ref;
+        rf[2 * k + 1] = chunk;
+        PyObject *pos = PyLong_FromSsize_t(k);
+        if (!pos) goto fail;
+        if (ref >= 0) {
+            if (PyList_SetItem(PyList_GET_ITEM(chunk_at, ref), chunk, pos)) goto fail;
+            if (!seen[ref]) {
+                seen[ref] = 1;
+                PyObject *a = PyLong_FromLong(ref);
+                if (!a || PyList_Append(asks, a)) { Py_XDECREF(a); goto fail; }
+                Py_DECREF(a);
+            }
+        } else {
+            int j = -1 - ref;
+            if (j >= nt) {
+                Py_DECREF(pos);
+                bad("transfer index out of range");
+                goto fail;
+            }
+            if (PyList_SetItem(step_at, j, pos)) goto fail;
+            long p = PyLong_AsLong(PyList_GET_ITEM(tprod, j));
+            if (p == -1 && PyErr_Occurred()) goto fail;
+            if (p >= ng || p < -1) {
+                bad("producer out of range");
+                goto fail;
+            }
+            if (p >= 0 && !seen[ng + p]) {
+                seen[ng + p] = 1;
+                PyObject *a = PyLong_FromLong(-1 - p);
+                if (!a || PyList_Append(asks, a)) { Py_XDECREF(a); goto fail; }
+                Py_DECREF(a);
+            }
+        }
+    }
+    outs_f = PySequence_Fast(outs, "outs: a sequence of nodes");
+    if (!outs_f) goto fail;
+    for (Py_ssize_t q = 0; q < PySequence_Fast_GET_SIZE(outs_f); q++) {
+        int ref, chunk;
+        int r = node_ref(PySequence_Fast_GET_ITEM(outs_f, q), gidx, gsplit, tidx, &ref, &chunk);
+        if (r < 0) goto fail;
+        if (r > 0) continue;  /* not a step of this decode */
+        PyObject *pos = ref >= 0 ? PyList_GET_ITEM(PyList_GET_ITEM(chunk_at, ref), chunk)
+                                 : (-1 - ref < nt ? PyList_GET_ITEM(step_at, -1 - ref) : Py_None);
+        if (pos == Py_None) continue;
+        Py_ssize_t k = PyLong_AsSsize_t(pos);
+        if (k == -1 && PyErr_Occurred()) goto fail;
+        /* the node is the step at k only if the step there is this node */
+        if (k >= 0 && k < n && rf[2 * k] == ref && rf[2 * k + 1] == chunk) io[k] = 1;
+    }
+    Py_DECREF(outs_f);
+    free(seen);
+    return Py_BuildValue("(NNNNN)", refs, is_out, asks, chunk_at, step_at);
+fail:
+    Py_XDECREF(outs_f);
+    Py_XDECREF(refs);
+    Py_XDECREF(is_out);
+    Py_XDECREF(asks);
+    Py_XDECREF(chunk_at);
+    Py_XDECREF(step_at);
+    free(seen);
+    return NULL;
+}
+
+static long item_long(PyObject *t, Py_ssize_t i) { return PyLong_AsLong(PyTuple_GET_ITEM(t, i)); }
+
+static int scope_code(PyObject *obj, int lo, int hi, int *out) {
+    long v = PyLong_AsLong(obj);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < lo || v > hi) return bad("scope code out of range");
+    *out = (int)v;
+    return 0;
+}
+
+/* step k from its group's row (chunk `chunk`) or transfer's row */
+static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *reads, PyObject *grows,
+                     PyObject *gwants, PyObject *trows, PyObject *tprod, PyObject *pwants) {
+    if (ref >= 0) {
+        if (ref >= PyList_GET_SIZE(grows) || ref >= PyList_GET_SIZE(gwants)) return bad("group out of range");
+        PyObject *g = PyList_GET_ITEM(grows, ref);
+        if (!PyTuple_Check(g) || PyTuple_GET_SIZE(g) != 11) return bad("group row: an 11-tuple");
+        PyObject *binds = PyTuple_GET_ITEM(g, 10), *wants = PyList_GET_ITEM(gwants, ref);
+        if (!PyTuple_Check(binds) || chunk < 0 || chunk >= PyTuple_GET_SIZE(binds))
+            return bad("group row: a binding per chunk");
+        if (!PyTuple_Check(wants) || chunk >= PyTuple_GET_SIZE(wants))
+            return bad("group wants: a scope per chunk");
+        s->kind = K_GROUP;
+        if (scope_code(PyTuple_GET_ITEM(wants, chunk), 0, 3, &s->want)) return -1;
+        s->allowed = (int)item_long(g, 0);
+        s->init = DDR;
+        s->tensor = (int)item_long(g, 1);
+        s->sb = item_long(g, 2);
+        s->fb = item_long(g, 3);
+        s->tiles = PyFloat_AsDouble(PyTuple_GET_ITEM(g, 7));
+        long samples = item_long(g, 9);
+        if (step_head(s)) return -1;
+        if (samples < 0) return bad("group row: negative samples");
+        if (step_reads(s, reads, n)) return -1;
+        PyObject *parts = PyTuple_GET_ITEM(binds, chunk);
+        if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) == 0) return bad("binding: a tuple of parts");
+        long first = (long)chunk * samples, spp = samples / (long)PyTuple_GET_SIZE(parts);
+        if (chunk && first / chunk != samples) return bad("group row: samples out of range");
+        if (step_pieces(w, s, 1, &first, &spp, &parts)) return -1;
+        if (step_inputs(s, PyTuple_GET_ITEM(g, 4))) return -1;
+        return step_work(s, PyTuple_GET_ITEM(g, 5), PyTuple_GET_ITEM(g, 6), PyTuple_GET_ITEM(g, 8));
+    }
+    int j = -1 - ref;
+    if (j >= PyList_GET_SIZE(trows) || j >= PyList_GET_SIZE(tprod)) return bad("transfer out of range");
+    PyObject *t = PyList_GET_ITEM(trows, j);
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) return bad("transfer row: a 5-tuple");
+    long p = PyLong_AsLong(PyList_GET_ITEM(tprod, j));
+    if (p == -1 && PyErr_Occurred()) return -1;
+    if (p < -1 || p >= PyList_GET_SIZE(pwants)) return bad("producer out of range");
+    if (p < 0) {
+        s->kind = K_FIXED;
+        s->want = DDR;
+    } else {
+        s->kind = K_TRANSFER;
+        if (scope_code(PyList_GET_ITEM(pwants, p), 0, 3, &s->want)) return -1;
+    }
+    s->allowed = 7;
+    s->init = (int)item_long(t, 1);
+    s->tensor = (int)item_long(t, 2);
+    s->sb = item_long(t, 3);
+    s->fb = item_long(t, 4);
+    s->tiles = 0.0;
+    if (step_head(s)) return -1;
+    if (step_reads(s, reads, n)) return -1;
+    if (step_pieces_seq(w, s, PyTuple_GET_ITEM(t, 0))) return -1;
+    s->n_inputs = 0;
+    s->inputs = (Input *)calloc(1, sizeof(Input));
+    if (!s->inputs) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->table = NULL;  /* a transfer has no working set (work_at is asked for groups only) */
+    s->filler = Py_None;
+    return 0;
+}
+
+static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
+    double cap, llb_cap;
+    int nc, go_on = 0;
+    PyObject *refs, *is_out_b, *reads, *grows, *gwants, *trows, *tprod, *pwants;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "ddiO!O!O!O!O!O!O!O!|p", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
+                          &PyBytes_Type, &is_out_b, &PyList_Type, &reads, &PyList_Type, &grows,
+                          &PyList_Type, &gwants, &PyList_Type, &trows, &PyList_Type, &tprod,
+                          &PyList_Type, &pwants, &go_on))
+        return NULL;
+    if (nc <= 0 || nc > 65536) return PyErr_Format(PyExc_ValueError, "cores per cluster out of range");
+    Py_ssize_t n = PyList_GET_SIZE(reads);
+    /* refs: two int32 per step (compared by division: no product to overflow) */
+    if (n > (1 << 24) || PyBytes_GET_SIZE(is_out_b) != (n ? n : 1)
+        || PyBytes_GET_SIZE(refs) / (Py_ssize_t)(2 * sizeof(int)) != (n ? n : 1)
+        || PyBytes_GET_SIZE(refs) % (Py_ssize_t)(2 * sizeof(int)))
+        return PyErr_Format(PyExc_ValueError, "refs, is_out and reads: one per step");
+    Walk w;
+    memset(&w, 0, sizeof w);
+    w.nc = nc;
+    w.cap = cap;
+    w.llb_cap = llb_cap;
+    w.go_on = go_on;
+    w.st = (Step *)calloc(n ? n : 1, sizeof(Step));
+    int *is_out = (int *)calloc((size_t)n + 1, sizeof(int));
+    if (!w.st || !is_out) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    const int *rf = (const int *)PyBytes_AS_STRING(refs);
+    const unsigned char *io = (const unsigned char *)PyBytes_AS_STRING(is_out_b);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        w.n = (int)k + 1;  /* what free_walk frees */
+        if (rows_step(&w, &w.st[k], (int)n, rf[2 * k], rf[2 * k + 1], PyList_GET_ITEM(reads, k),
+                      grows, gwants, trows, tprod, pwants))
+            goto fail;
+        is_out[k] = io[k] != 0;
+    }
+    /* the rows stay alive while the walk borrows their tables: the caller holds them */
+    return walk_steps(&w, (int)n, is_out);
+fail:
+    free_walk(&w);
+    free(is_out);
+    return NULL;
 }
 
 /* working_set(ws, n_work, index): entry `index` of a list table of n_work entries as the
@@ -1253,6 +1651,9 @@ static PyObject *py_working_set(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"walk", py_walk, METH_VARARGS, "The scope walk of search-space decoding (see _ccore.py)."},
+    {"index", py_index, METH_VARARGS, "A decode's order as step references (see _ccore.py)."},
+    {"walk_rows", py_walk_rows, METH_VARARGS,
+     "The scope walk from per-group and per-transfer rows (see _ccore.py)."},
     {"working_set", py_working_set, METH_VARARGS,
      "A working-set entry as the walk computes it (see _ccore.py, _ws_def)."},
     {"profile", cprof_py_profile, METH_VARARGS,
