@@ -135,11 +135,65 @@ typedef struct {
     int *held_out;
     double *usage;            /* per step, per core of the step */
     int *usage_ptr;
+    struct Block *arena;      /* every array of the walk (wa), freed at once (free_walk) */
 } Walk;
 
 static int bad(const char *msg) {
     PyErr_SetString(PyExc_ValueError, msg);
     return -1;
+}
+
+/* The walk's memory: its arrays are carved from blocks (one malloc per block, not per
+ * array: allocation was a fifth of a walk's time), freed at once with the walk. The
+ * largest block is kept for the next walk (spare_block; the GIL is held throughout, and a
+ * walk started while another holds it mallocs its own). */
+typedef struct Block {
+    struct Block *next;
+    size_t cap, used;
+} Block;
+#define BLOCK_HDR ((sizeof(Block) + 15) & ~(size_t)15)
+static Block *spare_block = NULL;
+
+/* n bytes (zeroed if asked), 16-byte aligned; NULL when out of memory (no error set) */
+static void *wa(Walk *w, size_t n, int zero) {
+    if (n > ((size_t)1 << 40)) return NULL;
+    n = n ? (n + 15) & ~(size_t)15 : 16;
+    Block *b = w->arena;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = b ? b->cap * 2 : ((size_t)1 << 16);
+        if (cap < n) cap = n;
+        Block *nb;
+        if (spare_block && spare_block->cap >= cap) {
+            nb = spare_block;
+            spare_block = NULL;
+        } else {
+            nb = (Block *)malloc(BLOCK_HDR + cap);
+            if (!nb) return NULL;
+            nb->cap = cap;
+        }
+        nb->next = b;
+        nb->used = 0;
+        w->arena = b = nb;
+    }
+    void *p = (char *)b + BLOCK_HDR + b->used;
+    b->used += n;
+    if (zero) memset(p, 0, n);
+    return p;
+}
+
+static void arena_free(Walk *w) {
+    Block *b = w->arena;
+    while (b) {
+        Block *next = b->next;
+        if (!spare_block || spare_block->cap < b->cap) {
+            free(spare_block);
+            spare_block = b;
+        } else {
+            free(b);
+        }
+        b = next;
+    }
+    w->arena = NULL;
 }
 
 /* A working set of step s: from the table, or computed by the Python definition on first
@@ -812,12 +866,22 @@ static int run(Walk *w) {
 
 /* ---- parsing ----------------------------------------------------------------------- */
 
-static int ints(PyObject *obj, int **out, int *n) {
+static int ints(Walk *w, PyObject *obj, int **out, int *n) {
     PyObject *f = PySequence_Fast(obj, "a sequence of ints");
     if (!f) return -1;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(f);
+    if (m > (1 << 24)) {
+        Py_DECREF(f);
+        return bad("too many ints");
+    }
     *n = (int)m;
-    *out = (int *)malloc(sizeof(int) * (m ? m : 1));
+    *out = (int *)wa(w, sizeof(int) * (size_t)(m ? m : 1), 0);
+    if (!*out) {
+        *n = 0;
+        Py_DECREF(f);
+        PyErr_NoMemory();
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < m; i++) {
         long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(f, i));
         if (v == -1 && PyErr_Occurred()) {
@@ -851,16 +915,15 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
         }
         if (n_flat > (1 << 24)) return bad("piece: too many cores");
     }
-    s->parts = (Part *)calloc(n_parts ? n_parts : 1, sizeof(Part));
-    s->n_parts = n_parts;
-    int *flat = (int *)malloc(sizeof(int) * (n_flat ? n_flat : 1));
-    s->res = (double *)calloc(nc, sizeof(double));
-    s->has = (unsigned char *)calloc(nc, 1);
+    s->parts = (Part *)wa(w, sizeof(Part) * (size_t)(n_parts ? n_parts : 1), 1);
+    int *flat = (int *)wa(w, sizeof(int) * (size_t)(n_flat ? n_flat : 1), 0);
+    s->res = (double *)wa(w, sizeof(double) * (size_t)nc, 1);
+    s->has = (unsigned char *)wa(w, (size_t)nc, 1);
     if (!s->parts || !flat || !s->res || !s->has) {
-        free(flat);
         PyErr_NoMemory();
-        return -1;  /* the rest is freed with the walk (free_walk) */
+        return -1;  /* freed with the walk (free_walk) */
     }
+    s->n_parts = n_parts;
     long long total = 0;
     int pi = 0, fi = 0;
     for (int i = 0; i < npc; i++) {
@@ -873,9 +936,8 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
             P->lo = first + p * spp;
             P->hi = P->lo + spp;
             P->n = (int)PyTuple_GET_SIZE(part);
-            P->cores = (int *)malloc(sizeof(int) * P->n);
+            P->cores = (int *)wa(w, sizeof(int) * (size_t)P->n, 0);
             if (!P->cores) {
-                free(flat);
                 PyErr_NoMemory();
                 return -1;
             }
@@ -883,7 +945,6 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
             for (int q = 0; q < P->n; q++) {
                 long c = PyLong_AsLong(PyTuple_GET_ITEM(part, q));
                 if (c < 0 || c >= nc) {
-                    free(flat);
                     if (!PyErr_Occurred()) bad("core out of range");
                     return -1;
                 }
@@ -929,9 +990,9 @@ static int step_pieces_seq(Walk *w, Step *s, PyObject *obj) {
     PyObject *pcs = PySequence_Fast(obj, "pieces");
     if (!pcs) return -1;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(pcs);
-    long *firsts = (long *)malloc(sizeof(long) * (m ? m : 1));
-    long *spps = (long *)malloc(sizeof(long) * (m ? m : 1));
-    PyObject **partss = (PyObject **)malloc(sizeof(PyObject *) * (m ? m : 1));
+    long *firsts = (long *)wa(w, sizeof(long) * (size_t)(m ? m : 1), 0);
+    long *spps = (long *)wa(w, sizeof(long) * (size_t)(m ? m : 1), 0);
+    PyObject **partss = (PyObject **)wa(w, sizeof(PyObject *) * (size_t)(m ? m : 1), 0);
     int rc = -1;
     if (!firsts || !spps || !partss) {
         PyErr_NoMemory();
@@ -950,16 +1011,13 @@ static int step_pieces_seq(Walk *w, Step *s, PyObject *obj) {
     }
     rc = step_pieces(w, s, (int)m, firsts, spps, partss);
 out:
-    free(firsts);
-    free(spps);
-    free(partss);
     Py_DECREF(pcs);
     return rc;
 }
 
 /* inputs: ((tensor, streamable bit), ...); each input's source is resolved to a step once
  * every step is parsed (the tensor code waits in src) */
-static int step_inputs(Step *s, PyObject *obj) {
+static int step_inputs(Walk *w, Step *s, PyObject *obj) {
     PyObject *ins = PySequence_Fast(obj, "inputs");
     if (!ins) return -1;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(ins);
@@ -968,7 +1026,7 @@ static int step_inputs(Step *s, PyObject *obj) {
         return bad("too many inputs");
     }
     s->n_inputs = (int)m;
-    s->inputs = (Input *)calloc(m ? m : 1, sizeof(Input));
+    s->inputs = (Input *)wa(w, sizeof(Input) * (size_t)(m ? m : 1), 1);
     if (!s->inputs) {
         Py_DECREF(ins);
         PyErr_NoMemory();
@@ -1034,8 +1092,8 @@ static int step_head(Step *s) {
     return 0;
 }
 
-static int step_reads(Step *s, PyObject *obj, int n) {
-    if (ints(obj, &s->reads, &s->n_reads)) return -1;
+static int step_reads(Walk *w, Step *s, PyObject *obj, int n) {
+    if (ints(w, obj, &s->reads, &s->n_reads)) return -1;
     for (int q = 0; q < s->n_reads; q++)
         if (s->reads[q] < 0 || s->reads[q] >= n) return bad("read out of range");
     return 0;
@@ -1057,9 +1115,9 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     s->fb = PyLong_AsLong(PyTuple_GET_ITEM(t, 8));
     s->tiles = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 13));
     if (step_head(s)) return -1;
-    if (step_reads(s, PyTuple_GET_ITEM(t, 5), n)) return -1;
+    if (step_reads(w, s, PyTuple_GET_ITEM(t, 5), n)) return -1;
     if (step_pieces_seq(w, s, PyTuple_GET_ITEM(t, 6))) return -1;
-    if (step_inputs(s, PyTuple_GET_ITEM(t, 9))) return -1;
+    if (step_inputs(w, s, PyTuple_GET_ITEM(t, 9))) return -1;
     if (step_work(s, PyTuple_GET_ITEM(t, 10), PyTuple_GET_ITEM(t, 12),
                   PyTuple_GET_SIZE(t) == 15 ? PyTuple_GET_ITEM(t, 14) : NULL))
         return -1;
@@ -1069,49 +1127,19 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
 
 static void free_walk(Walk *w) {
     if (w->st) {
-        for (int k = 0; k < w->n; k++) {
+        for (int k = 0; k < w->n; k++) {  /* what parse_ws malloc'd */
             Step *s = &w->st[k];
-            free(s->reads);
-            free(s->redges);
-            free(s->cores);
-            free(s->res);
-            free(s->has);
-            free(s->inputs);
             free(s->ws_bit);
             free(s->ws_sb);
             free(s->ws_fb);
             free(s->ws_win);
             free(s->ws_has_win);
-            if (s->parts)
-                for (int p = 0; p < s->n_parts; p++) free(s->parts[p].cores);
-            free(s->parts);
         }
-        free(w->st);
     }
-    free(w->ed);
-    free(w->last);
-    free(w->exp_ptr);
-    free(w->exp_idx);
-    free(w->rd_ptr);
-    free(w->rd_j);
-    free(w->rd_e);
-    free(w->ge_src);
-    free(w->ge_dst);
-    free(w->scope);
-    free(w->resident);
-    free(w->l1_live);
-    free(w->future);
-    free(w->peak_l1);
-    free(w->stamp);
-    free(w->stamp2);
-    free(w->staying);
-    free(w->mask_out);
-    free(w->held_out);
-    free(w->usage);
-    free(w->usage_ptr);
+    w->st = NULL;
+    arena_free(w);
 }
 
-/* walk(cap_l1, cap_llb, n_cores, steps): steps as parse_step reads them, in the order. */
 static PyObject *walk_steps(Walk *wp, int n, int *is_out);
 
 static PyObject *py_walk(PyObject *self, PyObject *args) {
@@ -1139,8 +1167,8 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     w.cap = cap;
     w.llb_cap = llb_cap;
     w.go_on = go_on;
-    w.st = (Step *)calloc(n ? n : 1, sizeof(Step));
-    int *is_out = (int *)calloc(n + 1, sizeof(int));
+    w.st = (Step *)wa(&w, sizeof(Step) * (size_t)(n ? n : 1), 1);
+    int *is_out = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 1);
     PyObject *result = NULL;
     if (!w.st || !is_out) {
         PyErr_NoMemory();
@@ -1150,29 +1178,28 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         w.n = k + 1;  /* what free_walk frees */
         if (parse_step(&w, &w.st[k], PySequence_Fast_GET_ITEM(steps, k), n, &is_out[k])) goto fail;
     }
-    result = walk_steps(&w, n, is_out);  /* frees the walk and is_out */
+    result = walk_steps(&w, n, is_out);  /* frees the walk (is_out with it) */
     Py_DECREF(steps);  /* the walk borrowed the tables it holds */
     return result;
 fail:
     free_walk(&w);
-    free(is_out);
     Py_DECREF(steps);
     return NULL;
 }
 
 /* The walk of n parsed steps (wp->st; is_out: the results the graph outputs): the reads'
  * edges, the last readers, expire and reader lists, then run(). Takes over the walk and
- * is_out: both are freed here, whatever happens. */
+ * is_out (carved from its arena): freed here, whatever happens. */
 static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
     Walk w = *wp;
     int nc = w.nc;
     double *edge_mem = NULL;
     unsigned char *edge_fbm = NULL;
     PyObject *result = NULL;
-    int total_usage = 0;
+    size_t total_usage = 0;
     for (int k = 0; k < n; k++) total_usage += w.st[k].n_cores;
     w.n = n;
-    w.last = (int *)malloc(sizeof(int) * (n + 1));
+    w.last = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 0);
     if (!w.last) {
         PyErr_NoMemory();
         goto done;
@@ -1181,18 +1208,18 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
     int n_rd = 0;
     for (int j = 0; j < n; j++) n_rd += w.st[j].n_reads;
     w.n_edges = n_rd;
-    w.ed = (Edge *)calloc(n_rd ? n_rd : 1, sizeof(Edge));
-    w.ge_src = (int *)malloc(sizeof(int) * (n_rd + 1));
-    w.ge_dst = (int *)malloc(sizeof(int) * (n_rd + 1));
-    edge_mem = (double *)calloc((size_t)(n_rd ? n_rd : 1) * nc, sizeof(double));
-    edge_fbm = (unsigned char *)calloc((size_t)(n_rd ? n_rd : 1) * nc, 1);
+    w.ed = (Edge *)wa(&w, sizeof(Edge) * (size_t)(n_rd ? n_rd : 1), 1);
+    w.ge_src = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    w.ge_dst = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    edge_mem = (double *)wa(&w, sizeof(double) * (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
+    edge_fbm = (unsigned char *)wa(&w, (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
     if (!w.ed || !w.ge_src || !w.ge_dst || !edge_mem || !edge_fbm) {
         PyErr_NoMemory();
         goto done;
     }
     for (int j = 0; j < n; j++) {
         Step *s = &w.st[j];
-        s->redges = (int *)malloc(sizeof(int) * (s->n_reads ? s->n_reads : 1));
+        s->redges = (int *)wa(&w, sizeof(int) * (size_t)(s->n_reads ? s->n_reads : 1), 0);
         if (!s->redges) {
             PyErr_NoMemory();
             goto done;
@@ -1231,28 +1258,28 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
         }
     for (int k = 0; k < n; k++)
         if (is_out[k]) w.last[k] = n;
-    w.exp_ptr = (int *)calloc(n + 2, sizeof(int));
-    w.exp_idx = (int *)malloc(sizeof(int) * (n + 1));
-    w.rd_ptr = (int *)calloc(n + 1, sizeof(int));
-    w.rd_j = (int *)malloc(sizeof(int) * (n_rd + 1));
-    w.rd_e = (int *)malloc(sizeof(int) * (n_rd + 1));
-    w.scope = (int *)malloc(sizeof(int) * (n + 1));
-    w.resident = (int *)calloc(n + 1, sizeof(int));
-    w.l1_live = (double *)calloc(nc, sizeof(double));
-    w.future = (double *)calloc((size_t)(n ? n : 1) * nc, sizeof(double));
-    w.peak_l1 = (double *)calloc(nc, sizeof(double));
-    w.stamp = (int *)calloc(n + 1, sizeof(int));
-    w.stamp2 = (unsigned char *)calloc(nc, 1);
-    w.staying = (double *)calloc(nc, sizeof(double));
-    w.mask_out = (Mask *)calloc(n + 1, sizeof(Mask));
-    w.held_out = (int *)calloc(n + 1, sizeof(int));
-    w.usage = (double *)calloc((size_t)total_usage + 1, sizeof(double));
-    w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
-    int *scratch = (int *)calloc((size_t)n + 1, sizeof(int));
+    size_t un = (size_t)n + 1, unc = (size_t)nc;
+    w.exp_ptr = (int *)wa(&w, sizeof(int) * (un + 1), 1);
+    w.exp_idx = (int *)wa(&w, sizeof(int) * un, 0);
+    w.rd_ptr = (int *)wa(&w, sizeof(int) * un, 1);
+    w.rd_j = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    w.rd_e = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    w.scope = (int *)wa(&w, sizeof(int) * un, 0);
+    w.resident = (int *)wa(&w, sizeof(int) * un, 1);
+    w.l1_live = (double *)wa(&w, sizeof(double) * unc, 1);
+    w.future = (double *)wa(&w, sizeof(double) * (size_t)(n ? n : 1) * unc, 1);
+    w.peak_l1 = (double *)wa(&w, sizeof(double) * unc, 1);
+    w.stamp = (int *)wa(&w, sizeof(int) * un, 1);
+    w.stamp2 = (unsigned char *)wa(&w, unc, 1);
+    w.staying = (double *)wa(&w, sizeof(double) * unc, 1);
+    w.mask_out = (Mask *)wa(&w, sizeof(Mask) * un, 1);
+    w.held_out = (int *)wa(&w, sizeof(int) * un, 1);
+    w.usage = (double *)wa(&w, sizeof(double) * (total_usage + 1), 1);
+    w.usage_ptr = (int *)wa(&w, sizeof(int) * un, 1);
+    int *scratch = (int *)wa(&w, sizeof(int) * un, 1);
     if (!w.exp_ptr || !w.exp_idx || !w.rd_ptr || !w.rd_j || !w.rd_e || !w.scope || !w.resident
         || !w.l1_live || !w.future || !w.peak_l1 || !w.stamp || !w.stamp2 || !w.staying
         || !w.mask_out || !w.held_out || !w.usage || !w.usage_ptr || !scratch) {
-        free(scratch);
         PyErr_NoMemory();
         goto done;
     }
@@ -1279,7 +1306,6 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
                 w.rd_e[slot] = w.st[j].redges[q];
             }
     }
-    free(scratch);
     for (int k = 0; k < n; k++) w.scope[k] = w.st[k].init;
     for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
 
@@ -1338,9 +1364,6 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
 done:
     Py_XDECREF(w.x_live);
     free_walk(&w);
-    free(edge_mem);
-    free(edge_fbm);
-    free(is_out);
     return result;
 }
 
@@ -1532,13 +1555,13 @@ static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *read
         long samples = item_long(g, 9);
         if (step_head(s)) return -1;
         if (samples < 0) return bad("group row: negative samples");
-        if (step_reads(s, reads, n)) return -1;
+        if (step_reads(w, s, reads, n)) return -1;
         PyObject *parts = PyTuple_GET_ITEM(binds, chunk);
         if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) == 0) return bad("binding: a tuple of parts");
         long first = (long)chunk * samples, spp = samples / (long)PyTuple_GET_SIZE(parts);
         if (chunk && first / chunk != samples) return bad("group row: samples out of range");
         if (step_pieces(w, s, 1, &first, &spp, &parts)) return -1;
-        if (step_inputs(s, PyTuple_GET_ITEM(g, 4))) return -1;
+        if (step_inputs(w, s, PyTuple_GET_ITEM(g, 4))) return -1;
         return step_work(s, PyTuple_GET_ITEM(g, 5), PyTuple_GET_ITEM(g, 6), PyTuple_GET_ITEM(g, 8));
     }
     int j = -1 - ref;
@@ -1562,10 +1585,10 @@ static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *read
     s->fb = item_long(t, 4);
     s->tiles = 0.0;
     if (step_head(s)) return -1;
-    if (step_reads(s, reads, n)) return -1;
+    if (step_reads(w, s, reads, n)) return -1;
     if (step_pieces_seq(w, s, PyTuple_GET_ITEM(t, 0))) return -1;
     s->n_inputs = 0;
-    s->inputs = (Input *)calloc(1, sizeof(Input));
+    s->inputs = (Input *)wa(w, sizeof(Input), 1);
     if (!s->inputs) {
         PyErr_NoMemory();
         return -1;
@@ -1598,8 +1621,8 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
     w.cap = cap;
     w.llb_cap = llb_cap;
     w.go_on = go_on;
-    w.st = (Step *)calloc(n ? n : 1, sizeof(Step));
-    int *is_out = (int *)calloc((size_t)n + 1, sizeof(int));
+    w.st = (Step *)wa(&w, sizeof(Step) * (size_t)(n ? n : 1), 1);
+    int *is_out = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 1);
     if (!w.st || !is_out) {
         PyErr_NoMemory();
         goto fail;
@@ -1617,7 +1640,6 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
     return walk_steps(&w, (int)n, is_out);
 fail:
     free_walk(&w);
-    free(is_out);
     return NULL;
 }
 
