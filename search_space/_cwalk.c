@@ -24,6 +24,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "_cprofile.h"
@@ -1034,14 +1035,18 @@ static int step_inputs(Walk *w, Step *s, PyObject *obj) {
     }
     for (Py_ssize_t q = 0; q < m; q++) {
         PyObject *it = PySequence_Fast_GET_ITEM(ins, q);
-        int tensor;
-        if (!PyArg_ParseTuple(it, "ii", &tensor, &s->inputs[q].sbit)
-            || s->inputs[q].sbit >= MAX_STREAMED) {
+        long tensor = -1, sbit = -2;
+        if (PyTuple_Check(it) && PyTuple_GET_SIZE(it) == 2) {
+            tensor = PyLong_AsLong(PyTuple_GET_ITEM(it, 0));
+            sbit = PyLong_AsLong(PyTuple_GET_ITEM(it, 1));
+        }
+        if (PyErr_Occurred() || tensor < 0 || tensor > INT_MAX || sbit < -1 || sbit >= MAX_STREAMED) {
             Py_DECREF(ins);
-            if (!PyErr_Occurred()) bad("streamable bit out of range");
+            if (!PyErr_Occurred()) bad("input: (tensor code, streamable bit or -1)");
             return -1;
         }
-        s->inputs[q].src = tensor;
+        s->inputs[q].src = (int)tensor;
+        s->inputs[q].sbit = (int)sbit;
     }
     Py_DECREF(ins);
     return 0;
