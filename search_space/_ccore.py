@@ -9,7 +9,9 @@ fills from the Python definitions, so every number has one definition:
   scope asked for (the group's policy for its chunk, the transfer-scope choice, or
   ``auto``), the scopes the op may write, the steps it reads, its cores, its
   result's bytes per core in L1 (:func:`compiler.layout.samples_per_core` of its
-  layout times :func:`compiler.footprint.sample_bytes`) and in the LLB;
+  layout times :func:`compiler.footprint.sample_bytes`) and in the LLB; handed over
+  per group and per transfer (:func:`_step_rows`), the C walk making each step's row
+  from its group's or transfer's (``index`` and ``walk_rows`` in ``_cwalk.c``);
 * per group chunk: its inputs (source step, streamable bit) and its working-set
   table over (streamed inputs, output streamed out, an L1 input held), one per (op
   set, samples per part, cores per part) kept by the space, each entry computed when
