@@ -56,6 +56,7 @@ import os
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Mapping
+from operator import attrgetter
 from typing import Any
 
 from compiler.capacity import (  # _facts, _stream_buffers: the working set's parts
@@ -496,10 +497,10 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
     pieces, initial scope, code and sizes) and its producer (-1: fixed); ``index`` in
     ``_cwalk.c`` resolves the order's nodes to them and lists the answers in the order the
     walk asks for them."""
-    splits = {gr.name: gr.split for gr in dec.groups}
     if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
     else:
+        splits = {gr.name: gr.split for gr in dec.groups}
         if dec.order == "depth":
             nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
         else:
@@ -508,60 +509,75 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
         all_reads = [[pos[d] for d in dec.deps.get(node, ())] for node in nodes]
     batch = dec.batch
     g = dec.mem
-    codes = tensor_codes(space)
-    d_scope, slot_of = space.d_scope, space.slot
-    gidx: dict[str, int] = {}
-    gsplit: list[int] = []
+    groups = dec.groups
+    gidx = {gr.name: i for i, gr in enumerate(groups)}
     grows: list[tuple[Any, ...]] = []
-    gd: list[int] = []
-    pd: list[int] = []
     gnames: list[tuple[str, ...]] = []
     gtiles: list[float] = []
-    for i, gr in enumerate(dec.groups):  # per group: its tables
-        gidx[gr.name] = i
-        gsplit.append(gr.split)
-        names, work, inputs, allowed, code, sb, fb, fill, ws = _work(
-            dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
-        tiles = gr.info.cache.get("tiles")
-        if tiles is None:
-            tiles = gr.info.cache["tiles"] = llb_weight_tiles(weight_bytes(g, gr.info.ops), space.target)
-        grows.append((allowed, code, sb, fb, inputs, work, fill, tiles, ws, batch // gr.split, gr.binds))
-        gd.append(d_scope[gr.scope_at])
-        pd.append(slot_of[gr.slot] + 5)
-        gnames.append(names)
-        gtiles.append(tiles)
-    sizes = _sizes(space, batch)
+    for gr in groups:  # per group: its row, kept in its op set's cache by shape and binding
+        info, binds = gr.info, gr.binds
+        spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
+        key = ("crow", spp, cpp, gr.split, id(binds))
+        hit = info.cache.get(key)
+        if hit is None or hit[3] is not binds:  # the entry holds binds: its identity stays its own
+            names, work, inputs, allowed, code, sb, fb, fill, ws = _work(dec, info, spp, cpp)
+            tiles = info.cache.get("tiles")
+            if tiles is None:
+                tiles = info.cache["tiles"] = llb_weight_tiles(weight_bytes(g, info.ops), space.target)
+            hit = info.cache[key] = ((allowed, code, sb, fb, inputs, work, fill, tiles, ws,
+                                      batch // gr.split, binds), names, tiles, binds)
+        grows.append(hit[0])
+        gnames.append(hit[1])
+        gtiles.append(hit[2])
+    d_scope, slot_of = space.d_scope, space.slot
+    gd = [d_scope[gr.scope_at] for gr in groups]
+    pd = [slot_of[gr.slot] + 5 for gr in groups]
+    gsplit = [gr.split for gr in groups]
+    # per transfer: its row (kept by identity: the row holds the transfer) and producer
     known = _transfer_rows(space, batch)
+    tl = dec.transfers
+    tidx = {t.name: j for j, t in enumerate(tl)}
+    rows: list[Any] = list(map(known.get, map(id, tl)))
+    for j in [j for j, (row, t) in enumerate(zip(rows, tl)) if row is None or row[0] is not t]:
+        rows[j] = _transfer_row(space, dec, known, tl[j])
+    trows = [row[1] for row in rows]
     by_out, fixed = dec.by_out, dec.fixed
-    tidx: dict[str, int] = {}
-    trows: list[tuple[Any, ...]] = []
-    tprod: list[int] = []
-    for j, t in enumerate(dec.transfers):  # per transfer: its row (kept by identity) and producer
-        tidx[t.name] = j
-        row = known.get(id(t))
-        if row is None or row[0] is not t:  # the row holds t: its identity stays its own
-            samples = batch // t.dst_factor
-            parts = t.placement.core_bind
-            spp = samples // len(parts)
-            out = t.tensor
-            hit = sizes.get(out)
-            if hit is None:
-                code = codes.get(out)
-                if code is None:
-                    code = codes[out] = len(codes)
-                hit = sizes[out] = (code, *sample_bytes(g, out))
-            row = known[id(t)] = (
-                t, (tuple((dc * samples, spp, parts) for dc in t.dst_chunks),
-                    _CODE[t.placement.mem_scope], *hit))
-        trows.append(row[1])
-        prod = by_out.get(t.tensor)
-        tprod.append(-1 if prod is None or t.name in fixed else gidx[prod.name])
+    tprod = [-1 if p is None or t.name in fixed else gidx[p.name]
+             for p, t in zip(map(by_out.get, map(_TENSOR, tl)), tl)]
     refs, is_out, asks, chunk_at, step_at = mod.index(
         nodes if isinstance(nodes, list) else list(nodes), gidx, gsplit, tidx, tprod, list(dec.outs))
     reads = all_reads if isinstance(all_reads, list) else list(all_reads)
     sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
                    pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=trows)
-    return sr, (dict(zip(gidx, chunk_at)), dict(zip(tidx, (step_at[j] for j in tidx.values()))))
+    # names are unique, else a name's last transfer is the one tidx (and the order) name
+    t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tl) else \
+        dict(zip(tidx, (step_at[j] for j in tidx.values())))
+    return sr, (dict(zip(gidx, chunk_at)), t_at)
+
+
+_TENSOR = attrgetter("tensor")
+
+
+def _transfer_row(space: Space, dec: Decoding, known: dict[int, tuple[Any, ...]], t: Any
+                  ) -> tuple[Any, ...]:
+    """A transfer's row, kept in ``known`` by its identity with the transfer: its layout's
+    pieces, initial scope, tensor code and sizes (:func:`compiler.footprint.sample_bytes`)."""
+    batch = dec.batch
+    samples = batch // t.dst_factor
+    parts = t.placement.core_bind
+    spp = samples // len(parts)
+    out = t.tensor
+    sizes = _sizes(space, batch)
+    hit = sizes.get(out)
+    if hit is None:
+        codes = tensor_codes(space)
+        code = codes.get(out)
+        if code is None:
+            code = codes[out] = len(codes)
+        hit = sizes[out] = (code, *sample_bytes(dec.mem, out))
+    row = known[id(t)] = (t, (tuple((dc * samples, spp, parts) for dc in t.dst_chunks),
+                              _CODE[t.placement.mem_scope], *hit))
+    return row
 
 
 def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
