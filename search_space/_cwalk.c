@@ -136,6 +136,7 @@ typedef struct {
     int *held_out;
     double *usage;            /* per step, per core of the step */
     int *usage_ptr;
+    int *next_group;          /* per step j: the first group chunk step at or after j (n: none) */
     struct Block *arena;      /* every array of the walk (wa), freed at once (free_walk) */
 } Walk;
 
@@ -669,9 +670,8 @@ static int ahead_ok(Walk *w, int k) {
     int end = w->last[k] < w->n - 1 ? w->last[k] : w->n - 1;
     int ok = 1;
     for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = w->rd_e[p] + 1;
-    for (int j = k + 1; j <= end && ok; j++) {
-        Step *s = &w->st[j];
-        if (s->kind != K_GROUP) continue;
+    for (int j = w->next_group[k + 1]; j <= end && ok; j = w->next_group[j + 1]) {
+        Step *s = &w->st[j];  /* a group chunk: transfers have no working set to crowd */
         int reader = w->stamp[j];
         if (!reader) {
             int hit = 0;
@@ -707,8 +707,8 @@ static void commit_future(Walk *w, int k) {
     const Step *me = &w->st[k];
     int end = w->last[k] < w->n - 1 ? w->last[k] : w->n - 1;
     for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = w->rd_e[p] + 1;
-    for (int j = k + 1; j <= end; j++) {
-        if (w->st[j].kind != K_GROUP) continue;  /* rows of transfers are never read */
+    for (int j = w->next_group[k + 1]; j <= end; j = w->next_group[j + 1]) {
+        /* group chunks only: rows of transfers are never read */
         double *row = w->future + (size_t)j * w->nc;
         int reader = w->stamp[j];
         if (reader) {
@@ -1282,9 +1282,10 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
     w.usage = (double *)wa(&w, sizeof(double) * (total_usage + 1), 1);
     w.usage_ptr = (int *)wa(&w, sizeof(int) * un, 1);
     int *scratch = (int *)wa(&w, sizeof(int) * un, 1);
+    w.next_group = (int *)wa(&w, sizeof(int) * (un + 1), 0);
     if (!w.exp_ptr || !w.exp_idx || !w.rd_ptr || !w.rd_j || !w.rd_e || !w.scope || !w.resident
         || !w.l1_live || !w.future || !w.peak_l1 || !w.stamp || !w.stamp2 || !w.staying
-        || !w.mask_out || !w.held_out || !w.usage || !w.usage_ptr || !scratch) {
+        || !w.mask_out || !w.held_out || !w.usage || !w.usage_ptr || !scratch || !w.next_group) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1312,6 +1313,8 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
             }
     }
     for (int k = 0; k < n; k++) w.scope[k] = w.st[k].init;
+    w.next_group[n] = w.next_group[n + 1] = n;
+    for (int k = n - 1; k >= 0; k--) w.next_group[k] = w.st[k].kind == K_GROUP ? k : w.next_group[k + 1];
     for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
 
     w.overflow_at = -1;
