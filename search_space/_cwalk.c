@@ -93,6 +93,8 @@ typedef struct {
     /* the op set's chain rows packed (search_space/_cfoot.py; NULL: the profiler computes
      * profiles) and, for a shape with a halo or attention term, its per-slot values */
     PyObject *ws_pack, *ws_hv, *ws_av;
+    int has_bounds;        /* least / most: the bounds of its working set (bounds()), known */
+    double least, most;
 } Step;
 
 typedef struct {
@@ -648,12 +650,22 @@ static double work_lb(Walk *w, int j, int k) {
 }
 
 static void bounds(Walk *w, Step *s, double *least, double *most) {
+    if (s->has_bounds) {  /* the same entries every time: kept for the walk */
+        *least = s->least;
+        *most = s->most;
+        return;
+    }
     double ws[4] = {work_at(w, s, s->full, 1, 0), work_at(w, s, s->full, 1, 1),
                     work_at(w, s, 0, 1, 0), work_at(w, s, 0, 1, 1)};
     *least = *most = ws[0];
     for (int q = 1; q < 4; q++) {
         if (ws[q] < *least) *least = ws[q];
         if (ws[q] > *most) *most = ws[q];
+    }
+    if (!w->failed) {
+        s->has_bounds = 1;
+        s->least = *least;
+        s->most = *most;
     }
 }
 
