@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from compiler.target import Target
-from search_space import _build, _ccore, build_space
+from search_space import _build, _ccore, _crows, build_space
 from tests.search_space.conftest import small_graph
 
 pytestmark = pytest.mark.skipif(
@@ -127,7 +127,7 @@ def test_rows_walk_as_the_per_step_tuples_do(key: str, target: Target, spy: _Spy
 
 def test_scope_parameters_equal_the_python_walks(target: Target) -> None:
     """What a compiled decode reports as each step's scope parameter (looked up from the
-    rows, :class:`search_space._ccore._ScopeDims`) is the Python walk's dict."""
+    rows, :class:`search_space._crows._ScopeDims`) is the Python walk's dict."""
     graph = small_graph("bert2")
     c_space, py_space = build_space(graph, target), build_space(graph, target)
     rng = np.random.default_rng(8)
@@ -143,7 +143,7 @@ def test_scope_parameters_equal_the_python_walks(target: Target) -> None:
                 os.environ.pop("GRAPHTUNE_PURE_PYTHON")
             else:
                 os.environ["GRAPHTUNE_PURE_PYTHON"] = old
-        assert isinstance(dims, _ccore._ScopeDims)
+        assert isinstance(dims, _crows._ScopeDims)
         assert dict(dims) == want and len(dims) == len(want)
         for node in want:
             assert node in dims and dims.get(node) == want[node]
