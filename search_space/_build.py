@@ -48,7 +48,7 @@ crowding an overflow demoted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import gcd
@@ -738,7 +738,7 @@ class Decoding:
 
 
 def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None
-                ) -> tuple[GraphSchedule, dict[Node, int]]:
+                ) -> tuple[GraphSchedule, Mapping[Node, int]]:
     """Build the schedule the reader's answers describe (see the module doc).
 
     Args:
@@ -800,7 +800,7 @@ def decode_groups(space: SpaceLike, get: Reader) -> Decoding:
     return dec
 
 
-def walk_scopes(dec: Decoding, get: Reader) -> dict[Node, int]:
+def walk_scopes(dec: Decoding, get: Reader) -> Mapping[Node, int]:
     """Pass 3: every result's scope along the capacity walk (in C when built); for each
     step node the parameter that sets its scope. ``dec.schedule()`` then builds the
     schedule; a later call walks again from pass 2's results (the walk's state is new)."""

@@ -9,7 +9,9 @@ fills from the Python definitions, so every number has one definition:
   scope asked for (the group's policy for its chunk, the transfer-scope choice, or
   ``auto``), the scopes the op may write, the steps it reads, its cores, its
   result's bytes per core in L1 (:func:`compiler.layout.samples_per_core` of its
-  layout times :func:`compiler.footprint.sample_bytes`) and in the LLB;
+  layout times :func:`compiler.footprint.sample_bytes`) and in the LLB; handed over
+  per group and per transfer (:func:`_step_rows`), the C walk making each step's row
+  from its group's or transfer's (``index`` and ``walk_rows`` in ``_cwalk.c``);
 * per group chunk: its inputs (source step, streamable bit) and its working-set
   table over (streamed inputs, output streamed out, an L1 input held), one per (op
   set, samples per part, cores per part) kept by the space, each entry computed when
@@ -49,11 +51,11 @@ the Python walk.
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import sys
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from compiler.capacity import (  # _facts, _stream_buffers: the working set's parts
@@ -68,9 +70,9 @@ from compiler.capacity import (  # _facts, _stream_buffers: the working set's pa
 )
 from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
-from compiler.layout import Piece
 from search_space._cfoot import halo_values, pack_rows
 from search_space._cplan import _plan_of, streamed_of
+from search_space._crows import _issue, _ScopeDims, _StepRows
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
@@ -165,7 +167,8 @@ class _Walked:
 
     def plan(self) -> MemoryPlan:
         if self._plan is None:
-            self._plan = _plan_of(self.issue, *self._raw[1])
+            space, rows, *rest = self._raw[1]
+            self._plan = _plan_of(self.issue, space, rows.names_of(), *rest)
         return self._plan
 
 
@@ -337,19 +340,21 @@ def _shape_tables(space: Space) -> dict[tuple[Any, ...], Any]:
 
 
 def scope_walk(dec: Decoding, get: Callable[[int], int],
-               chunk_scopes: Callable[..., Any]) -> dict[Node, int] | None:
+               chunk_scopes: Callable[..., Any]) -> Mapping[Node, int] | None:
     """Order the chunk DAG and walk the scopes in C; the scope parameter of each step.
 
     Returns None (nothing decided, ``dec`` untouched) when the compiled walk is not
     available: the caller walks in Python.
-    The reader is asked the same parameters in the same order as the Python walk;
+    The reader is asked the same parameters in the same order as the Python walk
+    (``index`` in ``_cwalk.c`` lists them in walk order: a group's policy at its first
+    chunk, a producer's transfer scope at its first transfer whose scope is free);
     ``chunk_scopes`` is :func:`search_space._build.chunk_scopes` (the scopes a policy
-    gives a group's chunks).
+    gives a group's chunks). The C walk makes every step's row from its group's or its
+    transfer's row (:func:`_step_rows`): no per-step Python.
     """
     mod = _load()
     if mod is None:
         return None
-    space = dec.space
     rows = getattr(dec, "_crows", None)
     if rows is None:  # once per Decoding: a repair round walks the same steps again
         # the C walk keys working sets by a 64-bit mask of streamable inputs (61 of them and
@@ -359,185 +364,149 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                for gr in dec.groups):
             STATS["wide"] += 1
             return None
-        rows = dec._crows = _step_rows(dec, space)
-    nodes, steps_of, asks, scope_dim, names_of, group_rows, _ = rows
-    # the reader is asked in walk order: a group's policy at its first chunk, a
-    # producer's transfer scope at its first transfer whose scope is free
-    wants: dict[str, Any] = {}
-    for key, d, gr in asks:
-        if gr is not None:
-            wants[key] = [_CODE[w] for w in chunk_scopes(SCOPE_POLICIES[get(d)], gr.split, gr.wave)]
+        rows = dec._crows = _step_rows(dec, dec.space, mod)
+    sr: _StepRows = rows[0]
+    groups = dec.groups
+    gwants: list[tuple[int, ...] | None] = [None] * len(groups)
+    pwants: list[int | None] = [None] * len(groups)
+    for a in sr.asks:
+        if a >= 0:
+            gr = groups[a]
+            key = (get(sr.gd[a]), gr.split, gr.wave)
+            codes = _CHUNK_CODES.get(key)
+            if codes is None:
+                codes = _CHUNK_CODES[key] = tuple(
+                    _CODE[w] for w in chunk_scopes(SCOPE_POLICIES[key[0]], gr.split, gr.wave))
+            gwants[a] = codes
         else:
-            xs = TRANSFER_SCOPES[get(d)]
-            wants[key] = _AUTO if xs == "auto" else _CODE[xs]
-    # a fixed step's row is whole already (key None: chunk holds it)
-    steps = [chunk if key is None else
-             (kind, wants[key][chunk], *rest) if chunk >= 0 else (kind, wants[key], *rest)
-             for kind, key, chunk, rest in steps_of]
-    target = space.target
-    res = mod.walk(float(target.l1.data_bytes), float(target.llb.bytes),
-                   target.chip.cores_per_cluster, steps, True)
+            xs = TRANSFER_SCOPES[get(sr.pd[-1 - a])]
+            pwants[-1 - a] = _AUTO if xs == "auto" else _CODE[xs]
+    target = dec.space.target
+    res = mod.walk_rows(float(target.l1.data_bytes), float(target.llb.bytes),
+                        target.chip.cores_per_cluster, sr.refs, sr.is_out, sr.reads, sr.grows,
+                        gwants, sr.trows, sr.tprod, pwants, True)
     scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
     over = res[6] if len(res) > 6 else -1  # a step overflows: the walk went on as Python's does
     STATS["overflow" if over >= 0 else "c"] += 1
     issue = None
+    nodes = sr.nodes
     if over >= 0:
         node = nodes[over]
         halo = (0.0, 0.0, 0.0)
         tiles = 0.0
         if node[0] == "g":
-            gr = dec.by_name[node[1]]
-            tiles = group_rows[node[1]]
+            i = sr.gidx[node[1]]
+            gr = groups[i]
+            tiles = sr.tiles[i]
             if not res[7]:  # an L1: the working set's halo, window and attention parts
-                names = names_of[over]
-                assert names is not None
+                names = sr.names[i]
                 streamed = streamed_of(names, masks[over])
-                key = (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
-                       gr.cores // gr.parts)
-                chunk_working_set(dec.mem, gr.info.ops, *key)  # the C walk may have computed it
-                halo = _facts(dec.mem, gr.info.ops).halo.get(key, halo)
+                wkey = (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
+                        gr.cores // gr.parts)
+                chunk_working_set(dec.mem, gr.info.ops, *wkey)  # the C walk may have computed it
+                halo = _facts(dec.mem, gr.info.ops).halo.get(wkey, halo)
         issue = _issue(dec, nodes, over, res[7:], halo, tiles)
     dec.nodes = nodes
-    dec.walk = _Walked(scopes, issue, (space, names_of, over, usage, masks, helds, peak_l1, peak_llb))
-    return scope_dim
+    dec.walk = _Walked(scopes, issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))
+    return _ScopeDims(sr)
 
 
-def _step_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
-    """What the compiled walk reads of a Decoding's steps, apart from the scopes its
-    reader's answers ask for: the order, per step (kind, whose answer sets the scope it
-    asks for, chunk or -1 (a fixed step, whose answer is None: its whole row), the rest of
-    its row), the answers in the order the walk asks
-    for them, each step's scope parameter, the streamable inputs of each group chunk
-    and each group's LLB weight tiles; the position of each group chunk's step (by group)
-    and of each transfer's (what :mod:`search_space._lazy` reads the scopes at)."""
-    splits = {gr.name: gr.split for gr in dec.groups}
+# (scope policy index, split, wave) -> the scope code each chunk asks for
+_CHUNK_CODES: dict[tuple[int, int, int], tuple[int, ...]] = {}
+
+
+def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
+    """What the compiled walk reads of a Decoding's steps (a :class:`_StepRows`), and the
+    position of each group chunk's step (by group) and of each transfer's (what
+    :mod:`search_space._lazy` reads the scopes at).
+
+    Per group its row (allowed scopes, output code and sizes, inputs, working-set table,
+    filler and C definition, LLB weight tiles, samples per chunk, each chunk's binding),
+    its scope parameter and its transfer-scope parameter; per transfer its row (layout
+    pieces, initial scope, code and sizes) and its producer (-1: fixed); ``index`` in
+    ``_cwalk.c`` resolves the order's nodes to them and lists the answers in the order the
+    walk asks for them."""
     if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
     else:
+        splits = {gr.name: gr.split for gr in dec.groups}
         if dec.order == "depth":
             nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
         else:
             nodes = breadth_order(dec.deps, dec.topo, splits)
         pos = {node: i for i, node in enumerate(nodes)}
         all_reads = [[pos[d] for d in dec.deps.get(node, ())] for node in nodes]
-    outs = set(dec.outs)
     batch = dec.batch
     g = dec.mem
-    codes = tensor_codes(space)
-    by_name, by_out, transfer_by_name, fixed = dec.by_name, dec.by_out, dec.transfer_by_name, dec.fixed
-    steps_of: list[tuple[int, str | None, Any, tuple[Any, ...]]] = []
-    asks: list[tuple[str, int, Any]] = []
-    names_of: list[tuple[str, ...] | None] = []
-    scope_dim: dict[Node, int] = {}
-    asked: set[str] = set()
-    group_rows: dict[str, Any] = {}  # per group: its LLB weight tiles (an overflow's message)
+    groups = dec.groups
+    gidx = {gr.name: i for i, gr in enumerate(groups)}
+    grows: list[tuple[Any, ...]] = []
+    gnames: list[tuple[str, ...]] = []
+    gtiles: list[float] = []
+    for gr in groups:  # per group: its row, kept in its op set's cache by shape and binding
+        info, binds = gr.info, gr.binds
+        spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
+        key = ("crow", spp, cpp, gr.split, id(binds))
+        hit = info.cache.get(key)
+        if hit is None or hit[3] is not binds:  # the entry holds binds: its identity stays its own
+            names, work, inputs, allowed, code, sb, fb, fill, ws = _work(dec, info, spp, cpp)
+            tiles = info.cache.get("tiles")
+            if tiles is None:
+                tiles = info.cache["tiles"] = llb_weight_tiles(weight_bytes(g, info.ops), space.target)
+            hit = info.cache[key] = ((allowed, code, sb, fb, inputs, work, fill, tiles, ws,
+                                      batch // gr.split, binds), names, tiles, binds)
+        grows.append(hit[0])
+        gnames.append(hit[1])
+        gtiles.append(hit[2])
     d_scope, slot_of = space.d_scope, space.slot
-    sizes = _sizes(space, dec.batch)
-    trows = _transfer_rows(space)
-    per_group: dict[str, tuple[Any, ...]] = {}
-    chunk_at: dict[str, list[int]] = {}  # per group, the position of each chunk's step
-    step_at: dict[str, int] = {}  # per transfer, its step's position
-    for k, (node, reads) in enumerate(zip(nodes, all_reads)):
-        if node[0] == "g":
-            per = per_group.get(node[1])
-            if per is None:  # once per group: its tables
-                gr = by_name[node[1]]
-                chunk_at[node[1]] = [0] * gr.split
-                d = d_scope[gr.scope_at]
-                asks.append((node[1], d, gr))
-                names, work, inputs, allowed, code, sb, fb, fill, ws = _work(
-                    dec, gr.info, gr.samples // gr.parts, gr.cores // gr.parts)
-                tiles = gr.info.cache.get("tiles")
-                if tiles is None:
-                    tiles = gr.info.cache["tiles"] = llb_weight_tiles(
-                        weight_bytes(g, gr.info.ops), space.target)
-                group_rows[node[1]] = tiles
-                per = per_group[node[1]] = (gr, d, batch // gr.split, allowed, code, sb, fb, inputs,
-                                            work, names, fill, tiles, ws)
-            gr, d, samples, allowed, code, sb, fb, inputs, work, names, fill, tiles, ws = per
-            chunk_at[node[1]][node[2]] = k
-            scope_dim[node] = d
-            parts = gr.binds[node[2]]
-            pieces: tuple[Piece, ...] = ((node[2] * samples, samples // len(parts), parts),)
-            steps_of.append((0, node[1], node[2], (allowed, 2, code, reads, pieces, sb, fb, inputs,
-                                                   work, node in outs, fill, tiles, ws)))
-            names_of.append(names)
-            continue
-        t = transfer_by_name[node[1]]
-        row = trows.get((id(t), batch))
-        if row is None or row[0] is not t:  # the row holds t: its identity stays its own
-            samples = batch // t.dst_factor
-            parts = t.placement.core_bind
-            spp = samples // len(parts)
-            out = t.tensor
-            hit = sizes.get(out)
-            if hit is None:
-                code = codes.get(out)
-                if code is None:
-                    code = codes[out] = len(codes)
-                hit = sizes[out] = (code, *sample_bytes(g, out))
-            row = trows[(id(t), batch)] = (
-                t, tuple((dc * samples, spp, parts) for dc in t.dst_chunks),
-                _CODE[t.placement.mem_scope], *hit)
-        _, pieces, init, code, sb, fb = row
-        rest: tuple[Any, ...] = (7, init, code, reads, pieces, sb, fb, (), [], node in outs, None, 0.0)
-        prod = by_out.get(t.tensor)
-        if prod is None or t.name in fixed:
-            steps_of.append((2, None, (2, 2, *rest), rest))  # its whole row: scope asked 2
-        else:
-            key = "t:" + prod.name
-            d = slot_of[prod.slot] + 5
-            if key not in asked:
-                asked.add(key)
-                asks.append((key, d, None))
-            scope_dim[node] = d
-            steps_of.append((1, key, -1, rest))
-        names_of.append(None)
-        step_at[node[1]] = k
-    return nodes, steps_of, asks, scope_dim, names_of, group_rows, (chunk_at, step_at)
+    gd = [d_scope[gr.scope_at] for gr in groups]
+    pd = [slot_of[gr.slot] + 5 for gr in groups]
+    gsplit = [gr.split for gr in groups]
+    # per transfer: its row (kept by identity: the row holds the transfer) and producer
+    known = _transfer_rows(space, batch)
+    tl = dec.transfers
+    tidx = {t.name: j for j, t in enumerate(tl)}
+    rows: list[Any] = list(map(known.get, map(id, tl)))
+    for j in [j for j, (row, t) in enumerate(zip(rows, tl)) if row is None or row[0] is not t]:
+        rows[j] = _transfer_row(space, dec, known, tl[j])
+    trows = [row[1] for row in rows]
+    by_out, fixed = dec.by_out, dec.fixed
+    tprod = [-1 if p is None or t.name in fixed else gidx[p.name]
+             for p, t in zip(map(by_out.get, map(_TENSOR, tl)), tl)]
+    refs, is_out, asks, chunk_at, step_at = mod.index(
+        nodes if isinstance(nodes, list) else list(nodes), gidx, gsplit, tidx, tprod, list(dec.outs))
+    reads = all_reads if isinstance(all_reads, list) else list(all_reads)
+    sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
+                   pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=trows)
+    # names are unique, else a name's last transfer is the one tidx (and the order) name
+    t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tl) else \
+        dict(zip(tidx, (step_at[j] for j in tidx.values())))
+    return sr, (dict(zip(gidx, chunk_at)), t_at)
 
 
-def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
-           halo: tuple[float, float, float], tiles: float) -> CapacityIssue:
-    """The first overflow as :meth:`compiler.capacity.CapacityWalk.l1_issue` /
-    ``llb_issue`` describe it, from what the C walk kept (``explain`` in ``_cwalk.c``):
-    the same entries, labels, rounding and order."""
-    llb, core, needed, work, _, llb_live, live = found
+_TENSOR = attrgetter("tensor")
 
-    def label(i: int) -> str:
-        node = nodes[i]
-        return f"{node[1]}[{node[2]}]" if node[0] == "g" else node[1]
 
-    def provides(i: int) -> str:
-        node = nodes[i]
-        return dec.by_name[node[1]].info.output if node[0] == "g" \
-            else dec.transfer_by_name[node[1]].tensor
-
-    items = [(f"{label(i)} ({provides(i)})", int(b)) for i, b in live if b > 0]
-    steps = tuple((i, int(b)) for i, b in live if b > 0)
-    target = dec.space.target
-    if not llb:
-        rest = work - sum(halo)
-        if rest > 0:
-            items.append((f"{label(k)} working set", int(rest)))
-        if halo[0] > 0:
-            items.append((f"{label(k)} halo rows from other cores", int(halo[0])))
-        if halo[1] > 0:
-            items.append((f"{label(k)} window rows of a streamed input", int(halo[1])))
-        if halo[2] > 0:
-            items.append((f"{label(k)} attention heads beyond an even share", int(halo[2])))
-        items.sort(key=lambda x: -x[1])
-        return CapacityIssue(f"L1 of core {core}", core, label(k), k, math.ceil(needed),
-                             target.l1.data_bytes, tuple(items), steps)
-    if nodes[k][0] == "t":  # llb_issue(k, live, resident, live): nothing more
-        llb_live, tiles = needed, 0.0
-    if tiles > 0:
-        items.append((f"{label(k)} weight tiles in flight", int(tiles)))
-    if needed > llb_live + tiles:
-        items.append((f"{label(k)} output ({provides(k)})", int(needed - llb_live - tiles)))
-    items.sort(key=lambda x: -x[1])
-    return CapacityIssue("LLB of cluster 0", -1, label(k), k, math.ceil(needed), target.llb.bytes,
-                         tuple(items), steps)
+def _transfer_row(space: Space, dec: Decoding, known: dict[int, tuple[Any, ...]], t: Any
+                  ) -> tuple[Any, ...]:
+    """A transfer's row, kept in ``known`` by its identity with the transfer: its layout's
+    pieces, initial scope, tensor code and sizes (:func:`compiler.footprint.sample_bytes`)."""
+    batch = dec.batch
+    samples = batch // t.dst_factor
+    parts = t.placement.core_bind
+    spp = samples // len(parts)
+    out = t.tensor
+    sizes = _sizes(space, batch)
+    hit = sizes.get(out)
+    if hit is None:
+        codes = tensor_codes(space)
+        code = codes.get(out)
+        if code is None:
+            code = codes[out] = len(codes)
+        hit = sizes[out] = (code, *sample_bytes(dec.mem, out))
+    row = known[id(t)] = (t, (tuple((dc * samples, spp, parts) for dc in t.dst_chunks),
+                              _CODE[t.placement.mem_scope], *hit))
+    return row
 
 
 def _sizes(space: Space, batch: int) -> dict[str, tuple[int, int, int]]:
@@ -551,11 +520,14 @@ def _sizes(space: Space, batch: int) -> dict[str, tuple[int, int, int]]:
     return table
 
 
-def _transfer_rows(space: Space) -> dict[tuple[int, int], tuple[Any, ...]]:
-    """Per (transfer identity, batch): the transfer, its layout's pieces, initial scope,
-    tensor code and sizes (each row holds its transfer, so the identity is never reused
-    while the row exists). Bounded like the value table."""
-    rows: dict[tuple[int, int], tuple[Any, ...]] | None = getattr(space, "_ctransfer_rows", None)
-    if rows is None or len(rows) > 200_000:
+def _transfer_rows(space: Space, batch: int) -> dict[int, tuple[Any, ...]]:
+    """Per transfer identity at ``batch``: the transfer and its row (its layout's pieces,
+    initial scope, tensor code and sizes); each row holds its transfer, so the identity is
+    never reused while the row exists. Bounded like the value table."""
+    rows: dict[int, dict[int, tuple[Any, ...]]] | None = getattr(space, "_ctransfer_rows", None)
+    if rows is None or sum(map(len, rows.values())) > 200_000:
         rows = space._ctransfer_rows = {}  # type: ignore[attr-defined]
-    return rows
+    table = rows.get(batch)
+    if table is None:
+        table = rows[batch] = {}
+    return table

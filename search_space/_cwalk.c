@@ -24,6 +24,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "_cprofile.h"
@@ -92,6 +93,8 @@ typedef struct {
     /* the op set's chain rows packed (search_space/_cfoot.py; NULL: the profiler computes
      * profiles) and, for a shape with a halo or attention term, its per-slot values */
     PyObject *ws_pack, *ws_hv, *ws_av;
+    int has_bounds;        /* least / most: the bounds of its working set (bounds()), known */
+    double least, most;
 } Step;
 
 typedef struct {
@@ -135,11 +138,66 @@ typedef struct {
     int *held_out;
     double *usage;            /* per step, per core of the step */
     int *usage_ptr;
+    int *next_group;          /* per step j: the first group chunk step at or after j (n: none) */
+    struct Block *arena;      /* every array of the walk (wa), freed at once (free_walk) */
 } Walk;
 
 static int bad(const char *msg) {
     PyErr_SetString(PyExc_ValueError, msg);
     return -1;
+}
+
+/* The walk's memory: its arrays are carved from blocks (one malloc per block, not per
+ * array: allocation was a fifth of a walk's time), freed at once with the walk. The
+ * largest block is kept for the next walk (spare_block; the GIL is held throughout, and a
+ * walk started while another holds it mallocs its own). */
+typedef struct Block {
+    struct Block *next;
+    size_t cap, used;
+} Block;
+#define BLOCK_HDR ((sizeof(Block) + 15) & ~(size_t)15)
+static Block *spare_block = NULL;
+
+/* n bytes (zeroed if asked), 16-byte aligned; NULL when out of memory (no error set) */
+static void *wa(Walk *w, size_t n, int zero) {
+    if (n > ((size_t)1 << 40)) return NULL;
+    n = n ? (n + 15) & ~(size_t)15 : 16;
+    Block *b = w->arena;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = b ? b->cap * 2 : ((size_t)1 << 16);
+        if (cap < n) cap = n;
+        Block *nb;
+        if (spare_block && spare_block->cap >= cap) {
+            nb = spare_block;
+            spare_block = NULL;
+        } else {
+            nb = (Block *)malloc(BLOCK_HDR + cap);
+            if (!nb) return NULL;
+            nb->cap = cap;
+        }
+        nb->next = b;
+        nb->used = 0;
+        w->arena = b = nb;
+    }
+    void *p = (char *)b + BLOCK_HDR + b->used;
+    b->used += n;
+    if (zero) memset(p, 0, n);
+    return p;
+}
+
+static void arena_free(Walk *w) {
+    Block *b = w->arena;
+    while (b) {
+        Block *next = b->next;
+        if (!spare_block || spare_block->cap < b->cap) {
+            free(spare_block);
+            spare_block = b;
+        } else {
+            free(b);
+        }
+        b = next;
+    }
+    w->arena = NULL;
 }
 
 /* A working set of step s: from the table, or computed by the Python definition on first
@@ -592,12 +650,22 @@ static double work_lb(Walk *w, int j, int k) {
 }
 
 static void bounds(Walk *w, Step *s, double *least, double *most) {
+    if (s->has_bounds) {  /* the same entries every time: kept for the walk */
+        *least = s->least;
+        *most = s->most;
+        return;
+    }
     double ws[4] = {work_at(w, s, s->full, 1, 0), work_at(w, s, s->full, 1, 1),
                     work_at(w, s, 0, 1, 0), work_at(w, s, 0, 1, 1)};
     *least = *most = ws[0];
     for (int q = 1; q < 4; q++) {
         if (ws[q] < *least) *least = ws[q];
         if (ws[q] > *most) *most = ws[q];
+    }
+    if (!w->failed) {
+        s->has_bounds = 1;
+        s->least = *least;
+        s->most = *most;
     }
 }
 
@@ -614,9 +682,8 @@ static int ahead_ok(Walk *w, int k) {
     int end = w->last[k] < w->n - 1 ? w->last[k] : w->n - 1;
     int ok = 1;
     for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = w->rd_e[p] + 1;
-    for (int j = k + 1; j <= end && ok; j++) {
-        Step *s = &w->st[j];
-        if (s->kind != K_GROUP) continue;
+    for (int j = w->next_group[k + 1]; j <= end && ok; j = w->next_group[j + 1]) {
+        Step *s = &w->st[j];  /* a group chunk: transfers have no working set to crowd */
         int reader = w->stamp[j];
         if (!reader) {
             int hit = 0;
@@ -652,8 +719,8 @@ static void commit_future(Walk *w, int k) {
     const Step *me = &w->st[k];
     int end = w->last[k] < w->n - 1 ? w->last[k] : w->n - 1;
     for (int p = w->rd_ptr[k]; p < w->rd_ptr[k + 1]; p++) w->stamp[w->rd_j[p]] = w->rd_e[p] + 1;
-    for (int j = k + 1; j <= end; j++) {
-        if (w->st[j].kind != K_GROUP) continue;  /* rows of transfers are never read */
+    for (int j = w->next_group[k + 1]; j <= end; j = w->next_group[j + 1]) {
+        /* group chunks only: rows of transfers are never read */
         double *row = w->future + (size_t)j * w->nc;
         int reader = w->stamp[j];
         if (reader) {
@@ -812,12 +879,22 @@ static int run(Walk *w) {
 
 /* ---- parsing ----------------------------------------------------------------------- */
 
-static int ints(PyObject *obj, int **out, int *n) {
+static int ints(Walk *w, PyObject *obj, int **out, int *n) {
     PyObject *f = PySequence_Fast(obj, "a sequence of ints");
     if (!f) return -1;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(f);
+    if (m > (1 << 24)) {
+        Py_DECREF(f);
+        return bad("too many ints");
+    }
     *n = (int)m;
-    *out = (int *)malloc(sizeof(int) * (m ? m : 1));
+    *out = (int *)wa(w, sizeof(int) * (size_t)(m ? m : 1), 0);
+    if (!*out) {
+        *n = 0;
+        Py_DECREF(f);
+        PyErr_NoMemory();
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < m; i++) {
         long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(f, i));
         if (v == -1 && PyErr_Occurred()) {
@@ -830,62 +907,41 @@ static int ints(PyObject *obj, int **out, int *n) {
     return 0;
 }
 
-/* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out,
- * filler, tiles[, ws]): work a list (None: not computed yet), filler(index) computes an entry,
- * tiles the group's weight tiles in the LLB; ws (a list table's chunk shape without halo or
- * attention terms, else None) lets ws_compute compute the entries here (parse_ws). */
-static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
+/* A step's layout: its pieces (first sample, samples per part, parts: a tuple of core
+ * tuples each), sorted by first sample (compiler.layout.part_ranges), the bytes of its
+ * result per core in L1 and in the LLB, and the cores its usage is counted on. */
+static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long *spps,
+                       PyObject *const *partss) {
     int nc = w->nc;
-    if (!PyTuple_Check(t) || (PyTuple_GET_SIZE(t) != 14 && PyTuple_GET_SIZE(t) != 15))
-        return bad("step: a 14- or 15-tuple");
-    s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
-    s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
-    s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
-    s->init = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
-    s->tensor = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
-    s->sb = PyLong_AsLong(PyTuple_GET_ITEM(t, 7));
-    s->fb = PyLong_AsLong(PyTuple_GET_ITEM(t, 8));
-    s->tiles = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 13));
-    if (PyErr_Occurred()) return -1;
-    if (!(s->tiles >= 0.0)) return bad("step: negative weight tiles");
-    if (s->kind < 0 || s->kind > 2 || s->want < 0 || s->want > 3 || s->init < 0 || s->init > 2)
-        return bad("step: kind, want or scope out of range");
-    if (ints(PyTuple_GET_ITEM(t, 5), &s->reads, &s->n_reads)) return -1;
-    for (int q = 0; q < s->n_reads; q++)
-        if (s->reads[q] < 0 || s->reads[q] >= n) return bad("read out of range");
-    /* pieces: ((first, spp, parts), ...) */
-    PyObject *pcs = PySequence_Fast(PyTuple_GET_ITEM(t, 6), "pieces");
-    if (!pcs) return -1;
     int n_parts = 0, n_flat = 0;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pcs); i++) {
-        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
-        if (!PyTuple_Check(pc) || PyTuple_GET_SIZE(pc) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(pc, 2))) {
-            Py_DECREF(pcs);
-            return bad("piece: (first, spp, parts)");
-        }
-        PyObject *parts = PyTuple_GET_ITEM(pc, 2);
+    for (int i = 0; i < npc; i++) {
+        PyObject *parts = partss[i];
+        if (!PyTuple_Check(parts)) return bad("piece: (first, spp, parts)");
+        if (spps[i] < 0 || firsts[i] < 0) return bad("piece: negative samples");
+        if (PyTuple_GET_SIZE(parts) > 65536) return bad("piece: too many parts");
         n_parts += (int)PyTuple_GET_SIZE(parts);
         for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
             PyObject *part = PyTuple_GET_ITEM(parts, p);
-            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0) {
-                Py_DECREF(pcs);
+            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0 || PyTuple_GET_SIZE(part) > nc)
                 return bad("part: a tuple of cores");
-            }
             n_flat += (int)PyTuple_GET_SIZE(part);
         }
+        if (n_flat > (1 << 24)) return bad("piece: too many cores");
     }
-    s->parts = (Part *)calloc(n_parts ? n_parts : 1, sizeof(Part));
+    s->parts = (Part *)wa(w, sizeof(Part) * (size_t)(n_parts ? n_parts : 1), 1);
+    int *flat = (int *)wa(w, sizeof(int) * (size_t)(n_flat ? n_flat : 1), 0);
+    s->res = (double *)wa(w, sizeof(double) * (size_t)nc, 1);
+    s->has = (unsigned char *)wa(w, (size_t)nc, 1);
+    if (!s->parts || !flat || !s->res || !s->has) {
+        PyErr_NoMemory();
+        return -1;  /* freed with the walk (free_walk) */
+    }
     s->n_parts = n_parts;
-    int *flat = (int *)malloc(sizeof(int) * (n_flat ? n_flat : 1));
-    s->res = (double *)calloc(nc, sizeof(double));
-    s->has = (unsigned char *)calloc(nc, 1);
     long long total = 0;
     int pi = 0, fi = 0;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pcs); i++) {
-        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
-        long first = PyLong_AsLong(PyTuple_GET_ITEM(pc, 0));
-        long spp = PyLong_AsLong(PyTuple_GET_ITEM(pc, 1));
-        PyObject *parts = PyTuple_GET_ITEM(pc, 2);
+    for (int i = 0; i < npc; i++) {
+        long first = firsts[i], spp = spps[i];
+        PyObject *parts = partss[i];
         total += (long long)spp * PyTuple_GET_SIZE(parts);
         for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
             PyObject *part = PyTuple_GET_ITEM(parts, p);
@@ -893,13 +949,15 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
             P->lo = first + p * spp;
             P->hi = P->lo + spp;
             P->n = (int)PyTuple_GET_SIZE(part);
-            P->cores = (int *)malloc(sizeof(int) * P->n);
+            P->cores = (int *)wa(w, sizeof(int) * (size_t)P->n, 0);
+            if (!P->cores) {
+                PyErr_NoMemory();
+                return -1;
+            }
             double share = (double)spp / P->n;  /* compiler.layout.samples_per_core */
             for (int q = 0; q < P->n; q++) {
                 long c = PyLong_AsLong(PyTuple_GET_ITEM(part, q));
                 if (c < 0 || c >= nc) {
-                    free(flat);
-                    Py_DECREF(pcs);
                     if (!PyErr_Occurred()) bad("core out of range");
                     return -1;
                 }
@@ -909,11 +967,6 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
                 s->has[c] = 1;
             }
         }
-    }
-    Py_DECREF(pcs);
-    if (PyErr_Occurred()) {
-        free(flat);
-        return -1;
     }
     for (int c = 0; c < nc; c++)
         if (s->has[c]) s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
@@ -942,31 +995,83 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
         }
         s->n_cores = m;
     }
-    /* inputs: ((tensor, streamable bit), ...) */
-    PyObject *ins = PySequence_Fast(PyTuple_GET_ITEM(t, 9), "inputs");
+    return 0;
+}
+
+/* pieces: ((first, spp, parts), ...) */
+static int step_pieces_seq(Walk *w, Step *s, PyObject *obj) {
+    PyObject *pcs = PySequence_Fast(obj, "pieces");
+    if (!pcs) return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(pcs);
+    long *firsts = (long *)wa(w, sizeof(long) * (size_t)(m ? m : 1), 0);
+    long *spps = (long *)wa(w, sizeof(long) * (size_t)(m ? m : 1), 0);
+    PyObject **partss = (PyObject **)wa(w, sizeof(PyObject *) * (size_t)(m ? m : 1), 0);
+    int rc = -1;
+    if (!firsts || !spps || !partss) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
+        if (!PyTuple_Check(pc) || PyTuple_GET_SIZE(pc) != 3) {
+            bad("piece: (first, spp, parts)");
+            goto out;
+        }
+        firsts[i] = PyLong_AsLong(PyTuple_GET_ITEM(pc, 0));
+        spps[i] = PyLong_AsLong(PyTuple_GET_ITEM(pc, 1));
+        partss[i] = PyTuple_GET_ITEM(pc, 2);
+        if (PyErr_Occurred()) goto out;
+    }
+    rc = step_pieces(w, s, (int)m, firsts, spps, partss);
+out:
+    Py_DECREF(pcs);
+    return rc;
+}
+
+/* inputs: ((tensor, streamable bit), ...); each input's source is resolved to a step once
+ * every step is parsed (the tensor code waits in src) */
+static int step_inputs(Walk *w, Step *s, PyObject *obj) {
+    PyObject *ins = PySequence_Fast(obj, "inputs");
     if (!ins) return -1;
-    s->n_inputs = (int)PySequence_Fast_GET_SIZE(ins);
-    s->inputs = (Input *)calloc(s->n_inputs ? s->n_inputs : 1, sizeof(Input));
-    int *tens = (int *)malloc(sizeof(int) * (s->n_inputs ? s->n_inputs : 1));
-    for (int q = 0; q < s->n_inputs; q++) {
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(ins);
+    if (m > (1 << 20)) {
+        Py_DECREF(ins);
+        return bad("too many inputs");
+    }
+    s->n_inputs = (int)m;
+    s->inputs = (Input *)wa(w, sizeof(Input) * (size_t)(m ? m : 1), 1);
+    if (!s->inputs) {
+        Py_DECREF(ins);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t q = 0; q < m; q++) {
         PyObject *it = PySequence_Fast_GET_ITEM(ins, q);
-        if (!PyArg_ParseTuple(it, "ii", &tens[q], &s->inputs[q].sbit)
-            || s->inputs[q].sbit >= MAX_STREAMED) {
+        long tensor = -1, sbit = -2;
+        if (PyTuple_Check(it) && PyTuple_GET_SIZE(it) == 2) {
+            tensor = PyLong_AsLong(PyTuple_GET_ITEM(it, 0));
+            sbit = PyLong_AsLong(PyTuple_GET_ITEM(it, 1));
+        }
+        if (PyErr_Occurred() || tensor < 0 || tensor > INT_MAX || sbit < -1 || sbit >= MAX_STREAMED) {
             Py_DECREF(ins);
-            free(tens);
-            if (!PyErr_Occurred()) bad("streamable bit out of range");
+            if (!PyErr_Occurred()) bad("input: (tensor code, streamable bit or -1)");
             return -1;
         }
-        s->inputs[q].src = tens[q];  /* resolved to a step once every step is parsed */
+        s->inputs[q].src = (int)tensor;
+        s->inputs[q].sbit = (int)sbit;
     }
     Py_DECREF(ins);
-    free(tens);
-    PyObject *wk = PyTuple_GET_ITEM(t, 10);
+    return 0;
+}
+
+/* a group's working-set table (wk: a list, None where not computed yet; a dict for a wide
+ * group), its filler and its ws definition (None: the filler only) */
+static int step_work(Step *s, PyObject *wk, PyObject *filler, PyObject *ws) {
     int top = -1;  /* the highest streamable bit */
     for (int q = 0; q < s->n_inputs; q++)
         if (s->inputs[q].sbit > top) top = s->inputs[q].sbit;
     s->table = wk;  /* read on first use (work_at) */
-    s->filler = PyTuple_GET_ITEM(t, 12);
+    s->filler = filler;
     if (s->kind == K_GROUP && !PyCallable_Check(s->filler)) return bad("filler: a callable");
     if (PyDict_Check(wk)) {  /* a wide group: every streamable input has a bit */
         if (s->kind != K_GROUP) return bad("work: a dict for a group only");
@@ -974,73 +1079,86 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
         s->n_work = 0;
         s->wide = 1;
         s->full = top >= 0 ? (((Mask)1 << (top + 1)) - 1) : 0;
-        *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
         return 0;
     }
     if (!PyList_Check(wk)) return bad("work: a list of floats or None");
-    if (PyTuple_GET_SIZE(t) == 15 && PyTuple_GET_ITEM(t, 14) != Py_None) {
+    if (ws && ws != Py_None) {
         if (s->kind != K_GROUP) return bad("ws: for a group only");
-        s->ws = PyTuple_GET_ITEM(t, 14);
+        s->ws = ws;
     }
     Py_ssize_t nw = PyList_GET_SIZE(wk);
     s->n_work = (int)nw;
     s->full = (Mask)(nw / 4) - 1;
     if (s->kind == K_GROUP) {
-        if (nw < 4 || (nw & (nw - 1))) return bad("work table: 4 << streamable entries");
+        if (nw < 4 || (nw & (nw - 1)) || nw > ((Py_ssize_t)4 << LIST_STREAMED))
+            return bad("work table: 4 << streamable entries");
         for (int q = 0; q < s->n_inputs; q++)
             if (s->inputs[q].sbit >= LIST_STREAMED
-                || (s->inputs[q].sbit >= 0 && nw < ((Py_ssize_t)8 << s->inputs[q].sbit)))
+                || (s->inputs[q].sbit >= 0 && nw / 8 < ((Py_ssize_t)1 << s->inputs[q].sbit)))
                 return bad("work table too short");
     }
-    *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
     return 0;
+}
+
+static int step_head(Step *s) {
+    if (PyErr_Occurred()) return -1;
+    if (!(s->tiles >= 0.0)) return bad("step: negative weight tiles");
+    if (s->kind < 0 || s->kind > 2 || s->want < 0 || s->want > 3 || s->init < 0 || s->init > 2)
+        return bad("step: kind, want or scope out of range");
+    if (s->sb < 0 || s->fb < 0) return bad("step: negative sizes");
+    return 0;
+}
+
+static int step_reads(Walk *w, Step *s, PyObject *obj, int n) {
+    if (ints(w, obj, &s->reads, &s->n_reads)) return -1;
+    for (int q = 0; q < s->n_reads; q++)
+        if (s->reads[q] < 0 || s->reads[q] >= n) return bad("read out of range");
+    return 0;
+}
+
+/* One step: (kind, want, allowed, init, tensor, reads, pieces, sb, fb, inputs, work, out,
+ * filler, tiles[, ws]): work a list (None: not computed yet), filler(index) computes an entry,
+ * tiles the group's weight tiles in the LLB; ws (a list table's chunk shape without halo or
+ * attention terms, else None) lets ws_compute compute the entries here (parse_ws). */
+static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
+    if (!PyTuple_Check(t) || (PyTuple_GET_SIZE(t) != 14 && PyTuple_GET_SIZE(t) != 15))
+        return bad("step: a 14- or 15-tuple");
+    s->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+    s->want = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+    s->allowed = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+    s->init = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+    s->tensor = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
+    s->sb = PyLong_AsLong(PyTuple_GET_ITEM(t, 7));
+    s->fb = PyLong_AsLong(PyTuple_GET_ITEM(t, 8));
+    s->tiles = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 13));
+    if (step_head(s)) return -1;
+    if (step_reads(w, s, PyTuple_GET_ITEM(t, 5), n)) return -1;
+    if (step_pieces_seq(w, s, PyTuple_GET_ITEM(t, 6))) return -1;
+    if (step_inputs(w, s, PyTuple_GET_ITEM(t, 9))) return -1;
+    if (step_work(s, PyTuple_GET_ITEM(t, 10), PyTuple_GET_ITEM(t, 12),
+                  PyTuple_GET_SIZE(t) == 15 ? PyTuple_GET_ITEM(t, 14) : NULL))
+        return -1;
+    *is_out = PyObject_IsTrue(PyTuple_GET_ITEM(t, 11));
+    return *is_out < 0 ? -1 : 0;
 }
 
 static void free_walk(Walk *w) {
     if (w->st) {
-        for (int k = 0; k < w->n; k++) {
+        for (int k = 0; k < w->n; k++) {  /* what parse_ws malloc'd */
             Step *s = &w->st[k];
-            free(s->reads);
-            free(s->redges);
-            free(s->cores);
-            free(s->res);
-            free(s->has);
-            free(s->inputs);
             free(s->ws_bit);
             free(s->ws_sb);
             free(s->ws_fb);
             free(s->ws_win);
             free(s->ws_has_win);
-            if (s->parts)
-                for (int p = 0; p < s->n_parts; p++) free(s->parts[p].cores);
-            free(s->parts);
         }
-        free(w->st);
     }
-    free(w->ed);
-    free(w->last);
-    free(w->exp_ptr);
-    free(w->exp_idx);
-    free(w->rd_ptr);
-    free(w->rd_j);
-    free(w->rd_e);
-    free(w->ge_src);
-    free(w->ge_dst);
-    free(w->scope);
-    free(w->resident);
-    free(w->l1_live);
-    free(w->future);
-    free(w->peak_l1);
-    free(w->stamp);
-    free(w->stamp2);
-    free(w->staying);
-    free(w->mask_out);
-    free(w->held_out);
-    free(w->usage);
-    free(w->usage_ptr);
+    w->st = NULL;
+    arena_free(w);
 }
 
-/* walk(cap_l1, cap_llb, n_cores, steps): steps as parse_step reads them, in the order. */
+static PyObject *walk_steps(Walk *wp, int n, int *is_out);
+
 static PyObject *py_walk(PyObject *self, PyObject *args) {
     double cap, llb_cap;
     int nc;
@@ -1054,39 +1172,80 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     }
     PyObject *steps = PySequence_Fast(steps_o, "steps: a sequence");
     if (!steps) return NULL;
+    if (PySequence_Fast_GET_SIZE(steps) > (1 << 24)) {
+        Py_DECREF(steps);
+        PyErr_SetString(PyExc_ValueError, "too many steps");
+        return NULL;
+    }
     Walk w;
     memset(&w, 0, sizeof w);
     int n = (int)PySequence_Fast_GET_SIZE(steps);
     w.nc = nc;
     w.cap = cap;
     w.llb_cap = llb_cap;
-    w.st = (Step *)calloc(n ? n : 1, sizeof(Step));
-    w.last = (int *)malloc(sizeof(int) * (n + 1));
-    int *is_out = (int *)calloc(n + 1, sizeof(int));
+    w.go_on = go_on;
+    w.st = (Step *)wa(&w, sizeof(Step) * (size_t)(n ? n : 1), 1);
+    int *is_out = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 1);
+    PyObject *result = NULL;
+    if (!w.st || !is_out) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (int k = 0; k < n; k++) {
+        w.n = k + 1;  /* what free_walk frees */
+        if (parse_step(&w, &w.st[k], PySequence_Fast_GET_ITEM(steps, k), n, &is_out[k])) goto fail;
+    }
+    result = walk_steps(&w, n, is_out);  /* frees the walk (is_out with it) */
+    Py_DECREF(steps);  /* the walk borrowed the tables it holds */
+    return result;
+fail:
+    free_walk(&w);
+    Py_DECREF(steps);
+    return NULL;
+}
+
+/* The walk of n parsed steps (wp->st; is_out: the results the graph outputs): the reads'
+ * edges, the last readers, expire and reader lists, then run(). Takes over the walk and
+ * is_out (carved from its arena): freed here, whatever happens. */
+static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
+    Walk w = *wp;
+    int nc = w.nc;
     double *edge_mem = NULL;
     unsigned char *edge_fbm = NULL;
     PyObject *result = NULL;
-    int total_usage = 0;
-    for (int k = 0; k < n; k++) {
-        w.n = k + 1;  /* what free_walk frees */
-        if (parse_step(&w, &w.st[k], PySequence_Fast_GET_ITEM(steps, k), n, &is_out[k])) goto done;
-        total_usage += w.st[k].n_cores;
-    }
+    size_t total_usage = 0;
+    for (int k = 0; k < n; k++) total_usage += w.st[k].n_cores;
     w.n = n;
+    w.last = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 0);
+    if (!w.last) {
+        PyErr_NoMemory();
+        goto done;
+    }
     /* global reads: each (reader, read) pair, with its staying table made on first use */
     int n_rd = 0;
     for (int j = 0; j < n; j++) n_rd += w.st[j].n_reads;
     w.n_edges = n_rd;
-    w.ed = (Edge *)calloc(n_rd ? n_rd : 1, sizeof(Edge));
-    w.ge_src = (int *)malloc(sizeof(int) * (n_rd + 1));
-    w.ge_dst = (int *)malloc(sizeof(int) * (n_rd + 1));
-    edge_mem = (double *)calloc((size_t)(n_rd ? n_rd : 1) * nc, sizeof(double));
-    edge_fbm = (unsigned char *)calloc((size_t)(n_rd ? n_rd : 1) * nc, 1);
+    w.ed = (Edge *)wa(&w, sizeof(Edge) * (size_t)(n_rd ? n_rd : 1), 1);
+    w.ge_src = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    w.ge_dst = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    edge_mem = (double *)wa(&w, sizeof(double) * (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
+    edge_fbm = (unsigned char *)wa(&w, (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
+    if (!w.ed || !w.ge_src || !w.ge_dst || !edge_mem || !edge_fbm) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int j = 0; j < n; j++) {
+        Step *s = &w.st[j];
+        s->redges = (int *)wa(&w, sizeof(int) * (size_t)(s->n_reads ? s->n_reads : 1), 0);
+        if (!s->redges) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     {
         int g = 0;
         for (int j = 0; j < n; j++) {
             Step *s = &w.st[j];
-            s->redges = (int *)malloc(sizeof(int) * (s->n_reads ? s->n_reads : 1));
             for (int q = 0; q < s->n_reads; q++, g++) {
                 w.ge_src[g] = s->reads[q];
                 w.ge_dst[g] = j;
@@ -1116,22 +1275,43 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         }
     for (int k = 0; k < n; k++)
         if (is_out[k]) w.last[k] = n;
-    w.exp_ptr = (int *)calloc(n + 2, sizeof(int));
-    w.exp_idx = (int *)malloc(sizeof(int) * (n + 1));
+    size_t un = (size_t)n + 1, unc = (size_t)nc;
+    w.exp_ptr = (int *)wa(&w, sizeof(int) * (un + 1), 1);
+    w.exp_idx = (int *)wa(&w, sizeof(int) * un, 0);
+    w.rd_ptr = (int *)wa(&w, sizeof(int) * un, 1);
+    w.rd_j = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    w.rd_e = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    w.scope = (int *)wa(&w, sizeof(int) * un, 0);
+    w.resident = (int *)wa(&w, sizeof(int) * un, 1);
+    w.l1_live = (double *)wa(&w, sizeof(double) * unc, 1);
+    w.future = (double *)wa(&w, sizeof(double) * (size_t)(n ? n : 1) * unc, 1);
+    w.peak_l1 = (double *)wa(&w, sizeof(double) * unc, 1);
+    w.stamp = (int *)wa(&w, sizeof(int) * un, 1);
+    w.stamp2 = (unsigned char *)wa(&w, unc, 1);
+    w.staying = (double *)wa(&w, sizeof(double) * unc, 1);
+    w.mask_out = (Mask *)wa(&w, sizeof(Mask) * un, 1);
+    w.held_out = (int *)wa(&w, sizeof(int) * un, 1);
+    w.usage = (double *)wa(&w, sizeof(double) * (total_usage + 1), 1);
+    w.usage_ptr = (int *)wa(&w, sizeof(int) * un, 1);
+    int *scratch = (int *)wa(&w, sizeof(int) * un, 1);
+    w.next_group = (int *)wa(&w, sizeof(int) * (un + 1), 0);
+    if (!w.exp_ptr || !w.exp_idx || !w.rd_ptr || !w.rd_j || !w.rd_e || !w.scope || !w.resident
+        || !w.l1_live || !w.future || !w.peak_l1 || !w.stamp || !w.stamp2 || !w.staying
+        || !w.mask_out || !w.held_out || !w.usage || !w.usage_ptr || !scratch || !w.next_group) {
+        PyErr_NoMemory();
+        goto done;
+    }
     for (int i = 0; i < n; i++)
         if (w.last[i] < n) w.exp_ptr[w.last[i] + 1]++;
     for (int k = 0; k < n + 1; k++) w.exp_ptr[k + 1] += w.exp_ptr[k];
     {
-        int *fill = (int *)calloc((size_t)n + 1, sizeof(int));
+        int *fill = scratch;
         for (int i = 0; i < n; i++)
             if (w.last[i] < n) w.exp_idx[w.exp_ptr[w.last[i]] + fill[w.last[i]]++] = i;
-        free(fill);
     }
-    w.rd_ptr = (int *)calloc(n + 1, sizeof(int));
-    w.rd_j = (int *)malloc(sizeof(int) * (n_rd + 1));
-    w.rd_e = (int *)malloc(sizeof(int) * (n_rd + 1));
     {
-        int *cnt = (int *)calloc(n + 1, sizeof(int));
+        int *cnt = scratch;
+        memset(cnt, 0, sizeof(int) * ((size_t)n + 1));
         for (int j = 0; j < n; j++)
             for (int q = 0; q < w.st[j].n_reads; q++) cnt[w.st[j].reads[q]]++;
         for (int d = 0; d < n; d++) w.rd_ptr[d + 1] = w.rd_ptr[d] + cnt[d];
@@ -1143,24 +1323,12 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
                 w.rd_j[slot] = j;
                 w.rd_e[slot] = w.st[j].redges[q];
             }
-        free(cnt);
     }
-    w.scope = (int *)malloc(sizeof(int) * (n + 1));
     for (int k = 0; k < n; k++) w.scope[k] = w.st[k].init;
-    w.resident = (int *)calloc(n + 1, sizeof(int));
-    w.l1_live = (double *)calloc(nc, sizeof(double));
-    w.future = (double *)calloc((size_t)(n ? n : 1) * nc, sizeof(double));
-    w.peak_l1 = (double *)calloc(nc, sizeof(double));
-    w.stamp = (int *)calloc(n + 1, sizeof(int));
-    w.stamp2 = (unsigned char *)calloc(nc, 1);
-    w.staying = (double *)calloc(nc, sizeof(double));
-    w.mask_out = (Mask *)calloc(n + 1, sizeof(Mask));
-    w.held_out = (int *)calloc(n + 1, sizeof(int));
-    w.usage = (double *)calloc(total_usage + 1, sizeof(double));
-    w.usage_ptr = (int *)calloc(n + 1, sizeof(int));
+    w.next_group[n] = w.next_group[n + 1] = n;
+    for (int k = n - 1; k >= 0; k--) w.next_group[k] = w.st[k].kind == K_GROUP ? k : w.next_group[k + 1];
     for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
 
-    w.go_on = go_on;
     w.overflow_at = -1;
     int status = run(&w);
     if (w.failed) goto done;  /* the filler's exception */
@@ -1216,11 +1384,283 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
 done:
     Py_XDECREF(w.x_live);
     free_walk(&w);
-    free(edge_mem);
-    free(edge_fbm);
-    free(is_out);
-    Py_DECREF(steps);
     return result;
+}
+
+/* ---- the walk from per-group and per-transfer rows (search_space/_ccore.py) -------------
+ *
+ * index(nodes, gidx, gsplit, tidx, tprod, outs) -> (refs, is_out, asks, chunk_at, step_at):
+ *   nodes the order (("g", group, chunk) or ("t", transfer, 0)), gidx / tidx the positions of
+ *   the groups / transfers by name, gsplit each group's chunks, tprod each transfer's
+ *   producer group (-1: a fixed transfer), outs the nodes the graph outputs. refs: per step
+ *   (group index, chunk) or (-1 - transfer index, 0) as int32 pairs; is_out one byte per
+ *   step; asks the answers in the order the walk asks for them (a group's policy at its
+ *   first chunk: its index; a producer's transfer scope at its first transfer whose scope
+ *   is free: -1 - the producer's index); chunk_at per group its chunks' positions, step_at
+ *   per transfer its position.
+ *
+ * walk_rows(cap_l1, cap_llb, n_cores, refs, is_out, reads, grows, gwants, trows, tprod,
+ *           pwants[, go_on]) -> what walk() returns: the steps made from the rows, each as
+ *   parse_step would read it (search_space/_ccore.py, _step_rows):
+ *   grows[i] = (allowed, tensor, sb, fb, inputs, work, filler, tiles, ws, samples per chunk,
+ *   binds: per chunk its parts), gwants[i] the scope each chunk asks for; trows[j] =
+ *   (pieces, init, tensor, sb, fb); pwants[p] the scope producer p's free transfers ask for
+ *   (0..3, 3 = auto). */
+
+static int node_ref(PyObject *node, PyObject *gidx, PyObject *gsplit, PyObject *tidx,
+                    int *ref, int *chunk) {
+    if (!PyTuple_Check(node) || PyTuple_GET_SIZE(node) < 2 || !PyUnicode_Check(PyTuple_GET_ITEM(node, 0))
+        || PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(node, 0)) != 1)
+        return bad("node: (\"g\", group, chunk) or (\"t\", transfer, 0)");
+    Py_UCS4 kind = PyUnicode_READ_CHAR(PyTuple_GET_ITEM(node, 0), 0);
+    PyObject *name = PyTuple_GET_ITEM(node, 1);
+    if (kind == 'g') {
+        if (PyTuple_GET_SIZE(node) != 3) return bad("node: (\"g\", group, chunk)");
+        PyObject *v = PyDict_GetItemWithError(gidx, name);
+        if (!v) return PyErr_Occurred() ? -1 : 1;  /* not a group of this decode */
+        long i = PyLong_AsLong(v), c = PyLong_AsLong(PyTuple_GET_ITEM(node, 2));
+        if (PyErr_Occurred()) return -1;
+        if (i < 0 || i >= PyList_GET_SIZE(gsplit)) return bad("group index out of range");
+        long split = PyLong_AsLong(PyList_GET_ITEM(gsplit, i));
+        if (split == -1 && PyErr_Occurred()) return -1;
+        if (c < 0 || c >= split) return bad("chunk out of range");
+        *ref = (int)i;
+        *chunk = (int)c;
+        return 0;
+    }
+    if (kind != 't' || PyTuple_GET_SIZE(node) > 3) return bad("node: (\"t\", transfer, 0)");
+    PyObject *v = PyDict_GetItemWithError(tidx, name);
+    if (!v) return PyErr_Occurred() ? -1 : 1;
+    long j = PyLong_AsLong(v);
+    if (j == -1 && PyErr_Occurred()) return -1;
+    if (j < 0 || j >= 0x3fffffff) return bad("transfer index out of range");
+    *ref = -1 - (int)j;
+    *chunk = 0;
+    return 0;
+}
+
+static PyObject *py_index(PyObject *self, PyObject *args) {
+    PyObject *nodes, *gidx, *gsplit, *tidx, *tprod, *outs;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O", &PyList_Type, &nodes, &PyDict_Type, &gidx,
+                          &PyList_Type, &gsplit, &PyDict_Type, &tidx, &PyList_Type, &tprod, &outs))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(nodes), ng = PyList_GET_SIZE(gsplit), nt = PyList_GET_SIZE(tprod);
+    if (n > (1 << 24) || ng > (1 << 24) || nt > (1 << 24)) return PyErr_Format(PyExc_ValueError, "too many steps");
+    PyObject *refs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * 2 * (n ? n : 1));
+    PyObject *is_out = PyBytes_FromStringAndSize(NULL, n ? n : 1);
+    PyObject *asks = PyList_New(0), *chunk_at = PyList_New(ng), *step_at = PyList_New(nt);
+    unsigned char *seen = (unsigned char *)calloc((size_t)(ng ? ng : 1), 2);
+    PyObject *outs_f = NULL;
+    if (!refs || !is_out || !asks || !chunk_at || !step_at || !seen) goto fail;
+    int *rf = (int *)PyBytes_AS_STRING(refs);
+    unsigned char *io = (unsigned char *)PyBytes_AS_STRING(is_out);
+    memset(io, 0, (size_t)(n ? n : 1));
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        long split = PyLong_AsLong(PyList_GET_ITEM(gsplit, i));
+        if (split == -1 && PyErr_Occurred()) goto fail;
+        if (split < 0 || split > (1 << 24)) {
+            bad("split out of range");
+            goto fail;
+        }
+        PyObject *at = PyList_New(split);
+        if (!at) goto fail;
+        for (long c = 0; c < split; c++) PyList_SET_ITEM(at, c, PyLong_FromLong(0));
+        PyList_SET_ITEM(chunk_at, i, at);
+    }
+    for (Py_ssize_t j = 0; j < nt; j++) {
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(step_at, j, Py_None);
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int ref, chunk;
+        int r = node_ref(PyList_GET_ITEM(nodes, k), gidx, gsplit, tidx, &ref, &chunk);
+        if (r) {
+            if (r > 0) bad("a step of no group or transfer of the decode");
+            goto fail;
+        }
+        rf[2 * k] = ref;
+        rf[2 * k + 1] = chunk;
+        PyObject *pos = PyLong_FromSsize_t(k);
+        if (!pos) goto fail;
+        if (ref >= 0) {
+            if (PyList_SetItem(PyList_GET_ITEM(chunk_at, ref), chunk, pos)) goto fail;
+            if (!seen[ref]) {
+                seen[ref] = 1;
+                PyObject *a = PyLong_FromLong(ref);
+                if (!a || PyList_Append(asks, a)) { Py_XDECREF(a); goto fail; }
+                Py_DECREF(a);
+            }
+        } else {
+            int j = -1 - ref;
+            if (j >= nt) {
+                Py_DECREF(pos);
+                bad("transfer index out of range");
+                goto fail;
+            }
+            if (PyList_SetItem(step_at, j, pos)) goto fail;
+            long p = PyLong_AsLong(PyList_GET_ITEM(tprod, j));
+            if (p == -1 && PyErr_Occurred()) goto fail;
+            if (p >= ng || p < -1) {
+                bad("producer out of range");
+                goto fail;
+            }
+            if (p >= 0 && !seen[ng + p]) {
+                seen[ng + p] = 1;
+                PyObject *a = PyLong_FromLong(-1 - p);
+                if (!a || PyList_Append(asks, a)) { Py_XDECREF(a); goto fail; }
+                Py_DECREF(a);
+            }
+        }
+    }
+    outs_f = PySequence_Fast(outs, "outs: a sequence of nodes");
+    if (!outs_f) goto fail;
+    for (Py_ssize_t q = 0; q < PySequence_Fast_GET_SIZE(outs_f); q++) {
+        int ref, chunk;
+        int r = node_ref(PySequence_Fast_GET_ITEM(outs_f, q), gidx, gsplit, tidx, &ref, &chunk);
+        if (r < 0) goto fail;
+        if (r > 0) continue;  /* not a step of this decode */
+        PyObject *pos = ref >= 0 ? PyList_GET_ITEM(PyList_GET_ITEM(chunk_at, ref), chunk)
+                                 : (-1 - ref < nt ? PyList_GET_ITEM(step_at, -1 - ref) : Py_None);
+        if (pos == Py_None) continue;
+        Py_ssize_t k = PyLong_AsSsize_t(pos);
+        if (k == -1 && PyErr_Occurred()) goto fail;
+        /* the node is the step at k only if the step there is this node */
+        if (k >= 0 && k < n && rf[2 * k] == ref && rf[2 * k + 1] == chunk) io[k] = 1;
+    }
+    Py_DECREF(outs_f);
+    free(seen);
+    return Py_BuildValue("(NNNNN)", refs, is_out, asks, chunk_at, step_at);
+fail:
+    Py_XDECREF(outs_f);
+    Py_XDECREF(refs);
+    Py_XDECREF(is_out);
+    Py_XDECREF(asks);
+    Py_XDECREF(chunk_at);
+    Py_XDECREF(step_at);
+    free(seen);
+    return NULL;
+}
+
+static long item_long(PyObject *t, Py_ssize_t i) { return PyLong_AsLong(PyTuple_GET_ITEM(t, i)); }
+
+static int scope_code(PyObject *obj, int lo, int hi, int *out) {
+    long v = PyLong_AsLong(obj);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < lo || v > hi) return bad("scope code out of range");
+    *out = (int)v;
+    return 0;
+}
+
+/* step k from its group's row (chunk `chunk`) or transfer's row */
+static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *reads, PyObject *grows,
+                     PyObject *gwants, PyObject *trows, PyObject *tprod, PyObject *pwants) {
+    if (ref >= 0) {
+        if (ref >= PyList_GET_SIZE(grows) || ref >= PyList_GET_SIZE(gwants)) return bad("group out of range");
+        PyObject *g = PyList_GET_ITEM(grows, ref);
+        if (!PyTuple_Check(g) || PyTuple_GET_SIZE(g) != 11) return bad("group row: an 11-tuple");
+        PyObject *binds = PyTuple_GET_ITEM(g, 10), *wants = PyList_GET_ITEM(gwants, ref);
+        if (!PyTuple_Check(binds) || chunk < 0 || chunk >= PyTuple_GET_SIZE(binds))
+            return bad("group row: a binding per chunk");
+        if (!PyTuple_Check(wants) || chunk >= PyTuple_GET_SIZE(wants))
+            return bad("group wants: a scope per chunk");
+        s->kind = K_GROUP;
+        if (scope_code(PyTuple_GET_ITEM(wants, chunk), 0, 3, &s->want)) return -1;
+        s->allowed = (int)item_long(g, 0);
+        s->init = DDR;
+        s->tensor = (int)item_long(g, 1);
+        s->sb = item_long(g, 2);
+        s->fb = item_long(g, 3);
+        s->tiles = PyFloat_AsDouble(PyTuple_GET_ITEM(g, 7));
+        long samples = item_long(g, 9);
+        if (step_head(s)) return -1;
+        if (samples < 0) return bad("group row: negative samples");
+        if (step_reads(w, s, reads, n)) return -1;
+        PyObject *parts = PyTuple_GET_ITEM(binds, chunk);
+        if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) == 0) return bad("binding: a tuple of parts");
+        long first = (long)chunk * samples, spp = samples / (long)PyTuple_GET_SIZE(parts);
+        if (chunk && first / chunk != samples) return bad("group row: samples out of range");
+        if (step_pieces(w, s, 1, &first, &spp, &parts)) return -1;
+        if (step_inputs(w, s, PyTuple_GET_ITEM(g, 4))) return -1;
+        return step_work(s, PyTuple_GET_ITEM(g, 5), PyTuple_GET_ITEM(g, 6), PyTuple_GET_ITEM(g, 8));
+    }
+    int j = -1 - ref;
+    if (j >= PyList_GET_SIZE(trows) || j >= PyList_GET_SIZE(tprod)) return bad("transfer out of range");
+    PyObject *t = PyList_GET_ITEM(trows, j);
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) return bad("transfer row: a 5-tuple");
+    long p = PyLong_AsLong(PyList_GET_ITEM(tprod, j));
+    if (p == -1 && PyErr_Occurred()) return -1;
+    if (p < -1 || p >= PyList_GET_SIZE(pwants)) return bad("producer out of range");
+    if (p < 0) {
+        s->kind = K_FIXED;
+        s->want = DDR;
+    } else {
+        s->kind = K_TRANSFER;
+        if (scope_code(PyList_GET_ITEM(pwants, p), 0, 3, &s->want)) return -1;
+    }
+    s->allowed = 7;
+    s->init = (int)item_long(t, 1);
+    s->tensor = (int)item_long(t, 2);
+    s->sb = item_long(t, 3);
+    s->fb = item_long(t, 4);
+    s->tiles = 0.0;
+    if (step_head(s)) return -1;
+    if (step_reads(w, s, reads, n)) return -1;
+    if (step_pieces_seq(w, s, PyTuple_GET_ITEM(t, 0))) return -1;
+    s->n_inputs = 0;
+    s->inputs = (Input *)wa(w, sizeof(Input), 1);
+    if (!s->inputs) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->table = NULL;  /* a transfer has no working set (work_at is asked for groups only) */
+    s->filler = Py_None;
+    return 0;
+}
+
+static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
+    double cap, llb_cap;
+    int nc, go_on = 0;
+    PyObject *refs, *is_out_b, *reads, *grows, *gwants, *trows, *tprod, *pwants;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "ddiO!O!O!O!O!O!O!O!|p", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
+                          &PyBytes_Type, &is_out_b, &PyList_Type, &reads, &PyList_Type, &grows,
+                          &PyList_Type, &gwants, &PyList_Type, &trows, &PyList_Type, &tprod,
+                          &PyList_Type, &pwants, &go_on))
+        return NULL;
+    if (nc <= 0 || nc > 65536) return PyErr_Format(PyExc_ValueError, "cores per cluster out of range");
+    Py_ssize_t n = PyList_GET_SIZE(reads);
+    /* refs: two int32 per step (compared by division: no product to overflow) */
+    if (n > (1 << 24) || PyBytes_GET_SIZE(is_out_b) != (n ? n : 1)
+        || PyBytes_GET_SIZE(refs) / (Py_ssize_t)(2 * sizeof(int)) != (n ? n : 1)
+        || PyBytes_GET_SIZE(refs) % (Py_ssize_t)(2 * sizeof(int)))
+        return PyErr_Format(PyExc_ValueError, "refs, is_out and reads: one per step");
+    Walk w;
+    memset(&w, 0, sizeof w);
+    w.nc = nc;
+    w.cap = cap;
+    w.llb_cap = llb_cap;
+    w.go_on = go_on;
+    w.st = (Step *)wa(&w, sizeof(Step) * (size_t)(n ? n : 1), 1);
+    int *is_out = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 1);
+    if (!w.st || !is_out) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    const int *rf = (const int *)PyBytes_AS_STRING(refs);
+    const unsigned char *io = (const unsigned char *)PyBytes_AS_STRING(is_out_b);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        w.n = (int)k + 1;  /* what free_walk frees */
+        if (rows_step(&w, &w.st[k], (int)n, rf[2 * k], rf[2 * k + 1], PyList_GET_ITEM(reads, k),
+                      grows, gwants, trows, tprod, pwants))
+            goto fail;
+        is_out[k] = io[k] != 0;
+    }
+    /* the rows stay alive while the walk borrows their tables: the caller holds them */
+    return walk_steps(&w, (int)n, is_out);
+fail:
+    free_walk(&w);
+    return NULL;
 }
 
 /* working_set(ws, n_work, index): entry `index` of a list table of n_work entries as the
@@ -1253,6 +1693,9 @@ static PyObject *py_working_set(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"walk", py_walk, METH_VARARGS, "The scope walk of search-space decoding (see _ccore.py)."},
+    {"index", py_index, METH_VARARGS, "A decode's order as step references (see _ccore.py)."},
+    {"walk_rows", py_walk_rows, METH_VARARGS,
+     "The scope walk from per-group and per-transfer rows (see _ccore.py)."},
     {"working_set", py_working_set, METH_VARARGS,
      "A working-set entry as the walk computes it (see _ccore.py, _ws_def)."},
     {"profile", cprof_py_profile, METH_VARARGS,

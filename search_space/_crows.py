@@ -1,0 +1,134 @@
+"""The compiled walk's rows and what is read back from them (:mod:`search_space._ccore`).
+
+:class:`_StepRows`: what the C walk reads of a decode, apart from the scopes its reader's
+answers ask for: a row per group and per transfer, the order as step references
+(``index`` in ``_cwalk.c``), the answers in walk order. :class:`_ScopeDims`: each step's
+scope parameter, looked up from the rows when asked. :func:`_issue`: the first overflow
+as :class:`compiler.capacity.CapacityWalk` explains it, from what the C walk kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from compiler.capacity import CapacityIssue
+from compiler.derive import Node
+
+Decoding = Any  # a search_space._build.Decoding (importing it would close a circle)
+
+
+class _StepRows:
+    """What the compiled walk reads of a Decoding's steps, apart from the scopes its reader's
+    answers ask for (:func:`_step_rows`)."""
+
+    __slots__ = ("asks", "gd", "gidx", "grows", "is_out", "names", "nodes", "pd", "reads",
+                 "refs", "tidx", "tiles", "tprod", "trows")
+    asks: list[int]  # the answers in walk order: group i, or -1 - producer p
+    gd: list[int]  # per group: its scope parameter
+    gidx: dict[str, int]  # group name -> index
+    grows: list[tuple[Any, ...]]  # per group: its row (walk_rows in _cwalk.c)
+    is_out: bytes  # per step: a graph output
+    names: list[tuple[str, ...]]  # per group: its streamable inputs (the mask's bits)
+    nodes: list[Node]  # the order
+    pd: list[int]  # per group: its transfer-scope parameter
+    reads: list[list[int]]  # per step: the steps it reads
+    refs: bytes  # per step: (group, chunk) or (-1 - transfer, 0), int32
+    tidx: dict[str, int]  # transfer name -> index
+    tiles: list[float]  # per group: its LLB weight tiles
+    tprod: list[int]  # per transfer: its producer group, -1: fixed
+    trows: list[tuple[Any, ...]]  # per transfer: its row
+
+    def __init__(self, **kw: Any) -> None:
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+    def names_of(self) -> list[tuple[str, ...] | None]:
+        """Each step's group's streamable inputs (None: a transfer): what the plan's
+        streamed sets are read with."""
+        refs = memoryview(self.refs).cast("i")
+        names = self.names
+        return [names[refs[2 * k]] if refs[2 * k] >= 0 else None for k in range(len(self.nodes))]
+
+
+class _ScopeDims(Mapping[Node, int]):
+    """Each step node's scope parameter (what :func:`search_space._build.walk_scopes`
+    returns): a group chunk's the group's scope policy, a transfer whose scope is free its
+    producer's transfer scope; a fixed transfer has none. Looked up from the per-group and
+    per-transfer rows, not built per step (a capacity repair asks a few)."""
+
+    __slots__ = ("_sr",)
+
+    def __init__(self, sr: _StepRows) -> None:
+        self._sr = sr
+
+    def __getitem__(self, node: Node) -> int:
+        sr = self._sr
+        if node[0] == "g":
+            i = sr.gidx[node[1]]
+            if not (isinstance(node[2], int) and 0 <= node[2] < sr.grows[i][10].__len__()):
+                raise KeyError(node)
+            return sr.gd[i]  # type: ignore[no-any-return]
+        j = sr.tidx[node[1]]
+        p = sr.tprod[j]
+        if p < 0:
+            raise KeyError(node)
+        return sr.pd[p]  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[Node]:
+        return (node for node in self._sr.nodes if node in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, node: object) -> bool:
+        try:
+            self[node]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            return False
+        return True
+
+
+
+def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
+           halo: tuple[float, float, float], tiles: float) -> CapacityIssue:
+    """The first overflow as :meth:`compiler.capacity.CapacityWalk.l1_issue` /
+    ``llb_issue`` describe it, from what the C walk kept (``explain`` in ``_cwalk.c``):
+    the same entries, labels, rounding and order."""
+    llb, core, needed, work, _, llb_live, live = found
+
+    def label(i: int) -> str:
+        node = nodes[i]
+        return f"{node[1]}[{node[2]}]" if node[0] == "g" else node[1]
+
+    def provides(i: int) -> str:
+        node = nodes[i]
+        return dec.by_name[node[1]].info.output if node[0] == "g" \
+            else dec.transfer_by_name[node[1]].tensor
+
+    items = [(f"{label(i)} ({provides(i)})", int(b)) for i, b in live if b > 0]
+    steps = tuple((i, int(b)) for i, b in live if b > 0)
+    target = dec.space.target
+    if not llb:
+        rest = work - sum(halo)
+        if rest > 0:
+            items.append((f"{label(k)} working set", int(rest)))
+        if halo[0] > 0:
+            items.append((f"{label(k)} halo rows from other cores", int(halo[0])))
+        if halo[1] > 0:
+            items.append((f"{label(k)} window rows of a streamed input", int(halo[1])))
+        if halo[2] > 0:
+            items.append((f"{label(k)} attention heads beyond an even share", int(halo[2])))
+        items.sort(key=lambda x: -x[1])
+        return CapacityIssue(f"L1 of core {core}", core, label(k), k, math.ceil(needed),
+                             target.l1.data_bytes, tuple(items), steps)
+    if nodes[k][0] == "t":  # llb_issue(k, live, resident, live): nothing more
+        llb_live, tiles = needed, 0.0
+    if tiles > 0:
+        items.append((f"{label(k)} weight tiles in flight", int(tiles)))
+    if needed > llb_live + tiles:
+        items.append((f"{label(k)} output ({provides(k)})", int(needed - llb_live - tiles)))
+    items.sort(key=lambda x: -x[1])
+    return CapacityIssue("LLB of cluster 0", -1, label(k), k, math.ceil(needed), target.llb.bytes,
+                         tuple(items), steps)
