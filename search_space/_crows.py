@@ -70,6 +70,8 @@ class _ScopeDims(Mapping[Node, int]):
             if not (isinstance(node[2], int) and 0 <= node[2] < sr.grows[i][10].__len__()):
                 raise KeyError(node)
             return sr.gd[i]  # type: ignore[no-any-return]
+        if node[0] != "t" or node[2] != 0:  # a transfer step is ("t", name, 0)
+            raise KeyError(node)
         j = sr.tidx[node[1]]
         p = sr.tprod[j]
         if p < 0:
@@ -88,7 +90,6 @@ class _ScopeDims(Mapping[Node, int]):
         except (KeyError, IndexError, TypeError):
             return False
         return True
-
 
 
 def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],

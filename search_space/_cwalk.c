@@ -918,15 +918,17 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
         PyObject *parts = partss[i];
         if (!PyTuple_Check(parts)) return bad("piece: (first, spp, parts)");
         if (spps[i] < 0 || firsts[i] < 0) return bad("piece: negative samples");
-        if (PyTuple_GET_SIZE(parts) > 65536) return bad("piece: too many parts");
+        /* counted in Py_ssize_t and bounded at every part: an int sum of 65,536 parts of
+         * 65,536 cores wraps to 0 before a check after the loop (review finding) */
+        if (PyTuple_GET_SIZE(parts) > (1 << 16) - n_parts) return bad("piece: too many parts");
         n_parts += (int)PyTuple_GET_SIZE(parts);
         for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
             PyObject *part = PyTuple_GET_ITEM(parts, p);
             if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0 || PyTuple_GET_SIZE(part) > nc)
                 return bad("part: a tuple of cores");
+            if (PyTuple_GET_SIZE(part) > (1 << 24) - n_flat) return bad("piece: too many cores");
             n_flat += (int)PyTuple_GET_SIZE(part);
         }
-        if (n_flat > (1 << 24)) return bad("piece: too many cores");
     }
     s->parts = (Part *)wa(w, sizeof(Part) * (size_t)(n_parts ? n_parts : 1), 1);
     int *flat = (int *)wa(w, sizeof(int) * (size_t)(n_flat ? n_flat : 1), 0);
@@ -1000,9 +1002,15 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
 
 /* pieces: ((first, spp, parts), ...) */
 static int step_pieces_seq(Walk *w, Step *s, PyObject *obj) {
-    PyObject *pcs = PySequence_Fast(obj, "pieces");
+    /* a tuple copy: a list could be changed under the borrowed items below (an item's
+     * __index__ run by PyLong_AsLong can clear it; review finding) */
+    PyObject *pcs = PySequence_Tuple(obj);
     if (!pcs) return -1;
-    Py_ssize_t m = PySequence_Fast_GET_SIZE(pcs);
+    Py_ssize_t m = PyTuple_GET_SIZE(pcs);
+    if (m > (1 << 16)) {
+        Py_DECREF(pcs);
+        return bad("pieces: too many");
+    }
     long *firsts = (long *)wa(w, sizeof(long) * (size_t)(m ? m : 1), 0);
     long *spps = (long *)wa(w, sizeof(long) * (size_t)(m ? m : 1), 0);
     PyObject **partss = (PyObject **)wa(w, sizeof(PyObject *) * (size_t)(m ? m : 1), 0);
@@ -1012,7 +1020,7 @@ static int step_pieces_seq(Walk *w, Step *s, PyObject *obj) {
         goto out;
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        PyObject *pc = PySequence_Fast_GET_ITEM(pcs, i);
+        PyObject *pc = PyTuple_GET_ITEM(pcs, i);
         if (!PyTuple_Check(pc) || PyTuple_GET_SIZE(pc) != 3) {
             bad("piece: (first, spp, parts)");
             goto out;
@@ -1216,14 +1224,24 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
     size_t total_usage = 0;
     for (int k = 0; k < n; k++) total_usage += w.st[k].n_cores;
     w.n = n;
+    /* usage_ptr and the edge indices are ints: refuse sums an int cannot hold (review) */
+    if (total_usage > (size_t)INT_MAX / 2) {
+        bad("walk: too many cores over the steps");
+        goto done;
+    }
     w.last = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 0);
     if (!w.last) {
         PyErr_NoMemory();
         goto done;
     }
     /* global reads: each (reader, read) pair, with its staying table made on first use */
-    int n_rd = 0;
-    for (int j = 0; j < n; j++) n_rd += w.st[j].n_reads;
+    long long n_rd_all = 0;
+    for (int j = 0; j < n; j++) n_rd_all += w.st[j].n_reads;
+    if (n_rd_all > INT_MAX / 2) {
+        bad("walk: too many reads over the steps");
+        goto done;
+    }
+    int n_rd = (int)n_rd_all;
     w.n_edges = n_rd;
     w.ed = (Edge *)wa(&w, sizeof(Edge) * (size_t)(n_rd ? n_rd : 1), 1);
     w.ge_src = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
@@ -1578,8 +1596,9 @@ static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *read
         if (step_reads(w, s, reads, n)) return -1;
         PyObject *parts = PyTuple_GET_ITEM(binds, chunk);
         if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) == 0) return bad("binding: a tuple of parts");
+        /* checked by division before the multiply (a signed overflow is undefined) */
+        if (chunk && samples > LONG_MAX / chunk) return bad("group row: samples out of range");
         long first = (long)chunk * samples, spp = samples / (long)PyTuple_GET_SIZE(parts);
-        if (chunk && first / chunk != samples) return bad("group row: samples out of range");
         if (step_pieces(w, s, 1, &first, &spp, &parts)) return -1;
         if (step_inputs(w, s, PyTuple_GET_ITEM(g, 4))) return -1;
         return step_work(s, PyTuple_GET_ITEM(g, 5), PyTuple_GET_ITEM(g, 6), PyTuple_GET_ITEM(g, 8));

@@ -149,6 +149,9 @@ def test_scope_parameters_equal_the_python_walks(target: Target) -> None:
             assert node in dims and dims.get(node) == want[node]
         assert dims.get(("g", "no such group", 0)) is None
         assert dims.get(("t", "no such transfer", 0)) is None
+        for node in want:  # a node the walk has not: another chunk field, another kind
+            assert (node[0], node[1], node[2] + 1_000_000) not in dims
+            assert ("x", node[1], node[2]) not in dims
 
 
 def test_bad_rows_are_refused() -> None:
@@ -228,3 +231,42 @@ def test_a_large_walk_and_reused_memory() -> None:
     big = _cwalk.walk(1e6, 1e7, 8, chain(6000), True)
     assert len(big[0]) == 6000 and big[0][:40] != [] and max(big[4]) > 0
     assert _cwalk.walk(1e6, 1e7, 8, chain(40), True) == small
+
+
+_HOSTILE = r'''
+import sys
+from search_space import _cwalk
+nc = 65536
+parts = (tuple(range(nc)),) * 65536  # 2**32 cores in all: an int count wraps to 0
+step = (2, 2, 7, 2, 0, [], ((0, 1, parts),), 1, 0, (), [], False, None, 0.0)
+for call in (lambda: _cwalk.walk(1e6, 1e9, nc, [step]),
+             lambda: _cwalk.walk_rows(1e6, 1e7, nc, bytes(8), b"\0", [[]],
+                                      [(7, 0, 4, 0, (), [None] * 4, lambda i: 1.0, 0.0, None,
+                                        65536, (parts,))], [(0,)], [], [], [], True)):
+    try:
+        call()
+        sys.exit("accepted")
+    except ValueError as e:
+        assert "too many cores" in str(e), e
+pieces = []
+class Evil:
+    def __index__(self):
+        pieces.clear()  # frees the piece tuples a borrowed view would still point at
+        return 0
+pieces += [(0, 1, ((0,),)), (Evil(), 1, ((1,),)), (0, 1, ((2,),))]
+_cwalk.walk(1e6, 1e9, 8, [(2, 2, 7, 2, 0, [], pieces, 1, 0, (), [], False, None, 0.0)])
+print("ok")
+'''
+
+
+def test_hostile_rows_are_refused_without_a_crash() -> None:
+    """The review's inputs (2026-11-27): a binding of 65,536 parts of 65,536 cores (an int
+    count of the cores wrapped to 0 and the walk wrote past its buffer) and a pieces list
+    an item's ``__index__`` clears while it is read. In a child process: a regression is a
+    segfault there, a failed test here."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _HOSTILE], capture_output=True, text=True,
+                       timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
