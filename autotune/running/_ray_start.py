@@ -85,10 +85,10 @@ def start_ray(address: str | None, workers: int) -> Callable[[], None] | None:
                 os.environ.pop(k, None)
             undo_loopback()
 
-        import ray
-
-        _refresh_auth_mode()
         try:
+            import ray
+
+            _refresh_auth_mode()
             # address="local": a new instance, never another user's `ray start` found on
             # this host; no dashboard; every service on loopback.
             ray.init(address="local", num_cpus=max(workers, 1), include_dashboard=False,

@@ -499,9 +499,10 @@ class GuidedSampler(BaseSampler):
         self._searched = kicking and bool(polish)
         if polish and polish in self._vectors:  # the end game: a hill climb from the best
             n = 1 if kind == "kick" else -(-n_prop // max(1, share))
-            if kicking and share > 1 and o.kick_limit:
+            if kind == "polish" and kicking and share > 1 and o.kick_limit:
                 # a climb's step waits for its round to come back from a worker and for
-                # its measurements: with workers, one round proposes the step's limit
+                # its measurements: with workers, one round proposes the step's limit (a
+                # kick round proposes one kick, whatever the share: review finding)
                 n = max(n, o.kick_limit)
             return self._polish_request(polish, n, pending, kind)
         # borrowing (seeds, or a ranker trained on other targets' rows), every other round is

@@ -246,9 +246,9 @@ class PolishState:
             self._best_y, self.best, self.since_best = y, cid, 0
         else:
             self.since_best += 1
-        if cid in self._waiting:  # a kick: the climb starts from it
+        if cid in self._waiting:  # a kick: the climb starts from the best of its kicks
             self._waiting.discard(cid)
-            if y is not None:
+            if y is not None and y > self._head_y:
                 self.head, self._head_y = cid, y
                 self._climbed.add(cid)
         elif polish_of and polish_of == self.head and y is not None and y > self._head_y:

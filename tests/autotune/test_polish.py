@@ -397,6 +397,25 @@ def test_kick_and_climb_rounds_alternate_with_evolution(tiny_graph: Graph,
     assert not sampler.breed_request(share=2).polish
     wide = sampler.breed_request(share=2)
     assert wide.polish_of == "h" and wide.proposals == opts.kick_limit
+    # a kick round proposes one kick with workers too (review finding: it proposed
+    # kick_limit of them, and the climb started from whichever was measured last)
+    st.back("h", 0, size=1, window=1 << 20)  # the climb from h ends
+    assert not sampler.breed_request(share=2).polish  # evolution's turn
+    kick2 = sampler.breed_request(share=2)
+    assert (kick2.polish_of, kick2.kick, kick2.proposals) == ("b", 3, 1)
+
+
+def test_a_climb_starts_from_the_best_of_its_kicks() -> None:
+    """Kicks measured out of order (or more than one out): the climb's head is the
+    fastest kick measured, not the last one (review finding)."""
+    st = PolishState(after=2, limit=4, window=10, kick=3, kick_limit=2)
+    st.measured("b", 1.0)
+    st.done.add("b")
+    st.kicked("b", ["k1", "k2", "k3"])
+    st.measured("k1", 0.95)
+    st.measured("k2", 0.2)
+    st.measured("k3", None)
+    assert st.head == "k1" and st.due() == ("k1", "polish")
 
 
 def test_a_kick_round_ranks_only_kicks_that_move_one_boundary(tune_target: Target) -> None:
