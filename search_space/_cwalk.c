@@ -142,6 +142,8 @@ typedef struct {
     struct Block *arena;      /* every array of the walk (wa), freed at once (free_walk) */
 } Walk;
 
+static int *walk_begin(Walk *w, int n, int nc, double cap, double llb_cap, int go_on);
+
 static int bad(const char *msg) {
     PyErr_SetString(PyExc_ValueError, msg);
     return -1;
@@ -1186,16 +1188,10 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         return NULL;
     }
     Walk w;
-    memset(&w, 0, sizeof w);
     int n = (int)PySequence_Fast_GET_SIZE(steps);
-    w.nc = nc;
-    w.cap = cap;
-    w.llb_cap = llb_cap;
-    w.go_on = go_on;
-    w.st = (Step *)wa(&w, sizeof(Step) * (size_t)(n ? n : 1), 1);
-    int *is_out = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 1);
+    int *is_out = walk_begin(&w, n, nc, cap, llb_cap, go_on);
     PyObject *result = NULL;
-    if (!w.st || !is_out) {
+    if (!is_out) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -1210,6 +1206,19 @@ fail:
     free_walk(&w);
     Py_DECREF(steps);
     return NULL;
+}
+
+/* A new walk of n steps: zeroed, its capacities set, its steps and output flags carved
+ * from its arena; returns the flags (NULL: out of memory, the walk still to be freed). */
+static int *walk_begin(Walk *w, int n, int nc, double cap, double llb_cap, int go_on) {
+    memset(w, 0, sizeof *w);
+    w->nc = nc;
+    w->cap = cap;
+    w->llb_cap = llb_cap;
+    w->go_on = go_on;
+    w->st = (Step *)wa(w, sizeof(Step) * (size_t)(n ? n : 1), 1);
+    int *is_out = (int *)wa(w, sizeof(int) * ((size_t)n + 1), 1);
+    return w->st ? is_out : NULL;
 }
 
 /* The walk of n parsed steps (wp->st; is_out: the results the graph outputs): the reads'
@@ -1655,14 +1664,8 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
         || PyBytes_GET_SIZE(refs) % (Py_ssize_t)(2 * sizeof(int)))
         return PyErr_Format(PyExc_ValueError, "refs, is_out and reads: one per step");
     Walk w;
-    memset(&w, 0, sizeof w);
-    w.nc = nc;
-    w.cap = cap;
-    w.llb_cap = llb_cap;
-    w.go_on = go_on;
-    w.st = (Step *)wa(&w, sizeof(Step) * (size_t)(n ? n : 1), 1);
-    int *is_out = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 1);
-    if (!w.st || !is_out) {
+    int *is_out = walk_begin(&w, (int)n, nc, cap, llb_cap, go_on);
+    if (!is_out) {
         PyErr_NoMemory();
         goto fail;
     }
