@@ -459,6 +459,23 @@ def remember_plan(graph: Graph, schedule: GraphSchedule, target: Target, plan: M
     memo_of(schedule, limit=8)[("capacity", id(graph), target.hash)] = (graph, plan)
 
 
+def working_set_entries(name: str, work: float,
+                        halo: tuple[float, float, float]) -> list[tuple[str, int]]:
+    """An overflowing step's own entries in an L1 issue: its working set beyond the halo
+    terms, then each halo term (halo rows from other cores, window rows of a streamed
+    input, attention heads beyond an even share) that is there. One definition for
+    :meth:`CapacityWalk.l1_issue` and the compiled walk's (``search_space._crows``)."""
+    out: list[tuple[str, int]] = []
+    rest = work - sum(halo)
+    if rest > 0:
+        out.append((f"{name} working set", int(rest)))
+    for what, b in zip(("halo rows from other cores", "window rows of a streamed input",
+                        "attention heads beyond an even share"), halo):
+        if b > 0:
+            out.append((f"{name} {what}", int(b)))
+    return out
+
+
 class CapacityWalk:
     """The capacity walk, one step at a time (what :func:`plan_memory` runs).
 
@@ -783,16 +800,7 @@ class CapacityWalk:
             if b > 0:
                 live.append((f"{self.label(i)} ({self.provides[i]})", int(b)))
                 steps.append((i, int(b)))
-        rest = work - sum(halo)
-        if rest > 0:
-            live.append((f"{self.label(k)} working set", int(rest)))
-        if halo[0] > 0:
-            live.append((f"{self.label(k)} halo rows from other cores", int(halo[0])))
-        if halo[1] > 0:
-            live.append((f"{self.label(k)} window rows of a streamed input", int(halo[1])))
-        if halo[2] > 0:
-            live.append((f"{self.label(k)} attention heads beyond an even share",
-                         int(halo[2])))
+        live.extend(working_set_entries(self.label(k), work, halo))
         live.sort(key=lambda x: -x[1])
         # rounded up: an overflow by a fraction of a byte still needs more than the capacity
         return CapacityIssue(f"L1 of core {c}", c, self.label(k), k, math.ceil(needed), self.l1_cap,

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from compiler.capacity import CapacityIssue
+from compiler.capacity import CapacityIssue, working_set_entries
 from compiler.derive import Node
 
 Decoding = Any  # a search_space._build.Decoding (importing it would close a circle)
@@ -112,15 +112,7 @@ def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
     steps = tuple((i, int(b)) for i, b in live if b > 0)
     target = dec.space.target
     if not llb:
-        rest = work - sum(halo)
-        if rest > 0:
-            items.append((f"{label(k)} working set", int(rest)))
-        if halo[0] > 0:
-            items.append((f"{label(k)} halo rows from other cores", int(halo[0])))
-        if halo[1] > 0:
-            items.append((f"{label(k)} window rows of a streamed input", int(halo[1])))
-        if halo[2] > 0:
-            items.append((f"{label(k)} attention heads beyond an even share", int(halo[2])))
+        items.extend(working_set_entries(label(k), work, halo))
         items.sort(key=lambda x: -x[1])
         return CapacityIssue(f"L1 of core {core}", core, label(k), k, math.ceil(needed),
                              target.l1.data_bytes, tuple(items), steps)
