@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.job._state import Best, JobState, TaskState
 from autotune.running._reconcile import CID_ATTR, OWNER_ATTR, SEED_ATTR, SEED_CID_ATTR, result_attrs
-from autotune.sampling._polish import PROV_POLISH
+from autotune.sampling._polish import POLISH_ATTR, PROV_POLISH
 from autotune.sampling._studies import candidate_id, seed_schedules
 from compiler.errors import GraphtuneError
 from logs import RecordWriter
@@ -450,6 +450,9 @@ class Driver:
             seed = None
         ranked = sampler.ranked_by(trial.number) if hasattr(sampler, "ranked_by") else ""
         polish_of = sampler.polish_of(trial.number) if hasattr(sampler, "polish_of") else ""
+        if not polish_of:  # a polish trial re-queued from the journal: its mark is the attribute
+            mark = trial.user_attrs.get(POLISH_ATTR)
+            polish_of = mark if isinstance(mark, str) else ""
         tuner = str(seed) if seed else self.tuner
         return Candidate(k, trial, s, cid, dict(trial.params) if params is None else params,
                          tuner, ranked, polish_of=polish_of)
