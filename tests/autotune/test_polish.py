@@ -446,3 +446,40 @@ def test_a_kick_round_ranks_only_kicks_that_move_one_boundary(tune_target: Targe
     assert all(abs(len(s.groups) - n) <= 1 for _, _, s in got.ranked)
     assert {c for _, c, _ in got.ranked} == {candidate_id(s) for s in kicks} - far - {
         candidate_id(parent)}
+
+
+def test_a_polish_trial_requeued_from_the_journal_keeps_its_mark(
+        tiny_graph: Graph, tune_target: Target, tmp_path: Path) -> None:
+    """A tune killed while a polish trial was in flight leaves it RUNNING in the journal
+    with its mark; the resume re-queues it (parameters and attributes) and its record
+    carries ``prov.polish_of`` although this sampler never proposed it."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    def run(log: Path, trials: int) -> None:
+        tune([tiny_graph], trials=trials, log=log, search=SearchOptions(seed=5, guided=POLISH),
+             run=RunOptions(workers=0, curve=False))
+
+    def study(journal: Path) -> optuna.Study:
+        storage = JournalStorage(JournalFileBackend(str(journal)))
+        (name,) = optuna.get_all_study_names(storage)
+        return optuna.load_study(study_name=name, storage=storage)
+
+    a = tmp_path / "a.jsonl"
+    run(a, 48)
+    marks = _log_marks(a)
+    pn = sorted(marks)[len(marks) // 2]  # a polish trial in the middle of the climbing
+    params = study(tmp_path / "a.journal").trials[pn].params
+    r = tmp_path / "r.jsonl"
+    run(r, pn)  # the same first pn trials; then the kill, with trial pn in flight
+    s = study(tmp_path / "r.journal")
+    s.enqueue_trial(params)
+    trial = s.ask()
+    build_space(tiny_graph, tune_target, tiny_graph.batch).suggest(trial)
+    trial.set_user_attr(POLISH_ATTR, marks[pn])
+    assert s.trials[trial.number].state == optuna.trial.TrialState.RUNNING
+    run(r, 48)
+    (rec,) = [x for x in _lines(a) if x["prov"]["trial"] == pn]
+    want = candidate_id(GraphSchedule.from_json(rec["schedule"]))
+    got = [x for x in _lines(r) if candidate_id(GraphSchedule.from_json(x["schedule"])) == want]
+    assert len(got) == 1 and got[0]["prov"].get("polish_of") == marks[pn]
