@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from math import gcd
 from typing import TYPE_CHECKING, Protocol
 
@@ -64,6 +64,7 @@ from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
 from search_space._cblocks import partition as partition_compiled
 from search_space._cclass import shared_info
+from search_space._cgroups import decode_groups as groups_compiled
 from search_space._ccore import _Walked, scope_walk, walk_issue
 from search_space._ccore import fits_l1 as fits_compiled
 from search_space._cderive import blocks as blocks_compiled
@@ -292,6 +293,30 @@ def chunk_bind(perm: tuple[int, ...], cores: int, parts: int, chunk: int,
     return tuple(tuple(perm[(shift + j * per + m) % n] for m in range(per)) for j in range(parts))
 
 
+def _bind_sets(space: SpaceLike) -> dict[tuple[object, ...], tuple[CoreBind, ...]]:
+    sets: dict[tuple[object, ...], tuple[CoreBind, ...]] | None = getattr(space, "_bind_sets", None)
+    if sets is None:
+        sets = space._bind_sets = {}  # type: ignore[attr-defined]
+    return sets
+
+
+def bind_set(space: SpaceLike, perm: tuple[int, ...], cores: int, parts: int, split: int,
+             spread: bool) -> tuple[CoreBind, ...]:
+    """Every chunk's binding of a group (``split`` chunks on ``cores`` cores in ``parts``
+    parts along ``perm``), each chunk's the space's shared value (identities are keys);
+    remembered by the space under ``(perm, cores, parts, split, spread)``."""
+    cache = space._binds
+    binds = []
+    for c in range(split):
+        key = (perm, cores, parts, c if spread else 0, spread)
+        b = cache.get(key)
+        if b is None:
+            b = cache[key] = chunk_bind(perm, cores, parts, c, spread)
+        binds.append(b)
+    hit = _bind_sets(space)[(perm, cores, parts, split, spread)] = tuple(binds)
+    return hit
+
+
 @lru_cache(maxsize=4096)
 def chunk_scopes(policy: str, split: int, wave: int) -> tuple[str, ...]:
     """Scope of each chunk under a policy (see :data:`search_space._dims.SCOPE_POLICIES`)."""
@@ -460,23 +485,9 @@ class Decoding:
     def set_binding(self, gr: _G, perm: tuple[int, ...], spread: bool) -> None:
         """Record the core order and the chunk bindings it gives."""
         gr.perm, gr.spread = perm, spread
-        cache = self.space._binds
-        sets: dict[tuple[object, ...], tuple[CoreBind, ...]] | None = \
-            getattr(self.space, "_bind_sets", None)
-        if sets is None:
-            sets = self.space._bind_sets = {}  # type: ignore[attr-defined]
         whole = (perm, gr.cores, gr.parts, gr.split, spread)  # every chunk's at once
-        hit = sets.get(whole)
-        if hit is None:
-            binds = []
-            for c in range(gr.split):  # each chunk's the shared value (identities are keys)
-                key = (perm, gr.cores, gr.parts, c if spread else 0, spread)
-                b = cache.get(key)
-                if b is None:
-                    b = cache[key] = chunk_bind(perm, gr.cores, gr.parts, c, spread)
-                binds.append(b)
-            hit = sets[whole] = tuple(binds)
-        gr.binds = hit
+        hit = _bind_sets(self.space).get(whole)
+        gr.binds = hit if hit is not None else bind_set(self.space, *whole)
 
     # ---- pass 2: the chunk DAG ---------------------------------------------------------------
     def derive(self) -> None:
@@ -777,7 +788,12 @@ def decode_groups(space: SpaceLike, get: Reader) -> Decoding:
     order = ORDERS[get(space.d_order)]
     lookahead = LOOKAHEADS[get(space.d_lookahead)] if order == "depth" else 0
     dec = Decoding(space, batch, order, lookahead)
-    dec.add_blocks(read_blocks(space, get))
+    blocks = read_blocks(space, get)
+    # the loop below in C, one call (search_space/_cgroups.py): the same reads, fits, bindings
+    if groups_compiled(dec, get, blocks, dec.fit, partial(bind_set, space), _G):
+        dec.derive()
+        return dec
+    dec.add_blocks(blocks)
     dims = space.dims
     divs = dec.divs
 
