@@ -90,16 +90,22 @@ def _spp_of(space: Any, batch: int, divs: list[int], samples: tuple[int, ...]) -
 
 
 def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int]) -> tuple[tuple[Any, ...], ...]:
-    """Each group's row of a block (see ``groups`` in ``_cshape.c``)."""
-    space = dec.space
+    """Each group's row of a block: (its op set's row, slot op, slot parameter); an op set's
+    row (name, first op, facts, their shared cache, separable, output code, input codes,
+    output name) kept in its facts' cache (see ``groups`` in ``_cshape.c``)."""
+    slot_of = dec.space.slot
     rows = []
     for k, ops in enumerate(blk.parts):
         info = dec.info(blk, k)
-        start = ops[0]
-        ins = tuple(codes.setdefault(t, len(codes)) for t in info.inputs)
-        rows.append((f"g{start}", start, blk.slots[k], space.slot[blk.slots[k]], info, info.shared,
-                     1 if info.separable else 0, codes.setdefault(info.output, len(codes)), ins,
-                     info.output))
+        base = info.cache.get("cshape")
+        if base is None:
+            start = ops[0]
+            base = info.cache["cshape"] = (
+                f"g{start}", start, info, info.shared, 1 if info.separable else 0,
+                codes.setdefault(info.output, len(codes)),
+                tuple(codes.setdefault(t, len(codes)) for t in info.inputs), info.output)
+        slot = blk.slots[k]
+        rows.append((base, slot, slot_of[slot]))
     return tuple(rows)
 
 

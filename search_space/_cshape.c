@@ -23,9 +23,10 @@
  *        parts_of, perms, spread_of, fit, unshuffle, bind_set, bind_sets, g_type, fit_tag)
  *   values, rep, active: the recorder (search_space._space._Recorder): reading full
  *           parameter d marks rep[d] active and answers values[d]
- *   blocks: a sequence of blocks, each a tuple of group rows (name, start, slot op,
- *           slot parameter, info, info's shared cache (a dict), separable (0/1), output
- *           tensor code, input tensor codes (a tuple, info.inputs' order), output name)
+ *   blocks: a sequence of blocks, each a tuple of group rows (op set row, slot op, slot
+ *           parameter); an op set row (name, start, info, info's shared cache (a dict),
+ *           separable (0/1), output tensor code, input tensor codes (a tuple, info.inputs'
+ *           order), output name)
  *   spp_of: per samples choice, the samples per part it asks for at this batch; split_ok:
  *           whether the batch has more than one divisor
  *   cpp_of, parts_of: per choice, the int; perms: per perm choice, a core order (a tuple)
@@ -54,6 +55,7 @@ static PyObject *field[N_FIELDS];
 
 typedef struct {
     PyObject *row;      /* borrowed: the group's row */
+    PyObject *base;     /* borrowed: its op set's row */
     PyObject *info;     /* borrowed from the row */
     PyObject *shared;   /* borrowed from the row */
     long start, slot_dim, sep, out_code;
@@ -222,27 +224,30 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
             for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(blk); k++, i++) {
                 PyObject *row = PyTuple_GET_ITEM(blk, k);
                 G *x = &g[i];
-                if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 10) {
-                    PyErr_SetString(PyExc_TypeError, "a group row: a tuple of 10");
+                PyObject *base;
+                if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3 ||
+                    !PyTuple_Check(base = PyTuple_GET_ITEM(row, 0)) || PyTuple_GET_SIZE(base) != 8) {
+                    PyErr_SetString(PyExc_TypeError, "a group row: (a tuple of 8, slot op, slot parameter)");
                     goto fail;
                 }
                 x->row = row;
-                names[i] = PyTuple_GET_ITEM(row, 0);
-                x->info = PyTuple_GET_ITEM(row, 4);
-                x->shared = PyTuple_GET_ITEM(row, 5);
-                x->in_codes = PyTuple_GET_ITEM(row, 8);
+                x->base = base;
+                names[i] = PyTuple_GET_ITEM(base, 0);
+                x->info = PyTuple_GET_ITEM(base, 2);
+                x->shared = PyTuple_GET_ITEM(base, 3);
+                x->in_codes = PyTuple_GET_ITEM(base, 6);
                 long slot_op;
                 if (!PyUnicode_Check(names[i]) || !PyDict_Check(x->shared) || !PyTuple_Check(x->in_codes) ||
-                    !PyUnicode_Check(PyTuple_GET_ITEM(row, 9))) {
+                    !PyUnicode_Check(PyTuple_GET_ITEM(base, 7))) {
                     PyErr_SetString(PyExc_TypeError, "a group row's name, shared cache, inputs or output");
                     goto fail;
                 }
-                if (as_long(PyTuple_GET_ITEM(row, 1), 0, INT_MAX, &x->start, "a group's first op") ||
-                    as_long(PyTuple_GET_ITEM(row, 2), 0, INT_MAX, &slot_op, "a group's slot op") ||
-                    as_long(PyTuple_GET_ITEM(row, 3), 0, (long)PyList_GET_SIZE(values) - 5, &x->slot_dim,
+                if (as_long(PyTuple_GET_ITEM(base, 1), 0, INT_MAX, &x->start, "a group's first op") ||
+                    as_long(PyTuple_GET_ITEM(row, 1), 0, INT_MAX, &slot_op, "a group's slot op") ||
+                    as_long(PyTuple_GET_ITEM(row, 2), 0, (long)PyList_GET_SIZE(values) - 5, &x->slot_dim,
                             "a group's slot parameter") ||
-                    as_long(PyTuple_GET_ITEM(row, 6), 0, 1, &x->sep, "separable") ||
-                    as_long(PyTuple_GET_ITEM(row, 7), 0, n_codes - 1, &x->out_code, "an output code"))
+                    as_long(PyTuple_GET_ITEM(base, 4), 0, 1, &x->sep, "separable") ||
+                    as_long(PyTuple_GET_ITEM(base, 5), 0, n_codes - 1, &x->out_code, "an output code"))
                     goto fail;
                 if (PyDict_GetItemWithError(by_name, names[i])) {
                     PyErr_SetString(PyExc_ValueError, "two groups of one name");
@@ -398,7 +403,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         }
         PyList_SET_ITEM(groups, i, obj);
         if (PyDict_SetItem(by_name, names[i], obj) ||
-            PyDict_SetItem(by_out, PyTuple_GET_ITEM(g[i].row, 9), obj))
+            PyDict_SetItem(by_out, PyTuple_GET_ITEM(g[i].base, 7), obj))
             goto fail;
     }
     for (Py_ssize_t i = 0; i < ng; i++) {
@@ -407,7 +412,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         int rc = 0;
         vals[F_NAME] = names[i]; Py_INCREF(names[i]);
         vals[F_START] = PyLong_FromLong(x->start);
-        vals[F_SLOT] = PyTuple_GET_ITEM(x->row, 2); Py_INCREF(vals[F_SLOT]);
+        vals[F_SLOT] = PyTuple_GET_ITEM(x->row, 1); Py_INCREF(vals[F_SLOT]);
         vals[F_SCOPE_AT] = PyLong_FromLong(x->start);
         vals[F_INFO] = x->info; Py_INCREF(x->info);
         vals[F_SPLIT] = PyLong_FromLong(x->shaped ? x->split : 1);

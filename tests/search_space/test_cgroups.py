@@ -123,7 +123,7 @@ def bind_set(perm, cores, parts, split, spread):
     return tuple(((0,),) for _ in range(split))
 
 def row(name="g0", start=0, slot=0, dim=0, shared=None, sep=1, out=0, ins=(), oname="t0"):
-    return (name, start, slot, dim, object(), {} if shared is None else shared, sep, out, ins, oname)
+    return ((name, start, object(), {} if shared is None else shared, sep, out, ins, oname), slot, dim)
 
 def call(blocks, values=None, n_codes=4, batch=8, spp=(1, 2, 4, 8), cpp=(1, 2), parts=(1, 2),
          perms=((0, 1), None), spread=(0, 1), fit=fit, bind_set=bind_set, bind_sets=None):
@@ -139,7 +139,8 @@ assert good[0][1].deps == ["g0"] and good[0][0].consumers == ["g1"]
 bad = [
     lambda: call([]),                                        # no groups
     lambda: call([[row()]]),                                 # a block not a tuple
-    lambda: call([(row()[:9],)]),                            # a short row
+    lambda: call([(row()[:2],)]),                            # a short row
+    lambda: call([((row()[0][:7], 0, 0),)]),                 # a short op set row
     lambda: call([(row(out=4),)]),                           # output code out of range
     lambda: call([(row(out=-1),)]),
     lambda: call([(row(ins=(9,)),)]),                        # input code out of range
