@@ -65,6 +65,7 @@ from compiler.schedule import GraphSchedule, GroupSpec, Transfer
 from search_space._cblocks import partition as partition_compiled
 from search_space._cclass import shared_info
 from search_space._cgroups import decode_groups as groups_compiled
+from search_space._cgroups import unit_slots as unit_slots_compiled
 from search_space._ccore import _Walked, scope_walk, walk_issue
 from search_space._ccore import fits_l1 as fits_compiled
 from search_space._cderive import blocks as blocks_compiled
@@ -222,6 +223,12 @@ def block_parts(space: SpaceLike, a: int, b: int, mode: str) -> Block:
 
 def unit_slots(space: SpaceLike, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     """Per part, the first op of its unit (see :class:`Block`)."""
+    compiled = unit_slots_compiled(space, parts)  # the same in C (search_space/_cgroups.py)
+    return compiled if compiled is not None else unit_slots_py(space, parts)
+
+
+def unit_slots_py(space: SpaceLike, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """:func:`unit_slots` in Python (the reference)."""
     st = space.structure
     seg_of = st.seg_of_op
     spans = [(seg_of[p[0]], seg_of[p[-1]]) for p in parts]

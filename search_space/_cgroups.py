@@ -155,3 +155,16 @@ def _bind_sets(space: Any) -> dict[tuple[Any, ...], Any]:
     if sets is None:
         sets = space._bind_sets = {}
     return sets
+
+
+def unit_slots(space: Any, parts: Any) -> tuple[int, ...] | None:
+    """:func:`search_space._build.unit_slots` in C (``_cshape.unit_slots``), or None when
+    the extension is not available (the caller runs the Python function)."""
+    mod = _load()
+    if mod is None:
+        return None
+    st = space.structure
+    firsts: tuple[int, ...] | None = getattr(space, "_cseg_first", None)
+    if firsts is None:
+        firsts = space._cseg_first = tuple(a for a, _ in st.segments)
+    return mod.unit_slots(st.seg_of_op, firsts, parts)  # type: ignore[no-any-return]

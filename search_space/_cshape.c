@@ -38,6 +38,8 @@
  * -> (groups, by_name, by_out, topo): the _G records in block order, by name, by output
  *    tensor name, and the names in topological order (Decoding's attributes).
  *
+ * unit_slots(seg_of, seg_first, parts): search_space._build.unit_slots for a new block.
+ *
  * Hostile tables (wrong types, codes or choices out of range, a fit or a binding that is not
  * what it must be) raise ValueError or TypeError; every buffer is released on every path.
  */
@@ -461,8 +463,68 @@ fail:
     return result;
 }
 
+/* unit_slots(seg_of, seg_first, parts) -> per part the first op of its unit, as
+ * search_space._build.unit_slots: seg_of the segment of every op, seg_first every segment's
+ * first op (tuples of ints), parts tuples of op indices. */
+static PyObject *py_unit_slots(PyObject *self, PyObject *args) {
+    PyObject *seg_of, *seg_first, *parts;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O:unit_slots", &PyTuple_Type, &seg_of, &PyTuple_Type, &seg_first,
+                          &parts))
+        return NULL;
+    PyObject *pseq = PySequence_Fast(parts, "parts: a sequence");
+    if (!pseq) return NULL;
+    Py_ssize_t np = PySequence_Fast_GET_SIZE(pseq), n_ops = PyTuple_GET_SIZE(seg_of);
+    Py_ssize_t n_segs = PyTuple_GET_SIZE(seg_first);
+    PyObject *out = NULL;
+    long *span = alloc_n(2 * np, sizeof(long));
+    unsigned char *crossed = NULL;
+    long *unit = NULL;
+    if (!span) { PyErr_NoMemory(); goto done; }
+    if (np < 1) { PyErr_SetString(PyExc_ValueError, "no parts"); goto done; }
+    long lo = LONG_MAX, hi = -1;
+    for (Py_ssize_t k = 0; k < np; k++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(pseq, k);
+        if (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) < 1) { PyErr_SetString(PyExc_ValueError, "a part: a tuple of ops"); goto done; }
+        for (int e = 0; e < 2; e++) {
+            long op, sg;
+            if (as_long(PyTuple_GET_ITEM(p, e ? PyTuple_GET_SIZE(p) - 1 : 0), 0, (long)n_ops - 1, &op, "an op") ||
+                as_long(PyTuple_GET_ITEM(seg_of, op), 0, (long)n_segs - 1, &sg, "a segment"))
+                goto done;
+            span[2 * k + e] = sg;
+        }
+        if (span[2 * k] < lo) lo = span[2 * k];
+        if (span[2 * k + 1] > hi) hi = span[2 * k + 1];
+    }
+    for (Py_ssize_t k = 0; k < np; k++)
+        if (span[2 * k] > hi) { PyErr_SetString(PyExc_ValueError, "a part starts after every part ends"); goto done; }
+    if (hi < lo) { PyErr_SetString(PyExc_ValueError, "parts end before they start"); goto done; }
+    crossed = alloc_n(hi - lo + 1, 1);
+    unit = alloc_n(hi - lo + 1, sizeof(long));
+    if (!crossed || !unit) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < np; k++)
+        for (long j = span[2 * k]; j < span[2 * k + 1]; j++) crossed[j - lo] = 1;
+    long start = lo;
+    for (long j = lo; j <= hi; j++) {
+        unit[j - lo] = start;
+        if (!crossed[j - lo]) start = j + 1;
+    }
+    out = PyTuple_New(np);
+    if (!out) goto done;
+    for (Py_ssize_t k = 0; k < np; k++) {
+        PyObject *first = PyTuple_GET_ITEM(seg_first, unit[span[2 * k] - lo]);
+        Py_INCREF(first);
+        PyTuple_SET_ITEM(out, k, first);
+    }
+done:
+    free(span); free(crossed); free(unit);
+    Py_DECREF(pseq);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"groups", py_groups, METH_VARARGS, "Pass 1's groups, shapes and cores (see the file)."},
+    {"unit_slots", py_unit_slots, METH_VARARGS, "Each part's unit's first op (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -170,6 +170,21 @@ bad = [
     lambda: call([(row(),)], bind_sets={((0, 1), 1, 1, 8, False): "x"}),  # a cached binding
     lambda: call([(row(),)], bind_sets={((0, 1), 1, 1, 8, False): ((0,),)}),  # of one chunk
 ]
+def slots(seg_of=(0, 0, 1), first=(0, 2), parts=((0, 1), (2,))):
+    return mod.unit_slots(seg_of, first, parts)
+
+assert slots() == (0, 2) and slots(parts=((0,), (1, 2))) == (0, 0)
+bad += [
+    lambda: slots(parts=()),                                 # no parts
+    lambda: slots(parts=((),)),                              # an empty part
+    lambda: slots(parts=((3,),)),                            # an op past the graph
+    lambda: slots(parts=((-1,),)),
+    lambda: slots(seg_of=(0, 0, 2)),                         # a segment past the table
+    lambda: slots(seg_of=(0, "a", 1)),
+    lambda: slots(parts=[[0]]),                              # a part not a tuple
+    lambda: slots(parts=((2, 0),)),                          # a part ending before it starts
+    lambda: slots(parts=((0,), (2, 0))),                     # one starting after all end
+]
 for k, f in enumerate(bad):
     try:
         f()
@@ -194,3 +209,27 @@ def test_hostile_tables_are_refused_without_a_crash() -> None:
                        timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout[-500:],
                                                             r.stderr[-2000:])
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2", "deepfm"])
+def test_unit_slots_equal_the_python_functions(key: str, target: Target) -> None:
+    space = build_space(small_graph(key), target)
+    segs = space.structure.segments
+    n = len(segs)
+    seen = 0
+    for a in range(n):
+        for b in range(a, min(n, a + 12)):
+            for mode in ("whole", "anchors", "ops"):
+                blk = _build.block_parts(space, a, b, mode)
+                assert blk.slots == _build.unit_slots_py(space, blk.parts)
+                assert _cgroups.unit_slots(space, blk.parts) == blk.slots
+                seen += 1
+    assert seen >= n
+    # parts across segments in any grouping: the units they leave
+    rng = np.random.default_rng(34)
+    ops = len(space.graph.ops)
+    for _ in range(200):
+        cuts = sorted(set(rng.integers(1, ops, size=int(rng.integers(0, 6))).tolist()))
+        bounds = [0, *cuts, ops]
+        parts = [tuple(range(x, y)) for x, y in zip(bounds, bounds[1:], strict=False) if y > x]
+        assert _cgroups.unit_slots(space, parts) == _build.unit_slots_py(space, parts)
