@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -231,5 +232,5 @@ def test_unit_slots_equal_the_python_functions(key: str, target: Target) -> None
     for _ in range(200):
         cuts = sorted(set(rng.integers(1, ops, size=int(rng.integers(0, 6))).tolist()))
         bounds = [0, *cuts, ops]
-        parts = [tuple(range(x, y)) for x, y in zip(bounds, bounds[1:], strict=False) if y > x]
+        parts = [tuple(range(x, y)) for x, y in pairwise(bounds) if y > x]
         assert _cgroups.unit_slots(space, parts) == _build.unit_slots_py(space, parts)
