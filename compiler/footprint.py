@@ -356,41 +356,45 @@ def _analysis(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
 
 
 def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
+    # the graph's tables as locals, set operations for membership over consumers: the search
+    # analyses every op set it meets (new ones on BERT-large have ~60 ops)
     an = _Analysis()
     an.ops = ops
     members = set(ops)
     sizes = _sample_table(graph)
-    an.size = {t: sizes[t] for i in ops for t in (*graph.ops[i].inputs, graph.ops[i].output)}
+    g_ops, consumers = graph.ops, graph.consumers
+    an.size = size = {t: sizes[t] for op in (g_ops[i] for i in ops) for t in (*op.inputs, op.output)}
 
     # views alias their source tensor (compiler.views: the one place that follows them)
     alias = view_sources(graph, ops)
+    alias_get = alias.get
 
     def root(t: str) -> str:
-        return alias.get(t, t)
+        return alias_get(t, t)
 
-    seq: list[Op] = [graph.ops[i] for i in ops if graph.ops[i].output not in alias]
-    an.root = {t: root(t) for t in an.size}
+    seq: list[Op] = [op for op in (g_ops[i] for i in ops) if op.output not in alias]
+    an.root = {t: alias_get(t, t) for t in size}
     an.seq = seq
     graph_outputs = set(graph.outputs)
     end = len(seq)
 
-    an.produced = {op.output for op in seq}
+    an.produced = produced = {op.output for op in seq}
     outside: set[str] = set()
     for i in ops:
-        out = graph.ops[i].output
-        if out in graph_outputs or any(c not in members for c in graph.consumers.get(out, ())):
-            outside.add(root(out))
+        out = g_ops[i].output
+        if out in graph_outputs or not members.issuperset(consumers.get(out, ())):
+            outside.add(alias_get(out, out))
     an.outside_use = outside
 
     pos: dict[str, list[int]] = {}  # root tensor -> positions (in seq) of its readers
     for p, op in enumerate(seq):
-        for t in dict.fromkeys(root(x) for x in op.inputs):
+        for t in dict.fromkeys([alias_get(x, x) for x in op.inputs]):
             pos.setdefault(t, []).append(p)
-    an.group_inputs = [t for t in pos if t not in an.produced]
+    an.group_inputs = [t for t in pos if t not in produced]
     # a group input nobody else reads may be overwritten once it dies here
     an.private = frozenset(
         t for t in an.group_inputs
-        if t not in graph_outputs and all(c in members for c in graph.consumers.get(t, ()))
+        if t not in graph_outputs and members.issuperset(consumers.get(t, ()))
     )
     an.streamable = frozenset(
         t for t in an.group_inputs
@@ -400,13 +404,13 @@ def _analyse(graph: Graph, ops: tuple[int, ...]) -> _Analysis:
 
     # fused chains: seq[p] feeds only seq[p+1], an elementwise op of the same size
     virtual: set[str] = set()
+    tensors = graph.tensors
     for p in range(end - 1):
         out = seq[p].output
         nxt = seq[p + 1]
         if out in outside or pos.get(out) != [p + 1]:
             continue
-        if is_elementwise(nxt, graph) and \
-                graph.tensors[nxt.output].elements >= graph.tensors[out].elements:
+        if is_elementwise(nxt, graph) and tensors[nxt.output].elements >= tensors[out].elements:
             virtual.add(out)
     an.virtual = virtual
     chains: list[list[int]] = []

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from math import gcd
 from typing import TYPE_CHECKING, Protocol
 
@@ -68,6 +68,8 @@ from search_space._ccore import _Walked, scope_walk, walk_issue
 from search_space._ccore import fits_l1 as fits_compiled
 from search_space._cderive import blocks as blocks_compiled
 from search_space._cderive import derive as derive_compiled
+from search_space._cgroups import decode_groups as groups_compiled
+from search_space._cgroups import unit_slots as unit_slots_compiled
 from search_space._dims import (
     CUT_BELOW,
     GRANULARITIES,
@@ -221,6 +223,12 @@ def block_parts(space: SpaceLike, a: int, b: int, mode: str) -> Block:
 
 def unit_slots(space: SpaceLike, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     """Per part, the first op of its unit (see :class:`Block`)."""
+    compiled = unit_slots_compiled(space, parts)  # the same in C (search_space/_cgroups.py)
+    return compiled if compiled is not None else unit_slots_py(space, parts)
+
+
+def unit_slots_py(space: SpaceLike, parts: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """:func:`unit_slots` in Python (the reference)."""
     st = space.structure
     seg_of = st.seg_of_op
     spans = [(seg_of[p[0]], seg_of[p[-1]]) for p in parts]
@@ -290,6 +298,30 @@ def chunk_bind(perm: tuple[int, ...], cores: int, parts: int, chunk: int,
     shift = (chunk * cores) % n if spread else 0
     per = cores // parts
     return tuple(tuple(perm[(shift + j * per + m) % n] for m in range(per)) for j in range(parts))
+
+
+def _bind_sets(space: SpaceLike) -> dict[tuple[object, ...], tuple[CoreBind, ...]]:
+    sets: dict[tuple[object, ...], tuple[CoreBind, ...]] | None = getattr(space, "_bind_sets", None)
+    if sets is None:
+        sets = space._bind_sets = {}  # type: ignore[attr-defined]
+    return sets
+
+
+def bind_set(space: SpaceLike, perm: tuple[int, ...], cores: int, parts: int, split: int,
+             spread: bool) -> tuple[CoreBind, ...]:
+    """Every chunk's binding of a group (``split`` chunks on ``cores`` cores in ``parts``
+    parts along ``perm``), each chunk's the space's shared value (identities are keys);
+    remembered by the space under ``(perm, cores, parts, split, spread)``."""
+    cache = space._binds
+    binds = []
+    for c in range(split):
+        key = (perm, cores, parts, c if spread else 0, spread)
+        b = cache.get(key)
+        if b is None:
+            b = cache[key] = chunk_bind(perm, cores, parts, c, spread)
+        binds.append(b)
+    hit = _bind_sets(space)[(perm, cores, parts, split, spread)] = tuple(binds)
+    return hit
 
 
 @lru_cache(maxsize=4096)
@@ -460,23 +492,9 @@ class Decoding:
     def set_binding(self, gr: _G, perm: tuple[int, ...], spread: bool) -> None:
         """Record the core order and the chunk bindings it gives."""
         gr.perm, gr.spread = perm, spread
-        cache = self.space._binds
-        sets: dict[tuple[object, ...], tuple[CoreBind, ...]] | None = \
-            getattr(self.space, "_bind_sets", None)
-        if sets is None:
-            sets = self.space._bind_sets = {}  # type: ignore[attr-defined]
         whole = (perm, gr.cores, gr.parts, gr.split, spread)  # every chunk's at once
-        hit = sets.get(whole)
-        if hit is None:
-            binds = []
-            for c in range(gr.split):  # each chunk's the shared value (identities are keys)
-                key = (perm, gr.cores, gr.parts, c if spread else 0, spread)
-                b = cache.get(key)
-                if b is None:
-                    b = cache[key] = chunk_bind(perm, gr.cores, gr.parts, c, spread)
-                binds.append(b)
-            hit = sets[whole] = tuple(binds)
-        gr.binds = hit
+        hit = _bind_sets(self.space).get(whole)
+        gr.binds = hit if hit is not None else bind_set(self.space, *whole)
 
     # ---- pass 2: the chunk DAG ---------------------------------------------------------------
     def derive(self) -> None:
@@ -777,7 +795,12 @@ def decode_groups(space: SpaceLike, get: Reader) -> Decoding:
     order = ORDERS[get(space.d_order)]
     lookahead = LOOKAHEADS[get(space.d_lookahead)] if order == "depth" else 0
     dec = Decoding(space, batch, order, lookahead)
-    dec.add_blocks(read_blocks(space, get))
+    blocks = read_blocks(space, get)
+    # the loop below in C, one call (search_space/_cgroups.py): the same reads, fits, bindings
+    if groups_compiled(dec, get, blocks, dec.fit, partial(bind_set, space), _G):
+        dec.derive()
+        return dec
+    dec.add_blocks(blocks)
     dims = space.dims
     divs = dec.divs
 

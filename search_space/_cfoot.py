@@ -28,6 +28,7 @@ from typing import Any
 
 from compiler.capacity import attention_excess_bytes, halo_bytes_per_core
 from compiler.footprint import _analysis, _chain_rows, _streams
+from compiler.memo import memo_of
 from compiler.opshape import OpKind, op_shapes
 from compiler.views import view_sources
 
@@ -80,11 +81,29 @@ def pack_rows(graph: Any, ops: tuple[int, ...], names: tuple[str, ...]) -> Pack 
 
 def halo_values(graph: Any, slots: tuple[int, ...], spp: int, cpp: int) -> tuple[bytes, bytes]:
     """Per slot of :func:`pack_rows`, its op's halo bytes per core and attention excess for
-    ``spp`` samples on ``cpp`` cores (the Python definitions), packed as doubles."""
-    shapes = op_shapes(graph)
-    halo = array("d", [halo_bytes_per_core(shapes[i], spp, cpp) if shapes[i].halo_bytes else 0.0
-                       for i in slots])
-    attn = array("d", [attention_excess_bytes(shapes[i], spp, cpp, graph.float_bytes)
-                       if shapes[i].kind == OpKind.BATCHED_MATMUL and shapes[i].batched else 0.0
-                       for i in slots])
+    ``spp`` samples on ``cpp`` cores (the Python definitions), packed as doubles. Each op's
+    pair is remembered per graph by (op, spp, cpp): an op is in many op sets (BERT-large's
+    attention matmuls in every grouping of their layer), its values the same in each."""
+    memo = memo_of(graph)
+    known: dict[tuple[int, int, int], tuple[float, float]] | None = memo.get(_HALO_KEY)
+    if known is None:
+        known = memo[_HALO_KEY] = {}
+    halo = array("d")
+    attn = array("d")
+    shapes = None
+    for i in slots:
+        hit = known.get((i, spp, cpp))
+        if hit is None:
+            if shapes is None:
+                shapes = op_shapes(graph)
+            d = shapes[i]
+            hit = known[(i, spp, cpp)] = (
+                halo_bytes_per_core(d, spp, cpp) if d.halo_bytes else 0.0,
+                attention_excess_bytes(d, spp, cpp, graph.float_bytes)
+                if d.kind == OpKind.BATCHED_MATMUL and d.batched else 0.0)
+        halo.append(hit[0])
+        attn.append(hit[1])
     return halo.tobytes(), attn.tobytes()
+
+
+_HALO_KEY = "search_space._cfoot.halo_values"

@@ -1,0 +1,170 @@
+"""Pass 1 of decoding in C: the groups, their shapes and cores (``search_space/_cshape.c``).
+
+:func:`search_space._build.decode_groups` forms the groups of the blocks
+(``Decoding.add_blocks``: their facts, dependencies, consumers and topological order),
+then, producers first, reads each group's samples per part, cores per part, parts, core
+order and spread, fits the shape (``Decoding.fit``) and binds its chunks
+(``Decoding.set_binding``). That loop, about five reader calls and a dozen dictionary
+look-ups per group (BERT-large has ~130 groups per candidate), runs here in one C call
+per candidate over tables this module fills from the Python definitions:
+
+* per space (:func:`_tables`): the choices of the slot parameters (the same for every
+  slot, checked) and each ``perm`` choice's core order
+  (:func:`search_space._dims.perm_order`; ``reuse``: None);
+* per batch: the samples per part each ``samples`` choice asks for (the Python loop's
+  expression);
+* per (batch, block): each group's row (:func:`_block_rows`): its name, first op, slot,
+  facts (``Decoding.info``: the same :class:`~search_space._structure.GroupInfo` the
+  Python path finds) and their ``shared`` cache, input and output tensor codes.
+
+The C loop reads the fit's answers from the op set's ``shared`` cache (where
+``Decoding.fit`` keeps them) and the bindings from the space's cache (where
+:func:`search_space._build.bind_set` keeps them), and calls those Python definitions on a
+miss (and :func:`search_space._dims.unshuffle` for a ``reuse`` core order): so every
+number is the Python code's. It asks the recorder the same parameters in the same order.
+The differential tests (``tests/search_space/test_cgroups.py``) compare the groups field
+by field with the Python loop's on several models.
+
+Used when the reader is a recorder over a whole assignment (``Space.sample``/``decode``);
+a trial or a projection, ``GRAPHTUNE_PURE_PYTHON=1`` or a missing extension (warned once,
+:func:`search_space._ccore.missing`) take the Python loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from search_space._ccore import load_extension, tensor_codes
+from search_space._dims import perm_order, unshuffle
+
+Decoding = Any  # a search_space._build.Decoding (importing it back would close a circle)
+
+STATS = {"c": 0}
+_KINDS = ("samples", "cpp", "parts", "perm", "spread")
+
+
+def _load() -> Any:
+    return load_extension("_cshape")
+
+
+def available() -> bool:
+    """Whether pass 1's group loop runs in C (built, importable and not disabled)."""
+    return _load() is not None
+
+
+def _tables(space: Any) -> tuple[Any, ...] | None:
+    """Per space: the slot parameters' choices (samples, cpp, parts, perm orders, spread),
+    or None when two slots' choices differ (the C loop reads one table per kind)."""
+    hit: tuple[Any, ...] | None = getattr(space, "_cgroup_tables", None)
+    if hit is not None:
+        return hit[0]  # type: ignore[no-any-return]
+    dims = space.dims
+    n = space.target.chip.cores_per_cluster
+    found: list[tuple[Any, ...]] = []
+    ok = bool(space.slot)
+    for off, kind in enumerate(_KINDS):
+        seen = {dims[d + off].choices for d in space.slot.values()}
+        if len(seen) != 1 or any(dims[d + off].kind != kind for d in space.slot.values()):
+            ok = False
+            break
+        found.append(next(iter(seen)))
+    tabs = None
+    if ok:
+        samples, cpp, parts, perms, spread = found
+        tabs = (samples, tuple(cpp), tuple(parts),
+                tuple(None if p == "reuse" else perm_order(p, n) for p in perms), tuple(spread))
+    space._cgroup_tables = (tabs,)
+    return tabs
+
+
+def _spp_of(space: Any, batch: int, divs: list[int], samples: tuple[int, ...]) -> tuple[int, ...]:
+    """Per ``samples`` choice, the samples per part decode_groups' loop asks for at ``batch``."""
+    cache: dict[int, tuple[int, ...]] | None = getattr(space, "_cgroup_spp", None)
+    if cache is None:
+        cache = space._cgroup_spp = {}
+    hit = cache.get(batch)
+    if hit is None:
+        hit = cache[batch] = tuple(max(d for d in divs if d <= want) if want >= 1 else 1
+                                   for want in samples)
+    return hit
+
+
+def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int]) -> tuple[tuple[Any, ...], ...]:
+    """Each group's row of a block: (its op set's row, slot op, slot parameter); an op set's
+    row (name, first op, facts, their shared cache, separable, output code, input codes,
+    output name) kept in its facts' cache (see ``groups`` in ``_cshape.c``)."""
+    slot_of = dec.space.slot
+    rows = []
+    for k, ops in enumerate(blk.parts):
+        info = dec.info(blk, k)
+        base = info.cache.get("cshape")
+        if base is None:
+            start = ops[0]
+            base = info.cache["cshape"] = (
+                f"g{start}", start, info, info.shared, 1 if info.separable else 0,
+                codes.setdefault(info.output, len(codes)),
+                tuple(codes.setdefault(t, len(codes)) for t in info.inputs), info.output)
+        slot = blk.slots[k]
+        rows.append((base, slot, slot_of[slot]))
+    return tuple(rows)
+
+
+def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set: Any,
+                  g_type: type) -> bool:
+    """Set ``dec``'s groups (shaped and bound), ``by_name``, ``by_out`` and ``topo`` as
+    ``Decoding.add_blocks`` and decode_groups' loop do; False (nothing set) when the C loop
+    is not available or ``get`` is not a recorder over a whole assignment."""
+    values, rep, active = (getattr(get, a, None) for a in ("values", "rep", "active"))
+    if type(values) is not list or type(rep) is not list or type(active) is not dict:
+        return False
+    mod = _load()
+    if mod is None:
+        return False
+    space = dec.space
+    tabs = _tables(space)
+    if tabs is None:
+        return False
+    samples, cpp, parts, perms, spread = tabs
+    batch = dec.batch
+    known: dict[int, dict[int, tuple[Any, ...]]] | None = getattr(space, "_cgroup_rows", None)
+    if known is None:
+        known = space._cgroup_rows = {}
+    per = known.get(batch)
+    if per is None:
+        per = known[batch] = {}
+    codes = tensor_codes(space)
+    rows = []
+    for blk in blocks:
+        hit = per.get(id(blk))
+        if hit is None or hit[0] is not blk:  # keyed by identity: the row keeps its block
+            hit = per[id(blk)] = (blk, _block_rows(dec, blk, codes))
+        rows.append(hit[1])
+    groups, by_name, by_out, topo = mod.groups(
+        values, rep, active, rows, len(codes), batch, dec.n,
+        _spp_of(space, batch, dec.divs, samples), len(dec.divs) > 1, cpp, parts, perms, spread,
+        fit, unshuffle, bind_set, _bind_sets(space), g_type, "fit")
+    dec.groups, dec.by_name, dec.by_out, dec.topo = groups, by_name, by_out, topo
+    STATS["c"] += 1
+    return True
+
+
+def _bind_sets(space: Any) -> dict[tuple[Any, ...], Any]:
+    """The space's chunk bindings by (perm, cores, parts, split, spread)
+    (:func:`search_space._build.bind_set` fills it)."""
+    sets: dict[tuple[Any, ...], Any] | None = getattr(space, "_bind_sets", None)
+    if sets is None:
+        sets = space._bind_sets = {}
+    return sets
+
+
+def unit_slots(space: Any, parts: Any) -> tuple[int, ...] | None:
+    """:func:`search_space._build.unit_slots` in C (``_cshape.unit_slots``), or None when
+    the extension is not available (the caller runs the Python function)."""
+    mod = _load()
+    if mod is None:
+        return None
+    st = space.structure
+    firsts: tuple[int, ...] | None = getattr(space, "_cseg_first", None)
+    if firsts is None:
+        firsts = space._cseg_first = tuple(a for a, _ in st.segments)
+    return mod.unit_slots(st.seg_of_op, firsts, parts)  # type: ignore[no-any-return]

@@ -1,0 +1,538 @@
+/* Pass 1 of search-space decoding in C: the per-group loop of search_space._build.decode_groups
+ * (search_space/_cgroups.py drives it; the Python loop stays the reference and fallback).
+ *
+ * It mirrors, statement by statement and in the same order (so the recorder is asked the
+ * same parameters in the same order):
+ *
+ *   Decoding.add_blocks / Decoding._link  -> the groups, their dependencies and consumers
+ *   search_space._order.group_topo_order  -> topo() (Kahn's algorithm, ties by first op)
+ *   decode_groups' loop                   -> per group in topological order: its samples,
+ *                                            cores per part and parts read, the fit
+ *                                            (Decoding.fit's cache read here; a miss calls
+ *                                            Decoding.fit), set_shape, core_perm (a reuse
+ *                                            calls search_space._dims.unshuffle), spread,
+ *                                            set_binding (the space's cache read here; a
+ *                                            miss calls search_space._build.bind_set)
+ *
+ * Nothing here decides a number: the fit, the core orders and the bindings are the Python
+ * definitions' (read from their caches or asked for); the tables (choices, the samples per
+ * part of each samples choice at this batch, each op set's input and output tensor codes)
+ * come from the Python code (search_space/_cgroups.py).
+ *
+ * groups(values, rep, active, blocks, n_codes, batch, n_cores, spp_of, split_ok, cpp_of,
+ *        parts_of, perms, spread_of, fit, unshuffle, bind_set, bind_sets, g_type, fit_tag)
+ *   values, rep, active: the recorder (search_space._space._Recorder): reading full
+ *           parameter d marks rep[d] active and answers values[d]
+ *   blocks: a sequence of blocks, each a tuple of group rows (op set row, slot op, slot
+ *           parameter); an op set row (name, start, info, info's shared cache (a dict),
+ *           separable (0/1), output tensor code, input tensor codes (a tuple, info.inputs'
+ *           order), output name)
+ *   spp_of: per samples choice, the samples per part it asks for at this batch; split_ok:
+ *           whether the batch has more than one divisor
+ *   cpp_of, parts_of: per choice, the int; perms: per perm choice, a core order (a tuple)
+ *           or None (reuse); spread_of: per spread choice, its value (truth tested)
+ *   fit(info, spp, cpp, parts) -> (spp, cpp, parts) on a miss of shared[(fit_tag, spp, cpp,
+ *           parts)]; unshuffle(perm, r) -> perm; bind_set(perm, cores, parts, split, spread)
+ *           -> the chunk bindings on a miss of bind_sets[(perm, cores, parts, split, spread)]
+ *   g_type: search_space._build._G (its fields are set here as its __init__ would)
+ * -> (groups, by_name, by_out, topo): the _G records in block order, by name, by output
+ *    tensor name, and the names in topological order (Decoding's attributes).
+ *
+ * unit_slots(seg_of, seg_first, parts): search_space._build.unit_slots for a new block.
+ *
+ * Hostile tables (wrong types, codes or choices out of range, a fit or a binding that is not
+ * what it must be) raise ValueError or TypeError; every buffer is released on every path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <limits.h>
+#include <stdlib.h>
+
+enum { F_NAME, F_START, F_SLOT, F_SCOPE_AT, F_INFO, F_SPLIT, F_CORES, F_PARTS, F_PERM, F_SPREAD,
+       F_BINDS, F_WAVE, F_SAMPLES, F_DEPS, F_CONSUMERS, N_FIELDS };
+static const char *FIELD_NAMES[N_FIELDS] = {"name", "start", "slot", "scope_at", "info", "split", "cores",
+                                            "parts", "perm", "spread", "binds", "wave", "samples", "deps",
+                                            "consumers"};
+static PyObject *field[N_FIELDS];
+
+typedef struct {
+    PyObject *row;      /* borrowed: the group's row */
+    PyObject *base;     /* borrowed: its op set's row */
+    PyObject *info;     /* borrowed from the row */
+    PyObject *shared;   /* borrowed from the row */
+    long start, slot_dim, sep, out_code;
+    PyObject *in_codes; /* borrowed: a tuple */
+    int *deps, n_deps;  /* producing groups in info.inputs' order (dependency list, may repeat) */
+    long spp, cpp, parts, split, cores, samples;
+    int spread, shaped;
+    PyObject *perm, *binds; /* owned */
+} G;
+
+static void *alloc_n(Py_ssize_t n, size_t sz) {
+    if (n < 0 || (size_t)n > SIZE_MAX / sz / 2) return NULL;
+    return calloc(n > 0 ? (size_t)n : 1, sz);
+}
+
+static int as_long(PyObject *o, long lo, long hi, long *out, const char *what) {
+    if (!PyLong_Check(o)) { PyErr_Format(PyExc_TypeError, "%s: an int expected", what); return -1; }
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < lo || v > hi) { PyErr_Format(PyExc_ValueError, "%s out of range", what); return -1; }
+    *out = v;
+    return 0;
+}
+
+/* the recorder: marks rep[d] active, answers values[d] as a choice index in [0, n_choices) */
+static int rec_read(PyObject *values, PyObject *rep, PyObject *active, long d, Py_ssize_t n_choices,
+                    long *out) {
+    if (d < 0 || d >= PyList_GET_SIZE(values) || d >= PyList_GET_SIZE(rep)) {
+        PyErr_SetString(PyExc_ValueError, "bad parameter");
+        return -1;
+    }
+    if (PyDict_SetItem(active, PyList_GET_ITEM(rep, d), Py_None)) return -1;
+    return as_long(PyList_GET_ITEM(values, d), 0, (long)n_choices - 1, out, "a choice");
+}
+
+static int choice_long(PyObject *tab, long i, long *out) {
+    return as_long(PyTuple_GET_ITEM(tab, i), 1, INT_MAX, out, "a choice's value");
+}
+
+/* a binary min-heap of group indices by first op (starts are unique: the names are) */
+static void heap_push(int *h, int *n, const G *g, int x) {
+    int i = (*n)++;
+    h[i] = x;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (g[h[p]].start <= g[h[i]].start) break;
+        int t = h[p]; h[p] = h[i]; h[i] = t;
+        i = p;
+    }
+}
+
+static int heap_pop(int *h, int *n, const G *g) {
+    int top = h[0];
+    h[0] = h[--(*n)];
+    int i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < *n && g[h[l]].start < g[h[m]].start) m = l;
+        if (r < *n && g[h[r]].start < g[h[m]].start) m = r;
+        if (m == i) break;
+        int t = h[m]; h[m] = h[i]; h[i] = t;
+        i = m;
+    }
+    return top;
+}
+
+/* the fit's cached answer or Decoding.fit's; checked: 1 <= spp, parts and spp * parts <= batch,
+ * 1 <= cpp (bounds that divide, not multiply) */
+static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch) {
+    PyObject *key = Py_BuildValue("(Olll)", fit_tag, g->spp, g->cpp, g->parts);
+    if (!key) return -1;
+    PyObject *hit = PyDict_GetItemWithError(g->shared, key);
+    Py_DECREF(key);
+    PyObject *own = NULL;
+    if (!hit) {
+        if (PyErr_Occurred()) return -1;
+        hit = own = PyObject_CallFunction(fit, "Olll", g->info, g->spp, g->cpp, g->parts);
+        if (!hit) return -1;
+    }
+    int rc = -1;
+    long s, c, p;
+    if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 3) {
+        PyErr_SetString(PyExc_ValueError, "a fit is (samples per part, cores per part, parts)");
+        goto done;
+    }
+    if (as_long(PyTuple_GET_ITEM(hit, 0), 1, batch, &s, "a fit's samples per part") ||
+        as_long(PyTuple_GET_ITEM(hit, 1), 1, INT_MAX, &c, "a fit's cores per part") ||
+        as_long(PyTuple_GET_ITEM(hit, 2), 1, batch, &p, "a fit's parts"))
+        goto done;
+    if (s > batch / p || c > INT_MAX / p) {
+        PyErr_SetString(PyExc_ValueError, "a fit beyond the batch");
+        goto done;
+    }
+    g->split = batch / (s * p);  /* set_shape */
+    g->cores = c * p;
+    g->parts = p;
+    g->samples = s * p;
+    g->shaped = 1;
+    rc = 0;
+done:
+    Py_XDECREF(own);
+    return rc;
+}
+
+static PyObject *int_list_names(const int *ix, int n, PyObject *const *names) {
+    PyObject *out = PyList_New(n);
+    if (!out) return NULL;
+    for (int k = 0; k < n; k++) {
+        Py_INCREF(names[ix[k]]);
+        PyList_SET_ITEM(out, k, names[ix[k]]);
+    }
+    return out;
+}
+
+static PyObject *py_groups(PyObject *self, PyObject *args) {
+    PyObject *values, *rep, *active, *blocks, *spp_of, *cpp_of, *parts_of, *perms, *spread_of;
+    PyObject *fit, *unshuffle, *bind_set, *bind_sets, *g_type, *fit_tag;
+    long n_codes, batch, n_cores;
+    int split_ok;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U:groups",
+                          &PyList_Type, &values, &PyList_Type, &rep, &PyDict_Type, &active, &blocks,
+                          &n_codes, &batch, &n_cores, &PyTuple_Type, &spp_of, &split_ok,
+                          &PyTuple_Type, &cpp_of, &PyTuple_Type, &parts_of,
+                          &PyTuple_Type, &perms, &PyTuple_Type, &spread_of,
+                          &fit, &unshuffle, &bind_set, &PyDict_Type, &bind_sets, &PyType_Type, &g_type,
+                          &fit_tag))
+        return NULL;
+    if (n_codes < 0 || n_codes > INT_MAX / 2 || batch < 1 || batch > INT_MAX || n_cores < 1 ||
+        n_cores > 4096) {
+        PyErr_SetString(PyExc_ValueError, "bad sizes");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(spp_of); i++) {
+        long v;
+        if (as_long(PyTuple_GET_ITEM(spp_of, i), 1, batch, &v, "samples per part")) return NULL;
+    }
+    PyObject *bseq = PySequence_Fast(blocks, "blocks: a sequence");
+    if (!bseq) return NULL;
+    PyObject *result = NULL, *groups = NULL, *by_name = NULL, *by_out = NULL, *topo_l = NULL;
+    PyObject *identity = NULL, **names = NULL, *empty = NULL;
+    G *g = NULL;
+    int *prod = NULL, *indeg = NULL, *users_at = NULL, *users = NULL, *heap = NULL, *order = NULL;
+    int *all_deps = NULL, *seen = NULL;
+    Py_ssize_t ng = 0;
+    for (Py_ssize_t b = 0; b < PySequence_Fast_GET_SIZE(bseq); b++) {
+        PyObject *blk = PySequence_Fast_GET_ITEM(bseq, b);
+        if (!PyTuple_Check(blk)) { PyErr_SetString(PyExc_TypeError, "a block: a tuple of rows"); goto fail; }
+        ng += PyTuple_GET_SIZE(blk);
+    }
+    if (ng < 1 || ng > INT_MAX / 4) { PyErr_SetString(PyExc_ValueError, "bad group count"); goto fail; }
+    g = alloc_n(ng, sizeof(G));
+    names = alloc_n(ng, sizeof(PyObject *));
+    prod = alloc_n(n_codes, sizeof(int));
+    if (!g || !names || !prod) { PyErr_NoMemory(); goto fail; }
+    for (long c = 0; c < n_codes; c++) prod[c] = -1;
+    by_name = PyDict_New();
+    by_out = PyDict_New();
+    if (!by_name || !by_out) goto fail;
+    /* the rows (add_blocks) and the producer of each output (_link: by_out, a later one wins) */
+    Py_ssize_t total_in = 0;
+    {
+        Py_ssize_t i = 0;
+        for (Py_ssize_t b = 0; b < PySequence_Fast_GET_SIZE(bseq); b++) {
+            PyObject *blk = PySequence_Fast_GET_ITEM(bseq, b);
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(blk); k++, i++) {
+                PyObject *row = PyTuple_GET_ITEM(blk, k);
+                G *x = &g[i];
+                PyObject *base;
+                if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3 ||
+                    !PyTuple_Check(base = PyTuple_GET_ITEM(row, 0)) || PyTuple_GET_SIZE(base) != 8) {
+                    PyErr_SetString(PyExc_TypeError, "a group row: (a tuple of 8, slot op, slot parameter)");
+                    goto fail;
+                }
+                x->row = row;
+                x->base = base;
+                names[i] = PyTuple_GET_ITEM(base, 0);
+                x->info = PyTuple_GET_ITEM(base, 2);
+                x->shared = PyTuple_GET_ITEM(base, 3);
+                x->in_codes = PyTuple_GET_ITEM(base, 6);
+                long slot_op;
+                if (!PyUnicode_Check(names[i]) || !PyDict_Check(x->shared) || !PyTuple_Check(x->in_codes) ||
+                    !PyUnicode_Check(PyTuple_GET_ITEM(base, 7))) {
+                    PyErr_SetString(PyExc_TypeError, "a group row's name, shared cache, inputs or output");
+                    goto fail;
+                }
+                if (as_long(PyTuple_GET_ITEM(base, 1), 0, INT_MAX, &x->start, "a group's first op") ||
+                    as_long(PyTuple_GET_ITEM(row, 1), 0, INT_MAX, &slot_op, "a group's slot op") ||
+                    as_long(PyTuple_GET_ITEM(row, 2), 0, (long)PyList_GET_SIZE(values) - 5, &x->slot_dim,
+                            "a group's slot parameter") ||
+                    as_long(PyTuple_GET_ITEM(base, 4), 0, 1, &x->sep, "separable") ||
+                    as_long(PyTuple_GET_ITEM(base, 5), 0, n_codes - 1, &x->out_code, "an output code"))
+                    goto fail;
+                if (PyDict_GetItemWithError(by_name, names[i])) {
+                    PyErr_SetString(PyExc_ValueError, "two groups of one name");
+                    goto fail;
+                }
+                if (PyErr_Occurred() || PyDict_SetItem(by_name, names[i], Py_None)) goto fail;
+                if (PyTuple_GET_SIZE(x->in_codes) > INT_MAX / 4 - total_in) {
+                    PyErr_SetString(PyExc_ValueError, "too many inputs");
+                    goto fail;
+                }
+                total_in += PyTuple_GET_SIZE(x->in_codes);
+                prod[x->out_code] = (int)i;
+                x->split = x->cores = x->parts = 1;  /* _G's defaults until shaped */
+            }
+        }
+    }
+    /* deps (info.inputs' order, producers by output), consumers (ascending group order) */
+    all_deps = alloc_n(total_in, sizeof(int));
+    indeg = alloc_n(ng, sizeof(int));
+    users_at = alloc_n(ng + 1, sizeof(int));
+    users = alloc_n(total_in, sizeof(int));
+    heap = alloc_n(ng, sizeof(int));
+    order = alloc_n(ng, sizeof(int));
+    seen = alloc_n(ng, sizeof(int));
+    if (!all_deps || !indeg || !users_at || !users || !heap || !order || !seen) { PyErr_NoMemory(); goto fail; }
+    {
+        Py_ssize_t used = 0;
+        for (Py_ssize_t i = 0; i < ng; i++) {
+            G *x = &g[i];
+            x->deps = all_deps + used;
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(x->in_codes); k++) {
+                long c;
+                if (as_long(PyTuple_GET_ITEM(x->in_codes, k), 0, n_codes - 1, &c, "an input code")) goto fail;
+                if (prod[c] >= 0) x->deps[x->n_deps++] = prod[c];
+            }
+            used += x->n_deps;
+        }
+    }
+    /* group_topo_order: in-degree over distinct deps, users once per distinct dep */
+    for (Py_ssize_t i = 0; i < ng; i++) seen[i] = -1;
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        for (int k = 0; k < g[i].n_deps; k++) {
+            int d = g[i].deps[k];
+            if (seen[d] == (int)i) continue;
+            seen[d] = (int)i;
+            indeg[i]++;
+            users_at[d + 1]++;
+        }
+    }
+    for (Py_ssize_t i = 0; i < ng; i++) users_at[i + 1] += users_at[i];
+    {
+        int *fill = heap;  /* scratch: the next free place of each group's users */
+        for (Py_ssize_t i = 0; i < ng; i++) { fill[i] = users_at[i]; seen[i] = -1; }
+        for (Py_ssize_t i = 0; i < ng; i++) {  /* names in order: users in ascending order */
+            for (int k = 0; k < g[i].n_deps; k++) {
+                int d = g[i].deps[k];
+                if (seen[d] == (int)i) continue;
+                seen[d] = (int)i;
+                users[fill[d]++] = (int)i;
+            }
+        }
+    }
+    int nh = 0, n_order = 0;
+    for (Py_ssize_t i = 0; i < ng; i++) if (indeg[i] == 0) heap_push(heap, &nh, g, (int)i);
+    while (nh > 0) {
+        int x = heap_pop(heap, &nh, g);
+        order[n_order++] = x;
+        for (int k = users_at[x]; k < users_at[x + 1]; k++)
+            if (--indeg[users[k]] == 0) heap_push(heap, &nh, g, users[k]);
+    }
+    /* the loop, producers first */
+    for (int q = 0; q < n_order; q++) {
+        G *x = &g[order[q]];
+        long v, slot = x->slot_dim;
+        x->spp = 0;
+        if (x->sep && split_ok) {
+            if (rec_read(values, rep, active, slot, PyTuple_GET_SIZE(spp_of), &v)) goto fail;
+            x->spp = PyLong_AsLong(PyTuple_GET_ITEM(spp_of, v));  /* checked above */
+        }
+        if (rec_read(values, rep, active, slot + 1, PyTuple_GET_SIZE(cpp_of), &v) ||
+            choice_long(cpp_of, v, &x->cpp) ||
+            rec_read(values, rep, active, slot + 2, PyTuple_GET_SIZE(parts_of), &v) ||
+            choice_long(parts_of, v, &x->parts) ||
+            fit_of(x, fit, fit_tag, batch) ||
+            rec_read(values, rep, active, slot + 3, PyTuple_GET_SIZE(perms), &v))
+            goto fail;
+        PyObject *pe = PyTuple_GET_ITEM(perms, v);
+        if (pe != Py_None) {
+            Py_INCREF(pe);
+            x->perm = pe;
+        } else if (x->n_deps == 0) {  /* core_perm: reuse without a producer */
+            if (!identity) {
+                identity = PyTuple_New(n_cores);
+                if (!identity) goto fail;
+                for (long c = 0; c < n_cores; c++) {
+                    PyObject *o = PyLong_FromLong(c);
+                    if (!o) goto fail;
+                    PyTuple_SET_ITEM(identity, c, o);
+                }
+            }
+            Py_INCREF(identity);
+            x->perm = identity;
+        } else {  /* the producer's order unshuffled */
+            G *p = &g[x->deps[0]];
+            if (!p->shaped || !p->perm) {
+                PyErr_SetString(PyExc_ValueError, "a producer not shaped before its consumer");
+                goto fail;
+            }
+            long prod_samples = batch / p->split;
+            long r = x->samples > prod_samples && x->samples % prod_samples == 0
+                ? x->samples / prod_samples : 1;
+            x->perm = PyObject_CallFunction(unshuffle, "Ol", p->perm, r);
+            if (!x->perm) goto fail;
+        }
+        x->spread = 0;
+        if (x->cores < n_cores && x->split > 1) {
+            if (rec_read(values, rep, active, slot + 4, PyTuple_GET_SIZE(spread_of), &v)) goto fail;
+            int t = PyObject_IsTrue(PyTuple_GET_ITEM(spread_of, v));
+            if (t < 0) goto fail;
+            x->spread = t;
+        }
+        /* set_binding: every chunk's binding at once, from the space's cache */
+        PyObject *key = Py_BuildValue("(OlllO)", x->perm, x->cores, x->parts, x->split,
+                                      x->spread ? Py_True : Py_False);
+        if (!key) goto fail;
+        PyObject *hit = PyDict_GetItemWithError(bind_sets, key);
+        Py_DECREF(key);
+        if (hit) {
+            Py_INCREF(hit);
+        } else {
+            if (PyErr_Occurred()) goto fail;
+            hit = PyObject_CallFunction(bind_set, "OlllO", x->perm, x->cores, x->parts, x->split,
+                                        x->spread ? Py_True : Py_False);
+            if (!hit) goto fail;
+        }
+        x->binds = hit;
+        if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != x->split) {
+            PyErr_SetString(PyExc_ValueError, "a binding per chunk expected");
+            goto fail;
+        }
+    }
+    /* the _G records */
+    groups = PyList_New(ng);
+    topo_l = PyList_New(n_order);
+    empty = PyTuple_New(0);
+    if (!groups || !topo_l || !empty) goto fail;
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        PyTypeObject *tp = (PyTypeObject *)g_type;
+        PyObject *obj = tp->tp_new ? tp->tp_new(tp, empty, NULL) : NULL;
+        if (!obj) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "g_type cannot be instantiated");
+            goto fail;
+        }
+        PyList_SET_ITEM(groups, i, obj);
+        if (PyDict_SetItem(by_name, names[i], obj) ||
+            PyDict_SetItem(by_out, PyTuple_GET_ITEM(g[i].base, 7), obj))
+            goto fail;
+    }
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        G *x = &g[i];
+        PyObject *vals[N_FIELDS] = {0};
+        int rc = 0;
+        vals[F_NAME] = names[i]; Py_INCREF(names[i]);
+        vals[F_START] = PyLong_FromLong(x->start);
+        vals[F_SLOT] = PyTuple_GET_ITEM(x->row, 1); Py_INCREF(vals[F_SLOT]);
+        vals[F_SCOPE_AT] = PyLong_FromLong(x->start);
+        vals[F_INFO] = x->info; Py_INCREF(x->info);
+        vals[F_SPLIT] = PyLong_FromLong(x->shaped ? x->split : 1);
+        vals[F_CORES] = PyLong_FromLong(x->shaped ? x->cores : 1);
+        vals[F_PARTS] = PyLong_FromLong(x->shaped ? x->parts : 1);
+        vals[F_PERM] = x->perm ? x->perm : empty;
+        Py_INCREF(vals[F_PERM]);
+        vals[F_SPREAD] = x->spread ? Py_True : Py_False; Py_INCREF(vals[F_SPREAD]);
+        vals[F_BINDS] = x->binds ? x->binds : empty;
+        Py_INCREF(vals[F_BINDS]);
+        vals[F_WAVE] = PyLong_FromLong(1);
+        vals[F_SAMPLES] = PyLong_FromLong(x->shaped ? x->samples : 0);
+        vals[F_DEPS] = int_list_names(x->deps, x->n_deps, names);
+        vals[F_CONSUMERS] = PyList_New(0);
+        for (int f = 0; f < N_FIELDS; f++) {
+            if (!vals[f]) { rc = -1; break; }
+        }
+        for (int f = 0; f < N_FIELDS && rc == 0; f++)
+            rc = PyObject_SetAttr(PyList_GET_ITEM(groups, i), field[f], vals[f]);
+        for (int f = 0; f < N_FIELDS; f++) Py_XDECREF(vals[f]);
+        if (rc) goto fail;
+    }
+    for (Py_ssize_t i = 0; i < ng; i++) {  /* consumers: ascending start, the first comes first */
+        for (int k = 0; k < g[i].n_deps; k++) {
+            PyObject *cons = PyObject_GetAttr(PyList_GET_ITEM(groups, g[i].deps[k]), field[F_CONSUMERS]);
+            if (!cons) goto fail;
+            int rc = PyList_Append(cons, names[i]);
+            Py_DECREF(cons);
+            if (rc) goto fail;
+        }
+    }
+    for (int q = 0; q < n_order; q++) {
+        Py_INCREF(names[order[q]]);
+        PyList_SET_ITEM(topo_l, q, names[order[q]]);
+    }
+    result = PyTuple_Pack(4, groups, by_name, by_out, topo_l);
+fail:
+    if (g) {
+        for (Py_ssize_t i = 0; i < ng; i++) { Py_XDECREF(g[i].perm); Py_XDECREF(g[i].binds); }
+    }
+    Py_XDECREF(groups); Py_XDECREF(by_name); Py_XDECREF(by_out); Py_XDECREF(topo_l);
+    Py_XDECREF(identity); Py_XDECREF(empty);
+    Py_DECREF(bseq);
+    free(g); free(names); free(prod); free(indeg); free(users_at); free(users); free(heap);
+    free(order); free(all_deps); free(seen);
+    return result;
+}
+
+/* unit_slots(seg_of, seg_first, parts) -> per part the first op of its unit, as
+ * search_space._build.unit_slots: seg_of the segment of every op, seg_first every segment's
+ * first op (tuples of ints), parts tuples of op indices. */
+static PyObject *py_unit_slots(PyObject *self, PyObject *args) {
+    PyObject *seg_of, *seg_first, *parts;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O:unit_slots", &PyTuple_Type, &seg_of, &PyTuple_Type, &seg_first,
+                          &parts))
+        return NULL;
+    PyObject *pseq = PySequence_Fast(parts, "parts: a sequence");
+    if (!pseq) return NULL;
+    Py_ssize_t np = PySequence_Fast_GET_SIZE(pseq), n_ops = PyTuple_GET_SIZE(seg_of);
+    Py_ssize_t n_segs = PyTuple_GET_SIZE(seg_first);
+    PyObject *out = NULL;
+    long *span = alloc_n(2 * np, sizeof(long));
+    unsigned char *crossed = NULL;
+    long *unit = NULL;
+    if (!span) { PyErr_NoMemory(); goto done; }
+    if (np < 1) { PyErr_SetString(PyExc_ValueError, "no parts"); goto done; }
+    long lo = LONG_MAX, hi = -1;
+    for (Py_ssize_t k = 0; k < np; k++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(pseq, k);
+        if (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) < 1) { PyErr_SetString(PyExc_ValueError, "a part: a tuple of ops"); goto done; }
+        for (int e = 0; e < 2; e++) {
+            long op, sg;
+            if (as_long(PyTuple_GET_ITEM(p, e ? PyTuple_GET_SIZE(p) - 1 : 0), 0, (long)n_ops - 1, &op, "an op") ||
+                as_long(PyTuple_GET_ITEM(seg_of, op), 0, (long)n_segs - 1, &sg, "a segment"))
+                goto done;
+            span[2 * k + e] = sg;
+        }
+        if (span[2 * k] < lo) lo = span[2 * k];
+        if (span[2 * k + 1] > hi) hi = span[2 * k + 1];
+    }
+    for (Py_ssize_t k = 0; k < np; k++)
+        if (span[2 * k] > hi) { PyErr_SetString(PyExc_ValueError, "a part starts after every part ends"); goto done; }
+    if (hi < lo) { PyErr_SetString(PyExc_ValueError, "parts end before they start"); goto done; }
+    crossed = alloc_n(hi - lo + 1, 1);
+    unit = alloc_n(hi - lo + 1, sizeof(long));
+    if (!crossed || !unit) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < np; k++)
+        for (long j = span[2 * k]; j < span[2 * k + 1]; j++) crossed[j - lo] = 1;
+    long start = lo;
+    for (long j = lo; j <= hi; j++) {
+        unit[j - lo] = start;
+        if (!crossed[j - lo]) start = j + 1;
+    }
+    out = PyTuple_New(np);
+    if (!out) goto done;
+    for (Py_ssize_t k = 0; k < np; k++) {
+        PyObject *first = PyTuple_GET_ITEM(seg_first, unit[span[2 * k] - lo]);
+        Py_INCREF(first);
+        PyTuple_SET_ITEM(out, k, first);
+    }
+done:
+    free(span); free(crossed); free(unit);
+    Py_DECREF(pseq);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"groups", py_groups, METH_VARARGS, "Pass 1's groups, shapes and cores (see the file)."},
+    {"unit_slots", py_unit_slots, METH_VARARGS, "Each part's unit's first op (see the function)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cshape", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__cshape(void) {
+    for (int f = 0; f < N_FIELDS; f++)
+        if (!field[f] && !(field[f] = PyUnicode_InternFromString(FIELD_NAMES[f]))) return NULL;
+    return PyModule_Create(&module);
+}
