@@ -30,7 +30,8 @@ _FIXED = GuidedOptions()
 
 
 def _sampler(budget: float | None, m: float | None, c: float | None) -> GuidedSampler:
-    """A sampler whose running means are ``m`` (per measurement) and ``c`` (per decode)."""
+    """A sampler whose figures (medians of recent reports) are ``m`` per measurement, ``c``
+    per decode."""
     s = GuidedSampler.__new__(GuidedSampler)
     s.options = GuidedOptions(breed_budget=budget)
     s._measure_s, s._child_s = m, c
