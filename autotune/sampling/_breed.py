@@ -190,17 +190,8 @@ def breed(space: Space, scorer: Scorer, req: BreedRequest) -> Bred:
         _, cid, s = rest[int(k)]
         if r.admit(cid, s):
             picked.append((cid, s, "", 0.0, True))
-    # Uniform samples of the space only for what is left of the exploration share (or when
-    # nothing was picked: a round proposes something): a round whose ranked children ran out
-    # proposes fewer instead. Under ``breed_budget`` a round at its floor asks for up to
-    # every child it decoded, more than it ranks once repeats and seen ones are dropped, and
-    # topping up with uniform samples (slow schedules, slower to simulate) made 13 % of a
-    # 2-worker ResNet-50 b16 tune's picks (issue 20, ``bench/results/space_ccore.md``).
-    explored = sum(1 for p in picked if p[4])
-    room = req.proposals if not picked else min(req.proposals,
-                                                len(picked) + max(0, req.eps - explored))
     for _ in range(0 if req.polish else 8 * max(req.eps, 1)):
-        if len(picked) >= room:
+        if len(picked) >= req.proposals:
             break
         s = space.sample(rng)
         cid = candidate_id(s)

@@ -243,22 +243,3 @@ def test_the_measurement_figure_is_a_middle_one_of_the_last_reports(reports: lis
     assert m is not None and last[0] <= m <= last[-1]
     # as many of the last reports above it as below it
     assert sum(r < m for r in last) <= len(last) // 2 and sum(r > m for r in last) <= len(last) // 2
-
-
-def test_a_round_asked_for_more_than_it_ranked_does_not_top_up_with_uniform_samples(
-        tiny_graph: Graph, tune_target: Target) -> None:
-    """A budgeted round at its floor asks for up to every child it decoded; what it did not
-    rank (repeats, seen ones) is not made up with uniform samples of the space beyond the
-    exploration share: they are slow schedules (13 % of a 2-worker ResNet-50 tune's picks)."""
-    from autotune.sampling._breed import BreedRequest
-
-    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
-    ranker = CostModelRanker(tiny_graph, tune_target, seed=0)  # the roofline ranks: a model
-    req = BreedRequest(batch=space.batch, parents=(), seed=3, proposals=500, eps=3,
-                       seen=frozenset(), population=24, generations=1, random_share=0.25,
-                       crossover=0.15)
-    bred = breed(space, RankerScorer(ranker), req)
-    ranked_picks = [p for p in bred.picks if not p.explore]
-    assert ranked_picks and len(bred.picks) < req.proposals
-    assert len(ranked_picks) <= bred.ranked
-    assert sum(p.explore for p in bred.picks) <= req.eps
