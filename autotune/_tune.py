@@ -63,8 +63,11 @@ seconds on a loaded machine) would take a large part of it."""
 
 BREED_BUDGET = 1.0
 """``GuidedOptions.breed_budget`` of a guided job on Ray workers, unless given: breeding
-may take as long as measuring what it proposes (``float("inf")``: the fixed effort)."""
-
+may take as long as measuring what it proposes (``float("inf")``: the fixed effort).
+0.5 was measured in issue 20's eighth session (``bench/results/space_ccore.md``, h76): it
+saved 10-19 % of the CPU per measurement, but the picks were less selected (on ResNet-50
+0.458 instead of 0.355 of the measurements slower than twice the run's best, MobileNetV2
+0.506 instead of 0.304), so the default stays 1.0."""
 
 
 def default_workers() -> int:
