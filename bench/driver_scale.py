@@ -97,11 +97,11 @@ class TimedPool(MeasurePool):
         return self.inner.in_flight
 
     def submit(self, batch_id: int, task_key: str, schedules: Any,
-               cids: Any = None) -> None:
+               cids: Any = None, vectors: Any = None) -> None:
         if self.probe is not None and not self.probe.marks:
             self.probe.mark(self.inner)  # the actors have started: the split begins
         t0, c0 = time.perf_counter(), time.thread_time()
-        self.inner.submit(batch_id, task_key, schedules, cids)
+        self.inner.submit(batch_id, task_key, schedules, cids, vectors)
         if self.in_process:  # the in-process pool measures here: not the driver's own work
             self.blocked_s += time.perf_counter() - t0
             self.blocked_cpu_s += time.thread_time() - c0
@@ -193,6 +193,8 @@ class CpuSplit:
         # measured as the object the same worker bred (no JSON parse, validation or
         # memory plan again: Breeder.take)
         out["held %"] = 100 * d.get("w_held", 0.0) / n
+        # decoded again from its space vector on the worker that measured it (not parsed)
+        out["rebuilt %"] = 100 * d.get("w_rebuilt", 0.0) / n
         return out
 
 
@@ -466,7 +468,7 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
                      f"{r.driver_cpu_ms:.1f} | {r.load} |")
     split = [r for r in rows if r.split]
     if split:
-        keys = [k for k in split[0].split if k not in ("measurements", "held %")]
+        keys = [k for k in split[0].split if k not in ("measurements", "held %", "rebuilt %")]
         cores = os.cpu_count() or 1
         lines += ["", "CPU ms per measurement by part, from the first batch sent to the pool's "
                   "close (`CpuSplit`: the workers' own accounting, Ray's other processes, "
@@ -618,8 +620,9 @@ def main(argv: list[str] | None = None) -> None:
                 if row.split:
                     print("     CPU ms per measurement: " + ", ".join(
                         f"{k} {v:.2f}" for k, v in row.split.items()
-                        if k not in ("measurements", "held %"))
-                        + f"; measured where bred {row.split['held %']:.0f} %"
+                        if k not in ("measurements", "held %", "rebuilt %"))
+                        + f"; measured where bred {row.split['held %']:.0f} %, decoded "
+                        f"again from its vector {row.split.get('rebuilt %', 0.0):.0f} %"
                         + f" (over {row.split['measurements']:.0f} measurements; "
                         f"{os.cpu_count()} cores allow {os.cpu_count() or 1:d} x 1000 / "
                         f"{row.split['total']:.1f} = "

@@ -43,6 +43,7 @@ from compiler.errors import GraphtuneError
 from logs import RecordWriter
 
 if TYPE_CHECKING:
+    import numpy as np
     from optuna.trial import FrozenTrial, Trial
 
     from autotune.job._scheduler import GradientScheduler
@@ -90,6 +91,7 @@ class Candidate:
     cost_model: str
     placeholder: int | None = None  # the trial id holding a claim of a trial-less candidate
     polish_of: str = ""  # a polish proposal: the candidate id of the schedule polished
+    vector: tuple[int, np.ndarray] | None = None  # its space's batch and vector, if bred
 
 
 def is_seed_label(tuner: str) -> bool:
@@ -258,8 +260,11 @@ class Driver:
             self._batches[bid] = batch
             self._n_pending += len(batch)
             self._task_pending[k] = self._task_pending.get(k, 0) + len(batch)
+            # A remote worker decodes a bred pick's vector again (cheaper than its JSON).
+            vectors = [c.vector for c in batch] if self.pool.remote else []
             self.pool.submit(bid, self.job.tasks[k].task.key,
-                             [c.schedule.to_json() for c in batch], [c.cid for c in batch])
+                             [c.schedule.to_json() for c in batch], [c.cid for c in batch],
+                             vectors=vectors if any(v is not None for v in vectors) else None)
 
     def _spent(self) -> bool:
         """The budget is spent (measured or being measured), or every task stopped."""
@@ -421,11 +426,14 @@ class Driver:
                 {} if self.claims is None else {OWNER_ATTR: self.owner},
                 cid_attr=CID_ATTR if self.claims is None else None)
         params: dict[str, Any] | None = None
+        vector: tuple[int, np.ndarray] | None = None
         if made is not None:
             trial = made
             s, chosen = sampler.proposal(trial.number)
             params = dict(chosen)  # what the trial was made with (trial.params deep-copies)
             cid = sampler.candidate_of(trial.number)
+            v = sampler.vector_of(trial.number) if hasattr(sampler, "vector_of") else None
+            vector = (ts.space.batch, v) if v is not None else None
         else:  # an enqueued trial (seed, re-queued), or another sampler's proposal
             trial = ts.study.ask()
             try:
@@ -455,7 +463,7 @@ class Driver:
             polish_of = mark if isinstance(mark, str) else ""
         tuner = str(seed) if seed else self.tuner
         return Candidate(k, trial, s, cid, dict(trial.params) if params is None else params,
-                         tuner, ranked, polish_of=polish_of)
+                         tuner, ranked, polish_of=polish_of, vector=None if seed else vector)
 
     def _distributions(self, k: int) -> dict[str, Any]:
         """Task ``k``'s parameter distributions (what ``suggest_categorical`` records)."""

@@ -84,9 +84,10 @@ class _Counting(InProcessPool):
         super().__init__(*args)
         self.sent = 0
 
-    def submit(self, batch_id: int, task_key: str, schedules: Any, cids: Any = None) -> None:
+    def submit(self, batch_id: int, task_key: str, schedules: Any, cids: Any = None,
+               vectors: Any = None) -> None:
         self.sent += len(schedules)
-        super().submit(batch_id, task_key, schedules, cids)
+        super().submit(batch_id, task_key, schedules, cids, vectors)
 
 
 def test_a_tune_measures_its_bred_picks_as_bred_and_logs_the_same(
@@ -119,6 +120,7 @@ def test_a_tune_measures_its_bred_picks_as_bred_and_logs_the_same(
     taken = pools[-1]._breeder.taken
     assert pools[-1].sent == 40 and 0 < taken < 40  # bred picks as bred; seeds parsed
     monkeypatch.setattr(_breed.Breeder, "take",
-                        lambda self, key, cids, schedules: [None] * len(schedules))
+                        lambda self, key, cids, schedules, vectors=None:
+                        [None] * len(schedules))
     parsed = run(tmp_path / "parsed.jsonl")
     assert with_held == parsed and len(parsed) == 40

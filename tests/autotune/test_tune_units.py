@@ -393,9 +393,9 @@ class _TwoWorkerPool(InProcessPool):
         self.most = 0  # breeding requests out at once, at most
 
     def submit(self, batch_id: int, task_key: str, schedules: Any,
-               cids: Any = None) -> None:
+               cids: Any = None, vectors: Any = None) -> None:
         self.events.append(("measure", len(self.held), len(schedules)))
-        super().submit(batch_id, task_key, schedules, cids)
+        super().submit(batch_id, task_key, schedules, cids, vectors)
 
     def submit_breed(self, batch_id: int, task_key: str, request: Any, scorer: Any) -> None:
         self.held.append((batch_id, task_key, request, scorer))
