@@ -74,8 +74,11 @@ _DRY_LIMIT = 3
 FLUSH_EVERY_S = 1.0
 # A round is bred in at most this many shares at once, however many workers measure: every
 # share decodes the parents and its own random samples whatever its size, so 64 shares of
-# 2 proposals each (64 workers) cost ~6 decodes per proposal where 8 shares of 12 cost ~3.
-MAX_SHARES = 8
+# 2 proposals each (64 workers) cost ~6 decodes per proposal where 8 shares of 12 cost ~3;
+# and each pays the cost model's fixed costs (features, three predictions): on tiny_cnn
+# with a trained model, 1.6-1.9 ms of CPU per proposal in 8 shares of 12, 1.2-1.4 in 4 of
+# 24 (the same decodes per proposal; issue 20).
+MAX_SHARES = 4
 
 
 @dataclass
