@@ -391,10 +391,12 @@ class _TwoWorkerPool(InProcessPool):
         self.held: list[tuple[int, str, Any, Any]] = []
         self.events: list[tuple[str, int, int]] = []
         self.most = 0  # breeding requests out at once, at most
+        self.sent: list[tuple[str, list[Any], Any]] = []  # (task, JSON, vectors) per batch
 
     def submit(self, batch_id: int, task_key: str, schedules: Any,
                cids: Any = None, vectors: Any = None) -> None:
         self.events.append(("measure", len(self.held), len(schedules)))
+        self.sent.append((task_key, list(schedules), vectors))
         super().submit(batch_id, task_key, schedules, cids, vectors)
 
     def submit_breed(self, batch_id: int, task_key: str, request: Any, scorer: Any) -> None:
@@ -445,6 +447,15 @@ def test_each_workers_share_of_a_round_is_measured_as_it_arrives(
     assert all(pop == -(-options.population // 2) for _, pop, _ in shares[1:])
     assert all(prop == 8 for _, _, prop in shares[1:])  # half of 4 slots x 4 candidates
     assert pools[0].most == 2  # one share per worker
+    # A bred pick goes out with its space's batch and vector (a worker that did not breed
+    # it decodes that instead of parsing its JSON), the vector of exactly that schedule;
+    # a seed without one.
+    given = [(key, obj, v) for key, objs, vs in pools[0].sent
+             for obj, v in zip(objs, vs or [None] * len(objs))]
+    with_vector = [(key, obj, v) for key, obj, v in given if v is not None]
+    assert len(with_vector) >= len(given) - 8 and len(given) - len(with_vector) >= 1
+    for key, obj, (batch, vector) in with_vector:
+        assert pools[0]._breeder.space(key, batch).decode(vector).to_json() == obj
     # A share arrived while the other was out, and its picks went out before that one came.
     early = [i for i, e in enumerate(events) if e[0] == "arrived" and e[1] == 1]
     assert any(events[i + 1][0] == "measure" and events[i + 1][1] == 1 for i in early)
