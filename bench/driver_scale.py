@@ -83,6 +83,7 @@ class TimedPool(MeasurePool):
         self.blocked_s = 0.0
         self.blocked_cpu_s = 0.0  # this thread's CPU time inside the same calls
         self.flight: list[int] = []  # jobs in flight (batches and breeding) at each wait
+        self.breeding: list[int] = []  # ... of which breeding requests (a Ray pool's)
         self.breed_s = 0.0  # time in submit_breed (an in-process pool breeds there)
         self.breed_cpu_s = 0.0
         self.workers = inner.workers
@@ -120,6 +121,7 @@ class TimedPool(MeasurePool):
 
     def wait(self, timeout_s: float | None = None) -> list[Any]:
         self.flight.append(self.inner.in_flight)
+        self.breeding.append(sum(getattr(self.inner, "_breeds", ())))
         t0, c0 = time.perf_counter(), time.thread_time()
         try:
             return self.inner.wait(timeout_s)
@@ -301,6 +303,7 @@ class ScaleRow:
     # jobs in flight (batches and breeding requests) when the driver waited, the median of
     # the middle half of the run: near 2 x workers, the workers are fed (the limit is CPU)
     in_flight: float | None = None
+    breeding: float | None = None  # breeding requests out, the same way
 
 
 @dataclass
@@ -334,7 +337,8 @@ def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: in
     busy_cpu = spent.cpu["run"] - pool.blocked_cpu_s
     return ScaleRow(workers, n1, seconds, rate, ideal, rate / ideal, 1e3 * busy / max(n1, 1),
                     1e3 * busy_cpu / max(n1, 1), load(), before, probe.per_measurement(),
-                    res.tasks[0].best_latency_us, _middle_median(pool.flight))
+                    res.tasks[0].best_latency_us, _middle_median(pool.flight),
+                    _middle_median(pool.breeding))
 
 
 def _middle_median(xs: list[int]) -> float | None:
@@ -631,7 +635,8 @@ def main(argv: list[str] | None = None) -> None:
                       f"({100 * row.efficiency:3.0f} %), driver {row.driver_ms:5.1f} ms/trial "
                       f"({row.driver_cpu_ms:.1f} CPU), load {row.load_before} before, "
                       f"{row.load} after; best {row.best_us or float('nan'):.2f} us; "
-                      f"{row.in_flight} jobs in flight (median, middle half)", flush=True)
+                      f"{row.in_flight} jobs in flight, {row.breeding} of them breeding "
+                      "(medians of the middle half)", flush=True)
                 if row.split:
                     print("     CPU ms per measurement: " + ", ".join(
                         f"{k} {v:.2f}" for k, v in row.split.items()
