@@ -496,3 +496,22 @@ def test_measure_json_turns_a_broken_schedule_into_a_result(
     (fin,) = pool.wait()
     assert fin.batch_id == 7 and fin.measurements[0].ok and pool.in_flight == 0
     assert os.uname().nodename == fin.host or fin.host
+
+
+@pytest.mark.parametrize(("workers", "shares", "out"), [(0, 1, 1), (2, 2, 2), (64, 2, 4)])
+def test_a_round_is_bred_in_shares_with_a_few_requests_out_at_once(
+        workers: int, shares: int, out: int) -> None:
+    """At scale a round is bred in 2 shares (each pays the cost model's fixed costs) and 4
+    requests may be out at once (what keeps 64 workers fed); a share's request asks for
+    half a round; in-process, whole rounds one at a time."""
+    from types import SimpleNamespace
+
+    from autotune.running._driver import Driver
+
+    sampler = SimpleNamespace(demand=0)
+    job = SimpleNamespace(tasks=[SimpleNamespace(study=SimpleNamespace(sampler=sampler))])
+    pool = SimpleNamespace(workers=max(workers, 1), slots=2 * max(workers, 1),
+                           remote=workers > 0)
+    d = Driver(job, None, pool, None, None, None, None, "latency", "t", 4)  # type: ignore[arg-type]
+    assert (d._shares, d._out) == (shares, out)
+    assert sampler.demand == 8 * max(workers, 1)
