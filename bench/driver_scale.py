@@ -82,6 +82,8 @@ class TimedPool(MeasurePool):
         self._slots = slots
         self.blocked_s = 0.0
         self.blocked_cpu_s = 0.0  # this thread's CPU time inside the same calls
+        self.flight: list[int] = []  # jobs in flight (batches and breeding) at each wait
+        self.breeding: list[int] = []  # ... of which breeding requests (a Ray pool's)
         self.breed_s = 0.0  # time in submit_breed (an in-process pool breeds there)
         self.breed_cpu_s = 0.0
         self.workers = inner.workers
@@ -97,11 +99,14 @@ class TimedPool(MeasurePool):
         return self.inner.in_flight
 
     def submit(self, batch_id: int, task_key: str, schedules: Any,
-               cids: Any = None) -> None:
+               cids: Any = None, vectors: Any = None) -> None:
         if self.probe is not None and not self.probe.marks:
             self.probe.mark(self.inner)  # the actors have started: the split begins
         t0, c0 = time.perf_counter(), time.thread_time()
-        self.inner.submit(batch_id, task_key, schedules, cids)
+        if vectors is None:  # (a tree without vectors: the same bench runs on it)
+            self.inner.submit(batch_id, task_key, schedules, cids)
+        else:
+            self.inner.submit(batch_id, task_key, schedules, cids, vectors=vectors)
         if self.in_process:  # the in-process pool measures here: not the driver's own work
             self.blocked_s += time.perf_counter() - t0
             self.blocked_cpu_s += time.thread_time() - c0
@@ -115,6 +120,8 @@ class TimedPool(MeasurePool):
         self.breed_cpu_s += time.thread_time() - c0
 
     def wait(self, timeout_s: float | None = None) -> list[Any]:
+        self.flight.append(self.inner.in_flight)
+        self.breeding.append(sum(getattr(self.inner, "_breeds", ())))
         t0, c0 = time.perf_counter(), time.thread_time()
         try:
             return self.inner.wait(timeout_s)
@@ -193,6 +200,8 @@ class CpuSplit:
         # measured as the object the same worker bred (no JSON parse, validation or
         # memory plan again: Breeder.take)
         out["held %"] = 100 * d.get("w_held", 0.0) / n
+        # decoded again from its space vector on the worker that measured it (not parsed)
+        out["rebuilt %"] = 100 * d.get("w_rebuilt", 0.0) / n
         return out
 
 
@@ -291,6 +300,10 @@ class ScaleRow:
     load_before: str = ""
     split: dict[str, float] = field(default_factory=dict)  # CPU ms per measurement by part
     best_us: float | None = None  # the best latency found (what the search found, not speed)
+    # jobs in flight (batches and breeding requests) when the driver waited, the median of
+    # the middle half of the run: near 2 x workers, the workers are fed (the limit is CPU)
+    in_flight: float | None = None
+    breeding: float | None = None  # breeding requests out, the same way
 
 
 @dataclass
@@ -324,7 +337,14 @@ def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: in
     busy_cpu = spent.cpu["run"] - pool.blocked_cpu_s
     return ScaleRow(workers, n1, seconds, rate, ideal, rate / ideal, 1e3 * busy / max(n1, 1),
                     1e3 * busy_cpu / max(n1, 1), load(), before, probe.per_measurement(),
-                    res.tasks[0].best_latency_us)
+                    res.tasks[0].best_latency_us, _middle_median(pool.flight),
+                    _middle_median(pool.breeding))
+
+
+def _middle_median(xs: list[int]) -> float | None:
+    """The median of the middle half of ``xs`` (the steady part of a run)."""
+    mid = sorted(xs[len(xs) // 4: 3 * len(xs) // 4])
+    return float(mid[len(mid) // 2]) if mid else None
 
 
 # ---- part 2: driver time with a large study -----------------------------------------------------
@@ -466,7 +486,7 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
                      f"{r.driver_cpu_ms:.1f} | {r.load} |")
     split = [r for r in rows if r.split]
     if split:
-        keys = [k for k in split[0].split if k not in ("measurements", "held %")]
+        keys = [k for k in split[0].split if k not in ("measurements", "held %", "rebuilt %")]
         cores = os.cpu_count() or 1
         lines += ["", "CPU ms per measurement by part, from the first batch sent to the pool's "
                   "close (`CpuSplit`: the workers' own accounting, Ray's other processes, "
@@ -614,12 +634,15 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{w:3d} workers: {row.rate:7.1f} measurements/s of {row.ideal:5.0f} ideal "
                       f"({100 * row.efficiency:3.0f} %), driver {row.driver_ms:5.1f} ms/trial "
                       f"({row.driver_cpu_ms:.1f} CPU), load {row.load_before} before, "
-                      f"{row.load} after; best {row.best_us or float('nan'):.2f} us", flush=True)
+                      f"{row.load} after; best {row.best_us or float('nan'):.2f} us; "
+                      f"{row.in_flight} jobs in flight, {row.breeding} of them breeding "
+                      "(medians of the middle half)", flush=True)
                 if row.split:
                     print("     CPU ms per measurement: " + ", ".join(
                         f"{k} {v:.2f}" for k, v in row.split.items()
-                        if k not in ("measurements", "held %"))
-                        + f"; measured where bred {row.split['held %']:.0f} %"
+                        if k not in ("measurements", "held %", "rebuilt %"))
+                        + f"; measured where bred {row.split['held %']:.0f} %, decoded "
+                        f"again from its vector {row.split.get('rebuilt %', 0.0):.0f} %"
                         + f" (over {row.split['measurements']:.0f} measurements; "
                         f"{os.cpu_count()} cores allow {os.cpu_count() or 1:d} x 1000 / "
                         f"{row.split['total']:.1f} = "

@@ -10,7 +10,8 @@ hooks) are callbacks, called after every finished batch.
 The guided sampler's breeding (most of a job's work) is a job of the pool too:
 when a task's sampler runs low on proposals the driver asks it for a share of a
 round (:meth:`GuidedSampler.breed_request`: with ``W`` workers, ``1/W`` of the
-population and of the proposals, ``W`` at most :data:`MAX_SHARES`), sends it to a
+population and of the proposals, ``W`` at most :data:`MAX_SHARES`; at most
+:data:`MAX_OUT` requests out at once), sends it to a
 worker that is not breeding, and
 hands it back to the sampler as soon as it arrives, so its picks are measured while
 the other workers still breed theirs; so the driver only asks, tells and writes the
@@ -43,6 +44,7 @@ from compiler.errors import GraphtuneError
 from logs import RecordWriter
 
 if TYPE_CHECKING:
+    import numpy as np
     from optuna.trial import FrozenTrial, Trial
 
     from autotune.job._scheduler import GradientScheduler
@@ -73,8 +75,18 @@ _DRY_LIMIT = 3
 FLUSH_EVERY_S = 1.0
 # A round is bred in at most this many shares at once, however many workers measure: every
 # share decodes the parents and its own random samples whatever its size, so 64 shares of
-# 2 proposals each (64 workers) cost ~6 decodes per proposal where 8 shares of 12 cost ~3.
-MAX_SHARES = 8
+# 2 proposals each (64 workers) cost ~6 decodes per proposal where 8 shares of 12 cost ~3;
+# and each pays the cost model's fixed costs (features, three predictions): on tiny_cnn
+# with a trained model, 1.6-1.9 ms of CPU per proposal in 8 shares of 12, 1.2-1.4 in 4 of
+# 24, 1.0-1.15 in 2 of 48 (the same decodes per proposal; issue 20).
+MAX_SHARES = 2
+# Breeding requests out at once per task (each a share of a round; the next is asked for
+# once half of the last one's proposals were measured): what keeps the workers fed is
+# requests out x proposals each / a request's wall time (queued on a busy worker, it
+# waits for the batches ahead of it). 64 workers, 200 ms measurements, loaded machine:
+# 2 out held 47 jobs in flight of 128 (50 %), 4 out 70 (62 %), 8 out 81 but bred more
+# than was measured (60 %, 9.3 against 7.8 ms of CPU per measurement).
+MAX_OUT = 4
 
 
 @dataclass
@@ -90,6 +102,7 @@ class Candidate:
     cost_model: str
     placeholder: int | None = None  # the trial id holding a claim of a trial-less candidate
     polish_of: str = ""  # a polish proposal: the candidate id of the schedule polished
+    vector: tuple[int, np.ndarray] | None = None  # its space's batch and vector, if bred
 
 
 def is_seed_label(tuner: str) -> bool:
@@ -150,6 +163,7 @@ class Driver:
         # Breeding requests out at once per task (one per worker) and the measurements
         # that must come back between two of them (half a request's proposals).
         self._shares = min(pool.workers, MAX_SHARES) if pool.remote else 1
+        self._out = min(pool.workers, MAX_OUT) if pool.remote else 1  # requests out at once
         self._fresh = max(1, self._demand // (2 * self._shares))
         self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
         self._dists: dict[int, dict[str, Any]] = {}  # task -> its parameter distributions
@@ -220,7 +234,7 @@ class Driver:
         left = self.job.budget - self.job.total - self._pending()
         for k in sorted(picked):  # breed ahead: the next round is ready when needed
             bs = self._breeder(k)
-            while (bs is not None and bs.breeding < self._shares and not self.job.tasks[k].stopped
+            while (bs is not None and bs.breeding < self._out and not self.job.tasks[k].stopped
                    and bs.queued < min(self._demand, left) and self._may_breed(k, bs)
                    and (bs.queued or not self._waiting(k))):  # seeds go first
                 self._breed(k, bs)
@@ -237,7 +251,7 @@ class Driver:
             picked.add(k)
             bs = self._breeder(k)
             if bs is not None and not bs.queued and not self._waiting(k):
-                while (bs.breeding < self._shares and not self.job.tasks[k].stopped
+                while (bs.breeding < self._out and not self.job.tasks[k].stopped
                        and self._may_breed(k, bs)):
                     self._breed(k, bs)
                 return  # the task's next proposals are being bred
@@ -258,8 +272,11 @@ class Driver:
             self._batches[bid] = batch
             self._n_pending += len(batch)
             self._task_pending[k] = self._task_pending.get(k, 0) + len(batch)
+            # A remote worker decodes a bred pick's vector again (cheaper than its JSON).
+            vectors = [c.vector for c in batch] if self.pool.remote else []
             self.pool.submit(bid, self.job.tasks[k].task.key,
-                             [c.schedule.to_json() for c in batch], [c.cid for c in batch])
+                             [c.schedule.to_json() for c in batch], [c.cid for c in batch],
+                             vectors=vectors if any(v is not None for v in vectors) else None)
 
     def _spent(self) -> bool:
         """The budget is spent (measured or being measured), or every task stopped."""
@@ -421,11 +438,14 @@ class Driver:
                 {} if self.claims is None else {OWNER_ATTR: self.owner},
                 cid_attr=CID_ATTR if self.claims is None else None)
         params: dict[str, Any] | None = None
+        vector: tuple[int, np.ndarray] | None = None
         if made is not None:
             trial = made
             s, chosen = sampler.proposal(trial.number)
             params = dict(chosen)  # what the trial was made with (trial.params deep-copies)
             cid = sampler.candidate_of(trial.number)
+            v = sampler.vector_of(trial.number) if hasattr(sampler, "vector_of") else None
+            vector = (ts.space.batch, v) if v is not None else None
         else:  # an enqueued trial (seed, re-queued), or another sampler's proposal
             trial = ts.study.ask()
             try:
@@ -455,7 +475,7 @@ class Driver:
             polish_of = mark if isinstance(mark, str) else ""
         tuner = str(seed) if seed else self.tuner
         return Candidate(k, trial, s, cid, dict(trial.params) if params is None else params,
-                         tuner, ranked, polish_of=polish_of)
+                         tuner, ranked, polish_of=polish_of, vector=None if seed else vector)
 
     def _distributions(self, k: int) -> dict[str, Any]:
         """Task ``k``'s parameter distributions (what ``suggest_categorical`` records)."""

@@ -31,6 +31,8 @@ from autotune.measure._measurer import Measurer, measure_json, measurement_from_
 from autotune.sampling._breed import Breeder
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from autotune.sampling._breed import Bred, BreedRequest, Scorer
     from compiler.graph import Graph
     from compiler.target import Target
@@ -79,12 +81,16 @@ class MeasurePool(abc.ABC):
 
     @abc.abstractmethod
     def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]],
-               cids: Sequence[str] | None = None) -> None:
+               cids: Sequence[str] | None = None,
+               vectors: Sequence[tuple[int, np.ndarray] | None] | None = None) -> None:
         """Queue a batch of one task's schedules (JSON) for measurement.
 
         ``cids``: the schedules' candidate ids, when known: a pick bred where the batch
         is measured is then measured as the object its breeding built
         (:meth:`autotune.sampling._breed.Breeder.take`; the same measurement, less work).
+        ``vectors``: per schedule, the batch of its space and its space vector (or None):
+        a pick bred elsewhere is decoded again from it rather than parsed from its JSON
+        (the same schedule, checked: less work than parsing, validating and planning).
         """
 
     @abc.abstractmethod
@@ -129,9 +135,10 @@ class InProcessPool(MeasurePool):
         self.slots = 1
 
     def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]],
-               cids: Sequence[str] | None = None) -> None:
+               cids: Sequence[str] | None = None,
+               vectors: Sequence[tuple[int, np.ndarray] | None] | None = None) -> None:
         t0 = time.perf_counter()
-        held = self._breeder.take(task_key, cids, schedules)
+        held = self._breeder.take(task_key, cids, schedules, vectors)
         host, out = measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
                                  self._timeout_s, held)
         self._done.append(Finished(batch_id, host, tuple(measurement_from_json(m) for m in out),

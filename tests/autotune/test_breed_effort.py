@@ -98,8 +98,8 @@ class _TimedPool(InProcessPool):
         self.requests: list[tuple[int, int]] = []  # (proposals, generations) asked
 
     def submit(self, batch_id: int, task_key: str, schedules: Any,
-               cids: Any = None) -> None:
-        super().submit(batch_id, task_key, schedules, cids)
+               cids: Any = None, vectors: Any = None) -> None:
+        super().submit(batch_id, task_key, schedules, cids, vectors)
         last = self._done[-1]
         self._done[-1] = Finished(last.batch_id, last.host, last.measurements,
                                   seconds=self.per * len(schedules))
@@ -152,15 +152,18 @@ def test_retraining_waits_for_measurements_worth_its_time_under_a_budget() -> No
 
 
 def test_background_retraining_waits_for_half_of_what_the_measurers_hold() -> None:
-    """64 workers holding 512 candidates: a background retraining every 256 measurements;
-    retraining in line (in-process, reproducible) or a small pool: the fixed schedule."""
+    """32 workers holding 256 candidates: a background retraining every 128 measurements;
+    64 workers holding 512 (at scale): every 512; retraining in line (in-process,
+    reproducible) or a small pool: the fixed schedule."""
     from dataclasses import replace
 
     s = _sampler(None, None, None)
     s.demand = 512
     assert s._fit_window() == 0.0  # in line: unchanged
     s.options = replace(s.options, background_fit=True)
-    assert s._fit_window() == pytest.approx(256.0)
+    assert s._fit_window() == pytest.approx(512.0)
+    s.demand = 256
+    assert s._fit_window() == pytest.approx(128.0)
     s.demand = 2 * 2 * 4  # 2 workers, 2 batches of 4 each
     assert s._fit_window() <= GuidedOptions().retrain_every
 

@@ -1,4 +1,5 @@
-"""A pick measured where it was bred is measured as the object its breeding built.
+"""A pick measured where it was bred is measured as the object its breeding built; one
+measured on another worker, as the schedule its vector decodes to there.
 
 ``Breeder.take`` hands a pool the schedules it picked (by task and candidate id), so a
 worker measures the object whose pre-check already planned its memory instead of a copy
@@ -65,6 +66,46 @@ def test_a_pick_stands_only_for_its_own_json_and_task(tiny_graph: Graph,
     assert breeder.taken == 0
 
 
+def test_a_pick_bred_elsewhere_is_decoded_from_its_vector_and_measures_the_same(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    """A worker that did not breed a pick decodes its space vector again (not its JSON):
+    the same schedule, so the same measurement; a vector that writes another JSON, or
+    that the space cannot read, leaves the JSON to be parsed."""
+    import numpy as np
+
+    bred = Breeder({"k": tiny_graph}, tune_target)("k", _round(tiny_graph, tune_target, seed=4),
+                                                   CostModelRanker(tiny_graph, tune_target,
+                                                                   seed=0).snapshot())
+    picks = pickle.loads(pickle.dumps(bred)).picks  # as the driver holds them
+    assert len(picks) >= 3
+    cids = [p.cid for p in picks]
+    sent = [p.schedule.to_json() for p in picks]
+    vectors = [(tiny_graph.batch, p.vector) for p in picks]
+    other = Breeder({"k": tiny_graph}, tune_target)  # another worker: holds none of them
+    got = other.take("k", cids, sent, vectors)
+    assert all(s is not None for s in got) and other.rebuilt == len(picks) and other.taken == 0
+    assert [s.to_json() for s in got if s is not None] == sent
+    plain = measure_json(SimMeasurer(), tiny_graph, sent, tune_target, None)[1]
+    again = measure_json(SimMeasurer(), tiny_graph, sent, tune_target, None, got)[1]
+    assert again == [dict(m, seconds=a["seconds"]) for m, a in zip(plain, again)]
+    # a's vector sent with b's JSON; a vector of the wrong length; none: all parsed
+    bad = [(tiny_graph.batch, picks[0].vector), (tiny_graph.batch, np.zeros(3, np.int16)), None]
+    fresh = Breeder({"k": tiny_graph}, tune_target)
+    assert fresh.take("k", cids[1:3] + cids[:1], [sent[1], sent[2], sent[0]], bad) == [None] * 3
+    assert fresh.rebuilt == 0
+
+
+def test_a_warm_up_builds_the_space_and_measures_one_sample_that_fits(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    breeder = Breeder({"k": tiny_graph}, tune_target)
+    seen: list[GraphSchedule] = []
+    breeder.warm("k", tiny_graph.batch, seen.append)
+    assert ("k", tiny_graph.batch) in breeder._spaces and len(seen) == 1
+    assert breeder.space("k", tiny_graph.batch).precheck(seen[0]).ok
+    breeder.warm("k", tiny_graph.batch, None)  # no measurer to warm: nothing measured
+    assert len(seen) == 1
+
+
 def test_held_picks_are_bounded(tiny_graph: Graph, tune_target: Target) -> None:
     breeder = Breeder({"k": tiny_graph}, tune_target)
     scorer = CostModelRanker(tiny_graph, tune_target, seed=0).snapshot()
@@ -84,9 +125,10 @@ class _Counting(InProcessPool):
         super().__init__(*args)
         self.sent = 0
 
-    def submit(self, batch_id: int, task_key: str, schedules: Any, cids: Any = None) -> None:
+    def submit(self, batch_id: int, task_key: str, schedules: Any, cids: Any = None,
+               vectors: Any = None) -> None:
         self.sent += len(schedules)
-        super().submit(batch_id, task_key, schedules, cids)
+        super().submit(batch_id, task_key, schedules, cids, vectors)
 
 
 def test_a_tune_measures_its_bred_picks_as_bred_and_logs_the_same(
@@ -119,6 +161,7 @@ def test_a_tune_measures_its_bred_picks_as_bred_and_logs_the_same(
     taken = pools[-1]._breeder.taken
     assert pools[-1].sent == 40 and 0 < taken < 40  # bred picks as bred; seeds parsed
     monkeypatch.setattr(_breed.Breeder, "take",
-                        lambda self, key, cids, schedules: [None] * len(schedules))
+                        lambda self, key, cids, schedules, vectors=None:
+                        [None] * len(schedules))
     parsed = run(tmp_path / "parsed.jsonl")
     assert with_held == parsed and len(parsed) == 40

@@ -391,11 +391,13 @@ class _TwoWorkerPool(InProcessPool):
         self.held: list[tuple[int, str, Any, Any]] = []
         self.events: list[tuple[str, int, int]] = []
         self.most = 0  # breeding requests out at once, at most
+        self.sent: list[tuple[str, list[Any], Any]] = []  # (task, JSON, vectors) per batch
 
     def submit(self, batch_id: int, task_key: str, schedules: Any,
-               cids: Any = None) -> None:
+               cids: Any = None, vectors: Any = None) -> None:
         self.events.append(("measure", len(self.held), len(schedules)))
-        super().submit(batch_id, task_key, schedules, cids)
+        self.sent.append((task_key, list(schedules), vectors))
+        super().submit(batch_id, task_key, schedules, cids, vectors)
 
     def submit_breed(self, batch_id: int, task_key: str, request: Any, scorer: Any) -> None:
         self.held.append((batch_id, task_key, request, scorer))
@@ -445,6 +447,15 @@ def test_each_workers_share_of_a_round_is_measured_as_it_arrives(
     assert all(pop == -(-options.population // 2) for _, pop, _ in shares[1:])
     assert all(prop == 8 for _, _, prop in shares[1:])  # half of 4 slots x 4 candidates
     assert pools[0].most == 2  # one share per worker
+    # A bred pick goes out with its space's batch and vector (a worker that did not breed
+    # it decodes that instead of parsing its JSON), the vector of exactly that schedule;
+    # a seed without one.
+    given = [(key, obj, v) for key, objs, vs in pools[0].sent
+             for obj, v in zip(objs, vs or [None] * len(objs))]
+    with_vector = [(key, obj, v) for key, obj, v in given if v is not None]
+    assert len(with_vector) >= len(given) - 8 and len(given) - len(with_vector) >= 1
+    for key, obj, (batch, vector) in with_vector:
+        assert pools[0]._breeder.space(key, batch).decode(vector).to_json() == obj
     # A share arrived while the other was out, and its picks went out before that one came.
     early = [i for i, e in enumerate(events) if e[0] == "arrived" and e[1] == 1]
     assert any(events[i + 1][0] == "measure" and events[i + 1][1] == 1 for i in early)
@@ -485,3 +496,22 @@ def test_measure_json_turns_a_broken_schedule_into_a_result(
     (fin,) = pool.wait()
     assert fin.batch_id == 7 and fin.measurements[0].ok and pool.in_flight == 0
     assert os.uname().nodename == fin.host or fin.host
+
+
+@pytest.mark.parametrize(("workers", "shares", "out"), [(0, 1, 1), (2, 2, 2), (64, 2, 4)])
+def test_a_round_is_bred_in_shares_with_a_few_requests_out_at_once(
+        workers: int, shares: int, out: int) -> None:
+    """At scale a round is bred in 2 shares (each pays the cost model's fixed costs) and 4
+    requests may be out at once (what keeps 64 workers fed); a share's request asks for
+    half a round; in-process, whole rounds one at a time."""
+    from types import SimpleNamespace
+
+    from autotune.running._driver import Driver
+
+    sampler = SimpleNamespace(demand=0)
+    job = SimpleNamespace(tasks=[SimpleNamespace(study=SimpleNamespace(sampler=sampler))])
+    pool = SimpleNamespace(workers=max(workers, 1), slots=2 * max(workers, 1),
+                           remote=workers > 0)
+    d = Driver(job, None, pool, None, None, None, None, "latency", "t", 4)  # type: ignore[arg-type]
+    assert (d._shares, d._out) == (shares, out)
+    assert sampler.demand == 8 * max(workers, 1)
