@@ -85,6 +85,8 @@ _CODE = {"L1": 0, "LLB": 1, "DDR": 2}
 _NAME = ("L1", "LLB", "DDR")
 _AUTO = 3
 
+RING = ((0,),)  # a derived transfer with no group chunk to follow runs on core 0 (_cdag.c)
+
 # how many decodes took which path (the differential tests check the C path ran)
 STATS = {"c": 0, "overflow": 0, "wide": 0}
 _MAX_STREAMED = 61  # streamable inputs of one group the C walk's masks can hold (64-bit)
@@ -384,7 +386,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     target = dec.space.target
     res = mod.walk_rows(float(target.l1.data_bytes), float(target.llb.bytes),
                         target.chip.cores_per_cluster, sr.refs, sr.is_out, sr.reads, sr.grows,
-                        gwants, sr.trows, sr.tprod, pwants, True)
+                        gwants, sr.trows, sr.tprod, pwants, True, *sr.tpack)
     scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
     over = res[6] if len(res) > 6 else -1  # a step overflows: the walk went on as Python's does
     STATS["overflow" if over >= 0 else "c"] += 1
@@ -428,6 +430,9 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
     walk asks for them."""
     if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
+        packed = getattr(dec, "c_walk", None)
+        if packed is not None:
+            return _packed_rows(dec, space, nodes, all_reads, packed)
     else:
         splits = {gr.name: gr.split for gr in dec.groups}
         if dec.order == "depth":
@@ -436,6 +441,34 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
             nodes = breadth_order(dec.deps, dec.topo, splits)
         pos = {node: i for i, node in enumerate(nodes)}
         all_reads = [[pos[d] for d in dec.deps.get(node, ())] for node in nodes]
+    batch = dec.batch
+    gidx, grows, gnames, gtiles, gd, pd, gsplit = _group_rows(dec, space)
+    # per transfer: its row (kept by identity: the row holds the transfer) and producer
+    known = _transfer_rows(space, batch)
+    tl = dec.transfers
+    tidx = {t.name: j for j, t in enumerate(tl)}
+    rows: list[Any] = list(map(known.get, map(id, tl)))
+    for j in [j for j, (row, t) in enumerate(zip(rows, tl)) if row is None or row[0] is not t]:
+        rows[j] = _transfer_row(space, dec, known, tl[j])
+    trows = [row[1] for row in rows]
+    by_out, fixed = dec.by_out, dec.fixed
+    tprod = [-1 if p is None or t.name in fixed else gidx[p.name]
+             for p, t in zip(map(by_out.get, map(_TENSOR, tl)), tl)]
+    refs, is_out, asks, chunk_at, step_at = mod.index(
+        nodes if isinstance(nodes, list) else list(nodes), gidx, gsplit, tidx, tprod, list(dec.outs))
+    reads = all_reads if isinstance(all_reads, list) else list(all_reads)
+    sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
+                   pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=trows)
+    # names are unique, else a name's last transfer is the one tidx (and the order) name
+    t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tl) else \
+        dict(zip(tidx, (step_at[j] for j in tidx.values())))
+    return sr, (dict(zip(gidx, chunk_at)), t_at)
+
+
+def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
+    """Per group: its index by name, its row (kept in its op set's cache by shape and
+    binding), its streamable inputs, its LLB weight tiles, its scope and transfer-scope
+    parameters and its split."""
     batch = dec.batch
     g = dec.mem
     groups = dec.groups
@@ -462,26 +495,48 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
     gd = [d_scope[gr.scope_at] for gr in groups]
     pd = [slot_of[gr.slot] + 5 for gr in groups]
     gsplit = [gr.split for gr in groups]
-    # per transfer: its row (kept by identity: the row holds the transfer) and producer
-    known = _transfer_rows(space, batch)
+    return gidx, grows, gnames, gtiles, gd, pd, gsplit
+
+
+def _packed_rows(dec: Decoding, space: Space, nodes: list[Node], reads: list[list[int]],
+                 packed: tuple[Any, ...]) -> tuple[Any, ...]:
+    """:func:`_step_rows` from what ``_cdag.derive`` computed beside the order
+    (``walk_index`` in ``_cdag.c``: the step references, graph outputs, answers in walk
+    order, positions, each transfer's producer and its packed row): no per-transfer
+    Python; the C walk makes each transfer's row (``packed_step`` in ``_cwalk.c``) from its
+    packed row, its binding group's chunk binding and the tensor sizes
+    (:func:`_size_table`, :func:`compiler.footprint.sample_bytes`)."""
+    refs, is_out, asks, chunk_at, step_at, tprod, tpack = packed
+    gidx, grows, gnames, gtiles, gd, pd, _ = _group_rows(dec, space)
     tl = dec.transfers
-    tidx = {t.name: j for j, t in enumerate(tl)}
-    rows: list[Any] = list(map(known.get, map(id, tl)))
-    for j in [j for j, (row, t) in enumerate(zip(rows, tl)) if row is None or row[0] is not t]:
-        rows[j] = _transfer_row(space, dec, known, tl[j])
-    trows = [row[1] for row in rows]
-    by_out, fixed = dec.by_out, dec.fixed
-    tprod = [-1 if p is None or t.name in fixed else gidx[p.name]
-             for p, t in zip(map(by_out.get, map(_TENSOR, tl)), tl)]
-    refs, is_out, asks, chunk_at, step_at = mod.index(
-        nodes if isinstance(nodes, list) else list(nodes), gidx, gsplit, tidx, tprod, list(dec.outs))
-    reads = all_reads if isinstance(all_reads, list) else list(all_reads)
+    tidx = dict(zip(map(_NAME_OF, tl), range(len(tl))))
     sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
-                   pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=trows)
-    # names are unique, else a name's last transfer is the one tidx (and the order) name
+                   pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=[],
+                   tpack=(tpack, _size_table(space, dec), dec.batch, RING))
     t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tl) else \
         dict(zip(tidx, (step_at[j] for j in tidx.values())))
     return sr, (dict(zip(gidx, chunk_at)), t_at)
+
+
+_NAME_OF = attrgetter("name")
+
+
+def _size_table(space: Space, dec: Decoding) -> bytes:
+    """Per tensor code at the decode's batch: :func:`compiler.footprint.sample_bytes` as
+    int64 (bytes per sample, fixed bytes) pairs, extended when the space has met more
+    tensors (every code derive() gives a transfer is known by then)."""
+    codes = tensor_codes(space)
+    tables: dict[int, list[Any]] | None = getattr(space, "_csize_table", None)
+    if tables is None:
+        tables = space._csize_table = {}  # type: ignore[attr-defined]
+    hit = tables.get(dec.batch)
+    if hit is None or hit[0] != len(codes):
+        names = [""] * len(codes)
+        for t, c in codes.items():
+            names[c] = t
+        flat = array("q", [x for t in names for x in sample_bytes(dec.mem, t)])
+        hit = tables[dec.batch] = [len(codes), flat.tobytes()]
+    return hit[1]  # type: ignore[no-any-return]
 
 
 _TENSOR = attrgetter("tensor")

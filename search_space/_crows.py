@@ -24,7 +24,7 @@ class _StepRows:
     answers ask for (:func:`_step_rows`)."""
 
     __slots__ = ("asks", "gd", "gidx", "grows", "is_out", "names", "nodes", "pd", "reads",
-                 "refs", "tidx", "tiles", "tprod", "trows")
+                 "refs", "tidx", "tiles", "tpack", "tprod", "trows")
     asks: list[int]  # the answers in walk order: group i, or -1 - producer p
     gd: list[int]  # per group: its scope parameter
     gidx: dict[str, int]  # group name -> index
@@ -38,9 +38,13 @@ class _StepRows:
     tidx: dict[str, int]  # transfer name -> index
     tiles: list[float]  # per group: its LLB weight tiles
     tprod: list[int]  # per transfer: its producer group, -1: fixed
-    trows: list[tuple[Any, ...]]  # per transfer: its row
+    trows: list[tuple[Any, ...]]  # per transfer: its row (empty: packed)
+    # the transfers packed by _cdag.derive (packed rows, sizes per tensor code, batch, ring),
+    # () when trows has the rows
+    tpack: tuple[Any, ...]
 
     def __init__(self, **kw: Any) -> None:
+        self.tpack = ()
         for k, v in kw.items():
             setattr(self, k, v)
 

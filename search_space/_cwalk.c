@@ -1579,6 +1579,25 @@ static int scope_code(PyObject *obj, int lo, int hi, int *out) {
     return 0;
 }
 
+/* a transfer step's kind and the scope it asks for: fixed (producer -1) or its producer's
+ * transfer scope */
+static int packed_kind(Step *s, int j, PyObject *tprod, PyObject *pwants) {
+    if (j < 0 || j >= PyList_GET_SIZE(tprod)) return bad("transfer out of range");
+    PyObject *po = PyList_GET_ITEM(tprod, j);
+    if (!PyLong_Check(po)) return bad("producer: an int");
+    long p = PyLong_AsLong(po);
+    if (p == -1 && PyErr_Occurred()) return -1;
+    if (p < -1 || p >= PyList_GET_SIZE(pwants)) return bad("producer out of range");
+    if (p < 0) {
+        s->kind = K_FIXED;
+        s->want = DDR;
+    } else {
+        s->kind = K_TRANSFER;
+        if (scope_code(PyList_GET_ITEM(pwants, p), 0, 3, &s->want)) return -1;
+    }
+    return 0;
+}
+
 /* step k from its group's row (chunk `chunk`) or transfer's row */
 static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *reads, PyObject *grows,
                      PyObject *gwants, PyObject *trows, PyObject *tprod, PyObject *pwants) {
@@ -1613,19 +1632,10 @@ static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *read
         return step_work(s, PyTuple_GET_ITEM(g, 5), PyTuple_GET_ITEM(g, 6), PyTuple_GET_ITEM(g, 8));
     }
     int j = -1 - ref;
-    if (j >= PyList_GET_SIZE(trows) || j >= PyList_GET_SIZE(tprod)) return bad("transfer out of range");
+    if (j >= PyList_GET_SIZE(trows)) return bad("transfer out of range");
     PyObject *t = PyList_GET_ITEM(trows, j);
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) return bad("transfer row: a 5-tuple");
-    long p = PyLong_AsLong(PyList_GET_ITEM(tprod, j));
-    if (p == -1 && PyErr_Occurred()) return -1;
-    if (p < -1 || p >= PyList_GET_SIZE(pwants)) return bad("producer out of range");
-    if (p < 0) {
-        s->kind = K_FIXED;
-        s->want = DDR;
-    } else {
-        s->kind = K_TRANSFER;
-        if (scope_code(PyList_GET_ITEM(pwants, p), 0, 3, &s->want)) return -1;
-    }
+    if (packed_kind(s, j, tprod, pwants)) return -1;
     s->allowed = 7;
     s->init = (int)item_long(t, 1);
     s->tensor = (int)item_long(t, 2);
@@ -1646,17 +1656,112 @@ static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *read
     return 0;
 }
 
+/* A transfer's step from derive()'s packed row (search_space/_cdag.c, walk_index: tensor
+ * code, dst factor, first dst chunk, dst chunks, binding group, binding chunk; group -1:
+ * `ring`), its sizes from `sizes` (per tensor code, int64 bytes per sample and fixed bytes:
+ * compiler.footprint.sample_bytes) and its binding the group row's chunk binding: the row
+ * _ccore._transfer_row makes, its pieces (chunk * samples, samples // parts, parts) per dst
+ * chunk, samples = batch // dst factor, its result in DDR. Nothing from Python is trusted:
+ * every index is checked against what it indexes. */
+typedef struct {
+    const int *tp;         /* TPACK int32 per transfer */
+    Py_ssize_t nt;         /* transfers */
+    const long long *sz;   /* two int64 per tensor code */
+    Py_ssize_t n_sz;       /* tensor codes */
+    long batch;
+    PyObject *ring;        /* the binding of a transfer with no group chunk to follow */
+} Packed;
+
+enum { TPACK = 6 };
+
+static int packed_step(Walk *w, Step *s, int n, int j, PyObject *reads, PyObject *grows,
+                       const Packed *pk) {
+    if (j < 0 || j >= pk->nt) return bad("transfer out of range");
+    const int *row = pk->tp + (size_t)TPACK * (size_t)j;
+    int tensor = row[0], df = row[1], d0 = row[2], dn = row[3], bg = row[4], bc = row[5];
+    if (tensor < 0 || tensor >= pk->n_sz) return bad("packed transfer: tensor code out of range");
+    if (df <= 0 || d0 < 0 || dn <= 0 || dn > (1 << 16)) return bad("packed transfer: bad chunks");
+    PyObject *parts = pk->ring;
+    if (bg >= 0) {
+        if (bg >= PyList_GET_SIZE(grows)) return bad("packed transfer: binding group out of range");
+        PyObject *g = PyList_GET_ITEM(grows, bg);
+        if (!PyTuple_Check(g) || PyTuple_GET_SIZE(g) != 11) return bad("group row: an 11-tuple");
+        PyObject *binds = PyTuple_GET_ITEM(g, 10);
+        if (!PyTuple_Check(binds) || bc < 0 || bc >= PyTuple_GET_SIZE(binds))
+            return bad("packed transfer: binding chunk out of range");
+        parts = PyTuple_GET_ITEM(binds, bc);
+    } else if (bg != -1) {
+        return bad("packed transfer: binding group out of range");
+    }
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) == 0) return bad("binding: a tuple of parts");
+    s->allowed = 7;
+    s->init = DDR;
+    s->tensor = tensor;
+    s->sb = (long)pk->sz[2 * (size_t)tensor];
+    s->fb = (long)pk->sz[2 * (size_t)tensor + 1];
+    if (pk->sz[2 * (size_t)tensor] != s->sb || pk->sz[2 * (size_t)tensor + 1] != s->fb)
+        return bad("packed transfer: sizes out of range");
+    s->tiles = 0.0;
+    if (step_head(s)) return -1;
+    if (step_reads(w, s, reads, n)) return -1;
+    long samples = pk->batch / df, spp = samples / (long)PyTuple_GET_SIZE(parts);
+    /* the last chunk's first sample, checked by division before the multiply */
+    if (samples > 0 && (long)d0 + dn - 1 > LONG_MAX / samples) return bad("packed transfer: samples out of range");
+    long *firsts = (long *)wa(w, sizeof(long) * (size_t)dn, 0);
+    long *spps = (long *)wa(w, sizeof(long) * (size_t)dn, 0);
+    PyObject **partss = (PyObject **)wa(w, sizeof(PyObject *) * (size_t)dn, 0);
+    if (!firsts || !spps || !partss) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < dn; i++) {
+        firsts[i] = ((long)d0 + i) * samples;
+        spps[i] = spp;
+        partss[i] = parts;
+    }
+    if (step_pieces(w, s, dn, firsts, spps, partss)) return -1;
+    s->n_inputs = 0;
+    s->inputs = (Input *)wa(w, sizeof(Input), 1);
+    if (!s->inputs) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->table = NULL;
+    s->filler = Py_None;
+    return 0;
+}
+
 static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
     double cap, llb_cap;
     int nc, go_on = 0;
     PyObject *refs, *is_out_b, *reads, *grows, *gwants, *trows, *tprod, *pwants;
+    PyObject *tpack = Py_None, *sizes = Py_None, *ring = Py_None;
+    long batch = 0;
+    Packed pk;
     (void)self;
-    if (!PyArg_ParseTuple(args, "ddiO!O!O!O!O!O!O!O!|p", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
+    if (!PyArg_ParseTuple(args, "ddiO!O!O!O!O!O!O!O!|pOOlO", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
                           &PyBytes_Type, &is_out_b, &PyList_Type, &reads, &PyList_Type, &grows,
                           &PyList_Type, &gwants, &PyList_Type, &trows, &PyList_Type, &tprod,
-                          &PyList_Type, &pwants, &go_on))
+                          &PyList_Type, &pwants, &go_on, &tpack, &sizes, &batch, &ring))
         return NULL;
     if (nc <= 0 || nc > 65536) return PyErr_Format(PyExc_ValueError, "cores per cluster out of range");
+    memset(&pk, 0, sizeof pk);
+    if (tpack != Py_None) {  /* the transfers packed by _cdag.derive (packed_step), trows unused */
+        if (!PyBytes_Check(tpack) || !PyBytes_Check(sizes) || !PyTuple_Check(ring) || batch <= 0)
+            return PyErr_Format(PyExc_ValueError, "packed transfers: (bytes, sizes bytes, batch, ring)");
+        Py_ssize_t row = (Py_ssize_t)sizeof(int) * TPACK, pair = (Py_ssize_t)sizeof(long long) * 2;
+        if (PyBytes_GET_SIZE(tpack) % row || PyBytes_GET_SIZE(sizes) % pair)
+            return PyErr_Format(PyExc_ValueError, "packed transfers: whole rows");
+        pk.tp = (const int *)PyBytes_AS_STRING(tpack);
+        pk.nt = PyBytes_GET_SIZE(tpack) / row;
+        if (pk.nt != PyList_GET_SIZE(tprod) && !(pk.nt == 1 && PyList_GET_SIZE(tprod) == 0))
+            return PyErr_Format(PyExc_ValueError, "packed transfers: one row per transfer");
+        pk.nt = PyList_GET_SIZE(tprod);
+        pk.sz = (const long long *)PyBytes_AS_STRING(sizes);
+        pk.n_sz = PyBytes_GET_SIZE(sizes) / pair;
+        pk.batch = batch;
+        pk.ring = ring;
+    }
     Py_ssize_t n = PyList_GET_SIZE(reads);
     /* refs: two int32 per step (compared by division: no product to overflow) */
     if (n > (1 << 24) || PyBytes_GET_SIZE(is_out_b) != (n ? n : 1)
@@ -1673,9 +1778,12 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
     const unsigned char *io = (const unsigned char *)PyBytes_AS_STRING(is_out_b);
     for (Py_ssize_t k = 0; k < n; k++) {
         w.n = (int)k + 1;  /* what free_walk frees */
-        if (rows_step(&w, &w.st[k], (int)n, rf[2 * k], rf[2 * k + 1], PyList_GET_ITEM(reads, k),
-                      grows, gwants, trows, tprod, pwants))
-            goto fail;
+        int rc = pk.tp && rf[2 * k] < 0
+            ? packed_kind(&w.st[k], -1 - rf[2 * k], tprod, pwants)
+                || packed_step(&w, &w.st[k], (int)n, -1 - rf[2 * k], PyList_GET_ITEM(reads, k), grows, &pk)
+            : rows_step(&w, &w.st[k], (int)n, rf[2 * k], rf[2 * k + 1], PyList_GET_ITEM(reads, k),
+                        grows, gwants, trows, tprod, pwants);
+        if (rc) goto fail;
         is_out[k] = io[k] != 0;
     }
     /* the rows stay alive while the walk borrows their tables: the caller holds them */
