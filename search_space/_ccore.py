@@ -430,7 +430,7 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
     walk asks for them."""
     if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
-        packed = getattr(dec, "c_walk", None)
+        packed = dec.c_walk
         if packed is not None:
             return _packed_rows(dec, space, nodes, all_reads, packed)
     else:
