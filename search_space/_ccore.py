@@ -466,36 +466,44 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
 
 
 def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
-    """Per group: its index by name, its row (kept in its op set's cache by shape and
-    binding), its streamable inputs, its LLB weight tiles, its scope and transfer-scope
-    parameters and its split."""
+    """Per group: its index by name, its row (what :func:`_work` gives for its chunk shape,
+    its LLB weight tiles and samples per chunk, kept in its op set's cache by shape, then
+    its chunk bindings), its streamable inputs, its LLB weight tiles, its scope and
+    transfer-scope parameters and its split."""
     batch = dec.batch
-    g = dec.mem
     groups = dec.groups
     gidx = {gr.name: i for i, gr in enumerate(groups)}
     grows: list[tuple[Any, ...]] = []
     gnames: list[tuple[str, ...]] = []
     gtiles: list[float] = []
-    for gr in groups:  # per group: its row, kept in its op set's cache by shape and binding
-        info, binds = gr.info, gr.binds
-        spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
-        key = ("crow", spp, cpp, gr.split, id(binds))
+    gd: list[int] = []
+    pd: list[int] = []
+    d_scope, slot_of = space.d_scope, space.slot
+    for gr in groups:  # per group: the shape's row (its op set's cache), then the bindings
+        info, split, parts = gr.info, gr.split, gr.parts
+        key = ("crow", gr.samples, gr.cores, parts, split)
         hit = info.cache.get(key)
-        if hit is None or hit[3] is not binds:  # the entry holds binds: its identity stays its own
-            names, work, inputs, allowed, code, sb, fb, fill, ws = _work(dec, info, spp, cpp)
-            tiles = info.cache.get("tiles")
-            if tiles is None:
-                tiles = info.cache["tiles"] = llb_weight_tiles(weight_bytes(g, info.ops), space.target)
-            hit = info.cache[key] = ((allowed, code, sb, fb, inputs, work, fill, tiles, ws,
-                                      batch // gr.split, binds), names, tiles, binds)
-        grows.append(hit[0])
+        if hit is None:
+            hit = info.cache[key] = _shape_row(dec, space, info, gr.samples // parts,
+                                               gr.cores // parts, batch // split)
+        grows.append((*hit[0], gr.binds))
         gnames.append(hit[1])
         gtiles.append(hit[2])
-    d_scope, slot_of = space.d_scope, space.slot
-    gd = [d_scope[gr.scope_at] for gr in groups]
-    pd = [slot_of[gr.slot] + 5 for gr in groups]
-    gsplit = [gr.split for gr in groups]
-    return gidx, grows, gnames, gtiles, gd, pd, gsplit
+        gd.append(d_scope[gr.scope_at])
+        pd.append(slot_of[gr.slot] + 5)
+    return gidx, grows, gnames, gtiles, gd, pd, [gr.split for gr in groups]
+
+
+def _shape_row(dec: Decoding, space: Space, info: Any, spp: int, cpp: int, samples: int
+               ) -> tuple[Any, ...]:
+    """A group row without its bindings (allowed scopes, output code and sizes, inputs,
+    working-set table, filler and C definition, LLB weight tiles, samples per chunk), its
+    streamable inputs and its LLB weight tiles."""
+    names, work, inputs, allowed, code, sb, fb, fill, ws = _work(dec, info, spp, cpp)
+    tiles = info.cache.get("tiles")
+    if tiles is None:
+        tiles = info.cache["tiles"] = llb_weight_tiles(weight_bytes(dec.mem, info.ops), space.target)
+    return (allowed, code, sb, fb, inputs, work, fill, tiles, ws, samples), names, tiles
 
 
 def _packed_rows(dec: Decoding, space: Space, nodes: list[Node], reads: list[list[int]],
