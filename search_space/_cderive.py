@@ -105,8 +105,14 @@ def derive(dec: Decoding) -> bool:
     space, graph = dec.space, dec.graph
     codes = tensor_codes(space)
     groups = dec.groups
-    hits = [_group_row(dec, gr, codes) for gr in groups]
-    rows = [(h[0], h[1], h[2], h[3], gr.binds) for h, gr in zip(hits, groups)]
+    rows: list[tuple[Any, ...]] = []
+    gout: list[int] = []  # per group the code of its result (what a transfer's scope follows)
+    for gr in groups:
+        h = gr.info.cache.get(("cdag", gr.name, gr.split))
+        if h is None:
+            h = _group_row(dec, gr, codes)
+        rows.append((h[0], h[1], h[2], h[3], gr.binds))
+        gout.append(h[4])
     tables: dict[Any, Any] | None = getattr(space, "_cgraph", None)
     if tables is None:
         tables = space._cgraph = {}
@@ -125,7 +131,7 @@ def derive(dec: Decoding) -> bool:
     transfers, deps, outs, order, reads, walk = mod.derive(
         rows, len(graph.ops), len(codes), gouts, 1 if dec.order == "breadth" else 0,
         dec.lookahead, topo, tnodes, interned_transfers(space), _RING, Transfer, space._places,
-        Placement, _names(space), [h[4] for h in hits])
+        Placement, _names(space), gout)
     dec.transfers, dec.deps, dec.outs = transfers, deps, outs
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
     dec.c_walk = walk  # what the compiled walk reads of the order and transfers (_ccore._step_rows)
