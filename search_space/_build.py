@@ -762,11 +762,13 @@ def _overridden(space: SpaceLike, get: Reader, overrides: dict[int, int] | None)
     """The reader with ``overrides`` (choice indices by free parameter) in place of its answers."""
     if not overrides:
         return get
-    rep = space.rep
+    rep = getattr(space, "_rep_list", None)  # a list: no numpy scalar per read
+    if rep is None:
+        rep = space.rep.tolist()
 
     def read(d: int) -> int:
         v = get(d)
-        return overrides.get(int(rep[d]), v)
+        return overrides.get(rep[d], v)
 
     return read
 

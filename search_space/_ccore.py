@@ -359,30 +359,27 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         return None
     rows = getattr(dec, "_crows", None)
     if rows is None:  # once per Decoding: a repair round walks the same steps again
-        # the C walk keys working sets by a 64-bit mask of streamable inputs (61 of them and
-        # the two flags): a group that reads more walks in Python
-        if any(len(gr.info.streamable) > _MAX_STREAMED
-               and len(gr.info.streamable & set(gr.info.inputs)) > _MAX_STREAMED
-               for gr in dec.groups):
+        rows = _step_rows(dec, dec.space, mod)
+        if rows is None:
             STATS["wide"] += 1
             return None
-        rows = dec._crows = _step_rows(dec, dec.space, mod)
+        dec._crows = rows
     sr: _StepRows = rows[0]
     groups = dec.groups
     gwants: list[tuple[int, ...] | None] = [None] * len(groups)
     pwants: list[int | None] = [None] * len(groups)
+    gd, pd, chunk_codes = sr.gd, sr.pd, _CHUNK_CODES
     for a in sr.asks:
         if a >= 0:
             gr = groups[a]
-            key = (get(sr.gd[a]), gr.split, gr.wave)
-            codes = _CHUNK_CODES.get(key)
+            key = (get(gd[a]), gr.split, gr.wave)
+            codes = chunk_codes.get(key)
             if codes is None:
-                codes = _CHUNK_CODES[key] = tuple(
+                codes = chunk_codes[key] = tuple(
                     _CODE[w] for w in chunk_scopes(SCOPE_POLICIES[key[0]], gr.split, gr.wave))
             gwants[a] = codes
         else:
-            xs = TRANSFER_SCOPES[get(sr.pd[-1 - a])]
-            pwants[-1 - a] = _AUTO if xs == "auto" else _CODE[xs]
+            pwants[-1 - a] = _XSCOPE_CODES[get(pd[-1 - a])]
     target = dec.space.target
     res = mod.walk_rows(float(target.l1.data_bytes), float(target.llb.bytes),
                         target.chip.cores_per_cluster, sr.refs, sr.is_out, sr.reads, sr.grows,
@@ -413,11 +410,14 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     return _ScopeDims(sr)
 
 
+# transfer-scope choice index -> the scope code its transfers ask for (3: auto)
+_XSCOPE_CODES = tuple(_AUTO if xs == "auto" else _CODE[xs] for xs in TRANSFER_SCOPES)
+
 # (scope policy index, split, wave) -> the scope code each chunk asks for
 _CHUNK_CODES: dict[tuple[int, int, int], tuple[int, ...]] = {}
 
 
-def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
+def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:
     """What the compiled walk reads of a Decoding's steps (a :class:`_StepRows`), and the
     position of each group chunk's step (by group) and of each transfer's (what
     :mod:`search_space._lazy` reads the scopes at).
@@ -427,7 +427,8 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
     its scope parameter and its transfer-scope parameter; per transfer its row (layout
     pieces, initial scope, code and sizes) and its producer (-1: fixed); ``index`` in
     ``_cwalk.c`` resolves the order's nodes to them and lists the answers in the order the
-    walk asks for them."""
+    walk asks for them. None: a group reads more streamable inputs than the C walk's masks
+    hold (``_MAX_STREAMED``): the caller walks in Python."""
     if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
         packed = dec.c_walk
@@ -442,7 +443,9 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
         pos = {node: i for i, node in enumerate(nodes)}
         all_reads = [[pos[d] for d in dec.deps.get(node, ())] for node in nodes]
     batch = dec.batch
-    gidx, grows, gnames, gtiles, gd, pd, gsplit = _group_rows(dec, space)
+    gidx, grows, gnames, gtiles, gd, pd, gsplit, wide = _group_rows(dec, space)
+    if wide:
+        return None
     # per transfer: its row (kept by identity: the row holds the transfer) and producer
     known = _transfer_rows(space, batch)
     tl = dec.transfers
@@ -469,8 +472,11 @@ def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     """Per group: its index by name, its row (what :func:`_work` gives for its chunk shape,
     its LLB weight tiles and samples per chunk, kept in its op set's cache by shape, then
     its chunk bindings), its streamable inputs, its LLB weight tiles, its scope and
-    transfer-scope parameters and its split."""
+    transfer-scope parameters and its split; and whether a group reads more streamable
+    inputs than the C walk's masks hold (61 and the two flags in 64 bits: it walks in
+    Python)."""
     batch = dec.batch
+    wide = False
     groups = dec.groups
     gidx = {gr.name: i for i, gr in enumerate(groups)}
     grows: list[tuple[Any, ...]] = []
@@ -486,28 +492,35 @@ def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
         if hit is None:
             hit = info.cache[key] = _shape_row(dec, space, info, gr.samples // parts,
                                                gr.cores // parts, batch // split)
+        if hit[3]:  # the lists are not used: the group walks in Python
+            wide = True
+            continue
         grows.append((*hit[0], gr.binds))
         gnames.append(hit[1])
         gtiles.append(hit[2])
         gd.append(d_scope[gr.scope_at])
         pd.append(slot_of[gr.slot] + 5)
-    return gidx, grows, gnames, gtiles, gd, pd, [gr.split for gr in groups]
+    return gidx, grows, gnames, gtiles, gd, pd, [gr.split for gr in groups], wide
 
 
 def _shape_row(dec: Decoding, space: Space, info: Any, spp: int, cpp: int, samples: int
                ) -> tuple[Any, ...]:
     """A group row without its bindings (allowed scopes, output code and sizes, inputs,
     working-set table, filler and C definition, LLB weight tiles, samples per chunk), its
-    streamable inputs and its LLB weight tiles."""
+    streamable inputs, its LLB weight tiles and whether it reads more streamable inputs than
+    the C walk's masks hold."""
+    if len(info.streamable) > _MAX_STREAMED and \
+            len(info.streamable & set(info.inputs)) > _MAX_STREAMED:
+        return None, (), 0.0, True  # _work is not asked: the group walks in Python
     names, work, inputs, allowed, code, sb, fb, fill, ws = _work(dec, info, spp, cpp)
     tiles = info.cache.get("tiles")
     if tiles is None:
         tiles = info.cache["tiles"] = llb_weight_tiles(weight_bytes(dec.mem, info.ops), space.target)
-    return (allowed, code, sb, fb, inputs, work, fill, tiles, ws, samples), names, tiles
+    return (allowed, code, sb, fb, inputs, work, fill, tiles, ws, samples), names, tiles, False
 
 
 def _packed_rows(dec: Decoding, space: Space, nodes: list[Node], reads: list[list[int]],
-                 packed: tuple[Any, ...]) -> tuple[Any, ...]:
+                 packed: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """:func:`_step_rows` from what ``_cdag.derive`` computed beside the order
     (``walk_index`` in ``_cdag.c``: the step references, graph outputs, answers in walk
     order, positions, each transfer's producer and its packed row): no per-transfer
@@ -515,7 +528,9 @@ def _packed_rows(dec: Decoding, space: Space, nodes: list[Node], reads: list[lis
     packed row, its binding group's chunk binding and the tensor sizes
     (:func:`_size_table`, :func:`compiler.footprint.sample_bytes`)."""
     refs, is_out, asks, chunk_at, step_at, tprod, tpack = packed
-    gidx, grows, gnames, gtiles, gd, pd, _ = _group_rows(dec, space)
+    gidx, grows, gnames, gtiles, gd, pd, _, wide = _group_rows(dec, space)
+    if wide:
+        return None
     tl = dec.transfers
     tidx = dict(zip(map(_NAME_OF, tl), range(len(tl))))
     sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
