@@ -352,7 +352,9 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     chunk, a producer's transfer scope at its first transfer whose scope is free);
     ``chunk_scopes`` is :func:`search_space._build.chunk_scopes` (the scopes a policy
     gives a group's chunks). The C walk makes every step's row from its group's or its
-    transfer's row (:func:`_step_rows`): no per-step Python.
+    transfer's row (:func:`_step_rows`): no per-step Python. A walk that overflows is kept
+    (``walk_rows`` with ``keep``): a capacity repair round walks the same parsed steps
+    again with its answers (``rewalk``), not parsing the rows again.
     """
     mod = _load()
     if mod is None:
@@ -380,10 +382,14 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             gwants[a] = codes
         else:
             pwants[-1 - a] = _XSCOPE_CODES[get(pd[-1 - a])]
-    target = dec.space.target
-    res = mod.walk_rows(float(target.l1.data_bytes), float(target.llb.bytes),
-                        target.chip.cores_per_cluster, sr.refs, sr.is_out, sr.reads, sr.grows,
-                        gwants, sr.trows, sr.tprod, pwants, True, *sr.tpack)
+    if sr.kept is not None:  # a repair round: the kept walk walked again (rewalk in _cwalk.c)
+        res = mod.rewalk(sr.kept, gwants, pwants)
+    else:
+        target = dec.space.target
+        res, sr.kept = mod.walk_rows(float(target.l1.data_bytes), float(target.llb.bytes),
+                                     target.chip.cores_per_cluster, sr.refs, sr.is_out, sr.reads,
+                                     sr.grows, gwants, sr.trows, sr.tprod, pwants, True, *sr.tpack,
+                                     True)
     scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
     over = res[6] if len(res) > 6 else -1  # a step overflows: the walk went on as Python's does
     STATS["overflow" if over >= 0 else "c"] += 1

@@ -23,7 +23,7 @@ class _StepRows:
     """What the compiled walk reads of a Decoding's steps, apart from the scopes its reader's
     answers ask for (:func:`_step_rows`)."""
 
-    __slots__ = ("asks", "gd", "gidx", "grows", "is_out", "names", "nodes", "pd", "reads",
+    __slots__ = ("asks", "gd", "gidx", "grows", "is_out", "kept", "names", "nodes", "pd", "reads",
                  "refs", "tidx", "tiles", "tpack", "tprod", "trows")
     asks: list[int]  # the answers in walk order: group i, or -1 - producer p
     gd: list[int]  # per group: its scope parameter
@@ -40,11 +40,13 @@ class _StepRows:
     tprod: list[int]  # per transfer: its producer group, -1: fixed
     trows: list[tuple[Any, ...]]  # per transfer: its row (empty: packed)
     # the transfers packed by _cdag.derive (packed rows, sizes per tensor code, batch, ring),
-    # () when trows has the rows
+    # (None, None, 0, None) when trows has the rows
     tpack: tuple[Any, ...]
+    kept: Any  # the first walk, kept when it overflowed (rewalk in _cwalk.c), else None
 
     def __init__(self, **kw: Any) -> None:
-        self.tpack = ()
+        self.tpack = (None, None, 0, None)
+        self.kept = None
         for k, v in kw.items():
             setattr(self, k, v)
 

@@ -136,6 +136,9 @@ def test_rows_walk_as_the_per_step_tuples_do(key: str, target: Target, spy: _Spy
         assert out == _ref_index(nodes, gidx, gsplit, tidx, tprod, outs)
     for args, out in spy.walk_calls:
         cap, llb, nc = args[:3]
+        if len(args) > 16 and args[16]:  # kept: (the walk, the handle when it overflowed)
+            out, kept = out
+            assert (kept is not None) == (len(out) > 6)
         assert spy.mod.walk(cap, llb, nc, _tuple_steps(args), True) == out
 
 
@@ -321,7 +324,7 @@ def test_packed_transfers_walk_as_their_rows(key: str, target: Target) -> None:
         assert at == at2
         for f in _STEP_FIELDS:
             assert getattr(packed, f) == getattr(rows, f), f
-        assert packed.trows == [] and len(packed.tpack) == 4 and rows.tpack == ()
+        assert packed.trows == [] and len(packed.tpack) == 4 and rows.tpack == (None, None, 0, None)
         assert len(rows.trows) == len(dec.transfers) == len(packed.tprod)
         for scale in (1.0, 0.1):
             gw = [tuple(int(x) for x in rng.integers(0, 4, gr.split)) for gr in dec.groups]
