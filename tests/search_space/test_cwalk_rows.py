@@ -440,3 +440,83 @@ def test_hostile_packed_rows_are_refused_without_a_crash() -> None:
     r = subprocess.run([sys.executable, "-c", _HOSTILE_PACKED], capture_output=True, text=True,
                        timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
+
+
+def _wants(rng: np.random.Generator, dec: Any) -> tuple[list[Any], list[int]]:
+    """Random answers: a scope code (0..3) per group chunk and per producer."""
+    return ([tuple(int(x) for x in rng.integers(0, 4, gr.split)) for gr in dec.groups],
+            [int(x) for x in rng.integers(0, 4, len(dec.groups))])
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
+def test_a_kept_walk_walks_again_as_a_new_walk(key: str, target: Target) -> None:
+    """A walk kept for the repair rounds (``walk_rows`` with ``keep``, ``rewalk``) returns,
+    walked again with other answers, what a new walk of the same rows returns; walked
+    again with the first answers, what it first returned (its state cleared). A walk that
+    fits is not kept."""
+    space = build_space(small_graph(key), target)
+    mod = _ccore._load()
+    rng = np.random.default_rng(13)
+    l1, llb, nc = float(target.l1.data_bytes), float(target.llb.bytes), target.chip.cores_per_cluster
+    kept = fits = 0
+    for v in space.sample_vectors(rng, 12):
+        dec = _build.decode_groups(space, v[space.rep].tolist().__getitem__)
+        sr = _ccore._step_rows(dec, space, mod)[0]
+        for scale in (1.0, 0.05):
+            args = (l1 * scale, llb * scale, nc, sr.refs, sr.is_out, sr.reads, sr.grows)
+
+            gw, pw = _wants(rng, dec)
+            first, handle = mod.walk_rows(*args, gw, sr.trows, sr.tprod, pw, True, *sr.tpack, True)
+            assert first == mod.walk_rows(*args, gw, sr.trows, sr.tprod, pw, True, *sr.tpack)
+            if handle is None:
+                assert len(first) == 6  # fits: nothing to walk again
+                fits += 1
+                continue
+            kept += 1
+            for _ in range(3):
+                gw2, pw2 = _wants(rng, dec)
+                assert mod.rewalk(handle, gw2, pw2) == \
+                    mod.walk_rows(*args, gw2, sr.trows, sr.tprod, pw2, True, *sr.tpack)
+            assert mod.rewalk(handle, gw, pw) == first
+    assert kept and fits
+
+
+def test_bad_rewalks_are_refused() -> None:
+    """``rewalk`` checks its handle and answers (a ValueError or TypeError, not a crash), and
+    a filler that walks the walk being walked again is refused."""
+    from search_space import _cwalk  # type: ignore[attr-defined]
+
+    calls: list[Any] = []
+
+    def fill(i: int) -> float:  # the table keeps None: asked every walk
+        if calls:
+            with pytest.raises(ValueError, match="walking"):
+                _cwalk.rewalk(calls[0], [(0, 0)], [3])
+            calls.append(i)
+        return 1.0
+
+    grow = (7, 0, 4, 0, (), [None] * 4, fill, 0.0, None, 2, (((0,),), ((1,),)))
+    trow = (((0, 1, ((2,),)),), 2, 1, 4, 0)
+    two = array("i", [0, 0, -1, 0]).tobytes()
+    res, handle = _cwalk.walk_rows(0.5, 1e7, 8, two, b"\0\1", [[], [0]], [grow], [(0, 0)], [trow],
+                                   [0], [3], True, None, None, 0, None, True)
+    assert handle is not None and len(res) > 6  # the working set (1.0) overflows L1 (0.5)
+    assert _cwalk.rewalk(handle, [(0, 0)], [3]) == res
+    bad: list[tuple[Any, ...]] = [
+        (handle, [(0, 0), (0, 0)], [3]),  # a group more than the walk's
+        (handle, [(0, 0)], []),  # a producer fewer
+        (handle, [()], [3]),  # no scope for chunk 0
+        (handle, [[0, 0]], [3]),  # not a tuple
+        (handle, [(9, 0)], [3]),  # a scope code out of range
+        (handle, [(0, 0)], [4]),  # a transfer scope out of range
+        (handle, [(0.0, 0)], [3]),  # not an int
+        (object(), [(0, 0)], [3]),  # not a kept walk
+    ]
+    for args in bad:
+        with pytest.raises((ValueError, TypeError)):
+            _cwalk.rewalk(*args)
+    calls.append(handle)
+    _cwalk.rewalk(handle, [(0, 0)], [3])
+    assert len(calls) > 1  # the filler ran, and its rewalk was refused
+    calls.clear()
+    assert _cwalk.rewalk(handle, [(0, 0)], [3]) == res
