@@ -292,13 +292,20 @@ def test_hostile_rows_are_refused_without_a_crash() -> None:
 _STEP_FIELDS = ("asks", "gd", "gidx", "is_out", "nodes", "pd", "reads", "refs", "tidx", "tprod")
 
 
+def _rows(dec: Any, space: Any, mod: Any) -> tuple[Any, ...]:
+    """``_step_rows`` of a decode that has no group too wide for the C walk."""
+    out = _ccore._step_rows(dec, space, mod)
+    assert out is not None
+    return out
+
+
 def _both_ways(dec: Any, space: Any, mod: Any) -> tuple[Any, Any, Any, Any]:
     """A Decoding's step rows from derive()'s packed rows and, the packed rows dropped, from
     the rows path (``index`` and a row per transfer)."""
-    packed, at = _ccore._step_rows(dec, space, mod)
+    packed, at = _rows(dec, space, mod)
     walk, dec.c_walk = dec.c_walk, None
     try:
-        rows, at2 = _ccore._step_rows(dec, space, mod)
+        rows, at2 = _rows(dec, space, mod)
     finally:
         dec.c_walk = walk
     return packed, at, rows, at2
@@ -461,7 +468,7 @@ def test_a_kept_walk_walks_again_as_a_new_walk(key: str, target: Target) -> None
     kept = fits = 0
     for v in space.sample_vectors(rng, 12):
         dec = _build.decode_groups(space, v[space.rep].tolist().__getitem__)
-        sr = _ccore._step_rows(dec, space, mod)[0]
+        sr = _rows(dec, space, mod)[0]
         for scale in (1.0, 0.05):
             args = (l1 * scale, llb * scale, nc, sr.refs, sr.is_out, sr.reads, sr.grows)
 
