@@ -11,7 +11,9 @@ fills from the Python definitions, so every number has one definition:
   result's bytes per core in L1 (:func:`compiler.layout.samples_per_core` of its
   layout times :func:`compiler.footprint.sample_bytes`) and in the LLB; handed over
   per group and per transfer (:func:`_step_rows`), the C walk making each step's row
-  from its group's or transfer's (``index`` and ``walk_rows`` in ``_cwalk.c``);
+  from its group's or transfer's (``index`` and ``walk_rows`` in ``_cwalk.c``); when
+  the chunk DAG was derived in C, the transfers' rows and the order's references come
+  packed from ``_cdag.derive`` (:func:`_packed_rows`: no per-transfer Python);
 * per group chunk: its inputs (source step, streamable bit) and its working-set
   table over (streamed inputs, output streamed out, an L1 input held), one per (op
   set, samples per part, cores per part) kept by the space, each entry computed when

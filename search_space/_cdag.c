@@ -23,7 +23,7 @@
  * Python definitions (search_space/_cderive.py).
  *
  * derive(groups, n_ops, n_tensors, graph_outputs, order, lookahead, topo, tnodes, known, ring,
- *        transfer_type, places, placement_type, tensor_names)
+ *        transfer_type, places, placement_type, tensor_names[, gout])
  *   groups: sequence of (nodes, inputs, outputs, ops, binds): nodes the group's chunk nodes
  *           ("g", name, chunk), one per chunk (the split); inputs a flat tuple of
  *           (tensor code, batched, producer op or -1) triples; outputs tensor codes; binds
@@ -44,7 +44,9 @@
  *    node -> list of nodes (the Python code's insertion order); outs the output nodes;
  *    order the nodes in order; reads per order position the positions of its
  *    dependencies. Nothing is built that an earlier call built: the nodes are the given
- *    tuples, the transfers the known values.
+ *    tuples, the transfers the known values. With gout (per group the code of its result):
+ *    a sixth item, what the compiled walk reads of the order and the transfers
+ *    (walk_index below; search_space/_ccore.py, _packed_rows).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

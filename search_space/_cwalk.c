@@ -1457,12 +1457,15 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
  *   per transfer its position.
  *
  * walk_rows(cap_l1, cap_llb, n_cores, refs, is_out, reads, grows, gwants, trows, tprod,
- *           pwants[, go_on]) -> what walk() returns: the steps made from the rows, each as
- *   parse_step would read it (search_space/_ccore.py, _step_rows):
- *   grows[i] = (allowed, tensor, sb, fb, inputs, work, filler, tiles, ws, samples per chunk,
- *   binds: per chunk its parts), gwants[i] the scope each chunk asks for; trows[j] =
- *   (pieces, init, tensor, sb, fb); pwants[p] the scope producer p's free transfers ask for
- *   (0..3, 3 = auto). */
+ *           pwants[, go_on[, tpack, sizes, batch, ring[, keep]]]) -> what walk() returns: the
+ *   steps made from the rows, each as parse_step would read it (search_space/_ccore.py,
+ *   _step_rows): grows[i] = (allowed, tensor, sb, fb, inputs, work, filler, tiles, ws,
+ *   samples per chunk, binds: per chunk its parts), gwants[i] the scope each chunk asks
+ *   for; trows[j] = (pieces, init, tensor, sb, fb); pwants[p] the scope producer p's free
+ *   transfers ask for (0..3, 3 = auto). With tpack (bytes, not None) the transfers' rows
+ *   come packed from _cdag.derive instead of trows (packed_step: six int32 per transfer;
+ *   sizes two int64 per tensor code; batch; ring the binding of a transfer no group chunk
+ *   binds). With keep: (that, handle), the walk kept when it overflowed (rewalk below). */
 
 static int node_ref(PyObject *node, PyObject *gidx, PyObject *gsplit, PyObject *tidx,
                     int *ref, int *chunk) {
