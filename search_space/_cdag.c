@@ -82,6 +82,7 @@ typedef struct {
 typedef struct {
     int n_groups, n_tensors, n_ops, n_group_nodes;
     int *split, *gbase;           /* per group: split, first node id */
+    int *gof;                     /* per group node: its group */
     int *owner;                   /* per op: group index or -1 */
     unsigned char *batched;       /* per tensor code */
     int *prod;                    /* per tensor code: producer op or -1 */
@@ -157,8 +158,7 @@ static void add_transfer(D *d, int kind, int t, int sf, int df, int s0, int s1, 
         if (n < 0) continue;
         if (iv_push(&d->deps[node], n)) { d->err = 1; return; }
         if (first_g < 0 && n < d->n_group_nodes) {
-            int g = 0;
-            while (g + 1 < d->n_groups && d->gbase[g + 1] <= n) g++;
+            int g = d->gof[n];
             first_g = g;
             first_c = n - d->gbase[g];
         }
@@ -225,8 +225,7 @@ static int postorder(D *d, const int *roots, int n_roots, int n_nodes, int looka
             }
             out[k++] = n;
             if (lookahead > 0 && n < d->n_group_nodes) {  /* search_space._order.depth_order */
-                int g = 0;
-                while (g + 1 < d->n_groups && d->gbase[g + 1] <= n) g++;
+                int g = d->gof[n];
                 int c = n - d->gbase[g];
                 int hi = c + 1 + lookahead < d->split[g] ? c + 1 + lookahead : d->split[g];
                 for (int m = hi - 1; m >= c + 1; m--) {  /* reversed(ahead) */
@@ -300,7 +299,7 @@ static int get_int_item(PyObject *list, Py_ssize_t i, int *v) {
 }
 
 static void free_d(D *d) {
-    free(d->split); free(d->gbase); free(d->owner); free(d->batched); free(d->prod);
+    free(d->split); free(d->gbase); free(d->gof); free(d->owner); free(d->batched); free(d->prod);
     if (d->prov) for (int t = 0; t < d->n_tensors; t++) free(d->prov[t].v);
     free(d->prov);
     if (d->deps) for (int n = 0; n < d->n_group_nodes + d->cap_tr; n++) free(d->deps[n].v);
@@ -437,18 +436,17 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
     int G = d->n_groups, NT = d->n_tr, NN = d->n_group_nodes + d->n_tr;
     PyObject *refs = NULL, *io = NULL, *asks = NULL, *chunk_at = NULL, *step_at = NULL, *tprod = NULL;
     PyObject *tpack = NULL, *res = NULL;
-    int *byout = NULL, *gof = NULL, *tp_v = NULL;
+    int *byout = NULL, *tp_v = NULL;
     unsigned char *seen = NULL, *fixed = NULL;
     if (PyList_GET_SIZE(gout) != G) {
         PyErr_SetString(PyExc_ValueError, "gout: one tensor code per group");
         return NULL;
     }
     byout = alloc_n(d->n_tensors, sizeof(int));
-    gof = alloc_n(NN, sizeof(int));
     tp_v = alloc_n(NT, sizeof(int));
     seen = alloc_n(2 * (Py_ssize_t)G, 1);
     fixed = alloc_n(NT, 1);
-    if (!byout || !gof || !tp_v || !seen || !fixed) { PyErr_NoMemory(); goto done; }
+    if (!byout || !tp_v || !seen || !fixed) { PyErr_NoMemory(); goto done; }
     for (int t = 0; t < d->n_tensors; t++) byout[t] = -1;
     for (int g = 0; g < G; g++) {
         int code;
@@ -458,7 +456,6 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
             goto done;
         }
         byout[code] = g;
-        for (int c = 0; c < d->split[g]; c++) gof[d->gbase[g] + c] = g;
     }
     for (int q = 0; q < outs->n; q++) {
         int n = outs->v[q];
@@ -512,7 +509,7 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
         int n = order_v[k];
         PyObject *a = NULL;
         if (n < d->n_group_nodes) {
-            int g = gof[n];
+            int g = d->gof[n];
             rf[2 * k] = g;
             rf[2 * k + 1] = n - d->gbase[g];
             if (!seen[g]) {
@@ -544,7 +541,7 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
 done:
     Py_XDECREF(refs); Py_XDECREF(io); Py_XDECREF(asks); Py_XDECREF(chunk_at);
     Py_XDECREF(step_at); Py_XDECREF(tprod); Py_XDECREF(tpack);
-    free(byout); free(gof); free(tp_v); free(seen); free(fixed);
+    free(byout); free(tp_v); free(seen); free(fixed);
     return res;
 }
 
@@ -650,7 +647,10 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     }
     d.n_group_nodes = base;
     d.deps = alloc_n(base, sizeof(IntVec));
-    if (!d.deps) { PyErr_NoMemory(); goto done; }
+    d.gof = alloc_n(base, sizeof(int));
+    if (!d.deps || !d.gof) { PyErr_NoMemory(); goto done; }
+    for (int g = 0; g < G; g++)
+        for (int c = 0; c < d.split[g]; c++) d.gof[d.gbase[g] + c] = g;
     go = PySequence_Fast(gouts, "graph outputs: a sequence");
     if (!go || read_triples(&d, go, &go_codes)) goto done;
     /* providers of the groups' outputs, in group order */
@@ -732,9 +732,16 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
             bind = PyTuple_GET_ITEM(gbinds[tr->bind_g], tr->bind_c);
         }
         /* the value's key: sources and destinations are runs (s0 .. s0 + n) */
-        PyObject *key = Py_BuildValue("(iiiiiiiiiN)", tr->kind, num[i], tr->tensor, tr->sf, tr->df, s0,
-                                      tr->src.n, d0, tr->dst.n, PyLong_FromVoidPtr(bind));
+        PyObject *key = PyTuple_New(10);
         if (!key) goto done;
+        {
+            const long kv[9] = {tr->kind, num[i], tr->tensor, tr->sf, tr->df, s0, tr->src.n, d0, tr->dst.n};
+            for (int q = 0; q < 10; q++) {
+                PyObject *x = q < 9 ? PyLong_FromLong(kv[q]) : PyLong_FromVoidPtr(bind);
+                if (!x) { Py_DECREF(key); goto done; }
+                PyTuple_SET_ITEM(key, q, x);
+            }
+        }
         PyObject *hit = PyDict_GetItemWithError(known, key);
         if (hit) {
             Py_DECREF(key);
