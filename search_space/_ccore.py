@@ -13,7 +13,8 @@ fills from the Python definitions, so every number has one definition:
   per group and per transfer (:func:`_step_rows`), the C walk making each step's row
   from its group's or transfer's (``index`` and ``walk_rows`` in ``_cwalk.c``); when
   the chunk DAG was derived in C, the transfers' rows and the order's references come
-  packed from ``_cdag.derive`` (:func:`_packed_rows`: no per-transfer Python);
+  packed from ``_cdag.derive`` (:func:`search_space._crows.packed_rows`: no per-transfer
+  Python);
 * per group chunk: its inputs (source step, streamable bit) and its working-set
   table over (streamed inputs, output streamed out, an L1 input held), one per (op
   set, samples per part, cores per part) kept by the space, each entry computed when
@@ -74,7 +75,7 @@ from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from search_space._cfoot import halo_values, pack_rows
 from search_space._cplan import _plan_of, streamed_of
-from search_space._crows import _issue, _ScopeDims, _StepRows
+from search_space._crows import _issue, _ScopeDims, _StepRows, packed_rows
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
@@ -86,8 +87,6 @@ Space = Any
 _CODE = {"L1": 0, "LLB": 1, "DDR": 2}
 _NAME = ("L1", "LLB", "DDR")
 _AUTO = 3
-
-RING = ((0,),)  # a derived transfer with no group chunk to follow runs on core 0 (_cdag.c)
 
 # how many decodes took which path (the differential tests check the C path ran)
 STATS = {"c": 0, "overflow": 0, "wide": 0}
@@ -441,7 +440,8 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:
         nodes, all_reads = dec.c_order, dec.c_reads
         packed = dec.c_walk
         if packed is not None:
-            return _packed_rows(dec, space, nodes, all_reads, packed)
+            return packed_rows(dec, nodes, all_reads, packed, _group_rows(dec, space),
+                               tensor_codes(space))
     else:
         splits = {gr.name: gr.split for gr in dec.groups}
         if dec.order == "depth":
@@ -525,49 +525,6 @@ def _shape_row(dec: Decoding, space: Space, info: Any, spp: int, cpp: int, sampl
     if tiles is None:
         tiles = info.cache["tiles"] = llb_weight_tiles(weight_bytes(dec.mem, info.ops), space.target)
     return (allowed, code, sb, fb, inputs, work, fill, tiles, ws, samples), names, tiles, False
-
-
-def _packed_rows(dec: Decoding, space: Space, nodes: list[Node], reads: list[list[int]],
-                 packed: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """:func:`_step_rows` from what ``_cdag.derive`` computed beside the order
-    (``walk_index`` in ``_cdag.c``: the step references, graph outputs, answers in walk
-    order, positions, each transfer's producer and its packed row): no per-transfer
-    Python; the C walk makes each transfer's row (``packed_step`` in ``_cwalk.c``) from its
-    packed row, its binding group's chunk binding and the tensor sizes
-    (:func:`_size_table`, :func:`compiler.footprint.sample_bytes`)."""
-    refs, is_out, asks, chunk_at, step_at, tprod, tpack = packed
-    gidx, grows, gnames, gtiles, gd, pd, _, wide = _group_rows(dec, space)
-    if wide:
-        return None
-    tl = dec.transfers
-    tidx = dict(zip(map(_NAME_OF, tl), range(len(tl))))
-    sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
-                   pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=[],
-                   tpack=(tpack, _size_table(space, dec), dec.batch, RING))
-    t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tl) else \
-        dict(zip(tidx, (step_at[j] for j in tidx.values())))
-    return sr, (dict(zip(gidx, chunk_at)), t_at)
-
-
-_NAME_OF = attrgetter("name")
-
-
-def _size_table(space: Space, dec: Decoding) -> bytes:
-    """Per tensor code at the decode's batch: :func:`compiler.footprint.sample_bytes` as
-    int64 (bytes per sample, fixed bytes) pairs, extended when the space has met more
-    tensors (every code derive() gives a transfer is known by then)."""
-    codes = tensor_codes(space)
-    tables: dict[int, list[Any]] | None = getattr(space, "_csize_table", None)
-    if tables is None:
-        tables = space._csize_table = {}  # type: ignore[attr-defined]
-    hit = tables.get(dec.batch)
-    if hit is None or hit[0] != len(codes):
-        names = [""] * len(codes)
-        for t, c in codes.items():
-            names[c] = t
-        flat = array("q", [x for t in names for x in sample_bytes(dec.mem, t)])
-        hit = tables[dec.batch] = [len(codes), flat.tobytes()]
-    return hit[1]  # type: ignore[no-any-return]
 
 
 _TENSOR = attrgetter("tensor")

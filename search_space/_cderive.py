@@ -34,7 +34,8 @@ from typing import Any
 
 from compiler.derive import Node, group_io
 from compiler.schedule import Placement, Transfer
-from search_space._ccore import RING, load_extension, tensor_codes
+from search_space._ccore import load_extension, tensor_codes
+from search_space._crows import RING
 from search_space._dims import MODES
 
 Decoding = Any  # a search_space._build.Decoding (importing it back would close a circle)

@@ -292,6 +292,14 @@ def test_hostile_rows_are_refused_without_a_crash() -> None:
 _STEP_FIELDS = ("asks", "gd", "gidx", "is_out", "nodes", "pd", "reads", "refs", "tidx", "tprod")
 
 
+def _set_up(key: str, target: Target, seed: int) -> tuple[Any, Any, np.random.Generator,
+                                                          tuple[float, float, int]]:
+    """A small model's space, the compiled walk, a generator and the target's capacities
+    (L1 and LLB bytes, cores per cluster)."""
+    return (build_space(small_graph(key), target), _ccore._load(), np.random.default_rng(seed),
+            (float(target.l1.data_bytes), float(target.llb.bytes), target.chip.cores_per_cluster))
+
+
 def _rows(dec: Any, space: Any, mod: Any) -> tuple[Any, ...]:
     """``_step_rows`` of a decode that has no group too wide for the C walk."""
     out = _ccore._step_rows(dec, space, mod)
@@ -318,10 +326,7 @@ def test_packed_transfers_walk_as_their_rows(key: str, target: Target) -> None:
     Python glue's, and the walk from the packed transfer rows returns what the walk from
     the rows returns, under random scope answers at the target's capacities and at a tenth
     of them (overflows: the first one's explanation compared too)."""
-    space = build_space(small_graph(key), target)
-    mod = _ccore._load()
-    rng = np.random.default_rng(11)
-    l1, llb, nc = float(target.l1.data_bytes), float(target.llb.bytes), target.chip.cores_per_cluster
+    space, mod, rng, (l1, llb, nc) = _set_up(key, target, 11)
     walks = overflows = 0
     for v in space.sample_vectors(rng, 16):
         values = v[space.rep].tolist()
@@ -461,10 +466,7 @@ def test_a_kept_walk_walks_again_as_a_new_walk(key: str, target: Target) -> None
     walked again with other answers, what a new walk of the same rows returns; walked
     again with the first answers, what it first returned (its state cleared). A walk that
     fits is not kept."""
-    space = build_space(small_graph(key), target)
-    mod = _ccore._load()
-    rng = np.random.default_rng(13)
-    l1, llb, nc = float(target.l1.data_bytes), float(target.llb.bytes), target.chip.cores_per_cluster
+    space, mod, rng, (l1, llb, nc) = _set_up(key, target, 13)
     kept = fits = 0
     for v in space.sample_vectors(rng, 12):
         dec = _build.decode_groups(space, v[space.rep].tolist().__getitem__)
