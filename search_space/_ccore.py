@@ -120,7 +120,7 @@ def load_extension(name: str) -> Any:
 
 # what each extension's current build has that older builds lack: an extension left from an
 # older build (the editable install not redone) is treated as missing, not called wrongly
-_NEEDS = {"_cwalk": "profile"}
+_NEEDS = {"_cwalk": "rewalk", "_cdag": "WALK_INDEX"}
 
 
 def _load() -> Any:

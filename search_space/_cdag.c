@@ -1149,5 +1149,12 @@ PyMODINIT_FUNC PyInit__cdag(void) {
     if (!kind_str[0] && !(kind_str[0] = PyUnicode_InternFromString("concat"))) return NULL;
     if (!kind_str[1] && !(kind_str[1] = PyUnicode_InternFromString("split"))) return NULL;
     if (!ddr_str && !(ddr_str = PyUnicode_InternFromString("DDR"))) return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    /* derive() takes gout and returns walk_index's tuple (search_space/_ccore.py _NEEDS: a
+     * build older than this source is treated as missing) */
+    if (m && PyModule_AddIntConstant(m, "WALK_INDEX", 1)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
