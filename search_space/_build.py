@@ -52,7 +52,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from math import gcd
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -377,6 +377,8 @@ class Decoding:
         self.c_order: list[Node] | None = None  # the order, when derive() ran in C
         self.c_reads: list[list[int]] = []  # and each step's reads by position
         self.c_for: tuple[str, int] = ("", -1)  # the (order, look-ahead) they are for
+        # what the compiled walk reads of the order and transfers, made with them (_cderive.py)
+        self.c_walk: tuple[Any, ...] | None = None
 
     # ---- groups ----------------------------------------------------------------------------
     def add_blocks(self, blocks: Sequence[Block]) -> None:
@@ -504,7 +506,7 @@ class Decoding:
             cons = gr.consumers
             gr.wave = gr.split // gcd(gr.split, by_name[cons[0]].split) if cons else gr.split
         self.draft = []  # built when a Python walk needs it (_drafts)
-        self.c_order = None
+        self.c_order = self.c_walk = None
         if not derive_compiled(self):  # the same in C (search_space/_cderive.py), with the order
             self.transfers, self.deps, self.outs = derive_transfers(self.graph, self._drafts())
         self.transfer_by_name = {t.name: t for t in self.transfers}
@@ -778,11 +780,13 @@ def _overridden(space: SpaceLike, get: Reader, overrides: dict[int, int] | None)
     """The reader with ``overrides`` (choice indices by free parameter) in place of its answers."""
     if not overrides:
         return get
-    rep = space.rep
+    rep = getattr(space, "_rep_list", None)  # a list: no numpy scalar per read
+    if rep is None:
+        rep = space.rep.tolist()
 
     def read(d: int) -> int:
         v = get(d)
-        return overrides.get(int(rep[d]), v)
+        return overrides.get(rep[d], v)
 
     return read
 

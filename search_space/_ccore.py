@@ -11,7 +11,10 @@ fills from the Python definitions, so every number has one definition:
   result's bytes per core in L1 (:func:`compiler.layout.samples_per_core` of its
   layout times :func:`compiler.footprint.sample_bytes`) and in the LLB; handed over
   per group and per transfer (:func:`_step_rows`), the C walk making each step's row
-  from its group's or transfer's (``index`` and ``walk_rows`` in ``_cwalk.c``);
+  from its group's or transfer's (``index`` and ``walk_rows`` in ``_cwalk.c``); when
+  the chunk DAG was derived in C, the transfers' rows and the order's references come
+  packed from ``_cdag.derive`` (:func:`search_space._crows.packed_rows`: no per-transfer
+  Python);
 * per group chunk: its inputs (source step, streamable bit) and its working-set
   table over (streamed inputs, output streamed out, an L1 input held), one per (op
   set, samples per part, cores per part) kept by the space, each entry computed when
@@ -72,7 +75,7 @@ from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from search_space._cfoot import halo_values, pack_rows
 from search_space._cplan import _plan_of, streamed_of
-from search_space._crows import _issue, _ScopeDims, _StepRows
+from search_space._crows import _issue, _ScopeDims, _StepRows, packed_rows
 from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
@@ -117,7 +120,7 @@ def load_extension(name: str) -> Any:
 
 # what each extension's current build has that older builds lack: an extension left from an
 # older build (the editable install not redone) is treated as missing, not called wrongly
-_NEEDS = {"_cwalk": "profile"}
+_NEEDS = {"_cwalk": "rewalk", "_cdag": "WALK_INDEX"}
 
 
 def _load() -> Any:
@@ -350,41 +353,44 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     chunk, a producer's transfer scope at its first transfer whose scope is free);
     ``chunk_scopes`` is :func:`search_space._build.chunk_scopes` (the scopes a policy
     gives a group's chunks). The C walk makes every step's row from its group's or its
-    transfer's row (:func:`_step_rows`): no per-step Python.
+    transfer's row (:func:`_step_rows`): no per-step Python. A walk that overflows is kept
+    (``walk_rows`` with ``keep``): a capacity repair round walks the same parsed steps
+    again with its answers (``rewalk``), not parsing the rows again.
     """
     mod = _load()
     if mod is None:
         return None
     rows = getattr(dec, "_crows", None)
     if rows is None:  # once per Decoding: a repair round walks the same steps again
-        # the C walk keys working sets by a 64-bit mask of streamable inputs (61 of them and
-        # the two flags): a group that reads more walks in Python
-        if any(len(gr.info.streamable) > _MAX_STREAMED
-               and len(gr.info.streamable & set(gr.info.inputs)) > _MAX_STREAMED
-               for gr in dec.groups):
+        rows = _step_rows(dec, dec.space, mod)
+        if rows is None:
             STATS["wide"] += 1
             return None
-        rows = dec._crows = _step_rows(dec, dec.space, mod)
+        dec._crows = rows
     sr: _StepRows = rows[0]
     groups = dec.groups
     gwants: list[tuple[int, ...] | None] = [None] * len(groups)
     pwants: list[int | None] = [None] * len(groups)
+    gd, pd, chunk_codes = sr.gd, sr.pd, _CHUNK_CODES
     for a in sr.asks:
         if a >= 0:
             gr = groups[a]
-            key = (get(sr.gd[a]), gr.split, gr.wave)
-            codes = _CHUNK_CODES.get(key)
+            key = (get(gd[a]), gr.split, gr.wave)
+            codes = chunk_codes.get(key)
             if codes is None:
-                codes = _CHUNK_CODES[key] = tuple(
+                codes = chunk_codes[key] = tuple(
                     _CODE[w] for w in chunk_scopes(SCOPE_POLICIES[key[0]], gr.split, gr.wave))
             gwants[a] = codes
         else:
-            xs = TRANSFER_SCOPES[get(sr.pd[-1 - a])]
-            pwants[-1 - a] = _AUTO if xs == "auto" else _CODE[xs]
-    target = dec.space.target
-    res = mod.walk_rows(float(target.l1.data_bytes), float(target.llb.bytes),
-                        target.chip.cores_per_cluster, sr.refs, sr.is_out, sr.reads, sr.grows,
-                        gwants, sr.trows, sr.tprod, pwants, True)
+            pwants[-1 - a] = _XSCOPE_CODES[get(pd[-1 - a])]
+    if sr.kept is not None:  # a repair round: the kept walk walked again (rewalk in _cwalk.c)
+        res = mod.rewalk(sr.kept, gwants, pwants)
+    else:
+        target = dec.space.target
+        res, sr.kept = mod.walk_rows(float(target.l1.data_bytes), float(target.llb.bytes),
+                                     target.chip.cores_per_cluster, sr.refs, sr.is_out, sr.reads,
+                                     sr.grows, gwants, sr.trows, sr.tprod, pwants, True, *sr.tpack,
+                                     True)
     scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
     over = res[6] if len(res) > 6 else -1  # a step overflows: the walk went on as Python's does
     STATS["overflow" if over >= 0 else "c"] += 1
@@ -411,11 +417,14 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     return _ScopeDims(sr)
 
 
+# transfer-scope choice index -> the scope code its transfers ask for (3: auto)
+_XSCOPE_CODES = tuple(_AUTO if xs == "auto" else _CODE[xs] for xs in TRANSFER_SCOPES)
+
 # (scope policy index, split, wave) -> the scope code each chunk asks for
 _CHUNK_CODES: dict[tuple[int, int, int], tuple[int, ...]] = {}
 
 
-def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
+def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:
     """What the compiled walk reads of a Decoding's steps (a :class:`_StepRows`), and the
     position of each group chunk's step (by group) and of each transfer's (what
     :mod:`search_space._lazy` reads the scopes at).
@@ -425,9 +434,14 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
     its scope parameter and its transfer-scope parameter; per transfer its row (layout
     pieces, initial scope, code and sizes) and its producer (-1: fixed); ``index`` in
     ``_cwalk.c`` resolves the order's nodes to them and lists the answers in the order the
-    walk asks for them."""
+    walk asks for them. None: a group reads more streamable inputs than the C walk's masks
+    hold (``_MAX_STREAMED``): the caller walks in Python."""
     if dec.compiled_order() is not None:  # ordered with the chunk DAG (_cderive.py)
         nodes, all_reads = dec.c_order, dec.c_reads
+        packed = dec.c_walk
+        if packed is not None:
+            return packed_rows(dec, nodes, all_reads, packed, _group_rows(dec, space),
+                               tensor_codes(space))
     else:
         splits = {gr.name: gr.split for gr in dec.groups}
         if dec.order == "depth":
@@ -437,31 +451,9 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
         pos = {node: i for i, node in enumerate(nodes)}
         all_reads = [[pos[d] for d in dec.deps.get(node, ())] for node in nodes]
     batch = dec.batch
-    g = dec.mem
-    groups = dec.groups
-    gidx = {gr.name: i for i, gr in enumerate(groups)}
-    grows: list[tuple[Any, ...]] = []
-    gnames: list[tuple[str, ...]] = []
-    gtiles: list[float] = []
-    for gr in groups:  # per group: its row, kept in its op set's cache by shape and binding
-        info, binds = gr.info, gr.binds
-        spp, cpp = gr.samples // gr.parts, gr.cores // gr.parts
-        key = ("crow", spp, cpp, gr.split, id(binds))
-        hit = info.cache.get(key)
-        if hit is None or hit[3] is not binds:  # the entry holds binds: its identity stays its own
-            names, work, inputs, allowed, code, sb, fb, fill, ws = _work(dec, info, spp, cpp)
-            tiles = info.cache.get("tiles")
-            if tiles is None:
-                tiles = info.cache["tiles"] = llb_weight_tiles(weight_bytes(g, info.ops), space.target)
-            hit = info.cache[key] = ((allowed, code, sb, fb, inputs, work, fill, tiles, ws,
-                                      batch // gr.split, binds), names, tiles, binds)
-        grows.append(hit[0])
-        gnames.append(hit[1])
-        gtiles.append(hit[2])
-    d_scope, slot_of = space.d_scope, space.slot
-    gd = [d_scope[gr.scope_at] for gr in groups]
-    pd = [slot_of[gr.slot] + 5 for gr in groups]
-    gsplit = [gr.split for gr in groups]
+    gidx, grows, gnames, gtiles, gd, pd, gsplit, wide = _group_rows(dec, space)
+    if wide:
+        return None
     # per transfer: its row (kept by identity: the row holds the transfer) and producer
     known = _transfer_rows(space, batch)
     tl = dec.transfers
@@ -482,6 +474,57 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...]:
     t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tl) else \
         dict(zip(tidx, (step_at[j] for j in tidx.values())))
     return sr, (dict(zip(gidx, chunk_at)), t_at)
+
+
+def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
+    """Per group: its index by name, its row (what :func:`_work` gives for its chunk shape,
+    its LLB weight tiles and samples per chunk, kept in its op set's cache by shape, then
+    its chunk bindings), its streamable inputs, its LLB weight tiles, its scope and
+    transfer-scope parameters and its split; and whether a group reads more streamable
+    inputs than the C walk's masks hold (61 and the two flags in 64 bits: it walks in
+    Python)."""
+    batch = dec.batch
+    wide = False
+    groups = dec.groups
+    gidx = {gr.name: i for i, gr in enumerate(groups)}
+    grows: list[tuple[Any, ...]] = []
+    gnames: list[tuple[str, ...]] = []
+    gtiles: list[float] = []
+    gd: list[int] = []
+    pd: list[int] = []
+    d_scope, slot_of = space.d_scope, space.slot
+    for gr in groups:  # per group: the shape's row (its op set's cache), then the bindings
+        info, split, parts = gr.info, gr.split, gr.parts
+        key = ("crow", gr.samples, gr.cores, parts, split)
+        hit = info.cache.get(key)
+        if hit is None:
+            hit = info.cache[key] = _shape_row(dec, space, info, gr.samples // parts,
+                                               gr.cores // parts, batch // split)
+        if hit[3]:  # the lists are not used: the group walks in Python
+            wide = True
+            continue
+        grows.append((*hit[0], gr.binds))
+        gnames.append(hit[1])
+        gtiles.append(hit[2])
+        gd.append(d_scope[gr.scope_at])
+        pd.append(slot_of[gr.slot] + 5)
+    return gidx, grows, gnames, gtiles, gd, pd, [gr.split for gr in groups], wide
+
+
+def _shape_row(dec: Decoding, space: Space, info: Any, spp: int, cpp: int, samples: int
+               ) -> tuple[Any, ...]:
+    """A group row without its bindings (allowed scopes, output code and sizes, inputs,
+    working-set table, filler and C definition, LLB weight tiles, samples per chunk), its
+    streamable inputs, its LLB weight tiles and whether it reads more streamable inputs than
+    the C walk's masks hold."""
+    if len(info.streamable) > _MAX_STREAMED and \
+            len(info.streamable & set(info.inputs)) > _MAX_STREAMED:
+        return None, (), 0.0, True  # _work is not asked: the group walks in Python
+    names, work, inputs, allowed, code, sb, fb, fill, ws = _work(dec, info, spp, cpp)
+    tiles = info.cache.get("tiles")
+    if tiles is None:
+        tiles = info.cache["tiles"] = llb_weight_tiles(weight_bytes(dec.mem, info.ops), space.target)
+    return (allowed, code, sb, fb, inputs, work, fill, tiles, ws, samples), names, tiles, False
 
 
 _TENSOR = attrgetter("tensor")

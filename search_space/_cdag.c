@@ -23,7 +23,7 @@
  * Python definitions (search_space/_cderive.py).
  *
  * derive(groups, n_ops, n_tensors, graph_outputs, order, lookahead, topo, tnodes, known, ring,
- *        transfer_type, places, placement_type, tensor_names)
+ *        transfer_type, places, placement_type, tensor_names[, gout])
  *   groups: sequence of (nodes, inputs, outputs, ops, binds): nodes the group's chunk nodes
  *           ("g", name, chunk), one per chunk (the split); inputs a flat tuple of
  *           (tensor code, batched, producer op or -1) triples; outputs tensor codes; binds
@@ -44,7 +44,9 @@
  *    node -> list of nodes (the Python code's insertion order); outs the output nodes;
  *    order the nodes in order; reads per order position the positions of its
  *    dependencies. Nothing is built that an earlier call built: the nodes are the given
- *    tuples, the transfers the known values.
+ *    tuples, the transfers the known values. With gout (per group the code of its result):
+ *    a sixth item, what the compiled walk reads of the order and the transfers
+ *    (walk_index below; search_space/_ccore.py, _packed_rows).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -80,6 +82,7 @@ typedef struct {
 typedef struct {
     int n_groups, n_tensors, n_ops, n_group_nodes;
     int *split, *gbase;           /* per group: split, first node id */
+    int *gof;                     /* per group node: its group */
     int *owner;                   /* per op: group index or -1 */
     unsigned char *batched;       /* per tensor code */
     int *prod;                    /* per tensor code: producer op or -1 */
@@ -155,8 +158,7 @@ static void add_transfer(D *d, int kind, int t, int sf, int df, int s0, int s1, 
         if (n < 0) continue;
         if (iv_push(&d->deps[node], n)) { d->err = 1; return; }
         if (first_g < 0 && n < d->n_group_nodes) {
-            int g = 0;
-            while (g + 1 < d->n_groups && d->gbase[g + 1] <= n) g++;
+            int g = d->gof[n];
             first_g = g;
             first_c = n - d->gbase[g];
         }
@@ -223,8 +225,7 @@ static int postorder(D *d, const int *roots, int n_roots, int n_nodes, int looka
             }
             out[k++] = n;
             if (lookahead > 0 && n < d->n_group_nodes) {  /* search_space._order.depth_order */
-                int g = 0;
-                while (g + 1 < d->n_groups && d->gbase[g + 1] <= n) g++;
+                int g = d->gof[n];
                 int c = n - d->gbase[g];
                 int hi = c + 1 + lookahead < d->split[g] ? c + 1 + lookahead : d->split[g];
                 for (int m = hi - 1; m >= c + 1; m--) {  /* reversed(ahead) */
@@ -286,8 +287,19 @@ static int get_int(PyObject *seq, Py_ssize_t i, int *v) {
     return 0;
 }
 
+/* item i of a list of ints: an int itself (no __index__ runs that could change the list) */
+static int get_int_item(PyObject *list, Py_ssize_t i, int *v) {
+    PyObject *o = PyList_GET_ITEM(list, i);
+    if (!PyLong_Check(o)) { PyErr_SetString(PyExc_ValueError, "an int expected"); return -1; }
+    long x = PyLong_AsLong(o);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    if (x < INT_MIN || x > INT_MAX) { PyErr_SetString(PyExc_ValueError, "integer out of range"); return -1; }
+    *v = (int)x;
+    return 0;
+}
+
 static void free_d(D *d) {
-    free(d->split); free(d->gbase); free(d->owner); free(d->batched); free(d->prod);
+    free(d->split); free(d->gbase); free(d->gof); free(d->owner); free(d->batched); free(d->prod);
     if (d->prov) for (int t = 0; t < d->n_tensors; t++) free(d->prov[t].v);
     free(d->prov);
     if (d->deps) for (int n = 0; n < d->n_group_nodes + d->cap_tr; n++) free(d->deps[n].v);
@@ -405,14 +417,148 @@ fail:
     return NULL;
 }
 
+/* What the compiled walk reads of the order and the transfers (search_space/_ccore.py,
+ * _step_rows; _cwalk.c's index() computes the same from the node tuples), when derive() is
+ * given gout (per group the code of its result, GroupInfo.output: the group a transfer's
+ * scope follows, Decoding.by_out, the last group of a code as a dict comprehension keeps):
+ * (refs, is_out, asks, chunk_at, step_at, tprod, tpack): refs per order position (group,
+ * chunk) or (-1 - transfer, 0) as int32 pairs; is_out one byte per position; asks the
+ * answers in walk order (a group at its first chunk, -1 - producer at its first transfer
+ * whose scope is free); chunk_at per group its chunks' positions (0 when not in the order),
+ * step_at per transfer its position (None when not); tprod per transfer its producer group,
+ * -1 for a fixed one (an output node, or no group's result); tpack per transfer int32
+ * (tensor code, dst factor, first dst chunk, dst chunks, binding group, binding chunk; group
+ * -1: the ring), in the transfers' final order. */
+enum { TPACK = 6 };
+
+static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord, const int *pos,
+                            const int *tat, const IntVec *outs) {
+    int G = d->n_groups, NT = d->n_tr, NN = d->n_group_nodes + d->n_tr;
+    PyObject *refs = NULL, *io = NULL, *asks = NULL, *chunk_at = NULL, *step_at = NULL, *tprod = NULL;
+    PyObject *tpack = NULL, *res = NULL;
+    int *byout = NULL, *tp_v = NULL;
+    unsigned char *seen = NULL, *fixed = NULL;
+    if (PyList_GET_SIZE(gout) != G) {
+        PyErr_SetString(PyExc_ValueError, "gout: one tensor code per group");
+        return NULL;
+    }
+    byout = alloc_n(d->n_tensors, sizeof(int));
+    tp_v = alloc_n(NT, sizeof(int));
+    seen = alloc_n(2 * (Py_ssize_t)G, 1);
+    fixed = alloc_n(NT, 1);
+    if (!byout || !tp_v || !seen || !fixed) { PyErr_NoMemory(); goto done; }
+    for (int t = 0; t < d->n_tensors; t++) byout[t] = -1;
+    for (int g = 0; g < G; g++) {
+        int code;
+        if (get_int_item(gout, g, &code)) goto done;
+        if (code < 0 || code >= d->n_tensors) {
+            PyErr_SetString(PyExc_ValueError, "gout: bad tensor code");
+            goto done;
+        }
+        byout[code] = g;
+    }
+    for (int q = 0; q < outs->n; q++) {
+        int n = outs->v[q];
+        if (n >= d->n_group_nodes && n < NN) fixed[tat[n - d->n_group_nodes]] = 1;
+    }
+    for (int i = 0; i < NT; i++) {
+        int j = tat[i];
+        tp_v[j] = fixed[j] ? -1 : byout[d->tr[i].tensor];
+    }
+    refs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * 2 * (n_ord ? n_ord : 1));
+    io = PyBytes_FromStringAndSize(NULL, n_ord ? n_ord : 1);
+    tpack = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * TPACK * (NT ? NT : 1));
+    asks = PyList_New(0);
+    chunk_at = PyList_New(G);
+    step_at = PyList_New(NT);
+    tprod = PyList_New(NT);
+    if (!refs || !io || !tpack || !asks || !chunk_at || !step_at || !tprod) goto done;
+    int *rf = (int *)PyBytes_AS_STRING(refs);
+    unsigned char *iob = (unsigned char *)PyBytes_AS_STRING(io);
+    int *pk = (int *)PyBytes_AS_STRING(tpack);
+    memset(iob, 0, (size_t)(n_ord ? n_ord : 1));
+    memset(pk, 0, sizeof(int) * TPACK * (size_t)(NT ? NT : 1));
+    for (int g = 0; g < G; g++) {
+        PyObject *at = PyList_New(d->split[g]);
+        if (!at) goto done;
+        PyList_SET_ITEM(chunk_at, g, at);
+        for (int c = 0; c < d->split[g]; c++) {
+            int k = pos[d->gbase[g] + c];
+            PyObject *x = PyLong_FromLong(k < 0 ? 0 : k);
+            if (!x) goto done;
+            PyList_SET_ITEM(at, c, x);
+        }
+    }
+    for (int i = 0; i < NT; i++) {
+        int j = tat[i], k = pos[d->n_group_nodes + i];
+        PyObject *x = k < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(k);
+        PyObject *p = PyLong_FromLong(tp_v[j]);
+        if (!x || !p) { Py_XDECREF(x); Py_XDECREF(p); goto done; }
+        PyList_SET_ITEM(step_at, j, x);
+        PyList_SET_ITEM(tprod, j, p);
+        Tr *tr = &d->tr[i];
+        int *row = pk + (size_t)TPACK * (size_t)j;
+        row[0] = tr->tensor;
+        row[1] = tr->df;
+        row[2] = tr->dst.n ? tr->dst.v[0] : 0;
+        row[3] = tr->dst.n;
+        row[4] = tr->bind_g;
+        row[5] = tr->bind_g >= 0 ? tr->bind_c : 0;
+    }
+    for (int k = 0; k < n_ord; k++) {
+        int n = order_v[k];
+        PyObject *a = NULL;
+        if (n < d->n_group_nodes) {
+            int g = d->gof[n];
+            rf[2 * k] = g;
+            rf[2 * k + 1] = n - d->gbase[g];
+            if (!seen[g]) {
+                seen[g] = 1;
+                a = PyLong_FromLong(g);
+                if (!a) goto done;
+            }
+        } else {
+            int j = tat[n - d->n_group_nodes], p = tp_v[j];
+            rf[2 * k] = -1 - j;
+            rf[2 * k + 1] = 0;
+            if (p >= 0 && !seen[G + p]) {
+                seen[G + p] = 1;
+                a = PyLong_FromLong(-1 - p);
+                if (!a) goto done;
+            }
+        }
+        if (a) {
+            int rc = PyList_Append(asks, a);
+            Py_DECREF(a);
+            if (rc) goto done;
+        }
+    }
+    for (int q = 0; q < outs->n; q++) {
+        int k = pos[outs->v[q]];
+        if (k >= 0 && k < n_ord) iob[k] = 1;
+    }
+    res = PyTuple_Pack(7, refs, io, asks, chunk_at, step_at, tprod, tpack);
+done:
+    Py_XDECREF(refs); Py_XDECREF(io); Py_XDECREF(asks); Py_XDECREF(chunk_at);
+    Py_XDECREF(step_at); Py_XDECREF(tprod); Py_XDECREF(tpack);
+    free(byout); free(tp_v); free(seen); free(fixed);
+    return res;
+}
+
 static PyObject *py_derive(PyObject *self, PyObject *args) {
     PyObject *groups, *gouts, *topo_obj, *tnodes, *known, *ring, *tr_type, *places, *place_type, *tnames;
+    PyObject *gout = Py_None;
     int n_ops, n_tensors, order, lookahead;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OiiOiiOO!O!OO!O!OO!", &groups, &n_ops, &n_tensors, &gouts, &order,
+    if (!PyArg_ParseTuple(args, "OiiOiiOO!O!OO!O!OO!|O", &groups, &n_ops, &n_tensors, &gouts, &order,
                           &lookahead, &topo_obj, &PyList_Type, &tnodes, &PyDict_Type, &known, &ring,
-                          &PyType_Type, &tr_type, &PyDict_Type, &places, &place_type, &PyList_Type, &tnames))
+                          &PyType_Type, &tr_type, &PyDict_Type, &places, &place_type, &PyList_Type, &tnames,
+                          &gout))
         return NULL;
+    if (gout != Py_None && !PyList_Check(gout)) {
+        PyErr_SetString(PyExc_ValueError, "gout: a list of tensor codes, one per group");
+        return NULL;
+    }
     if (PyList_GET_SIZE(tnames) < n_tensors) {
         PyErr_SetString(PyExc_ValueError, "a tensor name per code expected");
         return NULL;
@@ -431,7 +577,8 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     PyObject **gin = NULL, **gbinds = NULL;
     IntVec *in_codes = NULL;
     IntVec out_codes = {0, 0, NULL}, outs = {0, 0, NULL}, go_codes = {0, 0, NULL};
-    int *order_v = NULL, *num = NULL, *pos = NULL, *topo = NULL;
+    int *order_v = NULL, *num = NULL, *pos = NULL, *topo = NULL, *tat = NULL;
+    PyObject *walk = NULL;
     int n_nodes = 0;
     D d;
     memset(&d, 0, sizeof(d));
@@ -500,7 +647,10 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     }
     d.n_group_nodes = base;
     d.deps = alloc_n(base, sizeof(IntVec));
-    if (!d.deps) { PyErr_NoMemory(); goto done; }
+    d.gof = alloc_n(base, sizeof(int));
+    if (!d.deps || !d.gof) { PyErr_NoMemory(); goto done; }
+    for (int g = 0; g < G; g++)
+        for (int c = 0; c < d.split[g]; c++) d.gof[d.gbase[g] + c] = g;
     go = PySequence_Fast(gouts, "graph outputs: a sequence");
     if (!go || read_triples(&d, go, &go_codes)) goto done;
     /* providers of the groups' outputs, in group order */
@@ -544,7 +694,8 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     num = alloc_n(d.n_tr, sizeof(int));
     pos = alloc_n(n_nodes, sizeof(int));
     node_obj = alloc_n(n_nodes, sizeof(PyObject *));
-    if (!order_v || !num || !pos || !node_obj) { PyErr_NoMemory(); goto done; }
+    tat = alloc_n(d.n_tr, sizeof(int));
+    if (!order_v || !num || !pos || !node_obj || !tat) { PyErr_NoMemory(); goto done; }
     /* names: DFS post-order from the outputs (the guide's ListOps order), then the rest */
     int n_post = 0;
     if (postorder(&d, outs.v, outs.n, n_nodes, 0, order_v, &n_post)) { PyErr_NoMemory(); goto done; }
@@ -570,6 +721,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         node_obj[d.n_group_nodes + i] = node;
         /* transfers.sort(key=(kind, number)): concat_0.. then split_0.. */
         int at = tr->kind == CONCAT ? num[i] : counts[CONCAT] + num[i];
+        tat[i] = at;
         int s0 = tr->src.n ? tr->src.v[0] : 0, d0 = tr->dst.n ? tr->dst.v[0] : 0;
         PyObject *bind = ring;
         if (tr->bind_g >= 0) {
@@ -580,9 +732,16 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
             bind = PyTuple_GET_ITEM(gbinds[tr->bind_g], tr->bind_c);
         }
         /* the value's key: sources and destinations are runs (s0 .. s0 + n) */
-        PyObject *key = Py_BuildValue("(iiiiiiiiiN)", tr->kind, num[i], tr->tensor, tr->sf, tr->df, s0,
-                                      tr->src.n, d0, tr->dst.n, PyLong_FromVoidPtr(bind));
+        PyObject *key = PyTuple_New(10);
         if (!key) goto done;
+        {
+            const long kv[9] = {tr->kind, num[i], tr->tensor, tr->sf, tr->df, s0, tr->src.n, d0, tr->dst.n};
+            for (int q = 0; q < 10; q++) {
+                PyObject *x = q < 9 ? PyLong_FromLong(kv[q]) : PyLong_FromVoidPtr(bind);
+                if (!x) { Py_DECREF(key); goto done; }
+                PyTuple_SET_ITEM(key, q, x);
+            }
+        }
         PyObject *hit = PyDict_GetItemWithError(known, key);
         if (hit) {
             Py_DECREF(key);
@@ -657,8 +816,16 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
             PyList_SET_ITEM(l, k, x);
         }
     }
-    result = PyTuple_Pack(5, transfers, deps, outs_l, ord_l, reads_l);
+    if (gout != Py_None) {
+        walk = walk_index(&d, gout, order_v, n_ord, pos, tat, &outs);
+        if (!walk) goto done;
+        result = PyTuple_Pack(6, transfers, deps, outs_l, ord_l, reads_l, walk);
+    } else {
+        result = PyTuple_Pack(5, transfers, deps, outs_l, ord_l, reads_l);
+    }
 done:
+    Py_XDECREF(walk);
+    free(tat);
     Py_XDECREF(transfers); Py_XDECREF(deps); Py_XDECREF(outs_l); Py_XDECREF(ord_l);
     Py_XDECREF(reads_l);
     free(node_obj);
@@ -982,5 +1149,12 @@ PyMODINIT_FUNC PyInit__cdag(void) {
     if (!kind_str[0] && !(kind_str[0] = PyUnicode_InternFromString("concat"))) return NULL;
     if (!kind_str[1] && !(kind_str[1] = PyUnicode_InternFromString("split"))) return NULL;
     if (!ddr_str && !(ddr_str = PyUnicode_InternFromString("DDR"))) return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    /* derive() takes gout and returns walk_index's tuple (search_space/_ccore.py _NEEDS: a
+     * build older than this source is treated as missing) */
+    if (m && PyModule_AddIntConstant(m, "WALK_INDEX", 1)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

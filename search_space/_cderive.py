@@ -35,6 +35,7 @@ from typing import Any
 from compiler.derive import Node, group_io
 from compiler.schedule import Placement, Transfer
 from search_space._ccore import load_extension, tensor_codes
+from search_space._crows import RING
 from search_space._dims import MODES
 
 Decoding = Any  # a search_space._build.Decoding (importing it back would close a circle)
@@ -65,8 +66,9 @@ def _triples(graph: Any, codes: dict[str, int], tensors: tuple[str, ...]) -> tup
 
 def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]:
     """A group's chunk nodes, its inputs as (code, batched, producer op), its output codes
-    (group_io) and its ops: kept in its op set's cache by (name, split), so the node tuples
-    are the same objects from candidate to candidate."""
+    (group_io), its ops and the code of its result (``GroupInfo.output``): kept in its op
+    set's cache by (name, split), so the node tuples are the same objects from candidate to
+    candidate."""
     cache = gr.info.cache
     key = ("cdag", gr.name, gr.split)
     hit = cache.get(key)
@@ -82,24 +84,36 @@ def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]
                 outs.append(code)
             io = cache["cdag.io"] = (_triples(dec.graph, codes, gio.inputs), tuple(outs))
         nodes = tuple(("g", gr.name, c) for c in range(gr.split))
-        hit = cache[key] = (nodes, io[0], io[1], gr.info.ops)
+        out = codes.get(gr.info.output)
+        if out is None:
+            out = codes[gr.info.output] = len(codes)
+        hit = cache[key] = (nodes, io[0], io[1], gr.info.ops, out)
     return hit  # type: ignore[no-any-return]
 
 
-_RING = ((0,),)  # a transfer with no group chunk to follow runs on core 0
+_RING = RING  # a transfer with no group chunk to follow runs on core 0
 
 
 def derive(dec: Decoding) -> bool:
-    """Set ``dec``'s transfers, chunk DAG, output nodes, order (``dec.c_order``) and each
-    step's reads by position (``dec.c_reads``) from the compiled core; False (nothing set)
-    when it is not available."""
+    """Set ``dec``'s transfers, chunk DAG, output nodes, order (``dec.c_order``), each
+    step's reads by position (``dec.c_reads``) and what the compiled walk reads of the order
+    and the transfers (``dec.c_walk``: the step references, graph outputs, answers in walk
+    order, positions, each transfer's producer and its packed row, ``walk_index`` in
+    ``_cdag.c``) from the compiled core; False (nothing set) when it is not available."""
     mod = _load()
     if mod is None:
         return False
     space, graph = dec.space, dec.graph
     codes = tensor_codes(space)
     groups = dec.groups
-    rows = [(*_group_row(dec, gr, codes), gr.binds) for gr in groups]
+    rows: list[tuple[Any, ...]] = []
+    gout: list[int] = []  # per group the code of its result (what a transfer's scope follows)
+    for gr in groups:
+        h = gr.info.cache.get(("cdag", gr.name, gr.split))
+        if h is None:
+            h = _group_row(dec, gr, codes)
+        rows.append((h[0], h[1], h[2], h[3], gr.binds))
+        gout.append(h[4])
     tables: dict[Any, Any] | None = getattr(space, "_cgraph", None)
     if tables is None:
         tables = space._cgraph = {}
@@ -115,12 +129,13 @@ def derive(dec: Decoding) -> bool:
         topo = [index[n] for n in dec.topo]
     else:
         topo = []
-    transfers, deps, outs, order, reads = mod.derive(
+    transfers, deps, outs, order, reads, walk = mod.derive(
         rows, len(graph.ops), len(codes), gouts, 1 if dec.order == "breadth" else 0,
         dec.lookahead, topo, tnodes, interned_transfers(space), _RING, Transfer, space._places,
-        Placement, _names(space))
+        Placement, _names(space), gout)
     dec.transfers, dec.deps, dec.outs = transfers, deps, outs
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
+    dec.c_walk = walk  # what the compiled walk reads of the order and transfers (_ccore._step_rows)
     STATS["c"] += 1
     return True
 

@@ -2,7 +2,8 @@
 
 :class:`_StepRows`: what the C walk reads of a decode, apart from the scopes its reader's
 answers ask for: a row per group and per transfer, the order as step references
-(``index`` in ``_cwalk.c``), the answers in walk order. :class:`_ScopeDims`: each step's
+(``index`` in ``_cwalk.c``), the answers in walk order; :func:`packed_rows` makes them
+from what ``_cdag.derive`` packed (no per-transfer Python). :class:`_ScopeDims`: each step's
 scope parameter, looked up from the rows when asked. :func:`_issue`: the first overflow
 as :class:`compiler.capacity.CapacityWalk` explains it, from what the C walk kept.
 """
@@ -10,21 +11,26 @@ as :class:`compiler.capacity.CapacityWalk` explains it, from what the C walk kep
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterator, Mapping
+from operator import attrgetter
 from typing import Any
 
 from compiler.capacity import CapacityIssue, working_set_entries
 from compiler.derive import Node
+from compiler.footprint import sample_bytes
 
 Decoding = Any  # a search_space._build.Decoding (importing it would close a circle)
+
+RING = ((0,),)  # a derived transfer with no group chunk to follow runs on core 0 (_cdag.c)
 
 
 class _StepRows:
     """What the compiled walk reads of a Decoding's steps, apart from the scopes its reader's
     answers ask for (:func:`_step_rows`)."""
 
-    __slots__ = ("asks", "gd", "gidx", "grows", "is_out", "names", "nodes", "pd", "reads",
-                 "refs", "tidx", "tiles", "tprod", "trows")
+    __slots__ = ("asks", "gd", "gidx", "grows", "is_out", "kept", "names", "nodes", "pd", "reads",
+                 "refs", "tidx", "tiles", "tpack", "tprod", "trows")
     asks: list[int]  # the answers in walk order: group i, or -1 - producer p
     gd: list[int]  # per group: its scope parameter
     gidx: dict[str, int]  # group name -> index
@@ -38,9 +44,15 @@ class _StepRows:
     tidx: dict[str, int]  # transfer name -> index
     tiles: list[float]  # per group: its LLB weight tiles
     tprod: list[int]  # per transfer: its producer group, -1: fixed
-    trows: list[tuple[Any, ...]]  # per transfer: its row
+    trows: list[tuple[Any, ...]]  # per transfer: its row (empty: packed)
+    # the transfers packed by _cdag.derive (packed rows, sizes per tensor code, batch, ring),
+    # (None, None, 0, None) when trows has the rows
+    tpack: tuple[Any, ...]
+    kept: Any  # the first walk, kept when it overflowed (rewalk in _cwalk.c), else None
 
     def __init__(self, **kw: Any) -> None:
+        self.tpack = (None, None, 0, None)
+        self.kept = None
         for k, v in kw.items():
             setattr(self, k, v)
 
@@ -125,3 +137,48 @@ def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
     items.sort(key=lambda x: -x[1])
     return CapacityIssue("LLB of cluster 0", -1, label(k), k, math.ceil(needed), target.llb.bytes,
                          tuple(items), steps)
+
+
+def packed_rows(dec: Decoding, nodes: list[Node], reads: list[list[int]], packed: tuple[Any, ...],
+                group_rows: tuple[Any, ...], codes: dict[str, int]) -> tuple[Any, ...] | None:
+    """:func:`search_space._ccore._step_rows` from what ``_cdag.derive`` computed beside the
+    order (``walk_index`` in ``_cdag.c``: the step references, graph outputs, answers in
+    walk order, positions, each transfer's producer and its packed row) and the group rows
+    (``_ccore._group_rows``): no per-transfer Python; the C walk makes each transfer's row
+    (``packed_step`` in ``_cwalk.c``) from its packed row, its binding group's chunk
+    binding and the tensor sizes (:func:`size_table`). None: a group too wide for the C
+    walk."""
+    refs, is_out, asks, chunk_at, step_at, tprod, tpack = packed
+    gidx, grows, gnames, gtiles, gd, pd, _, wide = group_rows
+    if wide:
+        return None
+    tl = dec.transfers
+    tidx = dict(zip(map(_NAME_OF, tl), range(len(tl))))
+    sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
+                   pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=[],
+                   tpack=(tpack, size_table(dec, codes), dec.batch, RING))
+    t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tl) else \
+        dict(zip(tidx, (step_at[j] for j in tidx.values())))
+    return sr, (dict(zip(gidx, chunk_at)), t_at)
+
+
+_NAME_OF = attrgetter("name")
+
+
+def size_table(dec: Decoding, codes: dict[str, int]) -> bytes:
+    """Per tensor code (the space's ``codes``) at the decode's batch:
+    :func:`compiler.footprint.sample_bytes` as int64 (bytes per sample, fixed bytes) pairs,
+    kept by the space and made again when it has met more tensors (every code derive()
+    gives a transfer is known by then)."""
+    space = dec.space
+    tables: dict[int, list[Any]] | None = getattr(space, "_csize_table", None)
+    if tables is None:
+        tables = space._csize_table = {}
+    hit = tables.get(dec.batch)
+    if hit is None or hit[0] != len(codes):
+        names = [""] * len(codes)
+        for t, c in codes.items():
+            names[c] = t
+        flat = array("q", [x for t in names for x in sample_bytes(dec.mem, t)])
+        hit = tables[dec.batch] = [len(codes), flat.tobytes()]
+    return hit[1]  # type: ignore[no-any-return]

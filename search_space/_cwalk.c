@@ -1221,70 +1221,69 @@ static int *walk_begin(Walk *w, int n, int nc, double cap, double llb_cap, int g
     return w->st ? is_out : NULL;
 }
 
-/* The walk of n parsed steps (wp->st; is_out: the results the graph outputs): the reads'
- * edges, the last readers, expire and reader lists, then run(). Takes over the walk and
- * is_out (carved from its arena): freed here, whatever happens. */
-static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
-    Walk w = *wp;
-    int nc = w.nc;
+/* What a walk of n parsed steps needs beyond its steps (is_out: the results the graph
+ * outputs): the reads' edges, the last readers, expire and reader lists, the run's
+ * arrays; none of it depends on the scopes the steps ask for (a repair round walks it
+ * again, walk_run). 0, or -1 with the error set (the walk still to be freed). */
+static int walk_prepare(Walk *w, int n, int *is_out) {
+    int nc = w->nc;
     double *edge_mem = NULL;
     unsigned char *edge_fbm = NULL;
-    PyObject *result = NULL;
     size_t total_usage = 0;
-    for (int k = 0; k < n; k++) total_usage += w.st[k].n_cores;
-    w.n = n;
+    for (int k = 0; k < n; k++) total_usage += w->st[k].n_cores;
+    w->n = n;
     /* usage_ptr and the edge indices are ints: refuse sums an int cannot hold (review) */
     if (total_usage > (size_t)INT_MAX / 2) {
         bad("walk: too many cores over the steps");
-        goto done;
+        return -1;
     }
-    w.last = (int *)wa(&w, sizeof(int) * ((size_t)n + 1), 0);
-    if (!w.last) {
+    w->last = (int *)wa(w, sizeof(int) * ((size_t)n + 1), 0);
+    if (!w->last) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     /* global reads: each (reader, read) pair, with its staying table made on first use */
     long long n_rd_all = 0;
-    for (int j = 0; j < n; j++) n_rd_all += w.st[j].n_reads;
+    for (int j = 0; j < n; j++) n_rd_all += w->st[j].n_reads;
     if (n_rd_all > INT_MAX / 2) {
         bad("walk: too many reads over the steps");
-        goto done;
+        return -1;
     }
     int n_rd = (int)n_rd_all;
-    w.n_edges = n_rd;
-    w.ed = (Edge *)wa(&w, sizeof(Edge) * (size_t)(n_rd ? n_rd : 1), 1);
-    w.ge_src = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
-    w.ge_dst = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
-    edge_mem = (double *)wa(&w, sizeof(double) * (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
-    edge_fbm = (unsigned char *)wa(&w, (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
-    if (!w.ed || !w.ge_src || !w.ge_dst || !edge_mem || !edge_fbm) {
+    w->n_edges = n_rd;
+    w->ed = (Edge *)wa(w, sizeof(Edge) * (size_t)(n_rd ? n_rd : 1), 1);
+    w->ge_src = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    w->ge_dst = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    edge_mem = (double *)wa(w, sizeof(double) * (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
+    edge_fbm = (unsigned char *)wa(w, (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
+    if (!w->ed || !w->ge_src || !w->ge_dst || !edge_mem || !edge_fbm) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     for (int j = 0; j < n; j++) {
-        Step *s = &w.st[j];
-        s->redges = (int *)wa(&w, sizeof(int) * (size_t)(s->n_reads ? s->n_reads : 1), 0);
+        Step *s = &w->st[j];
+        s->redges = (int *)wa(w, sizeof(int) * (size_t)(s->n_reads ? s->n_reads : 1), 0);
         if (!s->redges) {
             PyErr_NoMemory();
-            goto done;
+            return -1;
         }
     }
     {
         int g = 0;
         for (int j = 0; j < n; j++) {
-            Step *s = &w.st[j];
+            Step *s = &w->st[j];
             for (int q = 0; q < s->n_reads; q++, g++) {
-                w.ge_src[g] = s->reads[q];
-                w.ge_dst[g] = j;
-                w.ed[g].sb = edge_mem + (size_t)g * nc;
-                w.ed[g].fbm = edge_fbm + (size_t)g * nc;
+                w->ge_src[g] = s->reads[q];
+                w->ge_dst[g] = j;
+                w->ed[g].sb = edge_mem + (size_t)g * nc;
+                w->ed[g].fbm = edge_fbm + (size_t)g * nc;
                 s->redges[q] = s->kind == K_GROUP ? g : -1;
             }
             /* an input's source: the last read providing its tensor */
             for (int r = 0; r < s->n_inputs; r++) {
                 int tensor = s->inputs[r].src, src = -1, e = -1;
                 for (int q = 0; q < s->n_reads; q++)
-                    if (w.st[s->reads[q]].tensor == tensor) {
+                    if (w->st[s->reads[q]].tensor == tensor) {
                         src = s->reads[q];
                         e = s->redges[q];
                     }
@@ -1294,71 +1293,92 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
         }
     }
     /* last reader of every result (CapacityWalk.last), expire lists, reader lists */
-    for (int k = 0; k < n; k++) w.last[k] = k;
+    for (int k = 0; k < n; k++) w->last[k] = k;
     for (int j = 0; j < n; j++)
-        for (int q = 0; q < w.st[j].n_reads; q++) {
-            int d = w.st[j].reads[q];
-            if (j > w.last[d]) w.last[d] = j;
+        for (int q = 0; q < w->st[j].n_reads; q++) {
+            int d = w->st[j].reads[q];
+            if (j > w->last[d]) w->last[d] = j;
         }
     for (int k = 0; k < n; k++)
-        if (is_out[k]) w.last[k] = n;
+        if (is_out[k]) w->last[k] = n;
     size_t un = (size_t)n + 1, unc = (size_t)nc;
-    w.exp_ptr = (int *)wa(&w, sizeof(int) * (un + 1), 1);
-    w.exp_idx = (int *)wa(&w, sizeof(int) * un, 0);
-    w.rd_ptr = (int *)wa(&w, sizeof(int) * un, 1);
-    w.rd_j = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
-    w.rd_e = (int *)wa(&w, sizeof(int) * ((size_t)n_rd + 1), 0);
-    w.scope = (int *)wa(&w, sizeof(int) * un, 0);
-    w.resident = (int *)wa(&w, sizeof(int) * un, 1);
-    w.l1_live = (double *)wa(&w, sizeof(double) * unc, 1);
-    w.future = (double *)wa(&w, sizeof(double) * (size_t)(n ? n : 1) * unc, 1);
-    w.peak_l1 = (double *)wa(&w, sizeof(double) * unc, 1);
-    w.stamp = (int *)wa(&w, sizeof(int) * un, 1);
-    w.stamp2 = (unsigned char *)wa(&w, unc, 1);
-    w.staying = (double *)wa(&w, sizeof(double) * unc, 1);
-    w.mask_out = (Mask *)wa(&w, sizeof(Mask) * un, 1);
-    w.held_out = (int *)wa(&w, sizeof(int) * un, 1);
-    w.usage = (double *)wa(&w, sizeof(double) * (total_usage + 1), 1);
-    w.usage_ptr = (int *)wa(&w, sizeof(int) * un, 1);
-    int *scratch = (int *)wa(&w, sizeof(int) * un, 1);
-    w.next_group = (int *)wa(&w, sizeof(int) * (un + 1), 0);
-    if (!w.exp_ptr || !w.exp_idx || !w.rd_ptr || !w.rd_j || !w.rd_e || !w.scope || !w.resident
-        || !w.l1_live || !w.future || !w.peak_l1 || !w.stamp || !w.stamp2 || !w.staying
-        || !w.mask_out || !w.held_out || !w.usage || !w.usage_ptr || !scratch || !w.next_group) {
+    w->exp_ptr = (int *)wa(w, sizeof(int) * (un + 1), 1);
+    w->exp_idx = (int *)wa(w, sizeof(int) * un, 0);
+    w->rd_ptr = (int *)wa(w, sizeof(int) * un, 1);
+    w->rd_j = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    w->rd_e = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
+    w->scope = (int *)wa(w, sizeof(int) * un, 0);
+    w->resident = (int *)wa(w, sizeof(int) * un, 1);
+    w->l1_live = (double *)wa(w, sizeof(double) * unc, 1);
+    w->future = (double *)wa(w, sizeof(double) * (size_t)(n ? n : 1) * unc, 1);
+    w->peak_l1 = (double *)wa(w, sizeof(double) * unc, 1);
+    w->stamp = (int *)wa(w, sizeof(int) * un, 1);
+    w->stamp2 = (unsigned char *)wa(w, unc, 1);
+    w->staying = (double *)wa(w, sizeof(double) * unc, 1);
+    w->mask_out = (Mask *)wa(w, sizeof(Mask) * un, 1);
+    w->held_out = (int *)wa(w, sizeof(int) * un, 1);
+    w->usage = (double *)wa(w, sizeof(double) * (total_usage + 1), 1);
+    w->usage_ptr = (int *)wa(w, sizeof(int) * un, 1);
+    int *scratch = (int *)wa(w, sizeof(int) * un, 1);
+    w->next_group = (int *)wa(w, sizeof(int) * (un + 1), 0);
+    if (!w->exp_ptr || !w->exp_idx || !w->rd_ptr || !w->rd_j || !w->rd_e || !w->scope || !w->resident
+        || !w->l1_live || !w->future || !w->peak_l1 || !w->stamp || !w->stamp2 || !w->staying
+        || !w->mask_out || !w->held_out || !w->usage || !w->usage_ptr || !scratch || !w->next_group) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     for (int i = 0; i < n; i++)
-        if (w.last[i] < n) w.exp_ptr[w.last[i] + 1]++;
-    for (int k = 0; k < n + 1; k++) w.exp_ptr[k + 1] += w.exp_ptr[k];
+        if (w->last[i] < n) w->exp_ptr[w->last[i] + 1]++;
+    for (int k = 0; k < n + 1; k++) w->exp_ptr[k + 1] += w->exp_ptr[k];
     {
         int *fill = scratch;
         for (int i = 0; i < n; i++)
-            if (w.last[i] < n) w.exp_idx[w.exp_ptr[w.last[i]] + fill[w.last[i]]++] = i;
+            if (w->last[i] < n) w->exp_idx[w->exp_ptr[w->last[i]] + fill[w->last[i]]++] = i;
     }
     {
         int *cnt = scratch;
         memset(cnt, 0, sizeof(int) * ((size_t)n + 1));
         for (int j = 0; j < n; j++)
-            for (int q = 0; q < w.st[j].n_reads; q++) cnt[w.st[j].reads[q]]++;
-        for (int d = 0; d < n; d++) w.rd_ptr[d + 1] = w.rd_ptr[d] + cnt[d];
+            for (int q = 0; q < w->st[j].n_reads; q++) cnt[w->st[j].reads[q]]++;
+        for (int d = 0; d < n; d++) w->rd_ptr[d + 1] = w->rd_ptr[d] + cnt[d];
         memset(cnt, 0, sizeof(int) * (n + 1));
         for (int j = 0; j < n; j++)
-            for (int q = 0; q < w.st[j].n_reads; q++) {
-                int d = w.st[j].reads[q];
-                int slot = w.rd_ptr[d] + cnt[d]++;
-                w.rd_j[slot] = j;
-                w.rd_e[slot] = w.st[j].redges[q];
+            for (int q = 0; q < w->st[j].n_reads; q++) {
+                int d = w->st[j].reads[q];
+                int slot = w->rd_ptr[d] + cnt[d]++;
+                w->rd_j[slot] = j;
+                w->rd_e[slot] = w->st[j].redges[q];
             }
     }
-    for (int k = 0; k < n; k++) w.scope[k] = w.st[k].init;
-    w.next_group[n] = w.next_group[n + 1] = n;
-    for (int k = n - 1; k >= 0; k--) w.next_group[k] = w.st[k].kind == K_GROUP ? k : w.next_group[k + 1];
-    for (int k = 0; k < n; k++) w.usage_ptr[k + 1] = w.usage_ptr[k] + w.st[k].n_cores;
+    for (int k = 0; k < n; k++) w->scope[k] = w->st[k].init;
+    w->next_group[n] = w->next_group[n + 1] = n;
+    for (int k = n - 1; k >= 0; k--) w->next_group[k] = w->st[k].kind == K_GROUP ? k : w->next_group[k + 1];
+    for (int k = 0; k < n; k++) w->usage_ptr[k + 1] = w->usage_ptr[k] + w->st[k].n_cores;
 
-    w.overflow_at = -1;
-    int status = run(&w);
-    if (w.failed) goto done;  /* the filler's exception */
+    return 0;
+}
+
+/* Walk the prepared steps from the start (the run's state cleared: a kept walk is walked
+ * again with other scopes asked for, py_rewalk) and return what walk() returns (NULL:
+ * the error set). The staying tables, bounds and parsed working-set definitions depend
+ * on the layouts only and are kept. */
+static PyObject *walk_run(Walk *w) {
+    int n = w->n, nc = w->nc;
+    PyObject *result = NULL;
+    Py_CLEAR(w->x_live);
+    for (int k = 0; k < n; k++) w->scope[k] = w->st[k].init;
+    memset(w->resident, 0, sizeof(int) * ((size_t)n + 1));
+    memset(w->l1_live, 0, sizeof(double) * (size_t)nc);
+    memset(w->peak_l1, 0, sizeof(double) * (size_t)nc);
+    memset(w->future, 0, sizeof(double) * (size_t)(n ? n : 1) * (size_t)nc);
+    memset(w->mask_out, 0, sizeof(Mask) * ((size_t)n + 1));
+    memset(w->held_out, 0, sizeof(int) * ((size_t)n + 1));
+    memset(w->usage, 0, sizeof(double) * ((size_t)w->usage_ptr[n] + 1));
+    w->llb_live = w->peak_llb = 0.0;
+    w->failed = 0;
+    w->overflow_at = -1;
+    int status = run(w);
+    if (w->failed) goto done;  /* the filler's exception */
     if (status) {
         result = Py_None;
         Py_INCREF(result);
@@ -1372,7 +1392,7 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
          * cores (int32) and bytes (double), in step order */
         int n_u = 0;
         for (int k = 0; k < n; k++)  /* a transfer outside L1 uses no L1 */
-            n_u += (w.st[k].kind != K_GROUP && w.scope[k] != L1) ? 0 : w.st[k].n_cores;
+            n_u += (w->st[k].kind != K_GROUP && w->scope[k] != L1) ? 0 : w->st[k].n_cores;
         PyObject *ucount = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (n ? n : 1));
         PyObject *ucores = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (n_u ? n_u : 1));
         PyObject *uvals = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * (n_u ? n_u : 1));
@@ -1385,14 +1405,14 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
         double *vals_p = (double *)PyBytes_AS_STRING(uvals);
         int u = 0;
         for (int k = 0; k < n; k++) {
-            PyList_SET_ITEM(scopes, k, PyLong_FromLong(w.scope[k]));
-            PyList_SET_ITEM(masks, k, PyLong_FromUnsignedLongLong(w.mask_out[k]));
-            PyList_SET_ITEM(helds, k, PyBool_FromLong(w.held_out[k]));
-            int m = (w.st[k].kind != K_GROUP && w.scope[k] != L1) ? 0 : w.st[k].n_cores;
+            PyList_SET_ITEM(scopes, k, PyLong_FromLong(w->scope[k]));
+            PyList_SET_ITEM(masks, k, PyLong_FromUnsignedLongLong(w->mask_out[k]));
+            PyList_SET_ITEM(helds, k, PyBool_FromLong(w->held_out[k]));
+            int m = (w->st[k].kind != K_GROUP && w->scope[k] != L1) ? 0 : w->st[k].n_cores;
             cnt_p[k] = m;
             for (int q = 0; q < m; q++, u++) {
-                cores_p[u] = w.st[k].cores[q];
-                vals_p[u] = w.usage[w.usage_ptr[k] + q];
+                cores_p[u] = w->st[k].cores[q];
+                vals_p[u] = w->usage[w->usage_ptr[k] + q];
             }
         }
         PyObject *usage = Py_BuildValue("(NNN)", ucount, ucores, uvals);
@@ -1400,15 +1420,25 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
             Py_DECREF(scopes); Py_DECREF(masks); Py_DECREF(helds); Py_DECREF(peaks);
             goto done;
         }
-        for (int c = 0; c < nc; c++) PyList_SET_ITEM(peaks, c, PyFloat_FromDouble(w.peak_l1[c]));
-        if (w.overflow_at < 0)
-            result = Py_BuildValue("(NNNNNd)", scopes, masks, helds, usage, peaks, w.peak_llb);
+        for (int c = 0; c < nc; c++) PyList_SET_ITEM(peaks, c, PyFloat_FromDouble(w->peak_l1[c]));
+        if (w->overflow_at < 0)
+            result = Py_BuildValue("(NNNNNd)", scopes, masks, helds, usage, peaks, w->peak_llb);
         else  /* go_on: and the first overflow, what CapacityWalk explains it with */
-            result = Py_BuildValue("(NNNNNdiiiddddO)", scopes, masks, helds, usage, peaks, w.peak_llb,
-                                   w.overflow_at, w.x_llb, w.x_core, w.x_need, w.x_work,
-                                   w.x_staying, w.x_llb_live, w.x_live);
+            result = Py_BuildValue("(NNNNNdiiiddddO)", scopes, masks, helds, usage, peaks, w->peak_llb,
+                                   w->overflow_at, w->x_llb, w->x_core, w->x_need, w->x_work,
+                                   w->x_staying, w->x_llb_live, w->x_live);
     }
 done:
+    Py_CLEAR(w->x_live);
+    return result;
+}
+
+/* The walk of n parsed steps (wp->st; is_out: the results the graph outputs): prepared,
+ * then run. Takes over the walk and is_out (carved from its arena): freed here,
+ * whatever happens. */
+static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
+    Walk w = *wp;
+    PyObject *result = walk_prepare(&w, n, is_out) ? NULL : walk_run(&w);
     Py_XDECREF(w.x_live);
     free_walk(&w);
     return result;
@@ -1427,12 +1457,15 @@ done:
  *   per transfer its position.
  *
  * walk_rows(cap_l1, cap_llb, n_cores, refs, is_out, reads, grows, gwants, trows, tprod,
- *           pwants[, go_on]) -> what walk() returns: the steps made from the rows, each as
- *   parse_step would read it (search_space/_ccore.py, _step_rows):
- *   grows[i] = (allowed, tensor, sb, fb, inputs, work, filler, tiles, ws, samples per chunk,
- *   binds: per chunk its parts), gwants[i] the scope each chunk asks for; trows[j] =
- *   (pieces, init, tensor, sb, fb); pwants[p] the scope producer p's free transfers ask for
- *   (0..3, 3 = auto). */
+ *           pwants[, go_on[, tpack, sizes, batch, ring[, keep]]]) -> what walk() returns: the
+ *   steps made from the rows, each as parse_step would read it (search_space/_ccore.py,
+ *   _step_rows): grows[i] = (allowed, tensor, sb, fb, inputs, work, filler, tiles, ws,
+ *   samples per chunk, binds: per chunk its parts), gwants[i] the scope each chunk asks
+ *   for; trows[j] = (pieces, init, tensor, sb, fb); pwants[p] the scope producer p's free
+ *   transfers ask for (0..3, 3 = auto). With tpack (bytes, not None) the transfers' rows
+ *   come packed from _cdag.derive instead of trows (packed_step: six int32 per transfer;
+ *   sizes two int64 per tensor code; batch; ring the binding of a transfer no group chunk
+ *   binds). With keep: (that, handle), the walk kept when it overflowed (rewalk below). */
 
 static int node_ref(PyObject *node, PyObject *gidx, PyObject *gsplit, PyObject *tidx,
                     int *ref, int *chunk) {
@@ -1579,6 +1612,25 @@ static int scope_code(PyObject *obj, int lo, int hi, int *out) {
     return 0;
 }
 
+/* a transfer step's kind and the scope it asks for: fixed (producer -1) or its producer's
+ * transfer scope */
+static int packed_kind(Step *s, int j, PyObject *tprod, PyObject *pwants) {
+    if (j < 0 || j >= PyList_GET_SIZE(tprod)) return bad("transfer out of range");
+    PyObject *po = PyList_GET_ITEM(tprod, j);
+    if (!PyLong_Check(po)) return bad("producer: an int");
+    long p = PyLong_AsLong(po);
+    if (p == -1 && PyErr_Occurred()) return -1;
+    if (p < -1 || p >= PyList_GET_SIZE(pwants)) return bad("producer out of range");
+    if (p < 0) {
+        s->kind = K_FIXED;
+        s->want = DDR;
+    } else {
+        s->kind = K_TRANSFER;
+        if (scope_code(PyList_GET_ITEM(pwants, p), 0, 3, &s->want)) return -1;
+    }
+    return 0;
+}
+
 /* step k from its group's row (chunk `chunk`) or transfer's row */
 static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *reads, PyObject *grows,
                      PyObject *gwants, PyObject *trows, PyObject *tprod, PyObject *pwants) {
@@ -1613,19 +1665,10 @@ static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *read
         return step_work(s, PyTuple_GET_ITEM(g, 5), PyTuple_GET_ITEM(g, 6), PyTuple_GET_ITEM(g, 8));
     }
     int j = -1 - ref;
-    if (j >= PyList_GET_SIZE(trows) || j >= PyList_GET_SIZE(tprod)) return bad("transfer out of range");
+    if (j >= PyList_GET_SIZE(trows)) return bad("transfer out of range");
     PyObject *t = PyList_GET_ITEM(trows, j);
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) return bad("transfer row: a 5-tuple");
-    long p = PyLong_AsLong(PyList_GET_ITEM(tprod, j));
-    if (p == -1 && PyErr_Occurred()) return -1;
-    if (p < -1 || p >= PyList_GET_SIZE(pwants)) return bad("producer out of range");
-    if (p < 0) {
-        s->kind = K_FIXED;
-        s->want = DDR;
-    } else {
-        s->kind = K_TRANSFER;
-        if (scope_code(PyList_GET_ITEM(pwants, p), 0, 3, &s->want)) return -1;
-    }
+    if (packed_kind(s, j, tprod, pwants)) return -1;
     s->allowed = 7;
     s->init = (int)item_long(t, 1);
     s->tensor = (int)item_long(t, 2);
@@ -1646,17 +1689,116 @@ static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *read
     return 0;
 }
 
+/* A transfer's step from derive()'s packed row (search_space/_cdag.c, walk_index: tensor
+ * code, dst factor, first dst chunk, dst chunks, binding group, binding chunk; group -1:
+ * `ring`), its sizes from `sizes` (per tensor code, int64 bytes per sample and fixed bytes:
+ * compiler.footprint.sample_bytes) and its binding the group row's chunk binding: the row
+ * _ccore._transfer_row makes, its pieces (chunk * samples, samples // parts, parts) per dst
+ * chunk, samples = batch // dst factor, its result in DDR. Nothing from Python is trusted:
+ * every index is checked against what it indexes. */
+typedef struct {
+    const int *tp;         /* TPACK int32 per transfer */
+    Py_ssize_t nt;         /* transfers */
+    const long long *sz;   /* two int64 per tensor code */
+    Py_ssize_t n_sz;       /* tensor codes */
+    long batch;
+    PyObject *ring;        /* the binding of a transfer with no group chunk to follow */
+} Packed;
+
+enum { TPACK = 6 };
+
+static int packed_step(Walk *w, Step *s, int n, int j, PyObject *reads, PyObject *grows,
+                       const Packed *pk) {
+    if (j < 0 || j >= pk->nt) return bad("transfer out of range");
+    const int *row = pk->tp + (size_t)TPACK * (size_t)j;
+    int tensor = row[0], df = row[1], d0 = row[2], dn = row[3], bg = row[4], bc = row[5];
+    if (tensor < 0 || tensor >= pk->n_sz) return bad("packed transfer: tensor code out of range");
+    if (df <= 0 || d0 < 0 || dn <= 0 || dn > (1 << 16)) return bad("packed transfer: bad chunks");
+    PyObject *parts = pk->ring;
+    if (bg >= 0) {
+        if (bg >= PyList_GET_SIZE(grows)) return bad("packed transfer: binding group out of range");
+        PyObject *g = PyList_GET_ITEM(grows, bg);
+        if (!PyTuple_Check(g) || PyTuple_GET_SIZE(g) != 11) return bad("group row: an 11-tuple");
+        PyObject *binds = PyTuple_GET_ITEM(g, 10);
+        if (!PyTuple_Check(binds) || bc < 0 || bc >= PyTuple_GET_SIZE(binds))
+            return bad("packed transfer: binding chunk out of range");
+        parts = PyTuple_GET_ITEM(binds, bc);
+    } else if (bg != -1) {
+        return bad("packed transfer: binding group out of range");
+    }
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) == 0) return bad("binding: a tuple of parts");
+    s->allowed = 7;
+    s->init = DDR;
+    s->tensor = tensor;
+    s->sb = (long)pk->sz[2 * (size_t)tensor];
+    s->fb = (long)pk->sz[2 * (size_t)tensor + 1];
+    if (pk->sz[2 * (size_t)tensor] != s->sb || pk->sz[2 * (size_t)tensor + 1] != s->fb)
+        return bad("packed transfer: sizes out of range");
+    s->tiles = 0.0;
+    if (step_head(s)) return -1;
+    if (step_reads(w, s, reads, n)) return -1;
+    long samples = pk->batch / df, spp = samples / (long)PyTuple_GET_SIZE(parts);
+    /* the last chunk's first sample, checked by division before the multiply */
+    if (samples > 0 && (long)d0 + dn - 1 > LONG_MAX / samples) return bad("packed transfer: samples out of range");
+    long *firsts = (long *)wa(w, sizeof(long) * (size_t)dn, 0);
+    long *spps = (long *)wa(w, sizeof(long) * (size_t)dn, 0);
+    PyObject **partss = (PyObject **)wa(w, sizeof(PyObject *) * (size_t)dn, 0);
+    if (!firsts || !spps || !partss) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < dn; i++) {
+        firsts[i] = ((long)d0 + i) * samples;
+        spps[i] = spp;
+        partss[i] = parts;
+    }
+    if (step_pieces(w, s, dn, firsts, spps, partss)) return -1;
+    s->n_inputs = 0;
+    s->inputs = (Input *)wa(w, sizeof(Input), 1);
+    if (!s->inputs) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->table = NULL;
+    s->filler = Py_None;
+    return 0;
+}
+
+static PyObject *walk_kept(Walk *wp, int n, int *is_out, const int *rf, PyObject *tprod,
+                           Py_ssize_t n_groups, Py_ssize_t n_pw, PyObject *args);
+
 static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
     double cap, llb_cap;
     int nc, go_on = 0;
     PyObject *refs, *is_out_b, *reads, *grows, *gwants, *trows, *tprod, *pwants;
+    PyObject *tpack = Py_None, *sizes = Py_None, *ring = Py_None;
+    long batch = 0;
+    int keep = 0;
+    Packed pk;
     (void)self;
-    if (!PyArg_ParseTuple(args, "ddiO!O!O!O!O!O!O!O!|p", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
+    if (!PyArg_ParseTuple(args, "ddiO!O!O!O!O!O!O!O!|pOOlOp", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
                           &PyBytes_Type, &is_out_b, &PyList_Type, &reads, &PyList_Type, &grows,
                           &PyList_Type, &gwants, &PyList_Type, &trows, &PyList_Type, &tprod,
-                          &PyList_Type, &pwants, &go_on))
+                          &PyList_Type, &pwants, &go_on, &tpack, &sizes, &batch, &ring, &keep))
         return NULL;
     if (nc <= 0 || nc > 65536) return PyErr_Format(PyExc_ValueError, "cores per cluster out of range");
+    memset(&pk, 0, sizeof pk);
+    if (tpack != Py_None) {  /* the transfers packed by _cdag.derive (packed_step), trows unused */
+        if (!PyBytes_Check(tpack) || !PyBytes_Check(sizes) || !PyTuple_Check(ring) || batch <= 0)
+            return PyErr_Format(PyExc_ValueError, "packed transfers: (bytes, sizes bytes, batch, ring)");
+        Py_ssize_t row = (Py_ssize_t)sizeof(int) * TPACK, pair = (Py_ssize_t)sizeof(long long) * 2;
+        if (PyBytes_GET_SIZE(tpack) % row || PyBytes_GET_SIZE(sizes) % pair)
+            return PyErr_Format(PyExc_ValueError, "packed transfers: whole rows");
+        pk.tp = (const int *)PyBytes_AS_STRING(tpack);
+        pk.nt = PyBytes_GET_SIZE(tpack) / row;
+        if (pk.nt != PyList_GET_SIZE(tprod) && !(pk.nt == 1 && PyList_GET_SIZE(tprod) == 0))
+            return PyErr_Format(PyExc_ValueError, "packed transfers: one row per transfer");
+        pk.nt = PyList_GET_SIZE(tprod);
+        pk.sz = (const long long *)PyBytes_AS_STRING(sizes);
+        pk.n_sz = PyBytes_GET_SIZE(sizes) / pair;
+        pk.batch = batch;
+        pk.ring = ring;
+    }
     Py_ssize_t n = PyList_GET_SIZE(reads);
     /* refs: two int32 per step (compared by division: no product to overflow) */
     if (n > (1 << 24) || PyBytes_GET_SIZE(is_out_b) != (n ? n : 1)
@@ -1673,16 +1815,143 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
     const unsigned char *io = (const unsigned char *)PyBytes_AS_STRING(is_out_b);
     for (Py_ssize_t k = 0; k < n; k++) {
         w.n = (int)k + 1;  /* what free_walk frees */
-        if (rows_step(&w, &w.st[k], (int)n, rf[2 * k], rf[2 * k + 1], PyList_GET_ITEM(reads, k),
-                      grows, gwants, trows, tprod, pwants))
-            goto fail;
+        int rc = pk.tp && rf[2 * k] < 0
+            ? packed_kind(&w.st[k], -1 - rf[2 * k], tprod, pwants)
+                || packed_step(&w, &w.st[k], (int)n, -1 - rf[2 * k], PyList_GET_ITEM(reads, k), grows, &pk)
+            : rows_step(&w, &w.st[k], (int)n, rf[2 * k], rf[2 * k + 1], PyList_GET_ITEM(reads, k),
+                        grows, gwants, trows, tprod, pwants);
+        if (rc) goto fail;
         is_out[k] = io[k] != 0;
     }
+    if (keep) return walk_kept(&w, (int)n, is_out, rf, tprod, PyList_GET_SIZE(grows),
+                               PyList_GET_SIZE(pwants), args);
     /* the rows stay alive while the walk borrows their tables: the caller holds them */
     return walk_steps(&w, (int)n, is_out);
 fail:
     free_walk(&w);
     return NULL;
+}
+
+/* ---- a walk kept for the capacity repair's walks (search_space/_ccore.py, scope_walk) ---
+ *
+ * walk_rows(..., keep=True) -> (what walk() returns, handle): the handle (None when the
+ *   walk did not overflow: no repair round will walk it again) keeps the parsed and
+ *   prepared steps and the rows they borrow from (walk_rows' arguments).
+ * rewalk(handle, gwants, pwants) -> what walk() returns: the same steps walked again from
+ *   the start with the scopes gwants / pwants ask for (as walk_rows reads them); the
+ *   staying tables, bounds and working-set definitions (layout-only) are not made again. */
+typedef struct {
+    Walk w;
+    int *ref, *chunk;      /* per step: (group, chunk) or (-1 - transfer, 0) */
+    int *prod;             /* per step: a transfer's producer group, -1: fixed */
+    Py_ssize_t n_groups, n_pw;  /* the rows' groups and producers (len(grows), len(pwants)) */
+    int busy;              /* walking (a filler that walks the same handle again is refused) */
+    PyObject *hold;        /* walk_rows' arguments: the rows stay alive while borrowed */
+} Kept;
+
+static const char *KEPT = "search_space._cwalk.kept";
+
+static void kept_free(Kept *kp) {
+    Py_CLEAR(kp->w.x_live);
+    free_walk(&kp->w);
+    Py_CLEAR(kp->hold);
+    free(kp);
+}
+
+static void kept_capsule_free(PyObject *cap) {
+    Kept *kp = (Kept *)PyCapsule_GetPointer(cap, KEPT);
+    if (kp) kept_free(kp);
+    else PyErr_Clear();
+}
+
+static PyObject *walk_kept(Walk *wp, int n, int *is_out, const int *rf, PyObject *tprod,
+                           Py_ssize_t n_groups, Py_ssize_t n_pw, PyObject *args) {
+    Kept *kp = (Kept *)calloc(1, sizeof(Kept));
+    if (!kp) {
+        free_walk(wp);
+        return PyErr_NoMemory();
+    }
+    kp->w = *wp;  /* the walk (its arena) is the kept one's from here */
+    kp->n_groups = n_groups;
+    kp->n_pw = n_pw;
+    Walk *w = &kp->w;
+    PyObject *res = NULL, *cap = NULL;
+    if (walk_prepare(w, n, is_out)) goto fail;
+    kp->ref = (int *)wa(w, sizeof(int) * (size_t)(n ? n : 1), 0);
+    kp->chunk = (int *)wa(w, sizeof(int) * (size_t)(n ? n : 1), 0);
+    kp->prod = (int *)wa(w, sizeof(int) * (size_t)(n ? n : 1), 0);
+    if (!kp->ref || !kp->chunk || !kp->prod) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (int k = 0; k < n; k++) {
+        kp->ref[k] = rf[2 * k];
+        kp->chunk[k] = rf[2 * k + 1];
+        kp->prod[k] = -1;
+        if (w->st[k].kind == K_TRANSFER) {  /* its producer, checked when the step was parsed */
+            int j = -1 - rf[2 * k];
+            PyObject *po = j >= 0 && j < PyList_GET_SIZE(tprod) ? PyList_GET_ITEM(tprod, j) : NULL;
+            long p = po && PyLong_Check(po) ? PyLong_AsLong(po) : -1;
+            if (p < 0 || p >= n_pw) {
+                if (!PyErr_Occurred()) bad("producer out of range");
+                goto fail;
+            }
+            kp->prod[k] = (int)p;
+        }
+    }
+    kp->busy = 1;
+    res = walk_run(w);
+    kp->busy = 0;
+    if (!res) goto fail;
+    if (res == Py_None || w->overflow_at < 0) {  /* fits (or stopped): nothing to walk again */
+        kept_free(kp);
+        return Py_BuildValue("(NO)", res, Py_None);
+    }
+    kp->hold = args;
+    Py_INCREF(args);
+    cap = PyCapsule_New(kp, KEPT, kept_capsule_free);
+    if (!cap) {
+        Py_DECREF(res);
+        kept_free(kp);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", res, cap);
+fail:
+    kept_free(kp);
+    return NULL;
+}
+
+/* a scope code 0..3 from an int itself (no __index__ runs that could change the lists) */
+static int want_code(PyObject *obj, int *out) {
+    if (!PyLong_Check(obj)) return bad("scope code: an int");
+    return scope_code(obj, 0, 3, out);
+}
+
+static PyObject *py_rewalk(PyObject *self, PyObject *args) {
+    PyObject *cap, *gwants, *pwants;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO!O!", &cap, &PyList_Type, &gwants, &PyList_Type, &pwants)) return NULL;
+    Kept *kp = (Kept *)PyCapsule_GetPointer(cap, KEPT);
+    if (!kp) return NULL;
+    if (kp->busy) return PyErr_Format(PyExc_ValueError, "rewalk: the walk is walking");
+    if (PyList_GET_SIZE(gwants) != kp->n_groups || PyList_GET_SIZE(pwants) != kp->n_pw)
+        return PyErr_Format(PyExc_ValueError, "rewalk: a scope per group and per producer");
+    Walk *w = &kp->w;
+    for (int k = 0; k < w->n; k++) {
+        Step *s = &w->st[k];
+        if (s->kind == K_GROUP) {
+            PyObject *wants = PyList_GET_ITEM(gwants, kp->ref[k]);
+            if (!PyTuple_Check(wants) || kp->chunk[k] >= PyTuple_GET_SIZE(wants))
+                return PyErr_Format(PyExc_ValueError, "group wants: a scope per chunk");
+            if (want_code(PyTuple_GET_ITEM(wants, kp->chunk[k]), &s->want)) return NULL;
+        } else if (s->kind == K_TRANSFER) {
+            if (want_code(PyList_GET_ITEM(pwants, kp->prod[k]), &s->want)) return NULL;
+        }
+    }
+    kp->busy = 1;
+    PyObject *res = walk_run(w);
+    kp->busy = 0;
+    return res;
 }
 
 /* working_set(ws, n_work, index): entry `index` of a list table of n_work entries as the
@@ -1718,6 +1987,8 @@ static PyMethodDef methods[] = {
     {"index", py_index, METH_VARARGS, "A decode's order as step references (see _ccore.py)."},
     {"walk_rows", py_walk_rows, METH_VARARGS,
      "The scope walk from per-group and per-transfer rows (see _ccore.py)."},
+    {"rewalk", py_rewalk, METH_VARARGS,
+     "A kept walk (walk_rows with keep) walked again with other scopes asked for (see _ccore.py)."},
     {"working_set", py_working_set, METH_VARARGS,
      "A working-set entry as the walk computes it (see _ccore.py, _ws_def)."},
     {"profile", cprof_py_profile, METH_VARARGS,

@@ -338,4 +338,7 @@ def test_an_older_build_of_the_walk_counts_as_missing(monkeypatch: pytest.Monkey
     monkeypatch.setattr(importlib, "import_module", lambda name: types.SimpleNamespace(walk=None))
     assert _ccore.load_extension("_cwalk") is None
     err = capsys.readouterr().err
-    assert "older build (no profile)" in err and err.count("\n") == 1
+    assert "older build (no rewalk)" in err and err.count("\n") == 1
+    # a _cdag without the walk index (derive would refuse gout) counts as missing too
+    monkeypatch.setattr(importlib, "import_module", lambda name: types.SimpleNamespace(derive=None))
+    assert _ccore.load_extension("_cdag") is None

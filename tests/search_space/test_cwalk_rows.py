@@ -1,4 +1,5 @@
-"""The compiled walk's row entries (``index`` and ``walk_rows`` in search_space/_cwalk.c).
+"""The compiled walk's row entries (``index`` and ``walk_rows`` in search_space/_cwalk.c, and
+the step references and packed transfer rows ``_cdag.derive`` makes for it).
 
 Decoding hands the C walk per-group and per-transfer rows and the order as step
 references (search_space/_ccore.py, ``_step_rows``); ``index`` resolves the order and
@@ -8,7 +9,10 @@ resolution in Python (step references, the answers in walk order, each chunk's a
 transfer's position, the graph outputs), ``walk_rows`` against ``walk`` over the
 per-step tuples built from the same rows in Python (every output equal). The scope
 parameters a compiled decode reports equal the Python walk's, and malformed rows are a
-ValueError, not a crash. (The decodes themselves are compared with the Python decoder in
+ValueError, not a crash. What ``_cdag.derive`` computes for the walk (``walk_index``: the
+references, outputs, answers, positions, producers and packed transfer rows the C walk
+makes each transfer's step from, ``packed_step``) equals the rows path on the same decodes
+and walks the same. (The decodes themselves are compared with the Python decoder in
 test_ccore.py.)
 """
 
@@ -52,9 +56,19 @@ class _Spy:
 
 @pytest.fixture
 def spy(monkeypatch: pytest.MonkeyPatch) -> _Spy:
+    """The spied module, on the rows path that calls ``index`` and hands the C walk each
+    transfer's row (decodes drop what ``_cdag.derive`` packed for the walk)."""
     mod = _ccore._load()
     s = _Spy(mod)
     monkeypatch.setitem(_ccore._modules, "_cwalk", s)
+    original = _build.derive_compiled
+
+    def unpacked(dec: Any) -> bool:
+        ok = original(dec)
+        dec.c_walk = None
+        return ok
+
+    monkeypatch.setattr(_build, "derive_compiled", unpacked)
     return s
 
 
@@ -122,6 +136,9 @@ def test_rows_walk_as_the_per_step_tuples_do(key: str, target: Target, spy: _Spy
         assert out == _ref_index(nodes, gidx, gsplit, tidx, tprod, outs)
     for args, out in spy.walk_calls:
         cap, llb, nc = args[:3]
+        if len(args) > 16 and args[16]:  # kept: (the walk, the handle when it overflowed)
+            out, kept = out
+            assert (kept is not None) == (len(out) > 6)
         assert spy.mod.walk(cap, llb, nc, _tuple_steps(args), True) == out
 
 
@@ -270,3 +287,245 @@ def test_hostile_rows_are_refused_without_a_crash() -> None:
     r = subprocess.run([sys.executable, "-c", _HOSTILE], capture_output=True, text=True,
                        timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
+
+
+_STEP_FIELDS = ("asks", "gd", "gidx", "is_out", "nodes", "pd", "reads", "refs", "tidx", "tprod")
+
+
+def _set_up(key: str, target: Target, seed: int) -> tuple[Any, Any, np.random.Generator,
+                                                          tuple[float, float, int]]:
+    """A small model's space, the compiled walk, a generator and the target's capacities
+    (L1 and LLB bytes, cores per cluster)."""
+    return (build_space(small_graph(key), target), _ccore._load(), np.random.default_rng(seed),
+            (float(target.l1.data_bytes), float(target.llb.bytes), target.chip.cores_per_cluster))
+
+
+def _rows(dec: Any, space: Any, mod: Any) -> tuple[Any, ...]:
+    """``_step_rows`` of a decode that has no group too wide for the C walk."""
+    out = _ccore._step_rows(dec, space, mod)
+    assert out is not None
+    return out
+
+
+def _both_ways(dec: Any, space: Any, mod: Any) -> tuple[Any, Any, Any, Any]:
+    """A Decoding's step rows from derive()'s packed rows and, the packed rows dropped, from
+    the rows path (``index`` and a row per transfer)."""
+    packed, at = _rows(dec, space, mod)
+    walk, dec.c_walk = dec.c_walk, None
+    try:
+        rows, at2 = _rows(dec, space, mod)
+    finally:
+        dec.c_walk = walk
+    return packed, at, rows, at2
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2", "deepfm"])
+def test_packed_transfers_walk_as_their_rows(key: str, target: Target) -> None:
+    """Per decode (each order and look-ahead the vectors draw): the references, outputs,
+    answers, positions and producers ``_cdag.derive`` computes equal ``index``'s and the
+    Python glue's, and the walk from the packed transfer rows returns what the walk from
+    the rows returns, under random scope answers at the target's capacities and at a tenth
+    of them (overflows: the first one's explanation compared too)."""
+    space, mod, rng, (l1, llb, nc) = _set_up(key, target, 11)
+    walks = overflows = 0
+    for v in space.sample_vectors(rng, 16):
+        values = v[space.rep].tolist()
+        dec = _build.decode_groups(space, values.__getitem__)
+        assert dec.c_walk is not None
+        packed, at, rows, at2 = _both_ways(dec, space, mod)
+        assert at == at2
+        for f in _STEP_FIELDS:
+            assert getattr(packed, f) == getattr(rows, f), f
+        assert packed.trows == [] and len(packed.tpack) == 4 and rows.tpack == (None, None, 0, None)
+        assert len(rows.trows) == len(dec.transfers) == len(packed.tprod)
+        for scale in (1.0, 0.1):
+            gw = [tuple(int(x) for x in rng.integers(0, 4, gr.split)) for gr in dec.groups]
+            pw = [int(x) for x in rng.integers(0, 4, len(dec.groups))]
+            a = mod.walk_rows(l1 * scale, llb * scale, nc, rows.refs, rows.is_out, rows.reads,
+                              rows.grows, gw, rows.trows, rows.tprod, pw, True)
+            b = mod.walk_rows(l1 * scale, llb * scale, nc, packed.refs, packed.is_out,
+                              packed.reads, packed.grows, gw, [], packed.tprod, pw, True,
+                              *packed.tpack)
+            assert a == b
+            walks += 1
+            overflows += len(a) > 6
+    assert walks == 32 and overflows > 0  # the explanation of an overflow compared too
+
+
+def test_bad_packed_rows_are_refused() -> None:
+    """``walk_rows`` checks the packed transfer rows and ``derive`` the result codes it is
+    given: a ValueError, not a crash."""
+    from search_space import _cwalk  # type: ignore[attr-defined]
+
+    def fill(i: int) -> float:
+        return 1.0
+
+    grow = (7, 0, 4, 0, (), [None] * 4, fill, 0.0, None, 2, (((0,),), ((1,),)))
+    two = array("i", [0, 0, -1, 0]).tobytes()
+    sizes = array("q", [4, 0, 8, 0]).tobytes()
+
+    def walk(tp: tuple[int, ...] = (1, 2, 0, 2, 0, 1), sz: Any = sizes, batch: int = 4,
+             ring: Any = ((0,),), tprod: list[int] | None = None) -> Any:
+        return _cwalk.walk_rows(1e6, 1e7, 8, two, b"\0\1", [[], [0]], [grow], [(0, 0)], [],
+                                [0] if tprod is None else tprod, [3], True,
+                                array("i", tp).tobytes(), sz, batch, ring)
+
+    ok = walk()
+    assert ok is not None and len(ok[0]) == 2
+    assert walk(tp=(1, 2, 0, 2, -1, 0)) is not None  # on the ring
+    bad: list[dict[str, Any]] = [
+        dict(tp=(2, 2, 0, 2, 0, 1)),  # a tensor code past the sizes
+        dict(tp=(-1, 2, 0, 2, 0, 1)),  # a negative tensor code
+        dict(tp=(1, 0, 0, 2, 0, 1)),  # no dst factor
+        dict(tp=(1, 2, 0, 0, 0, 1)),  # no dst chunks
+        dict(tp=(1, 2, -1, 2, 0, 1)),  # a negative first chunk
+        dict(tp=(1, 2, 0, 1 << 20, 0, 1)),  # too many chunks
+        dict(tp=(1, 1, 2**31 - 2, 2, 0, 1), batch=2**62),  # the first samples overflow
+        dict(tp=(1, 2, 0, 2, 1, 0)),  # a binding group that does not exist
+        dict(tp=(1, 2, 0, 2, -2, 0)),  # neither a group nor the ring
+        dict(tp=(1, 2, 0, 2, 0, 2)),  # a binding chunk the group does not have
+        dict(tp=(1, 2, 0, 2, 0, 1, 0)),  # not whole rows
+        dict(sz=sizes[:-1]),  # not whole size pairs
+        dict(sz=array("q", [4, 0, -8, 0]).tobytes()),  # negative sizes
+        dict(ring=(), tp=(1, 2, 0, 2, -1, 0)),  # an empty ring
+        dict(ring=((99,),), tp=(1, 2, 0, 2, -1, 0)),  # a ring core outside the cluster
+        dict(batch=0),  # no batch
+        dict(tprod=[3]),  # a producer that does not exist
+        dict(tprod=[0, 0]),  # a producer per transfer, not as many rows
+    ]
+    for kw in bad:
+        with pytest.raises(ValueError):
+            walk(**kw)
+    from compiler.schedule import Placement, Transfer
+    from search_space import _cdag  # type: ignore[attr-defined]
+
+    g0, g1 = ("g", "g0", 0), ("g", "g0", 1)
+    rows = [((g0, g1), (0, 1, -1), (1,), (0,), (((0,),), ((1,),)))]
+    for gout in ([5], [0, 1], ["1"], (1,)):  # a code out of range, one per group, ints, a list
+        with pytest.raises(ValueError):
+            _cdag.derive(rows, 1, 2, (1, 1, 0), 0, 0, [], [[], []], {}, ((0,),), Transfer, {},
+                         Placement, ["x", "y"], gout)
+    out = _cdag.derive(rows, 1, 2, (1, 1, 0), 0, 0, [], [[], []], {}, ((0,),), Transfer, {},
+                       Placement, ["x", "y"], [1])
+    refs, is_out, asks, chunk_at, step_at, tprod, tpack = out[5]
+    # split_0 (x into the two chunks), g0[0], g0[1], concat_0 (y back, a graph output)
+    assert [n[1] for n in out[3]] == ["split_0", "g0", "g0", "concat_0"]
+    assert array("i", refs).tolist() == [-2, 0, 0, 0, 0, 1, -1, 0] and is_out == b"\0\0\0\1"
+    assert asks == [0] and chunk_at == [[1, 2]] and step_at == [3, 0] and tprod == [-1, -1]
+    assert array("i", tpack).tolist() == [1, 1, 0, 1, 0, 0, 0, 2, 0, 2, 0, 0]
+
+
+_HOSTILE_PACKED = r"""
+from array import array
+from search_space import _cwalk
+grow = (7, 0, 4, 0, (), [None] * 4, lambda i: 1.0, 0.0, None, 2, (((0,),),))
+two = array("i", [0, 0, -1, 0]).tobytes()
+def walk(tp, sz, batch=4, nc=8, ring=((0,),)):
+    return _cwalk.walk_rows(1e6, 1e7, nc, two, b"\0\1", [[], [0]], [grow], [(0,)], [], [0], [3],
+                            True, array("i", tp).tobytes(), sz, batch, ring)
+sizes = array("q", [4, 0, 8, 0]).tobytes()
+cases = [
+    ((2**31 - 1, 2, 0, 2, 0, 0), sizes, 4),  # a tensor code far past the sizes
+    ((1, 2, 0, 65536, -1, 0), sizes, 4),  # 65,536 chunks on a ring of 65,536 cores
+    ((1, 1, 2**31 - 1, 1, 0, 0), sizes, 2**62),  # the first sample past a long
+    ((1, 2, 0, 2, 2**31 - 1, 0), sizes, 4),  # a binding group far out of range
+    ((1, 2, 0, 2, 0, 2**31 - 1), sizes, 4),  # a binding chunk far out of range
+    ((1, 2, 0, 2, 0, 0), b"", 4),  # no sizes at all
+]
+for tp, sz, batch in cases:
+    try:
+        walk(tp, sz, batch, 65536, (tuple(range(65536)),) * 65536)
+        raise SystemExit(f"accepted {tp}")
+    except ValueError:
+        pass
+print("ok")
+"""
+
+
+def test_hostile_packed_rows_are_refused_without_a_crash() -> None:
+    """Packed transfer rows far out of range (a tensor code, a binding group or chunk, the
+    samples' product, 2**32 cores in the pieces), in a child process: a regression is a
+    crash there, a failed test here."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _HOSTILE_PACKED], capture_output=True, text=True,
+                       timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
+
+
+def _wants(rng: np.random.Generator, dec: Any) -> tuple[list[Any], list[int]]:
+    """Random answers: a scope code (0..3) per group chunk and per producer."""
+    return ([tuple(int(x) for x in rng.integers(0, 4, gr.split)) for gr in dec.groups],
+            [int(x) for x in rng.integers(0, 4, len(dec.groups))])
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
+def test_a_kept_walk_walks_again_as_a_new_walk(key: str, target: Target) -> None:
+    """A walk kept for the repair rounds (``walk_rows`` with ``keep``, ``rewalk``) returns,
+    walked again with other answers, what a new walk of the same rows returns; walked
+    again with the first answers, what it first returned (its state cleared). A walk that
+    fits is not kept."""
+    space, mod, rng, (l1, llb, nc) = _set_up(key, target, 13)
+    kept = fits = 0
+    for v in space.sample_vectors(rng, 12):
+        dec = _build.decode_groups(space, v[space.rep].tolist().__getitem__)
+        sr = _rows(dec, space, mod)[0]
+        for scale in (1.0, 0.05):
+            args = (l1 * scale, llb * scale, nc, sr.refs, sr.is_out, sr.reads, sr.grows)
+
+            gw, pw = _wants(rng, dec)
+            first, handle = mod.walk_rows(*args, gw, sr.trows, sr.tprod, pw, True, *sr.tpack, True)
+            assert first == mod.walk_rows(*args, gw, sr.trows, sr.tprod, pw, True, *sr.tpack)
+            if handle is None:
+                assert len(first) == 6  # fits: nothing to walk again
+                fits += 1
+                continue
+            kept += 1
+            for _ in range(3):
+                gw2, pw2 = _wants(rng, dec)
+                assert mod.rewalk(handle, gw2, pw2) == \
+                    mod.walk_rows(*args, gw2, sr.trows, sr.tprod, pw2, True, *sr.tpack)
+            assert mod.rewalk(handle, gw, pw) == first
+    assert kept and fits
+
+
+def test_bad_rewalks_are_refused() -> None:
+    """``rewalk`` checks its handle and answers (a ValueError or TypeError, not a crash), and
+    a filler that walks the walk being walked again is refused."""
+    from search_space import _cwalk  # type: ignore[attr-defined]
+
+    calls: list[Any] = []
+
+    def fill(i: int) -> float:  # the table keeps None: asked every walk
+        if calls:
+            with pytest.raises(ValueError, match="walking"):
+                _cwalk.rewalk(calls[0], [(0, 0)], [3])
+            calls.append(i)
+        return 1.0
+
+    grow = (7, 0, 4, 0, (), [None] * 4, fill, 0.0, None, 2, (((0,),), ((1,),)))
+    trow = (((0, 1, ((2,),)),), 2, 1, 4, 0)
+    two = array("i", [0, 0, -1, 0]).tobytes()
+    res, handle = _cwalk.walk_rows(0.5, 1e7, 8, two, b"\0\1", [[], [0]], [grow], [(0, 0)], [trow],
+                                   [0], [3], True, None, None, 0, None, True)
+    assert handle is not None and len(res) > 6  # the working set (1.0) overflows L1 (0.5)
+    assert _cwalk.rewalk(handle, [(0, 0)], [3]) == res
+    bad: list[tuple[Any, ...]] = [
+        (handle, [(0, 0), (0, 0)], [3]),  # a group more than the walk's
+        (handle, [(0, 0)], []),  # a producer fewer
+        (handle, [()], [3]),  # no scope for chunk 0
+        (handle, [[0, 0]], [3]),  # not a tuple
+        (handle, [(9, 0)], [3]),  # a scope code out of range
+        (handle, [(0, 0)], [4]),  # a transfer scope out of range
+        (handle, [(0.0, 0)], [3]),  # not an int
+        (object(), [(0, 0)], [3]),  # not a kept walk
+    ]
+    for args in bad:
+        with pytest.raises((ValueError, TypeError)):
+            _cwalk.rewalk(*args)
+    calls.append(handle)
+    _cwalk.rewalk(handle, [(0, 0)], [3])
+    assert len(calls) > 1  # the filler ran, and its rewalk was refused
+    calls.clear()
+    assert _cwalk.rewalk(handle, [(0, 0)], [3]) == res
