@@ -10,8 +10,8 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
    the fastest schedules of the nearest variants finished before it and of the
    nearest that differs from it in rates only (projected into its space, and where
    they overflow it, repaired to fit: :mod:`autotune.whatif._repair`), then O0-O3
-   and the guide's plans that fit, then the guided search, ranked by a cost model trained on those variants'
-   measurements (:class:`autotune.sampling._warm.WarmRanker`), continued from the
+   and the guide's plans that fit, then the guided search, ranked by a cost model
+   trained on those variants' measurements (:class:`autotune.sampling._warm.WarmRanker`), continued from the
    shipped pre-trained model (the first variant: that model alone). A seed the
    roofline puts behind the levels is not measured first, and nearer variants
    give the cost model more rows (:mod:`autotune.whatif._nearest`);
@@ -345,7 +345,8 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
     differ from ``variant`` in rates only: :func:`autotune.whatif._nearest.seed_sources`),
     and each finished variant gives the cost model fewer rows the farther it is
     (:mod:`autotune.whatif._nearest`). A seed made for a larger memory is repaired to fit
-    ``variant`` (:func:`_fitted`). Without ``rows``, the seeds alone (the ranker is None: the default one).
+    ``variant`` (:func:`_fitted`). Without ``rows``, the seeds alone (the ranker is None:
+    the default one).
     """
     from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules
     from autotune.whatif._nearest import prior_rows, seed_sources
