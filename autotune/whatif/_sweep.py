@@ -11,8 +11,9 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
    nearest that differs from it in rates only (projected into its space, and where
    they overflow it, repaired to fit: :mod:`autotune.whatif._repair`), then O0-O3
    and the guide's plans that fit, then the guided search, ranked by a cost model
-   trained on those variants' measurements (:class:`autotune.sampling._warm.WarmRanker`), continued from the
-   shipped pre-trained model (the first variant: that model alone). A seed the
+   trained on those variants' measurements (:class:`autotune.sampling._warm.WarmRanker`),
+   continued from the shipped pre-trained model (the first variant: that model
+   alone). A seed the
    roofline puts behind the levels is not measured first, and nearer variants
    give the cost model more rows (:mod:`autotune.whatif._nearest`);
 3. if no schedule ran, the variant is infeasible with the first capacity
