@@ -96,8 +96,15 @@ class _Assign:
                 self.values[f] = dim.choices.index(pick(dim.choices[i] for i in every))
 
 
-def project(space: SpaceLike, s: GraphSchedule) -> list[dict[int, int]]:
+def project(space: SpaceLike, s: GraphSchedule, nearest: bool = False) -> list[dict[int, int]]:
     """Assignments of free parameters (one per matching order) that may decode to ``s``.
+
+    With ``nearest``, a step whose scope no remaining choice of its group's scope policy
+    (or transfer scope) gives along the capacity walk does not refuse the projection:
+    the choices whose scope is nearest it (L1, LLB, DDR in that order; the slower of two
+    as near) are kept, and the walk goes on with that scope. The assignments then
+    decode to ``s`` with the scopes the space's capacity walk allows where ``s``'s
+    do not fit (a schedule made for a larger memory: :meth:`Space.project_nearest`).
 
     Raises:
         NotInSpace: the groups, bindings, order, scopes or transfers cannot be expressed.
@@ -111,7 +118,7 @@ def project(space: SpaceLike, s: GraphSchedule) -> list[dict[int, int]]:
     first: NotInSpace | None = None
     for kind in ("depth", "breadth"):
         try:
-            out.extend(_project_for(space, s, kind))
+            out.extend(_project_for(space, s, kind, nearest))
         except NotInSpace as exc:
             first = first or exc
     if not out:
@@ -120,7 +127,8 @@ def project(space: SpaceLike, s: GraphSchedule) -> list[dict[int, int]]:
     return out
 
 
-def _project_for(space: SpaceLike, s: GraphSchedule, kind: str) -> list[dict[int, int]]:
+def _project_for(space: SpaceLike, s: GraphSchedule, kind: str,
+                 nearest: bool = False) -> list[dict[int, int]]:
     asg = _Assign(space)
     if space.d_batch >= 0:
         asg.set(space.d_batch, s.batch, "batch")
@@ -132,7 +140,7 @@ def _project_for(space: SpaceLike, s: GraphSchedule, kind: str) -> list[dict[int
     lookaheads = _orders(dec, s, kind)
     dec.lookahead = lookaheads[0]
     asg.set(space.d_order, kind, "order")
-    _scopes(space, asg, dec, s, target)
+    _scopes(space, asg, dec, s, target, nearest)
     asg.resolve()
     result = []
     for la in lookaheads:
@@ -403,10 +411,20 @@ def _orders(dec: Decoding, s: GraphSchedule, kind: str) -> list[int]:
                      "over the chunk DAG")
 
 
+_SPEED = {"L1": 0, "LLB": 1, "DDR": 2}
+
+
+def _nearness(got: str, want: str) -> tuple[int, int]:
+    """How far scope ``got`` is from ``want`` (the slower of two as far ranks first)."""
+    a, b = _SPEED.get(got, 2), _SPEED.get(want, 2)
+    return abs(a - b), -a
+
+
 def _scopes(space: SpaceLike, asg: _Assign, dec: Decoding, s: GraphSchedule,
-            target: dict[str, GroupSpec]) -> None:
+            target: dict[str, GroupSpec], nearest: bool = False) -> None:
     """Offers for every group's scope policy and transfer scope: the choices whose
-    decoding gives each step the schedule's scope, along the same capacity walk."""
+    decoding gives each step the schedule's scope, along the same capacity walk
+    (with ``nearest``, where none does, those giving the nearest scope: :func:`project`)."""
     given = {t.name: t for t in s.transfers}
     derived = dec.transfer_by_name
     for name in given:
@@ -448,6 +466,10 @@ def _scopes(space: SpaceLike, asg: _Assign, dec: Decoding, s: GraphSchedule,
                 outcome[w] = dec.pick(k, w)
             if outcome[w] == scope:
                 keep.add(choice)
+        if not keep and nearest and outcome:
+            off = {c: _nearness(outcome[dec.want(k, c)], scope) for c in kept[key]}
+            keep = {c for c in kept[key] if off[c] == min(off.values())}
+            scope = outcome[dec.want(k, min(keep))]
         if not keep:
             what = (f"group {target[owner.name].name} chunk {node[2]}" if kind == "g"
                     else f"transfer {node[1]}")

@@ -593,6 +593,30 @@ class Space:
                 reason = _first_difference(got, want)
         return Projection(None, reason=reason)
 
+    def project_nearest(self, schedule: GraphSchedule) -> Projection:
+        """:meth:`project`, or where that refuses only because a step's scope does not follow
+        on this space's capacity walk, the schedule with the scopes the walk allows.
+
+        For a schedule made for another target (a larger L1): its groups, shapes, core
+        orders and order are kept, and a result the walk cannot keep where the schedule
+        put it goes to the nearest scope decoding gives (``search_space._project.project``
+        with ``nearest``). ``reason`` is None for an exact projection, else what differs
+        (the exact projection's refusal); ``schedule`` is None when even that fails. The
+        result is decoded, so it is this space's, but it may still overflow: the caller
+        checks.
+        """
+        from search_space._project import NotInSpace, project
+
+        exact = self.project(schedule)
+        if exact.schedule is not None:
+            return exact
+        try:
+            candidates = project(self, schedule, nearest=True)
+        except NotInSpace as exc:
+            return Projection(None, reason=str(exc))
+        s, canon, active = self._decode_free(self._to_free(candidates[0]))
+        return Projection(s, canon.copy(), self._params(canon, active), reason=exact.reason)
+
     def _params(self, vec: np.ndarray, active: Sequence[int]) -> dict[str, Any]:
         return {self.free[f].name: self.free[f].choices[int(vec[f])] for f in active}
 

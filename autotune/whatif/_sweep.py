@@ -8,11 +8,12 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
    fits the L1 and LLB is *infeasible* and gets no measurement;
 2. a :func:`autotune._tune.tune` into the one log, with the variant as target:
    the fastest schedules of the nearest variants finished before it and of the
-   nearest that differs from it in rates only (projected into its space, where
-   they fit), then O0-O3 and the guide's plans that fit,
-   then the guided search, ranked by a cost model trained on those variants'
-   measurements (:class:`autotune.sampling._warm.WarmRanker`), continued from the
-   shipped pre-trained model (the first variant: that model alone). A seed the
+   nearest that differs from it in rates only (projected into its space, and where
+   they overflow it, repaired to fit: :mod:`autotune.whatif._repair`), then O0-O3
+   and the guide's plans that fit, then the guided search, ranked by a cost model
+   trained on those variants' measurements (:class:`autotune.sampling._warm.WarmRanker`),
+   continued from the shipped pre-trained model (the first variant: that model
+   alone). A seed the
    roofline puts behind the levels is not measured first, and nearer variants
    give the cost model more rows (:mod:`autotune.whatif._nearest`);
 3. if no schedule ran, the variant is infeasible with the first capacity
@@ -344,8 +345,9 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
     Seeds come from the nearest finished variants only (and the nearest of those that
     differ from ``variant`` in rates only: :func:`autotune.whatif._nearest.seed_sources`),
     and each finished variant gives the cost model fewer rows the farther it is
-    (:mod:`autotune.whatif._nearest`).
-    Without ``rows``, the seeds alone (the ranker is None: the default one).
+    (:mod:`autotune.whatif._nearest`). A seed made for a larger memory is repaired to fit
+    ``variant`` (:func:`_fitted`). Without ``rows``, the seeds alone (the ranker is None:
+    the default one).
     """
     from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules
     from autotune.whatif._nearest import prior_rows, seed_sources
@@ -353,15 +355,18 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
     recs = _records(log_path, tasks, finished)
     targets = {v.key: v.target for v in finished}
     near = {v.key for v in seed_sources(variant, finished)}
+
+    def seeds_of(t: Task) -> list[Any]:
+        return _fitted(t, variant, warm_schedules(r for tk, by in recs.items() if tk in near
+                                                  for r in by.get(t.key, [])))
+
     if not rows:
-        return {t.key: warm_schedules(r for tk, by in recs.items() if tk in near
-                                      for r in by.get(t.key, [])) for t in tasks}, None
+        return {t.key: seeds_of(t) for t in tasks}, None
     rows_of = prior_rows(variant, finished, MAX_PRIOR_ROWS_PER_TARGET)
     seeds: dict[str, list[Any]] = {}
     priors: dict[str, Any] = {}
     for t in tasks:
-        seeds[t.key] = warm_schedules(r for tk, by in recs.items() if tk in near
-                                      for r in by.get(t.key, []))
+        seeds[t.key] = seeds_of(t)
         mine = [(targets[tk], r) for tk, by in recs.items() if tk in rows_of
                 for r in _fastest(by.get(t.key, []), rows_of[tk])]
         priors[t.key] = prior_data(t.graph, mine)
@@ -372,6 +377,28 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
         p = cost_model.pretrained_path()
         base = str(p) if p is not None else None
     return seeds, ranker_factory(priors, base)
+
+
+def _fitted(task: Task, variant: Variant, schedules: Sequence[Any]) -> list[Any]:
+    """The seeds made to fit ``variant`` (:func:`autotune.whatif._repair.fit_schedule`): a
+    schedule of a larger L1 with its scopes and, where still needed, its shapes repaired;
+    one that fits as it is, unchanged; one that cannot be made to fit, dropped."""
+    from autotune.whatif._repair import fit_schedule
+    from compiler.errors import GraphtuneError
+    from search_space import build_space
+
+    if not schedules:
+        return []
+    try:
+        space = build_space(task.graph, variant.target, task.batch)
+    except GraphtuneError:
+        return list(schedules)  # no space: the tune says why
+    out: list[Any] = []
+    for s in schedules:
+        fitted = fit_schedule(space, task.graph, s, variant.target)
+        if fitted is not None:
+            out.append(fitted)
+    return out
 
 
 def _fastest(recs: Sequence[Record], n: int) -> list[Record]:

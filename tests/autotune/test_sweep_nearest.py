@@ -90,11 +90,15 @@ def test_a_variant_is_also_seeded_by_the_nearest_that_differs_in_rates_only() ->
 def test_the_warm_start_takes_the_rate_only_variants_best(tiny_graph: Graph,
                                                          tmp_path: Path) -> None:
     """16K / DDR 13 after 32K / DDR 13 (nearer) and 16K / DDR 27: the warm schedules are both
-    variants' best (the 16K / DDR 27 ones, measured by the sweep, all fit 16K / DDR 13)."""
+    variants' best made to fit 16K / DDR 13 (``autotune.whatif._repair``); the 16K / DDR 27
+    ones that the space expresses exactly are seeds as they are (they all fit)."""
     from autotune._tune import load_tasks
     from autotune.sampling._studies import candidate_id
     from autotune.sampling._warm import warm_schedules
+    from autotune.whatif._repair import fit_schedule
     from autotune.whatif._sweep import _records, _warm_from, sweep
+    from compiler.capacity import check_capacity, in_compute_dtype
+    from search_space import build_space
 
     vs = {x.name: x for x in _variants(["16K", "32K"], ["13", "27"])}
     name = "STCP920+l1.data_bytes={},ddr.bytes_per_cycle={}".format
@@ -105,10 +109,18 @@ def test_the_warm_start_takes_the_rate_only_variants_best(tiny_graph: Graph,
     tasks = load_tasks([tiny_graph])
     key = tasks[0].key
     recs = _records(str(log), tasks, [near, alike])
-    best = {v.name: {candidate_id(s) for s in warm_schedules(recs[v.key][key])} for v in (near, alike)}
-    assert best[alike.name] - best[near.name]
+    space = build_space(tiny_graph, me.target, tiny_graph.batch)
+    best = {v.name: warm_schedules(recs[v.key][key]) for v in (near, alike)}
+    fitted = {v: {candidate_id(f) for s in best[v]
+                  if (f := fit_schedule(space, tiny_graph, s, me.target)) is not None} for v in best}
+    assert fitted[alike.name] - fitted[near.name]
     seeds, _ = _warm_from(str(log), tasks, me, [near, alike], False)
-    assert {candidate_id(s) for s in seeds[key]} == best[near.name] | best[alike.name]
+    got = {candidate_id(s) for s in seeds[key]}
+    assert got == fitted[near.name] | fitted[alike.name]
+    exact = {candidate_id(s) for s in best[alike.name] if space.project(s).schedule is not None}
+    assert exact and exact <= got
+    g = in_compute_dtype(tiny_graph, me.target)
+    assert all(check_capacity(g, s, me.target) is None for s in seeds[key])
 
 
 RATE_KEYS = sorted(k for k, kind in settable_keys().items() if is_rate(k) and kind == "float")
@@ -157,12 +169,14 @@ def test_a_rate_never_changes_what_fits(tiny_graph: Graph, key: str, factor: flo
 
 def test_a_variant_is_seeded_by_its_nearest_finished_variant(tiny_graph: Graph,
                                                              tmp_path: Path) -> None:
-    """32K after 1M and 16K: the warm schedules are 16K's best, none of 1M's; 1M gives
-    the cost model 1/16 of the rows 16K gives (four factors of two farther)."""
+    """32K after 1M and 16K: the warm schedules are 16K's best (made to fit 32K), none of
+    1M's; 1M gives the cost model 1/16 of the rows 16K gives (four factors of two farther)."""
     from autotune._tune import load_tasks
     from autotune.sampling._studies import candidate_id
     from autotune.sampling._warm import warm_schedules
+    from autotune.whatif._repair import fit_schedule
     from autotune.whatif._sweep import _records, _warm_from, sweep
+    from search_space import build_space
 
     vs = make_variants(BASE, [parse_set("l1.data_bytes=1M,16K,32K")])
     log = tmp_path / "sweep.jsonl"
@@ -170,8 +184,13 @@ def test_a_variant_is_seeded_by_its_nearest_finished_variant(tiny_graph: Graph,
     tasks = load_tasks([tiny_graph])
     key = tasks[0].key
     recs = _records(str(log), tasks, vs[:2])
-    near_best = {candidate_id(s) for s in warm_schedules(recs[vs[1].key][key])}
-    far_best = {candidate_id(s) for s in warm_schedules(recs[vs[0].key][key])}
+    space = build_space(tiny_graph, vs[2].target, tiny_graph.batch)
+
+    def fitted(k: int) -> set[str]:
+        return {candidate_id(f) for s in warm_schedules(recs[vs[k].key][key])
+                if (f := fit_schedule(space, tiny_graph, s, vs[2].target)) is not None}
+
+    near_best, far_best = fitted(1), fitted(0)
     seeds, _ = _warm_from(str(log), tasks, vs[2], vs[:2], False)
     got = {candidate_id(s) for s in seeds[key]}
     assert got == near_best and far_best - near_best, "the far variant's best should differ"
