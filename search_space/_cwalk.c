@@ -286,6 +286,8 @@ static int parse_ws(Step *s) {
     if (!PyTuple_Check(bits)) return bad("ws: a tuple of streamable inputs");
     int n = (int)PyTuple_GET_SIZE(bits);
     s->ws_n = n;
+    /* an earlier parse of this step that failed after its mallocs left them (review) */
+    free(s->ws_bit); free(s->ws_sb); free(s->ws_fb); free(s->ws_win); free(s->ws_has_win);
     s->ws_bit = (int *)malloc(sizeof(int) * (n ? n : 1));
     s->ws_sb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
     s->ws_fb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
@@ -1907,8 +1909,23 @@ static PyObject *walk_kept(Walk *wp, int n, int *is_out, const int *rf, PyObject
         kept_free(kp);
         return Py_BuildValue("(NO)", res, Py_None);
     }
-    kp->hold = args;
-    Py_INCREF(args);
+    /* a snapshot of the arguments, each list as a tuple of its items: the steps borrow the
+     * rows' objects, which a caller clearing its lists after this call must not free */
+    if (!(kp->hold = PyTuple_New(PyTuple_GET_SIZE(args)))) {
+        Py_DECREF(res);
+        kept_free(kp);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        PyObject *snap = PyList_Check(a) ? PyList_AsTuple(a) : (Py_INCREF(a), a);
+        if (!snap) {
+            Py_DECREF(res);
+            kept_free(kp);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(kp->hold, i, snap);
+    }
     cap = PyCapsule_New(kp, KEPT, kept_capsule_free);
     if (!cap) {
         Py_DECREF(res);

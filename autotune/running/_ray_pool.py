@@ -57,6 +57,11 @@ _PING_EVERY_S = 0.5  # a restarting worker that said "unavailable" is asked agai
 START_TIMEOUT_S = 180.0
 
 
+WARM_TIMEOUT_S = 10.0
+"""Seconds the warm-up's one simulation may take (a slow sample must not hold the pool's
+start up to its own timeout; review)."""
+
+
 class _Worker:
     """The actor body: measures batches, and breeds rounds, of the graphs it was built with."""
 
@@ -100,7 +105,8 @@ class _Worker:
                 measure = None
                 if sim is not None:
                     def measure(s: Any, graph: Graph = graph) -> object:
-                        return SimMeasurer.measure(sim, graph, [s], self._target, None)
+                        return SimMeasurer.measure(sim, graph, [s], self._target,
+                                                   WARM_TIMEOUT_S)
                 try:
                     self._breeder.warm(key, graph.batch, measure)
                 except Exception:  # noqa: BLE001 - only a warm-up: the calls report errors
@@ -411,6 +417,7 @@ class RayPool(MeasurePool):
     def _mark_down(self, k: int) -> None:
         if k not in self._down:
             self._down[k] = time.monotonic()
+            self._bred_on.discard(k)  # a restarted process is cold
             self._pings[self._actors[k].load.remote(self._graphs_ref)] = k
 
     def _pinged(self, ref: Any) -> None:

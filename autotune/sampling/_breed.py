@@ -273,9 +273,10 @@ class Breeder:
                 continue
             try:
                 s = self.space(task_key, got[0]).decode(got[1])
+                same = s.to_json() == schedules[k]
             except Exception:  # noqa: BLE001 - a vector this space cannot read: the JSON
                 continue
-            if s.to_json() == schedules[k]:
+            if same:
                 out[k] = s
                 self.rebuilt += 1
         return out

@@ -162,6 +162,7 @@ class _Proposal:
 # Past this many candidates held by the measurers at once, a background retraining waits
 # for the whole demand, not half of it (GuidedSampler._fit_window).
 _WHOLE_WINDOW_FROM = 256
+_YOUNG_GROWTH = 4  # a background retraining waits at most 4x the last model's rows
 
 LINE_ATTR = "graphtune_line"
 """Trial user attribute of a proposal bred in the borrowed seeds' island (value "borrowed")."""
@@ -474,10 +475,19 @@ class GuidedSampler(BaseSampler):
         batches of 4) the window is the whole demand: what a model steers is measured
         only after that many, and half of it still retrained 6 times in 1,536
         measurements at 64 workers, 2.1 ms of the driver host's CPU per measurement.
+
+        A young model does not wait that long: the first one is trained on
+        ``retrain_every // 2`` rows, and at 64 workers a window of 512 would steer a tune
+        shorter than ~520 measurements (or cut by a time budget) with that model
+        throughout (review). The window is at most :data:`_YOUNG_GROWTH` times the rows
+        the last model was trained on (8, 40, 200, then every ``demand``).
         """
         if not self.options.background_fit:
             return 0.0
-        return float(self.demand) if self.demand > _WHOLE_WINDOW_FROM else self.demand / 2
+        window = float(self.demand) if self.demand > _WHOLE_WINDOW_FROM else self.demand / 2
+        if self._trained_at:  # a young model waits at most _YOUNG_GROWTH times its rows
+            window = min(window, _YOUNG_GROWTH * self._trained_at)
+        return window
 
     def _label(self, value: float) -> float | None:
         """The cost model's target: speed, higher = faster (1/latency or throughput)."""

@@ -35,6 +35,7 @@ def _sampler(budget: float | None, m: float | None, c: float | None) -> GuidedSa
     s = GuidedSampler.__new__(GuidedSampler)
     s.options = GuidedOptions(breed_budget=budget)
     s._measure_s, s._child_s = m, c
+    s._trained_at = 0
     return s
 
 
@@ -166,6 +167,20 @@ def test_background_retraining_waits_for_half_of_what_the_measurers_hold() -> No
     assert s._fit_window() == pytest.approx(128.0)
     s.demand = 2 * 2 * 4  # 2 workers, 2 batches of 4 each
     assert s._fit_window() <= GuidedOptions().retrain_every
+
+
+def test_a_young_model_is_retrained_before_the_window_at_scale() -> None:
+    """At 64 workers (a window of 512) a model trained on 8 rows is retrained after 32 more
+    measurements, one on 40 after 160, one on 200 after the whole window (review: a tune
+    shorter than ~520 measurements ran on its first 8-row model throughout)."""
+    from dataclasses import replace
+
+    s = _sampler(None, None, None)
+    s.options = replace(s.options, background_fit=True)
+    s.demand = 512
+    for rows, window in ((0, 512.0), (8, 32.0), (40, 160.0), (200, 512.0), (5000, 512.0)):
+        s._trained_at = rows
+        assert s._fit_window() == pytest.approx(window)
 
 
 def test_a_journal_reads_back_the_distributions_it_wrote(tmp_path: Path) -> None:

@@ -193,6 +193,20 @@ for k, f in enumerate(bad):
         continue
     raise SystemExit(f"case {k} was accepted")
 
+# a fit or a name's hash that changes the blocks list during the call (review: the rows
+# were borrowed from the caller's list): the call works on a snapshot
+blocks = [(row(),), (row("g1", 1, 1, 6, out=1, ins=(0,), oname="t1"),)]
+def clearing_fit(info, s, c, p):
+    blocks.clear()
+    return fit(info, s, c, p)
+assert [g.name for g in call(blocks, fit=clearing_fit)[0]] == ["g0", "g1"]
+class Name(str):
+    def __hash__(self):
+        grow.extend([(row("g9"),)] * 64)
+        return str.__hash__(self)
+grow = [(row(Name("g0")),)]
+assert [g.name for g in call(grow)[0]] == ["g0"]
+
 # a cycle: neither group is shaped (the Python loop leaves them at the defaults)
 cyc = call([(row(ins=(1,)), row("g1", 1, 1, 6, out=1, ins=(0,), oname="t1"))])
 assert cyc[3] == [] and [g.split for g in cyc[0]] == [1, 1] and cyc[0][0].binds == ()

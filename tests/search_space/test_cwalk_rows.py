@@ -529,3 +529,38 @@ def test_bad_rewalks_are_refused() -> None:
     assert len(calls) > 1  # the filler ran, and its rewalk was refused
     calls.clear()
     assert _cwalk.rewalk(handle, [(0, 0)], [3]) == res
+
+
+_KEPT_AFTER_CLEAR = r"""
+import gc
+from array import array
+from search_space import _ccore
+_cwalk = _ccore.load_extension("_cwalk")
+def fill(i):
+    return 1.0
+grows = [(7, 0, 4, 0, (), [None] * 4, fill, 0.0, None, 2, (((0,),), ((1,),)))]
+trows = [(((0, 1, ((2,),)),), 2, 1, 4, 0)]
+two = array("i", [0, 0, -1, 0]).tobytes()
+res, handle = _cwalk.walk_rows(0.5, 1e7, 8, two, b"\0\1", [[], [0]], grows, [(0, 0)], trows,
+                               [0], [3], True, None, None, 0, None, True)
+assert handle is not None
+del fill
+grows.clear(); trows.clear()
+gc.collect()
+junk = [[None] * 4 for _ in range(10000)], [(1.5,) * 11 for _ in range(10000)]
+assert _cwalk.rewalk(handle, [(0, 0)], [3]) == res
+print("ok")
+"""
+
+
+def test_a_kept_walk_outlives_the_callers_lists() -> None:
+    """A kept walk borrows the rows' objects: it holds a snapshot of the lists it was given,
+    so a caller that clears them before ``rewalk`` frees nothing the walk reads (review; a
+    segfault before). In a child process: a regression is a crash there."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _KEPT_AFTER_CLEAR], capture_output=True,
+                       text=True, timeout=120,
+                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
