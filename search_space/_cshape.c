@@ -195,7 +195,8 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         long v;
         if (as_long(PyTuple_GET_ITEM(spp_of, i), 1, batch, &v, "samples per part")) return NULL;
     }
-    PyObject *bseq = PySequence_Tuple(blocks)  /* a snapshot: fit, unshuffle and bind_set run Python code */;
+    /* a snapshot: fit, unshuffle, bind_set and a name's hash run Python code (review) */
+    PyObject *bseq = PySequence_Tuple(blocks);
     if (!bseq) return NULL;
     PyObject *result = NULL, *groups = NULL, *by_name = NULL, *by_out = NULL, *topo_l = NULL;
     PyObject *identity = NULL, **names = NULL, *empty = NULL;
