@@ -104,8 +104,10 @@ class GuidedOptions:
             geometric schedule keeps its cost per measurement flat however long the study.
             Under ``breed_budget``, also at least as many as take ``1 / breed_budget``
             times the last training's time to measure; with ``background_fit``, also
-            at least half of what the measurers hold at once (``GuidedSampler.demand``:
-            a new model only steers what is bred after the candidates already out).
+            at least half of what the measurers hold at once, all of it past 256
+            (``GuidedSampler.demand``: a new model only steers what is bred after the
+            candidates already out), but at most 4x the rows the last model was trained on
+            (``GuidedSampler._fit_window``).
         breed_budget: None (the fixed effort), or how long breeding may take per proposed
             candidate, as a share of measuring one (wall seconds, each the median of the
             last :data:`REPORTS` reports of the workers): a round proposes more of what it
