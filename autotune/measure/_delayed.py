@@ -11,6 +11,10 @@ sees the same failures. Name it on the command line::
     graphtune tune m.onnx --measurer delayed --measurer-arg delay_s=0.2 \\
         --measurer-arg fail_rate=0.05 --trials 500 --log t.jsonl
     # or: --measurer autotune:DelayedMeasurer
+
+Its sleep is a wait, not work: with ``slots_per_process=N`` a Ray pool runs N workers'
+measurements as threads of one process (:mod:`autotune.measure._slots`; the sleep is
+inside :func:`autotune.measure.waiting`), as a board runner waiting on its boards could.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from autotune.measure._measurer import SimMeasurer
+from autotune.measure._slots import waiting
 from compiler.errors import GraphtuneError
 
 if TYPE_CHECKING:
@@ -49,6 +54,9 @@ class DelayedMeasurer(SimMeasurer):
         num_cpus: CPUs each Ray worker reserves (default 1; a measurer that mostly
             sleeps needs little: 0.01 packs 64 workers on a 2-core host).
         resources: Custom Ray resources each worker needs (e.g. ``{"stcp920": 1}``).
+        slots_per_process: Workers' measurements one Ray actor process may run at once,
+            as threads (default 1; see :attr:`autotune.Measurer.slots_per_process`):
+            the sleeps overlap, the simulations take turns.
 
     Raises:
         GraphtuneError: an option out of range.
@@ -56,7 +64,8 @@ class DelayedMeasurer(SimMeasurer):
 
     def __init__(self, delay_s: float = 0.2, fail_rate: float = 0.0,
                  fail_status: str = "sim_error", seed: int = 0, num_cpus: float = 1.0,
-                 resources: Mapping[str, float] | None = None) -> None:
+                 resources: Mapping[str, float] | None = None,
+                 slots_per_process: int = 1) -> None:
         super().__init__()
         if not _finite(delay_s) or delay_s < 0:
             raise GraphtuneError(f"delay_s must be a finite number >= 0, got {delay_s!r}")
@@ -73,7 +82,12 @@ class DelayedMeasurer(SimMeasurer):
         self.fail_rate = float(fail_rate)
         self.fail_status = fail_status
         self.seed = seed
+        if (not isinstance(slots_per_process, int) or isinstance(slots_per_process, bool)
+                or slots_per_process < 1):
+            raise GraphtuneError("slots_per_process must be an integer >= 1, got "
+                                 f"{slots_per_process!r}")
         self.num_cpus = float(num_cpus)
+        self.slots_per_process = slots_per_process
         self.resources = dict(resources or {})
         self.name = "sim-delayed"
         # The delay changes no result; the failures do: records of another failure set
@@ -98,7 +112,8 @@ class DelayedMeasurer(SimMeasurer):
             t0 = time.perf_counter()
             limit = self.delay_s if timeout_s is None else min(self.delay_s, timeout_s)
             if timeout_s is not None and self.delay_s > timeout_s:
-                time.sleep(timeout_s)
+                with waiting():
+                    time.sleep(timeout_s)
                 out.append(Measurement("timeout", None, None, 0.0,
                                        f"the measurement takes {self.delay_s:g} s, over the "
                                        f"{timeout_s:g} s limit", time.perf_counter() - t0))
@@ -111,7 +126,8 @@ class DelayedMeasurer(SimMeasurer):
                 (m,) = measure(graph, [s], target, timeout_s=timeout_s)
             rest = limit - (time.perf_counter() - t0)
             if rest > 0:
-                time.sleep(rest)
+                with waiting():  # another slot of this process may work meanwhile
+                    time.sleep(rest)
             out.append(_with_seconds(m, time.perf_counter() - t0))
         return out
 

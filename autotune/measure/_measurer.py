@@ -8,7 +8,10 @@ travel to Ray workers by pickle, so they hold configuration, not state.
 A measurer also says what a Ray worker running it needs: ``num_cpus`` (a board
 runner that mostly waits can ask for a fraction of a CPU) and ``resources``
 (custom Ray resources such as ``{"stcp920": 1}``, so workers are placed only
-on nodes started with that resource: the hosts that have the board).
+on nodes started with that resource: the hosts that have the board), and how
+many of its measurements may share one worker process (``slots_per_process``:
+a measurer that only waits on its device can run several workers' measurements
+as threads of one process, see :mod:`autotune.measure._slots`).
 :mod:`autotune.measure._plugins` finds measurers by ``module:Class`` or by name.
 """
 
@@ -41,12 +44,23 @@ class Measurer(abc.ABC):
             0 for one that only waits on a device).
         resources: Custom Ray resources each worker needs (``{"stcp920": 1}``): workers
             go only to nodes that have them.
+        slots_per_process: How many workers' measurements may run as threads of one
+            Ray actor process (1: a process per worker, as the simulator needs: it is
+            CPU-bound). More is for a measurer that mostly waits (a board runner
+            waiting on its device): ``--workers 64`` with 8 slots runs 8 processes of
+            8 measurement threads, still 64 measurements at once, and the driver still
+            sees 64 workers. The threads take turns for the CPU (one process lock);
+            ``measure`` releases it only inside :func:`autotune.measure.waiting`,
+            around its wait, and must not touch the decoder, the simulator or shared
+            state there. Each process reserves ``num_cpus`` and ``resources`` per slot
+            it runs.
     """
 
     name: str = ""
     version: str = ""
     num_cpus: float = 1.0
     resources: Mapping[str, float] = MappingProxyType({})
+    slots_per_process: int = 1
 
     @abc.abstractmethod
     def measure(self, graph: Graph, schedules: Sequence[GraphSchedule], target: Target,

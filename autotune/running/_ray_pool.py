@@ -15,24 +15,36 @@ waits on a board needs little) and its custom ``resources`` (``{"stcp920": 1}``)
 so Ray places workers only on nodes that have them. Before anything is
 measured the pool checks that the cluster can hold every worker and waits for
 them to start; a cluster without room is one error line, never a hang.
+
+**Several workers per process.** A measurer whose ``slots_per_process`` is ``S > 1``
+(one that only waits while it measures: :mod:`autotune.measure._slots`) runs its ``W``
+workers as ``ceil(W / S)`` threaded actors of up to ``S`` measurement slots each (each
+reserving its slots' CPUs and resources), so 64 workers cost 8 processes' idle CPU
+rather than 64 (Ray's task loop wakes every actor process every 10 ms). The driver still
+sees ``W`` workers: batches go to a worker (a slot), two at a time, and a process that
+dies loses only its slots' batches (``worker_lost``), as ``S`` one-slot workers would. Such
+a pool breeds on :data:`BREEDERS` separate one-slot actors (reserving no CPU), never on
+the measuring processes: a round is ~0.1 s of CPU, and a measurement slot whose wait ends
+would queue behind it for the process's CPU lock.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from autotune.measure._measurer import Measurer, SimMeasurer, measure_json, measurement_from_json
+from autotune.measure._measurer import Measurer, measurement_from_json
+from autotune.running._driver import MAX_OUT
 from autotune.running._pool import Finished, MeasurePool, lost
 from autotune.running._ray_start import LOOPBACK, start_ray
 from autotune.running._ray_start import _loopback_only as _loopback_only  # tests import it here
-from autotune.sampling._breed import HELD_PICKS, Bred, Breeder, BreedRequest, Scorer
+from autotune.running._ray_worker import WARM_TIMEOUT_S as WARM_TIMEOUT_S
+from autotune.running._ray_worker import _Worker as _Worker  # its old home
+from autotune.sampling._breed import HELD_PICKS, BreedRequest, Scorer
 from compiler.errors import GraphtuneError
-from compiler.memo import search_gc
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,113 +67,19 @@ _PING_EVERY_S = 0.5  # a restarting worker that said "unavailable" is asked agai
 # Workers that have not started this long after the pool asked for them cannot be placed
 # (the cluster is busy or lacks a resource): the job stops with a clear error.
 START_TIMEOUT_S = 180.0
-
-
-WARM_TIMEOUT_S = 10.0
-"""Seconds the warm-up's one simulation may take (a slow sample must not hold the pool's
-start up to its own timeout; review)."""
-
-
-class _Worker:
-    """The actor body: measures batches, and breeds rounds, of the graphs it was built with."""
-
-    def __init__(self, target: Target, measurer: Measurer) -> None:
-        # The graphs come by load(), not as constructor arguments: Ray keeps large
-        # constructor arguments in the object store for restarts and prints an error
-        # line for every such actor (core_worker.cc "has constructor arguments in the
-        # object store"); the pool calls load() on every start and restart instead.
-        from compiler.ops import load_from_environment
-
-        load_from_environment()  # the driver's --plugin ops (GRAPHTUNE_PLUGINS), before any pricing
-        self._graphs: Mapping[str, Graph] = {}
-        self._target = target
-        self._measurer = measurer
-        self._breeder: Breeder | None = None
-        # What breeding imports, now, while the pool starts (not in the first round).
-        import cost_model  # noqa: F401
-        import search_space  # noqa: F401
-
-        search_gc().__enter__()  # the process measures and breeds until it ends (see its doc)
-        # CPU seconds of this thread (the one Ray runs the actor's calls on) in each kind of
-        # call: what a bench splits a measurement's CPU by (:meth:`cpu`).
-        self._spent = {"measure": 0.0, "breed": 0.0}
-        self._bases: dict[str, frozenset[str]] = {}  # the last seen sets sent ahead, by ref
-
-    def load(self, graphs: Mapping[str, Graph]) -> int:
-        """Take the job's graphs (once per process) and warm up on them; returns the pid,
-        as :meth:`pid`.
-
-        Warming up decodes, pre-checks and (with the simulator as the measurer) measures a
-        few samples of each graph's space, while the pool starts: a cold process's first
-        batch cost ~20 ms of CPU a measurement against ~2 warm (64 workers of 24
-        measurements each: a third of the measuring CPU, issue 20). A measurer that is
-        not the simulator is not called.
-        """
-        if self._breeder is None:
-            self._graphs = graphs
-            self._breeder = Breeder(graphs, self._target)
-            sim = self._measurer if isinstance(self._measurer, SimMeasurer) else None
-            for key, graph in graphs.items():
-                measure = None
-                if sim is not None:
-                    def measure(s: Any, graph: Graph = graph) -> object:
-                        return SimMeasurer.measure(sim, graph, [s], self._target,
-                                                   WARM_TIMEOUT_S)
-                try:
-                    self._breeder.warm(key, graph.batch, measure)
-                except Exception:  # noqa: BLE001 - only a warm-up: the calls report errors
-                    log.debug("warming up on %s failed", key, exc_info=True)
-        return os.getpid()
-
-    def pid(self) -> int:
-        return os.getpid()
-
-    def cpu(self) -> dict[str, float]:
-        """CPU seconds so far: in ``measure`` and ``breed`` calls (this thread's), and the
-        whole process's (Ray's own threads and the calls' unpickling included)."""
-        b = self._breeder
-        return {**self._spent, "process": time.process_time(),
-                "held": float(b.taken) if b is not None else 0.0,
-                "rebuilt": float(b.rebuilt) if b is not None else 0.0}
-
-    def measure(self, task_key: str, schedules: Sequence[dict[str, Any]],
-                timeout_s: float | None, cids: Sequence[str] | None = None,
-                vectors: Sequence[tuple[int, np.ndarray] | None] | None = None
-                ) -> tuple[str, list[dict[str, Any]], float]:
-        t0, c0 = time.perf_counter(), time.thread_time()  # the wall seconds come back too
-        held = (self._breeder.take(task_key, cids, schedules, vectors) if self._breeder
-                else None)
-        host, out = measure_json(self._measurer, self._graphs[task_key], schedules, self._target,
-                                 timeout_s, held)
-        self._spent["measure"] += time.thread_time() - c0
-        return host, out, time.perf_counter() - t0  # (what breeding is weighed by)
-
-    def breed(self, task_key: str, request: BreedRequest, scorer: Scorer) -> Bred:
-        if self._breeder is None:
-            raise RuntimeError("the worker was not loaded")
-        c0 = time.thread_time()
-        try:
-            base = request.seen_base
-            if not isinstance(base, frozenset):  # a reference: the pool sent the set ahead
-                import ray
-
-                got = self._bases.get(base.hex())
-                if got is None:
-                    got = ray.get(base)
-                    self._bases = {**dict(list(self._bases.items())[-1:]), base.hex(): got}
-                request = replace(request, seen_base=got)
-            return self._breeder(task_key, request, scorer)
-        finally:
-            self._spent["breed"] += time.thread_time() - c0
+BREEDERS = MAX_OUT
+"""Breeding actors of a pool whose processes hold several workers (the driver's breeding
+requests out at once per task): each request starts at once, behind no batch."""
 
 
 @dataclass
 class _InFlight:
     batch_id: int
     size: int
-    actor: int
+    actor: int  # the process
     deadline: float
     kind: str = "measure"
+    unit: int = 0  # the worker (a measuring slot) or breeder it was given to
 
 
 class RayPool(MeasurePool):
@@ -179,13 +97,14 @@ class RayPool(MeasurePool):
     Args:
         graphs: Task key -> graph; shipped to each actor once.
         target: The chip.
-        measurer: Pickled to each actor.
-        workers: Number of actors (>= 1).
+        measurer: Pickled to each actor; its ``slots_per_process`` says how many workers
+            one actor process may hold (see the module doc).
+        workers: Number of workers (>= 1): measurements at once.
         address: A Ray cluster to join; None starts a local loopback instance.
         timeout_s: Per-schedule time limit inside the workers.
         restart_grace_s: How long a restarting worker may take before it is replaced.
-        num_cpus: CPUs each actor reserves (default: the measurer's ``num_cpus``).
-        resources: Custom Ray resources each actor needs (default: the measurer's).
+        num_cpus: CPUs each worker reserves (default: the measurer's ``num_cpus``).
+        resources: Custom Ray resources each worker needs (default: the measurer's).
         deadline: ``time.monotonic()`` of the job's time budget: the wait for the workers
             to start ends there (``started_late``; the job then sends nothing).
 
@@ -212,16 +131,21 @@ class RayPool(MeasurePool):
         self._actors: list[Any] = []
         cpus = measurer.num_cpus if num_cpus is None else num_cpus
         need = dict(measurer.resources if resources is None else resources)
+        # Workers per measuring process (the last one may hold fewer): worker k is a slot of
+        # process k // per; the processes after them breed (several slots only).
+        per = self._per = max(1, min(int(getattr(measurer, "slots_per_process", 1)), workers))
+        sizes = [min(per, workers - i) for i in range(0, workers, per)]
+        self._measuring = len(sizes)
+        breeders = BREEDERS if per > 1 else 0
         self._stop_ray = start_ray(address, workers)
         try:
-            _check_room(workers, cpus, need)
-            self._actor_cls = ray.remote(_Worker).options(
-                num_cpus=cpus, resources=need or None, max_restarts=-1, max_task_retries=0)
+            _check_room(workers, cpus, need, per)
             # Small constructor arguments (Ray restarts a dead actor with them); the graphs
             # are held here and sent by load() to each started or restarted actor.
-            self._args = (target, measurer)
+            self._make = [_actor_maker(target, measurer, n, cpus, need) for n in sizes]
+            self._make += [_actor_maker(target, measurer, 1, 0.0, {})] * breeders
             self._graphs_ref = ray.put(dict(graphs))
-            self._actors = [self._actor_cls.remote(*self._args) for _ in range(workers)]
+            self._actors = [make() for make in self._make]
             self._wait_started(cpus, need)
         except BaseException:
             self.close()
@@ -230,14 +154,27 @@ class RayPool(MeasurePool):
         self._scorers: dict[int, tuple[Any, Any]] = {}  # id -> scorer sent, its object ref
         self._bases: dict[int, tuple[Any, Any]] = {}  # id -> seen set sent ahead, its ref
         self._replaced = 0
-        self._load = [0] * workers
-        self._breeds = [0] * workers  # breeding jobs held by each worker
-        self._bred_on: set[int] = set()  # workers that bred (since they last started)
+        # By unit: the workers 0..W-1, then the breeders (a unit is its process with one slot).
+        self._breeders = list(range(workers, workers + breeders))
+        self._load = [0] * (workers + breeders)
+        self._breeds = [0] * (workers + breeders)  # breeding jobs held by each unit
+        self._bred_on: set[int] = set()  # units that bred (since their process last started)
         self._bred_by: dict[str, int] = {}  # candidate id of a pick -> the worker that bred it
         self._refs: dict[Any, _InFlight] = {}
-        self._pings: dict[Any, int] = {}  # ping of a restarting worker -> its index
-        self._down: dict[int, float] = {}  # worker down -> when it went down (monotonic)
-        self._reping: dict[int, float] = {}  # worker still restarting -> when to ping again
+        # By process (an actor): with one slot each and no breeders, process k is worker k.
+        self._pings: dict[Any, int] = {}  # ping of a restarting process -> its index
+        self._down: dict[int, float] = {}  # process down -> when it went down (monotonic)
+        self._reping: dict[int, float] = {}  # process still restarting -> when to ping again
+
+    def _actor_of(self, unit: int) -> int:
+        """The process of a worker (a slot of process ``unit // per``) or of a breeder."""
+        if unit < self.workers:
+            return unit // self._per
+        return self._measuring + unit - self.workers
+
+    def _up(self, units: Sequence[int]) -> list[int]:
+        """Those of ``units`` whose process is up (all of them when none is)."""
+        return [u for u in units if self._actor_of(u) not in self._down] or list(units)
 
     def _wait_started(self, cpus: float, need: Mapping[str, float]) -> None:
         """Block until every actor answers; one error line if one cannot be placed or start."""
@@ -269,10 +206,12 @@ class RayPool(MeasurePool):
     @property
     def slots(self) -> int:  # type: ignore[override]
         """Two batches per worker that is up (one running, one queued behind it)."""
-        return 2 * (self.workers - len(self._down))
+        down = sum(min(self._per, self.workers - a * self._per) for a in self._down
+                   if a < self._measuring)
+        return 2 * (self.workers - down)
 
     def worker_pids(self) -> list[int]:
-        """Process ids of the actors."""
+        """Process ids of the actors (measuring processes, then breeders)."""
         import ray
 
         return list(ray.get([a.pid.remote() for a in self._actors]))
@@ -286,9 +225,7 @@ class RayPool(MeasurePool):
     def _least_loaded(self) -> int:
         """The worker for a batch: one that is up, not breeding if any (a breeding job
         takes as long as dozens of batches), then the fewest jobs."""
-        up = [i for i in range(len(self._actors)) if i not in self._down] or list(
-            range(len(self._actors)))
-        return min(up, key=lambda i: (self._breeds[i], self._load[i]))
+        return min(self._up(range(self.workers)), key=lambda i: (self._breeds[i], self._load[i]))
 
     def submit(self, batch_id: int, task_key: str, schedules: Sequence[dict[str, Any]],
                cids: Sequence[str] | None = None,
@@ -296,12 +233,14 @@ class RayPool(MeasurePool):
         k = self._least_loaded()
         if cids:
             k = self._holder(k, cids)
-        ref = self._actors[k].measure.remote(task_key, list(schedules), self._timeout_s,
+        a = self._actor_of(k)
+        ref = self._actors[a].measure.remote(task_key, list(schedules), self._timeout_s,
                                              list(cids) if cids else None,
                                              list(vectors) if vectors else None)
         per = self._timeout_s or 60.0
-        self._refs[ref] = _InFlight(batch_id, len(schedules), k,
-                                    time.monotonic() + _BATCH_GRACE_S + per * len(schedules))
+        self._refs[ref] = _InFlight(batch_id, len(schedules), a,
+                                    time.monotonic() + _BATCH_GRACE_S + per * len(schedules),
+                                    unit=k)
         self._load[k] += 1
 
     def _holder(self, k: int, cids: Sequence[str]) -> int:
@@ -319,7 +258,7 @@ class RayPool(MeasurePool):
         if not votes or k in votes:
             return k
         h = max(votes, key=lambda w: votes[w])
-        if (h not in self._down and self._breeds[h] == self._breeds[k]
+        if (self._actor_of(h) not in self._down and self._breeds[h] == self._breeds[k]
                 and self._load[h] == self._load[k]):
             return h
         return k
@@ -347,13 +286,15 @@ class RayPool(MeasurePool):
         # jobs): by count of jobs alone, two could land on one worker behind short batches.
         # Among equals, one that bred before: its decoded parents and its memos of the
         # space are warm (at 64 workers a share went to 32 workers in 1,536 measurements,
-        # a cold process's first share costing 1.5x a warm one's, issue 20).
-        up = [i for i in range(len(self._actors)) if i not in self._down] or list(
-            range(len(self._actors)))
+        # a cold process's first share costing 1.5x a warm one's, issue 20). Several
+        # workers per process: on a breeder (see the module doc).
+        up = self._up(self._breeders or range(self.workers))
         k = min(up, key=lambda i: (self._breeds[i], self._load[i], i not in self._bred_on))
         self._bred_on.add(k)
-        ref = self._actors[k].breed.remote(task_key, request, held[1])
-        self._refs[ref] = _InFlight(batch_id, 0, k, time.monotonic() + _BREED_GRACE_S, "breed")
+        a = self._actor_of(k)
+        ref = self._actors[a].breed.remote(task_key, request, held[1])
+        self._refs[ref] = _InFlight(batch_id, 0, a, time.monotonic() + _BREED_GRACE_S, "breed",
+                                    unit=k)
         self._load[k] += 1
         self._breeds[k] += 1
 
@@ -389,13 +330,14 @@ class RayPool(MeasurePool):
         import ray
 
         job = self._refs.pop(ref)
-        self._load[job.actor] -= 1
+        self._load[job.unit] -= 1
         if job.kind == "breed":
-            self._breeds[job.actor] -= 1
+            self._breeds[job.unit] -= 1
             try:
                 bred = ray.get(ref)
-                for p in bred.picks:  # who holds each pick (see _holder); bounded
-                    self._bred_by[p.cid] = job.actor
+                if job.unit < self.workers:  # who holds each pick (see _holder); bounded
+                    for p in bred.picks:
+                        self._bred_by[p.cid] = job.unit
                 while len(self._bred_by) > HELD_PICKS * len(self._actors):
                     del self._bred_by[next(iter(self._bred_by))]
                 return Finished(job.batch_id, "", (), "breed", bred)
@@ -414,10 +356,17 @@ class RayPool(MeasurePool):
             return Finished(job.batch_id, "", lost(job.size, why))
         return Finished(job.batch_id, host, tuple(map(measurement_from_json, out)), seconds=seconds)
 
+    def _units_of(self, a: int) -> list[int]:
+        """The workers (slots) or the breeder of process ``a``."""
+        if a < self._measuring:
+            return list(range(a * self._per, min((a + 1) * self._per, self.workers)))
+        return [self.workers + a - self._measuring]
+
     def _mark_down(self, k: int) -> None:
+        """Process ``k`` died (with all its slots): ping it until it is back."""
         if k not in self._down:
             self._down[k] = time.monotonic()
-            self._bred_on.discard(k)  # a restarted process is cold
+            self._bred_on.difference_update(self._units_of(k))  # a restarted process is cold
             self._pings[self._actors[k].load.remote(self._graphs_ref)] = k
 
     def _pinged(self, ref: Any) -> None:
@@ -448,7 +397,7 @@ class RayPool(MeasurePool):
         import ray
 
         self._replaced += 1
-        if self._replaced > 3 * self.workers:
+        if self._replaced > 3 * len(self._actors):
             raise GraphtuneError(
                 f"measurer workers keep dying (the last: {why}); the log keeps every "
                 "measurement so far: fix the cause and re-run the same command to resume")
@@ -460,8 +409,8 @@ class RayPool(MeasurePool):
             ray.kill(self._actors[k], no_restart=True)
         except Exception:  # noqa: BLE001 - already gone
             pass
-        self._actors[k] = self._actor_cls.remote(*self._args)
-        self._bred_on.discard(k)
+        self._actors[k] = self._make[k]()
+        self._bred_on.difference_update(self._units_of(k))
         self._down[k] = time.monotonic()
         self._pings[self._actors[k].load.remote(self._graphs_ref)] = k
 
@@ -481,10 +430,10 @@ class RayPool(MeasurePool):
             if job.deadline >= now:
                 continue
             del self._refs[ref]
-            self._load[job.actor] -= 1
+            self._load[job.unit] -= 1
             why = "batch exceeded its time limit: its worker was restarted"
             if job.kind == "breed":
-                self._breeds[job.actor] -= 1
+                self._breeds[job.unit] -= 1
                 log.warning("breeding round %d exceeded its time limit: its worker was "
                             "restarted", job.batch_id)
                 out.append(Finished(job.batch_id, "", (), "breed", None))
@@ -502,11 +451,12 @@ class RayPool(MeasurePool):
 
     @property
     def in_flight(self) -> int:
-        """Batches being measured; plus the restarting workers when no worker is up.
+        """Batches being measured; plus the restarting processes when no worker is up.
 
         While one worker is up the job does not wait for the others to come back.
         """
-        pings = len(self._pings) + len(self._reping) if len(self._down) >= self.workers else 0
+        none_up = all(a in self._down for a in range(self._measuring))
+        pings = len(self._pings) + len(self._reping) if none_up else 0
         return len(self._refs) + pings
 
     def close(self) -> None:
@@ -536,8 +486,9 @@ def _describe_have(need: Mapping[str, float]) -> str:
     return ", ".join(f"{k}={have.get(k, 0):g}" for k in ["CPU", *sorted(need)])
 
 
-def _check_room(workers: int, cpus: float, need: Mapping[str, float]) -> None:
-    """Fail at once when the cluster's nodes cannot hold ``workers`` actors of this shape.
+def _check_room(workers: int, cpus: float, need: Mapping[str, float], per: int = 1) -> None:
+    """Fail at once when the cluster's nodes cannot hold ``workers`` workers of this shape,
+    ``per`` of them to a process (a process's slots are on one node).
 
     Counts what each live node has in all (not what is free now: other jobs come and
     go; the start timeout covers a busy cluster).
@@ -558,12 +509,33 @@ def _check_room(workers: int, cpus: float, need: Mapping[str, float]) -> None:
                 f"measurer worker needs: start the nodes that have it with "
                 f"`ray start --resources '{{\"{key}\": N}}'`, or drop it from "
                 "--worker-resource / the measurer's resources")
-    room = sum(int(min(res.get(k, 0) / v for k, v in shape.items()) + 1e-9) for res in nodes)
-    if room < workers:
-        raise GraphtuneError(
-            f"the Ray cluster has room for {room} of {workers} measurer workers (each needs "
-            f"{_describe(cpus, need)}; the cluster has {_describe_have(need)}): use "
-            f"--workers {room}, fewer CPUs per worker (--worker-cpus) or more nodes")
+    fits = [int(min(res.get(k, 0) / v for k, v in shape.items()) + 1e-9) for res in nodes]
+    full, rest = divmod(workers, per)
+    room = sum(per * (c // per) for c in fits)  # workers in whole processes
+    if room >= workers or (rest and room >= full * per
+                           and (room > full * per or any(c % per >= rest for c in fits))):
+        return
+    procs = f" ({per} to a process: the measurer's slots_per_process)" if per > 1 else ""
+    raise GraphtuneError(
+        f"the Ray cluster has room for {room} of {workers} measurer workers{procs} (each "
+        f"needs {_describe(cpus, need)}; the cluster has {_describe_have(need)}): use "
+        f"--workers {room}, fewer CPUs per worker (--worker-cpus) or more nodes")
+
+
+def _actor_maker(target: Target, measurer: Measurer, slots: int, cpus: float,
+                 need: Mapping[str, float]) -> Callable[[], Any]:
+    """How to start (and, in its place, restart) a process of ``slots`` workers: it
+    reserves ``slots`` times a worker's CPUs and resources; more than one slot makes it a
+    threaded actor (room for its slots' running and queued calls, and a bench's calls)."""
+    import ray
+
+    opts: dict[str, Any] = {"num_cpus": cpus * slots, "max_restarts": -1,
+                            "max_task_retries": 0,
+                            "resources": {k: v * slots for k, v in need.items()} or None}
+    if slots > 1:
+        opts["max_concurrency"] = 2 * slots + 4
+    cls = ray.remote(_Worker).options(**opts)
+    return lambda: cls.remote(target, measurer, slots)
 
 
 def _LOST_ERRORS() -> tuple[type[BaseException], ...]:  # noqa: N802 - a constant, built lazily

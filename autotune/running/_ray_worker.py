@@ -1,0 +1,148 @@
+"""``_Worker``: the body of a Ray measurer actor (moved out of :mod:`._ray_pool`, which
+re-exports it): measures batches, and breeds rounds, of the graphs it was loaded with.
+
+An actor runs one worker's measurements (``slots == 1``: its calls one after another, on
+Ray's one task thread, as before) or several (``slots > 1``, a measurer whose
+:attr:`autotune.Measurer.slots_per_process` allows it: a threaded Ray actor). With several
+slots, at most ``slots`` measure calls run at once (the rest, queued by the pool behind
+them, wait their turn in arrival order), and each holds the process's CPU lock except
+where its measurer waits (:mod:`autotune.measure._slots`): the decoder, the simulator and
+their memos are only ever used by one thread at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from autotune.measure._measurer import Measurer, SimMeasurer, measure_json
+from autotune.measure._slots import enable, working
+from autotune.sampling._breed import Bred, Breeder, BreedRequest, Scorer
+from compiler.memo import search_gc
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from compiler.graph import Graph
+    from compiler.target import Target
+
+__all__ = ["WARM_TIMEOUT_S"]
+
+log = logging.getLogger("autotune.ray")
+
+WARM_TIMEOUT_S = 10.0
+"""Seconds the warm-up's one simulation may take (a slow sample must not hold the pool's
+start up to its own timeout; review)."""
+
+
+class _Worker:
+    """The actor body: measures batches, and breeds rounds, of the graphs it was built with.
+
+    ``slots``: measurements it runs at once (threads; see the module doc).
+    """
+
+    def __init__(self, target: Target, measurer: Measurer, slots: int = 1) -> None:
+        # The graphs come by load(), not as constructor arguments: Ray keeps large
+        # constructor arguments in the object store for restarts and prints an error
+        # line for every such actor (core_worker.cc "has constructor arguments in the
+        # object store"); the pool calls load() on every start and restart instead.
+        from compiler.ops import load_from_environment
+
+        load_from_environment()  # the driver's --plugin ops (GRAPHTUNE_PLUGINS), before any pricing
+        self._graphs: Mapping[str, Graph] = {}
+        self._target = target
+        self._measurer = measurer
+        self._breeder: Breeder | None = None
+        # Several slots: at most `slots` measure calls at once, each holding the process's
+        # CPU lock but while its measurer waits.
+        self._turns = threading.Semaphore(slots) if slots > 1 else None
+        if self._turns is not None:
+            enable()
+        # What breeding imports, now, while the pool starts (not in the first round).
+        import cost_model  # noqa: F401
+        import search_space  # noqa: F401
+
+        search_gc().__enter__()  # the process measures and breeds until it ends (see its doc)
+        # CPU seconds of the threads Ray runs the actor's calls on, in each kind of call:
+        # what a bench splits a measurement's CPU by (:meth:`cpu`).
+        self._spent = {"measure": 0.0, "breed": 0.0}
+        self._bases: dict[str, frozenset[str]] = {}  # the last seen sets sent ahead, by ref
+
+    def load(self, graphs: Mapping[str, Graph]) -> int:
+        """Take the job's graphs (once per process) and warm up on them; returns the pid,
+        as :meth:`pid`.
+
+        Warming up decodes, pre-checks and (with the simulator as the measurer) measures a
+        few samples of each graph's space, while the pool starts: a cold process's first
+        batch cost ~20 ms of CPU a measurement against ~2 warm (64 workers of 24
+        measurements each: a third of the measuring CPU, issue 20). A measurer that is
+        not the simulator is not called.
+        """
+        with working():
+            if self._breeder is None:
+                self._warm(graphs)
+        return os.getpid()
+
+    def _warm(self, graphs: Mapping[str, Graph]) -> None:
+        self._graphs = graphs
+        self._breeder = Breeder(graphs, self._target)
+        sim = self._measurer if isinstance(self._measurer, SimMeasurer) else None
+        for key, graph in graphs.items():
+            measure = None
+            if sim is not None:
+                def measure(s: Any, graph: Graph = graph) -> object:
+                    return SimMeasurer.measure(sim, graph, [s], self._target, WARM_TIMEOUT_S)
+            try:
+                self._breeder.warm(key, graph.batch, measure)
+            except Exception:  # noqa: BLE001 - only a warm-up: the calls report errors
+                log.debug("warming up on %s failed", key, exc_info=True)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far: in ``measure`` and ``breed`` calls (their threads'), and the
+        whole process's (Ray's own threads and the calls' unpickling included)."""
+        b = self._breeder
+        return {**self._spent, "process": time.process_time(),
+                "held": float(b.taken) if b is not None else 0.0,
+                "rebuilt": float(b.rebuilt) if b is not None else 0.0}
+
+    def measure(self, task_key: str, schedules: Sequence[dict[str, Any]],
+                timeout_s: float | None, cids: Sequence[str] | None = None,
+                vectors: Sequence[tuple[int, np.ndarray] | None] | None = None
+                ) -> tuple[str, list[dict[str, Any]], float]:
+        turn: AbstractContextManager[Any] = self._turns or nullcontext()
+        with turn, working():
+            t0, c0 = time.perf_counter(), time.thread_time()  # the wall seconds come back too
+            held = (self._breeder.take(task_key, cids, schedules, vectors) if self._breeder
+                    else None)
+            host, out = measure_json(self._measurer, self._graphs[task_key], schedules,
+                                     self._target, timeout_s, held)
+            self._spent["measure"] += time.thread_time() - c0
+            return host, out, time.perf_counter() - t0  # (what breeding is weighed by)
+
+    def breed(self, task_key: str, request: BreedRequest, scorer: Scorer) -> Bred:
+        if self._breeder is None:
+            raise RuntimeError("the worker was not loaded")
+        with working():
+            c0 = time.thread_time()
+            try:
+                base = request.seen_base
+                if not isinstance(base, frozenset):  # a reference: the pool sent the set ahead
+                    import ray
+
+                    got = self._bases.get(base.hex())
+                    if got is None:
+                        got = ray.get(base)
+                        self._bases = {**dict(list(self._bases.items())[-1:]), base.hex(): got}
+                    request = replace(request, seen_base=got)
+                return self._breeder(task_key, request, scorer)
+            finally:
+                self._spent["breed"] += time.thread_time() - c0
