@@ -5,7 +5,9 @@ Two parts, both tuning tiny_cnn (batch 4: 130 free parameters, cheap to simulate
 
 1. **Workers.** For each worker count W, a tuning job whose measurer takes ``--delay``
    seconds per measurement (200 ms, like compiling and running on a board), on Ray
-   actors that reserve 0.01 CPU each (they sleep). Reports measurements/s over the
+   actors that reserve 0.01 CPU each (they sleep), ``--slots`` workers to a process (the
+   measurer's ``slots_per_process``: a measurer that only waits runs several workers'
+   measurements as threads of one process; 1 = a process per worker). Reports measurements/s over the
    steady part of the job (first finished batch to last), the ideal W / delay, the
    efficiency (achieved / ideal; goal >= 80 % at 64 workers) and the driver's busy
    time per measurement (wall time not spent blocked in ``ray.wait``).
@@ -315,10 +317,10 @@ class _Clock:
 
 
 def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: int,
-                batch_size: int, seed: int, workdir: str) -> ScaleRow:
+                batch_size: int, seed: int, workdir: str, slots: int = 1) -> ScaleRow:
     clock = _Clock()
     trials = workers * batch_size * batches_per_worker
-    measurer = DelayedMeasurer(delay_s=delay, num_cpus=0.01)
+    measurer = DelayedMeasurer(delay_s=delay, num_cpus=0.01, slots_per_process=slots)
     from autotune.running._driver import Driver
 
     before = load()
@@ -587,6 +589,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--delay", type=float, default=0.2, help="seconds per measurement")
     ap.add_argument("--batches-per-worker", type=int, default=None)
     ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--slots", type=int, default=8,
+                    help="workers to a Ray actor process (the DelayedMeasurer's "
+                         "slots_per_process; 1: a process per worker)")
     ap.add_argument("--study-trials", type=int, default=None)
     ap.add_argument("--guided-trials", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
@@ -629,7 +634,8 @@ def main(argv: list[str] | None = None) -> None:
         stop = rp.start_ray(None, 2) if workers else None
         try:
             for w in workers:
-                row = scale_point(graph, w, args.delay, per_worker, args.batch_size, args.seed, d)
+                row = scale_point(graph, w, args.delay, per_worker, args.batch_size, args.seed, d,
+                                  args.slots)
                 rows.append(row)
                 print(f"{w:3d} workers: {row.rate:7.1f} measurements/s of {row.ideal:5.0f} ideal "
                       f"({100 * row.efficiency:3.0f} %), driver {row.driver_ms:5.1f} ms/trial "

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -271,3 +272,102 @@ def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
     if workers == 1:  # measured after the loss: by a new worker, in the dead one's place
         assert recs[-1]["result"]["status"] == "ok"
         assert "could not restart" in caplog.text and "is back" in caplog.text
+
+
+class SlotMeasurer(SimMeasurer):
+    """The simulator behind a wait, two workers to a process (``slots_per_process``): it
+    writes each measurement's process, thread and wall interval where the test can read
+    them, and marks the processes measuring now."""
+
+    slots_per_process = 2
+    num_cpus = 0.01  # the head has 2 CPUs: each process reserves its slots' share
+
+    def __init__(self, pid_dir: str, delay_s: float) -> None:
+        super().__init__()
+        self.pid_dir = pid_dir
+        self.delay_s = delay_s
+
+    def measure(self, graph: Any, schedules: Sequence[Any], target: Any,
+                timeout_s: float | None) -> list[Any]:
+        from autotune.measure import waiting
+
+        me = f"{os.getpid()}.{threading.get_ident()}"
+        busy = Path(self.pid_dir, f"{me}.measuring")
+        busy.touch()
+        t0 = time.monotonic()
+        out = super().measure(graph, schedules, target, timeout_s)
+        with waiting():  # the other slot of this process measures meanwhile
+            time.sleep(self.delay_s * len(schedules))
+        with Path(self.pid_dir, "intervals").open("a") as f:
+            f.write(f"{os.getpid()} {threading.get_ident()} {t0} {time.monotonic()}\n")
+        busy.unlink()
+        return out
+
+
+@pytest.mark.timeout(300)
+def test_a_killed_multi_slot_process_loses_only_its_slots_batches(
+        ray_head: tuple[str, dict[str, str], str], tiny_graph: Graph, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """4 workers of a measurer with 2 slots a process: 2 measuring processes (their slots'
+    waits overlap), breeding apart; one process is killed while measuring: what its two
+    slots held (running and queued, at most 2 x 2 batches) is lost, the rest is measured,
+    and the job goes on with the process restarted."""
+    import ray.cloudpickle
+
+    from autotune.running._ray_pool import RayPool
+
+    address = ray_head[0]
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    pools: list[RayPool] = []
+    real_init = RayPool.__init__
+
+    def kept(self: RayPool, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        pools.append(self)
+
+    monkeypatch.setattr(RayPool, "__init__", kept)
+    killed: list[int] = []
+    killed_at: list[float] = []
+
+    def kill_one(job: JobState) -> None:
+        if killed or job.rounds < 2:
+            return
+        deadline = time.monotonic() + 2.0
+        while not (measuring := sorted(p.name.split(".")[0]
+                                       for p in pid_dir.glob("*.measuring"))):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
+        pid = int(measuring[0])
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+        killed_at.append(time.time())
+
+    log = tmp_path / "m.jsonl"
+    res = tune([tiny_graph], trials=64, workers=4, log=log, seed=0, guided=SMALL,
+               ray_address=address, measurer=SlotMeasurer(str(pid_dir), 0.05),
+               callbacks=[kill_one], curve=False)
+    (pool,) = pools
+    assert len(pool._make) == 2 + 4  # two processes of two slots, the breeders apart
+    recs = [json.loads(line) for line in log.read_text().splitlines()]
+    lost = [r for r in recs if r["result"]["status"] == "worker_lost"]
+    assert killed and res.total == 64 == len(recs)
+    assert lost and all("worker died" in r["result"]["error"] for r in lost)
+    assert len(lost) <= 2 * 2 * 4  # only the killed process's two slots' batches
+    assert sum(r["result"]["status"] == "ok" for r in recs) == 64 - len(lost)
+    # Measured by two processes at most at a time, two threads each, whose waits overlapped.
+    spans = [line.split() for line in (pid_dir / "intervals").read_text().splitlines()]
+    pids = {s[0] for s in spans}
+    assert len(pids) >= 2 and len({(s[0], s[1]) for s in spans}) >= 2 * len(pids) - 1
+    by_pid: dict[str, list[tuple[float, float]]] = {}
+    for p, _, a, b in spans:
+        by_pid.setdefault(p, []).append((float(a), float(b)))
+    overlaps = sum(1 for ivs in by_pid.values() for i, (a, b) in enumerate(ivs)
+                   for c, d in ivs[i + 1:] if a < d and c < b)
+    assert overlaps > 0
+    # The other process went on measuring.
+    assert any(r["result"]["status"] == "ok" and r["prov"]["time_unix_s"] > killed_at[0]
+               for r in recs)
