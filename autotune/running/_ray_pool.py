@@ -510,16 +510,24 @@ def _check_room(workers: int, cpus: float, need: Mapping[str, float], per: int =
                 f"`ray start --resources '{{\"{key}\": N}}'`, or drop it from "
                 "--worker-resource / the measurer's resources")
     fits = [int(min(res.get(k, 0) / v for k, v in shape.items()) + 1e-9) for res in nodes]
-    full, rest = divmod(workers, per)
-    room = sum(per * (c // per) for c in fits)  # workers in whole processes
-    if room >= workers or (rest and room >= full * per
-                           and (room > full * per or any(c % per >= rest for c in fits))):
+    room = _room(fits, workers, per)
+    if room >= workers:
         return
     procs = f" ({per} to a process: the measurer's slots_per_process)" if per > 1 else ""
     raise GraphtuneError(
         f"the Ray cluster has room for {room} of {workers} measurer workers{procs} (each "
         f"needs {_describe(cpus, need)}; the cluster has {_describe_have(need)}): use "
         f"--workers {room}, fewer CPUs per worker (--worker-cpus) or more nodes")
+
+
+def _room(fits: Sequence[int], workers: int, per: int) -> int:
+    """Workers (of ``workers`` wanted) the nodes can hold, ``per`` to a process on one node,
+    the last process holding the rest: ``fits[n]`` workers fit on node ``n`` alone."""
+    full, rest = divmod(workers, per)
+    whole = sum(c // per for c in fits)  # processes of `per` workers
+    if whole >= full and rest and (whole > full or any(c % per >= rest for c in fits)):
+        return workers
+    return min(whole, full) * per if rest else min(whole * per, workers)
 
 
 def _actor_maker(target: Target, measurer: Measurer, slots: int, cpus: float,
