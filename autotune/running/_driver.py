@@ -85,7 +85,8 @@ MAX_SHARES = 2
 # requests out x proposals each / a request's wall time (queued on a busy worker, it
 # waits for the batches ahead of it). 64 workers, 200 ms measurements, loaded machine:
 # 2 out held 47 jobs in flight of 128 (50 %), 4 out 70 (62 %), 8 out 81 but bred more
-# than was measured (60 %, 9.3 against 7.8 ms of CPU per measurement).
+# than was measured (60 %, 9.3 against 7.8 ms of CPU per measurement). A pool of
+# multi-slot processes breeds on this many actors of its own (RayPool's BREEDERS).
 MAX_OUT = 4
 
 
