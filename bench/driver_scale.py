@@ -306,6 +306,7 @@ class ScaleRow:
     # the middle half of the run: near 2 x workers, the workers are fed (the limit is CPU)
     in_flight: float | None = None
     breeding: float | None = None  # breeding requests out, the same way
+    slots: int = 1  # workers to a Ray actor process (the measurer's slots_per_process)
 
 
 @dataclass
@@ -340,7 +341,7 @@ def scale_point(graph: Graph, workers: int, delay: float, batches_per_worker: in
     return ScaleRow(workers, n1, seconds, rate, ideal, rate / ideal, 1e3 * busy / max(n1, 1),
                     1e3 * busy_cpu / max(n1, 1), load(), before, probe.per_measurement(),
                     res.tasks[0].best_latency_us, _middle_median(pool.flight),
-                    _middle_median(pool.breeding))
+                    _middle_median(pool.breeding), slots)
 
 
 def _middle_median(xs: list[int]) -> float | None:
@@ -460,12 +461,12 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
                     "ideal_per_s", "efficiency", "driver_ms_per_trial", "driver_cpu_ms_per_trial",
                     "background_cpu_ms_per_trial", "start_s", "first_sync_s", "load_avg_1_5_15",
                     "breeding_cpu_ms_per_trial", "parts_cpu_ms_per_trial", "load_before",
-                    "cpu_split_ms_per_measurement"])
+                    "cpu_split_ms_per_measurement", "slots_per_process"])
         for r in rows:
             w.writerow(["workers", r.workers, "", r.measured, f"{r.seconds:.2f}", f"{r.rate:.2f}",
                         f"{r.ideal:.2f}", f"{r.efficiency:.3f}", f"{r.driver_ms:.2f}",
                         f"{r.driver_cpu_ms:.2f}", "", "", "", r.load, "", "", r.load_before,
-                        json.dumps(r.split) if r.split else ""])
+                        json.dumps(r.split) if r.split else "", r.slots])
         for d in drivers:
             w.writerow(["driver", d.farm, d.study_trials, d.new_trials, "", "", "", "",
                         f"{d.per_trial_ms:.2f}", f"{d.per_trial_cpu_ms:.2f}",
@@ -474,7 +475,9 @@ def write_results(out: Path, rows: list[ScaleRow], drivers: list[DriverRow], del
                         json.dumps(d.parts_ms)])
     lines = [f"# Driver scale{' (quick)' if quick else ''}", "",
              f"DelayedMeasurer, {delay * 1e3:g} ms per measurement, tiny_cnn batch 4, guided "
-             "sampler; Ray actors at 0.01 CPU each on a local loopback Ray; "
+             "sampler; Ray workers at 0.01 CPU each, "
+             + ", ".join(sorted({f"{r.slots} to a process" for r in rows}) or ["-"])
+             + " (the measurer's slots_per_process), on a local loopback Ray; "
              f"{os.cpu_count()} cores. Load average (1/5/15 min) measured after each point.", "",
              "Driver ms/trial: the driver loop's wall time not blocked on the pool, per "
              "measurement; CPU: the same in the driver thread's CPU time (without the time it "
@@ -577,7 +580,8 @@ def read_worker_rows(path: Path) -> list[ScaleRow]:
                                 float(r["efficiency"]), float(r["driver_ms_per_trial"]),
                                 float(r["driver_cpu_ms_per_trial"]), r["load_avg_1_5_15"],
                                 r.get("load_before") or "",
-                                json.loads(r.get("cpu_split_ms_per_measurement") or "{}")))
+                                json.loads(r.get("cpu_split_ms_per_measurement") or "{}"),
+                                slots=int(r.get("slots_per_process") or 1)))
     return out
 
 

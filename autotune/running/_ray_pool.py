@@ -92,7 +92,9 @@ class RayPool(MeasurePool):
     when every worker is down. A worker that dies for good, or whose restart takes
     longer than ``restart_grace_s``, is replaced by a new actor; a job whose workers
     keep dying stops with one line. A batch past its deadline is recorded as lost at
-    once (its worker is restarted), whether or not Ray ever answers for it.
+    once (its worker is restarted), whether or not Ray ever answers for it. With several
+    workers to a process (the measurer's ``slots_per_process``) a worker is a slot: its
+    process dying, or restarted for an overdue batch, takes its other slots' batches too.
 
     Args:
         graphs: Task key -> graph; shipped to each actor once.
