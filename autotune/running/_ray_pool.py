@@ -135,7 +135,11 @@ class RayPool(MeasurePool):
         need = dict(measurer.resources if resources is None else resources)
         # Workers per measuring process (the last one may hold fewer): worker k is a slot of
         # process k // per; the processes after them breed (several slots only).
-        per = self._per = max(1, min(int(getattr(measurer, "slots_per_process", 1)), workers))
+        slots = getattr(measurer, "slots_per_process", 1)
+        if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
+            raise GraphtuneError(f"measurer {measurer.name or type(measurer).__name__}: "
+                                 f"slots_per_process must be an integer >= 1, got {slots!r}")
+        per = self._per = min(slots, workers)
         sizes = [min(per, workers - i) for i in range(0, workers, per)]
         self._measuring = len(sizes)
         breeders = BREEDERS if per > 1 else 0

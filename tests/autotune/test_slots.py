@@ -152,3 +152,20 @@ def test_delayed_measurer_slots_option() -> None:
     for bad in (0, -1, 2.0, True, "8"):
         with pytest.raises(GraphtuneError, match="slots_per_process"):
             DelayedMeasurer(slots_per_process=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [0, 2.5, "8", True])
+def test_a_measurer_with_a_bad_slot_count_is_one_error_before_ray_starts(
+        bad: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autotune.measure._measurer import SimMeasurer
+    from autotune.running import _ray_pool
+    from compiler.target import Target
+
+    def refuse(*a: object) -> None:
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr(_ray_pool, "start_ray", refuse)
+    m = SimMeasurer()
+    m.slots_per_process = bad  # type: ignore[assignment]
+    with pytest.raises(GraphtuneError, match="slots_per_process must be an integer >= 1"):
+        _ray_pool.RayPool({}, Target.default(), m, 4)
