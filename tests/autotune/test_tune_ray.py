@@ -69,6 +69,16 @@ class SlowMeasurer(SimMeasurer):
         return out
 
 
+def _measuring_pid(pid_dir: Path) -> int | None:
+    """A process measuring now (a ``PID[.THREAD].measuring`` mark), waited for up to 2 s."""
+    deadline = time.monotonic() + 2.0
+    while not (measuring := sorted(p.name.split(".")[0] for p in pid_dir.glob("*.measuring"))):
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
+    return int(measuring[0])
+
+
 def _session_processes(temp: str) -> list[psutil.Process]:
     """Processes of the Ray session under ``temp`` (and their children)."""
     found: dict[int, psutil.Process] = {}
@@ -244,13 +254,9 @@ def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
         # One that is measuring now (not breeding), so it has candidates to lose; a worker
         # breeding now has a batch queued behind, so wait a moment for one to start (else
         # a fast job could end without a worker ever measuring at a callback).
-        deadline = time.monotonic() + 2.0
-        while not (measuring := sorted(p.name.split(".")[0]
-                                       for p in pid_dir.glob("*.measuring"))):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.01)
-        pid = int(measuring[0])
+        pid = _measuring_pid(pid_dir)
+        if pid is None:
+            return
         (pid_dir / "restart").write_text(restart)
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
@@ -333,15 +339,9 @@ def test_a_killed_multi_slot_process_loses_only_its_slots_batches(
     killed_at: list[float] = []
 
     def kill_one(job: JobState) -> None:
-        if killed or job.rounds < 2:
+        pid = None if killed or job.rounds < 2 else _measuring_pid(pid_dir)
+        if pid is None:
             return
-        deadline = time.monotonic() + 2.0
-        while not (measuring := sorted(p.name.split(".")[0]
-                                       for p in pid_dir.glob("*.measuring"))):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.01)
-        pid = int(measuring[0])
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
         killed_at.append(time.time())
