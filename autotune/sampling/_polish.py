@@ -239,7 +239,9 @@ class PolishState:
         deep: 0, or once a schedule's one-move neighbourhood is polished, its *second
             ring* (:mod:`autotune.sampling._deep`: a new boundary with a shape of its own)
             is polished the same way, ``deep`` proposals at most, before any kick; a
-            better schedule found there is polished next (ring one, then two).
+            better schedule found there is polished next, its second ring first (the
+            move that paid, again: MobileNetV2 b16's better schedules are a few new
+            groups, each with its own shape), then its first.
     """
 
     def __init__(self, after: int, limit: int | None, window: int, kick: int = 0,
@@ -257,6 +259,7 @@ class PolishState:
         # resumed tune's predecessor): they count against ``limit`` as this one's do
         self._inherited: dict[str, int] = {}
         self._rounds: dict[str, int] = {}  # schedule -> its polish rounds so far
+        self._by_deep: set[str] = set()  # candidates proposed by a second ring
         self.out: str = ""  # the schedule a polish round is out for ("": none)
         self.rounds = 0  # polish rounds requested (for reports)
         # the iterated local search: the head of the kicked climb, its speed, the kick
@@ -276,6 +279,8 @@ class PolishState:
         trials), so it counts against ``limit`` here."""
         if polish_of:
             self.found.add(cid)
+            if is_deep(polish_of):
+                self._by_deep.add(cid)
             if inherited:
                 self._inherited[polish_of] = self._inherited.get(polish_of, 0) + 1
                 self._check_limit(polish_of)
@@ -298,13 +303,14 @@ class PolishState:
         one is out already."""
         if self.after < 0 or not self.best or self.out:
             return "", ""
-        if self.best not in self.done:
+        rings = [(self.best, "polish")]
+        if self.deep:  # the second ring: first where the best was found by one
+            ring = (deep_key(self.best), "deep")
+            rings = [ring, *rings] if self.best in self._by_deep else [*rings, ring]
+        todo = [r for r in rings if r[0] not in self.done]
+        if todo:
             if self.since_best >= self.after or self.best in self.found:
-                return self.best, "polish"
-            return "", ""
-        if self.deep and deep_key(self.best) not in self.done:
-            if self.since_best >= self.after or self.best in self.found:
-                return deep_key(self.best), "deep"
+                return todo[0]
             return "", ""
         if not self.kick or self.since_best < self.after or self._waiting:
             return "", ""

@@ -77,10 +77,14 @@ def test_the_second_ring_comes_after_the_first_with_its_own_limit() -> None:
     assert st.due() == (deep_key("b"), "deep") and st.start(deep_key("b"), "deep") == 20
     st.measured("c", 2.0, polish_of=deep_key("b"))  # the second ring found a better one
     st.back(deep_key("b"), 2, size=900, window=20)  # (4: b's second ring is done too)
-    assert deep_key("b") in st.done and st.due() == ("c", "polish")
+    assert deep_key("b") in st.done and st.due() == (deep_key("c"), "deep")  # c's 2nd first
+    st.start(deep_key("c"), "deep")
+    st.back(deep_key("c"), 0, size=5, window=10)  # c's second ring is exhausted
+    assert st.due() == ("c", "polish")
     st.start("c")
-    st.back("c", 0, size=5, window=10)  # c's first ring is exhausted: its second next
-    assert st.due() == (deep_key("c"), "deep")
+    st.measured("d", 3.0, polish_of="c")  # the first ring found one: its first ring first
+    st.back("c", 1, size=50, window=10)
+    assert st.due() == ("d", "polish")
     assert PolishState(after=2, limit=3, window=10).due() == ("", "")
     off = PolishState(after=0, limit=1, window=10)  # deep=0: no second ring
     off.measured("b", 1.0)
