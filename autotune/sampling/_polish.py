@@ -20,6 +20,16 @@ hand):
 * **Until**: the whole neighbourhood was proposed (or ``polish_limit`` of it), the
   schedule is then *polished* and evolution takes over again; or the best improves,
   and the new best is polished next.
+* **Then its second ring** (``GuidedOptions.polish_deep``, 48 proposals per schedule; 0:
+  none): the same climb through :func:`autotune.sampling._deep.split_reshape` (a new
+  group boundary together with every shape of the new group: a split the one-move
+  ``split_group`` makes neutral, since the new group inherits its parent's shape),
+  decoded lazily in a window as above, ranked by the cost model. Its rounds are booked
+  and marked under :func:`deep_key` (``deep:<cid>``), with their own limit (a resumed
+  tune counts its predecessor's against it). A best found by a second ring polishes its
+  own second ring first, then its first. Why: 2-worker MobileNetV2 b16 tunes stalled at
+  1,504-1,516 µs where that ring leads on (``[0, 41, 51]`` 1,513.0 -> ``[0, 15, 41, 51]``
+  1,504.0 -> ``[0, 15, 31, 41, 51]`` 1,502.3, ``bench/results/tuning.md``, h82).
 * **Then, if it stays stalled, kicks** (an iterated local search; ``GuidedOptions.polish_kick``
   and ``kick_limit``; off by default: see :class:`autotune.sampling.GuidedOptions`), every
   other round: one of the best's kicks
