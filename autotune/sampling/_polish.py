@@ -125,11 +125,12 @@ def _hood(space: Space, parent: np.ndarray, schedule: GraphSchedule, kick: int =
     hood = memo.get(key)
     if hood is None:
         if kick == DEEP:  # the second ring (built lazily: thousands of vectors)
-            from autotune.sampling._deep import split_reshape
+            from autotune.sampling._deep import carried_moves, split_reshape
 
+            carried = carried_moves(space, schedule)  # first, in their order: a few dozen
             ring = split_reshape(space, schedule)
-            order = _order(key, len(ring))
-            hood = _Hood(_Shuffled(ring, order), [None] * len(ring), ["deep"] * len(ring))
+            both = _Shuffled(ring, _order(key, len(ring)), carried)
+            hood = _Hood(both, [None] * len(both), ["deep"] * len(both))
         else:
             listed = (kick_vectors(space, schedule, kick) if kick
                       else neighbour_vectors(space, schedule))
@@ -151,16 +152,19 @@ def _order(key: bytes, n: int) -> np.ndarray:
 
 
 class _Shuffled(Sequence[np.ndarray]):
-    """``items`` read in ``order`` (each built when read)."""
+    """``head``, then ``items`` read in ``order`` (each built when read)."""
 
-    def __init__(self, items: Sequence[np.ndarray], order: np.ndarray) -> None:
-        self.items, self.order = items, order
+    def __init__(self, items: Sequence[np.ndarray], order: np.ndarray,
+                 head: Sequence[np.ndarray] = ()) -> None:
+        self.items, self.order, self.head = items, order, head
 
     def __len__(self) -> int:
-        return len(self.order)
+        return len(self.head) + len(self.order)
 
     def __getitem__(self, k):  # type: ignore[no-untyped-def, override]
-        return self.items[int(self.order[k])]
+        if k < len(self.head):
+            return self.head[k]
+        return self.items[int(self.order[k - len(self.head)])]
 
 
 @dataclass(frozen=True)

@@ -161,3 +161,48 @@ def test_second_ring_tunes_are_reproducible_and_resume_within_its_limit(
     assert len(cids) == 56 == len(set(cids))
     got = list(_log_marks(r).values())
     assert all(got.count(m) <= opts.polish_deep for m in got if is_deep(m))
+
+
+def test_a_carried_move_moves_one_boundary_with_its_groups_parameters(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    """Each carried move keeps the number of boundaries, moves one of them to a cut point
+    between its neighbours, and gives the moved group the parameters its old start had;
+    the second ring's hood lists them first, in their order."""
+    from autotune.sampling._deep import carried_moves
+    from autotune.sampling._polish import _hood
+
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    rng = np.random.default_rng(5)
+    cuts = [int(space.rep[d]) for d in space.d_cut]
+    segs = space.structure.segments
+
+    def on(v: np.ndarray) -> list[int]:
+        below = CUT_BELOW[GRANULARITIES[int(v[space.rep[space.d_gran]])]]
+        return [k for k, f in enumerate(cuts) if int(v[f]) < below]
+
+    def params(v: np.ndarray, k: int) -> list[int]:
+        start = segs[k + 1][0]
+        return [int(v[space.rep[d]]) for d in space._seg_dims[start]] + [
+            int(v[space.rep[space.d_scope[start]]])]
+
+    total = 0
+    for _ in range(10):
+        parent = space.sample(rng)
+        vec = space.encode(parent)
+        moved = carried_moves(space, parent)
+        total += len(moved)
+        for v in moved:
+            a, b = on(vec), on(v)
+            assert len(a) == len(b)
+            (old,), (new,) = set(a) - set(b), set(b) - set(a)
+            j = a.index(old)
+            assert (a[j - 1] if j else -1) < new < (a[j + 1] if j + 1 < len(a) else len(cuts))
+            assert params(v, new) == [min(x, int(space.n_choices[f]) - 1) for x, f in zip(
+                params(vec, old), [int(space.rep[d]) for d in space._seg_dims[segs[new + 1][0]]]
+                + [int(space.rep[space.d_scope[segs[new + 1][0]]])])]
+        if moved:
+            hood = _hood(space, vec, parent, DEEP)
+            assert [hood.vectors[i].tobytes() for i in range(len(moved))] == [
+                v.tobytes() for v in moved]
+            assert len(hood.vectors) == len(moved) + len(split_reshape(space, parent))
+    assert total > 0
