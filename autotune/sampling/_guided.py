@@ -129,11 +129,11 @@ class GuidedOptions:
             by default: with 4, MobileNetV2 b16 ended better in-process (seeds 0 and 1)
             but not with 2 workers (six pairs against main, ``bench/results/tuning.md``).
         polish_deep: Proposals per polished schedule from its second ring
-            (``PolishState``'s ``deep``, :mod:`autotune.sampling._deep`: a new group
-            boundary together with a shape of its own), polished after the one-move
-            neighbourhood (0: never). The default, 48, took MobileNetV2 b16 out of the
-            basin where 2-worker tunes stalled at 1,504-1,516 µs
-            (``bench/results/tuning.md``, 2026-11-27, h82).
+            (``PolishState``'s ``deep``, :mod:`autotune.sampling._deep`: a group
+            boundary moved with its group's parameters, or a new one together with a
+            shape of its own), polished after the one-move neighbourhood (0: never).
+            Measured with 2 workers on MobileNetV2 b16, where tunes stalled at
+            1,507-1,516 µs (``bench/results/tuning.md``, 2026-11-27, h82).
     """
 
     population: int = 96

@@ -21,10 +21,12 @@ hand):
   schedule is then *polished* and evolution takes over again; or the best improves,
   and the new best is polished next.
 * **Then its second ring** (``GuidedOptions.polish_deep``, 48 proposals per schedule; 0:
-  none): the same climb through :func:`autotune.sampling._deep.split_reshape` (a new
-  group boundary together with every shape of the new group: a split the one-move
-  ``split_group`` makes neutral, since the new group inherits its parent's shape),
-  decoded lazily in a window as above, ranked by the cost model. Its rounds are booked
+  none): the same climb through :mod:`autotune.sampling._deep`'s ring: first every
+  group boundary moved between its neighbours *with its group's parameters*
+  (``carried_moves``: a one-move ``boundary`` leaves them behind), then a new group
+  boundary together with every shape of the new group (``split_reshape``: a split the
+  one-move ``split_group`` makes neutral, since the new group inherits its parent's
+  shape), decoded lazily in a window as above, ranked by the cost model. Its rounds are booked
   and marked under :func:`deep_key` (``deep:<cid>``), with their own limit (a resumed
   tune counts its predecessor's against it). A best found by a second ring polishes its
   own second ring first, then its first. Why: 2-worker MobileNetV2 b16 tunes stalled at
