@@ -30,8 +30,9 @@ hand):
   and marked under :func:`deep_key` (``deep:<cid>``), with their own limit (a resumed
   tune counts its predecessor's against it). A best found by a second ring polishes its
   own second ring first, then its first. Why: 2-worker MobileNetV2 b16 tunes stalled at
-  1,504-1,516 µs where that ring leads on (``[0, 41, 51]`` 1,513.0 -> ``[0, 15, 41, 51]``
-  1,504.0 -> ``[0, 15, 31, 41, 51]`` 1,502.3, ``bench/results/tuning.md``, h82).
+  1,507-1,516 µs in O3's basin, two moves from better schedules that are each neutral or
+  worse alone; with the ring, four 2-worker runs ended at 1,499.2-1,501.8 µs (main
+  1,507.2-1,513.0 in the same minutes; ``bench/results/tuning.md``, h82).
 * **Then, if it stays stalled, kicks** (an iterated local search; ``GuidedOptions.polish_kick``
   and ``kick_limit``; off by default: see :class:`autotune.sampling.GuidedOptions`), every
   other round: one of the best's kicks
@@ -84,8 +85,8 @@ if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
     from search_space import Space
 
-__all__ = ["DEEP", "POLISH_ATTR", "PROV_POLISH", "PolishState", "deep_key", "is_deep", "polish_ranked",
-           "ring_of"]
+__all__ = ["DEEP", "POLISH_ATTR", "PROV_POLISH", "PolishState", "deep_key", "is_deep",
+           "polish_ranked", "ring_of"]
 
 POLISH_ATTR = "graphtune_polish"
 """Trial user attribute of a polish proposal (value: the polished schedule's candidate id)."""
@@ -195,8 +196,8 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
     (a 2-worker MobileNetV2 tune spent 96 measurements climbing from a "kick" that
     decoded to one group per operator, 23,632 µs). ``first``: the neighbours by these
     moves come first (each part in the model's order): a kicked climb's. ``kick`` =
-    :data:`DEEP`: rank ``parent``'s second ring (:func:`autotune.sampling._deep.split_reshape`:
-    a new boundary with the new group's own shape) instead.
+    :data:`DEEP`: rank ``parent``'s second ring instead (:mod:`autotune.sampling._deep`: its
+    carried boundary moves first, then a new boundary with the new group's own shape).
     """
     hood = _hood(space, parent, parent_schedule, kick)
     own = candidate_id(parent_schedule)
@@ -253,18 +254,18 @@ class PolishState:
             any. Then the next kick.
         kick_limit: Proposals per schedule of a kicked climb.
         deep: 0, or once a schedule's one-move neighbourhood is polished, its *second
-            ring* (:mod:`autotune.sampling._deep`: a new boundary with a shape of its own)
-            is polished the same way, ``deep`` proposals at most, before any kick; a
-            better schedule found there is polished next, its second ring first (the
-            move that paid, again: MobileNetV2 b16's better schedules are a few new
-            groups, each with its own shape), then its first.
+            ring* (:mod:`autotune.sampling._deep`: a boundary moved with its group's
+            parameters, a new boundary with a shape of its own) is polished the same
+            way, ``deep`` proposals at most, before any kick; a better schedule found
+            there is polished next, its second ring first (the move that paid, again:
+            MobileNetV2 b16's better schedules are a few new groups, each with its own
+            shape), then its first.
     """
 
     def __init__(self, after: int, limit: int | None, window: int, kick: int = 0,
                  kick_limit: int | None = 32, deep: int = 0) -> None:
         self.after, self.limit, self.window = after, limit, window
         self.kick, self.kick_limit, self.deep = kick, kick_limit, deep
-
         self.since_best = 0  # measurements since the best improved
         self.best: str = ""  # candidate id of the best measured
         self._best_y = -np.inf
@@ -315,7 +316,8 @@ class PolishState:
 
     def due(self) -> tuple[str, str]:
         """``(schedule, kind)`` of the next round: ``"polish"`` (the best, or the head
-        of a kicked climb) or ``"kick"`` (the best's next kick); ``("", "")``: none, or
+        of a kicked climb), ``"deep"`` (the best's second ring: ``schedule`` is its
+        :func:`deep_key`) or ``"kick"`` (the best's next kick); ``("", "")``: none, or
         one is out already."""
         if self.after < 0 or not self.best or self.out:
             return "", ""
