@@ -8,16 +8,21 @@ the best baseline on at least two. Logs stay in ``--out`` (resumable).
 
 ``--breed-budget X`` sets the guided sampler's ``breed_budget`` (``inf``: the fixed
 breeding effort; default: what ``tune`` uses). ``--polish-kick N`` turns on the polish's
-kicks (``GuidedOptions.polish_kick``; default 0: off, as ``tune``).
+kicks (``GuidedOptions.polish_kick``; default 0: off, as ``tune``). ``--polish-deep N``
+sets the proposals per schedule of the polish's second ring (``GuidedOptions.polish_deep``,
+:mod:`autotune.sampling._deep`; default: what ``tune`` uses, 48; 0: off). Each model's
+line says how many measurements the polish's rings proposed (first / second) and when
+the best was measured.
 
 Run: ``.venv/bin/python bench/tune_quality.py [--trials 1000] [--workers 2]
 [--models resnet50 bert_base mobilenet_v2 deepfm] [--out bench/out/quality]
-[--breed-budget X] [--polish-kick N]``
+[--breed-budget X] [--polish-kick N] [--polish-deep N]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -33,6 +38,22 @@ def _x(v: float | None) -> str:
     return f"{v:.3f}x" if v else "-"
 
 
+def _polish_counts(log: Path) -> tuple[int, int, int]:
+    """(first-ring, second-ring measurements, the record number of the best) in a log."""
+    from autotune.sampling._polish import PROV_POLISH, is_deep
+
+    first = second = at = 0
+    best = float("inf")
+    for k, line in enumerate(log.read_text().splitlines()):
+        r = json.loads(line)
+        mark = r["prov"].get(PROV_POLISH, "")
+        first += bool(mark) and not is_deep(mark)
+        second += bool(mark) and is_deep(mark)
+        if r["result"]["status"] == "ok" and r["result"]["latency_us"] < best:
+            best, at = r["result"]["latency_us"], k + 1
+    return first, second, at
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=1000)
@@ -41,24 +62,27 @@ def main() -> None:
     ap.add_argument("--sampler", default="guided")
     ap.add_argument("--breed-budget", type=float, default=None)
     ap.add_argument("--polish-kick", type=int, default=0)
+    ap.add_argument("--polish-deep", type=int, default=None)
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=sorted(MODELS))
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "quality")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
+    deep = {} if args.polish_deep is None else {"polish_deep": args.polish_deep}
     for key in args.models:
         graph = zoo_graph(key)
         t0 = time.perf_counter()
         res = tune([graph], trials=args.trials, workers=args.workers, seed=args.seed,
                    sampler=args.sampler, log=args.out / f"{key}.jsonl",
                    guided=GuidedOptions(breed_budget=args.breed_budget,
-                                        polish_kick=args.polish_kick))
+                                        polish_kick=args.polish_kick, **deep))
         (t,) = res.tasks
         base = min(v for v in (t.baseline("plan:"), t.baseline("O")) if v)
         rows.append((key, t, base, time.perf_counter() - t0, res.measurements_per_s))
+        first, second, at = _polish_counts(args.out / f"{key}.jsonl")
         print(f"{key}: {t.records} records, best {t.best_latency_us:,.1f} µs "
-              f"({_x(base / t.best_latency_us if t.best_latency_us else None)} the best baseline)",
-              flush=True)
+              f"({_x(base / t.best_latency_us if t.best_latency_us else None)} the best baseline; "
+              f"measured {at}th; polish rings measured {first} / {second})", flush=True)
     print(f"\n{'model':13} {'n':>5} {'best µs':>10} {'O3 µs':>10} {'plan µs':>10} {'O0-3 µs':>10} "
           f"{'xO3':>7} {'xplan':>7} {'xO0-3':>7} {'xbest':>7} {'/bound':>7} {'meas/s':>7} {'s':>6}")
     wins = 0

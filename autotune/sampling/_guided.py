@@ -59,7 +59,7 @@ from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 
 from autotune.sampling._breed import Bred, BreedRequest, RankerScorer, Scorer, breed
-from autotune.sampling._polish import POLISH_ATTR, PolishState
+from autotune.sampling._polish import DEEP, POLISH_ATTR, PolishState, is_deep, ring_of
 from autotune.sampling._ranker import Ranker
 from autotune.sampling._studies import candidate_id, vector_of
 
@@ -128,6 +128,12 @@ class GuidedOptions:
             most every other round is a kick or a kicked climb's, the others evolve. Off
             by default: with 4, MobileNetV2 b16 ended better in-process (seeds 0 and 1)
             but not with 2 workers (six pairs against main, ``bench/results/tuning.md``).
+        polish_deep: Proposals per polished schedule from its second ring
+            (``PolishState``'s ``deep``, :mod:`autotune.sampling._deep`: a group
+            boundary moved with its group's parameters, or a new one together with a
+            shape of its own), polished after the one-move neighbourhood (0: never).
+            Measured with 2 workers on MobileNetV2 b16, where tunes stalled at
+            1,507-1,516 µs (``bench/results/tuning.md``, 2026-11-27, h82).
     """
 
     population: int = 96
@@ -147,6 +153,7 @@ class GuidedOptions:
     polish_window: int = 256
     polish_kick: int = 0
     kick_limit: int | None = 32
+    polish_deep: int = 48
 
 
 @dataclass
@@ -208,7 +215,8 @@ class GuidedSampler(BaseSampler):
         self._islands: deque[bool] = deque()
         o = self.options
         self.polish = PolishState(o.polish_after, o.polish_limit,
-                                  o.polish_window or o.population, o.polish_kick, o.kick_limit)
+                                  o.polish_window or o.population, o.polish_kick, o.kick_limit,
+                                  o.polish_deep)
         self._searched = False  # the last request was a kick or a kicked climb's
         self._x: list[np.ndarray] = []
         self._y: list[float] = []
@@ -534,18 +542,20 @@ class GuidedSampler(BaseSampler):
         self._told_at_request = self.told
         n_prop = min(max(o.proposals, self.demand), max(o.population, o.proposals))
         polish, kind = self.polish.due()
-        kicking = kind == "kick" or (bool(polish) and polish != self.polish.best)
+        kicking = kind == "kick" or (kind == "polish" and polish != self.polish.best)
         if kicking and self._searched:  # the iterated local search: every other round
             polish = ""
         self._searched = kicking and bool(polish)
-        if polish and polish in self._vectors:  # the end game: a hill climb from the best
+        if polish and ring_of(polish) in self._vectors:  # the end game: a hill climb
             n = 1 if kind == "kick" else -(-n_prop // max(1, share))
             if kind == "polish" and kicking and share > 1 and o.kick_limit:
                 # a climb's step waits for its round to come back from a worker and for
                 # its measurements: with workers, one round proposes the step's limit (a
                 # kick round proposes one kick, whatever the share: review finding)
                 n = max(n, o.kick_limit)
-            return self._polish_request(polish, n, pending, kind)
+            room = self.polish.room(polish)
+            return self._polish_request(polish, n if room is None else max(1, min(n, room)),
+                                        pending, kind)
         # borrowing (seeds, or a ranker trained on other targets' rows), every other round is
         # the own line's, ranked as a cold tune ranks (see the module doc)
         islands = bool(self._borrowed) or bool(getattr(self.ranker, "borrows", False))
@@ -572,17 +582,17 @@ class GuidedSampler(BaseSampler):
         """A polish or kick round of ``polish`` (see :mod:`autotune.sampling._polish`)."""
         o = self.options
         window = self.polish.start(polish, kind)
-        self._islands.append(polish in self._borrowed)  # its children: the best's line
+        self._islands.append(ring_of(polish) in self._borrowed)  # the best's line
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = False
         base, seen = self._seen_parts(pending)
         self.last_proposals = n_prop
         return BreedRequest(
-            batch=self.space.batch, parents=(self._vectors[polish],),
+            batch=self.space.batch, parents=(self._vectors[ring_of(polish)],),
             seed=int(self._rng.integers(2**63 - 1)), proposals=n_prop, eps=0, seen=seen,
             population=o.population, generations=0, random_share=o.random_share,
             crossover=o.crossover, seen_base=base, polish=window, polish_of=polish,
-            kick=o.polish_kick if kind == "kick" else 0,
+            kick=o.polish_kick if kind == "kick" else DEEP if kind == "deep" else 0,
             climb=kind == "polish" and polish != self.polish.best)
 
     def _see(self, cid: str) -> None:
@@ -667,6 +677,8 @@ class GuidedSampler(BaseSampler):
         # a kick's or a kicked climb's proposals go before the queued evolution's: each step
         # of it waits for the measurements of the last (in-process the queue is empty here)
         front: list[_Proposal] = []
+        # a round of the second ring (its request's ``kick`` is DEEP) is booked as a polish
+        kick = part.kick and not is_deep(part.polish_of)
         for p in part.picks:
             if p.cid in self._seen:  # picked by another request bred at the same time
                 continue
@@ -674,7 +686,7 @@ class GuidedSampler(BaseSampler):
             queued.append(p.cid)
             made = _Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector, p.features,
                              borrowed, part.polish_of)
-            if part.kick or self.polish.climbing(part.polish_of):
+            if kick or self.polish.climbing(part.polish_of):
                 front.append(made)
             else:
                 self._queue.append(made)
@@ -682,14 +694,14 @@ class GuidedSampler(BaseSampler):
                 self._borrowed.add(p.cid)
             n += 1
         self._queue.extendleft(reversed(front))
-        if part.kick:
+        if kick:
             self.polish.kicked(part.polish_of, queued)
             log.debug("kick round of %s: %d proposed", part.polish_of[:12], n)
             return n
         if part.polish_of:
             self.polish.back(part.polish_of, n, part.neighbourhood, part.window)
             log.debug("polish round of %s (window %d of %d): %d proposed, %d measured since "
-                      "the best improved", part.polish_of[:12], part.window, part.neighbourhood,
+                      "the best improved", part.polish_of[:17], part.window, part.neighbourhood,
                       n, self.polish.since_best)
             if not n:
                 return 0  # an exhausted neighbourhood is not a dry round: evolution follows

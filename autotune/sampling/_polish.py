@@ -20,6 +20,19 @@ hand):
 * **Until**: the whole neighbourhood was proposed (or ``polish_limit`` of it), the
   schedule is then *polished* and evolution takes over again; or the best improves,
   and the new best is polished next.
+* **Then its second ring** (``GuidedOptions.polish_deep``, 48 proposals per schedule; 0:
+  none): the same climb through :mod:`autotune.sampling._deep`'s ring: first every
+  group boundary moved between its neighbours *with its group's parameters*
+  (``carried_moves``: a one-move ``boundary`` leaves them behind), then a new group
+  boundary together with every shape of the new group (``split_reshape``: a split the
+  one-move ``split_group`` makes neutral, since the new group inherits its parent's
+  shape), decoded lazily in a window as above, ranked by the cost model. Its rounds are booked
+  and marked under :func:`deep_key` (``deep:<cid>``), with their own limit (a resumed
+  tune counts its predecessor's against it). A best found by a second ring polishes its
+  own second ring first, then its first. Why: 2-worker MobileNetV2 b16 tunes stalled at
+  1,507-1,516 µs in O3's basin, two moves from better schedules that are each neutral or
+  worse alone; with the ring, four 2-worker runs ended at 1,499.2-1,501.8 µs (main
+  1,507.2-1,513.0 in the same minutes; ``bench/results/tuning.md``, h82).
 * **Then, if it stays stalled, kicks** (an iterated local search; ``GuidedOptions.polish_kick``
   and ``kick_limit``; off by default: see :class:`autotune.sampling.GuidedOptions`), every
   other round: one of the best's kicks
@@ -72,7 +85,8 @@ if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
     from search_space import Space
 
-__all__ = ["POLISH_ATTR", "PROV_POLISH", "PolishState", "polish_ranked"]
+__all__ = ["DEEP", "POLISH_ATTR", "PROV_POLISH", "PolishState", "deep_key", "is_deep",
+           "polish_ranked", "ring_of"]
 
 POLISH_ATTR = "graphtune_polish"
 """Trial user attribute of a polish proposal (value: the polished schedule's candidate id)."""
@@ -89,11 +103,14 @@ class _Hood:
     """A schedule's neighbourhood on this process: vectors in their fixed order, and what
     decoding them gave (None: not decoded yet; ``""``: the parent itself or a repeat)."""
 
-    vectors: list[np.ndarray]
+    vectors: Sequence[np.ndarray]
     decoded: list[tuple[str, GraphSchedule] | None]
     moves: list[str] = field(default_factory=list)
     rows: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
+
+DEEP = -1
+"""``kick`` of a polish round of the second ring (:mod:`autotune.sampling._deep`)."""
 
 _HOODS: weakref.WeakKeyDictionary[Space, dict[bytes, _Hood]] = weakref.WeakKeyDictionary()
 _MAX_HOODS = 4  # per space: the incumbents a worker is polishing (one at a time, mostly)
@@ -110,17 +127,47 @@ def _hood(space: Space, parent: np.ndarray, schedule: GraphSchedule, kick: int =
         key = b"kick%d:" % kick + key
     hood = memo.get(key)
     if hood is None:
-        listed = kick_vectors(space, schedule, kick) if kick else neighbour_vectors(space, schedule)
-        vecs = [v for _, v in listed]
-        # a fixed order per schedule (the same on every worker), not the moves' order: a
-        # window of it is a sample of every kind of move
-        seed = int.from_bytes(hashlib.sha256(key).digest()[:8], "little")
-        order = np.random.default_rng(seed).permutation(len(vecs))
+        if kick == DEEP:  # the second ring (built lazily: thousands of vectors)
+            from autotune.sampling._deep import carried_moves, split_reshape
+
+            carried = carried_moves(space, schedule)  # first, in their order: a few dozen
+            ring = split_reshape(space, schedule)
+            both = _Shuffled(ring, _order(key, len(ring)), carried)
+            hood = _Hood(both, [None] * len(both), ["deep"] * len(both))
+        else:
+            listed = (kick_vectors(space, schedule, kick) if kick
+                      else neighbour_vectors(space, schedule))
+            vecs = [v for _, v in listed]
+            order = _order(key, len(vecs))
+            hood = _Hood([vecs[int(k)] for k in order], [None] * len(vecs),
+                         [listed[int(k)][0] for k in order])
         if len(memo) >= _MAX_HOODS:
             memo.pop(next(iter(memo)))
-        hood = memo[key] = _Hood([vecs[int(k)] for k in order], [None] * len(vecs),
-                                 [listed[int(k)][0] for k in order])
+        memo[key] = hood
     return hood
+
+
+def _order(key: bytes, n: int) -> np.ndarray:
+    """A fixed order per schedule (the same on every worker), not the moves' order: a
+    window of it is a sample of every kind of move."""
+    seed = int.from_bytes(hashlib.sha256(key).digest()[:8], "little")
+    return np.random.default_rng(seed).permutation(n)
+
+
+class _Shuffled(Sequence[np.ndarray]):
+    """``head``, then ``items`` read in ``order`` (each built when read)."""
+
+    def __init__(self, items: Sequence[np.ndarray], order: np.ndarray,
+                 head: Sequence[np.ndarray] = ()) -> None:
+        self.items, self.order, self.head = items, order, head
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.order)
+
+    def __getitem__(self, k):  # type: ignore[no-untyped-def, override]
+        if k < len(self.head):
+            return self.head[k]
+        return self.items[int(self.order[k - len(self.head)])]
 
 
 @dataclass(frozen=True)
@@ -148,7 +195,9 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
     with that span), those that decode to one group more or less than ``parent`` at most
     (a 2-worker MobileNetV2 tune spent 96 measurements climbing from a "kick" that
     decoded to one group per operator, 23,632 µs). ``first``: the neighbours by these
-    moves come first (each part in the model's order): a kicked climb's.
+    moves come first (each part in the model's order): a kicked climb's. ``kick`` =
+    :data:`DEEP`: rank ``parent``'s second ring instead (:mod:`autotune.sampling._deep`: its
+    carried boundary moves first, then a new boundary with the new group's own shape).
     """
     hood = _hood(space, parent, parent_schedule, kick)
     own = candidate_id(parent_schedule)
@@ -166,7 +215,7 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
         if cid in seen_here:
             continue
         seen_here.add(cid)
-        if kick and abs(len(s.groups) - len(parent_schedule.groups)) > 1:
+        if kick > 0 and abs(len(s.groups) - len(parent_schedule.groups)) > 1:
             continue  # not one boundary moved (a cut point of another granularity)
         if fresh(cid):
             items.append((cid, s))
@@ -204,12 +253,19 @@ class PolishState:
             climb that ends below the best has made a new best, which is polished as
             any. Then the next kick.
         kick_limit: Proposals per schedule of a kicked climb.
+        deep: 0, or once a schedule's one-move neighbourhood is polished, its *second
+            ring* (:mod:`autotune.sampling._deep`: a boundary moved with its group's
+            parameters, a new boundary with a shape of its own) is polished the same
+            way, ``deep`` proposals at most, before any kick; a better schedule found
+            there is polished next, its second ring first (the move that paid, again:
+            MobileNetV2 b16's better schedules are a few new groups, each with its own
+            shape), then its first.
     """
 
     def __init__(self, after: int, limit: int | None, window: int, kick: int = 0,
-                 kick_limit: int | None = 32) -> None:
+                 kick_limit: int | None = 32, deep: int = 0) -> None:
         self.after, self.limit, self.window = after, limit, window
-        self.kick, self.kick_limit = kick, kick_limit
+        self.kick, self.kick_limit, self.deep = kick, kick_limit, deep
         self.since_best = 0  # measurements since the best improved
         self.best: str = ""  # candidate id of the best measured
         self._best_y = -np.inf
@@ -220,6 +276,7 @@ class PolishState:
         # resumed tune's predecessor): they count against ``limit`` as this one's do
         self._inherited: dict[str, int] = {}
         self._rounds: dict[str, int] = {}  # schedule -> its polish rounds so far
+        self._by_deep: set[str] = set()  # candidates proposed by a second ring
         self.out: str = ""  # the schedule a polish round is out for ("": none)
         self.rounds = 0  # polish rounds requested (for reports)
         # the iterated local search: the head of the kicked climb, its speed, the kick
@@ -239,6 +296,8 @@ class PolishState:
         trials), so it counts against ``limit`` here."""
         if polish_of:
             self.found.add(cid)
+            if is_deep(polish_of):
+                self._by_deep.add(cid)
             if inherited:
                 self._inherited[polish_of] = self._inherited.get(polish_of, 0) + 1
                 self._check_limit(polish_of)
@@ -257,13 +316,19 @@ class PolishState:
 
     def due(self) -> tuple[str, str]:
         """``(schedule, kind)`` of the next round: ``"polish"`` (the best, or the head
-        of a kicked climb) or ``"kick"`` (the best's next kick); ``("", "")``: none, or
+        of a kicked climb), ``"deep"`` (the best's second ring: ``schedule`` is its
+        :func:`deep_key`) or ``"kick"`` (the best's next kick); ``("", "")``: none, or
         one is out already."""
         if self.after < 0 or not self.best or self.out:
             return "", ""
-        if self.best not in self.done:
+        rings = [(self.best, "polish")]
+        if self.deep:  # the second ring: first where the best was found by one
+            ring = (deep_key(self.best), "deep")
+            rings = [ring, *rings] if self.best in self._by_deep else [*rings, ring]
+        todo = [r for r in rings if r[0] not in self.done]
+        if todo:
             if self.since_best >= self.after or self.best in self.found:
-                return self.best, "polish"
+                return todo[0]
             return "", ""
         if not self.kick or self.since_best < self.after or self._waiting:
             return "", ""
@@ -285,7 +350,8 @@ class PolishState:
 
     def back(self, cid: str, proposed: int, size: int, window: int) -> None:
         """The round came back having proposed ``proposed`` new candidates out of a
-        neighbourhood of ``size`` ranked up to ``window``."""
+        neighbourhood of ``size`` ranked up to ``window`` (``cid``: a schedule, or its
+        :func:`deep_key` for its second ring)."""
         if self.out == cid:
             self.out = ""
         self._offered[cid] = self._offered.get(cid, 0) + proposed
@@ -306,12 +372,43 @@ class PolishState:
         """Whether ``cid`` is (or was) the head of a kicked climb."""
         return cid in self._climbed
 
+    def room(self, cid: str) -> int | None:
+        """Proposals left to a second ring's rounds (:func:`deep_key`) under ``deep``: a
+        round proposes no more (None: any other round, whose limit is checked after it)."""
+        if not is_deep(cid):
+            return None
+        return max(0, self.deep - self._offered.get(cid, 0) - self._inherited.get(cid, 0))
+
     def _check_limit(self, cid: str) -> None:
         total = self._offered.get(cid, 0) + self._inherited.get(cid, 0)
-        limit = self.kick_limit if cid in self._climbed and cid != self.best else self.limit
+        if is_deep(cid):
+            limit: int | None = self.deep
+        else:
+            limit = self.kick_limit if cid in self._climbed and cid != self.best else self.limit
         if limit is not None and total >= limit:
             self.done.add(cid)
 
     def lost(self) -> None:
         """The round was lost (its worker died)."""
         self.out = ""
+
+
+_DEEP_PREFIX = "deep:"
+
+
+def deep_key(cid: str) -> str:
+    """The name of ``cid``'s second ring (:mod:`autotune.sampling._deep`): what its rounds
+    are booked under in :class:`PolishState` (its own ``deep`` limit) and what its
+    proposals are marked with (the trial attribute :data:`POLISH_ATTR`, the record's
+    ``prov.polish_of``), so a resumed tune counts them against that limit."""
+    return _DEEP_PREFIX + cid
+
+
+def is_deep(mark: str) -> bool:
+    """Whether a polish mark is a second ring's (:func:`deep_key`)."""
+    return mark.startswith(_DEEP_PREFIX)
+
+
+def ring_of(mark: str) -> str:
+    """The schedule a polish mark is about (its own, or its second ring's)."""
+    return mark[len(_DEEP_PREFIX):] if is_deep(mark) else mark

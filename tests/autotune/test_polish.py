@@ -375,7 +375,8 @@ def test_kick_and_climb_rounds_alternate_with_evolution(tiny_graph: Graph,
     from dataclasses import replace
 
     space = build_space(tiny_graph, tune_target, tiny_graph.batch)
-    opts = replace(POLISH, polish_after=0, polish_limit=2, polish_kick=3, kick_limit=12)
+    opts = replace(POLISH, polish_after=0, polish_limit=2, polish_kick=3, kick_limit=12,
+                   polish_deep=0)  # (the second ring, polished before any kick: off here)
     sampler = GuidedSampler(space=space, ranker=CostModelRanker(tiny_graph, tune_target, seed=0),
                             seed=3, options=opts)
     rng = np.random.default_rng(1)
