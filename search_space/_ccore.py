@@ -58,6 +58,7 @@ import os
 import sys
 from array import array
 from collections.abc import Callable, Mapping
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -102,7 +103,7 @@ def load_extension(name: str) -> Any:
     """The compiled module ``search_space.<name>``, or None: pure Python forced
     (``GRAPHTUNE_PURE_PYTHON``) or not built (one import attempt per process; the first
     missing part warns once, :func:`missing`)."""
-    if os.environ.get("GRAPHTUNE_PURE_PYTHON", "") not in ("", "0"):
+    if _pure_forced():
         return None
     if name not in _modules:
         try:
@@ -116,6 +117,22 @@ def load_extension(name: str) -> Any:
             _modules[name] = None
             missing(exc)
     return _modules[name]
+
+
+# GRAPHTUNE_PURE_PYTHON is read at every call (tests and benches set it at run time), from
+# os.environ's own table: a dictionary look-up, not os.environ's encode and decode (every
+# decode asks ~20 times)
+_ENV_DATA: Any = getattr(os.environ, "_data", None)
+_PURE_KEY: Any = os.environ.encodekey("GRAPHTUNE_PURE_PYTHON") if type(_ENV_DATA) is dict else None
+_PURE_OFF = frozenset(os.environ.encodevalue(v) for v in ("", "0")) if _PURE_KEY is not None else None
+
+
+def _pure_forced() -> bool:
+    """Whether ``GRAPHTUNE_PURE_PYTHON`` forces the Python decoder (set and neither "" nor "0")."""
+    if _PURE_OFF is not None:
+        v = _ENV_DATA.get(_PURE_KEY)
+        return v is not None and v not in _PURE_OFF
+    return os.environ.get("GRAPHTUNE_PURE_PYTHON", "") not in ("", "0")
 
 
 # what each extension's current build has that older builds lack: an extension left from an
@@ -369,20 +386,13 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         dec._crows = rows
     sr: _StepRows = rows[0]
     groups = dec.groups
-    gwants: list[tuple[int, ...] | None] = [None] * len(groups)
-    pwants: list[int | None] = [None] * len(groups)
-    gd, pd, chunk_codes = sr.gd, sr.pd, _CHUNK_CODES
-    for a in sr.asks:
-        if a >= 0:
-            gr = groups[a]
-            key = (get(gd[a]), gr.split, gr.wave)
-            codes = chunk_codes.get(key)
-            if codes is None:
-                codes = chunk_codes[key] = tuple(
-                    _CODE[w] for w in chunk_scopes(SCOPE_POLICIES[key[0]], gr.split, gr.wave))
-            gwants[a] = codes
-        else:
-            pwants[-1 - a] = _XSCOPE_CODES[get(pd[-1 - a])]
+    glue = _glue()
+    if glue is not None:  # the loop below in C (``wants`` in _cshape.c): the same reads
+        gwants, pwants = glue.wants(sr.asks, sr.gd, sr.pd, groups, reader_parts(get), _CHUNK_CODES,
+                                    partial(_chunk_codes, chunk_scopes), len(SCOPE_POLICIES),
+                                    _XSCOPE_CODES)
+    else:
+        gwants, pwants = _wants(sr, groups, get, chunk_scopes)
     if sr.kept is not None:  # a repair round: the kept walk walked again (rewalk in _cwalk.c)
         res = mod.rewalk(sr.kept, gwants, pwants)
     else:
@@ -415,6 +425,61 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     dec.nodes = nodes
     dec.walk = _Walked(scopes, issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))
     return _ScopeDims(sr)
+
+
+def _wants(sr: _StepRows, groups: list[Any], get: Callable[[int], int],
+           chunk_scopes: Callable[..., Any]) -> tuple[list[Any], list[Any]]:
+    """The answers in walk order (``sr.asks``: group i, or -1 - producer p): per group the
+    scope code each chunk asks for, per producer its transfer scope's code (the reference of
+    ``wants`` in ``_cshape.c``)."""
+    gwants: list[tuple[int, ...] | None] = [None] * len(groups)
+    pwants: list[int | None] = [None] * len(groups)
+    gd, pd, chunk_codes = sr.gd, sr.pd, _CHUNK_CODES
+    for a in sr.asks:
+        if a >= 0:
+            gr = groups[a]
+            key = (get(gd[a]), gr.split, gr.wave)
+            codes = chunk_codes.get(key)
+            if codes is None:
+                codes = _chunk_codes(chunk_scopes, *key)
+            gwants[a] = codes
+        else:
+            pwants[-1 - a] = _XSCOPE_CODES[get(pd[-1 - a])]
+    return gwants, pwants
+
+
+def _chunk_codes(chunk_scopes: Callable[..., Any], policy: int, split: int, wave: int
+                 ) -> tuple[int, ...]:
+    """The scope code each chunk of a group asks for under scope policy ``policy`` (an index
+    of ``SCOPE_POLICIES``), kept in ``_CHUNK_CODES``."""
+    codes = _CHUNK_CODES[(policy, split, wave)] = tuple(
+        _CODE[w] for w in chunk_scopes(SCOPE_POLICIES[policy], split, wave))
+    return codes
+
+
+def reader_parts(get: Callable[[int], int]) -> Any:
+    """What ``wants`` in ``_cshape.c`` reads the answers with: a recorder over a whole
+    assignment (``search_space._space._Recorder``: its values, rep and active), possibly
+    under a capacity repair's overrides (``search_space._build._Overridden``: its rep and
+    overrides), as a tuple (values, rep, active, overrides' rep or None, overrides or None);
+    any other reader as itself (called once per answer)."""
+    over = getattr(get, "overrides", None)
+    inner = getattr(get, "inner", None) if over is not None else get
+    values, rep, active = (getattr(inner, a, None) for a in ("values", "rep", "active"))
+    if type(values) is not list or type(rep) is not list or type(active) is not dict:
+        return get
+    if over is None:
+        return (values, rep, active, None, None)
+    orep = getattr(get, "rep", None)
+    if type(orep) is not list or type(over) is not dict:
+        return get
+    return (values, rep, active, orep, over)
+
+
+def _glue() -> Any:
+    """``_cshape`` when it has the scope walk's glue (``wants``, ``group_rows``), else None."""
+    mod = load_extension("_cshape")
+    return mod if mod is not None and hasattr(mod, "group_rows") else None
 
 
 # transfer-scope choice index -> the scope code its transfers ask for (3: auto)
@@ -483,6 +548,10 @@ def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     transfer-scope parameters and its split; and whether a group reads more streamable
     inputs than the C walk's masks hold (61 and the two flags in 64 bits: it walks in
     Python)."""
+    glue = _glue()
+    if glue is not None:  # the loop below in C (``group_rows`` in _cshape.c)
+        return glue.group_rows(dec.groups, space.d_scope, space.slot,  # type: ignore[no-any-return]
+                               partial(_crow, dec, space))
     batch = dec.batch
     wide = False
     groups = dec.groups
@@ -509,6 +578,15 @@ def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
         gd.append(d_scope[gr.scope_at])
         pd.append(slot_of[gr.slot] + 5)
     return gidx, grows, gnames, gtiles, gd, pd, [gr.split for gr in groups], wide
+
+
+def _crow(dec: Decoding, space: Space, info: Any, samples: int, cores: int, parts: int,
+          split: int) -> tuple[Any, ...]:
+    """A group's shape row on a miss of its op set's cache (``group_rows`` in ``_cshape.c``
+    reads it there): :func:`_shape_row` of its chunk shape, kept as :func:`_group_rows` keeps it."""
+    hit = info.cache[("crow", samples, cores, parts, split)] = _shape_row(
+        dec, space, info, samples // parts, cores // parts, dec.batch // split)
+    return hit
 
 
 def _shape_row(dec: Decoding, space: Space, info: Any, spp: int, cpp: int, samples: int

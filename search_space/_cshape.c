@@ -47,6 +47,7 @@
 #include <Python.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { F_NAME, F_START, F_SLOT, F_SCOPE_AT, F_INFO, F_SPLIT, F_CORES, F_PARTS, F_PERM, F_SPREAD,
        F_BINDS, F_WAVE, F_SAMPLES, F_DEPS, F_CONSUMERS, N_FIELDS };
@@ -523,9 +524,277 @@ done:
     return out;
 }
 
+
+/* ---- the scope walk's glue (search_space/_ccore.py: scope_walk, _group_rows) ---------------- */
+
+static PyObject *s_split, *s_wave, *s_info, *s_cache, *s_samples, *s_cores, *s_parts, *s_binds,
+    *s_scope_at, *s_slot, *s_name, *s_crow;
+
+static int attr_long(PyObject *o, PyObject *name, long lo, long hi, long *out) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (!v) return -1;
+    int rc = as_long(v, lo, hi, out, PyUnicode_AsUTF8(name));
+    Py_DECREF(v);
+    return rc;
+}
+
+/* one answer of the reader: the recorder's (values, rep, active[, orep, overrides]) read as
+ * search_space._space._Recorder and search_space._build._Overridden read it, or a call */
+typedef struct {
+    PyObject *call;                     /* a callable reader, or NULL */
+    PyObject *values, *rep, *active;    /* the recorder (lists and a dict) */
+    PyObject *orep, *overrides;         /* the overrides (a list and a dict) or NULL */
+} Reader;
+
+static int reader_of(PyObject *r, Reader *rd) {
+    memset(rd, 0, sizeof *rd);
+    if (!PyTuple_Check(r)) {
+        if (!PyCallable_Check(r)) { PyErr_SetString(PyExc_TypeError, "a reader: callable or a recorder's tuple"); return -1; }
+        rd->call = r;
+        return 0;
+    }
+    if (PyTuple_GET_SIZE(r) != 5 || !PyList_Check(PyTuple_GET_ITEM(r, 0)) ||
+        !PyList_Check(PyTuple_GET_ITEM(r, 1)) || !PyDict_Check(PyTuple_GET_ITEM(r, 2))) {
+        PyErr_SetString(PyExc_TypeError, "a recorder: (values, rep, active, orep, overrides)");
+        return -1;
+    }
+    rd->values = PyTuple_GET_ITEM(r, 0);
+    rd->rep = PyTuple_GET_ITEM(r, 1);
+    rd->active = PyTuple_GET_ITEM(r, 2);
+    PyObject *orep = PyTuple_GET_ITEM(r, 3), *ov = PyTuple_GET_ITEM(r, 4);
+    if (ov != Py_None) {
+        if (!PyList_Check(orep) || !PyDict_Check(ov)) {
+            PyErr_SetString(PyExc_TypeError, "overrides: a list and a dict");
+            return -1;
+        }
+        rd->orep = orep;
+        rd->overrides = ov;
+    }
+    return 0;
+}
+
+/* the answer to parameter d, a choice index in [0, n) */
+static int reader_read(const Reader *rd, long d, Py_ssize_t n, long *out) {
+    if (rd->call) {
+        PyObject *dd = PyLong_FromLong(d);
+        if (!dd) return -1;
+        PyObject *r = PyObject_CallOneArg(rd->call, dd);
+        Py_DECREF(dd);
+        if (!r) return -1;
+        PyObject *v = PyNumber_Index(r);  /* a reader may answer a numpy integer */
+        Py_DECREF(r);
+        if (!v) return -1;
+        int rc = as_long(v, 0, (long)n - 1, out, "an answer");
+        Py_DECREF(v);
+        return rc;
+    }
+    /* sizes read at every call: a dict's hash or a key's __eq__ may run Python */
+    if (d < 0 || d >= PyList_GET_SIZE(rd->values) || d >= PyList_GET_SIZE(rd->rep)) {
+        PyErr_SetString(PyExc_ValueError, "bad parameter");
+        return -1;
+    }
+    PyObject *f = PyList_GET_ITEM(rd->rep, d), *v = PyList_GET_ITEM(rd->values, d);
+    Py_INCREF(f);
+    Py_INCREF(v);
+    int rc = PyDict_SetItem(rd->active, f, Py_None);
+    Py_DECREF(f);
+    if (rc == 0 && rd->overrides) {
+        if (d >= PyList_GET_SIZE(rd->orep)) {
+            PyErr_SetString(PyExc_ValueError, "bad parameter");
+            rc = -1;
+        } else {
+            PyObject *of = PyList_GET_ITEM(rd->orep, d);
+            Py_INCREF(of);
+            PyObject *o = PyDict_GetItemWithError(rd->overrides, of);
+            Py_DECREF(of);
+            if (o) { Py_INCREF(o); Py_DECREF(v); v = o; }
+            else if (PyErr_Occurred()) rc = -1;
+        }
+    }
+    if (rc == 0) rc = as_long(v, 0, (long)n - 1, out, "an answer");
+    Py_DECREF(v);
+    return rc;
+}
+
+/* wants(asks, gd, pd, groups, reader, chunk_codes, chunk_fn, n_policies, xcodes)
+ *   -> (gwants, pwants): scope_walk's loop over the answers in walk order (asks: group i, or
+ *   -1 - producer p); a group's chunk scope codes from chunk_codes[(policy, split, wave)]
+ *   (chunk_fn(policy, split, wave) on a miss, which keeps them there), a producer's transfer
+ *   scope code xcodes[choice]. The reader is a callable or a recorder's tuple (reader_of). */
+static PyObject *py_wants(PyObject *self, PyObject *args) {
+    PyObject *asks, *gd, *pd, *groups, *reader, *codes, *chunk_fn, *xcodes;
+    long n_pol;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOO!OlO!:wants", &PyList_Type, &asks, &PyList_Type, &gd,
+                          &PyList_Type, &pd, &groups, &reader, &PyDict_Type, &codes, &chunk_fn,
+                          &n_pol, &PyTuple_Type, &xcodes))
+        return NULL;
+    if (n_pol < 1 || n_pol > 1 << 20) { PyErr_SetString(PyExc_ValueError, "bad policy count"); return NULL; }
+    Reader rd;
+    if (reader_of(reader, &rd)) return NULL;
+    /* snapshots: the reader, a key's hash and chunk_fn run Python (review) */
+    PyObject *ask_t = PyList_AsTuple(asks), *gd_t = PyList_AsTuple(gd), *pd_t = PyList_AsTuple(pd);
+    PyObject *gs = PySequence_Tuple(groups), *gw = NULL, *pw = NULL, *result = NULL;
+    PyObject *rtuple = PyTuple_Check(reader) ? reader : NULL;
+    Py_XINCREF(rtuple);  /* keeps the recorder's lists alive while Python code runs */
+    if (!ask_t || !gd_t || !pd_t || !gs) goto done;
+    Py_ssize_t ng = PyTuple_GET_SIZE(gs);
+    if (PyTuple_GET_SIZE(gd_t) != ng || PyTuple_GET_SIZE(pd_t) != ng) {
+        PyErr_SetString(PyExc_ValueError, "a scope and a transfer-scope parameter per group");
+        goto done;
+    }
+    gw = PyList_New(ng);
+    pw = PyList_New(ng);
+    if (!gw || !pw) goto done;
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        Py_INCREF(Py_None); PyList_SET_ITEM(gw, i, Py_None);
+        Py_INCREF(Py_None); PyList_SET_ITEM(pw, i, Py_None);
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(ask_t); k++) {
+        long a, d, v;
+        if (as_long(PyTuple_GET_ITEM(ask_t, k), -(long)ng, (long)ng - 1, &a, "an ask")) goto done;
+        if (a >= 0) {
+            long split, wave;
+            PyObject *gr = PyTuple_GET_ITEM(gs, a);
+            if (as_long(PyTuple_GET_ITEM(gd_t, a), 0, LONG_MAX, &d, "a scope parameter") ||
+                reader_read(&rd, d, n_pol, &v) ||
+                attr_long(gr, s_split, 1, INT_MAX, &split) || attr_long(gr, s_wave, 1, INT_MAX, &wave))
+                goto done;
+            PyObject *key = Py_BuildValue("(lll)", v, split, wave);
+            if (!key) goto done;
+            PyObject *hit = PyDict_GetItemWithError(codes, key);
+            Py_DECREF(key);
+            if (hit) {
+                Py_INCREF(hit);
+            } else {
+                if (PyErr_Occurred()) goto done;
+                hit = PyObject_CallFunction(chunk_fn, "lll", v, split, wave);
+                if (!hit) goto done;
+            }
+            if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != split) {
+                Py_DECREF(hit);
+                PyErr_SetString(PyExc_ValueError, "a scope code per chunk expected");
+                goto done;
+            }
+            PyList_SetItem(gw, a, hit);  /* steals hit */
+        } else {
+            long p = -1 - a;
+            if (as_long(PyTuple_GET_ITEM(pd_t, p), 0, LONG_MAX, &d, "a transfer-scope parameter") ||
+                reader_read(&rd, d, PyTuple_GET_SIZE(xcodes), &v))
+                goto done;
+            PyObject *c = PyTuple_GET_ITEM(xcodes, v);
+            Py_INCREF(c);
+            PyList_SetItem(pw, p, c);
+        }
+    }
+    result = PyTuple_Pack(2, gw, pw);
+done:
+    Py_XDECREF(ask_t); Py_XDECREF(gd_t); Py_XDECREF(pd_t); Py_XDECREF(gs);
+    Py_XDECREF(gw); Py_XDECREF(pw); Py_XDECREF(rtuple);
+    return result;
+}
+
+/* group_rows(groups, d_scope, slot_of, shape_row) -> (gidx, grows, gnames, gtiles, gd, pd,
+ *   splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its shape's row
+ *   from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on a miss
+ *   shape_row(info, samples, cores, parts, split), which keeps it there): a row (a tuple of 4:
+ *   the walk's row without bindings or None, the streamable inputs, the LLB weight tiles,
+ *   wide); the walk's row is that row and the group's bindings; its scope parameter
+ *   d_scope[scope_at], its transfer-scope parameter slot_of[slot] + 5. */
+static PyObject *py_group_rows(PyObject *self, PyObject *args) {
+    PyObject *groups, *d_scope, *slot_of, *shape_row;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO!O:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row))
+        return NULL;
+    PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: shape_row runs Python */
+    if (!gs) return NULL;
+    Py_ssize_t ng = PyTuple_GET_SIZE(gs);
+    PyObject *gidx = PyDict_New(), *grows = PyList_New(0), *gnames = PyList_New(0),
+             *gtiles = PyList_New(0), *gd = PyList_New(0), *pd = PyList_New(0),
+             *splits = PyList_New(ng), *result = NULL;
+    int wide = 0;
+    if (!gidx || !grows || !gnames || !gtiles || !gd || !pd || !splits) goto done;
+    for (Py_ssize_t i = 0; i < ng; i++) {  /* gidx first, as the Python comprehension */
+        PyObject *gr = PyTuple_GET_ITEM(gs, i), *name = PyObject_GetAttr(gr, s_name);
+        PyObject *ix = name ? PyLong_FromSsize_t(i) : NULL;
+        int rc = ix ? PyDict_SetItem(gidx, name, ix) : -1;
+        Py_XDECREF(name); Py_XDECREF(ix);
+        if (rc) goto done;
+    }
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        PyObject *gr = PyTuple_GET_ITEM(gs, i);
+        PyObject *info = NULL, *cache = NULL, *key = NULL, *hit = NULL, *row = NULL, *binds = NULL;
+        PyObject *o = NULL, *sl = NULL;
+        long samples, cores, parts, split, at, slot, v;
+        int rc = -1;
+        if (attr_long(gr, s_samples, 0, INT_MAX, &samples) || attr_long(gr, s_cores, 1, INT_MAX, &cores) ||
+            attr_long(gr, s_parts, 1, INT_MAX, &parts) || attr_long(gr, s_split, 1, INT_MAX, &split) ||
+            attr_long(gr, s_scope_at, 0, INT_MAX, &at) || attr_long(gr, s_slot, 0, INT_MAX, &slot))
+            goto group_done;
+        PyObject *sp = PyLong_FromLong(split);
+        if (!sp) goto group_done;
+        PyList_SET_ITEM(splits, i, sp);
+        if (!(info = PyObject_GetAttr(gr, s_info)) || !(cache = PyObject_GetAttr(info, s_cache))) goto group_done;
+        if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
+        if (!(key = Py_BuildValue("(Ollll)", s_crow, samples, cores, parts, split))) goto group_done;
+        hit = PyDict_GetItemWithError(cache, key);
+        if (hit) {
+            Py_INCREF(hit);
+        } else {
+            if (PyErr_Occurred()) goto group_done;
+            if (!(hit = PyObject_CallFunction(shape_row, "Ollll", info, samples, cores, parts, split)))
+                goto group_done;
+        }
+        if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 4) {
+            PyErr_SetString(PyExc_ValueError, "a shape row: a tuple of 4");
+            goto group_done;
+        }
+        int w = PyObject_IsTrue(PyTuple_GET_ITEM(hit, 3));
+        if (w < 0) goto group_done;
+        if (w) { wide = 1; rc = 0; goto group_done; }
+        PyObject *base = PyTuple_GET_ITEM(hit, 0);
+        if (!PyTuple_Check(base)) { PyErr_SetString(PyExc_ValueError, "a shape row's row: a tuple"); goto group_done; }
+        if (!(binds = PyObject_GetAttr(gr, s_binds))) goto group_done;
+        Py_ssize_t nb = PyTuple_GET_SIZE(base);
+        if (!(row = PyTuple_New(nb + 1))) goto group_done;
+        for (Py_ssize_t k = 0; k < nb; k++) {
+            PyObject *x = PyTuple_GET_ITEM(base, k);
+            Py_INCREF(x);
+            PyTuple_SET_ITEM(row, k, x);
+        }
+        Py_INCREF(binds);
+        PyTuple_SET_ITEM(row, nb, binds);
+        if (PyList_Append(grows, row) || PyList_Append(gnames, PyTuple_GET_ITEM(hit, 1)) ||
+            PyList_Append(gtiles, PyTuple_GET_ITEM(hit, 2)))
+            goto group_done;
+        if (!(o = PySequence_GetItem(d_scope, at)) || PyList_Append(gd, o)) goto group_done;
+        if (!(sl = PyLong_FromLong(slot))) goto group_done;
+        PyObject *so = PyDict_GetItemWithError(slot_of, sl);  /* borrowed */
+        if (!so) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, sl);
+            goto group_done;
+        }
+        if (as_long(so, 0, LONG_MAX - 5, &v, "a slot parameter")) goto group_done;
+        Py_DECREF(o);
+        if (!(o = PyLong_FromLong(v + 5)) || PyList_Append(pd, o)) goto group_done;
+        rc = 0;
+    group_done:
+        Py_XDECREF(info); Py_XDECREF(cache); Py_XDECREF(key); Py_XDECREF(hit); Py_XDECREF(row);
+        Py_XDECREF(binds); Py_XDECREF(o); Py_XDECREF(sl);
+        if (rc) goto done;
+    }
+    result = Py_BuildValue("(OOOOOOOO)", gidx, grows, gnames, gtiles, gd, pd, splits, wide ? Py_True : Py_False);
+done:
+    Py_XDECREF(gidx); Py_XDECREF(grows); Py_XDECREF(gnames); Py_XDECREF(gtiles); Py_XDECREF(gd);
+    Py_XDECREF(pd); Py_XDECREF(splits); Py_DECREF(gs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"groups", py_groups, METH_VARARGS, "Pass 1's groups, shapes and cores (see the file)."},
     {"unit_slots", py_unit_slots, METH_VARARGS, "Each part's unit's first op (see the function)."},
+    {"wants", py_wants, METH_VARARGS, "The scope walk's answers in walk order (see the function)."},
+    {"group_rows", py_group_rows, METH_VARARGS, "The scope walk's rows per group (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -535,5 +804,11 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cshape", NULL, -1, 
 PyMODINIT_FUNC PyInit__cshape(void) {
     for (int f = 0; f < N_FIELDS; f++)
         if (!field[f] && !(field[f] = PyUnicode_InternFromString(FIELD_NAMES[f]))) return NULL;
+    struct { PyObject **p; const char *s; } names[] = {
+        {&s_split, "split"}, {&s_wave, "wave"}, {&s_info, "info"}, {&s_cache, "cache"},
+        {&s_samples, "samples"}, {&s_cores, "cores"}, {&s_parts, "parts"}, {&s_binds, "binds"},
+        {&s_scope_at, "scope_at"}, {&s_slot, "slot"}, {&s_name, "name"}, {&s_crow, "crow"}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     return PyModule_Create(&module);
 }
