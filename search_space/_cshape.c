@@ -53,6 +53,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <structmember.h>
 
 enum { F_NAME, F_START, F_SLOT, F_SCOPE_AT, F_INFO, F_SPLIT, F_CORES, F_PARTS, F_PERM, F_SPREAD,
        F_BINDS, F_WAVE, F_SAMPLES, F_DEPS, F_CONSUMERS, N_FIELDS };
@@ -77,6 +78,48 @@ typedef struct {
 static void *alloc_n(Py_ssize_t n, size_t sz) {
     if (n < 0 || (size_t)n > SIZE_MAX / sz / 2) return NULL;
     return calloc(n > 0 ? (size_t)n : 1, sz);
+}
+
+/* Fields of the group records (search_space._build._G has slots) read and written at their
+ * slot's offset, not by name: PyObject_GetAttr/SetAttr look the name up in the type every
+ * time (~40 ns; ~2,500 fields per BERT-large decode). slot_offset: the offset of a writable
+ * object slot `name` of `tp` (its member descriptor), -1 when it is not one (then by name).
+ * fget/fset use the offset only on an object of exactly that type. */
+static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
+    PyObject *d = PyObject_GetAttr((PyObject *)tp, name);
+    if (!d) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_ssize_t off = -1;
+    if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset >= (Py_ssize_t)sizeof(PyObject) &&
+            m->offset <= tp->tp_basicsize - (Py_ssize_t)sizeof(PyObject *))
+            off = m->offset;
+    }
+    Py_DECREF(d);
+    return off;
+}
+
+static PyObject *fget(PyObject *o, PyTypeObject *tp, Py_ssize_t off, PyObject *name) {  /* new ref */
+    if (off < 0 || Py_TYPE(o) != tp) return PyObject_GetAttr(o, name);
+    PyObject *v = *(PyObject **)((char *)o + off);
+    if (!v) {
+        PyErr_SetObject(PyExc_AttributeError, name);
+        return NULL;
+    }
+    Py_INCREF(v);
+    return v;
+}
+
+static int fset(PyObject *o, PyTypeObject *tp, Py_ssize_t off, PyObject *name, PyObject *v) {  /* v borrowed */
+    if (off < 0 || Py_TYPE(o) != tp) return PyObject_SetAttr(o, name, v);
+    PyObject **p = (PyObject **)((char *)o + off), *old = *p;
+    Py_INCREF(v);
+    *p = v;
+    Py_XDECREF(old);
+    return 0;
 }
 
 static int as_long(PyObject *o, long lo, long hi, long *out, const char *what) {
@@ -415,6 +458,9 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
             PyDict_SetItem(by_out, PyTuple_GET_ITEM(g[i].base, 7), obj))
             goto fail;
     }
+    PyTypeObject *gtp = (PyTypeObject *)g_type;
+    Py_ssize_t off[N_FIELDS];
+    for (int f = 0; f < N_FIELDS; f++) off[f] = slot_offset(gtp, field[f]);
     for (Py_ssize_t i = 0; i < ng; i++) {
         G *x = &g[i];
         PyObject *vals[N_FIELDS] = {0};
@@ -440,13 +486,14 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
             if (!vals[f]) { rc = -1; break; }
         }
         for (int f = 0; f < N_FIELDS && rc == 0; f++)
-            rc = PyObject_SetAttr(PyList_GET_ITEM(groups, i), field[f], vals[f]);
+            rc = fset(PyList_GET_ITEM(groups, i), gtp, off[f], field[f], vals[f]);
         for (int f = 0; f < N_FIELDS; f++) Py_XDECREF(vals[f]);
         if (rc) goto fail;
     }
     for (Py_ssize_t i = 0; i < ng; i++) {  /* consumers: ascending start, the first comes first */
         for (int k = 0; k < g[i].n_deps; k++) {
-            PyObject *cons = PyObject_GetAttr(PyList_GET_ITEM(groups, g[i].deps[k]), field[F_CONSUMERS]);
+            PyObject *cons = fget(PyList_GET_ITEM(groups, g[i].deps[k]), gtp, off[F_CONSUMERS],
+                                  field[F_CONSUMERS]);
             if (!cons) goto fail;
             int rc = PyList_Append(cons, names[i]);
             Py_DECREF(cons);
@@ -532,13 +579,26 @@ done:
 
 /* ---- the scope walk's glue (search_space/_ccore.py: scope_walk, _group_rows) ---------------- */
 
-static PyObject *s_split, *s_wave, *s_info, *s_cache, *s_samples, *s_cores, *s_parts, *s_binds,
-    *s_scope_at, *s_slot, *s_name, *s_crow;
+static PyObject *s_cache, *s_crow;
 
-static int attr_long(PyObject *o, PyObject *name, long lo, long hi, long *out) {
-    PyObject *v = PyObject_GetAttr(o, name);
+/* the fields the glue reads, and their slot offsets in the groups' type (fget) */
+enum { A_SPLIT, A_WAVE, A_INFO, A_SAMPLES, A_CORES, A_PARTS, A_BINDS, A_SCOPE_AT, A_SLOT, A_NAME, N_A };
+typedef struct { PyTypeObject *tp; Py_ssize_t off[N_A]; } Fields;
+static PyObject *a_name[N_A];
+
+static void fields_of(PyObject *groups_tuple, Fields *fl) {
+    fl->tp = PyTuple_GET_SIZE(groups_tuple) ? Py_TYPE(PyTuple_GET_ITEM(groups_tuple, 0)) : NULL;
+    for (int a = 0; a < N_A; a++) fl->off[a] = fl->tp ? slot_offset(fl->tp, a_name[a]) : -1;
+}
+
+static PyObject *aget(PyObject *o, const Fields *fl, int a) {
+    return fget(o, fl->tp, fl->off[a], a_name[a]);
+}
+
+static int attr_long(PyObject *o, const Fields *fl, int a, long lo, long hi, long *out) {
+    PyObject *v = aget(o, fl, a);
     if (!v) return -1;
-    int rc = as_long(v, lo, hi, out, PyUnicode_AsUTF8(name));
+    int rc = as_long(v, lo, hi, out, PyUnicode_AsUTF8(a_name[a]));
     Py_DECREF(v);
     return rc;
 }
@@ -648,6 +708,8 @@ static PyObject *py_wants(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "a scope and a transfer-scope parameter per group");
         goto done;
     }
+    Fields fl;
+    fields_of(gs, &fl);
     gw = PyList_New(ng);
     pw = PyList_New(ng);
     if (!gw || !pw) goto done;
@@ -663,7 +725,7 @@ static PyObject *py_wants(PyObject *self, PyObject *args) {
             PyObject *gr = PyTuple_GET_ITEM(gs, a);
             if (as_long(PyTuple_GET_ITEM(gd_t, a), 0, LONG_MAX, &d, "a scope parameter") ||
                 reader_read(&rd, d, n_pol, &v) ||
-                attr_long(gr, s_split, 1, INT_MAX, &split) || attr_long(gr, s_wave, 1, INT_MAX, &wave))
+                attr_long(gr, &fl, A_SPLIT, 1, INT_MAX, &split) || attr_long(gr, &fl, A_WAVE, 1, INT_MAX, &wave))
                 goto done;
             PyObject *key = Py_BuildValue("(lll)", v, split, wave);
             if (!key) goto done;
@@ -718,9 +780,11 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
              *gtiles = PyList_New(0), *gd = PyList_New(0), *pd = PyList_New(0),
              *splits = PyList_New(ng), *result = NULL;
     int wide = 0;
+    Fields fl;
+    fields_of(gs, &fl);
     if (!gidx || !grows || !gnames || !gtiles || !gd || !pd || !splits) goto done;
     for (Py_ssize_t i = 0; i < ng; i++) {  /* gidx first, as the Python comprehension */
-        PyObject *gr = PyTuple_GET_ITEM(gs, i), *name = PyObject_GetAttr(gr, s_name);
+        PyObject *gr = PyTuple_GET_ITEM(gs, i), *name = aget(gr, &fl, A_NAME);
         PyObject *ix = name ? PyLong_FromSsize_t(i) : NULL;
         int rc = ix ? PyDict_SetItem(gidx, name, ix) : -1;
         Py_XDECREF(name); Py_XDECREF(ix);
@@ -732,14 +796,14 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
         PyObject *o = NULL, *sl = NULL;
         long samples, cores, parts, split, at, slot, v;
         int rc = -1;
-        if (attr_long(gr, s_samples, 0, INT_MAX, &samples) || attr_long(gr, s_cores, 1, INT_MAX, &cores) ||
-            attr_long(gr, s_parts, 1, INT_MAX, &parts) || attr_long(gr, s_split, 1, INT_MAX, &split) ||
-            attr_long(gr, s_scope_at, 0, INT_MAX, &at) || attr_long(gr, s_slot, 0, INT_MAX, &slot))
+        if (attr_long(gr, &fl, A_SAMPLES, 0, INT_MAX, &samples) || attr_long(gr, &fl, A_CORES, 1, INT_MAX, &cores) ||
+            attr_long(gr, &fl, A_PARTS, 1, INT_MAX, &parts) || attr_long(gr, &fl, A_SPLIT, 1, INT_MAX, &split) ||
+            attr_long(gr, &fl, A_SCOPE_AT, 0, INT_MAX, &at) || attr_long(gr, &fl, A_SLOT, 0, INT_MAX, &slot))
             goto group_done;
         PyObject *sp = PyLong_FromLong(split);
         if (!sp) goto group_done;
         PyList_SET_ITEM(splits, i, sp);
-        if (!(info = PyObject_GetAttr(gr, s_info)) || !(cache = PyObject_GetAttr(info, s_cache))) goto group_done;
+        if (!(info = aget(gr, &fl, A_INFO)) || !(cache = PyObject_GetAttr(info, s_cache))) goto group_done;
         if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
         if (!(key = Py_BuildValue("(Ollll)", s_crow, samples, cores, parts, split))) goto group_done;
         hit = PyDict_GetItemWithError(cache, key);
@@ -759,7 +823,7 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
         if (w) { wide = 1; rc = 0; goto group_done; }
         PyObject *base = PyTuple_GET_ITEM(hit, 0);
         if (!PyTuple_Check(base)) { PyErr_SetString(PyExc_ValueError, "a shape row's row: a tuple"); goto group_done; }
-        if (!(binds = PyObject_GetAttr(gr, s_binds))) goto group_done;
+        if (!(binds = aget(gr, &fl, A_BINDS))) goto group_done;
         Py_ssize_t nb = PyTuple_GET_SIZE(base);
         if (!(row = PyTuple_New(nb + 1))) goto group_done;
         for (Py_ssize_t k = 0; k < nb; k++) {
@@ -810,9 +874,10 @@ PyMODINIT_FUNC PyInit__cshape(void) {
     for (int f = 0; f < N_FIELDS; f++)
         if (!field[f] && !(field[f] = PyUnicode_InternFromString(FIELD_NAMES[f]))) return NULL;
     struct { PyObject **p; const char *s; } names[] = {
-        {&s_split, "split"}, {&s_wave, "wave"}, {&s_info, "info"}, {&s_cache, "cache"},
-        {&s_samples, "samples"}, {&s_cores, "cores"}, {&s_parts, "parts"}, {&s_binds, "binds"},
-        {&s_scope_at, "scope_at"}, {&s_slot, "slot"}, {&s_name, "name"}, {&s_crow, "crow"}};
+        {&a_name[A_SPLIT], "split"}, {&a_name[A_WAVE], "wave"}, {&a_name[A_INFO], "info"},
+        {&s_cache, "cache"}, {&a_name[A_SAMPLES], "samples"}, {&a_name[A_CORES], "cores"},
+        {&a_name[A_PARTS], "parts"}, {&a_name[A_BINDS], "binds"}, {&a_name[A_SCOPE_AT], "scope_at"},
+        {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     return PyModule_Create(&module);

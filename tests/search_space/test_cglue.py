@@ -209,10 +209,11 @@ expect(ValueError, W, [0], [-1], [2, 3], gs, ok_rec())
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, ([0], [0], {}))     # a recorder of 3
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, ([0], [0], {}, [0], [1]))  # overrides not a dict
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, 5)                  # not a reader
-expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([7] * 8, list(range(8)), {}, None, None))  # a choice past the policies
-expect(ValueError, W, [-1], [0, 1], [2, 3], gs, ([4] * 8, list(range(8)), {}, None, None)) # past the transfer scopes
-expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, list(range(8)), {}, [0], {0: 9}))  # an override past the choices
-expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, list(range(8)), {}, [], {0: 1}))   # overrides' rep too short
+r8 = list(range(8))
+expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([7] * 8, r8, {}, None, None))  # past the policies
+expect(ValueError, W, [-1], [0, 1], [2, 3], gs, ([4] * 8, r8, {}, None, None))  # past the xscopes
+expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, r8, {}, [0], {0: 9}))  # an override too
+expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, r8, {}, [], {0: 1}))  # overrides' rep short
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, (["a"] * 8, list(range(8)), {}, None, None))
 expect(ValueError, W, [1], [0, 1], [2, 3], gs, ok_rec(), None, lambda p, s, w: (0,))  # a code per chunk
 expect(ValueError, W, [1], [0, 1], [2, 3], gs, ok_rec(), None, lambda p, s, w: [0, 0])
@@ -222,6 +223,24 @@ expect(ValueError, W, [0], [0], [2], [G(0)], ok_rec())
 expect(AttributeError, W, [0], [0], [2], [object()], ok_rec())
 expect(ValueError, W, [0], [0, 1], [2, 3], gs, lambda d: -1)     # a reader's answer out of range
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, lambda d: "x")
+
+# groups with slots are read at the slot's offset (of the first group's type), others by name
+class S:
+    __slots__ = ("split", "wave")
+    def __init__(self, split=1, wave=1):
+        self.split, self.wave = split, wave
+class S2(S):
+    pass
+expect(AttributeError, W, [0], [0], [2], [S.__new__(S)], ok_rec())  # a slot never set
+assert W([0, 1], [0, 1], [2, 3], [S(), G(2, 2)], ok_rec())[0] == [(0,), (0, 0)]
+assert W([0, 1], [0, 1], [2, 3], [S(), S2(2, 2)], ok_rec())[0] == [(0,), (0, 0)]
+assert W([0, 1], [0, 1], [2, 3], [G(), S(2, 2)], ok_rec())[0] == [(0,), (0, 0)]
+expect(ValueError, W, [1], [0, 1], [2, 3], [S(), S2(0, 2)], ok_rec())
+class SL:  # split a property, wave a class attribute: read by name
+    __slots__ = ()
+    split = property(lambda self: 2)
+    wave = 1
+assert W([0], [0], [2], [SL()], ok_rec())[0] == [(0, 0)]
 
 # callbacks that clear or rebind what is being read: snapshots, no use after free
 asks, gd, pd, groups = [0, -1, 1, -2] * 50, [0, 1], [2, 3], [G(), G(2, 2)]
@@ -255,7 +274,8 @@ class GR:
         self.name, self.samples, self.cores, self.parts, self.split = name, 2, 2, 1, split
         self.scope_at, self.slot, self.binds, self.info = 0, 0, ((0,),), info or Info()
 row = lambda *a: (((1,), 0, 0, 0), ("x",), 0.0, False)
-R = lambda groups, d_scope=(7,), slot_of=None, fn=row: m.group_rows(groups, d_scope, {0: 3} if slot_of is None else slot_of, fn)
+R = lambda groups, d_scope=(7,), slot_of=None, fn=row: m.group_rows(
+    groups, d_scope, {0: 3} if slot_of is None else slot_of, fn)
 out = R([GR("a"), GR("b")])
 assert out[1] == [((1,), 0, 0, 0, ((0,),))] * 2 and out[4] == [7, 7] and out[5] == [8, 8] and out[7] is False
 assert R([GR("a")], fn=lambda *a: (None, (), 0.0, True))[7] is True
@@ -272,6 +292,15 @@ expect(AttributeError, R, [g])
 g = GR("a"); g.info.cache = []
 expect(TypeError, R, [g])
 expect(ZeroDivisionError, R, [GR("a")], (7,), None, lambda *a: 1 // 0)
+class GS:  # the same with slots
+    __slots__ = ("name", "samples", "cores", "parts", "split", "scope_at", "slot", "binds", "info")
+    def __init__(self, name):
+        g = GR(name)
+        for k in GS.__slots__:
+            setattr(self, k, getattr(g, k))
+assert R([GS("a"), GR("b"), GS("c")])[1] == [((1,), 0, 0, 0, ((0,),))] * 3
+gs_un = GS("a"); del gs_un.binds
+expect(AttributeError, R, [GS("b"), gs_un])
 gl = [GR(str(i)) for i in range(50)]
 def evil_row(info, *a):
     gl.clear()
