@@ -26,7 +26,7 @@
  *   blocks: a sequence of blocks, each a tuple of group rows (op set row, slot op, slot
  *           parameter); an op set row (name, start, info, info's shared cache (a dict),
  *           separable (0/1), output tensor code, input tensor codes (a tuple, info.inputs'
- *           order), output name)
+ *           order), output name[, the fit's table: a bytearray, see fit_entry])
  *   spp_of: per samples choice, the samples per part it asks for at this batch; split_ok:
  *           whether the batch has more than one divisor
  *   cpp_of, parts_of: per choice, the int; perms: per perm choice, a core order (a tuple)
@@ -52,6 +52,7 @@
 #include <Python.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <structmember.h>
 
@@ -72,6 +73,8 @@ typedef struct {
     int *deps, n_deps;  /* producing groups in info.inputs' order (dependency list, may repeat) */
     long spp, cpp, parts, split, cores, samples;
     int spread, shaped;
+    PyObject *ftab;     /* borrowed from the row: the fit's table (a bytearray) or NULL */
+    Py_ssize_t fi;      /* this decode's entry in it */
     PyObject *perm, *binds; /* owned */
 } G;
 
@@ -173,9 +176,31 @@ static int heap_pop(int *h, int *n, const G *g) {
     return top;
 }
 
+/* The fit's table of an op set (shared by op sets alike, kept in its `shared` cache): per
+ * (samples choice or "not split", cores-per-part choice, parts choice) the fit's answer as
+ * int32 (samples per part, cores per part, parts), 0: not known yet. Read on every decode;
+ * filled from the dict path below (the shared cache or Decoding.fit) the first time a
+ * group asks: no tuple key, hash or dict look-up on a hit. Its size is checked at every
+ * use (Python code run by a fit could resize it). */
+static int32_t *fit_entry(const G *g, Py_ssize_t n_entries) {
+    if (!g->ftab || g->fi < 0 || g->fi >= n_entries) return NULL;
+    if (PyByteArray_GET_SIZE(g->ftab) != n_entries * 3 * (Py_ssize_t)sizeof(int32_t)) return NULL;
+    return (int32_t *)PyByteArray_AS_STRING(g->ftab) + 3 * g->fi;
+}
+
 /* the fit's cached answer or Decoding.fit's; checked: 1 <= spp, parts and spp * parts <= batch,
  * 1 <= cpp (bounds that divide, not multiply) */
-static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch) {
+static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch, Py_ssize_t n_entries) {
+    long s, c, p;
+    int32_t *e = fit_entry(g, n_entries);
+    if (e && e[0] > 0) {
+        s = e[0], c = e[1], p = e[2];
+        if (p < 1 || p > batch || s > batch / p || c < 1 || c > INT_MAX / p) {
+            PyErr_SetString(PyExc_ValueError, "a fit's table entry beyond the batch");
+            return -1;
+        }
+        goto apply;
+    }
     PyObject *key = Py_BuildValue("(Olll)", fit_tag, g->spp, g->cpp, g->parts);
     if (!key) return -1;
     PyObject *hit = PyDict_GetItemWithError(g->shared, key);
@@ -187,7 +212,6 @@ static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch) {
         if (!hit) return -1;
     }
     int rc = -1;
-    long s, c, p;
     if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 3) {
         PyErr_SetString(PyExc_ValueError, "a fit is (samples per part, cores per part, parts)");
         goto done;
@@ -200,15 +224,20 @@ static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch) {
         PyErr_SetString(PyExc_ValueError, "a fit beyond the batch");
         goto done;
     }
+    if ((e = fit_entry(g, n_entries)) != NULL) {  /* again: the fit ran Python code */
+        e[0] = (int32_t)s, e[1] = (int32_t)c, e[2] = (int32_t)p;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(own);
+    if (rc) return rc;
+apply:
     g->split = batch / (s * p);  /* set_shape */
     g->cores = c * p;
     g->parts = p;
     g->samples = s * p;
     g->shaped = 1;
-    rc = 0;
-done:
-    Py_XDECREF(own);
-    return rc;
+    return 0;
 }
 
 static PyObject *int_list_names(const int *ix, int n, PyObject *const *names) {
@@ -244,6 +273,13 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         long v;
         if (as_long(PyTuple_GET_ITEM(spp_of, i), 1, batch, &v, "samples per part")) return NULL;
     }
+    /* the fit tables' entries: (samples choices + "not split") x cores choices x parts choices */
+    Py_ssize_t n_spp = PyTuple_GET_SIZE(spp_of), n_cpp = PyTuple_GET_SIZE(cpp_of), n_pts = PyTuple_GET_SIZE(parts_of);
+    if (n_spp > 4096 || n_cpp > 4096 || n_pts > 4096) {
+        PyErr_SetString(PyExc_ValueError, "too many choices");
+        return NULL;
+    }
+    Py_ssize_t n_fit = (n_spp + 1) * n_cpp * n_pts;
     /* a snapshot: fit, unshuffle, bind_set and a name's hash run Python code (review) */
     PyObject *bseq = PySequence_Tuple(blocks);
     if (!bseq) return NULL;
@@ -278,12 +314,22 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
                 G *x = &g[i];
                 PyObject *base;
                 if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3 ||
-                    !PyTuple_Check(base = PyTuple_GET_ITEM(row, 0)) || PyTuple_GET_SIZE(base) != 8) {
-                    PyErr_SetString(PyExc_TypeError, "a group row: (a tuple of 8, slot op, slot parameter)");
+                    !PyTuple_Check(base = PyTuple_GET_ITEM(row, 0)) ||
+                    (PyTuple_GET_SIZE(base) != 8 && PyTuple_GET_SIZE(base) != 9)) {
+                    PyErr_SetString(PyExc_TypeError, "a group row: (a tuple of 8 or 9, slot op, slot parameter)");
                     goto fail;
                 }
                 x->row = row;
                 x->base = base;
+                x->ftab = NULL;
+                if (PyTuple_GET_SIZE(base) == 9) {
+                    x->ftab = PyTuple_GET_ITEM(base, 8);
+                    if (!PyByteArray_Check(x->ftab) ||
+                        PyByteArray_GET_SIZE(x->ftab) != n_fit * 3 * (Py_ssize_t)sizeof(int32_t)) {
+                        PyErr_SetString(PyExc_ValueError, "a fit's table: a bytearray of 3 int32 per choice");
+                        goto fail;
+                    }
+                }
                 names[i] = PyTuple_GET_ITEM(base, 0);
                 x->info = PyTuple_GET_ITEM(base, 2);
                 x->shared = PyTuple_GET_ITEM(base, 3);
@@ -373,17 +419,20 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     /* the loop, producers first */
     for (int q = 0; q < n_order; q++) {
         G *x = &g[order[q]];
-        long v, slot = x->slot_dim;
+        long v, vs = n_spp, vc, slot = x->slot_dim;
         x->spp = 0;
         if (x->sep && split_ok) {
             if (rec_read(values, rep, active, slot, PyTuple_GET_SIZE(spp_of), &v)) goto fail;
             x->spp = PyLong_AsLong(PyTuple_GET_ITEM(spp_of, v));  /* checked above */
+            vs = v;
         }
-        if (rec_read(values, rep, active, slot + 1, PyTuple_GET_SIZE(cpp_of), &v) ||
-            choice_long(cpp_of, v, &x->cpp) ||
+        if (rec_read(values, rep, active, slot + 1, PyTuple_GET_SIZE(cpp_of), &vc) ||
+            choice_long(cpp_of, vc, &x->cpp) ||
             rec_read(values, rep, active, slot + 2, PyTuple_GET_SIZE(parts_of), &v) ||
-            choice_long(parts_of, v, &x->parts) ||
-            fit_of(x, fit, fit_tag, batch) ||
+            choice_long(parts_of, v, &x->parts))
+            goto fail;
+        x->fi = ((Py_ssize_t)vs * n_cpp + vc) * n_pts + v;
+        if (fit_of(x, fit, fit_tag, batch, n_fit) ||
             rec_read(values, rep, active, slot + 3, PyTuple_GET_SIZE(perms), &v))
             goto fail;
         PyObject *pe = PyTuple_GET_ITEM(perms, v);

@@ -163,6 +163,55 @@ def test_decodes_equal_with_and_without_the_glue(key: str, target: Target,
         assert space_c.precheck(sc) == space_p.precheck(sp)
 
 
+def test_fit_tables_hold_the_fits(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pass 1's fit table (``fit_entry`` in _cshape.c): filled with exactly the fit's answers
+    (``Decoding.fit``'s, kept in the shared cache), and read on a hit: an entry changed by
+    hand is what the next decode's group gets (the dict is not asked)."""
+    from search_space import _cgroups
+
+    space = build_space(small_graph("tiny_cnn"), target)
+    rng = np.random.default_rng(53)
+    for v in space.sample_vectors(rng, 20):
+        space._decode_free(v)
+    tabs = _cgroups._tables(space)
+    assert tabs is not None
+    samples, cpp, parts = tabs[0], tabs[1], tabs[2]
+    filled = 0
+    for info in space._infos.values():
+        for key, table in list(info.shared.items()):
+            if not (isinstance(key, tuple) and key[0] == "cfit"):
+                continue
+            assert isinstance(table, bytearray)
+            spp = key[1]
+            assert key[2:] == (cpp, parts) and len(table) == 12 * (len(spp) + 1) * len(cpp) * len(parts)
+            ent = np.frombuffer(bytes(table), dtype=np.int32).reshape(len(spp) + 1, len(cpp), len(parts), 3)
+            for (i, j, k) in zip(*np.nonzero(ent[..., 0]), strict=True):
+                s = spp[i] if i < len(spp) else 0
+                assert tuple(ent[i, j, k]) == info.shared[("fit", s, cpp[j], parts[k])]
+                filled += 1
+    assert filled >= 20
+    # a hit is read from the table: poison one group's entry, decode the same vector again
+    v = space.sample_vectors(rng, 1)[0]
+    rec = _Recorder(v[space.rep].tolist(), space._rep_list)
+    dec = _build.decode_groups(space, rec)
+    gr = dec.groups[len(dec.groups) // 2]
+    slot = space.slot[gr.slot]
+    vs = rec.values[slot] if gr.info.separable and len(dec.divs) > 1 else len(samples)
+    vc, vp = rec.values[slot + 1], rec.values[slot + 2]
+    ftab: Any = gr.info.cache["cshape"][8]  # type: ignore[index]
+    at = ((vs * len(cpp) + vc) * len(parts) + vp) * 12
+    before = bytes(ftab[at:at + 12])
+    fake = (dec.batch, 1, 1) if before != np.array([dec.batch, 1, 1], np.int32).tobytes() \
+        else (dec.batch // 2 or 1, 1, 1)
+    ftab[at:at + 12] = np.array(fake, np.int32).tobytes()
+    try:
+        dec2 = _build.decode_groups(space, _Recorder(list(rec.values), rec.rep))
+        g2 = dec2.by_name[gr.name]
+        assert (g2.samples // g2.parts, g2.cores // g2.parts, g2.parts) == fake
+    finally:
+        ftab[at:at + 12] = before
+
+
 def test_env_read_follows_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     """GRAPHTUNE_PURE_PYTHON is read at every call (from os.environ's own table)."""
     for value, forced in (("1", True), ("yes", True), ("0", False), ("", False)):
@@ -176,6 +225,7 @@ def test_env_read_follows_changes(monkeypatch: pytest.MonkeyPatch) -> None:
 _HOSTILE = r'''
 import sys
 sys.path.insert(0, ".")
+import numpy as np
 from search_space import _ccore
 m = _ccore._glue()
 assert m is not None
@@ -301,6 +351,33 @@ class GS:  # the same with slots
 assert R([GS("a"), GR("b"), GS("c")])[1] == [((1,), 0, 0, 0, ((0,),))] * 3
 gs_un = GS("a"); del gs_un.binds
 expect(AttributeError, R, [GS("b"), gs_un])
+# the fit's table in groups(): sizes and entries checked, resized under a fit: not written
+def fit(info, s, c, p):
+    return (s or 8, c, p)
+def grow(name="g0", table=None, shared=None):
+    base = (name, 0, object(), {} if shared is None else shared, 1, 0, (), "t0")
+    return ((base + (table,)) if table is not None else base, 0, 0)
+def gcall(blocks, fit=fit):
+    return m.groups([0] * 12, list(range(12)), {}, blocks, 4, 8, 2, (1, 2, 4, 8), True, (1, 2),
+                    (1, 2), ((0, 1), None), (0, 1), fit, lambda p, r: p,
+                    lambda perm, cores, parts, split, spread: tuple(((0,),) for _ in range(split)),
+                    {}, G, "fit")
+n = 12 * 5 * 2 * 2
+t = bytearray(n)
+gcall([(grow(table=t),)])
+assert not any(t[12:])                                    # only the entry asked is filled
+assert tuple(memoryview(t).cast("i")[:3]) == (1, 1, 1)   # (choice 0, 0, 0): samples 1, cpp 1, parts 1
+memoryview(t).cast("i")[0] = 16                           # an entry beyond the batch
+expect(ValueError, gcall, [(grow(table=t),)])
+expect(ValueError, gcall, [(grow(table=bytearray(n - 1)),)])
+expect(ValueError, gcall, [(grow(table=bytes(n)),)])
+expect(ValueError, gcall, [(grow(table=[0] * n),)])
+t = bytearray(n)
+def shrink(info, s, c, p):
+    t.clear()
+    return (s or 8, c, p)
+out = gcall([(grow(table=t),)], shrink)
+assert len(t) == 0 and out[0][0].samples == 1
 gl = [GR(str(i)) for i in range(50)]
 def evil_row(info, *a):
     gl.clear()
