@@ -790,7 +790,7 @@ def _overridden(space: SpaceLike, get: Reader, overrides: dict[int, int] | None)
 class _Overridden:
     """A reader whose answers ``overrides`` replaces (by free parameter, ``rep[d]``); the
     inner reader is still asked (it records what was read). The compiled walk's glue reads
-    its parts (:func:`search_space._ccore.reader_parts`)."""
+    its parts (:func:`search_space._cglue.reader_parts`)."""
 
     __slots__ = ("inner", "overrides", "rep")
 

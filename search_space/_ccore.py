@@ -75,9 +75,9 @@ from compiler.capacity import (  # _facts, _stream_buffers: the working set's pa
 from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from search_space._cfoot import halo_values, pack_rows
+from search_space._cglue import CODE, wants
 from search_space._cplan import _plan_of, streamed_of
 from search_space._crows import _issue, _ScopeDims, _StepRows, packed_rows
-from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
 # a search_space._build.Decoding and a search_space.Space; typed Any because _build
@@ -85,9 +85,8 @@ from search_space._order import breadth_order, depth_order
 Decoding = Any
 Space = Any
 
-_CODE = {"L1": 0, "LLB": 1, "DDR": 2}
+_CODE = CODE
 _NAME = ("L1", "LLB", "DDR")
-_AUTO = 3
 
 # how many decodes took which path (the differential tests check the C path ran)
 STATS = {"c": 0, "overflow": 0, "wide": 0}
@@ -386,13 +385,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         dec._crows = rows
     sr: _StepRows = rows[0]
     groups = dec.groups
-    glue = _glue()
-    if glue is not None:  # the loop below in C (``wants`` in _cshape.c): the same reads
-        gwants, pwants = glue.wants(sr.asks, sr.gd, sr.pd, groups, reader_parts(get), _CHUNK_CODES,
-                                    partial(_chunk_codes, chunk_scopes), len(SCOPE_POLICIES),
-                                    _XSCOPE_CODES)
-    else:
-        gwants, pwants = _wants(sr, groups, get, chunk_scopes)
+    # the answers in walk order, in C when built (search_space/_cglue.py)
+    gwants, pwants = wants(_glue(), sr.asks, sr.gd, sr.pd, groups, get, chunk_scopes)
     if sr.kept is not None:  # a repair round: the kept walk walked again (rewalk in _cwalk.c)
         res = mod.rewalk(sr.kept, gwants, pwants)
     else:
@@ -427,66 +421,11 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     return _ScopeDims(sr)
 
 
-def _wants(sr: _StepRows, groups: list[Any], get: Callable[[int], int],
-           chunk_scopes: Callable[..., Any]) -> tuple[list[Any], list[Any]]:
-    """The answers in walk order (``sr.asks``: group i, or -1 - producer p): per group the
-    scope code each chunk asks for, per producer its transfer scope's code (the reference of
-    ``wants`` in ``_cshape.c``)."""
-    gwants: list[tuple[int, ...] | None] = [None] * len(groups)
-    pwants: list[int | None] = [None] * len(groups)
-    gd, pd, chunk_codes = sr.gd, sr.pd, _CHUNK_CODES
-    for a in sr.asks:
-        if a >= 0:
-            gr = groups[a]
-            key = (get(gd[a]), gr.split, gr.wave)
-            codes = chunk_codes.get(key)
-            if codes is None:
-                codes = _chunk_codes(chunk_scopes, *key)
-            gwants[a] = codes
-        else:
-            pwants[-1 - a] = _XSCOPE_CODES[get(pd[-1 - a])]
-    return gwants, pwants
-
-
-def _chunk_codes(chunk_scopes: Callable[..., Any], policy: int, split: int, wave: int
-                 ) -> tuple[int, ...]:
-    """The scope code each chunk of a group asks for under scope policy ``policy`` (an index
-    of ``SCOPE_POLICIES``), kept in ``_CHUNK_CODES``."""
-    codes = _CHUNK_CODES[(policy, split, wave)] = tuple(
-        _CODE[w] for w in chunk_scopes(SCOPE_POLICIES[policy], split, wave))
-    return codes
-
-
-def reader_parts(get: Callable[[int], int]) -> Any:
-    """What ``wants`` in ``_cshape.c`` reads the answers with: a recorder over a whole
-    assignment (``search_space._space._Recorder``: its values, rep and active), possibly
-    under a capacity repair's overrides (``search_space._build._Overridden``: its rep and
-    overrides), as a tuple (values, rep, active, overrides' rep or None, overrides or None);
-    any other reader as itself (called once per answer)."""
-    over = getattr(get, "overrides", None)
-    inner = getattr(get, "inner", None) if over is not None else get
-    values, rep, active = (getattr(inner, a, None) for a in ("values", "rep", "active"))
-    if type(values) is not list or type(rep) is not list or type(active) is not dict:
-        return get
-    if over is None:
-        return (values, rep, active, None, None)
-    orep = getattr(get, "rep", None)
-    if type(orep) is not list or type(over) is not dict:
-        return get
-    return (values, rep, active, orep, over)
-
-
 def _glue() -> Any:
     """``_cshape`` when it has the scope walk's glue (``wants``, ``group_rows``), else None."""
     mod = load_extension("_cshape")
     return mod if mod is not None and hasattr(mod, "group_rows") else None
 
-
-# transfer-scope choice index -> the scope code its transfers ask for (3: auto)
-_XSCOPE_CODES = tuple(_AUTO if xs == "auto" else _CODE[xs] for xs in TRANSFER_SCOPES)
-
-# (scope policy index, split, wave) -> the scope code each chunk asks for
-_CHUNK_CODES: dict[tuple[int, int, int], tuple[int, ...]] = {}
 
 
 def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:

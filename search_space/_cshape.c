@@ -41,7 +41,7 @@
  * unit_slots(seg_of, seg_first, parts): search_space._build.unit_slots for a new block.
  *
  * The scope walk's glue (search_space/_ccore.py: scope_walk and _group_rows; their Python
- * loops, _ccore._wants and _group_rows without it, stay the reference):
+ * loops, _cglue.wants_py and _ccore._group_rows without it, stay the reference):
  * wants(...): the answers the walk asks for, in walk order, as scope codes;
  * group_rows(...): each group's walk row (see each function).
  *

@@ -3,7 +3,7 @@
 ``scope_walk`` (search_space/_ccore.py) asks the reader each group's scope policy and each
 producer's transfer scope in walk order and turns the answers into the scope codes the C
 walk reads; ``_group_rows`` hands the walk a row per group. Both loops run in C when the
-extension has them; the Python loops (``_ccore._wants`` and ``_group_rows`` without the
+extension has them; the Python loops (``_cglue.wants_py`` and ``_group_rows`` without the
 glue) stay the reference. Here, on the steps of real decodes (first walks and capacity
 repairs' re-walks, whose reader carries overrides): the same answers, the same codes, the
 parameters recorded in the same order, the same rows (the same objects); whole decodes
@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pytest
 
 from compiler.target import Target
-from search_space import _build, _ccore, build_space
+from search_space import _build, _ccore, _cglue, build_space
 from search_space._space import _Recorder
 from tests.search_space.conftest import small_graph
 
@@ -69,15 +70,18 @@ def test_wants_equal_the_python_loop(key: str, target: Target) -> None:
             c_rec = _Recorder(list(rec.values), rec.rep)
             py_get = _build._overridden(space, py_rec, over)
             c_get = _build._overridden(space, c_rec, over)
-            parts = _ccore.reader_parts(c_get)
+            parts = _cglue.reader_parts(c_get)
             assert type(parts) is tuple, "a recorder (with overrides) is read in C"
             if over:
                 assert parts[4] is over and parts[3] is space._rep_list
                 overridden += 1
-            want = _ccore._wants(sr, dec.groups, py_get, _build.chunk_scopes)
-            got = glue.wants(sr.asks, sr.gd, sr.pd, dec.groups, parts, _ccore._CHUNK_CODES,
-                             _ccore.partial(_ccore._chunk_codes, _build.chunk_scopes),
-                             len(_ccore.SCOPE_POLICIES), _ccore._XSCOPE_CODES)
+            want = _cglue.wants_py(sr.asks, sr.gd, sr.pd, dec.groups, py_get, _build.chunk_scopes)
+            got = glue.wants(sr.asks, sr.gd, sr.pd, dec.groups, parts, _cglue.CHUNK_CODES,
+                             partial(_cglue.chunk_codes, _build.chunk_scopes),
+                             len(_cglue.SCOPE_POLICIES), _cglue.XSCOPE_CODES)
+            assert _cglue.wants(glue, sr.asks, sr.gd, sr.pd, dec.groups,
+                                _build._overridden(space, _Recorder(list(rec.values), rec.rep), over),
+                                _build.chunk_scopes) == want
             assert got == want
             assert list(c_rec.active) == list(py_rec.active)  # the same reads, in order
             # any other reader is called, once per answer, in walk order
@@ -87,9 +91,9 @@ def test_wants_equal_the_python_loop(key: str, target: Target) -> None:
                 _seen.append(d)
                 return np.int16(_get(d))  # a numpy integer is an answer too
 
-            got2 = glue.wants(sr.asks, sr.gd, sr.pd, dec.groups, reader, _ccore._CHUNK_CODES,
-                              _ccore.partial(_ccore._chunk_codes, _build.chunk_scopes),
-                              len(_ccore.SCOPE_POLICIES), _ccore._XSCOPE_CODES)
+            got2 = glue.wants(sr.asks, sr.gd, sr.pd, dec.groups, reader, _cglue.CHUNK_CODES,
+                              partial(_cglue.chunk_codes, _build.chunk_scopes),
+                              len(_cglue.SCOPE_POLICIES), _cglue.XSCOPE_CODES)
             assert got2 == want
             assert seen == [sr.gd[a] if a >= 0 else sr.pd[-1 - a] for a in sr.asks]
         checked += 1
@@ -107,16 +111,16 @@ def test_chunk_codes_made_on_a_miss(target: Target) -> None:
 
     def fn(p: int, s: int, w: int) -> tuple[int, ...]:
         made.append((p, s, w))
-        out = codes[(p, s, w)] = _ccore._chunk_codes(_build.chunk_scopes, p, s, w)
+        out = codes[(p, s, w)] = _cglue.chunk_codes(_build.chunk_scopes, p, s, w)
         return out
 
-    gw, _ = glue.wants(sr.asks, sr.gd, sr.pd, dec.groups, _ccore.reader_parts(rec), codes, fn,
-                       len(_ccore.SCOPE_POLICIES), _ccore._XSCOPE_CODES)
+    gw, _ = glue.wants(sr.asks, sr.gd, sr.pd, dec.groups, _cglue.reader_parts(rec), codes, fn,
+                       len(_cglue.SCOPE_POLICIES), _cglue.XSCOPE_CODES)
     assert made and len(made) == len(set(made)) == len(codes)
     for gr, w in zip(dec.groups, gw, strict=True):
         if w is not None:
-            assert w == tuple(_ccore._CODE[s] for s in _build.chunk_scopes(
-                _ccore.SCOPE_POLICIES[rec.values[sr.gd[dec.groups.index(gr)]]], gr.split, gr.wave))
+            assert w == tuple(_cglue.CODE[s] for s in _build.chunk_scopes(
+                _cglue.SCOPE_POLICIES[rec.values[sr.gd[dec.groups.index(gr)]]], gr.split, gr.wave))
 
 
 @pytest.mark.parametrize("key", ["tiny_cnn", "bert2", "deepfm"])
