@@ -156,9 +156,10 @@ class SpaceLike(Protocol):
     def step(self, node: tuple[str, str, int]) -> Step: ...
 
 
-@dataclass
+@dataclass(slots=True)
 class _G:
-    """One group being decoded."""
+    """One group being decoded (slots: ``_cshape.groups`` sets every field of ~100 per
+    decode)."""
 
     name: str
     start: int
@@ -783,12 +784,22 @@ def _overridden(space: SpaceLike, get: Reader, overrides: dict[int, int] | None)
     rep = getattr(space, "_rep_list", None)  # a list: no numpy scalar per read
     if rep is None:
         rep = space.rep.tolist()
+    return _Overridden(get, rep, overrides)
 
-    def read(d: int) -> int:
-        v = get(d)
-        return overrides.get(rep[d], v)
 
-    return read
+class _Overridden:
+    """A reader whose answers ``overrides`` replaces (by free parameter, ``rep[d]``); the
+    inner reader is still asked (it records what was read). The compiled walk's glue reads
+    its parts (:func:`search_space._cglue.reader_parts`)."""
+
+    __slots__ = ("inner", "overrides", "rep")
+
+    def __init__(self, inner: Reader, rep: list[int], overrides: dict[int, int]) -> None:
+        self.inner, self.rep, self.overrides = inner, rep, overrides
+
+    def __call__(self, d: int) -> int:
+        v = self.inner(d)
+        return self.overrides.get(self.rep[d], v)
 
 
 def decode_groups(space: SpaceLike, get: Reader) -> Decoding:

@@ -58,6 +58,7 @@ import os
 import sys
 from array import array
 from collections.abc import Callable, Mapping
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -74,9 +75,9 @@ from compiler.capacity import (  # _facts, _stream_buffers: the working set's pa
 from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from search_space._cfoot import halo_values, pack_rows
+from search_space._cglue import CODE, wants
 from search_space._cplan import _plan_of, streamed_of
 from search_space._crows import _issue, _ScopeDims, _StepRows, packed_rows
-from search_space._dims import SCOPE_POLICIES, TRANSFER_SCOPES
 from search_space._order import breadth_order, depth_order
 
 # a search_space._build.Decoding and a search_space.Space; typed Any because _build
@@ -84,9 +85,8 @@ from search_space._order import breadth_order, depth_order
 Decoding = Any
 Space = Any
 
-_CODE = {"L1": 0, "LLB": 1, "DDR": 2}
+_CODE = CODE
 _NAME = ("L1", "LLB", "DDR")
-_AUTO = 3
 
 # how many decodes took which path (the differential tests check the C path ran)
 STATS = {"c": 0, "overflow": 0, "wide": 0}
@@ -102,7 +102,7 @@ def load_extension(name: str) -> Any:
     """The compiled module ``search_space.<name>``, or None: pure Python forced
     (``GRAPHTUNE_PURE_PYTHON``) or not built (one import attempt per process; the first
     missing part warns once, :func:`missing`)."""
-    if os.environ.get("GRAPHTUNE_PURE_PYTHON", "") not in ("", "0"):
+    if _pure_forced():
         return None
     if name not in _modules:
         try:
@@ -116,6 +116,22 @@ def load_extension(name: str) -> Any:
             _modules[name] = None
             missing(exc)
     return _modules[name]
+
+
+# GRAPHTUNE_PURE_PYTHON is read at every call (tests and benches set it at run time), from
+# os.environ's own table: a dictionary look-up, not os.environ's encode and decode (every
+# decode asks ~20 times)
+_ENV_DATA: Any = getattr(os.environ, "_data", None)
+_PURE_KEY: Any = os.environ.encodekey("GRAPHTUNE_PURE_PYTHON") if type(_ENV_DATA) is dict else None
+_PURE_OFF = frozenset(os.environ.encodevalue(v) for v in ("", "0")) if _PURE_KEY is not None else None
+
+
+def _pure_forced() -> bool:
+    """Whether ``GRAPHTUNE_PURE_PYTHON`` forces the Python decoder (set and neither "" nor "0")."""
+    if _PURE_OFF is not None:
+        v = _ENV_DATA.get(_PURE_KEY)
+        return v is not None and v not in _PURE_OFF
+    return os.environ.get("GRAPHTUNE_PURE_PYTHON", "") not in ("", "0")
 
 
 # what each extension's current build has that older builds lack: an extension left from an
@@ -369,20 +385,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
         dec._crows = rows
     sr: _StepRows = rows[0]
     groups = dec.groups
-    gwants: list[tuple[int, ...] | None] = [None] * len(groups)
-    pwants: list[int | None] = [None] * len(groups)
-    gd, pd, chunk_codes = sr.gd, sr.pd, _CHUNK_CODES
-    for a in sr.asks:
-        if a >= 0:
-            gr = groups[a]
-            key = (get(gd[a]), gr.split, gr.wave)
-            codes = chunk_codes.get(key)
-            if codes is None:
-                codes = chunk_codes[key] = tuple(
-                    _CODE[w] for w in chunk_scopes(SCOPE_POLICIES[key[0]], gr.split, gr.wave))
-            gwants[a] = codes
-        else:
-            pwants[-1 - a] = _XSCOPE_CODES[get(pd[-1 - a])]
+    # the answers in walk order, in C when built (search_space/_cglue.py)
+    gwants, pwants = wants(_glue(), sr.asks, sr.gd, sr.pd, groups, get, chunk_scopes)
     if sr.kept is not None:  # a repair round: the kept walk walked again (rewalk in _cwalk.c)
         res = mod.rewalk(sr.kept, gwants, pwants)
     else:
@@ -417,11 +421,11 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     return _ScopeDims(sr)
 
 
-# transfer-scope choice index -> the scope code its transfers ask for (3: auto)
-_XSCOPE_CODES = tuple(_AUTO if xs == "auto" else _CODE[xs] for xs in TRANSFER_SCOPES)
+def _glue() -> Any:
+    """``_cshape`` when it has the scope walk's glue (``wants``, ``group_rows``), else None."""
+    mod = load_extension("_cshape")
+    return mod if mod is not None and hasattr(mod, "group_rows") else None
 
-# (scope policy index, split, wave) -> the scope code each chunk asks for
-_CHUNK_CODES: dict[tuple[int, int, int], tuple[int, ...]] = {}
 
 
 def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:
@@ -483,6 +487,10 @@ def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     transfer-scope parameters and its split; and whether a group reads more streamable
     inputs than the C walk's masks hold (61 and the two flags in 64 bits: it walks in
     Python)."""
+    glue = _glue()
+    if glue is not None:  # the loop below in C (``group_rows`` in _cshape.c)
+        return glue.group_rows(dec.groups, space.d_scope, space.slot,  # type: ignore[no-any-return]
+                               partial(_crow, dec, space))
     batch = dec.batch
     wide = False
     groups = dec.groups
@@ -509,6 +517,15 @@ def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
         gd.append(d_scope[gr.scope_at])
         pd.append(slot_of[gr.slot] + 5)
     return gidx, grows, gnames, gtiles, gd, pd, [gr.split for gr in groups], wide
+
+
+def _crow(dec: Decoding, space: Space, info: Any, samples: int, cores: int, parts: int,
+          split: int) -> tuple[Any, ...]:
+    """A group's shape row on a miss of its op set's cache (``group_rows`` in ``_cshape.c``
+    reads it there): :func:`_shape_row` of its chunk shape, kept as :func:`_group_rows` keeps it."""
+    hit = info.cache[("crow", samples, cores, parts, split)] = _shape_row(
+        dec, space, info, samples // parts, cores // parts, dec.batch // split)
+    return hit
 
 
 def _shape_row(dec: Decoding, space: Space, info: Any, spp: int, cpp: int, samples: int

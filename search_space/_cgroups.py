@@ -17,8 +17,10 @@ per candidate over tables this module fills from the Python definitions:
   facts (``Decoding.info``: the same :class:`~search_space._structure.GroupInfo` the
   Python path finds) and their ``shared`` cache, input and output tensor codes.
 
-The C loop reads the fit's answers from the op set's ``shared`` cache (where
-``Decoding.fit`` keeps them) and the bindings from the space's cache (where
+The C loop reads the fit's answers from the op set's fit table (a bytearray of int32
+triples by choice indices, shared by op sets alike: no key, hash or dict look-up on a hit),
+filling an entry the first time from the ``shared`` cache (where ``Decoding.fit`` keeps
+them, calling it on a miss), and the bindings from the space's cache (where
 :func:`search_space._build.bind_set` keeps them), and calls those Python definitions on a
 miss (and :func:`search_space._dims.unshuffle` for a ``reuse`` core order): so every
 number is the Python code's. It asks the recorder the same parameters in the same order.
@@ -89,10 +91,17 @@ def _spp_of(space: Any, batch: int, divs: list[int], samples: tuple[int, ...]) -
     return hit
 
 
-def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int]) -> tuple[tuple[Any, ...], ...]:
+def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int], fit_key: tuple[Any, ...]
+                ) -> tuple[tuple[Any, ...], ...]:
     """Each group's row of a block: (its op set's row, slot op, slot parameter); an op set's
     row (name, first op, facts, their shared cache, separable, output code, input codes,
-    output name) kept in its facts' cache (see ``groups`` in ``_cshape.c``)."""
+    output name, the fit's table) kept in its facts' cache (see ``groups`` in ``_cshape.c``).
+
+    The fit's table (``fit_entry`` in ``_cshape.c``) holds ``Decoding.fit``'s answers by
+    choice indices (samples or "not split", cores per part, parts: 3 int32 each, 0 unknown),
+    filled by the C loop from the ``shared`` cache or ``Decoding.fit`` the first time a
+    group asks; kept in the ``shared`` cache (op sets alike share it) under ``fit_key``
+    (the choices it is indexed by)."""
     slot_of = dec.space.slot
     rows = []
     for k, ops in enumerate(blk.parts):
@@ -100,10 +109,14 @@ def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int]) -> tuple[tuple[A
         base = info.cache.get("cshape")
         if base is None:
             start = ops[0]
+            table = info.shared.get(fit_key)
+            if table is None:
+                _, spp, cpp, parts = fit_key
+                table = info.shared[fit_key] = bytearray(12 * (len(spp) + 1) * len(cpp) * len(parts))
             base = info.cache["cshape"] = (
                 f"g{start}", start, info, info.shared, 1 if info.separable else 0,
                 codes.setdefault(info.output, len(codes)),
-                tuple(codes.setdefault(t, len(codes)) for t in info.inputs), info.output)
+                tuple(codes.setdefault(t, len(codes)) for t in info.inputs), info.output, table)
         slot = blk.slots[k]
         rows.append((base, slot, slot_of[slot]))
     return tuple(rows)
@@ -133,15 +146,16 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
     if per is None:
         per = known[batch] = {}
     codes = tensor_codes(space)
+    spp = _spp_of(space, batch, dec.divs, samples)
     rows = []
     for blk in blocks:
         hit = per.get(id(blk))
         if hit is None or hit[0] is not blk:  # keyed by identity: the row keeps its block
-            hit = per[id(blk)] = (blk, _block_rows(dec, blk, codes))
+            hit = per[id(blk)] = (blk, _block_rows(dec, blk, codes, ("cfit", spp, cpp, parts)))
         rows.append(hit[1])
     groups, by_name, by_out, topo = mod.groups(
         values, rep, active, rows, len(codes), batch, dec.n,
-        _spp_of(space, batch, dec.divs, samples), len(dec.divs) > 1, cpp, parts, perms, spread,
+        spp, len(dec.divs) > 1, cpp, parts, perms, spread,
         fit, unshuffle, bind_set, _bind_sets(space), g_type, "fit")
     dec.groups, dec.by_name, dec.by_out, dec.topo = groups, by_name, by_out, topo
     STATS["c"] += 1

@@ -26,7 +26,7 @@
  *   blocks: a sequence of blocks, each a tuple of group rows (op set row, slot op, slot
  *           parameter); an op set row (name, start, info, info's shared cache (a dict),
  *           separable (0/1), output tensor code, input tensor codes (a tuple, info.inputs'
- *           order), output name)
+ *           order), output name[, the fit's table: a bytearray, see fit_entry])
  *   spp_of: per samples choice, the samples per part it asks for at this batch; split_ok:
  *           whether the batch has more than one divisor
  *   cpp_of, parts_of: per choice, the int; perms: per perm choice, a core order (a tuple)
@@ -40,6 +40,11 @@
  *
  * unit_slots(seg_of, seg_first, parts): search_space._build.unit_slots for a new block.
  *
+ * The scope walk's glue (search_space/_ccore.py: scope_walk and _group_rows; their Python
+ * loops, _cglue.wants_py and _ccore._group_rows without it, stay the reference):
+ * wants(...): the answers the walk asks for, in walk order, as scope codes;
+ * group_rows(...): each group's walk row (see each function).
+ *
  * Hostile tables (wrong types, codes or choices out of range, a fit or a binding that is not
  * what it must be) raise ValueError or TypeError; every buffer is released on every path.
  */
@@ -47,6 +52,9 @@
 #include <Python.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <structmember.h>
 
 enum { F_NAME, F_START, F_SLOT, F_SCOPE_AT, F_INFO, F_SPLIT, F_CORES, F_PARTS, F_PERM, F_SPREAD,
        F_BINDS, F_WAVE, F_SAMPLES, F_DEPS, F_CONSUMERS, N_FIELDS };
@@ -65,12 +73,56 @@ typedef struct {
     int *deps, n_deps;  /* producing groups in info.inputs' order (dependency list, may repeat) */
     long spp, cpp, parts, split, cores, samples;
     int spread, shaped;
+    PyObject *ftab;     /* borrowed from the row: the fit's table (a bytearray) or NULL */
+    Py_ssize_t fi;      /* this decode's entry in it */
     PyObject *perm, *binds; /* owned */
 } G;
 
 static void *alloc_n(Py_ssize_t n, size_t sz) {
     if (n < 0 || (size_t)n > SIZE_MAX / sz / 2) return NULL;
     return calloc(n > 0 ? (size_t)n : 1, sz);
+}
+
+/* Fields of the group records (search_space._build._G has slots) read and written at their
+ * slot's offset, not by name: PyObject_GetAttr/SetAttr look the name up in the type every
+ * time (~40 ns; ~2,500 fields per BERT-large decode). slot_offset: the offset of a writable
+ * object slot `name` of `tp` (its member descriptor), -1 when it is not one (then by name).
+ * fget/fset use the offset only on an object of exactly that type. */
+static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
+    PyObject *d = PyObject_GetAttr((PyObject *)tp, name);
+    if (!d) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_ssize_t off = -1;
+    if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset >= (Py_ssize_t)sizeof(PyObject) &&
+            m->offset <= tp->tp_basicsize - (Py_ssize_t)sizeof(PyObject *))
+            off = m->offset;
+    }
+    Py_DECREF(d);
+    return off;
+}
+
+static PyObject *fget(PyObject *o, PyTypeObject *tp, Py_ssize_t off, PyObject *name) {  /* new ref */
+    if (off < 0 || Py_TYPE(o) != tp) return PyObject_GetAttr(o, name);
+    PyObject *v = *(PyObject **)((char *)o + off);
+    if (!v) {
+        PyErr_SetObject(PyExc_AttributeError, name);
+        return NULL;
+    }
+    Py_INCREF(v);
+    return v;
+}
+
+static int fset(PyObject *o, PyTypeObject *tp, Py_ssize_t off, PyObject *name, PyObject *v) {  /* v borrowed */
+    if (off < 0 || Py_TYPE(o) != tp) return PyObject_SetAttr(o, name, v);
+    PyObject **p = (PyObject **)((char *)o + off), *old = *p;
+    Py_INCREF(v);
+    *p = v;
+    Py_XDECREF(old);
+    return 0;
 }
 
 static int as_long(PyObject *o, long lo, long hi, long *out, const char *what) {
@@ -124,9 +176,31 @@ static int heap_pop(int *h, int *n, const G *g) {
     return top;
 }
 
+/* The fit's table of an op set (shared by op sets alike, kept in its `shared` cache): per
+ * (samples choice or "not split", cores-per-part choice, parts choice) the fit's answer as
+ * int32 (samples per part, cores per part, parts), 0: not known yet. Read on every decode;
+ * filled from the dict path below (the shared cache or Decoding.fit) the first time a
+ * group asks: no tuple key, hash or dict look-up on a hit. Its size is checked at every
+ * use (Python code run by a fit could resize it). */
+static int32_t *fit_entry(const G *g, Py_ssize_t n_entries) {
+    if (!g->ftab || g->fi < 0 || g->fi >= n_entries) return NULL;
+    if (PyByteArray_GET_SIZE(g->ftab) != n_entries * 3 * (Py_ssize_t)sizeof(int32_t)) return NULL;
+    return (int32_t *)PyByteArray_AS_STRING(g->ftab) + 3 * g->fi;
+}
+
 /* the fit's cached answer or Decoding.fit's; checked: 1 <= spp, parts and spp * parts <= batch,
  * 1 <= cpp (bounds that divide, not multiply) */
-static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch) {
+static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch, Py_ssize_t n_entries) {
+    long s, c, p;
+    int32_t *e = fit_entry(g, n_entries);
+    if (e && e[0] > 0) {
+        s = e[0], c = e[1], p = e[2];
+        if (p < 1 || p > batch || s > batch / p || c < 1 || c > INT_MAX / p) {
+            PyErr_SetString(PyExc_ValueError, "a fit's table entry beyond the batch");
+            return -1;
+        }
+        goto apply;
+    }
     PyObject *key = Py_BuildValue("(Olll)", fit_tag, g->spp, g->cpp, g->parts);
     if (!key) return -1;
     PyObject *hit = PyDict_GetItemWithError(g->shared, key);
@@ -138,7 +212,6 @@ static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch) {
         if (!hit) return -1;
     }
     int rc = -1;
-    long s, c, p;
     if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 3) {
         PyErr_SetString(PyExc_ValueError, "a fit is (samples per part, cores per part, parts)");
         goto done;
@@ -151,15 +224,20 @@ static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch) {
         PyErr_SetString(PyExc_ValueError, "a fit beyond the batch");
         goto done;
     }
+    if ((e = fit_entry(g, n_entries)) != NULL) {  /* again: the fit ran Python code */
+        e[0] = (int32_t)s, e[1] = (int32_t)c, e[2] = (int32_t)p;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(own);
+    if (rc) return rc;
+apply:
     g->split = batch / (s * p);  /* set_shape */
     g->cores = c * p;
     g->parts = p;
     g->samples = s * p;
     g->shaped = 1;
-    rc = 0;
-done:
-    Py_XDECREF(own);
-    return rc;
+    return 0;
 }
 
 static PyObject *int_list_names(const int *ix, int n, PyObject *const *names) {
@@ -195,6 +273,13 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         long v;
         if (as_long(PyTuple_GET_ITEM(spp_of, i), 1, batch, &v, "samples per part")) return NULL;
     }
+    /* the fit tables' entries: (samples choices + "not split") x cores choices x parts choices */
+    Py_ssize_t n_spp = PyTuple_GET_SIZE(spp_of), n_cpp = PyTuple_GET_SIZE(cpp_of), n_pts = PyTuple_GET_SIZE(parts_of);
+    if (n_spp > 4096 || n_cpp > 4096 || n_pts > 4096) {
+        PyErr_SetString(PyExc_ValueError, "too many choices");
+        return NULL;
+    }
+    Py_ssize_t n_fit = (n_spp + 1) * n_cpp * n_pts;
     /* a snapshot: fit, unshuffle, bind_set and a name's hash run Python code (review) */
     PyObject *bseq = PySequence_Tuple(blocks);
     if (!bseq) return NULL;
@@ -229,12 +314,22 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
                 G *x = &g[i];
                 PyObject *base;
                 if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3 ||
-                    !PyTuple_Check(base = PyTuple_GET_ITEM(row, 0)) || PyTuple_GET_SIZE(base) != 8) {
-                    PyErr_SetString(PyExc_TypeError, "a group row: (a tuple of 8, slot op, slot parameter)");
+                    !PyTuple_Check(base = PyTuple_GET_ITEM(row, 0)) ||
+                    (PyTuple_GET_SIZE(base) != 8 && PyTuple_GET_SIZE(base) != 9)) {
+                    PyErr_SetString(PyExc_TypeError, "a group row: (a tuple of 8 or 9, slot op, slot parameter)");
                     goto fail;
                 }
                 x->row = row;
                 x->base = base;
+                x->ftab = NULL;
+                if (PyTuple_GET_SIZE(base) == 9) {
+                    x->ftab = PyTuple_GET_ITEM(base, 8);
+                    if (!PyByteArray_Check(x->ftab) ||
+                        PyByteArray_GET_SIZE(x->ftab) != n_fit * 3 * (Py_ssize_t)sizeof(int32_t)) {
+                        PyErr_SetString(PyExc_ValueError, "a fit's table: a bytearray of 3 int32 per choice");
+                        goto fail;
+                    }
+                }
                 names[i] = PyTuple_GET_ITEM(base, 0);
                 x->info = PyTuple_GET_ITEM(base, 2);
                 x->shared = PyTuple_GET_ITEM(base, 3);
@@ -324,17 +419,20 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     /* the loop, producers first */
     for (int q = 0; q < n_order; q++) {
         G *x = &g[order[q]];
-        long v, slot = x->slot_dim;
+        long v, vs = n_spp, vc, slot = x->slot_dim;
         x->spp = 0;
         if (x->sep && split_ok) {
             if (rec_read(values, rep, active, slot, PyTuple_GET_SIZE(spp_of), &v)) goto fail;
             x->spp = PyLong_AsLong(PyTuple_GET_ITEM(spp_of, v));  /* checked above */
+            vs = v;
         }
-        if (rec_read(values, rep, active, slot + 1, PyTuple_GET_SIZE(cpp_of), &v) ||
-            choice_long(cpp_of, v, &x->cpp) ||
+        if (rec_read(values, rep, active, slot + 1, PyTuple_GET_SIZE(cpp_of), &vc) ||
+            choice_long(cpp_of, vc, &x->cpp) ||
             rec_read(values, rep, active, slot + 2, PyTuple_GET_SIZE(parts_of), &v) ||
-            choice_long(parts_of, v, &x->parts) ||
-            fit_of(x, fit, fit_tag, batch) ||
+            choice_long(parts_of, v, &x->parts))
+            goto fail;
+        x->fi = ((Py_ssize_t)vs * n_cpp + vc) * n_pts + v;
+        if (fit_of(x, fit, fit_tag, batch, n_fit) ||
             rec_read(values, rep, active, slot + 3, PyTuple_GET_SIZE(perms), &v))
             goto fail;
         PyObject *pe = PyTuple_GET_ITEM(perms, v);
@@ -409,6 +507,9 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
             PyDict_SetItem(by_out, PyTuple_GET_ITEM(g[i].base, 7), obj))
             goto fail;
     }
+    PyTypeObject *gtp = (PyTypeObject *)g_type;
+    Py_ssize_t off[N_FIELDS];
+    for (int f = 0; f < N_FIELDS; f++) off[f] = slot_offset(gtp, field[f]);
     for (Py_ssize_t i = 0; i < ng; i++) {
         G *x = &g[i];
         PyObject *vals[N_FIELDS] = {0};
@@ -434,13 +535,14 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
             if (!vals[f]) { rc = -1; break; }
         }
         for (int f = 0; f < N_FIELDS && rc == 0; f++)
-            rc = PyObject_SetAttr(PyList_GET_ITEM(groups, i), field[f], vals[f]);
+            rc = fset(PyList_GET_ITEM(groups, i), gtp, off[f], field[f], vals[f]);
         for (int f = 0; f < N_FIELDS; f++) Py_XDECREF(vals[f]);
         if (rc) goto fail;
     }
     for (Py_ssize_t i = 0; i < ng; i++) {  /* consumers: ascending start, the first comes first */
         for (int k = 0; k < g[i].n_deps; k++) {
-            PyObject *cons = PyObject_GetAttr(PyList_GET_ITEM(groups, g[i].deps[k]), field[F_CONSUMERS]);
+            PyObject *cons = fget(PyList_GET_ITEM(groups, g[i].deps[k]), gtp, off[F_CONSUMERS],
+                                  field[F_CONSUMERS]);
             if (!cons) goto fail;
             int rc = PyList_Append(cons, names[i]);
             Py_DECREF(cons);
@@ -523,9 +625,294 @@ done:
     return out;
 }
 
+
+/* ---- the scope walk's glue (search_space/_ccore.py: scope_walk, _group_rows) ---------------- */
+
+static PyObject *s_cache, *s_crow;
+
+/* the fields the glue reads, and their slot offsets in the groups' type (fget) */
+enum { A_SPLIT, A_WAVE, A_INFO, A_SAMPLES, A_CORES, A_PARTS, A_BINDS, A_SCOPE_AT, A_SLOT, A_NAME, N_A };
+typedef struct { PyTypeObject *tp; Py_ssize_t off[N_A]; } Fields;
+static PyObject *a_name[N_A];
+
+static void fields_of(PyObject *groups_tuple, Fields *fl) {
+    fl->tp = PyTuple_GET_SIZE(groups_tuple) ? Py_TYPE(PyTuple_GET_ITEM(groups_tuple, 0)) : NULL;
+    for (int a = 0; a < N_A; a++) fl->off[a] = fl->tp ? slot_offset(fl->tp, a_name[a]) : -1;
+}
+
+static PyObject *aget(PyObject *o, const Fields *fl, int a) {
+    return fget(o, fl->tp, fl->off[a], a_name[a]);
+}
+
+static int attr_long(PyObject *o, const Fields *fl, int a, long lo, long hi, long *out) {
+    PyObject *v = aget(o, fl, a);
+    if (!v) return -1;
+    int rc = as_long(v, lo, hi, out, PyUnicode_AsUTF8(a_name[a]));
+    Py_DECREF(v);
+    return rc;
+}
+
+/* one answer of the reader: the recorder's (values, rep, active[, orep, overrides]) read as
+ * search_space._space._Recorder and search_space._build._Overridden read it, or a call */
+typedef struct {
+    PyObject *call;                     /* a callable reader, or NULL */
+    PyObject *values, *rep, *active;    /* the recorder (lists and a dict) */
+    PyObject *orep, *overrides;         /* the overrides (a list and a dict) or NULL */
+} Reader;
+
+static int reader_of(PyObject *r, Reader *rd) {
+    memset(rd, 0, sizeof *rd);
+    if (!PyTuple_Check(r)) {
+        if (!PyCallable_Check(r)) { PyErr_SetString(PyExc_TypeError, "a reader: callable or a recorder's tuple"); return -1; }
+        rd->call = r;
+        return 0;
+    }
+    if (PyTuple_GET_SIZE(r) != 5 || !PyList_Check(PyTuple_GET_ITEM(r, 0)) ||
+        !PyList_Check(PyTuple_GET_ITEM(r, 1)) || !PyDict_Check(PyTuple_GET_ITEM(r, 2))) {
+        PyErr_SetString(PyExc_TypeError, "a recorder: (values, rep, active, orep, overrides)");
+        return -1;
+    }
+    rd->values = PyTuple_GET_ITEM(r, 0);
+    rd->rep = PyTuple_GET_ITEM(r, 1);
+    rd->active = PyTuple_GET_ITEM(r, 2);
+    PyObject *orep = PyTuple_GET_ITEM(r, 3), *ov = PyTuple_GET_ITEM(r, 4);
+    if (ov != Py_None) {
+        if (!PyList_Check(orep) || !PyDict_Check(ov)) {
+            PyErr_SetString(PyExc_TypeError, "overrides: a list and a dict");
+            return -1;
+        }
+        rd->orep = orep;
+        rd->overrides = ov;
+    }
+    return 0;
+}
+
+/* the answer to parameter d, a choice index in [0, n) */
+static int reader_read(const Reader *rd, long d, Py_ssize_t n, long *out) {
+    if (rd->call) {
+        PyObject *dd = PyLong_FromLong(d);
+        if (!dd) return -1;
+        PyObject *r = PyObject_CallOneArg(rd->call, dd);
+        Py_DECREF(dd);
+        if (!r) return -1;
+        PyObject *v = PyNumber_Index(r);  /* a reader may answer a numpy integer */
+        Py_DECREF(r);
+        if (!v) return -1;
+        int rc = as_long(v, 0, (long)n - 1, out, "an answer");
+        Py_DECREF(v);
+        return rc;
+    }
+    /* sizes read at every call: a dict's hash or a key's __eq__ may run Python */
+    if (d < 0 || d >= PyList_GET_SIZE(rd->values) || d >= PyList_GET_SIZE(rd->rep)) {
+        PyErr_SetString(PyExc_ValueError, "bad parameter");
+        return -1;
+    }
+    PyObject *f = PyList_GET_ITEM(rd->rep, d), *v = PyList_GET_ITEM(rd->values, d);
+    Py_INCREF(f);
+    Py_INCREF(v);
+    int rc = PyDict_SetItem(rd->active, f, Py_None);
+    Py_DECREF(f);
+    if (rc == 0 && rd->overrides) {
+        if (d >= PyList_GET_SIZE(rd->orep)) {
+            PyErr_SetString(PyExc_ValueError, "bad parameter");
+            rc = -1;
+        } else {
+            PyObject *of = PyList_GET_ITEM(rd->orep, d);
+            Py_INCREF(of);
+            PyObject *o = PyDict_GetItemWithError(rd->overrides, of);
+            Py_DECREF(of);
+            if (o) { Py_INCREF(o); Py_DECREF(v); v = o; }
+            else if (PyErr_Occurred()) rc = -1;
+        }
+    }
+    if (rc == 0) rc = as_long(v, 0, (long)n - 1, out, "an answer");
+    Py_DECREF(v);
+    return rc;
+}
+
+/* wants(asks, gd, pd, groups, reader, chunk_codes, chunk_fn, n_policies, xcodes)
+ *   -> (gwants, pwants): scope_walk's loop over the answers in walk order (asks: group i, or
+ *   -1 - producer p); a group's chunk scope codes from chunk_codes[(policy, split, wave)]
+ *   (chunk_fn(policy, split, wave) on a miss, which keeps them there), a producer's transfer
+ *   scope code xcodes[choice]. The reader is a callable or a recorder's tuple (reader_of). */
+static PyObject *py_wants(PyObject *self, PyObject *args) {
+    PyObject *asks, *gd, *pd, *groups, *reader, *codes, *chunk_fn, *xcodes;
+    long n_pol;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOO!OlO!:wants", &PyList_Type, &asks, &PyList_Type, &gd,
+                          &PyList_Type, &pd, &groups, &reader, &PyDict_Type, &codes, &chunk_fn,
+                          &n_pol, &PyTuple_Type, &xcodes))
+        return NULL;
+    if (n_pol < 1 || n_pol > 1 << 20) { PyErr_SetString(PyExc_ValueError, "bad policy count"); return NULL; }
+    Reader rd;
+    if (reader_of(reader, &rd)) return NULL;
+    /* snapshots: the reader, a key's hash and chunk_fn run Python (review) */
+    PyObject *ask_t = PyList_AsTuple(asks), *gd_t = PyList_AsTuple(gd), *pd_t = PyList_AsTuple(pd);
+    PyObject *gs = PySequence_Tuple(groups), *gw = NULL, *pw = NULL, *result = NULL;
+    PyObject *rtuple = PyTuple_Check(reader) ? reader : NULL;
+    Py_XINCREF(rtuple);  /* keeps the recorder's lists alive while Python code runs */
+    if (!ask_t || !gd_t || !pd_t || !gs) goto done;
+    Py_ssize_t ng = PyTuple_GET_SIZE(gs);
+    if (PyTuple_GET_SIZE(gd_t) != ng || PyTuple_GET_SIZE(pd_t) != ng) {
+        PyErr_SetString(PyExc_ValueError, "a scope and a transfer-scope parameter per group");
+        goto done;
+    }
+    Fields fl;
+    fields_of(gs, &fl);
+    gw = PyList_New(ng);
+    pw = PyList_New(ng);
+    if (!gw || !pw) goto done;
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        Py_INCREF(Py_None); PyList_SET_ITEM(gw, i, Py_None);
+        Py_INCREF(Py_None); PyList_SET_ITEM(pw, i, Py_None);
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(ask_t); k++) {
+        long a, d, v;
+        if (as_long(PyTuple_GET_ITEM(ask_t, k), -(long)ng, (long)ng - 1, &a, "an ask")) goto done;
+        if (a >= 0) {
+            long split, wave;
+            PyObject *gr = PyTuple_GET_ITEM(gs, a);
+            if (as_long(PyTuple_GET_ITEM(gd_t, a), 0, LONG_MAX, &d, "a scope parameter") ||
+                reader_read(&rd, d, n_pol, &v) ||
+                attr_long(gr, &fl, A_SPLIT, 1, INT_MAX, &split) || attr_long(gr, &fl, A_WAVE, 1, INT_MAX, &wave))
+                goto done;
+            PyObject *key = Py_BuildValue("(lll)", v, split, wave);
+            if (!key) goto done;
+            PyObject *hit = PyDict_GetItemWithError(codes, key);
+            Py_DECREF(key);
+            if (hit) {
+                Py_INCREF(hit);
+            } else {
+                if (PyErr_Occurred()) goto done;
+                hit = PyObject_CallFunction(chunk_fn, "lll", v, split, wave);
+                if (!hit) goto done;
+            }
+            if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != split) {
+                Py_DECREF(hit);
+                PyErr_SetString(PyExc_ValueError, "a scope code per chunk expected");
+                goto done;
+            }
+            PyList_SetItem(gw, a, hit);  /* steals hit */
+        } else {
+            long p = -1 - a;
+            if (as_long(PyTuple_GET_ITEM(pd_t, p), 0, LONG_MAX, &d, "a transfer-scope parameter") ||
+                reader_read(&rd, d, PyTuple_GET_SIZE(xcodes), &v))
+                goto done;
+            PyObject *c = PyTuple_GET_ITEM(xcodes, v);
+            Py_INCREF(c);
+            PyList_SetItem(pw, p, c);
+        }
+    }
+    result = PyTuple_Pack(2, gw, pw);
+done:
+    Py_XDECREF(ask_t); Py_XDECREF(gd_t); Py_XDECREF(pd_t); Py_XDECREF(gs);
+    Py_XDECREF(gw); Py_XDECREF(pw); Py_XDECREF(rtuple);
+    return result;
+}
+
+/* group_rows(groups, d_scope, slot_of, shape_row) -> (gidx, grows, gnames, gtiles, gd, pd,
+ *   splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its shape's row
+ *   from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on a miss
+ *   shape_row(info, samples, cores, parts, split), which keeps it there): a row (a tuple of 4:
+ *   the walk's row without bindings or None, the streamable inputs, the LLB weight tiles,
+ *   wide); the walk's row is that row and the group's bindings; its scope parameter
+ *   d_scope[scope_at], its transfer-scope parameter slot_of[slot] + 5. */
+static PyObject *py_group_rows(PyObject *self, PyObject *args) {
+    PyObject *groups, *d_scope, *slot_of, *shape_row;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO!O:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row))
+        return NULL;
+    PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: shape_row runs Python */
+    if (!gs) return NULL;
+    Py_ssize_t ng = PyTuple_GET_SIZE(gs);
+    PyObject *gidx = PyDict_New(), *grows = PyList_New(0), *gnames = PyList_New(0),
+             *gtiles = PyList_New(0), *gd = PyList_New(0), *pd = PyList_New(0),
+             *splits = PyList_New(ng), *result = NULL;
+    int wide = 0;
+    Fields fl;
+    fields_of(gs, &fl);
+    if (!gidx || !grows || !gnames || !gtiles || !gd || !pd || !splits) goto done;
+    for (Py_ssize_t i = 0; i < ng; i++) {  /* gidx first, as the Python comprehension */
+        PyObject *gr = PyTuple_GET_ITEM(gs, i), *name = aget(gr, &fl, A_NAME);
+        PyObject *ix = name ? PyLong_FromSsize_t(i) : NULL;
+        int rc = ix ? PyDict_SetItem(gidx, name, ix) : -1;
+        Py_XDECREF(name); Py_XDECREF(ix);
+        if (rc) goto done;
+    }
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        PyObject *gr = PyTuple_GET_ITEM(gs, i);
+        PyObject *info = NULL, *cache = NULL, *key = NULL, *hit = NULL, *row = NULL, *binds = NULL;
+        PyObject *o = NULL, *sl = NULL;
+        long samples, cores, parts, split, at, slot, v;
+        int rc = -1;
+        if (attr_long(gr, &fl, A_SAMPLES, 0, INT_MAX, &samples) || attr_long(gr, &fl, A_CORES, 1, INT_MAX, &cores) ||
+            attr_long(gr, &fl, A_PARTS, 1, INT_MAX, &parts) || attr_long(gr, &fl, A_SPLIT, 1, INT_MAX, &split) ||
+            attr_long(gr, &fl, A_SCOPE_AT, 0, INT_MAX, &at) || attr_long(gr, &fl, A_SLOT, 0, INT_MAX, &slot))
+            goto group_done;
+        PyObject *sp = PyLong_FromLong(split);
+        if (!sp) goto group_done;
+        PyList_SET_ITEM(splits, i, sp);
+        if (!(info = aget(gr, &fl, A_INFO)) || !(cache = PyObject_GetAttr(info, s_cache))) goto group_done;
+        if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
+        if (!(key = Py_BuildValue("(Ollll)", s_crow, samples, cores, parts, split))) goto group_done;
+        hit = PyDict_GetItemWithError(cache, key);
+        if (hit) {
+            Py_INCREF(hit);
+        } else {
+            if (PyErr_Occurred()) goto group_done;
+            if (!(hit = PyObject_CallFunction(shape_row, "Ollll", info, samples, cores, parts, split)))
+                goto group_done;
+        }
+        if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 4) {
+            PyErr_SetString(PyExc_ValueError, "a shape row: a tuple of 4");
+            goto group_done;
+        }
+        int w = PyObject_IsTrue(PyTuple_GET_ITEM(hit, 3));
+        if (w < 0) goto group_done;
+        if (w) { wide = 1; rc = 0; goto group_done; }
+        PyObject *base = PyTuple_GET_ITEM(hit, 0);
+        if (!PyTuple_Check(base)) { PyErr_SetString(PyExc_ValueError, "a shape row's row: a tuple"); goto group_done; }
+        if (!(binds = aget(gr, &fl, A_BINDS))) goto group_done;
+        Py_ssize_t nb = PyTuple_GET_SIZE(base);
+        if (!(row = PyTuple_New(nb + 1))) goto group_done;
+        for (Py_ssize_t k = 0; k < nb; k++) {
+            PyObject *x = PyTuple_GET_ITEM(base, k);
+            Py_INCREF(x);
+            PyTuple_SET_ITEM(row, k, x);
+        }
+        Py_INCREF(binds);
+        PyTuple_SET_ITEM(row, nb, binds);
+        if (PyList_Append(grows, row) || PyList_Append(gnames, PyTuple_GET_ITEM(hit, 1)) ||
+            PyList_Append(gtiles, PyTuple_GET_ITEM(hit, 2)))
+            goto group_done;
+        if (!(o = PySequence_GetItem(d_scope, at)) || PyList_Append(gd, o)) goto group_done;
+        if (!(sl = PyLong_FromLong(slot))) goto group_done;
+        PyObject *so = PyDict_GetItemWithError(slot_of, sl);  /* borrowed */
+        if (!so) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, sl);
+            goto group_done;
+        }
+        if (as_long(so, 0, LONG_MAX - 5, &v, "a slot parameter")) goto group_done;
+        Py_DECREF(o);
+        if (!(o = PyLong_FromLong(v + 5)) || PyList_Append(pd, o)) goto group_done;
+        rc = 0;
+    group_done:
+        Py_XDECREF(info); Py_XDECREF(cache); Py_XDECREF(key); Py_XDECREF(hit); Py_XDECREF(row);
+        Py_XDECREF(binds); Py_XDECREF(o); Py_XDECREF(sl);
+        if (rc) goto done;
+    }
+    result = Py_BuildValue("(OOOOOOOO)", gidx, grows, gnames, gtiles, gd, pd, splits, wide ? Py_True : Py_False);
+done:
+    Py_XDECREF(gidx); Py_XDECREF(grows); Py_XDECREF(gnames); Py_XDECREF(gtiles); Py_XDECREF(gd);
+    Py_XDECREF(pd); Py_XDECREF(splits); Py_DECREF(gs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"groups", py_groups, METH_VARARGS, "Pass 1's groups, shapes and cores (see the file)."},
     {"unit_slots", py_unit_slots, METH_VARARGS, "Each part's unit's first op (see the function)."},
+    {"wants", py_wants, METH_VARARGS, "The scope walk's answers in walk order (see the function)."},
+    {"group_rows", py_group_rows, METH_VARARGS, "The scope walk's rows per group (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -535,5 +922,12 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cshape", NULL, -1, 
 PyMODINIT_FUNC PyInit__cshape(void) {
     for (int f = 0; f < N_FIELDS; f++)
         if (!field[f] && !(field[f] = PyUnicode_InternFromString(FIELD_NAMES[f]))) return NULL;
+    struct { PyObject **p; const char *s; } names[] = {
+        {&a_name[A_SPLIT], "split"}, {&a_name[A_WAVE], "wave"}, {&a_name[A_INFO], "info"},
+        {&s_cache, "cache"}, {&a_name[A_SAMPLES], "samples"}, {&a_name[A_CORES], "cores"},
+        {&a_name[A_PARTS], "parts"}, {&a_name[A_BINDS], "binds"}, {&a_name[A_SCOPE_AT], "scope_at"},
+        {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     return PyModule_Create(&module);
 }

@@ -348,9 +348,13 @@ class Space:
     def _decode_free(self, vec: np.ndarray) -> tuple[GraphSchedule, np.ndarray, list[int]]:
         rec = _Recorder(vec[self.rep].tolist(), self._rep_list)
         s = self._decode(rec)
-        active = sorted(rec.active)
+        # the free parameters read, sorted, as one index array (indexing with a list
+        # converts it again at each use: ~0.1 ms per BERT-large candidate)
+        keys = np.fromiter(rec.active, dtype=np.intp, count=len(rec.active))
+        keys.sort()
         canon = np.zeros(len(self.free), dtype=np.int16)
-        canon[active] = vec[active]
+        canon[keys] = vec[keys]
+        active: list[int] = keys.tolist()
         self._remember(s, canon, active)
         return s, canon, active
 
