@@ -185,7 +185,8 @@ def sweep(
             seeds: dict[str, list[Any]] | None = None) -> None:
         """Tune ``variant`` to ``trials`` records, warm from ``finished``. A later chunk (``loud``
         None) takes only their seeds: its own rows rank by then (WarmRanker.own_enough).
-        ``seeds``: these warm seeds instead (the final cross-round)."""
+        ``seeds``: these warm seeds instead, all measured (the final cross-round: the levels
+        were measured in the probe, so they are no baseline that drops a seed either)."""
         warm_seeds, ranker = seeds, None
         if warm and finished and seeds is None:
             warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
@@ -193,7 +194,7 @@ def sweep(
         use_pretrained = pretrained and ranker is None
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,
                    search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
-                                        pretrained=use_pretrained),
+                                        pretrained=use_pretrained, seeds=seeds is None),
                    run=RunOptions(workers=workers, callbacks=[*callbacks, *extra],
                                   notify=say if loud else None, curve=False))
         result.measured += res.measured
