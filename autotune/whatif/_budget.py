@@ -38,7 +38,8 @@ handed out), so the two tables agree within the search's noise, not exactly.
 
 The chunks leave :func:`cross_reserve` of the total for the sweep's final cross-round
 (each variant measures the other variants' final bests: :mod:`autotune.whatif._sweep`),
-which stops at the total too, so a re-run of a finished sweep measures nothing.
+which stops at the total too, so a re-run of a finished sweep measures nothing; what
+the round leaves of the reserve is handed out in chunks after it (``allot`` without one).
 """
 
 from __future__ import annotations

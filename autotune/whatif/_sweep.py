@@ -29,7 +29,7 @@ variant (:func:`autotune.whatif._budget.cross_reserve`) for a final cross-round
 (:func:`_cross_round`): each variant, in the tuning order, measures the other variants'
 final bests that it has not measured yet (those of the variants it dominates first:
 it can run their schedules as they are), so a schedule one variant found late reaches
-every variant it suits.
+every variant it suits; what the round leaves of the reserve then goes in chunks.
 
 The log is the truth, as for ``tune``: a variant whose records reach the
 budget is not tuned again, and one cut short resumes, so a killed sweep
@@ -240,6 +240,9 @@ def sweep(
             if reserve:
                 _cross_round(log_path, tasks, ordered, reasons, trials_per_variant, run,
                              on_variant, t_end)
+                # what the round left of the reserve goes in chunks as before
+                _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
+                                on_variant, t_end)
     result.rows = sweep_table(log_path, tasks, variants, reasons, trials_per_variant)
     if out is not None:
         from autotune.whatif._out import write_outputs
