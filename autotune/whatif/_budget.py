@@ -35,16 +35,32 @@ total), so a killed sweep re-run measures nothing twice and never exceeds the
 total; the chunks it has left may go elsewhere than an uninterrupted run's (a
 variant's records past its replayed allotment are counted before they are
 handed out), so the two tables agree within the search's noise, not exactly.
+
+The chunks leave :func:`cross_reserve` of the total for the sweep's final cross-round
+(each variant measures the other variants' final bests: :mod:`autotune.whatif._sweep`),
+which stops at the total too, so a re-run of a finished sweep measures nothing; what
+the round leaves of the reserve is handed out in chunks after it (``allot`` without one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["ALPHA", "allot", "chunk_size", "probe_size", "score"]
+__all__ = ["ALPHA", "CROSS_MOST", "allot", "chunk_size", "cross_reserve", "probe_size", "score"]
 
 ALPHA = 0.2
 """Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
+
+
+CROSS_MOST = 7
+"""Most measurements of a variant in the sweep's final cross-round (one per other variant's
+best, the brief's "at most ~7": a sweep of 8 variants)."""
+
+
+def cross_reserve(n_variants: int) -> int:
+    """Measurements the chunks leave for the final cross-round: up to :data:`CROSS_MOST`
+    (one per other variant) for each of ``n_variants`` variants."""
+    return n_variants * min(CROSS_MOST, max(n_variants - 1, 0))
 
 
 def probe_size(trials_per_variant: int) -> int:
@@ -83,8 +99,8 @@ def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> 
 
 
 def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
-          trials_per_variant: int, floors: Mapping[str, float] | None = None
-          ) -> tuple[dict[str, int], list[str]]:
+          trials_per_variant: int, floors: Mapping[str, float] | None = None,
+          reserve: int = 0) -> tuple[dict[str, int], list[str]]:
     """Each variant's measurement budget, and the chunks in the order they were handed out.
 
     Args:
@@ -92,6 +108,8 @@ def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
         keys: The feasible variants, in the tuning order.
         trials_per_variant: The average budget per variant.
         floors: Variant key -> its lower bound (missing: unknown).
+        reserve: Measurements of the total the chunks leave for later (the sweep's final
+            cross-round: :func:`cross_reserve`).
 
     Returns ``(budget per key, the key of each chunk handed out)``. The replay stops
     at the first variant whose log does not hold its allotment yet: that is the one
@@ -100,7 +118,7 @@ def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
     probe, chunk = probe_size(trials_per_variant), chunk_size(trials_per_variant)
     budget = {k: probe for k in keys}
     handed: list[str] = []
-    total = trials_per_variant * len(keys)
+    total = trials_per_variant * len(keys) - reserve
     if any(len(histories.get(k, ())) < probe for k in keys):
         return budget, handed
     def spent() -> int:

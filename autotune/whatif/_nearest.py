@@ -32,6 +32,14 @@ capacities (:func:`compiler.capacity.check_capacity` and the search space read t
 L1, LLB and DDR sizes, the cores and the data type, no rate or latency), so a
 variant that differs only in rates (:func:`same_capacities`) has every schedule fit,
 and the seeds also come from the nearest finished such variant.
+
+Late in a sweep (its later chunks and its final cross-round: :mod:`autotune.whatif._sweep`)
+every other variant's best is a seed too (:func:`cross_sources`): on ResNet-50 b16
+(``bench/results/sweep.md``, h77, seed 0) the 384K / DDR 27 variant's best ran at 16,108 µs
+on 384K / DDR 13 and 512K / DDR 13's at 8,840 on 512K / DDR 27, ahead of those variants' own
+bests at the time. A variant with at least another's resources (:func:`dominates`: every
+capacity and rate at least as large, every latency at most as large) runs every schedule of
+the smaller one, so the smaller one's best is its cheapest upper bound: those come first.
 """
 
 from __future__ import annotations
@@ -42,13 +50,17 @@ from typing import Any
 
 from autotune.whatif._targets import Variant
 
-__all__ = ["distance", "from_base", "is_rate", "prior_rows", "ranked", "same_capacities",
-           "seed_sources", "tuning_order"]
+__all__ = ["cross_sources", "distance", "dominates", "from_base", "is_rate", "prior_rows", "ranked",
+           "same_capacities", "seed_sources", "tuning_order"]
 
 TIE = 1e-9
 RATE_SUFFIXES = ("_per_cycle", "_cycles", "_per_element", "_per_s", "_us", "_rate")
 """Target fields that are rates or latencies (``ddr.bytes_per_cycle``, ``dma.setup_cycles``,
 ``matrix.int8_rate``...): they change how fast a schedule runs, never whether it fits."""
+LATENCY_SUFFIXES = ("_cycles", "_us", "_per_element")
+"""Rate-like fields where less is faster (a latency or a cost per element)."""
+CAPACITY_FIELDS = ("l1.data_bytes", "l1.weight_bytes", "llb.bytes", "ddr.bytes")
+"""The memories' sizes: more never makes a schedule that fits stop fitting."""
 
 
 def _term(a: Any, b: Any) -> float:
@@ -89,6 +101,43 @@ def same_capacities(a: Variant, b: Variant) -> bool:
     schedule that fits one fits the other."""
     keys = set(a.values) | set(b.values)
     return all(is_rate(k) or _value(a, k) == _value(b, k) for k in keys)
+
+
+def _more(key: str) -> int:
+    """+1 if a larger value of ``key`` is more of a resource, -1 if a smaller one is, 0 if
+    neither is known (a granule, a mesh shape, a data type: not ordered)."""
+    if key in CAPACITY_FIELDS:
+        return 1
+    if not is_rate(key):
+        return 0
+    return -1 if key.rpartition(".")[2].endswith(LATENCY_SUFFIXES) else 1
+
+
+def dominates(a: Variant, b: Variant) -> bool:
+    """Whether ``a`` has at least ``b``'s resources: on every key either sets, the same value,
+    or a larger capacity or rate, or a smaller latency (:data:`CAPACITY_FIELDS`,
+    :func:`is_rate`). Then every schedule that fits ``b`` fits ``a`` and has no less of any
+    memory or rate there. A key that is not ordered (:func:`_more` 0) must be equal."""
+    for k in set(a.values) | set(b.values):
+        x, y = _value(a, k), _value(b, k)
+        if x == y:
+            continue
+        way = _more(k)
+        if not way or isinstance(x, bool) or not isinstance(x, (int, float)) \
+                or not isinstance(y, (int, float)):
+            return False
+        if (x - y) * way < 0:
+            return False
+    return True
+
+
+def cross_sources(variant: Variant, others: Sequence[Variant]) -> list[Variant]:
+    """The other variants whose best schedule ``variant`` also measures late in a sweep: every
+    one that :func:`seed_sources` does not already give, those ``variant`` dominates
+    (:func:`dominates`: their schedules fit it as they are) first, then the nearest first."""
+    have = {f.key for f in seed_sources(variant, others)}
+    rest = [(d, f) for d, f in ranked(variant, others) if f.key not in have]
+    return [f for _d, f in sorted(rest, key=lambda df: not dominates(variant, df[1]))]
 
 
 def ranked(variant: Variant, finished: Sequence[Variant]) -> list[tuple[float, Variant]]:

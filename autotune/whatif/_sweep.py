@@ -23,7 +23,13 @@ With ``allocate="adaptive"`` (the default) step 2 is a probe of a quarter of
 ``trials_per_variant`` per variant, and the rest of the sweep's budget
 (``trials_per_variant`` times the feasible variants) then goes in chunks to the
 variants whose best still improves (:mod:`autotune.whatif._budget`), each chunk a
-resumed ``tune`` of that variant, warm from all the others.
+resumed ``tune`` of that variant, warm from all the others (the nearest ones' best
+schedules and every other variant's best). The chunks leave up to 7 measurements per
+variant (:func:`autotune.whatif._budget.cross_reserve`) for a final cross-round
+(:func:`_cross_round`): each variant, in the tuning order, measures the other variants'
+final bests that it has not measured yet (those of the variants it dominates first:
+it can run their schedules as they are), so a schedule one variant found late reaches
+every variant it suits; what the round leaves of the reserve then goes in chunks.
 
 The log is the truth, as for ``tune``: a variant whose records reach the
 budget is not tuned again, and one cut short resumes, so a killed sweep
@@ -46,8 +52,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._tasks import Task, model_names
-from autotune.whatif._budget import allot, probe_size
-from autotune.whatif._nearest import tuning_order
+from autotune.whatif._budget import CROSS_MOST, allot, cross_reserve, probe_size
+from autotune.whatif._nearest import cross_sources, tuning_order
 from autotune.whatif._rows import SweepResult, SweepRow
 from autotune.whatif._targets import Variant
 
@@ -175,17 +181,20 @@ def sweep(
     first = probe_size(trials_per_variant) if allocate == "adaptive" else trials_per_variant
 
     def run(variant: Variant, trials: int, finished: Sequence[Variant],
-            extra: Sequence[Callable[[JobState], None]], loud: bool | None) -> None:
+            extra: Sequence[Callable[[JobState], None]], loud: bool | None,
+            seeds: dict[str, list[Any]] | None = None) -> None:
         """Tune ``variant`` to ``trials`` records, warm from ``finished``. A later chunk (``loud``
-        None) takes only their seeds: its own rows rank by then (WarmRanker.own_enough)."""
-        warm_seeds, ranker = None, None
-        if warm and finished:
+        None) takes only their seeds: its own rows rank by then (WarmRanker.own_enough).
+        ``seeds``: these warm seeds instead, all measured (the final cross-round: the levels
+        were measured in the probe, so they are no baseline that drops a seed either)."""
+        warm_seeds, ranker = seeds, None
+        if warm and finished and seeds is None:
             warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
                                             rows=loud is not None)
         use_pretrained = pretrained and ranker is None
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,
                    search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
-                                        pretrained=use_pretrained),
+                                        pretrained=use_pretrained, seeds=seeds is None),
                    run=RunOptions(workers=workers, callbacks=[*callbacks, *extra],
                                   notify=say if loud else None, curve=False))
         result.measured += res.measured
@@ -222,9 +231,18 @@ def sweep(
         run(variant, first, finished, budget_cb, n == 0)
     else:
         if allocate == "adaptive":
-            _spend_the_rest(log_path, tasks, [variants[i] for i in order], reasons,
-                            trials_per_variant, run, on_variant,
-                            None if time_budget_s is None else t0 + time_budget_s)
+            t_end = None if time_budget_s is None else t0 + time_budget_s
+            ordered = [variants[i] for i in order]
+            live = [v for v in ordered if v.name not in reasons]
+            reserve = cross_reserve(len(live)) if warm else 0
+            _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
+                            on_variant, t_end, reserve)
+            if reserve:
+                _cross_round(log_path, tasks, ordered, reasons, trials_per_variant, run,
+                             on_variant, t_end)
+                # what the round left of the reserve goes in chunks as before
+                _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
+                                on_variant, t_end)
     result.rows = sweep_table(log_path, tasks, variants, reasons, trials_per_variant)
     if out is not None:
         from autotune.whatif._out import write_outputs
@@ -238,8 +256,9 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
                     run: Callable[[Variant, int, Sequence[Variant], Sequence[Callable[[JobState], None]],
                                    bool | None], None],
                     on_variant: Callable[[int, Variant, str], None] | None,
-                    t_end: float | None) -> None:
-    """After the probes: chunks to the variants whose best still improves (:func:`allot`)."""
+                    t_end: float | None, reserve: int = 0) -> None:
+    """After the probes: chunks to the variants whose best still improves (:func:`allot`),
+    leaving ``reserve`` of the total for the final cross-round."""
     exhausted: set[str] = set()
     while True:
         live = [v for v in ordered if v.name not in reasons and v.key not in exhausted]
@@ -247,7 +266,7 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
             return
         hist = _histories(log_path, tasks, live)
         budget, handed = allot(hist, [v.key for v in live], trials_per_variant,
-                               {v.key: _floor(tasks, v) for v in live})
+                               {v.key: _floor(tasks, v) for v in live}, reserve)
         if not handed or len(hist.get(handed[-1], [])) >= budget[handed[-1]]:
             return
         if t_end is not None and time.monotonic() >= t_end:
@@ -261,6 +280,76 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
             [] if t_end is None else [_deadline(t_end)], None)
         if len(_histories(log_path, tasks, [variant]).get(variant.key, [])) <= have:
             exhausted.add(variant.key)  # nothing new to measure (or the time is spent)
+
+
+def _cross_round(log_path: str, tasks: Sequence[Task], ordered: Sequence[Variant],
+                 reasons: dict[str, str], trials_per_variant: int,
+                 run: Callable[..., None],
+                 on_variant: Callable[[int, Variant, str], None] | None,
+                 t_end: float | None) -> None:
+    """The sweep's last measurements: each variant, in the tuning order, measures the other
+    variants' bests (:func:`_cross_seeds`) that it has not measured yet, at most
+    :data:`CROSS_MOST` and never past the sweep's total (``trials_per_variant`` times the
+    feasible variants: a re-run of a finished sweep measures nothing). A variant later in
+    the order sees the new bests of those before it."""
+    live = [v for v in ordered if v.name not in reasons]
+    total = trials_per_variant * len(live)
+    for variant in live:
+        if t_end is not None and time.monotonic() >= t_end:
+            return
+        hist = _histories(log_path, tasks, live)
+        left = total - sum(len(h) for h in hist.values())
+        if left <= 0:
+            return
+        others = [v for v in live if v.key != variant.key]
+        seeds = _cross_seeds(log_path, tasks, variant, others)
+        new = _unmeasured(log_path, tasks, variant, seeds)
+        if not new:
+            continue
+        if on_variant:
+            on_variant(ordered.index(variant), variant, "cross")
+        run(variant, len(hist.get(variant.key, [])) + min(new, CROSS_MOST, left), others,
+            [] if t_end is None else [_deadline(t_end)], None, seeds)
+
+
+def _cross_seeds(log_path: str, tasks: Sequence[Task], variant: Variant,
+                 others: Sequence[Variant]) -> dict[str, list[Any]]:
+    """Task key -> the best schedule of each of ``others`` made to fit ``variant``
+    (:func:`_fitted`), those it dominates first (:func:`autotune.whatif._nearest.cross_sources`
+    after :func:`~autotune.whatif._nearest.seed_sources`, reordered)."""
+    from autotune.sampling._warm import warm_schedules
+    from autotune.whatif._nearest import dominates, seed_sources
+
+    recs = _records(log_path, tasks, others)
+    order = [*seed_sources(variant, others), *cross_sources(variant, others)]
+    order.sort(key=lambda f: not dominates(variant, f))
+    out: dict[str, list[Any]] = {}
+    for t in tasks:
+        best = [s for f in order
+                for s in warm_schedules(recs.get(f.key, {}).get(t.key, []), per_target=1)]
+        out[t.key] = _fitted(t, variant, best)
+    return out
+
+
+def _unmeasured(log_path: str, tasks: Sequence[Task], variant: Variant,
+                seeds: dict[str, list[Any]]) -> int:
+    """How many of ``seeds`` (task key -> schedules of ``variant``'s space) ``variant`` has not
+    measured (distinct candidates)."""
+    from autotune.sampling._studies import candidate_id
+    from compiler.schedule import GraphSchedule
+
+    recs = _records(log_path, tasks, [variant]).get(variant.key, {})
+    n = 0
+    for key, schedules in seeds.items():
+        seen = set()
+        for r in recs.get(key, []):
+            try:
+                seen.add(candidate_id(GraphSchedule.from_json(dict(r.schedule))))
+            except Exception:  # noqa: BLE001 - a record of another version: not this candidate
+                continue
+        new = {candidate_id(s) for s in schedules} - seen
+        n += len(new)
+    return n
 
 
 def _floor(tasks: Sequence[Task], variant: Variant) -> float:
@@ -346,8 +435,10 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
     differ from ``variant`` in rates only: :func:`autotune.whatif._nearest.seed_sources`),
     and each finished variant gives the cost model fewer rows the farther it is
     (:mod:`autotune.whatif._nearest`). A seed made for a larger memory is repaired to fit
-    ``variant`` (:func:`_fitted`). Without ``rows``, the seeds alone (the ranker is None:
-    the default one).
+    ``variant`` (:func:`_fitted`). Without ``rows`` (a later chunk), the seeds alone (the
+    ranker is None: the default one), and the best of every other finished variant too
+    (:func:`autotune.whatif._nearest.cross_sources`): a sibling's best found after this
+    variant's probe is measured at its next chunk.
     """
     from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules
     from autotune.whatif._nearest import prior_rows, seed_sources
@@ -361,7 +452,17 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
                                                   for r in by.get(t.key, [])))
 
     if not rows:
-        return {t.key: seeds_of(t) for t in tasks}, None
+        # a later chunk: also every other finished variant's best (cross_sources)
+        late = [v.key for v in cross_sources(variant, finished)]
+
+        def late_seeds(t: Task) -> list[Any]:
+            mine = warm_schedules(r for tk, by in recs.items() if tk in near
+                                  for r in by.get(t.key, []))
+            best = [s for k in late
+                    for s in warm_schedules(recs.get(k, {}).get(t.key, []), per_target=1)]
+            return _fitted(t, variant, mine + best)
+
+        return {t.key: late_seeds(t) for t in tasks}, None
     rows_of = prior_rows(variant, finished, MAX_PRIOR_ROWS_PER_TARGET)
     seeds: dict[str, list[Any]] = {}
     priors: dict[str, Any] = {}

@@ -176,7 +176,7 @@ def test_an_adaptive_sweep_gives_the_improving_variant_more(tiny_graph: Graph,
     assert all(c >= probe_size(24) for c in counts.values())
     assert sum(counts.values()) <= 48 and res.measured == sum(counts.values())
     whats = [w for _, w in calls]
-    assert whats[:2] == ["tuning", "tuning"] and set(whats[2:]) <= {"more"}
+    assert whats[:2] == ["tuning", "tuning"] and set(whats[2:]) <= {"more", "cross"}
     assert len(whats[2:]) >= sum(c > probe_size(24) for c in counts.values())
     again = sweep([tiny_graph], vs, trials_per_variant=24, log=log, workers=0, seed=0)
     assert again.measured == 0
