@@ -56,10 +56,36 @@ def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> 
                 f"group {g.name} has {len(io.outputs)} outputs ({what}): "
                 "a group must have exactly one output"
             )
+    passed = _passed(graph, target)
     for g in s.groups:
-        _check_group(g, graph, target)
-    _check_transfers(s, graph, target)
+        if passed.get(id(g)) is not g:
+            _check_group(g, graph, target)
+            passed[id(g)] = g
+    _check_transfers(s, graph, target, passed)
     _check_order(s, graph)
+
+
+# Groups and transfer placements that passed their own checks, per graph and target (a
+# group's checks read only the group, the graph and the target; decoded schedules share
+# their interned groups and placements, so a tune's measurements mostly meet ones checked
+# before: validating 300 bred ResNet-50 b16 / BERT-base b8 candidates took 0.65x / 0.56x
+# the CPU, issue 20). By id, each object kept beside its id. Bounded.
+_PASSED_LIMIT = 100_000
+
+
+def _passed(graph: Graph, target: Target | None) -> dict[object, object]:
+    """What passed its checks for this graph and target object: group id -> group,
+    (placement id, samples) -> placement."""
+    from compiler.memo import memo_of
+
+    memo = memo_of(graph)
+    key = ("validated", id(target))
+    got = memo.get(key)
+    if got is None or got[0] is not target:
+        got = memo[key] = (target, {})
+    if len(got[1]) > _PASSED_LIMIT:
+        got[1].clear()
+    return got[1]
 
 
 def _check_group(g: object, graph: Graph, target: Target | None) -> None:
@@ -136,7 +162,8 @@ def _check_bind(where: str, p: Placement, samples: int, target: Target | None) -
         )
 
 
-def _check_transfers(s: GraphSchedule, graph: Graph, target: Target | None) -> None:
+def _check_transfers(s: GraphSchedule, graph: Graph, target: Target | None,
+                     passed: dict[object, object] | None = None) -> None:
     expected, _, _ = derived(graph, s)
     exp = {t.name: t for t in expected}
     got = {t.name: t for t in s.transfers}
@@ -162,7 +189,13 @@ def _check_transfers(s: GraphSchedule, graph: Graph, target: Target | None) -> N
         raise ScheduleError(f"transfer {sorted(extra)[0]} is not needed by these groups")
     for t in s.transfers:
         samples = graph.batch // max(t.dst_factor, 1)
-        _check_bind(f"transfer {t.name}", t.placement, samples if samples else 1, target)
+        samples = samples if samples else 1
+        key = (id(t.placement), samples)
+        if passed is not None and passed.get(key) is t.placement:
+            continue
+        _check_bind(f"transfer {t.name}", t.placement, samples, target)
+        if passed is not None:
+            passed[key] = t.placement
 
 
 def _check_order(s: GraphSchedule, graph: Graph) -> None:

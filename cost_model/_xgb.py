@@ -205,8 +205,11 @@ class XGBModel(CostModel):
         X, y, g = self._X[order], self._y[order], self._groups[order]
         prior = self._prior(X)
         # one thread here too: building a DMatrix with OpenMP's default threads costs ~12 ms
-        # (wall) on a 2-core machine against 0.9 ms with one, whatever its size
-        d = xgb.DMatrix(self._design(X, prior), feature_names=self._names(), nthread=1)
+        # (wall) on a 2-core machine against 0.9 ms with one, whatever its size. No column
+        # names while training: XGBoost's Python layer reads them back from C and compares
+        # them on every boosting round and every evaluation (about a third of a tune's
+        # retraining, issue 20); the trees get the names when trained (_named).
+        d = xgb.DMatrix(self._design(X, prior), nthread=1)
         if self.objective == "rank":
             d.set_label(np.log(y))
             d.set_base_margin(prior)
@@ -214,12 +217,12 @@ class XGBModel(CostModel):
             d.set_group(counts)
         else:
             d.set_label(_centred(np.log(y) - prior, g))
-        base = self._base.copy() if self._base is not None else None
+        base = _unnamed(self._base.copy()) if self._base is not None else None
         rounds = self.warm_rounds if base is not None else self.rounds
         if self.objective == "regression" and self.validation and n >= 40:
             rounds = self._rounds_that_generalise(self._design(X, prior), d.get_label(), rounds,
                                                   base)
-        self._booster = xgb.train(self.params, d, rounds, xgb_model=base)
+        self._booster = self._named(xgb.train(self.params, d, rounds, xgb_model=base))
         self._trained_on = n
 
     def _rounds_that_generalise(self, X: np.ndarray, label: np.ndarray, rounds: int,
@@ -235,12 +238,17 @@ class XGBModel(CostModel):
         held = rng.random(len(label)) < self.validation
         if held.all() or not held.any():
             return rounds
-        dtr = xgb.DMatrix(X[~held], label=label[~held], feature_names=self._names(), nthread=1)
-        dva = xgb.DMatrix(X[held], label=label[held], feature_names=self._names(), nthread=1)
+        dtr = xgb.DMatrix(X[~held], label=label[~held], nthread=1)  # unnamed: see _train
+        dva = xgb.DMatrix(X[held], label=label[held], nthread=1)
         b = xgb.train(self.params, dtr, rounds, evals=[(dva, "held")], early_stopping_rounds=30,
                       verbose_eval=False, xgb_model=base)
         done = base.num_boosted_rounds() if base is not None else 0
         return max(1, int(b.best_iteration) + 1 - done)
+
+    def _named(self, booster: Any) -> Any:
+        """``booster`` with this model's column names (trained without them: see _train)."""
+        booster.feature_names = self._names()
+        return booster
 
     def _names(self) -> list[str]:
         return [*self.feature_names, PRIOR_COLUMN] if self.prior_column else self.feature_names
@@ -366,3 +374,11 @@ def _centred(v: np.ndarray, groups: np.ndarray) -> np.ndarray:
         m = groups == g
         out[m] -= out[m].mean()
     return out
+
+
+def _unnamed(booster: Any) -> Any:
+    """``booster`` without column names, to go on training on unnamed data (see
+    ``XGBModel._train``); the names are put back when it is done."""
+    booster.feature_names = None
+    booster.feature_types = None
+    return booster
