@@ -35,6 +35,7 @@ from compiler.footprint import sample_bytes
 from compiler.graph import Graph
 from compiler.opshape import op_shapes
 from search_space._ccore import available, load_extension
+from search_space._cfirst import first_info
 from search_space._structure import GroupInfo, group_info
 
 Space = Any  # a search_space._build.SpaceLike (importing _build back would close a circle)
@@ -153,7 +154,8 @@ def shared_info(space: Space, graph: Graph, batch: int, ops: tuple[int, ...]) ->
         key, names, output = class_key(graph, classes.desc, ops)
     rep = classes.reps.get(key)
     if rep is None:
-        info = group_info(graph, ops)
+        # the first of its class: its analysis in C (search_space/_cfirst.py)
+        info = first_info(load_extension("_canalyse"), graph, ops)
         # the first of its class (its facts as the mapping below expects them: else none
         # of the class shares, each computes its own)
         if set(info.streamable) <= set(info.inputs) and info.inputs == names \

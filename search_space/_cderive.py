@@ -30,11 +30,13 @@ The same extension reads the blocks of pass 1 from a recorder's vector
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from compiler.derive import Node, group_io
 from compiler.schedule import Placement, Transfer
 from search_space._ccore import load_extension, tensor_codes
+from search_space._cfirst import io_of
 from search_space._crows import RING
 from search_space._dims import MODES
 
@@ -46,6 +48,11 @@ STATS = {"c": 0}
 def _load() -> Any:
     """The compiled chunk DAG (``_cdag``), or None (pure Python forced, or not built: warned once)."""
     return load_extension("_cdag")
+
+
+def _load_analyse() -> Any:
+    """The compiled op-set analysis (``_canalyse``), or None."""
+    return load_extension("_canalyse")
 
 
 def available() -> bool:
@@ -75,14 +82,20 @@ def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]
     if hit is None:
         io = cache.get("cdag.io")
         if io is None:
-            gio = group_io(dec.graph, gr.info.ops)
+            ops = gr.info.ops
+            # group_io's, from the C analysis (search_space/_cfirst.py) when ops ascend
+            if all(a < b for a, b in pairwise(ops)):
+                g_in, g_out = io_of(_load_analyse(), dec.graph, ops)
+            else:
+                gio = group_io(dec.graph, ops)
+                g_in, g_out = gio.inputs, gio.outputs
             outs = []
-            for t in gio.outputs:
+            for t in g_out:
                 code = codes.get(t)
                 if code is None:
                     code = codes[t] = len(codes)
                 outs.append(code)
-            io = cache["cdag.io"] = (_triples(dec.graph, codes, gio.inputs), tuple(outs))
+            io = cache["cdag.io"] = (_triples(dec.graph, codes, g_in), tuple(outs))
         nodes = tuple(("g", gr.name, c) for c in range(gr.split))
         out = codes.get(gr.info.output)
         if out is None:
