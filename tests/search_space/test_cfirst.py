@@ -53,7 +53,7 @@ def _mem_and_sets(name: str, target: Target) -> tuple[Any, list[tuple[int, ...]]
         for _ in range(6):
             space.sample(rng)
         mem = in_compute_dtype(g, target)
-        sets: set[tuple[int, ...]] = {ops for (_b, ops) in space._infos}
+        sets: set[tuple[int, ...]] = {info.ops for info in space._infos.values()}
         n = len(mem.ops)
         sets |= {tuple(range(a, min(n, a + k))) for a in range(n) for k in range(1, 13)}
         r = random.Random(1)
