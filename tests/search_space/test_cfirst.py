@@ -198,3 +198,29 @@ def test_hostile_tables_and_arguments_are_refused_without_a_crash() -> None:
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stdout, r.stderr[-2000:])
     # the good tables: op 0 (a -> b) and op 1 (b -> c): the set reads a and makes c
     assert r.stdout.splitlines()[0] == "((0,), (2,), (), ())"
+
+
+def test_decoding_analyses_new_op_sets_in_c(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sampling a fresh space analyses the first op set of each class in C: the Python
+    analysis (``footprint._analyse``) runs for few of them (a capacity overflow's
+    explanation still asks ``chunk_working_set``), the C analysis for all."""
+    from compiler import footprint
+    from search_space import _cclass, _cfirst
+
+    calls = {"py": 0}
+    real = footprint._analyse
+
+    def counted(*args: Any) -> Any:
+        calls["py"] += 1
+        return real(*args)
+
+    monkeypatch.setattr(footprint, "_analyse", counted)
+    space = build_space(small_graph("bert2"), target)
+    new0, c0 = _cclass.STATS["new"], _cfirst.STATS["c"]
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        space.precheck(space.sample(rng))
+    new = _cclass.STATS["new"] - new0
+    assert new > 10
+    assert _cfirst.STATS["c"] - c0 >= new
+    assert calls["py"] < new / 4, (calls, new)
