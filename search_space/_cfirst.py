@@ -71,13 +71,10 @@ def tables(mod: Any, graph: Any) -> _Tables | None:
     shapes = op_shapes(graph)
     sizes = _sample_table(graph)
     out: list[int] = []
-    in_at: list[int] = [0]
-    ins: list[int] = []
     flags: list[int] = []
+    in_at, ins, cons_at, cons = graph_csr(graph, names, index)
     for op in graph.ops:
         out.append(index[op.output])
-        ins += [index[t] for t in op.inputs]
-        in_at.append(len(ins))
         d = shapes[op.index]
         flags.append((_VIEW if op.op_type in VIEW_OPS and len(op.inputs) == 1 else 0)
                      | (_EW if is_elementwise(op, graph) else 0)
@@ -85,11 +82,6 @@ def tables(mod: Any, graph: Any) -> _Tables | None:
                      | (_MOVE if op.op_type in _MOVE_OPS else 0)
                      | (_HALO if d.halo_bytes else 0)
                      | (_ATTN if d.kind == OpKind.BATCHED_MATMUL and d.batched else 0))
-    cons_at: list[int] = [0]
-    cons: list[int] = []
-    for t in names:
-        cons += graph.consumers.get(t, ())
-        cons_at.append(len(cons))
     outputs = set(graph.outputs)
     result: _Tables | None
     try:
@@ -101,6 +93,23 @@ def tables(mod: Any, graph: Any) -> _Tables | None:
         result = None
     memo[_KEY] = result
     return result
+
+
+def graph_csr(graph: Any, names: tuple[str, ...], index: dict[str, int]
+              ) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Per op its input tensors' indices and per tensor (``names``, indexed by ``index``) its
+    consumer ops, as CSR offsets and entries: (in_at, ins, cons_at, cons)."""
+    in_at: list[int] = [0]
+    ins: list[int] = []
+    for op in graph.ops:
+        ins += [index[t] for t in op.inputs]
+        in_at.append(len(ins))
+    cons_at: list[int] = [0]
+    cons: list[int] = []
+    for t in names:
+        cons += graph.consumers.get(t, ())
+        cons_at.append(len(cons))
+    return in_at, ins, cons_at, cons
 
 
 class Analysis:
