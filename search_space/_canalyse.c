@@ -252,6 +252,21 @@ static PyObject *py_analyse(PyObject *self, PyObject *args) {
     }
     int gen = ++a->gen;
     long m_in = 0;
+    /* ints only (no __index__ runs Python code while the scratch is this call's) */
+    for (int k = 0; k < n; k++) {
+        if (!PyLong_Check(PyTuple_GET_ITEM(ops_obj, k))) {
+            PyErr_SetString(PyExc_ValueError, "ops: ascending op indices");
+            goto done;
+        }
+    }
+    if (names_obj != Py_None) {
+        for (Py_ssize_t b = 0; b < PyTuple_GET_SIZE(names_obj); b++) {
+            if (!PyLong_Check(PyTuple_GET_ITEM(names_obj, b))) {
+                PyErr_SetString(PyExc_ValueError, "names: tensor indices");
+                goto done;
+            }
+        }
+    }
     for (int k = 0; k < n; k++) {
         long i = PyLong_AsLong(PyTuple_GET_ITEM(ops_obj, k));
         if ((i == -1 && PyErr_Occurred()) || i < 0 || i >= a->n_ops || (k && i <= ops[k - 1])) {

@@ -183,6 +183,12 @@ refused(m.analyse, cap, (0,), (7,))         # a name index past the tensors
 refused(m.analyse, cap, (0,), [0])          # names not a tuple
 refused(m.analyse, cap, (0,), ("a",))
 refused(m.analyse, cap, [0], None)          # ops not a tuple
+class Sneaky:  # an index that calls back into the analysis while its op set is read
+    def __index__(self):
+        m.analyse(cap, (0, 1), None)
+        return 0
+refused(m.analyse, cap, (Sneaky(),), None)  # not an int: refused before any Python runs
+refused(m.analyse, cap, (0,), (Sneaky(),))
 import datetime
 refused(m.analyse, __import__("datetime").datetime_CAPI, (0,), None)  # another capsule
 print("ok")
