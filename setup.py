@@ -1,5 +1,5 @@
 """The compiled search core (search_space/_cwalk.c with _cprofile.c, search_space/_cdag.c,
-search_space/_cpart.c, search_space/_cshape.c),
+search_space/_cpart.c, search_space/_cshape.c, search_space/_canalyse.c),
 optional: without a C compiler the package installs and decoding runs in Python
 (search_space/_ccore.py warns once)."""
 
@@ -24,6 +24,12 @@ setup(
         Extension(
             "search_space._cshape",
             ["search_space/_cshape.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "search_space._canalyse",
+            ["search_space/_canalyse.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

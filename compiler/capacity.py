@@ -87,6 +87,7 @@ __all__ = [
     "order_nodes",
     "plan_memory",
     "remember_plan",
+    "stream_window",
 ]
 
 
@@ -369,13 +370,19 @@ def _stream_buffers(graph: Graph, f: _GroupFacts, streamed: frozenset[str]
         rows = []
         for t in sorted(streamed):
             sb, fb = f.sizes[t]
-            rd = op_shapes(graph)[readers[t]] if t in readers else None
-            window = None
-            if rd is not None and rd.window_rows > 1 and rd.in_rows:
-                window = min(rd.window_rows, rd.in_rows) * (sb + fb) / rd.in_rows
-            rows.append((sb, fb, window))
+            rows.append((sb, fb, stream_window(graph, readers.get(t), sb, fb)))
         hit = f.buffers[streamed] = tuple(rows)
     return hit
+
+
+def stream_window(graph: Graph, reader: int | None, sb: int, fb: int) -> float | None:
+    """The bytes of a whole window of rows of a streamed input (``sb`` per sample, ``fb``
+    fixed) its reader op ``reader`` needs at once, or None: no reader, or no window of
+    more than one row (what :func:`_work` adds beyond the usual two stream tiles)."""
+    rd = op_shapes(graph)[reader] if reader is not None else None
+    if rd is not None and rd.window_rows > 1 and rd.in_rows:
+        return min(rd.window_rows, rd.in_rows) * (sb + fb) / rd.in_rows
+    return None
 
 
 def llb_weight_tiles(weight_bytes: float, target: Target) -> float:

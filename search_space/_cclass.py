@@ -35,6 +35,7 @@ from compiler.footprint import sample_bytes
 from compiler.graph import Graph
 from compiler.opshape import op_shapes
 from search_space._ccore import available, load_extension
+from search_space._cfirst import first_info, graph_csr
 from search_space._structure import GroupInfo, group_info
 
 Space = Any  # a search_space._build.SpaceLike (importing _build back would close a circle)
@@ -67,16 +68,7 @@ def class_tables(graph: Graph, desc: list[int]) -> Any:
         return None
     names = tuple(graph.tensors)
     index = {t: k for k, t in enumerate(names)}
-    in_at: list[int] = [0]
-    ins: list[int] = []
-    for op in graph.ops:
-        ins += [index[t] for t in op.inputs]
-        in_at.append(len(ins))
-    cons_at: list[int] = [0]
-    cons: list[int] = []
-    for t in names:
-        cons += graph.consumers.get(t, ())
-        cons_at.append(len(cons))
+    in_at, ins, cons_at, cons = graph_csr(graph, names, index)
     outputs = set(graph.outputs)
     return mod.class_tables(names, desc, [index[op.output] for op in graph.ops], in_at, ins,
                             [graph.producer.get(t, -1) for t in names], cons_at, cons,
@@ -153,7 +145,8 @@ def shared_info(space: Space, graph: Graph, batch: int, ops: tuple[int, ...]) ->
         key, names, output = class_key(graph, classes.desc, ops)
     rep = classes.reps.get(key)
     if rep is None:
-        info = group_info(graph, ops)
+        # the first of its class: its analysis in C (search_space/_cfirst.py)
+        info = first_info(load_extension("_canalyse"), graph, ops)
         # the first of its class (its facts as the mapping below expects them: else none
         # of the class shares, each computes its own)
         if set(info.streamable) <= set(info.inputs) and info.inputs == names \

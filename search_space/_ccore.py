@@ -62,19 +62,18 @@ from functools import partial
 from operator import attrgetter
 from typing import Any
 
-from compiler.capacity import (  # _facts, _stream_buffers: the working set's parts
-    STREAM_TILE_ELEMENTS,
+from compiler.capacity import (  # _facts: the working set's parts
     CapacityIssue,
     MemoryPlan,
     _facts,
-    _stream_buffers,
     chunk_working_set,
     cut_sides,
     llb_weight_tiles,
 )
 from compiler.derive import Node
 from compiler.footprint import group_profile, sample_bytes, weight_bytes
-from search_space._cfoot import halo_values, pack_rows
+from search_space._cfirst import ws_parts
+from search_space._cfoot import halo_values
 from search_space._cglue import CODE, wants
 from search_space._cplan import _plan_of, streamed_of
 from search_space._crows import _issue, _ScopeDims, _StepRows, packed_rows
@@ -263,18 +262,14 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
         return None
     shared = info.shared.get("cws")
     if shared is None or shared[0] is not mem or len(shared[3]) != len(table):
-        # once per op set: its facts, the shape-independent parts and the profile table
-        f = _facts(mem, info.ops)
-        bits = []
-        for b in sorted(range(len(names)), key=names.__getitem__):
-            ((sb, fb, window),) = _stream_buffers(mem, f, frozenset((names[b],)))
-            bits.append((b, sb, fb, window))
+        # once per op set: its facts, the shape-independent parts (from the C analysis,
+        # search_space/_cfirst.py) and the profile table
+        f, ok, tile, out_sizes, bits, pack = ws_parts(load_extension("_canalyse"), mem,
+                                                      info.ops, names)
         profiles: list[bytes | None] = [None] * len(table)
-        ok = set(names) <= f.streamable
         shared = info.shared["cws"] = (
-            mem, f, ok, profiles, _Profiler(mem, info.ops, names, profiles),
-            STREAM_TILE_ELEMENTS * mem.float_bytes, f.sizes[f.output], tuple(bits),
-            pack_rows(mem, info.ops, names) if ok else None)
+            mem, f, ok, profiles, _Profiler(mem, info.ops, names, profiles), tile, out_sizes,
+            bits, pack)
     _, f, ok, profiles, profiler, tile, out, bits_t, pack = shared
     halo = (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1)
     if not ok or (halo and pack is None):

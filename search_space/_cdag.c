@@ -38,7 +38,10 @@
  *          id of the binding: the consumer chunk's, else the first source group chunk's,
  *          else `ring`); a transfer not known is made here (transfer_type, a frozen
  *          dataclass, its fields set as its __init__ sets them; its placement the shared
- *          places[("DDR", binding)], made with placement_type when missing) and added
+ *          places[("DDR", binding)], made with placement_type when missing) and added;
+ *          None: every transfer is made anew (search_space/_cderive.py: on the models
+ *          measured, 97-99 % of a decode's transfers were not known, and the table only
+ *          kept them alive)
  *   tensor_names: the tensor name of each code
  * -> (transfers, deps, outs, order, reads): transfers in the final order; deps a dict
  *    node -> list of nodes (the Python code's insertion order); outs the output nodes;
@@ -550,11 +553,15 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     PyObject *gout = Py_None;
     int n_ops, n_tensors, order, lookahead;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OiiOiiOO!O!OO!O!OO!|O", &groups, &n_ops, &n_tensors, &gouts, &order,
-                          &lookahead, &topo_obj, &PyList_Type, &tnodes, &PyDict_Type, &known, &ring,
+    if (!PyArg_ParseTuple(args, "OiiOiiOO!OOO!O!OO!|O", &groups, &n_ops, &n_tensors, &gouts, &order,
+                          &lookahead, &topo_obj, &PyList_Type, &tnodes, &known, &ring,
                           &PyType_Type, &tr_type, &PyDict_Type, &places, &place_type, &PyList_Type, &tnames,
                           &gout))
         return NULL;
+    if (known != Py_None && !PyDict_Check(known)) {
+        PyErr_SetString(PyExc_TypeError, "known: a dict of transfers by key, or None");
+        return NULL;
+    }
     if (gout != Py_None && !PyList_Check(gout)) {
         PyErr_SetString(PyExc_ValueError, "gout: a list of tensor codes, one per group");
         return NULL;
@@ -730,6 +737,14 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
                 goto done;
             }
             bind = PyTuple_GET_ITEM(gbinds[tr->bind_g], tr->bind_c);
+        }
+        if (known == Py_None) {  /* not interned: a new value */
+            PyObject *t = make_transfer(tr_type, PyTuple_GET_ITEM(node, 1), tr->kind,
+                                        PyList_GET_ITEM(tnames, tr->tensor), tr->sf, tr->df, s0, tr->src.n,
+                                        d0, tr->dst.n, bind, places, place_type);
+            if (!t) goto done;
+            PyList_SET_ITEM(transfers, at, t);
+            continue;
         }
         /* the value's key: sources and destinations are runs (s0 .. s0 + n) */
         PyObject *key = PyTuple_New(10);

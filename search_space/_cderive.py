@@ -18,7 +18,11 @@ statement by statement, so the transfers, their names, the DAG (with the dict's
 insertion order) and the order are the ones the Python code gives; the
 differential tests (``tests/search_space/test_cdag.py``) compare them on every zoo
 model. Transfer placements are the space's shared ``Placement`` values (equal to
-the ones ``derive_transfers`` makes: DDR, on the consumer chunk's cores).
+the ones ``derive_transfers`` makes: DDR, on the consumer chunk's cores). The
+``Transfer`` values are made anew by each decode, not interned: a table of them by
+(kind, number, tensor, factors, chunks, binding identity) answered 1-3 % of a
+decode's transfers on ResNet-50 and BERT-large (the number follows the DFS naming,
+the binding the sample) and kept up to 200,000 of them alive (issue 20, h79).
 
 The same extension reads the blocks of pass 1 from a recorder's vector
 (:func:`blocks`, ``_build.read_blocks``' loop) and computes op sets' class keys
@@ -30,11 +34,13 @@ The same extension reads the blocks of pass 1 from a recorder's vector
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from compiler.derive import Node, group_io
 from compiler.schedule import Placement, Transfer
 from search_space._ccore import load_extension, tensor_codes
+from search_space._cfirst import io_of
 from search_space._crows import RING
 from search_space._dims import MODES
 
@@ -46,6 +52,11 @@ STATS = {"c": 0}
 def _load() -> Any:
     """The compiled chunk DAG (``_cdag``), or None (pure Python forced, or not built: warned once)."""
     return load_extension("_cdag")
+
+
+def _load_analyse() -> Any:
+    """The compiled op-set analysis (``_canalyse``), or None."""
+    return load_extension("_canalyse")
 
 
 def available() -> bool:
@@ -75,14 +86,20 @@ def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]
     if hit is None:
         io = cache.get("cdag.io")
         if io is None:
-            gio = group_io(dec.graph, gr.info.ops)
+            ops = gr.info.ops
+            # group_io's, from the C analysis (search_space/_cfirst.py) when ops ascend
+            if all(a < b for a, b in pairwise(ops)):
+                g_in, g_out = io_of(_load_analyse(), dec.graph, ops)
+            else:
+                gio = group_io(dec.graph, ops)
+                g_in, g_out = gio.inputs, gio.outputs
             outs = []
-            for t in gio.outputs:
+            for t in g_out:
                 code = codes.get(t)
                 if code is None:
                     code = codes[t] = len(codes)
                 outs.append(code)
-            io = cache["cdag.io"] = (_triples(dec.graph, codes, gio.inputs), tuple(outs))
+            io = cache["cdag.io"] = (_triples(dec.graph, codes, g_in), tuple(outs))
         nodes = tuple(("g", gr.name, c) for c in range(gr.split))
         out = codes.get(gr.info.output)
         if out is None:
@@ -131,7 +148,7 @@ def derive(dec: Decoding) -> bool:
         topo = []
     transfers, deps, outs, order, reads, walk = mod.derive(
         rows, len(graph.ops), len(codes), gouts, 1 if dec.order == "breadth" else 0,
-        dec.lookahead, topo, tnodes, interned_transfers(space), _RING, Transfer, space._places,
+        dec.lookahead, topo, tnodes, None, _RING, Transfer, space._places,
         Placement, _names(space), gout)
     dec.transfers, dec.deps, dec.outs = transfers, deps, outs
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
@@ -155,20 +172,6 @@ def blocks(space: Any, get: Any, lens: list[int], below: int) -> list[Any] | Non
     mx = opts.max_group_ops
     return mod.blocks(values, rep, active, lens, below, space.d_cut, space.d_mode,  # type: ignore[no-any-return]
                       opts.min_group_ops, -1 if mx is None else mx, MODES, space._blocks)
-
-
-def interned_transfers(space: Any) -> dict[tuple[Any, ...], Transfer]:
-    """The space's Transfer values by what makes them (kind, number, tensor, factors,
-    chunks, binding identity): they keep their binding tuples alive (so the identities in
-    the keys stay valid). Bounded: a new table past
-    200,000 (and then new rows in the compiled walk's cache, keyed by identity). The key
-    is ``_cdag.derive``'s: (kind 0/1, number, tensor code, src/dst factor, first and count
-    of the src chunks, of the dst chunks, ``id`` of the binding)."""
-    known: dict[tuple[Any, ...], Transfer] | None = getattr(space, "_ctransfers", None)
-    if known is None or len(known) > 200_000:
-        known = space._ctransfers = {}
-        space._ctransfer_rows = {}
-    return known
 
 
 def _names(space: Any) -> list[str]:

@@ -259,17 +259,32 @@ class GroupInfo:
     def __init__(self, graph: Graph, ops: tuple[int, ...]) -> None:
         io = group_io(graph, ops)
         out = io.outputs[0] if io.outputs else graph.ops[ops[-1]].output
+        self._set(graph, ops, io.inputs, out, streamable_inputs(graph, ops))
+
+    def _set(self, graph: Graph, ops: tuple[int, ...], inputs: tuple[str, ...], out: str,
+             streamable: frozenset[str]) -> None:
         out_op = graph.ops[graph.producer[out]]
         self.ops = ops
         self.output = out
-        self.inputs = io.inputs
+        self.inputs = inputs
         self.scopes = out_op.allowed_scopes if out_op.on_npu else ("DDR", "LLB", "L1")
         self.separable = all(graph.ops[i].batch_separable for i in ops) and graph.tensors[out].batched
-        self.streamable = streamable_inputs(graph, ops)
+        self.streamable = streamable
         self.cache: dict[tuple[object, ...], float] = {}
         # what does not name tensors (the fit's answers, working-set tables): shared by op
         # sets alike up to tensor names (search_space/_cclass.py), else this op set's own
         self.shared: dict[object, object] = {}
+
+    @classmethod
+    def made(cls, graph: Graph, ops: tuple[int, ...], inputs: tuple[str, ...], output: str,
+             streamable: frozenset[str]) -> GroupInfo:
+        """The facts of ``ops`` given its inputs (:func:`compiler.derive.group_io`'s), its
+        output (as :class:`GroupInfo` finds it) and its streamable inputs
+        (:func:`compiler.footprint.streamable_inputs`), found elsewhere (the compiled
+        analysis, :mod:`search_space._cfirst`); scopes and splittability as here."""
+        info = cls.__new__(cls)
+        info._set(graph, ops, inputs, output, streamable)
+        return info
 
     @classmethod
     def alike(cls, rep: GroupInfo, ops: tuple[int, ...], inputs: tuple[str, ...],

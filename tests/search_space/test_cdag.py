@@ -208,6 +208,13 @@ def test_bad_tables_are_refused() -> None:
     transfers, _, _, order2, _ = derive(ok, tnodes, known, places)
     assert transfers == ["T0", "T1"]  # known values are returned as they are
     assert all(a is b for a, b in zip(order, order2, strict=True))
+    # not interned (known None): equal values, made anew by every call
+    fresh, deps3, _, order3, _ = derive(ok, tnodes, None, places)
+    again = derive(ok, tnodes, None, places)[0]
+    assert fresh == again == [Transfer("concat_0", "concat", "y", 2, 1, (0, 1), (0,), ddr0),
+                              Transfer("split_0", "split", "x", 1, 2, (0,), (0, 1), ddr0)]
+    assert all(a is not b for a, b in zip(fresh, again, strict=True))
+    assert order3 == order and list(deps3.items()) == list(deps.items())
     for bad in ([((g0, g1), (5, 1, -1), (1,), (0,), (b0, b1))],  # unknown tensor
                 [((), (0, 1, -1), (1,), (0,), ())],  # split 0
                 [((g0, g1), (0, 1), (1,), (0,), (b0, b1))],  # not triples
