@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import threading
 import time
@@ -118,9 +119,16 @@ class _Timeout(Exception):
 
 @contextmanager
 def _deadline(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`_Timeout` after ``seconds`` (main thread only; elsewhere no limit)."""
-    if not seconds or threading.current_thread() is not threading.main_thread():
+    """Raise :class:`_Timeout` after ``seconds``: by SIGALRM in the main thread, by an
+    asynchronous exception from a timer thread elsewhere (a threaded Ray actor's slots,
+    :attr:`autotune.Measurer.slots_per_process`: review), so a slow simulation gives the
+    same ``timeout`` record whichever thread runs it."""
+    if not seconds:
         yield
+        return
+    if threading.current_thread() is not threading.main_thread():
+        with _thread_deadline(seconds):
+            yield
         return
 
     def alarm(signum: int, frame: object) -> None:
@@ -133,6 +141,36 @@ def _deadline(seconds: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+@contextmanager
+def _thread_deadline(seconds: float) -> Iterator[None]:
+    """:func:`_deadline` off the main thread: a timer sets :class:`_Timeout` as this
+    thread's pending exception (``PyThreadState_SetAsyncExc``: raised at its next bytecode)
+    while the block runs; one fired as the block ends is withdrawn before it can be raised
+    outside it."""
+    tid = threading.get_ident()
+    guard = threading.Lock()
+    state = {"inside": True, "fired": False}
+
+    def fire() -> None:
+        with guard:
+            if state["inside"]:
+                state["fired"] = True
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid),
+                                                           ctypes.py_object(_Timeout))
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with guard:
+            state["inside"] = False
+            if state["fired"]:  # not raised yet (or already raised: then a no-op)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
 
 
 def measure_one(graph: Graph, schedule: GraphSchedule, target: Target, *,

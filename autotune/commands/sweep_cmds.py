@@ -107,6 +107,8 @@ def sweep_cmd(model_paths: tuple[str, ...], sets: tuple[str, ...], zip_: bool,
             say(f"variant {i + 1}/{len(variants)}: {getattr(v, 'name', v)}")
         elif what == "more":
             say(f"variant {getattr(v, 'name', v)}: more measurements (its best still improves)")
+        elif what == "cross":
+            say(f"variant {getattr(v, 'name', v)}: the other variants' bests (cross-round)")
 
     result = sweep([m.graph for m in models], variants, trials_per_variant=trials_per_variant,
                    log=log_path, out=out, workers=workers, seed=seed, time_budget_s=time_budget,

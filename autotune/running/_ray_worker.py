@@ -41,6 +41,11 @@ WARM_TIMEOUT_S = 10.0
 start up to its own timeout; review)."""
 
 
+LOAD_WAIT_S = 600.0
+"""Seconds a threaded actor's measure call waits for the process's load() (its warm-up
+included) before it runs anyway (and fails as an unloaded worker's call would)."""
+
+
 class _Worker:
     """The actor body: measures batches, and breeds rounds, of the graphs it was built with.
 
@@ -56,6 +61,10 @@ class _Worker:
 
         load_from_environment()  # the driver's --plugin ops (GRAPHTUNE_PLUGINS), before any pricing
         self._graphs: Mapping[str, Graph] = {}
+        # Set once load() has run: a threaded actor (slots > 1) may start a measure call
+        # sent after load() before load() takes the lock (Ray orders a threaded actor's
+        # calls by nothing); it waits here (review).
+        self._loaded = threading.Event()
         self._target = target
         self._measurer = measurer
         self._breeder: Breeder | None = None
@@ -84,9 +93,12 @@ class _Worker:
         measurements each: a third of the measuring CPU, issue 20). A measurer that is
         not the simulator is not called.
         """
-        with working():
-            if self._breeder is None:
-                self._warm(graphs)
+        try:
+            with working():
+                if self._breeder is None:
+                    self._warm(graphs)
+        finally:
+            self._loaded.set()
         return os.getpid()
 
     def _warm(self, graphs: Mapping[str, Graph]) -> None:
@@ -119,6 +131,8 @@ class _Worker:
                 vectors: Sequence[tuple[int, np.ndarray] | None] | None = None
                 ) -> tuple[str, list[dict[str, Any]], float]:
         turn: AbstractContextManager[Any] = self._turns or nullcontext()
+        if self._turns is not None:
+            self._loaded.wait(LOAD_WAIT_S)
         with turn, working():
             t0, c0 = time.perf_counter(), time.thread_time()  # the wall seconds come back too
             held = (self._breeder.take(task_key, cids, schedules, vectors) if self._breeder

@@ -483,7 +483,8 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
 def _fitted(task: Task, variant: Variant, schedules: Sequence[Any]) -> list[Any]:
     """The seeds made to fit ``variant`` (:func:`autotune.whatif._repair.fit_schedule`): a
     schedule of a larger L1 with its scopes and, where still needed, its shapes repaired;
-    one that fits as it is, unchanged; one that cannot be made to fit, dropped."""
+    one that fits as it is, unchanged; one that cannot be made to fit, dropped. Each is
+    returned projected into the variant's space, as the tune enqueues it."""
     from autotune.whatif._repair import fit_schedule
     from compiler.errors import GraphtuneError
     from search_space import build_space
@@ -497,8 +498,10 @@ def _fitted(task: Task, variant: Variant, schedules: Sequence[Any]) -> list[Any]
     out: list[Any] = []
     for s in schedules:
         fitted = fit_schedule(space, task.graph, s, variant.target)
-        if fitted is not None:
-            out.append(fitted)
+        # as the tune enqueues it (enqueue_warm projects): what _unmeasured counts (review)
+        proj = None if fitted is None else space.project(fitted).schedule
+        if proj is not None:
+            out.append(proj)
     return out
 
 

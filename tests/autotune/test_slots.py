@@ -169,3 +169,23 @@ def test_a_measurer_with_a_bad_slot_count_is_one_error_before_ray_starts(
     m.slots_per_process = bad  # type: ignore[assignment]
     with pytest.raises(GraphtuneError, match="slots_per_process must be an integer >= 1"):
         _ray_pool.RayPool({}, Target.default(), m, 4)
+
+
+def test_a_measure_sent_before_load_waits_for_it(multi_slot: None, tiny_graph) -> None:  # type: ignore[no-untyped-def]
+    # A threaded actor runs its calls in no set order: a measure call that starts before
+    # the process's load() has run waits for it (review: it raised KeyError, a traceback).
+    from autotune.running._ray_worker import _Worker
+    from compiler.auto import graph_schedule_level
+    from compiler.target import Target
+
+    target = Target.default()
+    worker = _Worker(target, DelayedMeasurer(delay_s=0.0, slots_per_process=2), slots=2)
+    s = graph_schedule_level(tiny_graph, target, 3).to_json()
+    out: list = []
+    th = threading.Thread(target=lambda: out.append(worker.measure("k", [s], None)))
+    th.start()
+    th.join(0.3)
+    assert th.is_alive() and not out  # waiting for load(), not failing
+    worker.load({"k": tiny_graph})
+    th.join(30)
+    assert out and out[0][1][0]["status"] == "ok"

@@ -62,3 +62,32 @@ def test_internal_errors_and_timeouts_are_data(tiny: Graph, target: Target,
     assert [m.status for m in ms] == ["sim_error", "timeout", "ok"]
     assert "ZeroDivisionError: boom" in ms[0].error
     assert "longer than 0.2 s" in ms[1].error
+
+
+def test_a_timeout_holds_off_the_main_thread(tiny: Graph, target: Target,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # A threaded Ray actor's slots measure on pool threads, where SIGALRM cannot reach:
+    # the same slow simulation must still end as a timeout, and the thread carry on.
+    import threading
+
+    ok = graph_schedule_level(tiny, target, 3)
+    real = measure_mod.run
+    calls = {"n": 0}
+
+    def slow_once(graph, schedule, tgt, record=True):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            t = time.monotonic()
+            while time.monotonic() - t < 5:  # CPU-bound, as the simulator is
+                pass
+            raise RuntimeError("the deadline did not stop it")
+        return real(graph, schedule, tgt, record=record)
+
+    monkeypatch.setattr(measure_mod, "run", slow_once)
+    out: list = []
+    th = threading.Thread(target=lambda: out.append(measure(tiny, [ok, ok], target,
+                                                            timeout_s=0.2)))
+    th.start()
+    th.join()
+    assert [m.status for m in out[0]] == ["timeout", "ok"]
+    assert "longer than 0.2 s" in out[0][0].error
