@@ -449,12 +449,12 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:
             nodes = breadth_order(dec.deps, dec.topo, splits)
         pos = {node: i for i, node in enumerate(nodes)}
         all_reads = [[pos[d] for d in dec.deps.get(node, ())] for node in nodes]
-    batch = dec.batch
     gidx, grows, gnames, gtiles, gd, pd, gsplit, wide = _group_rows(dec, space)
     if wide:
         return None
-    # per transfer: its row (kept by identity: the row holds the transfer) and producer
-    known = _transfer_rows(space, batch)
+    # per transfer: its row and producer (rows are not kept between decodes: the derive
+    # makes new transfers every time, so an identity-keyed cache only held them alive: review)
+    known: dict[int, tuple[Any, ...]] = {}
     tl = dec.transfers
     tidx = {t.name: j for j, t in enumerate(tl)}
     rows: list[Any] = list(map(known.get, map(id, tl)))
@@ -572,17 +572,4 @@ def _sizes(space: Space, batch: int) -> dict[str, tuple[int, int, int]]:
     table = tables.get(batch)
     if table is None:
         table = tables[batch] = {}
-    return table
-
-
-def _transfer_rows(space: Space, batch: int) -> dict[int, tuple[Any, ...]]:
-    """Per transfer identity at ``batch``: the transfer and its row (its layout's pieces,
-    initial scope, tensor code and sizes); each row holds its transfer, so the identity is
-    never reused while the row exists. Bounded like the value table."""
-    rows: dict[int, dict[int, tuple[Any, ...]]] | None = getattr(space, "_ctransfer_rows", None)
-    if rows is None or sum(map(len, rows.values())) > 200_000:
-        rows = space._ctransfer_rows = {}  # type: ignore[attr-defined]
-    table = rows.get(batch)
-    if table is None:
-        table = rows[batch] = {}
     return table

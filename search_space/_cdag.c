@@ -576,8 +576,15 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "transfer nodes: [concat nodes, split nodes]");
         return NULL;
     }
-    PyObject *gs = PySequence_Fast(groups, "groups: a sequence");
+    /* snapshots: a Placement made below (place_type) runs Python, which must not free what
+     * this call still reads (the caller's groups and tensor names: review) */
+    PyObject *gs = PySequence_Tuple(groups);
     if (!gs) return NULL;
+    PyObject *tn = PyList_AsTuple(tnames);
+    if (!tn) { Py_DECREF(gs); return NULL; }
+    /* the transfer nodes met, held: node_obj borrows them while the space's lists may change */
+    PyObject *keep = PyList_New(0);
+    if (!keep) { Py_DECREF(gs); Py_DECREF(tn); return NULL; }
     PyObject *go = NULL, *tp = NULL, *result = NULL;
     PyObject *transfers = NULL, *deps = NULL, *outs_l = NULL, *ord_l = NULL, *reads_l = NULL;
     PyObject **node_obj = NULL;  /* borrowed: the groups' node tuples and the interned transfer nodes */
@@ -590,7 +597,11 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     D d;
     memset(&d, 0, sizeof(d));
     Py_ssize_t G_ = PySequence_Fast_GET_SIZE(gs);
-    if (G_ > INT_MAX / 2) { PyErr_SetString(PyExc_ValueError, "too many groups"); Py_DECREF(gs); return NULL; }
+    if (G_ > INT_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "too many groups");
+        Py_DECREF(gs); Py_DECREF(tn); Py_DECREF(keep);
+        return NULL;
+    }
     int G = (int)G_;
     d.n_groups = G; d.n_ops = n_ops; d.n_tensors = n_tensors;
     d.split = alloc_n(G, sizeof(int));
@@ -723,8 +734,12 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     for (int i = 0; i < d.n_tr; i++) {
         Tr *tr = &d.tr[i];
         const char *kind = tr->kind == CONCAT ? "concat" : "split";
+        if (PyList_GET_SIZE(tnodes) != 2 || !PyList_Check(PyList_GET_ITEM(tnodes, tr->kind))) {
+            PyErr_SetString(PyExc_ValueError, "transfer nodes: [concat nodes, split nodes]");
+            goto done;  /* (changed by Python a Placement ran) */
+        }
         PyObject *node = transfer_node(PyList_GET_ITEM(tnodes, tr->kind), kind, num[i]);
-        if (!node) goto done;
+        if (!node || PyList_Append(keep, node)) goto done;
         node_obj[d.n_group_nodes + i] = node;
         /* transfers.sort(key=(kind, number)): concat_0.. then split_0.. */
         int at = tr->kind == CONCAT ? num[i] : counts[CONCAT] + num[i];
@@ -740,7 +755,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         }
         if (known == Py_None) {  /* not interned: a new value */
             PyObject *t = make_transfer(tr_type, PyTuple_GET_ITEM(node, 1), tr->kind,
-                                        PyList_GET_ITEM(tnames, tr->tensor), tr->sf, tr->df, s0, tr->src.n,
+                                        PyTuple_GET_ITEM(tn, tr->tensor), tr->sf, tr->df, s0, tr->src.n,
                                         d0, tr->dst.n, bind, places, place_type);
             if (!t) goto done;
             PyList_SET_ITEM(transfers, at, t);
@@ -765,7 +780,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
             continue;
         }
         if (PyErr_Occurred()) { Py_DECREF(key); goto done; }
-        PyObject *t = make_transfer(tr_type, PyTuple_GET_ITEM(node, 1), tr->kind, PyList_GET_ITEM(tnames, tr->tensor),
+        PyObject *t = make_transfer(tr_type, PyTuple_GET_ITEM(node, 1), tr->kind, PyTuple_GET_ITEM(tn, tr->tensor),
                                     tr->sf, tr->df, s0, tr->src.n, d0, tr->dst.n, bind, places, place_type);
         if (!t) { Py_DECREF(key); goto done; }
         PyList_SET_ITEM(transfers, at, t);
@@ -851,7 +866,7 @@ done:
     free(in_codes);
     free(out_codes.v); free(outs.v); free(go_codes.v);
     Py_XDECREF(go); Py_XDECREF(tp);
-    Py_DECREF(gs);
+    Py_DECREF(gs); Py_DECREF(tn); Py_DECREF(keep);
     free_d(&d);
     return result;
 }

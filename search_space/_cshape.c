@@ -95,7 +95,9 @@ static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
         return -1;
     }
     Py_ssize_t off = -1;
-    if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+    /* the descriptor must be one of tp's own or its bases' (one borrowed from another class
+     * could name a field that is not an object: review) */
+    if (Py_IS_TYPE(d, &PyMemberDescr_Type) && PyType_IsSubtype(tp, PyDescr_TYPE(d))) {
         PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
         if (m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset >= (Py_ssize_t)sizeof(PyObject) &&
             m->offset <= tp->tp_basicsize - (Py_ssize_t)sizeof(PyObject *))

@@ -23,8 +23,8 @@ A candidate that is only pre-checked (its memory plan is remembered beside it, t
 issue read from the plan) never computes any of them; one that is identified and
 featurised computes the codes and the text, not the objects.
 
-The state held refers to the space's shared tables (value table, placements, steps,
-placed transfers), never to the space: a schedule kept by a cache keyed weakly by
+The state held refers to the space's shared tables (value table, placements, steps),
+never to the space: a schedule kept by a cache keyed weakly by
 its space (``autotune.sampling._breed._PARENTS``) must not keep the space alive.
 """
 
@@ -51,11 +51,12 @@ class Interned:
     """Per space: the shared tables decoded schedules are interned in (see the module doc).
 
     ``places`` and ``steps`` are the space's own dicts (``Space.placement``,
-    ``Space.step`` share them); the fast group keys and the placed transfers are per
-    value table, so they start again with a new table.
+    ``Space.step`` share them); the fast group keys are per value table, so they start
+    again with a new table. Placed transfers are not kept: each decode derives new
+    transfers, so a table keyed by their identity would only hold them alive (review).
     """
 
-    __slots__ = ("groups", "placed", "places", "steps", "table")
+    __slots__ = ("groups", "places", "steps", "table")
 
     def __init__(self, places: dict[tuple[str, tuple[tuple[int, ...], ...]], Placement],
                  steps: dict[tuple[str, str, int], Step]) -> None:
@@ -63,16 +64,12 @@ class Interned:
         self.table: ValueTable | None = None
         # (name, id(ops), split, perm, cores, parts, spread, chunk scopes) -> group code
         self.groups: dict[tuple[Any, ...], int] = {}
-        # (id(transfer), scope) -> [transfer, placed transfer, its code, its key entry,
-        # placement]
-        self.placed: dict[tuple[int, int], list[Any]] = {}
 
     def use(self, table: ValueTable) -> None:
         """Intern in ``table`` from now on (the caches of another table are dropped)."""
-        if table is not self.table or len(self.groups) > _BOUND or len(self.placed) > _BOUND:
+        if table is not self.table or len(self.groups) > _BOUND:
             self.table = table
             self.groups = {}
-            self.placed = {}
 
     def placement(self, scope: str, bind: tuple[tuple[int, ...], ...]) -> Placement:
         """The space's shared Placement (as ``Space.placement``)."""
@@ -165,23 +162,20 @@ class Decoded:
                     c = table.add_group(tkey, GroupSpec(gr.name, gr.info.ops, gr.split, places))
                 fast[key] = c
             g_codes.append(c)
-        placed = it.placed if it.table is table else {}
         t_codes = []
         rows = []
         for t in transfers:
             sc = scopes[step_at[t.name]]
-            row = placed.get((id(t), sc))
-            if row is None or row[0] is not t:  # the row holds t: its identity stays its own
-                # the space's shared Placement (the cost model looks placements up by identity)
-                place = it.placement(_NAME[sc], t.placement.core_bind)
-                tkey = (t.tensor, t.dst_factor, t.dst_chunks, id(place))
-                c = table.transfer_code(tkey)
-                if c is None:
-                    c = table.add_transfer(tkey, TransferItem(t.tensor, t.dst_factor,
-                                                              t.dst_chunks, place))
-                # [transfer, placed transfer (made when the objects are), code, key entry,
-                # placement]
-                row = placed[(id(t), sc)] = [t, None, c, None, place]
+            # the space's shared Placement (the cost model looks placements up by identity)
+            place = it.placement(_NAME[sc], t.placement.core_bind)
+            tkey = (t.tensor, t.dst_factor, t.dst_chunks, id(place))
+            c = table.transfer_code(tkey)
+            if c is None:
+                c = table.add_transfer(tkey, TransferItem(t.tensor, t.dst_factor,
+                                                          t.dst_chunks, place))
+            # [transfer, placed transfer (made when the objects are), code, key entry,
+            # placement]; not kept between decodes (each decode derives new transfers)
+            row = [t, None, c, None, place]
             t_codes.append(row[2])
             rows.append(row)
         s_codes = table.step_codes(nodes)
