@@ -40,12 +40,11 @@ REROLLED = {
 _FIRST_GRAIN = GRANULARITIES.index("1/32")
 
 
-def neighbour_vectors(space: Space, schedule: GraphSchedule) -> list[tuple[str, np.ndarray]]:
-    """``(move, vector)`` for every child one move of ``space.mutate`` can make.
-
-    In a fixed order (by move, then parameter, then choice), without repeated vectors.
-    ``schedule`` must be of ``space`` (encodable).
-    """
+def vector_view(space: Space, schedule: GraphSchedule
+                ) -> tuple[np.ndarray, tuple[int, ...], dict[str, list[int]], dict[int, int], int, int]:
+    """What the neighbourhoods read of a schedule of ``space``: its vector, its active free
+    parameters, those by kind, each cut parameter's cut index, the granularity parameter
+    (-1: none) and the first cut choice that is not a boundary at that granularity."""
     vec = space.encode(schedule)
     known = space._known(schedule)
     active = known[1] if known is not None else tuple(space._decode_free(vec)[2])
@@ -53,9 +52,19 @@ def neighbour_vectors(space: Space, schedule: GraphSchedule) -> list[tuple[str, 
     for f in active:
         by_kind.setdefault(space.free[f].kind, []).append(f)
     cut_free = {int(space.rep[d]): k for k, d in enumerate(space.d_cut)}
-    n_choices = space.n_choices
     gran = int(space.rep[space.d_gran]) if space.d_gran >= 0 else -1
     below = CUT_BELOW[GRANULARITIES[int(vec[gran])]] if gran >= 0 else 0
+    return vec, tuple(active), by_kind, cut_free, gran, below
+
+
+def neighbour_vectors(space: Space, schedule: GraphSchedule) -> list[tuple[str, np.ndarray]]:
+    """``(move, vector)`` for every child one move of ``space.mutate`` can make.
+
+    In a fixed order (by move, then parameter, then choice), without repeated vectors.
+    ``schedule`` must be of ``space`` (encodable).
+    """
+    vec, _, by_kind, cut_free, gran, below = vector_view(space, schedule)
+    n_choices = space.n_choices
     cuts = by_kind.get("cut", [])
     on = [f for f in cuts if vec[f] < below]
     off = [f for f in cuts if vec[f] >= below]

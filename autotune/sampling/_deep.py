@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from search_space._dims import CUT_BELOW, GRANULARITIES
+from search_space._neighbours import vector_view
 
 if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
@@ -95,15 +96,7 @@ def split_reshape(space: Space, schedule: GraphSchedule) -> SplitReshape:
     Where a parameter of the new group is shared with another (a space with ties) or the
     space has no such parameter, the ring has that cut point with the inherited shape only.
     """
-    vec = space.encode(schedule)
-    known = space._known(schedule)
-    active = known[1] if known is not None else tuple(space._decode_free(vec)[2])
-    by_kind: dict[str, list[int]] = {}
-    for f in active:
-        by_kind.setdefault(space.free[f].kind, []).append(f)
-    cut_free = {int(space.rep[d]): k for k, d in enumerate(space.d_cut)}
-    gran = int(space.rep[space.d_gran]) if space.d_gran >= 0 else -1
-    below = CUT_BELOW[GRANULARITIES[int(vec[gran])]] if gran >= 0 else 0
+    vec, active, by_kind, cut_free, gran, below = vector_view(space, schedule)
     if below == 0 and gran < 0:
         return SplitReshape([], [], ())
     off = sorted(cut_free) if below == 0 else [f for f in by_kind.get("cut", [])
