@@ -8,7 +8,7 @@ of that variant (no seeds from elsewhere, the roofline estimate ranking) measure
 cut at its 22nd measurement (9,252.8 us against the warm sweep's final 9,402.1) and 323
 of its 400 measurements went there. The other variants' rows teach the cost model what
 is fast *there* (on DDR 27, or with less L1, that cut is not), so a warm probe can only
-find what its neighbours found. A share of every warm probe (:func:`cold_share`) is
+find what its neighbours found. A share of every warm probe (:func:`cold_share`: a quarter) is
 therefore a cold tune of the variant, exactly as the cold reference starts it (same
 study, seed and sampler: O0-O3, the guide's plans, then the guided sampler ranked by the
 roofline estimate, without the shipped model and without warm seeds); the warm tune
@@ -30,9 +30,13 @@ if TYPE_CHECKING:
 
 __all__ = ["COLD_SHARE", "cold_share", "cold_start"]
 
-COLD_SHARE = 0.5
-"""Share of a warm variant's probe spent as a cold tune (the cold reference that found the
-basin the warm probe missed did so at its 22nd measurement, of a 50-measurement probe)."""
+COLD_SHARE = 0.25
+"""Share of a warm variant's probe spent as a cold tune. Measured on ResNet-50 b16 (h84,
+``bench/results/sweep.md``): a half (25 of a 50-measurement probe) took the warm seeds'
+measurements from the variants whose cold start is poor (L1 384K / DDR 27, seed 1: 0.9778
+of the cold reference, against 0.9885 without a share); a quarter (12) kept the cold
+start's own line (1M / DDR 13, seed 1: the cut at ops 98/99 at its 6th measurement, from
+which it reached 9,193.3 us) and left the warm seeds 38 measurements of the probe."""
 
 
 def cold_share(probe: int) -> int:

@@ -7,7 +7,7 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
    O0-O3, the guide's plans and a few hundred schedules sampled from the space
    fits the L1 and LLB is *infeasible* and gets no measurement;
 2. a :func:`autotune._tune.tune` into the one log, with the variant as target (a warm
-   variant's probe first spends half its measurements as a cold tune: :mod:`._cold`):
+   variant's probe first spends a quarter of its measurements as a cold tune: :mod:`._cold`):
    the fastest schedules of the nearest variants finished before it and of the
    nearest that differs from it in rates only (projected into its space, and where
    they overflow it, repaired to fit: :mod:`autotune.whatif._repair`), then O0-O3
