@@ -6,7 +6,8 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
 1. a capacity check (:func:`infeasible_reason`): a variant on which none of
    O0-O3, the guide's plans and a few hundred schedules sampled from the space
    fits the L1 and LLB is *infeasible* and gets no measurement;
-2. a :func:`autotune._tune.tune` into the one log, with the variant as target:
+2. a :func:`autotune._tune.tune` into the one log, with the variant as target (a warm
+   variant's probe first spends a quarter of its measurements as a cold tune: :mod:`._cold`):
    the fastest schedules of the nearest variants finished before it and of the
    nearest that differs from it in rates only (projected into its space, and where
    they overflow it, repaired to fit: :mod:`autotune.whatif._repair`), then O0-O3
@@ -53,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.job._tasks import Task, model_names
 from autotune.whatif._budget import CROSS_MOST, allot, cross_reserve, probe_size
+from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._nearest import cross_sources, tuning_order
 from autotune.whatif._rows import SweepResult, SweepRow
 from autotune.whatif._targets import Variant
@@ -189,6 +191,9 @@ def sweep(
         were measured in the probe, so they are no baseline that drops a seed either)."""
         warm_seeds, ranker = seeds, None
         if warm and finished and seeds is None:
+            if loud is not None:  # the probe: its cold share first (:mod:`._cold`)
+                result.measured += cold_start(tasks, variant, cold_share(trials), log_path, seed,
+                                              workers, [*callbacks, *extra])
             warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
                                             rows=loud is not None)
         use_pretrained = pretrained and ranker is None
