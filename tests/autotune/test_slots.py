@@ -171,9 +171,16 @@ def test_a_measurer_with_a_bad_slot_count_is_one_error_before_ray_starts(
         _ray_pool.RayPool({}, Target.default(), m, 4)
 
 
-def test_a_measure_sent_before_load_waits_for_it(multi_slot: None, tiny_graph) -> None:  # type: ignore[no-untyped-def]
+def test_a_measure_sent_before_load_waits_for_it(multi_slot: None, tiny_graph,  # type: ignore[no-untyped-def]
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     # A threaded actor runs its calls in no set order: a measure call that starts before
     # the process's load() has run waits for it (review: it raised KeyError, a traceback).
+    import contextlib
+
+    from autotune.running import _ray_worker
+
+    # an actor enters the search's GC setting for good: not this test process
+    monkeypatch.setattr(_ray_worker, "search_gc", contextlib.nullcontext)
     from autotune.running._ray_worker import _Worker
     from compiler.auto import graph_schedule_level
     from compiler.target import Target
