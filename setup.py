@@ -1,5 +1,6 @@
 """The compiled search core (search_space/_cwalk.c with _cprofile.c, search_space/_cdag.c,
-search_space/_cpart.c, search_space/_cshape.c, search_space/_canalyse.c),
+search_space/_cpart.c, search_space/_cshape.c, search_space/_canalyse.c; _cdag.c and
+_canalyse.c share search_space/_cutil.h),
 optional: without a C compiler the package installs and decoding runs in Python
 (search_space/_ccore.py warns once)."""
 
@@ -30,12 +31,14 @@ setup(
         Extension(
             "search_space._canalyse",
             ["search_space/_canalyse.c"],
+            depends=["search_space/_cutil.h"],
             extra_compile_args=["-O2"],
             optional=True,
         ),
         Extension(
             "search_space._cdag",
             ["search_space/_cdag.c"],
+            depends=["search_space/_cutil.h"],
             extra_compile_args=["-O2", "-ffp-contract=off"],
             optional=True,
         ),

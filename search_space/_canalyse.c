@@ -32,6 +32,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "_cutil.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,42 +68,6 @@ static void ana_free(Ana *a) {
 static void cap_free(PyObject *cap) {
     ana_free(PyCapsule_GetPointer(cap, "graphtune.analyse"));
 }
-
-static void *alloc_n(Py_ssize_t n, size_t sz) {
-    if (n < 0 || (size_t)n + 1 > SIZE_MAX / sz) return NULL;
-    return calloc((size_t)n + 1, sz);
-}
-
-/* int array from a sequence of ints in [lo, hi); want >= 0: that length */
-static int *int_array(PyObject *obj, Py_ssize_t want, long lo, long hi, Py_ssize_t *n_out) {
-    PyObject *seq = PySequence_Fast(obj, "a sequence of ints");
-    if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if ((want >= 0 && n != want) || n > INT_MAX / 2) {
-        PyErr_SetString(PyExc_ValueError, "a table of the wrong length");
-        Py_DECREF(seq);
-        return NULL;
-    }
-    int *v = alloc_n(n, sizeof(int));
-    if (!v) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-        if ((x == -1 && PyErr_Occurred()) || x < lo || x >= hi) {
-            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
-                PyErr_Clear();
-                PyErr_SetString(PyExc_ValueError, "a table entry out of range");
-            }
-            free(v);
-            Py_DECREF(seq);
-            return NULL;
-        }
-        v[i] = (int)x;
-    }
-    Py_DECREF(seq);
-    if (n_out) *n_out = n;
-    return v;
-}
-
 /* int64 array of exactly `want` non-negative entries (OverflowError past int64) */
 static long long *ll_array(PyObject *obj, Py_ssize_t want) {
     PyObject *seq = PySequence_Fast(obj, "a sequence of ints");
@@ -127,12 +92,6 @@ static long long *ll_array(PyObject *obj, Py_ssize_t want) {
     }
     Py_DECREF(seq);
     return v;
-}
-
-static int offsets_ok(const int *at, int n, Py_ssize_t m) {
-    if (at[0] != 0 || at[n] != m) return 0;
-    for (int i = 0; i < n; i++) if (at[i] > at[i + 1]) return 0;
-    return 1;
 }
 
 static PyObject *py_tables(PyObject *self, PyObject *args) {

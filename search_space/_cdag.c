@@ -53,6 +53,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "_cutil.h"
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
@@ -325,12 +326,6 @@ static int read_triples(D *d, PyObject *flat, IntVec *codes) {
         if (iv_push(codes, t)) { PyErr_NoMemory(); return -1; }
     }
     return 0;
-}
-
-/* calloc of n items of size sz, refusing a count whose bytes would overflow (divide, not multiply) */
-static void *alloc_n(Py_ssize_t n, size_t sz) {
-    if (n < 0 || (size_t)n + 1 > ((size_t)-1) / sz) return NULL;
-    return calloc((size_t)n + 1, sz);
 }
 
 /* the node ("t", "<kind>_<k>", 0) of the space's interned list (appended to as needed) */
@@ -972,40 +967,6 @@ static void classes_free(PyObject *cap) {
     free(c->cons); free(c->is_out); free(c->stamp); free(c->pos); free(c->ext_of); free(c->ext_stamp);
     Py_XDECREF(c->names);
     free(c);
-}
-
-/* int32 array from a sequence of ints in [lo, hi) */
-static int *int_array(PyObject *obj, Py_ssize_t want, long lo, long hi, Py_ssize_t *n_out) {
-    PyObject *seq = PySequence_Fast(obj, "a sequence of ints");
-    if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (want >= 0 && n != want) {
-        PyErr_SetString(PyExc_ValueError, "a table of the wrong length");
-        Py_DECREF(seq);
-        return NULL;
-    }
-    int *v = alloc_n(n, sizeof(int));
-    if (!v) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-        if ((x == -1 && PyErr_Occurred()) || x < lo || x >= hi) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a table entry out of range");
-            free(v);
-            Py_DECREF(seq);
-            return NULL;
-        }
-        v[i] = (int)x;
-    }
-    Py_DECREF(seq);
-    if (n_out) *n_out = n;
-    return v;
-}
-
-/* CSR offsets: n + 1 ascending entries from 0 to m */
-static int offsets_ok(const int *at, int n, Py_ssize_t m) {
-    if (at[0] != 0 || at[n] != m) return 0;
-    for (int i = 0; i < n; i++) if (at[i] > at[i + 1]) return 0;
-    return 1;
 }
 
 /* class_tables(names, desc, out, in_at, ins, prod, cons_at, cons, is_out) -> a capsule:

@@ -689,7 +689,15 @@ static int reader_of(PyObject *r, Reader *rd) {
     return 0;
 }
 
-/* the answer to parameter d, a choice index in [0, n) */
+/* an answer as the index of one of n choices: in [-n, n), a negative one counted from the
+ * end as the Python reference's indexing (SCOPE_POLICIES[a], XSCOPE_CODES[a]) counts it */
+static int answer_index(PyObject *v, Py_ssize_t n, long *out) {
+    if (as_long(v, -(long)n, (long)n - 1, out, "an answer")) return -1;
+    if (*out < 0) *out += (long)n;
+    return 0;
+}
+
+/* the answer to parameter d, a choice index in [0, n) (a negative one wrapped: answer_index) */
 static int reader_read(const Reader *rd, long d, Py_ssize_t n, long *out) {
     if (rd->call) {
         PyObject *dd = PyLong_FromLong(d);
@@ -700,7 +708,7 @@ static int reader_read(const Reader *rd, long d, Py_ssize_t n, long *out) {
         PyObject *v = PyNumber_Index(r);  /* a reader may answer a numpy integer */
         Py_DECREF(r);
         if (!v) return -1;
-        int rc = as_long(v, 0, (long)n - 1, out, "an answer");
+        int rc = answer_index(v, n, out);
         Py_DECREF(v);
         return rc;
     }
@@ -727,7 +735,7 @@ static int reader_read(const Reader *rd, long d, Py_ssize_t n, long *out) {
             else if (PyErr_Occurred()) rc = -1;
         }
     }
-    if (rc == 0) rc = as_long(v, 0, (long)n - 1, out, "an answer");
+    if (rc == 0) rc = answer_index(v, n, out);
     Py_DECREF(v);
     return rc;
 }

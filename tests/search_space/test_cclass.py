@@ -119,9 +119,11 @@ def test_bad_class_tables_are_refused() -> None:
     assert _cdag.class_key(tables, (0,)) == ((((0, (-1,), True),), ((False, True),), (0,)),
                                              ("x",), "y")
     for k, bad in ((2, [2]), (3, [0, 2]), (4, [5]), (5, [-2, 0]), (6, [0, 2, 1]), (7, [1]),
-                   (8, [0, 2]), (2, [1, 1])):
+                   (8, [0, 2]), (2, [1, 1]), (2, [1 << 70]), (5, [-(1 << 70), 0])):
         args = list(ok)
         args[k] = bad
+        # one int_array with _canalyse (search_space/_cutil.h): past a C long is out of
+        # range too, a ValueError (it was an OverflowError here)
         with pytest.raises(ValueError):
             _cdag.class_tables(*args)
     with pytest.raises(ValueError):

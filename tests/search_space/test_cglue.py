@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compiler.target import Target
 from search_space import _build, _ccore, _cglue, build_space
@@ -98,6 +100,57 @@ def test_wants_equal_the_python_loop(key: str, target: Target) -> None:
             assert seen == [sr.gd[a] if a >= 0 else sr.pd[-1 - a] for a in sr.asks]
         checked += 1
     assert checked >= 10 and overridden >= 10
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_wants_wrap_negative_answers_as_python(target: Target, data: st.DataObject) -> None:
+    """An answer counted from the end (-1: the last choice) is the Python reference's
+    indexing (``SCOPE_POLICIES[a]``, ``XSCOPE_CODES[a]``): the C loop wraps it the same way,
+    read from a recorder or asked of a callable; past either end both refuse (review: the C
+    loop refused a transfer scope of -1 the Python loop took as ``DDR``)."""
+    glue = _ccore._glue()
+    cases = _wrap_cases()
+    space, vec = cases[data.draw(st.integers(0, len(cases) - 1), label="case")]
+    dec, rows, rec = _rows_of(space, vec)
+    sr = rows[0]
+    n_of = {d: len(_cglue.SCOPE_POLICIES) for d in sr.gd} | {d: len(_cglue.XSCOPE_CODES) for d in sr.pd}
+    bad = data.draw(st.booleans(), label="one answer out of range")
+    answers = {d: data.draw(st.integers(-n, n - 1), label=f"answer {d}") for d, n in n_of.items()}
+    if bad:
+        d = data.draw(st.sampled_from(sorted(n_of)), label="the bad one")
+        answers[d] = data.draw(st.sampled_from([n_of[d], n_of[d] + 3, -n_of[d] - 1]), label="bad")
+    values = list(rec.values)
+    for d, v in answers.items():
+        values[d] = v
+    fn = partial(_cglue.chunk_codes, _build.chunk_scopes)
+    readers = [("recorder", lambda: (values, rec.rep, {}, None, None)),
+               ("callable", lambda: answers.__getitem__)]
+    try:
+        want = _cglue.wants_py(sr.asks, sr.gd, sr.pd, dec.groups, answers.__getitem__, _build.chunk_scopes)
+    except IndexError:
+        want = None
+    for _, make in readers:
+        if want is None:
+            # refused by the reference only when a refused answer is asked for
+            with pytest.raises(ValueError, match="an answer out of range"):
+                glue.wants(sr.asks, sr.gd, sr.pd, dec.groups, make(), _cglue.CHUNK_CODES, fn,
+                           len(_cglue.SCOPE_POLICIES), _cglue.XSCOPE_CODES)
+            continue
+        got = glue.wants(sr.asks, sr.gd, sr.pd, dec.groups, make(), _cglue.CHUNK_CODES, fn,
+                         len(_cglue.SCOPE_POLICIES), _cglue.XSCOPE_CODES)
+        assert got == want
+
+
+_WRAP_CASES: list[tuple[Any, np.ndarray]] = []
+
+
+def _wrap_cases() -> list[tuple[Any, np.ndarray]]:
+    """Decodes whose steps the C walk takes (made once, for every example)."""
+    if not _WRAP_CASES:
+        _WRAP_CASES.extend((s, v) for s, v in _decodes("tiny_cnn", Target.default(), 4, 61)
+                           if _ccore._step_rows(_rows_of(s, v)[0], s, _ccore._load()) is not None)
+    return _WRAP_CASES
 
 
 def test_chunk_codes_made_on_a_miss(target: Target) -> None:
@@ -275,7 +328,11 @@ expect(ZeroDivisionError, W, [1], [0, 1], [2, 3], gs, ok_rec(), None, lambda p, 
 expect(ValueError, W, [0], [0, 1], [2, 3], [G(0)], ok_rec())     # a split below 1 (and sizes)
 expect(ValueError, W, [0], [0], [2], [G(0)], ok_rec())
 expect(AttributeError, W, [0], [0], [2], [object()], ok_rec())
-expect(ValueError, W, [0], [0, 1], [2, 3], gs, lambda d: -1)     # a reader's answer out of range
+expect(ValueError, W, [0], [0, 1], [2, 3], gs, lambda d: -7)     # a reader's answer out of range
+expect(ValueError, W, [0], [0, 1], [2, 3], gs, lambda d: 6)
+expect(ValueError, W, [-1], [0, 1], [2, 3], gs, lambda d: -5)   # past the xscopes, from the end
+assert W([0, -1], [0, 1], [2, 3], gs, lambda d: -1) == ([(0,), None], [2, None])  # from the end
+expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([-7] * 8, r8, {}, None, None))
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, lambda d: "x")
 
 # groups with slots are read at the slot's offset (of the first group's type), others by name

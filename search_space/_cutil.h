@@ -1,0 +1,58 @@
+/* Small helpers the compiled search core's modules share (search_space/_cdag.c,
+ * search_space/_canalyse.c): one definition each, included as static functions (every
+ * extension module is its own shared object, so nothing is exported). */
+#ifndef GRAPHTUNE_CUTIL_H
+#define GRAPHTUNE_CUTIL_H
+
+#include <Python.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* n + 1 zeroed items of sz bytes (one more: a zero-length table is still a pointer), NULL
+ * when n is negative or the size overflows */
+static void *alloc_n(Py_ssize_t n, size_t sz) {
+    if (n < 0 || (size_t)n + 1 > SIZE_MAX / sz) return NULL;
+    return calloc((size_t)n + 1, sz);
+}
+
+/* int32 array from a sequence of ints in [lo, hi); want >= 0: that length. A ValueError
+ * (an entry out of range, past a C long too, or the wrong length), or the sequence's own
+ * error; *n_out the length when not NULL. The caller frees it. */
+static int *int_array(PyObject *obj, Py_ssize_t want, long lo, long hi, Py_ssize_t *n_out) {
+    PyObject *seq = PySequence_Fast(obj, "a sequence of ints");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if ((want >= 0 && n != want) || n > INT_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "a table of the wrong length");
+        Py_DECREF(seq);
+        return NULL;
+    }
+    int *v = alloc_n(n, sizeof(int));
+    if (!v) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if ((x == -1 && PyErr_Occurred()) || x < lo || x >= hi) {
+            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ValueError, "a table entry out of range");
+            }
+            free(v);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        v[i] = (int)x;
+    }
+    Py_DECREF(seq);
+    if (n_out) *n_out = n;
+    return v;
+}
+
+/* CSR offsets: n + 1 ascending entries from 0 to m */
+static int offsets_ok(const int *at, int n, Py_ssize_t m) {
+    if (at[0] != 0 || at[n] != m) return 0;
+    for (int i = 0; i < n; i++) if (at[i] > at[i + 1]) return 0;
+    return 1;
+}
+
+#endif
