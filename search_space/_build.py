@@ -367,6 +367,7 @@ class Decoding:
         self.by_name: dict[str, _G] = {}
         self.by_out: dict[str, _G] = {}
         self.topo: list[str] = []
+        self.waves = False  # whether the groups' waves are set (by the compiled group loop)
         # filled by derive() and start_walk()
         self.draft: list[GroupSpec] = []
         self.transfers: list[Transfer] = []
@@ -502,10 +503,11 @@ class Decoding:
     # ---- pass 2: the chunk DAG ---------------------------------------------------------------
     def derive(self) -> None:
         """Transfers and chunk DAG of the shaped groups (scopes are not decided yet)."""
-        by_name = self.by_name
-        for gr in self.groups:
-            cons = gr.consumers
-            gr.wave = gr.split // gcd(gr.split, by_name[cons[0]].split) if cons else gr.split
+        if not self.waves:  # the compiled group loop set them (search_space/_cgroups.py)
+            by_name = self.by_name
+            for gr in self.groups:
+                cons = gr.consumers
+                gr.wave = gr.split // gcd(gr.split, by_name[cons[0]].split) if cons else gr.split
         self.draft = []  # built when a Python walk needs it (_drafts)
         self.c_order = self.c_walk = None
         if not derive_compiled(self):  # the same in C (search_space/_cderive.py), with the order

@@ -253,12 +253,12 @@ static int breadth_order(D *d, const int *topo, int n_topo, int n_nodes, int *ou
     int k = 0, rc = 0;
     int n_seeds = 0;
     for (int q = 0; q < n_topo; q++) n_seeds += d->split[topo[q]];
+    int sq = 0, srem = 0;  /* seed r is chunk srem of group topo[sq] (splits are >= 1) */
     for (int r = 0; r < n_seeds + d->ins.n && !rc; r++) {
         int root;
         if (r < n_seeds) {
-            int q = 0, rem = r;
-            while (rem >= d->split[topo[q]]) { rem -= d->split[topo[q]]; q++; }
-            root = d->gbase[topo[q]] + rem;
+            root = d->gbase[topo[sq]] + srem;
+            if (++srem == d->split[topo[sq]]) { sq++; srem = 0; }
         } else {
             root = d->ins.v[r - n_seeds];
         }

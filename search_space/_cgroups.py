@@ -158,6 +158,7 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
         spp, len(dec.divs) > 1, cpp, parts, perms, spread,
         fit, unshuffle, bind_set, _bind_sets(space), g_type, "fit")
     dec.groups, dec.by_name, dec.by_out, dec.topo = groups, by_name, by_out, topo
+    dec.waves = True  # each group's wave too (Decoding.derive's loop, in C)
     STATS["c"] += 1
     return True
 

@@ -289,7 +289,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     PyObject *identity = NULL, **names = NULL, *empty = NULL;
     G *g = NULL;
     int *prod = NULL, *indeg = NULL, *users_at = NULL, *users = NULL, *heap = NULL, *order = NULL;
-    int *all_deps = NULL, *seen = NULL;
+    int *all_deps = NULL, *seen = NULL, *first_cons = NULL;
     Py_ssize_t ng = 0;
     for (Py_ssize_t b = 0; b < PySequence_Fast_GET_SIZE(bseq); b++) {
         PyObject *blk = PySequence_Fast_GET_ITEM(bseq, b);
@@ -512,8 +512,22 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     PyTypeObject *gtp = (PyTypeObject *)g_type;
     Py_ssize_t off[N_FIELDS];
     for (int f = 0; f < N_FIELDS; f++) off[f] = slot_offset(gtp, field[f]);
+    /* each group's first consumer (ascending start, as the consumers lists below), for its
+     * wave: Decoding.derive's split // gcd(split, first consumer's split), else its split */
+    first_cons = malloc(sizeof(int) * (size_t)(ng ? ng : 1));
+    if (!first_cons) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t i = 0; i < ng; i++) first_cons[i] = -1;
+    for (Py_ssize_t i = 0; i < ng; i++)
+        for (int k = 0; k < g[i].n_deps; k++)
+            if (first_cons[g[i].deps[k]] < 0) first_cons[g[i].deps[k]] = (int)i;
     for (Py_ssize_t i = 0; i < ng; i++) {
         G *x = &g[i];
+        long split = x->shaped ? x->split : 1, wave = split;
+        if (first_cons[i] >= 0) {
+            long a = split, b = g[first_cons[i]].shaped ? g[first_cons[i]].split : 1;
+            while (b) { long t = a % b; a = b; b = t; }  /* gcd (both >= 1) */
+            wave = split / a;
+        }
         PyObject *vals[N_FIELDS] = {0};
         int rc = 0;
         vals[F_NAME] = names[i]; Py_INCREF(names[i]);
@@ -529,7 +543,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         vals[F_SPREAD] = x->spread ? Py_True : Py_False; Py_INCREF(vals[F_SPREAD]);
         vals[F_BINDS] = x->binds ? x->binds : empty;
         Py_INCREF(vals[F_BINDS]);
-        vals[F_WAVE] = PyLong_FromLong(1);
+        vals[F_WAVE] = PyLong_FromLong(wave);
         vals[F_SAMPLES] = PyLong_FromLong(x->shaped ? x->samples : 0);
         vals[F_DEPS] = int_list_names(x->deps, x->n_deps, names);
         vals[F_CONSUMERS] = PyList_New(0);
@@ -564,7 +578,7 @@ fail:
     Py_XDECREF(identity); Py_XDECREF(empty);
     Py_DECREF(bseq);
     free(g); free(names); free(prod); free(indeg); free(users_at); free(users); free(heap);
-    free(order); free(all_deps); free(seen);
+    free(order); free(all_deps); free(seen); free(first_cons);
     return result;
 }
 
@@ -939,5 +953,8 @@ PyMODINIT_FUNC PyInit__cshape(void) {
         {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    /* groups() sets each group's wave (this build's mark: search_space/_ccore.py _NEEDS) */
+    if (m && PyModule_AddIntConstant(m, "WAVES", 1)) { Py_DECREF(m); return NULL; }
+    return m;
 }
