@@ -20,7 +20,9 @@ per candidate over tables this module fills from the Python definitions:
 The C loop reads the fit's answers from the op set's fit table (a bytearray of int32
 triples by choice indices, shared by op sets alike: no key, hash or dict look-up on a hit),
 filling an entry the first time from the ``shared`` cache (where ``Decoding.fit`` keeps
-them, calling it on a miss), and the bindings from the space's cache (where
+them; on a miss ``Decoding.fit``'s search runs in C, ``fit_c``, asking ``Decoding.fits_l1``
+for a shape whose answer is not in the ``shared`` cache yet, and keeps its answer there as
+``Decoding.fit`` does), and the bindings from the space's cache (where
 :func:`search_space._build.bind_set` keeps them), and calls those Python definitions on a
 miss (and :func:`search_space._dims.unshuffle` for a ``reuse`` core order): so every
 number is the Python code's. It asks the recorder the same parameters in the same order.
@@ -91,6 +93,27 @@ def _spp_of(space: Any, batch: int, divs: list[int], samples: tuple[int, ...]) -
     return hit
 
 
+def _c_fit(dec: Decoding, fit: Any, space: Any, batch: int) -> tuple[Any, ...]:
+    """What the C loop runs ``Decoding.fit`` with (``fit_c`` in ``_cshape.c``): the decode's
+    ``fits_l1`` and the batch's divisors, when ``fit`` is the decode's own ``Decoding.fit``
+    (another callable is called as it is)."""
+    if getattr(fit, "__self__", None) is dec and getattr(fit, "__func__", None) is type(dec).fit:
+        return dec.fits_l1, _divs_of(space, batch, dec.divs)
+    return ()
+
+
+def _divs_of(space: Any, batch: int, divs: list[int]) -> tuple[int, ...]:
+    """The batch's divisors as a tuple (``Decoding.divs``), kept per batch: what the C fit
+    (``fit_c`` in ``_cshape.c``) searches."""
+    cache: dict[int, tuple[int, ...]] | None = getattr(space, "_cgroup_divs", None)
+    if cache is None:
+        cache = space._cgroup_divs = {}
+    hit = cache.get(batch)
+    if hit is None:
+        hit = cache[batch] = tuple(divs)
+    return hit
+
+
 def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int], fit_key: tuple[Any, ...]
                 ) -> tuple[tuple[Any, ...], ...]:
     """Each group's row of a block: (its op set's row, slot op, slot parameter); an op set's
@@ -156,7 +179,8 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
     groups, by_name, by_out, topo = mod.groups(
         values, rep, active, rows, len(codes), batch, dec.n,
         spp, len(dec.divs) > 1, cpp, parts, perms, spread,
-        fit, unshuffle, bind_set, _bind_sets(space), g_type, "fit")
+        fit, unshuffle, bind_set, _bind_sets(space), g_type, "fit",
+        *_c_fit(dec, fit, space, batch))
     dec.groups, dec.by_name, dec.by_out, dec.topo = groups, by_name, by_out, topo
     dec.waves = True  # each group's wave too (Decoding.derive's loop, in C)
     STATS["c"] += 1

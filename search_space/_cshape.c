@@ -8,8 +8,9 @@
  *   search_space._order.group_topo_order  -> topo() (Kahn's algorithm, ties by first op)
  *   decode_groups' loop                   -> per group in topological order: its samples,
  *                                            cores per part and parts read, the fit
- *                                            (Decoding.fit's cache read here; a miss calls
- *                                            Decoding.fit), set_shape, core_perm (a reuse
+ *                                            (Decoding.fit's cache read here; a miss runs
+ *                                            Decoding.fit's search here, fit_c, asking
+ *                                            Decoding.fits_l1 on a miss of its cache), set_shape, core_perm (a reuse
  *                                            calls search_space._dims.unshuffle), spread,
  *                                            set_binding (the space's cache read here; a
  *                                            miss calls search_space._build.bind_set)
@@ -20,7 +21,8 @@
  * come from the Python code (search_space/_cgroups.py).
  *
  * groups(values, rep, active, blocks, n_codes, batch, n_cores, spp_of, split_ok, cpp_of,
- *        parts_of, perms, spread_of, fit, unshuffle, bind_set, bind_sets, g_type, fit_tag)
+ *        parts_of, perms, spread_of, fit, unshuffle, bind_set, bind_sets, g_type, fit_tag[,
+ *        fits, divs])
  *   values, rep, active: the recorder (search_space._space._Recorder): reading full
  *           parameter d marks rep[d] active and answers values[d]
  *   blocks: a sequence of blocks, each a tuple of group rows (op set row, slot op, slot
@@ -32,7 +34,9 @@
  *   cpp_of, parts_of: per choice, the int; perms: per perm choice, a core order (a tuple)
  *           or None (reuse); spread_of: per spread choice, its value (truth tested)
  *   fit(info, spp, cpp, parts) -> (spp, cpp, parts) on a miss of shared[(fit_tag, spp, cpp,
- *           parts)]; unshuffle(perm, r) -> perm; bind_set(perm, cores, parts, split, spread)
+ *           parts)], unless fits(info, spp, cpp) -> bool (Decoding.fits_l1) and divs (the
+ *           batch's divisors, ascending) are given: then Decoding.fit runs here (fit_c),
+ *           asking fits on a miss of shared[("fits", spp, cpp)]; unshuffle(perm, r) -> perm; bind_set(perm, cores, parts, split, spread)
  *           -> the chunk bindings on a miss of bind_sets[(perm, cores, parts, split, spread)]
  *   g_type: search_space._build._G (its fields are set here as its __init__ would)
  * -> (groups, by_name, by_out, topo): the _G records in block order, by name, by output
@@ -190,9 +194,99 @@ static int32_t *fit_entry(const G *g, Py_ssize_t n_entries) {
     return (int32_t *)PyByteArray_AS_STRING(g->ftab) + 3 * g->fi;
 }
 
+/* Decoding.fit in C (groups() given fits and divs): its shape search statement by statement,
+ * whether a chunk shape's least working set fits a core's L1 read from the op set's shared
+ * cache (shared[("fits", spp, cpp)], where Decoding.fits_l1 keeps it) or, on a miss, asked
+ * of fits(info, spp, cpp) (Decoding.fits_l1, which computes and keeps it): so the same
+ * shapes are asked in the same order and every answer is the Python definition's. */
+typedef struct {
+    PyObject *fits;       /* Decoding.fits_l1 (bound), or NULL: fit() is called instead */
+    PyObject *fits_tag;   /* "fits" */
+    const long *divs;     /* the batch's divisors, ascending (Decoding.divs) */
+    Py_ssize_t n_divs;
+    long n;               /* cores per cluster */
+} Fitter;
+
+static PyObject *s_fits;  /* "fits" (interned at module init) */
+
+static long gcd_l(long a, long b) {  /* math.gcd of non-negative ints */
+    while (b) { long t = a % b; a = b; b = t; }
+    return a;
+}
+
+static int fits_of(const G *g, const Fitter *fx, long s, long c, int *out) {
+    PyObject *key = Py_BuildValue("(Oll)", fx->fits_tag, s, c);
+    if (!key) return -1;
+    PyObject *hit = PyDict_GetItemWithError(g->shared, key), *own = NULL;
+    Py_DECREF(key);
+    if (hit && hit == Py_None) hit = NULL;  /* Decoding.fits_l1: `if hit is None` computes */
+    if (!hit) {
+        if (PyErr_Occurred()) return -1;
+        hit = own = PyObject_CallFunction(fx->fits, "Oll", g->info, s, c);
+        if (!hit) return -1;
+    } else {
+        Py_INCREF(hit);
+        own = hit;
+    }
+    int t = PyObject_IsTrue(hit);
+    Py_DECREF(own);
+    if (t < 0) return -1;
+    *out = t;
+    return 0;
+}
+
+/* Decoding.fit's shape(s, c) */
+static void fit_shape(long s, long c, long parts, long n, long batch, long *out) {
+    if (s == 0) {
+        long p = gcd_l(gcd_l(parts, n / c), batch);
+        out[0] = batch / p, out[1] = c, out[2] = p;
+    } else {
+        out[0] = s, out[1] = c, out[2] = gcd_l(gcd_l(parts, n / c), batch / s);
+    }
+}
+
+/* Decoding.fit(info, spp, cpp, parts) -> (samples per part, cores per part, parts), kept in
+ * shared[(fit_tag, spp, cpp, parts)] as Decoding.fit keeps it; a new reference */
+static PyObject *fit_c(const G *g, const Fitter *fx, PyObject *fit_tag, long batch) {
+    /* spp in {0} or [1, batch], cpp and parts >= 1 (checked where read): every divisor and
+     * gcd below is >= 1 */
+    long spp = g->spp, cpp = g->cpp, parts = g->parts, n = fx->n;
+    long first[3], cand[3], res[3];
+    int ok, found = 0;
+    fit_shape(spp, cpp, parts, n, batch, first);
+    if (fits_of(g, fx, first[0], first[1], &ok)) return NULL;
+    memcpy(res, first, sizeof res);
+    if (!ok) {
+        for (long c = 1; c <= n && !found; c++) {  /* divisors_of(n), those >= cpp */
+            if (n % c || c < cpp) continue;
+            if (spp == 0) {
+                long m = gcd_l(n / c, batch);
+                for (long p = 1; p <= m; p++) {  /* divisors_of(gcd(n // c, batch)) >= first parts */
+                    if (m % p || p < first[2]) continue;
+                    if (fits_of(g, fx, batch / p, c, &ok)) return NULL;
+                    if (ok) { res[0] = batch / p, res[1] = c, res[2] = p; found = 1; break; }
+                }
+            } else {
+                for (Py_ssize_t i = fx->n_divs - 1; i >= 0; i--) {  /* reversed(divs), <= spp */
+                    long sv = fx->divs[i];
+                    if (sv > spp) continue;
+                    fit_shape(sv, c, parts, n, batch, cand);
+                    if (fits_of(g, fx, cand[0], cand[1], &ok)) return NULL;
+                    if (ok) { memcpy(res, cand, sizeof res); found = 1; break; }
+                }
+            }
+        }
+    }
+    PyObject *out = Py_BuildValue("(lll)", res[0], res[1], res[2]);
+    PyObject *key = out ? Py_BuildValue("(Olll)", fit_tag, spp, cpp, parts) : NULL;
+    if (!key || PyDict_SetItem(g->shared, key, out)) { Py_XDECREF(key); Py_XDECREF(out); return NULL; }
+    Py_DECREF(key);
+    return out;
+}
+
 /* the fit's cached answer or Decoding.fit's; checked: 1 <= spp, parts and spp * parts <= batch,
  * 1 <= cpp (bounds that divide, not multiply) */
-static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch, Py_ssize_t n_entries) {
+static int fit_of(G *g, PyObject *fit, const Fitter *fx, PyObject *fit_tag, long batch, Py_ssize_t n_entries) {
     long s, c, p;
     int32_t *e = fit_entry(g, n_entries);
     if (e && e[0] > 0) {
@@ -210,7 +304,8 @@ static int fit_of(G *g, PyObject *fit, PyObject *fit_tag, long batch, Py_ssize_t
     PyObject *own = NULL;
     if (!hit) {
         if (PyErr_Occurred()) return -1;
-        hit = own = PyObject_CallFunction(fit, "Olll", g->info, g->spp, g->cpp, g->parts);
+        hit = own = fx->fits ? fit_c(g, fx, fit_tag, batch)
+                             : PyObject_CallFunction(fit, "Olll", g->info, g->spp, g->cpp, g->parts);
         if (!hit) return -1;
     }
     int rc = -1;
@@ -254,17 +349,17 @@ static PyObject *int_list_names(const int *ix, int n, PyObject *const *names) {
 
 static PyObject *py_groups(PyObject *self, PyObject *args) {
     PyObject *values, *rep, *active, *blocks, *spp_of, *cpp_of, *parts_of, *perms, *spread_of;
-    PyObject *fit, *unshuffle, *bind_set, *bind_sets, *g_type, *fit_tag;
+    PyObject *fit, *unshuffle, *bind_set, *bind_sets, *g_type, *fit_tag, *fits = Py_None, *divs_t = NULL;
     long n_codes, batch, n_cores;
     int split_ok;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!O!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U:groups",
+    if (!PyArg_ParseTuple(args, "O!O!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U|OO!:groups",
                           &PyList_Type, &values, &PyList_Type, &rep, &PyDict_Type, &active, &blocks,
                           &n_codes, &batch, &n_cores, &PyTuple_Type, &spp_of, &split_ok,
                           &PyTuple_Type, &cpp_of, &PyTuple_Type, &parts_of,
                           &PyTuple_Type, &perms, &PyTuple_Type, &spread_of,
                           &fit, &unshuffle, &bind_set, &PyDict_Type, &bind_sets, &PyType_Type, &g_type,
-                          &fit_tag))
+                          &fit_tag, &fits, &PyTuple_Type, &divs_t))
         return NULL;
     if (n_codes < 0 || n_codes > INT_MAX / 2 || batch < 1 || batch > INT_MAX || n_cores < 1 ||
         n_cores > 4096) {
@@ -282,6 +377,27 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n_fit = (n_spp + 1) * n_cpp * n_pts;
+    /* with fits (Decoding.fits_l1) and divs (Decoding.divs): Decoding.fit in C (fit_c) */
+    Fitter fx = {NULL, NULL, NULL, 0, n_cores};
+    long fx_divs[64];
+    if (fits != Py_None) {
+        if (!divs_t || !PyCallable_Check(fits) || PyTuple_GET_SIZE(divs_t) < 1 ||
+            PyTuple_GET_SIZE(divs_t) > 64) {
+            PyErr_SetString(PyExc_ValueError, "fits: a callable with divs, 1 to 64 divisors of the batch");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(divs_t); i++) {
+            if (as_long(PyTuple_GET_ITEM(divs_t, i), 1, batch, &fx_divs[i], "a divisor")) return NULL;
+            if (batch % fx_divs[i] || (i && fx_divs[i] <= fx_divs[i - 1])) {
+                PyErr_SetString(PyExc_ValueError, "divs: the batch's divisors, ascending");
+                return NULL;
+            }
+        }
+        fx.fits = fits;
+        fx.fits_tag = s_fits;
+        fx.divs = fx_divs;
+        fx.n_divs = PyTuple_GET_SIZE(divs_t);
+    }
     /* a snapshot: fit, unshuffle, bind_set and a name's hash run Python code (review) */
     PyObject *bseq = PySequence_Tuple(blocks);
     if (!bseq) return NULL;
@@ -434,7 +550,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
             choice_long(parts_of, v, &x->parts))
             goto fail;
         x->fi = ((Py_ssize_t)vs * n_cpp + vc) * n_pts + v;
-        if (fit_of(x, fit, fit_tag, batch, n_fit) ||
+        if (fit_of(x, fit, &fx, fit_tag, batch, n_fit) ||
             rec_read(values, rep, active, slot + 3, PyTuple_GET_SIZE(perms), &v))
             goto fail;
         PyObject *pe = PyTuple_GET_ITEM(perms, v);
@@ -580,6 +696,45 @@ fail:
     free(g); free(names); free(prod); free(indeg); free(users_at); free(users); free(heap);
     free(order); free(all_deps); free(seen); free(first_cons);
     return result;
+}
+
+/* fit(info, shared, fits, divs, n_cores, batch, spp, cpp, parts, fit_tag) -> groups()'s
+ * Decoding.fit (fit_c) for one chunk shape, for the differential tests: info is handed to
+ * fits(info, spp, cpp); shared the dict Decoding.fit's and fits_l1's answers are kept in
+ * (info.shared); spp 0 (not split) or in [1, batch], cpp and parts >= 1. */
+static PyObject *py_fit(PyObject *self, PyObject *args) {
+    PyObject *info, *shared, *fits, *divs_t, *fit_tag;
+    long n_cores, batch, spp, cpp, parts;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO!OO!lllllU:fit", &info, &PyDict_Type, &shared, &fits, &PyTuple_Type,
+                          &divs_t, &n_cores, &batch, &spp, &cpp, &parts, &fit_tag))
+        return NULL;
+    long divs[64];
+    if (n_cores < 1 || n_cores > 4096 || batch < 1 || batch > INT_MAX || spp < 0 || spp > batch ||
+        cpp < 1 || cpp > INT_MAX || parts < 1 || parts > INT_MAX || !PyCallable_Check(fits) ||
+        PyTuple_GET_SIZE(divs_t) < 1 || PyTuple_GET_SIZE(divs_t) > 64) {
+        PyErr_SetString(PyExc_ValueError, "fit: bad arguments");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(divs_t); i++) {
+        if (as_long(PyTuple_GET_ITEM(divs_t, i), 1, batch, &divs[i], "a divisor")) return NULL;
+        if (batch % divs[i] || (i && divs[i] <= divs[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "divs: the batch's divisors, ascending");
+            return NULL;
+        }
+    }
+    Fitter fx = {fits, s_fits, divs, PyTuple_GET_SIZE(divs_t), n_cores};
+    G g;
+    memset(&g, 0, sizeof g);
+    g.info = info;
+    g.shared = shared;
+    g.spp = spp, g.cpp = cpp, g.parts = parts;
+    Py_INCREF(info);  /* held while fits runs Python */
+    Py_INCREF(shared);
+    PyObject *out = fit_c(&g, &fx, fit_tag, batch);
+    Py_DECREF(info);
+    Py_DECREF(shared);
+    return out;
 }
 
 /* unit_slots(seg_of, seg_first, parts) -> per part the first op of its unit, as
@@ -935,6 +1090,7 @@ done:
 static PyMethodDef methods[] = {
     {"groups", py_groups, METH_VARARGS, "Pass 1's groups, shapes and cores (see the file)."},
     {"unit_slots", py_unit_slots, METH_VARARGS, "Each part's unit's first op (see the function)."},
+    {"fit", py_fit, METH_VARARGS, "Decoding.fit in C for one chunk shape (see the function)."},
     {"wants", py_wants, METH_VARARGS, "The scope walk's answers in walk order (see the function)."},
     {"group_rows", py_group_rows, METH_VARARGS, "The scope walk's rows per group (see the function)."},
     {NULL, NULL, 0, NULL},
@@ -950,7 +1106,7 @@ PyMODINIT_FUNC PyInit__cshape(void) {
         {&a_name[A_SPLIT], "split"}, {&a_name[A_WAVE], "wave"}, {&a_name[A_INFO], "info"},
         {&s_cache, "cache"}, {&a_name[A_SAMPLES], "samples"}, {&a_name[A_CORES], "cores"},
         {&a_name[A_PARTS], "parts"}, {&a_name[A_BINDS], "binds"}, {&a_name[A_SCOPE_AT], "scope_at"},
-        {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}};
+        {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     PyObject *m = PyModule_Create(&module);
