@@ -97,9 +97,11 @@ def _c_fit(dec: Decoding, fit: Any, space: Any, batch: int) -> tuple[Any, ...]:
     """What the C loop runs ``Decoding.fit`` with (``fit_c`` in ``_cshape.c``): the decode's
     ``fits_l1`` and the batch's divisors, when ``fit`` is the decode's own ``Decoding.fit``
     (another callable is called as it is)."""
-    if getattr(fit, "__self__", None) is dec and getattr(fit, "__func__", None) is type(dec).fit:
-        return dec.fits_l1, _divs_of(space, batch, dec.divs)
-    return ()
+    own: Any = getattr(fit, "__self__", None)
+    func: Any = getattr(fit, "__func__", None)
+    if own is not dec or func is not getattr(type(own), "fit", None):
+        return ()
+    return own.fits_l1, _divs_of(space, batch, own.divs)
 
 
 def _divs_of(space: Any, batch: int, divs: list[int]) -> tuple[int, ...]:
