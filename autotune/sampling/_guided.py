@@ -265,6 +265,7 @@ class GuidedSampler(BaseSampler):
         # what the rounds cost, for benches: candidates decoded by breeding (all requests
         # back so far), proposals queued, retrainings started
         self.decoded = 0
+        self.decoded_polish = 0  # ...of them in polish rounds (the end game's windows)
         self.fits = 0
 
     # ---- Optuna's sampler interface ------------------------------------------------------
@@ -701,6 +702,8 @@ class GuidedSampler(BaseSampler):
             self.polish.lost()  # (if it was the polish round: else one more may go out)
             return 0
         self.decoded += part.decoded
+        if part.polish_of:
+            self.decoded_polish += part.decoded
         if part.decoded and part.wall_s > 0:
             self._child_s = _recent(self._child_reports, part.wall_s / part.decoded)
         n = 0
