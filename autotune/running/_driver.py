@@ -278,10 +278,11 @@ class Driver:
             self._task_pending[k] = self._task_pending.get(k, 0) + len(batch)
             # A remote worker decodes a bred pick's vector again (cheaper than its JSON).
             vectors = [c.vector for c in batch] if self.pool.remote else []
+            sent = []
             for c in batch:
                 c.json = c.schedule.to_json()
-            self.pool.submit(bid, self.job.tasks[k].task.key,
-                             [c.json for c in batch], [c.cid for c in batch],
+                sent.append(c.json)
+            self.pool.submit(bid, self.job.tasks[k].task.key, sent, [c.cid for c in batch],
                              vectors=vectors if any(v is not None for v in vectors) else None)
 
     def _spent(self) -> bool:

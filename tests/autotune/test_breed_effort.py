@@ -94,6 +94,11 @@ def test_a_screen_budget_counts_candidates_whatever_the_timings(
 def test_no_budget_or_no_reports_is_the_fixed_effort() -> None:
     for budget, m, c in [(None, 1e-4, 1.0), (1.0, None, 1.0), (1.0, 1e-4, None)]:
         assert _sampler(budget, m, c)._effort(8, 48, 8) == (8, _FIXED.generations)
+    # a screen of 4: 8 parents + 12 random + 2 x 48 children = 116 decoded, 29 proposed
+    assert _sampler(None, None, None, 4.0)._effort(8, 48, 8) == (29, _FIXED.generations)
+    assert _sampler(1.0, 1e-4, 1e-6, 4.0)._effort(8, 48, 8) == (29, _FIXED.generations)
+    # an infinite screen: the fixed effort, whatever a time budget would say
+    assert _sampler(1.0, 1e-4, 1.0, float("inf"))._effort(8, 48, 8) == (8, _FIXED.generations)
 
 
 def test_a_cheap_measurer_proposes_more_of_a_round_and_a_slow_one_the_fixed_effort() -> None:
