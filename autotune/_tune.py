@@ -61,13 +61,17 @@ SHORT_BUDGET_S = 60.0
 workers were not given measures in its own process: starting Ray (seconds, tens of
 seconds on a loaded machine) would take a large part of it."""
 
-BREED_BUDGET = 1.0
-"""``GuidedOptions.breed_budget`` of a guided job on Ray workers, unless given: breeding
-may take as long as measuring what it proposes (``float("inf")``: the fixed effort).
-0.5 was measured in issue 20's eighth session (``bench/results/space_ccore.md``, h76): it
-saved 10-19 % of the CPU per measurement, but the picks were less selected (on ResNet-50
-0.458 instead of 0.355 of the measurements slower than twice the run's best, MobileNetV2
-0.506 instead of 0.304), so the default stays 1.0."""
+SCREEN = 4.0
+"""``GuidedOptions.screen`` of a guided job on Ray workers, unless given: a round decodes at
+most this many candidates per proposal. Under the time budget (``breed_budget`` 1.0, the
+default until issue 20's tenth session) the compiled core screened 3.3 (ResNet-50 b16), 4.4
+(BERT-base s128 b8) and 5.2 (gpt1) candidates per measurement in 2-worker tunes at load 8-11
+(``bench/results/tuning.md``), and the Python decoder sat at its floor (one per proposal): a
+faster decoder bought more screening, not more measurements. Counted in candidates, the
+search is the same whatever the decoder, the measurer or the machine's load. A time budget
+is still there when asked for (``GuidedOptions(breed_budget=1.0)``, the old default; h76
+measured 0.5 in issue 20's eighth session: 10-19 % less CPU per measurement, less selected
+picks, ``bench/results/space_ccore.md``)."""
 
 
 def default_workers() -> int:
@@ -238,11 +242,13 @@ def tune(
 
             from autotune.sampling._guided import GuidedOptions
 
-            # ...and spend on breeding in proportion to what a measurement takes.
+            # ...and screen a fixed number of bred candidates per measurement (a time
+            # budget only when asked for).
             guided = guided or GuidedOptions()
-            guided = replace(guided, background_fit=True,
-                             breed_budget=(BREED_BUDGET if guided.breed_budget is None
-                                           else guided.breed_budget))
+            screen = guided.screen
+            if screen is None and guided.breed_budget is None:
+                screen = SCREEN
+            guided = replace(guided, background_fit=True, screen=screen)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
                      trials, n_workers, seeds, owner if handle.shared else None, warm_schedules)
         if time_budget_s is not None:

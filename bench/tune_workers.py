@@ -92,7 +92,11 @@ class CpuProbe:
         # its own span (first batch to the pool's close), not the callbacks' shorter one
         out = {"main": time.thread_time(),
                "fit": float(getattr(self._sampler, "fit_cpu_s", 0.0)),
-               "n": float(self._job.measured_now if self._job is not None else 0)}
+               "n": float(self._job.measured_now if self._job is not None else 0),
+               # candidates decoded by breeding, retrainings started: the search's effort
+               "decoded": float(getattr(self._sampler, "decoded", 0)),
+               "decoded_polish": float(getattr(self._sampler, "decoded_polish", 0)),
+               "fits": float(getattr(self._sampler, "fits", 0))}
         if isinstance(self.pool, RayPool):
             for w in self.pool.worker_cpu():
                 for k, v in w.items():
@@ -162,7 +166,9 @@ class CpuProbe:
                         "w_other": d.get("w_process", 0.0) - d.get("w_measure", 0.0)
                         - d.get("w_breed", 0.0),
                         # measured as the object their worker bred (Breeder.take)
-                        "w_held": d.get("w_held", 0.0)})
+                        "w_held": d.get("w_held", 0.0),
+                        "decoded": d["decoded"], "decoded_polish": d["decoded_polish"],
+                        "fits": d["fits"]})
         return out
 
 
@@ -173,7 +179,10 @@ def split_text(f: dict[str, float]) -> str:
     n = f.get("split_n") or f["n"]
     parts = ("driver_main", "driver_fit", "driver_ray", "w_measure", "w_breed", "w_other")
     held = f" (measured where bred: {100 * f.get('w_held', 0.0) / n:.0f} %)" if n else ""
-    return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts) + held
+    effort = (f"; decoded per measurement {f.get('decoded', 0.0) / n:.2f} (polish "
+              f"{f.get('decoded_polish', 0.0) / n:.2f}), "
+              f"{f.get('fits', 0.0):.0f} retrainings") if n else ""
+    return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts) + held + effort
 
 
 def run_job(graph: object, trials: int, workers: int, cores: int,

@@ -88,9 +88,10 @@ class Measurement:
         return Result(Status(self.status), self.latency_us, self.throughput_per_s, self.error,
                       lower_bound_us=self.lower_bound_us or None)
 
-    def to_record(self, graph: Graph, schedule: GraphSchedule, target: Target,
+    def to_record(self, graph: Graph, schedule: GraphSchedule | dict[str, Any], target: Target,
                   **prov: Any) -> Record:
-        """A log record of this measurement (``prov``: Provenance fields, e.g. tuner="manual")."""
+        """A log record of this measurement (``prov``: Provenance fields, e.g. tuner="manual");
+        ``schedule`` may be given as its JSON already written."""
         from logs import Provenance, Record, TargetKey, WorkloadInfo
 
         prov.setdefault("measurer", MEASURER)
@@ -99,7 +100,7 @@ class Measurement:
             WorkloadInfo(graph.workload_key, graph.name,
                          {n: tuple(s) for n, s in graph.input_shapes().items()}, graph.batch),
             TargetKey(target.name, target.hash),
-            schedule.to_json(),
+            schedule if isinstance(schedule, dict) else schedule.to_json(),
             self.to_log_result(),
             Provenance.now(**prov),
         )

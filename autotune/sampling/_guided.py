@@ -112,7 +112,18 @@ class GuidedOptions:
             candidate, as a share of measuring one (wall seconds, each the median of the
             last :data:`REPORTS` reports of the workers): a round proposes more of what it
             ranked, then breeds fewer generations, to stay within it (:meth:`GuidedSampler._effort`);
-            ``tune`` sets it with workers (``autotune._tune.BREED_BUDGET``).
+            ``tune`` keeps it with workers when given (by default it sets ``screen``).
+            Under it a faster decoder buys more screening, not more measurements.
+        screen: None, or how many candidates a round may decode per candidate it proposes:
+            the breeding budget counted in candidates screened per measurement instead of
+            in seconds, so that the search is the same whatever a decode or a measurement
+            costs (the compiled and the Python decoder, a loaded or a quiet machine) and a
+            faster decoder shows as more measurements per second. A round proposes more of
+            what it ranked, then breeds fewer generations, to stay within it
+            (:meth:`GuidedSampler._effort`; never below the fixed effort). It takes the
+            place of ``breed_budget`` for breeding; retraining then follows the counts
+            (``retrain_every``, ``retrain_growth``, the background window). ``tune`` sets
+            it with workers (``autotune._tune.SCREEN``).
         rescan_s: Read the whole study again this often (seconds), for trials another
             driver on the same storage finished; between rescans the sampler learns from
             the trials this process tells (a full read is O(trials)).
@@ -148,6 +159,7 @@ class GuidedOptions:
     rescan_s: float = 30.0
     background_fit: bool = False
     breed_budget: float | None = None
+    screen: float | None = None
     polish_after: int = 64
     polish_limit: int | None = 48
     polish_window: int = 256
@@ -250,6 +262,11 @@ class GuidedSampler(BaseSampler):
         self._fit_s: float | None = None  # wall seconds of the last retraining
         self.fit_cpu_s = 0.0  # CPU seconds of all retrainings (on whichever thread ran them)
         self.last_proposals = 0  # what the last breeding request asked for
+        # what the rounds cost, for benches: candidates decoded by breeding (all requests
+        # back so far), proposals queued, retrainings started
+        self.decoded = 0
+        self.decoded_polish = 0  # ...of them in polish rounds (the end game's windows)
+        self.fits = 0
 
     # ---- Optuna's sampler interface ------------------------------------------------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial
@@ -444,6 +461,7 @@ class GuidedSampler(BaseSampler):
         ):
             xs, ys = np.stack(self._x), np.asarray(self._y)
             self._trained_at = len(self._y)
+            self.fits += 1
             if o.background_fit:
                 if self._fitter is None:
                     self._fitter = ThreadPoolExecutor(1, thread_name_prefix="graphtune-fit")
@@ -465,7 +483,7 @@ class GuidedSampler(BaseSampler):
         training, like breeding, costs at most the budget's share of measuring (0: no
         budget, or no report yet)."""
         o, m = self.options, self._measure_s
-        if o.breed_budget is None or not m or self._fit_s is None:
+        if o.breed_budget is None or o.screen is not None or not m or self._fit_s is None:
             return 0.0
         return self._fit_s / (o.breed_budget * m)
 
@@ -627,19 +645,19 @@ class GuidedSampler(BaseSampler):
         return self._measure_s, self._child_s
 
     def _effort(self, n_prop: int, population: int, parents: int) -> tuple[int, int]:
-        """``(proposals, generations)`` of a request under ``breed_budget``.
+        """``(proposals, generations)`` of a request under ``screen`` or ``breed_budget``.
 
         A request decodes about ``parents + random share + generations * population``
-        candidates; with ``c`` wall seconds per decoded candidate and ``m`` per measured
-        one, proposing ``n`` spends ``c * decoded / n`` on breeding per measurement, which
-        must stay within ``breed_budget * m``: ``n`` grows until it does (up to every
-        decoded candidate), then ``generations`` falls to one. Never below the fixed effort.
+        candidates at a cost ``c`` each; proposing ``n`` spends ``c * decoded / n`` per
+        measurement, which must stay within the budget (:meth:`_budget`): ``n`` grows
+        until it does (up to every decoded candidate), then ``generations`` falls to one.
+        Never below the fixed effort.
         """
         o = self.options
-        m, c = self._measure_s, self._child_s
-        if o.breed_budget is None or m is None or c is None or not parents:
+        costs = self._budget()
+        if costs is None or not parents:
             return n_prop, o.generations
-        budget = o.breed_budget * m
+        c, budget = costs
         generations = o.generations
         initial = parents + max(1, int(population * o.random_share))
         if c * (initial + generations * population) <= budget * n_prop:
@@ -650,6 +668,19 @@ class GuidedSampler(BaseSampler):
             if need <= decoded or generations <= 1:
                 return max(n_prop, min(need, decoded)), generations
             generations -= 1
+
+    def _budget(self) -> tuple[float, float] | None:
+        """``(cost of a decode, budget per proposal)``: under ``screen`` counted in
+        candidates (1 each, ``screen`` per proposal); under ``breed_budget`` in wall
+        seconds (``c`` per decode, ``breed_budget * m`` per proposal: the medians of the
+        workers' reports). None: the fixed effort."""
+        o = self.options
+        if o.screen is not None:
+            return 1.0, max(1.0, float(o.screen))
+        m, c = self._measure_s, self._child_s
+        if o.breed_budget is None or m is None or c is None:
+            return None
+        return c, o.breed_budget * m
 
     @property
     def news(self) -> int:
@@ -670,6 +701,9 @@ class GuidedSampler(BaseSampler):
         if part is None:
             self.polish.lost()  # (if it was the polish round: else one more may go out)
             return 0
+        self.decoded += part.decoded
+        if part.polish_of:
+            self.decoded_polish += part.decoded
         if part.decoded and part.wall_s > 0:
             self._child_s = _recent(self._child_reports, part.wall_s / part.decoded)
         n = 0

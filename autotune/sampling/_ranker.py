@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from compiler.target import Target
     from search_space import Space
 
-__all__ = ["FIT_PARAMS", "CostModelRanker", "EncodingXGB", "Ranker", "default_ranker"]
+__all__ = ["FIT_PARAMS", "REFIT", "CostModelRanker", "EncodingXGB", "Ranker", "default_ranker"]
 
 log = logging.getLogger("autotune.tune")
 
@@ -35,6 +35,13 @@ n = 64, 128, ..., 960, ranking the next 128, three seeds) a fit took 3.8x (ResNe
 2.5x (BERT-base) less CPU, with the same ranking: Spearman 0.956 / 0.948 against 0.958 /
 0.952, pairs ordered right 0.936 / 0.939 against 0.937 / 0.940 (issue 20,
 ``bench/results/space_ccore.md``)."""
+
+
+REFIT = False
+"""``cost_model.XGBModel(refit=...)`` of the models a tune retrains: False keeps the
+early-stopped model (trained on 80 % of the rows, cut at its best round) instead of
+training a second time on all of them with that many rounds: one training instead of two
+(issue 20: retraining was 2.5-4.9 ms of CPU per measurement in 2-worker tunes)."""
 
 
 class Ranker(Protocol):
@@ -153,7 +160,7 @@ class CostModelRanker:
         self.label = "analytical"
 
     def _new_model(self) -> Any:
-        return self._model_cls(seed=self._seed, params=dict(FIT_PARAMS))
+        return self._model_cls(seed=self._seed, params=dict(FIT_PARAMS), refit=REFIT)
 
     def features(self, schedules: Sequence[GraphSchedule]) -> np.ndarray:
         return np.asarray(self._features(self._graph, list(schedules), self._target))

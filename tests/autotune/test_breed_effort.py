@@ -1,8 +1,10 @@
-"""Breeding effort follows what a measurement costs (``GuidedOptions.breed_budget``).
+"""Breeding effort within a budget: candidates screened per proposal (``GuidedOptions.screen``,
+what ``tune`` sets with workers) or what a measurement costs (``GuidedOptions.breed_budget``).
 
 Invariant: a request never proposes fewer than the fixed effort would, never more than
-it decodes, and when the budget can be met, breeding per proposal stays within
-``breed_budget`` times a measurement; a slow measurer gets exactly the fixed effort.
+it decodes, and when the budget can be met, breeding per proposal stays within it
+(``screen`` decodes, or ``breed_budget`` times a measurement); under ``breed_budget`` a slow
+measurer gets exactly the fixed effort, under ``screen`` every measurer the same effort.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 _FIXED = GuidedOptions()
 
 
-def _sampler(budget: float | None, m: float | None, c: float | None) -> GuidedSampler:
+def _sampler(budget: float | None, m: float | None, c: float | None,
+             screen: float | None = None) -> GuidedSampler:
     """A sampler whose figures (medians of recent reports) are ``m`` per measurement, ``c``
     per decode."""
     s = GuidedSampler.__new__(GuidedSampler)
-    s.options = GuidedOptions(breed_budget=budget)
+    s.options = GuidedOptions(breed_budget=budget, screen=screen)
     s._measure_s, s._child_s = m, c
     s._trained_at = 0
     return s
@@ -60,9 +63,42 @@ def test_effort_stays_within_its_budget_and_never_below_the_fixed_effort(
         assert (n, generations) == (n_fixed, o.generations)
 
 
+@settings(max_examples=200, deadline=None)
+@given(screen=st.floats(0.0, 40.0), m=st.one_of(st.none(), st.floats(1e-5, 100.0)),
+       c=st.one_of(st.none(), st.floats(1e-6, 10.0)), budget=st.one_of(st.none(), st.floats(0.01, 10.0)),
+       n_fixed=st.integers(1, 64), population=st.integers(1, 96), parents=st.integers(1, 8))
+def test_a_screen_budget_counts_candidates_whatever_the_timings(
+        screen: float, m: float | None, c: float | None, budget: float | None, n_fixed: int,
+        population: int, parents: int) -> None:
+    """Under ``screen`` a request decodes at most ``screen`` candidates per proposal when it
+    can (never below the fixed effort, nor below one per proposal), whatever the workers
+    reported and whatever ``breed_budget`` says."""
+    o = _FIXED
+    n, generations = _sampler(budget, m, c, screen)._effort(n_fixed, population, parents)
+    assert (n, generations) == _sampler(None, None, None, screen)._effort(n_fixed, population,
+                                                                         parents)
+    k = max(1.0, screen)
+    assert 1 <= generations <= o.generations and n >= n_fixed
+    decoded = parents + max(1, int(population * o.random_share)) + generations * population
+    assert n <= max(n_fixed, decoded)
+    if n > n_fixed:
+        assert decoded / n <= k * (1 + 1e-9)  # raised: just enough to meet it
+        assert decoded / (n - 1) > k or n == n_fixed + 1 or generations < o.generations
+    if generations < o.generations:  # fewer generations only once every decode is proposed
+        assert k < (decoded + population) / (decoded + population - 1) or n == decoded
+    fixed_decoded = parents + max(1, int(population * o.random_share)) + o.generations * population
+    if fixed_decoded <= k * n_fixed:
+        assert (n, generations) == (n_fixed, o.generations)
+
+
 def test_no_budget_or_no_reports_is_the_fixed_effort() -> None:
     for budget, m, c in [(None, 1e-4, 1.0), (1.0, None, 1.0), (1.0, 1e-4, None)]:
         assert _sampler(budget, m, c)._effort(8, 48, 8) == (8, _FIXED.generations)
+    # a screen of 4: 8 parents + 12 random + 2 x 48 children = 116 decoded, 29 proposed
+    assert _sampler(None, None, None, 4.0)._effort(8, 48, 8) == (29, _FIXED.generations)
+    assert _sampler(1.0, 1e-4, 1e-6, 4.0)._effort(8, 48, 8) == (29, _FIXED.generations)
+    # an infinite screen: the fixed effort, whatever a time budget would say
+    assert _sampler(1.0, 1e-4, 1.0, float("inf"))._effort(8, 48, 8) == (8, _FIXED.generations)
 
 
 def test_a_cheap_measurer_proposes_more_of_a_round_and_a_slow_one_the_fixed_effort() -> None:
@@ -110,13 +146,10 @@ class _TimedPool(InProcessPool):
         super().submit_breed(batch_id, task_key, request, scorer)
 
 
-@pytest.mark.parametrize("per", [1e-5, 10.0])
-def test_tune_with_workers_breeds_by_what_a_measurement_takes(
-        per: float, tiny_graph: Graph, tune_target: Target, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """With workers, ``tune`` weighs breeding against the workers' measuring time: a
-    measurer far cheaper than breeding gets rounds that propose every candidate they
-    decode; one that takes seconds gets the fixed effort (4 slots x 4 / 2 shares)."""
+def _timed_tune(per: float, graph: Graph, target: Target, path: Path,
+                monkeypatch: pytest.MonkeyPatch, **kw: Any) -> list[tuple[int, int]]:
+    """The (proposals, generations) of a 2-worker tune's breeding requests but the first,
+    its measurer taking ``per`` seconds per measurement."""
     from autotune import _tune as tune_mod
     from autotune import tune
 
@@ -128,16 +161,46 @@ def test_tune_with_workers_breeds_by_what_a_measurement_takes(
         return pools[0]
 
     monkeypatch.setattr(tune_mod, "_pool", timed)
-    res = tune([tiny_graph], trials=48, workers=2, log=tmp_path / "t.jsonl", seed=0,
-               curve=False)
+    res = tune([graph], trials=48, workers=2, log=path, seed=0, curve=False, **kw)
     assert res.measured == 48
     asked = pools[0].requests[1:]  # the first: no parents yet, a whole round
     assert asked
+    return asked
+
+
+@pytest.mark.parametrize("per", [1e-5, 10.0])
+def test_tune_with_workers_under_a_time_budget_breeds_by_what_a_measurement_takes(
+        per: float, tiny_graph: Graph, tune_target: Target, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked for a time budget, ``tune`` weighs breeding against the workers' measuring
+    time: a measurer far cheaper than breeding gets rounds that propose every candidate
+    they decode; one that takes seconds gets the fixed effort (4 slots x 4 / 2 shares)."""
+    asked = _timed_tune(per, tiny_graph, tune_target, tmp_path / "t.jsonl", monkeypatch,
+                        guided=GuidedOptions(breed_budget=1.0))
     if per > 1:
         assert all(r == (8, _FIXED.generations) for r in asked)
     else:
         assert all(p > 8 for p, _ in asked[1:])  # once a share's breeding time is known
         assert any(g == 1 for _, g in asked)
+
+
+def test_tune_with_workers_screens_as_many_candidates_whatever_a_measurement_takes(
+        tiny_graph: Graph, tune_target: Target, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default ``tune`` with workers screens ``SCREEN`` bred candidates per proposal from
+    the first request with parents on, for a measurer taking 10 us or 10 s alike (under the
+    time budget, the cheap one proposed everything it decoded and the slow one 8 of ~110)."""
+    from autotune._tune import SCREEN
+
+    cheap = _timed_tune(1e-5, tiny_graph, tune_target, tmp_path / "a.jsonl", monkeypatch)
+    slow = _timed_tune(10.0, tiny_graph, tune_target, tmp_path / "b.jsonl", monkeypatch)
+    pop = -(-_FIXED.population // 2)  # a share of the round
+    for asked in (cheap, slow):
+        for p, g in asked:
+            assert g == _FIXED.generations
+            decoded_max = _FIXED.parents + max(1, int(pop * _FIXED.random_share)) + g * pop
+            assert 8 < p <= -(-decoded_max // SCREEN)  # more than the fixed effort's 8
+    assert max(p for p, _ in cheap) == max(p for p, _ in slow)
 
 
 def test_retraining_waits_for_measurements_worth_its_time_under_a_budget() -> None:

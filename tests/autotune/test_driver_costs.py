@@ -66,3 +66,40 @@ def test_the_best_parents_are_heapq_nlargests(tiny_space: Any, ys: list[int],  #
     want = heapq.nlargest(k, sampler._scores, key=sampler._scores.__getitem__)
     got = [int(v[0]) for v in sampler._best(k)]
     assert got == [int(c[1:]) for c in want]
+
+
+def test_a_record_holds_the_schedule_json_sent_to_the_pool_with_its_source(
+        tiny_graph: Graph, tmp_path: Path, monkeypatch: Any) -> None:
+    """The driver writes each schedule's JSON once (when it goes to the pool): the record's
+    schedule is that JSON with ``source`` set, the very JSON ``replace(schedule,
+    source=...).to_json()`` wrote before, for seeds and tuned candidates alike."""
+    from dataclasses import replace
+
+    from autotune.running._driver import Driver, is_seed_label
+
+    checked = {"tuned": 0, "seed": 0, "json": 0}
+    real = Driver._record
+
+    def spied(self: Any, c: Any, m: Any, host: str) -> None:
+        written: list[Any] = []
+        write = self.writer.write
+        self.writer.write = lambda rec: (written.append(rec), write(rec))[1]
+        try:
+            real(self, c, m, host)
+        finally:
+            self.writer.write = write
+        study = self.job.tasks[c.task].study.study_name if c.trial is not None else ""
+        if is_seed_label(c.tuner):
+            want = c.schedule.to_json()
+            checked["seed"] += 1
+        else:
+            want = replace(c.schedule, source=f"tuner:{study}/{c.trial.number}").to_json()
+            checked["tuned"] += 1
+        checked["json"] += c.json is not None
+        assert dict(written[0].schedule) == want
+
+    monkeypatch.setattr(Driver, "_record", spied)
+    res = tune([tiny_graph], trials=40, log=tmp_path / "t.jsonl", seed=0, curve=False,
+               guided=SMALL)
+    assert res.measured == 40
+    assert checked["tuned"] and checked["seed"] and checked["json"] == 40
