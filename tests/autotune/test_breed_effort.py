@@ -223,6 +223,7 @@ def test_the_next_share_is_asked_for_after_half_of_what_the_last_one_proposed() 
     d = Driver.__new__(Driver)
     d._task_pending = {0: 100}  # measurements out
     d._fresh = 32  # 512 / (2 x 8 shares)
+    d._owed, d._blind, d._out = {}, {}, 4
     d.job = SimpleNamespace(tasks=[SimpleNamespace(measured={"a": 1.0})])
     bs = SimpleNamespace(news=6, last_proposals=12)
     assert d._may_breed(0, bs)
@@ -232,6 +233,68 @@ def test_the_next_share_is_asked_for_after_half_of_what_the_last_one_proposed() 
     assert not d._may_breed(0, bs)
     bs.news = 40
     assert d._may_breed(0, bs)
+
+
+def test_measurements_back_at_once_are_owed_requests() -> None:
+    """A wait at 64 workers returns dozens of measurements, and news restarts with each
+    request: one request per wait held 104 batches in flight of 128; the measurements
+    beyond a request's worth are owed further requests (up to the requests out)."""
+    from types import SimpleNamespace
+
+    from autotune.running._driver import Driver
+
+    d = Driver.__new__(Driver)
+    d._task_pending, d._fresh, d._owed, d._blind, d._out = {0: 100}, 32, {}, {}, 4
+    d.job = SimpleNamespace(tasks=[SimpleNamespace(measured={"a": 1.0})])
+    bs = SimpleNamespace(news=100, last_proposals=48)  # a request's worth: 24
+    assert d._may_breed(0, bs)
+    bs.news = 0  # a request was made: news restarts
+    assert [d._may_breed(0, bs) for _ in range(4)] == [True, True, True, False]
+    bs.news = 19
+    assert not d._may_breed(0, bs)  # 4 owed + 19 new: under a request's worth
+    bs.news = 20
+    assert d._may_breed(0, bs)
+    d._owed, bs.news = {}, 1000  # owed at most the requests out
+    assert d._may_breed(0, bs)
+    assert d._owed[0] == 4 * 24
+
+
+def test_many_workers_breed_blind_rounds_while_the_seeds_are_measured() -> None:
+    """At 64 workers the seeds' one batch left 63 workers idle for a measurement and the
+    first round's breeding: rounds from random samples go out while what the task has
+    out is under a quarter of what the workers hold, then the first rounds around the
+    measured seeds go out at once; 2 workers wait for the seeds as before."""
+    from types import SimpleNamespace
+
+    from autotune.running._driver import Driver
+
+    def driver(demand: int) -> Driver:
+        d = Driver.__new__(Driver)
+        d._task_pending, d._fresh, d._owed, d._blind, d._out = {0: 4}, 32, {}, {}, 4
+        d._demand = demand
+        d.job = SimpleNamespace(tasks=[SimpleNamespace(measured={})])
+        return d
+
+    d = driver(512)  # 64 workers x 2 batches x 4
+    bs = SimpleNamespace(news=0, last_proposals=0, queued=0, breeding=0)
+    assert d._may_breed(0, bs)
+    bs.breeding, bs.last_proposals = 1, 96  # 4 + 96 out: under 128
+    assert d._may_breed(0, bs)
+    bs.breeding = 2  # 4 + 192: no more
+    assert not d._may_breed(0, bs)
+    bs.breeding, bs.queued = 0, 192
+    assert not d._may_breed(0, bs)
+    d.job.tasks[0].measured = {"seed": 1.0}  # the seeds are back, the blind rounds out
+    bs.queued, bs.news = 0, 4  # (not half of what the last request proposed)
+    got = []
+    while bs.breeding < d._out and d._may_breed(0, bs):
+        got.append(bs.breeding)
+        bs.breeding += 1
+    assert got == [0, 1, 2, 3]
+    assert not d._may_breed(0, bs)  # then the usual cadence
+    two = driver(16)  # 2 workers: the seeds' batch is a quarter of what they hold
+    assert not two._may_breed(0, SimpleNamespace(news=0, last_proposals=0, queued=0,
+                                                 breeding=0))
 
 
 def test_a_workers_cold_start_is_forgotten_once_most_reports_are_warm() -> None:
