@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._state import Best, JobState, TaskState
+from autotune.running._cadence import Cadence
 from autotune.running._reconcile import CID_ATTR, OWNER_ATTR, SEED_ATTR, SEED_CID_ATTR, result_attrs
 from autotune.sampling._polish import POLISH_ATTR, PROV_POLISH
 from autotune.sampling._studies import candidate_id, seed_schedules
@@ -88,11 +89,6 @@ MAX_SHARES = 2
 # than was measured (60 %, 9.3 against 7.8 ms of CPU per measurement). A pool of
 # multi-slot processes breeds on this many actors of its own (RayPool's BREEDERS).
 MAX_OUT = 4
-# Before a task's seeds are measured, rounds from random samples are bred for the workers
-# the seeds leave idle while its candidates out are under 1 / BLIND_SHARE of what the
-# workers hold (Driver._blind_round): at 64 workers the seeds' one batch left the other 63
-# idle for a measurement and the first round's breeding (~1 s of a 6 s bench, issue 20).
-BLIND_SHARE = 4
 
 
 @dataclass
@@ -170,13 +166,10 @@ class Driver:
         # that must come back between two of them (half a request's proposals).
         self._shares = min(pool.workers, MAX_SHARES) if pool.remote else 1
         self._out = min(pool.workers, MAX_OUT) if pool.remote else 1  # requests out at once
-        self._fresh = max(1, self._demand // (2 * self._shares))
+        self._cadence = Cadence(self._demand, self._out,
+                                max(1, self._demand // (2 * self._shares)))
         self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
         self._dists: dict[int, dict[str, Any]] = {}  # task -> its parameter distributions
-        # Tasks that bred before anything of theirs was measured (see _blind_round): True
-        # until the requests around their first measurements are out.
-        self._blind: dict[int, bool] = {}
-        self._owed: dict[int, int] = {}  # task -> measurements back not yet bred on (_may_breed)
         for k, ts in enumerate(job.tasks):
             sampler = ts.study.sampler
             if hasattr(sampler, "demand"):
@@ -317,55 +310,10 @@ class Driver:
         self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
 
     def _may_breed(self, k: int, bs: Any) -> bool:
-        """Breed when it can learn from the last request: once half a request's
-        measurements came back since the last request was made (so a share is never
-        bred from the parents and model of the one before; more came back at once are
-        owed more requests), and a task's first shares after its seeds are measured
-        (around them: cheaper, and better, than a round from random samples; while the
-        seeds are out, many workers measure blind rounds meanwhile: :meth:`_blind_round`).
-        Without measurements out, at once. True means a request is made now.
-
-        Half of what the last request proposed, not of the demand's share: a round
-        proposes at most ``population`` however much the workers hold (64 workers hold
-        512; 8 shares of 12 were asked for once 32 measurements came back each, 12 new
-        candidates per 32 measured, and the workers starved), and under ``breed_budget``
-        a request proposes more than the demand's share.
-        """
-        if not self._any_inflight(k):
-            return True
-        if not self.job.tasks[k].measured:
-            return self._blind_round(k, bs)
-        if self._blind.get(k):
-            # Its first measurements are back while blind rounds are measured: breed around
-            # them at once, up to the requests out, as with no measurements out.
-            if bs.breeding + 1 >= self._out:
-                self._blind[k] = False
-            return True
-        asked = getattr(bs, "last_proposals", 0)
-        fresh = max(1, asked // 2) if asked else self._fresh
-        # Measurements back beyond a request's worth are owed requests, sent as the
-        # requests out allow (news restarts with each request: one request per wait however
-        # much came back held 104 batches in flight of 128 at 64 workers, owed ones 128).
-        have = bs.news + self._owed.get(k, 0)
-        if have < fresh:
-            return False
-        self._owed[k] = min(have - fresh, self._out * fresh)
-        return True
-
-    def _blind_round(self, k: int, bs: Any) -> bool:
-        """Whether to breed task ``k`` before anything of it was measured (its seeds are
-        out): while what it has out, queued and being bred is under a quarter of what the
-        workers hold (:data:`BLIND_SHARE`), so the workers the seeds leave idle measure a
-        round bred from random samples (no parents yet: the cost model's prior ranks them)
-        rather than wait for the seeds (64 workers: two rounds beside the seeds; 8: one;
-        2: none, the seeds' batches fill a quarter).
-        """
-        out = (self._task_pending.get(k, 0) + bs.queued
-               + bs.breeding * getattr(bs, "last_proposals", 0))
-        if out * BLIND_SHARE >= self._demand:
-            return False
-        self._blind[k] = True
-        return True
+        """Whether task ``k``'s sampler is asked for a breeding request now (True: it is):
+        :class:`autotune.running._cadence.Cadence`."""
+        return self._cadence.may_breed(k, bs, self._task_pending.get(k, 0),
+                                       bool(self.job.tasks[k].measured))
 
     def _waiting(self, k: int) -> bool:
         """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out.
