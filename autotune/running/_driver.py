@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._state import Best, JobState, TaskState
+from autotune.running._cadence import Cadence
 from autotune.running._reconcile import CID_ATTR, OWNER_ATTR, SEED_ATTR, SEED_CID_ATTR, result_attrs
 from autotune.sampling._polish import POLISH_ATTR, PROV_POLISH
 from autotune.sampling._studies import candidate_id, seed_schedules
@@ -168,7 +169,8 @@ class Driver:
         # that must come back between two of them (half a request's proposals).
         self._shares = min(pool.workers, MAX_SHARES) if pool.remote else 1
         self._out = min(pool.workers, MAX_OUT) if pool.remote else 1  # requests out at once
-        self._fresh = max(1, self._demand // (2 * self._shares))
+        self._cadence = Cadence(self._demand, self._out,
+                                max(1, self._demand // (2 * self._shares)))
         self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
         self._dists: dict[int, dict[str, Any]] = {}  # task -> its parameter distributions
         for k, ts in enumerate(job.tasks):
@@ -314,23 +316,10 @@ class Driver:
         self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
 
     def _may_breed(self, k: int, bs: Any) -> bool:
-        """Breed when it can learn from the last request: once half a request's
-        measurements came back since the last request was made (so a share is never
-        bred from the parents and model of the one before), and a task's first share
-        after its seeds are measured (around them: cheaper, and better, than a round from
-        random samples). Without measurements out, at once.
-
-        Half of what the last request proposed, not of the demand's share: a round
-        proposes at most ``population`` however much the workers hold (64 workers hold
-        512; 8 shares of 12 were asked for once 32 measurements came back each, 12 new
-        candidates per 32 measured, and the workers starved), and under ``breed_budget``
-        a request proposes more than the demand's share.
-        """
-        if not self._any_inflight(k):
-            return True
-        asked = getattr(bs, "last_proposals", 0)
-        fresh = max(1, asked // 2) if asked else self._fresh
-        return bool(self.job.tasks[k].measured) and bs.news >= fresh
+        """Whether task ``k``'s sampler is asked for a breeding request now (True: it is):
+        :class:`autotune.running._cadence.Cadence`."""
+        return self._cadence.may_breed(k, bs, self._task_pending.get(k, 0),
+                                       bool(self.job.tasks[k].measured))
 
     def _waiting(self, k: int) -> bool:
         """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out.

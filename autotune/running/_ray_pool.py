@@ -4,11 +4,12 @@ By default a private Ray instance starts on loopback only (``127.0.0.1``, no
 dashboard) with one CPU per worker; ``address`` joins an existing cluster
 instead. Each actor receives every task's graph, the target and the measurer
 in its constructor (one ``ray.put`` for the graphs), so a batch carries only
-schedule JSON. Actors also breed the guided sampler's rounds
-(:meth:`RayPool.submit_breed`; the cost model goes to the object store once per
-snapshot). Actors restart when they die; the batch they held comes back as
-``worker_lost`` measurements (breeding they held is asked for again) and the
-job goes on.
+schedule JSON (with the picks' ids and vectors), pickled into one argument
+(``_Worker.measure_packed``: cheaper than Ray's serialisation of each argument).
+Actors also breed the guided sampler's rounds (:meth:`RayPool.submit_breed`; the
+cost model goes to the object store once per snapshot). Actors restart when they
+die; the batch they held comes back as ``worker_lost`` measurements (breeding they
+held is asked for again) and the job goes on.
 
 Each actor reserves the measurer's ``num_cpus`` (fractions allowed: one that
 waits on a board needs little) and its custom ``resources`` (``{"stcp920": 1}``),
@@ -31,6 +32,7 @@ would queue behind it for the process's CPU lock.
 from __future__ import annotations
 
 import logging
+import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -240,9 +242,10 @@ class RayPool(MeasurePool):
         if cids:
             k = self._holder(k, cids)
         a = self._actor_of(k)
-        ref = self._actors[a].measure.remote(task_key, list(schedules), self._timeout_s,
-                                             list(cids) if cids else None,
-                                             list(vectors) if vectors else None)
+        packed = pickle.dumps((task_key, list(schedules), self._timeout_s,
+                               list(cids) if cids else None, list(vectors) if vectors else None),
+                              protocol=pickle.HIGHEST_PROTOCOL)
+        ref = self._actors[a].measure_packed.remote(packed)
         per = self._timeout_s or 60.0
         self._refs[ref] = _InFlight(batch_id, len(schedules), a,
                                     time.monotonic() + _BATCH_GRACE_S + per * len(schedules),
@@ -353,7 +356,7 @@ class RayPool(MeasurePool):
                 self._mark_down(job.actor)
                 return Finished(job.batch_id, "", (), "breed", None)
         try:
-            host, out, seconds = ray.get(ref)
+            host, out, seconds = pickle.loads(ray.get(ref))
         except _LOST_ERRORS() as exc:
             why = f"worker died while measuring: {type(exc).__name__}"
             log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",

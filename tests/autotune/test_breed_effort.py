@@ -281,20 +281,76 @@ def test_the_next_share_is_asked_for_after_half_of_what_the_last_one_proposed() 
     the workers; the wait is half of what the last request proposed."""
     from types import SimpleNamespace
 
-    from autotune.running._driver import Driver
+    from autotune.running._cadence import Cadence
 
-    d = Driver.__new__(Driver)
-    d._task_pending = {0: 100}  # measurements out
-    d._fresh = 32  # 512 / (2 x 8 shares)
-    d.job = SimpleNamespace(tasks=[SimpleNamespace(measured={"a": 1.0})])
+    c = Cadence(demand=512, out=4, fresh=32)  # 512 / (2 x 8 shares)
     bs = SimpleNamespace(news=6, last_proposals=12)
-    assert d._may_breed(0, bs)
+    assert c.may_breed(0, bs, pending=100, measured=True)
     bs.news = 5
-    assert not d._may_breed(0, bs)
+    assert not c.may_breed(0, bs, pending=100, measured=True)
     bs.last_proposals, bs.news = 80, 39  # a cheap measurer's larger requests: wait longer
-    assert not d._may_breed(0, bs)
+    assert not c.may_breed(0, bs, pending=100, measured=True)
     bs.news = 40
-    assert d._may_breed(0, bs)
+    assert c.may_breed(0, bs, pending=100, measured=True)
+
+
+def test_measurements_back_at_once_are_owed_requests() -> None:
+    """A wait at 64 workers returns dozens of measurements, and news restarts with each
+    request: one request per wait held 104 batches in flight of 128; the measurements
+    beyond a request's worth are owed further requests (up to the requests out)."""
+    from types import SimpleNamespace
+
+    from autotune.running._cadence import Cadence
+
+    c = Cadence(demand=512, out=4, fresh=32)
+    bs = SimpleNamespace(news=100, last_proposals=48)  # a request's worth: 24
+
+    def may() -> bool:
+        return c.may_breed(0, bs, pending=100, measured=True)
+
+    assert may()
+    bs.news = 0  # a request was made: news restarts
+    assert [may() for _ in range(4)] == [True, True, True, False]
+    bs.news = 19
+    assert not may()  # 4 owed + 19 new: under a request's worth
+    bs.news = 20
+    assert may()
+    c, bs.news = Cadence(demand=512, out=4, fresh=32), 1000
+    assert may()
+    bs.news = 0
+    assert [may() for _ in range(5)] == [True] * 4 + [False]  # owed at most the requests out
+
+
+def test_many_workers_breed_blind_rounds_while_the_seeds_are_measured() -> None:
+    """At 64 workers the seeds' one batch left 63 workers idle for a measurement and the
+    first round's breeding: rounds from random samples go out while what the task has
+    out is under a quarter of what the workers hold, then the first rounds around the
+    measured seeds go out at once; 2 workers wait for the seeds as before."""
+    from types import SimpleNamespace
+
+    from autotune.running._cadence import Cadence
+
+    c = Cadence(demand=512, out=4, fresh=32)  # 64 workers x 2 batches x 4
+    bs = SimpleNamespace(news=0, last_proposals=0, queued=0, breeding=0)
+    assert c.may_breed(0, bs, pending=4, measured=False)
+    bs.breeding, bs.last_proposals = 1, 96  # 4 + 96 out: under 128
+    assert c.may_breed(0, bs, pending=4, measured=False)
+    bs.breeding = 2  # 4 + 192: no more
+    assert not c.may_breed(0, bs, pending=4, measured=False)
+    bs.breeding, bs.queued = 0, 192
+    assert not c.may_breed(0, bs, pending=4, measured=False)
+    # the seeds are back, the blind rounds out; 4 news is not half of what was proposed
+    bs.queued, bs.news = 0, 4
+    got = []
+    while bs.breeding < c.out and c.may_breed(0, bs, pending=192, measured=True):
+        got.append(bs.breeding)
+        bs.breeding += 1
+    assert got == [0, 1, 2, 3]
+    assert not c.may_breed(0, bs, pending=192, measured=True)  # then the usual cadence
+    two = Cadence(demand=16, out=2, fresh=4)  # 2 workers: the seeds' batch is a quarter
+    assert not two.may_breed(0, SimpleNamespace(news=0, last_proposals=0, queued=0,
+                                                breeding=0), pending=4, measured=False)
+    assert two.may_breed(0, bs, pending=0, measured=False)  # nothing out: at once
 
 
 def test_a_workers_cold_start_is_forgotten_once_most_reports_are_warm() -> None:

@@ -46,6 +46,42 @@ def test_delayed_measurer_is_the_simulator_at_a_slower_pace(tiny_graph: Graph,
     assert all(m.seconds >= 0.05 for m in slow)
 
 
+def test_a_batch_is_simulated_back_to_back_then_waits_once(
+        tiny_graph: Graph, candidates: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU's work of a batch comes first (as a board runner compiles its batch before
+    running it): simulating right after each sleep cost twice the CPU (cold caches), and
+    each wait hands a multi-slot process's lock over. The batch still takes its time:
+    every measurement at least ``delay_s``, the batch at least their sum."""
+    import sim
+
+    events: list[str] = []
+    real_measure, real_sleep = sim.measure, time.sleep
+
+    def measure(*a: Any, **k: Any) -> Any:
+        out = real_measure(*a, **k)
+        events.extend("sim" for _ in out)
+        return out
+
+    def sleep(s: float) -> None:
+        events.append("sleep")
+        real_sleep(s)
+
+    monkeypatch.setattr(sim, "measure", measure)
+    monkeypatch.setattr(time, "sleep", sleep)
+    m = DelayedMeasurer(delay_s=0.05, fail_rate=0.5, seed=3)
+    batch = candidates[:6]
+    t0 = time.monotonic()
+    got = m.measure(tiny_graph, batch, Target.default(), None)
+    assert time.monotonic() - t0 >= 6 * 0.05
+    fails = sum(m.fails(s) for s in batch)
+    assert 0 < fails < 6  # both kinds in the batch
+    assert events == ["sim"] * (6 - fails) + ["sleep"]
+    assert all(x.seconds >= 0.05 for x in got)
+    assert [x.status for x in got] == [
+        "sim_error" if m.fails(s) else SimMeasurer().measure(tiny_graph, [s], Target.default(),
+                                                             None)[0].status for s in batch]
+
+
 def test_failures_are_seeded_records_with_a_status(tiny_graph: Graph, candidates: list[Any]) -> None:
     target = Target.default()
     a = DelayedMeasurer(delay_s=0.0, fail_rate=0.5, seed=1)

@@ -196,3 +196,39 @@ def test_a_measure_sent_before_load_waits_for_it(multi_slot: None, tiny_graph,  
     worker.load({"k": tiny_graph})
     th.join(30)
     assert out and out[0][1][0]["status"] == "ok"
+
+
+def test_a_packed_measure_call_is_the_measure_call(tiny_graph,  # type: ignore[no-untyped-def]
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool sends a batch as one pickled argument and gets one pickled answer back
+    (Ray's own serialisation of the five arguments, the vectors' arrays out of band, cost
+    the actor ~0.5 ms more a call): the same measurements as the plain call, the picks
+    decoded from their vectors as before."""
+    import contextlib
+    import pickle
+
+    import numpy as np
+
+    from autotune.running import _ray_worker
+    from autotune.sampling._studies import candidate_id
+    from compiler.target import Target
+    from search_space import build_space
+
+    monkeypatch.setattr(_ray_worker, "search_gc", contextlib.nullcontext)
+    from autotune import SimMeasurer
+    from autotune.running._ray_worker import _Worker
+
+    target = Target.default()
+    space = build_space(tiny_graph, target, tiny_graph.batch)
+    picks = [space.sample(np.random.default_rng(k)) for k in range(4)]
+    args = ("k", [s.to_json() for s in picks], None, [candidate_id(s) for s in picks],
+            [(space.batch, space.project(s).vector) for s in picks])
+    worker = _Worker(target, SimMeasurer())
+    worker.load({"k": tiny_graph})
+    host, plain, _ = worker.measure(*args)
+    rebuilt = worker._breeder.rebuilt if worker._breeder else 0
+    got = pickle.loads(worker.measure_packed(pickle.dumps(args)))
+    assert got[0] == host and len(got) == 3
+    key = [(m["status"], m["latency_us"]) for m in plain]
+    assert [(m["status"], m["latency_us"]) for m in got[1]] == key
+    assert worker._breeder is not None and worker._breeder.rebuilt == rebuilt + 4
