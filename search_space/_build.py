@@ -760,6 +760,11 @@ class Decoding:
         return s
 
 
+REFERENCE_FIT = Decoding.fit
+"""``Decoding.fit`` as this module defines it: the C loop runs its shape search itself
+(``fit_c``) only for a decode whose fit is this function; a fit patched on the class or
+overridden in a subclass is called as it is (``search_space._cgroups._c_fit``)."""
+
 def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None
                 ) -> tuple[GraphSchedule, Mapping[Node, int]]:
     """Build the schedule the reader's answers describe (see the module doc).

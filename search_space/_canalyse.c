@@ -70,7 +70,7 @@ static void cap_free(PyObject *cap) {
 }
 /* int64 array of exactly `want` non-negative entries (OverflowError past int64) */
 static long long *ll_array(PyObject *obj, Py_ssize_t want) {
-    PyObject *seq = PySequence_Fast(obj, "a sequence of ints");
+    PyObject *seq = PySequence_Tuple(obj);
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if (n != want) {

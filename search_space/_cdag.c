@@ -634,9 +634,9 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         d.split[g] = (int)split;
         d.gbase[g] = base;
         base += (int)split;
-        gin[g] = PySequence_Fast(PyTuple_GET_ITEM(row, 1), "inputs: a sequence");
+        gin[g] = PySequence_Tuple(PyTuple_GET_ITEM(row, 1));
         if (!gin[g] || read_triples(&d, gin[g], &in_codes[g])) goto done;
-        PyObject *ops = PySequence_Fast(PyTuple_GET_ITEM(row, 3), "ops: a sequence");
+        PyObject *ops = PySequence_Tuple(PyTuple_GET_ITEM(row, 3));
         if (!ops) goto done;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(ops); i++) {
             int op;
@@ -645,7 +645,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         }
         Py_DECREF(ops);
         /* group_io outputs: every chunk of the group provides them */
-        PyObject *outs_t = PySequence_Fast(PyTuple_GET_ITEM(row, 2), "outputs: a sequence");
+        PyObject *outs_t = PySequence_Tuple(PyTuple_GET_ITEM(row, 2));
         if (!outs_t) goto done;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(outs_t); i++) {
             int t;
@@ -664,7 +664,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     if (!d.deps || !d.gof) { PyErr_NoMemory(); goto done; }
     for (int g = 0; g < G; g++)
         for (int c = 0; c < d.split[g]; c++) d.gof[d.gbase[g] + c] = g;
-    go = PySequence_Fast(gouts, "graph outputs: a sequence");
+    go = PySequence_Tuple(gouts);
     if (!go || read_triples(&d, go, &go_codes)) goto done;
     /* providers of the groups' outputs, in group order */
     for (int i = 0; i < out_codes.n; i += 2) {
@@ -808,7 +808,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     if (order == 0 && lookahead > 0) {
         if (postorder(&d, outs.v, outs.n, n_nodes, lookahead, order_v, &n_ord)) { PyErr_NoMemory(); goto done; }
     } else if (order == 1) {
-        tp = PySequence_Fast(topo_obj, "topo: a sequence");
+        tp = PySequence_Tuple(topo_obj);
         if (!tp) goto done;
         Py_ssize_t nt = PySequence_Fast_GET_SIZE(tp);
         topo = alloc_n(nt, sizeof(int));

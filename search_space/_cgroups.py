@@ -96,12 +96,30 @@ def _spp_of(space: Any, batch: int, divs: list[int], samples: tuple[int, ...]) -
 def _c_fit(dec: Decoding, fit: Any, space: Any, batch: int) -> tuple[Any, ...]:
     """What the C loop runs ``Decoding.fit`` with (``fit_c`` in ``_cshape.c``): the decode's
     ``fits_l1`` and the batch's divisors, when ``fit`` is the decode's own ``Decoding.fit``
-    (another callable is called as it is)."""
+    (another callable, even one patched on the class or a subclass's, is called as it is;
+    so is the reference at a batch with more than ``FIT_DIVS`` divisors)."""
     own: Any = getattr(fit, "__self__", None)
     func: Any = getattr(fit, "__func__", None)
-    if own is not dec or func is not getattr(type(own), "fit", None):
+    if own is not dec or func is not _reference_fit() or len(own.divs) > FIT_DIVS:
         return ()
     return own.fits_l1, _divs_of(space, batch, own.divs)
+
+
+FIT_DIVS = 64
+"""Divisors of the batch ``fit_c`` takes at most (a fixed array in ``_cshape.c``): 10,080
+has 72; past it the decode calls ``Decoding.fit``."""
+
+_REFERENCE: list[Any] = []
+
+
+def _reference_fit() -> Any:
+    """``search_space._build.REFERENCE_FIT`` (imported when first asked: ``_build`` imports
+    this module)."""
+    if not _REFERENCE:
+        from search_space import _build
+
+        _REFERENCE.append(_build.REFERENCE_FIT)
+    return _REFERENCE[0]
 
 
 def _divs_of(space: Any, batch: int, divs: list[int]) -> tuple[int, ...]:

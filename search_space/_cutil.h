@@ -18,9 +18,10 @@ static void *alloc_n(Py_ssize_t n, size_t sz) {
 
 /* int32 array from a sequence of ints in [lo, hi); want >= 0: that length. A ValueError
  * (an entry out of range, past a C long too, or the wrong length), or the sequence's own
- * error; *n_out the length when not NULL. The caller frees it. */
+ * error; *n_out the length when not NULL. The caller frees it. Reads a snapshot (a tuple):
+ * an item's __index__ that changes the caller's list cannot change what is read. */
 static int *int_array(PyObject *obj, Py_ssize_t want, long lo, long hi, Py_ssize_t *n_out) {
-    PyObject *seq = PySequence_Fast(obj, "a sequence of ints");
+    PyObject *seq = PySequence_Tuple(obj);
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if ((want >= 0 && n != want) || n > INT_MAX / 2) {

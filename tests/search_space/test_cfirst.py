@@ -191,6 +191,23 @@ refused(m.analyse, cap, (Sneaky(),), None)  # not an int: refused before any Pyt
 refused(m.analyse, cap, (0,), (Sneaky(),))
 import datetime
 refused(m.analyse, __import__("datetime").datetime_CAPI, (0,), None)  # another capsule
+# a table item whose __index__ clears the caller's list while C reads it: the readers of
+# int tables (_cutil.h's int_array, ll_array) take a snapshot (a crash before)
+from search_space import _cdag
+victim = []
+class Clear:
+    def __index__(self):
+        victim.clear()
+        return 0
+def survives(f, *a):
+    try:
+        f(*a)
+    except (ValueError, TypeError, OverflowError):
+        pass
+victim[:] = [Clear()] + [0] * 100000
+survives(m.tables, ("a",), victim, [0, 0], [], [0], [0], [0], [0], [0], [0, 0], [])
+victim[:] = [Clear()] + [0] * 100000
+survives(_cdag.class_tables, ("a",), victim, [0], [0, 0], [], [-1], [0, 0], [], [0])
 print("ok")
 '''
 

@@ -99,12 +99,57 @@ def test_decodes_never_call_the_python_fit(target: Target, monkeypatch: pytest.M
                 return _real(self, *a)
 
             m.setattr(_build.Decoding, "fit", counted)
-            if not c_fit:  # the decode's fit is another callable: called as it is
-                m.setattr(_cgroups, "_c_fit", lambda *a: ())
+            if c_fit:  # counted stands for the reference: the C loop runs its search
+                m.setattr(_cgroups, "_REFERENCE", [counted])
+            # else a fit patched on the class is another callable: called as it is
             keys[c_fit] = [repr(space.decode(v).structural_key()) for v in vecs]
             fits = sum(len(info.shared) for info in space._infos.values())
         assert (calls[0] == 0) == c_fit, calls
         assert fits > 0
+    assert keys[True] == keys[False]
+
+
+
+def test_a_fit_overridden_in_a_subclass_is_called(target: Target) -> None:
+    """The C search stands in only for the reference ``Decoding.fit``: a subclass's own
+    fit decides its groups (the guard compared the bound method with its own class's)."""
+    space = build_space(small_graph("bert2"), target)
+    vecs = space.sample_vectors(np.random.default_rng(72), 10)
+    calls = [0]
+
+    class Mine(_build.Decoding):  # type: ignore[misc, valid-type]
+        def fit(self, info: Any, spp: int, cpp: int, parts: int) -> tuple[int, int, int]:
+            calls[0] += 1
+            return _build.REFERENCE_FIT(self, info, spp, cpp, parts)  # type: ignore[no-any-return]
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_build, "Decoding", Mine)
+        for v in vecs:
+            space.decode(v)
+    assert calls[0] > 0
+
+
+def test_a_batch_with_more_divisors_than_fit_c_takes(target: Target,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """10,080 has 72 divisors, past fit_c's 64: the decode calls ``Decoding.fit`` (it raised
+    a ValueError where the Python decoder decoded), and equals the Python loop's."""
+    from onnx import helper
+
+    from tests.search_space.conftest import onnx_model
+
+    batch = 10080
+    assert len(divisors(batch)) > _cgroups.FIT_DIVS
+    nodes = [helper.make_node("Relu", ["x"], ["r0"]), helper.make_node("Add", ["r0", "one"], ["a0"]),
+             helper.make_node("Relu", ["a0"], ["y"])]
+    g = onnx_model(nodes, {"x": [batch, 64]}, {"y": [batch, 64]}, {"one": 1.0}, "m")
+    vecs = build_space(g, target).sample_vectors(np.random.default_rng(73), 8)
+    keys = {}
+    for compiled in (True, False):
+        space = build_space(g, target)
+        with monkeypatch.context() as m:
+            if not compiled:
+                m.setattr(_build, "groups_compiled", lambda *_: False)
+            keys[compiled] = [repr(space.decode(v).structural_key()) for v in vecs]
     assert keys[True] == keys[False]
 
 
@@ -162,7 +207,11 @@ def gcall(fits, divs):
 expect(ValueError, gcall, 5, (1, 2, 4, 8))
 expect(ValueError, gcall, no, (1, 3))
 expect(TypeError, gcall, no, [1, 2])
-expect(ZeroDivisionError, gcall, lambda i, s, c: 1 // 0, (1, 2, 4, 8))
+class Mine(Exception):
+    pass
+def own(i, s, c):
+    raise Mine  # not the fit's ZeroDivisionError: shows that groups() called fits
+expect(Mine, gcall, own, (1, 2, 4, 8))
 print("ok")
 '''
 
