@@ -63,12 +63,13 @@ seconds on a loaded machine) would take a large part of it."""
 
 SCREEN = 4.0
 """``GuidedOptions.screen`` of a guided job on Ray workers, unless given: a round decodes at
-most this many candidates per proposal. Under the time budget (``breed_budget`` 1.0, the
+most this many candidates per proposal (an evolution round with parents: polish rounds and
+a first round before any parent are not bounded by it). Under the time budget (``breed_budget`` 1.0, the
 default until issue 20's tenth session) the compiled core screened 3.3 (ResNet-50 b16), 4.4
 (BERT-base s128 b8) and 5.2 (gpt1) candidates per measurement in 2-worker tunes at load 8-11
 (``bench/results/tuning.md``), and the Python decoder sat at its floor (one per proposal): a
 faster decoder bought more screening, not more measurements. Counted in candidates, the
-search is the same whatever the decoder, the measurer or the machine's load. A time budget
+breeding effort is the same whatever the decoder, the measurer or the machine's load. A time budget
 is still there when asked for (``GuidedOptions(breed_budget=1.0)``, the old default; h76
 measured 0.5 in issue 20's eighth session: 10-19 % less CPU per measurement, less selected
 picks, ``bench/results/space_ccore.md``)."""

@@ -170,7 +170,8 @@ class Driver:
         self._shares = min(pool.workers, MAX_SHARES) if pool.remote else 1
         self._out = min(pool.workers, MAX_OUT) if pool.remote else 1  # requests out at once
         self._cadence = Cadence(self._demand, self._out,
-                                max(1, self._demand // (2 * self._shares)))
+                                max(1, self._demand // (2 * self._shares)),
+                                pool.workers if pool.remote else 1)
         self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
         self._dists: dict[int, dict[str, Any]] = {}  # task -> its parameter distributions
         for k, ts in enumerate(job.tasks):
@@ -241,8 +242,9 @@ class Driver:
         for k in sorted(picked):  # breed ahead: the next round is ready when needed
             bs = self._breeder(k)
             while (bs is not None and bs.breeding < self._out and not self.job.tasks[k].stopped
-                   and bs.queued < min(self._demand, left) and self._may_breed(k, bs)
-                   and (bs.queued or not self._waiting(k))):  # seeds go first
+                   and bs.queued < min(self._demand, left)
+                   and (bs.queued or not self._waiting(k))  # seeds go first
+                   and self._may_breed(k, bs, left)):  # last: True makes the request
                 self._breed(k, bs)
 
     def _fill_batches(self, picked: set[int]) -> None:
@@ -258,7 +260,7 @@ class Driver:
             bs = self._breeder(k)
             if bs is not None and not bs.queued and not self._waiting(k):
                 while (bs.breeding < self._out and not self.job.tasks[k].stopped
-                       and self._may_breed(k, bs)):
+                       and self._may_breed(k, bs, left)):
                     self._breed(k, bs)
                 return  # the task's next proposals are being bred
             batch = self._propose(k, min(self.batch_size, left))
@@ -315,11 +317,11 @@ class Driver:
         nothing, and another is asked for)."""
         self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
 
-    def _may_breed(self, k: int, bs: Any) -> bool:
-        """Whether task ``k``'s sampler is asked for a breeding request now (True: it is):
-        :class:`autotune.running._cadence.Cadence`."""
+    def _may_breed(self, k: int, bs: Any, left: int) -> bool:
+        """Whether task ``k``'s sampler is asked for a breeding request now (True: it is,
+        and the caller makes it): :class:`autotune.running._cadence.Cadence`."""
         return self._cadence.may_breed(k, bs, self._task_pending.get(k, 0),
-                                       bool(self.job.tasks[k].measured))
+                                       bool(self.job.tasks[k].measured), left)
 
     def _waiting(self, k: int) -> bool:
         """Task ``k``'s study has enqueued trials (seeds, re-queued ones) to hand out.

@@ -263,7 +263,7 @@ class GuidedSampler(BaseSampler):
         self.fit_cpu_s = 0.0  # CPU seconds of all retrainings (on whichever thread ran them)
         self.last_proposals = 0  # what the last breeding request asked for
         # what the rounds cost, for benches: candidates decoded by breeding (all requests
-        # back so far), proposals queued, retrainings started
+        # back so far), retrainings started
         self.decoded = 0
         self.decoded_polish = 0  # ...of them in polish rounds (the end game's windows)
         self.fits = 0

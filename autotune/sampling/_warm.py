@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autotune.sampling._ranker import FIT_PARAMS, CostModelRanker, _CostModelScorer
+from autotune.sampling._ranker import FIT_PARAMS, REFIT, CostModelRanker, _CostModelScorer
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -176,7 +176,8 @@ class WarmRanker(CostModelRanker):
             return super()._new_model()
         import cost_model
 
-        return cost_model.XGBModel.load(base, seed=self._seed, params=dict(FIT_PARAMS))
+        return cost_model.XGBModel.load(base, seed=self._seed, params=dict(FIT_PARAMS),
+                                        refit=REFIT)
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> None:
         """Train a fresh model on the prior rows and all of ``x, y`` (on ``x, y`` alone from

@@ -353,6 +353,29 @@ def test_many_workers_breed_blind_rounds_while_the_seeds_are_measured() -> None:
     assert two.may_breed(0, bs, pending=0, measured=False)  # nothing out: at once
 
 
+def test_blind_rounds_need_many_workers_and_trials_left() -> None:
+    """A review found blind rounds at 3-8 workers too (at 8, 64 of a 100-trial tune's 96
+    guided records were blind, queued ahead of the rounds bred around the seeds) and a
+    whole blind round bred for 2 trials left: below BLIND_WORKERS workers, or with no
+    more trials left than it has out, the task waits for its seeds."""
+    from types import SimpleNamespace
+
+    from autotune.running._cadence import BLIND_WORKERS, Cadence
+
+    def idle() -> SimpleNamespace:
+        return SimpleNamespace(news=0, last_proposals=0, queued=0, breeding=0)
+
+    eight = Cadence(demand=64, out=4, fresh=4, workers=8)  # 4 out: under a quarter of 64
+    assert not eight.may_breed(0, idle(), pending=4, measured=False)
+    many = Cadence(demand=512, out=4, fresh=32, workers=BLIND_WORKERS)
+    assert many.may_breed(0, idle(), pending=4, measured=False)
+    assert many.may_breed(0, idle(), pending=4, measured=False, left=5)
+    assert not many.may_breed(1, idle(), pending=4, measured=False, left=4)
+    bs = idle()
+    bs.breeding, bs.last_proposals = 1, 96
+    assert not many.may_breed(2, bs, pending=4, measured=False, left=50)  # 100 out >= 50
+
+
 def test_a_workers_cold_start_is_forgotten_once_most_reports_are_warm() -> None:
     """The first batch of a worker carries its cold start (128 ms per measurement against
     5 ms after it, in a loaded ResNet-50 tune): three warm reports later the sampler

@@ -53,3 +53,58 @@ def test_few_rows_train_once_on_all_of_them() -> None:
     a.fit(x, y)
     b.fit(x, y)
     assert np.allclose(a.predict(x), b.predict(x))
+
+
+def test_one_training_on_a_base_keeps_the_base_rounds(tmp_path: object) -> None:
+    """On a loaded model (a shipped or transferred base) the early-stopped booster holds the
+    base's rounds and then the chosen ones (a slice from the base's end dropped them)."""
+    from pathlib import Path
+
+    x, y = _data(200)
+    base = XGBModel(seed=0)
+    base.fit(x, y)
+    path = Path(str(tmp_path)) / "base.json"
+    base.save(path)
+    done = base._booster.num_boosted_rounds()
+    more_x, more_y = _data(120, seed=2)
+    two = XGBModel.load(path, seed=0)
+    one = XGBModel.load(path, seed=0, refit=False)
+    two.fit(more_x, more_y)
+    one.fit(more_x, more_y)
+    assert one._booster.num_boosted_rounds() == two._booster.num_boosted_rounds() > done
+    test_x, test_y = _data(100, seed=1)
+    rho = np.corrcoef(np.argsort(np.argsort(one.predict(test_x))),
+                      np.argsort(np.argsort(test_y)))[0, 1]
+    assert rho > 0.8
+
+
+
+def test_the_held_out_rows_change_with_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which rows early stopping holds out depends on the number of rows: with the seed
+    alone every retraining of a tune held out the same rows (one random sequence's prefix),
+    which a model kept without a refit then never saw."""
+    real = np.random.default_rng
+    held: list[np.ndarray] = []
+
+    class Spy:
+        def __init__(self, seed: object) -> None:
+            self._rng = real(seed)  # type: ignore[arg-type]
+
+        def random(self, n: object) -> np.ndarray:
+            out = self._rng.random(n)  # type: ignore[arg-type]
+            if isinstance(n, int):  # the held-out draw (not the test's data)
+                held.append(out < 0.2)
+            return out
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._rng, name)
+
+    def spy(seed: object = None) -> Spy:
+        return Spy(seed)
+
+    monkeypatch.setattr(np.random, "default_rng", spy)
+    x, y = _data(400)
+    for n in (100, 101):
+        XGBModel(seed=0, refit=False).fit(x[:n], y[:n])
+    assert len(held) == 2 and len(held[0]) == 100 and len(held[1]) == 101
+    assert (held[0] != held[1][:100]).any()  # the same prefix before
