@@ -599,7 +599,7 @@ class GuidedSampler(BaseSampler):
                         kind: str = "polish") -> BreedRequest:
         """A polish or kick round of ``polish`` (see :mod:`autotune.sampling._polish`)."""
         o = self.options
-        window = self.polish.start(polish, kind)
+        window = self.polish.start(polish, kind, self._polish_step(n_prop))
         self._islands.append(ring_of(polish) in self._borrowed)  # the best's line
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = False
@@ -612,6 +612,20 @@ class GuidedSampler(BaseSampler):
             crossover=o.crossover, seen_base=base, polish=window, polish_of=polish,
             kick=o.polish_kick if kind == "kick" else DEEP if kind == "deep" else 0,
             climb=kind == "polish" and polish != self.polish.best)
+
+    def _polish_step(self, n_prop: int) -> int | None:
+        """How many more neighbours a polish round proposing ``n_prop`` ranks than the
+        last round of its schedule: under ``screen``, ``screen`` per proposal (at most
+        ``polish_window``), so the end game screens what evolution does; else (None)
+        ``polish_window``. The window stays cumulative (what was decoded and not
+        proposed is ranked again with the new), so the climb still proposes the model's
+        best of everything it decoded. Why: with 2 workers a round of 8 proposals decoded
+        256 neighbours, and on gpt1 the polish rounds were 2.8-3.6 of the 6.4-7.4
+        candidates decoded per measurement (``bench/results/tuning.md``, h86)."""
+        o = self.options
+        if o.screen is None:
+            return None
+        return max(1, min(o.polish_window or o.population, int(np.ceil(o.screen * n_prop))))
 
     def _see(self, cid: str) -> None:
         if cid not in self._seen:
