@@ -134,6 +134,8 @@ class GuidedOptions:
             workers measure (``workers >= 1``), keeping in-process runs reproducible.
         polish_after, polish_limit, polish_window: The end game (see
             :class:`autotune.sampling._polish.PolishState`; ``polish_after < 0``: never).
+            Under ``screen`` a polish round's window grows by ``screen`` per proposal
+            (at most ``polish_window``: :meth:`GuidedSampler._polish_step`).
         polish_kick, kick_limit: Its iterated local search once the best is polished
             (``PolishState``'s ``kick`` and ``kick_limit``; 0, the default: none): at
             most every other round is a kick or a kicked climb's, the others evolve. Off

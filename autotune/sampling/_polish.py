@@ -13,8 +13,9 @@ hand):
 * **What**: the one-move neighbourhood of the best
   (:func:`search_space._neighbours.neighbour_vectors`: every child one
   :meth:`Space.mutate` move can make), in a fixed shuffled order per schedule; a polish
-  round decodes a window of it (``window`` of them, cumulative over the rounds of this
-  schedule: decoding is lazy, a worker remembers what it decoded), drops what was
+  round decodes a window of it (``window`` more each round, or under the sampler's
+  ``screen`` that many more per candidate the round proposes; cumulative over the rounds
+  of this schedule: decoding is lazy, a worker remembers what it decoded), drops what was
   measured or handed out, ranks the rest by the cost model and proposes the best that
   pass the capacity pre-check.
 * **Until**: the whole neighbourhood was proposed (or ``polish_limit`` of it), the
