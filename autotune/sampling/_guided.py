@@ -124,6 +124,14 @@ class GuidedOptions:
             place of ``breed_budget`` for breeding; retraining then follows the counts
             (``retrain_every``, ``retrain_growth``, the background window). ``tune`` sets
             it with workers (``autotune._tune.SCREEN``).
+        fit_budget: None, or how long a retraining may take as a share of measuring the
+            measurements between two (wall seconds, the workers' median report per
+            measured candidate): a retraining waits for at least as many as take
+            ``1 / fit_budget`` times the last one's time to measure (:meth:`GuidedSampler._fit_wait`;
+            under ``breed_budget`` without ``screen``, that share). Where measuring is cheap
+            (gpt1: ~1.5 ms a candidate, a fit ~47 ms at 300 rows) retraining every
+            ``retrain_every`` cost more CPU than measuring; ``tune`` sets it with workers
+            (``autotune._tune.FIT_BUDGET``).
         rescan_s: Read the whole study again this often (seconds), for trials another
             driver on the same storage finished; between rescans the sampler learns from
             the trials this process tells (a full read is O(trials)).
@@ -162,6 +170,7 @@ class GuidedOptions:
     background_fit: bool = False
     breed_budget: float | None = None
     screen: float | None = None
+    fit_budget: float | None = None
     polish_after: int = 64
     polish_limit: int | None = 48
     polish_window: int = 256
@@ -480,14 +489,16 @@ class GuidedSampler(BaseSampler):
         self.fit_cpu_s += time.thread_time() - c0
 
     def _fit_wait(self) -> float:
-        """Measurements to wait for between retrainings under ``breed_budget``: as many
-        as take ``1 / breed_budget`` times the last retraining's time to measure, so that
-        training, like breeding, costs at most the budget's share of measuring (0: no
-        budget, or no report yet)."""
+        """Measurements to wait for between retrainings under ``fit_budget`` (or
+        ``breed_budget`` without ``screen``): as many as take ``1 / budget`` times the
+        last retraining's time to measure, so that training costs at most the budget's
+        share of measuring (0: no budget, or no report yet)."""
         o, m = self.options, self._measure_s
-        if o.breed_budget is None or o.screen is not None or not m or self._fit_s is None:
+        share = o.fit_budget if o.fit_budget is not None else (
+            o.breed_budget if o.screen is None else None)
+        if share is None or share <= 0 or not m or self._fit_s is None:
             return 0.0
-        return self._fit_s / (o.breed_budget * m)
+        return self._fit_s / (share * m)
 
     def _fit_window(self) -> float:
         """Measurements to wait for between background retrainings: half of what the
