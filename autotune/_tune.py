@@ -74,6 +74,14 @@ is still there when asked for (``GuidedOptions(breed_budget=1.0)``, the old defa
 measured 0.5 in issue 20's eighth session: 10-19 % less CPU per measurement, less selected
 picks, ``bench/results/space_ccore.md``)."""
 
+FIT_BUDGET = 0.5
+"""``GuidedOptions.fit_budget`` of a guided job on Ray workers, unless given: a retraining
+waits for as many measurements as take twice its time to measure. On gpt1 (a candidate
+measured in ~1.5 ms, a fit ~47 ms) 10 retrainings in 300 measurements cost 1.6-2.3 ms of
+the driver's CPU per measurement, more than measuring (``bench/results/sim_vs_tune.md``,
+h89); on ResNet-50 and BERT-base, whose measurements cost more, the counts
+(``retrain_every``, ``retrain_growth``) still decide most retrainings."""
+
 
 def default_workers() -> int:
     """Measurer processes by default: one per CPU."""
@@ -249,7 +257,8 @@ def tune(
             screen = guided.screen
             if screen is None and guided.breed_budget is None:
                 screen = SCREEN
-            guided = replace(guided, background_fit=True, screen=screen)
+            fit_budget = guided.fit_budget if guided.fit_budget is not None else FIT_BUDGET
+            guided = replace(guided, background_fit=True, screen=screen, fit_budget=fit_budget)
         job = _setup(tasks, records, handle, tgt, sampler, seed, objective, guided, ranker,
                      trials, n_workers, seeds, owner if handle.shared else None, warm_schedules)
         if time_budget_s is not None:

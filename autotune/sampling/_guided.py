@@ -124,6 +124,14 @@ class GuidedOptions:
             place of ``breed_budget`` for breeding; retraining then follows the counts
             (``retrain_every``, ``retrain_growth``, the background window). ``tune`` sets
             it with workers (``autotune._tune.SCREEN``).
+        fit_budget: None, or how long a retraining may take as a share of measuring the
+            measurements between two (wall seconds, the workers' median report per
+            measured candidate): a retraining waits for at least as many as take
+            ``1 / fit_budget`` times the last one's time to measure (:meth:`GuidedSampler._fit_wait`;
+            under ``breed_budget`` without ``screen``, that share). Where measuring is cheap
+            (gpt1: ~1.5 ms a candidate, a fit ~47 ms at 300 rows) retraining every
+            ``retrain_every`` cost more CPU than measuring; ``tune`` sets it with workers
+            (``autotune._tune.FIT_BUDGET``).
         rescan_s: Read the whole study again this often (seconds), for trials another
             driver on the same storage finished; between rescans the sampler learns from
             the trials this process tells (a full read is O(trials)).
@@ -134,6 +142,8 @@ class GuidedOptions:
             workers measure (``workers >= 1``), keeping in-process runs reproducible.
         polish_after, polish_limit, polish_window: The end game (see
             :class:`autotune.sampling._polish.PolishState`; ``polish_after < 0``: never).
+            Under ``screen`` a polish round's window grows by ``screen`` per proposal
+            (at most ``polish_window``: :meth:`GuidedSampler._polish_step`).
         polish_kick, kick_limit: Its iterated local search once the best is polished
             (``PolishState``'s ``kick`` and ``kick_limit``; 0, the default: none): at
             most every other round is a kick or a kicked climb's, the others evolve. Off
@@ -160,6 +170,7 @@ class GuidedOptions:
     background_fit: bool = False
     breed_budget: float | None = None
     screen: float | None = None
+    fit_budget: float | None = None
     polish_after: int = 64
     polish_limit: int | None = 48
     polish_window: int = 256
@@ -478,14 +489,16 @@ class GuidedSampler(BaseSampler):
         self.fit_cpu_s += time.thread_time() - c0
 
     def _fit_wait(self) -> float:
-        """Measurements to wait for between retrainings under ``breed_budget``: as many
-        as take ``1 / breed_budget`` times the last retraining's time to measure, so that
-        training, like breeding, costs at most the budget's share of measuring (0: no
-        budget, or no report yet)."""
+        """Measurements to wait for between retrainings under ``fit_budget`` (or
+        ``breed_budget`` without ``screen``): as many as take ``1 / budget`` times the
+        last retraining's time to measure, so that training costs at most the budget's
+        share of measuring (0: no budget, or no report yet)."""
         o, m = self.options, self._measure_s
-        if o.breed_budget is None or o.screen is not None or not m or self._fit_s is None:
+        share = o.fit_budget if o.fit_budget is not None else (
+            o.breed_budget if o.screen is None else None)
+        if share is None or share <= 0 or not m or self._fit_s is None:
             return 0.0
-        return self._fit_s / (o.breed_budget * m)
+        return self._fit_s / (share * m)
 
     def _fit_window(self) -> float:
         """Measurements to wait for between background retrainings: half of what the
@@ -599,7 +612,7 @@ class GuidedSampler(BaseSampler):
                         kind: str = "polish") -> BreedRequest:
         """A polish or kick round of ``polish`` (see :mod:`autotune.sampling._polish`)."""
         o = self.options
-        window = self.polish.start(polish, kind)
+        window = self.polish.start(polish, kind, self._polish_step(n_prop))
         self._islands.append(ring_of(polish) in self._borrowed)  # the best's line
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = False
@@ -612,6 +625,20 @@ class GuidedSampler(BaseSampler):
             crossover=o.crossover, seen_base=base, polish=window, polish_of=polish,
             kick=o.polish_kick if kind == "kick" else DEEP if kind == "deep" else 0,
             climb=kind == "polish" and polish != self.polish.best)
+
+    def _polish_step(self, n_prop: int) -> int | None:
+        """How many more neighbours a polish round proposing ``n_prop`` ranks than the
+        last round of its schedule: under ``screen``, ``screen`` per proposal (at most
+        ``polish_window``), so the end game screens what evolution does; else (None)
+        ``polish_window``. The window stays cumulative (what was decoded and not
+        proposed is ranked again with the new), so the climb still proposes the model's
+        best of everything it decoded. Why: with 2 workers a round of 8 proposals decoded
+        256 neighbours, and on gpt1 the polish rounds were 2.8-3.6 of the 6.4-7.4
+        candidates decoded per measurement (``bench/results/tuning.md``, h86)."""
+        o = self.options
+        if o.screen is None:
+            return None
+        return max(1, min(o.polish_window or o.population, int(np.ceil(o.screen * n_prop))))
 
     def _see(self, cid: str) -> None:
         if cid not in self._seen:

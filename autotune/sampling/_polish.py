@@ -13,8 +13,9 @@ hand):
 * **What**: the one-move neighbourhood of the best
   (:func:`search_space._neighbours.neighbour_vectors`: every child one
   :meth:`Space.mutate` move can make), in a fixed shuffled order per schedule; a polish
-  round decodes a window of it (``window`` of them, cumulative over the rounds of this
-  schedule: decoding is lazy, a worker remembers what it decoded), drops what was
+  round decodes a window of it (``window`` more each round, or under the sampler's
+  ``screen`` that many more per candidate the round proposes; cumulative over the rounds
+  of this schedule: decoding is lazy, a worker remembers what it decoded), drops what was
   measured or handed out, ranks the rest by the cost model and proposes the best that
   pass the capacity pre-check.
 * **Until**: the whole neighbourhood was proposed (or ``polish_limit`` of it), the
@@ -275,7 +276,7 @@ class PolishState:
         # schedule -> its neighbours measured as polish proposals of another process (a
         # resumed tune's predecessor): they count against ``limit`` as this one's do
         self._inherited: dict[str, int] = {}
-        self._rounds: dict[str, int] = {}  # schedule -> its polish rounds so far
+        self._window: dict[str, int] = {}  # schedule -> the window its last round ranked
         self._by_deep: set[str] = set()  # candidates proposed by a second ring
         self.out: str = ""  # the schedule a polish round is out for ("": none)
         self.rounds = 0  # polish rounds requested (for reports)
@@ -338,15 +339,18 @@ class PolishState:
             return "", ""
         return self.best, "kick"
 
-    def start(self, cid: str, kind: str = "polish") -> int:
-        """A round of ``kind`` for ``cid`` is requested: the window it ranks."""
+    def start(self, cid: str, kind: str = "polish", step: int | None = None) -> int:
+        """A round of ``kind`` for ``cid`` is requested: the window it ranks, ``step``
+        (default ``window``) more of ``cid``'s neighbours than its last round's (the
+        sampler's screening budget: :meth:`GuidedSampler._polish_step`)."""
         self.out = cid
         if kind == "kick":
             self.kicks += 1
             return 1 << 20  # every kick is ranked (a few dozen)
         self.rounds += 1
-        n = self._rounds[cid] = self._rounds.get(cid, 0) + 1
-        return n * self.window
+        w = self._window[cid] = self._window.get(cid, 0) + max(
+            1, self.window if step is None else step)
+        return w
 
     def back(self, cid: str, proposed: int, size: int, window: int) -> None:
         """The round came back having proposed ``proposed`` new candidates out of a

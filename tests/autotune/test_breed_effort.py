@@ -215,6 +215,41 @@ def test_retraining_waits_for_measurements_worth_its_time_under_a_budget() -> No
     assert s._fit_wait() == 0.0
 
 
+def test_under_screen_retraining_waits_under_its_fit_budget_and_tune_sets_one() -> None:
+    """``fit_budget``: a retraining waits for measurements worth ``1 / fit_budget`` times its
+    time, under ``screen`` too (without it, the counts decide alone, as h86 left it); a
+    tune with workers sets ``FIT_BUDGET`` unless given."""
+    from autotune._tune import FIT_BUDGET
+
+    s = _sampler(None, 0.0015, 0.001, screen=4.0)
+    s._fit_s = 0.047  # gpt1: a 47 ms retraining, 1.5 ms measurements
+    assert s._fit_wait() == 0.0
+    s.options = GuidedOptions(screen=4.0, fit_budget=0.5)
+    assert s._fit_wait() == pytest.approx(0.047 / (0.5 * 0.0015))
+    s.options = GuidedOptions(breed_budget=1.0, fit_budget=0.25)  # it wins over breed_budget
+    assert s._fit_wait() == pytest.approx(0.047 / (0.25 * 0.0015))
+    s._measure_s = None  # no report yet
+    assert s._fit_wait() == 0.0
+    assert 0 < FIT_BUDGET <= 1
+
+
+def test_tune_with_workers_sets_the_fit_budget(tiny_graph: Graph, tune_target: Target,
+                                               tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from autotune._tune import FIT_BUDGET
+
+    got: list[float | None] = []
+    real = GuidedSampler.__init__
+
+    def spy(self: GuidedSampler, *a: Any, **k: Any) -> None:
+        real(self, *a, **k)
+        got.append(self.options.fit_budget)
+
+    monkeypatch.setattr(GuidedSampler, "__init__", spy)
+    _timed_tune(1e-5, tiny_graph, tune_target, tmp_path / "a.jsonl", monkeypatch)
+    assert got and set(got) == {FIT_BUDGET}
+
+
 def test_background_retraining_waits_for_half_of_what_the_measurers_hold() -> None:
     """32 workers holding 256 candidates: a background retraining every 128 measurements;
     64 workers holding 512 (at scale): every 512; retraining in line (in-process,

@@ -484,3 +484,32 @@ def test_a_polish_trial_requeued_from_the_journal_keeps_its_mark(
     want = candidate_id(GraphSchedule.from_json(rec["schedule"]))
     got = [x for x in _lines(r) if candidate_id(GraphSchedule.from_json(x["schedule"])) == want]
     assert len(got) == 1 and got[0]["prov"].get("polish_of") == marks[pn]
+
+
+@pytest.mark.parametrize("screen", [None, 4.0, 100.0])
+def test_under_screen_a_polish_round_adds_screen_per_proposal_to_its_window(
+        tiny_graph: Graph, tune_target: Target, screen: float | None) -> None:
+    """With ``screen`` (a tune on workers) a polish round ranks ``screen`` more neighbours
+    per candidate it proposes than its schedule's last round (at most ``polish_window``),
+    its window still cumulative; without it (in-process) ``polish_window`` more, as
+    before. A second ring's round is bounded the same way."""
+    from dataclasses import replace
+
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    opts = replace(POLISH, screen=screen, polish_after=0, polish_window=64, polish_deep=3)
+    sampler = GuidedSampler(space=space, ranker=CostModelRanker(tiny_graph, tune_target, seed=0),
+                            seed=3, options=opts)
+    sampler._vectors["b"] = space.encode(space.sample(np.random.default_rng(1)))
+    st = sampler.polish
+    st.measured("b", 1.0)
+    st.measured("x", 0.5)
+    step = 64 if screen is None else min(64, int(screen * 4))  # 8 proposals over 2 workers
+    first = sampler.breed_request(share=2)
+    assert (first.polish_of, first.proposals, first.polish) == ("b", 4, step)
+    st.back("b", 4, size=1000, window=first.polish)
+    second = sampler.breed_request(share=2)
+    assert (second.polish_of, second.polish) == ("b", 2 * step)  # cumulative
+    st.back("b", 0, size=2 * step, window=second.polish)  # the first ring is done
+    deep = sampler.breed_request(share=2)
+    assert deep.polish_of == "deep:b" and deep.proposals == 3
+    assert deep.polish == (64 if screen is None else min(64, int(screen * 3)))
