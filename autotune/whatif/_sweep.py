@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._tasks import Task, model_names
-from autotune.whatif._budget import CROSS_MOST, allot, cross_reserve, probe_size
+from autotune.whatif._budget import CROSS_MOST, allot, chunk_guided, cross_reserve, probe_size
 from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._nearest import cross_sources, tuning_order
 from autotune.whatif._rows import SweepResult, SweepRow
@@ -196,10 +196,11 @@ def sweep(
                                               workers, [*callbacks, *extra])
             warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
                                             rows=loud is not None)
-        use_pretrained = pretrained and ranker is None
+        late = None if loud is not None else chunk_guided(trials_per_variant)  # polish sooner
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,
                    search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
-                                        pretrained=use_pretrained, seeds=seeds is None),
+                                        pretrained=pretrained and ranker is None,
+                                        seeds=seeds is None, guided=late),
                    run=RunOptions(workers=workers, callbacks=[*callbacks, *extra],
                                   notify=say if loud else None, curve=False))
         result.measured += res.measured
@@ -543,8 +544,7 @@ def sweep_table(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant
                 rows.append(SweepRow(model, v.name, v.key, dict(v.values), "infeasible",
                                      reasons[v.name], measurements=n))
                 continue
-            row = _row(model, mine, v, by, n)
-            rows.append(row)
+            rows.append(_row(model, mine, v, by, n))
     return rows
 
 

@@ -1,0 +1,60 @@
+"""A sweep's later chunks: the polish starts after half a chunk without a better best
+(``autotune.whatif._budget.chunk_guided``), not after a whole tune's 64 measurements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autotune.whatif._budget import chunk_guided, chunk_size
+from compiler.graph import Graph
+from compiler.target import Target
+
+BASE = Target.default()
+
+
+def test_a_later_chunk_polishes_after_half_a_chunk() -> None:
+    from autotune.sampling._guided import GuidedOptions
+
+    for per in (24, 200, 400):
+        o = chunk_guided(per)
+        assert o.polish_after == chunk_size(per) // 2 < chunk_size(per)
+        assert o.polish_after < GuidedOptions().polish_after  # a whole tune's does not fit a chunk
+        assert o.polish_limit == GuidedOptions().polish_limit  # nothing else changes
+
+
+def test_only_the_later_chunks_tune_with_the_chunks_options(tiny_graph: Graph, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two variants, 24 on average: every tune of a probe (the cold share's and the warm one's)
+    has the default options; every tune after an ``on_variant(..., "more")`` (a chunk) has
+    :func:`chunk_guided`'s."""
+    import autotune._tune as tune_module
+    from autotune.whatif._sweep import sweep
+    from autotune.whatif._targets import make_variants, parse_set
+
+    events: list[tuple[str, Any]] = []
+    real = tune_module.tune
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        events.append(("tune", kwargs["search"].guided))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tune_module, "tune", spy)
+    vs = make_variants(BASE, [parse_set("l1.data_bytes=64K,1M")])
+    sweep([tiny_graph], vs, trials_per_variant=24, log=tmp_path / "s.jsonl", workers=0, seed=0,
+          on_variant=lambda _i, _v, what: events.append(("variant", what)))
+    what = ""
+    chunks = probes = 0
+    for kind, value in events:
+        if kind == "variant":
+            what = value
+            continue
+        if what == "more":
+            assert value == chunk_guided(24)
+            chunks += 1
+        elif what == "tuning":
+            assert value is None
+            probes += 1
+    assert probes >= 3 and chunks >= 1  # two probes, the second with its cold share
