@@ -30,7 +30,7 @@ variant (:func:`autotune.whatif._budget.cross_reserve`) for a final cross-round
 (:func:`_cross_round`): each variant, in the tuning order, measures the other variants'
 final bests that it has not measured yet (those of the variants it dominates first:
 it can run their schedules as they are), so a schedule one variant found late reaches
-every variant it suits; what the round leaves of the reserve then goes in chunks.
+every variant it suits; what it leaves goes in chunks, then a second round (1 per pair).
 
 The log is the truth, as for ``tune``: a variant whose records reach the
 budget is not tuned again, and one cut short resumes, so a killed sweep
@@ -243,12 +243,13 @@ def sweep(
             reserve = cross_reserve(len(live)) if warm else 0
             _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
                             on_variant, t_end, reserve)
-            if reserve:
+            for again in ((len(live) - 1, 0) if reserve else ()):
+                # then chunks leaving 1 per other variant: the last chunk's best reaches them (h88)
                 _cross_round(log_path, tasks, ordered, reasons, trials_per_variant, run,
                              on_variant, t_end)
-                # what the round left of the reserve goes in chunks as before
-                _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
-                                on_variant, t_end)
+                if again:
+                    _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
+                                    on_variant, t_end, again)
     result.rows = sweep_table(log_path, tasks, variants, reasons, trials_per_variant)
     if out is not None:
         from autotune.whatif._out import write_outputs
@@ -263,8 +264,7 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
                                    bool | None], None],
                     on_variant: Callable[[int, Variant, str], None] | None,
                     t_end: float | None, reserve: int = 0) -> None:
-    """After the probes: chunks to the variants whose best still improves (:func:`allot`),
-    leaving ``reserve`` of the total for the final cross-round."""
+    """Chunks to the variants whose best still improves (:func:`allot`), leaving ``reserve``."""
     exhausted: set[str] = set()
     while True:
         live = [v for v in ordered if v.name not in reasons and v.key not in exhausted]
