@@ -45,8 +45,13 @@ the round leaves of the reserve is handed out in chunks after it (``allot`` with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["ALPHA", "CROSS_MOST", "allot", "chunk_size", "cross_reserve", "probe_size", "score"]
+if TYPE_CHECKING:
+    from autotune.sampling._guided import GuidedOptions
+
+__all__ = ["ALPHA", "CROSS_MOST", "allot", "chunk_guided", "chunk_size", "cross_reserve", "probe_size",
+           "score"]
 
 ALPHA = 0.2
 """Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
@@ -72,6 +77,29 @@ def chunk_size(trials_per_variant: int) -> int:
     """Measurements a variant gets each time it is picked after the probes: a quarter of its
     share, at least 8."""
     return max(trials_per_variant // 4, 8)
+
+
+def chunk_guided(trials_per_variant: int) -> GuidedOptions:
+    """The guided sampler's options in a later chunk: the polish (:mod:`autotune.sampling._polish`)
+    after half a chunk without a better best, not a whole tune's 64, and a quarter of a chunk
+    per schedule for each of its two rings (the one-move ring and the second,
+    :mod:`autotune.sampling._deep`), not 48 each, so both fit in what the chunk leaves it.
+
+    Why: a chunk is a resumed tune of :func:`chunk_size` measurements whose first ones are the
+    other variants' bests, and one of them often improves the variant's best, so 64
+    measurements without a gain never come within a chunk and the best a variant ends with
+    was never polished (ResNet-50 b16, seed 0, h88: 0 polish measurements on 6 of 8
+    variants; from L1 384K / DDR 27's final best, 9,592.7 us, a steepest descent over the
+    one-move and carried-boundary rings simulated offline reaches 9,473.9 in 4 steps). With
+    48 per ring a polished best spent its chunk on the one-move ring: on seed 1, 1M / DDR 13
+    had 144 one-move and 0 second-ring polish measurements and ended at 9,407.7 us, while its
+    best's carried-boundary ring holds 9,086.4 (8 of its 137 moves are faster, none of the
+    256 one-move neighbours).
+    """
+    from autotune.sampling._guided import GuidedOptions
+
+    c = chunk_size(trials_per_variant)
+    return GuidedOptions(polish_after=c // 2, polish_limit=c // 4, polish_deep=c // 4)
 
 
 def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> float:

@@ -30,7 +30,7 @@ variant (:func:`autotune.whatif._budget.cross_reserve`) for a final cross-round
 (:func:`_cross_round`): each variant, in the tuning order, measures the other variants'
 final bests that it has not measured yet (those of the variants it dominates first:
 it can run their schedules as they are), so a schedule one variant found late reaches
-every variant it suits; what the round leaves of the reserve then goes in chunks.
+every variant it suits; what it leaves goes in chunks, then a second round (1 per pair).
 
 The log is the truth, as for ``tune``: a variant whose records reach the
 budget is not tuned again, and one cut short resumes, so a killed sweep
@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._tasks import Task, model_names
-from autotune.whatif._budget import CROSS_MOST, allot, cross_reserve, probe_size
+from autotune.whatif._budget import CROSS_MOST, allot, chunk_guided, cross_reserve, probe_size
 from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._nearest import cross_sources, tuning_order
 from autotune.whatif._rows import SweepResult, SweepRow
@@ -196,10 +196,11 @@ def sweep(
                                               workers, [*callbacks, *extra])
             warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
                                             rows=loud is not None)
-        use_pretrained = pretrained and ranker is None
+        late = None if loud is not None else chunk_guided(trials_per_variant)  # polish sooner
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,
                    search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
-                                        pretrained=use_pretrained, seeds=seeds is None),
+                                        pretrained=pretrained and ranker is None,
+                                        seeds=seeds is None, guided=late),
                    run=RunOptions(workers=workers, callbacks=[*callbacks, *extra],
                                   notify=say if loud else None, curve=False))
         result.measured += res.measured
@@ -242,12 +243,13 @@ def sweep(
             reserve = cross_reserve(len(live)) if warm else 0
             _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
                             on_variant, t_end, reserve)
-            if reserve:
+            for again in ((len(live) - 1, 0) if reserve else ()):
+                # then chunks leaving 1 per other variant: the last chunk's best reaches them (h88)
                 _cross_round(log_path, tasks, ordered, reasons, trials_per_variant, run,
                              on_variant, t_end)
-                # what the round left of the reserve goes in chunks as before
-                _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
-                                on_variant, t_end)
+                if again:
+                    _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
+                                    on_variant, t_end, again)
     result.rows = sweep_table(log_path, tasks, variants, reasons, trials_per_variant)
     if out is not None:
         from autotune.whatif._out import write_outputs
@@ -262,8 +264,7 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
                                    bool | None], None],
                     on_variant: Callable[[int, Variant, str], None] | None,
                     t_end: float | None, reserve: int = 0) -> None:
-    """After the probes: chunks to the variants whose best still improves (:func:`allot`),
-    leaving ``reserve`` of the total for the final cross-round."""
+    """Chunks to the variants whose best still improves (:func:`allot`), leaving ``reserve``."""
     exhausted: set[str] = set()
     while True:
         live = [v for v in ordered if v.name not in reasons and v.key not in exhausted]
@@ -543,8 +544,7 @@ def sweep_table(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant
                 rows.append(SweepRow(model, v.name, v.key, dict(v.values), "infeasible",
                                      reasons[v.name], measurements=n))
                 continue
-            row = _row(model, mine, v, by, n)
-            rows.append(row)
+            rows.append(_row(model, mine, v, by, n))
     return rows
 
 
