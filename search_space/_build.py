@@ -69,6 +69,7 @@ from search_space._ccore import fits_l1 as fits_compiled
 from search_space._cderive import blocks as blocks_compiled
 from search_space._cderive import derive as derive_compiled
 from search_space._cgroups import decode_groups as groups_compiled
+from search_space._cgroups import set_reference_fit
 from search_space._cgroups import unit_slots as unit_slots_compiled
 from search_space._dims import (
     CUT_BELOW,
@@ -764,6 +765,7 @@ REFERENCE_FIT = Decoding.fit
 """``Decoding.fit`` as this module defines it: the C loop runs its shape search itself
 (``fit_c``) only for a decode whose fit is this function; a fit patched on the class or
 overridden in a subclass is called as it is (``search_space._cgroups._c_fit``)."""
+set_reference_fit(REFERENCE_FIT)
 
 def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None
                 ) -> tuple[GraphSchedule, Mapping[Node, int]]:

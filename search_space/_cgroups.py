@@ -112,14 +112,15 @@ has 72; past it the decode calls ``Decoding.fit``."""
 _REFERENCE: list[Any] = []
 
 
-def _reference_fit() -> Any:
-    """``search_space._build.REFERENCE_FIT`` (imported when first asked: ``_build`` imports
-    this module)."""
-    if not _REFERENCE:
-        from search_space import _build
+def set_reference_fit(fit: Any) -> None:
+    """``search_space._build`` names its ``Decoding.fit`` here when it is imported
+    (``REFERENCE_FIT``; importing ``_build`` here would close a circle)."""
+    _REFERENCE[:] = [fit]
 
-        _REFERENCE.append(_build.REFERENCE_FIT)
-    return _REFERENCE[0]
+
+def _reference_fit() -> Any:
+    """The reference ``Decoding.fit`` (None before ``search_space._build`` is imported)."""
+    return _REFERENCE[0] if _REFERENCE else None
 
 
 def _divs_of(space: Any, batch: int, divs: list[int]) -> tuple[int, ...]:

@@ -4,7 +4,7 @@ By default a private Ray instance starts on loopback only (``127.0.0.1``, no
 dashboard) with one CPU per worker; ``address`` joins an existing cluster
 instead. Each actor receives every task's graph, the target and the measurer
 in its constructor (one ``ray.put`` for the graphs), so a batch carries only
-schedule JSON (with the picks' ids and vectors), pickled into one argument
+schedule JSON (with the picks' ids and vectors as bytes), in one argument
 (``_Worker.measure_packed``: cheaper than Ray's serialisation of each argument).
 Actors also breed the guided sampler's rounds (:meth:`RayPool.submit_breed`; the
 cost model goes to the object store once per snapshot). Actors restart when they
@@ -32,7 +32,6 @@ would queue behind it for the process's CPU lock.
 from __future__ import annotations
 
 import logging
-import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -45,6 +44,7 @@ from autotune.running._ray_start import LOOPBACK, start_ray
 from autotune.running._ray_start import _loopback_only as _loopback_only  # tests import it here
 from autotune.running._ray_worker import WARM_TIMEOUT_S as WARM_TIMEOUT_S
 from autotune.running._ray_worker import _Worker as _Worker  # its old home
+from autotune.running._ray_worker import pack_vectors
 from autotune.sampling._breed import HELD_PICKS, BreedRequest, Scorer
 from compiler.errors import GraphtuneError
 
@@ -242,9 +242,8 @@ class RayPool(MeasurePool):
         if cids:
             k = self._holder(k, cids)
         a = self._actor_of(k)
-        packed = pickle.dumps((task_key, list(schedules), self._timeout_s,
-                               list(cids) if cids else None, list(vectors) if vectors else None),
-                              protocol=pickle.HIGHEST_PROTOCOL)
+        packed = (task_key, list(schedules), self._timeout_s, list(cids) if cids else None,
+                  pack_vectors(vectors))
         ref = self._actors[a].measure_packed.remote(packed)
         per = self._timeout_s or 60.0
         self._refs[ref] = _InFlight(batch_id, len(schedules), a,
@@ -356,7 +355,7 @@ class RayPool(MeasurePool):
                 self._mark_down(job.actor)
                 return Finished(job.batch_id, "", (), "breed", None)
         try:
-            host, out, seconds = pickle.loads(ray.get(ref))
+            host, out, seconds = ray.get(ref)
         except _LOST_ERRORS() as exc:
             why = f"worker died while measuring: {type(exc).__name__}"
             log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -22,14 +21,14 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from autotune.measure._measurer import Measurer, SimMeasurer, measure_json
 from autotune.measure._slots import enable, working
 from autotune.sampling._breed import Bred, Breeder, BreedRequest, Scorer
 from compiler.memo import search_gc
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from compiler.graph import Graph
     from compiler.target import Target
 
@@ -143,15 +142,14 @@ class _Worker:
             self._spent["measure"] += time.thread_time() - c0
             return host, out, time.perf_counter() - t0  # (what breeding is weighed by)
 
-    def measure_packed(self, packed: bytes) -> bytes:
-        """:meth:`measure` with its arguments and its answer pickled into one bytes object
-        each (what :class:`autotune.running._ray_pool.RayPool` sends): Ray serialises
-        each argument apart, the vectors' arrays out of band, and the call's own
-        (un)pickling cost ~0.5 ms of the actor's and ~0.2 ms of the driver's CPU more a
-        batch of 4 (issue 20)."""
-        task_key, schedules, timeout_s, cids, vectors = pickle.loads(packed)
-        return pickle.dumps(self.measure(task_key, schedules, timeout_s, cids, vectors),
-                            protocol=pickle.HIGHEST_PROTOCOL)
+    def measure_packed(self, packed: tuple[Any, ...]) -> tuple[str, list[dict[str, Any]], float]:
+        """:meth:`measure` with its arguments in one tuple, the vectors as bytes
+        (:func:`pack_vectors`: what :class:`autotune.running._ray_pool.RayPool` sends):
+        Ray serialises each argument of a call apart, and numpy arrays out of band, which
+        cost the actor ~0.5 ms and the driver ~0.2 ms of CPU more a batch of 4 (issue 20).
+        Plain values only: nothing here unpickles (Ray's own serialisation does)."""
+        task_key, schedules, timeout_s, cids, vectors = packed
+        return self.measure(task_key, schedules, timeout_s, cids, unpack_vectors(vectors))
 
     def breed(self, task_key: str, request: BreedRequest, scorer: Scorer) -> Bred:
         if self._breeder is None:
@@ -171,3 +169,24 @@ class _Worker:
                 return self._breeder(task_key, request, scorer)
             finally:
                 self._spent["breed"] += time.thread_time() - c0
+
+
+Packed = tuple[int, bytes, str, tuple[int, ...]]
+"""A space vector as plain values: ``(batch, its bytes, its dtype, its shape)``."""
+
+
+def pack_vectors(vectors: Any) -> list[Packed | None] | None:
+    """Picks' ``(batch, vector)`` as plain values (Ray sends them in band; see
+    :meth:`_Worker.measure_packed`)."""
+    if not vectors:
+        return None
+    return [None if v is None else (int(v[0]), v[1].tobytes(), v[1].dtype.str, tuple(v[1].shape))
+            for v in vectors]
+
+
+def unpack_vectors(packed: list[Packed | None] | None) -> list[tuple[int, np.ndarray] | None] | None:
+    """:func:`pack_vectors`' values back as ``(batch, vector)`` (writable copies)."""
+    if packed is None:
+        return None
+    return [None if v is None else (v[0], np.frombuffer(v[1], dtype=v[2]).reshape(v[3]).copy())
+            for v in packed]
