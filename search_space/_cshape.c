@@ -194,6 +194,19 @@ static int32_t *fit_entry(const G *g, Py_ssize_t n_entries) {
     return (int32_t *)PyByteArray_AS_STRING(g->ftab) + 3 * g->fi;
 }
 
+/* the batch's divisors (a tuple of 1 to 64 ints, checked by the caller) into out: each
+ * divides the batch, ascending; -1 with a ValueError */
+static int read_divs(PyObject *divs_t, long batch, long *out) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(divs_t); i++) {
+        if (as_long(PyTuple_GET_ITEM(divs_t, i), 1, batch, &out[i], "a divisor")) return -1;
+        if (batch % out[i] || (i && out[i] <= out[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "divs: the batch's divisors, ascending");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Decoding.fit in C (groups() given fits and divs): its shape search statement by statement,
  * whether a chunk shape's least working set fits a core's L1 read from the op set's shared
  * cache (shared[("fits", spp, cpp)], where Decoding.fits_l1 keeps it) or, on a miss, asked
@@ -386,13 +399,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "fits: a callable with divs, 1 to 64 divisors of the batch");
             return NULL;
         }
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(divs_t); i++) {
-            if (as_long(PyTuple_GET_ITEM(divs_t, i), 1, batch, &fx_divs[i], "a divisor")) return NULL;
-            if (batch % fx_divs[i] || (i && fx_divs[i] <= fx_divs[i - 1])) {
-                PyErr_SetString(PyExc_ValueError, "divs: the batch's divisors, ascending");
-                return NULL;
-            }
-        }
+        if (read_divs(divs_t, batch, fx_divs)) return NULL;
         fx.fits = fits;
         fx.fits_tag = s_fits;
         fx.divs = fx_divs;
@@ -716,13 +723,7 @@ static PyObject *py_fit(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "fit: bad arguments");
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(divs_t); i++) {
-        if (as_long(PyTuple_GET_ITEM(divs_t, i), 1, batch, &divs[i], "a divisor")) return NULL;
-        if (batch % divs[i] || (i && divs[i] <= divs[i - 1])) {
-            PyErr_SetString(PyExc_ValueError, "divs: the batch's divisors, ascending");
-            return NULL;
-        }
-    }
+    if (read_divs(divs_t, batch, divs)) return NULL;
     Fitter fx = {fits, s_fits, divs, PyTuple_GET_SIZE(divs_t), n_cores};
     G g;
     memset(&g, 0, sizeof g);
