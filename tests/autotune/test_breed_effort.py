@@ -438,3 +438,39 @@ def test_the_measurement_figure_is_a_middle_one_of_the_last_reports(reports: lis
     assert m is not None and last[0] <= m <= last[-1]
     # as many of the last reports above it as below it
     assert sum(r < m for r in last) <= len(last) // 2 and sum(r > m for r in last) <= len(last) // 2
+
+
+@pytest.mark.parametrize("workers", [16, 8])
+def test_the_driver_breeds_blind_rounds_only_with_many_workers(
+        workers: int, tiny_graph: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver asks the cadence with the pool's workers: a blind round goes out while the
+    seeds are measured from BLIND_WORKERS workers on, none with 8 (a review: the rule in
+    ``Driver`` could be undone with every ``Cadence`` test still passing)."""
+    import autotune._tune as tune_mod
+    from autotune import DelayedMeasurer, tune
+    from autotune.running import _cadence
+
+    class Wide(InProcessPool):  # breeds and measures in process, scheduled as a wide pool
+        remote = True
+
+        def __init__(self, *a: Any) -> None:
+            super().__init__(*a)
+            self.workers, self.slots = workers, 2 * workers
+
+    def pool(job: Any, target: Any, measurer: Any, *_: Any, **__: Any) -> Wide:
+        return Wide({t.task.key: t.task.graph for t in job.tasks}, target, measurer, None)
+
+    blind: list[bool] = []
+    real = _cadence.Cadence._blind_round
+
+    def spy(self: Any, *a: Any) -> bool:
+        got = real(self, *a)
+        blind.append(got)
+        return got
+
+    monkeypatch.setattr(tune_mod, "_pool", pool)
+    monkeypatch.setattr(_cadence.Cadence, "_blind_round", spy)
+    tune([tiny_graph], trials=40, workers=2, log=str(tmp_path / "t.jsonl"), seed=0,
+         measurer=DelayedMeasurer(delay_s=0.0), batch_size=4, curve=False)
+    assert blind  # the seeds were out while the driver asked
+    assert any(blind) == (workers >= _cadence.BLIND_WORKERS)
