@@ -14,10 +14,7 @@ arguments are refused (ValueError) in a child process.
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
@@ -33,6 +30,7 @@ from search_space import _ccore, build_space
 from search_space._cfirst import analyse, first_info, io_of, tables, ws_parts
 from search_space._cfoot import pack_rows
 from search_space._structure import group_info
+from tests.search_space._child import run_child
 from tests.search_space.conftest import cpu_split_graph, small_graph
 
 _MOD = _ccore.load_extension("_canalyse")
@@ -216,8 +214,7 @@ def test_hostile_tables_and_arguments_are_refused_without_a_crash() -> None:
     """Malformed tables (indices and offsets out of range, sizes negative or past int64)
     and arguments (op sets empty, unordered, out of range; name indices out of range;
     another module's capsule) raise, in a child process: a crash there fails here."""
-    r = subprocess.run([sys.executable, "-c", _HOSTILE], capture_output=True, text=True, timeout=120,
-                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    r = run_child(_HOSTILE)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stdout, r.stderr[-2000:])
     # the good tables: op 0 (a -> b) and op 1 (b -> c): the set reads a and makes c
     assert r.stdout.splitlines()[0] == "((0,), (2,), (), ())"

@@ -11,9 +11,6 @@ arguments are an exception in a child process, not a crash.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,6 +22,7 @@ from hypothesis import strategies as st
 from compiler.target import Target
 from search_space import _build, _cgroups, build_space
 from search_space._dims import divisors
+from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
 
 pytestmark = pytest.mark.skipif(
@@ -159,12 +157,7 @@ sys.path.insert(0, ".")
 from types import SimpleNamespace
 from search_space import _cshape as m
 
-def expect(exc, f, *a):
-    try:
-        f(*a)
-    except exc:
-        return
-    raise AssertionError(("no", exc, a))
+from tests.search_space._child import expect
 
 info = SimpleNamespace(shared={})
 F = lambda fits, divs=(1, 2, 4, 8), n=8, batch=8, spp=2, cpp=1, parts=1, sh=None: m.fit(
@@ -217,7 +210,6 @@ print("ok")
 
 
 def test_hostile_fits_are_refused_without_a_crash() -> None:
-    r = subprocess.run([sys.executable, "-c", _HOSTILE], capture_output=True, text=True,
-                       timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    r = run_child(_HOSTILE)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout[-500:],
                                                             r.stderr[-2000:])

@@ -14,9 +14,6 @@ TypeError in a child process, not a crash.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from functools import partial
 from typing import Any
 
@@ -28,13 +25,12 @@ from hypothesis import strategies as st
 from compiler.target import Target
 from search_space import _build, _ccore, _cglue, build_space
 from search_space._space import _Recorder
+from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
 
 pytestmark = pytest.mark.skipif(
     _ccore._glue() is None,
     reason="the compiled search core is not built (no C compiler) or GRAPHTUNE_PURE_PYTHON is set")
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
 
 def _decodes(key: str, target: Target, n: int, seed: int) -> list[tuple[Any, np.ndarray]]:
@@ -297,12 +293,7 @@ def codes_fn(p, s, w):
 def ok_rec(n=8):
     return ([0] * n, list(range(n)), {}, None, None)
 
-def expect(exc, f, *a):
-    try:
-        f(*a)
-    except exc:
-        return
-    raise AssertionError(("no", exc, a))
+from tests.search_space._child import expect
 
 W = lambda asks, gd, pd, groups, reader, codes=None, fn=codes_fn, npol=6, x=(3, 0, 1, 2): m.wants(
     asks, gd, pd, groups, reader, {} if codes is None else codes, fn, npol, x)
@@ -486,13 +477,11 @@ print("ok", calls[0] > 0)
 def test_derive_survives_a_placement_that_changes_its_lists() -> None:
     # _cdag.derive reads the tensor names and transfer nodes after a Placement ran Python
     # (review: it read a cleared list out of bounds, a segfault): it reads snapshots
-    r = subprocess.run([sys.executable, "-c", _CLEARED], capture_output=True, text=True,
-                       timeout=300, cwd=_ROOT)
+    r = run_child(_CLEARED, timeout=300)
     assert r.returncode == 0 and r.stdout.split()[-2:] == ["ok", "True"], (
         r.returncode, r.stderr[-2000:])
 
 
 def test_hostile_inputs_in_a_child_process() -> None:
-    r = subprocess.run([sys.executable, "-c", _HOSTILE], capture_output=True, text=True,
-                       timeout=120, cwd=_ROOT)
+    r = run_child(_HOSTILE)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])

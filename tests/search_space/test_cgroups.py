@@ -11,9 +11,6 @@ crash (in a child process: a regression is a failure, not a dead test run).
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 from itertools import pairwise
 from typing import Any
 
@@ -23,6 +20,7 @@ import pytest
 from compiler.target import Target
 from search_space import SpaceOptions, _build, _cgroups, build_space
 from search_space._space import _Recorder
+from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
 from tests.sim.conftest import zoo_graph
 
@@ -225,8 +223,7 @@ print("ok")
 
 
 def test_hostile_tables_are_refused_without_a_crash() -> None:
-    r = subprocess.run([sys.executable, "-c", _HOSTILE], capture_output=True, text=True,
-                       timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    r = run_child(_HOSTILE)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout[-500:],
                                                             r.stderr[-2000:])
 

@@ -27,6 +27,7 @@ import pytest
 
 from compiler.target import Target
 from search_space import _build, _ccore, _crows, build_space
+from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
 
 pytestmark = pytest.mark.skipif(
@@ -281,11 +282,8 @@ def test_hostile_rows_are_refused_without_a_crash() -> None:
     count of the cores wrapped to 0 and the walk wrote past its buffer) and a pieces list
     an item's ``__index__`` clears while it is read. In a child process: a regression is a
     segfault there, a failed test here."""
-    import subprocess
-    import sys
 
-    r = subprocess.run([sys.executable, "-c", _HOSTILE], capture_output=True, text=True,
-                       timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    r = run_child(_HOSTILE)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
 
 
@@ -446,11 +444,8 @@ def test_hostile_packed_rows_are_refused_without_a_crash() -> None:
     """Packed transfer rows far out of range (a tensor code, a binding group or chunk, the
     samples' product, 2**32 cores in the pieces), in a child process: a regression is a
     crash there, a failed test here."""
-    import subprocess
-    import sys
 
-    r = subprocess.run([sys.executable, "-c", _HOSTILE_PACKED], capture_output=True, text=True,
-                       timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    r = run_child(_HOSTILE_PACKED)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
 
 
@@ -557,10 +552,6 @@ def test_a_kept_walk_outlives_the_callers_lists() -> None:
     """A kept walk borrows the rows' objects: it holds a snapshot of the lists it was given,
     so a caller that clears them before ``rewalk`` frees nothing the walk reads (review; a
     segfault before). In a child process: a regression is a crash there."""
-    import subprocess
-    import sys
 
-    r = subprocess.run([sys.executable, "-c", _KEPT_AFTER_CLEAR], capture_output=True,
-                       text=True, timeout=120,
-                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    r = run_child(_KEPT_AFTER_CLEAR)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
