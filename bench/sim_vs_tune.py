@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
             budget = None if b == "default" else float(b)
             job = tune_rate(graph, args.trials, args.workers, args.cores, budget)
             load_job = os.getloadavg()[0]
-            print(f"{key} (breed_budget {b}): tune {job['wall_rate']:.1f}/s steady "
+            what = f"breed_budget {b}" if budget is not None else "screen, tune's default"
+            print(f"{key} ({what}): tune {job['wall_rate']:.1f}/s steady "
                   f"({job['n']:.0f} measurements); CPU ms/measurement driver "
                   f"{1e3 * job['driver_cpu'] / job['n']:.1f}, workers "
                   f"{1e3 * job['worker_cpu'] / job['n']:.1f}; CPU-time rate on {args.cores} "

@@ -282,7 +282,8 @@ def compare_decoders(graph: object, trials: int, cores: int, budget: float | Non
         print(f"  {name}: CPU ms per measurement: {split_text(f)}", flush=True)
     (rc, fc), (rp, fp) = rows["compiled"], rows["python"]
     print(f"compiled / python: job {rc / rp:.2f}x, steady {fc['wall_rate'] / fp['wall_rate']:.2f}x, "
-          f"CPU-time rate {fc['cpu_rate'] / fp['cpu_rate']:.2f}x (breed_budget {budget})")
+          f"CPU-time rate {fc['cpu_rate'] / fp['cpu_rate']:.2f}x "
+          f"({f'breed_budget {budget}' if budget is not None else f'screen {tune_mod.SCREEN:g}'})")
 
 
 if __name__ == "__main__":
