@@ -23,12 +23,14 @@ Example:
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
+from typing import Any
 
 from compiler.codes import LazySchedule, ScheduleCodes, ValueTable, codes_of
 from compiler.memo import peek_memo
 from compiler.schedule import GraphSchedule, Placement
 
-__all__ = ["coded_text", "key_text", "transfer_tail", "transfer_text"]
+__all__ = ["coded_text", "key_text", "transfer_entries", "transfer_tail", "transfer_text"]
 
 
 class _Pieces:
@@ -51,6 +53,10 @@ class _Pieces:
         self.first_of: dict[str, str] = {}
         # reprs of other placements by identity (each kept alive here with its repr)
         self.other_places: dict[int, tuple[Placement, str]] = {}
+        # (name, kind, src_factor, src_chunks, transfer code) -> (name, the transfer's entry):
+        # the code names the rest (tensor, dst_factor, dst_chunks, placement), so decodes
+        # that derive equal transfers share the text instead of formatting it again
+        self.entries: dict[tuple[Any, ...], tuple[str, str]] = {}
 
     def group(self, table: ValueTable, c: int) -> tuple[tuple[int, ...], str, str]:
         """The pieces of group code ``c``: ``repr((ops, split, chunks))`` joined from the
@@ -86,6 +92,7 @@ class _Pieces:
 
 
 _MEMO_KEY = "compiler.key_text"
+_BOUND = 200_000  # transfer entries remembered per table before the memo starts again
 _PIECES: weakref.WeakKeyDictionary[ValueTable, _Pieces] = weakref.WeakKeyDictionary()
 
 
@@ -143,6 +150,40 @@ def transfer_text(name: str, kind: str, tensor: str, src_factor: int, dst_factor
     ``repr((dst_chunks, placement))[1:]``."""
     return (f"({name!r}, {kind!r}, {tensor!r}, {src_factor!r}, {dst_factor!r}, "
             f"{src_chunks!r}, {tail}")
+
+
+def transfer_entries(table: ValueTable, rows: Sequence[list[Any]]) -> list[tuple[str, str]]:
+    """The (name, :func:`transfer_text`) entry of each placed transfer of a decoded schedule.
+
+    ``rows``: per transfer, a list whose items 0, 2, 3 and 4 are the derived transfer (its
+    ``name``, ``kind``, ``tensor``, ``src_factor``, ``dst_factor``, ``src_chunks`` and
+    ``dst_chunks`` are read), its code in ``table`` (its tensor, destination factor and
+    chunks and placement: the item interned under it), its entry (None until made; set
+    here) and its placement. Entries are remembered per table by what they are made of
+    (the code standing for the item), so a transfer derived again by a later decode is
+    one dict look-up, not a text formatted again (bounded: the memo starts again past
+    :data:`_BOUND` entries).
+    """
+    pieces = _pieces(table)
+    memo = pieces.entries
+    if len(memo) > _BOUND:
+        memo = pieces.entries = {}
+    get = memo.get
+    out = []
+    for row in rows:
+        text = row[3]
+        if text is None:
+            t = row[0]
+            key = (t.name, t.kind, t.src_factor, t.src_chunks, row[2])
+            text = get(key)
+            if text is None:
+                tail = transfer_tail(table, t.dst_chunks, row[4])
+                text = memo[key] = (t.name, transfer_text(t.name, t.kind, t.tensor,
+                                                          t.src_factor, t.dst_factor,
+                                                          t.src_chunks, tail))
+            row[3] = text
+        out.append(text)
+    return out
 
 
 def coded_text(batch: int, table: ValueTable, g_codes: list[int],

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compiler.codes import ScheduleCodes, TransferItem, ValueTable
-from compiler.key_text import coded_text, transfer_tail, transfer_text
+from compiler.key_text import coded_text, transfer_entries
 from compiler.schedule import GroupSpec, Placement, Step, Transfer
 
 if TYPE_CHECKING:
@@ -192,16 +192,7 @@ class Decoded:
         if self._text is None:
             codes = self.codes()
             table = codes.table
-            entries = []
-            for row in self._transfers:
-                text = row[3]
-                if text is None:
-                    t = row[0]
-                    tail = transfer_tail(table, t.dst_chunks, row[4])
-                    text = row[3] = (t.name, transfer_text(t.name, t.kind, t.tensor,
-                                                           t.src_factor, t.dst_factor,
-                                                           t.src_chunks, tail))
-                entries.append(text)
+            entries = transfer_entries(table, self._transfers)
             self._text = coded_text(self.batch, table, codes.groups.tolist(), entries,
                                     codes.order.tolist())
         return self._text

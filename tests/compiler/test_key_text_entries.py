@@ -1,0 +1,69 @@
+"""``transfer_entries`` (a decoded schedule's transfers' entries in the key's text,
+remembered per value table by what they are made of) gives byte for byte the repr of each
+transfer's entry in ``structural_key()``, whichever transfers met before share a code.
+
+Property: random transfers over a few values each (so names, kinds, factors and chunks
+collide across codes and codes across transfers), fed one decode at a time; every entry
+against the plain repr of the transfer's tuple.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compiler import key_text as kt
+from compiler.codes import TransferItem, ValueTable
+from compiler.schedule import Placement, Transfer
+
+_PLACES = [Placement("DDR", ((0,),)), Placement("L1", ((0, 1), (2, 3))),
+           Placement("LLB", ((4,), (5,)))]
+_chunks = st.lists(st.integers(0, 3), min_size=1, max_size=3).map(tuple)
+_transfer = st.tuples(st.sampled_from(["t0", "t1", "t'2"]), st.sampled_from(["split", "concat"]),
+                      st.sampled_from(["x", "y"]), st.integers(1, 4), st.integers(1, 4),
+                      _chunks, _chunks, st.integers(0, len(_PLACES) - 1))
+
+
+def _entry(t: Transfer) -> str:
+    return repr((t.name, t.kind, t.tensor, t.src_factor, t.dst_factor, t.src_chunks,
+                 t.dst_chunks, t.placement))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_transfer, max_size=6), min_size=1, max_size=6))
+def test_transfer_entries_are_the_entries_repr(
+        decodes: list[list[tuple[str, str, str, int, int, tuple[int, ...], tuple[int, ...], int]]]
+) -> None:
+    table = ValueTable()
+    for rows_in in decodes:
+        rows = []
+        for name, kind, tensor, sf, df, sc, dc, p in rows_in:
+            place = _PLACES[p]
+            key = (tensor, df, dc, id(place))
+            c = table.transfer_code(key)
+            if c is None:
+                c = table.add_transfer(key, TransferItem(tensor, df, dc, place))
+            # the derived transfer's own placement differs (the decoder places its result)
+            t = Transfer(name, kind, tensor, sf, df, sc, dc, Placement("DDR", place.core_bind))
+            rows.append([t, None, c, None, place])
+        got = kt.transfer_entries(table, rows)
+        want = [_entry(Transfer(*[getattr(r[0], f) for f in
+                                  ("name", "kind", "tensor", "src_factor", "dst_factor",
+                                   "src_chunks", "dst_chunks")], r[4])) for r in rows]
+        assert [g[1] for g in got] == want
+        assert [g[0] for g in got] == [r[0].name for r in rows]
+        # kept in the rows: asked again, the same entries
+        assert kt.transfer_entries(table, rows) == got
+
+
+def test_transfer_entries_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kt, "_BOUND", 3)
+    table = ValueTable()
+    place = _PLACES[1]
+    c = table.add_transfer("k", TransferItem("x", 2, (0, 1), place))
+    for k in range(10):
+        t = Transfer(f"t{k}", "split", "x", 1, 2, (0,), (0, 1), place)
+        [(name, text)] = kt.transfer_entries(table, [[t, None, c, None, place]])
+        assert text == _entry(t) and name == f"t{k}"
+        assert len(kt._pieces(table).entries) <= 4
