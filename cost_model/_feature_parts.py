@@ -1,12 +1,26 @@
 """The featuriser's op sets, tensors, per-core compute, core parts, bindings and placements.
 
 A layer of :class:`cost_model._features._Featuriser` (see :mod:`cost_model._feature_tables`).
+
+A new op set's facts come from the search core's C analysis when it is built: its
+inputs, output and streamable inputs from ``search_space._canalyse`` (through
+:func:`search_space._cfirst.analyse`) and its working sets' profile from the packed
+chain rows that analysis returns, walked by ``search_space._cwalk.profile`` (the walk of
+:func:`compiler.footprint.group_profile`). Both are the compiled decoder's own analyses,
+differential-tested against the Python definitions in ``tests/search_space/test_cfirst.py``
+and ``test_cfoot.py`` and here in ``tests/cost_model/test_features_c.py``. The compiled
+decoder leaves no Python footprint analysis in the graph's memo, so without them every op
+set it met was analysed again in Python here (a third of the featuriser's time in a
+ResNet-50 tune). Without the extensions, for op sets not in ascending order, where the C
+analysis packs no rows, and always with ``GRAPHTUNE_PURE_PYTHON=1``, the Python
+definitions (:func:`compiler.derive.group_io`, :func:`compiler.footprint.streamable_inputs`,
+:func:`compiler.footprint.group_profile`) answer: the reference.
 """
 
 from __future__ import annotations
 
-from itertools import chain, repeat
-from typing import TYPE_CHECKING
+from itertools import chain, pairwise, repeat
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,9 +39,22 @@ from cost_model._feature_tables import (
     _slice_shape,
     _TableState,
 )
+from search_space._ccore import load_extension
+from search_space._cfirst import analyse
 
 if TYPE_CHECKING:
+    from compiler.graph import Graph
     from compiler.schedule import Placement
+
+
+def _analysed(g: Graph, ops: tuple[int, ...]) -> Any:
+    """The C analysis of an op set (``search_space._cfirst.Analysis``), or None: the
+    extension not built or pure Python forced, ``ops`` not strictly ascending, or no
+    output found."""
+    if not all(a < b for a, b in pairwise(ops)):
+        return None
+    an = analyse(load_extension("_canalyse"), g, ops)
+    return an if an is not None and an.outputs else None
 
 
 class _PartTables(_TableState):
@@ -44,7 +71,12 @@ class _PartTables(_TableState):
         hit = self.opsets.get(ops)
         if hit is None:
             g = self.g
-            io = group_io(g, ops)
+            an = _analysed(g, ops)
+            if an is not None:
+                inputs, output, stream = an.inputs, an.outputs[0], an.streamable
+            else:
+                io = group_io(g, ops)
+                inputs, output, stream = io.inputs, io.outputs[0], streamable_inputs(g, ops)
             # what group_footprint's summary adds up (weights; gathered rows per sample and
             # fixed), per op: the summary's live-byte profiles are not needed here
             w = gs = gf = 0
@@ -52,12 +84,13 @@ class _PartTables(_TableState):
                 w += self.op_weights[i]
                 gs += self.op_gathered[i][0]
                 gf += self.op_gathered[i][1]
-            osb, ofb = sample_bytes(g, io.outputs[0])
-            stream = streamable_inputs(g, ops)
+            osb, ofb = sample_bytes(g, output)
             hit = self.opsets[ops] = _OpSet(
-                ops, float(w), float(gs), float(gf), io.outputs[0], float(osb), float(ofb), io.inputs,
-                tuple((t, self.tensor(t), t in stream) for t in io.inputs), len(ops),
-                len(self.opset_list), self.tensor(io.outputs[0]))
+                ops, float(w), float(gs), float(gf), output, float(osb), float(ofb), inputs,
+                tuple((t, self.tensor(t), t in stream) for t in inputs), len(ops),
+                len(self.opset_list), self.tensor(output))
+            if an is not None and an.pack is not None:
+                self.os_pack[hit.ident] = an.pack[0]
             self.opset_list.append(hit)
             self.os_in_ptr.append(len(self.os_in_ti))
             self.os_in_cnt.append(len(hit.edges))
@@ -111,7 +144,12 @@ class _PartTables(_TableState):
         ws = self.ws_cache.get(key)
         if ws is None:
             # = group_footprint(...).peak_bytes(samples, cores), without the footprint's summary
-            prof = group_profile(self.g, self.opset_list[ident].ops)
+            pack = self.os_pack.get(ident)
+            walk = load_extension("_cwalk") if pack is not None else None
+            if walk is not None:  # group_profile's walk (nothing streamed, not held) in C
+                prof = walk.profile(pack, 0, False, False)[1]
+            else:
+                prof = group_profile(self.g, self.opset_list[ident].ops)
             ws = self.ws_cache[key] = float(peak_of(prof, samples, cores))
         return ws
 

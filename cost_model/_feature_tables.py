@@ -293,6 +293,8 @@ class _TableState:
         self.cws_index: dict[tuple[int, int, int, int], int] = {}
         self.cws_rows = _Rows(7)
         self.ws_cache: dict[tuple[int, int, int], float] = {}
+        # op set ident -> its chain rows packed by the C analysis (for the C profile walk)
+        self.os_pack: dict[int, bytes] = {}
         self.op_tables: dict[tuple[int, int, float], np.ndarray] = {}
         self.opsets: dict[tuple[int, ...], _OpSet] = {}
         # per op: weights (gather tables excluded) and rows gathered (per sample, fixed), as
