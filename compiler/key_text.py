@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from compiler.codes import LazySchedule, ScheduleCodes, ValueTable, codes_of
@@ -51,6 +52,8 @@ class _Pieces:
         # every schedule of the table has for the group's name (first_of: name -> that repr)
         self.full: list[str | None] = []
         self.first_of: dict[str, str] = {}
+        # group code -> whether its first op is the one its name was first met with
+        self.agrees: list[bool | None] = []
         # reprs of other placements by identity (each kept alive here with its repr)
         self.other_places: dict[int, tuple[Placement, str]] = {}
         # (name, kind, src_factor, src_chunks, transfer code) -> (name, the transfer's entry):
@@ -92,6 +95,7 @@ class _Pieces:
 
 
 _MEMO_KEY = "compiler.key_text"
+_FIRST = itemgetter(0)
 _BOUND = 200_000  # transfer entries remembered per table before the memo starts again
 _PIECES: weakref.WeakKeyDictionary[ValueTable, _Pieces] = weakref.WeakKeyDictionary()
 
@@ -193,26 +197,27 @@ def coded_text(batch: int, table: ValueTable, g_codes: list[int],
     ``transfers`` as (name, :func:`transfer_text`)."""
     pieces = _pieces(table)
     cached = pieces.groups
-    _grow(cached, len(table.groups))  # type: ignore[arg-type]
+    n_groups = len(table.groups)
+    _grow(cached, n_groups)  # type: ignore[arg-type]
+    agrees = pieces.agrees
+    _grow(agrees, n_groups)  # type: ignore[arg-type]
     interned = table.groups
-    groups = []
-    first: dict[str, str] = {}  # group name -> repr of its first op
-    first_of = pieces.first_of
-    agree = True  # every group's name has the first op it has in the table's other schedules
+    groups = [cached[c] for c in g_codes]
+    if None in groups:
+        for k, c in enumerate(g_codes):
+            if groups[k] is None:
+                groups[k] = cached[c] = pieces.group(table, c)
+    # every group's name has the first op it has in the table's other schedules: per code,
+    # against the first op its name was met with (fixed once met), found once
+    agree = True
     for c in g_codes:
-        piece = cached[c]
-        if piece is None:
-            piece = cached[c] = pieces.group(table, c)
-        groups.append(piece)
-        name = interned[c].name
-        first[name] = piece[2]
-        known = first_of.get(name)
-        if known is None:
-            first_of[name] = piece[2]
-        elif known != piece[2]:
+        ok = agrees[c]
+        if ok is None:
+            first_op = cached[c][2]  # type: ignore[index]
+            ok = agrees[c] = pieces.first_of.setdefault(interned[c].name, first_op) == first_op
+        if not ok:
             agree = False
-    groups.sort(key=lambda x: x[0])
-    transfers = sorted(transfers, key=lambda x: x[0])
+    transfers = sorted(transfers, key=_FIRST)
     texts = pieces.steps
     _grow(texts, len(table.steps))  # type: ignore[arg-type]
     steps = table.steps
@@ -220,6 +225,8 @@ def coded_text(batch: int, table: ValueTable, g_codes: list[int],
     _grow(full, len(table.steps))  # type: ignore[arg-type]
     order: list[str | None] = [full[c] for c in s_codes] if agree else [None] * len(s_codes)
     if None in order:
+        # group name -> repr of its first op in this schedule
+        first = {interned[c].name: p[2] for c, p in zip(g_codes, groups)}  # type: ignore[index]
         for k, c in enumerate(s_codes):
             if order[k] is not None:
                 continue
@@ -236,7 +243,8 @@ def coded_text(batch: int, table: ValueTable, g_codes: list[int],
             order[k] = "(" + (f or repr(text[1])) + text[2]
             if f is not None and agree:  # the name's first op in every schedule of the table
                 full[c] = order[k]
-    return _tuple([repr(batch), _tuple([p for _, p, _ in groups]),
+    groups.sort(key=_FIRST)
+    return _tuple([repr(batch), _tuple([p for _, p, _ in groups]),  # type: ignore[misc]
                    _tuple([p for _, p in transfers]), _tuple(order)])  # type: ignore[arg-type]
 
 

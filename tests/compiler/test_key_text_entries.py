@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from compiler import key_text as kt
 from compiler.codes import TransferItem, ValueTable
-from compiler.schedule import Placement, Transfer
+from compiler.schedule import GraphSchedule, GroupSpec, Placement, Step, Transfer
 
 _PLACES = [Placement("DDR", ((0,),)), Placement("L1", ((0, 1), (2, 3))),
            Placement("LLB", ((4,), (5,)))]
@@ -67,3 +67,46 @@ def test_transfer_entries_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> No
         [(name, text)] = kt.transfer_entries(table, [[t, None, c, None, place]])
         assert text == _entry(t) and name == f"t{k}"
         assert len(kt._pieces(table).entries) <= 4
+
+
+_group = st.tuples(st.sampled_from(["a", "b", "c"]),
+                   st.lists(st.integers(0, 9), max_size=3, unique=True).map(lambda x: tuple(sorted(x))),
+                   st.integers(1, 2), st.integers(0, len(_PLACES) - 1))
+# a group step names one of its schedule's groups (by index), as in every valid schedule
+_step = st.one_of(st.tuples(st.just("group"), st.integers(0, 3), st.integers(0, 1)),
+                  st.tuples(st.just("transfer"), st.sampled_from([0, 1]), st.just(0)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(_group, min_size=1, max_size=4),
+                          st.lists(_step, max_size=8)), min_size=1, max_size=6))
+def test_coded_text_is_the_structural_keys_repr(
+        schedules: list[tuple[list[tuple[str, tuple[int, ...], int, int]],
+                              list[tuple[str, int, int]]]]) -> None:
+    """Schedules of one value table whose group names come with other first ops in other
+    schedules (the table-wide order texts must not be reused for them). Group steps name a
+    group of their schedule (a step naming no group of its schedule, which no valid
+    schedule has, would get the table's text: not covered by the codes path)."""
+    table = ValueTable()
+    ops_pool: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple object per value
+    for groups_in, steps_in in schedules:
+        groups, g_codes = [], []
+        for name, ops, split, p in groups_in:
+            ops = ops_pool.setdefault(ops, ops)
+            spec = GroupSpec(name, ops, split, (_PLACES[p],) * split)
+            key = (name, id(ops), split, p)
+            c = table.group_code(key)
+            if c is None:
+                c = table.add_group(key, spec)
+            groups.append(table.groups[c])
+            g_codes.append(c)
+        order, s_codes = [], []
+        for kind, at, chunk in steps_in:
+            name = groups_in[at % len(groups_in)][0] if kind == "group" else f"t{at}"
+            c = table.step_code((kind, name, chunk))
+            if c is None:
+                c = table.add_step((kind, name, chunk), Step(kind, name, chunk))
+            order.append(table.steps[c])
+            s_codes.append(c)
+        s = GraphSchedule(4, tuple(groups), (), tuple(order))
+        assert kt.coded_text(4, table, g_codes, [], s_codes) == repr(s.structural_key())
