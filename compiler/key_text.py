@@ -25,7 +25,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from compiler.codes import LazySchedule, ScheduleCodes, ValueTable, codes_of
 from compiler.memo import peek_memo
@@ -243,8 +243,9 @@ def coded_text(batch: int, table: ValueTable, g_codes: list[int],
             order[k] = "(" + (f or repr(text[1])) + text[2]
             if f is not None and agree:  # the name's first op in every schedule of the table
                 full[c] = order[k]
-    groups.sort(key=_FIRST)
-    return _tuple([repr(batch), _tuple([p for _, p, _ in groups]),  # type: ignore[misc]
+    done = cast("list[tuple[tuple[int, ...], str, str]]", groups)  # every piece made above
+    done.sort(key=_FIRST)
+    return _tuple([repr(batch), _tuple([p for _, p, _ in done]),
                    _tuple([p for _, p in transfers]), _tuple(order)])  # type: ignore[arg-type]
 
 
