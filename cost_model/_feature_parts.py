@@ -49,11 +49,15 @@ if TYPE_CHECKING:
 
 def _analysed(g: Graph, ops: tuple[int, ...]) -> Any:
     """The C analysis of an op set (``search_space._cfirst.Analysis``), or None: the
-    extension not built or pure Python forced, ``ops`` not strictly ascending, or no
-    output found."""
+    extension not built or pure Python forced, ``ops`` not strictly ascending, an op
+    index the C analysis refuses (the Python definitions then answer, or raise, as the
+    reference does), or no output found."""
     if not all(a < b for a, b in pairwise(ops)):
         return None
-    an = analyse(load_extension("_canalyse"), g, ops)
+    try:
+        an = analyse(load_extension("_canalyse"), g, ops)
+    except (ValueError, OverflowError):
+        return None
     return an if an is not None and an.outputs else None
 
 

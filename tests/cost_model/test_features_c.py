@@ -112,3 +112,48 @@ def test_op_range_facts_compiled_equal_pure(name: str, start: int, length: int, 
         return
     assert facts[0][:-1] == facts[1][:-1]
     assert not facts[1][-1]
+
+
+_HOSTILE = '''
+import sys
+sys.path.insert(0, ".")
+from compiler.target import Target
+from cost_model._features import _Featuriser
+from tests.search_space.conftest import small_graph
+g = small_graph("tiny_cnn")
+n = len(g.ops)
+for ops in [(), (0, 10**6), (-5, 0), (-1,), (0, 1, 2**40), (n,), (n - 1, n), (0, 2**70),
+            (3, 2, 1), (1, 1, 2)]:
+    f = _Featuriser(g, Target.default())
+    try:
+        info = f.opset(ops)
+        out = (info.inputs, info.out, info.edges, f.working_set(info.ident, 4, 2))
+    except Exception as e:
+        out = type(e).__name__
+    print(ops, out)
+'''
+
+
+def test_hostile_op_sets_behave_as_the_reference() -> None:
+    """Op sets no valid schedule has (out of range, negative, huge, unsorted, empty): the
+    compiled featuriser neither crashes (a child process) nor differs from the pure one
+    (same facts or the same exception)."""
+    import os
+
+    from tests.search_space._child import run_child
+
+    outs = []
+    for pure in ("0", "1"):
+        old = os.environ.get("GRAPHTUNE_PURE_PYTHON")
+        os.environ["GRAPHTUNE_PURE_PYTHON"] = pure
+        try:
+            res = run_child(_HOSTILE)
+        finally:
+            if old is None:
+                os.environ.pop("GRAPHTUNE_PURE_PYTHON")
+            else:
+                os.environ["GRAPHTUNE_PURE_PYTHON"] = old
+        assert res.returncode == 0, res.stderr[-2000:]
+        outs.append(res.stdout)
+    assert outs[0] == outs[1]
+    assert outs[0].count("\n") == 10
