@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -88,7 +89,7 @@ def test_op_range_facts_compiled_equal_pure(name: str, start: int, length: int, 
     target = Target.default()
     lo = start % len(graph.ops)
     ops = tuple(range(lo, min(len(graph.ops), lo + length)))
-    facts = []
+    facts: list[Any] = []
     for pure in (False, True):
         old = os.environ.pop("GRAPHTUNE_PURE_PYTHON", None)
         if pure:
