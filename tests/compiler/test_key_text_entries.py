@@ -9,6 +9,9 @@ against the plain repr of the transfer's tuple.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,7 +40,7 @@ def test_transfer_entries_are_the_entries_repr(
 ) -> None:
     table = ValueTable()
     for rows_in in decodes:
-        rows = []
+        rows: list[list[Any]] = []
         for name, kind, tensor, sf, df, sc, dc, p in rows_in:
             place = _PLACES[p]
             key = (tensor, df, dc, id(place))
@@ -48,9 +51,8 @@ def test_transfer_entries_are_the_entries_repr(
             t = Transfer(name, kind, tensor, sf, df, sc, dc, Placement("DDR", place.core_bind))
             rows.append([t, None, c, None, place])
         got = kt.transfer_entries(table, rows)
-        want = [_entry(Transfer(*[getattr(r[0], f) for f in
-                                  ("name", "kind", "tensor", "src_factor", "dst_factor",
-                                   "src_chunks", "dst_chunks")], r[4])) for r in rows]
+        # the entry names the placement the decoder placed the result in (row item 4)
+        want = [_entry(replace(r[0], placement=r[4])) for r in rows]
         assert [g[1] for g in got] == want
         assert [g[0] for g in got] == [r[0].name for r in rows]
         # kept in the rows: asked again, the same entries
