@@ -60,15 +60,21 @@ def test_transfer_entries_are_the_entries_repr(
 
 
 def test_transfer_entries_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kt, "_BOUND", 3)
+    """Past the bound the older half is dropped: the newer entries stay remembered (a
+    memo dropped whole would make the next decodes format every entry again)."""
+    monkeypatch.setattr(kt, "_BOUND", 4)
     table = ValueTable()
     place = _PLACES[1]
     c = table.add_transfer("k", TransferItem("x", 2, (0, 1), place))
-    for k in range(10):
+    for k in range(20):
         t = Transfer(f"t{k}", "split", "x", 1, 2, (0,), (0, 1), place)
         [(name, text)] = kt.transfer_entries(table, [[t, None, c, None, place]])
         assert text == _entry(t) and name == f"t{k}"
-        assert len(kt._pieces(table).entries) <= 4
+        kept = [key[0] for key in kt._pieces(table).entries]
+        assert len(kept) <= 5
+        # the newest entries, in order of first use, always include the last three
+        assert kept == [f"t{i}" for i in range(max(0, k + 1 - len(kept)), k + 1)]
+        assert len(kept) >= min(k + 1, 3)
 
 
 _group = st.tuples(st.sampled_from(["a", "b", "c"]),
