@@ -69,6 +69,7 @@ from cost_model._feature_tables import (
     _SCOPE_CODE,
     _Walked,
 )
+from search_space._ccore import _pure_forced
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -101,8 +102,10 @@ def features(graph: Graph, schedules: Sequence[GraphSchedule], target: Target,
 
 
 def _featuriser(graph: Graph, target: Target) -> _Featuriser:
+    """The graph's featuriser for ``target``; one per ``GRAPHTUNE_PURE_PYTHON`` state, as the
+    variable is read at run time (a featuriser keeps the op-set facts it took from C)."""
     memo = memo_of(graph)
-    key = ("cost_model.featuriser", target.hash)
+    key = ("cost_model.featuriser", target.hash, _pure_forced())
     f: _Featuriser | None = memo.get(key)
     if f is None or f.full():
         f = memo[key] = _Featuriser(graph, target)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from compiler.graph import Graph
 from compiler.model import load_onnx
 from compiler.target import Target
-from cost_model._features import _Featuriser
+from cost_model._features import _Featuriser, _featuriser
 from search_space import _ccore, build_space
 from tests.search_space.conftest import small_graph
 
@@ -75,6 +75,27 @@ def test_features_compiled_equal_pure(name: str, count: int, target: Target,
     assert got.tobytes() == want.tobytes()
 
 
+def test_pure_set_at_run_time_reaches_the_graphs_featuriser(
+        target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``GRAPHTUNE_PURE_PYTHON=1`` set after a compiled featuriser was remembered on the
+    graph (``bench/tune_workers.py --decoders`` runs both jobs on one graph object) gives a
+    pure featuriser, not the one holding facts from C; unset again, the compiled one."""
+    graph = small_graph("tiny_cnn")
+    schedules = _schedules(graph, target, 12, 3)
+    _pure(monkeypatch, False)
+    fast = _featuriser(graph, target)
+    got = fast.run(schedules)
+    assert fast.os_pack
+    _pure(monkeypatch, True)
+    ref = _featuriser(graph, target)
+    assert ref is not fast
+    want = ref.run(schedules)
+    assert not ref.os_pack
+    assert got.tobytes() == want.tobytes()
+    _pure(monkeypatch, False)
+    assert _featuriser(graph, target) is fast
+
+
 _RANGES = {"bert2": small_graph("bert2"), "tiny_cnn": small_graph("tiny_cnn")}
 
 
@@ -119,7 +140,7 @@ _HOSTILE = '''
 import sys
 sys.path.insert(0, ".")
 from compiler.target import Target
-from cost_model._features import _Featuriser
+from cost_model._features import _Featuriser, _featuriser
 from tests.search_space.conftest import small_graph
 g = small_graph("tiny_cnn")
 n = len(g.ops)
