@@ -5,7 +5,8 @@ as the Python definitions (``GRAPHTUNE_PURE_PYTHON=1``: the reference).
 Differential: fresh featurisers, one compiled and one pure, over random samples, mutated
 children and crossovers of several zoo models and two torch fixtures; the rows' bytes
 must match and the compiled one must have taken the C path. Property (hypothesis): the
-op-set facts and working sets of random op ranges of a graph, compiled against pure.
+op-set facts and working sets of random op sets of a graph (ranges, ranges with
+holes, any subsets), compiled against pure, the compiled one from C.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from compiler.graph import Graph
@@ -99,17 +100,27 @@ def test_pure_set_at_run_time_reaches_the_graphs_featuriser(
 _RANGES = {"bert2": small_graph("bert2"), "tiny_cnn": small_graph("tiny_cnn")}
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(sorted(_RANGES)), st.integers(0, 10_000), st.integers(1, 24),
-       st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4]))
-def test_op_range_facts_compiled_equal_pure(name: str, start: int, length: int, samples: int,
-                                            cores: int) -> None:
+def _op_sets(n: int) -> st.SearchStrategy[tuple[int, ...]]:
+    """Ascending op sets of a graph of ``n`` ops: ranges, ranges with holes, any subsets."""
+    ranges = st.tuples(st.integers(0, n - 1), st.integers(1, 24)).map(
+        lambda r: tuple(range(r[0], min(n, r[0] + r[1]))))
+    holes = st.tuples(ranges, st.sets(st.integers(0, 23))).map(
+        lambda r: tuple(op for k, op in enumerate(r[0]) if k not in r[1]) or r[0])
+    subsets = st.sets(st.integers(0, n - 1), min_size=1, max_size=12).map(
+        lambda s: tuple(sorted(s)))
+    return st.one_of(ranges, holes, subsets)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data(), st.sampled_from(sorted(_RANGES)), st.sampled_from([1, 2, 4, 8]),
+       st.sampled_from([1, 2, 4]))
+def test_op_set_facts_compiled_equal_pure(data: st.DataObject, name: str, samples: int,
+                                          cores: int) -> None:
     import os
 
     graph = _RANGES[name]
     target = Target.default()
-    lo = start % len(graph.ops)
-    ops = tuple(range(lo, min(len(graph.ops), lo + length)))
+    ops = data.draw(_op_sets(len(graph.ops)), label="ops")
     facts: list[Any] = []
     for pure in (False, True):
         old = os.environ.pop("GRAPHTUNE_PURE_PYTHON", None)
@@ -124,15 +135,18 @@ def test_op_range_facts_compiled_equal_pure(name: str, start: int, length: int, 
                 continue
             facts.append((info.inputs, info.out, info.edges, info.out_sample, info.out_fixed,
                           f.working_set(info.ident, samples, cores),
-                          bool(f.os_pack)))
+                          info.ident in f.os_pack))
         finally:
             os.environ.pop("GRAPHTUNE_PURE_PYTHON", None)
             if old is not None:
                 os.environ["GRAPHTUNE_PURE_PYTHON"] = old
+    event("no output" if facts[0] == "no output" else "facts")
     if facts[0] == "no output":
         assert facts[1] == "no output"
         return
     assert facts[0][:-1] == facts[1][:-1]
+    # the compiled featuriser took the op set's facts and working set from C; pure did not
+    assert facts[0][-1], f"{ops}: the compiled featuriser did not take the C path"
     assert not facts[1][-1]
 
 
