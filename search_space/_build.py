@@ -372,7 +372,7 @@ class Decoding:
         # filled by derive() and start_walk()
         self.draft: list[GroupSpec] = []
         self.transfers: list[Transfer] = []
-        self.transfer_by_name: dict[str, Transfer] = {}
+        self._by_tname: dict[str, Transfer] | None = {}  # transfer_by_name once made
         self.deps: dict[Node, list[Node]] = {}
         self.outs: list[Node] = []
         self.fixed: set[str] = set()
@@ -513,8 +513,16 @@ class Decoding:
         self.c_order = self.c_walk = None
         if not derive_compiled(self):  # the same in C (search_space/_cderive.py), with the order
             self.transfers, self.deps, self.outs = derive_transfers(self.graph, self._drafts())
-        self.transfer_by_name = {t.name: t for t in self.transfers}
+        self._by_tname = None  # transfer_by_name, made when first read
         self.fixed = {nd[1] for nd in self.outs if nd[0] == "t"}
+
+    @property
+    def transfer_by_name(self) -> dict[str, Transfer]:
+        """The transfers by name (made when first read: a decode that fits never reads it)."""
+        found = self._by_tname
+        if found is None:
+            found = self._by_tname = {t.name: t for t in self.transfers}
+        return found
 
     def compiled_order(self) -> list[Node] | None:
         """The order derive() computed in C, if it is for the current order and look-ahead

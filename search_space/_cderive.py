@@ -34,8 +34,9 @@ The same extension reads the blocks of pass 1 from a recorder's vector
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
-from typing import Any
+from typing import Any, overload
 
 from compiler.derive import Node, group_io
 from compiler.schedule import Placement, Transfer
@@ -146,15 +147,70 @@ def derive(dec: Decoding) -> bool:
         topo = [index[n] for n in dec.topo]
     else:
         topo = []
-    transfers, deps, outs, order, reads, walk = mod.derive(
+    tnames = _names(space)
+    packed, deps, outs, order, reads, walk = mod.derive(
         rows, len(graph.ops), len(codes), gouts, 1 if dec.order == "breadth" else 0,
         dec.lookahead, topo, tnodes, None, _RING, Transfer, space._places,
-        Placement, _names(space), gout)
-    dec.transfers, dec.deps, dec.outs = transfers, deps, outs
+        Placement, tnames, gout, 1)
+    dec.transfers = PackedTransfers(mod, tnames, space._places, *packed)
+    dec.deps, dec.outs = deps, outs
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
     dec.c_walk = walk  # what the compiled walk reads of the order and transfers (_ccore._step_rows)
     STATS["c"] += 1
     return True
+
+
+class PackedTransfers(Sequence[Transfer]):
+    """A decode's transfers as ``_cdag.derive`` packed them (int32 rows, their core bindings
+    and names, ``derive``'s ``lazy``), made into :class:`~compiler.schedule.Transfer` values
+    (``_cdag.make_transfers``: the values the eager ``derive`` makes) when first read: a
+    sampled, pre-checked candidate reads only their names (:func:`search_space._crows.packed_rows`);
+    its codes, identity text and objects read the values (:mod:`search_space._lazy`)."""
+
+    __slots__ = ("_made", "_mod", "_packed", "names")
+
+    def __init__(self, mod: Any, tnames: list[str], places: dict[Any, Placement], rows: bytes,
+                 binds: tuple[Any, ...], names: list[str]) -> None:
+        # the module that packed them (pure Python may be forced by the time they are read),
+        # the tensor names by code and the space's placements (not the space: an unread
+        # schedule does not keep it alive)
+        self._mod = mod
+        self._packed: tuple[Any, ...] | None = (rows, binds, tnames, places)
+        self._made: list[Transfer] | None = None
+        self.names = names
+
+    def made(self) -> list[Transfer]:
+        """The Transfer values (made once)."""
+        if self._made is None:
+            assert self._packed is not None
+            rows, binds, tnames, places = self._packed
+            self._made = self._mod.make_transfers(rows, binds, self.names, tnames, Transfer, places,
+                                                  Placement)
+            self._packed = None
+        return self._made  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, i: int) -> Transfer: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Transfer]: ...
+
+    def __getitem__(self, i: int | slice) -> Transfer | list[Transfer]:
+        return self.made()[i]
+
+    def __iter__(self) -> Iterator[Transfer]:
+        return iter(self.made())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == (list(other) if isinstance(other, (list, tuple, PackedTransfers)) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.made())
 
 
 def blocks(space: Any, get: Any, lens: list[int], below: int) -> list[Any] | None:

@@ -153,7 +153,8 @@ def packed_rows(dec: Decoding, nodes: list[Node], reads: list[list[int]], packed
     if wide:
         return None
     tl = dec.transfers
-    tidx = dict(zip(map(_NAME_OF, tl), range(len(tl))))
+    names = getattr(tl, "names", None)  # packed transfers (_cderive.PackedTransfers): not made here
+    tidx = dict(zip(names if names is not None else map(_NAME_OF, tl), range(len(tl))))
     sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
                    pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=[],
                    tpack=(tpack, size_table(dec, codes), dec.batch, RING))
