@@ -32,6 +32,7 @@ from compiler.target import Target
 from search_space import Space, _build, _cderive, build_spaces
 from search_space._dims import LOOKAHEADS, MODES, ORDERS
 from search_space._order import breadth_order, depth_order
+from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
 from tests.sim.conftest import zoo_graph
 
@@ -66,6 +67,9 @@ class _Checked:
             original(dec)
             assert dec.c_order is not None, "the compiled chunk DAG did not run"
             transfers, deps, outs = derive_transfers(dec.graph, dec._drafts())
+            # packed, their names known before they are made (what the compiled walk reads)
+            assert isinstance(dec.transfers, _cderive.PackedTransfers)
+            assert dec.transfers.names == [t.name for t in transfers]
             assert dec.transfers == transfers
             for a, b in zip(dec.transfers, transfers, strict=True):  # as __init__ makes them
                 assert type(a) is type(b) and list(vars(a).items()) == list(vars(b).items())
@@ -234,6 +238,89 @@ def test_bad_tables_are_refused() -> None:
         derive(ok, [[], []], {}, {}, tensors=["x", 1])  # not a name
     with pytest.raises(TypeError):
         derive(ok, [[], []], [], {})  # known: a dict
+
+
+def test_packed_transfers_are_the_values_derive_makes() -> None:
+    """``derive(..., lazy=1)`` packs the transfers (rows, bindings, names); ``make_transfers``
+    makes the values the eager ``derive`` makes (field by field, the space's placements);
+    a bad packed row is refused."""
+    from search_space import _cdag  # type: ignore[attr-defined]
+
+    g0, g1 = ("g", "g0", 0), ("g", "g0", 1)
+    b0, b1, ring = ((0,),), ((1,),), tuple([(0,)])
+    ok = [((g0, g1), (0, 1, -1), (1,), (0,), (b0, b1))]
+    names = ["x", "y"]
+
+    def derive(known: Any, places: Any, lazy: int) -> Any:
+        return _cdag.derive(ok, 1, 2, (1, 1, 0), 0, 0, [], [[], []], known, ring, Transfer, places,
+                            Placement, names, None, lazy)
+
+    eager = derive(None, {}, 0)
+    places: dict[Any, Any] = {}
+    packed, *rest = derive(None, places, 1)
+    assert rest == list(eager[1:]) and places == {}  # nothing made yet
+    rows, binds, tnames = packed
+    assert tnames == ["concat_0", "split_0"] and binds == (b0, b0)
+    assert np.frombuffer(rows, dtype=np.int32).reshape(-1, 8).tolist() == [
+        [0, 1, 2, 1, 0, 2, 0, 1], [1, 0, 1, 2, 0, 1, 0, 2]]
+    made = _cdag.make_transfers(rows, binds, tnames, names, Transfer, places, Placement)
+    assert made == eager[0]
+    for a, b in zip(made, eager[0], strict=True):
+        assert type(a) is Transfer and list(vars(a).items()) == list(vars(b).items())
+    assert made[0].placement is places[("DDR", b0)] is made[1].placement
+    lazy = _cderive.PackedTransfers(_cdag, names, places, *packed)
+    assert len(lazy) == 2 and lazy.names == tnames and lazy == eager[0] and lazy[1] == eager[0][1]
+    assert list(lazy) == eager[0] and lazy.made() is lazy.made()  # made once
+    with pytest.raises(ValueError):
+        derive({}, {}, 1)  # packed values are not interned
+    row = list(np.frombuffer(rows, dtype=np.int32))
+
+    def remade(k: int, v: int, *, b: Any = binds, n: Any = tnames, t: Any = names) -> Any:
+        bad = row.copy()
+        bad[k] = v
+        return _cdag.make_transfers(np.array(bad, dtype=np.int32).tobytes(), b, n, t, Transfer, {},
+                                    Placement)
+
+    assert remade(0, 0) == made  # the row as it is
+    for k, v in ((0, 2), (1, 2), (1, -1), (4, -1), (5, -1), (6, -1), (7, 1 << 21), (5, 2**31 - 1)):
+        with pytest.raises(ValueError):
+            remade(k, v)
+    for kw in ({"b": (b0,)}, {"n": ["a"]}, {"t": ["x", 1]}):
+        with pytest.raises(ValueError):
+            remade(0, 0, **kw)
+    with pytest.raises(ValueError):
+        _cdag.make_transfers(rows[:-4], binds, tnames, names, Transfer, {}, Placement)
+
+
+_HOSTILE_MAKE = """
+from compiler.schedule import Placement, Transfer
+from search_space import _cdag
+from tests.search_space._child import expect
+b0 = ((0,),)
+g0, g1 = ("g", "g0", 0), ("g", "g0", 1)
+names = ["x", "y"]
+packed = _cdag.derive([((g0, g1), (0, 1, -1), (1,), (0,), (b0, b0))], 1, 2, (1, 1, 0), 0, 0, [],
+                      [[], []], None, ((0,),), Transfer, {}, Placement, names, None, 1)[0]
+rows, binds, tnames = packed
+binds, tnames = list(binds), list(tnames)
+
+def hostile(scope, bind):  # a Placement that empties every list the call was given
+    names.clear(); binds.clear(); tnames.clear()
+    return Placement(scope, bind)
+
+made = _cdag.make_transfers(rows, binds, tnames, names, Transfer, {}, hostile)
+print([(t.name, t.tensor) for t in made])
+expect(ValueError, _cdag.make_transfers, rows, binds, tnames, names, Transfer, {}, Placement)
+print("ok")
+"""
+
+
+def test_make_transfers_reads_snapshots() -> None:
+    """A Placement type that empties the caller's lists while ``make_transfers`` runs: the
+    call reads its snapshots (no crash; in a child process), then refuses the emptied lists."""
+    r = run_child(_HOSTILE_MAKE)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stdout, r.stderr[-2000:])
+    assert r.stdout.splitlines()[0] == "[('concat_0', 'y'), ('split_0', 'x')]"
 
 
 @pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
