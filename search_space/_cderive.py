@@ -35,13 +35,12 @@ The same extension reads the blocks of pass 1 from a recorder's vector
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import pairwise
 from typing import Any, overload
 
 from compiler.derive import Node, group_io
 from compiler.schedule import Placement, Transfer
 from search_space._ccore import load_extension, tensor_codes
-from search_space._cfirst import io_of
+from search_space._cfirst import ascending, io_of
 from search_space._crows import RING
 from search_space._dims import MODES
 
@@ -89,7 +88,7 @@ def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]
         if io is None:
             ops = gr.info.ops
             # group_io's, from the C analysis (search_space/_cfirst.py) when ops ascend
-            if all(a < b for a, b in pairwise(ops)):
+            if ascending(ops):
                 g_in, g_out = io_of(_load_analyse(), dec.graph, ops)
             else:
                 gio = group_io(dec.graph, ops)
