@@ -824,10 +824,30 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         Py_DECREF(key);
         if (rc) goto done;
     }
-    deps = PyDict_New();
     outs_l = PyList_New(outs.n);
-    if (!deps || !outs_l) goto done;
-    for (int i = 0; i < d.ins.n; i++) {
+    if (!outs_l) goto done;
+    if (lazy) {  /* the DAG packed (deps_of makes the dict): (node objects, int32 rows) */
+        PyObject *nl = PyTuple_New(n_nodes);
+        Py_ssize_t len = 0;
+        for (int i = 0; i < d.ins.n; i++) len += 2 + d.deps[d.ins.v[i]].n;
+        PyObject *flat = nl ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (len ? len : 1)) : NULL;
+        if (!flat) { Py_XDECREF(nl); goto done; }
+        for (int i = 0; i < n_nodes; i++) PyTuple_SET_ITEM(nl, i, Py_NewRef(node_obj[i]));
+        int *fv = (int *)PyBytes_AS_STRING(flat);
+        fv[0] = 0;  /* (an empty DAG: one unused entry) */
+        for (int i = 0; i < d.ins.n; i++) {
+            IntVec *ds = &d.deps[d.ins.v[i]];
+            *fv++ = d.ins.v[i];
+            *fv++ = ds->n;
+            for (int k = 0; k < ds->n; k++) *fv++ = ds->v[k];
+        }
+        deps = PyTuple_Pack(2, nl, flat);
+        Py_DECREF(nl); Py_DECREF(flat);
+        if (!deps) goto done;
+    } else if (!(deps = PyDict_New())) {
+        goto done;
+    }
+    for (int i = 0; i < d.ins.n && !lazy; i++) {
         int n = d.ins.v[i];
         PyObject *l = PyList_New(d.deps[n].n);
         if (!l) goto done;
@@ -959,6 +979,52 @@ static PyObject *py_make_transfers(PyObject *self, PyObject *args) {
 done:
     Py_DECREF(binds); Py_XDECREF(names); Py_XDECREF(tn);
     return out;
+}
+
+/* deps_of(nodes, packed): the chunk DAG derive(..., lazy=1) packed, as the dict the eager
+ * derive() returns (the same insertion order, the node objects given): packed is int32 rows
+ * (node, count, its dependencies), each an index into nodes. Reads a snapshot of nodes. */
+static PyObject *py_deps_of(PyObject *self, PyObject *args) {
+    PyObject *nodes_o, *packed;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OS", &nodes_o, &packed)) return NULL;
+    PyObject *nodes = PySequence_Tuple(nodes_o);
+    if (!nodes) return NULL;
+    PyObject *out = PyDict_New();
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes), len = PyBytes_GET_SIZE(packed) / (Py_ssize_t)sizeof(int);
+    if (!out) goto fail;
+    if (PyBytes_GET_SIZE(packed) % (Py_ssize_t)sizeof(int)) goto bad;
+    const char *raw = PyBytes_AS_STRING(packed);
+    Py_ssize_t i = 0;
+    int v[2];
+    while (i < len) {
+        if (len - i < 2) {
+            if (len == 1 && i == 0) break;  /* an empty DAG is packed as one unused entry */
+            goto bad;
+        }
+        memcpy(v, raw + sizeof(int) * (size_t)i, sizeof(v));
+        if (v[0] < 0 || v[0] >= n || v[1] < 0 || v[1] > len - i - 2) goto bad;
+        PyObject *l = PyList_New(v[1]);
+        if (!l) goto fail;
+        for (int k = 0; k < v[1]; k++) {
+            int x;
+            memcpy(&x, raw + sizeof(int) * (size_t)(i + 2 + k), sizeof(int));
+            if (x < 0 || x >= n) { Py_DECREF(l); goto bad; }
+            PyList_SET_ITEM(l, k, Py_NewRef(PyTuple_GET_ITEM(nodes, x)));
+        }
+        int rc = PyDict_SetItem(out, PyTuple_GET_ITEM(nodes, v[0]), l);
+        Py_DECREF(l);
+        if (rc) goto fail;
+        i += 2 + v[1];
+    }
+    Py_DECREF(nodes);
+    return out;
+bad:
+    PyErr_SetString(PyExc_ValueError, "packed chunk DAG: a bad row");
+fail:
+    Py_XDECREF(out);
+    Py_DECREF(nodes);
+    return NULL;
 }
 
 /* blocks(values, rep, active, lens, below, d_cut, d_mode, min_ops, max_ops, modes, known):
@@ -1221,6 +1287,7 @@ done:
 static PyMethodDef methods[] = {
     {"derive", py_derive, METH_VARARGS, "The transfers, chunk DAG, output nodes and order (see the file)."},
     {"make_transfers", py_make_transfers, METH_VARARGS, "The Transfer values derive(..., lazy=1) packed."},
+    {"deps_of", py_deps_of, METH_VARARGS, "The chunk DAG derive(..., lazy=1) packed, as a dict."},
     {"class_tables", py_class_tables, METH_VARARGS, "The per-graph tables of class_key (see the function)."},
     {"class_key", py_class_key, METH_VARARGS, "An op set's class key (see the function)."},
     {"blocks", py_blocks, METH_VARARGS, "read_blocks over a recorded assignment (see the function)."},

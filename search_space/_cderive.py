@@ -34,7 +34,8 @@ The same extension reads the blocks of pass 1 from a recorder's vector
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any, overload
 
 from compiler.derive import Node, group_io
@@ -150,9 +151,10 @@ def derive(dec: Decoding) -> bool:
     packed, deps, outs, order, reads, walk = mod.derive(
         rows, len(graph.ops), len(codes), gouts, 1 if dec.order == "breadth" else 0,
         dec.lookahead, topo, tnodes, None, _RING, Transfer, space._places,
-        Placement, tnames, gout, 1)
+        Placement, tnames, gout, 1)  # transfers and DAG packed (lazy)
     dec.transfers = PackedTransfers(mod, tnames, space._places, *packed)
-    dec.deps, dec.outs = deps, outs
+    dec.outs = outs
+    dec.deps_later(partial(mod.deps_of, *deps))  # the dict made when first read
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
     dec.c_walk = walk  # what the compiled walk reads of the order and transfers (_ccore._step_rows)
     STATS["c"] += 1
@@ -210,6 +212,33 @@ class PackedTransfers(Sequence[Transfer]):
 
     def __repr__(self) -> str:
         return repr(self.made())
+
+
+class Derived(Sequence[Any]):
+    """(transfers, chunk DAG, output nodes) as :func:`compiler.derive.derived` remembers them
+    beside a decoded schedule, the DAG made when first read (``make``: ``_cdag.deps_of`` of
+    what ``derive`` packed): the pre-check reads the remembered plan, not the DAG."""
+
+    __slots__ = ("_deps", "_make", "outs", "transfers")
+
+    def __init__(self, transfers: Sequence[Transfer], deps: dict[Node, list[Node]] | None,
+                 make: Callable[[], dict[Node, list[Node]]] | None, outs: list[Node]) -> None:
+        self.transfers, self._deps, self._make, self.outs = transfers, deps, make, outs
+
+    def deps(self) -> dict[Node, list[Node]]:
+        if self._deps is None:
+            assert self._make is not None
+            self._deps, self._make = self._make(), None
+        return self._deps
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, i: Any) -> Any:
+        return (self.transfers, self.deps(), self.outs)[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.transfers, self.deps(), self.outs))
 
 
 def blocks(space: Any, get: Any, lens: list[int], below: int) -> list[Any] | None:

@@ -251,14 +251,27 @@ def test_packed_transfers_are_the_values_derive_makes() -> None:
     ok = [((g0, g1), (0, 1, -1), (1,), (0,), (b0, b1))]
     names = ["x", "y"]
 
+    tnodes: list[list[Any]] = [[], []]  # the interned transfer nodes, shared by the calls
+
     def derive(known: Any, places: Any, lazy: int) -> Any:
-        return _cdag.derive(ok, 1, 2, (1, 1, 0), 0, 0, [], [[], []], known, ring, Transfer, places,
+        return _cdag.derive(ok, 1, 2, (1, 1, 0), 0, 0, [], tnodes, known, ring, Transfer, places,
                             Placement, names, None, lazy)
 
     eager = derive(None, {}, 0)
     places: dict[Any, Any] = {}
-    packed, *rest = derive(None, places, 1)
-    assert rest == list(eager[1:]) and places == {}  # nothing made yet
+    packed, dag, *rest = derive(None, places, 1)
+    assert rest == list(eager[2:]) and places == {}  # nothing made yet
+    deps = _cdag.deps_of(*dag)  # the DAG packed: the same dict, in the same insertion order
+    assert list(deps.items()) == list(eager[1].items())
+    assert all(a is b for a, b in zip(deps, eager[1], strict=True))  # the same node objects
+    nodes, flat = dag
+    assert np.frombuffer(flat, dtype=np.int32).tolist() == [2, 0, 0, 1, 2, 1, 1, 2, 3, 2, 0, 1]
+    for bad in ([2, 0, 0, 1, 2, 1, 1, 2, 3, 2, 0, 9], [2, 0, 0, 5, 3], [7, 0], [3, -1], [3, 0, 1], [0, 1, 0, 0]):
+        with pytest.raises(ValueError):
+            _cdag.deps_of(nodes, np.array(bad, dtype=np.int32).tobytes())
+    with pytest.raises(ValueError):
+        _cdag.deps_of(nodes, flat[:-1])  # not whole int32 entries
+    assert _cdag.deps_of(nodes, np.array([0], dtype=np.int32).tobytes()) == {}  # an empty DAG
     rows, binds, tnames = packed
     assert tnames == ["concat_0", "split_0"] and binds == (b0, b0)
     assert np.frombuffer(rows, dtype=np.int32).reshape(-1, 8).tolist() == [
