@@ -66,8 +66,8 @@ from search_space._cblocks import partition as partition_compiled
 from search_space._cclass import shared_info
 from search_space._ccore import _Walked, scope_walk, walk_issue
 from search_space._ccore import fits_l1 as fits_compiled
-from search_space._cderive import blocks as blocks_compiled
 from search_space._cderive import Derived
+from search_space._cderive import blocks as blocks_compiled
 from search_space._cderive import derive as derive_compiled
 from search_space._cgroups import decode_groups as groups_compiled
 from search_space._cgroups import set_reference_fit

@@ -266,7 +266,8 @@ def test_packed_transfers_are_the_values_derive_makes() -> None:
     assert all(a is b for a, b in zip(deps, eager[1], strict=True))  # the same node objects
     nodes, flat = dag
     assert np.frombuffer(flat, dtype=np.int32).tolist() == [2, 0, 0, 1, 2, 1, 1, 2, 3, 2, 0, 1]
-    for bad in ([2, 0, 0, 1, 2, 1, 1, 2, 3, 2, 0, 9], [2, 0, 0, 5, 3], [7, 0], [3, -1], [3, 0, 1], [0, 1, 0, 0]):
+    for bad in ([2, 0, 0, 1, 2, 1, 1, 2, 3, 2, 0, 9], [2, 0, 0, 5, 3], [7, 0], [3, -1], [3, 0, 1],
+                [0, 1, 0, 0]):
         with pytest.raises(ValueError):
             _cdag.deps_of(nodes, np.array(bad, dtype=np.int32).tobytes())
     with pytest.raises(ValueError):

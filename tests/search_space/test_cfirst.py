@@ -15,6 +15,7 @@ arguments are refused (ValueError) in a child process.
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -252,5 +253,5 @@ def test_ascending_is_the_pairwise_check(ops: list[int]) -> None:
     """``ascending``: every pair strictly ascends (the generator it replaced), on the empty,
     one-op, repeated and descending sets hypothesis finds."""
     t = tuple(ops)
-    assert ascending(t) == all(a < b for a, b in zip(t, t[1:], strict=False))
+    assert ascending(t) == all(a < b for a, b in pairwise(t))
     assert ascending(()) and ascending((4,)) and not ascending((1, 1)) and not ascending((2, 1))
