@@ -23,6 +23,11 @@ the ones ``derive_transfers`` makes: DDR, on the consumer chunk's cores). The
 (kind, number, tensor, factors, chunks, binding identity) answered 1-3 % of a
 decode's transfers on ResNet-50 and BERT-large (the number follows the DFS naming,
 the binding the sample) and kept up to 200,000 of them alive (issue 20, h79).
+A decode asks ``derive`` for them packed (``lazy``; issue 20, h90): int32 rows, their
+bindings and names (:class:`PackedTransfers`, made by ``_cdag.make_transfers`` when first
+read), and the chunk DAG as int32 rows (``Decoding.deps`` made by ``_cdag.deps_of`` when
+first read; :class:`Derived` remembers them beside the schedule): a sampled, pre-checked
+candidate reads the transfers' names only, and neither its transfers nor its DAG are made.
 
 The same extension reads the blocks of pass 1 from a recorder's vector
 (:func:`blocks`, ``_build.read_blocks``' loop) and computes op sets' class keys
