@@ -375,6 +375,26 @@ static PyObject *run_tuple(int first, int n) {
     return t;
 }
 
+/* The transfer type must be compiler.schedule.Transfer itself (fetched once): make_transfer
+ * makes it with object.__new__ and fills its instance dict, which on another type (one with
+ * its own layout: np.ndarray, type) crashes (review). */
+static PyObject *transfer_cls = NULL;
+
+static int check_tr_type(PyObject *tr_type) {
+    if (!transfer_cls) {
+        PyObject *mod = PyImport_ImportModule("compiler.schedule");
+        if (!mod) return -1;
+        transfer_cls = PyObject_GetAttrString(mod, "Transfer");
+        Py_DECREF(mod);
+        if (!transfer_cls) return -1;
+    }
+    if (tr_type != transfer_cls) {
+        PyErr_SetString(PyExc_TypeError, "the transfer type must be compiler.schedule.Transfer");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *make_transfer(PyObject *tr_type, PyObject *name, int kind, PyObject *tensor, int sf, int df,
                                int s0, int sn, int d0, int dn, PyObject *bind, PyObject *places,
                                PyObject *place_type, PyObject **place_slot) {
@@ -570,6 +590,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
                           &PyType_Type, &tr_type, &PyDict_Type, &places, &place_type, &PyList_Type, &tnames,
                           &gout, &lazy))
         return NULL;
+    if (check_tr_type(tr_type)) return NULL;
     if (lazy && known != Py_None) {
         PyErr_SetString(PyExc_ValueError, "packed transfers (lazy) are not interned: known must be None");
         return NULL;
@@ -946,6 +967,7 @@ static PyObject *py_make_transfers(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "SOOOO!O!O", &packed, &binds_o, &names_o, &tnames_o, &PyType_Type, &tr_type,
                           &PyDict_Type, &places, &place_type))
         return NULL;
+    if (check_tr_type(tr_type)) return NULL;
     PyObject *binds = PySequence_Tuple(binds_o), *names = NULL, *tn = NULL, *out = NULL;
     if (!binds) return NULL;
     names = PySequence_Tuple(names_o);

@@ -329,6 +329,32 @@ print("ok")
 """
 
 
+_HOSTILE_TYPE = """
+import numpy as np
+from compiler.schedule import Placement, Transfer
+from search_space import _cdag
+from tests.search_space._child import expect
+b0 = ((0,),)
+g0, g1 = ("g", "g0", 0), ("g", "g0", 1)
+args = ([((g0, g1), (0, 1, -1), (1,), (0,), (b0, b0))], 1, 2, (1, 1, 0), 0, 0, [], [[], []], None,
+        ((0,),))
+rows, binds, names = _cdag.derive(*args, Transfer, {}, Placement, ["x", "y"], None, 1)[0]
+for T in (np.ndarray, type, int, dict, Placement):  # object.__new__ would refuse or misbuild them
+    expect(TypeError, _cdag.make_transfers, rows, binds, names, ["x", "y"], T, {}, Placement)
+    expect(TypeError, _cdag.derive, *args, T, {}, Placement, ["x", "y"], None, 0)
+    expect(TypeError, _cdag.derive, *args, T, {}, Placement, ["x", "y"], None, 1)
+print("ok")
+"""
+
+
+def test_only_the_transfer_type_is_made() -> None:
+    """A transfer type other than ``compiler.schedule.Transfer`` (``np.ndarray``, ``type``:
+    ``object.__new__`` on them crashes) is refused by ``derive`` and ``make_transfers``
+    (TypeError, no crash; in a child process)."""
+    r = run_child(_HOSTILE_TYPE)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stdout, r.stderr[-2000:])
+
+
 def test_make_transfers_reads_snapshots() -> None:
     """A Placement type that empties the caller's lists while ``make_transfers`` runs: the
     call reads its snapshots (no crash; in a child process), then refuses the emptied lists."""
