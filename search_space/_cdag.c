@@ -508,6 +508,8 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
     step_at = PyList_New(NT);
     tprod = PyList_New(NT);
     if (!refs || !io || !tpack || !asks || !chunk_at || !step_at || !tprod) goto done;
+    /* (none: one unused entry, zeroed: no uninitialised bytes reach Python) */
+    if (!n_ord) memset(PyBytes_AS_STRING(refs), 0, sizeof(int) * 2);
     int *rf = (int *)PyBytes_AS_STRING(refs);
     unsigned char *iob = (unsigned char *)PyBytes_AS_STRING(io);
     int *pk = (int *)PyBytes_AS_STRING(tpack);
@@ -773,7 +775,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     transfers = PyList_New(d.n_tr);
     if (!place_of || !transfers) { if (!place_of) PyErr_NoMemory(); goto done; }
     if (lazy) {  /* packed (make_transfers builds them), with their bindings and names */
-        tr_packed = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * TR_PACK * (d.n_tr ? d.n_tr : 1));
+        tr_packed = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * TR_PACK * d.n_tr);  /* (none: b"") */
         tr_binds = PyTuple_New(d.n_tr);
         if (!tr_packed || !tr_binds) goto done;
     }
@@ -851,11 +853,10 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         PyObject *nl = PyTuple_New(n_nodes);
         Py_ssize_t len = 0;
         for (int i = 0; i < d.ins.n; i++) len += 2 + d.deps[d.ins.v[i]].n;
-        PyObject *flat = nl ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (len ? len : 1)) : NULL;
+        PyObject *flat = nl ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * len) : NULL;  /* (none: b"") */
         if (!flat) { Py_XDECREF(nl); goto done; }
         for (int i = 0; i < n_nodes; i++) PyTuple_SET_ITEM(nl, i, Py_NewRef(node_obj[i]));
         int *fv = (int *)PyBytes_AS_STRING(flat);
-        fv[0] = 0;  /* (an empty DAG: one unused entry) */
         for (int i = 0; i < d.ins.n; i++) {
             IntVec *ds = &d.deps[d.ins.v[i]];
             *fv++ = d.ins.v[i];
@@ -975,7 +976,7 @@ static PyObject *py_make_transfers(PyObject *self, PyObject *args) {
     if (!tn) goto done;
     Py_ssize_t n = PyTuple_GET_SIZE(binds), n_t = PyTuple_GET_SIZE(tn);
     if (PyTuple_GET_SIZE(names) != n
-        || PyBytes_GET_SIZE(packed) != (Py_ssize_t)sizeof(int) * TR_PACK * (n ? n : 1)) {
+        || PyBytes_GET_SIZE(packed) != (Py_ssize_t)sizeof(int) * TR_PACK * n) {
         PyErr_SetString(PyExc_ValueError, "packed transfers: a row, a binding and a name each");
         goto done;
     }
@@ -985,7 +986,8 @@ static PyObject *py_make_transfers(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         memcpy(rows, PyBytes_AS_STRING(packed) + sizeof(rows) * (size_t)i, sizeof(rows));
         int kind = rows[0], t = rows[1];
-        if ((kind != CONCAT && kind != SPLIT) || t < 0 || t >= n_t || rows[4] < 0 || rows[6] < 0
+        if ((kind != CONCAT && kind != SPLIT) || t < 0 || t >= n_t || rows[2] < 1 || rows[3] < 1
+            || rows[2] > (1 << 20) || rows[3] > (1 << 20) || rows[4] < 0 || rows[6] < 0
             || rows[5] < 0 || rows[7] < 0 || rows[5] > INT_MAX - rows[4] || rows[7] > INT_MAX - rows[6]
             || rows[5] > (1 << 20) || rows[7] > (1 << 20)) {
             PyErr_SetString(PyExc_ValueError, "packed transfers: a bad row");
@@ -1020,10 +1022,7 @@ static PyObject *py_deps_of(PyObject *self, PyObject *args) {
     Py_ssize_t i = 0;
     int v[2];
     while (i < len) {
-        if (len - i < 2) {
-            if (len == 1 && i == 0) break;  /* an empty DAG is packed as one unused entry */
-            goto bad;
-        }
+        if (len - i < 2) goto bad;  /* (an empty DAG is packed as b"") */
         memcpy(v, raw + sizeof(int) * (size_t)i, sizeof(v));
         if (v[0] < 0 || v[0] >= n || v[1] < 0 || v[1] > len - i - 2) goto bad;
         PyObject *l = PyList_New(v[1]);

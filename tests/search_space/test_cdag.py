@@ -272,7 +272,10 @@ def test_packed_transfers_are_the_values_derive_makes() -> None:
             _cdag.deps_of(nodes, np.array(bad, dtype=np.int32).tobytes())
     with pytest.raises(ValueError):
         _cdag.deps_of(nodes, flat[:-1])  # not whole int32 entries
-    assert _cdag.deps_of(nodes, np.array([0], dtype=np.int32).tobytes()) == {}  # an empty DAG
+    assert _cdag.deps_of(nodes, b"") == {}  # an empty DAG
+    for bad in ([0], [12345]):  # (one entry: not a row)
+        with pytest.raises(ValueError):
+            _cdag.deps_of(nodes, np.array(bad, dtype=np.int32).tobytes())
     rows, binds, tnames = packed
     assert tnames == ["concat_0", "split_0"] and binds == (b0, b0)
     assert np.frombuffer(rows, dtype=np.int32).reshape(-1, 8).tolist() == [
@@ -289,16 +292,23 @@ def test_packed_transfers_are_the_values_derive_makes() -> None:
         derive({}, {}, 1)  # packed values are not interned
     row = list(np.frombuffer(rows, dtype=np.int32))
 
-    def remade(k: int, v: int, *, b: Any = binds, n: Any = tnames, t: Any = names) -> Any:
+    def remade(k: int, v: int, *, b: Any = binds, n: Any = tnames, t: Any = names,
+               also: tuple[int, int] | None = None) -> Any:
         bad = row.copy()
         bad[k] = v
+        if also is not None:
+            bad[also[0]] = also[1]
         return _cdag.make_transfers(np.array(bad, dtype=np.int32).tobytes(), b, n, t, Transfer, {},
                                     Placement)
 
     assert remade(0, 0) == made  # the row as it is
-    for k, v in ((0, 2), (1, 2), (1, -1), (4, -1), (5, -1), (6, -1), (7, 1 << 21), (5, 2**31 - 1)):
+    for k, v in ((0, 2), (1, 2), (1, -1), (4, -1), (5, -1), (6, -1), (7, 1 << 21), (5, 2**31 - 1),
+                 (2, 0), (3, 0), (2, -5), (3, -5), (2, 1 << 21), (3, 1 << 21)):  # (2, 3: factors)
         with pytest.raises(ValueError):
             remade(k, v)
+    for first, run in ((4, 5), (6, 7)):  # a chunk run past the int32 range (the overflow check)
+        with pytest.raises(ValueError):
+            remade(first, 2**31 - 2, also=(run, 4))
     for kw in ({"b": (b0,)}, {"n": ["a"]}, {"t": ["x", 1]}):
         with pytest.raises(ValueError):
             remade(0, 0, **kw)
@@ -345,6 +355,22 @@ for T in (np.ndarray, type, int, dict, Placement):  # object.__new__ would refus
     expect(TypeError, _cdag.derive, *args, T, {}, Placement, ["x", "y"], None, 1)
 print("ok")
 """
+
+
+def test_no_transfers_packed_empty() -> None:
+    """A decode without transfers packs none: zero-length rows (no uninitialised bytes), no
+    bindings, no names; ``make_transfers`` makes an empty list of them."""
+    from search_space import _cdag  # type: ignore[attr-defined]
+
+    b0, g0 = ((0,),), ("g", "g0", 0)
+    (rows, binds, tnames), (nodes, flat), *_ = _cdag.derive(
+        [((g0,), (0, 1, -1), (1,), (0,), (b0,))], 1, 2, (1, 1, 0), 0, 0, [], [[], []], None, ((0,),),
+        Transfer, {}, Placement, ["x", "y"], None, 1)
+    assert (rows, binds, tnames) == (b"", (), [])
+    assert _cdag.make_transfers(rows, binds, tnames, ["x", "y"], Transfer, {}, Placement) == []
+    assert _cdag.deps_of(nodes, flat) == {g0: []}
+    with pytest.raises(ValueError):
+        _cdag.make_transfers(bytes(32), binds, tnames, ["x", "y"], Transfer, {}, Placement)
 
 
 def test_only_the_transfer_type_is_made() -> None:
