@@ -465,3 +465,36 @@ def test_bad_block_tables_are_refused() -> None:
         blocks([0, 0, 1], [1, -1], [1], [0, 2])  # a negative length
     with pytest.raises(TypeError):
         blocks((0, 0, 1), [1, 1], [1], [0, 2])  # values: a list
+
+
+@pytest.mark.parametrize("key", ["resnet18", "bert_base", "mobilenet_v2"])
+def test_transfers_and_dag_read_late(key: str) -> None:
+    """A sampled candidate (walked and pre-checked: its transfers and DAG still packed) read
+    late, after its schedule is built: what :func:`compiler.derive.derived` remembers (made
+    by ``make_transfers`` and ``deps_of`` only now) equals ``derive_transfers`` of the
+    schedule's groups (values field by field, the DAG in its insertion order, the outputs)."""
+    from compiler.derive import derived
+    from compiler.memo import peek_memo
+    from search_space import build_space
+
+    space = build_space(zoo_graph(key, 1, **SMALL_OPTIONS[key]), Target.default())
+    rng = np.random.default_rng(3)
+    unmade = 0
+    for _ in range(12):
+        s = space.sample(rng)
+        graph = space.graph_for(s.batch)
+        memo = peek_memo(s)
+        assert memo is not None
+        d = memo[("derived", id(graph))][1]
+        assert isinstance(d, _cderive.Derived)
+        transfers = d.transfers
+        assert isinstance(transfers, _cderive.PackedTransfers)
+        unmade += d._deps is None and transfers._made is None
+        assert s.order and s.groups  # the schedule built (its transfers read)
+        tr, deps, outs = derived(graph, s)
+        want, wdeps, wouts = derive_transfers(graph, s.groups)
+        assert tr == want
+        for a, b in zip(tr, want, strict=True):
+            assert type(a) is Transfer and list(vars(a).items()) == list(vars(b).items())
+        assert list(deps.items()) == list(wdeps.items()) and outs == wouts
+    assert unmade  # some were read late (made only by this reading)
