@@ -66,7 +66,7 @@ from search_space._cblocks import partition as partition_compiled
 from search_space._cclass import shared_info
 from search_space._ccore import _Walked, scope_walk, walk_issue
 from search_space._ccore import fits_l1 as fits_compiled
-from search_space._cderive import Derived
+from search_space._cderive import Derived, PackedTransfers
 from search_space._cderive import blocks as blocks_compiled
 from search_space._cderive import derive as derive_compiled
 from search_space._cgroups import decode_groups as groups_compiled
@@ -372,7 +372,7 @@ class Decoding:
         self.waves = False  # whether the groups' waves are set (by the compiled group loop)
         # filled by derive() and start_walk()
         self.draft: list[GroupSpec] = []
-        self.transfers: list[Transfer] = []
+        self.transfers: list[Transfer] | PackedTransfers = []
         self._by_tname: dict[str, Transfer] | None = {}  # transfer_by_name once made
         self._deps: dict[Node, list[Node]] | None = {}  # the chunk DAG (deps), once made
         self._deps_make: Callable[[], dict[Node, list[Node]]] | None = None

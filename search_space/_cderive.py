@@ -171,7 +171,8 @@ class PackedTransfers(Sequence[Transfer]):
     and names, ``derive``'s ``lazy``), made into :class:`~compiler.schedule.Transfer` values
     (``_cdag.make_transfers``: the values the eager ``derive`` makes) when first read: a
     sampled, pre-checked candidate reads only their names (:func:`search_space._crows.packed_rows`);
-    its codes, identity text and objects read the values (:mod:`search_space._lazy`)."""
+    its codes, identity text and objects read the values (:mod:`search_space._lazy`).
+    Equal to the list of those values (not to a tuple); pickled and copied as that list."""
 
     __slots__ = ("_made", "_mod", "_packed", "names")
 
@@ -211,9 +212,16 @@ class PackedTransfers(Sequence[Transfer]):
         return iter(self.made())
 
     def __eq__(self, other: object) -> bool:
-        return list(self) == (list(other) if isinstance(other, (list, tuple, PackedTransfers)) else other)
+        # as the list the eager derive makes: equal to such a list (not a tuple)
+        if isinstance(other, PackedTransfers):
+            return self.made() == other.made()
+        return self.made() == other if isinstance(other, list) else NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled and copied (copy, deepcopy) as that list: the module is not pickled
+        return (list, (self.made(),))
 
     def __repr__(self) -> str:
         return repr(self.made())

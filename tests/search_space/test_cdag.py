@@ -13,7 +13,9 @@ Python (scopes, memory plans, verdicts) are compared in ``test_ccore.py``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -288,6 +290,10 @@ def test_packed_transfers_are_the_values_derive_makes() -> None:
     lazy = _cderive.PackedTransfers(_cdag, names, places, *packed)
     assert len(lazy) == 2 and lazy.names == tnames and lazy == eager[0] and lazy[1] == eager[0][1]
     assert list(lazy) == eager[0] and lazy.made() is lazy.made()  # made once
+    assert lazy != tuple(eager[0]) and lazy != tuple(lazy)  # as a list: not equal to a tuple
+    assert lazy == _cderive.PackedTransfers(_cdag, names, places, *packed)
+    for copied in (pickle.loads(pickle.dumps(lazy)), copy.deepcopy(lazy), copy.copy(lazy)):
+        assert type(copied) is list and copied == eager[0]  # pickled and copied as the list
     with pytest.raises(ValueError):
         derive({}, {}, 1)  # packed values are not interned
     row = list(np.frombuffer(rows, dtype=np.int32))
