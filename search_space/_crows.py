@@ -66,8 +66,12 @@ class _StepRows:
 
 def step_names(refs: bytes, names: list[tuple[str, ...]], n: int) -> list[tuple[str, ...] | None]:
     """Per step of ``refs`` (``_StepRows.refs``: (group, chunk) or (-1 - transfer, 0) as
-    int32 pairs) its group's streamable inputs, None for a transfer; the first ``n`` steps."""
-    return [names[g] if g >= 0 else None for g in memoryview(refs).cast("i")[0:2 * n:2].tolist()]
+    int32 pairs) its group's streamable inputs, None for a transfer; the first ``n`` steps
+    (ValueError when ``refs`` holds fewer: not a shorter list)."""
+    ints = memoryview(refs).cast("i")
+    if not 0 <= n <= len(ints) // 2:
+        raise ValueError(f"packed step references: {len(ints) // 2} steps, {n} asked")
+    return [names[g] if g >= 0 else None for g in ints[0:2 * n:2].tolist()]
 
 
 class _ScopeDims(Mapping[Node, int]):

@@ -55,3 +55,8 @@ def test_step_names_read_the_packed_references() -> None:
     assert step_names(refs, names, 5) == [("b", "c"), None, ("a",), (), None]
     assert step_names(refs, names, 3) == [("b", "c"), None, ("a",)]
     assert step_names(refs, names, 0) == []
+    for n in (6, -1):  # more steps than packed (the list was shortened), or fewer than none
+        with pytest.raises(ValueError):
+            step_names(refs, names, n)
+    with pytest.raises(ValueError):
+        step_names(refs[:-4], names, 5)  # half a pair short
