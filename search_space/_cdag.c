@@ -464,7 +464,7 @@ fail:
 enum { TPACK = 6 };
 /* derive(..., lazy=1)'s packed transfers: per transfer int32 (kind, tensor code, src factor,
  * dst factor, first src chunk, src chunks, first dst chunk, dst chunks), in final order */
-enum { TR_PACK = 8 };
+enum { TR_PACK = 8, MAX_RUNS = 1 << 21 };  /* (MAX_RUNS: make_transfers' chunk entries in all) */
 
 static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord, const int *pos,
                             const int *tat, const IntVec *outs) {
@@ -981,8 +981,9 @@ static PyObject *py_make_transfers(PyObject *self, PyObject *args) {
         goto done;
     }
     int rows[TR_PACK];
-    out = PyList_New(n);
-    if (!out) goto done;
+    /* every row checked before any is made; the chunk runs of all rows together at most
+     * MAX_RUNS entries (a small hostile buffer must not ask for gigabytes: review) */
+    long long runs = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         memcpy(rows, PyBytes_AS_STRING(packed) + sizeof(rows) * (size_t)i, sizeof(rows));
         int kind = rows[0], t = rows[1];
@@ -991,9 +992,19 @@ static PyObject *py_make_transfers(PyObject *self, PyObject *args) {
             || rows[5] < 0 || rows[7] < 0 || rows[5] > INT_MAX - rows[4] || rows[7] > INT_MAX - rows[6]
             || rows[5] > (1 << 20) || rows[7] > (1 << 20)) {
             PyErr_SetString(PyExc_ValueError, "packed transfers: a bad row");
-            Py_CLEAR(out);
             goto done;
         }
+        runs += (long long)rows[5] + rows[7];
+    }
+    if (runs > MAX_RUNS) {
+        PyErr_SetString(PyExc_ValueError, "packed transfers: too many chunks in all");
+        goto done;
+    }
+    out = PyList_New(n);
+    if (!out) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        memcpy(rows, PyBytes_AS_STRING(packed) + sizeof(rows) * (size_t)i, sizeof(rows));
+        int kind = rows[0], t = rows[1];
         PyObject *tr = make_transfer(tr_type, PyTuple_GET_ITEM(names, i), kind, PyTuple_GET_ITEM(tn, t),
                                      rows[2], rows[3], rows[4], rows[5], rows[6], rows[7],
                                      PyTuple_GET_ITEM(binds, i), places, place_type, NULL);

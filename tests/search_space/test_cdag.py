@@ -315,6 +315,10 @@ def test_packed_transfers_are_the_values_derive_makes() -> None:
     for first, run in ((4, 5), (6, 7)):  # a chunk run past the int32 range (the overflow check)
         with pytest.raises(ValueError):
             remade(first, 2**31 - 2, also=(run, 4))
+    big = np.array(row, dtype=np.int32).reshape(2, 8)
+    big[:, [4, 6]], big[:, [5, 7]] = 0, 1 << 20  # each row within its cap, all 4 Mi chunks
+    with pytest.raises(ValueError):  # a total cap (2 Mi): a small buffer asks for no more
+        _cdag.make_transfers(big.tobytes(), binds, tnames, names, Transfer, {}, Placement)
     for kw in ({"b": (b0,)}, {"n": ["a"]}, {"t": ["x", 1]}):
         with pytest.raises(ValueError):
             remade(0, 0, **kw)
