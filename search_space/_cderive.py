@@ -159,11 +159,28 @@ def derive(dec: Decoding) -> bool:
         Placement, tnames, gout, 1)  # transfers and DAG packed (lazy)
     dec.transfers = PackedTransfers(mod, tnames, space._places, *packed)
     dec.outs = outs
-    dec.deps_later(partial(mod.deps_of, *deps))  # the dict made when first read
+    dec.deps_later(_Once(partial(mod.deps_of, *deps)))  # the dict made when first read
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
     dec.c_walk = walk  # what the compiled walk reads of the order and transfers (_ccore._step_rows)
     STATS["c"] += 1
     return True
+
+
+class _Once:
+    """The chunk DAG's maker, shared by a decode and the :class:`Derived` its schedule
+    remembers: the dict made once, by whichever reads it first."""
+
+    __slots__ = ("_made", "_make")
+
+    def __init__(self, make: Callable[[], dict[Node, list[Node]]]) -> None:
+        self._make: Callable[[], dict[Node, list[Node]]] | None = make
+        self._made: dict[Node, list[Node]] | None = None
+
+    def __call__(self) -> dict[Node, list[Node]]:
+        if self._made is None:
+            assert self._make is not None
+            self._made, self._make = self._make(), None
+        return self._made
 
 
 class PackedTransfers(Sequence[Transfer]):

@@ -508,3 +508,33 @@ def test_transfers_and_dag_read_late(key: str) -> None:
             assert type(a) is Transfer and list(vars(a).items()) == list(vars(b).items())
         assert list(deps.items()) == list(wdeps.items()) and outs == wouts
     assert unmade  # some were read late (made only by this reading)
+
+
+@pytest.mark.parametrize("first", ["decode", "schedule"])
+def test_dag_made_once(first: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode and the schedule it made share the packed DAG's maker: whichever reads the
+    DAG first makes it, the other reads the same dict (it was made twice)."""
+    from compiler.memo import peek_memo
+    from search_space import build_space
+
+    made: list[_build.Decoding] = []
+    schedule = _build.Decoding.schedule
+
+    def keep(dec: _build.Decoding) -> Any:
+        made.append(dec)
+        return schedule(dec)
+
+    monkeypatch.setattr(_build.Decoding, "schedule", keep)
+    space = build_space(zoo_graph("resnet18", 1, **SMALL_OPTIONS["resnet18"]), Target.default())
+    rng = np.random.default_rng(4)
+    for _ in range(4):
+        s = space.sample(rng)
+        dec = made[-1]
+        memo = peek_memo(s)
+        assert memo is not None
+        d = memo[("derived", id(space.graph_for(s.batch)))][1]
+        assert isinstance(d, _cderive.Derived) and d._deps is None and dec._deps is None
+        if first == "decode":
+            assert dec.deps is d.deps()
+        else:
+            assert d.deps() is dec.deps
