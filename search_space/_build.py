@@ -66,6 +66,7 @@ from search_space._cblocks import partition as partition_compiled
 from search_space._cclass import shared_info
 from search_space._ccore import _Walked, scope_walk, walk_issue
 from search_space._ccore import fits_l1 as fits_compiled
+from search_space._cderive import Derived, PackedTransfers
 from search_space._cderive import blocks as blocks_compiled
 from search_space._cderive import derive as derive_compiled
 from search_space._cgroups import decode_groups as groups_compiled
@@ -371,9 +372,10 @@ class Decoding:
         self.waves = False  # whether the groups' waves are set (by the compiled group loop)
         # filled by derive() and start_walk()
         self.draft: list[GroupSpec] = []
-        self.transfers: list[Transfer] = []
-        self.transfer_by_name: dict[str, Transfer] = {}
-        self.deps: dict[Node, list[Node]] = {}
+        self.transfers: list[Transfer] | PackedTransfers = []
+        self._by_tname: dict[str, Transfer] | None = {}  # transfer_by_name once made
+        self._deps: dict[Node, list[Node]] | None = {}  # the chunk DAG (deps), once made
+        self._deps_make: Callable[[], dict[Node, list[Node]]] | None = None
         self.outs: list[Node] = []
         self.fixed: set[str] = set()
         self.nodes: list[Node] = []
@@ -513,8 +515,35 @@ class Decoding:
         self.c_order = self.c_walk = None
         if not derive_compiled(self):  # the same in C (search_space/_cderive.py), with the order
             self.transfers, self.deps, self.outs = derive_transfers(self.graph, self._drafts())
-        self.transfer_by_name = {t.name: t for t in self.transfers}
+        self._by_tname = None  # transfer_by_name, made when first read
         self.fixed = {nd[1] for nd in self.outs if nd[0] == "t"}
+
+    @property
+    def deps(self) -> dict[Node, list[Node]]:
+        """The chunk DAG: each node's dependencies (made when first read when the compiled
+        derive packed it, :meth:`deps_later`)."""
+        found = self._deps
+        if found is None:
+            assert self._deps_make is not None
+            found, self._deps_make = self._deps_make(), None
+            self._deps = found
+        return found
+
+    @deps.setter
+    def deps(self, value: dict[Node, list[Node]]) -> None:
+        self._deps, self._deps_make = value, None
+
+    def deps_later(self, make: Callable[[], dict[Node, list[Node]]]) -> None:
+        """The chunk DAG is ``make()``, called when it is first read."""
+        self._deps, self._deps_make = None, make
+
+    @property
+    def transfer_by_name(self) -> dict[str, Transfer]:
+        """The transfers by name (made when first read: a decode that fits never reads it)."""
+        found = self._by_tname
+        if found is None:
+            found = self._by_tname = {t.name: t for t in self.transfers}
+        return found
 
     def compiled_order(self) -> list[Node] | None:
         """The order derive() computed in C, if it is for the current order and look-ahead
@@ -755,8 +784,9 @@ class Decoding:
                                   Decoded(it, self.batch, self.groups, self.transfers,
                                           self.nodes, scopes, at))
         # derived once and walked once: validation and the pre-check reuse both
-        memo_of(s, limit=8)[("derived", id(self.graph))] = (self.graph,
-                                                            (self.transfers, self.deps, self.outs))
+        # (the DAG made when first read: Derived)
+        memo_of(s, limit=8)[("derived", id(self.graph))] = (
+            self.graph, Derived(self.transfers, self._deps, self._deps_make, self.outs))
         remember_plan(self.graph, s, space.target, walk.plan())
         return s
 

@@ -28,14 +28,13 @@ and the same-seed check compare the two.
 
 from __future__ import annotations
 
-from itertools import pairwise
 from typing import Any
 
 from compiler.footprint import sample_bytes
 from compiler.graph import Graph
 from compiler.opshape import op_shapes
 from search_space._ccore import available, load_extension
-from search_space._cfirst import first_info, graph_csr
+from search_space._cfirst import ascending, first_info, graph_csr
 from search_space._structure import GroupInfo, group_info
 
 Space = Any  # a search_space._build.SpaceLike (importing _build back would close a circle)
@@ -136,7 +135,7 @@ def shared_info(space: Space, graph: Graph, batch: int, ops: tuple[int, ...]) ->
     """The facts of op set ``ops`` (``graph`` sized in the target's compute type): with the
     compiled core, taken from an alike op set's where one is known (its ``shared`` caches
     too); else, or for the first of its class, :func:`search_space._structure.group_info`."""
-    if not available() or any(a >= b for a, b in pairwise(ops)):
+    if not available() or not ascending(ops):
         return group_info(graph, ops)
     classes = _classes(space, graph, batch)
     if classes.tables is not None:  # the same key in C

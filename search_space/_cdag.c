@@ -356,7 +356,14 @@ static const char *TR_FIELDS[8] = {"name", "kind", "tensor", "src_factor", "dst_
                                    "dst_chunks", "placement"};
 static PyObject *tr_field[8], *kind_str[2], *ddr_str;  /* interned once (module init) */
 
+/* the chunk runs (first .. first + n - 1) of small transfers, made once per process and
+ * shared by every Transfer that has them (tuples of ints: immutable, compared by value) */
+enum { RUN_MAX = 64 };
+static PyObject *run_cache[RUN_MAX][RUN_MAX + 1];
+
 static PyObject *run_tuple(int first, int n) {
+    int cached = first >= 0 && first < RUN_MAX && n >= 0 && n <= RUN_MAX;
+    if (cached && run_cache[first][n]) return Py_NewRef(run_cache[first][n]);
     PyObject *t = PyTuple_New(n);
     if (!t) return NULL;
     for (int k = 0; k < n; k++) {
@@ -364,24 +371,51 @@ static PyObject *run_tuple(int first, int n) {
         if (!x) { Py_DECREF(t); return NULL; }
         PyTuple_SET_ITEM(t, k, x);
     }
+    if (cached) run_cache[first][n] = Py_NewRef(t);
     return t;
+}
+
+/* The transfer type must be compiler.schedule.Transfer itself (fetched once): make_transfer
+ * makes it with object.__new__ and fills its instance dict, which on another type (one with
+ * its own layout: np.ndarray, type) crashes (review). */
+static PyObject *transfer_cls = NULL;
+
+static int check_tr_type(PyObject *tr_type) {
+    if (!transfer_cls) {
+        PyObject *mod = PyImport_ImportModule("compiler.schedule");
+        if (!mod) return -1;
+        transfer_cls = PyObject_GetAttrString(mod, "Transfer");
+        Py_DECREF(mod);
+        if (!transfer_cls) return -1;
+    }
+    if (tr_type != transfer_cls) {
+        PyErr_SetString(PyExc_TypeError, "the transfer type must be compiler.schedule.Transfer");
+        return -1;
+    }
+    return 0;
 }
 
 static PyObject *make_transfer(PyObject *tr_type, PyObject *name, int kind, PyObject *tensor, int sf, int df,
                                int s0, int sn, int d0, int dn, PyObject *bind, PyObject *places,
-                               PyObject *place_type) {
+                               PyObject *place_type, PyObject **place_slot) {
     PyObject *vals[8] = {NULL};
     PyObject *obj = NULL, *dict = NULL, *pkey = NULL, *empty = NULL;
     if (!PyUnicode_Check(tensor)) { PyErr_SetString(PyExc_ValueError, "a tensor name expected"); return NULL; }
-    pkey = PyTuple_Pack(2, ddr_str, bind);
-    if (!pkey) return NULL;
-    PyObject *place = PyDict_GetItemWithError(places, pkey);
-    if (place) {
+    PyObject *place = place_slot ? *place_slot : NULL;
+    if (place) {  /* this binding's placement, found by an earlier transfer of the call */
         Py_INCREF(place);
     } else {
-        if (PyErr_Occurred()) goto fail;
-        place = PyObject_CallFunctionObjArgs(place_type, ddr_str, bind, NULL);
-        if (!place || PyDict_SetItem(places, pkey, place)) { Py_XDECREF(place); goto fail; }
+        pkey = PyTuple_Pack(2, ddr_str, bind);
+        if (!pkey) return NULL;
+        place = PyDict_GetItemWithError(places, pkey);
+        if (place) {
+            Py_INCREF(place);
+        } else {
+            if (PyErr_Occurred()) goto fail;
+            place = PyObject_CallFunctionObjArgs(place_type, ddr_str, bind, NULL);
+            if (!place || PyDict_SetItem(places, pkey, place)) { Py_XDECREF(place); goto fail; }
+        }
+        if (place_slot) *place_slot = Py_NewRef(place);
     }
     vals[7] = place;
     Py_INCREF(name); vals[0] = name;
@@ -406,7 +440,7 @@ static PyObject *make_transfer(PyObject *tr_type, PyObject *name, int kind, PyOb
         if (PyDict_SetItem(dict, tr_field[k], vals[k])) goto fail;
     Py_DECREF(dict);
     Py_DECREF(empty);
-    Py_DECREF(pkey);
+    Py_XDECREF(pkey);
     for (int k = 0; k < 8; k++) Py_DECREF(vals[k]);
     return obj;
 fail:
@@ -428,6 +462,9 @@ fail:
  * (tensor code, dst factor, first dst chunk, dst chunks, binding group, binding chunk; group
  * -1: the ring), in the transfers' final order. */
 enum { TPACK = 6 };
+/* derive(..., lazy=1)'s packed transfers: per transfer int32 (kind, tensor code, src factor,
+ * dst factor, first src chunk, src chunks, first dst chunk, dst chunks), in final order */
+enum { TR_PACK = 8, MAX_RUNS = 1 << 21 };  /* (MAX_RUNS: make_transfers' chunk entries in all) */
 
 static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord, const int *pos,
                             const int *tat, const IntVec *outs) {
@@ -471,6 +508,8 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
     step_at = PyList_New(NT);
     tprod = PyList_New(NT);
     if (!refs || !io || !tpack || !asks || !chunk_at || !step_at || !tprod) goto done;
+    /* (none: one unused entry, zeroed: no uninitialised bytes reach Python) */
+    if (!n_ord) memset(PyBytes_AS_STRING(refs), 0, sizeof(int) * 2);
     int *rf = (int *)PyBytes_AS_STRING(refs);
     unsigned char *iob = (unsigned char *)PyBytes_AS_STRING(io);
     int *pk = (int *)PyBytes_AS_STRING(tpack);
@@ -546,13 +585,18 @@ done:
 static PyObject *py_derive(PyObject *self, PyObject *args) {
     PyObject *groups, *gouts, *topo_obj, *tnodes, *known, *ring, *tr_type, *places, *place_type, *tnames;
     PyObject *gout = Py_None;
-    int n_ops, n_tensors, order, lookahead;
+    int n_ops, n_tensors, order, lookahead, lazy = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OiiOiiOO!OOO!O!OO!|O", &groups, &n_ops, &n_tensors, &gouts, &order,
+    if (!PyArg_ParseTuple(args, "OiiOiiOO!OOO!O!OO!|Oi", &groups, &n_ops, &n_tensors, &gouts, &order,
                           &lookahead, &topo_obj, &PyList_Type, &tnodes, &known, &ring,
                           &PyType_Type, &tr_type, &PyDict_Type, &places, &place_type, &PyList_Type, &tnames,
-                          &gout))
+                          &gout, &lazy))
         return NULL;
+    if (check_tr_type(tr_type)) return NULL;
+    if (lazy && known != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "packed transfers (lazy) are not interned: known must be None");
+        return NULL;
+    }
     if (known != Py_None && !PyDict_Check(known)) {
         PyErr_SetString(PyExc_TypeError, "known: a dict of transfers by key, or None");
         return NULL;
@@ -582,12 +626,13 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     if (!keep) { Py_DECREF(gs); Py_DECREF(tn); return NULL; }
     PyObject *go = NULL, *tp = NULL, *result = NULL;
     PyObject *transfers = NULL, *deps = NULL, *outs_l = NULL, *ord_l = NULL, *reads_l = NULL;
+    PyObject **place_of = NULL;  /* owned: per chunk node its binding's Placement */
     PyObject **node_obj = NULL;  /* borrowed: the groups' node tuples and the interned transfer nodes */
     PyObject **gin = NULL, **gbinds = NULL;
     IntVec *in_codes = NULL;
     IntVec out_codes = {0, 0, NULL}, outs = {0, 0, NULL}, go_codes = {0, 0, NULL};
     int *order_v = NULL, *num = NULL, *pos = NULL, *topo = NULL, *tat = NULL;
-    PyObject *walk = NULL;
+    PyObject *walk = NULL, *tr_packed = NULL, *tr_binds = NULL;
     int n_nodes = 0;
     D d;
     memset(&d, 0, sizeof(d));
@@ -724,8 +769,16 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         PyObject *nodes = PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(gs, g), 0);
         for (int c = 0; c < d.split[g]; c++) node_obj[d.gbase[g] + c] = PyTuple_GET_ITEM(nodes, c);
     }
+    /* per chunk node (and the ring, last) its binding's Placement once found: the space's
+     * places dict is asked once per binding, not once per transfer */
+    place_of = alloc_n(d.n_group_nodes + 1, sizeof(PyObject *));
     transfers = PyList_New(d.n_tr);
-    if (!transfers) goto done;
+    if (!place_of || !transfers) { if (!place_of) PyErr_NoMemory(); goto done; }
+    if (lazy) {  /* packed (make_transfers builds them), with their bindings and names */
+        tr_packed = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * TR_PACK * d.n_tr);  /* (none: b"") */
+        tr_binds = PyTuple_New(d.n_tr);
+        if (!tr_packed || !tr_binds) goto done;
+    }
     for (int i = 0; i < d.n_tr; i++) {
         Tr *tr = &d.tr[i];
         const char *kind = tr->kind == CONCAT ? "concat" : "split";
@@ -741,17 +794,27 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         tat[i] = at;
         int s0 = tr->src.n ? tr->src.v[0] : 0, d0 = tr->dst.n ? tr->dst.v[0] : 0;
         PyObject *bind = ring;
+        PyObject **slot = &place_of[d.n_group_nodes];
         if (tr->bind_g >= 0) {
             if (tr->bind_c < 0 || tr->bind_c >= d.split[tr->bind_g]) {
                 PyErr_SetString(PyExc_ValueError, "bad binding");
                 goto done;
             }
             bind = PyTuple_GET_ITEM(gbinds[tr->bind_g], tr->bind_c);
+            slot = &place_of[d.gbase[tr->bind_g] + tr->bind_c];
+        }
+        if (lazy) {
+            int *row = (int *)PyBytes_AS_STRING(tr_packed) + (size_t)TR_PACK * (size_t)at;
+            row[0] = tr->kind; row[1] = tr->tensor; row[2] = tr->sf; row[3] = tr->df;
+            row[4] = s0; row[5] = tr->src.n; row[6] = d0; row[7] = tr->dst.n;
+            PyTuple_SET_ITEM(tr_binds, at, Py_NewRef(bind));
+            PyList_SET_ITEM(transfers, at, Py_NewRef(PyTuple_GET_ITEM(node, 1)));  /* its name */
+            continue;
         }
         if (known == Py_None) {  /* not interned: a new value */
             PyObject *t = make_transfer(tr_type, PyTuple_GET_ITEM(node, 1), tr->kind,
                                         PyTuple_GET_ITEM(tn, tr->tensor), tr->sf, tr->df, s0, tr->src.n,
-                                        d0, tr->dst.n, bind, places, place_type);
+                                        d0, tr->dst.n, bind, places, place_type, slot);
             if (!t) goto done;
             PyList_SET_ITEM(transfers, at, t);
             continue;
@@ -776,17 +839,37 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         }
         if (PyErr_Occurred()) { Py_DECREF(key); goto done; }
         PyObject *t = make_transfer(tr_type, PyTuple_GET_ITEM(node, 1), tr->kind, PyTuple_GET_ITEM(tn, tr->tensor),
-                                    tr->sf, tr->df, s0, tr->src.n, d0, tr->dst.n, bind, places, place_type);
+                                    tr->sf, tr->df, s0, tr->src.n, d0, tr->dst.n, bind, places, place_type,
+                                    slot);
         if (!t) { Py_DECREF(key); goto done; }
         PyList_SET_ITEM(transfers, at, t);
         int rc = PyDict_SetItem(known, key, t);
         Py_DECREF(key);
         if (rc) goto done;
     }
-    deps = PyDict_New();
     outs_l = PyList_New(outs.n);
-    if (!deps || !outs_l) goto done;
-    for (int i = 0; i < d.ins.n; i++) {
+    if (!outs_l) goto done;
+    if (lazy) {  /* the DAG packed (deps_of makes the dict): (node objects, int32 rows) */
+        PyObject *nl = PyTuple_New(n_nodes);
+        Py_ssize_t len = 0;
+        for (int i = 0; i < d.ins.n; i++) len += 2 + d.deps[d.ins.v[i]].n;
+        PyObject *flat = nl ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * len) : NULL;  /* (none: b"") */
+        if (!flat) { Py_XDECREF(nl); goto done; }
+        for (int i = 0; i < n_nodes; i++) PyTuple_SET_ITEM(nl, i, Py_NewRef(node_obj[i]));
+        int *fv = (int *)PyBytes_AS_STRING(flat);
+        for (int i = 0; i < d.ins.n; i++) {
+            IntVec *ds = &d.deps[d.ins.v[i]];
+            *fv++ = d.ins.v[i];
+            *fv++ = ds->n;
+            for (int k = 0; k < ds->n; k++) *fv++ = ds->v[k];
+        }
+        deps = PyTuple_Pack(2, nl, flat);
+        Py_DECREF(nl); Py_DECREF(flat);
+        if (!deps) goto done;
+    } else if (!(deps = PyDict_New())) {
+        goto done;
+    }
+    for (int i = 0; i < d.ins.n && !lazy; i++) {
         int n = d.ins.v[i];
         PyObject *l = PyList_New(d.deps[n].n);
         if (!l) goto done;
@@ -841,6 +924,11 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
             PyList_SET_ITEM(l, k, x);
         }
     }
+    if (lazy) {  /* in the transfers' place: (packed rows, bindings, names) */
+        PyObject *packed = PyTuple_Pack(3, tr_packed, tr_binds, transfers);
+        if (!packed) goto done;
+        Py_SETREF(transfers, packed);
+    }
     if (gout != Py_None) {
         walk = walk_index(&d, gout, order_v, n_ord, pos, tat, &outs);
         if (!walk) goto done;
@@ -850,6 +938,9 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     }
 done:
     Py_XDECREF(walk);
+    Py_XDECREF(tr_packed); Py_XDECREF(tr_binds);
+    if (place_of) for (int i = 0; i <= d.n_group_nodes; i++) Py_XDECREF(place_of[i]);
+    free(place_of);
     free(tat);
     Py_XDECREF(transfers); Py_XDECREF(deps); Py_XDECREF(outs_l); Py_XDECREF(ord_l);
     Py_XDECREF(reads_l);
@@ -864,6 +955,108 @@ done:
     Py_DECREF(gs); Py_DECREF(tn); Py_DECREF(keep);
     free_d(&d);
     return result;
+}
+
+/* make_transfers(packed, binds, names, tnames, tr_type, places, place_type): the Transfer
+ * values derive(..., lazy=1) packed, made as derive() makes them (make_transfer): per
+ * transfer its packed row (TR_PACK int32), its core binding and its name; tnames the
+ * tensor names by code. Reads snapshots (tuples) of the caller's sequences: a Placement
+ * made here runs Python, which must not free what is still read. */
+static PyObject *py_make_transfers(PyObject *self, PyObject *args) {
+    PyObject *packed, *binds_o, *names_o, *tnames_o, *tr_type, *places, *place_type;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "SOOOO!O!O", &packed, &binds_o, &names_o, &tnames_o, &PyType_Type, &tr_type,
+                          &PyDict_Type, &places, &place_type))
+        return NULL;
+    if (check_tr_type(tr_type)) return NULL;
+    PyObject *binds = PySequence_Tuple(binds_o), *names = NULL, *tn = NULL, *out = NULL;
+    if (!binds) return NULL;
+    names = PySequence_Tuple(names_o);
+    tn = names ? PySequence_Tuple(tnames_o) : NULL;
+    if (!tn) goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(binds), n_t = PyTuple_GET_SIZE(tn);
+    if (PyTuple_GET_SIZE(names) != n
+        || PyBytes_GET_SIZE(packed) != (Py_ssize_t)sizeof(int) * TR_PACK * n) {
+        PyErr_SetString(PyExc_ValueError, "packed transfers: a row, a binding and a name each");
+        goto done;
+    }
+    int rows[TR_PACK];
+    /* every row checked before any is made; the chunk runs of all rows together at most
+     * MAX_RUNS entries (a small hostile buffer must not ask for gigabytes: review) */
+    long long runs = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        memcpy(rows, PyBytes_AS_STRING(packed) + sizeof(rows) * (size_t)i, sizeof(rows));
+        int kind = rows[0], t = rows[1];
+        if ((kind != CONCAT && kind != SPLIT) || t < 0 || t >= n_t || rows[2] < 1 || rows[3] < 1
+            || rows[2] > (1 << 20) || rows[3] > (1 << 20) || rows[4] < 0 || rows[6] < 0
+            || rows[5] < 0 || rows[7] < 0 || rows[5] > INT_MAX - rows[4] || rows[7] > INT_MAX - rows[6]
+            || rows[5] > (1 << 20) || rows[7] > (1 << 20)) {
+            PyErr_SetString(PyExc_ValueError, "packed transfers: a bad row");
+            goto done;
+        }
+        runs += (long long)rows[5] + rows[7];
+    }
+    if (runs > MAX_RUNS) {
+        PyErr_SetString(PyExc_ValueError, "packed transfers: too many chunks in all");
+        goto done;
+    }
+    out = PyList_New(n);
+    if (!out) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        memcpy(rows, PyBytes_AS_STRING(packed) + sizeof(rows) * (size_t)i, sizeof(rows));
+        int kind = rows[0], t = rows[1];
+        PyObject *tr = make_transfer(tr_type, PyTuple_GET_ITEM(names, i), kind, PyTuple_GET_ITEM(tn, t),
+                                     rows[2], rows[3], rows[4], rows[5], rows[6], rows[7],
+                                     PyTuple_GET_ITEM(binds, i), places, place_type, NULL);
+        if (!tr) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, i, tr);
+    }
+done:
+    Py_DECREF(binds); Py_XDECREF(names); Py_XDECREF(tn);
+    return out;
+}
+
+/* deps_of(nodes, packed): the chunk DAG derive(..., lazy=1) packed, as the dict the eager
+ * derive() returns (the same insertion order, the node objects given): packed is int32 rows
+ * (node, count, its dependencies), each an index into nodes. Reads a snapshot of nodes. */
+static PyObject *py_deps_of(PyObject *self, PyObject *args) {
+    PyObject *nodes_o, *packed;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OS", &nodes_o, &packed)) return NULL;
+    PyObject *nodes = PySequence_Tuple(nodes_o);
+    if (!nodes) return NULL;
+    PyObject *out = PyDict_New();
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes), len = PyBytes_GET_SIZE(packed) / (Py_ssize_t)sizeof(int);
+    if (!out) goto fail;
+    if (PyBytes_GET_SIZE(packed) % (Py_ssize_t)sizeof(int)) goto bad;
+    const char *raw = PyBytes_AS_STRING(packed);
+    Py_ssize_t i = 0;
+    int v[2];
+    while (i < len) {
+        if (len - i < 2) goto bad;  /* (an empty DAG is packed as b"") */
+        memcpy(v, raw + sizeof(int) * (size_t)i, sizeof(v));
+        if (v[0] < 0 || v[0] >= n || v[1] < 0 || v[1] > len - i - 2) goto bad;
+        PyObject *l = PyList_New(v[1]);
+        if (!l) goto fail;
+        for (int k = 0; k < v[1]; k++) {
+            int x;
+            memcpy(&x, raw + sizeof(int) * (size_t)(i + 2 + k), sizeof(int));
+            if (x < 0 || x >= n) { Py_DECREF(l); goto bad; }
+            PyList_SET_ITEM(l, k, Py_NewRef(PyTuple_GET_ITEM(nodes, x)));
+        }
+        int rc = PyDict_SetItem(out, PyTuple_GET_ITEM(nodes, v[0]), l);
+        Py_DECREF(l);
+        if (rc) goto fail;
+        i += 2 + v[1];
+    }
+    Py_DECREF(nodes);
+    return out;
+bad:
+    PyErr_SetString(PyExc_ValueError, "packed chunk DAG: a bad row");
+fail:
+    Py_XDECREF(out);
+    Py_DECREF(nodes);
+    return NULL;
 }
 
 /* blocks(values, rep, active, lens, below, d_cut, d_mode, min_ops, max_ops, modes, known):
@@ -1125,6 +1318,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"derive", py_derive, METH_VARARGS, "The transfers, chunk DAG, output nodes and order (see the file)."},
+    {"make_transfers", py_make_transfers, METH_VARARGS, "The Transfer values derive(..., lazy=1) packed."},
+    {"deps_of", py_deps_of, METH_VARARGS, "The chunk DAG derive(..., lazy=1) packed, as a dict."},
     {"class_tables", py_class_tables, METH_VARARGS, "The per-graph tables of class_key (see the function)."},
     {"class_key", py_class_key, METH_VARARGS, "An op set's class key (see the function)."},
     {"blocks", py_blocks, METH_VARARGS, "read_blocks over a recorded assignment (see the function)."},

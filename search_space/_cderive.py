@@ -23,6 +23,11 @@ the ones ``derive_transfers`` makes: DDR, on the consumer chunk's cores). The
 (kind, number, tensor, factors, chunks, binding identity) answered 1-3 % of a
 decode's transfers on ResNet-50 and BERT-large (the number follows the DFS naming,
 the binding the sample) and kept up to 200,000 of them alive (issue 20, h79).
+A decode asks ``derive`` for them packed (``lazy``; issue 20, h90): int32 rows, their
+bindings and names (:class:`PackedTransfers`, made by ``_cdag.make_transfers`` when first
+read), and the chunk DAG as int32 rows (``Decoding.deps`` made by ``_cdag.deps_of`` when
+first read; :class:`Derived` remembers them beside the schedule): a sampled, pre-checked
+candidate reads the transfers' names only, and neither its transfers nor its DAG are made.
 
 The same extension reads the blocks of pass 1 from a recorder's vector
 (:func:`blocks`, ``_build.read_blocks``' loop) and computes op sets' class keys
@@ -34,13 +39,14 @@ The same extension reads the blocks of pass 1 from a recorder's vector
 
 from __future__ import annotations
 
-from itertools import pairwise
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import Any, overload
 
 from compiler.derive import Node, group_io
 from compiler.schedule import Placement, Transfer
 from search_space._ccore import load_extension, tensor_codes
-from search_space._cfirst import io_of
+from search_space._cfirst import ascending, io_of
 from search_space._crows import RING
 from search_space._dims import MODES
 
@@ -88,7 +94,7 @@ def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]
         if io is None:
             ops = gr.info.ops
             # group_io's, from the C analysis (search_space/_cfirst.py) when ops ascend
-            if all(a < b for a, b in pairwise(ops)):
+            if ascending(ops):
                 g_in, g_out = io_of(_load_analyse(), dec.graph, ops)
             else:
                 gio = group_io(dec.graph, ops)
@@ -146,15 +152,123 @@ def derive(dec: Decoding) -> bool:
         topo = [index[n] for n in dec.topo]
     else:
         topo = []
-    transfers, deps, outs, order, reads, walk = mod.derive(
+    tnames = _names(space)
+    packed, deps, outs, order, reads, walk = mod.derive(
         rows, len(graph.ops), len(codes), gouts, 1 if dec.order == "breadth" else 0,
         dec.lookahead, topo, tnodes, None, _RING, Transfer, space._places,
-        Placement, _names(space), gout)
-    dec.transfers, dec.deps, dec.outs = transfers, deps, outs
+        Placement, tnames, gout, 1)  # transfers and DAG packed (lazy)
+    dec.transfers = PackedTransfers(mod, tnames, space._places, *packed)
+    dec.outs = outs
+    dec.deps_later(_Once(partial(mod.deps_of, *deps)))  # the dict made when first read
     dec.c_order, dec.c_reads, dec.c_for = order, reads, (dec.order, dec.lookahead)
     dec.c_walk = walk  # what the compiled walk reads of the order and transfers (_ccore._step_rows)
     STATS["c"] += 1
     return True
+
+
+class _Once:
+    """The chunk DAG's maker, shared by a decode and the :class:`Derived` its schedule
+    remembers: the dict made once, by whichever reads it first."""
+
+    __slots__ = ("_made", "_make")
+
+    def __init__(self, make: Callable[[], dict[Node, list[Node]]]) -> None:
+        self._make: Callable[[], dict[Node, list[Node]]] | None = make
+        self._made: dict[Node, list[Node]] | None = None
+
+    def __call__(self) -> dict[Node, list[Node]]:
+        if self._made is None:
+            assert self._make is not None
+            self._made, self._make = self._make(), None
+        return self._made
+
+
+class PackedTransfers(Sequence[Transfer]):
+    """A decode's transfers as ``_cdag.derive`` packed them (int32 rows, their core bindings
+    and names, ``derive``'s ``lazy``), made into :class:`~compiler.schedule.Transfer` values
+    (``_cdag.make_transfers``: the values the eager ``derive`` makes) when first read: a
+    sampled, pre-checked candidate reads only their names (:func:`search_space._crows.packed_rows`);
+    its codes, identity text and objects read the values (:mod:`search_space._lazy`).
+    Equal to the list of those values (not to a tuple); pickled and copied as that list."""
+
+    __slots__ = ("_made", "_mod", "_packed", "names")
+
+    def __init__(self, mod: Any, tnames: list[str], places: dict[Any, Placement], rows: bytes,
+                 binds: tuple[Any, ...], names: list[str]) -> None:
+        # the module that packed them (pure Python may be forced by the time they are read),
+        # the tensor names by code and the space's placements (not the space: an unread
+        # schedule does not keep it alive)
+        self._mod = mod
+        self._packed: tuple[Any, ...] | None = (rows, binds, tnames, places)
+        self._made: list[Transfer] | None = None
+        self.names = names
+
+    def made(self) -> list[Transfer]:
+        """The Transfer values (made once)."""
+        if self._made is None:
+            assert self._packed is not None
+            rows, binds, tnames, places = self._packed
+            self._made = self._mod.make_transfers(rows, binds, self.names, tnames, Transfer, places,
+                                                  Placement)
+            self._packed = None
+        return self._made  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, i: int) -> Transfer: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Transfer]: ...
+
+    def __getitem__(self, i: int | slice) -> Transfer | list[Transfer]:
+        return self.made()[i]
+
+    def __iter__(self) -> Iterator[Transfer]:
+        return iter(self.made())
+
+    def __eq__(self, other: object) -> bool:
+        # as the list the eager derive makes: equal to such a list (not a tuple)
+        if isinstance(other, PackedTransfers):
+            return self.made() == other.made()
+        return self.made() == other if isinstance(other, list) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled and copied (copy, deepcopy) as that list: the module is not pickled
+        return (list, (self.made(),))
+
+    def __repr__(self) -> str:
+        return repr(self.made())
+
+
+class Derived(Sequence[Any]):
+    """(transfers, chunk DAG, output nodes) as :func:`compiler.derive.derived` remembers them
+    beside a decoded schedule, the DAG made when first read (``make``: ``_cdag.deps_of`` of
+    what ``derive`` packed): the pre-check reads the remembered plan, not the DAG."""
+
+    __slots__ = ("_deps", "_make", "outs", "transfers")
+
+    def __init__(self, transfers: Sequence[Transfer], deps: dict[Node, list[Node]] | None,
+                 make: Callable[[], dict[Node, list[Node]]] | None, outs: list[Node]) -> None:
+        self.transfers, self._deps, self._make, self.outs = transfers, deps, make, outs
+
+    def deps(self) -> dict[Node, list[Node]]:
+        if self._deps is None:
+            assert self._make is not None
+            self._deps, self._make = self._make(), None
+        return self._deps
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, i: Any) -> Any:
+        return (self.transfers, self.deps(), self.outs)[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.transfers, self.deps(), self.outs))
 
 
 def blocks(space: Any, get: Any, lens: list[int], below: int) -> list[Any] | None:

@@ -10,6 +10,7 @@ simulator and the explanation read the steps of the candidates they measure.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from compiler.capacity import CapacityIssue, MemoryPlan, StepMemory
@@ -23,7 +24,8 @@ def streamed_of(names: tuple[str, ...], mask: int) -> frozenset[str]:
     return frozenset(t for b, t in enumerate(names) if mask >> b & 1)
 
 
-def _plan_of(issue: CapacityIssue | None, space: Space, names_of: list[tuple[str, ...] | None],
+def _plan_of(issue: CapacityIssue | None, space: Space,
+             names_of: Callable[[], list[tuple[str, ...] | None]],
              over: int, usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any],
              peak_l1: list[float], peak_llb: float) -> MemoryPlan:
     """The memory plan of a compiled walk (the steps up to an overflow), as
@@ -40,7 +42,7 @@ class _StepsOf:
     __slots__ = ("helds", "masks", "names_of", "over", "stab", "usage")
 
     def __init__(self, stab: dict[tuple[tuple[str, ...], int], frozenset[str]],
-                 names_of: list[tuple[str, ...] | None], over: int,
+                 names_of: Callable[[], list[tuple[str, ...] | None]], over: int,
                  usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any]) -> None:
         # the space's table of streamed sets, not the space: a plan never read must not
         # keep the space (and its shape tables) alive
@@ -52,7 +54,7 @@ class _StepsOf:
         counts = memoryview(self.usage[0]).cast("i").tolist()
         cores = memoryview(self.usage[1]).cast("i").tolist()
         vals = memoryview(self.usage[2]).cast("d").tolist()
-        masks, helds, names_of = self.masks, self.helds, self.names_of
+        masks, helds, names_of = self.masks, self.helds, self.names_of()
         mems = []
         empty: frozenset[str] = frozenset()
         u = 0

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -56,12 +57,21 @@ class _StepRows:
         for k, v in kw.items():
             setattr(self, k, v)
 
-    def names_of(self) -> list[tuple[str, ...] | None]:
-        """Each step's group's streamable inputs (None: a transfer): what the plan's
-        streamed sets are read with."""
-        refs = memoryview(self.refs).cast("i")
-        names = self.names
-        return [names[refs[2 * k]] if refs[2 * k] >= 0 else None for k in range(len(self.nodes))]
+    def names_of(self) -> Callable[[], list[tuple[str, ...] | None]]:
+        """What makes each step's group's streamable inputs (None: a transfer) when called:
+        what the plan's streamed sets are read with, made only when its steps are read
+        (:mod:`search_space._cplan`); it holds the references and names, not these rows."""
+        return partial(step_names, self.refs, self.names, len(self.nodes))
+
+
+def step_names(refs: bytes, names: list[tuple[str, ...]], n: int) -> list[tuple[str, ...] | None]:
+    """Per step of ``refs`` (``_StepRows.refs``: (group, chunk) or (-1 - transfer, 0) as
+    int32 pairs) its group's streamable inputs, None for a transfer; the first ``n`` steps
+    (ValueError when ``refs`` holds fewer: not a shorter list)."""
+    ints = memoryview(refs).cast("i")
+    if not 0 <= n <= len(ints) // 2:
+        raise ValueError(f"packed step references: {len(ints) // 2} steps, {n} asked")
+    return [names[g] if g >= 0 else None for g in ints[0:2 * n:2].tolist()]
 
 
 class _ScopeDims(Mapping[Node, int]):
@@ -153,7 +163,8 @@ def packed_rows(dec: Decoding, nodes: list[Node], reads: list[list[int]], packed
     if wide:
         return None
     tl = dec.transfers
-    tidx = dict(zip(map(_NAME_OF, tl), range(len(tl))))
+    names = getattr(tl, "names", None)  # packed transfers (_cderive.PackedTransfers): not made here
+    tidx = dict(zip(names if names is not None else map(_NAME_OF, tl), range(len(tl))))
     sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
                    pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=[],
                    tpack=(tpack, size_table(dec, codes), dec.batch, RING))

@@ -40,6 +40,8 @@ from compiler.key_text import coded_text, transfer_entries
 from compiler.schedule import GroupSpec, Placement, Step, Transfer
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from compiler.derive import Node
 
 _NAME = ("L1", "LLB", "DDR")
@@ -113,7 +115,7 @@ class Decoded:
 
     __slots__ = ("_codes", "_objects", "_state", "_text", "_transfers", "batch", "it", "table")
 
-    def __init__(self, it: Interned, batch: int, groups: list[Any], transfers: list[Transfer],
+    def __init__(self, it: Interned, batch: int, groups: list[Any], transfers: Sequence[Transfer],
                  nodes: list[Node], scopes: list[int],
                  at: tuple[dict[str, list[int]], dict[str, int]] | None = None) -> None:
         self.it, self.table, self.batch = it, it.table, batch

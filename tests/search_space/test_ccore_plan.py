@@ -43,3 +43,20 @@ def test_lazy_plan_is_the_plain_plan() -> None:
         assert type(back) is MemoryPlan and back == fresh
         assert plan.steps == fresh.steps and len(plan.steps) == len(fresh.steps)
     assert lazy == 12
+
+
+def test_step_names_read_the_packed_references() -> None:
+    """``step_names``: per step its group's streamable inputs (the group of its (group, chunk)
+    reference), None for a transfer (-1 - transfer), the first ``n`` steps only."""
+    from search_space._crows import step_names
+
+    names = [("a",), ("b", "c"), ()]
+    refs = np.array([1, 0, -1, 0, 0, 3, 2, 1, -3, 0], dtype=np.int32).tobytes()
+    assert step_names(refs, names, 5) == [("b", "c"), None, ("a",), (), None]
+    assert step_names(refs, names, 3) == [("b", "c"), None, ("a",)]
+    assert step_names(refs, names, 0) == []
+    for n in (6, -1):  # more steps than packed (the list was shortened), or fewer than none
+        with pytest.raises(ValueError):
+            step_names(refs, names, n)
+    with pytest.raises(ValueError):
+        step_names(refs[:-4], names, 5)  # half a pair short

@@ -13,7 +13,9 @@ Python (scopes, memory plans, verdicts) are compared in ``test_ccore.py``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from compiler.target import Target
 from search_space import Space, _build, _cderive, build_spaces
 from search_space._dims import LOOKAHEADS, MODES, ORDERS
 from search_space._order import breadth_order, depth_order
+from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
 from tests.sim.conftest import zoo_graph
 
@@ -66,6 +69,9 @@ class _Checked:
             original(dec)
             assert dec.c_order is not None, "the compiled chunk DAG did not run"
             transfers, deps, outs = derive_transfers(dec.graph, dec._drafts())
+            # packed, their names known before they are made (what the compiled walk reads)
+            assert isinstance(dec.transfers, _cderive.PackedTransfers)
+            assert dec.transfers.names == [t.name for t in transfers]
             assert dec.transfers == transfers
             for a, b in zip(dec.transfers, transfers, strict=True):  # as __init__ makes them
                 assert type(a) is type(b) and list(vars(a).items()) == list(vars(b).items())
@@ -236,6 +242,163 @@ def test_bad_tables_are_refused() -> None:
         derive(ok, [[], []], [], {})  # known: a dict
 
 
+def test_packed_transfers_are_the_values_derive_makes() -> None:
+    """``derive(..., lazy=1)`` packs the transfers (rows, bindings, names); ``make_transfers``
+    makes the values the eager ``derive`` makes (field by field, the space's placements);
+    a bad packed row is refused."""
+    from search_space import _cdag  # type: ignore[attr-defined]
+
+    g0, g1 = ("g", "g0", 0), ("g", "g0", 1)
+    b0, b1, ring = ((0,),), ((1,),), tuple([(0,)])
+    ok = [((g0, g1), (0, 1, -1), (1,), (0,), (b0, b1))]
+    names = ["x", "y"]
+
+    tnodes: list[list[Any]] = [[], []]  # the interned transfer nodes, shared by the calls
+
+    def derive(known: Any, places: Any, lazy: int) -> Any:
+        return _cdag.derive(ok, 1, 2, (1, 1, 0), 0, 0, [], tnodes, known, ring, Transfer, places,
+                            Placement, names, None, lazy)
+
+    eager = derive(None, {}, 0)
+    places: dict[Any, Any] = {}
+    packed, dag, *rest = derive(None, places, 1)
+    assert rest == list(eager[2:]) and places == {}  # nothing made yet
+    deps = _cdag.deps_of(*dag)  # the DAG packed: the same dict, in the same insertion order
+    assert list(deps.items()) == list(eager[1].items())
+    assert all(a is b for a, b in zip(deps, eager[1], strict=True))  # the same node objects
+    nodes, flat = dag
+    assert np.frombuffer(flat, dtype=np.int32).tolist() == [2, 0, 0, 1, 2, 1, 1, 2, 3, 2, 0, 1]
+    for bad in ([2, 0, 0, 1, 2, 1, 1, 2, 3, 2, 0, 9], [2, 0, 0, 5, 3], [7, 0], [3, -1], [3, 0, 1],
+                [0, 1, 0, 0]):
+        with pytest.raises(ValueError):
+            _cdag.deps_of(nodes, np.array(bad, dtype=np.int32).tobytes())
+    with pytest.raises(ValueError):
+        _cdag.deps_of(nodes, flat[:-1])  # not whole int32 entries
+    assert _cdag.deps_of(nodes, b"") == {}  # an empty DAG
+    for bad in ([0], [12345]):  # (one entry: not a row)
+        with pytest.raises(ValueError):
+            _cdag.deps_of(nodes, np.array(bad, dtype=np.int32).tobytes())
+    rows, binds, tnames = packed
+    assert tnames == ["concat_0", "split_0"] and binds == (b0, b0)
+    assert np.frombuffer(rows, dtype=np.int32).reshape(-1, 8).tolist() == [
+        [0, 1, 2, 1, 0, 2, 0, 1], [1, 0, 1, 2, 0, 1, 0, 2]]
+    made = _cdag.make_transfers(rows, binds, tnames, names, Transfer, places, Placement)
+    assert made == eager[0]
+    for a, b in zip(made, eager[0], strict=True):
+        assert type(a) is Transfer and list(vars(a).items()) == list(vars(b).items())
+    assert made[0].placement is places[("DDR", b0)] is made[1].placement
+    lazy = _cderive.PackedTransfers(_cdag, names, places, *packed)
+    assert len(lazy) == 2 and lazy.names == tnames and lazy == eager[0] and lazy[1] == eager[0][1]
+    assert list(lazy) == eager[0] and lazy.made() is lazy.made()  # made once
+    assert lazy != tuple(eager[0]) and lazy != tuple(lazy)  # as a list: not equal to a tuple
+    assert lazy == _cderive.PackedTransfers(_cdag, names, places, *packed)
+    for copied in (pickle.loads(pickle.dumps(lazy)), copy.deepcopy(lazy), copy.copy(lazy)):
+        assert type(copied) is list and copied == eager[0]  # pickled and copied as the list
+    with pytest.raises(ValueError):
+        derive({}, {}, 1)  # packed values are not interned
+    row = list(np.frombuffer(rows, dtype=np.int32))
+
+    def remade(k: int, v: int, *, b: Any = binds, n: Any = tnames, t: Any = names,
+               also: tuple[int, int] | None = None) -> Any:
+        bad = row.copy()
+        bad[k] = v
+        if also is not None:
+            bad[also[0]] = also[1]
+        return _cdag.make_transfers(np.array(bad, dtype=np.int32).tobytes(), b, n, t, Transfer, {},
+                                    Placement)
+
+    assert remade(0, 0) == made  # the row as it is
+    for k, v in ((0, 2), (1, 2), (1, -1), (4, -1), (5, -1), (6, -1), (7, 1 << 21), (5, 2**31 - 1),
+                 (2, 0), (3, 0), (2, -5), (3, -5), (2, 1 << 21), (3, 1 << 21)):  # (2, 3: factors)
+        with pytest.raises(ValueError):
+            remade(k, v)
+    for first, run in ((4, 5), (6, 7)):  # a chunk run past the int32 range (the overflow check)
+        with pytest.raises(ValueError):
+            remade(first, 2**31 - 2, also=(run, 4))
+    big = np.array(row, dtype=np.int32).reshape(2, 8)
+    big[:, [4, 6]], big[:, [5, 7]] = 0, 1 << 20  # each row within its cap, all 4 Mi chunks
+    with pytest.raises(ValueError):  # a total cap (2 Mi): a small buffer asks for no more
+        _cdag.make_transfers(big.tobytes(), binds, tnames, names, Transfer, {}, Placement)
+    for kw in ({"b": (b0,)}, {"n": ["a"]}, {"t": ["x", 1]}):
+        with pytest.raises(ValueError):
+            remade(0, 0, **kw)
+    with pytest.raises(ValueError):
+        _cdag.make_transfers(rows[:-4], binds, tnames, names, Transfer, {}, Placement)
+
+
+_HOSTILE_MAKE = """
+from compiler.schedule import Placement, Transfer
+from search_space import _cdag
+from tests.search_space._child import expect
+b0 = ((0,),)
+g0, g1 = ("g", "g0", 0), ("g", "g0", 1)
+names = ["x", "y"]
+packed = _cdag.derive([((g0, g1), (0, 1, -1), (1,), (0,), (b0, b0))], 1, 2, (1, 1, 0), 0, 0, [],
+                      [[], []], None, ((0,),), Transfer, {}, Placement, names, None, 1)[0]
+rows, binds, tnames = packed
+binds, tnames = list(binds), list(tnames)
+
+def hostile(scope, bind):  # a Placement that empties every list the call was given
+    names.clear(); binds.clear(); tnames.clear()
+    return Placement(scope, bind)
+
+made = _cdag.make_transfers(rows, binds, tnames, names, Transfer, {}, hostile)
+print([(t.name, t.tensor) for t in made])
+expect(ValueError, _cdag.make_transfers, rows, binds, tnames, names, Transfer, {}, Placement)
+print("ok")
+"""
+
+
+_HOSTILE_TYPE = """
+import numpy as np
+from compiler.schedule import Placement, Transfer
+from search_space import _cdag
+from tests.search_space._child import expect
+b0 = ((0,),)
+g0, g1 = ("g", "g0", 0), ("g", "g0", 1)
+args = ([((g0, g1), (0, 1, -1), (1,), (0,), (b0, b0))], 1, 2, (1, 1, 0), 0, 0, [], [[], []], None,
+        ((0,),))
+rows, binds, names = _cdag.derive(*args, Transfer, {}, Placement, ["x", "y"], None, 1)[0]
+for T in (np.ndarray, type, int, dict, Placement):  # object.__new__ would refuse or misbuild them
+    expect(TypeError, _cdag.make_transfers, rows, binds, names, ["x", "y"], T, {}, Placement)
+    expect(TypeError, _cdag.derive, *args, T, {}, Placement, ["x", "y"], None, 0)
+    expect(TypeError, _cdag.derive, *args, T, {}, Placement, ["x", "y"], None, 1)
+print("ok")
+"""
+
+
+def test_no_transfers_packed_empty() -> None:
+    """A decode without transfers packs none: zero-length rows (no uninitialised bytes), no
+    bindings, no names; ``make_transfers`` makes an empty list of them."""
+    from search_space import _cdag  # type: ignore[attr-defined]
+
+    b0, g0 = ((0,),), ("g", "g0", 0)
+    (rows, binds, tnames), (nodes, flat), *_ = _cdag.derive(
+        [((g0,), (0, 1, -1), (1,), (0,), (b0,))], 1, 2, (1, 1, 0), 0, 0, [], [[], []], None, ((0,),),
+        Transfer, {}, Placement, ["x", "y"], None, 1)
+    assert (rows, binds, tnames) == (b"", (), [])
+    assert _cdag.make_transfers(rows, binds, tnames, ["x", "y"], Transfer, {}, Placement) == []
+    assert _cdag.deps_of(nodes, flat) == {g0: []}
+    with pytest.raises(ValueError):
+        _cdag.make_transfers(bytes(32), binds, tnames, ["x", "y"], Transfer, {}, Placement)
+
+
+def test_only_the_transfer_type_is_made() -> None:
+    """A transfer type other than ``compiler.schedule.Transfer`` (``np.ndarray``, ``type``:
+    ``object.__new__`` on them crashes) is refused by ``derive`` and ``make_transfers``
+    (TypeError, no crash; in a child process)."""
+    r = run_child(_HOSTILE_TYPE)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stdout, r.stderr[-2000:])
+
+
+def test_make_transfers_reads_snapshots() -> None:
+    """A Placement type that empties the caller's lists while ``make_transfers`` runs: the
+    call reads its snapshots (no crash; in a child process), then refuses the emptied lists."""
+    r = run_child(_HOSTILE_MAKE)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stdout, r.stderr[-2000:])
+    assert r.stdout.splitlines()[0] == "[('concat_0', 'y'), ('split_0', 'x')]"
+
+
 @pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
 def test_projection_after_a_look_ahead_change(key: str) -> None:
     """Projection derives the chunk DAG before it knows the look-ahead, then walks: the
@@ -312,3 +475,66 @@ def test_bad_block_tables_are_refused() -> None:
         blocks([0, 0, 1], [1, -1], [1], [0, 2])  # a negative length
     with pytest.raises(TypeError):
         blocks((0, 0, 1), [1, 1], [1], [0, 2])  # values: a list
+
+
+@pytest.mark.parametrize("key", ["resnet18", "bert_base", "mobilenet_v2"])
+def test_transfers_and_dag_read_late(key: str) -> None:
+    """A sampled candidate (walked and pre-checked: its transfers and DAG still packed) read
+    late, after its schedule is built: what :func:`compiler.derive.derived` remembers (made
+    by ``make_transfers`` and ``deps_of`` only now) equals ``derive_transfers`` of the
+    schedule's groups (values field by field, the DAG in its insertion order, the outputs)."""
+    from compiler.derive import derived
+    from compiler.memo import peek_memo
+    from search_space import build_space
+
+    space = build_space(zoo_graph(key, 1, **SMALL_OPTIONS[key]), Target.default())
+    rng = np.random.default_rng(3)
+    unmade = 0
+    for _ in range(12):
+        s = space.sample(rng)
+        graph = space.graph_for(s.batch)
+        memo = peek_memo(s)
+        assert memo is not None
+        d = memo[("derived", id(graph))][1]
+        assert isinstance(d, _cderive.Derived)
+        transfers = d.transfers
+        assert isinstance(transfers, _cderive.PackedTransfers)
+        unmade += d._deps is None and transfers._made is None
+        assert s.order and s.groups  # the schedule built (its transfers read)
+        tr, deps, outs = derived(graph, s)
+        want, wdeps, wouts = derive_transfers(graph, s.groups)
+        assert tr == want
+        for a, b in zip(tr, want, strict=True):
+            assert type(a) is Transfer and list(vars(a).items()) == list(vars(b).items())
+        assert list(deps.items()) == list(wdeps.items()) and outs == wouts
+    assert unmade  # some were read late (made only by this reading)
+
+
+@pytest.mark.parametrize("first", ["decode", "schedule"])
+def test_dag_made_once(first: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode and the schedule it made share the packed DAG's maker: whichever reads the
+    DAG first makes it, the other reads the same dict (it was made twice)."""
+    from compiler.memo import peek_memo
+    from search_space import build_space
+
+    made: list[_build.Decoding] = []
+    schedule = _build.Decoding.schedule
+
+    def keep(dec: _build.Decoding) -> Any:
+        made.append(dec)
+        return schedule(dec)
+
+    monkeypatch.setattr(_build.Decoding, "schedule", keep)
+    space = build_space(zoo_graph("resnet18", 1, **SMALL_OPTIONS["resnet18"]), Target.default())
+    rng = np.random.default_rng(4)
+    for _ in range(4):
+        s = space.sample(rng)
+        dec = made[-1]
+        memo = peek_memo(s)
+        assert memo is not None
+        d = memo[("derived", id(space.graph_for(s.batch)))][1]
+        assert isinstance(d, _cderive.Derived) and d._deps is None and dec._deps is None
+        if first == "decode":
+            assert dec.deps is d.deps()
+        else:
+            assert d.deps() is dec.deps

@@ -15,6 +15,7 @@ arguments are refused (ValueError) in a child process.
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from compiler.derive import group_io
 from compiler.footprint import stream_readers, streamable_inputs
 from compiler.target import Target
 from search_space import _ccore, build_space
-from search_space._cfirst import analyse, first_info, io_of, tables, ws_parts
+from search_space._cfirst import analyse, ascending, first_info, io_of, tables, ws_parts
 from search_space._cfoot import pack_rows
 from search_space._structure import group_info
 from tests.search_space._child import run_child
@@ -244,3 +245,13 @@ def test_decoding_analyses_new_op_sets_in_c(target: Target, monkeypatch: pytest.
     assert new > 10
     assert _cfirst.STATS["c"] - c0 >= new
     assert calls["py"] < new / 4, (calls, new)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-3, 40), max_size=12))
+def test_ascending_is_the_pairwise_check(ops: list[int]) -> None:
+    """``ascending``: every pair strictly ascends (the generator it replaced), on the empty,
+    one-op, repeated and descending sets hypothesis finds."""
+    t = tuple(ops)
+    assert ascending(t) == all(a < b for a, b in pairwise(t))
+    assert ascending(()) and ascending((4,)) and not ascending((1, 1)) and not ascending((2, 1))
