@@ -81,9 +81,9 @@ def chunk_size(trials_per_variant: int) -> int:
 
 def chunk_guided(trials_per_variant: int) -> GuidedOptions:
     """The guided sampler's options in a later chunk: the polish (:mod:`autotune.sampling._polish`)
-    after half a chunk without a better best, not a whole tune's 64, and a quarter of a chunk
-    per schedule for each of its two rings (the one-move ring and the second,
-    :mod:`autotune.sampling._deep`), not 48 each, so both fit in what the chunk leaves it.
+    after half a chunk without a better best, not a whole tune's 64, and per schedule an
+    eighth of a chunk for its one-move ring and three eighths for its second ring
+    (:mod:`autotune.sampling._deep`), not 48 each, so both fit in what the chunk leaves it.
 
     Why: a chunk is a resumed tune of :func:`chunk_size` measurements whose first ones are the
     other variants' bests, and one of them often improves the variant's best, so 64
@@ -94,12 +94,17 @@ def chunk_guided(trials_per_variant: int) -> GuidedOptions:
     48 per ring a polished best spent its chunk on the one-move ring: on seed 1, 1M / DDR 13
     had 144 one-move and 0 second-ring polish measurements and ended at 9,407.7 us, while its
     best's carried-boundary ring holds 9,086.4 (8 of its 137 moves are faster, none of the
-    256 one-move neighbours).
+    256 one-move neighbours). The second ring gets the larger share because that is where the
+    one-step gains were (h93, ResNet-50 seed 1, simulated offline): 1M / DDR 13's final best
+    (9,169.3 us) has none of its 256 one-move neighbours faster and 94 of them at exactly its
+    latency (61 of the 70 rebind moves), while 2 carried-boundary moves reach 9,087.7; with
+    12 per ring the sweep measured 24 one-move neighbours of it (23 at 9,169.3) and 12 of
+    the second ring, and ended 0.9866 of the cold best.
     """
     from autotune.sampling._guided import GuidedOptions
 
     c = chunk_size(trials_per_variant)
-    return GuidedOptions(polish_after=c // 2, polish_limit=c // 4, polish_deep=c // 4)
+    return GuidedOptions(polish_after=c // 2, polish_limit=c // 8, polish_deep=c // 4 + c // 8)
 
 
 def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> float:
