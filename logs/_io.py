@@ -248,7 +248,10 @@ class RecordWriter:
           killed. A kill during a write leaves one torn last line, which
           readers skip with a warning.
         * ``fsync`` (survives a power loss) runs at :meth:`close` and at most
-          ``fsync_interval_s`` after any write, from a timer if the writer idles.
+          ``fsync_interval_s`` after any write, on a timer thread, outside the
+          writers' lock: a :meth:`write` never waits for an fsync (the tuning
+          driver waited ~0.6 s a run on the timer's lock; issue 20). :meth:`flush`
+          and :meth:`close` do wait for one.
         * Opening a file whose last line is torn repairs it: the torn bytes are
           appended to ``<log>.torn`` (kept for inspection) and cut from the log, so
           the next record starts a clean line and later reads see no bad line.
@@ -265,6 +268,8 @@ class RecordWriter:
         self.path = os.fspath(path)
         self._interval = fsync_interval_s
         self._lock = threading.Lock()
+        self._synced = threading.Condition(self._lock)  # a timer's fsync ended
+        self._syncing = False  # a timer thread is in an fsync (outside the lock)
         self._timer: threading.Timer | None = None
         self._dirty = False
         self._count = 0
@@ -302,13 +307,8 @@ class RecordWriter:
                 raise LogError(f"cannot append to log {self.path}: {exc.strerror}") from None
             self._count += 1
             self._dirty = True
-            elapsed = time.monotonic() - self._last_sync
-            if elapsed >= self._interval:
-                self._sync_locked()
-            elif self._timer is None:
-                self._timer = threading.Timer(self._interval - elapsed, self._timed_sync)
-                self._timer.daemon = True
-                self._timer.start()
+            if self._timer is None:  # the fsync is the timer's, never this thread's
+                self._arm_locked()
 
     def write_many(self, records: Iterable[Record]) -> None:
         """Append records one by one."""
@@ -327,6 +327,7 @@ class RecordWriter:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+            self._synced.wait_for(lambda: not self._syncing)  # its descriptor stays open
             if self._fd >= 0:
                 try:
                     self._sync_locked()
@@ -335,10 +336,35 @@ class RecordWriter:
                     self._fd = -1
 
     def _timed_sync(self) -> None:
+        """The timer's fsync, outside the lock: writes go on meanwhile (what they append
+        after it started is the next timer's)."""
         with self._lock:
             self._timer = None
-            if self._fd >= 0:
-                self._sync_locked()
+            if self._fd < 0 or self._syncing or not self._dirty:
+                return
+            self._dirty = False
+            self._syncing = True
+            fd = self._fd
+        ok = False
+        try:
+            os.fsync(fd)
+            ok = True
+        finally:
+            with self._lock:
+                self._syncing = False
+                self._last_sync = time.monotonic()
+                self._synced.notify_all()
+                if not ok:
+                    self._dirty = True  # close() tries again, and reports it
+                elif self._dirty and self._timer is None and self._fd >= 0:
+                    self._arm_locked()  # written meanwhile, its timer found this one busy
+
+    def _arm_locked(self) -> None:
+        """Start the timer that fsyncs ``fsync_interval_s`` after the last fsync."""
+        elapsed = time.monotonic() - self._last_sync
+        self._timer = threading.Timer(max(0.0, self._interval - elapsed), self._timed_sync)
+        self._timer.daemon = True
+        self._timer.start()
 
     def _sync_locked(self) -> None:
         if self._dirty:

@@ -314,8 +314,17 @@ class Driver:
 
     def _bred(self, fin: Finished) -> None:
         """A breeding request is back: its picks go to its sampler at once (a lost one:
-        nothing, and another is asked for)."""
-        self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
+        nothing, and another is asked for; one that raised in its worker counts as a dry
+        request, so a round that always raises is bred here after :data:`_DRY_LIMIT`)."""
+        k = self._breeding.pop(fin.batch_id)
+        bs = self._breeders[k]
+        bs.bred(fin.bred)
+        if fin.error:
+            bs.dry += 1
+            log.warning("task %s: a breeding request failed in its worker (%s)%s",
+                        self.job.tasks[k].task.name, fin.error,
+                        "; the task's rounds are bred here from now on"
+                        if bs.dry == _DRY_LIMIT else "")
 
     def _may_breed(self, k: int, bs: Any, left: int) -> bool:
         """Whether task ``k``'s sampler is asked for a breeding request now (True: it is,

@@ -10,7 +10,9 @@ finished ones as they arrive; it never waits for a particular batch. Two pools:
   back with ``ray.wait``.
 
 A batch that cannot be measured (its worker died) comes back as
-``worker_lost`` measurements, never as an exception.
+``worker_lost`` measurements, never as an exception; one whose worker raised (an
+exception in the worker's own code, Ray's ``RayTaskError``) as ``sim_error``
+measurements with the message (``Finished.error``), and the job goes on.
 
 Pools also breed: :meth:`MeasurePool.submit_breed` runs a breeding request of the
 guided sampler (a round, or a worker's share of one: :func:`autotune.sampling._breed.breed`)
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from compiler.target import Target
     from sim import Measurement
 
-__all__ = ["Finished", "InProcessPool", "MeasurePool", "lost"]
+__all__ = ["Finished", "InProcessPool", "MeasurePool", "failed", "lost", "raised"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class Finished:
 
     ``seconds``: the wall time the worker spent on the batch (0.0 when unknown), what
     the guided sampler weighs its breeding against (see ``GuidedOptions.breed_budget``).
+    ``error``: the job raised in its worker (the worker lives): a batch's measurements are
+    then ``sim_error`` with this message, a breeding round's ``bred`` is None.
     """
 
     batch_id: int
@@ -57,6 +61,7 @@ class Finished:
     kind: str = "measure"
     bred: Bred | None = None
     seconds: float = 0.0
+    error: str = ""
 
 
 def lost(count: int, why: str) -> tuple[Measurement, ...]:
@@ -64,6 +69,24 @@ def lost(count: int, why: str) -> tuple[Measurement, ...]:
     from sim import Measurement
 
     return tuple(Measurement("worker_lost", None, None, 0.0, why, 0.0) for _ in range(count))
+
+
+def failed(count: int, why: str) -> tuple[Measurement, ...]:
+    """``count`` ``sim_error`` measurements saying ``why``: a batch whose worker raised
+    (measured, and failed: unlike a lost one, not proposed again)."""
+    from sim import Measurement
+
+    return tuple(Measurement("sim_error", None, None, 0.0, why[:500], 0.0) for _ in range(count))
+
+
+def raised(exc: BaseException) -> str:
+    """``Type: last line`` of an exception a worker raised (a Ray task error's text is the
+    remote traceback; its last line names the exception)."""
+    cause = getattr(exc, "cause", None)
+    name = type(cause).__name__ if isinstance(cause, BaseException) else type(exc).__name__
+    source = cause if isinstance(cause, BaseException) else exc
+    lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]
+    return name + (f": {lines[-1]}" if lines else "")
 
 
 class MeasurePool(abc.ABC):

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.measure._measurer import Measurer, measurement_from_json
 from autotune.running._driver import MAX_OUT
-from autotune.running._pool import Finished, MeasurePool, lost
+from autotune.running._pool import Finished, MeasurePool, failed, lost, raised
 from autotune.running._ray_start import LOOPBACK, start_ray
 from autotune.running._ray_start import _loopback_only as _loopback_only  # tests import it here
 from autotune.running._ray_worker import WARM_TIMEOUT_S as WARM_TIMEOUT_S
@@ -354,6 +354,10 @@ class RayPool(MeasurePool):
                             job.batch_id, type(exc).__name__)
                 self._mark_down(job.actor)
                 return Finished(job.batch_id, "", (), "breed", None)
+            except ray.exceptions.RayTaskError as exc:  # the worker lives: the round failed
+                why = f"breeding raised {raised(exc)}"
+                log.warning("breeding round %d: %s", job.batch_id, why)
+                return Finished(job.batch_id, "", (), "breed", None, error=why)
         try:
             host, out, seconds = ray.get(ref)
         except _LOST_ERRORS() as exc:
@@ -362,6 +366,14 @@ class RayPool(MeasurePool):
                         job.batch_id, why, job.size)
             self._mark_down(job.actor)
             return Finished(job.batch_id, "", lost(job.size, why))
+        except ray.exceptions.RayTaskError as exc:
+            # An exception in the worker's own code (not the measurer's: that one is a
+            # measurement already): the worker lives, the batch failed. Its candidates are
+            # errors with the message (measured, so not proposed again), not lost.
+            why = f"the worker raised {raised(exc)}"
+            log.warning("batch %d: %s; its %d candidate(s) are recorded as sim_error",
+                        job.batch_id, why, job.size)
+            return Finished(job.batch_id, "", failed(job.size, why), error=why)
         return Finished(job.batch_id, host, tuple(map(measurement_from_json, out)), seconds=seconds)
 
     def _units_of(self, a: int) -> list[int]:
@@ -389,6 +401,8 @@ class RayPool(MeasurePool):
         except _LOST_ERRORS() as exc:
             # Dead for good (its restart failed): start a fresh worker in its place.
             self._replace(k, f"it could not restart ({type(exc).__name__})")
+        except ray.exceptions.RayTaskError as exc:  # its load() raised: not a usable worker
+            self._replace(k, f"it could not load the graphs ({raised(exc)})")
         else:
             self._down.pop(k, None)
             log.info("worker %d is back", k)

@@ -195,6 +195,45 @@ def test_writer_fsyncs_on_close_and_after_the_interval(
         writer.write(make_record())
 
 
+def test_a_write_never_waits_for_an_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An fsync that takes long (a busy disk) holds no writer: the timer fsyncs outside
+    the writers' lock (the tuning driver waited on it; issue 20), and close() waits for it
+    and fsyncs what came after."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        entered.set()
+        release.wait(30)
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(logs._io.os, "fsync", slow_fsync)
+    writer = RecordWriter(tmp_path / "log.jsonl", fsync_interval_s=0.0)
+    done: list[int] = []
+
+    def writes() -> None:
+        writer.write(make_record(trial=0))  # due at once: the timer fsyncs, not this thread
+        assert entered.wait(10)
+        for i in range(1, 4):  # while the fsync hangs
+            writer.write(make_record(trial=i))
+            done.append(i)
+
+    t = threading.Thread(target=writes, daemon=True)
+    t.start()
+    t.join(10)
+    try:
+        assert done == [1, 2, 3] and not t.is_alive()
+        assert len(list(read_records(tmp_path / "log.jsonl"))) == 4  # in the file already
+    finally:
+        release.set()
+    writer.close()  # waits for the timer's fsync, then syncs the rest itself
+    assert len(synced) >= 2 and not writer._syncing
+
+
 def test_writer_on_a_directory_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(LogError, match="cannot open log"):
         RecordWriter(tmp_path)

@@ -1,0 +1,132 @@
+"""A worker that raises (Ray's ``RayTaskError``: an exception in the worker's own code, the
+actor alive) fails its job, not the tuning job: a batch's candidates become ``sim_error``
+records with the message, a breeding round is asked for again (bred in the driver after a
+few such), and the job goes on. No Ray start here: the pool's collection of a job is fed
+the error Ray's ``get`` raises."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ray.exceptions
+
+from autotune.running import _ray_pool
+from autotune.running._pool import Finished, InProcessPool, raised
+from autotune.running._ray_pool import RayPool, _InFlight
+
+
+def _task_error(exc: BaseException) -> ray.exceptions.RayTaskError:
+    """What ``ray.get`` raises for an actor call that raised ``exc``."""
+    tb = f"Traceback (most recent call last):\n  File \"x.py\", line 1\n{type(exc).__name__}: {exc}"
+    return ray.exceptions.RayTaskError("_Worker.measure_packed", tb, exc).as_instanceof_cause()
+
+
+def _bare_pool(workers: int = 2) -> RayPool:
+    """A RayPool's bookkeeping without Ray (only what collecting a job reads)."""
+    pool = object.__new__(RayPool)
+    pool.workers = workers
+    pool._per, pool._measuring = 1, workers
+    pool._actors = [object()] * workers
+    pool._load, pool._breeds = [0] * workers, [0] * workers
+    pool._bred_by, pool._bred_on = {}, set()
+    pool._refs, pool._pings, pool._down, pool._reping = {}, {}, {}, {}
+    return pool
+
+
+def _collect(pool: RayPool, monkeypatch: pytest.MonkeyPatch, job: _InFlight,
+             exc: BaseException) -> Finished:
+    def get(ref: Any, *a: Any, **k: Any) -> Any:
+        raise exc
+
+    monkeypatch.setattr(ray, "get", get)
+    pool._refs["ref"] = job
+    pool._load[job.unit] += 1
+    pool._breeds[job.unit] += job.kind == "breed"
+    return pool._collect("ref")
+
+
+def test_a_batch_whose_worker_raised_is_recorded_as_errors_with_the_message(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    pool = _bare_pool()
+    with caplog.at_level(logging.WARNING, logger="autotune.ray"):
+        fin = _collect(pool, monkeypatch, _InFlight(7, 3, 1, math.inf, unit=1),
+                       _task_error(KeyError("no task 'abc'")))
+    assert fin.batch_id == 7 and fin.kind == "measure"
+    assert [m.status for m in fin.measurements] == ["sim_error"] * 3  # measured: not lost
+    assert all("the worker raised KeyError" in m.error and "abc" in m.error
+               for m in fin.measurements)
+    assert fin.error.startswith("the worker raised KeyError")
+    assert not pool._down and pool._load == [0, 0]  # the worker lives and is free again
+    assert "batch 7" in caplog.text and "sim_error" in caplog.text
+
+
+def test_a_breeding_round_whose_worker_raised_comes_back_empty_with_the_message(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = _bare_pool()
+    fin = _collect(pool, monkeypatch, _InFlight(3, 0, 0, math.inf, "breed", unit=0),
+                   _task_error(ValueError("bad parents")))
+    assert fin.kind == "breed" and fin.bred is None
+    assert fin.error == "breeding raised ValueError: bad parents"
+    assert not pool._down and pool._breeds == [0, 0] and pool._load == [0, 0]
+
+
+def test_a_lost_worker_is_still_lost_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = _bare_pool()
+    monkeypatch.setattr(RayPool, "_mark_down", lambda self, k: self._down.setdefault(k, 0.0))
+    fin = _collect(pool, monkeypatch, _InFlight(1, 2, 0, math.inf, unit=0),
+                   ray.exceptions.WorkerCrashedError())
+    assert [m.status for m in fin.measurements] == ["worker_lost"] * 2 and not fin.error
+    assert pool._down == {0: 0.0}
+
+
+def test_raised_names_the_cause_and_its_last_line() -> None:
+    assert raised(_task_error(RuntimeError("first\nsecond"))) == "RuntimeError: second"
+    assert raised(OSError("disk")) == "OSError: disk"
+    assert _ray_pool.raised is raised
+
+
+@pytest.mark.timeout(120)  # the driver before: asked for another round forever
+def test_a_tune_whose_breeding_always_raises_in_its_worker_goes_on(
+        tiny_graph: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Every breeding request of a (fake) remote pool raises: the job measures its whole
+    budget anyway, bred in the driver once the worker failed ``_DRY_LIMIT`` times in a row,
+    and says so in the log."""
+    import autotune._tune as tune_mod
+    from autotune import DelayedMeasurer, tune
+    from autotune.running._driver import _DRY_LIMIT
+
+    class Raising(InProcessPool):  # measures in process; its breeding "raises in the worker"
+        remote = True
+        requests = 0
+
+        def __init__(self, *a: Any) -> None:
+            super().__init__(*a)
+            self.workers, self.slots = 2, 4
+
+        def submit_breed(self, batch_id: int, task_key: str, request: Any,
+                         scorer: Any) -> None:
+            Raising.requests += 1
+            self._done.append(Finished(batch_id, "", (), "breed", None,
+                                       error="breeding raised ValueError: bad parents"))
+
+    def pool(job: Any, target: Any, measurer: Any, *_: Any, **__: Any) -> Raising:
+        return Raising({t.task.key: t.task.graph for t in job.tasks}, target, measurer, None)
+
+    monkeypatch.setattr(tune_mod, "_pool", pool)
+    log = tmp_path / "t.jsonl"
+    with caplog.at_level(logging.WARNING, logger="autotune.tune"):
+        res = tune([tiny_graph], trials=40, workers=2, log=str(log), seed=0,
+                   measurer=DelayedMeasurer(delay_s=0.0), batch_size=4, curve=False)
+    recs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert res.total == 40 == len(recs)
+    # then bred here, not asked of the worker again (the one out already with the third
+    # failure, 2 workers: 2 requests out at once, comes back and fails too)
+    assert _DRY_LIMIT <= Raising.requests <= _DRY_LIMIT + 1
+    assert "bad parents" in caplog.text
+    assert caplog.text.count("bred here from now on") == 1
