@@ -130,3 +130,45 @@ def test_a_tune_whose_breeding_always_raises_in_its_worker_goes_on(
     assert _DRY_LIMIT <= Raising.requests <= _DRY_LIMIT + 1
     assert "bad parents" in caplog.text
     assert caplog.text.count("bred here from now on") == 1
+
+
+@pytest.mark.parametrize(("remote", "workers", "asked", "got"), [
+    (False, 1, None, 4), (True, 2, None, 8), (True, 8, None, 8), (True, 9, None, 4),
+    (True, 64, None, 4), (True, 2, 4, 4), (False, 1, 6, 6)])
+def test_the_default_batch_is_larger_on_a_few_ray_workers(remote: bool, workers: int,
+                                                          asked: int | None, got: int) -> None:
+    """Batches of 8 on a pool of a few Ray workers (half the per-call costs per
+    measurement), 4 in process and on many workers; an explicit size is kept."""
+    from autotune._tune import default_batch
+
+    pool = object.__new__(InProcessPool)
+    pool.remote, pool.workers = remote, workers
+    assert default_batch(asked, pool) == got
+
+
+def test_a_two_worker_tune_sends_batches_of_eight(tiny_graph: Any, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import autotune._tune as tune_mod
+    from autotune import DelayedMeasurer, tune
+
+    sizes: list[int] = []
+
+    class Two(InProcessPool):  # measured in process, scheduled as a 2-worker Ray pool
+        remote = True
+
+        def __init__(self, *a: Any) -> None:
+            super().__init__(*a)
+            self.workers, self.slots = 2, 4
+
+        def submit(self, batch_id: int, task_key: str, schedules: Any, cids: Any = None,
+                   vectors: Any = None) -> None:
+            sizes.append(len(schedules))
+            super().submit(batch_id, task_key, schedules, cids, vectors)
+
+    def pool(job: Any, target: Any, measurer: Any, *_: Any, **__: Any) -> Two:
+        return Two({t.task.key: t.task.graph for t in job.tasks}, target, measurer, None)
+
+    monkeypatch.setattr(tune_mod, "_pool", pool)
+    tune([tiny_graph], trials=40, workers=2, log=str(tmp_path / "t.jsonl"), seed=0,
+         measurer=DelayedMeasurer(delay_s=0.0), curve=False)
+    assert max(sizes) == 8 and sum(sizes) == 40
