@@ -265,7 +265,7 @@ def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
     with caplog.at_level("INFO", logger="autotune.ray"):
         res = tune([tiny_graph], trials=48, workers=workers, log=log, seed=0, guided=SMALL,
                    ray_address=address, measurer=SlowMeasurer(str(pid_dir), 0.05),
-                   callbacks=[kill_one], curve=False)
+                   callbacks=[kill_one], curve=False, batch_size=4)  # (bounds below)
     recs = [json.loads(line) for line in log.read_text().splitlines()]
     lost = [r for r in recs if r["result"]["status"] == "worker_lost"]
     assert killed and res.total == 48 == len(recs)
@@ -350,7 +350,7 @@ def test_a_killed_multi_slot_process_loses_only_its_slots_batches(
     log = tmp_path / "m.jsonl"
     res = tune([tiny_graph], trials=64, workers=4, log=log, seed=0, guided=SMALL,
                ray_address=address, measurer=SlotMeasurer(str(pid_dir), 0.05),
-               callbacks=[kill_one], curve=False)
+               callbacks=[kill_one], curve=False, batch_size=4)  # (bounds below)
     (pool,) = pools
     assert len(pool._make) == 2 + 4  # two processes of two slots, the breeders apart
     recs = [json.loads(line) for line in log.read_text().splitlines()]
