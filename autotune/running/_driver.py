@@ -20,6 +20,9 @@ worker is out per task, and each is asked for only once half a share's measureme
 came back since the last one was (so no worker waits for another's share, and no
 share is bred from exactly the parents and model of the one before).
 
+A batch whose worker raised comes back as ``sim_error`` measurements with the message; a
+breeding request that raised counts as dry (:meth:`Driver._bred`).
+
 A candidate already measured (in this run or any run in the log) is never
 measured again: its trial is told the logged value. A candidate proposed twice
 while in flight is measured once and both trials are told. On a shared storage
@@ -316,15 +319,13 @@ class Driver:
         """A breeding request is back: its picks go to its sampler at once (a lost one:
         nothing, and another is asked for; one that raised in its worker counts as a dry
         request, so a round that always raises is bred here after :data:`_DRY_LIMIT`)."""
-        k = self._breeding.pop(fin.batch_id)
-        bs = self._breeders[k]
+        bs = self._breeders[k := self._breeding.pop(fin.batch_id)]
         bs.bred(fin.bred)
         if fin.error:
             bs.dry += 1
             log.warning("task %s: a breeding request failed in its worker (%s)%s",
-                        self.job.tasks[k].task.name, fin.error,
-                        "; the task's rounds are bred here from now on"
-                        if bs.dry == _DRY_LIMIT else "")
+                        self.job.tasks[k].task.name, fin.error, "; the task's rounds are "
+                        "bred here from now on" if bs.dry == _DRY_LIMIT else "")
 
     def _may_breed(self, k: int, bs: Any, left: int) -> bool:
         """Whether task ``k``'s sampler is asked for a breeding request now (True: it is,
