@@ -12,7 +12,11 @@ finished ones as they arrive; it never waits for a particular batch. Two pools:
 A batch that cannot be measured (its worker died) comes back as
 ``worker_lost`` measurements, never as an exception; one whose worker raised (an
 exception in the worker's own code, Ray's ``RayTaskError``) as ``sim_error``
-measurements with the message (``Finished.error``), and the job goes on.
+measurements with the message (``Finished.error``), and the job goes on. Every other
+error Ray raises for a call is sorted by :func:`ray_failure`: a worker that ran out of
+memory (Ray's memory monitor killed it) is a lost worker, a cancelled call is sent again,
+any other Ray error loses the batch (``worker_lost``, with its message) and has the
+worker pinged before it gets another; none ends the job.
 
 Pools also breed: :meth:`MeasurePool.submit_breed` runs a breeding request of the
 guided sampler (a round, or a worker's share of one: :func:`autotune.sampling._breed.breed`)
@@ -40,7 +44,7 @@ if TYPE_CHECKING:
     from compiler.target import Target
     from sim import Measurement
 
-__all__ = ["Finished", "InProcessPool", "MeasurePool", "failed", "lost", "raised"]
+__all__ = ["Finished", "InProcessPool", "MeasurePool", "failed", "lost", "raised", "ray_failure"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,32 @@ def raised(exc: BaseException) -> str:
     source = cause if isinstance(cause, BaseException) else exc
     lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]
     return name + (f": {lines[-1]}" if lines else "")
+
+
+def ray_failure(exc: BaseException) -> tuple[str, str]:
+    """What a Ray error raised for a worker call means, and why, in one line:
+
+    * ``"again"``: the call was cancelled (``TaskCancelledError``: by Ray or an operator,
+      not by the job); nothing was measured and nothing is wrong: send it again.
+    * ``"raised"``: the worker's own code raised (``RayTaskError``); the worker lives.
+    * ``"lost"``: the worker died (``RayActorError``, ``WorkerCrashedError``, ...), ran out of
+      memory (``OutOfMemoryError``: Ray's memory monitor killed it; it restarts), or Ray
+      failed the call another way (object store full, out of disk, a system error...):
+      nothing was measured, the worker is pinged before it gets another job.
+    """
+    import ray.exceptions as rex
+
+    name = type(exc).__name__
+    if isinstance(exc, rex.TaskCancelledError):
+        return "again", "the call was cancelled"
+    if isinstance(exc, rex.OutOfMemoryError):
+        return "lost", "the worker ran out of memory (Ray's memory monitor killed it)"
+    if isinstance(exc, (rex.RayActorError, rex.WorkerCrashedError, rex.ObjectLostError)):
+        return "lost", f"worker died: {name}"
+    if isinstance(exc, rex.RayTaskError):
+        return "raised", f"the worker raised {raised(exc)}"
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return "lost", f"Ray failed the call: {name}" + (f": {lines[0][:200]}" if lines else "")
 
 
 class MeasurePool(abc.ABC):

@@ -9,7 +9,8 @@ schedule JSON (with the picks' ids and vectors as bytes), in one argument
 Actors also breed the guided sampler's rounds (:meth:`RayPool.submit_breed`; the
 cost model goes to the object store once per snapshot). Actors restart when they
 die; the batch they held comes back as ``worker_lost`` measurements (breeding they
-held is asked for again) and the job goes on.
+held is asked for again) and the job goes on; no error Ray raises for a call ends the
+job (see :func:`autotune.running._pool.ray_failure`).
 
 Each actor reserves the measurer's ``num_cpus`` (fractions allowed: one that
 waits on a board needs little) and its custom ``resources`` (``{"stcp920": 1}``),
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.measure._measurer import Measurer, measurement_from_json
 from autotune.running._driver import MAX_OUT
-from autotune.running._pool import Finished, MeasurePool, failed, lost, raised
+from autotune.running._pool import Finished, MeasurePool, failed, lost, raised, ray_failure
 from autotune.running._ray_start import LOOPBACK, start_ray
 from autotune.running._ray_start import _loopback_only as _loopback_only  # tests import it here
 from autotune.running._ray_worker import WARM_TIMEOUT_S as WARM_TIMEOUT_S
@@ -65,6 +66,7 @@ _BREED_GRACE_S = 600.0
 # A worker that died and is not back (restarted and answering) within this many seconds
 # is replaced by a new actor.
 _RESTART_GRACE_S = 120.0
+_AGAIN_LIMIT = 3  # a batch whose call was cancelled is sent again at most this often
 _PING_EVERY_S = 0.5  # a restarting worker that said "unavailable" is asked again this late
 # Workers that have not started this long after the pool asked for them cannot be placed
 # (the cluster is busy or lacks a resource): the job stops with a clear error.
@@ -82,6 +84,8 @@ class _InFlight:
     deadline: float
     kind: str = "measure"
     unit: int = 0  # the worker (a measuring slot) or breeder it was given to
+    packed: tuple[Any, ...] | None = None  # a batch's call argument (sent again if cancelled)
+    tries: int = 0  # times it was sent again
 
 
 class RayPool(MeasurePool):
@@ -241,14 +245,16 @@ class RayPool(MeasurePool):
         k = self._least_loaded()
         if cids:
             k = self._holder(k, cids)
+        self._send(batch_id, (task_key, list(schedules), self._timeout_s,
+                              list(cids) if cids else None, pack_vectors(vectors)), k)
+
+    def _send(self, batch_id: int, packed: tuple[Any, ...], k: int, tries: int = 0) -> None:
         a = self._actor_of(k)
-        packed = (task_key, list(schedules), self._timeout_s, list(cids) if cids else None,
-                  pack_vectors(vectors))
         ref = self._actors[a].measure_packed.remote(packed)
-        per = self._timeout_s or 60.0
-        self._refs[ref] = _InFlight(batch_id, len(schedules), a,
-                                    time.monotonic() + _BATCH_GRACE_S + per * len(schedules),
-                                    unit=k)
+        size = len(packed[1])
+        deadline = time.monotonic() + _BATCH_GRACE_S + (self._timeout_s or 60.0) * size
+        self._refs[ref] = _InFlight(batch_id, size, a, deadline, unit=k, packed=packed,
+                                    tries=tries)
         self._load[k] += 1
 
     def _holder(self, k: int, cids: Sequence[str]) -> int:
@@ -329,12 +335,14 @@ class RayPool(MeasurePool):
             if ref in self._pings:
                 self._pinged(ref)
             else:
-                done.append(self._collect(ref))
+                fin = self._collect(ref)
+                if fin is not None:
+                    done.append(fin)
         done += self._expire()
         self._replace_overdue()
         return done
 
-    def _collect(self, ref: Any) -> Finished:
+    def _collect(self, ref: Any) -> Finished | None:
         import ray
 
         job = self._refs.pop(ref)
@@ -349,32 +357,45 @@ class RayPool(MeasurePool):
                 while len(self._bred_by) > HELD_PICKS * len(self._actors):
                     del self._bred_by[next(iter(self._bred_by))]
                 return Finished(job.batch_id, "", (), "breed", bred)
-            except _LOST_ERRORS() as exc:
-                log.warning("breeding round %d: worker died (%s); the round is bred again",
-                            job.batch_id, type(exc).__name__)
-                self._mark_down(job.actor)
-                return Finished(job.batch_id, "", (), "breed", None)
-            except ray.exceptions.RayTaskError as exc:  # the worker lives: the round failed
-                why = f"breeding raised {raised(exc)}"
+            except ray.exceptions.RayError as exc:
+                kind, why = ray_failure(exc)
+                if kind == "lost":
+                    self._mark_down(job.actor)
+                elif kind == "raised":  # the worker lives: the round failed
+                    why = f"breeding raised {raised(exc)}"
+                if kind == "again" or isinstance(exc, _LOST_ERRORS()):
+                    log.warning("breeding round %d: %s; the round is bred again", job.batch_id, why)
+                    return Finished(job.batch_id, "", (), "breed", None)
+                # The worker raised, ran out of memory, or Ray failed the call: a dry round
+                # (after a few in a row the driver breeds itself).
                 log.warning("breeding round %d: %s", job.batch_id, why)
                 return Finished(job.batch_id, "", (), "breed", None, error=why)
         try:
             host, out, seconds = ray.get(ref)
-        except _LOST_ERRORS() as exc:
-            why = f"worker died while measuring: {type(exc).__name__}"
-            log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
-                        job.batch_id, why, job.size)
-            self._mark_down(job.actor)
-            return Finished(job.batch_id, "", lost(job.size, why))
-        except ray.exceptions.RayTaskError as exc:
+        except ray.exceptions.RayError as exc:
+            return self._failed(job, exc)
+        return Finished(job.batch_id, host, tuple(map(measurement_from_json, out)), seconds=seconds)
+
+    def _failed(self, job: _InFlight, exc: BaseException) -> Finished | None:
+        """A batch whose call raised (see ``ray_failure``): sent again (None), errors, or lost."""
+        kind, why = ray_failure(exc)
+        if kind == "again" and job.packed is not None and job.tries < _AGAIN_LIMIT:
+            log.warning("batch %d: %s; its %d candidate(s) are sent again", job.batch_id, why,
+                        job.size)
+            self._send(job.batch_id, job.packed, self._least_loaded(), job.tries + 1)
+            return None
+        if kind == "raised":
             # An exception in the worker's own code (not the measurer's: that one is a
             # measurement already): the worker lives, the batch failed. Its candidates are
             # errors with the message (measured, so not proposed again), not lost.
-            why = f"the worker raised {raised(exc)}"
             log.warning("batch %d: %s; its %d candidate(s) are recorded as sim_error",
                         job.batch_id, why, job.size)
             return Finished(job.batch_id, "", failed(job.size, why), error=why)
-        return Finished(job.batch_id, host, tuple(map(measurement_from_json, out)), seconds=seconds)
+        if kind == "lost":
+            self._mark_down(job.actor)
+        log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
+                    job.batch_id, why, job.size)
+        return Finished(job.batch_id, "", lost(job.size, why))
 
     def _units_of(self, a: int) -> list[int]:
         """The workers (slots) or the breeder of process ``a``."""
@@ -403,6 +424,8 @@ class RayPool(MeasurePool):
             self._replace(k, f"it could not restart ({type(exc).__name__})")
         except ray.exceptions.RayTaskError as exc:  # its load() raised: not a usable worker
             self._replace(k, f"it could not load the graphs ({raised(exc)})")
+        except ray.exceptions.RayError:  # cancelled, out of memory...: ask again shortly
+            self._reping[k] = time.monotonic() + _PING_EVERY_S
         else:
             self._down.pop(k, None)
             log.info("worker %d is back", k)

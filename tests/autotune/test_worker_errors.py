@@ -172,3 +172,105 @@ def test_a_two_worker_tune_sends_batches_of_eight(tiny_graph: Any, tmp_path: Pat
     tune([tiny_graph], trials=40, workers=2, log=str(tmp_path / "t.jsonl"), seed=0,
          measurer=DelayedMeasurer(delay_s=0.0), curve=False)
     assert max(sizes) == 8 and sum(sizes) == 40
+
+
+class _Actor:
+    """A stand-in actor: its calls return fresh refs (what was sent is kept)."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+        self.measure_packed = self
+
+    def remote(self, packed: Any) -> str:
+        self.sent.append(packed)
+        return f"ref{len(self.sent)}"
+
+
+def _pool_with_actors(workers: int = 2) -> RayPool:
+    pool = _bare_pool(workers)
+    pool._actors = [_Actor() for _ in range(workers)]
+    pool._timeout_s = None
+    return pool
+
+
+_PACKED = ("task", [{"s": 1}, {"s": 2}], None, None, None)
+
+
+def test_an_out_of_memory_worker_is_lost_with_the_reason_and_pinged(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Ray's memory monitor killed the worker (it restarts): the batch is lost, not the job."""
+    pool = _bare_pool()
+    monkeypatch.setattr(RayPool, "_mark_down", lambda self, k: self._down.setdefault(k, 0.0))
+    with caplog.at_level(logging.WARNING, logger="autotune.ray"):
+        fin = _collect(pool, monkeypatch, _InFlight(4, 2, 1, math.inf, unit=1),
+                       ray.exceptions.OutOfMemoryError("node memory 95 % > 95 %"))
+    assert fin is not None and [m.status for m in fin.measurements] == ["worker_lost"] * 2
+    assert all("ran out of memory" in m.error for m in fin.measurements)
+    assert pool._down == {1: 0.0} and pool._load == [0, 0]
+    assert caplog.text.count("\n") == 1 and "out of memory" in caplog.text  # one line
+
+
+def test_a_cancelled_batch_is_sent_again_then_lost_after_a_few(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = _pool_with_actors()
+    cancelled = ray.exceptions.TaskCancelledError()
+    fin = _collect(pool, monkeypatch, _InFlight(9, 2, 0, math.inf, unit=0, packed=_PACKED),
+                   cancelled)
+    assert fin is None and not pool._down  # nothing measured, nothing recorded
+    (ref, job), = pool._refs.items()
+    assert job.batch_id == 9 and job.size == 2 and job.tries == 1
+    assert [a.sent for a in pool._actors if a.sent] == [[_PACKED]]
+    for _ in range(_ray_pool._AGAIN_LIMIT - 1):
+        assert pool._collect(ref) is None
+        (ref, job), = pool._refs.items()
+    fin = pool._collect(ref)  # cancelled every time: lost (and may be proposed again)
+    assert fin is not None and fin.batch_id == 9 and not pool._refs
+    assert [m.status for m in fin.measurements] == ["worker_lost"] * 2
+    assert "cancelled" in fin.measurements[0].error and not pool._down
+    assert pool._load == [0, 0]
+
+
+def test_any_other_ray_error_loses_the_batch_with_its_message(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = _bare_pool()
+    monkeypatch.setattr(RayPool, "_mark_down", lambda self, k: self._down.setdefault(k, 0.0))
+    fin = _collect(pool, monkeypatch, _InFlight(2, 1, 0, math.inf, unit=0),
+                   ray.exceptions.ObjectStoreFullError("store full"))
+    assert fin is not None and [m.status for m in fin.measurements] == ["worker_lost"]
+    assert fin.measurements[0].error.startswith("Ray failed the call: ObjectStoreFullError")
+    assert pool._down == {0: 0.0}  # pinged before it gets another batch
+
+
+def test_breeding_that_ran_out_of_memory_is_dry_and_cancelled_breeding_is_asked_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = _bare_pool()
+    monkeypatch.setattr(RayPool, "_mark_down", lambda self, k: self._down.setdefault(k, 0.0))
+    fin = _collect(pool, monkeypatch, _InFlight(5, 0, 1, math.inf, "breed", unit=1),
+                   ray.exceptions.OutOfMemoryError("oom"))
+    assert fin is not None and fin.bred is None and "out of memory" in fin.error
+    assert pool._down == {1: 0.0}
+    fin = _collect(pool, monkeypatch, _InFlight(6, 0, 0, math.inf, "breed", unit=0),
+                   ray.exceptions.TaskCancelledError())
+    assert fin is not None and fin.bred is None and not fin.error  # not a dry round
+    assert pool._breeds == [0, 0] and pool._load == [0, 0]
+
+
+def test_wait_hands_back_a_cancelled_batch_once_measured_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the pool's ``wait``: the driver never sees the cancelled call."""
+    pool = _pool_with_actors()
+    pool._restart_grace_s = math.inf
+    pool._send(3, _PACKED, 0)
+    calls = []
+
+    def get(ref: Any, *a: Any, **k: Any) -> Any:
+        calls.append(ref)
+        if len(calls) == 1:
+            raise ray.exceptions.TaskCancelledError()
+        return "h", [], 0.5
+
+    monkeypatch.setattr(ray, "get", get)
+    monkeypatch.setattr(ray, "wait", lambda refs, **k: (list(refs)[:1], list(refs)[1:]))
+    assert pool.wait(0.0) == []
+    done = pool.wait(0.0)
+    assert [(f.batch_id, f.host) for f in done] == [(3, "h")] and not pool._refs
