@@ -207,7 +207,7 @@ class Driver:
                 self._finish(batch, fin)
                 self.job.rounds += 1
                 if time.monotonic() - flushed >= FLUSH_EVERY_S:
-                    self.storage.flush()
+                    self.storage.flush(wait=False)  # its fsync off this thread
                     flushed = time.monotonic()
                 for cb in self.callbacks:
                     cb(self.job)
