@@ -281,7 +281,8 @@ class RayPool(MeasurePool):
                      scorer: Scorer) -> None:
         import ray
 
-        # The model travels once per retraining (one object in the store), not per round;
+        # The model travels once per retraining (one object in the store, its reference in a
+        # tuple: a worker unpickles it once, not per call: _Worker._scorer), not per round;
         # the bulk of the seen set once per rebase (GuidedSampler._seen_parts).
         held = self._scorers.get(id(scorer))
         if held is None or held[0] is not scorer:
@@ -306,7 +307,7 @@ class RayPool(MeasurePool):
         k = min(up, key=lambda i: (self._breeds[i], self._load[i], i not in self._bred_on))
         self._bred_on.add(k)
         a = self._actor_of(k)
-        ref = self._actors[a].breed.remote(task_key, request, held[1])
+        ref = self._actors[a].breed.remote(task_key, request, (held[1],))
         self._refs[ref] = _InFlight(batch_id, 0, a, time.monotonic() + _BREED_GRACE_S, "breed",
                                     unit=k)
         self._load[k] += 1
