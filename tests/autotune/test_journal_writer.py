@@ -62,9 +62,10 @@ def test_a_failed_append_is_one_error_line_at_the_next_flush(tmp_path: Path) -> 
 def test_no_journal_append_runs_on_the_drivers_thread(
         tiny_graph: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A whole (in-process) tune: its journal is written, and never by the driver's thread."""
+    from optuna.storages.journal import JournalFileBackend
+
     import autotune.running._driver as driver_mod
     from autotune import tune
-    from optuna.storages.journal import JournalFileBackend
 
     threads: list[str] = []
     real = JournalFileBackend.append_logs
