@@ -6,8 +6,8 @@ instead. Each actor receives every task's graph, the target and the measurer
 in its constructor (one ``ray.put`` for the graphs), so a batch carries only
 schedule JSON (with the picks' ids and vectors as bytes), in one argument
 (``_Worker.measure_packed``: cheaper than Ray's serialisation of each argument).
-Actors also breed the guided sampler's rounds (:meth:`RayPool.submit_breed`; the
-cost model goes to the object store once per snapshot). Actors restart when they
+Actors also breed the guided sampler's rounds (:meth:`RayPool.submit_breed`; the cost
+model goes to the object store once per snapshot, unpickled once per actor). Actors restart when they
 die; the batch they held comes back as ``worker_lost`` measurements (breeding they
 held is asked for again) and the job goes on; no error Ray raises for a call ends the
 job (see :func:`autotune.running._pool.ray_failure`).
