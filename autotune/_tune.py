@@ -453,8 +453,13 @@ def _enqueue_seeds(ts: TaskState, target: Target) -> None:
 
     A seed whose schedule was measured already (under any label) gets its
     baseline from that measurement; one the space cannot express is measured
-    as it is, outside the study.
+    as it is, outside the study. A seed whose trial was lost (``worker_lost``: a failed
+    trial) is queued again; one queued, running or complete already is not.
     """
+    from optuna.trial import TrialState
+
+    queued = [t.system_attrs.get("fixed_params", t.params) for t in ts.study.get_trials(
+        deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE))]
     enqueued: set[str] = set()
     for label, s in seed_schedules(ts.task.graph, target):
         cid = candidate_id(s)
@@ -468,9 +473,10 @@ def _enqueue_seeds(ts: TaskState, target: Target) -> None:
                      ts.task.name, label, proj.reason)
             ts.seeds_direct.append((label, s))
             continue
+        if dict(proj.params) in queued:
+            continue
         ts.study.enqueue_trial(dict(proj.params),
-                               user_attrs={SEED_ATTR: label, SEED_CID_ATTR: cid},
-                               skip_if_exists=True)
+                               user_attrs={SEED_ATTR: label, SEED_CID_ATTR: cid})
 
 
 def _scheduler(job: JobState, seed: int | None, early_stopping: int | None) -> GradientScheduler:

@@ -11,12 +11,15 @@ finished ones as they arrive; it never waits for a particular batch. Two pools:
 
 A batch that cannot be measured (its worker died) comes back as
 ``worker_lost`` measurements, never as an exception; one whose worker raised (an
-exception in the worker's own code, Ray's ``RayTaskError``) as ``sim_error``
-measurements with the message (``Finished.error``), and the job goes on. Every other
+exception in the worker's own code, Ray's ``RayTaskError``) as ``worker_lost``
+measurements with the message in ``Finished.error`` (the driver measures them again, and
+records a second raise as ``sim_error``: :mod:`autotune.running._failures`). Every other
 error Ray raises for a call is sorted by :func:`ray_failure`: a worker that ran out of
-memory (Ray's memory monitor killed it) is a lost worker, a cancelled call is sent again,
-any other Ray error loses the batch (``worker_lost``, with its message) and has the
-worker pinged before it gets another; none ends the job.
+memory (Ray's memory monitor killed it) is a lost worker, a worker without the job's
+graphs (:class:`WorkerNotLoaded`: restarted, not loaded again) is loaded again, a
+cancelled call is sent again, any other Ray error loses the batch (``worker_lost``, with
+its message) and has the worker pinged before it gets another; none ends the job (the
+driver stops one whose calls keep failing).
 
 Pools also breed: :meth:`MeasurePool.submit_breed` runs a breeding request of the
 guided sampler (a round, or a worker's share of one: :func:`autotune.sampling._breed.breed`)
@@ -44,7 +47,13 @@ if TYPE_CHECKING:
     from compiler.target import Target
     from sim import Measurement
 
-__all__ = ["Finished", "InProcessPool", "MeasurePool", "failed", "lost", "raised", "ray_failure"]
+__all__ = ["Finished", "InProcessPool", "MeasurePool", "WorkerNotLoaded", "failed", "lost",
+           "raised", "ray_failure"]
+
+
+class WorkerNotLoaded(RuntimeError):
+    """A worker was asked for a task whose graph it does not hold (it restarted and was
+    not loaded again): the pool loads it again; nothing is wrong with the candidates."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,8 @@ class Finished:
     ``seconds``: the wall time the worker spent on the batch (0.0 when unknown), what
     the guided sampler weighs its breeding against (see ``GuidedOptions.breed_budget``).
     ``error``: the job raised in its worker (the worker lives): a batch's measurements are
-    then ``sim_error`` with this message, a breeding round's ``bred`` is None.
+    then ``worker_lost`` with this message (the driver decides which are errors), a
+    breeding round's ``bred`` is None.
     """
 
     batch_id: int
@@ -99,6 +109,7 @@ def ray_failure(exc: BaseException) -> tuple[str, str]:
     * ``"again"``: the call was cancelled (``TaskCancelledError``: by Ray or an operator,
       not by the job); nothing was measured and nothing is wrong: send it again.
     * ``"raised"``: the worker's own code raised (``RayTaskError``); the worker lives.
+    * ``"reload"``: the worker lacks the job's graphs (:class:`WorkerNotLoaded`): load it.
     * ``"lost"``: the worker died (``RayActorError``, ``WorkerCrashedError``, ...), ran out of
       memory (``OutOfMemoryError``: Ray's memory monitor killed it; it restarts), or Ray
       failed the call another way (object store full, out of disk, a system error...):
@@ -113,6 +124,9 @@ def ray_failure(exc: BaseException) -> tuple[str, str]:
         return "lost", "the worker ran out of memory (Ray's memory monitor killed it)"
     if isinstance(exc, (rex.RayActorError, rex.WorkerCrashedError, rex.ObjectLostError)):
         return "lost", f"worker died: {name}"
+    if isinstance(exc, WorkerNotLoaded) or isinstance(getattr(exc, "cause", None),
+                                                      WorkerNotLoaded):
+        return "reload", f"the worker was not loaded ({raised(exc)}): it is loaded again"
     if isinstance(exc, rex.RayTaskError):
         return "raised", f"the worker raised {raised(exc)}"
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.measure._measurer import Measurer, measurement_from_json
 from autotune.running._driver import MAX_OUT
-from autotune.running._pool import Finished, MeasurePool, failed, lost, raised, ray_failure
+from autotune.running._pool import Finished, MeasurePool, lost, raised, ray_failure
 from autotune.running._ray_start import LOOPBACK, start_ray
 from autotune.running._ray_start import _loopback_only as _loopback_only  # tests import it here
 from autotune.running._ray_worker import WARM_TIMEOUT_S as WARM_TIMEOUT_S
@@ -360,11 +360,11 @@ class RayPool(MeasurePool):
                 return Finished(job.batch_id, "", (), "breed", bred)
             except ray.exceptions.RayError as exc:
                 kind, why = ray_failure(exc)
-                if kind == "lost":
+                if kind in ("lost", "reload"):
                     self._mark_down(job.actor)
                 elif kind == "raised":  # the worker lives: the round failed
                     why = f"breeding raised {raised(exc)}"
-                if kind == "again" or isinstance(exc, _LOST_ERRORS()):
+                if kind in ("again", "reload") or isinstance(exc, _LOST_ERRORS()):
                     log.warning("breeding round %d: %s; the round is bred again", job.batch_id, why)
                     return Finished(job.batch_id, "", (), "breed", None)
                 # The worker raised, ran out of memory, or Ray failed the call: a dry round
@@ -387,12 +387,11 @@ class RayPool(MeasurePool):
             return None
         if kind == "raised":
             # An exception in the worker's own code (not the measurer's: that one is a
-            # measurement already): the worker lives, the batch failed. Its candidates are
-            # errors with the message (measured, so not proposed again), not lost.
-            log.warning("batch %d: %s; its %d candidate(s) are recorded as sim_error",
-                        job.batch_id, why, job.size)
-            return Finished(job.batch_id, "", failed(job.size, why), error=why)
-        if kind == "lost":
+            # measurement already): the worker lives; the driver measures the candidates
+            # again (a second raise is their error: autotune.running._failures).
+            log.warning("batch %d: %s", job.batch_id, why)
+            return Finished(job.batch_id, "", lost(job.size, why), error=why)
+        if kind in ("lost", "reload"):  # reload: its ping is a load()
             self._mark_down(job.actor)
         log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
                     job.batch_id, why, job.size)

@@ -25,6 +25,7 @@ import numpy as np
 
 from autotune.measure._measurer import Measurer, SimMeasurer, measure_json
 from autotune.measure._slots import enable, working
+from autotune.running._pool import WorkerNotLoaded
 from autotune.sampling._breed import Bred, Breeder, BreedRequest, Scorer
 from compiler.memo import search_gc
 
@@ -138,7 +139,10 @@ class _Worker:
             t0, c0 = time.perf_counter(), time.thread_time()  # the wall seconds come back too
             held = (self._breeder.take(task_key, cids, schedules, vectors) if self._breeder
                     else None)
-            host, out = measure_json(self._measurer, self._graphs[task_key], schedules,
+            graph = self._graphs.get(task_key)
+            if graph is None:  # restarted, and not loaded again (the pool loads it)
+                raise WorkerNotLoaded(f"the worker holds no graph {task_key!r}")
+            host, out = measure_json(self._measurer, graph, schedules,
                                      self._target, timeout_s, held)
             self._spent["measure"] += time.thread_time() - c0
             return host, out, time.perf_counter() - t0  # (what breeding is weighed by)
@@ -155,8 +159,8 @@ class _Worker:
     def breed(self, task_key: str, request: BreedRequest, scorer: Scorer | tuple[Any]) -> Bred:
         """Breed a round; ``scorer`` as itself, or ``(ref,)``: a reference to it in the
         object store, unpickled once per process (:meth:`_scorer`)."""
-        if self._breeder is None:
-            raise RuntimeError("the worker was not loaded")
+        if self._breeder is None or task_key not in self._graphs:
+            raise WorkerNotLoaded(f"the worker holds no graph {task_key!r}")
         with working():
             c0 = time.thread_time()
             try:
