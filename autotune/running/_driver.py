@@ -181,6 +181,7 @@ class Driver:
                                 pool.workers if pool.remote else 1)
         self._failures = Failures(pool.workers, pool.slots)
         self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
+        self._breed_failed: dict[int, int] = {}  # task -> its requests failed in a row
         self._dists: dict[int, dict[str, Any]] = {}  # task -> its parameter distributions
         for k, ts in enumerate(job.tasks):
             sampler = ts.study.sampler
@@ -308,7 +309,8 @@ class Driver:
     def _breeder(self, k: int) -> Any:
         """Task ``k``'s sampler if the pool breeds its rounds (None: it breeds when asked)."""
         bs = self._breeders.get(k)
-        return bs if bs is not None and bs.dry < _DRY_LIMIT else None
+        return (bs if bs is not None and bs.dry < _DRY_LIMIT
+                and self._breed_failed.get(k, 0) < _DRY_LIMIT else None)
 
     def _breed(self, k: int, bs: Any) -> None:
         """Send a share of a breeding round of task ``k`` to the pool."""
@@ -325,15 +327,20 @@ class Driver:
 
     def _bred(self, fin: Finished) -> None:
         """A breeding request is back: its picks go to its sampler at once (a lost one:
-        nothing, and another is asked for; one that raised in its worker counts as a dry
-        request, so a round that always raises is bred here after :data:`_DRY_LIMIT`)."""
+        nothing, and another is asked for). One that failed in its worker (raised, ran out of
+        memory...) counts against the pool: after :data:`_DRY_LIMIT` in a row (the driver's
+        count, which only a request bred remotely resets) the task's rounds are bred here
+        for the rest of the run."""
         bs = self._breeders[k := self._breeding.pop(fin.batch_id)]
         bs.bred(fin.bred)
         if fin.error:
-            bs.dry += 1
-            log.warning("task %s: a breeding request failed in its worker (%s)%s",
-                        self.job.tasks[k].task.name, fin.error, "; the task's rounds are "
-                        "bred here from now on" if bs.dry == _DRY_LIMIT else "")
+            n = self._breed_failed[k] = self._breed_failed.get(k, 0) + 1
+            if n <= _DRY_LIMIT:
+                log.warning("task %s: a breeding request failed in its worker (%s)%s",
+                            self.job.tasks[k].task.name, fin.error, "; the task's rounds are "
+                            "bred here from now on" if n == _DRY_LIMIT else "")
+        elif fin.bred is not None and self._breed_failed.get(k, 0) < _DRY_LIMIT:
+            self._breed_failed[k] = 0
 
     def _may_breed(self, k: int, bs: Any, left: int) -> bool:
         """Whether task ``k``'s sampler is asked for a breeding request now (True: it is,
