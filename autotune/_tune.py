@@ -304,15 +304,22 @@ def tune(
         failed = True
         raise
     finally:
-        if claims is not None:
-            claims.close()
-        if handle is not None:
-            handle.close()
+        late: GraphtuneError | None = None  # a close's error: after the job's own, if any
+        for close in [c.close for c in (claims, handle) if c is not None]:
+            try:
+                close()
+            except GraphtuneError as exc:
+                if failed:  # the job's error is the one to see; this one is said beside it
+                    logging.getLogger("autotune.tune").warning("%s", exc)  # (`log` is the path)
+                elif late is None:
+                    late = exc
         os.close(lock)
         if failed and not measuring:
             for path in created:  # the job failed before it measured: leave nothing behind
                 with contextlib.suppress(OSError):
                     os.unlink(path)
+        if late is not None:
+            raise late
 
 
 def _measurer(measurer: Measurer | str | None, options: dict[str, Any] | None,

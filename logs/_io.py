@@ -401,8 +401,13 @@ class RecordWriter:
     def __enter__(self) -> RecordWriter:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        try:
+            self.close()
+        except LogError as err:
+            if exc is None:
+                raise
+            exc.add_note(str(err))  # the error that ended the block is the one to see
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -9,7 +9,9 @@ parameters are queued again in its study (a seed measured outside the study goes
 its task's list), and a resumed job measures it as well. Only a candidate whose worker
 raises a second time (after raising in this run or, from the log, an earlier one) while
 the workers measure other batches (a batch was measured in this run, and the one before
-did not fail) is recorded ``sim_error``, and never measured again.
+did not fail) is recorded ``sim_error``, and never measured again. A batch whose worker ran
+out of memory (Ray's memory monitor killed it: maybe a candidate's doing) is treated the
+same way (:data:`autotune.running._notes.OUT_OF_MEMORY`).
 
 The circuit breaker: a job whose calls keep failing (raised, lost, or any other error Ray
 raised) would burn its budget on nothing, so after :meth:`Failures.limit` failed batches
@@ -23,7 +25,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from autotune.running._notes import RAISED
+from autotune.running._notes import AGAIN, RAISED
 from autotune.running._pool import failed, lost
 from compiler.errors import GraphtuneError
 
@@ -58,7 +60,7 @@ class Failures:
         ``sim_error`` (it raised before)."""
         if fin.kind != "measure" or not fin.error:
             return fin
-        why = fin.error if fin.error.startswith(RAISED) else f"{RAISED}: {fin.error}"
+        why = fin.error if fin.error.startswith(AGAIN) else f"{RAISED}: {fin.error}"
         out: list[Measurement] = []
         # A second raise is the candidate's error only while the workers measure other
         # batches: not in a run of failures (a broken worker fails every candidate twice).

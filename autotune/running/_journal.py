@@ -295,12 +295,14 @@ class StorageHandle:
             self.journal.flush(wait)
 
     def close(self) -> None:
-        """Flush and release."""
-        if self.journal is not None:
-            self.journal.close()
-        if self.lock_fd >= 0:
-            os.close(self.lock_fd)
-            self.lock_fd = -1
+        """Flush and release (released when the flush fails too)."""
+        try:
+            if self.journal is not None:
+                self.journal.close()
+        finally:
+            if self.lock_fd >= 0:
+                os.close(self.lock_fd)
+                self.lock_fd = -1
 
 
 def open_storage(spec: str | None, log_path: str) -> StorageHandle:

@@ -13,11 +13,14 @@ if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
     from sim import Measurement
 
-__all__ = ["RAISED", "note_measurement", "objective_of"]
+__all__ = ["AGAIN", "OUT_OF_MEMORY", "RAISED", "note_measurement", "objective_of"]
 
 RAISED = "the worker raised"
 """How the error of a candidate whose worker raised begins (its record is ``worker_lost``
 the first time: see :class:`autotune.running._failures.Failures`)."""
+OUT_OF_MEMORY = "the worker ran out of memory"
+"""... and of one whose worker ran out of memory (treated the same way)."""
+AGAIN = (RAISED, OUT_OF_MEMORY)
 
 
 def objective_of(m: Measurement, objective: str) -> float | None:
@@ -37,7 +40,7 @@ def note_measurement(ts: TaskState, objective: str, tuner: str,
     if m.status != "worker_lost":  # a lost candidate was not measured
         ts.measured[cid] = objective_of(m, objective)
         ts.latency[cid] = latency
-    elif (m.error or "").startswith(RAISED):  # measured again; a second raise is its error
+    elif (m.error or "").startswith(AGAIN):  # measured again; a second raise is its error
         ts.raised.add(cid)
     if not m.ok:
         ts.errors[m.status] = ts.errors.get(m.status, 0) + 1

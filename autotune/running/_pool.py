@@ -120,7 +120,7 @@ def ray_failure(exc: BaseException) -> tuple[str, str]:
     name = type(exc).__name__
     if isinstance(exc, rex.TaskCancelledError):
         return "again", "the call was cancelled"
-    if isinstance(exc, rex.OutOfMemoryError):
+    if isinstance(exc, rex.OutOfMemoryError):  # (the text begins with _notes.OUT_OF_MEMORY)
         return "lost", "the worker ran out of memory (Ray's memory monitor killed it)"
     if isinstance(exc, (rex.RayActorError, rex.WorkerCrashedError, rex.ObjectLostError)):
         return "lost", f"worker died: {name}"

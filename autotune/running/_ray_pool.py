@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any
 from autotune.measure._measurer import Measurer, measurement_from_json
 from autotune.running._driver import MAX_OUT
 from autotune.running._pool import Finished, MeasurePool, lost, raised, ray_failure
-from autotune.running._ray_start import LOOPBACK, start_ray
+from autotune.running._ray_start import LOOPBACK, _check_room, _describe, _describe_have, start_ray
 from autotune.running._ray_start import _loopback_only as _loopback_only  # tests import it here
+from autotune.running._ray_start import _room as _room  # tests import it here
 from autotune.running._ray_worker import WARM_TIMEOUT_S as WARM_TIMEOUT_S
 from autotune.running._ray_worker import _Worker as _Worker  # its old home
 from autotune.running._ray_worker import pack_vectors
@@ -172,6 +173,7 @@ class RayPool(MeasurePool):
         self._breeds = [0] * (workers + breeders)  # breeding jobs held by each unit
         self._bred_on: set[int] = set()  # units that bred (since their process last started)
         self._bred_by: dict[str, int] = {}  # candidate id of a pick -> the worker that bred it
+        self._cancelled = 0  # breeding calls cancelled in a row (asked again: bounded)
         self._refs: dict[Any, _InFlight] = {}
         # By process (an actor): with one slot each and no breeders, process k is worker k.
         self._pings: dict[Any, int] = {}  # ping of a restarting process -> its index
@@ -357,6 +359,7 @@ class RayPool(MeasurePool):
                         self._bred_by[p.cid] = job.unit
                 while len(self._bred_by) > HELD_PICKS * len(self._actors):
                     del self._bred_by[next(iter(self._bred_by))]
+                self._cancelled = 0
                 return Finished(job.batch_id, "", (), "breed", bred)
             except ray.exceptions.RayError as exc:
                 kind, why = ray_failure(exc)
@@ -364,6 +367,11 @@ class RayPool(MeasurePool):
                     self._mark_down(job.actor)
                 elif kind == "raised":  # the worker lives: the round failed
                     why = f"breeding raised {raised(exc)}"
+                elif kind == "again":  # asked again, up to a few in a row: then it failed
+                    self._cancelled += 1
+                    if self._cancelled > _AGAIN_LIMIT:
+                        why = f"{why} ({self._cancelled} breeding calls in a row)"
+                        kind = "failed"
                 if kind in ("again", "reload") or isinstance(exc, _LOST_ERRORS()):
                     log.warning("breeding round %d: %s; the round is bred again", job.batch_id, why)
                     return Finished(job.batch_id, "", (), "breed", None)
@@ -379,6 +387,7 @@ class RayPool(MeasurePool):
 
     def _failed(self, job: _InFlight, exc: BaseException) -> Finished | None:
         """A batch whose call raised (see ``ray_failure``): sent again (None), errors, or lost."""
+        import ray
         kind, why = ray_failure(exc)
         if kind == "again" and job.packed is not None and job.tries < _AGAIN_LIMIT:
             log.warning("batch %d: %s; its %d candidate(s) are sent again", job.batch_id, why,
@@ -395,7 +404,9 @@ class RayPool(MeasurePool):
             self._mark_down(job.actor)
         log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
                     job.batch_id, why, job.size)
-        return Finished(job.batch_id, "", lost(job.size, why))
+        # Out of memory: maybe a candidate's fault; as a raise, a second time is its error.
+        oom = isinstance(exc, ray.exceptions.OutOfMemoryError)
+        return Finished(job.batch_id, "", lost(job.size, why), error=why if oom else "")
 
     def _units_of(self, a: int) -> list[int]:
         """The workers (slots) or the breeder of process ``a``."""
@@ -517,62 +528,6 @@ class RayPool(MeasurePool):
                 pass
         if self._stop_ray is not None:
             self._stop_ray()
-
-
-def _describe(cpus: float, need: Mapping[str, float]) -> str:
-    parts = ([f"CPU={cpus:g}"] if cpus else []) + [f"{k}={v:g}" for k, v in sorted(need.items())]
-    return ", ".join(parts) or "nothing"
-
-
-def _describe_have(need: Mapping[str, float]) -> str:
-    import ray
-
-    have = ray.cluster_resources()
-    return ", ".join(f"{k}={have.get(k, 0):g}" for k in ["CPU", *sorted(need)])
-
-
-def _check_room(workers: int, cpus: float, need: Mapping[str, float], per: int = 1) -> None:
-    """Fail at once when the cluster's nodes cannot hold ``workers`` workers of this shape,
-    ``per`` of them to a process (a process's slots are on one node).
-
-    Counts what each live node has in all (not what is free now: other jobs come and
-    go; the start timeout covers a busy cluster).
-
-    Raises:
-        GraphtuneError: naming the missing resource and what the cluster has.
-    """
-    import ray
-
-    shape = {**need, **({"CPU": cpus} if cpus else {})}
-    if not shape:
-        return
-    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
-    for key, amount in need.items():
-        if not any(res.get(key, 0) >= amount for res in nodes):
-            raise GraphtuneError(
-                f"no node of the Ray cluster has the resource {key}={amount:g} that each "
-                f"measurer worker needs: start the nodes that have it with "
-                f"`ray start --resources '{{\"{key}\": N}}'`, or drop it from "
-                "--worker-resource / the measurer's resources")
-    fits = [int(min(res.get(k, 0) / v for k, v in shape.items()) + 1e-9) for res in nodes]
-    room = _room(fits, workers, per)
-    if room >= workers:
-        return
-    procs = f" ({per} to a process: the measurer's slots_per_process)" if per > 1 else ""
-    raise GraphtuneError(
-        f"the Ray cluster has room for {room} of {workers} measurer workers{procs} (each "
-        f"needs {_describe(cpus, need)}; the cluster has {_describe_have(need)}): use "
-        f"--workers {room}, fewer CPUs per worker (--worker-cpus) or more nodes")
-
-
-def _room(fits: Sequence[int], workers: int, per: int) -> int:
-    """Workers (of ``workers`` wanted) the nodes can hold, ``per`` to a process on one node,
-    the last process holding the rest: ``fits[n]`` workers fit on node ``n`` alone."""
-    full, rest = divmod(workers, per)
-    whole = sum(c // per for c in fits)  # processes of `per` workers
-    if whole >= full and rest and (whole > full or any(c % per >= rest for c in fits)):
-        return workers
-    return min(whole, full) * per if rest else min(whole * per, workers)
 
 
 def _actor_maker(target: Target, measurer: Measurer, slots: int, cpus: float,

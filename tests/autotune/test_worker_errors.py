@@ -36,6 +36,7 @@ def _bare_pool(workers: int = 2) -> RayPool:
     pool._load, pool._breeds = [0] * workers, [0] * workers
     pool._bred_by, pool._bred_on = {}, set()
     pool._refs, pool._pings, pool._down, pool._reping = {}, {}, {}, {}
+    pool._cancelled = 0
     return pool
 
 
@@ -246,6 +247,7 @@ def test_an_out_of_memory_worker_is_lost_with_the_reason_and_pinged(
                        ray.exceptions.OutOfMemoryError("node memory 95 % > 95 %"))
     assert fin is not None and [m.status for m in fin.measurements] == ["worker_lost"] * 2
     assert all("ran out of memory" in m.error for m in fin.measurements)
+    assert fin.error.startswith("the worker ran out of memory")  # a second time: an error
     assert pool._down == {1: 0.0} and pool._load == [0, 0]
     assert caplog.text.count("\n") == 1 and "out of memory" in caplog.text  # one line
 
@@ -293,6 +295,19 @@ def test_breeding_that_ran_out_of_memory_is_dry_and_cancelled_breeding_is_asked_
                    ray.exceptions.TaskCancelledError())
     assert fin is not None and fin.bred is None and not fin.error  # not a dry round
     assert pool._breeds == [0, 0] and pool._load == [0, 0]
+
+
+def test_breeding_cancelled_again_and_again_fails_after_a_few(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a cancelled breeding call was asked for again without a limit."""
+    pool = _bare_pool()
+    for i in range(_ray_pool._AGAIN_LIMIT):
+        fin = _collect(pool, monkeypatch, _InFlight(i, 0, 0, math.inf, "breed", unit=0),
+                       ray.exceptions.TaskCancelledError())
+        assert fin is not None and not fin.error  # asked again
+    fin = _collect(pool, monkeypatch, _InFlight(9, 0, 0, math.inf, "breed", unit=0),
+                   ray.exceptions.TaskCancelledError())
+    assert fin is not None and "cancelled" in fin.error  # a failed request (the driver counts)
 
 
 def test_wait_hands_back_a_cancelled_batch_once_measured_again(

@@ -212,3 +212,46 @@ def test_the_cli_says_so_in_one_line_and_exits_non_zero(
     st = _statuses(log)
     assert 8 <= sum(map(len, st.values())) <= 64
     assert {s for ss in st.values() for s in ss} == {"worker_lost"}
+
+
+def test_a_candidate_that_runs_its_worker_out_of_memory_twice_is_an_error(
+        tiny_graph: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: lost each time, and proposed again (a fresh OOM each time); now the second
+    time is its sim_error, with the reason."""
+    from autotune.sampling._studies import candidate_id, seed_schedules
+    from compiler.target import Target
+
+    oom = "the worker ran out of memory (Ray's memory monitor killed it)"
+    o0 = candidate_id(dict(seed_schedules(tiny_graph, Target.default()))["O0"])
+    _use(monkeypatch, lambda cids: oom if o0 in cids else "")
+    log = tmp_path / "t.jsonl"
+    _run(tiny_graph, log, 24)
+    assert _statuses(log)[o0] == ["worker_lost", "sim_error"]
+    errors = [json.loads(line)["result"].get("error") or "" for line in log.read_text().splitlines()]
+    assert any(e.startswith("the worker ran out of memory") and "second time" in e
+               for e in errors)
+
+
+def test_a_close_that_fails_does_not_hide_the_jobs_error(
+        tiny_graph: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The study storage's close raised from tune's ``finally`` (a failed journal append),
+    hiding the error that ended the job; now that one is raised, the other logged. With no
+    job error, the close's error is raised."""
+    from autotune.running._journal import StorageHandle
+
+    real_close = StorageHandle.close
+
+    def close(self: StorageHandle) -> None:
+        real_close(self)
+        raise GraphtuneError("cannot append to the study journal: disk full")
+
+    monkeypatch.setattr(StorageHandle, "close", close)
+    _use(monkeypatch, lambda cids: _RAISED)
+    with caplog.at_level("WARNING", logger="autotune.tune"), \
+            pytest.raises(GraphtuneError, match="keep failing"):
+        _run(tiny_graph, tmp_path / "a.jsonl", 200)
+    assert "disk full" in caplog.text
+    _use(monkeypatch, lambda cids: "")
+    with pytest.raises(GraphtuneError, match="disk full"):
+        _run(tiny_graph, tmp_path / "b.jsonl", 8)

@@ -287,6 +287,18 @@ def test_flush_waits_for_the_timers_fsync_and_reports_a_failed_one(
     writer.close()  # reported once: the retried fsync succeeded
 
 
+def test_a_failed_close_does_not_hide_the_error_that_ended_the_block(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="the job's own") as caught, \
+            RecordWriter(tmp_path / "log.jsonl") as writer:
+        writer._failed = OSError(5, "Input/output error")  # a timer fsync failed
+        raise ValueError("the job's own error")
+    assert "Input/output error" in " ".join(getattr(caught.value, "__notes__", []))
+    writer = RecordWriter(tmp_path / "log.jsonl")
+    writer._failed = OSError(5, "Input/output error")
+    with pytest.raises(LogError, match="Input/output error"), writer:
+        pass
+
+
 def test_writer_on_a_directory_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(LogError, match="cannot open log"):
         RecordWriter(tmp_path)
