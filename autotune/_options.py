@@ -96,7 +96,9 @@ class RunOptions:
         worker_cpus: CPUs each Ray worker reserves (default: the measurer's ``num_cpus``).
         worker_resources: Custom Ray resources each worker needs, e.g. ``{"stcp920": 1}``
             (default: the measurer's ``resources``); ignored with ``workers=0``.
-        batch_size: Candidates per batch sent to a worker.
+        batch_size: Candidates per batch sent to a worker. None (the default): 4, or
+            :data:`autotune._tune.FEW_WORKERS_BATCH` (8) on a Ray pool of at most
+            :data:`autotune._tune.FEW_WORKERS` (8) workers (see there).
         callbacks: Called with the :class:`autotune.JobState` after every measured batch.
         curve: Draw the tuning-curve PNG next to the log.
         notify: Called with a line for the user about how the job starts (the
@@ -116,7 +118,7 @@ class RunOptions:
     ray_address: str | None = None
     worker_cpus: float | None = None
     worker_resources: Mapping[str, float] | None = None
-    batch_size: int = 4
+    batch_size: int | None = None
     callbacks: Sequence[Callback] = ()
     curve: bool = True
     notify: Callable[[str], None] | None = None

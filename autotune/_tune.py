@@ -82,6 +82,17 @@ the driver's CPU per measurement, more than measuring (``bench/results/sim_vs_tu
 h89); on ResNet-50 and BERT-base, whose measurements cost more, the counts
 (``retrain_every``, ``retrain_growth``) still decide most retrainings."""
 
+FEW_WORKERS_BATCH = 8
+"""Candidates per batch by default (``RunOptions.batch_size`` None) on a Ray pool of at most
+:data:`FEW_WORKERS` workers (4 otherwise, and in process). A batch is one Ray call each
+way: its fixed costs (the driver's submit and collection, the worker's call, Ray's
+threads) per measurement halve. On gpt1 (a measurement ~1.4 ms), 2 workers, 300
+measurements, back to back at load 4.9-5.2: 7.71 / 7.16 ms of CPU per measurement with
+batches of 4, 7.00 / 6.62 with 8 (driver loop -0.2, worker Ray threads -0.18; h92, issue
+20). Not with many workers: the driver keeps ``2 x workers x batch`` proposals in flight,
+and breeding rounds are sized by that."""
+FEW_WORKERS = 8
+
 
 def default_workers() -> int:
     """Measurer processes by default: one per CPU."""
@@ -275,7 +286,8 @@ def tune(
                                                      worker_resources, job.deadline) as pool:
             job.workers = pool.workers
             driver = Driver(job, scheduler, pool, writer, handle, tgt, meas, objective,
-                            tuner_label(sampler), batch_size, callbacks, claims, owner)
+                            tuner_label(sampler), default_batch(batch_size, pool), callbacks,
+                            claims, owner)
             job.started = time.monotonic()
             measuring = True
             with search_gc():  # models, spaces and studies are loaded (see its doc)
@@ -292,15 +304,22 @@ def tune(
         failed = True
         raise
     finally:
-        if claims is not None:
-            claims.close()
-        if handle is not None:
-            handle.close()
+        late: GraphtuneError | None = None  # a close's error: after the job's own, if any
+        for close in [c.close for c in (claims, handle) if c is not None]:
+            try:
+                close()
+            except GraphtuneError as exc:
+                if failed:  # the job's error is the one to see; this one is said beside it
+                    logging.getLogger("autotune.tune").warning("%s", exc)  # (`log` is the path)
+                elif late is None:
+                    late = exc
         os.close(lock)
         if failed and not measuring:
             for path in created:  # the job failed before it measured: leave nothing behind
                 with contextlib.suppress(OSError):
                     os.unlink(path)
+        if late is not None:
+            raise late
 
 
 def _measurer(measurer: Measurer | str | None, options: dict[str, Any] | None,
@@ -441,8 +460,13 @@ def _enqueue_seeds(ts: TaskState, target: Target) -> None:
 
     A seed whose schedule was measured already (under any label) gets its
     baseline from that measurement; one the space cannot express is measured
-    as it is, outside the study.
+    as it is, outside the study. A seed whose trial was lost (``worker_lost``: a failed
+    trial) is queued again; one queued, running or complete already is not.
     """
+    from optuna.trial import TrialState
+
+    queued = [t.system_attrs.get("fixed_params", t.params) for t in ts.study.get_trials(
+        deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE))]
     enqueued: set[str] = set()
     for label, s in seed_schedules(ts.task.graph, target):
         cid = candidate_id(s)
@@ -456,9 +480,10 @@ def _enqueue_seeds(ts: TaskState, target: Target) -> None:
                      ts.task.name, label, proj.reason)
             ts.seeds_direct.append((label, s))
             continue
+        if dict(proj.params) in queued:
+            continue
         ts.study.enqueue_trial(dict(proj.params),
-                               user_attrs={SEED_ATTR: label, SEED_CID_ATTR: cid},
-                               skip_if_exists=True)
+                               user_attrs={SEED_ATTR: label, SEED_CID_ATTR: cid})
 
 
 def _scheduler(job: JobState, seed: int | None, early_stopping: int | None) -> GradientScheduler:
@@ -469,6 +494,14 @@ def _scheduler(job: JobState, seed: int | None, early_stopping: int | None) -> G
             sched.record(k, latency)
         t.stopped = sched.tasks[k].stopped
     return sched
+
+
+def default_batch(batch_size: int | None, pool: MeasurePool) -> int:
+    """``RunOptions.batch_size``, its default (None) resolved for ``pool``: see
+    :data:`FEW_WORKERS_BATCH`."""
+    if batch_size is not None:
+        return batch_size
+    return FEW_WORKERS_BATCH if pool.remote and pool.workers <= FEW_WORKERS else 4
 
 
 def _pool(job: JobState, target: Target, measurer: Measurer, workers: int,

@@ -247,8 +247,14 @@ class RecordWriter:
           record is in the operating system and survives the process being
           killed. A kill during a write leaves one torn last line, which
           readers skip with a warning.
-        * ``fsync`` (survives a power loss) runs at :meth:`close` and at most
-          ``fsync_interval_s`` after any write, from a timer if the writer idles.
+        * ``fsync`` (survives a power loss) runs at :meth:`close` and
+          ``fsync_interval_s`` after a write, on a timer thread, outside the
+          writers' lock: a :meth:`write` never waits for an fsync (the tuning
+          driver waited ~0.6 s a run on the timer's lock; issue 20). A write made
+          while the timer's fsync runs is fsynced one interval after that fsync
+          ends. :meth:`flush` and :meth:`close` wait for a running timer fsync, then
+          fsync themselves; a timer fsync that failed is reported by the next of
+          them (:class:`LogError`).
         * Opening a file whose last line is torn repairs it: the torn bytes are
           appended to ``<log>.torn`` (kept for inspection) and cut from the log, so
           the next record starts a clean line and later reads see no bad line.
@@ -265,6 +271,9 @@ class RecordWriter:
         self.path = os.fspath(path)
         self._interval = fsync_interval_s
         self._lock = threading.Lock()
+        self._synced = threading.Condition(self._lock)  # a timer's fsync ended
+        self._syncing = False  # a timer thread is in an fsync (outside the lock)
+        self._failed: OSError | None = None  # the timer's last fsync failed (not reported)
         self._timer: threading.Timer | None = None
         self._dirty = False
         self._count = 0
@@ -302,13 +311,8 @@ class RecordWriter:
                 raise LogError(f"cannot append to log {self.path}: {exc.strerror}") from None
             self._count += 1
             self._dirty = True
-            elapsed = time.monotonic() - self._last_sync
-            if elapsed >= self._interval:
-                self._sync_locked()
-            elif self._timer is None:
-                self._timer = threading.Timer(self._interval - elapsed, self._timed_sync)
-                self._timer.daemon = True
-                self._timer.start()
+            if self._timer is None:  # the fsync is the timer's, never this thread's
+                self._arm_locked()
 
     def write_many(self, records: Iterable[Record]) -> None:
         """Append records one by one."""
@@ -316,29 +320,77 @@ class RecordWriter:
             self.write(record)
 
     def flush(self) -> None:
-        """fsync now."""
+        """fsync now (after the timer's, if one runs).
+
+        Raises:
+            LogError: This fsync, or a timer's since the last flush, failed.
+        """
         with self._lock:
+            self._synced.wait_for(lambda: not self._syncing)
             if self._fd >= 0:
-                self._sync_locked()
+                self._sync_checked()
 
     def close(self) -> None:
-        """fsync and close; closing twice is harmless."""
+        """fsync and close; closing twice is harmless.
+
+        Raises:
+            LogError: The last fsync, or a timer's since the last flush, failed (the file
+                is closed all the same).
+        """
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+            self._synced.wait_for(lambda: not self._syncing)  # its descriptor stays open
             if self._fd >= 0:
                 try:
-                    self._sync_locked()
+                    self._sync_checked()
                 finally:
                     os.close(self._fd)
                     self._fd = -1
 
+    def _sync_checked(self) -> None:
+        """fsync (the lock held); a failed one, or the timer's, as one LogError."""
+        failed, self._failed = self._failed, None
+        try:
+            self._sync_locked()
+        except OSError as exc:
+            failed = exc
+        if failed is not None:
+            raise LogError(f"cannot fsync log {self.path}: {failed.strerror or failed} (its "
+                           "last records may not survive a power loss)")
+
     def _timed_sync(self) -> None:
+        """The timer's fsync, outside the lock: writes go on meanwhile (what they append
+        after it started is the next timer's)."""
         with self._lock:
             self._timer = None
-            if self._fd >= 0:
-                self._sync_locked()
+            if self._fd < 0 or self._syncing or not self._dirty:
+                return
+            self._dirty = False
+            self._syncing = True
+            fd = self._fd
+        failed: OSError | None = None
+        try:
+            os.fsync(fd)
+        except OSError as exc:  # reported by the next flush() or close(), never on this thread
+            failed = exc
+        finally:
+            with self._lock:
+                self._syncing = False
+                self._last_sync = time.monotonic()
+                self._synced.notify_all()
+                if failed is not None:
+                    self._dirty, self._failed = True, failed  # tried again, and reported
+                elif self._dirty and self._timer is None and self._fd >= 0:
+                    self._arm_locked()  # written meanwhile, its timer found this one busy
+
+    def _arm_locked(self) -> None:
+        """Start the timer that fsyncs ``fsync_interval_s`` after the last fsync."""
+        elapsed = time.monotonic() - self._last_sync
+        self._timer = threading.Timer(max(0.0, self._interval - elapsed), self._timed_sync)
+        self._timer.daemon = True
+        self._timer.start()
 
     def _sync_locked(self) -> None:
         if self._dirty:
@@ -349,8 +401,13 @@ class RecordWriter:
     def __enter__(self) -> RecordWriter:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        try:
+            self.close()
+        except LogError as err:
+            if exc is None:
+                raise
+            exc.add_note(str(err))  # the error that ended the block is the one to see
 
 
 def _write_all(fd: int, data: bytes) -> None:

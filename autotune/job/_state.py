@@ -47,6 +47,8 @@ class TaskState:
         curve: ``(task measurement number, best latency so far)`` after each measurement.
         records: Records of this task in the log (all runs).
         errors: Failed measurements by status (all runs).
+        raised: Candidates whose worker raised once (all runs): recorded ``worker_lost``
+            and measured again; a second raise makes them ``sim_error``.
         new: Measurements of this run.
         seeds_direct: Seeds the space cannot express, measured outside the study.
         choices: Parameter name -> its choices (what ``suggest_categorical`` takes).
@@ -67,6 +69,7 @@ class TaskState:
     curve: list[tuple[int, float]] = field(default_factory=list)
     records: int = 0
     errors: dict[str, int] = field(default_factory=dict)
+    raised: set[str] = field(default_factory=set)
     new: int = 0
     seeds_direct: list[tuple[str, GraphSchedule]] = field(default_factory=list)
     dup_streak: int = 0

@@ -20,6 +20,10 @@ worker is out per task, and each is asked for only once half a share's measureme
 came back since the last one was (so no worker waits for another's share, and no
 share is bred from exactly the parents and model of the one before).
 
+A batch whose worker raised is measured again (a candidate that raises twice is an error),
+and a job whose calls keep failing stops (:mod:`autotune.running._failures`); a breeding
+request that raised counts as failed (:meth:`Driver._bred`).
+
 A candidate already measured (in this run or any run in the log) is never
 measured again: its trial is told the logged value. A candidate proposed twice
 while in flight is measured once and both trials are told. On a shared storage
@@ -36,8 +40,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from autotune.job._state import Best, JobState, TaskState
+from autotune.job._state import JobState, TaskState
 from autotune.running._cadence import Cadence
+from autotune.running._failures import Failures
+from autotune.running._notes import note_measurement as note_measurement
+from autotune.running._notes import objective_of
 from autotune.running._reconcile import CID_ATTR, OWNER_ATTR, SEED_ATTR, SEED_CID_ATTR, result_attrs
 from autotune.sampling._polish import POLISH_ATTR, PROV_POLISH
 from autotune.sampling._studies import candidate_id, seed_schedules
@@ -172,7 +179,9 @@ class Driver:
         self._cadence = Cadence(self._demand, self._out,
                                 max(1, self._demand // (2 * self._shares)),
                                 pool.workers if pool.remote else 1)
+        self._failures = Failures(pool.workers, pool.slots)
         self._breeders: dict[int, Any] = {}  # task -> its sampler, if the pool breeds for it
+        self._breed_failed: dict[int, int] = {}  # task -> its requests failed in a row
         self._dists: dict[int, dict[str, Any]] = {}  # task -> its parameter distributions
         for k, ts in enumerate(job.tasks):
             sampler = ts.study.sampler
@@ -201,10 +210,13 @@ class Driver:
                 self._n_pending -= len(batch)
                 for c in batch:
                     self._task_pending[c.task] -= 1
+                fin = self._failures.sort(self.job, batch, fin)
                 self._finish(batch, fin)
+                self._drained.difference_update(self._failures.requeue(self.job, batch, fin))
                 self.job.rounds += 1
+                self._failures.count(fin)  # raises when calls keep failing
                 if time.monotonic() - flushed >= FLUSH_EVERY_S:
-                    self.storage.flush()
+                    self.storage.flush(wait=False)  # its fsync off this thread
                     flushed = time.monotonic()
                 for cb in self.callbacks:
                     cb(self.job)
@@ -297,7 +309,8 @@ class Driver:
     def _breeder(self, k: int) -> Any:
         """Task ``k``'s sampler if the pool breeds its rounds (None: it breeds when asked)."""
         bs = self._breeders.get(k)
-        return bs if bs is not None and bs.dry < _DRY_LIMIT else None
+        return (bs if bs is not None and bs.dry < _DRY_LIMIT
+                and self._breed_failed.get(k, 0) < _DRY_LIMIT else None)
 
     def _breed(self, k: int, bs: Any) -> None:
         """Send a share of a breeding round of task ``k`` to the pool."""
@@ -314,8 +327,20 @@ class Driver:
 
     def _bred(self, fin: Finished) -> None:
         """A breeding request is back: its picks go to its sampler at once (a lost one:
-        nothing, and another is asked for)."""
-        self._breeders[self._breeding.pop(fin.batch_id)].bred(fin.bred)
+        nothing, and another is asked for). One that failed in its worker (raised, ran out of
+        memory...) counts against the pool: after :data:`_DRY_LIMIT` in a row (the driver's
+        count, which only a request bred remotely resets) the task's rounds are bred here
+        for the rest of the run."""
+        bs = self._breeders[k := self._breeding.pop(fin.batch_id)]
+        bs.bred(fin.bred)
+        if fin.error:
+            n = self._breed_failed[k] = self._breed_failed.get(k, 0) + 1
+            if n <= _DRY_LIMIT:
+                log.warning("task %s: a breeding request failed in its worker (%s)%s",
+                            self.job.tasks[k].task.name, fin.error, "; the task's rounds are "
+                            "bred here from now on" if n == _DRY_LIMIT else "")
+        elif fin.bred is not None and self._breed_failed.get(k, 0) < _DRY_LIMIT:
+            self._breed_failed[k] = 0
 
     def _may_breed(self, k: int, bs: Any, left: int) -> bool:
         """Whether task ``k``'s sampler is asked for a breeding request now (True: it is,
@@ -554,36 +579,3 @@ class Driver:
         """Update a task's counters, best, baselines and curve with one measurement."""
         note_measurement(ts, self.objective, tuner, schedule, trial, m, cid)
 
-
-def objective_of(m: Measurement, objective: str) -> float | None:
-    """The study value of a measurement (None: failed)."""
-    if not m.ok:
-        return None
-    return m.latency_us if objective == "latency" else m.throughput_per_s
-
-
-def note_measurement(ts: TaskState, objective: str, tuner: str,
-                     schedule: GraphSchedule | dict[str, Any], trial: int | None,
-                     m: Measurement, cid: str) -> None:
-    """Update a task's state with one measurement (this run's or a logged one)."""
-    ts.records += 1
-    latency = m.latency_us if m.ok else None
-    ts.history.append(latency)
-    if m.status != "worker_lost":  # a lost candidate was not measured
-        ts.measured[cid] = objective_of(m, objective)
-        ts.latency[cid] = latency
-    if not m.ok:
-        ts.errors[m.status] = ts.errors.get(m.status, 0) + 1
-    if latency is not None and _better(m, ts.best, objective):
-        sched = schedule if isinstance(schedule, dict) else schedule.to_json()
-        ts.best = Best(latency, m.throughput_per_s, sched, tuner, trial)
-    if ts.best is not None:
-        ts.curve.append((ts.records, ts.best.latency_us))
-
-
-def _better(m: Measurement, best: Best | None, objective: str) -> bool:
-    if best is None:
-        return True
-    if objective == "throughput":
-        return (m.throughput_per_s or 0.0) > (best.throughput_per_s or 0.0)
-    return m.latency_us is not None and m.latency_us < best.latency_us

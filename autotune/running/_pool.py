@@ -10,7 +10,16 @@ finished ones as they arrive; it never waits for a particular batch. Two pools:
   back with ``ray.wait``.
 
 A batch that cannot be measured (its worker died) comes back as
-``worker_lost`` measurements, never as an exception.
+``worker_lost`` measurements, never as an exception; one whose worker raised (an
+exception in the worker's own code, Ray's ``RayTaskError``) as ``worker_lost``
+measurements with the message in ``Finished.error`` (the driver measures them again, and
+records a second raise as ``sim_error``: :mod:`autotune.running._failures`). Every other
+error Ray raises for a call is sorted by :func:`ray_failure`: a worker that ran out of
+memory (Ray's memory monitor killed it) is a lost worker, a worker without the job's
+graphs (:class:`WorkerNotLoaded`: restarted, not loaded again) is loaded again, a
+cancelled call is sent again, any other Ray error loses the batch (``worker_lost``, with
+its message) and has the worker pinged before it gets another; none ends the job (the
+driver stops one whose calls keep failing).
 
 Pools also breed: :meth:`MeasurePool.submit_breed` runs a breeding request of the
 guided sampler (a round, or a worker's share of one: :func:`autotune.sampling._breed.breed`)
@@ -38,7 +47,13 @@ if TYPE_CHECKING:
     from compiler.target import Target
     from sim import Measurement
 
-__all__ = ["Finished", "InProcessPool", "MeasurePool", "lost"]
+__all__ = ["Finished", "InProcessPool", "MeasurePool", "WorkerNotLoaded", "failed", "lost",
+           "raised", "ray_failure"]
+
+
+class WorkerNotLoaded(RuntimeError):
+    """A worker was asked for a task whose graph it does not hold (it restarted and was
+    not loaded again): the pool loads it again; nothing is wrong with the candidates."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,9 @@ class Finished:
 
     ``seconds``: the wall time the worker spent on the batch (0.0 when unknown), what
     the guided sampler weighs its breeding against (see ``GuidedOptions.breed_budget``).
+    ``error``: the job raised in its worker (the worker lives): a batch's measurements are
+    then ``worker_lost`` with this message (the driver decides which are errors), a
+    breeding round's ``bred`` is None.
     """
 
     batch_id: int
@@ -57,6 +75,7 @@ class Finished:
     kind: str = "measure"
     bred: Bred | None = None
     seconds: float = 0.0
+    error: str = ""
 
 
 def lost(count: int, why: str) -> tuple[Measurement, ...]:
@@ -64,6 +83,54 @@ def lost(count: int, why: str) -> tuple[Measurement, ...]:
     from sim import Measurement
 
     return tuple(Measurement("worker_lost", None, None, 0.0, why, 0.0) for _ in range(count))
+
+
+def failed(count: int, why: str) -> tuple[Measurement, ...]:
+    """``count`` ``sim_error`` measurements saying ``why``: a batch whose worker raised
+    (measured, and failed: unlike a lost one, not proposed again)."""
+    from sim import Measurement
+
+    return tuple(Measurement("sim_error", None, None, 0.0, why[:500], 0.0) for _ in range(count))
+
+
+def raised(exc: BaseException) -> str:
+    """``Type: last line`` of an exception a worker raised (a Ray task error's text is the
+    remote traceback; its last line names the exception)."""
+    cause = getattr(exc, "cause", None)
+    name = type(cause).__name__ if isinstance(cause, BaseException) else type(exc).__name__
+    source = cause if isinstance(cause, BaseException) else exc
+    lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]
+    return name + (f": {lines[-1]}" if lines else "")
+
+
+def ray_failure(exc: BaseException) -> tuple[str, str]:
+    """What a Ray error raised for a worker call means, and why, in one line:
+
+    * ``"again"``: the call was cancelled (``TaskCancelledError``: by Ray or an operator,
+      not by the job); nothing was measured and nothing is wrong: send it again.
+    * ``"raised"``: the worker's own code raised (``RayTaskError``); the worker lives.
+    * ``"reload"``: the worker lacks the job's graphs (:class:`WorkerNotLoaded`): load it.
+    * ``"lost"``: the worker died (``RayActorError``, ``WorkerCrashedError``, ...), ran out of
+      memory (``OutOfMemoryError``: Ray's memory monitor killed it; it restarts), or Ray
+      failed the call another way (object store full, out of disk, a system error...):
+      nothing was measured, the worker is pinged before it gets another job.
+    """
+    import ray.exceptions as rex
+
+    name = type(exc).__name__
+    if isinstance(exc, rex.TaskCancelledError):
+        return "again", "the call was cancelled"
+    if isinstance(exc, rex.OutOfMemoryError):  # (the text begins with _notes.OUT_OF_MEMORY)
+        return "lost", "the worker ran out of memory (Ray's memory monitor killed it)"
+    if isinstance(exc, (rex.RayActorError, rex.WorkerCrashedError, rex.ObjectLostError)):
+        return "lost", f"worker died: {name}"
+    if isinstance(exc, WorkerNotLoaded) or isinstance(getattr(exc, "cause", None),
+                                                      WorkerNotLoaded):
+        return "reload", f"the worker was not loaded ({raised(exc)}): it is loaded again"
+    if isinstance(exc, rex.RayTaskError):
+        return "raised", f"the worker raised {raised(exc)}"
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return "lost", f"Ray failed the call: {name}" + (f": {lines[0][:200]}" if lines else "")
 
 
 class MeasurePool(abc.ABC):

@@ -6,10 +6,11 @@ instead. Each actor receives every task's graph, the target and the measurer
 in its constructor (one ``ray.put`` for the graphs), so a batch carries only
 schedule JSON (with the picks' ids and vectors as bytes), in one argument
 (``_Worker.measure_packed``: cheaper than Ray's serialisation of each argument).
-Actors also breed the guided sampler's rounds (:meth:`RayPool.submit_breed`; the
-cost model goes to the object store once per snapshot). Actors restart when they
+Actors also breed the guided sampler's rounds (:meth:`RayPool.submit_breed`; the cost
+model goes to the object store once per snapshot, unpickled once per actor). Actors restart when they
 die; the batch they held comes back as ``worker_lost`` measurements (breeding they
-held is asked for again) and the job goes on.
+held is asked for again) and the job goes on; no error Ray raises for a call ends the
+job (see :func:`autotune.running._pool.ray_failure`).
 
 Each actor reserves the measurer's ``num_cpus`` (fractions allowed: one that
 waits on a board needs little) and its custom ``resources`` (``{"stcp920": 1}``),
@@ -39,9 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.measure._measurer import Measurer, measurement_from_json
 from autotune.running._driver import MAX_OUT
-from autotune.running._pool import Finished, MeasurePool, lost
-from autotune.running._ray_start import LOOPBACK, start_ray
+from autotune.running._pool import Finished, MeasurePool, lost, raised, ray_failure
+from autotune.running._ray_start import LOOPBACK, _check_room, _describe, _describe_have, start_ray
 from autotune.running._ray_start import _loopback_only as _loopback_only  # tests import it here
+from autotune.running._ray_start import _room as _room  # tests import it here
 from autotune.running._ray_worker import WARM_TIMEOUT_S as WARM_TIMEOUT_S
 from autotune.running._ray_worker import _Worker as _Worker  # its old home
 from autotune.running._ray_worker import pack_vectors
@@ -65,6 +67,7 @@ _BREED_GRACE_S = 600.0
 # A worker that died and is not back (restarted and answering) within this many seconds
 # is replaced by a new actor.
 _RESTART_GRACE_S = 120.0
+_AGAIN_LIMIT = 3  # a batch whose call was cancelled is sent again at most this often
 _PING_EVERY_S = 0.5  # a restarting worker that said "unavailable" is asked again this late
 # Workers that have not started this long after the pool asked for them cannot be placed
 # (the cluster is busy or lacks a resource): the job stops with a clear error.
@@ -82,6 +85,8 @@ class _InFlight:
     deadline: float
     kind: str = "measure"
     unit: int = 0  # the worker (a measuring slot) or breeder it was given to
+    packed: tuple[Any, ...] | None = None  # a batch's call argument (sent again if cancelled)
+    tries: int = 0  # times it was sent again
 
 
 class RayPool(MeasurePool):
@@ -168,6 +173,7 @@ class RayPool(MeasurePool):
         self._breeds = [0] * (workers + breeders)  # breeding jobs held by each unit
         self._bred_on: set[int] = set()  # units that bred (since their process last started)
         self._bred_by: dict[str, int] = {}  # candidate id of a pick -> the worker that bred it
+        self._cancelled = 0  # breeding calls cancelled in a row (asked again: bounded)
         self._refs: dict[Any, _InFlight] = {}
         # By process (an actor): with one slot each and no breeders, process k is worker k.
         self._pings: dict[Any, int] = {}  # ping of a restarting process -> its index
@@ -241,14 +247,16 @@ class RayPool(MeasurePool):
         k = self._least_loaded()
         if cids:
             k = self._holder(k, cids)
+        self._send(batch_id, (task_key, list(schedules), self._timeout_s,
+                              list(cids) if cids else None, pack_vectors(vectors)), k)
+
+    def _send(self, batch_id: int, packed: tuple[Any, ...], k: int, tries: int = 0) -> None:
         a = self._actor_of(k)
-        packed = (task_key, list(schedules), self._timeout_s, list(cids) if cids else None,
-                  pack_vectors(vectors))
         ref = self._actors[a].measure_packed.remote(packed)
-        per = self._timeout_s or 60.0
-        self._refs[ref] = _InFlight(batch_id, len(schedules), a,
-                                    time.monotonic() + _BATCH_GRACE_S + per * len(schedules),
-                                    unit=k)
+        size = len(packed[1])
+        deadline = time.monotonic() + _BATCH_GRACE_S + (self._timeout_s or 60.0) * size
+        self._refs[ref] = _InFlight(batch_id, size, a, deadline, unit=k, packed=packed,
+                                    tries=tries)
         self._load[k] += 1
 
     def _holder(self, k: int, cids: Sequence[str]) -> int:
@@ -275,7 +283,8 @@ class RayPool(MeasurePool):
                      scorer: Scorer) -> None:
         import ray
 
-        # The model travels once per retraining (one object in the store), not per round;
+        # The model travels once per retraining (one object in the store, its reference in a
+        # tuple: a worker unpickles it once, not per call: _Worker._scorer), not per round;
         # the bulk of the seen set once per rebase (GuidedSampler._seen_parts).
         held = self._scorers.get(id(scorer))
         if held is None or held[0] is not scorer:
@@ -300,7 +309,7 @@ class RayPool(MeasurePool):
         k = min(up, key=lambda i: (self._breeds[i], self._load[i], i not in self._bred_on))
         self._bred_on.add(k)
         a = self._actor_of(k)
-        ref = self._actors[a].breed.remote(task_key, request, held[1])
+        ref = self._actors[a].breed.remote(task_key, request, (held[1],))
         self._refs[ref] = _InFlight(batch_id, 0, a, time.monotonic() + _BREED_GRACE_S, "breed",
                                     unit=k)
         self._load[k] += 1
@@ -329,12 +338,14 @@ class RayPool(MeasurePool):
             if ref in self._pings:
                 self._pinged(ref)
             else:
-                done.append(self._collect(ref))
+                fin = self._collect(ref)
+                if fin is not None:
+                    done.append(fin)
         done += self._expire()
         self._replace_overdue()
         return done
 
-    def _collect(self, ref: Any) -> Finished:
+    def _collect(self, ref: Any) -> Finished | None:
         import ray
 
         job = self._refs.pop(ref)
@@ -348,21 +359,54 @@ class RayPool(MeasurePool):
                         self._bred_by[p.cid] = job.unit
                 while len(self._bred_by) > HELD_PICKS * len(self._actors):
                     del self._bred_by[next(iter(self._bred_by))]
+                self._cancelled = 0
                 return Finished(job.batch_id, "", (), "breed", bred)
-            except _LOST_ERRORS() as exc:
-                log.warning("breeding round %d: worker died (%s); the round is bred again",
-                            job.batch_id, type(exc).__name__)
-                self._mark_down(job.actor)
-                return Finished(job.batch_id, "", (), "breed", None)
+            except ray.exceptions.RayError as exc:
+                kind, why = ray_failure(exc)
+                if kind in ("lost", "reload"):
+                    self._mark_down(job.actor)
+                elif kind == "raised":  # the worker lives: the round failed
+                    why = f"breeding raised {raised(exc)}"
+                elif kind == "again":  # asked again, up to a few in a row: then it failed
+                    self._cancelled += 1
+                    if self._cancelled > _AGAIN_LIMIT:
+                        why = f"{why} ({self._cancelled} breeding calls in a row)"
+                        kind = "failed"
+                if kind in ("again", "reload") or isinstance(exc, _LOST_ERRORS()):
+                    log.warning("breeding round %d: %s; the round is bred again", job.batch_id, why)
+                    return Finished(job.batch_id, "", (), "breed", None)
+                # The worker raised, ran out of memory, or Ray failed the call: a dry round
+                # (after a few in a row the driver breeds itself).
+                log.warning("breeding round %d: %s", job.batch_id, why)
+                return Finished(job.batch_id, "", (), "breed", None, error=why)
         try:
             host, out, seconds = ray.get(ref)
-        except _LOST_ERRORS() as exc:
-            why = f"worker died while measuring: {type(exc).__name__}"
-            log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
-                        job.batch_id, why, job.size)
-            self._mark_down(job.actor)
-            return Finished(job.batch_id, "", lost(job.size, why))
+        except ray.exceptions.RayError as exc:
+            return self._failed(job, exc)
         return Finished(job.batch_id, host, tuple(map(measurement_from_json, out)), seconds=seconds)
+
+    def _failed(self, job: _InFlight, exc: BaseException) -> Finished | None:
+        """A batch whose call raised (see ``ray_failure``): sent again (None), errors, or lost."""
+        import ray
+        kind, why = ray_failure(exc)
+        if kind == "again" and job.packed is not None and job.tries < _AGAIN_LIMIT:
+            log.warning("batch %d: %s; its %d candidate(s) are sent again", job.batch_id, why,
+                        job.size)
+            self._send(job.batch_id, job.packed, self._least_loaded(), job.tries + 1)
+            return None
+        if kind == "raised":
+            # An exception in the worker's own code (not the measurer's: that one is a
+            # measurement already): the worker lives; the driver measures the candidates
+            # again (a second raise is their error: autotune.running._failures).
+            log.warning("batch %d: %s", job.batch_id, why)
+            return Finished(job.batch_id, "", lost(job.size, why), error=why)
+        if kind in ("lost", "reload"):  # reload: its ping is a load()
+            self._mark_down(job.actor)
+        log.warning("batch %d: %s; its %d candidate(s) are recorded as worker_lost",
+                    job.batch_id, why, job.size)
+        # Out of memory: maybe a candidate's fault; as a raise, a second time is its error.
+        oom = isinstance(exc, ray.exceptions.OutOfMemoryError)
+        return Finished(job.batch_id, "", lost(job.size, why), error=why if oom else "")
 
     def _units_of(self, a: int) -> list[int]:
         """The workers (slots) or the breeder of process ``a``."""
@@ -389,6 +433,10 @@ class RayPool(MeasurePool):
         except _LOST_ERRORS() as exc:
             # Dead for good (its restart failed): start a fresh worker in its place.
             self._replace(k, f"it could not restart ({type(exc).__name__})")
+        except ray.exceptions.RayTaskError as exc:  # its load() raised: not a usable worker
+            self._replace(k, f"it could not load the graphs ({raised(exc)})")
+        except ray.exceptions.RayError:  # cancelled, out of memory...: ask again shortly
+            self._reping[k] = time.monotonic() + _PING_EVERY_S
         else:
             self._down.pop(k, None)
             log.info("worker %d is back", k)
@@ -480,62 +528,6 @@ class RayPool(MeasurePool):
                 pass
         if self._stop_ray is not None:
             self._stop_ray()
-
-
-def _describe(cpus: float, need: Mapping[str, float]) -> str:
-    parts = ([f"CPU={cpus:g}"] if cpus else []) + [f"{k}={v:g}" for k, v in sorted(need.items())]
-    return ", ".join(parts) or "nothing"
-
-
-def _describe_have(need: Mapping[str, float]) -> str:
-    import ray
-
-    have = ray.cluster_resources()
-    return ", ".join(f"{k}={have.get(k, 0):g}" for k in ["CPU", *sorted(need)])
-
-
-def _check_room(workers: int, cpus: float, need: Mapping[str, float], per: int = 1) -> None:
-    """Fail at once when the cluster's nodes cannot hold ``workers`` workers of this shape,
-    ``per`` of them to a process (a process's slots are on one node).
-
-    Counts what each live node has in all (not what is free now: other jobs come and
-    go; the start timeout covers a busy cluster).
-
-    Raises:
-        GraphtuneError: naming the missing resource and what the cluster has.
-    """
-    import ray
-
-    shape = {**need, **({"CPU": cpus} if cpus else {})}
-    if not shape:
-        return
-    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
-    for key, amount in need.items():
-        if not any(res.get(key, 0) >= amount for res in nodes):
-            raise GraphtuneError(
-                f"no node of the Ray cluster has the resource {key}={amount:g} that each "
-                f"measurer worker needs: start the nodes that have it with "
-                f"`ray start --resources '{{\"{key}\": N}}'`, or drop it from "
-                "--worker-resource / the measurer's resources")
-    fits = [int(min(res.get(k, 0) / v for k, v in shape.items()) + 1e-9) for res in nodes]
-    room = _room(fits, workers, per)
-    if room >= workers:
-        return
-    procs = f" ({per} to a process: the measurer's slots_per_process)" if per > 1 else ""
-    raise GraphtuneError(
-        f"the Ray cluster has room for {room} of {workers} measurer workers{procs} (each "
-        f"needs {_describe(cpus, need)}; the cluster has {_describe_have(need)}): use "
-        f"--workers {room}, fewer CPUs per worker (--worker-cpus) or more nodes")
-
-
-def _room(fits: Sequence[int], workers: int, per: int) -> int:
-    """Workers (of ``workers`` wanted) the nodes can hold, ``per`` to a process on one node,
-    the last process holding the rest: ``fits[n]`` workers fit on node ``n`` alone."""
-    full, rest = divmod(workers, per)
-    whole = sum(c // per for c in fits)  # processes of `per` workers
-    if whole >= full and rest and (whole > full or any(c % per >= rest for c in fits)):
-        return workers
-    return min(whole, full) * per if rest else min(whole * per, workers)
 
 
 def _actor_maker(target: Target, measurer: Measurer, slots: int, cpus: float,

@@ -1,12 +1,13 @@
 """Starting or joining Ray for the measurer pool: a private loopback-only instance, or a
-cluster by address (moved out of :mod:`autotune.running._ray_pool`, which re-exports
-:func:`start_ray`, ``LOOPBACK`` and ``_loopback_only``)."""
+cluster by address, and whether the cluster has room for the pool's workers (moved out of
+:mod:`autotune.running._ray_pool`, which re-exports :func:`start_ray`, ``LOOPBACK``,
+``_loopback_only`` and ``_room``)."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from compiler.errors import GraphtuneError
 
@@ -168,3 +169,59 @@ def _check_reachable(address: str) -> tuple[str, int]:
         raise GraphtuneError(f"cannot join the Ray cluster at {address}: nothing answers there "
                              f"({exc.strerror or exc})") from None
     return host, port
+
+
+def _describe(cpus: float, need: Mapping[str, float]) -> str:
+    parts = ([f"CPU={cpus:g}"] if cpus else []) + [f"{k}={v:g}" for k, v in sorted(need.items())]
+    return ", ".join(parts) or "nothing"
+
+
+def _describe_have(need: Mapping[str, float]) -> str:
+    import ray
+
+    have = ray.cluster_resources()
+    return ", ".join(f"{k}={have.get(k, 0):g}" for k in ["CPU", *sorted(need)])
+
+
+def _check_room(workers: int, cpus: float, need: Mapping[str, float], per: int = 1) -> None:
+    """Fail at once when the cluster's nodes cannot hold ``workers`` workers of this shape,
+    ``per`` of them to a process (a process's slots are on one node).
+
+    Counts what each live node has in all (not what is free now: other jobs come and
+    go; the start timeout covers a busy cluster).
+
+    Raises:
+        GraphtuneError: naming the missing resource and what the cluster has.
+    """
+    import ray
+
+    shape = {**need, **({"CPU": cpus} if cpus else {})}
+    if not shape:
+        return
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    for key, amount in need.items():
+        if not any(res.get(key, 0) >= amount for res in nodes):
+            raise GraphtuneError(
+                f"no node of the Ray cluster has the resource {key}={amount:g} that each "
+                f"measurer worker needs: start the nodes that have it with "
+                f"`ray start --resources '{{\"{key}\": N}}'`, or drop it from "
+                "--worker-resource / the measurer's resources")
+    fits = [int(min(res.get(k, 0) / v for k, v in shape.items()) + 1e-9) for res in nodes]
+    room = _room(fits, workers, per)
+    if room >= workers:
+        return
+    procs = f" ({per} to a process: the measurer's slots_per_process)" if per > 1 else ""
+    raise GraphtuneError(
+        f"the Ray cluster has room for {room} of {workers} measurer workers{procs} (each "
+        f"needs {_describe(cpus, need)}; the cluster has {_describe_have(need)}): use "
+        f"--workers {room}, fewer CPUs per worker (--worker-cpus) or more nodes")
+
+
+def _room(fits: Sequence[int], workers: int, per: int) -> int:
+    """Workers (of ``workers`` wanted) the nodes can hold, ``per`` to a process on one node,
+    the last process holding the rest: ``fits[n]`` workers fit on node ``n`` alone."""
+    full, rest = divmod(workers, per)
+    whole = sum(c // per for c in fits)  # processes of `per` workers
+    if whole >= full and rest and (whole > full or any(c % per >= rest for c in fits)):
+        return workers
+    return min(whole, full) * per if rest else min(whole * per, workers)

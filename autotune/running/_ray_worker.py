@@ -25,6 +25,7 @@ import numpy as np
 
 from autotune.measure._measurer import Measurer, SimMeasurer, measure_json
 from autotune.measure._slots import enable, working
+from autotune.running._pool import WorkerNotLoaded
 from autotune.sampling._breed import Bred, Breeder, BreedRequest, Scorer
 from compiler.memo import search_gc
 
@@ -82,6 +83,7 @@ class _Worker:
         # what a bench splits a measurement's CPU by (:meth:`cpu`).
         self._spent = {"measure": 0.0, "breed": 0.0}
         self._bases: dict[str, frozenset[str]] = {}  # the last seen sets sent ahead, by ref
+        self._scorers: dict[str, Scorer] = {}  # the last cost models sent, by ref
 
     def load(self, graphs: Mapping[str, Graph]) -> int:
         """Take the job's graphs (once per process) and warm up on them; returns the pid,
@@ -137,7 +139,10 @@ class _Worker:
             t0, c0 = time.perf_counter(), time.thread_time()  # the wall seconds come back too
             held = (self._breeder.take(task_key, cids, schedules, vectors) if self._breeder
                     else None)
-            host, out = measure_json(self._measurer, self._graphs[task_key], schedules,
+            graph = self._graphs.get(task_key)
+            if graph is None:  # restarted, and not loaded again (the pool loads it)
+                raise WorkerNotLoaded(f"the worker holds no graph {task_key!r}")
+            host, out = measure_json(self._measurer, graph, schedules,
                                      self._target, timeout_s, held)
             self._spent["measure"] += time.thread_time() - c0
             return host, out, time.perf_counter() - t0  # (what breeding is weighed by)
@@ -151,12 +156,16 @@ class _Worker:
         task_key, schedules, timeout_s, cids, vectors = packed
         return self.measure(task_key, schedules, timeout_s, cids, unpack_vectors(vectors))
 
-    def breed(self, task_key: str, request: BreedRequest, scorer: Scorer) -> Bred:
-        if self._breeder is None:
-            raise RuntimeError("the worker was not loaded")
+    def breed(self, task_key: str, request: BreedRequest, scorer: Scorer | tuple[Any]) -> Bred:
+        """Breed a round; ``scorer`` as itself, or ``(ref,)``: a reference to it in the
+        object store, unpickled once per process (:meth:`_scorer`)."""
+        if self._breeder is None or task_key not in self._graphs:
+            raise WorkerNotLoaded(f"the worker holds no graph {task_key!r}")
         with working():
             c0 = time.thread_time()
             try:
+                if isinstance(scorer, tuple):
+                    scorer = self._scorer(scorer[0])
                 base = request.seen_base
                 if not isinstance(base, frozenset):  # a reference: the pool sent the set ahead
                     import ray
@@ -169,6 +178,21 @@ class _Worker:
                 return self._breeder(task_key, request, scorer)
             finally:
                 self._spent["breed"] += time.thread_time() - c0
+
+
+    def _scorer(self, ref: Any) -> Scorer:
+        """The cost model behind ``ref``, kept for the next rounds: Ray unpickles an
+        argument on every call, and a trained model cost 6-12 ms of the worker's CPU to
+        unpickle (gpt1, 55-130 KB), ~0.4 ms a measurement at 16 rounds in 300 (issue 20).
+        Scorers are values (a model's trees, no state), so one copy serves every round."""
+        key = ref.hex()
+        got = self._scorers.get(key)
+        if got is None:
+            import ray
+
+            got = ray.get(ref)
+            self._scorers = {**dict(list(self._scorers.items())[-1:]), key: got}
+        return got
 
 
 Packed = tuple[int, bytes, str, tuple[int, ...]]

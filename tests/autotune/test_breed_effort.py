@@ -161,7 +161,9 @@ def _timed_tune(per: float, graph: Graph, target: Target, path: Path,
         return pools[0]
 
     monkeypatch.setattr(tune_mod, "_pool", timed)
-    res = tune([graph], trials=48, workers=2, log=path, seed=0, curve=False, **kw)
+    # batches of 4 (the fixed effort below counts them; a 2-worker pool's default is 8)
+    res = tune([graph], trials=48, workers=2, log=path, seed=0, curve=False,
+               **{"batch_size": 4, **kw})
     assert res.measured == 48
     asked = pools[0].requests[1:]  # the first: no parents yet, a whole round
     assert asked

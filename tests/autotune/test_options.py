@@ -20,8 +20,8 @@ def test_tune_takes_at_most_eight_parameters() -> None:
 
 def test_options_are_frozen_with_defaults_of_the_usual_job() -> None:
     s, r, m = SearchOptions(), RunOptions(), MeasureOptions()
-    assert (s.sampler, s.objective, s.seeds, r.batch_size, r.curve) == ("guided", "latency", True, 4,
-                                                                          True)
+    assert (s.sampler, s.objective, s.seeds, r.batch_size, r.curve) == ("guided", "latency", True,
+                                                                          None, True)
     assert m.measurer is None and r.workers is None
     for opt in (s, r, m):
         with pytest.raises(dataclasses.FrozenInstanceError):

@@ -232,11 +232,13 @@ def test_cli_tune_joins_a_loopback_head(ray_head: tuple[str, dict[str, str], str
 # forever). Both are forced here: with two workers the restart hangs (the job finishes on the
 # other); with one the restart fails (a new worker replaces it).
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize(("workers", "restart"), [(2, "hang"), (1, "fail")])
+@pytest.mark.parametrize(("workers", "restart", "batch"),
+                         [(2, "hang", 4), (1, "fail", 4), (2, "hang", None)])
 def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
         ray_head: tuple[str, dict[str, str], str], tiny_graph: Graph, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, workers: int,
-        restart: str) -> None:
+        restart: str, batch: int | None) -> None:
+    """``batch`` None: the default (8 on 2 workers), then the job resumed."""
     import ray.cloudpickle
 
     address = ray_head[0]
@@ -265,16 +267,28 @@ def test_a_killed_worker_loses_its_batch_and_the_job_goes_on(
     with caplog.at_level("INFO", logger="autotune.ray"):
         res = tune([tiny_graph], trials=48, workers=workers, log=log, seed=0, guided=SMALL,
                    ray_address=address, measurer=SlowMeasurer(str(pid_dir), 0.05),
-                   callbacks=[kill_one], curve=False)
+                   callbacks=[kill_one], curve=False, batch_size=batch)  # (bounds below)
     recs = [json.loads(line) for line in log.read_text().splitlines()]
     lost = [r for r in recs if r["result"]["status"] == "worker_lost"]
+    size = batch or 8
     assert killed and res.total == 48 == len(recs)
     assert lost and all("worker died" in r["result"]["error"] for r in lost)
     assert res.tasks[0].errors.get("worker_lost") == len(lost)
     assert sum(r["result"]["status"] == "ok" for r in recs) == 48 - len(lost)
     # Only what the killed worker held (its running batch and the one queued behind it):
     # nothing is sent to a worker known to be down.
-    assert len(lost) <= 2 * 4
+    assert len(lost) <= 2 * size
+    if batch is None:  # resumed: the budget's records, no candidate measured twice (in
+        # process: the killed worker's hung restart still holds one of the head's 2 CPUs)
+        res = tune([tiny_graph], trials=72, workers=0, log=log, seed=0, guided=SMALL,
+                   measurer=SlowMeasurer(str(pid_dir), 0.0), curve=False)
+        recs = [json.loads(line) for line in log.read_text().splitlines()]
+        from autotune.sampling._studies import candidate_id
+        from compiler.schedule import GraphSchedule
+
+        ok = [candidate_id(GraphSchedule.from_json(r["schedule"])) for r in recs
+              if r["result"]["status"] == "ok"]
+        assert res.total == 72 == len(recs) and len(ok) == len(set(ok)) >= 72 - len(lost)
     if workers == 1:  # measured after the loss: by a new worker, in the dead one's place
         assert recs[-1]["result"]["status"] == "ok"
         assert "could not restart" in caplog.text and "is back" in caplog.text
@@ -350,7 +364,7 @@ def test_a_killed_multi_slot_process_loses_only_its_slots_batches(
     log = tmp_path / "m.jsonl"
     res = tune([tiny_graph], trials=64, workers=4, log=log, seed=0, guided=SMALL,
                ray_address=address, measurer=SlotMeasurer(str(pid_dir), 0.05),
-               callbacks=[kill_one], curve=False)
+               callbacks=[kill_one], curve=False, batch_size=4)  # (bounds below)
     (pool,) = pools
     assert len(pool._make) == 2 + 4  # two processes of two slots, the breeders apart
     recs = [json.loads(line) for line in log.read_text().splitlines()]

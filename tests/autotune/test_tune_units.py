@@ -439,6 +439,7 @@ def test_each_workers_share_of_a_round_is_measured_as_it_arrives(
     studies: list[Any] = []
     res = tune([tiny_graph], trials=60, workers=2, log=tmp_path / "t.jsonl", seed=0,
                curve=False, callbacks=[lambda job: studies.append(job.tasks[0].study)],
+               batch_size=4,  # (the counts below: a 2-worker pool's default batch is 8)
                guided=GuidedOptions(breed_budget=float("inf")))  # the fixed effort
     events = pools[0].events
     shares = [e for e in events if e[0] == "breed"]

@@ -195,6 +195,110 @@ def test_writer_fsyncs_on_close_and_after_the_interval(
         writer.write(make_record())
 
 
+def test_a_write_never_waits_for_an_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An fsync that takes long (a busy disk) holds no writer: the timer fsyncs outside
+    the writers' lock (the tuning driver waited on it; issue 20), and close() waits for it
+    and fsyncs what came after."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        entered.set()
+        release.wait(30)
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(logs._io.os, "fsync", slow_fsync)
+    writer = RecordWriter(tmp_path / "log.jsonl", fsync_interval_s=0.0)
+    done: list[int] = []
+
+    def writes() -> None:
+        writer.write(make_record(trial=0))  # due at once: the timer fsyncs, not this thread
+        assert entered.wait(10)
+        for i in range(1, 4):  # while the fsync hangs
+            writer.write(make_record(trial=i))
+            done.append(i)
+
+    t = threading.Thread(target=writes, daemon=True)
+    t.start()
+    t.join(10)
+    try:
+        assert done == [1, 2, 3] and not t.is_alive()
+        assert len(list(read_records(tmp_path / "log.jsonl"))) == 4  # in the file already
+    finally:
+        release.set()
+    writer.close()  # waits for the timer's fsync, then syncs the rest itself
+    assert len(synced) >= 2 and not writer._syncing
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_flush_waits_for_the_timers_fsync_and_reports_a_failed_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: bool) -> None:
+    """flush() ("fsync now") returned while the timer's fsync of the same records still ran
+    (and might fail): nothing made durable, no error. It waits for it, and a timer fsync
+    that failed is one LogError from flush() (the timer thread prints nothing)."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    timer_done: list[bool] = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        if threading.current_thread() is threading.main_thread() or timer_done:
+            real_fsync(fd)  # the flush's own fsync (or a later timer's)
+            return
+        entered.set()
+        release.wait(30)
+        timer_done.append(True)
+        if fails:
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(logs._io.os, "fsync", slow_fsync)
+    hooked: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", hooked.append)
+    writer = RecordWriter(tmp_path / "log.jsonl", fsync_interval_s=0.0)
+    writer.write(make_record(trial=0))
+    assert entered.wait(10)  # the timer is in its fsync
+    out: list[BaseException | None] = []
+
+    def flush() -> None:
+        try:
+            writer.flush()
+            out.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            out.append(exc)
+
+    t = threading.Thread(target=flush, daemon=True)
+    t.start()
+    t.join(0.3)
+    alive = t.is_alive()
+    release.set()
+    t.join(10)
+    assert alive and timer_done  # flush waited for the timer's fsync
+    assert len(out) == 1 and not hooked
+    if fails:
+        assert isinstance(out[0], LogError) and "Input/output error" in str(out[0])
+    else:
+        assert out[0] is None
+    writer.close()  # reported once: the retried fsync succeeded
+
+
+def test_a_failed_close_does_not_hide_the_error_that_ended_the_block(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="the job's own") as caught, \
+            RecordWriter(tmp_path / "log.jsonl") as writer:
+        writer._failed = OSError(5, "Input/output error")  # a timer fsync failed
+        raise ValueError("the job's own error")
+    assert "Input/output error" in " ".join(getattr(caught.value, "__notes__", []))
+    writer = RecordWriter(tmp_path / "log.jsonl")
+    writer._failed = OSError(5, "Input/output error")
+    with pytest.raises(LogError, match="Input/output error"), writer:
+        pass
+
+
 def test_writer_on_a_directory_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(LogError, match="cannot open log"):
         RecordWriter(tmp_path)
