@@ -35,8 +35,7 @@ if TYPE_CHECKING:
     from compiler.target import Target
     from search_space import Space
 
-__all__ = ["RUN_SHARE", "Bred", "BreedRequest", "Breeder", "Pick", "RankerScorer", "Scorer", "breed",
-           "run_crossover"]
+__all__ = ["Bred", "BreedRequest", "Breeder", "Pick", "RankerScorer", "Scorer", "breed"]
 
 
 class Scorer(Protocol):
@@ -318,34 +317,6 @@ _PARENTS: weakref.WeakKeyDictionary[Space, dict[bytes, GraphSchedule]] = (
 _MAX_PARENTS = 256
 
 
-RUN_SHARE = 0.5
-"""Of the crossovers, the share that takes one run of consecutive segments whole from the
-second parent (:func:`run_crossover`); the others are the space's uniform crossover."""
-
-
-def run_crossover(space: Space, a: GraphSchedule, b: GraphSchedule,
-                  rng: np.random.Generator) -> GraphSchedule:
-    """``a`` with one run of consecutive segments (a head, a tail or a middle) from ``b``.
-
-    The space's crossover takes each segment (a block of a few ops: ResNet-50 has 93)
-    from either parent at random, so a child of two schedules that differ in whole stages
-    mixes both of their groupings everywhere. Two bests that differ in a stage's grouping
-    (issue 22: ResNet-50 at 384K / DDR 27, the sweep's and the cold tune's bests differ
-    from op 89 on, and the sweep's ops before 89 with the cold's after it are the cold
-    best) are recombined by a run: the segments ``lo <= k < hi`` come from ``b``, and
-    the global parameters from either parent.
-    """
-    va, vb = space.encode(a), space.encode(b)
-    unit, n = space._unit_of_free, space._n_units  # segment k is unit k + 1; globals 0
-    if n < 3:
-        return space.crossover(a, b, rng)
-    lo, hi = np.sort(rng.choice(np.arange(1, n + 1), size=2, replace=False))
-    take_b = (unit >= lo) & (unit < hi)
-    if rng.random() < 0.5:
-        take_b |= unit == 0
-    return space.decode(np.where(take_b, vb, va))
-
-
 def _parent(space: Space, vector: np.ndarray) -> GraphSchedule:
     """``space.decode(vector)``, remembered (decoding is deterministic)."""
     memo = _PARENTS.get(space)
@@ -465,9 +436,7 @@ class _Round:
         self.decoded += self.req.population
         for _ in range(self.req.population):
             if len(pop) > 1 and rng.random() < self.req.crossover:
-                a, b = pick(), pick()
-                out.append(run_crossover(sp, a, b, rng) if rng.random() < RUN_SHARE
-                           else sp.crossover(a, b, rng))
+                out.append(sp.crossover(pick(), pick(), rng))
             else:
                 out.append(sp.mutate(pick(), rng))
         return out

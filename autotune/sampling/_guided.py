@@ -95,8 +95,7 @@ class GuidedOptions:
             once, up to ``population``: see :attr:`GuidedSampler.demand`).
         parents: Best measured schedules that seed the population.
         random_share: Share of the initial population drawn uniformly from the space.
-        crossover: Probability that a child is a crossover rather than a mutation (of
-            which :data:`autotune.sampling._breed.RUN_SHARE` take one run of segments).
+        crossover: Probability that a child is a crossover rather than a mutation.
         eps: Share of each round's proposals picked at random among the bred candidates
             the model did not choose (exploration).
         retrain_every: Retrain the cost model when this many new measurements arrived...
