@@ -1,8 +1,8 @@
 """A tune's log does not depend on what ran before it in the same process.
 
 The same seed must give the same tune whether the target is tuned alone (``graphtune tune
---target``, a fresh process) or after other targets in one process (``graphtune sweep``'s
-cold references, ``bench/sweep.py --runs cold``): no process-wide memo, RNG, interning
+--target``, a fresh process) or after other targets in one process (``graphtune sweep
+--cold``, ``bench/sweep.py --runs cold``): no process-wide memo, RNG, interning
 order or cache shared across targets may steer the search. Measured in-process
 (``workers=0``), where the seed fixes the whole job.
 """
@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import onnx
+from click.testing import CliRunner
 
 from autotune import RunOptions, SearchOptions, tune
-from autotune.whatif._sweep import sweep
-from autotune.whatif._targets import Variant, make_variants, parse_set
+from autotune.cli import main
+from autotune.whatif._nearest import tuning_order
+from autotune.whatif._targets import Variant, make_variants, parse_set, target_toml
 from compiler.graph import Graph
 from compiler.model import Model
 from compiler.target import Target
@@ -77,31 +79,24 @@ def test_a_tune_after_other_targets_gives_the_log_it_gives_alone(tiny_onnx: Path
     assert alone == _records(tmp_path / "after.jsonl")
 
 
-def test_a_cold_sweep_gives_each_variant_its_lone_tune(tiny_onnx: Path, tmp_path: Path) -> None:
-    """The cold reference of ``bench/sweep.py`` (every variant in one process and one log, no
-    warm start) against the last-tuned variant tuned alone in a fresh interpreter."""
+def test_a_cold_sweep_gives_the_last_variant_its_lone_tune(tiny_onnx: Path, tmp_path: Path) -> None:
+    """``graphtune sweep --cold`` (every variant in one process and one log, as
+    ``bench/sweep.py --runs cold``) against ``graphtune tune --target`` of the variant it tuned
+    last, in a fresh interpreter: the same records."""
     vs = _variants()
     log = tmp_path / "cold.jsonl"
-    with_others = []
-    sweep([str(tiny_onnx)], vs, trials_per_variant=TRIALS, log=log, workers=0, seed=SEED,
-          warm=False, pretrained=False, allocate="equal",
-          on_variant=lambda _n, v, _what: with_others.append(v))
-    last = with_others[-1]
-    assert len(with_others) == len(vs)
+    res = CliRunner().invoke(main, [
+        "sweep", str(tiny_onnx), "--set", "l1.data_bytes=64K,1M", "--set", "ddr.bytes_per_cycle=13,27",
+        "--allocate", "equal", "--trials-per-variant", str(TRIALS), "--seed", str(SEED),
+        "--workers", "0", "--cold", "--log", str(log), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    last = vs[tuning_order(vs)[-1]]
+    toml = tmp_path / "last.toml"
+    toml.write_text(target_toml(last.target))
     alone = tmp_path / "alone.jsonl"
-    script = (
-        "import sys, warnings; warnings.simplefilter('ignore')\n"
-        "from autotune.whatif._sweep import sweep\n"
-        "from autotune.whatif._targets import make_variants, parse_set\n"
-        "from compiler.target import Target\n"
-        "vs = make_variants(Target.default(), [parse_set('l1.data_bytes=64K,1M'),\n"
-        "                                      parse_set('ddr.bytes_per_cycle=13,27')])\n"
-        "v = next(v for v in vs if v.name == sys.argv[1])\n"
-        f"sweep([sys.argv[2]], [v], trials_per_variant={TRIALS}, log=sys.argv[3], workers=0,\n"
-        f"      seed={SEED}, warm=False, pretrained=False, allocate='equal')\n")
-    subprocess.run([sys.executable, "-c", script, last.name, str(tiny_onnx), str(alone)],
-                   cwd=ROOT, check=True, timeout=600)
+    subprocess.run([sys.executable, "-m", "autotune.cli", "tune", str(tiny_onnx), "--trials", str(TRIALS),
+                    "--seed", str(SEED), "--workers", "0", "--log", str(alone), "--target", str(toml)],
+                   cwd=ROOT, check=True, timeout=600, capture_output=True)
     got = _records(alone)
     assert len(got) == TRIALS
-    chip = got[0]["target"]["chip"]
-    assert _records(log, chip) == got
+    assert _records(log, got[0]["target"]["chip"]) == got
