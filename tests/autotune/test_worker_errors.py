@@ -93,6 +93,33 @@ def test_raised_names_the_cause_and_its_last_line() -> None:
     assert _ray_pool.raised is raised
 
 
+def _breeding_pool(monkeypatch: pytest.MonkeyPatch, fails: Any, message: str) -> Any:
+    """Install, as the tune's pool, one that measures in process but is "remote" with 2
+    workers, whose breeding request ``n`` (counted from 1 in ``requests``) comes back
+    with the worker's error ``message`` when ``fails(n)`` and is bred otherwise."""
+    import autotune._tune as tune_mod
+
+    class Breeding(InProcessPool):
+        remote = True
+        requests = 0
+
+        def __init__(self, *a: Any) -> None:
+            super().__init__(*a)
+            self.workers, self.slots = 2, 4
+
+        def submit_breed(self, batch_id: int, task_key: str, request: Any,
+                         scorer: Any) -> None:
+            Breeding.requests += 1
+            if fails(Breeding.requests):
+                self._done.append(Finished(batch_id, "", (), "breed", None, error=message))
+            else:
+                super().submit_breed(batch_id, task_key, request, scorer)
+
+    monkeypatch.setattr(tune_mod, "_pool", lambda job, target, measurer, *_, **__: Breeding(
+        {t.task.key: t.task.graph for t in job.tasks}, target, measurer, None))
+    return Breeding
+
+
 @pytest.mark.timeout(120)  # the driver before: asked for another round forever
 @pytest.mark.parametrize("trials", [40, 300])
 def test_a_tune_whose_breeding_always_raises_in_its_worker_goes_on(
@@ -102,28 +129,10 @@ def test_a_tune_whose_breeding_always_raises_in_its_worker_goes_on(
     budget anyway, bred in the driver once the worker failed ``_DRY_LIMIT`` times in a row,
     and says so in the log, once: at 300 trials, before, the sampler's local rounds reset
     the count and the pool was asked again (36 requests, 9 "from now on")."""
-    import autotune._tune as tune_mod
     from autotune import DelayedMeasurer, tune
     from autotune.running._driver import _DRY_LIMIT
 
-    class Raising(InProcessPool):  # measures in process; its breeding "raises in the worker"
-        remote = True
-        requests = 0
-
-        def __init__(self, *a: Any) -> None:
-            super().__init__(*a)
-            self.workers, self.slots = 2, 4
-
-        def submit_breed(self, batch_id: int, task_key: str, request: Any,
-                         scorer: Any) -> None:
-            Raising.requests += 1
-            self._done.append(Finished(batch_id, "", (), "breed", None,
-                                       error="breeding raised ValueError: bad parents"))
-
-    def pool(job: Any, target: Any, measurer: Any, *_: Any, **__: Any) -> Raising:
-        return Raising({t.task.key: t.task.graph for t in job.tasks}, target, measurer, None)
-
-    monkeypatch.setattr(tune_mod, "_pool", pool)
+    pool = _breeding_pool(monkeypatch, lambda n: True, "breeding raised ValueError: bad parents")
     log = tmp_path / "t.jsonl"
     with caplog.at_level(logging.WARNING, logger="autotune.tune"):
         res = tune([tiny_graph], trials=trials, workers=2, log=str(log), seed=0,
@@ -132,7 +141,7 @@ def test_a_tune_whose_breeding_always_raises_in_its_worker_goes_on(
     assert res.total == trials == len(recs)
     # then bred here, not asked of the worker again (the one out already with the third
     # failure, 2 workers: 2 requests out at once, comes back and fails too)
-    assert _DRY_LIMIT <= Raising.requests <= _DRY_LIMIT + 1
+    assert _DRY_LIMIT <= pool.requests <= _DRY_LIMIT + 1
     assert "bad parents" in caplog.text
     assert caplog.text.count("bred here from now on") == 1
 
@@ -142,34 +151,15 @@ def test_breeding_that_fails_now_and_then_stays_on_the_workers(
         caplog: pytest.LogCaptureFixture) -> None:
     """Every other request raises: a request bred remotely resets the driver's count, so
     the rounds stay on the pool (never "bred here from now on")."""
-    import autotune._tune as tune_mod
     from autotune import DelayedMeasurer, tune
     from autotune.running._driver import _DRY_LIMIT
 
-    class Flaky(InProcessPool):
-        remote = True
-        requests = 0
-
-        def __init__(self, *a: Any) -> None:
-            super().__init__(*a)
-            self.workers, self.slots = 2, 4
-
-        def submit_breed(self, batch_id: int, task_key: str, request: Any,
-                         scorer: Any) -> None:
-            Flaky.requests += 1
-            if Flaky.requests % 2:
-                self._done.append(Finished(batch_id, "", (), "breed", None,
-                                           error="breeding raised ValueError: flaky"))
-            else:
-                super().submit_breed(batch_id, task_key, request, scorer)
-
-    monkeypatch.setattr(tune_mod, "_pool", lambda job, target, measurer, *_, **__: Flaky(
-        {t.task.key: t.task.graph for t in job.tasks}, target, measurer, None))
+    pool = _breeding_pool(monkeypatch, lambda n: n % 2 == 1, "breeding raised ValueError: flaky")
     with caplog.at_level(logging.WARNING, logger="autotune.tune"):
         res = tune([tiny_graph], trials=120, workers=2, log=str(tmp_path / "t.jsonl"), seed=0,
                    measurer=DelayedMeasurer(delay_s=0.0), batch_size=4, curve=False)
     assert res.total == 120
-    assert Flaky.requests > 2 * _DRY_LIMIT and "flaky" in caplog.text
+    assert pool.requests > 2 * _DRY_LIMIT and "flaky" in caplog.text
     assert "bred here from now on" not in caplog.text
 
 
