@@ -149,8 +149,8 @@ class ScheduleCodes:
 class ScheduleSource(Protocol):
     """What a :class:`LazySchedule` is built from (its producer's decoder state)."""
 
-    def codes(self) -> ScheduleCodes:
-        """The schedule's codes (computed once)."""
+    def codes(self) -> ScheduleCodes | None:
+        """The schedule's codes (computed once; None: it has none, as one parsed from JSON)."""
 
     def objects(self) -> tuple[tuple[GroupSpec, ...], tuple[Any, ...], tuple[Step, ...]]:
         """Its ``groups``, ``transfers`` and ``order``: the values its codes name."""

@@ -291,8 +291,6 @@ class XGBModel(CostModel):
         group's mean). Random in
         [0, 1) during the cold start.
         """
-        import xgboost as xgb
-
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise CostModelError(f"features must be a 2-D array, got {X.ndim}-D")
@@ -303,10 +301,12 @@ class XGBModel(CostModel):
             raise CostModelError(
                 f"got {X.shape[1]} feature columns, the model uses {len(self.feature_names)}")
         prior = self._prior(X)
-        # one thread here too: building a DMatrix with OpenMP's default threads costs ~12 ms
-        # (wall) on a 2-core machine against 0.9 ms with one, whatever its size
-        d = xgb.DMatrix(self._design(X, prior), feature_names=self._names(), nthread=1)
-        return np.asarray(booster.predict(d, output_margin=True)) + prior
+        # in place, without a DMatrix (the same margins: 0.22 against 0.44-0.53 ms for 48 rows
+        # of gpt1's columns, most of it the DMatrix and its column names checked); the
+        # booster's one thread (a DMatrix with OpenMP's default threads cost ~12 ms wall on
+        # a 2-core machine)
+        return np.asarray(booster.inplace_predict(self._design(X, prior),
+                                                  predict_type="margin")) + prior
 
     # ---- files ---------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -112,7 +112,8 @@ class Candidate:
     placeholder: int | None = None  # the trial id holding a claim of a trial-less candidate
     polish_of: str = ""  # a polish proposal: the candidate id of the schedule polished
     vector: tuple[int, np.ndarray] | None = None  # its space's batch and vector, if bred
-    # its JSON as sent to the pool: the record's schedule is the same with its ``source``
+    # its JSON as sent to the pool (a bred pick's, as its breeder made it: see
+    # autotune.sampling._breed.Pick): the record's schedule is the same with its ``source``
     # set (writing a bred schedule's JSON again cost the driver 0.06-0.6 ms a measurement)
     json: dict[str, Any] | None = None
 
@@ -296,7 +297,8 @@ class Driver:
             vectors = [c.vector for c in batch] if self.pool.remote else []
             sent = []
             for c in batch:
-                c.json = c.schedule.to_json()
+                if c.json is None:  # a bred pick's came with it
+                    c.json = c.schedule.to_json()
                 sent.append(c.json)
             self.pool.submit(bid, self.job.tasks[k].task.key, sent, [c.cid for c in batch],
                              vectors=vectors if any(v is not None for v in vectors) else None)
@@ -462,6 +464,7 @@ class Driver:
                 cid_attr=CID_ATTR if self.claims is None else None)
         params: dict[str, Any] | None = None
         vector: tuple[int, np.ndarray] | None = None
+        sent: dict[str, Any] | None = None
         if made is not None:
             trial = made
             s, chosen = sampler.proposal(trial.number)
@@ -469,6 +472,7 @@ class Driver:
             cid = sampler.candidate_of(trial.number)
             v = sampler.vector_of(trial.number) if hasattr(sampler, "vector_of") else None
             vector = (ts.space.batch, v) if v is not None else None
+            sent = sampler.json_of(trial.number) if hasattr(sampler, "json_of") else None
         else:  # an enqueued trial (seed, re-queued), or another sampler's proposal
             trial = ts.study.ask()
             try:
@@ -498,7 +502,8 @@ class Driver:
             polish_of = mark if isinstance(mark, str) else ""
         tuner = str(seed) if seed else self.tuner
         return Candidate(k, trial, s, cid, dict(trial.params) if params is None else params,
-                         tuner, ranked, polish_of=polish_of, vector=None if seed else vector)
+                         tuner, ranked, polish_of=polish_of, vector=None if seed else vector,
+                         json=None if seed else sent)
 
     def _distributions(self, k: int) -> dict[str, Any]:
         """Task ``k``'s parameter distributions (what ``suggest_categorical`` records)."""

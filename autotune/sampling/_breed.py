@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -120,6 +120,13 @@ class Pick:
 
     ``key`` orders the model's picks of a round (lower first: minus the predicted score,
     or the parent's rank near the start); ``explore`` marks the random picks.
+
+    ``json``: the schedule's JSON, when a :class:`Breeder` bred it (None from :func:`breed`
+    alone). Such a pick travels (is pickled) as its JSON, not as the schedule's objects:
+    the driver sends and logs the JSON and never reads the objects, so its ``schedule``
+    there is parsed from the JSON only if read (:func:`schedule_of_json`). Pickling the
+    objects, unpickling them and writing their JSON again on the driver cost ~0.47 ms of
+    CPU a measurement on gpt1 against ~0.13 for the JSON (issue 20).
     """
 
     cid: str
@@ -130,6 +137,65 @@ class Pick:
     ranked_by: str
     key: float
     explore: bool
+    json: dict[str, Any] | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.cid, self.vector, self.params, self.schedule, self.features,
+                  self.ranked_by, self.key, self.explore, self.json)
+        if self.json is None:
+            return (Pick, fields)
+        return (_arrived, fields[:3] + fields[4:])
+
+
+def _arrived(cid: str, vector: np.ndarray, params: dict[str, Any], features: np.ndarray,
+             ranked_by: str, key: float, explore: bool, json: dict[str, Any]) -> Pick:
+    """A pick unpickled from its JSON (see :class:`Pick`)."""
+    return Pick(cid, vector, params, schedule_of_json(json), features, ranked_by, key, explore,
+                json)
+
+
+class _Parsed:
+    """A :class:`compiler.codes.ScheduleSource` that parses a schedule's JSON when first read
+    (it has no codes: a consumer walks its objects)."""
+
+    __slots__ = ("_json", "_schedule")
+
+    def __init__(self, json: dict[str, Any]) -> None:
+        self._json = json
+        self._schedule: GraphSchedule | None = None
+
+    def _parsed(self) -> GraphSchedule:
+        if self._schedule is None:
+            from compiler.schedule import GraphSchedule
+
+            self._schedule = GraphSchedule.from_json(self._json)
+        return self._schedule
+
+    def codes(self) -> None:
+        return None
+
+    def objects(self) -> tuple[Any, Any, Any]:
+        s = self._parsed()
+        return s.groups, s.transfers, s.order
+
+    def key_text(self) -> str:
+        from compiler.key_text import key_text
+
+        return key_text(self._parsed())
+
+
+def schedule_of_json(json: dict[str, Any]) -> GraphSchedule:
+    """The schedule ``json`` writes, parsed from it when a field other than ``batch``,
+    ``workload_key``, ``source`` or ``version`` is first read (a
+    :class:`compiler.codes.LazySchedule`); the JSON must be a schedule's own
+    ``to_json()`` (a pick's), which the parse checks as ``GraphSchedule.from_json`` does."""
+    from compiler.codes import LazySchedule
+    from compiler.schedule import SCHEMA_VERSION, GraphSchedule
+
+    if json.get("v") != SCHEMA_VERSION:
+        return GraphSchedule.from_json(json)
+    return LazySchedule.deferred(json["batch"], json.get("workload_key"),
+                                 str(json.get("source", "")), _Parsed(json))
 
 
 @dataclass(frozen=True)
@@ -226,7 +292,8 @@ class Breeder:
         self._graphs = graphs
         self._target = target
         self._spaces: dict[tuple[str, int], Space] = {}
-        self._held: dict[tuple[str, str], GraphSchedule] = {}
+        # picks bred here, by task and candidate id: the schedule and its JSON
+        self._held: dict[tuple[str, str], tuple[GraphSchedule, dict[str, Any]]] = {}
         self.taken = 0  # picks measured as the object bred here (for benches)
         self.rebuilt = 0  # picks measured as decoded here from their vectors (for benches)
 
@@ -241,12 +308,17 @@ class Breeder:
         return space
 
     def __call__(self, task_key: str, req: BreedRequest, scorer: Scorer) -> Bred:
+        """Breed ``req``; each pick carries its schedule's JSON (what it travels as, see
+        :class:`Pick`) and is held here with it until measured (:meth:`take`)."""
         bred = breed(self.space(task_key, req.batch), scorer, req)
+        picks = []
         for p in bred.picks:
-            self._held[(task_key, p.cid)] = p.schedule
+            obj = p.schedule.to_json()
+            self._held[(task_key, p.cid)] = (p.schedule, obj)
+            picks.append(replace(p, json=obj))
         while len(self._held) > HELD_PICKS:  # oldest first: picks measured elsewhere
             del self._held[next(iter(self._held))]
-        return bred
+        return replace(bred, picks=tuple(picks))
 
     def take(self, task_key: str, cids: Sequence[str] | None,
              schedules: Sequence[dict[str, Any]],
@@ -257,16 +329,19 @@ class Breeder:
         or None) by this process's decoder; None for the rest (parsed from the JSON).
 
         A schedule stands for its JSON only if it writes exactly that JSON (the same
-        schedule, so the same measurement). Decoding a vector with the compiled core
+        schedule, so the same measurement): a held pick, if the JSON is the one it was
+        bred with (compared as dicts: writing the schedule's JSON again cost ~0.18 ms a
+        pick on gpt1); a decoded one, if its own JSON is equal. Decoding a vector with the compiled core
         costs less than parsing, validating and planning the JSON again (tiny_cnn b4,
         in one process: 0.70 against 0.95 ms of CPU per measurement, issue 20).
         """
         out: list[GraphSchedule | None] = [None] * len(schedules)
         if cids and self._held:
             for k, (cid, obj) in enumerate(zip(cids, schedules)):
-                s = self._held.pop((task_key, cid), None)
-                if s is not None and s.to_json() == obj:
-                    out[k] = s
+                held = self._held.pop((task_key, cid), None)
+                # the JSON it was sent as: the same dict in process, an equal copy remotely
+                if held is not None and (held[1] is obj or held[1] == obj):
+                    out[k] = held[0]
                     self.taken += 1
         for k, got in enumerate(vectors or ()):
             if got is None or k >= len(out) or out[k] is not None:
@@ -329,6 +404,20 @@ def _parent(space: Space, vector: np.ndarray) -> GraphSchedule:
             memo.clear()
         s = memo[key] = space.decode(vector)
     return s
+
+
+def _cdf(p: np.ndarray) -> np.ndarray:
+    """What ``Generator.choice(len(p), p=p)`` draws by (its cumulative sum, made once)."""
+    cdf = np.asarray(p, dtype=np.float64).cumsum()
+    cdf /= cdf[-1]
+    return cdf
+
+
+def _draw(cdf: np.ndarray, rng: np.random.Generator) -> int:
+    """``int(rng.choice(len(p), p=p))`` with ``cdf = _cdf(p)``: the same index and the same
+    use of ``rng`` (one ``random()``), without checking and summing ``p`` again on every
+    draw (7.6 against 0.9 µs a draw; a test holds it to ``choice``)."""
+    return int(cdf.searchsorted(rng.random(), side="right"))
 
 
 class _Round:
@@ -431,7 +520,8 @@ class _Round:
         ranks[np.argsort(-scores, kind="stable")] = np.arange(len(pop))
         weights = 1.0 / (ranks + 4.0)
         weights /= weights.sum()
-        pick: Callable[[], GraphSchedule] = lambda: pop[int(rng.choice(len(pop), p=weights))][1]  # noqa: E731
+        cdf = _cdf(weights)
+        pick: Callable[[], GraphSchedule] = lambda: pop[_draw(cdf, rng)][1]  # noqa: E731
         out = []
         self.decoded += self.req.population
         for _ in range(self.req.population):

@@ -189,6 +189,7 @@ class _Proposal:
     features: np.ndarray
     borrowed: bool = False  # bred from parents that may descend from a borrowed seed
     polish_of: str = ""  # a polish proposal: the candidate id of the schedule polished
+    json: dict[str, Any] | None = None  # the schedule's JSON, if its breeder made it
 
 
 # Past this many candidates held by the measurers at once, a background retraining waits
@@ -380,6 +381,12 @@ class GuidedSampler(BaseSampler):
         """
         chosen = self._by_trial.get(number)
         return (chosen.schedule, chosen.params) if chosen is not None else None
+
+    def json_of(self, number: int) -> dict[str, Any] | None:
+        """The JSON of trial ``number``'s schedule, if its breeder made it (None for enqueued
+        trials and rounds bred here): what the driver sends and logs instead of writing it."""
+        chosen = self._by_trial.get(number)
+        return chosen.json if chosen is not None else None
 
     def vector_of(self, number: int) -> np.ndarray | None:
         """The space vector of trial ``number``'s proposal (None for enqueued trials): a
@@ -746,7 +753,7 @@ class GuidedSampler(BaseSampler):
             self._see(p.cid)
             queued.append(p.cid)
             made = _Proposal(p.cid, p.params, p.ranked_by, p.schedule, p.vector, p.features,
-                             borrowed, part.polish_of)
+                             borrowed, part.polish_of, p.json)
             if kick or self.polish.climbing(part.polish_of):
                 front.append(made)
             else:

@@ -215,5 +215,6 @@ def default_ranker(space: Space, graph: Graph, target: Target, seed: int | None)
     except ImportError:  # pragma: no cover - the package ships with graphtune
         cost_model = None  # type: ignore[assignment]
     if cost_model is not None and hasattr(cost_model, "XGBModel") and hasattr(cost_model, "features"):
+        import xgboost  # noqa: F401 - now, not on the first retraining's thread in the run
         return CostModelRanker(graph, target, seed)
     return EncodingXGB(space, seed)

@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from autotune import GuidedOptions, RunOptions, SearchOptions, tune
 from autotune.measure._measurer import SimMeasurer, measure_json
 from autotune.running._pool import InProcessPool
@@ -112,7 +114,7 @@ def test_held_picks_are_bounded(tiny_graph: Graph, tune_target: Target) -> None:
     first = breeder("k", _round(tiny_graph, tune_target, seed=1), scorer).picks[0]
     fake = GraphSchedule.from_json(first.schedule.to_json())
     for n in range(HELD_PICKS):
-        breeder._held[("k", f"filler{n}")] = fake
+        breeder._held[("k", f"filler{n}")] = (fake, fake.to_json())
     breeder("k", _round(tiny_graph, tune_target, seed=2, proposals=2), scorer)
     assert len(breeder._held) == HELD_PICKS
     assert breeder.take("k", [first.cid], [first.schedule.to_json()]) == [None]
@@ -165,3 +167,46 @@ def test_a_tune_measures_its_bred_picks_as_bred_and_logs_the_same(
                         [None] * len(schedules))
     parsed = run(tmp_path / "parsed.jsonl")
     assert with_held == parsed and len(parsed) == 40
+
+
+def test_a_pick_travels_as_its_json_and_is_taken_without_writing_it_again(
+        tiny_graph: Graph, tune_target: Target, monkeypatch: Any) -> None:
+    """A bred pick pickles as its JSON, not its objects: the driver's copy is the same
+    schedule (equal, same id), parsed only when read; the worker takes the held pick by
+    comparing the JSON it was sent with the one it bred, not by writing its JSON again."""
+    from autotune.sampling._studies import candidate_id
+    from compiler.codes import LazySchedule
+
+    breeder = Breeder({"k": tiny_graph}, tune_target)
+    scorer = CostModelRanker(tiny_graph, tune_target, seed=0).snapshot()
+    bred = breeder("k", _round(tiny_graph, tune_target, seed=5), scorer)
+    assert len(bred.picks) >= 3
+    assert all(p.json == p.schedule.to_json() for p in bred.picks)
+    picks = pickle.loads(pickle.dumps(bred)).picks
+    for here, there in zip(bred.picks, picks):
+        assert there.json == here.json and there.cid == here.cid
+        s = there.schedule
+        assert isinstance(s, LazySchedule) and not s.is_built()
+        assert candidate_id(s) == here.cid and not s.is_built()  # the id from the JSON's parse
+        assert s == here.schedule and s.to_json() == here.json
+        assert (there.params, there.ranked_by, there.key, there.explore) == (
+            here.params, here.ranked_by, here.key, here.explore)
+        assert (there.vector == here.vector).all() and (there.features == here.features).all()
+    sent = pickle.loads(pickle.dumps([p.json for p in picks]))  # the driver's batch
+    monkeypatch.setattr(GraphSchedule, "to_json", lambda self: pytest.fail("JSON written"))
+    held = breeder.take("k", [p.cid for p in picks], sent)
+    assert [s is p.schedule for s, p in zip(held, bred.picks)] == [True] * len(picks)
+
+
+def test_a_pick_made_without_a_breeder_travels_as_its_objects(
+        tiny_graph: Graph, tune_target: Target) -> None:
+    """``breed`` alone (a round bred in the driver) leaves no JSON: the pick pickles whole."""
+    from autotune.sampling._breed import breed
+
+    scorer = CostModelRanker(tiny_graph, tune_target, seed=0).snapshot()
+    space = Breeder({"k": tiny_graph}, tune_target).space("k", tiny_graph.batch)
+    bred = breed(space, scorer, _round(tiny_graph, tune_target, seed=6))
+    assert bred.picks and all(p.json is None for p in bred.picks)
+    again = pickle.loads(pickle.dumps(bred)).picks
+    assert [p.schedule for p in again] == [p.schedule for p in bred.picks]
+    assert all(p.json is None for p in again)

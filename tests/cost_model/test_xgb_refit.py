@@ -108,3 +108,23 @@ def test_the_held_out_rows_change_with_the_data(monkeypatch: pytest.MonkeyPatch)
         XGBModel(seed=0, refit=False).fit(x[:n], y[:n])
     assert len(held) == 2 and len(held[0]) == 100 and len(held[1]) == 101
     assert (held[0] != held[1][:100]).any()  # the same prefix before
+
+
+@pytest.mark.parametrize("objective", ["regression", "rank"])
+def test_predict_gives_the_margins_of_a_dmatrix_prediction(objective: str) -> None:
+    """``XGBModel.predict`` predicts in place (no DMatrix): the same scores, bit for bit, as
+    the booster's prediction on a DMatrix with the model's column names (what it did)."""
+    import xgboost as xgb
+
+    rng = np.random.default_rng(3)
+    model = XGBModel(objective=objective, refit=False)
+    n = len(model.feature_names)
+    x = rng.random((120, n))
+    model.fit(x, rng.random(120) + 0.5, None if objective == "regression"
+              else np.repeat(np.arange(4), 30))
+    q = rng.random((37, n))
+    q[3, 5] = np.nan  # a missing value goes down the trees' default branch either way
+    prior = model._prior(q)
+    d = xgb.DMatrix(model._design(q, prior), feature_names=model._names(), nthread=1)
+    want = np.asarray(model._booster.predict(d, output_margin=True)) + prior
+    assert np.array_equal(model.predict(q), want, equal_nan=True)
