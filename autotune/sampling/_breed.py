@@ -292,8 +292,10 @@ class Breeder:
         self._graphs = graphs
         self._target = target
         self._spaces: dict[tuple[str, int], Space] = {}
-        # picks bred here, by task and candidate id: the schedule and its JSON
-        self._held: dict[tuple[str, str], tuple[GraphSchedule, dict[str, Any]]] = {}
+        # picks bred here, by task and candidate id
+        self._held: dict[tuple[str, str], GraphSchedule] = {}
+        # the JSON each of the last HELD_JSON picks was sent as (compared instead of written)
+        self._held_json: dict[tuple[str, str], dict[str, Any]] = {}
         self.taken = 0  # picks measured as the object bred here (for benches)
         self.rebuilt = 0  # picks measured as decoded here from their vectors (for benches)
 
@@ -314,10 +316,13 @@ class Breeder:
         picks = []
         for p in bred.picks:
             obj = p.schedule.to_json()
-            self._held[(task_key, p.cid)] = (p.schedule, obj)
+            self._held[(task_key, p.cid)] = p.schedule
+            self._held_json[(task_key, p.cid)] = obj
             picks.append(replace(p, json=obj))
         while len(self._held) > HELD_PICKS:  # oldest first: picks measured elsewhere
             del self._held[next(iter(self._held))]
+        while len(self._held_json) > HELD_JSON:  # (a BERT-base schedule's is ~35 KB as text)
+            del self._held_json[next(iter(self._held_json))]
         return replace(bred, picks=tuple(picks))
 
     def take(self, task_key: str, cids: Sequence[str] | None,
@@ -338,10 +343,13 @@ class Breeder:
         out: list[GraphSchedule | None] = [None] * len(schedules)
         if cids and self._held:
             for k, (cid, obj) in enumerate(zip(cids, schedules)):
-                held = self._held.pop((task_key, cid), None)
+                s = self._held.pop((task_key, cid), None)
+                made = self._held_json.pop((task_key, cid), None)
                 # the JSON it was sent as: the same dict in process, an equal copy remotely
-                if held is not None and (held[1] is obj or held[1] == obj):
-                    out[k] = held[0]
+                same = (made is obj or made == obj) if made is not None else (
+                    s is not None and s.to_json() == obj)
+                if s is not None and same:
+                    out[k] = s
                     self.taken += 1
         for k, got in enumerate(vectors or ()):
             if got is None or k >= len(out) or out[k] is not None:
@@ -384,6 +392,9 @@ CLIMB_FIRST = frozenset({"split", "boundary", "merge"})
 # Picks a Breeder keeps for their measurement (see Breeder.take); more than the workers
 # hold at once, so a pick is rarely forgotten before its batch comes.
 HELD_PICKS = 1024
+# ...of which the last this many with the JSON they were sent as (older ones write theirs
+# again to compare): a held JSON costs memory (BERT-base s128: ~35 KB of text a schedule).
+HELD_JSON = 256
 
 # Decoded parents per space: the best measured schedules change slowly, so consecutive
 # requests (and a worker's shares of them) mostly share their parents. Bounded.

@@ -114,7 +114,7 @@ def test_held_picks_are_bounded(tiny_graph: Graph, tune_target: Target) -> None:
     first = breeder("k", _round(tiny_graph, tune_target, seed=1), scorer).picks[0]
     fake = GraphSchedule.from_json(first.schedule.to_json())
     for n in range(HELD_PICKS):
-        breeder._held[("k", f"filler{n}")] = (fake, fake.to_json())
+        breeder._held[("k", f"filler{n}")] = fake
     breeder("k", _round(tiny_graph, tune_target, seed=2, proposals=2), scorer)
     assert len(breeder._held) == HELD_PICKS
     assert breeder.take("k", [first.cid], [first.schedule.to_json()]) == [None]
@@ -210,3 +210,23 @@ def test_a_pick_made_without_a_breeder_travels_as_its_objects(
     again = pickle.loads(pickle.dumps(bred)).picks
     assert [p.schedule for p in again] == [p.schedule for p in bred.picks]
     assert all(p.json is None for p in again)
+
+
+def test_a_pick_past_the_held_json_bound_is_taken_by_writing_its_json(
+        tiny_graph: Graph, tune_target: Target, monkeypatch: Any) -> None:
+    """Only the last ``HELD_JSON`` picks keep the JSON they were sent as (memory); an older
+    held pick is still taken when its own JSON equals what was sent, and not otherwise."""
+    from autotune.sampling import _breed
+
+    monkeypatch.setattr(_breed, "HELD_JSON", 1)
+    breeder = Breeder({"k": tiny_graph}, tune_target)
+    scorer = CostModelRanker(tiny_graph, tune_target, seed=0).snapshot()
+    picks = breeder("k", _round(tiny_graph, tune_target, seed=7), scorer).picks
+    assert len(picks) >= 3 and len(breeder._held_json) == 1
+    old, older = picks[0], picks[1]
+    relabelled = dict(older.json or {}, source="tuner:x/1")
+    assert breeder.take("k", [older.cid], [relabelled]) == [None]
+    sent = pickle.loads(pickle.dumps([p.json for p in picks[2:]] + [old.json]))
+    held = breeder.take("k", [p.cid for p in picks[2:]] + [old.cid], sent)
+    assert held == [p.schedule for p in picks[2:]] + [old.schedule]
+    assert all(s is not None for s in held) and breeder.taken == len(picks) - 1
