@@ -416,7 +416,7 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                         gr.cores // gr.parts)
                 chunk_working_set(dec.mem, gr.info.ops, *wkey)  # the C walk may have computed it
                 halo = _facts(dec.mem, gr.info.ops).halo.get(wkey, halo)
-        issue = _issue(dec, nodes, over, res[7:], halo, tiles)
+        issue = _issue(dec, nodes, over, res[7:], halo, tiles, sr.tidx)
     dec.nodes = nodes
     dec.walk = _Walked(scopes, issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))
     return _ScopeDims(sr)

@@ -115,6 +115,7 @@ def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]
 
 
 _RING = RING  # a transfer with no group chunk to follow runs on core 0
+_TR_PACK = 8  # int32 per packed transfer (TR_PACK in _cdag.c: kind, tensor, factors, runs)
 
 
 def derive(dec: Decoding) -> bool:
@@ -212,6 +213,19 @@ class PackedTransfers(Sequence[Transfer]):
                                                   Placement)
             self._packed = None
         return self._made  # type: ignore[return-value]
+
+    def tensor_of(self, j: int) -> str:
+        """The tensor of transfer ``j`` (``self[j].tensor``) without making the values: a
+        capacity issue names the tensor of a transfer it lists (:func:`search_space._crows._issue`),
+        for up to a third of BERT-large's candidates, which are never made otherwise."""
+        if self._packed is None:
+            return self.made()[j].tensor
+        rows, _, tnames, _ = self._packed
+        n = len(self.names)
+        if not -n <= j < n:
+            raise IndexError("transfer index out of range")
+        at = (j % n) * _TR_PACK + 1  # row[1]: the tensor's code (TR_PACK int32 per transfer, _cdag.c)
+        return tnames[memoryview(rows).cast("i")[at]]  # type: ignore[no-any-return]
 
     def __len__(self) -> int:
         return len(self.names)

@@ -115,11 +115,16 @@ class _ScopeDims(Mapping[Node, int]):
 
 
 def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
-           halo: tuple[float, float, float], tiles: float) -> CapacityIssue:
+           halo: tuple[float, float, float], tiles: float,
+           tidx: dict[str, int] | None = None) -> CapacityIssue:
     """The first overflow as :meth:`compiler.capacity.CapacityWalk.l1_issue` /
     ``llb_issue`` describe it, from what the C walk kept (``explain`` in ``_cwalk.c``):
-    the same entries, labels, rounding and order."""
+    the same entries, labels, rounding and order. A transfer's tensor is read from the
+    packed transfers (``tensor_of``, by its index in ``tidx``: a name's last transfer, as
+    ``transfer_by_name`` keeps it) when they are packed: the Transfer values (BERT-large:
+    ~500, 0.2 ms) are not made for an issue."""
     llb, core, needed, work, _, llb_live, live = found
+    tensor_of = getattr(dec.transfers, "tensor_of", None) if tidx is not None else None
 
     def label(i: int) -> str:
         node = nodes[i]
@@ -127,8 +132,11 @@ def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
 
     def provides(i: int) -> str:
         node = nodes[i]
-        return dec.by_name[node[1]].info.output if node[0] == "g" \
-            else dec.transfer_by_name[node[1]].tensor
+        if node[0] == "g":
+            return dec.by_name[node[1]].info.output  # type: ignore[no-any-return]
+        if tensor_of is not None:
+            return tensor_of(tidx[node[1]])  # type: ignore[index,no-any-return]
+        return dec.transfer_by_name[node[1]].tensor  # type: ignore[no-any-return]
 
     items = [(f"{label(i)} ({provides(i)})", int(b)) for i, b in live if b > 0]
     steps = tuple((i, int(b)) for i, b in live if b > 0)
