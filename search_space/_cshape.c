@@ -800,7 +800,7 @@ done:
 
 /* ---- the scope walk's glue (search_space/_ccore.py: scope_walk, _group_rows) ---------------- */
 
-static PyObject *s_cache, *s_crow;
+static PyObject *s_cache, *s_crow, *s_ctab, *s_tiles;
 
 /* the fields the glue reads, and their slot offsets in the groups' type (fget) */
 enum { A_SPLIT, A_WAVE, A_INFO, A_SAMPLES, A_CORES, A_PARTS, A_BINDS, A_SCOPE_AT, A_SLOT, A_NAME, N_A };
@@ -990,18 +990,57 @@ done:
     return result;
 }
 
-/* group_rows(groups, d_scope, slot_of, shape_row) -> (gidx, grows, gnames, gtiles, gd, pd,
- *   splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its shape's row
- *   from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on a miss
- *   shape_row(info, samples, cores, parts, split), which keeps it there): a row (a tuple of 4:
- *   the walk's row without bindings or None, the streamable inputs, the LLB weight tiles,
- *   wide); the walk's row is that row and the group's bindings; its scope parameter
- *   d_scope[scope_at], its transfer-scope parameter slot_of[slot] + 5. */
+/* A shape row made from what the op set's cache already holds (search_space._ccore._crow's
+ * path when its _work hits): the chunk shape's walk table cache[("ctab", spp, cpp)] (a tuple
+ * of 9: names, table, inputs, allowed, code, sb, fb, fill, ws) and cache["tiles"]; the row
+ * (allowed, code, sb, fb, inputs, table, fill, tiles, ws, batch // split), names, tiles,
+ * False, kept in the cache under key (as _crow keeps it). A new reference; NULL without an
+ * error when either is missing or the table is not a tuple of 9 (the caller asks shape_row:
+ * the Python code decides), NULL with one on an error. Not wide: a walk table is made only
+ * for an op set the C walk's masks hold (_shape_row checks first; fits_l1 makes one only
+ * for at most _FIT_STREAMED streamable inputs). */
+static PyObject *crow_from_cache(PyObject *cache, PyObject *key, long samples, long cores,
+                                 long parts, long split, long batch) {
+    PyObject *tkey = Py_BuildValue("(Oll)", s_ctab, samples / parts, cores / parts);
+    if (!tkey) return NULL;
+    PyObject *tab = PyDict_GetItemWithError(cache, tkey);  /* borrowed */
+    Py_DECREF(tkey);
+    if (!tab) return NULL;
+    Py_INCREF(tab);  /* held: the next look-up may run Python (a key's __eq__) */
+    PyObject *tiles = PyDict_GetItemWithError(cache, s_tiles), *row = NULL, *base = NULL, *smp = NULL;
+    if (!tiles || !PyTuple_Check(tab) || PyTuple_GET_SIZE(tab) != 9) {
+        Py_DECREF(tab);
+        return NULL;  /* (an error set only when the look-up failed) */
+    }
+    Py_INCREF(tiles);
+#define T_(i) PyTuple_GET_ITEM(tab, i)
+    if (!(smp = PyLong_FromLong(batch / split)) ||
+        !(base = PyTuple_Pack(10, T_(3), T_(4), T_(5), T_(6), T_(2), T_(1), T_(7), tiles, T_(8), smp)) ||
+        !(row = PyTuple_Pack(4, base, T_(0), tiles, Py_False)))
+        goto done;
+#undef T_
+    if (PyDict_SetItem(cache, key, row)) Py_CLEAR(row);
+done:
+    Py_DECREF(tiles); Py_XDECREF(base); Py_XDECREF(smp); Py_DECREF(tab);
+    return row;
+}
+
+/* group_rows(groups, d_scope, slot_of, shape_row[, batch]) -> (gidx, grows, gnames, gtiles,
+ *   gd, pd, splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its shape's
+ *   row from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on a miss,
+ *   with batch (the decode's, > 0) the row made from the cache's walk table and tiles
+ *   (crow_from_cache), else shape_row(info, samples, cores, parts, split), which keeps it
+ *   there): a row (a tuple of 4: the walk's row without bindings or None, the streamable
+ *   inputs, the LLB weight tiles, wide); the walk's row is that row and the group's bindings;
+ *   its scope parameter d_scope[scope_at], its transfer-scope parameter slot_of[slot] + 5. */
 static PyObject *py_group_rows(PyObject *self, PyObject *args) {
     PyObject *groups, *d_scope, *slot_of, *shape_row;
+    long batch = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO!O:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row))
+    if (!PyArg_ParseTuple(args, "OOO!O|l:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row,
+                          &batch))
         return NULL;
+    if (batch < 0) { PyErr_SetString(PyExc_ValueError, "group_rows: a batch >= 1 (0: none)"); return NULL; }
     PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: shape_row runs Python */
     if (!gs) return NULL;
     Py_ssize_t ng = PyTuple_GET_SIZE(gs);
@@ -1040,7 +1079,10 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
             Py_INCREF(hit);
         } else {
             if (PyErr_Occurred()) goto group_done;
-            if (!(hit = PyObject_CallFunction(shape_row, "Ollll", info, samples, cores, parts, split)))
+            if (batch > 0 && !(hit = crow_from_cache(cache, key, samples, cores, parts, split, batch)) &&
+                PyErr_Occurred())
+                goto group_done;
+            if (!hit && !(hit = PyObject_CallFunction(shape_row, "Ollll", info, samples, cores, parts, split)))
                 goto group_done;
         }
         if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 4) {
@@ -1107,11 +1149,14 @@ PyMODINIT_FUNC PyInit__cshape(void) {
         {&a_name[A_SPLIT], "split"}, {&a_name[A_WAVE], "wave"}, {&a_name[A_INFO], "info"},
         {&s_cache, "cache"}, {&a_name[A_SAMPLES], "samples"}, {&a_name[A_CORES], "cores"},
         {&a_name[A_PARTS], "parts"}, {&a_name[A_BINDS], "binds"}, {&a_name[A_SCOPE_AT], "scope_at"},
-        {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"}};
+        {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"},
+        {&s_ctab, "ctab"}, {&s_tiles, "tiles"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     PyObject *m = PyModule_Create(&module);
     /* groups() sets each group's wave (this build's mark: search_space/_ccore.py _NEEDS) */
     if (m && PyModule_AddIntConstant(m, "WAVES", 1)) { Py_DECREF(m); return NULL; }
+    /* group_rows makes a shape row from the cache's walk table (its batch argument) */
+    if (m && PyModule_AddIntConstant(m, "CROW_TAB", 1)) { Py_DECREF(m); return NULL; }
     return m;
 }
