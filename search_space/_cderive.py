@@ -130,14 +130,19 @@ def derive(dec: Decoding) -> bool:
     space, graph = dec.space, dec.graph
     codes = tensor_codes(space)
     groups = dec.groups
-    rows: list[tuple[Any, ...]] = []
-    gout: list[int] = []  # per group the code of its result (what a transfer's scope follows)
-    for gr in groups:
-        h = gr.info.cache.get(("cdag", gr.name, gr.split))
-        if h is None:
-            h = _group_row(dec, gr, codes)
-        rows.append((h[0], h[1], h[2], h[3], gr.binds))
-        gout.append(h[4])
+    rows: list[tuple[Any, ...]]
+    gout: list[int]  # per group the code of its result (what a transfer's scope follows)
+    glue = getattr(load_extension("_cshape"), "cdag_rows", None)
+    if glue is not None:  # the loop below in C (cdag_rows in _cshape.c), _group_row on a miss
+        rows, gout = glue(groups, lambda gr: _group_row(dec, gr, codes))
+    else:
+        rows, gout = [], []
+        for gr in groups:
+            h = gr.info.cache.get(("cdag", gr.name, gr.split))
+            if h is None:
+                h = _group_row(dec, gr, codes)
+            rows.append((h[0], h[1], h[2], h[3], gr.binds))
+            gout.append(h[4])
     tables: dict[Any, Any] | None = getattr(space, "_cgraph", None)
     if tables is None:
         tables = space._cgraph = {}

@@ -800,7 +800,7 @@ done:
 
 /* ---- the scope walk's glue (search_space/_ccore.py: scope_walk, _group_rows) ---------------- */
 
-static PyObject *s_cache, *s_crow, *s_ctab, *s_tiles;
+static PyObject *s_cache, *s_crow, *s_ctab, *s_tiles, *s_cdag;
 
 /* the fields the glue reads, and their slot offsets in the groups' type (fget) */
 enum { A_SPLIT, A_WAVE, A_INFO, A_SAMPLES, A_CORES, A_PARTS, A_BINDS, A_SCOPE_AT, A_SLOT, A_NAME, N_A };
@@ -1130,12 +1130,68 @@ done:
     return result;
 }
 
+/* cdag_rows(groups, miss) -> (rows, gout): search_space._cderive.derive's loop over the
+ *   groups. Per group (a _G) its chunk-DAG row from its op set's cache
+ *   (info.cache[("cdag", name, split)]; on a miss miss(group), which makes and keeps it: a
+ *   tuple of 5, (nodes, input triples, output codes, ops, result code)); rows[i] is its first
+ *   four and the group's bindings, gout[i] its result's code. */
+static PyObject *py_cdag_rows(PyObject *self, PyObject *args) {
+    PyObject *groups, *miss;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO:cdag_rows", &groups, &miss)) return NULL;
+    PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: miss runs Python */
+    if (!gs) return NULL;
+    Py_ssize_t ng = PyTuple_GET_SIZE(gs);
+    PyObject *rows = PyList_New(ng), *gout = PyList_New(ng), *result = NULL;
+    Fields fl;
+    fields_of(gs, &fl);
+    if (!rows || !gout) goto done;
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        PyObject *gr = PyTuple_GET_ITEM(gs, i);
+        PyObject *info = NULL, *cache = NULL, *name = NULL, *key = NULL, *hit = NULL, *binds = NULL;
+        long split;
+        int rc = -1;
+        if (attr_long(gr, &fl, A_SPLIT, 1, INT_MAX, &split) || !(name = aget(gr, &fl, A_NAME)) ||
+            !(info = aget(gr, &fl, A_INFO)) || !(cache = PyObject_GetAttr(info, s_cache)))
+            goto group_done;
+        if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
+        if (!(key = Py_BuildValue("(OOl)", s_cdag, name, split))) goto group_done;
+        hit = PyDict_GetItemWithError(cache, key);
+        if (hit) {
+            Py_INCREF(hit);
+        } else {
+            if (PyErr_Occurred()) goto group_done;
+            if (!(hit = PyObject_CallOneArg(miss, gr))) goto group_done;
+        }
+        if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 5) {
+            PyErr_SetString(PyExc_ValueError, "a chunk-DAG row: a tuple of 5");
+            goto group_done;
+        }
+        if (!(binds = aget(gr, &fl, A_BINDS))) goto group_done;
+        PyObject *row = PyTuple_Pack(5, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1),
+                                     PyTuple_GET_ITEM(hit, 2), PyTuple_GET_ITEM(hit, 3), binds);
+        if (!row) goto group_done;
+        PyList_SET_ITEM(rows, i, row);
+        PyList_SET_ITEM(gout, i, Py_NewRef(PyTuple_GET_ITEM(hit, 4)));
+        rc = 0;
+    group_done:
+        Py_XDECREF(info); Py_XDECREF(cache); Py_XDECREF(name); Py_XDECREF(key); Py_XDECREF(hit);
+        Py_XDECREF(binds);
+        if (rc) goto done;
+    }
+    result = PyTuple_Pack(2, rows, gout);
+done:
+    Py_XDECREF(rows); Py_XDECREF(gout); Py_DECREF(gs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"groups", py_groups, METH_VARARGS, "Pass 1's groups, shapes and cores (see the file)."},
     {"unit_slots", py_unit_slots, METH_VARARGS, "Each part's unit's first op (see the function)."},
     {"fit", py_fit, METH_VARARGS, "Decoding.fit in C for one chunk shape (see the function)."},
     {"wants", py_wants, METH_VARARGS, "The scope walk's answers in walk order (see the function)."},
     {"group_rows", py_group_rows, METH_VARARGS, "The scope walk's rows per group (see the function)."},
+    {"cdag_rows", py_cdag_rows, METH_VARARGS, "The chunk DAG's rows per group (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1150,7 +1206,7 @@ PyMODINIT_FUNC PyInit__cshape(void) {
         {&s_cache, "cache"}, {&a_name[A_SAMPLES], "samples"}, {&a_name[A_CORES], "cores"},
         {&a_name[A_PARTS], "parts"}, {&a_name[A_BINDS], "binds"}, {&a_name[A_SCOPE_AT], "scope_at"},
         {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"},
-        {&s_ctab, "ctab"}, {&s_tiles, "tiles"}};
+        {&s_ctab, "ctab"}, {&s_tiles, "tiles"}, {&s_cdag, "cdag"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     PyObject *m = PyModule_Create(&module);
