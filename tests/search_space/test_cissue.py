@@ -100,3 +100,34 @@ def test_overflow_issue_leaves_transfers_packed(monkeypatch: pytest.MonkeyPatch)
             ref = _walked(py_space, vec).walk.plan().issue
         assert issue == ref
     assert named  # some issue listed a transfer (its tensor read from the packed rows)
+
+
+def test_positions_and_names_made_when_read(target: Target) -> None:
+    """The step rows' transfer index by name and the schedule's positions (each group's chunk
+    positions, each transfer's) are made when first read, equal to what the order gives."""
+    from search_space import _crows
+
+    space = build_space(small_graph("bert2"), target)
+    rng = np.random.default_rng(9)
+    unread = 0
+    for vec in space.sample_vectors(rng, 10):
+        dec = _walked(space, vec)
+        sr, at = dec._crows
+        assert isinstance(at, _crows._Positions)
+        unread += sr._tidx is None and at._made is None
+        chunk_at: dict[str, list[int]] = {gr.name: [0] * gr.split for gr in dec.groups}
+        step_at: dict[str, int] = {}
+        for k, nd in enumerate(dec.nodes):  # what search_space._lazy finds without them
+            if nd[0] == "g":
+                chunk_at[nd[1]][nd[2]] = k
+            else:
+                step_at[nd[1]] = k
+        names = dec.transfers.names
+        assert sr.tidx == {t: j for j, t in enumerate(names)} and sr.tidx is sr.tidx
+        assert len(at) == 2 and at == (chunk_at, step_at) and at[0] == chunk_at
+        c, s = at
+        assert c == chunk_at and s == step_at and list(c) == list(chunk_at)
+        assert at.made() is at.made()
+        with pytest.raises(TypeError):
+            hash(at)
+    assert unread  # some decodes read neither (no overflow, no repair)
