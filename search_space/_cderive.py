@@ -230,7 +230,10 @@ class PackedTransfers(Sequence[Transfer]):
         if not -n <= j < n:
             raise IndexError("transfer index out of range")
         at = (j % n) * _TR_PACK + 1  # row[1]: the tensor's code (TR_PACK int32 per transfer, _cdag.c)
-        return tnames[memoryview(rows).cast("i")[at]]  # type: ignore[no-any-return]
+        code = memoryview(rows).cast("i")[at]
+        if not 0 <= code < len(tnames):  # as make_transfers refuses it
+            raise ValueError("packed transfers: a bad row")
+        return tnames[code]  # type: ignore[no-any-return]
 
     def __len__(self) -> int:
         return len(self.names)

@@ -1008,7 +1008,8 @@ static PyObject *crow_from_cache(PyObject *cache, PyObject *key, long samples, l
     if (!tab) return NULL;
     Py_INCREF(tab);  /* held: the next look-up may run Python (a key's __eq__) */
     PyObject *tiles = PyDict_GetItemWithError(cache, s_tiles), *row = NULL, *base = NULL, *smp = NULL;
-    if (!tiles || !PyTuple_Check(tab) || PyTuple_GET_SIZE(tab) != 9) {
+    if (!tiles || tiles == Py_None || !PyTuple_Check(tab) || PyTuple_GET_SIZE(tab) != 9) {
+        /* None: missing, as _shape_row reads it (it computes the tiles) */
         Py_DECREF(tab);
         return NULL;  /* (an error set only when the look-up failed) */
     }
@@ -1075,9 +1076,9 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
         if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
         if (!(key = Py_BuildValue("(Ollll)", s_crow, samples, cores, parts, split))) goto group_done;
         hit = PyDict_GetItemWithError(cache, key);
-        if (hit) {
+        if (hit && hit != Py_None) {
             Py_INCREF(hit);
-        } else {
+        } else {  /* missing, or None (missing, as the Python loop's .get() is None reads it) */
             if (PyErr_Occurred()) goto group_done;
             if (batch > 0 && !(hit = crow_from_cache(cache, key, samples, cores, parts, split, batch)) &&
                 PyErr_Occurred())
@@ -1157,9 +1158,9 @@ static PyObject *py_cdag_rows(PyObject *self, PyObject *args) {
         if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
         if (!(key = Py_BuildValue("(OOl)", s_cdag, name, split))) goto group_done;
         hit = PyDict_GetItemWithError(cache, key);
-        if (hit) {
+        if (hit && hit != Py_None) {
             Py_INCREF(hit);
-        } else {
+        } else {  /* missing, or None (missing, as the Python loop's .get() is None reads it) */
             if (PyErr_Occurred()) goto group_done;
             if (!(hit = PyObject_CallOneArg(miss, gr))) goto group_done;
         }

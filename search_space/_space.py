@@ -439,8 +439,15 @@ class Space:
         return s
 
     def params_of(self, vector: np.ndarray) -> dict[str, Any]:
-        """Optuna parameters (name -> value) of a vector: only those decoding reads."""
-        _, canon, active = self._decode_free(np.asarray(vector, dtype=np.int16))
+        """Optuna parameters (name -> value) of a vector: only those decoding reads.
+
+        Raises:
+            SpaceError: the vector is not of this space's length.
+        """
+        v = np.asarray(vector, dtype=np.int16)
+        if v.shape != (len(self.free),):
+            raise SpaceError(f"a vector of this space has {len(self.free)} entries, got {v.shape}")
+        _, canon, active = self._decode_free(v)
         return {self.free[f].name: self.free[f].choices[int(canon[f])] for f in active}
 
     # ---- evolution -----------------------------------------------------------------------

@@ -51,3 +51,15 @@ def test_canonical_vector_and_read_parameters(seed: int, key: str, dtype: Any, u
     ref = np.zeros(space.dimension, dtype=np.int16)
     ref[want] = vec[want]
     assert (canon == ref).all()
+
+
+def test_params_of_refuses_a_vector_of_another_length() -> None:
+    """``params_of`` (public) checks the length as ``decode`` does: a SpaceError naming it."""
+    from search_space import SpaceError
+
+    space = _space_of("tiny_cnn")
+    vec = space.sample_vectors(np.random.default_rng(0), 1)[0]
+    assert space.params_of(vec)
+    for bad in (np.concatenate([vec, [0]]), vec[:-1]):
+        with pytest.raises(SpaceError, match="entries"):
+            space.params_of(bad)

@@ -94,6 +94,8 @@ assert rows == [(("n",), (1, 2, 3), (4,), (0, 1), ((0,), (1,)))] * 2 and gout ==
 g = GR(); g.info.cache[("cdag", "g0", 2)] = good
 assert f([g], lambda gr: 1 // 0)[1] == [7]                   # a hit: no callback
 assert f([], ok) == ([], [])
+g = GR(); g.info.cache[("cdag", "g0", 2)] = None             # a cached None: missing, as the
+assert f([g], ok)[1] == [7]                                  # Python loop's .get() is None reads it
 expect(ValueError, f, [GR()], lambda gr: good[:4])           # not a tuple of 5
 expect(ValueError, f, [GR()], lambda gr: list(good))
 expect(ValueError, f, [GR()], lambda gr: None)
@@ -138,3 +140,19 @@ print("ok")
 def test_hostile_inputs_in_a_child_process() -> None:
     r = run_child(_HOSTILE)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
+
+
+def test_derive_goes_through_the_compiled_loop(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_cderive.derive`` calls ``cdag_rows`` (a missing attribute would fall back silently)."""
+    mod = _ccore.load_extension("_cshape")
+    calls: list[int] = []
+    real = mod.cdag_rows
+
+    def counted(*a: Any) -> Any:
+        calls.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(mod, "cdag_rows", counted)
+    space = build_space(small_graph("tiny_cnn"), target)
+    space.sample(np.random.default_rng(3))
+    assert calls

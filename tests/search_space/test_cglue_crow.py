@@ -140,6 +140,9 @@ for bad in (tab[:8], tab + (0,), list(tab), None, 3):
 called.clear()
 R([GR({("ctab", 2, 1): tab})])
 assert len(called) == 1
+called.clear()
+R([GR({("ctab", 2, 1): tab, "tiles": None})])  # None tiles: missing, as _shape_row reads them
+assert len(called) == 1
 expect(ValueError, R, [GR(dict(c))], -1)       # a negative batch
 expect(TypeError, R, [GR(dict(c))], "8")       # not an int
 expect(OverflowError, R, [GR(dict(c))], 2**80)

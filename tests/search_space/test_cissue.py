@@ -131,3 +131,19 @@ def test_positions_and_names_made_when_read(target: Target) -> None:
         with pytest.raises(TypeError):
             hash(at)
     assert unread  # some decodes read neither (no overflow, no repair)
+
+
+def test_tensor_of_refuses_a_bad_tensor_code() -> None:
+    """A packed row whose tensor code is outside the names: an error, as ``made`` gives."""
+    import struct
+
+    from search_space import _ccore
+
+    cdag = _ccore.load_extension("_cdag")
+    for code in (-1, 2, 7):
+        rows = struct.pack("8i", 0, code, 1, 1, 0, 1, 0, 1)
+        pt = _cderive.PackedTransfers(cdag, ["t0", "t1"], {}, rows, (((0,),),), ["x"])
+        with pytest.raises(ValueError, match="a bad row"):
+            pt.tensor_of(0)
+        with pytest.raises(ValueError, match="a bad row"):
+            pt.made()
