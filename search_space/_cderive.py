@@ -115,6 +115,7 @@ def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]
 
 
 _RING = RING  # a transfer with no group chunk to follow runs on core 0
+_TR_PACK = 8  # int32 per packed transfer (TR_PACK in _cdag.c: kind, tensor, factors, runs)
 
 
 def derive(dec: Decoding) -> bool:
@@ -129,14 +130,19 @@ def derive(dec: Decoding) -> bool:
     space, graph = dec.space, dec.graph
     codes = tensor_codes(space)
     groups = dec.groups
-    rows: list[tuple[Any, ...]] = []
-    gout: list[int] = []  # per group the code of its result (what a transfer's scope follows)
-    for gr in groups:
-        h = gr.info.cache.get(("cdag", gr.name, gr.split))
-        if h is None:
-            h = _group_row(dec, gr, codes)
-        rows.append((h[0], h[1], h[2], h[3], gr.binds))
-        gout.append(h[4])
+    rows: list[tuple[Any, ...]]
+    gout: list[int]  # per group the code of its result (what a transfer's scope follows)
+    glue = getattr(load_extension("_cshape"), "cdag_rows", None)
+    if glue is not None:  # the loop below in C (cdag_rows in _cshape.c), _group_row on a miss
+        rows, gout = glue(groups, lambda gr: _group_row(dec, gr, codes))
+    else:
+        rows, gout = [], []
+        for gr in groups:
+            h = gr.info.cache.get(("cdag", gr.name, gr.split))
+            if h is None:
+                h = _group_row(dec, gr, codes)
+            rows.append((h[0], h[1], h[2], h[3], gr.binds))
+            gout.append(h[4])
     tables: dict[Any, Any] | None = getattr(space, "_cgraph", None)
     if tables is None:
         tables = space._cgraph = {}
@@ -212,6 +218,22 @@ class PackedTransfers(Sequence[Transfer]):
                                                   Placement)
             self._packed = None
         return self._made  # type: ignore[return-value]
+
+    def tensor_of(self, j: int) -> str:
+        """The tensor of transfer ``j`` (``self[j].tensor``) without making the values: a
+        capacity issue names the tensor of a transfer it lists (:func:`search_space._crows._issue`),
+        for up to a third of BERT-large's candidates, which are never made otherwise."""
+        if self._packed is None:
+            return self.made()[j].tensor
+        rows, _, tnames, _ = self._packed
+        n = len(self.names)
+        if not -n <= j < n:
+            raise IndexError("transfer index out of range")
+        at = (j % n) * _TR_PACK + 1  # row[1]: the tensor's code (TR_PACK int32 per transfer, _cdag.c)
+        code = memoryview(rows).cast("i")[at]
+        if not 0 <= code < len(tnames):  # as make_transfers refuses it
+            raise ValueError("packed transfers: a bad row")
+        return tnames[code]  # type: ignore[no-any-return]
 
     def __len__(self) -> int:
         return len(self.names)

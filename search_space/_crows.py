@@ -30,8 +30,8 @@ class _StepRows:
     """What the compiled walk reads of a Decoding's steps, apart from the scopes its reader's
     answers ask for (:func:`_step_rows`)."""
 
-    __slots__ = ("asks", "gd", "gidx", "grows", "is_out", "kept", "names", "nodes", "pd", "reads",
-                 "refs", "tidx", "tiles", "tpack", "tprod", "trows")
+    __slots__ = ("_tidx", "_tnames", "asks", "gd", "gidx", "grows", "is_out", "kept", "names", "nodes",
+                 "pd", "reads", "refs", "tiles", "tpack", "tprod", "trows")
     asks: list[int]  # the answers in walk order: group i, or -1 - producer p
     gd: list[int]  # per group: its scope parameter
     gidx: dict[str, int]  # group name -> index
@@ -42,7 +42,6 @@ class _StepRows:
     pd: list[int]  # per group: its transfer-scope parameter
     reads: list[list[int]]  # per step: the steps it reads
     refs: bytes  # per step: (group, chunk) or (-1 - transfer, 0), int32
-    tidx: dict[str, int]  # transfer name -> index
     tiles: list[float]  # per group: its LLB weight tiles
     tprod: list[int]  # per transfer: its producer group, -1: fixed
     trows: list[tuple[Any, ...]]  # per transfer: its row (empty: packed)
@@ -54,8 +53,33 @@ class _StepRows:
     def __init__(self, **kw: Any) -> None:
         self.tpack = (None, None, 0, None)
         self.kept = None
+        self._tidx: dict[str, int] | None = None
+        self._tnames: list[str] = []
         for k, v in kw.items():
             setattr(self, k, v)
+
+    @property
+    def tidx(self) -> dict[str, int]:
+        """Transfer name -> index (a name's last transfer), made when first read from the
+        transfers' names (``tnames``): a decode that neither overflows nor is repaired (the
+        walk's scope parameters by node, :class:`_ScopeDims`) never reads it (BERT-large:
+        ~500 transfers)."""
+        if self._tidx is None:
+            self._tidx = dict(zip(self._tnames, range(len(self._tnames))))
+        return self._tidx
+
+    @tidx.setter
+    def tidx(self, value: dict[str, int]) -> None:
+        self._tidx = value
+
+    @property
+    def tnames(self) -> list[str]:
+        """The transfers' names, in order (what :attr:`tidx` is made from)."""
+        return self._tnames
+
+    @tnames.setter
+    def tnames(self, value: list[str]) -> None:
+        self._tnames, self._tidx = value, None
 
     def names_of(self) -> Callable[[], list[tuple[str, ...] | None]]:
         """What makes each step's group's streamable inputs (None: a transfer) when called:
@@ -115,11 +139,16 @@ class _ScopeDims(Mapping[Node, int]):
 
 
 def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
-           halo: tuple[float, float, float], tiles: float) -> CapacityIssue:
+           halo: tuple[float, float, float], tiles: float,
+           tidx: dict[str, int] | None = None) -> CapacityIssue:
     """The first overflow as :meth:`compiler.capacity.CapacityWalk.l1_issue` /
     ``llb_issue`` describe it, from what the C walk kept (``explain`` in ``_cwalk.c``):
-    the same entries, labels, rounding and order."""
+    the same entries, labels, rounding and order. A transfer's tensor is read from the
+    packed transfers (``tensor_of``, by its index in ``tidx``: a name's last transfer, as
+    ``transfer_by_name`` keeps it) when they are packed: the Transfer values (BERT-large:
+    ~500, 0.2 ms) are not made for an issue."""
     llb, core, needed, work, _, llb_live, live = found
+    tensor_of = getattr(dec.transfers, "tensor_of", None) if tidx is not None else None
 
     def label(i: int) -> str:
         node = nodes[i]
@@ -127,8 +156,11 @@ def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
 
     def provides(i: int) -> str:
         node = nodes[i]
-        return dec.by_name[node[1]].info.output if node[0] == "g" \
-            else dec.transfer_by_name[node[1]].tensor
+        if node[0] == "g":
+            return dec.by_name[node[1]].info.output  # type: ignore[no-any-return]
+        if tensor_of is not None:
+            return tensor_of(tidx[node[1]])  # type: ignore[index,no-any-return]
+        return dec.transfer_by_name[node[1]].tensor  # type: ignore[no-any-return]
 
     items = [(f"{label(i)} ({provides(i)})", int(b)) for i, b in live if b > 0]
     steps = tuple((i, int(b)) for i, b in live if b > 0)
@@ -164,13 +196,52 @@ def packed_rows(dec: Decoding, nodes: list[Node], reads: list[list[int]], packed
         return None
     tl = dec.transfers
     names = getattr(tl, "names", None)  # packed transfers (_cderive.PackedTransfers): not made here
-    tidx = dict(zip(names if names is not None else map(_NAME_OF, tl), range(len(tl))))
     sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
-                   pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=[],
-                   tpack=(tpack, size_table(dec, codes), dec.batch, RING))
-    t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tl) else \
-        dict(zip(tidx, (step_at[j] for j in tidx.values())))
-    return sr, (dict(zip(gidx, chunk_at)), t_at)
+                   pd=pd, reads=reads, refs=refs, tiles=gtiles, tprod=tprod, trows=[],
+                   tpack=(tpack, size_table(dec, codes), dec.batch, RING),
+                   tnames=names if names is not None else list(map(_NAME_OF, tl)))
+    return sr, _Positions(gidx, chunk_at, sr.tnames, step_at)
+
+
+class _Positions:
+    """(each group's chunk positions by name, each transfer's position by name) in the order,
+    what :class:`search_space._lazy.Decoded` unpacks when it builds a schedule's codes: the
+    two dicts made when first unpacked (a candidate only pre-checked never builds them:
+    BERT-large ~130 groups and ~500 transfers). A name's last transfer is the one named, as
+    :attr:`_StepRows.tidx` has it. Equal to the pair of dicts."""
+
+    __slots__ = ("_made", "_parts")
+
+    def __init__(self, gidx: dict[str, int], chunk_at: list[list[int]], tnames: list[str],
+                 step_at: list[int]) -> None:
+        self._parts: tuple[Any, ...] | None = (gidx, chunk_at, tnames, step_at)
+        self._made: tuple[dict[str, list[int]], dict[str, int]] | None = None
+
+    def made(self) -> tuple[dict[str, list[int]], dict[str, int]]:
+        if self._made is None:
+            assert self._parts is not None
+            gidx, chunk_at, tnames, step_at = self._parts
+            tidx = dict(zip(tnames, range(len(tnames))))
+            t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tnames) else \
+                dict(zip(tidx, (step_at[j] for j in tidx.values())))
+            self._made, self._parts = (dict(zip(gidx, chunk_at)), t_at), None
+        return self._made
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.made())
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> Any:
+        return self.made()[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Positions):
+            return self.made() == other.made()
+        return self.made() == tuple(other) if isinstance(other, (tuple, list)) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 _NAME_OF = attrgetter("name")

@@ -800,7 +800,7 @@ done:
 
 /* ---- the scope walk's glue (search_space/_ccore.py: scope_walk, _group_rows) ---------------- */
 
-static PyObject *s_cache, *s_crow;
+static PyObject *s_cache, *s_crow, *s_ctab, *s_tiles, *s_cdag;
 
 /* the fields the glue reads, and their slot offsets in the groups' type (fget) */
 enum { A_SPLIT, A_WAVE, A_INFO, A_SAMPLES, A_CORES, A_PARTS, A_BINDS, A_SCOPE_AT, A_SLOT, A_NAME, N_A };
@@ -990,18 +990,58 @@ done:
     return result;
 }
 
-/* group_rows(groups, d_scope, slot_of, shape_row) -> (gidx, grows, gnames, gtiles, gd, pd,
- *   splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its shape's row
- *   from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on a miss
- *   shape_row(info, samples, cores, parts, split), which keeps it there): a row (a tuple of 4:
- *   the walk's row without bindings or None, the streamable inputs, the LLB weight tiles,
- *   wide); the walk's row is that row and the group's bindings; its scope parameter
- *   d_scope[scope_at], its transfer-scope parameter slot_of[slot] + 5. */
+/* A shape row made from what the op set's cache already holds (search_space._ccore._crow's
+ * path when its _work hits): the chunk shape's walk table cache[("ctab", spp, cpp)] (a tuple
+ * of 9: names, table, inputs, allowed, code, sb, fb, fill, ws) and cache["tiles"]; the row
+ * (allowed, code, sb, fb, inputs, table, fill, tiles, ws, batch // split), names, tiles,
+ * False, kept in the cache under key (as _crow keeps it). A new reference; NULL without an
+ * error when either is missing or the table is not a tuple of 9 (the caller asks shape_row:
+ * the Python code decides), NULL with one on an error. Not wide: a walk table is made only
+ * for an op set the C walk's masks hold (_shape_row checks first; fits_l1 makes one only
+ * for at most _FIT_STREAMED streamable inputs). */
+static PyObject *crow_from_cache(PyObject *cache, PyObject *key, long samples, long cores,
+                                 long parts, long split, long batch) {
+    PyObject *tkey = Py_BuildValue("(Oll)", s_ctab, samples / parts, cores / parts);
+    if (!tkey) return NULL;
+    PyObject *tab = PyDict_GetItemWithError(cache, tkey);  /* borrowed */
+    Py_DECREF(tkey);
+    if (!tab) return NULL;
+    Py_INCREF(tab);  /* held: the next look-up may run Python (a key's __eq__) */
+    PyObject *tiles = PyDict_GetItemWithError(cache, s_tiles), *row = NULL, *base = NULL, *smp = NULL;
+    if (!tiles || tiles == Py_None || !PyTuple_Check(tab) || PyTuple_GET_SIZE(tab) != 9) {
+        /* None: missing, as _shape_row reads it (it computes the tiles) */
+        Py_DECREF(tab);
+        return NULL;  /* (an error set only when the look-up failed) */
+    }
+    Py_INCREF(tiles);
+#define T_(i) PyTuple_GET_ITEM(tab, i)
+    if (!(smp = PyLong_FromLong(batch / split)) ||
+        !(base = PyTuple_Pack(10, T_(3), T_(4), T_(5), T_(6), T_(2), T_(1), T_(7), tiles, T_(8), smp)) ||
+        !(row = PyTuple_Pack(4, base, T_(0), tiles, Py_False)))
+        goto done;
+#undef T_
+    if (PyDict_SetItem(cache, key, row)) Py_CLEAR(row);
+done:
+    Py_DECREF(tiles); Py_XDECREF(base); Py_XDECREF(smp); Py_DECREF(tab);
+    return row;
+}
+
+/* group_rows(groups, d_scope, slot_of, shape_row[, batch]) -> (gidx, grows, gnames, gtiles,
+ *   gd, pd, splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its shape's
+ *   row from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on a miss,
+ *   with batch (the decode's, > 0) the row made from the cache's walk table and tiles
+ *   (crow_from_cache), else shape_row(info, samples, cores, parts, split), which keeps it
+ *   there): a row (a tuple of 4: the walk's row without bindings or None, the streamable
+ *   inputs, the LLB weight tiles, wide); the walk's row is that row and the group's bindings;
+ *   its scope parameter d_scope[scope_at], its transfer-scope parameter slot_of[slot] + 5. */
 static PyObject *py_group_rows(PyObject *self, PyObject *args) {
     PyObject *groups, *d_scope, *slot_of, *shape_row;
+    long batch = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO!O:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row))
+    if (!PyArg_ParseTuple(args, "OOO!O|l:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row,
+                          &batch))
         return NULL;
+    if (batch < 0) { PyErr_SetString(PyExc_ValueError, "group_rows: a batch >= 1 (0: none)"); return NULL; }
     PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: shape_row runs Python */
     if (!gs) return NULL;
     Py_ssize_t ng = PyTuple_GET_SIZE(gs);
@@ -1036,11 +1076,14 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
         if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
         if (!(key = Py_BuildValue("(Ollll)", s_crow, samples, cores, parts, split))) goto group_done;
         hit = PyDict_GetItemWithError(cache, key);
-        if (hit) {
+        if (hit && hit != Py_None) {
             Py_INCREF(hit);
-        } else {
+        } else {  /* missing, or None (missing, as the Python loop's .get() is None reads it) */
             if (PyErr_Occurred()) goto group_done;
-            if (!(hit = PyObject_CallFunction(shape_row, "Ollll", info, samples, cores, parts, split)))
+            if (batch > 0 && !(hit = crow_from_cache(cache, key, samples, cores, parts, split, batch)) &&
+                PyErr_Occurred())
+                goto group_done;
+            if (!hit && !(hit = PyObject_CallFunction(shape_row, "Ollll", info, samples, cores, parts, split)))
                 goto group_done;
         }
         if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 4) {
@@ -1088,12 +1131,68 @@ done:
     return result;
 }
 
+/* cdag_rows(groups, miss) -> (rows, gout): search_space._cderive.derive's loop over the
+ *   groups. Per group (a _G) its chunk-DAG row from its op set's cache
+ *   (info.cache[("cdag", name, split)]; on a miss miss(group), which makes and keeps it: a
+ *   tuple of 5, (nodes, input triples, output codes, ops, result code)); rows[i] is its first
+ *   four and the group's bindings, gout[i] its result's code. */
+static PyObject *py_cdag_rows(PyObject *self, PyObject *args) {
+    PyObject *groups, *miss;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO:cdag_rows", &groups, &miss)) return NULL;
+    PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: miss runs Python */
+    if (!gs) return NULL;
+    Py_ssize_t ng = PyTuple_GET_SIZE(gs);
+    PyObject *rows = PyList_New(ng), *gout = PyList_New(ng), *result = NULL;
+    Fields fl;
+    fields_of(gs, &fl);
+    if (!rows || !gout) goto done;
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        PyObject *gr = PyTuple_GET_ITEM(gs, i);
+        PyObject *info = NULL, *cache = NULL, *name = NULL, *key = NULL, *hit = NULL, *binds = NULL;
+        long split;
+        int rc = -1;
+        if (attr_long(gr, &fl, A_SPLIT, 1, INT_MAX, &split) || !(name = aget(gr, &fl, A_NAME)) ||
+            !(info = aget(gr, &fl, A_INFO)) || !(cache = PyObject_GetAttr(info, s_cache)))
+            goto group_done;
+        if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
+        if (!(key = Py_BuildValue("(OOl)", s_cdag, name, split))) goto group_done;
+        hit = PyDict_GetItemWithError(cache, key);
+        if (hit && hit != Py_None) {
+            Py_INCREF(hit);
+        } else {  /* missing, or None (missing, as the Python loop's .get() is None reads it) */
+            if (PyErr_Occurred()) goto group_done;
+            if (!(hit = PyObject_CallOneArg(miss, gr))) goto group_done;
+        }
+        if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 5) {
+            PyErr_SetString(PyExc_ValueError, "a chunk-DAG row: a tuple of 5");
+            goto group_done;
+        }
+        if (!(binds = aget(gr, &fl, A_BINDS))) goto group_done;
+        PyObject *row = PyTuple_Pack(5, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1),
+                                     PyTuple_GET_ITEM(hit, 2), PyTuple_GET_ITEM(hit, 3), binds);
+        if (!row) goto group_done;
+        PyList_SET_ITEM(rows, i, row);
+        PyList_SET_ITEM(gout, i, Py_NewRef(PyTuple_GET_ITEM(hit, 4)));
+        rc = 0;
+    group_done:
+        Py_XDECREF(info); Py_XDECREF(cache); Py_XDECREF(name); Py_XDECREF(key); Py_XDECREF(hit);
+        Py_XDECREF(binds);
+        if (rc) goto done;
+    }
+    result = PyTuple_Pack(2, rows, gout);
+done:
+    Py_XDECREF(rows); Py_XDECREF(gout); Py_DECREF(gs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"groups", py_groups, METH_VARARGS, "Pass 1's groups, shapes and cores (see the file)."},
     {"unit_slots", py_unit_slots, METH_VARARGS, "Each part's unit's first op (see the function)."},
     {"fit", py_fit, METH_VARARGS, "Decoding.fit in C for one chunk shape (see the function)."},
     {"wants", py_wants, METH_VARARGS, "The scope walk's answers in walk order (see the function)."},
     {"group_rows", py_group_rows, METH_VARARGS, "The scope walk's rows per group (see the function)."},
+    {"cdag_rows", py_cdag_rows, METH_VARARGS, "The chunk DAG's rows per group (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1107,11 +1206,14 @@ PyMODINIT_FUNC PyInit__cshape(void) {
         {&a_name[A_SPLIT], "split"}, {&a_name[A_WAVE], "wave"}, {&a_name[A_INFO], "info"},
         {&s_cache, "cache"}, {&a_name[A_SAMPLES], "samples"}, {&a_name[A_CORES], "cores"},
         {&a_name[A_PARTS], "parts"}, {&a_name[A_BINDS], "binds"}, {&a_name[A_SCOPE_AT], "scope_at"},
-        {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"}};
+        {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"},
+        {&s_ctab, "ctab"}, {&s_tiles, "tiles"}, {&s_cdag, "cdag"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     PyObject *m = PyModule_Create(&module);
     /* groups() sets each group's wave (this build's mark: search_space/_ccore.py _NEEDS) */
     if (m && PyModule_AddIntConstant(m, "WAVES", 1)) { Py_DECREF(m); return NULL; }
+    /* group_rows makes a shape row from the cache's walk table (its batch argument) */
+    if (m && PyModule_AddIntConstant(m, "CROW_TAB", 1)) { Py_DECREF(m); return NULL; }
     return m;
 }

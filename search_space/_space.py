@@ -348,13 +348,14 @@ class Space:
     def _decode_free(self, vec: np.ndarray) -> tuple[GraphSchedule, np.ndarray, list[int]]:
         rec = _Recorder(vec[self.rep].tolist(), self._rep_list)
         s = self._decode(rec)
-        # the free parameters read, sorted, as one index array (indexing with a list
-        # converts it again at each use: ~0.1 ms per BERT-large candidate)
-        keys = np.fromiter(rec.active, dtype=np.intp, count=len(rec.active))
-        keys.sort()
+        # the free parameters read, sorted: marked in a mask, not sorted (BERT-large reads
+        # ~1,500 of its parameters per candidate; the sort was ~30 us of it), the canonical
+        # vector the sampled one with the others 0
+        read = np.zeros(len(self.free), dtype=bool)
+        read[np.fromiter(rec.active, dtype=np.intp, count=len(rec.active))] = True
         canon = np.zeros(len(self.free), dtype=np.int16)
-        canon[keys] = vec[keys]
-        active: list[int] = keys.tolist()
+        np.copyto(canon, vec, casting="unsafe", where=read)
+        active: list[int] = np.flatnonzero(read).tolist()
         self._remember(s, canon, active)
         return s, canon, active
 
@@ -438,8 +439,15 @@ class Space:
         return s
 
     def params_of(self, vector: np.ndarray) -> dict[str, Any]:
-        """Optuna parameters (name -> value) of a vector: only those decoding reads."""
-        _, canon, active = self._decode_free(np.asarray(vector, dtype=np.int16))
+        """Optuna parameters (name -> value) of a vector: only those decoding reads.
+
+        Raises:
+            SpaceError: the vector is not of this space's length.
+        """
+        v = np.asarray(vector, dtype=np.int16)
+        if v.shape != (len(self.free),):
+            raise SpaceError(f"a vector of this space has {len(self.free)} entries, got {v.shape}")
+        _, canon, active = self._decode_free(v)
         return {self.free[f].name: self.free[f].choices[int(canon[f])] for f in active}
 
     # ---- evolution -----------------------------------------------------------------------
