@@ -26,8 +26,9 @@ tune's search, kept beside the borrowed one: measured on MobileNetV2 b16, L1 384
 the seeds (the 512K variant's best, 2,169 µs) were the only parents of every round,
 and 450 measurements bred around them never left their basin (2,166 µs) while a
 cold tune reached 1,934 µs (``bench/results/sweep.md``, 2026-11-26). The line of
-each proposal is written as the trial's user attribute ``graphtune_line``, so a
-resumed tune keeps the islands apart. (Win-stay, lose-shift, a line keeping the rounds
+each proposal (and of each warm seed, by :func:`autotune.sampling._warm.enqueue_warm`) is
+written as the trial's user attribute ``graphtune_line``, so a resumed tune keeps the
+islands apart, whatever seeds it is given. (Win-stay, lose-shift, a line keeping the rounds
 while each moves the best by 0.5 %, was measured worse: 10 of 16 sweep variants >= 0.99x
 their cold tune against 13 of 16 for this alternation; ``bench/results/sweep.md``, fifth pass.)
 

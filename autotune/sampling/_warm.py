@@ -385,7 +385,9 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
     fastest level's that fits ``target``: its groups were cut for another chip's
     balance, and the levels are measured anyway. The guided sampler is told which candidates are
     borrowed (:meth:`GuidedSampler.borrow`: these, and those an earlier run of the
-    tune measured), so it breeds every other round from the task's own line only.
+    tune measured), so it breeds every other round from the task's own line only; each
+    enqueued seed's trial carries the borrowed line's attribute too, so a later run given
+    other seeds (a sweep's next chunk) does not take this one for the own line's.
     Returns how many were enqueued.
     """
     from autotune.sampling._studies import candidate_id
@@ -422,8 +424,13 @@ def enqueue_warm(ts: Any, schedules: Sequence[GraphSchedule], target: Target,
     if borrow is not None and borrowed:
         # measured already or now: the sampler keeps an own line of parents beside them
         borrow(borrowed)
+    from autotune.sampling._guided import LINE_ATTR
+
     for _s, params in picked:
-        ts.study.enqueue_trial(params, skip_if_exists=True)
+        # the mark outlives this run: a resumed tune (a sweep's later chunk) whose seeds are
+        # other schedules still knows this one is borrowed (h98: unmarked, earlier chunks'
+        # seeds joined the own line and the own line bred in the borrowed basin)
+        ts.study.enqueue_trial(params, user_attrs={LINE_ATTR: "borrowed"}, skip_if_exists=True)
     if picked:
         log.info("task %s: %d schedule(s) of other targets enqueued", ts.task.name, len(picked))
     return len(picked)

@@ -146,6 +146,40 @@ def test_a_warm_tune_marks_its_seeds_borrowed(tiny_graph: Graph, tmp_path: Path)
     assert lined and len(lined) < len(bred)
 
 
+def test_a_resumed_tune_given_other_seeds_keeps_the_first_seeds_borrowed(
+        tiny_graph: Graph, tmp_path: Path) -> None:
+    """A sweep's later chunk resumes a variant's tune with other seeds (the other variants'
+    newer bests): the seeds an earlier run enqueued stay borrowed, read from their trials,
+    not taken for the own line's (h98: unmarked, they became own-line parents and the own
+    line bred in the borrowed basin)."""
+    from autotune._options import RunOptions, SearchOptions
+    from autotune._tune import load_tasks, tune
+    from autotune.running._journal import journal_path_for
+
+    other = Target.default().replace(l1={"data_bytes": 65536})
+    log = tmp_path / "t.jsonl"
+    tasks = load_tasks([tiny_graph])
+    space = build_space(tiny_graph, other, tiny_graph.batch)
+    rng = np.random.default_rng(1)
+    warm = [s for s in (space.sample(rng) for _ in range(40)) if space.precheck(s).ok][:2]
+    tune(tasks, trials=12, log=log, target=Target.default(),
+         search=SearchOptions(seed=0, warm_schedules={tasks[0].key: warm}, pretrained=False,
+                              seeds=False),
+         run=RunOptions(workers=0, curve=False))
+    storage = optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(journal_path_for(str(log))))
+    name = storage.get_all_studies()[0].study_name
+    trials = storage.get_all_trials(storage.get_all_studies()[0]._study_id)
+    mine = build_space(tiny_graph, Target.default(), tiny_graph.batch)
+    seeds = {_cid(mine, t.params) for t in trials if "fixed_params" in t.system_attrs}
+    assert seeds  # the warm schedules were enqueued and measured
+    # the next run of the tune: other seeds (none here), so nothing calls borrow() for these
+    study, resumed = _study(mine, tiny_graph, Target.default(), storage, name)
+    resumed.sync(study)
+    assert seeds <= resumed._borrowed
+    assert not {c for _, _, c in resumed._own_top} & seeds
+
+
 def test_the_own_lines_rounds_are_ranked_as_a_cold_tune_ranks(tiny_graph: Graph,
                                                               tune_target: Target) -> None:
     """A ranker trained on another target's rows turns the islands on by itself; in the
