@@ -120,10 +120,9 @@ def test_without_borrowed_seeds_every_round_breeds_from_the_best(
         _measure(study, space, set())
 
 
-def test_a_warm_tune_marks_its_seeds_borrowed(tiny_graph: Graph, tmp_path: Path) -> None:
-    """A tune with warm schedules (a sweep's variant) tells the sampler which are borrowed;
-    half of its bred rounds write the borrowed line on their trials, the others not
-    (without O0-O3, whose roofline estimate would screen random seeds out)."""
+def _warm_tune(tiny_graph: Graph, tmp_path: Path, trials: int) -> tuple[Any, str, list[Any]]:
+    """A tune of ``trials`` on the STCP920 warm from two schedules of another target (no
+    levels: the roofline screen keeps the seeds): its journal storage, study name, trials."""
     from autotune._options import RunOptions, SearchOptions
     from autotune._tune import load_tasks, tune
     from autotune.running._journal import journal_path_for
@@ -134,13 +133,21 @@ def test_a_warm_tune_marks_its_seeds_borrowed(tiny_graph: Graph, tmp_path: Path)
     space = build_space(tiny_graph, other, tiny_graph.batch)
     rng = np.random.default_rng(1)
     warm = [s for s in (space.sample(rng) for _ in range(40)) if space.precheck(s).ok][:2]
-    tune(tasks, trials=40, log=log, target=Target.default(),
+    tune(tasks, trials=trials, log=log, target=Target.default(),
          search=SearchOptions(seed=0, warm_schedules={tasks[0].key: warm}, pretrained=False,
-                              seeds=False),  # no levels: the roofline screen keeps the seeds
+                              seeds=False),
          run=RunOptions(workers=0, curve=False))
     storage = optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(journal_path_for(str(log))))
-    trials = storage.get_all_trials(storage.get_all_studies()[0]._study_id)
+    study = storage.get_all_studies()[0]
+    return storage, study.study_name, storage.get_all_trials(study._study_id)
+
+
+def test_a_warm_tune_marks_its_seeds_borrowed(tiny_graph: Graph, tmp_path: Path) -> None:
+    """A tune with warm schedules (a sweep's variant) tells the sampler which are borrowed;
+    half of its bred rounds write the borrowed line on their trials, the others not
+    (without O0-O3, whose roofline estimate would screen random seeds out)."""
+    _, _, trials = _warm_tune(tiny_graph, tmp_path, 40)
     lined = [t for t in trials if t.user_attrs.get(LINE_ATTR) == "borrowed"]
     bred = [t for t in trials if "fixed_params" not in t.system_attrs]
     assert lined and len(lined) < len(bred)
@@ -152,24 +159,7 @@ def test_a_resumed_tune_given_other_seeds_keeps_the_first_seeds_borrowed(
     newer bests): the seeds an earlier run enqueued stay borrowed, read from their trials,
     not taken for the own line's (h98: unmarked, they became own-line parents and the own
     line bred in the borrowed basin)."""
-    from autotune._options import RunOptions, SearchOptions
-    from autotune._tune import load_tasks, tune
-    from autotune.running._journal import journal_path_for
-
-    other = Target.default().replace(l1={"data_bytes": 65536})
-    log = tmp_path / "t.jsonl"
-    tasks = load_tasks([tiny_graph])
-    space = build_space(tiny_graph, other, tiny_graph.batch)
-    rng = np.random.default_rng(1)
-    warm = [s for s in (space.sample(rng) for _ in range(40)) if space.precheck(s).ok][:2]
-    tune(tasks, trials=12, log=log, target=Target.default(),
-         search=SearchOptions(seed=0, warm_schedules={tasks[0].key: warm}, pretrained=False,
-                              seeds=False),
-         run=RunOptions(workers=0, curve=False))
-    storage = optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(journal_path_for(str(log))))
-    name = storage.get_all_studies()[0].study_name
-    trials = storage.get_all_trials(storage.get_all_studies()[0]._study_id)
+    storage, name, trials = _warm_tune(tiny_graph, tmp_path, 12)
     mine = build_space(tiny_graph, Target.default(), tiny_graph.batch)
     seeds = {_cid(mine, t.params) for t in trials if "fixed_params" in t.system_attrs}
     assert seeds  # the warm schedules were enqueued and measured
