@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _tuning import MODELS, zoo_graph  # noqa: E402
 
-from autotune import GuidedOptions, tune  # noqa: E402
+from autotune import GuidedOptions, RunOptions, SearchOptions, tune  # noqa: E402
 
 
 def _x(v: float | None) -> str:
@@ -72,10 +72,11 @@ def main() -> None:
     for key in args.models:
         graph = zoo_graph(key)
         t0 = time.perf_counter()
-        res = tune([graph], trials=args.trials, workers=args.workers, seed=args.seed,
-                   sampler=args.sampler, log=args.out / f"{key}.jsonl",
-                   guided=GuidedOptions(breed_budget=args.breed_budget,
-                                        polish_kick=args.polish_kick, **deep))
+        guided = GuidedOptions(breed_budget=args.breed_budget, polish_kick=args.polish_kick,
+                               **deep)
+        res = tune([graph], trials=args.trials, log=args.out / f"{key}.jsonl",
+                   search=SearchOptions(sampler=args.sampler, seed=args.seed, guided=guided),
+                   run=RunOptions(workers=args.workers))
         (t,) = res.tasks
         base = min(v for v in (t.baseline("plan:"), t.baseline("O")) if v)
         rows.append((key, t, base, time.perf_counter() - t0, res.measurements_per_s))
