@@ -44,6 +44,7 @@ from _tuning import MODELS, zoo_graph  # noqa: E402
 
 from autotune import JobState, SimMeasurer, tune  # noqa: E402
 from autotune import _tune as tune_mod  # noqa: E402
+from autotune.running._gc_clock import GcClock  # noqa: E402
 from autotune.running._pool import InProcessPool, MeasurePool  # noqa: E402
 from autotune.running._ray_pool import RayPool  # noqa: E402
 from compiler.target import Target  # noqa: E402
@@ -86,6 +87,7 @@ class CpuProbe:
         self.split: list[dict[str, float]] = []
         self._sampler: object = None
         self._job: JobState | None = None
+        self._gc = GcClock()  # the driver's collections (started with the first batch)
 
     def _split(self) -> dict[str, float]:
         # "n": the measurements made by then, so the split is divided by the count over
@@ -96,7 +98,8 @@ class CpuProbe:
                # candidates decoded by breeding, retrainings started: the search's effort
                "decoded": float(getattr(self._sampler, "decoded", 0)),
                "decoded_polish": float(getattr(self._sampler, "decoded_polish", 0)),
-               "fits": float(getattr(self._sampler, "fits", 0))}
+               "fits": float(getattr(self._sampler, "fits", 0)),
+               "gc": self._gc.seconds, "gc_runs": float(self._gc.collections)}
         if isinstance(self.pool, RayPool):
             for w in self.pool.worker_cpu():
                 for k, v in w.items():
@@ -107,6 +110,7 @@ class CpuProbe:
         """Called by the bench before the pool closes: the end of the split."""
         if len(self.split) == 1:
             self.split.append(self._split())
+        self._gc.stop()
 
     def capture(self, real: Any) -> Any:
         """``autotune._tune._pool`` that keeps the pool here (and the end of the split)."""
@@ -141,6 +145,7 @@ class CpuProbe:
         snap = (time.perf_counter(), job.measured_now, time.process_time(), self._workers())
         if self.first is None:
             self.first = snap
+            self._gc.start()
             self._sampler = job.tasks[0].study.sampler
             self.split.append(self._split())
         self.last = snap
@@ -168,7 +173,10 @@ class CpuProbe:
                         # measured as the object their worker bred (Breeder.take)
                         "w_held": d.get("w_held", 0.0),
                         "decoded": d["decoded"], "decoded_polish": d["decoded_polish"],
-                        "fits": d["fits"]})
+                        "fits": d["fits"],
+                        # the collector's CPU inside the parts above, and its collections
+                        "driver_gc": d["gc"], "driver_gc_runs": d["gc_runs"],
+                        "w_gc": d.get("w_gc", 0.0), "w_gc_runs": d.get("w_gc_runs", 0.0)})
         return out
 
 
@@ -182,7 +190,10 @@ def split_text(f: dict[str, float]) -> str:
     effort = (f"; decoded per measurement {f.get('decoded', 0.0) / n:.2f} (polish "
               f"{f.get('decoded_polish', 0.0) / n:.2f}), "
               f"{f.get('fits', 0.0):.0f} retrainings") if n else ""
-    return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts) + held + effort
+    gcs = (f"; of it GC: driver {1e3 * f.get('driver_gc', 0.0) / n:.2f} "
+           f"({f.get('driver_gc_runs', 0.0):.0f} collections), workers "
+           f"{1e3 * f.get('w_gc', 0.0) / n:.2f} ({f.get('w_gc_runs', 0.0):.0f})") if n else ""
+    return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts) + held + effort + gcs
 
 
 def run_job(graph: object, trials: int, workers: int, cores: int,

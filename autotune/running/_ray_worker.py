@@ -25,6 +25,7 @@ import numpy as np
 
 from autotune.measure._measurer import Measurer, SimMeasurer, measure_json
 from autotune.measure._slots import enable, working
+from autotune.running._gc_clock import GcClock
 from autotune.running._pool import WorkerNotLoaded
 from autotune.sampling._breed import Bred, Breeder, BreedRequest, Scorer
 from compiler.memo import search_gc
@@ -82,6 +83,7 @@ class _Worker:
         import search_space  # noqa: F401
 
         search_gc().__enter__()  # the process measures and breeds until it ends (see its doc)
+        self._gc = GcClock().start()  # the collector's share of the process's CPU (cpu())
         # CPU seconds of the threads Ray runs the actor's calls on, in each kind of call:
         # what a bench splits a measurement's CPU by (:meth:`cpu`).
         self._spent = {"measure": 0.0, "breed": 0.0}
@@ -124,10 +126,12 @@ class _Worker:
         return os.getpid()
 
     def cpu(self) -> dict[str, float]:
-        """CPU seconds so far: in ``measure`` and ``breed`` calls (their threads'), and the
-        whole process's (Ray's own threads and the calls' unpickling included)."""
+        """CPU seconds so far: in ``measure`` and ``breed`` calls (their threads'), the
+        whole process's (Ray's own threads and the calls' unpickling included), and the
+        garbage collector's (``gc``, inside the others; ``gc_runs``: its collections)."""
         b = self._breeder
         return {**self._spent, "process": time.process_time(),
+                "gc": self._gc.seconds, "gc_runs": float(self._gc.collections),
                 "held": float(b.taken) if b is not None else 0.0,
                 "rebuilt": float(b.rebuilt) if b is not None else 0.0}
 
