@@ -83,7 +83,7 @@ from search_space._dims import (
     perm_order,
     unshuffle,
 )
-from search_space._lazy import Decoded, interned
+from search_space._lazy import Decoded, flat_groups, interned
 from search_space._order import breadth_order, depth_order, group_topo_order
 from search_space._structure import GroupInfo, anchor_partition, partition_is_valid
 
@@ -777,11 +777,12 @@ class Decoding:
         it = interned(space)
         it.use(space.values())
         if isinstance(walk, _Walked):  # the compiled walk: its step rows know the positions
-            scopes, at = walk.scopes, self._crows[-1]  # type: ignore[attr-defined]
+            scopes, at = bytes(walk.scopes), self._crows[-1]  # type: ignore[attr-defined]
         else:
-            scopes, at = [_SCOPE_CODE[lay[0]] for lay in walk.layouts], None
+            scopes, at = bytes([_SCOPE_CODE[lay[0]] for lay in walk.layouts]), None
+        # the state kept compact: not the group records (issue 20, search_space._lazy)
         s = LazySchedule.deferred(self.batch, self.graph.workload_key, "search_space",
-                                  Decoded(it, self.batch, self.groups, self.transfers,
+                                  Decoded(it, self.batch, flat_groups(self.groups), self.transfers,
                                           self.nodes, scopes, at))
         # derived once and walked once: validation and the pre-check reuse both
         # (the DAG made when first read: Derived)
