@@ -176,7 +176,13 @@ class LazySchedule(GraphSchedule):
     Equal to (and hashed as) the plain ``GraphSchedule`` with the same fields; ``repr``,
     pickling and ``copy`` give the plain one (an unpickled copy carries no codes, as
     today). ``dataclasses.replace`` builds a fully built copy without codes.
+
+    Its memo (:func:`compiler.memo.memo_of`: the derived transfers and memory plan its
+    decoder leaves) lives in its own ``__dict__`` (``memo_inside``), not in the process's
+    table with a finalizer: a kept candidate is fewer objects for the garbage collector.
     """
+
+    memo_inside = True  # compiler.memo keeps the memo in the instance (issue 20)
 
     @classmethod
     def deferred(cls, batch: int, workload_key: str | None, source: str,
@@ -188,6 +194,8 @@ class LazySchedule(GraphSchedule):
         object.__setattr__(s, "source", source)
         object.__setattr__(s, "version", SCHEMA_VERSION)
         object.__setattr__(s, "_built_by", built_by)
+        object.__setattr__(s, "_memo", None)  # compiler.memo.memo_of makes it (memo_inside)
+        object.__setattr__(s, "_space_known", None)  # its vector, set by the space that decoded it
         return s
 
     def __getattr__(self, name: str) -> Any:

@@ -31,6 +31,8 @@ DEFAULT_LIMIT = 100_000
 class BoundedDict(dict[Any, Any]):
     """A dict that forgets its oldest entries past ``limit`` items (FIFO: reads stay cheap)."""
 
+    __slots__ = ("limit",)  # no instance dict: one object per memo (issue 20)
+
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         super().__init__()
         self.limit = limit
@@ -51,7 +53,20 @@ _memos: dict[int, BoundedDict] = {}
 
 
 def memo_of(value: object, limit: int = DEFAULT_LIMIT) -> BoundedDict:
-    """The memo of ``value`` (created on first use, dropped with the value)."""
+    """The memo of ``value`` (created on first use, dropped with the value).
+
+    A value whose class sets ``memo_inside`` (``compiler.codes.LazySchedule``: every decoded
+    candidate has a memo) keeps its memo in its own ``__dict__`` (``_memo``), dropped with it
+    by reference counting: no table entry, ``weakref.finalize`` nor its weak reference,
+    record and arguments per value for the garbage collector to walk (issue 20). Its
+    copies (``copy``, pickle, ``dataclasses.replace``) start without one, as others'."""
+    if getattr(type(value), "memo_inside", False):
+        # (read as an attribute: reading ``__dict__`` would make the instance's dict)
+        found: BoundedDict | None = getattr(value, "_memo", None)
+        if found is None:
+            found = BoundedDict(limit)
+            object.__setattr__(value, "_memo", found)
+        return found
     key = id(value)
     m = _memos.get(key)
     if m is None:
@@ -62,6 +77,8 @@ def memo_of(value: object, limit: int = DEFAULT_LIMIT) -> BoundedDict:
 
 def peek_memo(value: object) -> BoundedDict | None:
     """The memo of ``value`` if it has one (never creates one)."""
+    if getattr(type(value), "memo_inside", False):
+        return getattr(value, "_memo", None)  # type: ignore[no-any-return]
     return _memos.get(id(value))
 
 
@@ -118,5 +135,6 @@ def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
 
 
 def memo_size() -> int:
-    """How many values have a memo in this process (for tests and benchmarks)."""
+    """How many values have a memo in this process's table (for tests and benchmarks; a
+    value that keeps its memo inside, ``memo_inside``, is not counted)."""
     return len(_memos)

@@ -140,7 +140,7 @@ class Decoded:
         self.it, self.table, self.batch = it, it.table, batch
         self._state: tuple[Any, ...] | None = (groups, transfers, nodes, scopes, at)
         self._codes: ScheduleCodes | None = None
-        self._transfers: list[list[Any]] = []
+        self._transfers: Sequence[list[Any]] = ()  # rows, made with the codes
         self._text: str | None = None
         self._objects: tuple[Any, ...] | None = None
 

@@ -83,6 +83,12 @@ _MOVES = ("boundary", "merge", "split_group", "split", "rebind", "scope", "reord
 _FIRST_GRAIN = GRANULARITIES.index("1/32")  # the coarsest granularity with boundaries
 
 
+class _Token:
+    """A space's mark on the schedules it decoded (``Space._remember``): compared by identity."""
+
+    __slots__ = ()
+
+
 class SpaceError(GraphtuneError):
     """A search space cannot be built, or a vector or schedule does not belong to it."""
 
@@ -202,6 +208,9 @@ class Space:
         self._values = ValueTable()
         self._binds: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
         self._mine: dict[int, tuple[weakref.ref[GraphSchedule], np.ndarray, tuple[int, ...]]] = {}
+        # what marks this space's own decodes (_remember): not the space, so a kept
+        # schedule does not keep the space alive
+        self._token = _Token()
         self._layout()
 
     # ---- layout ------------------------------------------------------------------------
@@ -323,6 +332,12 @@ class Space:
         return len(self.free)
 
     def _remember(self, s: GraphSchedule, vec: np.ndarray, active: Sequence[int]) -> None:
+        if getattr(type(s), "memo_inside", False):
+            # a decoded schedule (compiler.codes.LazySchedule) carries it, marked with this
+            # space's token (never the space): no weak reference, callback and table entry
+            # per candidate for the garbage collector to walk (issue 20)
+            object.__setattr__(s, "_space_known", (self._token, vec, tuple(active)))
+            return
         key = id(s)
         if len(self._mine) > 200_000:
             self._mine = {k: v for k, v in self._mine.items() if v[0]() is not None}
@@ -334,6 +349,11 @@ class Space:
         self._mine[key] = (weakref.ref(s, forget), vec, tuple(active))
 
     def _known(self, s: GraphSchedule) -> tuple[np.ndarray, tuple[int, ...]] | None:
+        if getattr(type(s), "memo_inside", False):
+            mark = getattr(s, "_space_known", None)
+            if mark is not None and mark[0] is self._token:
+                return mark[1], mark[2]
+            return None
         hit = self._mine.get(id(s))
         if hit is not None and hit[0]() is s:
             return hit[1], hit[2]
