@@ -18,6 +18,9 @@ found faster); encode of 10,000 decoded schedules into one array.
 with the compiled scope walk and with ``GRAPHTUNE_PURE_PYTHON=1``, in one process on
 two spaces of the same graph that draw the same vectors: both warmed up alike, then
 timed in alternating blocks of 20 so load changes hit both; the ratio is Python / compiled.
+After the clocks, ``kept_objects`` (per decoder: tracked objects a pre-checked candidate
+keeps alive, what the garbage collector walks for it) and ``cache_objects`` (objects the
+space's caches grew by per candidate), over 50 more candidates (:func:`kept_objects`).
 """
 
 from __future__ import annotations
@@ -86,6 +89,35 @@ def _timed_candidates(space, rng, count: int,  # noqa: ANN001
     return 1e3 * cpu / n, 1e3 * wall / n, steps / n
 
 
+def kept_objects(space, rng, count: int = 50) -> tuple[float, float]:  # noqa: ANN001
+    """(tracked objects a pre-checked candidate keeps alive, objects the space's caches grew
+    by) per candidate: ``count`` candidates sampled and pre-checked, held in a list as
+    :func:`_timed_candidates` holds them, the young objects counted after a full collection
+    (everything alive before is frozen first), then again once they are dropped. What a
+    generation-0 collection walks per candidate (issue 20); no clock: the same for the same
+    space state and vectors."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    try:
+        done = []
+        for _ in range(count):
+            s = space.sample(rng)
+            space.precheck(s)
+            done.append(s)
+        del s
+        gc.collect()
+        held = len(gc.get_objects())
+        del done
+        gc.collect()
+        cached = len(gc.get_objects())
+    finally:
+        gc.unfreeze()
+    n = max(count, 1)
+    return round((held - cached) / n, 1), round(cached / n, 1)
+
+
 def compare(name: str, warm: int, count: int, target: Target,
             ident: bool = False) -> dict[str, object]:
     """Compiled vs Python decoder, per candidate (see the module doc); with ``ident`` each
@@ -119,10 +151,22 @@ def compare(name: str, warm: int, count: int, target: Target,
                 block(k, n, True)
             done += n
     c, py = cpu["c"] / count, cpu["py"] / count
+    load = [round(x, 2) for x in os.getloadavg()]
+    # after the clocks: what a kept candidate holds for the garbage collector (kept_objects)
+    kept = {}
+    for k in spaces:
+        if k == "py":
+            os.environ["GRAPHTUNE_PURE_PYTHON"] = "1"
+        try:
+            kept[k] = kept_objects(spaces[k], rngs[k], 50)
+        finally:
+            os.environ.pop("GRAPHTUNE_PURE_PYTHON", None)
     return {"model": name, "compiled_vs_python": {
         "compiled_available": _ccore.available(), "c_cpu_ms": round(c, 3), "py_cpu_ms": round(py, 3),
         "ratio": round(py / c, 2) if c else None, "steps": round(steps["c"] / count, 1),
-        "candidates": count, "warm": warm, "with_id": ident, "load": [round(x, 2) for x in os.getloadavg()]}}
+        "candidates": count, "warm": warm, "with_id": ident, "load": load,
+        "kept_objects": {k: v[0] for k, v in kept.items()},
+        "cache_objects": {k: v[1] for k, v in kept.items()}}}
 
 
 def run(name: str, n_rt: int, n_valid: int, n_search: int, warm: int,
