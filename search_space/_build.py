@@ -219,7 +219,11 @@ def block_parts(space: SpaceLike, a: int, b: int, mode: str) -> Block:
             if partition_is_valid(g, cand):
                 found, parts = m, cand
                 break
-    result = Block(a, b, found, tuple(parts), unit_slots(space, parts))
+    # the space's one tuple per op set (as Decoding.info keeps it): a new block of known op
+    # sets holds no copies of them (fewer objects the caches grow by, issue 20)
+    op_sets = space._op_sets
+    parts = tuple([op_sets.setdefault(p, p) for p in parts])
+    result = Block(a, b, found, parts, unit_slots(space, parts))
     space._blocks[key] = result
     return result
 

@@ -162,7 +162,15 @@ def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int], fit_key: tuple[A
                 codes.setdefault(info.output, len(codes)),
                 tuple(codes.setdefault(t, len(codes)) for t in info.inputs), info.output, table)
         slot = blk.slots[k]
-        rows.append((base, slot, slot_of[slot]))
+        # one row per (op set, slot) kept beside its base: blocks that share the part share
+        # it (fewer objects the caches grow by per new block, issue 20)
+        by_slot = info.cache.get("cshape_rows")
+        if by_slot is None or by_slot[0] is not base:
+            by_slot = info.cache["cshape_rows"] = (base, {})
+        row = by_slot[1].get(slot)
+        if row is None:
+            row = by_slot[1][slot] = (base, slot, slot_of[slot])
+        rows.append(row)
     return tuple(rows)
 
 
