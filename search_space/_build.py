@@ -374,6 +374,9 @@ class Decoding:
         self.by_out: dict[str, _G] = {}
         self.topo: list[str] = []
         self.waves = False  # whether the groups' waves are set (by the compiled group loop)
+        # flat_groups(groups) when the compiled group loop made it (its records are not
+        # changed after it: pass 1 is over), else None (made from the records when kept)
+        self.flat: tuple[Any, ...] | None = None
         # filled by derive() and start_walk()
         self.draft: list[GroupSpec] = []
         self.transfers: list[Transfer] | PackedTransfers = []
@@ -786,7 +789,9 @@ class Decoding:
             scopes, at = bytes([_SCOPE_CODE[lay[0]] for lay in walk.layouts]), None
         # the state kept compact: not the group records (issue 20, search_space._lazy)
         s = LazySchedule.deferred(self.batch, self.graph.workload_key, "search_space",
-                                  Decoded(it, self.batch, flat_groups(self.groups), self.transfers,
+                                  Decoded(it, self.batch,
+                                          self.flat if self.flat is not None else flat_groups(self.groups),
+                                          self.transfers,
                                           self.nodes, scopes, at))
         # derived once and walked once: validation and the pre-check reuse both
         # (the DAG made when first read: Derived)

@@ -205,12 +205,13 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
         if hit is None or hit[0] is not blk:  # keyed by identity: the row keeps its block
             hit = per[id(blk)] = (blk, _block_rows(dec, blk, codes, ("cfit", spp, cpp, parts)))
         rows.append(hit[1])
-    groups, by_name, by_out, topo = mod.groups(
+    groups, by_name, by_out, topo, flat = mod.groups(
         values, rep, active, rows, len(codes), batch, dec.n,
         spp, len(dec.divs) > 1, cpp, parts, perms, spread,
         fit, unshuffle, bind_set, _bind_sets(space), g_type, "fit",
         *_c_fit(dec, fit, space, batch))
     dec.groups, dec.by_name, dec.by_out, dec.topo = groups, by_name, by_out, topo
+    dec.flat = flat  # flat_groups(groups), made in C (what the schedule keeps, _lazy.Decoded)
     dec.waves = True  # each group's wave too (Decoding.derive's loop, in C)
     STATS["c"] += 1
     return True
