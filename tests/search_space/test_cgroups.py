@@ -19,8 +19,8 @@ import pytest
 
 from compiler.target import Target
 from search_space import SpaceOptions, _build, _cgroups, build_space
-from search_space._space import _Recorder
 from search_space._lazy import flat_groups
+from search_space._space import _Recorder
 from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
 from tests.sim.conftest import zoo_graph
