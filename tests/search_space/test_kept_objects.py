@@ -54,3 +54,21 @@ def test_a_kept_candidate_still_reads_as_before(target: Target) -> None:
         assert repr(fresh.structural_key()) == repr(s.structural_key())
         assert fresh.groups == s.groups and fresh.order == s.order and fresh == s
         assert np.array_equal(space.encode(s), space.encode(fresh))
+
+
+def test_a_decoded_schedule_is_known_to_its_own_space_only(target: Target) -> None:
+    """``Space._remember`` marks a decoded schedule with its space's token (not a weak
+    reference and a callback per candidate in ``Space._mine``): its space encodes it from
+    the mark, another space of the same graph projects it, to the same vector; the mark
+    does not keep the space alive."""
+    import weakref
+
+    a, b = (build_space(small_graph("tiny_cnn"), target) for _ in range(2))
+    rng = np.random.default_rng(7)
+    s = a.sample(rng)
+    assert a._known(s) is not None and b._known(s) is None and not a._mine
+    assert np.array_equal(a.encode(s), b.encode(s))
+    gone = weakref.ref(a)
+    del a
+    gc.collect()
+    assert gone() is None and s._space_known is not None
