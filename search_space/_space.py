@@ -54,6 +54,7 @@ import numpy as np
 from compiler.codes import ValueTable
 from compiler.errors import GraphtuneError, ScheduleError
 from compiler.key_text import key_text
+from compiler.memo import memo_inside
 from compiler.schedule import GraphSchedule, Placement, Step
 from search_space._build import decode_fitted, decode_with
 from search_space._dims import (
@@ -332,7 +333,7 @@ class Space:
         return len(self.free)
 
     def _remember(self, s: GraphSchedule, vec: np.ndarray, active: Sequence[int]) -> None:
-        if getattr(type(s), "memo_inside", False):
+        if memo_inside(s):
             # a decoded schedule (compiler.codes.LazySchedule) carries it, marked with this
             # space's token (never the space): no weak reference, callback and table entry
             # per candidate for the garbage collector to walk (issue 20)
@@ -349,7 +350,7 @@ class Space:
         self._mine[key] = (weakref.ref(s, forget), vec, tuple(active))
 
     def _known(self, s: GraphSchedule) -> tuple[np.ndarray, tuple[int, ...]] | None:
-        if getattr(type(s), "memo_inside", False):
+        if memo_inside(s):
             mark = getattr(s, "_space_known", None)
             if mark is not None and mark[0] is self._token:
                 return mark[1], mark[2]

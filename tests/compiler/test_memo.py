@@ -34,7 +34,7 @@ def test_search_gc_freezes_what_survives_a_collection_and_stops_on_exit() -> Non
 
 
 def test_a_lazy_schedule_keeps_its_memo_inside_and_its_copies_start_clean() -> None:
-    """A decoded schedule (``LazySchedule.memo_inside``) holds its memo itself: no entry in
+    """A decoded schedule (``LazySchedule``, ``keep_memo_inside``) holds its memo itself: no entry in
     the process's table, no finalizer (issue 20: fewer objects per kept candidate); the memo
     goes with the schedule; a copy, a pickle and a ``replace`` start without one."""
     import copy
