@@ -784,9 +784,9 @@ class Decoding:
         it = interned(space)
         it.use(space.values())
         if isinstance(walk, _Walked):  # the compiled walk: its step rows know the positions
-            scopes, at = bytes(walk.scopes), self._crows[-1]  # type: ignore[attr-defined]
+            scopes, at = walk.scopes, self._crows[-1]  # type: ignore[attr-defined]
         else:
-            scopes, at = bytes([_SCOPE_CODE[lay[0]] for lay in walk.layouts]), None
+            scopes, at = [_SCOPE_CODE[lay[0]] for lay in walk.layouts], None
         # the state kept compact: not the group records (issue 20, search_space._lazy)
         s = LazySchedule.deferred(self.batch, self.graph.workload_key, "search_space",
                                   Decoded(it, self.batch,

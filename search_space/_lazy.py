@@ -121,12 +121,13 @@ class Decoded:
             spread and binds, in the records' order.
         transfers: The chunk DAG's transfers (their results in DDR).
         nodes: The order, as chunk-DAG nodes.
-        scopes: Each step's scope (0 L1, 1 LLB, 2 DDR), in the order (bytes).
+        scopes: Each step's scope (0 L1, 1 LLB, 2 DDR), in the order (the walk's list:
+            one object; made bytes it cost ~8,000 instructions per ResNet-50 candidate).
         at: The position in the order of each group's chunks (by group name) and of each
             transfer (by name), when known (else found from ``nodes``).
 
     A candidate kept and never coded holds this state until it is dropped: it is kept
-    compact (one flat tuple of shared values, the scopes as bytes, the packed positions),
+    compact (one flat tuple of shared values, the scopes' list, the packed positions),
     not the decoder's records and their lists, so the garbage collector has a handful of
     objects per kept candidate to walk instead of ~120 (ResNet-50) or ~600 (BERT-large)
     (issue 20).
@@ -135,7 +136,7 @@ class Decoded:
     __slots__ = ("_codes", "_objects", "_state", "_text", "_transfers", "batch", "it", "table")
 
     def __init__(self, it: Interned, batch: int, groups: tuple[Any, ...], transfers: Sequence[Transfer],
-                 nodes: list[Node], scopes: bytes,
+                 nodes: list[Node], scopes: Sequence[int],
                  at: tuple[dict[str, list[int]], dict[str, int]] | None = None) -> None:
         self.it, self.table, self.batch = it, it.table, batch
         self._state: tuple[Any, ...] | None = (groups, transfers, nodes, scopes, at)
