@@ -18,6 +18,10 @@ found faster); encode of 10,000 decoded schedules into one array.
 with the compiled scope walk and with ``GRAPHTUNE_PURE_PYTHON=1``, in one process on
 two spaces of the same graph that draw the same vectors: both warmed up alike, then
 timed in alternating blocks of 20 so load changes hit both; the ratio is Python / compiled.
+With ``--compare-only``, after every model's clocks, ``kept_objects`` (per decoder: tracked
+objects a pre-checked candidate keeps alive, what the garbage collector walks for it) and
+``cache_objects`` (objects the space's caches grew by per candidate), over 50 candidates
+of fresh spaces warmed alike (:func:`kept_figures`).
 """
 
 from __future__ import annotations
@@ -86,6 +90,35 @@ def _timed_candidates(space, rng, count: int,  # noqa: ANN001
     return 1e3 * cpu / n, 1e3 * wall / n, steps / n
 
 
+def kept_objects(space, rng, count: int = 50) -> tuple[float, float]:  # noqa: ANN001
+    """(tracked objects a pre-checked candidate keeps alive, objects the space's caches grew
+    by) per candidate: ``count`` candidates sampled and pre-checked, held in a list as
+    :func:`_timed_candidates` holds them, the young objects counted after a full collection
+    (everything alive before is frozen first), then again once they are dropped. What a
+    generation-0 collection walks per candidate (issue 20); no clock: the same for the same
+    space state and vectors."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    try:
+        done = []
+        for _ in range(count):
+            s = space.sample(rng)
+            space.precheck(s)
+            done.append(s)
+        del s
+        gc.collect()
+        held = len(gc.get_objects())
+        del done
+        gc.collect()
+        cached = len(gc.get_objects())
+    finally:
+        gc.unfreeze()
+    n = max(count, 1)
+    return round((held - cached) / n, 1), round(cached / n, 1)
+
+
 def compare(name: str, warm: int, count: int, target: Target,
             ident: bool = False) -> dict[str, object]:
     """Compiled vs Python decoder, per candidate (see the module doc); with ``ident`` each
@@ -123,6 +156,27 @@ def compare(name: str, warm: int, count: int, target: Target,
         "compiled_available": _ccore.available(), "c_cpu_ms": round(c, 3), "py_cpu_ms": round(py, 3),
         "ratio": round(py / c, 2) if c else None, "steps": round(steps["c"] / count, 1),
         "candidates": count, "warm": warm, "with_id": ident, "load": [round(x, 2) for x in os.getloadavg()]}}
+
+
+def kept_figures(name: str, warm: int, target: Target) -> dict[str, dict[str, float]]:
+    """``kept_objects`` and ``cache_objects`` per decoder (:func:`kept_objects`, 50 candidates)
+    on fresh spaces warmed like :func:`compare`'s. Run after every model's timing: it
+    collects, freezes and unfreezes the whole heap, which changed the next model's
+    timing in the same process (BERT-large after ResNet-50: 2.6-2.7 instead of 2.3 ms)."""
+    g = _graph(name)
+    kept = {}
+    for k in ("c", "py"):
+        if k == "py":
+            os.environ["GRAPHTUNE_PURE_PYTHON"] = "1"
+        try:
+            space, rng = build_space(g, target), np.random.default_rng(1)
+            with search_gc():
+                _timed_candidates(space, rng, warm)
+            kept[k] = kept_objects(space, rng, 50)
+        finally:
+            os.environ.pop("GRAPHTUNE_PURE_PYTHON", None)
+    return {"kept_objects": {k: v[0] for k, v in kept.items()},
+            "cache_objects": {k: v[1] for k, v in kept.items()}}
 
 
 def run(name: str, n_rt: int, n_valid: int, n_search: int, warm: int,
@@ -217,10 +271,16 @@ def main() -> None:
                     help="time each candidate's candidate_id too (compiled vs Python figures)")
     a = ap.parse_args()
     target = Target.default()
+    timed = []
     for name in a.models.split(","):
-        print(json.dumps(compare(name, a.warm, a.count, target, a.id)), flush=True)
+        timed.append(compare(name, a.warm, a.count, target, a.id))
         if not a.compare_only:
+            print(json.dumps(timed[-1]), flush=True)
             print(json.dumps(run(name, a.samples, a.valid, a.search, a.warm, target)), flush=True)
+    if a.compare_only:  # the object counts after every clock (kept_figures)
+        for out in timed:
+            out["compiled_vs_python"].update(kept_figures(out["model"], a.warm, target))  # type: ignore[union-attr]
+            print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from compiler.memo import memo_of, peek_memo
+from compiler.memo import keep_memo_inside, memo_of, peek_memo
 from compiler.schedule import SCHEMA_VERSION, GraphSchedule, GroupSpec, Placement, Step
 
 __all__ = ["LazySchedule", "ScheduleCodes", "ScheduleSource", "TransferItem", "ValueTable",
@@ -162,6 +162,7 @@ class ScheduleSource(Protocol):
 _LAZY_FIELDS = frozenset(("groups", "transfers", "order"))
 
 
+@keep_memo_inside  # compiler.memo keeps the memo in the instance (issue 20)
 class LazySchedule(GraphSchedule):
     """A :class:`GraphSchedule` whose ``groups``, ``transfers`` and ``order`` are built
     when first read (from its :class:`ScheduleSource`); to every reader the schedule the
@@ -176,6 +177,11 @@ class LazySchedule(GraphSchedule):
     Equal to (and hashed as) the plain ``GraphSchedule`` with the same fields; ``repr``,
     pickling and ``copy`` give the plain one (an unpickled copy carries no codes, as
     today). ``dataclasses.replace`` builds a fully built copy without codes.
+
+    Its memo (:func:`compiler.memo.memo_of`: the derived transfers and memory plan its
+    decoder leaves) lives in its own ``__dict__`` (:func:`compiler.memo.keep_memo_inside`),
+    not in the process's table with a finalizer: a kept candidate is fewer objects for the
+    garbage collector.
     """
 
     @classmethod
@@ -188,6 +194,8 @@ class LazySchedule(GraphSchedule):
         object.__setattr__(s, "source", source)
         object.__setattr__(s, "version", SCHEMA_VERSION)
         object.__setattr__(s, "_built_by", built_by)
+        object.__setattr__(s, "_memo", None)  # compiler.memo.memo_of makes it (keep_memo_inside)
+        object.__setattr__(s, "_space_known", None)  # its vector, set by the space that decoded it
         return s
 
     def __getattr__(self, name: str) -> Any:

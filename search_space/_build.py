@@ -83,7 +83,7 @@ from search_space._dims import (
     perm_order,
     unshuffle,
 )
-from search_space._lazy import Decoded, interned
+from search_space._lazy import Decoded, flat_groups, interned
 from search_space._order import breadth_order, depth_order, group_topo_order
 from search_space._structure import GroupInfo, anchor_partition, partition_is_valid
 
@@ -219,7 +219,11 @@ def block_parts(space: SpaceLike, a: int, b: int, mode: str) -> Block:
             if partition_is_valid(g, cand):
                 found, parts = m, cand
                 break
-    result = Block(a, b, found, tuple(parts), unit_slots(space, parts))
+    # the space's one tuple per op set (as Decoding.info keeps it): a new block of known op
+    # sets holds no copies of them (fewer objects the caches grow by, issue 20)
+    op_sets = space._op_sets
+    parts = tuple([op_sets.setdefault(p, p) for p in parts])
+    result = Block(a, b, found, parts, unit_slots(space, parts))
     space._blocks[key] = result
     return result
 
@@ -370,6 +374,9 @@ class Decoding:
         self.by_out: dict[str, _G] = {}
         self.topo: list[str] = []
         self.waves = False  # whether the groups' waves are set (by the compiled group loop)
+        # flat_groups(groups) when the compiled group loop made it (its records are not
+        # changed after it: pass 1 is over), else None (made from the records when kept)
+        self.flat: tuple[Any, ...] | None = None
         # filled by derive() and start_walk()
         self.draft: list[GroupSpec] = []
         self.transfers: list[Transfer] | PackedTransfers = []
@@ -780,8 +787,11 @@ class Decoding:
             scopes, at = walk.scopes, self._crows[-1]  # type: ignore[attr-defined]
         else:
             scopes, at = [_SCOPE_CODE[lay[0]] for lay in walk.layouts], None
+        # the state kept compact: not the group records (issue 20, search_space._lazy)
         s = LazySchedule.deferred(self.batch, self.graph.workload_key, "search_space",
-                                  Decoded(it, self.batch, self.groups, self.transfers,
+                                  Decoded(it, self.batch,
+                                          self.flat if self.flat is not None else flat_groups(self.groups),
+                                          self.transfers,
                                           self.nodes, scopes, at))
         # derived once and walked once: validation and the pre-check reuse both
         # (the DAG made when first read: Derived)

@@ -456,8 +456,10 @@ fail:
  * (refs, is_out, asks, chunk_at, step_at, tprod, tpack): refs per order position (group,
  * chunk) or (-1 - transfer, 0) as int32 pairs; is_out one byte per position; asks the
  * answers in walk order (a group at its first chunk, -1 - producer at its first transfer
- * whose scope is free); chunk_at per group its chunks' positions (0 when not in the order),
- * step_at per transfer its position (None when not); tprod per transfer its producer group,
+ * whose scope is free); chunk_at int32: G + 1 offsets (group g's chunks at [off[g], off[g+1]))
+ * then each group's chunks' positions (0 when not in the order); step_at int32 per transfer
+ * its position (-1 when not): both bytes, so a kept schedule's positions are two untracked
+ * objects, not a list per group (search_space._crows._Positions); tprod per transfer its producer group,
  * -1 for a fixed one (an output node, or no group's result); tpack per transfer int32
  * (tensor code, dst factor, first dst chunk, dst chunks, binding group, binding chunk; group
  * -1: the ring), in the transfers' final order. */
@@ -504,8 +506,12 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
     io = PyBytes_FromStringAndSize(NULL, n_ord ? n_ord : 1);
     tpack = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * TPACK * (NT ? NT : 1));
     asks = PyList_New(0);
-    chunk_at = PyList_New(G);
-    step_at = PyList_New(NT);
+    {
+        Py_ssize_t nch = 0;
+        for (int g = 0; g < G; g++) nch += d->split[g];
+        chunk_at = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (G + 1 + nch));
+    }
+    step_at = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int) * (NT ? NT : 1));
     tprod = PyList_New(NT);
     if (!refs || !io || !tpack || !asks || !chunk_at || !step_at || !tprod) goto done;
     /* (none: one unused entry, zeroed: no uninitialised bytes reach Python) */
@@ -515,23 +521,24 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
     int *pk = (int *)PyBytes_AS_STRING(tpack);
     memset(iob, 0, (size_t)(n_ord ? n_ord : 1));
     memset(pk, 0, sizeof(int) * TPACK * (size_t)(NT ? NT : 1));
-    for (int g = 0; g < G; g++) {
-        PyObject *at = PyList_New(d->split[g]);
-        if (!at) goto done;
-        PyList_SET_ITEM(chunk_at, g, at);
-        for (int c = 0; c < d->split[g]; c++) {
-            int k = pos[d->gbase[g] + c];
-            PyObject *x = PyLong_FromLong(k < 0 ? 0 : k);
-            if (!x) goto done;
-            PyList_SET_ITEM(at, c, x);
+    {
+        int *ca = (int *)PyBytes_AS_STRING(chunk_at), at = G + 1;
+        for (int g = 0; g < G; g++) {
+            ca[g] = at;
+            for (int c = 0; c < d->split[g]; c++) {
+                int k = pos[d->gbase[g] + c];
+                ca[at++] = k < 0 ? 0 : k;
+            }
         }
+        ca[G] = at;
     }
+    int *sa = (int *)PyBytes_AS_STRING(step_at);
+    if (!NT) sa[0] = -1;
     for (int i = 0; i < NT; i++) {
         int j = tat[i], k = pos[d->n_group_nodes + i];
-        PyObject *x = k < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(k);
         PyObject *p = PyLong_FromLong(tp_v[j]);
-        if (!x || !p) { Py_XDECREF(x); Py_XDECREF(p); goto done; }
-        PyList_SET_ITEM(step_at, j, x);
+        if (!p) goto done;
+        sa[j] = k < 0 ? -1 : k;
         PyList_SET_ITEM(tprod, j, p);
         Tr *tr = &d->tr[i];
         int *row = pk + (size_t)TPACK * (size_t)j;

@@ -162,7 +162,15 @@ def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int], fit_key: tuple[A
                 codes.setdefault(info.output, len(codes)),
                 tuple(codes.setdefault(t, len(codes)) for t in info.inputs), info.output, table)
         slot = blk.slots[k]
-        rows.append((base, slot, slot_of[slot]))
+        # one row per (op set, slot) kept beside its base: blocks that share the part share
+        # it (fewer objects the caches grow by per new block, issue 20)
+        by_slot = info.cache.get("cshape_rows")
+        if by_slot is None or by_slot[0] is not base:
+            by_slot = info.cache["cshape_rows"] = (base, {})
+        row = by_slot[1].get(slot)
+        if row is None:
+            row = by_slot[1][slot] = (base, slot, slot_of[slot])
+        rows.append(row)
     return tuple(rows)
 
 
@@ -197,12 +205,13 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
         if hit is None or hit[0] is not blk:  # keyed by identity: the row keeps its block
             hit = per[id(blk)] = (blk, _block_rows(dec, blk, codes, ("cfit", spp, cpp, parts)))
         rows.append(hit[1])
-    groups, by_name, by_out, topo = mod.groups(
+    groups, by_name, by_out, topo, flat = mod.groups(
         values, rep, active, rows, len(codes), batch, dec.n,
         spp, len(dec.divs) > 1, cpp, parts, perms, spread,
         fit, unshuffle, bind_set, _bind_sets(space), g_type, "fit",
         *_c_fit(dec, fit, space, batch))
     dec.groups, dec.by_name, dec.by_out, dec.topo = groups, by_name, by_out, topo
+    dec.flat = flat  # flat_groups(groups), made in C (what the schedule keeps, _lazy.Decoded)
     dec.waves = True  # each group's wave too (Decoding.derive's loop, in C)
     STATS["c"] += 1
     return True

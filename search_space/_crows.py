@@ -208,19 +208,31 @@ class _Positions:
     what :class:`search_space._lazy.Decoded` unpacks when it builds a schedule's codes: the
     two dicts made when first unpacked (a candidate only pre-checked never builds them:
     BERT-large ~130 groups and ~500 transfers). A name's last transfer is the one named, as
-    :attr:`_StepRows.tidx` has it. Equal to the pair of dicts."""
+    :attr:`_StepRows.tidx` has it. Equal to the pair of dicts.
+
+    Until then the positions are what ``_cdag.derive`` packed (``walk_index``): ``chunk_at``
+    int32 bytes (``G + 1`` offsets, then each group's chunks' positions), ``step_at`` int32
+    bytes per transfer (-1: not in the order): untracked objects, so a kept candidate does not
+    hold a list per group for the garbage collector to walk (issue 20)."""
 
     __slots__ = ("_made", "_parts")
 
-    def __init__(self, gidx: dict[str, int], chunk_at: list[list[int]], tnames: list[str],
-                 step_at: list[int]) -> None:
+    def __init__(self, gidx: dict[str, int], chunk_at: bytes, tnames: list[str],
+                 step_at: bytes) -> None:
         self._parts: tuple[Any, ...] | None = (gidx, chunk_at, tnames, step_at)
-        self._made: tuple[dict[str, list[int]], dict[str, int]] | None = None
+        self._made: tuple[dict[str, list[int]], dict[str, int | None]] | None = None
 
-    def made(self) -> tuple[dict[str, list[int]], dict[str, int]]:
+    def made(self) -> tuple[dict[str, list[int]], dict[str, int | None]]:
         if self._made is None:
             assert self._parts is not None
-            gidx, chunk_at, tnames, step_at = self._parts
+            gidx, chunk_b, tnames, step_b = self._parts
+            ca = memoryview(chunk_b).cast("i").tolist()
+            n = len(gidx)
+            if len(ca) < n + 1 or ca[n] != len(ca):
+                raise ValueError("packed chunk positions: a bad table")
+            chunk_at = [ca[ca[g]:ca[g + 1]] for g in range(n)]
+            step_at: list[int | None] = [None if k < 0 else k
+                                         for k in memoryview(step_b).cast("i").tolist()]
             tidx = dict(zip(tnames, range(len(tnames))))
             t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tnames) else \
                 dict(zip(tidx, (step_at[j] for j in tidx.values())))

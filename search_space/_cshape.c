@@ -39,8 +39,10 @@
  *           asking fits on a miss of shared[("fits", spp, cpp)]; unshuffle(perm, r) -> perm; bind_set(perm, cores, parts, split, spread)
  *           -> the chunk bindings on a miss of bind_sets[(perm, cores, parts, split, spread)]
  *   g_type: search_space._build._G (its fields are set here as its __init__ would)
- * -> (groups, by_name, by_out, topo): the _G records in block order, by name, by output
- *    tensor name, and the names in topological order (Decoding's attributes).
+ * -> (groups, by_name, by_out, topo, flat): the _G records in block order, by name, by output
+ *    tensor name, the names in topological order (Decoding's attributes), and per record
+ *    its name, info, split, perm, cores, parts, spread and binds in one tuple (what
+ *    search_space._lazy.flat_groups makes of the records, without a Python loop).
  *
  * unit_slots(seg_of, seg_first, parts): search_space._build.unit_slots for a new block.
  *
@@ -66,6 +68,9 @@ static const char *FIELD_NAMES[N_FIELDS] = {"name", "start", "slot", "scope_at",
                                             "parts", "perm", "spread", "binds", "wave", "samples", "deps",
                                             "consumers"};
 static PyObject *field[N_FIELDS];
+/* what search_space._lazy.Decoded keeps of each group (flat_groups' fields, in its order) */
+enum { N_FLAT = 8 };
+static const int FLAT_FIELDS[N_FLAT] = {F_NAME, F_INFO, F_SPLIT, F_PERM, F_CORES, F_PARTS, F_SPREAD, F_BINDS};
 
 typedef struct {
     PyObject *row;      /* borrowed: the group's row */
@@ -409,6 +414,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     PyObject *bseq = PySequence_Tuple(blocks);
     if (!bseq) return NULL;
     PyObject *result = NULL, *groups = NULL, *by_name = NULL, *by_out = NULL, *topo_l = NULL;
+    PyObject *flat = NULL;
     PyObject *identity = NULL, **names = NULL, *empty = NULL;
     G *g = NULL;
     int *prod = NULL, *indeg = NULL, *users_at = NULL, *users = NULL, *heap = NULL, *order = NULL;
@@ -619,7 +625,8 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     groups = PyList_New(ng);
     topo_l = PyList_New(n_order);
     empty = PyTuple_New(0);
-    if (!groups || !topo_l || !empty) goto fail;
+    flat = PyTuple_New(N_FLAT * ng);
+    if (!groups || !topo_l || !empty || !flat) goto fail;
     for (Py_ssize_t i = 0; i < ng; i++) {
         PyTypeObject *tp = (PyTypeObject *)g_type;
         PyObject *obj = tp->tp_new ? tp->tp_new(tp, empty, NULL) : NULL;
@@ -675,6 +682,8 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         }
         for (int f = 0; f < N_FIELDS && rc == 0; f++)
             rc = fset(PyList_GET_ITEM(groups, i), gtp, off[f], field[f], vals[f]);
+        for (int k = 0; k < N_FLAT && rc == 0; k++)  /* the same values, flat (FLAT_FIELDS) */
+            PyTuple_SET_ITEM(flat, N_FLAT * i + k, Py_NewRef(vals[FLAT_FIELDS[k]]));
         for (int f = 0; f < N_FIELDS; f++) Py_XDECREF(vals[f]);
         if (rc) goto fail;
     }
@@ -692,13 +701,13 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         Py_INCREF(names[order[q]]);
         PyList_SET_ITEM(topo_l, q, names[order[q]]);
     }
-    result = PyTuple_Pack(4, groups, by_name, by_out, topo_l);
+    result = PyTuple_Pack(5, groups, by_name, by_out, topo_l, flat);
 fail:
     if (g) {
         for (Py_ssize_t i = 0; i < ng; i++) { Py_XDECREF(g[i].perm); Py_XDECREF(g[i].binds); }
     }
     Py_XDECREF(groups); Py_XDECREF(by_name); Py_XDECREF(by_out); Py_XDECREF(topo_l);
-    Py_XDECREF(identity); Py_XDECREF(empty);
+    Py_XDECREF(flat); Py_XDECREF(identity); Py_XDECREF(empty);
     Py_DECREF(bseq);
     free(g); free(names); free(prod); free(indeg); free(users_at); free(users); free(heap);
     free(order); free(all_deps); free(seen); free(first_cons);

@@ -30,7 +30,8 @@ its space (``autotune.sampling._breed._PARENTS``) must not keep the space alive.
 
 from __future__ import annotations
 
-from operator import itemgetter
+from itertools import chain
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,30 +99,49 @@ def interned(space: Any) -> Interned:
     return it
 
 
+_NF = 8  # fields per group in a flat state (flat_groups)
+_FIELDS = attrgetter("name", "info", "split", "perm", "cores", "parts", "spread", "binds")
+
+
+def flat_groups(groups: Sequence[Any]) -> tuple[Any, ...]:
+    """What :class:`Decoded` reads of the decoder's group records, flat: per record its
+    name, facts, split, perm, cores, parts, spread and binds (one tuple of values the space
+    shares, instead of the records and the lists they hold)."""
+    return tuple(chain.from_iterable(map(_FIELDS, groups)))
+
+
 class Decoded:
     """What a decoded schedule is built from (:class:`compiler.codes.ScheduleSource`).
 
     Args:
         it: The space's interned tables (``use`` set to the value table to intern in).
         batch: The schedule's batch.
-        groups: The decoder's group records (name, ``info.ops``, split, perm, cores,
-            parts, spread, binds are read).
+        groups: What is read of the decoder's group records, flat (:func:`flat_groups`):
+            per group its name, facts (``info.ops`` is read), split, perm, cores, parts,
+            spread and binds, in the records' order.
         transfers: The chunk DAG's transfers (their results in DDR).
         nodes: The order, as chunk-DAG nodes.
-        scopes: Each step's scope (0 L1, 1 LLB, 2 DDR), in the order.
+        scopes: Each step's scope (0 L1, 1 LLB, 2 DDR), in the order (the walk's list:
+            one object; made bytes it cost ~8,000 instructions per ResNet-50 candidate).
         at: The position in the order of each group's chunks (by group name) and of each
             transfer (by name), when known (else found from ``nodes``).
+
+    A candidate kept and never coded holds this state until it is dropped: it is kept
+    compact (one flat tuple of shared values, the scopes' list, the packed positions),
+    not the decoder's records and their lists, so the garbage collector has a handful of
+    objects per kept candidate to walk instead of ~120 (ResNet-50) or ~600 (BERT-large)
+    (issue 20).
     """
 
     __slots__ = ("_codes", "_objects", "_state", "_text", "_transfers", "batch", "it", "table")
 
-    def __init__(self, it: Interned, batch: int, groups: list[Any], transfers: Sequence[Transfer],
-                 nodes: list[Node], scopes: list[int],
+    def __init__(self, it: Interned, batch: int, groups: tuple[Any, ...], transfers: Sequence[Transfer],
+                 nodes: list[Node], scopes: Sequence[int],
                  at: tuple[dict[str, list[int]], dict[str, int]] | None = None) -> None:
         self.it, self.table, self.batch = it, it.table, batch
         self._state: tuple[Any, ...] | None = (groups, transfers, nodes, scopes, at)
         self._codes: ScheduleCodes | None = None
-        self._transfers: list[list[Any]] = []
+        self._transfers: Sequence[list[Any]] = ()  # rows, made with the codes
         self._text: str | None = None
         self._objects: tuple[Any, ...] | None = None
 
@@ -139,7 +159,8 @@ class Decoded:
         assert table is not None
         # each group chunk's and each transfer's position in the order
         if at is None:
-            chunk_at: dict[str, list[int]] = {gr.name: [0] * gr.split for gr in groups}
+            chunk_at: dict[str, list[int]] = {groups[i]: [0] * groups[i + 2]
+                                              for i in range(0, len(groups), _NF)}
             step_at: dict[str, int] = {}
             for k, nd in enumerate(nodes):
                 if nd[0] == "g":
@@ -150,18 +171,19 @@ class Decoded:
             chunk_at, step_at = at
         fast = it.groups if it.table is table else {}
         g_codes = []
-        for gr in groups:
-            at = chunk_at[gr.name]
+        for i in range(0, len(groups), _NF):
+            name, info, split, perm, cores, parts, spread, binds = groups[i:i + _NF]
+            at = chunk_at[name]
             sc = itemgetter(*at)(scopes) if len(at) > 1 else (scopes[at[0]],)
-            key = (gr.name, id(gr.info.ops), gr.split, gr.perm, gr.cores, gr.parts, gr.spread, sc)
+            key = (name, id(info.ops), split, perm, cores, parts, spread, sc)
             c = fast.get(key)
             if c is None:
-                places = tuple(it.placement(_NAME[s], b) for s, b in zip(sc, gr.binds))
+                places = tuple(it.placement(_NAME[s], b) for s, b in zip(sc, binds))
                 # identities are stable keys: the space keeps its op tuples and placements alive
-                tkey = (gr.name, id(gr.info.ops), gr.split, *map(id, places))
+                tkey = (name, id(info.ops), split, *map(id, places))
                 c = table.group_code(tkey)
                 if c is None:
-                    c = table.add_group(tkey, GroupSpec(gr.name, gr.info.ops, gr.split, places))
+                    c = table.add_group(tkey, GroupSpec(name, info.ops, split, places))
                 fast[key] = c
             g_codes.append(c)
         t_codes = []

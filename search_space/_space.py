@@ -54,6 +54,7 @@ import numpy as np
 from compiler.codes import ValueTable
 from compiler.errors import GraphtuneError, ScheduleError
 from compiler.key_text import key_text
+from compiler.memo import memo_inside
 from compiler.schedule import GraphSchedule, Placement, Step
 from search_space._build import decode_fitted, decode_with
 from search_space._dims import (
@@ -81,6 +82,12 @@ __all__ = ["Check", "Projection", "Space", "SpaceError", "SpaceOptions", "build_
 
 _MOVES = ("boundary", "merge", "split_group", "split", "rebind", "scope", "reorder")
 _FIRST_GRAIN = GRANULARITIES.index("1/32")  # the coarsest granularity with boundaries
+
+
+class _Token:
+    """A space's mark on the schedules it decoded (``Space._remember``): compared by identity."""
+
+    __slots__ = ()
 
 
 class SpaceError(GraphtuneError):
@@ -202,6 +209,9 @@ class Space:
         self._values = ValueTable()
         self._binds: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
         self._mine: dict[int, tuple[weakref.ref[GraphSchedule], np.ndarray, tuple[int, ...]]] = {}
+        # what marks this space's own decodes (_remember): not the space, so a kept
+        # schedule does not keep the space alive
+        self._token = _Token()
         self._layout()
 
     # ---- layout ------------------------------------------------------------------------
@@ -323,6 +333,12 @@ class Space:
         return len(self.free)
 
     def _remember(self, s: GraphSchedule, vec: np.ndarray, active: Sequence[int]) -> None:
+        if memo_inside(s):
+            # a decoded schedule (compiler.codes.LazySchedule) carries it, marked with this
+            # space's token (never the space): no weak reference, callback and table entry
+            # per candidate for the garbage collector to walk (issue 20)
+            object.__setattr__(s, "_space_known", (self._token, vec, tuple(active)))
+            return
         key = id(s)
         if len(self._mine) > 200_000:
             self._mine = {k: v for k, v in self._mine.items() if v[0]() is not None}
@@ -334,6 +350,11 @@ class Space:
         self._mine[key] = (weakref.ref(s, forget), vec, tuple(active))
 
     def _known(self, s: GraphSchedule) -> tuple[np.ndarray, tuple[int, ...]] | None:
+        if memo_inside(s):
+            mark = getattr(s, "_space_known", None)
+            if mark is not None and mark[0] is self._token:
+                return mark[1], mark[2]
+            return None
         hit = self._mine.get(id(s))
         if hit is not None and hit[0]() is s:
             return hit[1], hit[2]

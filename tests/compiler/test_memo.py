@@ -31,3 +31,45 @@ def test_search_gc_freezes_what_survives_a_collection_and_stops_on_exit() -> Non
     gc.collect(0)
     assert gc.get_freeze_count() == 0  # no longer freezing after collections
     assert gc.callbacks == callbacks
+
+
+def test_a_lazy_schedule_keeps_its_memo_inside_and_its_copies_start_clean() -> None:
+    """A decoded schedule (``LazySchedule``, ``keep_memo_inside``) holds its memo itself: no entry in
+    the process's table, no finalizer (issue 20: fewer objects per kept candidate); the memo
+    goes with the schedule; a copy, a pickle and a ``replace`` start without one."""
+    import copy
+    import dataclasses
+    import pickle
+    import weakref
+
+    from compiler.codes import LazySchedule
+    from compiler.memo import BoundedDict, memo_of, memo_size, peek_memo
+    from compiler.schedule import GraphSchedule
+
+    class _Src:
+        def objects(self) -> tuple[tuple[()], tuple[()], tuple[()]]:
+            return (), (), ()
+
+    s = LazySchedule.deferred(1, None, "test", _Src())  # type: ignore[arg-type]
+    assert peek_memo(s) is None
+    n = memo_size()
+    m = memo_of(s, limit=2)
+    assert isinstance(m, BoundedDict) and memo_of(s) is m and peek_memo(s) is m
+    assert memo_size() == n  # not in the table
+    assert not hasattr(m, "__dict__")  # BoundedDict has slots
+    m["a"] = 1
+    m["b"], m["c"] = 2, 3
+    assert list(m) == ["b", "c"]  # still bounded
+    for c in (copy.copy(s), pickle.loads(pickle.dumps(s)), dataclasses.replace(s)):
+        assert peek_memo(c) is None and c == s
+    plain = GraphSchedule(1, (), (), (), None, "test")
+    memo_of(plain)[0] = 0
+    assert memo_size() == n + 1 and peek_memo(plain) == {0: 0}  # others: in the table
+    class _Value:
+        pass
+
+    v = _Value()
+    m["v"] = v
+    gone = weakref.ref(v)
+    del s, m, v
+    assert gone() is None  # the memo dropped with the schedule, by reference counting

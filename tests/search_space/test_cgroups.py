@@ -19,6 +19,7 @@ import pytest
 
 from compiler.target import Target
 from search_space import SpaceOptions, _build, _cgroups, build_space
+from search_space._lazy import flat_groups
 from search_space._space import _Recorder
 from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
@@ -69,6 +70,13 @@ def _agree(space: Any, vec: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None
         assert dc.by_name[gc.name] is gc and dc.by_out[gc.info.output] is gc
     assert [t.name for t in dc.transfers] == [t.name for t in dp.transfers]
     assert dc.c_order == dp.c_order
+    # what a kept schedule holds of the groups: made in C, as flat_groups makes it (values
+    # by identity: the same shared objects)
+    assert dp.flat is None and dc.flat is not None
+    ref = flat_groups(dc.groups)
+    assert len(dc.flat) == len(ref) == 8 * len(dc.groups)
+    assert all(a is b or (type(a) is int and a == b) for a, b in zip(dc.flat, ref, strict=True))
+    assert dc.flat == flat_groups(dp.groups)
 
 
 @pytest.mark.parametrize("key", ["tiny_cnn", "bert2", "deepfm", "wide_and_deep"])

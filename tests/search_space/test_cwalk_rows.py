@@ -409,7 +409,9 @@ def test_bad_packed_rows_are_refused() -> None:
     # split_0 (x into the two chunks), g0[0], g0[1], concat_0 (y back, a graph output)
     assert [n[1] for n in out[3]] == ["split_0", "g0", "g0", "concat_0"]
     assert array("i", refs).tolist() == [-2, 0, 0, 0, 0, 1, -1, 0] and is_out == b"\0\0\0\1"
-    assert asks == [0] and chunk_at == [[1, 2]] and step_at == [3, 0] and tprod == [-1, -1]
+    # the positions packed (int32): group offsets then g0's chunks at 1 and 2; per transfer
+    assert asks == [0] and array("i", chunk_at).tolist() == [2, 4, 1, 2] and tprod == [-1, -1]
+    assert array("i", step_at).tolist() == [3, 0]
     assert array("i", tpack).tolist() == [1, 1, 0, 1, 0, 0, 0, 2, 0, 2, 0, 0]
 
 
