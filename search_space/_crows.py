@@ -231,8 +231,11 @@ class _Positions:
             if len(ca) < n + 1 or ca[n] != len(ca):
                 raise ValueError("packed chunk positions: a bad table")
             chunk_at = [ca[ca[g]:ca[g + 1]] for g in range(n)]
-            step_at: list[int | None] = [None if k < 0 else k
-                                         for k in memoryview(step_b).cast("i").tolist()]
+            sa = memoryview(step_b).cast("i").tolist()
+            # one entry per transfer (_cdag.derive writes one placeholder when there are none)
+            if len(sa) != len(tnames) and (tnames or len(sa) != 1):
+                raise ValueError("packed transfer positions: a bad table")
+            step_at: list[int | None] = [None if k < 0 else k for k in sa[:len(tnames)]]
             tidx = dict(zip(tnames, range(len(tnames))))
             t_at = dict(zip(tidx, step_at)) if len(tidx) == len(tnames) else \
                 dict(zip(tidx, (step_at[j] for j in tidx.values())))

@@ -147,3 +147,19 @@ def test_tensor_of_refuses_a_bad_tensor_code() -> None:
             pt.tensor_of(0)
         with pytest.raises(ValueError, match="a bad row"):
             pt.made()
+
+
+def test_packed_positions_refuse_a_table_of_the_wrong_length() -> None:
+    """``_Positions`` checks the packed transfer positions against the names (one per
+    transfer; ``_cdag.derive`` writes one placeholder when there is none) instead of
+    cutting a mismatched table short (review of h100)."""
+    from array import array
+
+    from search_space._crows import _Positions
+
+    chunks = array("i", [2, 2]).tobytes()  # one group with no chunk positions
+    assert _Positions({}, array("i", [1]).tobytes(), [], array("i", [-1]).tobytes()).made() == ({}, {})
+    assert _Positions({"g": 0}, chunks, ["t0"], array("i", [3]).tobytes()).made()[1] == {"t0": 3}
+    for names, step in ((["t0", "t1"], [3]), (["t0"], [3, 4]), ([], [1, 2])):
+        with pytest.raises(ValueError, match="transfer positions"):
+            _Positions({"g": 0}, chunks, names, array("i", step).tobytes()).made()
