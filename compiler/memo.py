@@ -25,8 +25,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["BoundedDict", "keep_memo_inside", "memo_inside", "memo_of", "memo_size", "peek_memo",
-           "search_gc"]
+__all__ = ["BoundedDict", "keep_memo_inside", "memo_of", "memo_size", "peek_memo", "search_gc"]
 
 DEFAULT_LIMIT = 100_000
 
@@ -63,11 +62,6 @@ def keep_memo_inside(cls: type[T]) -> type[T]:
     and the Python decoder asks ~370 memos per ResNet-50 candidate)."""
     _INSIDE.add(cls)
     return cls
-
-
-def memo_inside(value: object) -> bool:
-    """Whether ``value`` keeps its memo itself (its class is :func:`keep_memo_inside`'s)."""
-    return type(value) in _INSIDE
 
 
 def memo_of(value: object, limit: int = DEFAULT_LIMIT) -> BoundedDict:
@@ -154,5 +148,5 @@ def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
 
 def memo_size() -> int:
     """How many values have a memo in this process's table (for tests and benchmarks; a
-    value that keeps its memo inside, :func:`memo_inside`, is not counted)."""
+    value that keeps its memo inside, :func:`keep_memo_inside`, is not counted)."""
     return len(_memos)

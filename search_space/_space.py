@@ -44,7 +44,6 @@ share the parameters of their first occurrence.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -54,7 +53,6 @@ import numpy as np
 from compiler.codes import ValueTable
 from compiler.errors import GraphtuneError, ScheduleError
 from compiler.key_text import key_text
-from compiler.memo import memo_inside
 from compiler.schedule import GraphSchedule, Placement, Step
 from search_space._build import decode_fitted, decode_with
 from search_space._dims import (
@@ -208,7 +206,6 @@ class Space:
         self._steps: dict[tuple[str, str, int], Step] = {}
         self._values = ValueTable()
         self._binds: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
-        self._mine: dict[int, tuple[weakref.ref[GraphSchedule], np.ndarray, tuple[int, ...]]] = {}
         # what marks this space's own decodes (_remember): not the space, so a kept
         # schedule does not keep the space alive
         self._token = _Token()
@@ -333,31 +330,19 @@ class Space:
         return len(self.free)
 
     def _remember(self, s: GraphSchedule, vec: np.ndarray, active: Sequence[int]) -> None:
-        if memo_inside(s):
-            # a decoded schedule (compiler.codes.LazySchedule) carries it, marked with this
-            # space's token (never the space): no weak reference, callback and table entry
-            # per candidate for the garbage collector to walk (issue 20)
-            object.__setattr__(s, "_space_known", (self._token, vec, tuple(active)))
-            return
-        key = id(s)
-        if len(self._mine) > 200_000:
-            self._mine = {k: v for k, v in self._mine.items() if v[0]() is not None}
-        mine = self._mine
-
-        def forget(_r: object, k: int = key) -> None:
-            mine.pop(k, None)
-
-        self._mine[key] = (weakref.ref(s, forget), vec, tuple(active))
+        """Mark a schedule this space decoded (every decode is a
+        :class:`compiler.codes.LazySchedule`) with its vector, under this space's token
+        (never the space: a kept schedule must not keep it alive): the mark travels with
+        the schedule, no weak reference, callback or table entry per candidate for the
+        garbage collector to walk (issue 20)."""
+        object.__setattr__(s, "_space_known", (self._token, vec, tuple(active)))
 
     def _known(self, s: GraphSchedule) -> tuple[np.ndarray, tuple[int, ...]] | None:
-        if memo_inside(s):
-            mark = getattr(s, "_space_known", None)
-            if mark is not None and mark[0] is self._token:
-                return mark[1], mark[2]
-            return None
-        hit = self._mine.get(id(s))
-        if hit is not None and hit[0]() is s:
-            return hit[1], hit[2]
+        """The vector and active parameters of a schedule this space decoded, else None
+        (another space's decode, a copy, a parsed or hand-made schedule)."""
+        mark = getattr(s, "_space_known", None)
+        if mark is not None and mark[0] is self._token:
+            return mark[1], mark[2]
         return None
 
     def _decode(self, get: Callable[[int], int]) -> GraphSchedule:

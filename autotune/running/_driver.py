@@ -255,7 +255,7 @@ class Driver:
         for k in sorted(picked):  # breed ahead: the next round is ready when needed
             bs = self._breeder(k)
             while (bs is not None and bs.breeding < self._out and not self.job.tasks[k].stopped
-                   and bs.queued < min(self._demand, left) and not self._covered(bs, left)
+                   and bs.queued < min(self._demand, left)
                    and (bs.queued or not self._waiting(k))  # seeds go first
                    and self._may_breed(k, bs, left)):  # last: True makes the request
                 self._breed(k, bs)
@@ -273,7 +273,7 @@ class Driver:
             bs = self._breeder(k)
             if bs is not None and not bs.queued and not self._waiting(k):
                 while (bs.breeding < self._out and not self.job.tasks[k].stopped
-                       and not self._covered(bs, left) and self._may_breed(k, bs, left)):
+                       and self._may_breed(k, bs, left)):
                     self._breed(k, bs)
                 return  # the task's next proposals are being bred
             batch = self._propose(k, min(self.batch_size, left))
@@ -343,16 +343,6 @@ class Driver:
                             "bred here from now on" if n == _DRY_LIMIT else "")
         elif fin.bred is not None and self._breed_failed.get(k, 0) < _DRY_LIMIT:
             self._breed_failed[k] = 0
-
-    @staticmethod
-    def _covered(bs: Any, left: int) -> bool:
-        """Whether the proposals task sampler ``bs`` has queued and is having bred (the
-        rounds out, at what the last request asked for) cover the ``left`` trials of the
-        budget: then another round would only be bred to be thrown away. At the end of a
-        2-worker gpt1 tune of 300 one more round (29 picks, a tenth of all bred) went out
-        with 15 trials left, 4 queued and 29 being bred (issue 20). A round that brings
-        fewer (repeats of what was measured) is followed by another when it is back."""
-        return bs.queued + bs.breeding * getattr(bs, "last_proposals", 0) >= left
 
     def _may_breed(self, k: int, bs: Any, left: int) -> bool:
         """Whether task ``k``'s sampler is asked for a breeding request now (True: it is,

@@ -1,4 +1,6 @@
-"""The driver breeds no round whose picks the budget leaves no room to measure (issue 20)."""
+"""The driver breeds no round whose picks the budget leaves no room to measure (issue 20):
+``autotune.running._cadence`` asks for none once what is queued and being bred covers the
+trials left."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from autotune.running._cadence import Cadence, bred_ahead
 from autotune.running._driver import Driver
 from autotune.sampling._guided import GuidedOptions
 from compiler.graph import Graph
@@ -25,8 +28,12 @@ from tests.autotune.test_tune_units import _TwoWorkerPool
 ])
 def test_what_is_queued_and_being_bred_covers_the_trials_left(
         queued: int, breeding: int, last: int, left: int, covered: bool) -> None:
-    bs = SimpleNamespace(queued=queued, breeding=breeding, last_proposals=last)
-    assert Driver._covered(bs, left) is covered
+    """Whatever else the cadence would say (nothing out: breed at once), a covered budget
+    gets no request; without a bound (``left`` None) the cadence decides alone."""
+    bs = SimpleNamespace(queued=queued, breeding=breeding, last_proposals=last, news=100)
+    assert (bred_ahead(bs) >= left) is covered
+    assert Cadence(demand=64, out=2, fresh=4).may_breed(0, bs, 0, False, left) is not covered
+    assert Cadence(demand=64, out=2, fresh=4).may_breed(0, bs, 0, False, None)
 
 
 def test_no_round_is_asked_for_when_the_rounds_out_cover_the_budget(
