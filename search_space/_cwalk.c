@@ -68,6 +68,7 @@ typedef struct {
     int *cores;
     double *res;   /* per core: bytes of the result in L1 (0 where absent) */
     unsigned char *has;  /* per core: the result has a piece there */
+    Mask cmask;    /* the same as bits when the cluster has at most 64 cores (Walk.small) */
     double total;  /* bytes of the result in the LLB */
     int n_inputs;
     Input *inputs;
@@ -121,6 +122,7 @@ typedef struct {
     unsigned char *stamp2;
     int failed;               /* a Python filler raised: the exception is set */
     int go_on;                /* walk on after an overflow (else stop: the caller walks in Python) */
+    int small;                /* at most 64 cores: each step's cores are its cmask's bits too */
     int overflow_at;          /* the first step that overflows, -1: none */
     /* the last failed evaluate(): what CapacityWalk.l1_issue / llb_issue explain */
     int f_llb;                /* 0: an L1 overflowed, 1: the LLB */
@@ -492,8 +494,14 @@ static void release(Walk *w, int k) {
         int i = w->exp_idx[p];
         if (w->resident[i] == 1) {
             const Step *s = &w->st[i];
-            for (int c = 0; c < w->nc; c++)
-                if (s->has[c]) w->l1_live[c] -= s->res[c];
+            if (w->small)  /* the same subtractions, each core's alone: its bits */
+                for (Mask b = s->cmask; b; b &= b - 1) {
+                    int c = __builtin_ctzll(b);
+                    w->l1_live[c] -= s->res[c];
+                }
+            else
+                for (int c = 0; c < w->nc; c++)
+                    if (s->has[c]) w->l1_live[c] -= s->res[c];
             w->llb_live -= 0.0;
         } else if (w->resident[i] == 2) {
             w->llb_live -= w->st[i].total;
@@ -506,8 +514,14 @@ static void allocate(Walk *w, int i) {
     if (w->last[i] <= i) return;
     const Step *s = &w->st[i];
     if (w->scope[i] == L1) {
-        for (int c = 0; c < w->nc; c++)
-            if (s->has[c]) w->l1_live[c] += s->res[c];
+        if (w->small)
+            for (Mask b = s->cmask; b; b &= b - 1) {
+                int c = __builtin_ctzll(b);
+                w->l1_live[c] += s->res[c];
+            }
+        else
+            for (int c = 0; c < w->nc; c++)
+                if (s->has[c]) w->l1_live[c] += s->res[c];
         w->resident[i] = 1;
     } else if (w->scope[i] == LLB) {
         w->llb_live += s->total;
@@ -689,24 +703,41 @@ static int ahead_ok(Walk *w, int k) {
     for (int j = w->next_group[k + 1]; j <= end && ok; j = w->next_group[j + 1]) {
         Step *s = &w->st[j];  /* a group chunk: transfers have no working set to crowd */
         int reader = w->stamp[j];
+        Mask both = w->small ? me->cmask & s->cmask : 0;
         if (!reader) {
-            int hit = 0;
-            for (int q = 0; q < s->n_cores && !hit; q++) hit = me->has[s->cores[q]];
+            int hit = both != 0;
+            if (!w->small)
+                for (int q = 0; q < s->n_cores && !hit; q++) hit = me->has[s->cores[q]];
             if (!hit) continue;
         }
         const Edge *e = reader > 0 ? edge(w, reader - 1) : NULL;
         const double *row = w->future + (size_t)j * w->nc;
         double top = -1.0;
-        for (int q = 0; q < s->n_cores; q++) {
-            int c = s->cores[q];
-            if (!me->has[c]) continue;
-            double stay = 0.0;
-            if (e) {
-                stay = e->sb[c];
-                if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
+        if (w->small) {
+            /* the cores both have, each once and in ascending order: the same maximum as the
+             * loop below (a maximum by `>` does not depend on the order or on repeats) */
+            for (Mask b = both; b; b &= b - 1) {
+                int c = __builtin_ctzll(b);
+                double stay = 0.0;
+                if (e) {
+                    stay = e->sb[c];
+                    if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
+                }
+                double v = row[c] + me->res[c] - stay;
+                if (v > top) top = v;
             }
-            double v = row[c] + me->res[c] - stay;
-            if (v > top) top = v;
+        } else {
+            for (int q = 0; q < s->n_cores; q++) {
+                int c = s->cores[q];
+                if (!me->has[c]) continue;
+                double stay = 0.0;
+                if (e) {
+                    stay = e->sb[c];
+                    if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
+                }
+                double v = row[c] + me->res[c] - stay;
+                if (v > top) top = v;
+            }
         }
         if (top < 0.0 && !reader) continue;
         if (top < 0.0) top = 0.0;
@@ -729,12 +760,26 @@ static void commit_future(Walk *w, int k) {
         int reader = w->stamp[j];
         if (reader) {
             const Edge *e = edge(w, reader - 1);
-            for (int c = 0; c < w->nc; c++) {
-                if (!me->has[c]) continue;
-                double stay = e->sb[c];
-                if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
-                double x = me->res[c] - stay;
-                row[c] += x > 0.0 ? x : 0.0;
+            if (w->small)  /* each core's sum alone: its bits */
+                for (Mask b = me->cmask; b; b &= b - 1) {
+                    int c = __builtin_ctzll(b);
+                    double stay = e->sb[c];
+                    if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
+                    double x = me->res[c] - stay;
+                    row[c] += x > 0.0 ? x : 0.0;
+                }
+            else
+                for (int c = 0; c < w->nc; c++) {
+                    if (!me->has[c]) continue;
+                    double stay = e->sb[c];
+                    if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
+                    double x = me->res[c] - stay;
+                    row[c] += x > 0.0 ? x : 0.0;
+                }
+        } else if (w->small) {
+            for (Mask b = me->cmask; b; b &= b - 1) {
+                int c = __builtin_ctzll(b);
+                row[c] += me->res[c];
             }
         } else {
             for (int c = 0; c < w->nc; c++)
@@ -809,7 +854,9 @@ static int run(Walk *w) {
         if (w->failed) return 1;
         const Step *s = &w->st[k];
         double *usage = tmp + w->usage_ptr[k];
-        int chosen;
+        int chosen, tried = 0, h = 0;
+        double need = -1.0;
+        Mask m = 0;
         if (s->kind == K_FIXED) {
             chosen = s->init;
         } else {
@@ -830,22 +877,18 @@ static int run(Walk *w) {
             for (int q = 0; q < n_opts - 1; q++) {
                 int sc = opts[q];
                 if (sc == L1 && !ahead_ok(w, k)) continue;
-                double need;
-                Mask m;
-                int h;
                 w->scope[k] = sc;
                 if (evaluate(w, k, sc, usage, &need, &m, &h)) {
                     chosen = sc;
+                    tried = 1;
                     break;
                 }
             }
         }
-        /* commit */
+        /* commit: a trial that fitted is the commit's evaluation (nothing it reads changed
+         * since: the usage, need, mask and held it wrote are the ones evaluated again) */
         w->scope[k] = chosen;
-        double need;
-        Mask m;
-        int h;
-        if (!evaluate(w, k, chosen, usage, &need, &m, &h)) {
+        if (!tried && !evaluate(w, k, chosen, usage, &need, &m, &h)) {
             if (!w->go_on) return 1;
             /* CapacityWalk.commit after an overflow: the result is placed all the same
              * (release, allocate) and the walk goes on, as Decoding.pick/commit do; the
@@ -971,6 +1014,7 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
                 flat[fi++] = (int)c;
                 s->res[c] = s->res[c] + share;
                 s->has[c] = 1;
+                if (c < 64) s->cmask |= (Mask)1 << c;
             }
         }
     }
@@ -1218,6 +1262,7 @@ static int *walk_begin(Walk *w, int n, int nc, double cap, double llb_cap, int g
     w->cap = cap;
     w->llb_cap = llb_cap;
     w->go_on = go_on;
+    w->small = nc <= 64;
     w->st = (Step *)wa(w, sizeof(Step) * (size_t)(n ? n : 1), 1);
     int *is_out = (int *)wa(w, sizeof(int) * ((size_t)n + 1), 1);
     return w->st ? is_out : NULL;
