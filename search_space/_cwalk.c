@@ -461,13 +461,14 @@ static const Edge *edge(Walk *w, int e) {
                 if (n <= 0) continue;
                 int ks = S->n, kd = D->n;
                 for (int jj = 0; jj < kd; jj++) {  /* compiler.layout.slices */
+                    int cd = D->cores[jj];
                     double lo = (double)jj / kd, hi = (double)(jj + 1) / kd;
                     for (int ii = 0; ii < ks; ii++) {
+                        if (S->cores[ii] != cd) continue;  /* tested first: no overlap to compute */
                         double a0 = (double)ii / ks, b0 = (double)(ii + 1) / ks;
                         double a = a0 > lo ? a0 : lo;
                         double b = b0 < hi ? b0 : hi;
-                        if (b > a && S->cores[ii] == D->cores[jj])
-                            out[D->cores[jj]] = out[D->cores[jj]] + (double)n * (b - a);
+                        if (b > a) out[cd] = out[cd] + (double)n * (b - a);
                     }
                 }
             }
@@ -987,10 +988,14 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
     }
     s->n_parts = n_parts;
     long long total = 0;
-    int pi = 0, fi = 0;
+    int pi = 0, fi = 0, prev = 0;
     for (int i = 0; i < npc; i++) {
         long first = firsts[i], spp = spps[i];
         PyObject *parts = partss[i];
+        /* the previous piece's parts again (a transfer's dst chunks share one binding): its
+         * cores as read then (a tuple of tuples of ints: they cannot have changed since) */
+        const Part *same = i > 0 && parts == partss[i - 1] ? &s->parts[prev] : NULL;
+        prev = pi;
         total += (long long)spp * PyTuple_GET_SIZE(parts);
         for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
             PyObject *part = PyTuple_GET_ITEM(parts, p);
@@ -998,14 +1003,14 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
             P->lo = first + p * spp;
             P->hi = P->lo + spp;
             P->n = (int)PyTuple_GET_SIZE(part);
-            P->cores = (int *)wa(w, sizeof(int) * (size_t)P->n, 0);
+            P->cores = same ? same[p].cores : (int *)wa(w, sizeof(int) * (size_t)P->n, 0);
             if (!P->cores) {
                 PyErr_NoMemory();
                 return -1;
             }
             double share = (double)spp / P->n;  /* compiler.layout.samples_per_core */
             for (int q = 0; q < P->n; q++) {
-                long c = PyLong_AsLong(PyTuple_GET_ITEM(part, q));
+                long c = same ? P->cores[q] : PyLong_AsLong(PyTuple_GET_ITEM(part, q));
                 if (c < 0 || c >= nc) {
                     if (!PyErr_Occurred()) bad("core out of range");
                     return -1;

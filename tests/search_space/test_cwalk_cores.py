@@ -6,8 +6,10 @@ release and allocate); in a larger cluster it loops over the cores. Both must wa
 here the steps of real decodes (``walk_rows``' arguments, as test_cwalk_rows.py records
 them) are walked in their own cluster, then in a cluster of 100 cores with every core moved
 up by an offset (0: the same cores; 60: cores on both sides of 64); every output is the
-same, its cores moved by the same offset. (The 64-core way is compared with the Python
-decoder in test_ccore.py.)
+same, its cores moved by the same offset. The moved steps' pieces are new tuples each, so a
+transfer whose dst chunks share one binding (its cores read once, ``step_pieces``) is also
+compared with the same cores read for every piece. (The 64-core way is compared with the
+Python decoder in test_ccore.py.)
 """
 
 from __future__ import annotations
