@@ -1090,8 +1090,12 @@ static int rec_read(PyObject *values, PyObject *rep, PyObject *active, PyObject 
 
 static int add_block(PyObject *out, PyObject *known, PyObject *modes, long a, long b, long m) {
     if (m < 0 || m >= PyTuple_GET_SIZE(modes)) { PyErr_SetString(PyExc_ValueError, "bad mode"); return -1; }
-    PyObject *key = Py_BuildValue("(llO)", a, b, PyTuple_GET_ITEM(modes, m));
-    if (!key) return -1;
+    /* (a, b, mode) as Py_BuildValue("(llO)") builds it, without reading a format */
+    PyObject *key = PyTuple_New(3), *ka = PyLong_FromLong(a), *kb = PyLong_FromLong(b);
+    if (!key || !ka || !kb) { Py_XDECREF(key); Py_XDECREF(ka); Py_XDECREF(kb); return -1; }
+    PyTuple_SET_ITEM(key, 0, ka);
+    PyTuple_SET_ITEM(key, 1, kb);
+    PyTuple_SET_ITEM(key, 2, Py_NewRef(PyTuple_GET_ITEM(modes, m)));
     PyObject *hit = PyDict_GetItemWithError(known, key);
     if (!hit && PyErr_Occurred()) { Py_DECREF(key); return -1; }
     int rc = PyList_Append(out, hit ? hit : key);
@@ -1278,8 +1282,11 @@ static PyObject *py_class_key(PyObject *self, PyObject *args) {
         for (int j = c->cons_at[o]; j < c->cons_at[o + 1] && !outside; j++)
             if (!IN_SET(c->cons[j])) outside = 1;
         if (outside && first_out < 0) first_out = o;
-        PyObject *row = Py_BuildValue("(iNO)", c->desc[i], refs, outside ? Py_True : Py_False);
-        if (!row) goto done;
+        PyObject *row = PyTuple_New(3), *dsc = PyLong_FromLong(c->desc[i]);  /* (desc, refs, outside) */
+        if (!row || !dsc) { Py_XDECREF(row); Py_XDECREF(dsc); Py_DECREF(refs); goto done; }
+        PyTuple_SET_ITEM(row, 0, dsc);
+        PyTuple_SET_ITEM(row, 1, refs);
+        PyTuple_SET_ITEM(row, 2, Py_NewRef(outside ? Py_True : Py_False));
         PyTuple_SET_ITEM(rows, k, row);
     }
     if (first_out < 0) first_out = c->out[ops[n - 1]];

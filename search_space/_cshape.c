@@ -92,6 +92,28 @@ static void *alloc_n(Py_ssize_t n, size_t sz) {
     return calloc(n > 0 ? (size_t)n : 1, sz);
 }
 
+/* The cache keys, built as Py_BuildValue builds them but without reading a format at every
+ * call (a few thousand keys per BERT-large decode): (head, v[0], ..., v[n - 1][, tail]),
+ * head omitted when `with_head` is 0 and tail when it is NULL. A NULL head is an error, as
+ * Py_BuildValue's "O" with NULL is. */
+static PyObject *key_of(int with_head, PyObject *head, const long *v, int n, PyObject *tail) {
+    if (with_head && !head) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "NULL object in a key");
+        return NULL;
+    }
+    PyObject *t = PyTuple_New((Py_ssize_t)n + (with_head != 0) + (tail != NULL));
+    if (!t) return NULL;
+    Py_ssize_t i = 0;
+    if (with_head) PyTuple_SET_ITEM(t, i++, Py_NewRef(head));
+    for (int q = 0; q < n; q++) {
+        PyObject *x = PyLong_FromLong(v[q]);
+        if (!x) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i++, x);
+    }
+    if (tail) PyTuple_SET_ITEM(t, i, Py_NewRef(tail));
+    return t;
+}
+
 /* Fields of the group records (search_space._build._G has slots) read and written at their
  * slot's offset, not by name: PyObject_GetAttr/SetAttr look the name up in the type every
  * time (~40 ns; ~2,500 fields per BERT-large decode). slot_offset: the offset of a writable
@@ -233,7 +255,8 @@ static long gcd_l(long a, long b) {  /* math.gcd of non-negative ints */
 }
 
 static int fits_of(const G *g, const Fitter *fx, long s, long c, int *out) {
-    PyObject *key = Py_BuildValue("(Oll)", fx->fits_tag, s, c);
+    long kv[2] = {s, c};
+    PyObject *key = key_of(1, fx->fits_tag, kv, 2, NULL);
     if (!key) return -1;
     PyObject *hit = PyDict_GetItemWithError(g->shared, key), *own = NULL;
     Py_DECREF(key);
@@ -295,8 +318,9 @@ static PyObject *fit_c(const G *g, const Fitter *fx, PyObject *fit_tag, long bat
             }
         }
     }
-    PyObject *out = Py_BuildValue("(lll)", res[0], res[1], res[2]);
-    PyObject *key = out ? Py_BuildValue("(Olll)", fit_tag, spp, cpp, parts) : NULL;
+    long res_l[3] = {res[0], res[1], res[2]}, kv[3] = {spp, cpp, parts};
+    PyObject *out = key_of(0, NULL, res_l, 3, NULL);
+    PyObject *key = out ? key_of(1, fit_tag, kv, 3, NULL) : NULL;
     if (!key || PyDict_SetItem(g->shared, key, out)) { Py_XDECREF(key); Py_XDECREF(out); return NULL; }
     Py_DECREF(key);
     return out;
@@ -315,7 +339,8 @@ static int fit_of(G *g, PyObject *fit, const Fitter *fx, PyObject *fit_tag, long
         }
         goto apply;
     }
-    PyObject *key = Py_BuildValue("(Olll)", fit_tag, g->spp, g->cpp, g->parts);
+    long kv[3] = {g->spp, g->cpp, g->parts};
+    PyObject *key = key_of(1, fit_tag, kv, 3, NULL);
     if (!key) return -1;
     PyObject *hit = PyDict_GetItemWithError(g->shared, key);
     Py_DECREF(key);
@@ -602,8 +627,8 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
             x->spread = t;
         }
         /* set_binding: every chunk's binding at once, from the space's cache */
-        PyObject *key = Py_BuildValue("(OlllO)", x->perm, x->cores, x->parts, x->split,
-                                      x->spread ? Py_True : Py_False);
+        long kv[3] = {x->cores, x->parts, x->split};
+        PyObject *key = key_of(1, x->perm, kv, 3, x->spread ? Py_True : Py_False);
         if (!key) goto fail;
         PyObject *hit = PyDict_GetItemWithError(bind_sets, key);
         Py_DECREF(key);
@@ -965,7 +990,8 @@ static PyObject *py_wants(PyObject *self, PyObject *args) {
                 reader_read(&rd, d, n_pol, &v) ||
                 attr_long(gr, &fl, A_SPLIT, 1, INT_MAX, &split) || attr_long(gr, &fl, A_WAVE, 1, INT_MAX, &wave))
                 goto done;
-            PyObject *key = Py_BuildValue("(lll)", v, split, wave);
+            long kv[3] = {v, split, wave};
+            PyObject *key = key_of(0, NULL, kv, 3, NULL);
             if (!key) goto done;
             PyObject *hit = PyDict_GetItemWithError(codes, key);
             Py_DECREF(key);
@@ -1010,7 +1036,8 @@ done:
  * for at most _FIT_STREAMED streamable inputs). */
 static PyObject *crow_from_cache(PyObject *cache, PyObject *key, long samples, long cores,
                                  long parts, long split, long batch) {
-    PyObject *tkey = Py_BuildValue("(Oll)", s_ctab, samples / parts, cores / parts);
+    long kv[2] = {samples / parts, cores / parts};
+    PyObject *tkey = key_of(1, s_ctab, kv, 2, NULL);
     if (!tkey) return NULL;
     PyObject *tab = PyDict_GetItemWithError(cache, tkey);  /* borrowed */
     Py_DECREF(tkey);
@@ -1083,7 +1110,8 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
         PyList_SET_ITEM(splits, i, sp);
         if (!(info = aget(gr, &fl, A_INFO)) || !(cache = PyObject_GetAttr(info, s_cache))) goto group_done;
         if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
-        if (!(key = Py_BuildValue("(Ollll)", s_crow, samples, cores, parts, split))) goto group_done;
+        long kv[4] = {samples, cores, parts, split};
+        if (!(key = key_of(1, s_crow, kv, 4, NULL))) goto group_done;
         hit = PyDict_GetItemWithError(cache, key);
         if (hit && hit != Py_None) {
             Py_INCREF(hit);
@@ -1165,7 +1193,11 @@ static PyObject *py_cdag_rows(PyObject *self, PyObject *args) {
             !(info = aget(gr, &fl, A_INFO)) || !(cache = PyObject_GetAttr(info, s_cache)))
             goto group_done;
         if (!PyDict_Check(cache)) { PyErr_SetString(PyExc_TypeError, "an op set's cache: a dict"); goto group_done; }
-        if (!(key = Py_BuildValue("(OOl)", s_cdag, name, split))) goto group_done;
+        PyObject *sp_o = PyLong_FromLong(split);  /* the key (s_cdag, name, split) */
+        if (!sp_o || !(key = PyTuple_New(3))) { Py_XDECREF(sp_o); goto group_done; }
+        PyTuple_SET_ITEM(key, 0, Py_NewRef(s_cdag));
+        PyTuple_SET_ITEM(key, 1, Py_NewRef(name));
+        PyTuple_SET_ITEM(key, 2, sp_o);
         hit = PyDict_GetItemWithError(cache, key);
         if (hit && hit != Py_None) {
             Py_INCREF(hit);
