@@ -93,8 +93,7 @@ _MAX_STREAMED = 61  # streamable inputs of one group the C walk's masks can hold
 _LIST_STREAMED = 16  # up to this many, the working-set table is a list; wider, a dict
 _FIT_STREAMED = 8  # up to this many, the fit reads the walk's table (made for every shape it tries)
 
-# compiler.capacity.cut_sides remembered by (samples, cores): a loop over the cores (~8 us at
-# 32), asked once per new chunk shape of an op set (~4 a ResNet-50 candidate at warm 100)
+# compiler.capacity.cut_sides by (samples, cores): a loop over the cores, once per new chunk shape
 _cut_sides = lru_cache(maxsize=4096)(cut_sides)
 
 _state = {"warned": False}
@@ -230,7 +229,11 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     if hit is not None:
         return hit  # type: ignore[no-any-return]
     tables = _shape_tables(dec.space)
-    skey = (info.ops, spp, cpp)
+    ops_code = info.cache.get("cops")  # the op set as an int: its tuple hashed twice was ~1 us
+    if ops_code is None:
+        by_ops = dec.space.__dict__.setdefault("_cops", {})  # the space's op sets by code
+        ops_code = info.cache["cops"] = by_ops.setdefault(info.ops, len(by_ops))
+    skey = (ops_code, spp, cpp)
     hit = tables.get(skey)
     if hit is None:
         # what no chunk shape changes, once per op set: its streamable inputs, its inputs as
@@ -438,7 +441,6 @@ def _glue() -> Any:
     """``_cshape`` when it has the scope walk's glue (``wants``, ``group_rows``), else None."""
     mod = load_extension("_cshape")
     return mod if mod is not None and hasattr(mod, "group_rows") else None
-
 
 
 def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:
