@@ -211,9 +211,10 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
     per = known.get(batch)
     if per is None:
         per = known[batch] = {}
-    by_ops = per.get(-1)  # id() is never -1: the batch's op-set rows (_block_rows)
+    ops_rows: dict[int, dict[int, tuple[Any, ...]]] = space.__dict__.setdefault("_cgroup_ops", {})
+    by_ops = ops_rows.get(batch)  # the batch's op-set rows by the op set's identity (_block_rows)
     if by_ops is None:
-        by_ops = per[-1] = {}
+        by_ops = ops_rows[batch] = {}
     codes = tensor_codes(space)
     spp = _spp_of(space, batch, dec.divs, samples)
     rows = []

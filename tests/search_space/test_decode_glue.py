@@ -117,27 +117,27 @@ def test_sample_vectors_draws_what_the_formula_drew(seed: int, key: str, count: 
 def test_block_rows_by_op_set_identity_are_the_rows_through_the_facts(key: str) -> None:
     if not _cgroups.available():
         pytest.skip("the compiled group loop is not built")
-    space = build_space(small_graph(key), Target.default())
+    space: Any = build_space(small_graph(key), Target.default())
     rng = np.random.default_rng(7)
     for _ in range(40):
         space.precheck(space.sample(rng))
     batch = space.batch
     per = space._cgroup_rows[batch]
-    assert per[-1], "the op-set table was filled"
+    by_ops = space._cgroup_ops[batch]
+    assert by_ops, "the op-set table was filled"
     dec = Decoding(space, batch)
-    samples, cpp, parts, _, _ = _cgroups._tables(space)
+    tabs = _cgroups._tables(space)
+    assert tabs is not None
+    samples, cpp, parts, _, _ = tabs
     fit_key = ("cfit", _cgroups._spp_of(space, batch, dec.divs, samples), cpp, parts)
     codes = tensor_codes(space)
     checked = 0
-    for k, hit in per.items():
-        if k == -1:
-            continue
-        blk, rows = hit
+    for blk, rows in per.values():
         fresh = _cgroups._block_rows(dec, blk, codes, fit_key, {})  # through the facts
         assert len(rows) == len(fresh) == len(blk.parts)
         assert all(a is b for a, b in zip(rows, fresh))
         # and again through the op-set table just filled (the fast path)
-        assert all(a is b for a, b in zip(_cgroups._block_rows(dec, blk, codes, fit_key, per[-1]),
+        assert all(a is b for a, b in zip(_cgroups._block_rows(dec, blk, codes, fit_key, by_ops),
                                           fresh))
         checked += 1
     assert checked > 5
