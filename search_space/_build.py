@@ -258,7 +258,10 @@ def read_blocks(space: SpaceLike, get: Reader) -> list[Block]:
     """The grouping: which segments form blocks (granularity, cut ranks, min/max size), modes."""
     segs = space.structure.segments
     opts = space.options
-    lens = [b - a + 1 for a, b in segs]
+    lens: list[int] | None = getattr(space, "_seg_lens", None)  # per space (~10 us on BERT-large)
+    if lens is None or len(lens) != len(segs):
+        lens = [b - a + 1 for a, b in segs]
+        space._seg_lens = lens  # type: ignore[attr-defined]
     below = CUT_BELOW[GRANULARITIES[get(space.d_gran)]] if space.d_gran >= 0 else 0
     found = blocks_compiled(space, get, lens, below)  # the same loop in C (_cderive.py)
     if found is not None:

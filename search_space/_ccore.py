@@ -58,7 +58,7 @@ import os
 import sys
 from array import array
 from collections.abc import Callable, Mapping
-from functools import partial
+from functools import lru_cache, partial
 from operator import attrgetter
 from typing import Any
 
@@ -92,6 +92,9 @@ STATS = {"c": 0, "overflow": 0, "wide": 0}
 _MAX_STREAMED = 61  # streamable inputs of one group the C walk's masks can hold (64-bit)
 _LIST_STREAMED = 16  # up to this many, the working-set table is a list; wider, a dict
 _FIT_STREAMED = 8  # up to this many, the fit reads the walk's table (made for every shape it tries)
+
+# compiler.capacity.cut_sides by (samples, cores): a loop over the cores, once per new chunk shape
+_cut_sides = lru_cache(maxsize=4096)(cut_sides)
 
 _state = {"warned": False}
 _modules: dict[str, Any] = {}
@@ -226,7 +229,11 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
     if hit is not None:
         return hit  # type: ignore[no-any-return]
     tables = _shape_tables(dec.space)
-    skey = (info.ops, spp, cpp)
+    ops_code = info.cache.get("cops")  # the op set as an int: its tuple hashed twice was ~1 us
+    if ops_code is None:
+        by_ops = dec.space.__dict__.setdefault("_cops", {})  # the space's op sets by code
+        ops_code = info.cache["cops"] = by_ops.setdefault(info.ops, len(by_ops))
+    skey = (ops_code, spp, cpp)
     hit = tables.get(skey)
     if hit is None:
         # what no chunk shape changes, once per op set: its streamable inputs, its inputs as
@@ -285,7 +292,7 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
             mem, f, ok, profiles, _Profiler(mem, info.ops, names, profiles), tile, out_sizes,
             bits, pack)
     _, f, ok, profiles, profiler, tile, out, bits_t, pack = shared
-    halo = (f.windowed and cut_sides(spp, cpp)) or (f.attention and cpp > 1)
+    halo = (f.windowed and _cut_sides(spp, cpp)) or (f.attention and cpp > 1)
     if not ok or (halo and pack is None):
         return None
     # the profile walk (and a halo or attention term) in C from the packed chain rows
@@ -434,7 +441,6 @@ def _glue() -> Any:
     """``_cshape`` when it has the scope walk's glue (``wants``, ``group_rows``), else None."""
     mod = load_extension("_cshape")
     return mod if mod is not None and hasattr(mod, "group_rows") else None
-
 
 
 def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:

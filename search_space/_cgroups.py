@@ -135,8 +135,8 @@ def _divs_of(space: Any, batch: int, divs: list[int]) -> tuple[int, ...]:
     return hit
 
 
-def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int], fit_key: tuple[Any, ...]
-                ) -> tuple[tuple[Any, ...], ...]:
+def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int], fit_key: tuple[Any, ...],
+                by_ops: dict[int, tuple[Any, ...]]) -> tuple[tuple[Any, ...], ...]:
     """Each group's row of a block: (its op set's row, slot op, slot parameter); an op set's
     row (name, first op, facts, their shared cache, separable, output code, input codes,
     output name, the fit's table) kept in its facts' cache (see ``groups`` in ``_cshape.c``).
@@ -145,10 +145,22 @@ def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int], fit_key: tuple[A
     choice indices (samples or "not split", cores per part, parts: 3 int32 each, 0 unknown),
     filled by the C loop from the ``shared`` cache or ``Decoding.fit`` the first time a
     group asks; kept in the ``shared`` cache (op sets alike share it) under ``fit_key``
-    (the choices it is indexed by)."""
+    (the choices it is indexed by). ``by_ops`` (per space and batch) finds an op set's rows
+    by slot from the op set's identity."""
     slot_of = dec.space.slot
     rows = []
+    slots = blk.slots
     for k, ops in enumerate(blk.parts):
+        # the rows of an op set by slot, found by the op set's identity (the space's one
+        # tuple per op set, Block.parts): a new block of known op sets (~13 a BERT-large
+        # candidate at warm 100, ~8 parts each) costs two look-ups a part, not the ~8 and the
+        # op-set tuple's hash of Decoding.info and the facts' caches below (issue 20)
+        hit = by_ops.get(id(ops))
+        if hit is not None and hit[0] is ops:
+            row = hit[1].get(slots[k])
+            if row is not None:
+                rows.append(row)
+                continue
         info = dec.info(blk, k)
         base = info.cache.get("cshape")
         if base is None:
@@ -170,6 +182,8 @@ def _block_rows(dec: Decoding, blk: Any, codes: dict[str, int], fit_key: tuple[A
         row = by_slot[1].get(slot)
         if row is None:
             row = by_slot[1][slot] = (base, slot, slot_of[slot])
+        if hit is None or hit[0] is not ops or hit[1] is not by_slot[1]:
+            by_ops[id(ops)] = (ops, by_slot[1])  # keeps ops alive: its id stays its own
         rows.append(row)
     return tuple(rows)
 
@@ -197,13 +211,17 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
     per = known.get(batch)
     if per is None:
         per = known[batch] = {}
+    ops_rows: dict[int, dict[int, tuple[Any, ...]]] = space.__dict__.setdefault("_cgroup_ops", {})
+    by_ops = ops_rows.get(batch)  # the batch's op-set rows by the op set's identity (_block_rows)
+    if by_ops is None:
+        by_ops = ops_rows[batch] = {}
     codes = tensor_codes(space)
     spp = _spp_of(space, batch, dec.divs, samples)
     rows = []
     for blk in blocks:
         hit = per.get(id(blk))
         if hit is None or hit[0] is not blk:  # keyed by identity: the row keeps its block
-            hit = per[id(blk)] = (blk, _block_rows(dec, blk, codes, ("cfit", spp, cpp, parts)))
+            hit = per[id(blk)] = (blk, _block_rows(dec, blk, codes, ("cfit", spp, cpp, parts), by_ops))
         rows.append(hit[1])
     groups, by_name, by_out, topo, flat = mod.groups(
         values, rep, active, rows, len(codes), batch, dec.n,

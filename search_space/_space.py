@@ -44,6 +44,7 @@ share the parameters of their first occurrence.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -86,6 +87,33 @@ class _Token:
     """A space's mark on the schedules it decoded (``Space._remember``): compared by identity."""
 
     __slots__ = ()
+
+
+class _Mark:
+    """What :meth:`Space._remember` marks a decoded schedule with: the space's token and, made
+    when first asked (:meth:`Space._known`: ``encode``, ``mutate``, ``project``), the
+    canonical vector (the decoded one, 0 where not read) and the free parameters read,
+    sorted. Until then it keeps the vector decoded and the recorder's table of parameters
+    read as they are (ints only: the garbage collector does not track it), so a sampled,
+    pre-checked candidate never pays for them (~40 us a BERT-large candidate, issue 20)."""
+
+    __slots__ = ("_made", "_read", "_vec", "token")
+
+    def __init__(self, token: _Token, vec: np.ndarray | None, read: dict[int, None] | None,
+                 made: tuple[np.ndarray, tuple[int, ...]] | None = None) -> None:
+        self.token, self._vec, self._read, self._made = token, vec, read, made
+
+    def known(self) -> tuple[np.ndarray, tuple[int, ...]]:
+        """(canonical vector, free parameters read in ascending order), made once."""
+        if self._made is None:
+            vec, read = self._vec, self._read
+            assert vec is not None and read is not None
+            idx = np.fromiter(read, dtype=np.intp, count=len(read))
+            canon = np.zeros(len(vec), dtype=np.int16)
+            canon[idx] = vec[idx]
+            self._made = (canon, tuple(sorted(read)))
+            self._vec = self._read = None
+        return self._made
 
 
 class SpaceError(GraphtuneError):
@@ -253,8 +281,10 @@ class Space:
         index = {d: k for k, d in enumerate(free)}
         self.rep = np.array([index[int(r)] for r in rep], dtype=np.int64)  # full dim -> free index
         self._rep_list: list[int] = self.rep.tolist()
+        self._rep_plain = bool((self.rep == np.arange(len(self.rep))).all())  # no ties: rep is k -> k
         self.free: tuple[Dim, ...] = tuple(dims[d] for d in free)
         self.n_choices = np.array([len(d.choices) for d in self.free], dtype=np.int64)
+        self._n_choices_f = self.n_choices.astype(np.float64)  # what sample_vectors multiplies by
         self._choice_index = [{v: i for i, v in enumerate(d.choices)} for d in self.free]
         unit = np.zeros(len(dims), dtype=np.int64)  # crossover units: segments (+1), globals 0
         for d, dim in enumerate(dims):
@@ -331,19 +361,25 @@ class Space:
 
     def _remember(self, s: GraphSchedule, vec: np.ndarray, active: Sequence[int]) -> None:
         """Mark a schedule this space decoded (every decode is a
-        :class:`compiler.codes.LazySchedule`) with its vector, under this space's token
-        (never the space: a kept schedule must not keep it alive): the mark travels with
-        the schedule, no weak reference, callback or table entry per candidate for the
-        garbage collector to walk (issue 20)."""
-        object.__setattr__(s, "_space_known", (self._token, vec, tuple(active)))
+        :class:`compiler.codes.LazySchedule`) with its canonical vector and the parameters
+        read (ascending), under this space's token (never the space: a kept schedule must
+        not keep it alive): the mark (:class:`_Mark`) travels with the schedule, no weak
+        reference, callback or table entry per candidate for the garbage collector to walk
+        (issue 20)."""
+        object.__setattr__(s, "_space_known", _Mark(self._token, None, None, (vec, tuple(active))))
 
     def _known(self, s: GraphSchedule) -> tuple[np.ndarray, tuple[int, ...]] | None:
         """The vector and active parameters of a schedule this space decoded, else None
         (another space's decode, a copy, a parsed or hand-made schedule)."""
         mark = getattr(s, "_space_known", None)
-        if mark is not None and mark[0] is self._token:
-            return mark[1], mark[2]
+        if mark is not None and mark.token is self._token:
+            return mark.known()  # type: ignore[no-any-return]
         return None
+
+    def _decoded_here(self, s: GraphSchedule) -> bool:
+        """Whether this space decoded ``s`` (its mark, without making the mark's vector)."""
+        mark = getattr(s, "_space_known", None)
+        return mark is not None and mark.token is self._token
 
     def _decode(self, get: Callable[[int], int]) -> GraphSchedule:
         if self.options.repair_rounds > 0:
@@ -352,18 +388,26 @@ class Space:
 
     # ---- the numeric view ----------------------------------------------------------------
     def _decode_free(self, vec: np.ndarray) -> tuple[GraphSchedule, np.ndarray, list[int]]:
-        rec = _Recorder(vec[self.rep].tolist(), self._rep_list)
+        s = self._decode_marked(vec)
+        canon, active = s._space_known.known()  # type: ignore[attr-defined]
+        return s, canon, list(active)
+
+    def _decode_marked(self, vec: np.ndarray) -> GraphSchedule:
+        """Decode a free vector and mark the schedule (:class:`_Mark`): its canonical vector
+        and parameters read are made only when asked (``sample`` and a mutated child never
+        ask)."""
+        if self._rep_plain and vec.dtype == np.int16:
+            # every parameter free (no ties): the vector's values as ints through the array
+            # module (numpy's tolist of int16 was ~35 us of a BERT-large candidate)
+            values = array("h", vec.tobytes()).tolist()
+        else:
+            values = vec[self.rep].tolist()
+        rec = _Recorder(values, self._rep_list)
         s = self._decode(rec)
-        # the free parameters read, sorted: marked in a mask, not sorted (BERT-large reads
-        # ~1,500 of its parameters per candidate; the sort was ~30 us of it), the canonical
-        # vector the sampled one with the others 0
-        read = np.zeros(len(self.free), dtype=bool)
-        read[np.fromiter(rec.active, dtype=np.intp, count=len(rec.active))] = True
-        canon = np.zeros(len(self.free), dtype=np.int16)
-        np.copyto(canon, vec, casting="unsafe", where=read)
-        active: list[int] = np.flatnonzero(read).tolist()
-        self._remember(s, canon, active)
-        return s, canon, active
+        # the recorder's table and a copy of the vector (the caller's may change) kept as
+        # they are: the recorder is gone, so the table no longer changes
+        object.__setattr__(s, "_space_known", _Mark(self._token, vec.copy(), rec.active))
+        return s
 
     def decode(self, vector: np.ndarray | Sequence[int]) -> GraphSchedule:
         """The schedule a vector of choice indices describes (inactive entries ignored).
@@ -379,7 +423,7 @@ class Space:
             d = self.free[int(bad[0])]
             raise SpaceError(f"entry {int(bad[0])} ({d.name}) is {int(v[bad[0]])}: "
                              f"{d.name} has {len(d.choices)} choices")
-        return self._decode_free(v.astype(np.int16))[0]
+        return self._decode_marked(v.astype(np.int16))
 
     def encode(self, schedule: GraphSchedule) -> np.ndarray:
         """The canonical vector of a schedule of this space (inactive entries 0).
@@ -407,17 +451,24 @@ class Space:
         """``count`` random vectors: every parameter uniform over its choices, except the
         block mode ``ops``, drawn with probability ``options.per_op_prior`` (all of them
         uniform with ``uniform=True``)."""
-        vecs = (rng.random((count, len(self.free))) * self.n_choices).astype(np.int16)
+        # the same draws and products as (random * n_choices).astype(int16), in place, with
+        # the counts as floats already (numpy's per-call work is most of a ResNet-50 draw)
+        draw = rng.random((count, len(self.free)))
+        np.multiply(draw, self._n_choices_f, out=draw)
+        vecs = draw.astype(np.int16)
         if not uniform and self.options.per_op and self._mode_free.size:
             k = self._mode_free.size
             ops = rng.random((count, k)) < self.options.per_op_prior
-            other = (rng.random((count, k)) * (len(MODES) - 1)).astype(np.int16)
-            vecs[:, self._mode_free] = np.where(ops, MODES.index("ops"), other)
+            other = rng.random((count, k))
+            other *= len(MODES) - 1
+            modes = other.astype(np.int16)
+            modes[ops] = MODES.index("ops")
+            vecs[:, self._mode_free] = modes
         return vecs
 
     def sample(self, rng: np.random.Generator, uniform: bool = False) -> GraphSchedule:
         """A random schedule of the space (see :meth:`sample_vectors`)."""
-        return self._decode_free(self.sample_vectors(rng, 1, uniform)[0])[0]
+        return self._decode_marked(self.sample_vectors(rng, 1, uniform)[0])
 
     # ---- Optuna --------------------------------------------------------------------------
     def suggest(self, trial: Any) -> GraphSchedule:
@@ -482,7 +533,7 @@ class Space:
             child = self._move(vec, kind, by_kind, cut_free, rng)
             if child is None:
                 continue
-            s, _, _ = self._decode_free(child)
+            s = self._decode_marked(child)
             if key_text(s) != key:
                 return s
         return schedule
@@ -580,7 +631,7 @@ class Space:
         va, vb = self.encode(a), self.encode(b)
         take_a = rng.random(self._n_units) < 0.5
         child = np.where(take_a[self._unit_of_free], va, vb).astype(np.int16)
-        return self._decode_free(child)[0]
+        return self._decode_marked(child)
 
     # ---- projection ----------------------------------------------------------------------
     def project(self, schedule: GraphSchedule) -> Projection:
@@ -655,7 +706,7 @@ class Space:
             graph = self.graph_for(schedule.batch)
         except SpaceError as exc:
             return Check(False, "structure", str(exc))
-        if self._known(schedule) is None:
+        if not self._decoded_here(schedule):
             try:
                 schedule.validate(graph, self.target)
             except ScheduleError as exc:
