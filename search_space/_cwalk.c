@@ -1010,7 +1010,14 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
             }
             double share = (double)spp / P->n;  /* compiler.layout.samples_per_core */
             for (int q = 0; q < P->n; q++) {
-                long c = same ? P->cores[q] : PyLong_AsLong(PyTuple_GET_ITEM(part, q));
+                PyObject *core = same ? NULL : PyTuple_GET_ITEM(part, q);
+                /* an exact int: no Python code (``__index__``) may run while the caller's
+                 * borrowed row is read (it could free it) */
+                if (core && !PyLong_CheckExact(core)) {
+                    bad("core: an int");
+                    return -1;
+                }
+                long c = same ? P->cores[q] : PyLong_AsLong(core);
                 if (c < 0 || c >= nc) {
                     if (!PyErr_Occurred()) bad("core out of range");
                     return -1;

@@ -273,6 +273,18 @@ class Evil:
         return 0
 pieces += [(0, 1, ((0,),)), (Evil(), 1, ((1,),)), (0, 1, ((2,),))]
 _cwalk.walk(1e6, 1e9, 8, [(2, 2, 7, 2, 0, [], pieces, 1, 0, (), [], False, None, 0.0)])
+grows = []
+class EvilCore:
+    def __index__(self):
+        grows.clear()  # frees the binding walk_rows borrowed from this list (review of h102)
+        return 0
+binding = ((EvilCore(), EvilCore()), (EvilCore(), EvilCore()))
+grows.append((7, 0, 4, 0, (), [None] * 4, lambda i: 1.0, 0.0, None, 4, (binding,)))
+try:
+    _cwalk.walk_rows(1e9, 1e9, 2, bytes(8), b"\0", [[]], grows, [(3,)], [], [], [], True)
+    sys.exit("accepted")
+except ValueError as e:
+    assert "core: an int" in str(e), e
 print("ok")
 '''
 
@@ -280,7 +292,8 @@ print("ok")
 def test_hostile_rows_are_refused_without_a_crash() -> None:
     """The review's inputs (2026-11-27): a binding of 65,536 parts of 65,536 cores (an int
     count of the cores wrapped to 0 and the walk wrote past its buffer) and a pieces list
-    an item's ``__index__`` clears while it is read. In a child process: a regression is a
+    an item's ``__index__`` clears while it is read; a core whose ``__index__`` clears the
+    group rows ``walk_rows`` reads its binding from (the review of h102). In a child process: a regression is a
     segfault there, a failed test here."""
 
     r = run_child(_HOSTILE)
