@@ -45,13 +45,14 @@ the round leaves of the reserve is handed out in chunks after it (``allot`` with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
 
-__all__ = ["ALPHA", "CROSS_MOST", "allot", "chunk_guided", "chunk_size", "cross_reserve", "probe_size",
-           "score"]
+__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "allot", "chunk_guided", "chunk_size",
+           "cross_reserve", "probe_size", "score", "screened"]
 
 ALPHA = 0.2
 """Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
@@ -66,6 +67,21 @@ def cross_reserve(n_variants: int) -> int:
     """Measurements the chunks leave for the final cross-round: up to :data:`CROSS_MOST`
     (one per other variant) for each of ``n_variants`` variants."""
     return n_variants * min(CROSS_MOST, max(n_variants - 1, 0))
+
+
+POPULATION = 192
+"""Candidates bred per generation in the sweep's warm tunes (a tune's default: 96)."""
+
+GENERATIONS = 4
+"""Generations of model-guided evolution per round in the sweep's warm tunes (a tune's
+default: 2)."""
+
+
+def screened(options: GuidedOptions | None = None) -> GuidedOptions:
+    """``options`` (None: a tune's) with the sweep's :data:`POPULATION` and :data:`GENERATIONS`."""
+    from autotune.sampling._guided import GuidedOptions
+
+    return replace(options or GuidedOptions(), population=POPULATION, generations=GENERATIONS)
 
 
 def probe_size(trials_per_variant: int) -> int:
