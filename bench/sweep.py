@@ -109,7 +109,7 @@ def to_reach(c: list[float | None], ref: float, fraction: float) -> int | None:
 def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], cold_trials: int,
               sweep_trials: int, seed: int, out: Path,
               only: tuple[str, ...] = ("cold", "sweep", "pretrained"),
-              screen: tuple[str, ...] = ("sweep",)) -> dict[str, Any]:
+              screen: tuple[str, ...] = ()) -> dict[str, Any]:
     from autotune._tune import load_tasks
     from autotune.whatif._sweep import sweep
     from autotune.whatif._targets import make_variants, parse_set
@@ -390,10 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", default="cold,sweep,pretrained",
                     help="which runs to make (the others are read from their logs if present)")
-    ap.add_argument("--screen", default="sweep",
-                    help="runs whose guided search breeds the sweep's more per measurement "
-                         "(autotune.whatif._budget.screened; 'sweep,cold': a cold tune with it "
-                         "too, '' for none: as main did)")
+    ap.add_argument("--screen", default="",
+                    help="runs whose guided search breeds more per measurement "
+                         "(autotune.whatif._budget.screened, e.g. 'sweep' or 'sweep,cold'; "
+                         "default none: as tune does)")
     ap.add_argument("--held-out", nargs="*", default=None,
                     help="held-out models for the shipped model (no names: the four full-size)")
     ap.add_argument("--held-out-trials", type=int, default=150)

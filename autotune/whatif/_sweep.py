@@ -15,8 +15,7 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
    trained on those variants' measurements (:class:`autotune.sampling._warm.WarmRanker`),
    continued from the shipped pre-trained model (the first variant: that model alone). A
    seed the roofline puts behind the levels is not measured first, and nearer variants
-   give the cost model more rows (:mod:`autotune.whatif._nearest`); the guided search
-   breeds more per measurement than a tune's (:func:`autotune.whatif._budget.screened`);
+   give the cost model more rows (:mod:`autotune.whatif._nearest`);
 3. if no schedule ran, the variant is infeasible with the first capacity error it gave.
 
 With ``allocate="adaptive"`` (the default) step 2 is a probe of a quarter of
@@ -130,7 +129,7 @@ def sweep(
     notify: Callable[[str], None] | None = None,
     on_variant: Callable[[int, Variant, str], None] | None = None,
     allocate: str = "adaptive",
-    screen: bool | None = None,
+    screen: bool = False,
 ) -> SweepResult:
     """Tune ``models`` on every variant into ``log``; write the table and plots to ``out``.
 
@@ -158,8 +157,8 @@ def sweep(
             variant starts (variants are tuned nearest the base first: :func:`tuning_order`);
             ``"more"`` when an adaptive sweep gives a variant another chunk.
         allocate: ``"adaptive"`` (the default) or ``"equal"``.
-        screen: Every tune but a probe's cold share breeds more per measurement (None: when
-            ``warm``): :func:`autotune.whatif._budget.screened`. Without: as ``tune`` does.
+        screen: Every tune but a probe's cold share breeds more per measurement
+            (:func:`autotune.whatif._budget.screened`; off: as ``tune``, measured no better).
 
     Raises:
         GraphtuneError: a bad argument, model or log (before anything is measured).
@@ -176,7 +175,7 @@ def sweep(
         raise GraphtuneError(f"the time budget must be > 0 s, got {time_budget_s}")
     if not variants:
         raise GraphtuneError("no variants to sweep")
-    log_path, screen = check_log_path(log), warm if screen is None else screen
+    log_path = check_log_path(log)
     say = notify or (lambda _m: None)
     tasks = load_tasks(models, batch)
     result = SweepResult([], sorted({k for v in variants for k in v.values}))

@@ -1,7 +1,6 @@
 """A sweep's later chunks: the polish starts after half a chunk without a better best and
 polishes both rings of a schedule within it (``autotune.whatif._budget.chunk_guided``); the
-cross-round comes after the last chunk. Every warm tune breeds more per measurement than a
-tune (``autotune.whatif._budget.screened``), a probe's cold share as a tune does."""
+cross-round comes after the last chunk."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from autotune.whatif._budget import chunk_guided, chunk_size, screened
+from autotune.whatif._budget import chunk_guided, chunk_size
 from compiler.graph import Graph
 from compiler.target import Target
 
@@ -35,9 +34,9 @@ def test_a_later_chunk_polishes_after_half_a_chunk() -> None:
 
 def test_only_the_later_chunks_tune_with_the_chunks_options(tiny_graph: Graph, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two variants, 24 on average: a probe's cold share tunes with the default options (None)
-    and its warm tune with :func:`screened`'s; every tune after an ``on_variant(..., "more")``
-    (a chunk) has :func:`chunk_guided`'s, screened."""
+    """Two variants, 24 on average: every tune of a probe (the cold share's and the warm one's)
+    has the default options; every tune after an ``on_variant(..., "more")`` (a chunk) has
+    :func:`chunk_guided`'s."""
     import autotune._tune as tune_module
     from autotune.whatif._sweep import sweep
     from autotune.whatif._targets import make_variants, parse_set
@@ -54,20 +53,18 @@ def test_only_the_later_chunks_tune_with_the_chunks_options(tiny_graph: Graph, t
     sweep([tiny_graph], vs, trials_per_variant=24, log=tmp_path / "s.jsonl", workers=0, seed=0,
           on_variant=lambda _i, _v, what: events.append(("variant", what)))
     what = ""
-    chunks = probes = colds = 0
+    chunks = probes = 0
     for kind, value in events:
         if kind == "variant":
             what = value
             continue
         if what == "more":
-            assert value == screened(chunk_guided(24))
+            assert value == chunk_guided(24)
             chunks += 1
         elif what == "tuning":
-            assert value in (None, screened())
+            assert value is None
             probes += 1
-            colds += value is None
     assert probes >= 3 and chunks >= 1  # two probes, the second with its cold share
-    assert colds == 1  # the second probe's cold share: a cold reference's first measurements
 
 
 def test_the_cross_round_comes_after_the_last_chunk(tiny_graph: Graph, tmp_path: Path,

@@ -1,6 +1,6 @@
-"""The sweep's warm tunes breed more per measurement than a tune (issue 22, h104:
-``autotune.whatif._budget.screened``); ``tune``'s own options, and a sweep's without warm
-start (the bench's cold references), are unchanged."""
+"""A sweep's tunes may breed more per measurement than a tune (``sweep(screen=True)``,
+``autotune.whatif._budget.screened``; issue 22, h104: measured no better, so off by default);
+``tune``'s own options and a default sweep's are unchanged."""
 
 from __future__ import annotations
 
@@ -38,13 +38,14 @@ def test_screened_breeds_more_per_measurement_and_changes_nothing_else(base: Any
     assert replace(o, population=b.population, generations=b.generations) == b
 
 
-@pytest.mark.parametrize("warm,screen,expect", [(False, None, False), (False, True, True),
-                                                (True, False, False)])
-def test_a_sweep_screens_when_warm_or_asked(tiny_graph: Graph, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch, warm: bool,
-                                            screen: bool | None, expect: bool) -> None:
-    """Without warm start (the bench's cold references) every tune has a tune's options; with
-    ``screen=True`` screened ones; a warm sweep with ``screen=False`` none screened."""
+@pytest.mark.parametrize("warm,screen,expect", [(True, None, False), (True, True, True),
+                                                (False, True, True)])
+def test_a_sweep_screens_only_when_asked(tiny_graph: Graph, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch, warm: bool,
+                                         screen: bool | None, expect: bool) -> None:
+    """By default (``screen`` not given) every tune of a warm sweep has a tune's options
+    (None); with ``screen=True`` every one but a probe's cold share has :func:`screened`'s,
+    warm or not (the bench's ``--screen cold``: a cold reference with it)."""
     import autotune._tune as tune_module
     from autotune.whatif._sweep import sweep
     from autotune.whatif._targets import make_variants, parse_set
@@ -58,7 +59,39 @@ def test_a_sweep_screens_when_warm_or_asked(tiny_graph: Graph, tmp_path: Path,
 
     monkeypatch.setattr(tune_module, "tune", spy)
     vs = make_variants(Target.default(), [parse_set("l1.data_bytes=64K,1M")])
+    kw = {} if screen is None else {"screen": screen}
     sweep([tiny_graph], vs, trials_per_variant=12, log=tmp_path / "s.jsonl", workers=0, seed=0,
-          warm=warm, allocate="equal", screen=screen)
-    assert len(seen) >= 2
-    assert all((g is not None and g.population == POPULATION) == expect for g in seen)
+          warm=warm, allocate="equal", **kw)
+    cold_shares = 1 if warm else 0  # the second variant's probe: a cold reference's start
+    assert len(seen) == 2 + cold_shares
+    assert sum(g is None for g in seen) == (cold_shares if expect else len(seen))
+    assert all(g == screened() for g in seen if g is not None)
+
+
+def test_a_screened_sweeps_chunks_are_screened_chunks(tiny_graph: Graph, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``screen=True`` with the adaptive allocation: a later chunk's options are
+    :func:`chunk_guided`'s (its polish) with :func:`screened`'s breeding."""
+    import autotune._tune as tune_module
+    from autotune.whatif._sweep import sweep
+    from autotune.whatif._targets import make_variants, parse_set
+
+    events: list[tuple[str, Any]] = []
+    real = tune_module.tune
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        events.append(("tune", kwargs["search"].guided))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tune_module, "tune", spy)
+    vs = make_variants(Target.default(), [parse_set("l1.data_bytes=64K,1M")])
+    sweep([tiny_graph], vs, trials_per_variant=24, log=tmp_path / "s.jsonl", workers=0, seed=0,
+          screen=True, on_variant=lambda _i, _v, what: events.append(("variant", what)))
+    what, chunks = "", 0
+    for kind, value in events:
+        if kind == "variant":
+            what = value
+        elif what == "more":
+            assert value == screened(chunk_guided(24))
+            chunks += 1
+    assert chunks >= 1
