@@ -87,11 +87,11 @@ def screened(options: GuidedOptions | None = None) -> GuidedOptions:
     seeds 0-2 and MobileNetV2 b16 seeds 0-1 the screened sweep passed 36 of 40 variants
     (>= 0.99x the cold best) against 37 of 40 without, its best lower on 13 and higher on 22,
     for 1.11x the CPU (not side by side); two of the three misses stayed (ResNet-50
-    512K / DDR 13 seed 0 at 13,037.3 us, 1M / DDR 27 seed 2 at 6,975.1); 384 x 4 at seed 0
-    kept main's two misses. A cold 400-trial tune with it is the better
-    tune on the small-L1, slow-DDR variants (ResNet-50 384K / DDR 13: 14,142 / 15,073 / 15,222
-    against 16,230 / 16,396 / 16,433 us at seeds 0-2), not in general (better on 11 of 24
-    variants, worse on 7), at ~2x a cold tune's CPU.
+    512K / DDR 13 seed 0 at 13,037.3 us, 1M / DDR 27 seed 2 at 6,975.1). With 384 x 4 (7.3x)
+    37 of 40, as main, its best ~0.5 % lower on average, for 1.33x the CPU. A cold
+    400-trial tune with it is the better tune on the small-L1, slow-DDR variants (ResNet-50
+    384K / DDR 13: 14,142 / 15,073 / 15,222 against 16,230 / 16,396 / 16,433 us at seeds
+    0-2), not in general (better on 11 of 24 variants, worse on 7), at ~2x a cold tune's CPU.
     """
     from autotune.sampling._guided import GuidedOptions
 
