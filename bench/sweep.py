@@ -108,7 +108,8 @@ def to_reach(c: list[float | None], ref: float, fraction: float) -> int | None:
 
 def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], cold_trials: int,
               sweep_trials: int, seed: int, out: Path,
-              only: tuple[str, ...] = ("cold", "sweep", "pretrained")) -> dict[str, Any]:
+              only: tuple[str, ...] = ("cold", "sweep", "pretrained"),
+              screen: tuple[str, ...] = ()) -> dict[str, Any]:
     from autotune._tune import load_tasks
     from autotune.whatif._sweep import sweep
     from autotune.whatif._targets import make_variants, parse_set
@@ -131,7 +132,7 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
         # the references get every variant the same budget; the sweep allocates its own
         sweep(tasks, variants, trials_per_variant=trials, log=d / f"{run}.jsonl", workers=0,
               seed=seed, warm=warm, pretrained=pre,
-              allocate="adaptive" if run == "sweep" else "equal")
+              allocate="adaptive" if run == "sweep" else "equal", screen=run in screen)
         seconds[run], cpu[run] = time.time() - t0, time.process_time() - c0
         print(f"{name}: {run} done in {seconds[run]:.0f} s (cpu {cpu[run]:.0f} s)", flush=True)
     rows = []
@@ -389,6 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", default="cold,sweep,pretrained",
                     help="which runs to make (the others are read from their logs if present)")
+    ap.add_argument("--screen", default="",
+                    help="runs whose guided search breeds more per measurement "
+                         "(autotune.whatif._budget.screened, e.g. 'sweep' or 'sweep,cold'; "
+                         "default none: as tune does)")
     ap.add_argument("--held-out", nargs="*", default=None,
                     help="held-out models for the shipped model (no names: the four full-size)")
     ap.add_argument("--held-out-trials", type=int, default=150)
@@ -411,13 +416,18 @@ def main(argv: list[str] | None = None) -> int:
     sets = args.sets or ["l1.data_bytes=384K,512K,768K,1M", "ddr.bytes_per_cycle=13,27"]
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
+    from autotune.whatif import _budget
+
     results: dict[str, Any] = {"command": " ".join(["bench/sweep.py", *(argv or sys.argv[1:])]),
-                               "load": os.getloadavg(), "models": []}
+                               "load": os.getloadavg(), "models": [],
+                               "screened": {"runs": args.screen, "population": _budget.POPULATION,
+                                            "generations": _budget.GENERATIONS}}
     for name in args.models:
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}
         results["models"].append(run_model(name, args.batch, opts, sets, args.cold_trials,
                                            args.sweep_trials, args.seed, out,
-                                           tuple(args.runs.split(","))))
+                                           tuple(args.runs.split(",")),
+                                           tuple(x for x in args.screen.split(",") if x)))
         (out / "results.json").write_text(json.dumps(results, indent=1))
     if args.held_out is not None:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,

@@ -45,13 +45,14 @@ the round leaves of the reserve is handed out in chunks after it (``allot`` with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
 
-__all__ = ["ALPHA", "CROSS_MOST", "allot", "chunk_guided", "chunk_size", "cross_reserve", "probe_size",
-           "score"]
+__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "allot", "chunk_guided", "chunk_size",
+           "cross_reserve", "probe_size", "score", "screened"]
 
 ALPHA = 0.2
 """Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
@@ -66,6 +67,35 @@ def cross_reserve(n_variants: int) -> int:
     """Measurements the chunks leave for the final cross-round: up to :data:`CROSS_MOST`
     (one per other variant) for each of ``n_variants`` variants."""
     return n_variants * min(CROSS_MOST, max(n_variants - 1, 0))
+
+
+POPULATION = 192
+"""Candidates bred per generation by :func:`screened` (a tune's default: 96)."""
+
+GENERATIONS = 4
+"""Generations of model-guided evolution per round by :func:`screened` (a tune's default: 2)."""
+
+
+def screened(options: GuidedOptions | None = None) -> GuidedOptions:
+    """``options`` (None: a tune's) breeding :data:`POPULATION` x :data:`GENERATIONS` a round:
+    about 51 candidates decoded and ranked by the cost model per measurement, 3.7x a tune's 14
+    (``sweep(screen=True)``; off by default).
+
+    Why off (``bench/results/sweep.md``, seventeenth pass, h104): a sweep variant gets ~200
+    measurements where its cold reference gets 400, so more model-guided evolution per
+    measurement might reach the basins the cold line reaches by measuring. Over ResNet-50 b16
+    seeds 0-2 and MobileNetV2 b16 seeds 0-1 the screened sweep passed 36 of 40 variants
+    (>= 0.99x the cold best) against 37 of 40 without, its best lower on 13 and higher on 22,
+    for 1.11x the CPU (not side by side); two of the three misses stayed (ResNet-50
+    512K / DDR 13 seed 0 at 13,037.3 us, 1M / DDR 27 seed 2 at 6,975.1). With 384 x 4 (7.3x)
+    37 of 40, as main, its best ~0.5 % lower on average, for 1.33x the CPU. A cold
+    400-trial tune with it is the better tune on the small-L1, slow-DDR variants (ResNet-50
+    384K / DDR 13: 14,142 / 15,073 / 15,222 against 16,230 / 16,396 / 16,433 us at seeds
+    0-2), not in general (better on 11 of 24 variants, worse on 7), at ~2x a cold tune's CPU.
+    """
+    from autotune.sampling._guided import GuidedOptions
+
+    return replace(options or GuidedOptions(), population=POPULATION, generations=GENERATIONS)
 
 
 def probe_size(trials_per_variant: int) -> int:

@@ -13,12 +13,10 @@ For each variant (:mod:`autotune.whatif._targets`), the base target's nearest fi
    they overflow it, repaired to fit: :mod:`autotune.whatif._repair`), then O0-O3
    and the guide's plans that fit, then the guided search, ranked by a cost model
    trained on those variants' measurements (:class:`autotune.sampling._warm.WarmRanker`),
-   continued from the shipped pre-trained model (the first variant: that model
-   alone). A seed the
-   roofline puts behind the levels is not measured first, and nearer variants
+   continued from the shipped pre-trained model (the first variant: that model alone). A
+   seed the roofline puts behind the levels is not measured first, and nearer variants
    give the cost model more rows (:mod:`autotune.whatif._nearest`);
-3. if no schedule ran, the variant is infeasible with the first capacity
-   error its measurements gave.
+3. if no schedule ran, the variant is infeasible with the first capacity error it gave.
 
 With ``allocate="adaptive"`` (the default) step 2 is a probe of a quarter of
 ``trials_per_variant`` per variant, and the rest of the sweep's budget
@@ -48,12 +46,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._tasks import Task, model_names
-from autotune.whatif._budget import CROSS_MOST, allot, chunk_guided, cross_reserve, probe_size
+from autotune.whatif._budget import CROSS_MOST, allot, chunk_guided, cross_reserve, probe_size, screened
 from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._nearest import cross_sources, tuning_order
 from autotune.whatif._rows import SweepResult, SweepRow
@@ -130,6 +129,7 @@ def sweep(
     notify: Callable[[str], None] | None = None,
     on_variant: Callable[[int, Variant, str], None] | None = None,
     allocate: str = "adaptive",
+    screen: bool = False,
 ) -> SweepResult:
     """Tune ``models`` on every variant into ``log``; write the table and plots to ``out``.
 
@@ -157,6 +157,8 @@ def sweep(
             variant starts (variants are tuned nearest the base first: :func:`tuning_order`);
             ``"more"`` when an adaptive sweep gives a variant another chunk.
         allocate: ``"adaptive"`` (the default) or ``"equal"``.
+        screen: Every tune but a probe's cold share breeds more per measurement
+            (:func:`autotune.whatif._budget.screened`; off: as ``tune``, measured no better).
 
     Raises:
         GraphtuneError: a bad argument, model or log (before anything is measured).
@@ -197,6 +199,7 @@ def sweep(
             warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
                                             rows=loud is not None)
         late = None if loud is not None else chunk_guided(trials_per_variant)  # polish sooner
+        late = screened(late) if screen else late  # more evolution per measurement
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,
                    search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
                                         pretrained=pretrained and ranker is None,
@@ -353,8 +356,7 @@ def _unmeasured(log_path: str, tasks: Sequence[Task], variant: Variant,
                 seen.add(candidate_id(GraphSchedule.from_json(dict(r.schedule))))
             except Exception:  # noqa: BLE001 - a record of another version: not this candidate
                 continue
-        new = {candidate_id(s) for s in schedules} - seen
-        n += len(new)
+        n += len({candidate_id(s) for s in schedules} - seen)
     return n
 
 
@@ -404,13 +406,10 @@ def _infeasible(tasks: Sequence[Task], target: Target) -> str | None:
 def _sim_records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
                  ) -> Iterator[Record]:
     """The log's records of these tasks on these variants by today's simulator, in log order."""
-    import warnings
-
     from logs import LogWarning, read_records
     from sim import MEASURER, MEASURER_VERSION
 
-    keys = {t.key for t in tasks}
-    wanted = {v.key for v in variants}
+    keys, wanted = {t.key for t in tasks}, {v.key for v in variants}
     if not os.path.exists(log_path) or not os.path.getsize(log_path):
         return
     with warnings.catch_warnings():
