@@ -85,7 +85,6 @@ from search_space._dims import (
 )
 from search_space._lazy import Decoded, flat_groups, interned
 from search_space._order import breadth_order, depth_order, group_topo_order
-from search_space._ratio import shape_key
 from search_space._structure import GroupInfo, anchor_partition, partition_is_valid
 
 if TYPE_CHECKING:
@@ -449,21 +448,15 @@ class Decoding:
         over its inputs streamed or staged and its output streamed out or kept), fits a
         core's L1: whether any of those four does, the first that fits ending the search
         (inputs streamed and output streamed out first), so the others of a chunk that
-        fits are never computed. A shape with the same working sets
-        (:func:`search_space._ratio.shape_key`) answers for it."""
+        fits are never computed."""
         key = ("fits", spp, cpp)
         hit = info.shared.get(key)
         if hit is None:
-            s, c = shape_key(self.mem, info, spp, cpp)
-            same = ("fits", s, c)
-            hit = info.shared.get(same) if c != cpp else None
+            hit = fits_compiled(self, info, spp, cpp)  # the same, from the walk's tables (C)
             if hit is None:
-                hit = fits_compiled(self, info, s, c)  # the same, from the walk's tables (C)
-                if hit is None:
-                    ops, streams, l1 = info.ops, info.streamable, self.l1
-                    hit = any(chunk_working_set(self.mem, ops, st, off, False, s, c) <= l1
-                              for st in (streams, frozenset()) for off in (True, False))
-                info.shared[same] = hit
+                ops, streams, l1 = info.ops, info.streamable, self.l1
+                hit = any(chunk_working_set(self.mem, ops, s, off, False, spp, cpp) <= l1
+                          for s in (streams, frozenset()) for off in (True, False))
             info.shared[key] = hit
         return bool(hit)
 
