@@ -95,7 +95,7 @@ def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]
             ops = gr.info.ops
             # group_io's, from the C analysis (search_space/_cfirst.py) when ops ascend
             if ascending(ops):
-                g_in, g_out = io_of(_load_analyse(), dec.graph, ops)
+                g_in, g_out = io_of(_load_analyse(), dec.graph, ops, gr.info.cache.pop("can", None))
             else:
                 gio = group_io(dec.graph, ops)
                 g_in, g_out = gio.inputs, gio.outputs
