@@ -293,8 +293,8 @@ def test_hostile_rows_are_refused_without_a_crash() -> None:
     """The review's inputs (2026-11-27): a binding of 65,536 parts of 65,536 cores (an int
     count of the cores wrapped to 0 and the walk wrote past its buffer) and a pieces list
     an item's ``__index__`` clears while it is read; a core whose ``__index__`` clears the
-    group rows ``walk_rows`` reads its binding from (the review of h102). In a child process: a regression is a
-    segfault there, a failed test here."""
+    group rows ``walk_rows`` reads its binding from (the review of h102). In a child
+    process: a regression is a segfault there, a failed test here."""
 
     r = run_child(_HOSTILE)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
