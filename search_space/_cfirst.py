@@ -23,7 +23,9 @@ number keeps its one definition:
 A first-of-class op set is analysed once: :func:`first_info` keeps its analysis in the op
 set's cache, :func:`ws_parts` (for names in its order) and :func:`io_of` read it there, and
 ``_cderive`` drops it with the chunk DAG's rows (issue 20: three analyses were ~3 % of a
-ResNet-50 candidate's instructions at warm 100).
+ResNet-50 candidate's instructions at warm 100). An op set alike to a known one is not
+analysed at all: ``search_space._cclass.shared_info`` reads its ``group_io`` from its class
+key.
 
 The extension module is handed in by the caller (``search_space._ccore.load_extension``:
 None when pure Python is forced or it is not built), and without it, or where the C
