@@ -155,5 +155,13 @@ def shared_info(space: Space, graph: Graph, batch: int, ops: tuple[int, ...]) ->
         return info
     STATS["shared"] += 1
     where = {t: k for k, t in enumerate(rep.inputs)}
-    return GroupInfo.alike(rep, ops, names, frozenset(names[where[t]] for t in rep.streamable),
+    info = GroupInfo.alike(rep, ops, names, frozenset(names[where[t]] for t in rep.streamable),
                            output)
+    # compiler.derive.group_io of ops for the chunk DAG's rows (search_space._cderive, which
+    # drops it): its inputs are the key's outside tensors, its outputs those of the ops the
+    # key's rows mark as read outside or a model output, in op order (no new analysis: 3.3 an
+    # alike op set a BERT-large candidate; tests/search_space/test_cclass.py compares)
+    g_ops = graph.ops
+    cache: dict[Any, Any] = info.cache
+    cache["cio"] = (names, tuple([g_ops[i].output for i, row in zip(ops, key[0]) if row[2]]))
+    return info

@@ -286,7 +286,7 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
         # once per op set: its facts, the shape-independent parts (from the C analysis,
         # search_space/_cfirst.py) and the profile table
         f, ok, tile, out_sizes, bits, pack = ws_parts(load_extension("_canalyse"), mem,
-                                                      info.ops, names)
+                                                      info.ops, names, info.cache.get("can"))
         profiles: list[bytes | None] = [None] * len(table)
         shared = info.shared["cws"] = (
             mem, f, ok, profiles, _Profiler(mem, info.ops, names, profiles), tile, out_sizes,

@@ -94,8 +94,11 @@ def _group_row(dec: Decoding, gr: Any, codes: dict[str, int]) -> tuple[Any, ...]
         if io is None:
             ops = gr.info.ops
             # group_io's, from the C analysis (search_space/_cfirst.py) when ops ascend
-            if ascending(ops):
-                g_in, g_out = io_of(_load_analyse(), dec.graph, ops)
+            kept = gr.info.cache.pop("cio", None)  # an alike op set's, from its class key
+            if kept is not None:
+                g_in, g_out = kept
+            elif ascending(ops):
+                g_in, g_out = io_of(_load_analyse(), dec.graph, ops, gr.info.cache.pop("can", None))
             else:
                 gio = group_io(dec.graph, ops)
                 g_in, g_out = gio.inputs, gio.outputs

@@ -20,6 +20,13 @@ number keeps its one definition:
   (:func:`compiler.capacity.stream_window`), the output's sizes, the packed chain rows
   and whether the op set has windowed or attention ops.
 
+A first-of-class op set is analysed once: :func:`first_info` keeps its analysis in the op
+set's cache, :func:`ws_parts` (for names in its order) and :func:`io_of` read it there, and
+``_cderive`` drops it with the chunk DAG's rows (issue 20: three analyses were ~3 % of a
+ResNet-50 candidate's instructions at warm 100). An op set alike to a known one is not
+analysed at all: ``search_space._cclass.shared_info`` reads its ``group_io`` from its class
+key.
+
 The extension module is handed in by the caller (``search_space._ccore.load_extension``:
 None when pure Python is forced or it is not built), and without it, or where the C
 analysis gives no packed rows (``pack_rows`` would return None or raise), the Python
@@ -158,13 +165,22 @@ def first_info(mod: Any, graph: Any, ops: tuple[int, ...]) -> GroupInfo:
     an = analyse(mod, graph, ops)
     if an is None:
         return group_info(graph, ops)
-    return GroupInfo.made(graph, ops, an.inputs, an.output, an.streamable)
+    info = GroupInfo.made(graph, ops, an.inputs, an.output, an.streamable)
+    # kept for ws_parts and io_of of the same op set: one analysis, not three (~33k
+    # instructions each, ~0.7 first-of-class op sets a ResNet-50 candidate at warm 100)
+    cache: dict[Any, Any] = info.cache  # typed for its working sets; others keep more there
+    cache["can"] = an
+    return info
 
 
-def io_of(mod: Any, graph: Any, ops: tuple[int, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def io_of(mod: Any, graph: Any, ops: tuple[int, ...], an: Analysis | None = None
+          ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """:func:`compiler.derive.group_io`'s (inputs, outputs) of ``ops`` (ascending), from
-    the C analysis when ``mod`` (``_canalyse``) is given."""
-    an = analyse(mod, graph, ops)
+    the C analysis when ``mod`` (``_canalyse``) is given: ``an`` (the analysis
+    :func:`first_info` kept, of ``ops`` in the same model: inputs and outputs are the
+    graph's structure, the same at any dtype) when given, else a new one."""
+    if an is None or mod is None:
+        an = analyse(mod, graph, ops)
     if an is None:
         io = group_io(graph, ops)
         return io.inputs, io.outputs
@@ -180,17 +196,24 @@ class _Flags:
         self.windowed, self.attention = windowed, attention
 
 
-def ws_parts(mod: Any, mem: Any, ops: tuple[int, ...], names: tuple[str, ...]
+def ws_parts(mod: Any, mem: Any, ops: tuple[int, ...], names: tuple[str, ...],
+             kept: Analysis | None = None
              ) -> tuple[Any, bool, int, tuple[int, int], tuple[tuple[int, int, int, float | None], ...],
                         tuple[bytes, tuple[int, ...]] | None]:
     """The shape-independent parts of an op set's working sets the compiled walk reads
     (``search_space._ccore._ws_def``): (what has ``windowed``/``attention``, whether
     ``names`` are all streamable, the stream tile's bytes, the output's sizes, per name in
     order of name (its bit, bytes per sample, fixed bytes, window), the packed chain rows or
-    None). From the C analysis when ``mod`` is given, else the Python definitions
-    (``capacity._facts``, ``_stream_buffers``, :func:`search_space._cfoot.pack_rows`)."""
+    None). From the C analysis when ``mod`` is given (``kept``, :func:`first_info`'s of
+    ``ops`` in ``mem``, when ``names`` are its streamable inputs in the inputs' order: the
+    bits its packed rows stand for), else the Python definitions (``capacity._facts``,
+    ``_stream_buffers``, :func:`search_space._cfoot.pack_rows`)."""
     tile = STREAM_TILE_ELEMENTS * mem.float_bytes
-    an = analyse(mod, mem, ops, names)
+    if mod is not None and kept is not None and \
+            names == tuple([t for t in kept.inputs if t in kept.streamable]):
+        an: Analysis | None = kept
+    else:
+        an = analyse(mod, mem, ops, names)
     order = sorted(range(len(names)), key=names.__getitem__)
     if an is None:
         f = _facts(mem, ops)

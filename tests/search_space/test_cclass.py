@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from compiler.capacity import chunk_working_set, in_compute_dtype
+from compiler.derive import group_io
 from compiler.target import Target
 from search_space import _cclass, _ccore, build_space
 from search_space._structure import group_info
@@ -61,6 +62,31 @@ def test_alike_op_sets_have_the_same_facts(target: Target) -> None:
                                                    off, held, spp, cpp)
                             assert a == b_, (ops, rep.ops, sub, off, held, spp, cpp)
     assert shared > 10
+
+
+@pytest.mark.parametrize("key", ["bert2", "tiny_cnn"])
+def test_an_alike_op_sets_group_io_is_read_from_its_class_key(key: str, target: Target) -> None:
+    """An op set given a representative's facts keeps ``group_io`` of its ops (inputs and
+    outputs, read from its class key) for the chunk DAG's rows: equal to ``group_io`` of
+    the model at its own dtype; ``_cderive`` uses and drops it (decodes leave none behind)."""
+    space = build_space(small_graph(key), target)
+    rng = np.random.default_rng(8)
+    space.sample(rng)  # the op sets met: the first of each class is its representative
+    mem = in_compute_dtype(space.graph_for(space.batch), target)
+    g = small_graph(key)
+    seen = 0
+    for ops in sorted({o for (_, o) in space._infos}):  # type: ignore[misc]
+        info = _cclass.shared_info(space, mem, space.batch, ops)  # its class is known now
+        kept = info.cache.get("cio")  # type: ignore[call-overload]
+        if kept is None:
+            continue
+        seen += 1
+        io = group_io(g, ops)
+        assert kept == (io.inputs, io.outputs), ops
+    assert seen > (5 if key == "bert2" else 0)
+    for _ in range(4):
+        space.sample(rng)
+    assert all("cio" not in i.cache for i in space._infos.values())  # type: ignore[operator]
 
 
 def test_op_sets_that_differ_are_not_alike(target: Target) -> None:

@@ -28,7 +28,7 @@ from compiler.derive import group_io
 from compiler.footprint import stream_readers, streamable_inputs
 from compiler.target import Target
 from search_space import _ccore, build_space
-from search_space._cfirst import analyse, ascending, first_info, io_of, tables, ws_parts
+from search_space._cfirst import STATS, analyse, ascending, first_info, io_of, tables, ws_parts
 from search_space._cfoot import pack_rows
 from search_space._structure import group_info
 from tests.search_space._child import run_child
@@ -116,6 +116,36 @@ def test_first_info_and_ws_parts_equal_the_python_path(name: str, target: Target
             py = ws_parts(None, mem, ops, nm)
             assert (c[0].windowed, c[0].attention) == (py[0].windowed, py[0].attention)
             assert c[1:] == py[1:], (ops, nm)
+
+
+@pytest.mark.parametrize("name", ["tiny_cnn", "bert2"])
+def test_the_analysis_first_info_keeps_serves_ws_parts_and_io_of(name: str, target: Target) -> None:
+    """``first_info`` keeps its analysis in the op set's cache; ``ws_parts`` given it (and
+    names in its order) answers without a new analysis what a new one answers, given names in
+    another order it analyses anew (the packed rows' bits follow the names), and ``io_of``
+    given it answers ``group_io`` of the model at its own dtype."""
+    mem, sets = _mem_and_sets(name, target)
+    g = small_graph(name)
+    reused = 0
+    for ops in [o for o in sets if ascending(o)][:200]:
+        info = first_info(_MOD, mem, ops)
+        kept = info.cache["can"]  # type: ignore[index]
+        names = tuple(t for t in info.inputs if t in info.streamable)
+        before = STATS["c"]
+        got = ws_parts(_MOD, mem, ops, names, kept)
+        assert STATS["c"] == before  # no new analysis
+        fresh = ws_parts(_MOD, mem, ops, names)
+        assert (got[0].windowed, got[0].attention) == (fresh[0].windowed, fresh[0].attention)
+        assert got[1:] == fresh[1:], ops
+        if len(names) > 1:
+            other = tuple(reversed(names))
+            assert ws_parts(_MOD, mem, ops, other, kept)[1:] == ws_parts(_MOD, mem, ops, other)[1:]
+            reused += 1
+        io = group_io(g, ops)
+        before = STATS["c"]
+        assert io_of(_MOD, g, ops, kept) == (io.inputs, io.outputs), ops
+        assert STATS["c"] == before
+    assert reused > 3
 
 
 def test_a_size_past_int64_leaves_the_python_definitions(target: Target) -> None:
