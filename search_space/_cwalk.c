@@ -688,6 +688,18 @@ static void bounds(Walk *w, Step *s, double *least, double *most) {
     }
 }
 
+/* What a later step's core ``c`` would hold beside step ``me``'s chunk: the later step's
+ * future use, plus ``me``'s resident bytes on ``c``, minus what the edge ``e`` (``me``'s
+ * read by that step, or NULL) keeps staying there. */
+static inline double ahead_use(const double *row, const Step *me, const Edge *e, int c) {
+    double stay = 0.0;
+    if (e) {
+        stay = e->sb[c];
+        if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
+    }
+    return row[c] + me->res[c] - stay;
+}
+
 static int ahead_ok(Walk *w, int k) {
     const Step *me = &w->st[k];
     double top_mine = 0.0;
@@ -718,25 +730,14 @@ static int ahead_ok(Walk *w, int k) {
             /* the cores both have, each once and in ascending order: the same maximum as the
              * loop below (a maximum by `>` does not depend on the order or on repeats) */
             for (Mask b = both; b; b &= b - 1) {
-                int c = __builtin_ctzll(b);
-                double stay = 0.0;
-                if (e) {
-                    stay = e->sb[c];
-                    if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
-                }
-                double v = row[c] + me->res[c] - stay;
+                double v = ahead_use(row, me, e, __builtin_ctzll(b));
                 if (v > top) top = v;
             }
         } else {
             for (int q = 0; q < s->n_cores; q++) {
                 int c = s->cores[q];
                 if (!me->has[c]) continue;
-                double stay = 0.0;
-                if (e) {
-                    stay = e->sb[c];
-                    if (e->fb != 0.0 && e->fbm[c]) stay = stay + e->fb;
-                }
-                double v = row[c] + me->res[c] - stay;
+                double v = ahead_use(row, me, e, c);
                 if (v > top) top = v;
             }
         }

@@ -16,6 +16,29 @@ from compiler.target import Target
 BASE = Target.default()
 
 
+def sweep_events(graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 **kw: Any) -> list[tuple[str, Any]]:
+    """Sweep ``graph`` over L1 64K and 1M, 24 measurements a variant on average, in process
+    (``kw``: more of :func:`sweep`'s arguments); what happened in order: ``("tune", its
+    guided options)`` per tune and ``("variant", what)`` per ``on_variant`` call."""
+    import autotune._tune as tune_module
+    from autotune.whatif._sweep import sweep
+    from autotune.whatif._targets import make_variants, parse_set
+
+    events: list[tuple[str, Any]] = []
+    real = tune_module.tune
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        events.append(("tune", kwargs["search"].guided))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tune_module, "tune", spy)
+    vs = make_variants(BASE, [parse_set("l1.data_bytes=64K,1M")])
+    sweep([graph], vs, trials_per_variant=24, log=tmp_path / "s.jsonl", workers=0, seed=0,
+          on_variant=lambda _i, _v, what: events.append(("variant", what)), **kw)
+    return events
+
+
 def test_a_later_chunk_polishes_after_half_a_chunk() -> None:
     from autotune.sampling._guided import GuidedOptions
 
@@ -37,21 +60,7 @@ def test_only_the_later_chunks_tune_with_the_chunks_options(tiny_graph: Graph, t
     """Two variants, 24 on average: every tune of a probe (the cold share's and the warm one's)
     has the default options; every tune after an ``on_variant(..., "more")`` (a chunk) has
     :func:`chunk_guided`'s."""
-    import autotune._tune as tune_module
-    from autotune.whatif._sweep import sweep
-    from autotune.whatif._targets import make_variants, parse_set
-
-    events: list[tuple[str, Any]] = []
-    real = tune_module.tune
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        events.append(("tune", kwargs["search"].guided))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(tune_module, "tune", spy)
-    vs = make_variants(BASE, [parse_set("l1.data_bytes=64K,1M")])
-    sweep([tiny_graph], vs, trials_per_variant=24, log=tmp_path / "s.jsonl", workers=0, seed=0,
-          on_variant=lambda _i, _v, what: events.append(("variant", what)))
+    events = sweep_events(tiny_graph, tmp_path, monkeypatch)
     what = ""
     chunks = probes = 0
     for kind, value in events:

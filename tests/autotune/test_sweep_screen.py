@@ -13,6 +13,7 @@ import pytest
 from autotune.whatif._budget import GENERATIONS, POPULATION, chunk_guided, screened
 from compiler.graph import Graph
 from compiler.target import Target
+from tests.autotune.test_sweep_chunks import sweep_events
 
 
 def test_tunes_defaults_are_unchanged() -> None:
@@ -72,23 +73,8 @@ def test_a_screened_sweeps_chunks_are_screened_chunks(tiny_graph: Graph, tmp_pat
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """``screen=True`` with the adaptive allocation: a later chunk's options are
     :func:`chunk_guided`'s (its polish) with :func:`screened`'s breeding."""
-    import autotune._tune as tune_module
-    from autotune.whatif._sweep import sweep
-    from autotune.whatif._targets import make_variants, parse_set
-
-    events: list[tuple[str, Any]] = []
-    real = tune_module.tune
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        events.append(("tune", kwargs["search"].guided))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(tune_module, "tune", spy)
-    vs = make_variants(Target.default(), [parse_set("l1.data_bytes=64K,1M")])
-    sweep([tiny_graph], vs, trials_per_variant=24, log=tmp_path / "s.jsonl", workers=0, seed=0,
-          screen=True, on_variant=lambda _i, _v, what: events.append(("variant", what)))
     what, chunks = "", 0
-    for kind, value in events:
+    for kind, value in sweep_events(tiny_graph, tmp_path, monkeypatch, screen=True):
         if kind == "variant":
             what = value
         elif what == "more":

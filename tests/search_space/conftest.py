@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import pytest
@@ -68,3 +71,23 @@ def single_op_graph() -> Graph:
     """One Relu."""
     return onnx_model([helper.make_node("Relu", ["x"], ["y"])], {"x": [4, 64]}, {"y": [4, 64]}, {},
                       "one_op")
+
+
+@contextmanager
+def recorded() -> Iterator[list[Any]]:
+    """Every ``search_space._space._Recorder`` made inside the block, in order: what each
+    decode read (``rec.active``)."""
+    from search_space import _space
+
+    seen: list[Any] = []
+
+    class Rec(_space._Recorder):
+        __slots__ = ()
+
+        def __init__(self, *a: Any) -> None:
+            super().__init__(*a)
+            seen.append(self)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_space, "_Recorder", Rec)
+        yield seen

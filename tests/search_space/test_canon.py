@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler.target import Target
-from search_space import _space, build_space
-from tests.search_space.conftest import small_graph
+from search_space import build_space
+from tests.search_space.conftest import recorded, small_graph
 
 _SPACES: dict[str, Any] = {}
 
@@ -33,17 +33,7 @@ def test_canonical_vector_and_read_parameters(seed: int, key: str, dtype: Any, u
                                               ) -> None:
     space = _space_of(key)
     vec = space.sample_vectors(np.random.default_rng(seed), 1, uniform)[0].astype(dtype)
-    seen: list[Any] = []
-
-    class Rec(_space._Recorder):
-        __slots__ = ()
-
-        def __init__(self, *a: Any) -> None:
-            super().__init__(*a)
-            seen.append(self)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(_space, "_Recorder", Rec)
+    with recorded() as seen:
         _, canon, active = space._decode_free(vec)
     want = sorted(seen[-1].active)
     assert active == want and type(active) is list and all(type(a) is int for a in active)

@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 
 from compiler.key_text import key_text
 from compiler.target import Target
-from search_space import _cgroups, _space, build_space
+from search_space import _cgroups, build_space
 from search_space._build import Decoding
 from search_space._ccore import tensor_codes
 from search_space._dims import MODES
 from search_space._space import SpaceOptions
-from tests.search_space.conftest import small_graph
+from tests.search_space.conftest import recorded, small_graph
 
 _SPACES: dict[Any, Any] = {}
 
@@ -53,18 +53,8 @@ def _eager(space: Any, vec: np.ndarray, read: dict[int, None]) -> tuple[np.ndarr
 @given(seed=st.integers(0, 2**32 - 1), key=st.sampled_from(["tiny_cnn", "bert2"]))
 def test_the_mark_is_made_when_asked_and_equals_the_eager_one(seed: int, key: str) -> None:
     space = _space_of(key)
-    seen: list[Any] = []
-
-    class Rec(_space._Recorder):
-        __slots__ = ()
-
-        def __init__(self, *a: Any) -> None:
-            super().__init__(*a)
-            seen.append(self)
-
     vec = space.sample_vectors(np.random.default_rng(seed), 1)[0]
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(_space, "_Recorder", Rec)
+    with recorded() as seen:
         s = space._decode_marked(vec)
     want_canon, want_active = _eager(space, vec, seen[-1].active)
     vec[:] = 0  # the caller's vector changes: the mark kept its own copy
