@@ -17,10 +17,10 @@ BASE = Target.default()
 
 
 def sweep_events(graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                 **kw: Any) -> list[tuple[str, Any]]:
-    """Sweep ``graph`` over L1 64K and 1M, 24 measurements a variant on average, in process
-    (``kw``: more of :func:`sweep`'s arguments); what happened in order: ``("tune", its
-    guided options)`` per tune and ``("variant", what)`` per ``on_variant`` call."""
+                 trials: int = 24, **kw: Any) -> list[tuple[str, Any]]:
+    """Sweep ``graph`` over L1 64K and 1M, ``trials`` measurements a variant on average, in
+    process (``kw``: more of :func:`sweep`'s arguments); what happened in order: ``("tune",
+    its guided options)`` per tune and ``("variant", what)`` per ``on_variant`` call."""
     import autotune._tune as tune_module
     from autotune.whatif._sweep import sweep
     from autotune.whatif._targets import make_variants, parse_set
@@ -34,7 +34,7 @@ def sweep_events(graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(tune_module, "tune", spy)
     vs = make_variants(BASE, [parse_set("l1.data_bytes=64K,1M")])
-    sweep([graph], vs, trials_per_variant=24, log=tmp_path / "s.jsonl", workers=0, seed=0,
+    sweep([graph], vs, trials_per_variant=trials, log=tmp_path / "s.jsonl", workers=0, seed=0,
           on_variant=lambda _i, _v, what: events.append(("variant", what)), **kw)
     return events
 

@@ -12,7 +12,6 @@ import pytest
 
 from autotune.whatif._budget import GENERATIONS, POPULATION, chunk_guided, screened
 from compiler.graph import Graph
-from compiler.target import Target
 from tests.autotune.test_sweep_chunks import sweep_events
 
 
@@ -47,22 +46,10 @@ def test_a_sweep_screens_only_when_asked(tiny_graph: Graph, tmp_path: Path,
     """By default (``screen`` not given) every tune of a warm sweep has a tune's options
     (None); with ``screen=True`` every one but a probe's cold share has :func:`screened`'s,
     warm or not (the bench's ``--screen cold``: a cold reference with it)."""
-    import autotune._tune as tune_module
-    from autotune.whatif._sweep import sweep
-    from autotune.whatif._targets import make_variants, parse_set
-
-    seen: list[Any] = []
-    real = tune_module.tune
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append(kwargs["search"].guided)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(tune_module, "tune", spy)
-    vs = make_variants(Target.default(), [parse_set("l1.data_bytes=64K,1M")])
     kw = {} if screen is None else {"screen": screen}
-    sweep([tiny_graph], vs, trials_per_variant=12, log=tmp_path / "s.jsonl", workers=0, seed=0,
-          warm=warm, allocate="equal", **kw)
+    events = sweep_events(tiny_graph, tmp_path, monkeypatch, trials=12, warm=warm,
+                          allocate="equal", **kw)
+    seen = [value for kind, value in events if kind == "tune"]
     cold_shares = 1 if warm else 0  # the second variant's probe: a cold reference's start
     assert len(seen) == 2 + cold_shares
     assert sum(g is None for g in seen) == (cold_shares if expect else len(seen))
