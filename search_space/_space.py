@@ -239,6 +239,15 @@ class Space:
         self._token = _Token()
         self._layout()
 
+    def __getstate__(self) -> tuple[Any, ...]:
+        """What the space is made of, not what decoding cached in it (some of that is C
+        state that does not pickle, and all of it fills again): a copy is rebuilt from the
+        graph, target, batch, options and ``graph_at``, and decodes as the original does."""
+        return self.graph, self.target, self.batch, self.options, self._graph_at
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
+
     # ---- layout ------------------------------------------------------------------------
     def _layout(self) -> None:
         st, n = self.structure, self.target.chip.cores_per_cluster
