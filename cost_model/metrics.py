@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 __all__ = ["pairwise_accuracy", "spearman", "spearman_top", "top_k_recall"]
 
@@ -31,6 +30,9 @@ def spearman(scores: np.ndarray, truth: np.ndarray) -> float:
     s, t = _pair(scores, truth)
     if len(s) < 2:
         return 0.0
+    from scipy.stats import rankdata  # here, not at import: scipy.stats costs ~0.5-0.9 s to
+    # import, and every tune (and each of its workers) imports this package for its ranker
+
     rs, rt = rankdata(s), rankdata(t)
     rs -= rs.mean()
     rt -= rt.mean()
