@@ -146,6 +146,21 @@ typedef struct {
 
 static int *walk_begin(Walk *w, int n, int nc, double cap, double llb_cap, int go_on);
 
+/* PyLong_AsLong, read in place for an exact int of at most one digit (CPython 3.11's
+ * layout: a step's ints are small); anything else (larger, a subclass, another version)
+ * through PyLong_AsLong itself: the same value or the same error */
+static inline long as_long(PyObject *o) {
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+    if (PyLong_CheckExact(o)) {
+        Py_ssize_t sz = Py_SIZE(o);
+        if (sz == 0) return 0;
+        if (sz == 1) return (long)((PyLongObject *)o)->ob_digit[0];
+        if (sz == -1) return -(long)((PyLongObject *)o)->ob_digit[0];
+    }
+#endif
+    return PyLong_AsLong(o);
+}
+
 static int bad(const char *msg) {
     PyErr_SetString(PyExc_ValueError, msg);
     return -1;
@@ -446,6 +461,8 @@ static const Edge *edge(Walk *w, int e) {
     Edge *E = &w->ed[e];
     if (E->done) return E;
     E->done = 1;
+    memset(E->sb, 0, sizeof(double) * (size_t)w->nc);  /* (not zeroed when carved: walk_prepare) */
+    memset(E->fbm, 0, (size_t)w->nc);
     const Step *src = &w->st[w->ge_src[e]], *dst = &w->st[w->ge_dst[e]];
     double *out = E->sb;
     if (src->sb) {
@@ -945,7 +962,7 @@ static int ints(Walk *w, PyObject *obj, int **out, int *n) {
         return -1;
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(f, i));
+        long v = as_long(PySequence_Fast_GET_ITEM(f, i));
         if (v == -1 && PyErr_Occurred()) {
             Py_DECREF(f);
             return -1;
@@ -979,14 +996,23 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
             n_flat += (int)PyTuple_GET_SIZE(part);
         }
     }
-    s->parts = (Part *)wa(w, sizeof(Part) * (size_t)(n_parts ? n_parts : 1), 1);
-    int *flat = (int *)wa(w, sizeof(int) * (size_t)(n_flat ? n_flat : 1), 0);
-    s->res = (double *)wa(w, sizeof(double) * (size_t)nc, 1);
-    s->has = (unsigned char *)wa(w, (size_t)nc, 1);
-    if (!s->parts || !flat || !s->res || !s->has) {
+    /* one piece of the arena for the step's arrays: the parts, the result per core (zeroed),
+     * the flat cores, each part's cores (a part of the previous piece's parts shares
+     * its), whether a core has a piece (zeroed) */
+    size_t z_parts = sizeof(Part) * (size_t)(n_parts ? n_parts : 1);
+    size_t z_res = sizeof(double) * (size_t)nc, z_flat = sizeof(int) * (size_t)(n_flat ? n_flat : 1);
+    char *mem = (char *)wa(w, z_parts + z_res + 2 * z_flat + (size_t)nc, 0);
+    if (!mem) {
         PyErr_NoMemory();
         return -1;  /* freed with the walk (free_walk) */
     }
+    s->parts = (Part *)mem;
+    s->res = (double *)(mem + z_parts);
+    int *flat = (int *)(mem + z_parts + z_res);
+    int *part_cores = (int *)(mem + z_parts + z_res + z_flat);
+    s->has = (unsigned char *)(mem + z_parts + z_res + 2 * z_flat);
+    memset(s->res, 0, z_res);
+    memset(s->has, 0, (size_t)nc);
     s->n_parts = n_parts;
     long long total = 0;
     int pi = 0, fi = 0, prev = 0;
@@ -1004,10 +1030,11 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
             P->lo = first + p * spp;
             P->hi = P->lo + spp;
             P->n = (int)PyTuple_GET_SIZE(part);
-            P->cores = same ? same[p].cores : (int *)wa(w, sizeof(int) * (size_t)P->n, 0);
-            if (!P->cores) {
-                PyErr_NoMemory();
-                return -1;
+            if (same) {
+                P->cores = same[p].cores;
+            } else {
+                P->cores = part_cores;
+                part_cores += P->n;
             }
             double share = (double)spp / P->n;  /* compiler.layout.samples_per_core */
             for (int q = 0; q < P->n; q++) {
@@ -1018,7 +1045,7 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
                     bad("core: an int");
                     return -1;
                 }
-                long c = same ? P->cores[q] : PyLong_AsLong(core);
+                long c = same ? P->cores[q] : as_long(core);
                 if (c < 0 || c >= nc) {
                     if (!PyErr_Occurred()) bad("core out of range");
                     return -1;
@@ -1031,8 +1058,15 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
             }
         }
     }
-    for (int c = 0; c < nc; c++)
-        if (s->has[c]) s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
+    if (w->small) {  /* the cores that have a piece are the mask's bits */
+        for (Mask b = s->cmask; b; b &= b - 1) {
+            int c = __builtin_ctzll(b);
+            s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
+        }
+    } else {
+        for (int c = 0; c < nc; c++)
+            if (s->has[c]) s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
+    }
     s->total = (double)(total * s->sb + s->fb);
     /* sorted by first sample (part_ranges); insertion sort keeps equal ones in order */
     for (int a = 1; a < n_parts; a++) {
@@ -1051,10 +1085,21 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
         s->n_cores = n_flat;
     } else {
         int m = 0;
-        for (int q = 0; q < n_flat; q++) {
-            int seen = 0;
-            for (int r = 0; r < m && !seen; r++) seen = flat[r] == flat[q];
-            if (!seen) flat[m++] = flat[q];
+        if (w->small) {  /* cores below 64: the ones met as bits */
+            Mask met = 0;
+            for (int q = 0; q < n_flat; q++) {
+                Mask bit = (Mask)1 << flat[q];
+                if (!(met & bit)) {
+                    met |= bit;
+                    flat[m++] = flat[q];
+                }
+            }
+        } else {
+            for (int q = 0; q < n_flat; q++) {
+                int seen = 0;
+                for (int r = 0; r < m && !seen; r++) seen = flat[r] == flat[q];
+                if (!seen) flat[m++] = flat[q];
+            }
         }
         s->n_cores = m;
     }
@@ -1118,8 +1163,8 @@ static int step_inputs(Walk *w, Step *s, PyObject *obj) {
         PyObject *it = PySequence_Fast_GET_ITEM(ins, q);
         long tensor = -1, sbit = -2;
         if (PyTuple_Check(it) && PyTuple_GET_SIZE(it) == 2) {
-            tensor = PyLong_AsLong(PyTuple_GET_ITEM(it, 0));
-            sbit = PyLong_AsLong(PyTuple_GET_ITEM(it, 1));
+            tensor = as_long(PyTuple_GET_ITEM(it, 0));
+            sbit = as_long(PyTuple_GET_ITEM(it, 1));
         }
         if (PyErr_Occurred() || tensor < 0 || tensor > INT_MAX || sbit < -1 || sbit >= MAX_STREAMED) {
             Py_DECREF(ins);
@@ -1311,11 +1356,12 @@ static int walk_prepare(Walk *w, int n, int *is_out) {
     }
     int n_rd = (int)n_rd_all;
     w->n_edges = n_rd;
-    w->ed = (Edge *)wa(w, sizeof(Edge) * (size_t)(n_rd ? n_rd : 1), 1);
+    /* (not zeroed: each edge's `done` is cleared below, its tables when first made, edge()) */
+    w->ed = (Edge *)wa(w, sizeof(Edge) * (size_t)(n_rd ? n_rd : 1), 0);
     w->ge_src = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
     w->ge_dst = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
-    edge_mem = (double *)wa(w, sizeof(double) * (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
-    edge_fbm = (unsigned char *)wa(w, (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
+    edge_mem = (double *)wa(w, sizeof(double) * (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 0);
+    edge_fbm = (unsigned char *)wa(w, (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 0);
     if (!w->ed || !w->ge_src || !w->ge_dst || !edge_mem || !edge_fbm) {
         PyErr_NoMemory();
         return -1;
@@ -1335,6 +1381,7 @@ static int walk_prepare(Walk *w, int n, int *is_out) {
             for (int q = 0; q < s->n_reads; q++, g++) {
                 w->ge_src[g] = s->reads[q];
                 w->ge_dst[g] = j;
+                w->ed[g].done = 0;
                 w->ed[g].sb = edge_mem + (size_t)g * nc;
                 w->ed[g].fbm = edge_fbm + (size_t)g * nc;
                 s->redges[q] = s->kind == K_GROUP ? g : -1;
@@ -1368,16 +1415,17 @@ static int walk_prepare(Walk *w, int n, int *is_out) {
     w->rd_j = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
     w->rd_e = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
     w->scope = (int *)wa(w, sizeof(int) * un, 0);
-    w->resident = (int *)wa(w, sizeof(int) * un, 1);
-    w->l1_live = (double *)wa(w, sizeof(double) * unc, 1);
-    w->future = (double *)wa(w, sizeof(double) * (size_t)(n ? n : 1) * unc, 1);
-    w->peak_l1 = (double *)wa(w, sizeof(double) * unc, 1);
+    /* the run's state: cleared by every run (walk_run), not here */
+    w->resident = (int *)wa(w, sizeof(int) * un, 0);
+    w->l1_live = (double *)wa(w, sizeof(double) * unc, 0);
+    w->future = (double *)wa(w, sizeof(double) * (size_t)(n ? n : 1) * unc, 0);
+    w->peak_l1 = (double *)wa(w, sizeof(double) * unc, 0);
     w->stamp = (int *)wa(w, sizeof(int) * un, 1);
     w->stamp2 = (unsigned char *)wa(w, unc, 1);
     w->staying = (double *)wa(w, sizeof(double) * unc, 1);
-    w->mask_out = (Mask *)wa(w, sizeof(Mask) * un, 1);
-    w->held_out = (int *)wa(w, sizeof(int) * un, 1);
-    w->usage = (double *)wa(w, sizeof(double) * (total_usage + 1), 1);
+    w->mask_out = (Mask *)wa(w, sizeof(Mask) * un, 0);  /* (the run's too) */
+    w->held_out = (int *)wa(w, sizeof(int) * un, 0);
+    w->usage = (double *)wa(w, sizeof(double) * (total_usage + 1), 0);
     w->usage_ptr = (int *)wa(w, sizeof(int) * un, 1);
     int *scratch = (int *)wa(w, sizeof(int) * un, 1);
     w->next_group = (int *)wa(w, sizeof(int) * (un + 1), 0);
@@ -1662,10 +1710,10 @@ fail:
     return NULL;
 }
 
-static long item_long(PyObject *t, Py_ssize_t i) { return PyLong_AsLong(PyTuple_GET_ITEM(t, i)); }
+static long item_long(PyObject *t, Py_ssize_t i) { return as_long(PyTuple_GET_ITEM(t, i)); }
 
 static int scope_code(PyObject *obj, int lo, int hi, int *out) {
-    long v = PyLong_AsLong(obj);
+    long v = as_long(obj);
     if (v == -1 && PyErr_Occurred()) return -1;
     if (v < lo || v > hi) return bad("scope code out of range");
     *out = (int)v;
@@ -1678,7 +1726,7 @@ static int packed_kind(Step *s, int j, PyObject *tprod, PyObject *pwants) {
     if (j < 0 || j >= PyList_GET_SIZE(tprod)) return bad("transfer out of range");
     PyObject *po = PyList_GET_ITEM(tprod, j);
     if (!PyLong_Check(po)) return bad("producer: an int");
-    long p = PyLong_AsLong(po);
+    long p = as_long(po);
     if (p == -1 && PyErr_Occurred()) return -1;
     if (p < -1 || p >= PyList_GET_SIZE(pwants)) return bad("producer out of range");
     if (p < 0) {
@@ -1951,7 +1999,7 @@ static PyObject *walk_kept(Walk *wp, int n, int *is_out, const int *rf, PyObject
         if (w->st[k].kind == K_TRANSFER) {  /* its producer, checked when the step was parsed */
             int j = -1 - rf[2 * k];
             PyObject *po = j >= 0 && j < PyList_GET_SIZE(tprod) ? PyList_GET_ITEM(tprod, j) : NULL;
-            long p = po && PyLong_Check(po) ? PyLong_AsLong(po) : -1;
+            long p = po && PyLong_Check(po) ? as_long(po) : -1;
             if (p < 0 || p >= n_pw) {
                 if (!PyErr_Occurred()) bad("producer out of range");
                 goto fail;
