@@ -52,51 +52,70 @@ typedef struct {
     int *cores;
 } Part;
 
+/* (the ints first, then the 8-byte fields: no padding; the steps are zeroed for every walk) */
 typedef struct {
     int kind;
     int want;      /* 0..2, or 3 = auto (the slowest source) */
     int allowed;   /* bit mask of scopes the op may write */
     int init;      /* initial scope (fixed steps commit it) */
     int n_reads;
-    int *reads;
-    int *redges;   /* per read: its global read index (group readers), -1: none */
     int n_parts;   /* parts of the layout, sorted by first sample (compiler.layout.part_ranges) */
-    Part *parts;
-    long sb, fb;   /* bytes per sample, fixed bytes of the result */
     int tensor;    /* code of the tensor it provides */
     int n_cores;   /* group: flattened parts; transfer: distinct cores of the layout */
+    int n_inputs;
+    int n_work;    /* 4 << streamable (a list table), 0 (a dict table: wider groups) */
+    int wide;      /* the table is a dict (more than LIST_STREAMED streamable inputs) */
+    int has_bounds;        /* least / most: the bounds of its working set (bounds()), known */
+    int *reads;
+    int *redges;   /* per read: its global read index (group readers), -1: none */
+    Part *parts;
+    long sb, fb;   /* bytes per sample, fixed bytes of the result */
     int *cores;
     double *res;   /* per core: bytes of the result in L1 (0 where absent) */
     unsigned char *has;  /* per core: the result has a piece there */
     Mask cmask;    /* the same as bits when the cluster has at most 64 cores (Walk.small) */
     double total;  /* bytes of the result in the LLB */
-    int n_inputs;
     Input *inputs;
-    int n_work;    /* 4 << streamable (a list table), 0 (a dict table: wider groups) */
     PyObject *table;       /* borrowed: the shared Python table (a list, None: not computed
                             * yet; or a dict, absent: not computed yet) */
     PyObject *filler;      /* borrowed: filler(index) -> float, the Python definition */
     Mask full;     /* mask of every streamable input */
-    int wide;      /* the table is a dict (more than LIST_STREAMED streamable inputs) */
     double tiles;  /* group: weight tiles in the LLB while it runs (compiler.capacity.llb_weight_tiles) */
     /* the working set computed here (ws_compute) instead of by the filler: a list table
      * whose chunk shape adds no halo or attention term; parsed on first use */
     PyObject *ws;          /* borrowed: the step's `ws` definition, NULL: the filler only */
-    int ws_parsed;
-    long long ws_spp, ws_cpp, ws_tile, ws_osb, ws_ofb;
-    int ws_n;              /* streamable inputs, in order of tensor name */
-    int *ws_bit;
-    long long *ws_sb, *ws_fb;
-    double *ws_win;        /* a windowed reader's whole window of rows */
-    unsigned char *ws_has_win;
-    PyObject *ws_prof;     /* borrowed: the op set's profiles by entry index (None: not yet) */
-    PyObject *ws_profiler; /* borrowed: profiler(index) -> the profile packed (int64 pairs) */
-    /* the op set's chain rows packed (search_space/_cfoot.py; NULL: the profiler computes
-     * profiles) and, for a shape with a halo or attention term, its per-slot values */
-    PyObject *ws_pack, *ws_hv, *ws_av;
-    int has_bounds;        /* least / most: the bounds of its working set (bounds()), known */
+    struct WsDef *wd;      /* `ws` parsed (parse_ws), NULL: not yet; apart from the step so
+                            * the steps stay small */
     double least, most;
 } Step;
+
+/* a step's `ws` definition parsed (parse_ws; malloc'd, freed with the walk: free_ws) */
+typedef struct WsDef {
+    int parsed;
+    long long spp, cpp, tile, osb, ofb;
+    int n;                 /* streamable inputs, in order of tensor name */
+    int *bit;
+    long long *sb, *fb;
+    double *win;           /* a windowed reader's whole window of rows */
+    unsigned char *has_win;
+    PyObject *prof;        /* borrowed: the op set's profiles by entry index (None: not yet) */
+    PyObject *profiler;    /* borrowed: profiler(index) -> the profile packed (int64 pairs) */
+    /* the op set's chain rows packed (search_space/_cfoot.py; NULL: the profiler computes
+     * profiles) and, for a shape with a halo or attention term, its per-slot values */
+    PyObject *pack, *hv, *av;
+} WsDef;
+
+static void free_ws(Step *s) {
+    WsDef *d = s->wd;
+    if (!d) return;
+    free(d->bit);
+    free(d->sb);
+    free(d->fb);
+    free(d->win);
+    free(d->has_win);
+    free(d);
+    s->wd = NULL;
+}
 
 typedef struct {
     int done;
@@ -265,9 +284,13 @@ static long long ceil_div(long long a, long long b) {
  * (halo values, attention values) packed or None]). */
 static int parse_ws(Step *s) {
     PyObject *ws = s->ws;
+    if (!s->wd && !(s->wd = (WsDef *)calloc(1, sizeof(WsDef)))) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (!PyTuple_Check(ws) || (PyTuple_GET_SIZE(ws) != 7 && PyTuple_GET_SIZE(ws) != 9))
         return bad("ws: a 7- or 9-tuple");
-    s->ws_pack = s->ws_hv = s->ws_av = NULL;
+    s->wd->pack = s->wd->hv = s->wd->av = NULL;
     if (PyTuple_GET_SIZE(ws) == 9) {
         PyObject *pack = PyTuple_GET_ITEM(ws, 7), *hx = PyTuple_GET_ITEM(ws, 8);
         if (pack != Py_None) {
@@ -275,58 +298,58 @@ static int parse_ws(Step *s) {
                 || cprof_chains((const long long *)PyBytes_AS_STRING(pack),
                                 PyBytes_GET_SIZE(pack) / (Py_ssize_t)sizeof(long long)) < 0)
                 return bad("ws: chain rows packed as int64");
-            s->ws_pack = pack;
+            s->wd->pack = pack;
         }
         if (hx != Py_None) {
-            if (!s->ws_pack || !PyTuple_Check(hx) || PyTuple_GET_SIZE(hx) != 2
+            if (!s->wd->pack || !PyTuple_Check(hx) || PyTuple_GET_SIZE(hx) != 2
                 || !PyBytes_Check(PyTuple_GET_ITEM(hx, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(hx, 1))
                 || PyBytes_GET_SIZE(PyTuple_GET_ITEM(hx, 0)) != PyBytes_GET_SIZE(PyTuple_GET_ITEM(hx, 1))
                 || PyBytes_GET_SIZE(PyTuple_GET_ITEM(hx, 0))
-                       != (Py_ssize_t)sizeof(double) * ((const long long *)PyBytes_AS_STRING(s->ws_pack))[2])
+                       != (Py_ssize_t)sizeof(double) * ((const long long *)PyBytes_AS_STRING(s->wd->pack))[2])
                 return bad("ws: halo and attention values, one double per slot, with chain rows");
-            s->ws_hv = PyTuple_GET_ITEM(hx, 0);
-            s->ws_av = PyTuple_GET_ITEM(hx, 1);
+            s->wd->hv = PyTuple_GET_ITEM(hx, 0);
+            s->wd->av = PyTuple_GET_ITEM(hx, 1);
         }
     }
-    s->ws_prof = PyTuple_GET_ITEM(ws, 0);
-    s->ws_profiler = PyTuple_GET_ITEM(ws, 1);
-    if (!PyList_Check(s->ws_prof) || PyList_GET_SIZE(s->ws_prof) != s->n_work)
+    s->wd->prof = PyTuple_GET_ITEM(ws, 0);
+    s->wd->profiler = PyTuple_GET_ITEM(ws, 1);
+    if (!PyList_Check(s->wd->prof) || PyList_GET_SIZE(s->wd->prof) != s->n_work)
         return bad("ws: a profile list as long as the work table");
-    if (!PyCallable_Check(s->ws_profiler)) return bad("ws: a callable profiler");
-    s->ws_spp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 2));
-    s->ws_cpp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 3));
-    s->ws_tile = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 4));
-    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ws, 5), "LL", &s->ws_osb, &s->ws_ofb)) return -1;
+    if (!PyCallable_Check(s->wd->profiler)) return bad("ws: a callable profiler");
+    s->wd->spp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 2));
+    s->wd->cpp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 3));
+    s->wd->tile = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 4));
+    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ws, 5), "LL", &s->wd->osb, &s->wd->ofb)) return -1;
     if (PyErr_Occurred()) return -1;
-    if (s->ws_cpp <= 0 || s->ws_spp < 0) return bad("ws: samples or cores out of range");
+    if (s->wd->cpp <= 0 || s->wd->spp < 0) return bad("ws: samples or cores out of range");
     PyObject *bits = PyTuple_GET_ITEM(ws, 6);
     if (!PyTuple_Check(bits)) return bad("ws: a tuple of streamable inputs");
     int n = (int)PyTuple_GET_SIZE(bits);
-    s->ws_n = n;
+    s->wd->n = n;
     /* an earlier parse of this step that failed after its mallocs left them (review) */
-    free(s->ws_bit); free(s->ws_sb); free(s->ws_fb); free(s->ws_win); free(s->ws_has_win);
-    s->ws_bit = (int *)malloc(sizeof(int) * (n ? n : 1));
-    s->ws_sb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
-    s->ws_fb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
-    s->ws_win = (double *)calloc(n ? n : 1, sizeof(double));
-    s->ws_has_win = (unsigned char *)calloc(n ? n : 1, 1);
-    if (!s->ws_bit || !s->ws_sb || !s->ws_fb || !s->ws_win || !s->ws_has_win) {
+    free(s->wd->bit); free(s->wd->sb); free(s->wd->fb); free(s->wd->win); free(s->wd->has_win);
+    s->wd->bit = (int *)malloc(sizeof(int) * (n ? n : 1));
+    s->wd->sb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
+    s->wd->fb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
+    s->wd->win = (double *)calloc(n ? n : 1, sizeof(double));
+    s->wd->has_win = (unsigned char *)calloc(n ? n : 1, 1);
+    if (!s->wd->bit || !s->wd->sb || !s->wd->fb || !s->wd->win || !s->wd->has_win) {
         PyErr_NoMemory();
         return -1;  /* freed with the walk (free_walk / py_working_set) */
     }
     for (int q = 0; q < n; q++) {
         PyObject *win;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(bits, q), "iLLO", &s->ws_bit[q], &s->ws_sb[q],
-                              &s->ws_fb[q], &win))
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(bits, q), "iLLO", &s->wd->bit[q], &s->wd->sb[q],
+                              &s->wd->fb[q], &win))
             return -1;
-        if (s->ws_bit[q] < 0 || s->ws_bit[q] >= LIST_STREAMED) return bad("ws: bit out of range");
+        if (s->wd->bit[q] < 0 || s->wd->bit[q] >= LIST_STREAMED) return bad("ws: bit out of range");
         if (win != Py_None) {
-            s->ws_win[q] = PyFloat_AsDouble(win);
+            s->wd->win[q] = PyFloat_AsDouble(win);
             if (PyErr_Occurred()) return -1;
-            s->ws_has_win[q] = 1;
+            s->wd->has_win[q] = 1;
         }
     }
-    s->ws_parsed = 1;
+    s->wd->parsed = 1;
     return 0;
 }
 
@@ -337,16 +360,16 @@ static int parse_ws(Step *s) {
  * shape-independent) comes from the op set's table, or from the profiler the first time. */
 static double ws_compute(Walk *w, Step *s, Mask i) {
     if (w->failed) return 0.0;
-    if (!s->ws_parsed && parse_ws(s)) {
+    if ((!s->wd || !s->wd->parsed) && parse_ws(s)) {
         w->failed = 1;
         return 0.0;
     }
-    PyObject *p = PyList_GET_ITEM(s->ws_prof, i);
+    PyObject *p = PyList_GET_ITEM(s->wd->prof, i);
     long long *raw = NULL;  /* the walk's unpruned points: computed for a new profile or a halo */
-    const long long *pk = s->ws_pack ? (const long long *)PyBytes_AS_STRING(s->ws_pack) : NULL;
-    Py_ssize_t npk = s->ws_pack ? PyBytes_GET_SIZE(s->ws_pack) / (Py_ssize_t)sizeof(long long) : 0;
+    const long long *pk = s->wd->pack ? (const long long *)PyBytes_AS_STRING(s->wd->pack) : NULL;
+    Py_ssize_t npk = s->wd->pack ? PyBytes_GET_SIZE(s->wd->pack) / (Py_ssize_t)sizeof(long long) : 0;
     int nc = pk ? cprof_chains(pk, npk) : 0;
-    if (pk && (p == Py_None || s->ws_hv)) {
+    if (pk && (p == Py_None || s->wd->hv)) {
         raw = (long long *)malloc(sizeof(long long) * 6 * (size_t)(nc ? nc : 1));
         if (!raw) {
             PyErr_NoMemory();
@@ -367,14 +390,14 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
         memcpy(sorted, raw, sizeof(long long) * 2 * (size_t)nc);
         Py_ssize_t k = cprof_prune(sorted, nc, kept);
         p = PyBytes_FromStringAndSize((const char *)kept, (Py_ssize_t)sizeof(long long) * 2 * k);
-        if (!p || PyList_SetItem(s->ws_prof, i, p)) {  /* steals p */
+        if (!p || PyList_SetItem(s->wd->prof, i, p)) {  /* steals p */
             free(raw);
             w->failed = 1;
             return 0.0;
         }
         Py_INCREF(p);
     } else if (p == Py_None) {
-        p = PyObject_CallFunction(s->ws_profiler, "K", i);
+        p = PyObject_CallFunction(s->wd->profiler, "K", i);
         if (!p) {
             w->failed = 1;
             return 0.0;
@@ -391,18 +414,18 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
     }
     const long long *pr = (const long long *)PyBytes_AS_STRING(p);
     Py_ssize_t np = PyBytes_GET_SIZE(p) / (Py_ssize_t)(2 * sizeof(long long));
-    long long spp = s->ws_spp, cpp = s->ws_cpp, tile = s->ws_tile, peak = 0;
+    long long spp = s->wd->spp, cpp = s->wd->cpp, tile = s->wd->tile, peak = 0;
     for (Py_ssize_t q = 0; q < np; q++) {
         long long v = ceil_div(pr[2 * q] * spp, cpp) + pr[2 * q + 1];
         if (v > peak) peak = v;
     }
     Py_DECREF(p);
     double work = (double)peak;
-    if (s->ws_hv) {  /* a windowed op's halo rows, attention's busiest core (capacity._work) */
+    if (s->wd->hv) {  /* a windowed op's halo rows, attention's busiest core (capacity._work) */
         work = cprof_halo(pk, npk, i >> 2, raw, spp, cpp,
-                          (const double *)PyBytes_AS_STRING(s->ws_hv),
-                          (const double *)PyBytes_AS_STRING(s->ws_av),
-                          PyBytes_GET_SIZE(s->ws_hv) / (Py_ssize_t)sizeof(double), work);
+                          (const double *)PyBytes_AS_STRING(s->wd->hv),
+                          (const double *)PyBytes_AS_STRING(s->wd->av),
+                          PyBytes_GET_SIZE(s->wd->hv) / (Py_ssize_t)sizeof(double), work);
         if (work < 0.0) {
             free(raw);
             w->failed = 1;
@@ -413,16 +436,16 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
     free(raw);
     Mask mask = i >> 2;
     double buffers = 0.0;
-    for (int q = 0; q < s->ws_n; q++) {
-        if (!(mask >> s->ws_bit[q] & 1)) continue;
-        long long piece = ceil_div(s->ws_sb[q] * spp, cpp) + s->ws_fb[q];
+    for (int q = 0; q < s->wd->n; q++) {
+        if (!(mask >> s->wd->bit[q] & 1)) continue;
+        long long piece = ceil_div(s->wd->sb[q] * spp, cpp) + s->wd->fb[q];
         if (tile < piece) piece = tile;
         double buf = 2.0 * (double)piece;
-        if (s->ws_has_win[q] && s->ws_win[q] + (double)piece > buf) buf = s->ws_win[q] + (double)piece;
+        if (s->wd->has_win[q] && s->wd->win[q] + (double)piece > buf) buf = s->wd->win[q] + (double)piece;
         buffers += buf;
     }
     if (i >> 1 & 1) {
-        long long piece = ceil_div(s->ws_osb * spp, cpp) + s->ws_ofb;
+        long long piece = ceil_div(s->wd->osb * spp, cpp) + s->wd->ofb;
         if (tile < piece) piece = tile;
         buffers += 2.0 * (double)piece;
     }
@@ -1258,14 +1281,7 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
 
 static void free_walk(Walk *w) {
     if (w->st) {
-        for (int k = 0; k < w->n; k++) {  /* what parse_ws malloc'd */
-            Step *s = &w->st[k];
-            free(s->ws_bit);
-            free(s->ws_sb);
-            free(s->ws_fb);
-            free(s->ws_win);
-            free(s->ws_has_win);
-        }
+        for (int k = 0; k < w->n; k++) free_ws(&w->st[k]);  /* what parse_ws malloc'd */
     }
     w->st = NULL;
     arena_free(w);
@@ -2096,11 +2112,7 @@ static PyObject *py_working_set(PyObject *self, PyObject *args) {
     st.ws = ws;
     st.n_work = n_work;
     double v = ws_compute(&w, &st, (Mask)i);
-    free(st.ws_bit);
-    free(st.ws_sb);
-    free(st.ws_fb);
-    free(st.ws_win);
-    free(st.ws_has_win);
+    free_ws(&st);
     if (w.failed) return NULL;
     return PyFloat_FromDouble(v);
 }
