@@ -289,7 +289,7 @@ static int breadth_order(D *d, const int *topo, int n_topo, int n_nodes, int *ou
 }
 
 static int get_int(PyObject *seq, Py_ssize_t i, int *v) {
-    long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+    long x = as_long(PySequence_Fast_GET_ITEM(seq, i));
     if (x == -1 && PyErr_Occurred()) return -1;
     if (x < INT_MIN || x > INT_MAX) { PyErr_SetString(PyExc_ValueError, "integer out of range"); return -1; }
     *v = (int)x;
@@ -300,7 +300,7 @@ static int get_int(PyObject *seq, Py_ssize_t i, int *v) {
 static int get_int_item(PyObject *list, Py_ssize_t i, int *v) {
     PyObject *o = PyList_GET_ITEM(list, i);
     if (!PyLong_Check(o)) { PyErr_SetString(PyExc_ValueError, "an int expected"); return -1; }
-    long x = PyLong_AsLong(o);
+    long x = as_long(o);
     if (x == -1 && PyErr_Occurred()) return -1;
     if (x < INT_MIN || x > INT_MAX) { PyErr_SetString(PyExc_ValueError, "integer out of range"); return -1; }
     *v = (int)x;

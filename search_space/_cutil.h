@@ -1,4 +1,4 @@
-/* Small helpers the compiled search core's modules share (search_space/_cdag.c,
+/* Small helpers the compiled search core's modules share (search_space/_cdag.c, _cwalk.c,
  * search_space/_canalyse.c): one definition each, included as static functions (every
  * extension module is its own shared object, so nothing is exported). */
 #ifndef GRAPHTUNE_CUTIL_H
@@ -10,9 +10,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* PyLong_AsLong, read in place for an exact int of at most one digit (CPython 3.11's layout:
+ * the tables' ints are small); anything else (larger, a subclass, another version) through
+ * PyLong_AsLong itself: the same value or the same error */
+static inline long as_long(PyObject *o) {
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+    if (PyLong_CheckExact(o)) {
+        Py_ssize_t sz = Py_SIZE(o);
+        if (sz == 0) return 0;
+        if (sz == 1) return (long)((PyLongObject *)o)->ob_digit[0];
+        if (sz == -1) return -(long)((PyLongObject *)o)->ob_digit[0];
+    }
+#endif
+    return PyLong_AsLong(o);
+}
+
 /* n + 1 zeroed items of sz bytes (one more: a zero-length table is still a pointer), NULL
  * when n is negative or the size overflows */
-static void *alloc_n(Py_ssize_t n, size_t sz) {
+static inline void *alloc_n(Py_ssize_t n, size_t sz) {
     if (n < 0 || (size_t)n + 1 > SIZE_MAX / sz) return NULL;
     return calloc((size_t)n + 1, sz);
 }
@@ -105,7 +120,7 @@ static inline void ar_free(Arena *a) {
  * (an entry out of range, past a C long too, or the wrong length), or the sequence's own
  * error; *n_out the length when not NULL. The caller frees it. Reads a snapshot (a tuple):
  * an item's __index__ that changes the caller's list cannot change what is read. */
-static int *int_array(PyObject *obj, Py_ssize_t want, long lo, long hi, Py_ssize_t *n_out) {
+static inline int *int_array(PyObject *obj, Py_ssize_t want, long lo, long hi, Py_ssize_t *n_out) {
     PyObject *seq = PySequence_Tuple(obj);
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -135,7 +150,7 @@ static int *int_array(PyObject *obj, Py_ssize_t want, long lo, long hi, Py_ssize
 }
 
 /* CSR offsets: n + 1 ascending entries from 0 to m */
-static int offsets_ok(const int *at, int n, Py_ssize_t m) {
+static inline int offsets_ok(const int *at, int n, Py_ssize_t m) {
     if (at[0] != 0 || at[n] != m) return 0;
     for (int i = 0; i < n; i++) if (at[i] > at[i + 1]) return 0;
     return 1;

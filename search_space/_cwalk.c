@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "_cprofile.h"
+#include "_cutil.h"  /* as_long */
 
 enum { L1 = 0, LLB = 1, DDR = 2 };
 
@@ -164,21 +165,6 @@ typedef struct {
 } Walk;
 
 static int *walk_begin(Walk *w, int n, int nc, double cap, double llb_cap, int go_on);
-
-/* PyLong_AsLong, read in place for an exact int of at most one digit (CPython 3.11's
- * layout: a step's ints are small); anything else (larger, a subclass, another version)
- * through PyLong_AsLong itself: the same value or the same error */
-static inline long as_long(PyObject *o) {
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
-    if (PyLong_CheckExact(o)) {
-        Py_ssize_t sz = Py_SIZE(o);
-        if (sz == 0) return 0;
-        if (sz == 1) return (long)((PyLongObject *)o)->ob_digit[0];
-        if (sz == -1) return -(long)((PyLongObject *)o)->ob_digit[0];
-    }
-#endif
-    return PyLong_AsLong(o);
-}
 
 static int bad(const char *msg) {
     PyErr_SetString(PyExc_ValueError, msg);
