@@ -162,6 +162,10 @@ typedef struct {
     int *usage_ptr;
     int *next_group;          /* per step j: the first group chunk step at or after j (n: none) */
     struct Block *arena;      /* every array of the walk (wa), freed at once (free_walk) */
+    /* the bindings (tuples of core tuples) read while the steps are parsed, by identity:
+     * each read once (bind_of); held (a reference each) until the parsing ends (binds_release) */
+    struct Bind *bm;
+    int bm_cap, bm_n;
 } Walk;
 
 static int *walk_begin(Walk *w, int n, int nc, double cap, double llb_cap, int go_on);
@@ -985,32 +989,138 @@ static int ints(Walk *w, PyObject *obj, int **out, int *n) {
 /* A step's layout: its pieces (first sample, samples per part, parts: a tuple of core
  * tuples each), sorted by first sample (compiler.layout.part_ranges), the bytes of its
  * result per core in L1 and in the LLB, and the cores its usage is counted on. */
+/* A binding read: its parts' core counts and cores (carved from the walk's arena). */
+typedef struct Bind {
+    PyObject *key;         /* the binding (a strong reference while the steps are parsed) */
+    int n_parts, n_flat;
+    int *pn;               /* per part: its cores */
+    int **pc;              /* per part: the cores */
+} Bind;
+
+static size_t bind_slot(PyObject *key, int cap) {
+    return (size_t)(((uintptr_t)key >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull) & (size_t)(cap - 1);
+}
+
+/* The binding `parts` (a tuple of parts, each a tuple of cores), read and checked once per
+ * walk: the steps of one group chunk and the transfers that follow it share the same tuple
+ * (identity: tuples of ints cannot change, and the reference held keeps the address
+ * from being reused by another while the steps are parsed). NULL: the error set. */
+static const Bind *bind_of(Walk *w, PyObject *parts) {
+    if (w->bm_n * 2 >= w->bm_cap) {  /* (also the first: no table yet) */
+        int cap = w->bm_cap ? w->bm_cap * 2 : 64;
+        Bind *t = (Bind *)wa(w, sizeof(Bind) * (size_t)cap, 1);
+        if (!t) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (int i = 0; i < w->bm_cap; i++)
+            if (w->bm[i].key) {
+                size_t h = bind_slot(w->bm[i].key, cap);
+                while (t[h].key) h = (h + 1) & (size_t)(cap - 1);
+                t[h] = w->bm[i];
+            }
+        w->bm = t;
+        w->bm_cap = cap;
+    }
+    size_t h = bind_slot(parts, w->bm_cap);
+    while (w->bm[h].key) {
+        if (w->bm[h].key == parts) return &w->bm[h];
+        h = (h + 1) & (size_t)(w->bm_cap - 1);
+    }
+    int nc = w->nc;
+    Py_ssize_t np = PyTuple_GET_SIZE(parts);
+    if (np > (1 << 16)) {
+        bad("piece: too many parts");
+        return NULL;
+    }
+    long long n_flat = 0;
+    for (Py_ssize_t p = 0; p < np; p++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, p);
+        if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0 || PyTuple_GET_SIZE(part) > nc) {
+            bad("part: a tuple of cores");
+            return NULL;
+        }
+        n_flat += PyTuple_GET_SIZE(part);
+    }
+    if (n_flat > (1 << 24)) {
+        bad("piece: too many cores");
+        return NULL;
+    }
+    Bind b;
+    b.n_parts = (int)np;
+    b.n_flat = (int)n_flat;
+    b.pn = (int *)wa(w, sizeof(int) * (size_t)(np ? np : 1), 0);
+    b.pc = (int **)wa(w, sizeof(int *) * (size_t)(np ? np : 1), 0);
+    int *cores = (int *)wa(w, sizeof(int) * (size_t)(n_flat ? n_flat : 1), 0);
+    if (!b.pn || !b.pc || !cores) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t p = 0; p < np; p++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, p);
+        b.pn[p] = (int)PyTuple_GET_SIZE(part);
+        b.pc[p] = cores;
+        for (int q = 0; q < b.pn[p]; q++) {
+            PyObject *core = PyTuple_GET_ITEM(part, q);
+            /* an exact int: no Python code (``__index__``) may run while the caller's
+             * borrowed row is read (it could free it) */
+            if (!PyLong_CheckExact(core)) {
+                bad("core: an int");
+                return NULL;
+            }
+            long c = as_long(core);
+            if (c < 0 || c >= nc) {
+                if (!PyErr_Occurred()) bad("core out of range");
+                return NULL;
+            }
+            *cores++ = (int)c;
+        }
+    }
+    b.key = Py_NewRef(parts);
+    w->bm[h] = b;
+    w->bm_n++;
+    return &w->bm[h];
+}
+
+/* the bindings' references dropped (the parsed steps keep their cores: the arena's) */
+static void binds_release(Walk *w) {
+    for (int i = 0; i < w->bm_cap; i++) Py_CLEAR(w->bm[i].key);
+    w->bm = NULL;
+    w->bm_cap = w->bm_n = 0;
+}
+
+/* A step's layout: its pieces (first sample, samples per part, parts: a tuple of core
+ * tuples each), sorted by first sample (compiler.layout.part_ranges), the bytes of its
+ * result per core in L1 and in the LLB, and the cores its usage is counted on. */
 static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long *spps,
                        PyObject *const *partss) {
     int nc = w->nc;
     int n_parts = 0, n_flat = 0;
+    Bind *bs = (Bind *)wa(w, sizeof(Bind) * (size_t)(npc ? npc : 1), 0);  /* (copies: the table may grow) */
+    if (!bs) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (int i = 0; i < npc; i++) {
         PyObject *parts = partss[i];
         if (!PyTuple_Check(parts)) return bad("piece: (first, spp, parts)");
         if (spps[i] < 0 || firsts[i] < 0) return bad("piece: negative samples");
-        /* counted in Py_ssize_t and bounded at every part: an int sum of 65,536 parts of
-         * 65,536 cores wraps to 0 before a check after the loop (review finding) */
-        if (PyTuple_GET_SIZE(parts) > (1 << 16) - n_parts) return bad("piece: too many parts");
-        n_parts += (int)PyTuple_GET_SIZE(parts);
-        for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
-            PyObject *part = PyTuple_GET_ITEM(parts, p);
-            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0 || PyTuple_GET_SIZE(part) > nc)
-                return bad("part: a tuple of cores");
-            if (PyTuple_GET_SIZE(part) > (1 << 24) - n_flat) return bad("piece: too many cores");
-            n_flat += (int)PyTuple_GET_SIZE(part);
-        }
+        const Bind *b = i > 0 && parts == partss[i - 1] ? &bs[i - 1] : bind_of(w, parts);
+        if (!b) return -1;
+        bs[i] = *b;
+        /* bounded at every piece: an int sum of 65,536 parts of 65,536 cores wraps to 0
+         * before a check after the loop (review finding) */
+        if (b->n_parts > (1 << 16) - n_parts) return bad("piece: too many parts");
+        n_parts += b->n_parts;
+        if (b->n_flat > (1 << 24) - n_flat) return bad("piece: too many cores");
+        n_flat += b->n_flat;
     }
     /* one piece of the arena for the step's arrays: the parts, the result per core (zeroed),
-     * the flat cores, each part's cores (a part of the previous piece's parts shares
-     * its), whether a core has a piece (zeroed) */
+     * the flat cores, whether a core has a piece (zeroed); each part's cores are its
+     * binding's */
     size_t z_parts = sizeof(Part) * (size_t)(n_parts ? n_parts : 1);
     size_t z_res = sizeof(double) * (size_t)nc, z_flat = sizeof(int) * (size_t)(n_flat ? n_flat : 1);
-    char *mem = (char *)wa(w, z_parts + z_res + 2 * z_flat + (size_t)nc, 0);
+    char *mem = (char *)wa(w, z_parts + z_res + z_flat + (size_t)nc, 0);
     if (!mem) {
         PyErr_NoMemory();
         return -1;  /* freed with the walk (free_walk) */
@@ -1018,49 +1128,26 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
     s->parts = (Part *)mem;
     s->res = (double *)(mem + z_parts);
     int *flat = (int *)(mem + z_parts + z_res);
-    int *part_cores = (int *)(mem + z_parts + z_res + z_flat);
-    s->has = (unsigned char *)(mem + z_parts + z_res + 2 * z_flat);
+    s->has = (unsigned char *)(mem + z_parts + z_res + z_flat);
     memset(s->res, 0, z_res);
     memset(s->has, 0, (size_t)nc);
     s->n_parts = n_parts;
     long long total = 0;
-    int pi = 0, fi = 0, prev = 0;
+    int pi = 0, fi = 0;
     for (int i = 0; i < npc; i++) {
         long first = firsts[i], spp = spps[i];
-        PyObject *parts = partss[i];
-        /* the previous piece's parts again (a transfer's dst chunks share one binding): its
-         * cores as read then (a tuple of tuples of ints: they cannot have changed since) */
-        const Part *same = i > 0 && parts == partss[i - 1] ? &s->parts[prev] : NULL;
-        prev = pi;
-        total += (long long)spp * PyTuple_GET_SIZE(parts);
-        for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
-            PyObject *part = PyTuple_GET_ITEM(parts, p);
+        const Bind *b = &bs[i];
+        total += (long long)spp * b->n_parts;
+        for (int p = 0; p < b->n_parts; p++) {
             Part *P = &s->parts[pi++];
             P->lo = first + p * spp;
             P->hi = P->lo + spp;
-            P->n = (int)PyTuple_GET_SIZE(part);
-            if (same) {
-                P->cores = same[p].cores;
-            } else {
-                P->cores = part_cores;
-                part_cores += P->n;
-            }
+            P->n = b->pn[p];
+            P->cores = b->pc[p];
             double share = (double)spp / P->n;  /* compiler.layout.samples_per_core */
             for (int q = 0; q < P->n; q++) {
-                PyObject *core = same ? NULL : PyTuple_GET_ITEM(part, q);
-                /* an exact int: no Python code (``__index__``) may run while the caller's
-                 * borrowed row is read (it could free it) */
-                if (core && !PyLong_CheckExact(core)) {
-                    bad("core: an int");
-                    return -1;
-                }
-                long c = same ? P->cores[q] : as_long(core);
-                if (c < 0 || c >= nc) {
-                    if (!PyErr_Occurred()) bad("core out of range");
-                    return -1;
-                }
-                P->cores[q] = (int)c;
-                flat[fi++] = (int)c;
+                int c = P->cores[q];  /* (checked when the binding was read: bind_of) */
+                flat[fi++] = c;
                 s->res[c] = s->res[c] + share;
                 s->has[c] = 1;
                 if (c < 64) s->cmask |= (Mask)1 << c;
@@ -1266,6 +1353,7 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
 }
 
 static void free_walk(Walk *w) {
+    binds_release(w);
     if (w->st) {
         for (int k = 0; k < w->n; k++) free_ws(&w->st[k]);  /* what parse_ws malloc'd */
     }
@@ -1305,6 +1393,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         w.n = k + 1;  /* what free_walk frees */
         if (parse_step(&w, &w.st[k], PySequence_Fast_GET_ITEM(steps, k), n, &is_out[k])) goto fail;
     }
+    binds_release(&w);  /* the steps are parsed */
     result = walk_steps(&w, n, is_out);  /* frees the walk (is_out with it) */
     Py_DECREF(steps);  /* the walk borrowed the tables it holds */
     return result;
@@ -1933,6 +2022,7 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
         if (rc) goto fail;
         is_out[k] = io[k] != 0;
     }
+    binds_release(&w);  /* the steps are parsed */
     if (keep) return walk_kept(&w, (int)n, is_out, rf, tprod, PyList_GET_SIZE(grows),
                                PyList_GET_SIZE(pwants), args);
     /* the rows stay alive while the walk borrows their tables: the caller holds them */
