@@ -1096,7 +1096,9 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
                        PyObject *const *partss) {
     int nc = w->nc;
     int n_parts = 0, n_flat = 0;
-    Bind *bs = (Bind *)wa(w, sizeof(Bind) * (size_t)(npc ? npc : 1), 0);  /* (copies: the table may grow) */
+    /* the pieces' bindings (copies: the table may grow), on the stack for a few pieces */
+    Bind few[8];
+    Bind *bs = npc <= 8 ? few : (Bind *)wa(w, sizeof(Bind) * (size_t)npc, 0);
     if (!bs) {
         PyErr_NoMemory();
         return -1;
