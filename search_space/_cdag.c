@@ -1223,9 +1223,11 @@ static PyObject *py_class_key(PyObject *self, PyObject *args) {
     if (!c) return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(ops_obj);
     if (n < 1) { PyErr_SetString(PyExc_ValueError, "an empty op set"); return NULL; }
-    int *ops = alloc_n(n, sizeof(int));
-    int *ext = alloc_n(c->n_tensors, sizeof(int));  /* outside tensors in order of first use */
-    int *rank = alloc_n(c->n_tensors, sizeof(int));
+    /* (not zeroed: each entry is written before it is read; the tensor-sized ones are
+     * mostly never touched) */
+    int *ops = alloc_raw(n, sizeof(int));
+    int *ext = alloc_raw(c->n_tensors, sizeof(int));  /* outside tensors in order of first use */
+    int *rank = alloc_raw(c->n_tensors, sizeof(int));
     PyObject *rows = NULL, *flags = NULL, *ranks = NULL, *names = NULL, *key = NULL, *result = NULL;
     if (!ops || !ext || !rank) { PyErr_NoMemory(); goto done; }
     if (c->gen == INT_MAX) {  /* stamps wrap: clear them */

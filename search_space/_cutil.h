@@ -10,6 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* alloc_n not zeroed (every entry written before it is read) */
+static inline void *alloc_raw(Py_ssize_t n, size_t sz) {
+    if (n < 0 || (size_t)n + 1 > SIZE_MAX / sz) return NULL;
+    return malloc(((size_t)n + 1) * sz);
+}
+
 /* PyLong_AsLong, read in place for an exact int of at most one digit (CPython 3.11's layout:
  * the tables' ints are small); anything else (larger, a subclass, another version) through
  * PyLong_AsLong itself: the same value or the same error */
