@@ -1,6 +1,6 @@
 """The compiled search core (search_space/_cwalk.c with _cprofile.c, search_space/_cdag.c,
-search_space/_cpart.c, search_space/_cshape.c, search_space/_canalyse.c; _cdag.c and
-_canalyse.c share search_space/_cutil.h),
+search_space/_cpart.c, search_space/_cshape.c, search_space/_canalyse.c; _cdag.c,
+_canalyse.c and _cwalk.c share search_space/_cutil.h),
 optional: without a C compiler the package installs and decoding runs in Python
 (search_space/_ccore.py warns once)."""
 
@@ -11,7 +11,7 @@ setup(
         Extension(
             "search_space._cwalk",
             ["search_space/_cwalk.c", "search_space/_cprofile.c"],
-            depends=["search_space/_cprofile.h"],
+            depends=["search_space/_cprofile.h", "search_space/_cutil.h"],
             # the same floating-point sums as the Python walk: no fused multiply-adds
             extra_compile_args=["-O2", "-ffp-contract=off"],
             optional=True,

@@ -62,11 +62,15 @@ enum { CONCAT = 0, SPLIT = 1 };
 
 typedef struct { int n, cap; int *v; } IntVec;
 
-static int iv_push(IntVec *a, int x) {
+/* a vector's memory is the call's arena (grown by a copy: the old array stays until the
+ * call ends): no malloc, realloc or free per vector */
+static int iv_push(Arena *ar, IntVec *a, int x) {
     if (a->n == a->cap) {
-        int cap = a->cap ? a->cap * 2 : 8;
-        int *v = realloc(a->v, sizeof(int) * (size_t)cap);
+        int cap = a->cap ? a->cap * 2 : 4;
+        if (cap < 0) return -1;
+        int *v = ar_alloc(ar, sizeof(int) * (size_t)cap);
         if (!v) return -1;
+        if (a->n) memcpy(v, a->v, sizeof(int) * (size_t)a->n);
         a->v = v;
         a->cap = cap;
     }
@@ -79,7 +83,7 @@ typedef struct { int n, cap; Prov *v; } ProvVec;
 
 typedef struct {
     int kind, tensor, sf, df;
-    IntVec src, dst;
+    int s0, sn, d0, dn;  /* source chunks s0 .. s0 + sn - 1, destination chunks d0 .. */
     int bind_g, bind_c;
 } Tr;
 
@@ -96,6 +100,7 @@ typedef struct {
     Tr *tr;
     int n_tr, cap_tr;
     int err;
+    Arena ar;                     /* every array of the call (ar_free frees them at once) */
 } D;
 
 /* providers.get((t, f, c)): the node, or -1 */
@@ -112,9 +117,10 @@ static void prov_set(D *d, int t, int f, int c, int node) {
     for (int i = 0; i < p->n; i++)
         if (p->v[i].f == f && p->v[i].c == c) { p->v[i].node = node; return; }
     if (p->n == p->cap) {
-        int cap = p->cap ? p->cap * 2 : 8;
-        Prov *v = realloc(p->v, sizeof(Prov) * (size_t)cap);
+        int cap = p->cap ? p->cap * 2 : 4;
+        Prov *v = ar_alloc(&d->ar, sizeof(Prov) * (size_t)cap);
         if (!v) { d->err = 1; return; }
+        if (p->n) memcpy(v, p->v, sizeof(Prov) * (size_t)p->n);
         p->v = v;
         p->cap = cap;
     }
@@ -138,36 +144,37 @@ static void add_transfer(D *d, int kind, int t, int sf, int df, int s0, int s1, 
     if (d->err) return;
     if (d->n_tr == d->cap_tr) {
         int cap = d->cap_tr ? d->cap_tr * 2 : 16;
-        Tr *v = realloc(d->tr, sizeof(Tr) * (size_t)cap);
-        IntVec *dv = realloc(d->deps, sizeof(IntVec) * (size_t)(d->n_group_nodes + cap));
-        if (v) d->tr = v;
-        if (dv) d->deps = dv;
+        if (cap > INT_MAX / 2 - d->n_group_nodes) { d->err = 1; return; }
+        Tr *v = ar_alloc(&d->ar, sizeof(Tr) * (size_t)cap);
+        IntVec *dv = ar_alloc(&d->ar, sizeof(IntVec) * (size_t)(d->n_group_nodes + cap));
         if (!v || !dv) { d->err = 1; return; }
-        memset(d->deps + d->n_group_nodes + d->cap_tr, 0, sizeof(IntVec) * (size_t)(cap - d->cap_tr));
+        if (d->n_tr) memcpy(v, d->tr, sizeof(Tr) * (size_t)d->n_tr);
+        memcpy(dv, d->deps, sizeof(IntVec) * (size_t)(d->n_group_nodes + d->cap_tr));
+        memset(dv + d->n_group_nodes + d->cap_tr, 0, sizeof(IntVec) * (size_t)(cap - d->cap_tr));
+        d->tr = v;
+        d->deps = dv;
         d->cap_tr = cap;
     }
     int tmp = d->n_tr++;  /* the counter advances before the sources are provided */
     Tr *tr = &d->tr[tmp];
     memset(tr, 0, sizeof(Tr));
     tr->kind = kind; tr->tensor = t; tr->sf = sf; tr->df = df;
-    for (int i = s0; i < s1; i++)
-        if (iv_push(&d->tr[tmp].src, i)) { d->err = 1; return; }
-    for (int i = d0; i < d1; i++)
-        if (iv_push(&d->tr[tmp].dst, i)) { d->err = 1; return; }
+    tr->s0 = s1 > s0 ? s0 : 0; tr->sn = s1 > s0 ? s1 - s0 : 0;
+    tr->d0 = d1 > d0 ? d0 : 0; tr->dn = d1 > d0 ? d1 - d0 : 0;
     int node = d->n_group_nodes + tmp;
     int first_g = -1, first_c = 0;  /* src_places[0]: the first source that is a group chunk */
     for (int i = s0; i < s1; i++) {
         int n = provide(d, t, sf, i, -1);
         if (d->err) return;
         if (n < 0) continue;
-        if (iv_push(&d->deps[node], n)) { d->err = 1; return; }
+        if (iv_push(&d->ar, &d->deps[node], n)) { d->err = 1; return; }
         if (first_g < 0 && n < d->n_group_nodes) {
             int g = d->gof[n];
             first_g = g;
             first_c = n - d->gbase[g];
         }
     }
-    if (iv_push(&d->ins, node)) { d->err = 1; return; }
+    if (iv_push(&d->ar, &d->ins, node)) { d->err = 1; return; }
     tr = &d->tr[tmp];  /* provide() may have grown the array */
     if (bind_g >= 0) { tr->bind_g = bind_g; tr->bind_c = bind_c; }
     else if (first_g >= 0) { tr->bind_g = first_g; tr->bind_c = first_c; }
@@ -206,10 +213,10 @@ static int provide(D *d, int t, int f, int c, int cg) {
 /* compiler.graph.dfs_postorder over the nodes (roots first, then the dict's keys) */
 static int postorder(D *d, const int *roots, int n_roots, int n_nodes, int lookahead,
                      int *out, int *n_out) {
-    unsigned char *seen = calloc((size_t)n_nodes, 1);
-    int *st_n = malloc(sizeof(int) * (size_t)(n_nodes + 1));
-    int *st_i = malloc(sizeof(int) * (size_t)(n_nodes + 1));
-    if (!seen || !st_n || !st_i) { free(seen); free(st_n); free(st_i); return -1; }
+    unsigned char *seen = ar_calloc(&d->ar, n_nodes, 1);
+    int *st_n = ar_alloc(&d->ar, sizeof(int) * (size_t)(n_nodes + 1));
+    int *st_i = ar_alloc(&d->ar, sizeof(int) * (size_t)(n_nodes + 1));
+    if (!seen || !st_n || !st_i) return -1;
     int k = 0;
     for (int r = 0; r < n_roots + d->ins.n; r++) {
         int root = r < n_roots ? roots[r] : d->ins.v[r - n_roots];
@@ -240,14 +247,13 @@ static int postorder(D *d, const int *roots, int n_roots, int n_nodes, int looka
         }
     }
     *n_out = k;
-    free(seen); free(st_n); free(st_i);
     return 0;
 }
 
 /* search_space._order.breadth_order: every chunk of each group in topo order, each
  * after what it needs, then the dict's other keys */
 static int breadth_order(D *d, const int *topo, int n_topo, int n_nodes, int *out, int *n_out) {
-    unsigned char *placed = calloc((size_t)n_nodes, 1);
+    unsigned char *placed = ar_calloc(&d->ar, n_nodes, 1);
     IntVec sn = {0, 0, NULL}, si = {0, 0, NULL};
     if (!placed) return -1;
     int k = 0, rc = 0;
@@ -264,27 +270,26 @@ static int breadth_order(D *d, const int *topo, int n_topo, int n_nodes, int *ou
         }
         if (placed[root]) continue;
         sn.n = si.n = 0;
-        if (iv_push(&sn, root) || iv_push(&si, 0)) { rc = -1; break; }
+        if (iv_push(&d->ar, &sn, root) || iv_push(&d->ar, &si, 0)) { rc = -1; break; }
         while (sn.n) {
             sn.n--; si.n--;
             int m = sn.v[sn.n], i = si.v[si.n];
             IntVec *ds = &d->deps[m];
             if (i < ds->n) {
-                if (iv_push(&sn, m) || iv_push(&si, i + 1)) { rc = -1; break; }
+                if (iv_push(&d->ar, &sn, m) || iv_push(&d->ar, &si, i + 1)) { rc = -1; break; }
                 if (!placed[ds->v[i]])
-                    if (iv_push(&sn, ds->v[i]) || iv_push(&si, 0)) { rc = -1; break; }
+                    if (iv_push(&d->ar, &sn, ds->v[i]) || iv_push(&d->ar, &si, 0)) { rc = -1; break; }
                 continue;
             }
             if (!placed[m]) { placed[m] = 1; out[k++] = m; }
         }
     }
     *n_out = k;
-    free(placed); free(sn.v); free(si.v);
     return rc;
 }
 
 static int get_int(PyObject *seq, Py_ssize_t i, int *v) {
-    long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+    long x = as_long(PySequence_Fast_GET_ITEM(seq, i));
     if (x == -1 && PyErr_Occurred()) return -1;
     if (x < INT_MIN || x > INT_MAX) { PyErr_SetString(PyExc_ValueError, "integer out of range"); return -1; }
     *v = (int)x;
@@ -295,26 +300,17 @@ static int get_int(PyObject *seq, Py_ssize_t i, int *v) {
 static int get_int_item(PyObject *list, Py_ssize_t i, int *v) {
     PyObject *o = PyList_GET_ITEM(list, i);
     if (!PyLong_Check(o)) { PyErr_SetString(PyExc_ValueError, "an int expected"); return -1; }
-    long x = PyLong_AsLong(o);
+    long x = as_long(o);
     if (x == -1 && PyErr_Occurred()) return -1;
     if (x < INT_MIN || x > INT_MAX) { PyErr_SetString(PyExc_ValueError, "integer out of range"); return -1; }
     *v = (int)x;
     return 0;
 }
 
-static void free_d(D *d) {
-    free(d->split); free(d->gbase); free(d->gof); free(d->owner); free(d->batched); free(d->prod);
-    if (d->prov) for (int t = 0; t < d->n_tensors; t++) free(d->prov[t].v);
-    free(d->prov);
-    if (d->deps) for (int n = 0; n < d->n_group_nodes + d->cap_tr; n++) free(d->deps[n].v);
-    free(d->deps);
-    if (d->tr) for (int i = 0; i < d->n_tr; i++) { free(d->tr[i].src.v); free(d->tr[i].dst.v); }
-    free(d->tr);
-    free(d->ins.v);
-}
+static void free_d(D *d) { ar_free(&d->ar); }
 
 /* tensor triples (code, batched, producer op) into the tables; the codes in `codes` */
-static int read_triples(D *d, PyObject *flat, IntVec *codes) {
+static int read_triples(D *d, PyObject *flat, IntVec *codes) {  /* (codes: on d's arena) */
     Py_ssize_t n = PySequence_Fast_GET_SIZE(flat);
     if (n % 3) { PyErr_SetString(PyExc_ValueError, "tensor triples expected"); return -1; }
     for (Py_ssize_t i = 0; i < n; i += 3) {
@@ -323,7 +319,7 @@ static int read_triples(D *d, PyObject *flat, IntVec *codes) {
         if (t < 0 || t >= d->n_tensors) { PyErr_SetString(PyExc_ValueError, "bad tensor code"); return -1; }
         d->batched[t] = (unsigned char)(b != 0);
         d->prod[t] = p;
-        if (iv_push(codes, t)) { PyErr_NoMemory(); return -1; }
+        if (iv_push(&d->ar, codes, t)) { PyErr_NoMemory(); return -1; }
     }
     return 0;
 }
@@ -479,10 +475,10 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
         PyErr_SetString(PyExc_ValueError, "gout: one tensor code per group");
         return NULL;
     }
-    byout = alloc_n(d->n_tensors, sizeof(int));
-    tp_v = alloc_n(NT, sizeof(int));
-    seen = alloc_n(2 * (Py_ssize_t)G, 1);
-    fixed = alloc_n(NT, 1);
+    byout = ar_calloc(&d->ar, d->n_tensors, sizeof(int));
+    tp_v = ar_calloc(&d->ar, NT, sizeof(int));
+    seen = ar_calloc(&d->ar, 2 * (Py_ssize_t)G, 1);
+    fixed = ar_calloc(&d->ar, NT, 1);
     if (!byout || !tp_v || !seen || !fixed) { PyErr_NoMemory(); goto done; }
     for (int t = 0; t < d->n_tensors; t++) byout[t] = -1;
     for (int g = 0; g < G; g++) {
@@ -544,8 +540,8 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
         int *row = pk + (size_t)TPACK * (size_t)j;
         row[0] = tr->tensor;
         row[1] = tr->df;
-        row[2] = tr->dst.n ? tr->dst.v[0] : 0;
-        row[3] = tr->dst.n;
+        row[2] = tr->d0;
+        row[3] = tr->dn;
         row[4] = tr->bind_g;
         row[5] = tr->bind_g >= 0 ? tr->bind_c : 0;
     }
@@ -585,7 +581,7 @@ static PyObject *walk_index(D *d, PyObject *gout, const int *order_v, int n_ord,
 done:
     Py_XDECREF(refs); Py_XDECREF(io); Py_XDECREF(asks); Py_XDECREF(chunk_at);
     Py_XDECREF(step_at); Py_XDECREF(tprod); Py_XDECREF(tpack);
-    free(byout); free(tp_v); free(seen); free(fixed);
+    /* (byout, tp_v, seen, fixed: the call's arena) */
     return res;
 }
 
@@ -651,15 +647,15 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     }
     int G = (int)G_;
     d.n_groups = G; d.n_ops = n_ops; d.n_tensors = n_tensors;
-    d.split = alloc_n(G, sizeof(int));
-    d.gbase = alloc_n(G, sizeof(int));
-    d.owner = alloc_n(n_ops, sizeof(int));
-    d.batched = alloc_n(n_tensors, 1);
-    d.prod = alloc_n(n_tensors, sizeof(int));
-    d.prov = alloc_n(n_tensors, sizeof(ProvVec));
-    gin = alloc_n(G, sizeof(PyObject *));
-    gbinds = alloc_n(G, sizeof(PyObject *));
-    in_codes = alloc_n(G, sizeof(IntVec));
+    d.split = ar_calloc(&d.ar, G, sizeof(int));
+    d.gbase = ar_calloc(&d.ar, G, sizeof(int));
+    d.owner = ar_calloc(&d.ar, n_ops, sizeof(int));
+    d.batched = ar_calloc(&d.ar, n_tensors, 1);
+    d.prod = ar_calloc(&d.ar, n_tensors, sizeof(int));
+    d.prov = ar_calloc(&d.ar, n_tensors, sizeof(ProvVec));
+    gin = ar_calloc(&d.ar, G, sizeof(PyObject *));
+    gbinds = ar_calloc(&d.ar, G, sizeof(PyObject *));
+    in_codes = ar_calloc(&d.ar, G, sizeof(IntVec));
     if (!d.split || !d.gbase || !d.owner || !d.batched || !d.prod || !d.prov || !gin || !gbinds
         || !in_codes) {
         PyErr_NoMemory();
@@ -706,13 +702,13 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
                 Py_DECREF(outs_t);
                 goto done;
             }
-            if (iv_push(&out_codes, g) || iv_push(&out_codes, t)) { Py_DECREF(outs_t); PyErr_NoMemory(); goto done; }
+            if (iv_push(&d.ar, &out_codes, g) || iv_push(&d.ar, &out_codes, t)) { Py_DECREF(outs_t); PyErr_NoMemory(); goto done; }
         }
         Py_DECREF(outs_t);
     }
     d.n_group_nodes = base;
-    d.deps = alloc_n(base, sizeof(IntVec));
-    d.gof = alloc_n(base, sizeof(int));
+    d.deps = ar_calloc(&d.ar, base, sizeof(IntVec));
+    d.gof = ar_calloc(&d.ar, base, sizeof(int));
     if (!d.deps || !d.gof) { PyErr_NoMemory(); goto done; }
     for (int g = 0; g < G; g++)
         for (int c = 0; c < d.split[g]; c++) d.gof[d.gbase[g] + c] = g;
@@ -733,9 +729,9 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
                 if (p < 0) continue;
                 int dup = 0;
                 for (int q = 0; q < d.deps[node].n; q++) if (d.deps[node].v[q] == p) { dup = 1; break; }
-                if (!dup && iv_push(&d.deps[node], p)) d.err = 1;
+                if (!dup && iv_push(&d.ar, &d.deps[node], p)) d.err = 1;
             }
-            if (!d.err && iv_push(&d.ins, node)) d.err = 1;
+            if (!d.err && iv_push(&d.ar, &d.ins, node)) d.err = 1;
         }
     }
     /* the output nodes */
@@ -751,15 +747,15 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         if (p < 0) continue;
         int dup = 0;
         for (int q = 0; q < outs.n; q++) if (outs.v[q] == p) { dup = 1; break; }
-        if (!dup && iv_push(&outs, p)) d.err = 1;
+        if (!dup && iv_push(&d.ar, &outs, p)) d.err = 1;
     }
     if (d.err) { PyErr_NoMemory(); goto done; }
     n_nodes = d.n_group_nodes + d.n_tr;
-    order_v = alloc_n(n_nodes, sizeof(int));
-    num = alloc_n(d.n_tr, sizeof(int));
-    pos = alloc_n(n_nodes, sizeof(int));
-    node_obj = alloc_n(n_nodes, sizeof(PyObject *));
-    tat = alloc_n(d.n_tr, sizeof(int));
+    order_v = ar_calloc(&d.ar, n_nodes, sizeof(int));
+    num = ar_calloc(&d.ar, d.n_tr, sizeof(int));
+    pos = ar_calloc(&d.ar, n_nodes, sizeof(int));
+    node_obj = ar_calloc(&d.ar, n_nodes, sizeof(PyObject *));
+    tat = ar_calloc(&d.ar, d.n_tr, sizeof(int));
     if (!order_v || !num || !pos || !node_obj || !tat) { PyErr_NoMemory(); goto done; }
     /* names: DFS post-order from the outputs (the guide's ListOps order), then the rest */
     int n_post = 0;
@@ -778,7 +774,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     }
     /* per chunk node (and the ring, last) its binding's Placement once found: the space's
      * places dict is asked once per binding, not once per transfer */
-    place_of = alloc_n(d.n_group_nodes + 1, sizeof(PyObject *));
+    place_of = ar_calloc(&d.ar, d.n_group_nodes + 1, sizeof(PyObject *));
     transfers = PyList_New(d.n_tr);
     if (!place_of || !transfers) { if (!place_of) PyErr_NoMemory(); goto done; }
     if (lazy) {  /* packed (make_transfers builds them), with their bindings and names */
@@ -799,7 +795,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         /* transfers.sort(key=(kind, number)): concat_0.. then split_0.. */
         int at = tr->kind == CONCAT ? num[i] : counts[CONCAT] + num[i];
         tat[i] = at;
-        int s0 = tr->src.n ? tr->src.v[0] : 0, d0 = tr->dst.n ? tr->dst.v[0] : 0;
+        int s0 = tr->s0, d0 = tr->d0;
         PyObject *bind = ring;
         PyObject **slot = &place_of[d.n_group_nodes];
         if (tr->bind_g >= 0) {
@@ -813,15 +809,15 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         if (lazy) {
             int *row = (int *)PyBytes_AS_STRING(tr_packed) + (size_t)TR_PACK * (size_t)at;
             row[0] = tr->kind; row[1] = tr->tensor; row[2] = tr->sf; row[3] = tr->df;
-            row[4] = s0; row[5] = tr->src.n; row[6] = d0; row[7] = tr->dst.n;
+            row[4] = s0; row[5] = tr->sn; row[6] = d0; row[7] = tr->dn;
             PyTuple_SET_ITEM(tr_binds, at, Py_NewRef(bind));
             PyList_SET_ITEM(transfers, at, Py_NewRef(PyTuple_GET_ITEM(node, 1)));  /* its name */
             continue;
         }
         if (known == Py_None) {  /* not interned: a new value */
             PyObject *t = make_transfer(tr_type, PyTuple_GET_ITEM(node, 1), tr->kind,
-                                        PyTuple_GET_ITEM(tn, tr->tensor), tr->sf, tr->df, s0, tr->src.n,
-                                        d0, tr->dst.n, bind, places, place_type, slot);
+                                        PyTuple_GET_ITEM(tn, tr->tensor), tr->sf, tr->df, s0, tr->sn,
+                                        d0, tr->dn, bind, places, place_type, slot);
             if (!t) goto done;
             PyList_SET_ITEM(transfers, at, t);
             continue;
@@ -830,7 +826,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         PyObject *key = PyTuple_New(10);
         if (!key) goto done;
         {
-            const long kv[9] = {tr->kind, num[i], tr->tensor, tr->sf, tr->df, s0, tr->src.n, d0, tr->dst.n};
+            const long kv[9] = {tr->kind, num[i], tr->tensor, tr->sf, tr->df, s0, tr->sn, d0, tr->dn};
             for (int q = 0; q < 10; q++) {
                 PyObject *x = q < 9 ? PyLong_FromLong(kv[q]) : PyLong_FromVoidPtr(bind);
                 if (!x) { Py_DECREF(key); goto done; }
@@ -846,7 +842,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         }
         if (PyErr_Occurred()) { Py_DECREF(key); goto done; }
         PyObject *t = make_transfer(tr_type, PyTuple_GET_ITEM(node, 1), tr->kind, PyTuple_GET_ITEM(tn, tr->tensor),
-                                    tr->sf, tr->df, s0, tr->src.n, d0, tr->dst.n, bind, places, place_type,
+                                    tr->sf, tr->df, s0, tr->sn, d0, tr->dn, bind, places, place_type,
                                     slot);
         if (!t) { Py_DECREF(key); goto done; }
         PyList_SET_ITEM(transfers, at, t);
@@ -901,7 +897,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         tp = PySequence_Tuple(topo_obj);
         if (!tp) goto done;
         Py_ssize_t nt = PySequence_Fast_GET_SIZE(tp);
-        topo = alloc_n(nt, sizeof(int));
+        topo = ar_calloc(&d.ar, nt, sizeof(int));
         if (!topo) { PyErr_NoMemory(); goto done; }
         for (Py_ssize_t i = 0; i < nt; i++)
             if (get_int(tp, i, &topo[i]) || topo[i] < 0 || topo[i] >= G) {
@@ -947,20 +943,12 @@ done:
     Py_XDECREF(walk);
     Py_XDECREF(tr_packed); Py_XDECREF(tr_binds);
     if (place_of) for (int i = 0; i <= d.n_group_nodes; i++) Py_XDECREF(place_of[i]);
-    free(place_of);
-    free(tat);
     Py_XDECREF(transfers); Py_XDECREF(deps); Py_XDECREF(outs_l); Py_XDECREF(ord_l);
     Py_XDECREF(reads_l);
-    free(node_obj);
-    free(order_v); free(num); free(pos); free(topo);
     if (gin) for (int g = 0; g < G; g++) Py_XDECREF(gin[g]);
-    free(gin); free(gbinds);
-    if (in_codes) for (int g = 0; g < G; g++) free(in_codes[g].v);
-    free(in_codes);
-    free(out_codes.v); free(outs.v); free(go_codes.v);
     Py_XDECREF(go); Py_XDECREF(tp);
     Py_DECREF(gs); Py_DECREF(tn); Py_DECREF(keep);
-    free_d(&d);
+    free_d(&d);  /* every array above: the call's arena */
     return result;
 }
 
@@ -1235,9 +1223,11 @@ static PyObject *py_class_key(PyObject *self, PyObject *args) {
     if (!c) return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(ops_obj);
     if (n < 1) { PyErr_SetString(PyExc_ValueError, "an empty op set"); return NULL; }
-    int *ops = alloc_n(n, sizeof(int));
-    int *ext = alloc_n(c->n_tensors, sizeof(int));  /* outside tensors in order of first use */
-    int *rank = alloc_n(c->n_tensors, sizeof(int));
+    /* (not zeroed: each entry is written before it is read; the tensor-sized ones are
+     * mostly never touched) */
+    int *ops = alloc_raw(n, sizeof(int));
+    int *ext = alloc_raw(c->n_tensors, sizeof(int));  /* outside tensors in order of first use */
+    int *rank = alloc_raw(c->n_tensors, sizeof(int));
     PyObject *rows = NULL, *flags = NULL, *ranks = NULL, *names = NULL, *key = NULL, *result = NULL;
     if (!ops || !ext || !rank) { PyErr_NoMemory(); goto done; }
     if (c->gen == INT_MAX) {  /* stamps wrap: clear them */

@@ -43,16 +43,18 @@ static void anchor_roots(const Tables *t, int lo, int hi, int *root) {
  * out of memory (the dependency sets take n_parts * n_parts bytes) */
 static int is_valid(const Tables *t, int lo, int hi, const int *part, int n_parts) {
     int ok = 1;
-    int *host = (int *)calloc((size_t)n_parts, sizeof(int));
-    int *size = (int *)calloc((size_t)n_parts, sizeof(int));
-    int *outs = (int *)calloc((size_t)n_parts, sizeof(int));
-    int *indeg = (int *)calloc((size_t)n_parts, sizeof(int));
-    int *ready = (int *)malloc(sizeof(int) * (size_t)n_parts);
-    unsigned char *dep = (unsigned char *)calloc((size_t)n_parts * (size_t)n_parts, 1);
-    if (!host || !size || !outs || !indeg || !ready || !dep) {
-        ok = -1;
-        goto done;
-    }
+    /* one zeroed piece for the five int arrays and the dependency sets: on the stack for a
+     * few parts (the common case), else one calloc */
+    enum { FEW = 32 };
+    int few[5 * FEW + (FEW * FEW) / (int)sizeof(int)];
+    size_t np = n_parts > 0 ? (size_t)n_parts : 0;
+    size_t bytes = sizeof(int) * 5 * np + np * np;
+    int *mem = np <= FEW ? few : (int *)calloc(bytes ? bytes : 1, 1);
+    if (!mem) return -1;
+    if (mem == few) memset(few, 0, bytes);
+    int *host = mem, *size = mem + np, *outs = mem + 2 * np, *indeg = mem + 3 * np;
+    int *ready = mem + 4 * np;
+    unsigned char *dep = (unsigned char *)(mem + 5 * np);
     /* every part mixes no host (CPU) op with NPU ops */
     for (int i = lo; i <= hi; i++) {
         size[part[i - lo]]++;
@@ -88,7 +90,7 @@ static int is_valid(const Tables *t, int lo, int hi, const int *part, int n_part
     }
     ok = seen == n_parts;
 done:
-    free(host); free(size); free(outs); free(indeg); free(ready); free(dep);
+    if (mem != few) free(mem);
     return ok;
 }
 

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "_cprofile.h"
+#include "_cutil.h"  /* as_long */
 
 enum { L1 = 0, LLB = 1, DDR = 2 };
 
@@ -52,51 +53,70 @@ typedef struct {
     int *cores;
 } Part;
 
+/* (the ints first, then the 8-byte fields: no padding; the steps are zeroed for every walk) */
 typedef struct {
     int kind;
     int want;      /* 0..2, or 3 = auto (the slowest source) */
     int allowed;   /* bit mask of scopes the op may write */
     int init;      /* initial scope (fixed steps commit it) */
     int n_reads;
-    int *reads;
-    int *redges;   /* per read: its global read index (group readers), -1: none */
     int n_parts;   /* parts of the layout, sorted by first sample (compiler.layout.part_ranges) */
-    Part *parts;
-    long sb, fb;   /* bytes per sample, fixed bytes of the result */
     int tensor;    /* code of the tensor it provides */
     int n_cores;   /* group: flattened parts; transfer: distinct cores of the layout */
+    int n_inputs;
+    int n_work;    /* 4 << streamable (a list table), 0 (a dict table: wider groups) */
+    int wide;      /* the table is a dict (more than LIST_STREAMED streamable inputs) */
+    int has_bounds;        /* least / most: the bounds of its working set (bounds()), known */
+    int *reads;
+    int *redges;   /* per read: its global read index (group readers), -1: none */
+    Part *parts;
+    long sb, fb;   /* bytes per sample, fixed bytes of the result */
     int *cores;
     double *res;   /* per core: bytes of the result in L1 (0 where absent) */
     unsigned char *has;  /* per core: the result has a piece there */
     Mask cmask;    /* the same as bits when the cluster has at most 64 cores (Walk.small) */
     double total;  /* bytes of the result in the LLB */
-    int n_inputs;
     Input *inputs;
-    int n_work;    /* 4 << streamable (a list table), 0 (a dict table: wider groups) */
     PyObject *table;       /* borrowed: the shared Python table (a list, None: not computed
                             * yet; or a dict, absent: not computed yet) */
     PyObject *filler;      /* borrowed: filler(index) -> float, the Python definition */
     Mask full;     /* mask of every streamable input */
-    int wide;      /* the table is a dict (more than LIST_STREAMED streamable inputs) */
     double tiles;  /* group: weight tiles in the LLB while it runs (compiler.capacity.llb_weight_tiles) */
     /* the working set computed here (ws_compute) instead of by the filler: a list table
      * whose chunk shape adds no halo or attention term; parsed on first use */
     PyObject *ws;          /* borrowed: the step's `ws` definition, NULL: the filler only */
-    int ws_parsed;
-    long long ws_spp, ws_cpp, ws_tile, ws_osb, ws_ofb;
-    int ws_n;              /* streamable inputs, in order of tensor name */
-    int *ws_bit;
-    long long *ws_sb, *ws_fb;
-    double *ws_win;        /* a windowed reader's whole window of rows */
-    unsigned char *ws_has_win;
-    PyObject *ws_prof;     /* borrowed: the op set's profiles by entry index (None: not yet) */
-    PyObject *ws_profiler; /* borrowed: profiler(index) -> the profile packed (int64 pairs) */
-    /* the op set's chain rows packed (search_space/_cfoot.py; NULL: the profiler computes
-     * profiles) and, for a shape with a halo or attention term, its per-slot values */
-    PyObject *ws_pack, *ws_hv, *ws_av;
-    int has_bounds;        /* least / most: the bounds of its working set (bounds()), known */
+    struct WsDef *wd;      /* `ws` parsed (parse_ws), NULL: not yet; apart from the step so
+                            * the steps stay small */
     double least, most;
 } Step;
+
+/* a step's `ws` definition parsed (parse_ws; malloc'd, freed with the walk: free_ws) */
+typedef struct WsDef {
+    int parsed;
+    long long spp, cpp, tile, osb, ofb;
+    int n;                 /* streamable inputs, in order of tensor name */
+    int *bit;
+    long long *sb, *fb;
+    double *win;           /* a windowed reader's whole window of rows */
+    unsigned char *has_win;
+    PyObject *prof;        /* borrowed: the op set's profiles by entry index (None: not yet) */
+    PyObject *profiler;    /* borrowed: profiler(index) -> the profile packed (int64 pairs) */
+    /* the op set's chain rows packed (search_space/_cfoot.py; NULL: the profiler computes
+     * profiles) and, for a shape with a halo or attention term, its per-slot values */
+    PyObject *pack, *hv, *av;
+} WsDef;
+
+static void free_ws(Step *s) {
+    WsDef *d = s->wd;
+    if (!d) return;
+    free(d->bit);
+    free(d->sb);
+    free(d->fb);
+    free(d->win);
+    free(d->has_win);
+    free(d);
+    s->wd = NULL;
+}
 
 typedef struct {
     int done;
@@ -142,6 +162,10 @@ typedef struct {
     int *usage_ptr;
     int *next_group;          /* per step j: the first group chunk step at or after j (n: none) */
     struct Block *arena;      /* every array of the walk (wa), freed at once (free_walk) */
+    /* the bindings (tuples of core tuples) read while the steps are parsed, by identity:
+     * each read once (bind_of); held (a reference each) until the parsing ends (binds_release) */
+    struct Bind *bm;
+    int bm_cap, bm_n;
 } Walk;
 
 static int *walk_begin(Walk *w, int n, int nc, double cap, double llb_cap, int go_on);
@@ -250,9 +274,13 @@ static long long ceil_div(long long a, long long b) {
  * (halo values, attention values) packed or None]). */
 static int parse_ws(Step *s) {
     PyObject *ws = s->ws;
+    if (!s->wd && !(s->wd = (WsDef *)calloc(1, sizeof(WsDef)))) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (!PyTuple_Check(ws) || (PyTuple_GET_SIZE(ws) != 7 && PyTuple_GET_SIZE(ws) != 9))
         return bad("ws: a 7- or 9-tuple");
-    s->ws_pack = s->ws_hv = s->ws_av = NULL;
+    s->wd->pack = s->wd->hv = s->wd->av = NULL;
     if (PyTuple_GET_SIZE(ws) == 9) {
         PyObject *pack = PyTuple_GET_ITEM(ws, 7), *hx = PyTuple_GET_ITEM(ws, 8);
         if (pack != Py_None) {
@@ -260,58 +288,58 @@ static int parse_ws(Step *s) {
                 || cprof_chains((const long long *)PyBytes_AS_STRING(pack),
                                 PyBytes_GET_SIZE(pack) / (Py_ssize_t)sizeof(long long)) < 0)
                 return bad("ws: chain rows packed as int64");
-            s->ws_pack = pack;
+            s->wd->pack = pack;
         }
         if (hx != Py_None) {
-            if (!s->ws_pack || !PyTuple_Check(hx) || PyTuple_GET_SIZE(hx) != 2
+            if (!s->wd->pack || !PyTuple_Check(hx) || PyTuple_GET_SIZE(hx) != 2
                 || !PyBytes_Check(PyTuple_GET_ITEM(hx, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(hx, 1))
                 || PyBytes_GET_SIZE(PyTuple_GET_ITEM(hx, 0)) != PyBytes_GET_SIZE(PyTuple_GET_ITEM(hx, 1))
                 || PyBytes_GET_SIZE(PyTuple_GET_ITEM(hx, 0))
-                       != (Py_ssize_t)sizeof(double) * ((const long long *)PyBytes_AS_STRING(s->ws_pack))[2])
+                       != (Py_ssize_t)sizeof(double) * ((const long long *)PyBytes_AS_STRING(s->wd->pack))[2])
                 return bad("ws: halo and attention values, one double per slot, with chain rows");
-            s->ws_hv = PyTuple_GET_ITEM(hx, 0);
-            s->ws_av = PyTuple_GET_ITEM(hx, 1);
+            s->wd->hv = PyTuple_GET_ITEM(hx, 0);
+            s->wd->av = PyTuple_GET_ITEM(hx, 1);
         }
     }
-    s->ws_prof = PyTuple_GET_ITEM(ws, 0);
-    s->ws_profiler = PyTuple_GET_ITEM(ws, 1);
-    if (!PyList_Check(s->ws_prof) || PyList_GET_SIZE(s->ws_prof) != s->n_work)
+    s->wd->prof = PyTuple_GET_ITEM(ws, 0);
+    s->wd->profiler = PyTuple_GET_ITEM(ws, 1);
+    if (!PyList_Check(s->wd->prof) || PyList_GET_SIZE(s->wd->prof) != s->n_work)
         return bad("ws: a profile list as long as the work table");
-    if (!PyCallable_Check(s->ws_profiler)) return bad("ws: a callable profiler");
-    s->ws_spp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 2));
-    s->ws_cpp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 3));
-    s->ws_tile = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 4));
-    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ws, 5), "LL", &s->ws_osb, &s->ws_ofb)) return -1;
+    if (!PyCallable_Check(s->wd->profiler)) return bad("ws: a callable profiler");
+    s->wd->spp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 2));
+    s->wd->cpp = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 3));
+    s->wd->tile = PyLong_AsLongLong(PyTuple_GET_ITEM(ws, 4));
+    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ws, 5), "LL", &s->wd->osb, &s->wd->ofb)) return -1;
     if (PyErr_Occurred()) return -1;
-    if (s->ws_cpp <= 0 || s->ws_spp < 0) return bad("ws: samples or cores out of range");
+    if (s->wd->cpp <= 0 || s->wd->spp < 0) return bad("ws: samples or cores out of range");
     PyObject *bits = PyTuple_GET_ITEM(ws, 6);
     if (!PyTuple_Check(bits)) return bad("ws: a tuple of streamable inputs");
     int n = (int)PyTuple_GET_SIZE(bits);
-    s->ws_n = n;
+    s->wd->n = n;
     /* an earlier parse of this step that failed after its mallocs left them (review) */
-    free(s->ws_bit); free(s->ws_sb); free(s->ws_fb); free(s->ws_win); free(s->ws_has_win);
-    s->ws_bit = (int *)malloc(sizeof(int) * (n ? n : 1));
-    s->ws_sb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
-    s->ws_fb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
-    s->ws_win = (double *)calloc(n ? n : 1, sizeof(double));
-    s->ws_has_win = (unsigned char *)calloc(n ? n : 1, 1);
-    if (!s->ws_bit || !s->ws_sb || !s->ws_fb || !s->ws_win || !s->ws_has_win) {
+    free(s->wd->bit); free(s->wd->sb); free(s->wd->fb); free(s->wd->win); free(s->wd->has_win);
+    s->wd->bit = (int *)malloc(sizeof(int) * (n ? n : 1));
+    s->wd->sb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
+    s->wd->fb = (long long *)malloc(sizeof(long long) * (n ? n : 1));
+    s->wd->win = (double *)calloc(n ? n : 1, sizeof(double));
+    s->wd->has_win = (unsigned char *)calloc(n ? n : 1, 1);
+    if (!s->wd->bit || !s->wd->sb || !s->wd->fb || !s->wd->win || !s->wd->has_win) {
         PyErr_NoMemory();
         return -1;  /* freed with the walk (free_walk / py_working_set) */
     }
     for (int q = 0; q < n; q++) {
         PyObject *win;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(bits, q), "iLLO", &s->ws_bit[q], &s->ws_sb[q],
-                              &s->ws_fb[q], &win))
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(bits, q), "iLLO", &s->wd->bit[q], &s->wd->sb[q],
+                              &s->wd->fb[q], &win))
             return -1;
-        if (s->ws_bit[q] < 0 || s->ws_bit[q] >= LIST_STREAMED) return bad("ws: bit out of range");
+        if (s->wd->bit[q] < 0 || s->wd->bit[q] >= LIST_STREAMED) return bad("ws: bit out of range");
         if (win != Py_None) {
-            s->ws_win[q] = PyFloat_AsDouble(win);
+            s->wd->win[q] = PyFloat_AsDouble(win);
             if (PyErr_Occurred()) return -1;
-            s->ws_has_win[q] = 1;
+            s->wd->has_win[q] = 1;
         }
     }
-    s->ws_parsed = 1;
+    s->wd->parsed = 1;
     return 0;
 }
 
@@ -322,16 +350,16 @@ static int parse_ws(Step *s) {
  * shape-independent) comes from the op set's table, or from the profiler the first time. */
 static double ws_compute(Walk *w, Step *s, Mask i) {
     if (w->failed) return 0.0;
-    if (!s->ws_parsed && parse_ws(s)) {
+    if ((!s->wd || !s->wd->parsed) && parse_ws(s)) {
         w->failed = 1;
         return 0.0;
     }
-    PyObject *p = PyList_GET_ITEM(s->ws_prof, i);
+    PyObject *p = PyList_GET_ITEM(s->wd->prof, i);
     long long *raw = NULL;  /* the walk's unpruned points: computed for a new profile or a halo */
-    const long long *pk = s->ws_pack ? (const long long *)PyBytes_AS_STRING(s->ws_pack) : NULL;
-    Py_ssize_t npk = s->ws_pack ? PyBytes_GET_SIZE(s->ws_pack) / (Py_ssize_t)sizeof(long long) : 0;
+    const long long *pk = s->wd->pack ? (const long long *)PyBytes_AS_STRING(s->wd->pack) : NULL;
+    Py_ssize_t npk = s->wd->pack ? PyBytes_GET_SIZE(s->wd->pack) / (Py_ssize_t)sizeof(long long) : 0;
     int nc = pk ? cprof_chains(pk, npk) : 0;
-    if (pk && (p == Py_None || s->ws_hv)) {
+    if (pk && (p == Py_None || s->wd->hv)) {
         raw = (long long *)malloc(sizeof(long long) * 6 * (size_t)(nc ? nc : 1));
         if (!raw) {
             PyErr_NoMemory();
@@ -352,14 +380,14 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
         memcpy(sorted, raw, sizeof(long long) * 2 * (size_t)nc);
         Py_ssize_t k = cprof_prune(sorted, nc, kept);
         p = PyBytes_FromStringAndSize((const char *)kept, (Py_ssize_t)sizeof(long long) * 2 * k);
-        if (!p || PyList_SetItem(s->ws_prof, i, p)) {  /* steals p */
+        if (!p || PyList_SetItem(s->wd->prof, i, p)) {  /* steals p */
             free(raw);
             w->failed = 1;
             return 0.0;
         }
         Py_INCREF(p);
     } else if (p == Py_None) {
-        p = PyObject_CallFunction(s->ws_profiler, "K", i);
+        p = PyObject_CallFunction(s->wd->profiler, "K", i);
         if (!p) {
             w->failed = 1;
             return 0.0;
@@ -376,18 +404,18 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
     }
     const long long *pr = (const long long *)PyBytes_AS_STRING(p);
     Py_ssize_t np = PyBytes_GET_SIZE(p) / (Py_ssize_t)(2 * sizeof(long long));
-    long long spp = s->ws_spp, cpp = s->ws_cpp, tile = s->ws_tile, peak = 0;
+    long long spp = s->wd->spp, cpp = s->wd->cpp, tile = s->wd->tile, peak = 0;
     for (Py_ssize_t q = 0; q < np; q++) {
         long long v = ceil_div(pr[2 * q] * spp, cpp) + pr[2 * q + 1];
         if (v > peak) peak = v;
     }
     Py_DECREF(p);
     double work = (double)peak;
-    if (s->ws_hv) {  /* a windowed op's halo rows, attention's busiest core (capacity._work) */
+    if (s->wd->hv) {  /* a windowed op's halo rows, attention's busiest core (capacity._work) */
         work = cprof_halo(pk, npk, i >> 2, raw, spp, cpp,
-                          (const double *)PyBytes_AS_STRING(s->ws_hv),
-                          (const double *)PyBytes_AS_STRING(s->ws_av),
-                          PyBytes_GET_SIZE(s->ws_hv) / (Py_ssize_t)sizeof(double), work);
+                          (const double *)PyBytes_AS_STRING(s->wd->hv),
+                          (const double *)PyBytes_AS_STRING(s->wd->av),
+                          PyBytes_GET_SIZE(s->wd->hv) / (Py_ssize_t)sizeof(double), work);
         if (work < 0.0) {
             free(raw);
             w->failed = 1;
@@ -398,16 +426,16 @@ static double ws_compute(Walk *w, Step *s, Mask i) {
     free(raw);
     Mask mask = i >> 2;
     double buffers = 0.0;
-    for (int q = 0; q < s->ws_n; q++) {
-        if (!(mask >> s->ws_bit[q] & 1)) continue;
-        long long piece = ceil_div(s->ws_sb[q] * spp, cpp) + s->ws_fb[q];
+    for (int q = 0; q < s->wd->n; q++) {
+        if (!(mask >> s->wd->bit[q] & 1)) continue;
+        long long piece = ceil_div(s->wd->sb[q] * spp, cpp) + s->wd->fb[q];
         if (tile < piece) piece = tile;
         double buf = 2.0 * (double)piece;
-        if (s->ws_has_win[q] && s->ws_win[q] + (double)piece > buf) buf = s->ws_win[q] + (double)piece;
+        if (s->wd->has_win[q] && s->wd->win[q] + (double)piece > buf) buf = s->wd->win[q] + (double)piece;
         buffers += buf;
     }
     if (i >> 1 & 1) {
-        long long piece = ceil_div(s->ws_osb * spp, cpp) + s->ws_ofb;
+        long long piece = ceil_div(s->wd->osb * spp, cpp) + s->wd->ofb;
         if (tile < piece) piece = tile;
         buffers += 2.0 * (double)piece;
     }
@@ -446,6 +474,8 @@ static const Edge *edge(Walk *w, int e) {
     Edge *E = &w->ed[e];
     if (E->done) return E;
     E->done = 1;
+    memset(E->sb, 0, sizeof(double) * (size_t)w->nc);  /* (not zeroed when carved: walk_prepare) */
+    memset(E->fbm, 0, (size_t)w->nc);
     const Step *src = &w->st[w->ge_src[e]], *dst = &w->st[w->ge_dst[e]];
     double *out = E->sb;
     if (src->sb) {
@@ -945,7 +975,7 @@ static int ints(Walk *w, PyObject *obj, int **out, int *n) {
         return -1;
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(f, i));
+        long v = as_long(PySequence_Fast_GET_ITEM(f, i));
         if (v == -1 && PyErr_Occurred()) {
             Py_DECREF(f);
             return -1;
@@ -959,80 +989,182 @@ static int ints(Walk *w, PyObject *obj, int **out, int *n) {
 /* A step's layout: its pieces (first sample, samples per part, parts: a tuple of core
  * tuples each), sorted by first sample (compiler.layout.part_ranges), the bytes of its
  * result per core in L1 and in the LLB, and the cores its usage is counted on. */
+/* A binding read: its parts' core counts and cores (carved from the walk's arena). */
+typedef struct Bind {
+    PyObject *key;         /* the binding (a strong reference while the steps are parsed) */
+    int n_parts, n_flat;
+    int *pn;               /* per part: its cores */
+    int **pc;              /* per part: the cores */
+} Bind;
+
+static size_t bind_slot(PyObject *key, int cap) {
+    return (size_t)(((uintptr_t)key >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull) & (size_t)(cap - 1);
+}
+
+/* The binding `parts` (a tuple of parts, each a tuple of cores), read and checked once per
+ * walk: the steps of one group chunk and the transfers that follow it share the same tuple
+ * (identity: tuples of ints cannot change, and the reference held keeps the address
+ * from being reused by another while the steps are parsed). NULL: the error set. */
+static const Bind *bind_of(Walk *w, PyObject *parts) {
+    if (w->bm_n * 2 >= w->bm_cap) {  /* (also the first: no table yet) */
+        int cap = w->bm_cap ? w->bm_cap * 2 : 64;
+        Bind *t = (Bind *)wa(w, sizeof(Bind) * (size_t)cap, 1);
+        if (!t) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (int i = 0; i < w->bm_cap; i++)
+            if (w->bm[i].key) {
+                size_t h = bind_slot(w->bm[i].key, cap);
+                while (t[h].key) h = (h + 1) & (size_t)(cap - 1);
+                t[h] = w->bm[i];
+            }
+        w->bm = t;
+        w->bm_cap = cap;
+    }
+    size_t h = bind_slot(parts, w->bm_cap);
+    while (w->bm[h].key) {
+        if (w->bm[h].key == parts) return &w->bm[h];
+        h = (h + 1) & (size_t)(w->bm_cap - 1);
+    }
+    int nc = w->nc;
+    Py_ssize_t np = PyTuple_GET_SIZE(parts);
+    if (np > (1 << 16)) {
+        bad("piece: too many parts");
+        return NULL;
+    }
+    long long n_flat = 0;
+    for (Py_ssize_t p = 0; p < np; p++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, p);
+        if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0 || PyTuple_GET_SIZE(part) > nc) {
+            bad("part: a tuple of cores");
+            return NULL;
+        }
+        n_flat += PyTuple_GET_SIZE(part);
+    }
+    if (n_flat > (1 << 24)) {
+        bad("piece: too many cores");
+        return NULL;
+    }
+    Bind b;
+    b.n_parts = (int)np;
+    b.n_flat = (int)n_flat;
+    b.pn = (int *)wa(w, sizeof(int) * (size_t)(np ? np : 1), 0);
+    b.pc = (int **)wa(w, sizeof(int *) * (size_t)(np ? np : 1), 0);
+    int *cores = (int *)wa(w, sizeof(int) * (size_t)(n_flat ? n_flat : 1), 0);
+    if (!b.pn || !b.pc || !cores) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t p = 0; p < np; p++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, p);
+        b.pn[p] = (int)PyTuple_GET_SIZE(part);
+        b.pc[p] = cores;
+        for (int q = 0; q < b.pn[p]; q++) {
+            PyObject *core = PyTuple_GET_ITEM(part, q);
+            /* an exact int: no Python code (``__index__``) may run while the caller's
+             * borrowed row is read (it could free it) */
+            if (!PyLong_CheckExact(core)) {
+                bad("core: an int");
+                return NULL;
+            }
+            long c = as_long(core);
+            if (c < 0 || c >= nc) {
+                if (!PyErr_Occurred()) bad("core out of range");
+                return NULL;
+            }
+            *cores++ = (int)c;
+        }
+    }
+    b.key = Py_NewRef(parts);
+    w->bm[h] = b;
+    w->bm_n++;
+    return &w->bm[h];
+}
+
+/* the bindings' references dropped (the parsed steps keep their cores: the arena's) */
+static void binds_release(Walk *w) {
+    for (int i = 0; i < w->bm_cap; i++) Py_CLEAR(w->bm[i].key);
+    w->bm = NULL;
+    w->bm_cap = w->bm_n = 0;
+}
+
+/* A step's layout: its pieces (first sample, samples per part, parts: a tuple of core
+ * tuples each), sorted by first sample (compiler.layout.part_ranges), the bytes of its
+ * result per core in L1 and in the LLB, and the cores its usage is counted on. */
 static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long *spps,
                        PyObject *const *partss) {
     int nc = w->nc;
     int n_parts = 0, n_flat = 0;
+    /* the pieces' bindings (copies: the table may grow), on the stack for a few pieces */
+    Bind few[8];
+    Bind *bs = npc <= 8 ? few : (Bind *)wa(w, sizeof(Bind) * (size_t)npc, 0);
+    if (!bs) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (int i = 0; i < npc; i++) {
         PyObject *parts = partss[i];
         if (!PyTuple_Check(parts)) return bad("piece: (first, spp, parts)");
         if (spps[i] < 0 || firsts[i] < 0) return bad("piece: negative samples");
-        /* counted in Py_ssize_t and bounded at every part: an int sum of 65,536 parts of
-         * 65,536 cores wraps to 0 before a check after the loop (review finding) */
-        if (PyTuple_GET_SIZE(parts) > (1 << 16) - n_parts) return bad("piece: too many parts");
-        n_parts += (int)PyTuple_GET_SIZE(parts);
-        for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
-            PyObject *part = PyTuple_GET_ITEM(parts, p);
-            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) == 0 || PyTuple_GET_SIZE(part) > nc)
-                return bad("part: a tuple of cores");
-            if (PyTuple_GET_SIZE(part) > (1 << 24) - n_flat) return bad("piece: too many cores");
-            n_flat += (int)PyTuple_GET_SIZE(part);
-        }
+        const Bind *b = i > 0 && parts == partss[i - 1] ? &bs[i - 1] : bind_of(w, parts);
+        if (!b) return -1;
+        bs[i] = *b;
+        /* bounded at every piece: an int sum of 65,536 parts of 65,536 cores wraps to 0
+         * before a check after the loop (review finding) */
+        if (b->n_parts > (1 << 16) - n_parts) return bad("piece: too many parts");
+        n_parts += b->n_parts;
+        if (b->n_flat > (1 << 24) - n_flat) return bad("piece: too many cores");
+        n_flat += b->n_flat;
     }
-    s->parts = (Part *)wa(w, sizeof(Part) * (size_t)(n_parts ? n_parts : 1), 1);
-    int *flat = (int *)wa(w, sizeof(int) * (size_t)(n_flat ? n_flat : 1), 0);
-    s->res = (double *)wa(w, sizeof(double) * (size_t)nc, 1);
-    s->has = (unsigned char *)wa(w, (size_t)nc, 1);
-    if (!s->parts || !flat || !s->res || !s->has) {
+    /* one piece of the arena for the step's arrays: the parts, the result per core (zeroed),
+     * the flat cores, whether a core has a piece (zeroed); each part's cores are its
+     * binding's */
+    size_t z_parts = sizeof(Part) * (size_t)(n_parts ? n_parts : 1);
+    size_t z_res = sizeof(double) * (size_t)nc, z_flat = sizeof(int) * (size_t)(n_flat ? n_flat : 1);
+    char *mem = (char *)wa(w, z_parts + z_res + z_flat + (size_t)nc, 0);
+    if (!mem) {
         PyErr_NoMemory();
         return -1;  /* freed with the walk (free_walk) */
     }
+    s->parts = (Part *)mem;
+    s->res = (double *)(mem + z_parts);
+    int *flat = (int *)(mem + z_parts + z_res);
+    s->has = (unsigned char *)(mem + z_parts + z_res + z_flat);
+    memset(s->res, 0, z_res);
+    memset(s->has, 0, (size_t)nc);
     s->n_parts = n_parts;
     long long total = 0;
-    int pi = 0, fi = 0, prev = 0;
+    int pi = 0, fi = 0;
     for (int i = 0; i < npc; i++) {
         long first = firsts[i], spp = spps[i];
-        PyObject *parts = partss[i];
-        /* the previous piece's parts again (a transfer's dst chunks share one binding): its
-         * cores as read then (a tuple of tuples of ints: they cannot have changed since) */
-        const Part *same = i > 0 && parts == partss[i - 1] ? &s->parts[prev] : NULL;
-        prev = pi;
-        total += (long long)spp * PyTuple_GET_SIZE(parts);
-        for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
-            PyObject *part = PyTuple_GET_ITEM(parts, p);
+        const Bind *b = &bs[i];
+        total += (long long)spp * b->n_parts;
+        for (int p = 0; p < b->n_parts; p++) {
             Part *P = &s->parts[pi++];
             P->lo = first + p * spp;
             P->hi = P->lo + spp;
-            P->n = (int)PyTuple_GET_SIZE(part);
-            P->cores = same ? same[p].cores : (int *)wa(w, sizeof(int) * (size_t)P->n, 0);
-            if (!P->cores) {
-                PyErr_NoMemory();
-                return -1;
-            }
+            P->n = b->pn[p];
+            P->cores = b->pc[p];
             double share = (double)spp / P->n;  /* compiler.layout.samples_per_core */
             for (int q = 0; q < P->n; q++) {
-                PyObject *core = same ? NULL : PyTuple_GET_ITEM(part, q);
-                /* an exact int: no Python code (``__index__``) may run while the caller's
-                 * borrowed row is read (it could free it) */
-                if (core && !PyLong_CheckExact(core)) {
-                    bad("core: an int");
-                    return -1;
-                }
-                long c = same ? P->cores[q] : PyLong_AsLong(core);
-                if (c < 0 || c >= nc) {
-                    if (!PyErr_Occurred()) bad("core out of range");
-                    return -1;
-                }
-                P->cores[q] = (int)c;
-                flat[fi++] = (int)c;
+                int c = P->cores[q];  /* (checked when the binding was read: bind_of) */
+                flat[fi++] = c;
                 s->res[c] = s->res[c] + share;
                 s->has[c] = 1;
                 if (c < 64) s->cmask |= (Mask)1 << c;
             }
         }
     }
-    for (int c = 0; c < nc; c++)
-        if (s->has[c]) s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
+    if (w->small) {  /* the cores that have a piece are the mask's bits */
+        for (Mask b = s->cmask; b; b &= b - 1) {
+            int c = __builtin_ctzll(b);
+            s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
+        }
+    } else {
+        for (int c = 0; c < nc; c++)
+            if (s->has[c]) s->res[c] = s->res[c] * (double)s->sb + (double)s->fb;
+    }
     s->total = (double)(total * s->sb + s->fb);
     /* sorted by first sample (part_ranges); insertion sort keeps equal ones in order */
     for (int a = 1; a < n_parts; a++) {
@@ -1051,10 +1183,21 @@ static int step_pieces(Walk *w, Step *s, int npc, const long *firsts, const long
         s->n_cores = n_flat;
     } else {
         int m = 0;
-        for (int q = 0; q < n_flat; q++) {
-            int seen = 0;
-            for (int r = 0; r < m && !seen; r++) seen = flat[r] == flat[q];
-            if (!seen) flat[m++] = flat[q];
+        if (w->small) {  /* cores below 64: the ones met as bits */
+            Mask met = 0;
+            for (int q = 0; q < n_flat; q++) {
+                Mask bit = (Mask)1 << flat[q];
+                if (!(met & bit)) {
+                    met |= bit;
+                    flat[m++] = flat[q];
+                }
+            }
+        } else {
+            for (int q = 0; q < n_flat; q++) {
+                int seen = 0;
+                for (int r = 0; r < m && !seen; r++) seen = flat[r] == flat[q];
+                if (!seen) flat[m++] = flat[q];
+            }
         }
         s->n_cores = m;
     }
@@ -1118,8 +1261,8 @@ static int step_inputs(Walk *w, Step *s, PyObject *obj) {
         PyObject *it = PySequence_Fast_GET_ITEM(ins, q);
         long tensor = -1, sbit = -2;
         if (PyTuple_Check(it) && PyTuple_GET_SIZE(it) == 2) {
-            tensor = PyLong_AsLong(PyTuple_GET_ITEM(it, 0));
-            sbit = PyLong_AsLong(PyTuple_GET_ITEM(it, 1));
+            tensor = as_long(PyTuple_GET_ITEM(it, 0));
+            sbit = as_long(PyTuple_GET_ITEM(it, 1));
         }
         if (PyErr_Occurred() || tensor < 0 || tensor > INT_MAX || sbit < -1 || sbit >= MAX_STREAMED) {
             Py_DECREF(ins);
@@ -1212,15 +1355,9 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
 }
 
 static void free_walk(Walk *w) {
+    binds_release(w);
     if (w->st) {
-        for (int k = 0; k < w->n; k++) {  /* what parse_ws malloc'd */
-            Step *s = &w->st[k];
-            free(s->ws_bit);
-            free(s->ws_sb);
-            free(s->ws_fb);
-            free(s->ws_win);
-            free(s->ws_has_win);
-        }
+        for (int k = 0; k < w->n; k++) free_ws(&w->st[k]);  /* what parse_ws malloc'd */
     }
     w->st = NULL;
     arena_free(w);
@@ -1258,6 +1395,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         w.n = k + 1;  /* what free_walk frees */
         if (parse_step(&w, &w.st[k], PySequence_Fast_GET_ITEM(steps, k), n, &is_out[k])) goto fail;
     }
+    binds_release(&w);  /* the steps are parsed */
     result = walk_steps(&w, n, is_out);  /* frees the walk (is_out with it) */
     Py_DECREF(steps);  /* the walk borrowed the tables it holds */
     return result;
@@ -1311,11 +1449,12 @@ static int walk_prepare(Walk *w, int n, int *is_out) {
     }
     int n_rd = (int)n_rd_all;
     w->n_edges = n_rd;
-    w->ed = (Edge *)wa(w, sizeof(Edge) * (size_t)(n_rd ? n_rd : 1), 1);
+    /* (not zeroed: each edge's `done` is cleared below, its tables when first made, edge()) */
+    w->ed = (Edge *)wa(w, sizeof(Edge) * (size_t)(n_rd ? n_rd : 1), 0);
     w->ge_src = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
     w->ge_dst = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
-    edge_mem = (double *)wa(w, sizeof(double) * (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
-    edge_fbm = (unsigned char *)wa(w, (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 1);
+    edge_mem = (double *)wa(w, sizeof(double) * (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 0);
+    edge_fbm = (unsigned char *)wa(w, (size_t)(n_rd ? n_rd : 1) * (size_t)nc, 0);
     if (!w->ed || !w->ge_src || !w->ge_dst || !edge_mem || !edge_fbm) {
         PyErr_NoMemory();
         return -1;
@@ -1335,6 +1474,7 @@ static int walk_prepare(Walk *w, int n, int *is_out) {
             for (int q = 0; q < s->n_reads; q++, g++) {
                 w->ge_src[g] = s->reads[q];
                 w->ge_dst[g] = j;
+                w->ed[g].done = 0;
                 w->ed[g].sb = edge_mem + (size_t)g * nc;
                 w->ed[g].fbm = edge_fbm + (size_t)g * nc;
                 s->redges[q] = s->kind == K_GROUP ? g : -1;
@@ -1368,16 +1508,17 @@ static int walk_prepare(Walk *w, int n, int *is_out) {
     w->rd_j = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
     w->rd_e = (int *)wa(w, sizeof(int) * ((size_t)n_rd + 1), 0);
     w->scope = (int *)wa(w, sizeof(int) * un, 0);
-    w->resident = (int *)wa(w, sizeof(int) * un, 1);
-    w->l1_live = (double *)wa(w, sizeof(double) * unc, 1);
-    w->future = (double *)wa(w, sizeof(double) * (size_t)(n ? n : 1) * unc, 1);
-    w->peak_l1 = (double *)wa(w, sizeof(double) * unc, 1);
+    /* the run's state: cleared by every run (walk_run), not here */
+    w->resident = (int *)wa(w, sizeof(int) * un, 0);
+    w->l1_live = (double *)wa(w, sizeof(double) * unc, 0);
+    w->future = (double *)wa(w, sizeof(double) * (size_t)(n ? n : 1) * unc, 0);
+    w->peak_l1 = (double *)wa(w, sizeof(double) * unc, 0);
     w->stamp = (int *)wa(w, sizeof(int) * un, 1);
     w->stamp2 = (unsigned char *)wa(w, unc, 1);
     w->staying = (double *)wa(w, sizeof(double) * unc, 1);
-    w->mask_out = (Mask *)wa(w, sizeof(Mask) * un, 1);
-    w->held_out = (int *)wa(w, sizeof(int) * un, 1);
-    w->usage = (double *)wa(w, sizeof(double) * (total_usage + 1), 1);
+    w->mask_out = (Mask *)wa(w, sizeof(Mask) * un, 0);  /* (the run's too) */
+    w->held_out = (int *)wa(w, sizeof(int) * un, 0);
+    w->usage = (double *)wa(w, sizeof(double) * (total_usage + 1), 0);
     w->usage_ptr = (int *)wa(w, sizeof(int) * un, 1);
     int *scratch = (int *)wa(w, sizeof(int) * un, 1);
     w->next_group = (int *)wa(w, sizeof(int) * (un + 1), 0);
@@ -1662,10 +1803,10 @@ fail:
     return NULL;
 }
 
-static long item_long(PyObject *t, Py_ssize_t i) { return PyLong_AsLong(PyTuple_GET_ITEM(t, i)); }
+static long item_long(PyObject *t, Py_ssize_t i) { return as_long(PyTuple_GET_ITEM(t, i)); }
 
 static int scope_code(PyObject *obj, int lo, int hi, int *out) {
-    long v = PyLong_AsLong(obj);
+    long v = as_long(obj);
     if (v == -1 && PyErr_Occurred()) return -1;
     if (v < lo || v > hi) return bad("scope code out of range");
     *out = (int)v;
@@ -1678,7 +1819,7 @@ static int packed_kind(Step *s, int j, PyObject *tprod, PyObject *pwants) {
     if (j < 0 || j >= PyList_GET_SIZE(tprod)) return bad("transfer out of range");
     PyObject *po = PyList_GET_ITEM(tprod, j);
     if (!PyLong_Check(po)) return bad("producer: an int");
-    long p = PyLong_AsLong(po);
+    long p = as_long(po);
     if (p == -1 && PyErr_Occurred()) return -1;
     if (p < -1 || p >= PyList_GET_SIZE(pwants)) return bad("producer out of range");
     if (p < 0) {
@@ -1883,6 +2024,7 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
         if (rc) goto fail;
         is_out[k] = io[k] != 0;
     }
+    binds_release(&w);  /* the steps are parsed */
     if (keep) return walk_kept(&w, (int)n, is_out, rf, tprod, PyList_GET_SIZE(grows),
                                PyList_GET_SIZE(pwants), args);
     /* the rows stay alive while the walk borrows their tables: the caller holds them */
@@ -1951,7 +2093,7 @@ static PyObject *walk_kept(Walk *wp, int n, int *is_out, const int *rf, PyObject
         if (w->st[k].kind == K_TRANSFER) {  /* its producer, checked when the step was parsed */
             int j = -1 - rf[2 * k];
             PyObject *po = j >= 0 && j < PyList_GET_SIZE(tprod) ? PyList_GET_ITEM(tprod, j) : NULL;
-            long p = po && PyLong_Check(po) ? PyLong_AsLong(po) : -1;
+            long p = po && PyLong_Check(po) ? as_long(po) : -1;
             if (p < 0 || p >= n_pw) {
                 if (!PyErr_Occurred()) bad("producer out of range");
                 goto fail;
@@ -2048,11 +2190,7 @@ static PyObject *py_working_set(PyObject *self, PyObject *args) {
     st.ws = ws;
     st.n_work = n_work;
     double v = ws_compute(&w, &st, (Mask)i);
-    free(st.ws_bit);
-    free(st.ws_sb);
-    free(st.ws_fb);
-    free(st.ws_win);
-    free(st.ws_has_win);
+    free_ws(&st);
     if (w.failed) return NULL;
     return PyFloat_FromDouble(v);
 }

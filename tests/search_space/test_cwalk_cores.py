@@ -8,8 +8,9 @@ them) are walked in their own cluster, then in a cluster of 100 cores with every
 up by an offset (0: the same cores; 60: cores on both sides of 64); every output is the
 same, its cores moved by the same offset. The moved steps' pieces are new tuples each, so a
 transfer whose dst chunks share one binding (its cores read once, ``step_pieces``) is also
-compared with the same cores read for every piece. (The 64-core way is compared with the
-Python decoder in test_ccore.py.)
+compared with the same cores read for every piece; and once more with fixed bytes on every
+result (rare in real decodes: a step's bytes per core add them over the mask's bits or over
+every core). (The 64-core way is compared with the Python decoder in test_ccore.py.)
 """
 
 from __future__ import annotations
@@ -98,3 +99,25 @@ def test_tight_capacities_walk_alike_in_a_wide_cluster(target: Target,
                 wide = spy.mod.walk(cap * share, llb, WIDE, _moved_steps(steps, off), True)
                 assert wide == _moved_out(out, nc, off)
     assert 14 in seen  # some walks overflowed (and explained it)
+
+
+def test_fixed_bytes_walk_alike_in_a_wide_cluster(target: Target,
+                                                  spy: _Spy) -> None:  # noqa: F811
+    """Every result given fixed (unbatched) bytes, which the decodes of these models rarely
+    have: a step's bytes per core (``step_pieces``: over the mask's bits, or over every core
+    in a wide cluster) add them where the step has a piece, and the walks still agree."""
+    space = build_space(small_graph("bert2"), target)
+    rng = np.random.default_rng(13)
+    for v in space.sample_vectors(rng, 8):
+        space.decode(v)
+    outs = set()
+    for args, _ in spy.walk_calls:
+        cap, llb, nc = args[:3]
+        steps = [(*s[:8], s[8] + 3000 + 7 * k, *s[9:]) for k, s in enumerate(_tuple_steps(args))]
+        plain = spy.mod.walk(cap, llb, nc, _tuple_steps(args), True)
+        out = spy.mod.walk(cap, llb, nc, steps, True)
+        outs.add(out == plain)
+        for off in (0, 60):
+            wide = spy.mod.walk(cap, llb, WIDE, _moved_steps(steps, off), True)
+            assert wide == _moved_out(out, nc, off)
+    assert False in outs  # the fixed bytes changed some walks
