@@ -58,16 +58,14 @@ import os
 import sys
 from array import array
 from collections.abc import Callable, Mapping
-from functools import lru_cache, partial
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
-from compiler.capacity import (  # _facts: the working set's parts
+from compiler.capacity import (
     CapacityIssue,
     MemoryPlan,
-    _facts,
     chunk_working_set,
-    cut_sides,
     llb_weight_tiles,
 )
 from compiler.derive import Node
@@ -76,7 +74,7 @@ from search_space._cfirst import ws_parts
 from search_space._cfoot import halo_values
 from search_space._cglue import CODE, wants
 from search_space._cplan import _plan_of, streamed_of
-from search_space._crows import _issue, _ScopeDims, _StepRows, packed_rows
+from search_space._crows import _cut_sides, _issue, _ScopeDims, _StepRows, l1_halo, packed_rows
 from search_space._order import breadth_order, depth_order
 
 # a search_space._build.Decoding and a search_space.Space; typed Any because _build
@@ -93,8 +91,6 @@ _MAX_STREAMED = 61  # streamable inputs of one group the C walk's masks can hold
 _LIST_STREAMED = 16  # up to this many, the working-set table is a list; wider, a dict
 _FIT_STREAMED = 8  # up to this many, the fit reads the walk's table (made for every shape it tries)
 
-# compiler.capacity.cut_sides by (samples, cores): a loop over the cores, once per new chunk shape
-_cut_sides = lru_cache(maxsize=4096)(cut_sides)
 
 _state = {"warned": False}
 _modules: dict[str, Any] = {}
@@ -425,12 +421,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             gr = groups[i]
             tiles = sr.tiles[i]
             if not res[7]:  # an L1: the working set's halo, window and attention parts
-                names = sr.names[i]
-                streamed = streamed_of(names, masks[over])
-                wkey = (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
-                        gr.cores // gr.parts)
-                chunk_working_set(dec.mem, gr.info.ops, *wkey)  # the C walk may have computed it
-                halo = _facts(dec.mem, gr.info.ops).halo.get(wkey, halo)
+                halo = l1_halo(dec, gr.info, sr.names[i], masks[over], scopes[over] != 0,
+                               bool(helds[over]), gr.samples // gr.parts, gr.cores // gr.parts)
         issue = _issue(dec, nodes, over, res[7:], halo, tiles, sr.tidx)
     dec.nodes = nodes
     dec.walk = _Walked(scopes, issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))
