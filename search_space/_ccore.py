@@ -113,10 +113,10 @@ def load_extension(name: str) -> Any:
     if name not in _modules:
         try:
             mod = importlib.import_module(f"search_space.{name}")
-            need = _NEEDS.get(name)
-            if need is not None and not hasattr(mod, need):  # a build older than this source
-                raise ImportError(f"search_space.{name} is an older build (no {need}); "
-                                  "reinstall: pip install -e .")
+            for need in _NEEDS.get(name, ()):
+                if not hasattr(mod, need):  # a build older than this source
+                    raise ImportError(f"search_space.{name} is an older build (no {need}); "
+                                      "reinstall: pip install -e .")
             _modules[name] = mod
         except ImportError as exc:
             _modules[name] = None
@@ -142,7 +142,7 @@ def _pure_forced() -> bool:
 
 # what each extension's current build has that older builds lack: an extension left from an
 # older build (the editable install not redone) is treated as missing, not called wrongly
-_NEEDS = {"_cwalk": "rewalk", "_cdag": "WALK_INDEX", "_cshape": "CROW_TAB"}
+_NEEDS = {"_cwalk": ("rewalk", "fits"), "_cdag": ("WALK_INDEX",), "_cshape": ("CROW_TAB", "CTAB_PARTS")}
 
 
 def _load() -> Any:
@@ -287,7 +287,13 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
         shared = info.shared["cws"] = (
             mem, f, ok, profiles, _Profiler(mem, info.ops, names, profiles), tile, out_sizes,
             bits, pack)
-    _, f, ok, profiles, profiler, tile, out, bits_t, pack = shared
+    return _ws_at(shared, spp, cpp)
+
+
+def _ws_at(parts: tuple[Any, ...], spp: int, cpp: int) -> tuple[Any, ...] | None:
+    """:func:`_ws_def`'s C definition of one chunk shape from the op set's shape-independent
+    ``parts`` (its ``shared["cws"]``), or None (the filler computes)."""
+    mem, f, ok, profiles, profiler, tile, out, bits_t, pack = parts
     halo = (f.windowed and _cut_sides(spp, cpp)) or (f.attention and cpp > 1)
     if not ok or (halo and pack is None):
         return None
@@ -302,27 +308,22 @@ def fits_l1(dec: Decoding, info: Any, spp: int, cpp: int) -> bool | None:
     table, its missing entries computed in C (``ws_compute``) and kept there for the walk:
     whether any of the four least working sets (inputs streamed or staged, output streamed
     out or kept, not held) fits a core's L1, asked in the same order and stopping at the
-    first that fits. None when the C walk would not compute them (not built, a halo or
-    attention term, more than ``_FIT_STREAMED`` streamable inputs, a table not of the
-    op set's streamable inputs): the caller asks
+    first that fits (one ``fits`` call in ``_cwalk.c`` for the four). The table is made
+    here, not only for the shape the walk takes: ~60 % of the shapes a fit asks about new
+    are walked, and made here (one Python frame) it costs less than made for the walk
+    (``_crow``). None when the C walk would not compute them (not built, a halo or
+    attention term without packed chain rows, more than ``_FIT_STREAMED`` streamable
+    inputs, a table not of the op set's streamable inputs): the caller asks
     :func:`compiler.capacity.chunk_working_set`."""
     mod = _load()
-    if mod is None or len(info.streamable) > _FIT_STREAMED:
+    n = len(info.streamable)
+    if mod is None or n > _FIT_STREAMED:
         return None
-    names, table, *_, ws = _work(dec, info, spp, cpp)
-    if ws is None or len(names) != len(info.streamable):
+    hit = _work(dec, info, spp, cpp)
+    ws = hit[8]
+    if ws is None or len(hit[0]) != n:
         return None
-    full = (1 << len(names)) - 1
-    l1 = dec.l1
-    for mask in (full, 0):  # the streamable inputs streamed first, then staged
-        for off in (1, 0):  # the output streamed out first, then kept
-            i = (mask * 2 + off) * 2  # not held
-            v = table[i]
-            if v is None:
-                v = table[i] = mod.working_set(ws, len(table), i)
-            if v <= l1:
-                return True
-    return False
+    return mod.fits(ws, 4 << n, float(dec.l1), hit[1])  # type: ignore[no-any-return]
 
 
 class _Profiler:
@@ -498,8 +499,10 @@ def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     if glue is not None:  # the loop below in C (``group_rows`` in _cshape.c)
         # a shape row missing from the op set's cache is made in C from its walk table when
         # that is there (the decode's batch given), else by _crow
+        # (and a missing walk table from the op set's kept parts and the shape's shared
+        # table, as _work makes it: ctab_from_parts, ~3 a ResNet-50 candidate, ~18 BERT-large)
         return glue.group_rows(dec.groups, space.d_scope, space.slot,  # type: ignore[no-any-return]
-                               partial(_crow, dec, space), dec.batch)
+                               partial(_crow, dec, space), dec.batch, _shape_tables(space))
     batch = dec.batch
     wide = False
     groups = dec.groups

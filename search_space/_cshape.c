@@ -834,7 +834,7 @@ done:
 
 /* ---- the scope walk's glue (search_space/_ccore.py: scope_walk, _group_rows) ---------------- */
 
-static PyObject *s_cache, *s_crow, *s_ctab, *s_tiles, *s_cdag;
+static PyObject *s_cache, *s_crow, *s_ctab, *s_tiles, *s_cdag, *s_shared, *s_cops, *s_cwork, *s_wtab;
 
 /* the fields the glue reads, and their slot offsets in the groups' type (fget) */
 enum { A_SPLIT, A_WAVE, A_INFO, A_SAMPLES, A_CORES, A_PARTS, A_BINDS, A_SCOPE_AT, A_SLOT, A_NAME, N_A };
@@ -1034,15 +1034,64 @@ done:
  * the Python code decides), NULL with one on an error. Not wide: a walk table is made only
  * for an op set the C walk's masks hold (_shape_row checks first; fits_l1 makes one only
  * for at most _FIT_STREAMED streamable inputs). */
-static PyObject *crow_from_cache(PyObject *cache, PyObject *key, long samples, long cores,
-                                 long parts, long split, long batch) {
+/* The chunk shape's walk table made as search_space._ccore._work makes it when the op set's
+ * parts are kept (h106): with its code cache["cops"] and per-op-set part cache["cwork"] (a
+ * tuple of 6: names, inputs, allowed, code, sb, fb), the space's shape table `tables`
+ * (_ccore._shape_tables: by (code, spp, cpp)) is read, and when it lacks the shape, the
+ * shared table shared[("wtab", spp, cpp)] (table, filler, C definition: made by the fit or
+ * an alike op set) gives (names, table, inputs, allowed, code, sb, fb, filler, ws), kept in
+ * `tables`; kept in the cache under tkey. A new reference; NULL without an error when a part
+ * is missing (the Python code makes it), with one on an error. */
+static PyObject *ctab_from_parts(PyObject *info, PyObject *cache, PyObject *tables, PyObject *tkey,
+                                 long spp, long cpp) {
+    PyObject *cops = PyDict_GetItemWithError(cache, s_cops), *own, *skey = NULL, *hit = NULL;
+    if (!cops) return NULL;
+    Py_INCREF(cops);
+    if (!(own = PyDict_GetItemWithError(cache, s_cwork)) || !PyTuple_Check(own) || PyTuple_GET_SIZE(own) != 6) {
+        Py_DECREF(cops);
+        return NULL;
+    }
+    Py_INCREF(own);
+    PyObject *sp = PyLong_FromLong(spp), *cp = PyLong_FromLong(cpp);
+    if (sp && cp) skey = PyTuple_Pack(3, cops, sp, cp);
+    Py_XDECREF(sp); Py_XDECREF(cp);
+    if (!skey) goto done;
+    hit = PyDict_GetItemWithError(tables, skey);
+    if (hit) {
+        Py_INCREF(hit);
+    } else if (!PyErr_Occurred()) {
+        long kv[2] = {spp, cpp};
+        PyObject *shared = PyObject_GetAttr(info, s_shared), *wkey = NULL, *wt = NULL;
+        if (shared && PyDict_Check(shared) && (wkey = key_of(1, s_wtab, kv, 2, NULL)) &&
+            (wt = PyDict_GetItemWithError(shared, wkey)) && PyTuple_Check(wt) && PyTuple_GET_SIZE(wt) == 3) {
+#define O_(i) PyTuple_GET_ITEM(own, i)
+#define W_(i) PyTuple_GET_ITEM(wt, i)
+            hit = PyTuple_Pack(9, O_(0), W_(0), O_(1), O_(2), O_(3), O_(4), O_(5), W_(1), W_(2));
+#undef O_
+#undef W_
+            if (hit && PyDict_SetItem(tables, skey, hit)) Py_CLEAR(hit);
+        }
+        Py_XDECREF(shared); Py_XDECREF(wkey);
+    }
+    if (hit && PyDict_SetItem(cache, tkey, hit)) Py_CLEAR(hit);
+done:
+    Py_XDECREF(skey); Py_DECREF(own); Py_DECREF(cops);
+    return hit;
+}
+
+static PyObject *crow_from_cache(PyObject *info, PyObject *cache, PyObject *tables, PyObject *key,
+                                 long samples, long cores, long parts, long split, long batch) {
     long kv[2] = {samples / parts, cores / parts};
     PyObject *tkey = key_of(1, s_ctab, kv, 2, NULL);
     if (!tkey) return NULL;
     PyObject *tab = PyDict_GetItemWithError(cache, tkey);  /* borrowed */
+    if (tab) {
+        Py_INCREF(tab);  /* held: the next look-up may run Python (a key's __eq__) */
+    } else if (!PyErr_Occurred() && tables) {
+        tab = ctab_from_parts(info, cache, tables, tkey, kv[0], kv[1]);
+    }
     Py_DECREF(tkey);
     if (!tab) return NULL;
-    Py_INCREF(tab);  /* held: the next look-up may run Python (a key's __eq__) */
     PyObject *tiles = PyDict_GetItemWithError(cache, s_tiles), *row = NULL, *base = NULL, *smp = NULL;
     if (!tiles || tiles == Py_None || !PyTuple_Check(tab) || PyTuple_GET_SIZE(tab) != 9) {
         /* None: missing, as _shape_row reads it (it computes the tiles) */
@@ -1062,20 +1111,21 @@ done:
     return row;
 }
 
-/* group_rows(groups, d_scope, slot_of, shape_row[, batch]) -> (gidx, grows, gnames, gtiles,
- *   gd, pd, splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its shape's
- *   row from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on a miss,
- *   with batch (the decode's, > 0) the row made from the cache's walk table and tiles
- *   (crow_from_cache), else shape_row(info, samples, cores, parts, split), which keeps it
- *   there): a row (a tuple of 4: the walk's row without bindings or None, the streamable
+/* group_rows(groups, d_scope, slot_of, shape_row[, batch[, tables]]) -> (gidx, grows, gnames,
+ *   gtiles, gd, pd, splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its
+ *   shape's row from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on
+ *   a miss, with batch (the decode's, > 0) the row made from the cache's walk table and tiles
+ *   (crow_from_cache; with tables, the space's shape tables, a missing walk table made from
+ *   the op set's kept parts first: ctab_from_parts), else shape_row(info, samples, cores,
+ *   parts, split), which keeps it there): a row (a tuple of 4: the walk's row without bindings or None, the streamable
  *   inputs, the LLB weight tiles, wide); the walk's row is that row and the group's bindings;
  *   its scope parameter d_scope[scope_at], its transfer-scope parameter slot_of[slot] + 5. */
 static PyObject *py_group_rows(PyObject *self, PyObject *args) {
-    PyObject *groups, *d_scope, *slot_of, *shape_row;
+    PyObject *groups, *d_scope, *slot_of, *shape_row, *tables = NULL;
     long batch = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO!O|l:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row,
-                          &batch))
+    if (!PyArg_ParseTuple(args, "OOO!O|lO!:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row,
+                          &batch, &PyDict_Type, &tables))
         return NULL;
     if (batch < 0) { PyErr_SetString(PyExc_ValueError, "group_rows: a batch >= 1 (0: none)"); return NULL; }
     PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: shape_row runs Python */
@@ -1117,7 +1167,8 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
             Py_INCREF(hit);
         } else {  /* missing, or None (missing, as the Python loop's .get() is None reads it) */
             if (PyErr_Occurred()) goto group_done;
-            if (batch > 0 && !(hit = crow_from_cache(cache, key, samples, cores, parts, split, batch)) &&
+            if (batch > 0 && !(hit = crow_from_cache(info, cache, tables, key, samples, cores, parts, split,
+                                                     batch)) &&
                 PyErr_Occurred())
                 goto group_done;
             if (!hit && !(hit = PyObject_CallFunction(shape_row, "Ollll", info, samples, cores, parts, split)))
@@ -1248,7 +1299,8 @@ PyMODINIT_FUNC PyInit__cshape(void) {
         {&s_cache, "cache"}, {&a_name[A_SAMPLES], "samples"}, {&a_name[A_CORES], "cores"},
         {&a_name[A_PARTS], "parts"}, {&a_name[A_BINDS], "binds"}, {&a_name[A_SCOPE_AT], "scope_at"},
         {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"},
-        {&s_ctab, "ctab"}, {&s_tiles, "tiles"}, {&s_cdag, "cdag"}};
+        {&s_ctab, "ctab"}, {&s_tiles, "tiles"}, {&s_cdag, "cdag"}, {&s_shared, "shared"},
+        {&s_cops, "cops"}, {&s_cwork, "cwork"}, {&s_wtab, "wtab"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     PyObject *m = PyModule_Create(&module);
@@ -1256,5 +1308,7 @@ PyMODINIT_FUNC PyInit__cshape(void) {
     if (m && PyModule_AddIntConstant(m, "WAVES", 1)) { Py_DECREF(m); return NULL; }
     /* group_rows makes a shape row from the cache's walk table (its batch argument) */
     if (m && PyModule_AddIntConstant(m, "CROW_TAB", 1)) { Py_DECREF(m); return NULL; }
+    /* group_rows makes a missing walk table from the op set's kept parts (its tables argument) */
+    if (m && PyModule_AddIntConstant(m, "CTAB_PARTS", 1)) { Py_DECREF(m); return NULL; }
     return m;
 }

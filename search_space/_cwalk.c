@@ -2057,6 +2057,69 @@ static PyObject *py_working_set(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(v);
 }
 
+/* ---- h106: the fit's four least working sets in one call ----------------------------- */
+
+/* fits(ws, n_work, l1, table) -> bool: search_space._ccore.fits_l1's loop over a chunk
+ * shape's working-set entries, whether any of the four least (the streamable inputs all
+ * streamed, then none; the output streamed out, then kept; not held) is <= l1, asked in that
+ * order and stopping at the first that fits. Each entry is read from `table` (a list of
+ * n_work entries, or None: no table) when it holds it, else computed from `ws` as the walk
+ * computes it (ws_compute, the same definition `working_set` gives) and, with a table,
+ * kept there as the walk keeps it. One parse of `ws` for the four entries. */
+static PyObject *py_fits(PyObject *self, PyObject *args) {
+    PyObject *ws, *table;
+    int n_work;
+    double l1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OidO", &ws, &n_work, &l1, &table)) return NULL;
+    if (n_work < 4 || (n_work & (n_work - 1))) {
+        PyErr_SetString(PyExc_ValueError, "fits: a table of 4 << streamable entries");
+        return NULL;
+    }
+    if (table != Py_None && (!PyList_Check(table) || PyList_GET_SIZE(table) != n_work)) {
+        PyErr_SetString(PyExc_ValueError, "fits: the table is a list of n_work entries, or None");
+        return NULL;
+    }
+    Walk w;
+    Step st;
+    memset(&w, 0, sizeof w);
+    memset(&st, 0, sizeof st);
+    st.ws = ws;
+    st.n_work = n_work;
+    Mask full = (Mask)(n_work / 4) - 1, masks[2] = {full, 0};
+    int found = 0;
+    for (int m = 0; m < 2 && !found && !w.failed; m++) {
+        if (m == 1 && full == 0) break;  /* no streamable input: the same two entries again */
+        for (int off = 1; off >= 0 && !found; off--) {
+            Mask i = (masks[m] * 2 + (Mask)off) * 2;  /* not held */
+            PyObject *have = table != Py_None ? PyList_GET_ITEM(table, (Py_ssize_t)i) : Py_None;
+            double v;
+            if (have != Py_None) {
+                v = PyFloat_AsDouble(have);
+                if (v == -1.0 && PyErr_Occurred()) { w.failed = 1; break; }
+            } else {
+                v = ws_compute(&w, &st, i);
+                if (w.failed) break;
+                if (table != Py_None) {
+                    PyObject *f = PyFloat_FromDouble(v);
+                    if (!f || PyList_SetItem(table, (Py_ssize_t)i, f)) { w.failed = 1; break; }
+                }
+            }
+            if (v <= l1) found = 1;
+        }
+    }
+    free(st.ws_bit);
+    free(st.ws_sb);
+    free(st.ws_fb);
+    free(st.ws_win);
+    free(st.ws_has_win);
+    if (w.failed) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fits: a malformed ws");
+        return NULL;
+    }
+    return PyBool_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
     {"walk", py_walk, METH_VARARGS, "The scope walk of search-space decoding (see _ccore.py)."},
     {"index", py_index, METH_VARARGS, "A decode's order as step references (see _ccore.py)."},
@@ -2066,6 +2129,8 @@ static PyMethodDef methods[] = {
      "A kept walk (walk_rows with keep) walked again with other scopes asked for (see _ccore.py)."},
     {"working_set", py_working_set, METH_VARARGS,
      "A working-set entry as the walk computes it (see _ccore.py, _ws_def)."},
+    {"fits", py_fits, METH_VARARGS,
+     "Whether a chunk shape's least working set fits L1 (see _ccore.py, fits_l1)."},
     {"profile", cprof_py_profile, METH_VARARGS,
      "An op set's profile walk from its packed chain rows (see _cfoot.py, _cprofile.c)."},
     {NULL, NULL, 0, NULL},
