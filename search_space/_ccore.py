@@ -142,7 +142,8 @@ def _pure_forced() -> bool:
 
 # what each extension's current build has that older builds lack: an extension left from an
 # older build (the editable install not redone) is treated as missing, not called wrongly
-_NEEDS = {"_cwalk": ("rewalk", "fits"), "_cdag": ("WALK_INDEX",), "_cshape": ("CROW_TAB", "CTAB_PARTS")}
+_NEEDS = {"_cwalk": ("rewalk", "fits"), "_cdag": ("WALK_INDEX",),
+          "_cshape": ("CROW_TAB", "CTAB_PARTS", "FITS_FAST")}
 
 
 def _load() -> Any:
@@ -254,7 +255,7 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
             # too long (DLRM's interaction concat streams up to 27 inputs: 2^29 entries)
             table: list[float | None] | dict[int, float] = (
                 [None] * (4 << len(names)) if len(names) <= _LIST_STREAMED else {})
-            shared = info.shared[wkey] = (table, _Filler(dec.mem, info.ops, names, spp, cpp, table),
+            shared = info.shared[wkey] = (table, partial(_fill, dec.mem, info.ops, names, spp, cpp, table),
                                           _ws_def(dec.mem, info, names, spp, cpp, table))
         table, fill, ws = shared
         hit = tables[skey] = (names, table, inputs, allowed, code, sb, fb, fill, ws)
@@ -346,22 +347,16 @@ class _Profiler:
         return v
 
 
-class _Filler:
-    """Computes entry ``i`` = (mask * 2 + output streamed out) * 2 + held of a working-set
-    table when the C walk first asks for it (a class, not a closure: spaces pickle)."""
-
-    __slots__ = ("cpp", "mem", "names", "ops", "spp", "table")
-
-    def __init__(self, mem: Any, ops: tuple[int, ...], names: tuple[str, ...], spp: int, cpp: int,
-                 table: list[float | None] | dict[int, float]) -> None:
-        self.mem, self.ops, self.names, self.spp, self.cpp, self.table = mem, ops, names, spp, cpp, table
-
-    def __call__(self, i: int) -> float:
-        mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
-        st = streamed_of(self.names, mask)
-        v = chunk_working_set(self.mem, self.ops, st, off, held, self.spp, self.cpp)
-        self.table[i] = v
-        return v
+def _fill(mem: Any, ops: tuple[int, ...], names: tuple[str, ...], spp: int, cpp: int,
+          table: list[float | None] | dict[int, float], i: int) -> float:
+    """Entry ``i`` = (mask * 2 + output streamed out) * 2 + held of a working-set table,
+    computed when the C walk first asks for it and kept there: the table's filler is
+    ``partial(_fill, mem, ops, names, spp, cpp, table)`` (a module function: spaces
+    pickle; ``fits_fast`` in ``_cshape.c`` makes the same)."""
+    mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
+    v = chunk_working_set(mem, ops, streamed_of(names, mask), off, held, spp, cpp)
+    table[i] = v
+    return v
 
 
 def _shape_tables(space: Space) -> dict[tuple[Any, ...], Any]:

@@ -22,7 +22,8 @@ triples by choice indices, shared by op sets alike: no key, hash or dict look-up
 filling an entry the first time from the ``shared`` cache (where ``Decoding.fit`` keeps
 them; on a miss ``Decoding.fit``'s search runs in C, ``fit_c``, asking ``Decoding.fits_l1``
 for a shape whose answer is not in the ``shared`` cache yet, and keeps its answer there as
-``Decoding.fit`` does), and the bindings from the space's cache (where
+``Decoding.fit`` does; for an op set whose parts are kept, that miss itself runs in C,
+``fits_fast``, given what :func:`_c_fit` hands it), and the bindings from the space's cache (where
 :func:`search_space._build.bind_set` keeps them), and calls those Python definitions on a
 miss (and :func:`search_space._dims.unshuffle` for a ``reuse`` core order): so every
 number is the Python code's. It asks the recorder the same parameters in the same order.
@@ -36,9 +37,13 @@ a trial or a projection, ``GRAPHTUNE_PURE_PYTHON=1`` or a missing extension (war
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from search_space._ccore import load_extension, tensor_codes
+from search_space._ccore import _FIT_STREAMED, _fill, _shape_tables, load_extension, tensor_codes
+from search_space._ccore import _load as _load_walk
+from search_space._cfoot import halo_values
+from search_space._crows import _cut_sides
 from search_space._dims import perm_order, unshuffle
 
 Decoding = Any  # a search_space._build.Decoding (importing it back would close a circle)
@@ -102,7 +107,13 @@ def _c_fit(dec: Decoding, fit: Any, space: Any, batch: int) -> tuple[Any, ...]:
     func: Any = getattr(fit, "__func__", None)
     if own is not dec or func is not _reference_fit() or len(own.divs) > FIT_DIVS:
         return ()
-    return own.fits_l1, _divs_of(space, batch, own.divs)
+    fits = own.fits_l1
+    if len(_REFERENCE) < 2 or getattr(fits, "__func__", None) is not _REFERENCE[1]:  # another: as it is
+        return fits, _divs_of(space, batch, own.divs)
+    # Decoding.fits_l1's miss in C (fits_fast in _cshape.c) for an op set whose parts are kept
+    return fits, _divs_of(space, batch, own.divs), (
+        dec.mem, _shape_tables(space), float(dec.l1), _load_walk().fits, _fill, partial, _cut_sides,
+        halo_values, _FIT_STREAMED)
 
 
 FIT_DIVS = 64
@@ -112,10 +123,10 @@ has 72; past it the decode calls ``Decoding.fit``."""
 _REFERENCE: list[Any] = []
 
 
-def set_reference_fit(fit: Any) -> None:
-    """``search_space._build`` names its ``Decoding.fit`` here when it is imported
-    (``REFERENCE_FIT``; importing ``_build`` here would close a circle)."""
-    _REFERENCE[:] = [fit]
+def set_reference_fit(fit: Any, fits_l1: Any = None) -> None:
+    """``search_space._build`` names its ``Decoding.fit`` and ``Decoding.fits_l1`` here when
+    it is imported (``REFERENCE_FIT``; importing ``_build`` here would close a circle)."""
+    _REFERENCE[:] = [fit, fits_l1]
 
 
 def _reference_fit() -> Any:

@@ -245,9 +245,132 @@ typedef struct {
     const long *divs;     /* the batch's divisors, ascending (Decoding.divs) */
     Py_ssize_t n_divs;
     long n;               /* cores per cluster */
+    PyObject *fast;       /* borrowed: what fits_fast reads (FF_*), or NULL: fits is asked */
 } Fitter;
 
 static PyObject *s_fits;  /* "fits" (interned at module init) */
+/* (interned at module init; declared with the glue below) */
+static PyObject *s_cache, *s_ctab, *s_shared, *s_cops, *s_cwork, *s_wtab, *s_cws, *s_streamable, *s_ops,
+    *s_windowed, *s_attention;
+static PyObject *key_of(int with_head, PyObject *head, const long *v, int n, PyObject *tail);
+static PyObject *ctab_from_parts(PyObject *info, PyObject *cache, PyObject *tables, PyObject *tkey,
+                                 long spp, long cpp);
+
+/* fits_fast's tuple (search_space._cgroups._c_fit): the decode's graph in the compute dtype,
+ * the space's shape tables, L1 bytes (a float), _cwalk.fits, search_space._ccore._fill,
+ * functools.partial, the lru-cached compiler.capacity.cut_sides, search_space._cfoot.halo_values
+ * and _ccore._FIT_STREAMED */
+enum { FF_MEM, FF_TABLES, FF_L1, FF_CFITS, FF_FILL, FF_PARTIAL, FF_CUT, FF_HALO, FF_MAX, N_FF };
+
+/* Decoding.fits_l1 on a miss of shared[("fits", s, c)], in C (h106), for an op set whose
+ * parts are kept (cache["cops"], cache["cwork"], shared["cws"]: made when the op set and its
+ * class were first met), statement by statement as search_space._ccore.fits_l1 -> _work ->
+ * _ws_def -> _ws_at make them: the chunk shape's walk table found (cache, the space's shape
+ * tables, the shared table: ctab_from_parts) or made (the shared table: a list of 4 << n
+ * None, the filler partial(_fill, mem, ops, names, s, c, table), the C definition from the
+ * kept parts: None when they are not all streamable or a halo or attention term has no
+ * packed chain rows, the halo values from halo_values when there is one), then _cwalk.fits
+ * over its four least working sets; the answer kept in shared[("fits", s, c)] as
+ * Decoding.fits_l1 keeps it. A new reference to the answer; NULL without an error when a part
+ * is missing or the C definition is None (the caller asks Decoding.fits_l1: the Python code
+ * decides), NULL with one on an error. */
+static PyObject *fits_fast(const G *g, const Fitter *fx, long s, long c) {
+    PyObject *F = fx->fast, *info = g->info, *shared = g->shared;
+    PyObject *cache = NULL, *st = NULL, *tkey = NULL, *tab = NULL, *res = NULL, *own = NULL, *cops = NULL,
+             *parts = NULL, *ops = NULL, *table = NULL, *fill = NULL, *ws = NULL, *wt = NULL, *wkey = NULL,
+             *fkey = NULL, *hv = NULL, *sp = NULL, *cp = NULL, *flag = NULL, *cut = NULL;
+    long kv[2] = {s, c};
+    long max_n = PyLong_AsLong(PyTuple_GET_ITEM(F, FF_MAX));
+    if (max_n == -1 && PyErr_Occurred()) return NULL;
+    if (!(cache = PyObject_GetAttr(info, s_cache))) goto out;
+    if (!PyDict_Check(cache)) goto out;
+    if (!(st = PyObject_GetAttr(info, s_streamable))) goto out;
+    Py_ssize_t n = PyObject_Size(st);
+    if (n < 0 || n > max_n) goto out;  /* _ccore.fits_l1: None, the Python definition */
+    if (!(tkey = key_of(1, s_ctab, kv, 2, NULL))) goto out;
+    if ((tab = PyDict_GetItemWithError(cache, tkey))) {
+        Py_INCREF(tab);
+    } else if (!PyErr_Occurred()) {
+        /* the op set's kept parts, else the Python code makes them */
+        if (!(cops = PyDict_GetItemWithError(cache, s_cops))) goto out;
+        Py_INCREF(cops);
+        if (!(own = PyDict_GetItemWithError(cache, s_cwork))) goto out;
+        Py_INCREF(own);
+        if (!(parts = PyDict_GetItemWithError(shared, s_cws))) goto out;
+        Py_INCREF(parts);
+        if (!PyTuple_Check(own) || PyTuple_GET_SIZE(own) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(own, 0)) ||
+            PyTuple_GET_SIZE(PyTuple_GET_ITEM(own, 0)) != n || !PyTuple_Check(parts) ||
+            PyTuple_GET_SIZE(parts) != 9 || PyTuple_GET_ITEM(parts, 0) != PyTuple_GET_ITEM(F, FF_MEM) ||
+            !PyList_Check(PyTuple_GET_ITEM(parts, 3)) ||
+            PyList_GET_SIZE(PyTuple_GET_ITEM(parts, 3)) != ((Py_ssize_t)4 << n))
+            goto out;  /* _ws_def makes them anew: the Python code */
+        tab = ctab_from_parts(info, cache, PyTuple_GET_ITEM(F, FF_TABLES), tkey, s, c);
+        if (!tab && !PyErr_Occurred()) {
+            /* a shape new to the class: its shared table, as _work and _ws_at make it */
+            if (!(wkey = key_of(1, s_wtab, kv, 2, NULL))) goto out;
+            int have = PyDict_Contains(shared, wkey);
+            if (have) goto out;  /* (-1: an error) there, yet no table made: the Python code */
+            PyObject *names = PyTuple_GET_ITEM(own, 0), *mem = PyTuple_GET_ITEM(F, FF_MEM);
+            PyObject *f = PyTuple_GET_ITEM(parts, 1), *pack = PyTuple_GET_ITEM(parts, 8);
+            int halo = 0, ok, t;
+            /* halo = (f.windowed and _cut_sides(spp, cpp)) or (f.attention and cpp > 1) */
+            if (!(flag = PyObject_GetAttr(f, s_windowed)) || (t = PyObject_IsTrue(flag)) < 0) goto out;
+            Py_CLEAR(flag);
+            if (t) {
+                if (!(cut = PyObject_CallFunction(PyTuple_GET_ITEM(F, FF_CUT), "ll", s, c)) ||
+                    (halo = PyObject_IsTrue(cut)) < 0)
+                    goto out;
+            }
+            if (!halo) {
+                if (!(flag = PyObject_GetAttr(f, s_attention)) || (t = PyObject_IsTrue(flag)) < 0) goto out;
+                halo = t && c > 1;
+            }
+            if ((ok = PyObject_IsTrue(PyTuple_GET_ITEM(parts, 2))) < 0 || (t = PyObject_IsTrue(pack)) < 0) goto out;
+            if (!ok || (halo && pack == Py_None)) {
+                ws = Py_NewRef(Py_None);
+            } else {
+                if (halo && t) {
+                    if (!PyTuple_Check(pack) || PyTuple_GET_SIZE(pack) < 2) goto out;
+                    hv = PyObject_CallFunction(PyTuple_GET_ITEM(F, FF_HALO), "OOll", mem, PyTuple_GET_ITEM(pack, 1),
+                                               s, c);
+                    if (!hv) goto out;
+                } else {
+                    hv = Py_NewRef(Py_None);
+                }
+                PyObject *pk0 = Py_None;
+                if (t) {
+                    if (!PyTuple_Check(pack) || PyTuple_GET_SIZE(pack) < 1) goto out;
+                    pk0 = PyTuple_GET_ITEM(pack, 0);
+                }
+                if (!(sp = PyLong_FromLong(s)) || !(cp = PyLong_FromLong(c))) goto out;
+#define P_(i) PyTuple_GET_ITEM(parts, i)
+                if (!(ws = PyTuple_Pack(9, P_(3), P_(4), sp, cp, P_(5), P_(6), P_(7), pk0, hv))) goto out;
+#undef P_
+            }
+            if (!(table = PyList_New((Py_ssize_t)4 << n))) goto out;
+            for (Py_ssize_t i = 0; i < ((Py_ssize_t)4 << n); i++) PyList_SET_ITEM(table, i, Py_NewRef(Py_None));
+            if (!(ops = PyObject_GetAttr(info, s_ops))) goto out;
+            if (!(fill = PyObject_CallFunction(PyTuple_GET_ITEM(F, FF_PARTIAL), "OOOOllO", PyTuple_GET_ITEM(F, FF_FILL),
+                                               mem, ops, names, s, c, table)))
+                goto out;
+            if (!(wt = PyTuple_Pack(3, table, fill, ws)) || PyDict_SetItem(shared, wkey, wt)) goto out;
+            tab = ctab_from_parts(info, cache, PyTuple_GET_ITEM(F, FF_TABLES), tkey, s, c);
+        }
+    }
+    if (!tab) goto out;
+    if (!PyTuple_Check(tab) || PyTuple_GET_SIZE(tab) != 9 || !PyTuple_Check(PyTuple_GET_ITEM(tab, 0)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(tab, 0)) != n || PyTuple_GET_ITEM(tab, 8) == Py_None)
+        goto out;  /* _ccore.fits_l1: None, the Python definition */
+    res = PyObject_CallFunction(PyTuple_GET_ITEM(F, FF_CFITS), "OiOO", PyTuple_GET_ITEM(tab, 8), (int)(4 << n),
+                                PyTuple_GET_ITEM(F, FF_L1), PyTuple_GET_ITEM(tab, 1));
+    if (res && (!(fkey = key_of(1, s_fits, kv, 2, NULL)) || PyDict_SetItem(shared, fkey, res))) Py_CLEAR(res);
+out:
+    Py_XDECREF(cache); Py_XDECREF(st); Py_XDECREF(tkey); Py_XDECREF(tab); Py_XDECREF(own); Py_XDECREF(cops);
+    Py_XDECREF(parts); Py_XDECREF(ops); Py_XDECREF(table); Py_XDECREF(fill); Py_XDECREF(ws); Py_XDECREF(wt);
+    Py_XDECREF(wkey); Py_XDECREF(fkey); Py_XDECREF(hv); Py_XDECREF(sp); Py_XDECREF(cp); Py_XDECREF(flag);
+    Py_XDECREF(cut);
+    return res;
+}
 
 static long gcd_l(long a, long b) {  /* math.gcd of non-negative ints */
     while (b) { long t = a % b; a = b; b = t; }
@@ -263,8 +386,8 @@ static int fits_of(const G *g, const Fitter *fx, long s, long c, int *out) {
     if (hit && hit == Py_None) hit = NULL;  /* Decoding.fits_l1: `if hit is None` computes */
     if (!hit) {
         if (PyErr_Occurred()) return -1;
-        hit = own = PyObject_CallFunction(fx->fits, "Oll", g->info, s, c);
-        if (!hit) return -1;
+        if (fx->fast && !(hit = own = fits_fast(g, fx, s, c)) && PyErr_Occurred()) return -1;
+        if (!hit && !(hit = own = PyObject_CallFunction(fx->fits, "Oll", g->info, s, c))) return -1;
     } else {
         Py_INCREF(hit);
         own = hit;
@@ -393,16 +516,17 @@ static PyObject *int_list_names(const int *ix, int n, PyObject *const *names) {
 static PyObject *py_groups(PyObject *self, PyObject *args) {
     PyObject *values, *rep, *active, *blocks, *spp_of, *cpp_of, *parts_of, *perms, *spread_of;
     PyObject *fit, *unshuffle, *bind_set, *bind_sets, *g_type, *fit_tag, *fits = Py_None, *divs_t = NULL;
+    PyObject *fast = NULL;
     long n_codes, batch, n_cores;
     int split_ok;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!O!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U|OO!:groups",
+    if (!PyArg_ParseTuple(args, "O!O!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U|OO!O!:groups",
                           &PyList_Type, &values, &PyList_Type, &rep, &PyDict_Type, &active, &blocks,
                           &n_codes, &batch, &n_cores, &PyTuple_Type, &spp_of, &split_ok,
                           &PyTuple_Type, &cpp_of, &PyTuple_Type, &parts_of,
                           &PyTuple_Type, &perms, &PyTuple_Type, &spread_of,
                           &fit, &unshuffle, &bind_set, &PyDict_Type, &bind_sets, &PyType_Type, &g_type,
-                          &fit_tag, &fits, &PyTuple_Type, &divs_t))
+                          &fit_tag, &fits, &PyTuple_Type, &divs_t, &PyTuple_Type, &fast))
         return NULL;
     if (n_codes < 0 || n_codes > INT_MAX / 2 || batch < 1 || batch > INT_MAX || n_cores < 1 ||
         n_cores > 4096) {
@@ -421,7 +545,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n_fit = (n_spp + 1) * n_cpp * n_pts;
     /* with fits (Decoding.fits_l1) and divs (Decoding.divs): Decoding.fit in C (fit_c) */
-    Fitter fx = {NULL, NULL, NULL, 0, n_cores};
+    Fitter fx = {NULL, NULL, NULL, 0, n_cores, NULL};
     long fx_divs[64];
     if (fits != Py_None) {
         if (!divs_t || !PyCallable_Check(fits) || PyTuple_GET_SIZE(divs_t) < 1 ||
@@ -434,6 +558,18 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         fx.fits_tag = s_fits;
         fx.divs = fx_divs;
         fx.n_divs = PyTuple_GET_SIZE(divs_t);
+        if (fast) {  /* Decoding.fits_l1's miss in C (fits_fast) */
+            if (PyTuple_GET_SIZE(fast) != N_FF || !PyDict_Check(PyTuple_GET_ITEM(fast, FF_TABLES)) ||
+                !PyFloat_Check(PyTuple_GET_ITEM(fast, FF_L1)) || !PyLong_Check(PyTuple_GET_ITEM(fast, FF_MAX)) ||
+                !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_CFITS)) || !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_FILL)) ||
+                !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_PARTIAL)) || !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_CUT)) ||
+                !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_HALO))) {
+                PyErr_SetString(PyExc_ValueError, "fast: (mem, tables, l1, fits, fill, partial, cut_sides, "
+                                "halo_values, fit_max)");
+                return NULL;
+            }
+            fx.fast = fast;
+        }
     }
     /* a snapshot: fit, unshuffle, bind_set and a name's hash run Python code (review) */
     PyObject *bseq = PySequence_Tuple(blocks);
@@ -758,7 +894,7 @@ static PyObject *py_fit(PyObject *self, PyObject *args) {
         return NULL;
     }
     if (read_divs(divs_t, batch, divs)) return NULL;
-    Fitter fx = {fits, s_fits, divs, PyTuple_GET_SIZE(divs_t), n_cores};
+    Fitter fx = {fits, s_fits, divs, PyTuple_GET_SIZE(divs_t), n_cores, NULL};
     G g;
     memset(&g, 0, sizeof g);
     g.info = info;
@@ -834,7 +970,7 @@ done:
 
 /* ---- the scope walk's glue (search_space/_ccore.py: scope_walk, _group_rows) ---------------- */
 
-static PyObject *s_cache, *s_crow, *s_ctab, *s_tiles, *s_cdag, *s_shared, *s_cops, *s_cwork, *s_wtab;
+static PyObject *s_crow, *s_tiles, *s_cdag;
 
 /* the fields the glue reads, and their slot offsets in the groups' type (fget) */
 enum { A_SPLIT, A_WAVE, A_INFO, A_SAMPLES, A_CORES, A_PARTS, A_BINDS, A_SCOPE_AT, A_SLOT, A_NAME, N_A };
@@ -1300,7 +1436,8 @@ PyMODINIT_FUNC PyInit__cshape(void) {
         {&a_name[A_PARTS], "parts"}, {&a_name[A_BINDS], "binds"}, {&a_name[A_SCOPE_AT], "scope_at"},
         {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"},
         {&s_ctab, "ctab"}, {&s_tiles, "tiles"}, {&s_cdag, "cdag"}, {&s_shared, "shared"},
-        {&s_cops, "cops"}, {&s_cwork, "cwork"}, {&s_wtab, "wtab"}};
+        {&s_cops, "cops"}, {&s_cwork, "cwork"}, {&s_wtab, "wtab"}, {&s_cws, "cws"},
+        {&s_streamable, "streamable"}, {&s_ops, "ops"}, {&s_windowed, "windowed"}, {&s_attention, "attention"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     PyObject *m = PyModule_Create(&module);
@@ -1310,5 +1447,7 @@ PyMODINIT_FUNC PyInit__cshape(void) {
     if (m && PyModule_AddIntConstant(m, "CROW_TAB", 1)) { Py_DECREF(m); return NULL; }
     /* group_rows makes a missing walk table from the op set's kept parts (its tables argument) */
     if (m && PyModule_AddIntConstant(m, "CTAB_PARTS", 1)) { Py_DECREF(m); return NULL; }
+    /* groups' fast argument: Decoding.fits_l1's miss in C (fits_fast) */
+    if (m && PyModule_AddIntConstant(m, "FITS_FAST", 1)) { Py_DECREF(m); return NULL; }
     return m;
 }

@@ -141,3 +141,64 @@ def test_walk_tables_from_kept_parts_are_works(key: str, monkeypatch: pytest.Mon
         # rows of groups whose op set had its LLB tiles: no callback made them
         assert tiled and not [a for a in calls if id(a[2]) in tiled]
     assert made > 10
+
+
+def _caches(space: Any) -> dict[Any, Any]:
+    """Every op set's fit answers and walk tables, by (batch, op set) and key, as values."""
+    out: dict[Any, Any] = {}
+    for (batch, ops), info in space._infos.items():
+        for where, d in (("shared", info.shared), ("cache", info.cache)):
+            for k, v in d.items():
+                if type(k) is tuple and k[0] in ("fits", "wtab", "ctab"):
+                    out[batch, ops, where, k] = _plain(v)
+    return out
+
+
+def _plain(v: Any) -> Any:
+    """A cache value compared by value: a filler as its function and arguments."""
+    if isinstance(v, tuple):
+        return tuple(_plain(x) for x in v)
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if hasattr(v, "func") and hasattr(v, "args"):  # functools.partial
+        return (v.func, *(_plain(x) for x in v.args))
+    if isinstance(v, _ccore._Profiler):  # the op set's profiler: its op set, names and table
+        return ("profiler", v.ops, v.names, _plain(v.table))
+    return v
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2", "deepfm"])
+def test_a_fit_miss_in_c_leaves_the_caches_pythons_leave(key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decoding.fits_l1's miss made in C (fits_fast in _cshape.c) gives the same answers and
+    leaves the same walk tables (values, fillers' arguments) as the Python path, decode by
+    decode from a fresh space; fewer Python calls when it runs."""
+    from search_space import _cgroups
+
+    vecs = build_space(small_graph(key), Target.default()).sample_vectors(np.random.default_rng(41), 10)
+    seen = {}
+    for fast in (True, False):
+        space = build_space(small_graph(key), Target.default())
+        calls = [0]
+        compiled = _build.fits_compiled
+
+        def counted(*a: Any, _c: Any = compiled, _n: list[int] = calls) -> Any:
+            _n[0] += 1
+            return _c(*a)
+
+        with monkeypatch.context() as m:
+            m.setattr(_build, "fits_compiled", counted)
+            if not fast:  # fits_l1 not the reference: asked as it is (the Python path)
+                m.setattr(_cgroups, "_REFERENCE", [_cgroups._REFERENCE[0], None])
+            per = []
+            for vec in vecs:
+                s = space.decode(vec)
+                per.append((s.key() if hasattr(s, "key") else str(s), _caches(space)))
+        seen[fast] = (per, calls[0])
+    (fast_per, fast_calls), (py_per, py_calls) = seen[True], seen[False]
+    assert len(fast_per) == len(py_per)
+    for (ka, ca), (kb, cb) in zip(fast_per, py_per):
+        assert ka == kb
+        assert ca.keys() == cb.keys()
+        for k in ca:
+            assert ca[k] == cb[k], k
+    assert fast_calls < py_calls  # the C path answered some misses itself
