@@ -1414,6 +1414,42 @@ done:
     return result;
 }
 
+/* block_rows(parts, slots, by_ops) -> the rows of a new block whose op sets are all known, or
+ * None: search_space._cgroups._block_rows' hit path (h106), per part its op set's rows by slot
+ * found by the op set's identity (by_ops[id(ops)] = (ops, rows by slot)) and the row of its
+ * slot; None as soon as a part misses (the Python loop then makes every row). */
+static PyObject *py_block_rows(PyObject *self, PyObject *args) {
+    PyObject *parts, *slots, *by_ops;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!:block_rows", &PyTuple_Type, &parts, &PyTuple_Type, &slots,
+                          &PyDict_Type, &by_ops))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(parts);
+    if (PyTuple_GET_SIZE(slots) != n) {
+        PyErr_SetString(PyExc_ValueError, "block_rows: a slot per part");
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(n);
+    if (!out) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *ops = PyTuple_GET_ITEM(parts, k), *key = PyLong_FromVoidPtr(ops);  /* id(ops) */
+        if (!key) { Py_DECREF(out); return NULL; }
+        PyObject *hit = PyDict_GetItemWithError(by_ops, key);  /* borrowed */
+        Py_DECREF(key);
+        PyObject *row = NULL;
+        if (hit && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2 && PyTuple_GET_ITEM(hit, 0) == ops &&
+            PyDict_Check(PyTuple_GET_ITEM(hit, 1)))
+            row = PyDict_GetItemWithError(PyTuple_GET_ITEM(hit, 1), PyTuple_GET_ITEM(slots, k));
+        if (!row) {
+            Py_DECREF(out);
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_NONE;
+        }
+        PyTuple_SET_ITEM(out, k, Py_NewRef(row));
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"groups", py_groups, METH_VARARGS, "Pass 1's groups, shapes and cores (see the file)."},
     {"unit_slots", py_unit_slots, METH_VARARGS, "Each part's unit's first op (see the function)."},
@@ -1421,6 +1457,7 @@ static PyMethodDef methods[] = {
     {"wants", py_wants, METH_VARARGS, "The scope walk's answers in walk order (see the function)."},
     {"group_rows", py_group_rows, METH_VARARGS, "The scope walk's rows per group (see the function)."},
     {"cdag_rows", py_cdag_rows, METH_VARARGS, "The chunk DAG's rows per group (see the function)."},
+    {"block_rows", py_block_rows, METH_VARARGS, "A new block's rows of known op sets (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 
