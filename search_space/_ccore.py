@@ -143,7 +143,7 @@ def _pure_forced() -> bool:
 # what each extension's current build has that older builds lack: an extension left from an
 # older build (the editable install not redone) is treated as missing, not called wrongly
 _NEEDS = {"_cwalk": ("rewalk", "fits"), "_cdag": ("WALK_INDEX",),
-          "_cshape": ("CROW_TAB", "CTAB_PARTS", "FITS_FAST", "block_rows")}
+          "_cshape": ("CROW_TAB", "CTAB_PARTS", "FITS_FAST", "block_rows", "CDAG_IO")}
 
 
 def _load() -> Any:

@@ -1303,6 +1303,7 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
             Py_INCREF(hit);
         } else {  /* missing, or None (missing, as the Python loop's .get() is None reads it) */
             if (PyErr_Occurred()) goto group_done;
+            hit = NULL;  /* (a cached None is borrowed: not kept; without batch it was, review) */
             if (batch > 0 && !(hit = crow_from_cache(info, cache, tables, key, samples, cores, parts, split,
                                                      batch)) &&
                 PyErr_Occurred())
@@ -1355,15 +1356,50 @@ done:
     return result;
 }
 
-/* cdag_rows(groups, miss) -> (rows, gout): search_space._cderive.derive's loop over the
- *   groups. Per group (a _G) its chunk-DAG row from its op set's cache
- *   (info.cache[("cdag", name, split)]; on a miss miss(group), which makes and keeps it: a
+/* cdag_rows(groups, miss[, codes]) -> (rows, gout): search_space._cderive.derive's loop over
+ *   the groups. Per group (a _G) its chunk-DAG row from its op set's cache
+ *   (info.cache[("cdag", name, split)]; on a miss, with codes (the space's tensor codes) made
+ *   here when the op set's inputs and outputs are kept (cdag_row_from_cache), else
+ *   miss(group), which makes and keeps it: a
  *   tuple of 5, (nodes, input triples, output codes, ops, result code)); rows[i] is its first
  *   four and the group's bindings, gout[i] its result's code. */
+static PyObject *s_cdag_io, *s_output, *s_g;  /* "cdag.io", "output", "g" (interned at module init) */
+
+/* A group's chunk-DAG row made as search_space._cderive._group_row makes it when its op set's
+ * inputs and outputs are kept (cache["cdag.io"]) and its result has a tensor code (h106):
+ * (nodes ("g", name, c) for c < split, io[0], io[1], info.ops, codes[info.output]), kept
+ * in the cache under key. A new reference; NULL without an error when either is missing
+ * (the caller asks miss: the Python code makes them), with one on an error. */
+static PyObject *cdag_row_from_cache(PyObject *info, PyObject *cache, PyObject *codes, PyObject *key,
+                                     PyObject *name, long split) {
+    PyObject *io = PyDict_GetItemWithError(cache, s_cdag_io), *out = NULL, *ops = NULL, *nodes = NULL,
+             *hit = NULL;
+    if (!io || !PyTuple_Check(io) || PyTuple_GET_SIZE(io) != 2) return NULL;
+    Py_INCREF(io);
+    PyObject *oname = PyObject_GetAttr(info, s_output);
+    if (!oname) goto done;
+    out = PyDict_GetItemWithError(codes, oname);
+    Py_DECREF(oname);
+    if (!out) goto done;
+    Py_INCREF(out);
+    if (!(ops = PyObject_GetAttr(info, s_ops)) || !(nodes = PyTuple_New(split))) goto done;
+    for (long c = 0; c < split; c++) {
+        PyObject *cn = PyLong_FromLong(c), *node = cn ? PyTuple_Pack(3, s_g, name, cn) : NULL;
+        Py_XDECREF(cn);
+        if (!node) goto done;
+        PyTuple_SET_ITEM(nodes, c, node);
+    }
+    hit = PyTuple_Pack(5, nodes, PyTuple_GET_ITEM(io, 0), PyTuple_GET_ITEM(io, 1), ops, out);
+    if (hit && PyDict_SetItem(cache, key, hit)) Py_CLEAR(hit);
+done:
+    Py_DECREF(io); Py_XDECREF(out); Py_XDECREF(ops); Py_XDECREF(nodes);
+    return hit;
+}
+
 static PyObject *py_cdag_rows(PyObject *self, PyObject *args) {
-    PyObject *groups, *miss;
+    PyObject *groups, *miss, *codes = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OO:cdag_rows", &groups, &miss)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO|O!:cdag_rows", &groups, &miss, &PyDict_Type, &codes)) return NULL;
     PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: miss runs Python */
     if (!gs) return NULL;
     Py_ssize_t ng = PyTuple_GET_SIZE(gs);
@@ -1390,7 +1426,10 @@ static PyObject *py_cdag_rows(PyObject *self, PyObject *args) {
             Py_INCREF(hit);
         } else {  /* missing, or None (missing, as the Python loop's .get() is None reads it) */
             if (PyErr_Occurred()) goto group_done;
-            if (!(hit = PyObject_CallOneArg(miss, gr))) goto group_done;
+            hit = NULL;  /* (a cached None is borrowed: not kept) */
+            if (codes && !(hit = cdag_row_from_cache(info, cache, codes, key, name, split)) && PyErr_Occurred())
+                goto group_done;
+            if (!hit && !(hit = PyObject_CallOneArg(miss, gr))) goto group_done;
         }
         if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 5) {
             PyErr_SetString(PyExc_ValueError, "a chunk-DAG row: a tuple of 5");
@@ -1474,7 +1513,8 @@ PyMODINIT_FUNC PyInit__cshape(void) {
         {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"},
         {&s_ctab, "ctab"}, {&s_tiles, "tiles"}, {&s_cdag, "cdag"}, {&s_shared, "shared"},
         {&s_cops, "cops"}, {&s_cwork, "cwork"}, {&s_wtab, "wtab"}, {&s_cws, "cws"},
-        {&s_streamable, "streamable"}, {&s_ops, "ops"}, {&s_windowed, "windowed"}, {&s_attention, "attention"}};
+        {&s_streamable, "streamable"}, {&s_ops, "ops"}, {&s_windowed, "windowed"}, {&s_attention, "attention"},
+        {&s_cdag_io, "cdag.io"}, {&s_output, "output"}, {&s_g, "g"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     PyObject *m = PyModule_Create(&module);
@@ -1486,5 +1526,7 @@ PyMODINIT_FUNC PyInit__cshape(void) {
     if (m && PyModule_AddIntConstant(m, "CTAB_PARTS", 1)) { Py_DECREF(m); return NULL; }
     /* groups' fast argument: Decoding.fits_l1's miss in C (fits_fast) */
     if (m && PyModule_AddIntConstant(m, "FITS_FAST", 1)) { Py_DECREF(m); return NULL; }
+    /* cdag_rows' codes argument: a missing row made from the op set's kept inputs and outputs */
+    if (m && PyModule_AddIntConstant(m, "CDAG_IO", 1)) { Py_DECREF(m); return NULL; }
     return m;
 }
