@@ -142,7 +142,7 @@ def _pure_forced() -> bool:
 
 # what each extension's current build has that older builds lack: an extension left from an
 # older build (the editable install not redone) is treated as missing, not called wrongly
-_NEEDS = {"_cwalk": ("rewalk", "fits"), "_cdag": ("WALK_INDEX",),
+_NEEDS = {"_cwalk": ("rewalk", "fits", "ws_halo"), "_cdag": ("WALK_INDEX",),
           "_cshape": ("CROW_TAB", "CTAB_PARTS", "FITS_FAST", "block_rows", "CDAG_IO")}
 
 
@@ -418,7 +418,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             tiles = sr.tiles[i]
             if not res[7]:  # an L1: the working set's halo, window and attention parts
                 halo = l1_halo(dec, gr.info, sr.names[i], masks[over], scopes[over] != 0,
-                               bool(helds[over]), gr.samples // gr.parts, gr.cores // gr.parts)
+                               bool(helds[over]), gr.samples // gr.parts, gr.cores // gr.parts,
+                               mod, _ws_at)
         issue = _issue(dec, nodes, over, res[7:], halo, tiles, sr.tidx)
     dec.nodes = nodes
     dec.walk = _Walked(scopes, issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))

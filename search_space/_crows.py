@@ -285,13 +285,14 @@ def size_table(dec: Decoding, codes: dict[str, int]) -> bytes:
 
 _NO_HALO = (0.0, 0.0, 0.0)
 # how many overflow explanations found no halo term without asking chunk_working_set (tests)
-HALO = {"free": 0, "asked": 0}
+HALO = {"free": 0, "c": 0, "asked": 0}
 # compiler.capacity.cut_sides by (samples, cores): a loop over the cores, once per new chunk shape
 _cut_sides = lru_cache(maxsize=4096)(cut_sides)
 
 
 def l1_halo(dec: Decoding, info: Any, names: tuple[str, ...], mask: int, off: bool, held: bool,
-            spp: int, cpp: int) -> tuple[float, float, float]:
+            spp: int, cpp: int, walk: Any = None, ws_at: Callable[..., Any] | None = None
+            ) -> tuple[float, float, float]:
     """The halo, window and attention parts of an overflowing chunk's working set (what
     :func:`compiler.capacity.chunk_working_set` keeps in its facts' ``halo``, which an L1
     issue lists), the inputs ``mask`` stands for (bits of ``names``) streamed.
@@ -303,8 +304,10 @@ def l1_halo(dec: Decoding, info: Any, names: tuple[str, ...], mask: int, off: bo
     halo or attention term at this shape (the condition ``_work`` and ``_ws_def`` test)
     and no streamed input read through a window (``_work``'s window rows come only from
     such an input; the C walk's working sets, which the differential tests compare with
-    ``chunk_working_set``, read the same windows). Else ``chunk_working_set`` computes
-    them."""
+    ``chunk_working_set``, read the same windows). Else, given the compiled walk ``walk``
+    and ``ws_at`` (``search_space._ccore._ws_at``: the shape's C definition from those
+    parts), ``ws_halo`` in ``_cwalk.c`` computes them from that definition as ``_work``
+    does; without a definition (no packed chain rows) ``chunk_working_set`` computes them."""
     parts = info.shared.get("cws")
     if parts is not None and parts[0] is dec.mem and parts[2] and len(parts[7]) == len(names):
         f = parts[1]
@@ -312,6 +315,11 @@ def l1_halo(dec: Decoding, info: Any, names: tuple[str, ...], mask: int, off: bo
                 all(window is None for b, _, _, window in parts[7] if mask >> b & 1):
             HALO["free"] += 1
             return _NO_HALO
+        ws = ws_at(parts, spp, cpp) if walk is not None and ws_at is not None and \
+            len(parts[3]) == 4 << len(names) else None
+        if ws is not None:
+            HALO["c"] += 1
+            return walk.ws_halo(ws, len(parts[3]), (mask * 2 + off) * 2 + held)  # type: ignore[no-any-return]
     HALO["asked"] += 1
     wkey = (streamed_of(names, mask), off, held, spp, cpp)
     chunk_working_set(dec.mem, info.ops, *wkey)  # the C walk may have computed it

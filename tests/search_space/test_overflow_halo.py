@@ -4,7 +4,8 @@ When the compiled walk overflows L1, the issue lists the overflowing chunk's wor
 and its halo terms (:func:`compiler.capacity.working_set_entries`), which
 :func:`compiler.capacity.chunk_working_set` keeps in its facts' ``halo``.
 :func:`search_space._crows.l1_halo` answers (0.0, 0.0, 0.0) without that Python analysis
-when the op set's shape-independent parts show no term can be there. Here it is compared,
+when the op set's shape-independent parts show no term can be there, and computes them in C
+(``ws_halo`` in ``_cwalk.c``) from the shape's C definition otherwise. Here it is compared,
 for every group of sampled decodes and every mask, output and held flag, with the
 reference; the cases must include answers given without asking, and terms that are there
 through a window alone (so a check that forgot the windows fails), through a halo and
@@ -20,7 +21,7 @@ import pytest
 
 from compiler.capacity import _facts, chunk_working_set
 from compiler.target import Target
-from search_space import _build, _cderive, _crows, build_space
+from search_space import _build, _ccore, _cderive, _crows, build_space
 from search_space._cplan import streamed_of
 from search_space._space import _Recorder
 from tests.search_space.conftest import small_graph
@@ -57,7 +58,8 @@ def test_l1_halo_is_the_reference(key: str) -> None:
     graph = zoo_graph(key, 2) if key == "resnet18" else small_graph(key)
     space = build_space(graph, t)
     rng = np.random.default_rng(11)
-    free0 = _crows.HALO["free"]
+    free0, c0 = _crows.HALO["free"], _crows.HALO["c"]
+    walk = _ccore._load()
     seen: set[str] = set()
     compared = 0
     for vec in space.sample_vectors(rng, 3 if key == "resnet18" else 8):
@@ -75,6 +77,10 @@ def test_l1_halo_is_the_reference(key: str) -> None:
                             want = _reference(dec, info, names, mask, off, held, spp, c)
                             got = _crows.l1_halo(dec, info, names, mask, off, held, spp, c)
                             assert got == want, (gr.name, names, mask, off, held, spp, c)
+                            # the terms computed in C (ws_halo) from the shape's C definition
+                            got = _crows.l1_halo(dec, info, names, mask, off, held, spp, c, walk,
+                                                 _ccore._ws_at)
+                            assert got == want, ("C", gr.name, names, mask, off, held, spp, c)
                             compared += 1
                             if want[1] > 0 and not want[0] and not want[2]:
                                 seen.add("window alone")
@@ -84,4 +90,5 @@ def test_l1_halo_is_the_reference(key: str) -> None:
                                 seen.add("attention")
     assert compared > 100
     assert _crows.HALO["free"] > free0  # answered without the Python analysis
+    assert _crows.HALO["c"] > c0  # computed in C
     assert seen >= _WANT[key]
