@@ -234,11 +234,11 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
         if hit is None or hit[0] is not blk:  # keyed by identity: the row keeps its block
             # a new block of known op sets: its rows found in C (block_rows in _cshape.c, the
             # loop's hit path: ~13 new blocks a BERT-large candidate at warm 100), else the loop
-            known = mod.block_rows(blk.parts, blk.slots, by_ops) \
+            brows = mod.block_rows(blk.parts, blk.slots, by_ops) \
                 if type(blk.parts) is tuple and type(blk.slots) is tuple else None
-            if known is None:
-                known = _block_rows(dec, blk, codes, ("cfit", spp, cpp, parts), by_ops)
-            hit = per[id(blk)] = (blk, known)
+            if brows is None:
+                brows = _block_rows(dec, blk, codes, ("cfit", spp, cpp, parts), by_ops)
+            hit = per[id(blk)] = (blk, brows)
         rows.append(hit[1])
     groups, by_name, by_out, topo, flat = mod.groups(
         values, rep, active, rows, len(codes), batch, dec.n,
