@@ -108,11 +108,12 @@ def _c_fit(dec: Decoding, fit: Any, space: Any, batch: int) -> tuple[Any, ...]:
     if own is not dec or func is not _reference_fit() or len(own.divs) > FIT_DIVS:
         return ()
     fits = own.fits_l1
-    if len(_REFERENCE) < 2 or getattr(fits, "__func__", None) is not _REFERENCE[1]:  # another: as it is
-        return fits, _divs_of(space, batch, own.divs)
+    walk = _load_walk()  # (None: the compiled walk missing, its fits with it: fits_l1 asked)
+    if walk is None or len(_REFERENCE) < 2 or getattr(fits, "__func__", None) is not _REFERENCE[1]:
+        return fits, _divs_of(space, batch, own.divs)  # another fits_l1: called as it is
     # Decoding.fits_l1's miss in C (fits_fast in _cshape.c) for an op set whose parts are kept
     return fits, _divs_of(space, batch, own.divs), (
-        dec.mem, _shape_tables(space), float(dec.l1), _load_walk().fits, _fill, partial, _cut_sides,
+        dec.mem, _shape_tables(space), float(dec.l1), walk.fits, _fill, partial, _cut_sides,
         halo_values, _FIT_STREAMED)
 
 
