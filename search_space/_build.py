@@ -808,7 +808,7 @@ REFERENCE_FIT = Decoding.fit
 """``Decoding.fit`` as this module defines it: the C loop runs its shape search itself
 (``fit_c``) only for a decode whose fit is this function; a fit patched on the class or
 overridden in a subclass is called as it is (``search_space._cgroups._c_fit``)."""
-set_reference_fit(REFERENCE_FIT)
+set_reference_fit(REFERENCE_FIT, Decoding.fits_l1)
 
 def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None
                 ) -> tuple[GraphSchedule, Mapping[Node, int]]:

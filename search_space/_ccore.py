@@ -58,16 +58,14 @@ import os
 import sys
 from array import array
 from collections.abc import Callable, Mapping
-from functools import lru_cache, partial
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
-from compiler.capacity import (  # _facts: the working set's parts
+from compiler.capacity import (
     CapacityIssue,
     MemoryPlan,
-    _facts,
     chunk_working_set,
-    cut_sides,
     llb_weight_tiles,
 )
 from compiler.derive import Node
@@ -76,7 +74,7 @@ from search_space._cfirst import ws_parts
 from search_space._cfoot import halo_values
 from search_space._cglue import CODE, wants
 from search_space._cplan import _plan_of, streamed_of
-from search_space._crows import _issue, _ScopeDims, _StepRows, packed_rows
+from search_space._crows import _cut_sides, _issue, _ScopeDims, _StepRows, l1_halo, packed_rows
 from search_space._order import breadth_order, depth_order
 
 # a search_space._build.Decoding and a search_space.Space; typed Any because _build
@@ -93,8 +91,6 @@ _MAX_STREAMED = 61  # streamable inputs of one group the C walk's masks can hold
 _LIST_STREAMED = 16  # up to this many, the working-set table is a list; wider, a dict
 _FIT_STREAMED = 8  # up to this many, the fit reads the walk's table (made for every shape it tries)
 
-# compiler.capacity.cut_sides by (samples, cores): a loop over the cores, once per new chunk shape
-_cut_sides = lru_cache(maxsize=4096)(cut_sides)
 
 _state = {"warned": False}
 _modules: dict[str, Any] = {}
@@ -117,10 +113,10 @@ def load_extension(name: str) -> Any:
     if name not in _modules:
         try:
             mod = importlib.import_module(f"search_space.{name}")
-            need = _NEEDS.get(name)
-            if need is not None and not hasattr(mod, need):  # a build older than this source
-                raise ImportError(f"search_space.{name} is an older build (no {need}); "
-                                  "reinstall: pip install -e .")
+            for need in _NEEDS.get(name, ()):
+                if not hasattr(mod, need):  # a build older than this source
+                    raise ImportError(f"search_space.{name} is an older build (no {need}); "
+                                      "reinstall: pip install -e .")
             _modules[name] = mod
         except ImportError as exc:
             _modules[name] = None
@@ -146,7 +142,8 @@ def _pure_forced() -> bool:
 
 # what each extension's current build has that older builds lack: an extension left from an
 # older build (the editable install not redone) is treated as missing, not called wrongly
-_NEEDS = {"_cwalk": "rewalk", "_cdag": "WALK_INDEX", "_cshape": "CROW_TAB"}
+_NEEDS = {"_cwalk": ("rewalk", "fits", "ws_halo"), "_cdag": ("WALK_INDEX",),
+          "_cshape": ("CROW_TAB", "CTAB_PARTS", "FITS_FAST", "block_rows", "CDAG_IO")}
 
 
 def _load() -> Any:
@@ -258,7 +255,7 @@ def _work(dec: Decoding, info: Any, spp: int, cpp: int) -> tuple[Any, ...]:
             # too long (DLRM's interaction concat streams up to 27 inputs: 2^29 entries)
             table: list[float | None] | dict[int, float] = (
                 [None] * (4 << len(names)) if len(names) <= _LIST_STREAMED else {})
-            shared = info.shared[wkey] = (table, _Filler(dec.mem, info.ops, names, spp, cpp, table),
+            shared = info.shared[wkey] = (table, partial(_fill, dec.mem, info.ops, names, spp, cpp, table),
                                           _ws_def(dec.mem, info, names, spp, cpp, table))
         table, fill, ws = shared
         hit = tables[skey] = (names, table, inputs, allowed, code, sb, fb, fill, ws)
@@ -291,7 +288,13 @@ def _ws_def(mem: Any, info: Any, names: tuple[str, ...], spp: int, cpp: int,
         shared = info.shared["cws"] = (
             mem, f, ok, profiles, _Profiler(mem, info.ops, names, profiles), tile, out_sizes,
             bits, pack)
-    _, f, ok, profiles, profiler, tile, out, bits_t, pack = shared
+    return _ws_at(shared, spp, cpp)
+
+
+def _ws_at(parts: tuple[Any, ...], spp: int, cpp: int) -> tuple[Any, ...] | None:
+    """:func:`_ws_def`'s C definition of one chunk shape from the op set's shape-independent
+    ``parts`` (its ``shared["cws"]``), or None (the filler computes)."""
+    mem, f, ok, profiles, profiler, tile, out, bits_t, pack = parts
     halo = (f.windowed and _cut_sides(spp, cpp)) or (f.attention and cpp > 1)
     if not ok or (halo and pack is None):
         return None
@@ -306,27 +309,22 @@ def fits_l1(dec: Decoding, info: Any, spp: int, cpp: int) -> bool | None:
     table, its missing entries computed in C (``ws_compute``) and kept there for the walk:
     whether any of the four least working sets (inputs streamed or staged, output streamed
     out or kept, not held) fits a core's L1, asked in the same order and stopping at the
-    first that fits. None when the C walk would not compute them (not built, a halo or
-    attention term, more than ``_FIT_STREAMED`` streamable inputs, a table not of the
-    op set's streamable inputs): the caller asks
+    first that fits (one ``fits`` call in ``_cwalk.c`` for the four). The table is made
+    here, not only for the shape the walk takes: ~60 % of the shapes a fit asks about new
+    are walked, and made here (one Python frame) it costs less than made for the walk
+    (``_crow``). None when the C walk would not compute them (not built, a halo or
+    attention term without packed chain rows, more than ``_FIT_STREAMED`` streamable
+    inputs, a table not of the op set's streamable inputs): the caller asks
     :func:`compiler.capacity.chunk_working_set`."""
     mod = _load()
-    if mod is None or len(info.streamable) > _FIT_STREAMED:
+    n = len(info.streamable)
+    if mod is None or n > _FIT_STREAMED:
         return None
-    names, table, *_, ws = _work(dec, info, spp, cpp)
-    if ws is None or len(names) != len(info.streamable):
+    hit = _work(dec, info, spp, cpp)
+    ws = hit[8]
+    if ws is None or len(hit[0]) != n:
         return None
-    full = (1 << len(names)) - 1
-    l1 = dec.l1
-    for mask in (full, 0):  # the streamable inputs streamed first, then staged
-        for off in (1, 0):  # the output streamed out first, then kept
-            i = (mask * 2 + off) * 2  # not held
-            v = table[i]
-            if v is None:
-                v = table[i] = mod.working_set(ws, len(table), i)
-            if v <= l1:
-                return True
-    return False
+    return mod.fits(ws, 4 << n, float(dec.l1), hit[1])  # type: ignore[no-any-return]
 
 
 class _Profiler:
@@ -349,22 +347,16 @@ class _Profiler:
         return v
 
 
-class _Filler:
-    """Computes entry ``i`` = (mask * 2 + output streamed out) * 2 + held of a working-set
-    table when the C walk first asks for it (a class, not a closure: spaces pickle)."""
-
-    __slots__ = ("cpp", "mem", "names", "ops", "spp", "table")
-
-    def __init__(self, mem: Any, ops: tuple[int, ...], names: tuple[str, ...], spp: int, cpp: int,
-                 table: list[float | None] | dict[int, float]) -> None:
-        self.mem, self.ops, self.names, self.spp, self.cpp, self.table = mem, ops, names, spp, cpp, table
-
-    def __call__(self, i: int) -> float:
-        mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
-        st = streamed_of(self.names, mask)
-        v = chunk_working_set(self.mem, self.ops, st, off, held, self.spp, self.cpp)
-        self.table[i] = v
-        return v
+def _fill(mem: Any, ops: tuple[int, ...], names: tuple[str, ...], spp: int, cpp: int,
+          table: list[float | None] | dict[int, float], i: int) -> float:
+    """Entry ``i`` = (mask * 2 + output streamed out) * 2 + held of a working-set table,
+    computed when the C walk first asks for it and kept there: the table's filler is
+    ``partial(_fill, mem, ops, names, spp, cpp, table)`` (a module function: spaces
+    pickle; ``fits_fast`` in ``_cshape.c`` makes the same)."""
+    mask, off, held = i >> 2, bool(i >> 1 & 1), bool(i & 1)
+    v = chunk_working_set(mem, ops, streamed_of(names, mask), off, held, spp, cpp)
+    table[i] = v
+    return v
 
 
 def _shape_tables(space: Space) -> dict[tuple[Any, ...], Any]:
@@ -425,12 +417,9 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             gr = groups[i]
             tiles = sr.tiles[i]
             if not res[7]:  # an L1: the working set's halo, window and attention parts
-                names = sr.names[i]
-                streamed = streamed_of(names, masks[over])
-                wkey = (streamed, scopes[over] != 0, bool(helds[over]), gr.samples // gr.parts,
-                        gr.cores // gr.parts)
-                chunk_working_set(dec.mem, gr.info.ops, *wkey)  # the C walk may have computed it
-                halo = _facts(dec.mem, gr.info.ops).halo.get(wkey, halo)
+                halo = l1_halo(dec, gr.info, sr.names[i], masks[over], scopes[over] != 0,
+                               bool(helds[over]), gr.samples // gr.parts, gr.cores // gr.parts,
+                               mod, _ws_at)
         issue = _issue(dec, nodes, over, res[7:], halo, tiles, sr.tidx)
     dec.nodes = nodes
     dec.walk = _Walked(scopes, issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))
@@ -506,8 +495,10 @@ def _group_rows(dec: Decoding, space: Space) -> tuple[Any, ...]:
     if glue is not None:  # the loop below in C (``group_rows`` in _cshape.c)
         # a shape row missing from the op set's cache is made in C from its walk table when
         # that is there (the decode's batch given), else by _crow
+        # (and a missing walk table from the op set's kept parts and the shape's shared
+        # table, as _work makes it: ctab_from_parts, ~3 a ResNet-50 candidate, ~18 BERT-large)
         return glue.group_rows(dec.groups, space.d_scope, space.slot,  # type: ignore[no-any-return]
-                               partial(_crow, dec, space), dec.batch)
+                               partial(_crow, dec, space), dec.batch, _shape_tables(space))
     batch = dec.batch
     wide = False
     groups = dec.groups

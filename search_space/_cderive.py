@@ -137,7 +137,8 @@ def derive(dec: Decoding) -> bool:
     gout: list[int]  # per group the code of its result (what a transfer's scope follows)
     glue = getattr(load_extension("_cshape"), "cdag_rows", None)
     if glue is not None:  # the loop below in C (cdag_rows in _cshape.c), _group_row on a miss
-        rows, gout = glue(groups, lambda gr: _group_row(dec, gr, codes))
+        # (a miss of an op set whose inputs and outputs are kept made in C, as _group_row does)
+        rows, gout = glue(groups, lambda gr: _group_row(dec, gr, codes), codes)
     else:
         rows, gout = [], []
         for gr in groups:

@@ -22,7 +22,8 @@ triples by choice indices, shared by op sets alike: no key, hash or dict look-up
 filling an entry the first time from the ``shared`` cache (where ``Decoding.fit`` keeps
 them; on a miss ``Decoding.fit``'s search runs in C, ``fit_c``, asking ``Decoding.fits_l1``
 for a shape whose answer is not in the ``shared`` cache yet, and keeps its answer there as
-``Decoding.fit`` does), and the bindings from the space's cache (where
+``Decoding.fit`` does; for an op set whose parts are kept, that miss itself runs in C,
+``fits_fast``, given what :func:`_c_fit` hands it), and the bindings from the space's cache (where
 :func:`search_space._build.bind_set` keeps them), and calls those Python definitions on a
 miss (and :func:`search_space._dims.unshuffle` for a ``reuse`` core order): so every
 number is the Python code's. It asks the recorder the same parameters in the same order.
@@ -36,9 +37,13 @@ a trial or a projection, ``GRAPHTUNE_PURE_PYTHON=1`` or a missing extension (war
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from search_space._ccore import load_extension, tensor_codes
+from search_space._ccore import _FIT_STREAMED, _fill, _shape_tables, load_extension, tensor_codes
+from search_space._ccore import _load as _load_walk
+from search_space._cfoot import halo_values
+from search_space._crows import _cut_sides
 from search_space._dims import perm_order, unshuffle
 
 Decoding = Any  # a search_space._build.Decoding (importing it back would close a circle)
@@ -102,7 +107,14 @@ def _c_fit(dec: Decoding, fit: Any, space: Any, batch: int) -> tuple[Any, ...]:
     func: Any = getattr(fit, "__func__", None)
     if own is not dec or func is not _reference_fit() or len(own.divs) > FIT_DIVS:
         return ()
-    return own.fits_l1, _divs_of(space, batch, own.divs)
+    fits = own.fits_l1
+    walk = _load_walk()  # (None: the compiled walk missing, its fits with it: fits_l1 asked)
+    if walk is None or len(_REFERENCE) < 2 or getattr(fits, "__func__", None) is not _REFERENCE[1]:
+        return fits, _divs_of(space, batch, own.divs)  # another fits_l1: called as it is
+    # Decoding.fits_l1's miss in C (fits_fast in _cshape.c) for an op set whose parts are kept
+    return fits, _divs_of(space, batch, own.divs), (
+        dec.mem, _shape_tables(space), float(dec.l1), walk.fits, _fill, partial, _cut_sides,
+        halo_values, _FIT_STREAMED)
 
 
 FIT_DIVS = 64
@@ -112,10 +124,10 @@ has 72; past it the decode calls ``Decoding.fit``."""
 _REFERENCE: list[Any] = []
 
 
-def set_reference_fit(fit: Any) -> None:
-    """``search_space._build`` names its ``Decoding.fit`` here when it is imported
-    (``REFERENCE_FIT``; importing ``_build`` here would close a circle)."""
-    _REFERENCE[:] = [fit]
+def set_reference_fit(fit: Any, fits_l1: Any = None) -> None:
+    """``search_space._build`` names its ``Decoding.fit`` and ``Decoding.fits_l1`` here when
+    it is imported (``REFERENCE_FIT``; importing ``_build`` here would close a circle)."""
+    _REFERENCE[:] = [fit, fits_l1]
 
 
 def _reference_fit() -> Any:
@@ -221,7 +233,13 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
     for blk in blocks:
         hit = per.get(id(blk))
         if hit is None or hit[0] is not blk:  # keyed by identity: the row keeps its block
-            hit = per[id(blk)] = (blk, _block_rows(dec, blk, codes, ("cfit", spp, cpp, parts), by_ops))
+            # a new block of known op sets: its rows found in C (block_rows in _cshape.c, the
+            # loop's hit path: ~13 new blocks a BERT-large candidate at warm 100), else the loop
+            brows = mod.block_rows(blk.parts, blk.slots, by_ops) \
+                if type(blk.parts) is tuple and type(blk.slots) is tuple else None
+            if brows is None:
+                brows = _block_rows(dec, blk, codes, ("cfit", spp, cpp, parts), by_ops)
+            hit = per[id(blk)] = (blk, brows)
         rows.append(hit[1])
     groups, by_name, by_out, topo, flat = mod.groups(
         values, rep, active, rows, len(codes), batch, dec.n,

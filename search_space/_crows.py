@@ -5,7 +5,8 @@ answers ask for: a row per group and per transfer, the order as step references
 (``index`` in ``_cwalk.c``), the answers in walk order; :func:`packed_rows` makes them
 from what ``_cdag.derive`` packed (no per-transfer Python). :class:`_ScopeDims`: each step's
 scope parameter, looked up from the rows when asked. :func:`_issue`: the first overflow
-as :class:`compiler.capacity.CapacityWalk` explains it, from what the C walk kept.
+as :class:`compiler.capacity.CapacityWalk` explains it, from what the C walk kept, and
+:func:`l1_halo`: an L1 overflow's halo, window and attention parts.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Iterator, Mapping
-from functools import partial
+from functools import lru_cache, partial
 from operator import attrgetter
 from typing import Any
 
-from compiler.capacity import CapacityIssue, working_set_entries
+from compiler.capacity import CapacityIssue, _facts, chunk_working_set, cut_sides, working_set_entries
 from compiler.derive import Node
 from compiler.footprint import sample_bytes
+from search_space._cplan import streamed_of
 
 Decoding = Any  # a search_space._build.Decoding (importing it would close a circle)
 
@@ -279,3 +281,46 @@ def size_table(dec: Decoding, codes: dict[str, int]) -> bytes:
         flat = array("q", [x for t in names for x in sample_bytes(dec.mem, t)])
         hit = tables[dec.batch] = [len(codes), flat.tobytes()]
     return hit[1]  # type: ignore[no-any-return]
+
+
+_NO_HALO = (0.0, 0.0, 0.0)
+# how many overflow explanations found no halo term without asking chunk_working_set (tests)
+HALO = {"free": 0, "c": 0, "asked": 0}
+# compiler.capacity.cut_sides by (samples, cores): a loop over the cores, once per new chunk shape
+_cut_sides = lru_cache(maxsize=4096)(cut_sides)
+
+
+def l1_halo(dec: Decoding, info: Any, names: tuple[str, ...], mask: int, off: bool, held: bool,
+            spp: int, cpp: int, walk: Any = None, ws_at: Callable[..., Any] | None = None
+            ) -> tuple[float, float, float]:
+    """The halo, window and attention parts of an overflowing chunk's working set (what
+    :func:`compiler.capacity.chunk_working_set` keeps in its facts' ``halo``, which an L1
+    issue lists), the inputs ``mask`` stands for (bits of ``names``) streamed.
+
+    (0.0, 0.0, 0.0) without asking ``chunk_working_set`` (a Python analysis of an op set met
+    first: ~0.1 ms, 30 per 200 ResNet-50 candidates) when the op set's shape-independent
+    parts (``search_space._ccore._ws_def``'s, shared by op sets alike) show that
+    ``_work`` adds none: no
+    halo or attention term at this shape (the condition ``_work`` and ``_ws_def`` test)
+    and no streamed input read through a window (``_work``'s window rows come only from
+    such an input; the C walk's working sets, which the differential tests compare with
+    ``chunk_working_set``, read the same windows). Else, given the compiled walk ``walk``
+    and ``ws_at`` (``search_space._ccore._ws_at``: the shape's C definition from those
+    parts), ``ws_halo`` in ``_cwalk.c`` computes them from that definition as ``_work``
+    does; without a definition (no packed chain rows) ``chunk_working_set`` computes them."""
+    parts = info.shared.get("cws")
+    if parts is not None and parts[0] is dec.mem and parts[2] and len(parts[7]) == len(names):
+        f = parts[1]
+        if not ((f.windowed and _cut_sides(spp, cpp)) or (f.attention and cpp > 1)) and \
+                all(window is None for b, _, _, window in parts[7] if mask >> b & 1):
+            HALO["free"] += 1
+            return _NO_HALO
+        ws = ws_at(parts, spp, cpp) if walk is not None and ws_at is not None and \
+            len(parts[3]) == 4 << len(names) else None
+        if ws is not None:
+            HALO["c"] += 1
+            return walk.ws_halo(ws, len(parts[3]), (mask * 2 + off) * 2 + held)  # type: ignore[no-any-return]
+    HALO["asked"] += 1
+    wkey = (streamed_of(names, mask), off, held, spp, cpp)
+    chunk_working_set(dec.mem, info.ops, *wkey)  # the C walk may have computed it
+    return _facts(dec.mem, info.ops).halo.get(wkey, _NO_HALO)  # type: ignore[no-any-return]

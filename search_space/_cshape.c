@@ -245,9 +245,132 @@ typedef struct {
     const long *divs;     /* the batch's divisors, ascending (Decoding.divs) */
     Py_ssize_t n_divs;
     long n;               /* cores per cluster */
+    PyObject *fast;       /* borrowed: what fits_fast reads (FF_*), or NULL: fits is asked */
 } Fitter;
 
 static PyObject *s_fits;  /* "fits" (interned at module init) */
+/* (interned at module init; declared with the glue below) */
+static PyObject *s_cache, *s_ctab, *s_shared, *s_cops, *s_cwork, *s_wtab, *s_cws, *s_streamable, *s_ops,
+    *s_windowed, *s_attention;
+static PyObject *key_of(int with_head, PyObject *head, const long *v, int n, PyObject *tail);
+static PyObject *ctab_from_parts(PyObject *info, PyObject *cache, PyObject *tables, PyObject *tkey,
+                                 long spp, long cpp);
+
+/* fits_fast's tuple (search_space._cgroups._c_fit): the decode's graph in the compute dtype,
+ * the space's shape tables, L1 bytes (a float), _cwalk.fits, search_space._ccore._fill,
+ * functools.partial, the lru-cached compiler.capacity.cut_sides, search_space._cfoot.halo_values
+ * and _ccore._FIT_STREAMED */
+enum { FF_MEM, FF_TABLES, FF_L1, FF_CFITS, FF_FILL, FF_PARTIAL, FF_CUT, FF_HALO, FF_MAX, N_FF };
+
+/* Decoding.fits_l1 on a miss of shared[("fits", s, c)], in C (h106), for an op set whose
+ * parts are kept (cache["cops"], cache["cwork"], shared["cws"]: made when the op set and its
+ * class were first met), statement by statement as search_space._ccore.fits_l1 -> _work ->
+ * _ws_def -> _ws_at make them: the chunk shape's walk table found (cache, the space's shape
+ * tables, the shared table: ctab_from_parts) or made (the shared table: a list of 4 << n
+ * None, the filler partial(_fill, mem, ops, names, s, c, table), the C definition from the
+ * kept parts: None when they are not all streamable or a halo or attention term has no
+ * packed chain rows, the halo values from halo_values when there is one), then _cwalk.fits
+ * over its four least working sets; the answer kept in shared[("fits", s, c)] as
+ * Decoding.fits_l1 keeps it. A new reference to the answer; NULL without an error when a part
+ * is missing or the C definition is None (the caller asks Decoding.fits_l1: the Python code
+ * decides), NULL with one on an error. */
+static PyObject *fits_fast(const G *g, const Fitter *fx, long s, long c) {
+    PyObject *F = fx->fast, *info = g->info, *shared = g->shared;
+    PyObject *cache = NULL, *st = NULL, *tkey = NULL, *tab = NULL, *res = NULL, *own = NULL, *cops = NULL,
+             *parts = NULL, *ops = NULL, *table = NULL, *fill = NULL, *ws = NULL, *wt = NULL, *wkey = NULL,
+             *fkey = NULL, *hv = NULL, *sp = NULL, *cp = NULL, *flag = NULL, *cut = NULL;
+    long kv[2] = {s, c};
+    long max_n = PyLong_AsLong(PyTuple_GET_ITEM(F, FF_MAX));
+    if (max_n == -1 && PyErr_Occurred()) return NULL;
+    if (!(cache = PyObject_GetAttr(info, s_cache))) goto out;
+    if (!PyDict_Check(cache)) goto out;
+    if (!(st = PyObject_GetAttr(info, s_streamable))) goto out;
+    Py_ssize_t n = PyObject_Size(st);
+    if (n < 0 || n > max_n) goto out;  /* _ccore.fits_l1: None, the Python definition */
+    if (!(tkey = key_of(1, s_ctab, kv, 2, NULL))) goto out;
+    if ((tab = PyDict_GetItemWithError(cache, tkey))) {
+        Py_INCREF(tab);
+    } else if (!PyErr_Occurred()) {
+        /* the op set's kept parts, else the Python code makes them */
+        if (!(cops = PyDict_GetItemWithError(cache, s_cops))) goto out;
+        Py_INCREF(cops);
+        if (!(own = PyDict_GetItemWithError(cache, s_cwork))) goto out;
+        Py_INCREF(own);
+        if (!(parts = PyDict_GetItemWithError(shared, s_cws))) goto out;
+        Py_INCREF(parts);
+        if (!PyTuple_Check(own) || PyTuple_GET_SIZE(own) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(own, 0)) ||
+            PyTuple_GET_SIZE(PyTuple_GET_ITEM(own, 0)) != n || !PyTuple_Check(parts) ||
+            PyTuple_GET_SIZE(parts) != 9 || PyTuple_GET_ITEM(parts, 0) != PyTuple_GET_ITEM(F, FF_MEM) ||
+            !PyList_Check(PyTuple_GET_ITEM(parts, 3)) ||
+            PyList_GET_SIZE(PyTuple_GET_ITEM(parts, 3)) != ((Py_ssize_t)4 << n))
+            goto out;  /* _ws_def makes them anew: the Python code */
+        tab = ctab_from_parts(info, cache, PyTuple_GET_ITEM(F, FF_TABLES), tkey, s, c);
+        if (!tab && !PyErr_Occurred()) {
+            /* a shape new to the class: its shared table, as _work and _ws_at make it */
+            if (!(wkey = key_of(1, s_wtab, kv, 2, NULL))) goto out;
+            int have = PyDict_Contains(shared, wkey);
+            if (have) goto out;  /* (-1: an error) there, yet no table made: the Python code */
+            PyObject *names = PyTuple_GET_ITEM(own, 0), *mem = PyTuple_GET_ITEM(F, FF_MEM);
+            PyObject *f = PyTuple_GET_ITEM(parts, 1), *pack = PyTuple_GET_ITEM(parts, 8);
+            int halo = 0, ok, t;
+            /* halo = (f.windowed and _cut_sides(spp, cpp)) or (f.attention and cpp > 1) */
+            if (!(flag = PyObject_GetAttr(f, s_windowed)) || (t = PyObject_IsTrue(flag)) < 0) goto out;
+            Py_CLEAR(flag);
+            if (t) {
+                if (!(cut = PyObject_CallFunction(PyTuple_GET_ITEM(F, FF_CUT), "ll", s, c)) ||
+                    (halo = PyObject_IsTrue(cut)) < 0)
+                    goto out;
+            }
+            if (!halo) {
+                if (!(flag = PyObject_GetAttr(f, s_attention)) || (t = PyObject_IsTrue(flag)) < 0) goto out;
+                halo = t && c > 1;
+            }
+            if ((ok = PyObject_IsTrue(PyTuple_GET_ITEM(parts, 2))) < 0 || (t = PyObject_IsTrue(pack)) < 0) goto out;
+            if (!ok || (halo && pack == Py_None)) {
+                ws = Py_NewRef(Py_None);
+            } else {
+                if (halo && t) {
+                    if (!PyTuple_Check(pack) || PyTuple_GET_SIZE(pack) < 2) goto out;
+                    hv = PyObject_CallFunction(PyTuple_GET_ITEM(F, FF_HALO), "OOll", mem, PyTuple_GET_ITEM(pack, 1),
+                                               s, c);
+                    if (!hv) goto out;
+                } else {
+                    hv = Py_NewRef(Py_None);
+                }
+                PyObject *pk0 = Py_None;
+                if (t) {
+                    if (!PyTuple_Check(pack) || PyTuple_GET_SIZE(pack) < 1) goto out;
+                    pk0 = PyTuple_GET_ITEM(pack, 0);
+                }
+                if (!(sp = PyLong_FromLong(s)) || !(cp = PyLong_FromLong(c))) goto out;
+#define P_(i) PyTuple_GET_ITEM(parts, i)
+                if (!(ws = PyTuple_Pack(9, P_(3), P_(4), sp, cp, P_(5), P_(6), P_(7), pk0, hv))) goto out;
+#undef P_
+            }
+            if (!(table = PyList_New((Py_ssize_t)4 << n))) goto out;
+            for (Py_ssize_t i = 0; i < ((Py_ssize_t)4 << n); i++) PyList_SET_ITEM(table, i, Py_NewRef(Py_None));
+            if (!(ops = PyObject_GetAttr(info, s_ops))) goto out;
+            if (!(fill = PyObject_CallFunction(PyTuple_GET_ITEM(F, FF_PARTIAL), "OOOOllO", PyTuple_GET_ITEM(F, FF_FILL),
+                                               mem, ops, names, s, c, table)))
+                goto out;
+            if (!(wt = PyTuple_Pack(3, table, fill, ws)) || PyDict_SetItem(shared, wkey, wt)) goto out;
+            tab = ctab_from_parts(info, cache, PyTuple_GET_ITEM(F, FF_TABLES), tkey, s, c);
+        }
+    }
+    if (!tab) goto out;
+    if (!PyTuple_Check(tab) || PyTuple_GET_SIZE(tab) != 9 || !PyTuple_Check(PyTuple_GET_ITEM(tab, 0)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(tab, 0)) != n || PyTuple_GET_ITEM(tab, 8) == Py_None)
+        goto out;  /* _ccore.fits_l1: None, the Python definition */
+    res = PyObject_CallFunction(PyTuple_GET_ITEM(F, FF_CFITS), "OiOO", PyTuple_GET_ITEM(tab, 8), (int)(4 << n),
+                                PyTuple_GET_ITEM(F, FF_L1), PyTuple_GET_ITEM(tab, 1));
+    if (res && (!(fkey = key_of(1, s_fits, kv, 2, NULL)) || PyDict_SetItem(shared, fkey, res))) Py_CLEAR(res);
+out:
+    Py_XDECREF(cache); Py_XDECREF(st); Py_XDECREF(tkey); Py_XDECREF(tab); Py_XDECREF(own); Py_XDECREF(cops);
+    Py_XDECREF(parts); Py_XDECREF(ops); Py_XDECREF(table); Py_XDECREF(fill); Py_XDECREF(ws); Py_XDECREF(wt);
+    Py_XDECREF(wkey); Py_XDECREF(fkey); Py_XDECREF(hv); Py_XDECREF(sp); Py_XDECREF(cp); Py_XDECREF(flag);
+    Py_XDECREF(cut);
+    return res;
+}
 
 static long gcd_l(long a, long b) {  /* math.gcd of non-negative ints */
     while (b) { long t = a % b; a = b; b = t; }
@@ -263,8 +386,8 @@ static int fits_of(const G *g, const Fitter *fx, long s, long c, int *out) {
     if (hit && hit == Py_None) hit = NULL;  /* Decoding.fits_l1: `if hit is None` computes */
     if (!hit) {
         if (PyErr_Occurred()) return -1;
-        hit = own = PyObject_CallFunction(fx->fits, "Oll", g->info, s, c);
-        if (!hit) return -1;
+        if (fx->fast && !(hit = own = fits_fast(g, fx, s, c)) && PyErr_Occurred()) return -1;
+        if (!hit && !(hit = own = PyObject_CallFunction(fx->fits, "Oll", g->info, s, c))) return -1;
     } else {
         Py_INCREF(hit);
         own = hit;
@@ -393,16 +516,17 @@ static PyObject *int_list_names(const int *ix, int n, PyObject *const *names) {
 static PyObject *py_groups(PyObject *self, PyObject *args) {
     PyObject *values, *rep, *active, *blocks, *spp_of, *cpp_of, *parts_of, *perms, *spread_of;
     PyObject *fit, *unshuffle, *bind_set, *bind_sets, *g_type, *fit_tag, *fits = Py_None, *divs_t = NULL;
+    PyObject *fast = NULL;
     long n_codes, batch, n_cores;
     int split_ok;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!O!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U|OO!:groups",
+    if (!PyArg_ParseTuple(args, "O!O!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U|OO!O!:groups",
                           &PyList_Type, &values, &PyList_Type, &rep, &PyDict_Type, &active, &blocks,
                           &n_codes, &batch, &n_cores, &PyTuple_Type, &spp_of, &split_ok,
                           &PyTuple_Type, &cpp_of, &PyTuple_Type, &parts_of,
                           &PyTuple_Type, &perms, &PyTuple_Type, &spread_of,
                           &fit, &unshuffle, &bind_set, &PyDict_Type, &bind_sets, &PyType_Type, &g_type,
-                          &fit_tag, &fits, &PyTuple_Type, &divs_t))
+                          &fit_tag, &fits, &PyTuple_Type, &divs_t, &PyTuple_Type, &fast))
         return NULL;
     if (n_codes < 0 || n_codes > INT_MAX / 2 || batch < 1 || batch > INT_MAX || n_cores < 1 ||
         n_cores > 4096) {
@@ -421,7 +545,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n_fit = (n_spp + 1) * n_cpp * n_pts;
     /* with fits (Decoding.fits_l1) and divs (Decoding.divs): Decoding.fit in C (fit_c) */
-    Fitter fx = {NULL, NULL, NULL, 0, n_cores};
+    Fitter fx = {NULL, NULL, NULL, 0, n_cores, NULL};
     long fx_divs[64];
     if (fits != Py_None) {
         if (!divs_t || !PyCallable_Check(fits) || PyTuple_GET_SIZE(divs_t) < 1 ||
@@ -434,6 +558,18 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         fx.fits_tag = s_fits;
         fx.divs = fx_divs;
         fx.n_divs = PyTuple_GET_SIZE(divs_t);
+        if (fast) {  /* Decoding.fits_l1's miss in C (fits_fast) */
+            if (PyTuple_GET_SIZE(fast) != N_FF || !PyDict_Check(PyTuple_GET_ITEM(fast, FF_TABLES)) ||
+                !PyFloat_Check(PyTuple_GET_ITEM(fast, FF_L1)) || !PyLong_Check(PyTuple_GET_ITEM(fast, FF_MAX)) ||
+                !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_CFITS)) || !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_FILL)) ||
+                !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_PARTIAL)) || !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_CUT)) ||
+                !PyCallable_Check(PyTuple_GET_ITEM(fast, FF_HALO))) {
+                PyErr_SetString(PyExc_ValueError, "fast: (mem, tables, l1, fits, fill, partial, cut_sides, "
+                                "halo_values, fit_max)");
+                return NULL;
+            }
+            fx.fast = fast;
+        }
     }
     /* a snapshot: fit, unshuffle, bind_set and a name's hash run Python code (review) */
     PyObject *bseq = PySequence_Tuple(blocks);
@@ -758,7 +894,7 @@ static PyObject *py_fit(PyObject *self, PyObject *args) {
         return NULL;
     }
     if (read_divs(divs_t, batch, divs)) return NULL;
-    Fitter fx = {fits, s_fits, divs, PyTuple_GET_SIZE(divs_t), n_cores};
+    Fitter fx = {fits, s_fits, divs, PyTuple_GET_SIZE(divs_t), n_cores, NULL};
     G g;
     memset(&g, 0, sizeof g);
     g.info = info;
@@ -834,7 +970,7 @@ done:
 
 /* ---- the scope walk's glue (search_space/_ccore.py: scope_walk, _group_rows) ---------------- */
 
-static PyObject *s_cache, *s_crow, *s_ctab, *s_tiles, *s_cdag;
+static PyObject *s_crow, *s_tiles, *s_cdag;
 
 /* the fields the glue reads, and their slot offsets in the groups' type (fget) */
 enum { A_SPLIT, A_WAVE, A_INFO, A_SAMPLES, A_CORES, A_PARTS, A_BINDS, A_SCOPE_AT, A_SLOT, A_NAME, N_A };
@@ -1034,15 +1170,64 @@ done:
  * the Python code decides), NULL with one on an error. Not wide: a walk table is made only
  * for an op set the C walk's masks hold (_shape_row checks first; fits_l1 makes one only
  * for at most _FIT_STREAMED streamable inputs). */
-static PyObject *crow_from_cache(PyObject *cache, PyObject *key, long samples, long cores,
-                                 long parts, long split, long batch) {
+/* The chunk shape's walk table made as search_space._ccore._work makes it when the op set's
+ * parts are kept (h106): with its code cache["cops"] and per-op-set part cache["cwork"] (a
+ * tuple of 6: names, inputs, allowed, code, sb, fb), the space's shape table `tables`
+ * (_ccore._shape_tables: by (code, spp, cpp)) is read, and when it lacks the shape, the
+ * shared table shared[("wtab", spp, cpp)] (table, filler, C definition: made by the fit or
+ * an alike op set) gives (names, table, inputs, allowed, code, sb, fb, filler, ws), kept in
+ * `tables`; kept in the cache under tkey. A new reference; NULL without an error when a part
+ * is missing (the Python code makes it), with one on an error. */
+static PyObject *ctab_from_parts(PyObject *info, PyObject *cache, PyObject *tables, PyObject *tkey,
+                                 long spp, long cpp) {
+    PyObject *cops = PyDict_GetItemWithError(cache, s_cops), *own, *skey = NULL, *hit = NULL;
+    if (!cops) return NULL;
+    Py_INCREF(cops);
+    if (!(own = PyDict_GetItemWithError(cache, s_cwork)) || !PyTuple_Check(own) || PyTuple_GET_SIZE(own) != 6) {
+        Py_DECREF(cops);
+        return NULL;
+    }
+    Py_INCREF(own);
+    PyObject *sp = PyLong_FromLong(spp), *cp = PyLong_FromLong(cpp);
+    if (sp && cp) skey = PyTuple_Pack(3, cops, sp, cp);
+    Py_XDECREF(sp); Py_XDECREF(cp);
+    if (!skey) goto done;
+    hit = PyDict_GetItemWithError(tables, skey);
+    if (hit) {
+        Py_INCREF(hit);
+    } else if (!PyErr_Occurred()) {
+        long kv[2] = {spp, cpp};
+        PyObject *shared = PyObject_GetAttr(info, s_shared), *wkey = NULL, *wt = NULL;
+        if (shared && PyDict_Check(shared) && (wkey = key_of(1, s_wtab, kv, 2, NULL)) &&
+            (wt = PyDict_GetItemWithError(shared, wkey)) && PyTuple_Check(wt) && PyTuple_GET_SIZE(wt) == 3) {
+#define O_(i) PyTuple_GET_ITEM(own, i)
+#define W_(i) PyTuple_GET_ITEM(wt, i)
+            hit = PyTuple_Pack(9, O_(0), W_(0), O_(1), O_(2), O_(3), O_(4), O_(5), W_(1), W_(2));
+#undef O_
+#undef W_
+            if (hit && PyDict_SetItem(tables, skey, hit)) Py_CLEAR(hit);
+        }
+        Py_XDECREF(shared); Py_XDECREF(wkey);
+    }
+    if (hit && PyDict_SetItem(cache, tkey, hit)) Py_CLEAR(hit);
+done:
+    Py_XDECREF(skey); Py_DECREF(own); Py_DECREF(cops);
+    return hit;
+}
+
+static PyObject *crow_from_cache(PyObject *info, PyObject *cache, PyObject *tables, PyObject *key,
+                                 long samples, long cores, long parts, long split, long batch) {
     long kv[2] = {samples / parts, cores / parts};
     PyObject *tkey = key_of(1, s_ctab, kv, 2, NULL);
     if (!tkey) return NULL;
     PyObject *tab = PyDict_GetItemWithError(cache, tkey);  /* borrowed */
+    if (tab) {
+        Py_INCREF(tab);  /* held: the next look-up may run Python (a key's __eq__) */
+    } else if (!PyErr_Occurred() && tables) {
+        tab = ctab_from_parts(info, cache, tables, tkey, kv[0], kv[1]);
+    }
     Py_DECREF(tkey);
     if (!tab) return NULL;
-    Py_INCREF(tab);  /* held: the next look-up may run Python (a key's __eq__) */
     PyObject *tiles = PyDict_GetItemWithError(cache, s_tiles), *row = NULL, *base = NULL, *smp = NULL;
     if (!tiles || tiles == Py_None || !PyTuple_Check(tab) || PyTuple_GET_SIZE(tab) != 9) {
         /* None: missing, as _shape_row reads it (it computes the tiles) */
@@ -1062,20 +1247,21 @@ done:
     return row;
 }
 
-/* group_rows(groups, d_scope, slot_of, shape_row[, batch]) -> (gidx, grows, gnames, gtiles,
- *   gd, pd, splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its shape's
- *   row from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on a miss,
- *   with batch (the decode's, > 0) the row made from the cache's walk table and tiles
- *   (crow_from_cache), else shape_row(info, samples, cores, parts, split), which keeps it
- *   there): a row (a tuple of 4: the walk's row without bindings or None, the streamable
+/* group_rows(groups, d_scope, slot_of, shape_row[, batch[, tables]]) -> (gidx, grows, gnames,
+ *   gtiles, gd, pd, splits, wide): search_space._ccore._group_rows' loop. Per group (a _G) its
+ *   shape's row from its op set's cache (info.cache[("crow", samples, cores, parts, split)]; on
+ *   a miss, with batch (the decode's, > 0) the row made from the cache's walk table and tiles
+ *   (crow_from_cache; with tables, the space's shape tables, a missing walk table made from
+ *   the op set's kept parts first: ctab_from_parts), else shape_row(info, samples, cores,
+ *   parts, split), which keeps it there): a row (a tuple of 4: the walk's row without bindings or None, the streamable
  *   inputs, the LLB weight tiles, wide); the walk's row is that row and the group's bindings;
  *   its scope parameter d_scope[scope_at], its transfer-scope parameter slot_of[slot] + 5. */
 static PyObject *py_group_rows(PyObject *self, PyObject *args) {
-    PyObject *groups, *d_scope, *slot_of, *shape_row;
+    PyObject *groups, *d_scope, *slot_of, *shape_row, *tables = NULL;
     long batch = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO!O|l:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row,
-                          &batch))
+    if (!PyArg_ParseTuple(args, "OOO!O|lO!:group_rows", &groups, &d_scope, &PyDict_Type, &slot_of, &shape_row,
+                          &batch, &PyDict_Type, &tables))
         return NULL;
     if (batch < 0) { PyErr_SetString(PyExc_ValueError, "group_rows: a batch >= 1 (0: none)"); return NULL; }
     PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: shape_row runs Python */
@@ -1117,7 +1303,9 @@ static PyObject *py_group_rows(PyObject *self, PyObject *args) {
             Py_INCREF(hit);
         } else {  /* missing, or None (missing, as the Python loop's .get() is None reads it) */
             if (PyErr_Occurred()) goto group_done;
-            if (batch > 0 && !(hit = crow_from_cache(cache, key, samples, cores, parts, split, batch)) &&
+            hit = NULL;  /* (a cached None is borrowed: not kept; without batch it was, review) */
+            if (batch > 0 && !(hit = crow_from_cache(info, cache, tables, key, samples, cores, parts, split,
+                                                     batch)) &&
                 PyErr_Occurred())
                 goto group_done;
             if (!hit && !(hit = PyObject_CallFunction(shape_row, "Ollll", info, samples, cores, parts, split)))
@@ -1168,15 +1356,50 @@ done:
     return result;
 }
 
-/* cdag_rows(groups, miss) -> (rows, gout): search_space._cderive.derive's loop over the
- *   groups. Per group (a _G) its chunk-DAG row from its op set's cache
- *   (info.cache[("cdag", name, split)]; on a miss miss(group), which makes and keeps it: a
+/* cdag_rows(groups, miss[, codes]) -> (rows, gout): search_space._cderive.derive's loop over
+ *   the groups. Per group (a _G) its chunk-DAG row from its op set's cache
+ *   (info.cache[("cdag", name, split)]; on a miss, with codes (the space's tensor codes) made
+ *   here when the op set's inputs and outputs are kept (cdag_row_from_cache), else
+ *   miss(group), which makes and keeps it: a
  *   tuple of 5, (nodes, input triples, output codes, ops, result code)); rows[i] is its first
  *   four and the group's bindings, gout[i] its result's code. */
+static PyObject *s_cdag_io, *s_output, *s_g;  /* "cdag.io", "output", "g" (interned at module init) */
+
+/* A group's chunk-DAG row made as search_space._cderive._group_row makes it when its op set's
+ * inputs and outputs are kept (cache["cdag.io"]) and its result has a tensor code (h106):
+ * (nodes ("g", name, c) for c < split, io[0], io[1], info.ops, codes[info.output]), kept
+ * in the cache under key. A new reference; NULL without an error when either is missing
+ * (the caller asks miss: the Python code makes them), with one on an error. */
+static PyObject *cdag_row_from_cache(PyObject *info, PyObject *cache, PyObject *codes, PyObject *key,
+                                     PyObject *name, long split) {
+    PyObject *io = PyDict_GetItemWithError(cache, s_cdag_io), *out = NULL, *ops = NULL, *nodes = NULL,
+             *hit = NULL;
+    if (!io || !PyTuple_Check(io) || PyTuple_GET_SIZE(io) != 2) return NULL;
+    Py_INCREF(io);
+    PyObject *oname = PyObject_GetAttr(info, s_output);
+    if (!oname) goto done;
+    out = PyDict_GetItemWithError(codes, oname);
+    Py_DECREF(oname);
+    if (!out) goto done;
+    Py_INCREF(out);
+    if (!(ops = PyObject_GetAttr(info, s_ops)) || !(nodes = PyTuple_New(split))) goto done;
+    for (long c = 0; c < split; c++) {
+        PyObject *cn = PyLong_FromLong(c), *node = cn ? PyTuple_Pack(3, s_g, name, cn) : NULL;
+        Py_XDECREF(cn);
+        if (!node) goto done;
+        PyTuple_SET_ITEM(nodes, c, node);
+    }
+    hit = PyTuple_Pack(5, nodes, PyTuple_GET_ITEM(io, 0), PyTuple_GET_ITEM(io, 1), ops, out);
+    if (hit && PyDict_SetItem(cache, key, hit)) Py_CLEAR(hit);
+done:
+    Py_DECREF(io); Py_XDECREF(out); Py_XDECREF(ops); Py_XDECREF(nodes);
+    return hit;
+}
+
 static PyObject *py_cdag_rows(PyObject *self, PyObject *args) {
-    PyObject *groups, *miss;
+    PyObject *groups, *miss, *codes = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OO:cdag_rows", &groups, &miss)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO|O!:cdag_rows", &groups, &miss, &PyDict_Type, &codes)) return NULL;
     PyObject *gs = PySequence_Tuple(groups);  /* a snapshot: miss runs Python */
     if (!gs) return NULL;
     Py_ssize_t ng = PyTuple_GET_SIZE(gs);
@@ -1203,7 +1426,10 @@ static PyObject *py_cdag_rows(PyObject *self, PyObject *args) {
             Py_INCREF(hit);
         } else {  /* missing, or None (missing, as the Python loop's .get() is None reads it) */
             if (PyErr_Occurred()) goto group_done;
-            if (!(hit = PyObject_CallOneArg(miss, gr))) goto group_done;
+            hit = NULL;  /* (a cached None is borrowed: not kept) */
+            if (codes && !(hit = cdag_row_from_cache(info, cache, codes, key, name, split)) && PyErr_Occurred())
+                goto group_done;
+            if (!hit && !(hit = PyObject_CallOneArg(miss, gr))) goto group_done;
         }
         if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 5) {
             PyErr_SetString(PyExc_ValueError, "a chunk-DAG row: a tuple of 5");
@@ -1227,6 +1453,42 @@ done:
     return result;
 }
 
+/* block_rows(parts, slots, by_ops) -> the rows of a new block whose op sets are all known, or
+ * None: search_space._cgroups._block_rows' hit path (h106), per part its op set's rows by slot
+ * found by the op set's identity (by_ops[id(ops)] = (ops, rows by slot)) and the row of its
+ * slot; None as soon as a part misses (the Python loop then makes every row). */
+static PyObject *py_block_rows(PyObject *self, PyObject *args) {
+    PyObject *parts, *slots, *by_ops;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!:block_rows", &PyTuple_Type, &parts, &PyTuple_Type, &slots,
+                          &PyDict_Type, &by_ops))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(parts);
+    if (PyTuple_GET_SIZE(slots) != n) {
+        PyErr_SetString(PyExc_ValueError, "block_rows: a slot per part");
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(n);
+    if (!out) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *ops = PyTuple_GET_ITEM(parts, k), *key = PyLong_FromVoidPtr(ops);  /* id(ops) */
+        if (!key) { Py_DECREF(out); return NULL; }
+        PyObject *hit = PyDict_GetItemWithError(by_ops, key);  /* borrowed */
+        Py_DECREF(key);
+        PyObject *row = NULL;
+        if (hit && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2 && PyTuple_GET_ITEM(hit, 0) == ops &&
+            PyDict_Check(PyTuple_GET_ITEM(hit, 1)))
+            row = PyDict_GetItemWithError(PyTuple_GET_ITEM(hit, 1), PyTuple_GET_ITEM(slots, k));
+        if (!row) {
+            Py_DECREF(out);
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_NONE;
+        }
+        PyTuple_SET_ITEM(out, k, Py_NewRef(row));
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"groups", py_groups, METH_VARARGS, "Pass 1's groups, shapes and cores (see the file)."},
     {"unit_slots", py_unit_slots, METH_VARARGS, "Each part's unit's first op (see the function)."},
@@ -1234,6 +1496,7 @@ static PyMethodDef methods[] = {
     {"wants", py_wants, METH_VARARGS, "The scope walk's answers in walk order (see the function)."},
     {"group_rows", py_group_rows, METH_VARARGS, "The scope walk's rows per group (see the function)."},
     {"cdag_rows", py_cdag_rows, METH_VARARGS, "The chunk DAG's rows per group (see the function)."},
+    {"block_rows", py_block_rows, METH_VARARGS, "A new block's rows of known op sets (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1248,7 +1511,10 @@ PyMODINIT_FUNC PyInit__cshape(void) {
         {&s_cache, "cache"}, {&a_name[A_SAMPLES], "samples"}, {&a_name[A_CORES], "cores"},
         {&a_name[A_PARTS], "parts"}, {&a_name[A_BINDS], "binds"}, {&a_name[A_SCOPE_AT], "scope_at"},
         {&a_name[A_SLOT], "slot"}, {&a_name[A_NAME], "name"}, {&s_crow, "crow"}, {&s_fits, "fits"},
-        {&s_ctab, "ctab"}, {&s_tiles, "tiles"}, {&s_cdag, "cdag"}};
+        {&s_ctab, "ctab"}, {&s_tiles, "tiles"}, {&s_cdag, "cdag"}, {&s_shared, "shared"},
+        {&s_cops, "cops"}, {&s_cwork, "cwork"}, {&s_wtab, "wtab"}, {&s_cws, "cws"},
+        {&s_streamable, "streamable"}, {&s_ops, "ops"}, {&s_windowed, "windowed"}, {&s_attention, "attention"},
+        {&s_cdag_io, "cdag.io"}, {&s_output, "output"}, {&s_g, "g"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!*names[k].p && !(*names[k].p = PyUnicode_InternFromString(names[k].s))) return NULL;
     PyObject *m = PyModule_Create(&module);
@@ -1256,5 +1522,11 @@ PyMODINIT_FUNC PyInit__cshape(void) {
     if (m && PyModule_AddIntConstant(m, "WAVES", 1)) { Py_DECREF(m); return NULL; }
     /* group_rows makes a shape row from the cache's walk table (its batch argument) */
     if (m && PyModule_AddIntConstant(m, "CROW_TAB", 1)) { Py_DECREF(m); return NULL; }
+    /* group_rows makes a missing walk table from the op set's kept parts (its tables argument) */
+    if (m && PyModule_AddIntConstant(m, "CTAB_PARTS", 1)) { Py_DECREF(m); return NULL; }
+    /* groups' fast argument: Decoding.fits_l1's miss in C (fits_fast) */
+    if (m && PyModule_AddIntConstant(m, "FITS_FAST", 1)) { Py_DECREF(m); return NULL; }
+    /* cdag_rows' codes argument: a missing row made from the op set's kept inputs and outputs */
+    if (m && PyModule_AddIntConstant(m, "CDAG_IO", 1)) { Py_DECREF(m); return NULL; }
     return m;
 }

@@ -2195,6 +2195,155 @@ static PyObject *py_working_set(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(v);
 }
 
+/* ---- h106: the fit's four least working sets in one call ----------------------------- */
+
+/* fits(ws, n_work, l1, table) -> bool: search_space._ccore.fits_l1's loop over a chunk
+ * shape's working-set entries, whether any of the four least (the streamable inputs all
+ * streamed, then none; the output streamed out, then kept; not held) is <= l1, asked in that
+ * order and stopping at the first that fits. Each entry is read from `table` (a list of
+ * n_work entries, or None: no table) when it holds it, else computed from `ws` as the walk
+ * computes it (ws_compute, the same definition `working_set` gives) and, with a table,
+ * kept there as the walk keeps it. One parse of `ws` for the four entries. */
+static PyObject *py_fits(PyObject *self, PyObject *args) {
+    PyObject *ws, *table;
+    int n_work;
+    double l1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OidO", &ws, &n_work, &l1, &table)) return NULL;
+    if (n_work < 4 || (n_work & (n_work - 1))) {
+        PyErr_SetString(PyExc_ValueError, "fits: a table of 4 << streamable entries");
+        return NULL;
+    }
+    if (table != Py_None && (!PyList_Check(table) || PyList_GET_SIZE(table) != n_work)) {
+        PyErr_SetString(PyExc_ValueError, "fits: the table is a list of n_work entries, or None");
+        return NULL;
+    }
+    Walk w;
+    Step st;
+    memset(&w, 0, sizeof w);
+    memset(&st, 0, sizeof st);
+    st.ws = ws;
+    st.n_work = n_work;
+    Mask full = (Mask)(n_work / 4) - 1, masks[2] = {full, 0};
+    int found = 0;
+    for (int m = 0; m < 2 && !found && !w.failed; m++) {
+        if (m == 1 && full == 0) break;  /* no streamable input: the same two entries again */
+        for (int off = 1; off >= 0 && !found; off--) {
+            Mask i = (masks[m] * 2 + (Mask)off) * 2;  /* not held */
+            PyObject *have = table != Py_None ? PyList_GET_ITEM(table, (Py_ssize_t)i) : Py_None;
+            double v;
+            if (have != Py_None) {
+                v = PyFloat_AsDouble(have);
+                if (v == -1.0 && PyErr_Occurred()) { w.failed = 1; break; }
+            } else {
+                v = ws_compute(&w, &st, i);
+                if (w.failed) break;
+                if (table != Py_None) {
+                    PyObject *f = PyFloat_FromDouble(v);
+                    if (!f || PyList_SetItem(table, (Py_ssize_t)i, f)) { w.failed = 1; break; }
+                }
+            }
+            if (v <= l1) found = 1;
+        }
+    }
+    free_ws(&st);
+    if (w.failed) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fits: a malformed ws");
+        return NULL;
+    }
+    return PyBool_FromLong(found);
+}
+
+/* ws_halo(ws, n_work, index) -> (halo, windows, attention): the parts of entry `index`'s
+ * working set an L1 issue lists (compiler.capacity._work's f.halo entry: the halo bytes and
+ * attention excess of the point that set the peak, the window rows beyond two stream tiles),
+ * from the same definition ws_compute reads, statement by statement as _work computes them
+ * (h106). The chain rows' layout is _cprofile.c's (its header comment): the halo entries of
+ * a chain follow its dying inputs. */
+enum { HW_GI = 3, HW_HEAD = 10, HW_DY = 6, HW_HX = 4 };
+static PyObject *py_ws_halo(PyObject *self, PyObject *args) {
+    PyObject *ws, *result = NULL;
+    int n_work;
+    unsigned long long i;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OiK", &ws, &n_work, &i)) return NULL;
+    if (n_work < 4 || (n_work & (n_work - 1)) || i >= (unsigned long long)n_work) {
+        PyErr_SetString(PyExc_ValueError, "index outside a table of 4 << streamable entries");
+        return NULL;
+    }
+    Walk w;
+    Step st;
+    memset(&w, 0, sizeof w);
+    memset(&st, 0, sizeof st);
+    st.ws = ws;
+    st.n_work = n_work;
+    long long *raw = NULL;
+    double halo_peak = 0.0, attn_peak = 0.0, windows = 0.0;
+    (void)ws_compute(&w, &st, (Mask)i);  /* parses ws; the profile made and kept in its list */
+    if (w.failed) goto done;
+    Mask mask = (Mask)i >> 2;
+    long long spp = st.wd->spp, cpp = st.wd->cpp, tile = st.wd->tile;
+    if (st.wd->hv) {  /* a halo or attention term at this shape: the peak's point */
+        PyObject *p = PyList_GET_ITEM(st.wd->prof, (Py_ssize_t)i);
+        if (!PyBytes_Check(p) || PyBytes_GET_SIZE(p) % (2 * sizeof(long long))) {
+            bad("ws: a profile of int64 pairs");
+            goto done;
+        }
+        const long long *pr = (const long long *)PyBytes_AS_STRING(p);
+        long long peak = 0;
+        for (Py_ssize_t q = 0; q < PyBytes_GET_SIZE(p) / (Py_ssize_t)(2 * sizeof(long long)); q++) {
+            long long v = ceil_div(pr[2 * q] * spp, cpp) + pr[2 * q + 1];
+            if (v > peak) peak = v;
+        }
+        double work = (double)peak;
+        const long long *pk = (const long long *)PyBytes_AS_STRING(st.wd->pack);
+        Py_ssize_t npk = PyBytes_GET_SIZE(st.wd->pack) / (Py_ssize_t)sizeof(long long);
+        int nc = cprof_chains(pk, npk);
+        const double *hv = (const double *)PyBytes_AS_STRING(st.wd->hv);
+        const double *av = (const double *)PyBytes_AS_STRING(st.wd->av);
+        Py_ssize_t n_slots = PyBytes_GET_SIZE(st.wd->hv) / (Py_ssize_t)sizeof(double);
+        raw = (long long *)malloc(sizeof(long long) * 2 * (size_t)(nc > 0 ? nc : 1));
+        if (!raw) { PyErr_NoMemory(); goto done; }
+        if (nc < 0 || cprof_walk(pk, npk, mask, (int)(i >> 1 & 1), (int)(i & 1), raw)) {
+            bad("ws: malformed chain rows");
+            goto done;
+        }
+        Py_ssize_t at = HW_GI * pk[0] + 3;
+        for (int c = 0; c < nc; c++) {
+            if (at + HW_HEAD > npk) { bad("ws: malformed halo rows"); goto done; }
+            const long long *h = pk + at;
+            Py_ssize_t hx = at + HW_HEAD + HW_DY * (h[7] + h[8]);
+            if (hx + HW_HX * h[9] > npk) { bad("ws: malformed halo rows"); goto done; }
+            double halo = 0.0, attn = 0.0;
+            for (long long q = 0; q < h[9]; q++) {
+                const long long *e = pk + hx + HW_HX * q;
+                if (e[0] < 0 || e[0] >= n_slots) { bad("ws: malformed halo rows"); goto done; }
+                /* a windowed op whose first input is not streamed adds its halo */
+                if (e[1] && !(e[2] >= 0 && e[2] < 64 && (mask >> e[2] & 1ULL))) halo += hv[e[0]];
+                if (e[3]) attn += av[e[0]];
+            }
+            if (halo != 0.0 || attn != 0.0) {
+                double v = (double)(ceil_div(raw[2 * c] * spp, cpp) + raw[2 * c + 1]) + halo + attn;
+                if (v > work) work = v, halo_peak = halo, attn_peak = attn;
+            }
+            at = hx + HW_HX * h[9];
+        }
+    }
+    for (int q = 0; q < st.wd->n; q++) {  /* _work's stream buffers: the window rows */
+        if (!(mask >> st.wd->bit[q] & 1)) continue;
+        long long piece = ceil_div(st.wd->sb[q] * spp, cpp) + st.wd->fb[q];
+        if (tile < piece) piece = tile;
+        double buf = 2.0 * (double)piece;
+        if (st.wd->has_win[q] && st.wd->win[q] + (double)piece > buf) windows += st.wd->win[q] + (double)piece - buf;
+    }
+    result = Py_BuildValue("(ddd)", halo_peak, windows, attn_peak);
+done:
+    free(raw);
+    free_ws(&st);
+    if (!result && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "ws_halo: a malformed ws");
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", py_walk, METH_VARARGS, "The scope walk of search-space decoding (see _ccore.py)."},
     {"index", py_index, METH_VARARGS, "A decode's order as step references (see _ccore.py)."},
@@ -2204,6 +2353,10 @@ static PyMethodDef methods[] = {
      "A kept walk (walk_rows with keep) walked again with other scopes asked for (see _ccore.py)."},
     {"working_set", py_working_set, METH_VARARGS,
      "A working-set entry as the walk computes it (see _ccore.py, _ws_def)."},
+    {"ws_halo", py_ws_halo, METH_VARARGS,
+     "The halo, window and attention parts of a working-set entry (see _crows.py, l1_halo)."},
+    {"fits", py_fits, METH_VARARGS,
+     "Whether a chunk shape's least working set fits L1 (see _ccore.py, fits_l1)."},
     {"profile", cprof_py_profile, METH_VARARGS,
      "An op set's profile walk from its packed chain rows (see _cfoot.py, _cprofile.c)."},
     {NULL, NULL, 0, NULL},
