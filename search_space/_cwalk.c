@@ -975,10 +975,23 @@ static int ints(Walk *w, PyObject *obj, int **out, int *n) {
         return -1;
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        long v = as_long(PySequence_Fast_GET_ITEM(f, i));
+        /* a non-int's __index__ runs Python, which may shrink a list read in place: the
+         * size is checked before each read and the item held while it is read (review) */
+        if (i >= PySequence_Fast_GET_SIZE(f)) {
+            Py_DECREF(f);
+            return bad("a sequence of ints changed while it was read");
+        }
+        PyObject *it = PySequence_Fast_GET_ITEM(f, i);
+        Py_INCREF(it);
+        long v = as_long(it);
+        Py_DECREF(it);
         if (v == -1 && PyErr_Occurred()) {
             Py_DECREF(f);
             return -1;
+        }
+        if (v < INT_MIN || v > INT_MAX) {  /* not cut to its low 32 bits */
+            Py_DECREF(f);
+            return bad("an int out of range");
         }
         (*out)[i] = (int)v;
     }
@@ -2230,11 +2243,23 @@ static PyObject *py_fits(PyObject *self, PyObject *args) {
         if (m == 1 && full == 0) break;  /* no streamable input: the same two entries again */
         for (int off = 1; off >= 0 && !found; off--) {
             Mask i = (masks[m] * 2 + (Mask)off) * 2;  /* not held */
+            /* the profiler inside ws_compute runs Python, which may have changed the table:
+             * its size is checked before every read, and an entry is an exact float (no
+             * __float__ runs) or None (review) */
+            if (table != Py_None && PyList_GET_SIZE(table) != n_work) {
+                PyErr_SetString(PyExc_ValueError, "fits: the table changed size");
+                w.failed = 1;
+                break;
+            }
             PyObject *have = table != Py_None ? PyList_GET_ITEM(table, (Py_ssize_t)i) : Py_None;
             double v;
             if (have != Py_None) {
-                v = PyFloat_AsDouble(have);
-                if (v == -1.0 && PyErr_Occurred()) { w.failed = 1; break; }
+                if (!PyFloat_CheckExact(have)) {
+                    PyErr_SetString(PyExc_TypeError, "fits: a table entry is a float or None");
+                    w.failed = 1;
+                    break;
+                }
+                v = PyFloat_AS_DOUBLE(have);
             } else {
                 v = ws_compute(&w, &st, i);
                 if (w.failed) break;
