@@ -12,14 +12,16 @@ parent has odds 2^-10), and from the sweep's best it is 8 moves away through sch
 10-200 % slower, so neither the hill climb nor evolution gets there. A graft takes the
 donor's parameters over a window of its groups (1 to :data:`SPAN` consecutive ones: the
 boundaries on and inside the window, the groups' split, cores and scopes) and the base's
-everywhere else: replacing that window of the sweep's best gives 12,155 µs.
+everywhere else: one such window of it in the sweep's best gives 12,120 µs. (That donor,
+34th of 90 on its own variant, repaired to fit 512K, runs at 12,242 µs as a whole too: a
+warm start carries the others' 1-3 fastest only.)
 
-:func:`graft_seeds` makes every graft of the other variants' measured schedules into the
-variant's best, drops those that overflow or were measured, and ranks them by a cost
-model trained on the variant's own measurements (the roofline estimate until it has
-enough): the good ones are among its first few of ~3,000 (the sweep measures
-:data:`GRAFTS` per chunk as warm seeds). Everything is read from the log, so a re-run
-makes the same grafts from the same log.
+:func:`graft_seeds` takes the other variants' measured schedules (the :data:`DONORS`
+fastest distinct of each) and every graft of them into the variant's best, drops those
+that overflow or were measured, and ranks them by a cost model trained on the variant's
+own measurements (the roofline estimate until it has enough): the good ones are among
+its first few of ~3,000 (the sweep measures :data:`GRAFTS` per chunk as warm seeds).
+Everything is read from the log, so a re-run makes the same choice from the same log.
 """
 
 from __future__ import annotations
@@ -60,10 +62,10 @@ def _view(space: Space, vec: np.ndarray) -> tuple[int, list[int]]:
 
 
 def graft_vectors(space: Space, base: np.ndarray, donor: np.ndarray, n_ops: int,
-                  span: int = SPAN) -> list[np.ndarray]:
-    """Vectors of ``space``: ``base`` with each window of 1 to ``span`` consecutive groups of
-    ``donor`` taken from ``donor`` (distinct, none equal to ``base``; empty where ``base``
-    has no boundaries).
+                  span: int = SPAN) -> list[tuple[tuple[int, int], np.ndarray]]:
+    """``((a, b), vector)`` of ``space``: ``base`` with each window ``[a, b)`` of 1 to ``span``
+    consecutive groups of ``donor`` taken from ``donor`` (distinct vectors, none equal to
+    ``base``; none where ``base`` has no boundaries).
 
     A window ``[a, b)`` (two of the donor's group starts, or the end) takes the donor's
     boundaries at ``a``, inside and at ``b`` (in the base's granularity: a boundary is
@@ -80,7 +82,7 @@ def graft_vectors(space: Space, base: np.ndarray, donor: np.ndarray, n_ops: int,
     own = set(base_starts)
     cuts = np.where(donor < d_below, 0, below).astype(base.dtype)  # donor's boundaries, base's ranks
     bounds = [*d_starts, n_ops]
-    out: list[np.ndarray] = []
+    out: list[tuple[tuple[int, int], np.ndarray]] = []
     seen = {base.tobytes()}
     for i in range(len(bounds) - 1):
         for j in range(i + 1, min(i + span, len(bounds) - 1) + 1):
@@ -90,15 +92,16 @@ def graft_vectors(space: Space, base: np.ndarray, donor: np.ndarray, n_ops: int,
             w = np.where(cut & (at >= a - 1) & (at <= b - 1), cuts, w).astype(base.dtype)
             if w.tobytes() not in seen:
                 seen.add(w.tobytes())
-                out.append(w)
+                out.append(((a, b), w))
     return out
 
 
 def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record],
                 donors: Sequence[Record], count: int = GRAFTS, seed: int | None = None,
                 memo: dict[str, dict[Any, Any]] | None = None) -> list[GraphSchedule]:
-    """The ``count`` grafts (:func:`graft_vectors`) of ``donors`` into the fastest of ``own``
-    that the cost model ranks first.
+    """The ``count`` schedules the cost model ranks first among ``donors`` (each in ``space``:
+    exactly, else its nearest projection) and their grafts (:func:`graft_vectors`) into the
+    fastest of ``own``.
 
     Args:
         space: The variant's space of the task.
@@ -112,7 +115,7 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
         memo: What earlier calls for the same space worked out (a record's vector and
             candidate id, whether a graft fits), kept by the caller; None: none.
 
-    Returns grafts that fit ``target`` and are none of ``own``, best-ranked first.
+    Returns schedules that fit ``target`` and are none of ``own``, best-ranked first.
     """
     from autotune.sampling._ranker import CostModelRanker
     from compiler.capacity import check_capacity, in_compute_dtype
@@ -138,7 +141,8 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
             if v is None or v.tobytes() in distinct:
                 continue
             distinct.add(v.tobytes())
-            for w in graft_vectors(space, base, v, len(graph.ops)):
+            vectors.setdefault(v.tobytes(), v)  # the whole donor too
+            for _, w in graft_vectors(space, base, v, len(graph.ops)):
                 vectors.setdefault(w.tobytes(), w)
             if len(distinct) >= DONORS:
                 break
