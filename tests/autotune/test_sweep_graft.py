@@ -140,7 +140,7 @@ def test_a_sweep_measures_its_grafts_in_later_chunks_only(tiny_graph: Graph, tmp
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         out = real(*args, **kwargs)
-        calls.append((args[6] if len(args) > 6 else kwargs["count"], [candidate_id(s) for s in out]))
+        calls.append((args[5] if len(args) > 5 else kwargs["count"], [candidate_id(s) for s in out]))
         return out
 
     monkeypatch.setattr(sweep_module, "graft_seeds", spy)
