@@ -109,8 +109,9 @@ def to_reach(c: list[float | None], ref: float, fraction: float) -> int | None:
 def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], cold_trials: int,
               sweep_trials: int, seed: int, out: Path,
               only: tuple[str, ...] = ("cold", "sweep", "pretrained"),
-              screen: tuple[str, ...] = ()) -> dict[str, Any]:
+              screen: tuple[str, ...] = (), graft: int | None = None) -> dict[str, Any]:
     from autotune._tune import load_tasks
+    from autotune.whatif._graft import GRAFTS
     from autotune.whatif._sweep import sweep
     from autotune.whatif._targets import make_variants, parse_set
     from compiler.target import Target
@@ -132,7 +133,8 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
         # the references get every variant the same budget; the sweep allocates its own
         sweep(tasks, variants, trials_per_variant=trials, log=d / f"{run}.jsonl", workers=0,
               seed=seed, warm=warm, pretrained=pre,
-              allocate="adaptive" if run == "sweep" else "equal", screen=run in screen)
+              allocate="adaptive" if run == "sweep" else "equal", screen=run in screen,
+              graft=GRAFTS if graft is None else graft)
         seconds[run], cpu[run] = time.time() - t0, time.process_time() - c0
         print(f"{name}: {run} done in {seconds[run]:.0f} s (cpu {cpu[run]:.0f} s)", flush=True)
     rows = []
@@ -394,6 +396,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="runs whose guided search breeds more per measurement "
                          "(autotune.whatif._budget.screened, e.g. 'sweep' or 'sweep,cold'; "
                          "default none: as tune does)")
+    ap.add_argument("--graft", type=int, default=None,
+                    help="grafts a warm variant's later chunk measures first (default: the "
+                         "sweep's, autotune.whatif._graft.GRAFTS; 0: none, the sweep before it)")
     ap.add_argument("--held-out", nargs="*", default=None,
                     help="held-out models for the shipped model (no names: the four full-size)")
     ap.add_argument("--held-out-trials", type=int, default=150)
@@ -421,13 +426,15 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"command": " ".join(["bench/sweep.py", *(argv or sys.argv[1:])]),
                                "load": os.getloadavg(), "models": [],
                                "screened": {"runs": args.screen, "population": _budget.POPULATION,
-                                            "generations": _budget.GENERATIONS}}
+                                            "generations": _budget.GENERATIONS},
+                               "graft": args.graft}
     for name in args.models:
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}
         results["models"].append(run_model(name, args.batch, opts, sets, args.cold_trials,
                                            args.sweep_trials, args.seed, out,
                                            tuple(args.runs.split(",")),
-                                           tuple(x for x in args.screen.split(",") if x)))
+                                           tuple(x for x in args.screen.split(",") if x),
+                                           args.graft))
         (out / "results.json").write_text(json.dumps(results, indent=1))
     if args.held_out is not None:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,

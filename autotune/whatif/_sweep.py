@@ -54,61 +54,20 @@ from typing import TYPE_CHECKING, Any
 from autotune.job._tasks import Task, model_names
 from autotune.whatif._budget import CROSS_MOST, allot, chunk_guided, cross_reserve, probe_size, screened
 from autotune.whatif._cold import cold_share, cold_start
+from autotune.whatif._feasible import infeasible, infeasible_reason
+from autotune.whatif._graft import GRAFTS, graft_seeds
 from autotune.whatif._nearest import cross_sources, tuning_order
 from autotune.whatif._rows import SweepResult, SweepRow
 from autotune.whatif._targets import Variant
 
 if TYPE_CHECKING:
     from autotune.job._state import JobState
-    from compiler.graph import Graph
     from compiler.target import Target
     from logs import Record
 
 __all__ = ["SweepResult", "SweepRow", "infeasible_reason", "sweep", "sweep_table"]
 
 log = logging.getLogger("autotune.whatif")
-
-
-def infeasible_reason(graph: Graph, target: Target, samples: int = 256) -> str | None:
-    """Why no schedule of ``graph`` fits ``target``, or None once one is found that fits.
-
-    Tries, without simulating (:func:`compiler.capacity.check_capacity` only), O0-O3
-    and the guide's plans that fit the model, then ``samples`` schedules drawn from
-    the search space (half uniformly over the choices, half from its default
-    distribution, seeded: the same answer every time). If none fits, the
-    variant is taken as infeasible and the reason is the first overflow of the
-    smallest level that was built (O0's, or the sample's whose overflow needed
-    the fewest bytes). This is a search, not a proof: a variant it calls infeasible
-    may have a fitting schedule that neither the levels nor the samples found.
-    """
-    import numpy as np
-
-    from autotune.sampling._studies import seed_schedules
-    from compiler.capacity import check_capacity, in_compute_dtype
-    from compiler.errors import GraphtuneError
-    from search_space import build_space
-
-    g = in_compute_dtype(graph, target)
-    issues = []
-    for _label, s in seed_schedules(graph, target):
-        issue = check_capacity(g, s, target)
-        if issue is None:
-            return None
-        issues.append(issue)
-    try:
-        space = build_space(graph, target, graph.batch)
-    except GraphtuneError as exc:
-        return f"no search space: {exc}"
-    rng = np.random.default_rng(0)
-    for i in range(samples):
-        s = space.sample(rng, uniform=i % 2 == 0)
-        issue = check_capacity(g, s, target)
-        if issue is None:
-            return None
-        issues.append(issue)
-    least = min(issues, key=lambda c: c.needed_bytes - c.capacity_bytes)
-    return (f"capacity: none of O0-O3 and {samples} sampled schedules fits; the closest: "
-            f"{least.message}")
 
 
 # ---- the sweep -----------------------------------------------------------------------------------
@@ -130,6 +89,7 @@ def sweep(
     on_variant: Callable[[int, Variant, str], None] | None = None,
     allocate: str = "adaptive",
     screen: bool = False,
+    graft: int = GRAFTS,
 ) -> SweepResult:
     """Tune ``models`` on every variant into ``log``; write the table and plots to ``out``.
 
@@ -159,6 +119,8 @@ def sweep(
         allocate: ``"adaptive"`` (the default) or ``"equal"``.
         screen: Every tune but a probe's cold share breeds more per measurement
             (:func:`autotune.whatif._budget.screened`; off: as ``tune``, measured no better).
+        graft: Grafts a variant's later chunk measures first, per task: windows of the other
+            variants' schedules carried into its best (:mod:`autotune.whatif._graft`; 0: none).
 
     Raises:
         GraphtuneError: a bad argument, model or log (before anything is measured).
@@ -183,6 +145,7 @@ def sweep(
     reasons: dict[str, str] = {}
     order = tuning_order(variants)
     first = probe_size(trials_per_variant) if allocate == "adaptive" else trials_per_variant
+    memos: dict[str, dict[str, Any]] = {}  # variant key -> what the grafts worked out (_graft)
 
     def run(variant: Variant, trials: int, finished: Sequence[Variant],
             extra: Sequence[Callable[[JobState], None]], loud: bool | None,
@@ -197,7 +160,7 @@ def sweep(
                 result.measured += cold_start(tasks, variant, cold_share(trials), log_path, seed,
                                               workers, [*callbacks, *extra])
             warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
-                                            rows=loud is not None)
+                                            rows=loud is not None, graft=(graft, seed, memos))
         late = None if loud is not None else chunk_guided(trials_per_variant)  # polish sooner
         late = screened(late) if screen else late  # more evolution per measurement
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,
@@ -213,7 +176,7 @@ def sweep(
 
     for n, i in enumerate(order):
         variant = variants[i]
-        why = _infeasible(tasks, variant.target)
+        why = infeasible(tasks, variant.target)
         if why is not None:
             reasons[variant.name] = why
             say(f"{variant.name} is infeasible: {why}")
@@ -395,14 +358,6 @@ def _deadline(t_end: float) -> Callable[[JobState], None]:
     return check
 
 
-def _infeasible(tasks: Sequence[Task], target: Target) -> str | None:
-    for t in tasks:
-        why = infeasible_reason(t.graph, target)
-        if why is not None:
-            return f"{t.name}: {why}" if len(tasks) > 1 else why
-    return None
-
-
 def _sim_records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
                  ) -> Iterator[Record]:
     """The log's records of these tasks on these variants by today's simulator, in log order."""
@@ -432,7 +387,8 @@ def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
 
 
 def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
-               finished: Sequence[Variant], pretrained: bool, rows: bool = True
+               finished: Sequence[Variant], pretrained: bool, rows: bool = True,
+               graft: tuple[int, int | None, dict[str, Any]] = (0, None, {})
                ) -> tuple[dict[str, list[Any]], Any]:
     """Warm seeds and the ranker factory of ``variant`` from the finished variants' records.
 
@@ -443,7 +399,8 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
     ``variant`` (:func:`_fitted`). Without ``rows`` (a later chunk), the seeds alone (the
     ranker is None: the default one), and the best of every other finished variant too
     (:func:`autotune.whatif._nearest.cross_sources`): a sibling's best found after this
-    variant's probe is measured at its next chunk.
+    variant's probe is measured at its next chunk; then ``graft`` = (count, seed, memos) of
+    :func:`graft_seeds` (the finished variants' schedules grafted into ``variant``'s best).
     """
     from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules
     from autotune.whatif._nearest import prior_rows, seed_sources
@@ -459,13 +416,14 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
     if not rows:
         # a later chunk: also every other finished variant's best (cross_sources)
         late = [v.key for v in cross_sources(variant, finished)]
+        own = _records(log_path, tasks, [variant]).get(variant.key, {})
 
         def late_seeds(t: Task) -> list[Any]:
             mine = warm_schedules(r for tk, by in recs.items() if tk in near
                                   for r in by.get(t.key, []))
             best = [s for k in late
                     for s in warm_schedules(recs.get(k, {}).get(t.key, []), per_target=1)]
-            return _fitted(t, variant, mine + best)
+            return _fitted(t, variant, mine + best) + _grafts(t, variant, own, recs, graft)
 
         return {t.key: late_seeds(t) for t in tasks}, None
     rows_of = prior_rows(variant, finished, MAX_PRIOR_ROWS_PER_TARGET)
@@ -483,6 +441,26 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
         p = cost_model.pretrained_path()
         base = str(p) if p is not None else None
     return seeds, ranker_factory(priors, base)
+
+
+def _grafts(task: Task, variant: Variant, own: dict[str, list[Record]],
+            recs: dict[str, dict[str, list[Record]]], graft: tuple[int, int | None, dict[str, Any]]
+            ) -> list[Any]:
+    """:func:`graft_seeds` of the other variants' records of ``task`` (``recs``) into ``variant``
+    (its records by task: ``own``)."""
+    from compiler.errors import GraphtuneError
+    from search_space import build_space
+
+    count, seed, memos = graft
+    donors = [r for tk, by in sorted(recs.items()) if tk != variant.key for r in by.get(task.key, [])]
+    if count < 1 or not own.get(task.key) or not donors:
+        return []
+    try:
+        space = build_space(task.graph, variant.target, task.batch)
+    except GraphtuneError:
+        return []
+    return graft_seeds(space, task.graph, variant.target, own[task.key], donors, count, seed,
+                       memos.setdefault(f"{variant.key} {task.key}", {}))
 
 
 def _fitted(task: Task, variant: Variant, schedules: Sequence[Any]) -> list[Any]:
