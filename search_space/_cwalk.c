@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "_cprofile.h"
-#include "_cutil.h"  /* as_long */
+#include "_cutil.h"  /* as_long, the arena (ar_alloc) */
 
 enum { L1 = 0, LLB = 1, DDR = 2 };
 
@@ -161,7 +161,7 @@ typedef struct {
     double *usage;            /* per step, per core of the step */
     int *usage_ptr;
     int *next_group;          /* per step j: the first group chunk step at or after j (n: none) */
-    struct Block *arena;      /* every array of the walk (wa), freed at once (free_walk) */
+    Arena arena;              /* every array of the walk (wa), freed at once (free_walk) */
     /* the bindings (tuples of core tuples) read while the steps are parsed, by identity:
      * each read once (bind_of); held (a reference each) until the parsing ends (binds_release) */
     struct Bind *bm;
@@ -175,57 +175,14 @@ static int bad(const char *msg) {
     return -1;
 }
 
-/* The walk's memory: its arrays are carved from blocks (one malloc per block, not per
- * array: allocation was a fifth of a walk's time), freed at once with the walk. The
- * largest block is kept for the next walk (spare_block; the GIL is held throughout, and a
- * walk started while another holds it mallocs its own). */
-typedef struct Block {
-    struct Block *next;
-    size_t cap, used;
-} Block;
-#define BLOCK_HDR ((sizeof(Block) + 15) & ~(size_t)15)
-static Block *spare_block = NULL;
-
-/* n bytes (zeroed if asked), 16-byte aligned; NULL when out of memory (no error set) */
+/* The walk's memory: its arrays carved from the walk's arena (_cutil.h: one malloc per block,
+ * not per array, where allocation was a fifth of a walk's time; freed at once with the walk,
+ * the largest block kept for the next walk). n bytes, zeroed if asked, 16-byte aligned;
+ * NULL when out of memory (no error set). */
 static void *wa(Walk *w, size_t n, int zero) {
-    if (n > ((size_t)1 << 40)) return NULL;
-    n = n ? (n + 15) & ~(size_t)15 : 16;
-    Block *b = w->arena;
-    if (!b || b->cap - b->used < n) {
-        size_t cap = b ? b->cap * 2 : ((size_t)1 << 16);
-        if (cap < n) cap = n;
-        Block *nb;
-        if (spare_block && spare_block->cap >= cap) {
-            nb = spare_block;
-            spare_block = NULL;
-        } else {
-            nb = (Block *)malloc(BLOCK_HDR + cap);
-            if (!nb) return NULL;
-            nb->cap = cap;
-        }
-        nb->next = b;
-        nb->used = 0;
-        w->arena = b = nb;
-    }
-    void *p = (char *)b + BLOCK_HDR + b->used;
-    b->used += n;
-    if (zero) memset(p, 0, n);
+    void *p = ar_alloc(&w->arena, n);
+    if (p && zero) memset(p, 0, n);
     return p;
-}
-
-static void arena_free(Walk *w) {
-    Block *b = w->arena;
-    while (b) {
-        Block *next = b->next;
-        if (!spare_block || spare_block->cap < b->cap) {
-            free(spare_block);
-            spare_block = b;
-        } else {
-            free(b);
-        }
-        b = next;
-    }
-    w->arena = NULL;
 }
 
 /* A working set of step s: from the table, or computed by the Python definition on first
@@ -1373,7 +1330,7 @@ static void free_walk(Walk *w) {
         for (int k = 0; k < w->n; k++) free_ws(&w->st[k]);  /* what parse_ws malloc'd */
     }
     w->st = NULL;
-    arena_free(w);
+    ar_free(&w->arena);
 }
 
 static PyObject *walk_steps(Walk *wp, int n, int *is_out);
@@ -2184,24 +2141,37 @@ static PyObject *py_rewalk(PyObject *self, PyObject *args) {
     return res;
 }
 
+/* a walk of one step that has `ws` only: what ws_compute reads (free_ws after) */
+static void ws_alone(Walk *w, Step *st, PyObject *ws, int n_work) {
+    memset(w, 0, sizeof *w);
+    memset(st, 0, sizeof *st);
+    st->ws = ws;
+    st->n_work = n_work;
+}
+
+/* working_set's and ws_halo's (ws, n_work, index), an entry of a list table of 4 <<
+ * streamable entries, as a walk of one step (ws_alone) and the index; -1 with the error set
+ * when the arguments are not that */
+static int ws_entry(PyObject *args, Walk *w, Step *st, unsigned long long *i) {
+    PyObject *ws;
+    int n_work;
+    if (!PyArg_ParseTuple(args, "OiK", &ws, &n_work, i)) return -1;
+    if (n_work < 4 || (n_work & (n_work - 1)) || *i >= (unsigned long long)n_work) {
+        PyErr_SetString(PyExc_ValueError, "index outside a table of 4 << streamable entries");
+        return -1;
+    }
+    ws_alone(w, st, ws, n_work);
+    return 0;
+}
+
 /* working_set(ws, n_work, index): entry `index` of a list table of n_work entries as the
  * walk computes it from `ws` (ws_compute); for the differential tests. */
 static PyObject *py_working_set(PyObject *self, PyObject *args) {
-    PyObject *ws;
-    int n_work;
-    unsigned long long i;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OiK", &ws, &n_work, &i)) return NULL;
-    if (n_work < 4 || (n_work & (n_work - 1)) || i >= (unsigned long long)n_work) {
-        PyErr_SetString(PyExc_ValueError, "index outside a table of 4 << streamable entries");
-        return NULL;
-    }
     Walk w;
     Step st;
-    memset(&w, 0, sizeof w);
-    memset(&st, 0, sizeof st);
-    st.ws = ws;
-    st.n_work = n_work;
+    unsigned long long i;
+    (void)self;
+    if (ws_entry(args, &w, &st, &i)) return NULL;
     double v = ws_compute(&w, &st, (Mask)i);
     free_ws(&st);
     if (w.failed) return NULL;
@@ -2233,10 +2203,7 @@ static PyObject *py_fits(PyObject *self, PyObject *args) {
     }
     Walk w;
     Step st;
-    memset(&w, 0, sizeof w);
-    memset(&st, 0, sizeof st);
-    st.ws = ws;
-    st.n_work = n_work;
+    ws_alone(&w, &st, ws, n_work);
     Mask full = (Mask)(n_work / 4) - 1, masks[2] = {full, 0};
     int found = 0;
     for (int m = 0; m < 2 && !found && !w.failed; m++) {
@@ -2287,21 +2254,12 @@ static PyObject *py_fits(PyObject *self, PyObject *args) {
  * a chain follow its dying inputs. */
 enum { HW_GI = 3, HW_HEAD = 10, HW_DY = 6, HW_HX = 4 };
 static PyObject *py_ws_halo(PyObject *self, PyObject *args) {
-    PyObject *ws, *result = NULL;
-    int n_work;
-    unsigned long long i;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OiK", &ws, &n_work, &i)) return NULL;
-    if (n_work < 4 || (n_work & (n_work - 1)) || i >= (unsigned long long)n_work) {
-        PyErr_SetString(PyExc_ValueError, "index outside a table of 4 << streamable entries");
-        return NULL;
-    }
+    PyObject *result = NULL;
     Walk w;
     Step st;
-    memset(&w, 0, sizeof w);
-    memset(&st, 0, sizeof st);
-    st.ws = ws;
-    st.n_work = n_work;
+    unsigned long long i;
+    (void)self;
+    if (ws_entry(args, &w, &st, &i)) return NULL;
     long long *raw = NULL;
     double halo_peak = 0.0, attn_peak = 0.0, windows = 0.0;
     (void)ws_compute(&w, &st, (Mask)i);  /* parses ws; the profile made and kept in its list */

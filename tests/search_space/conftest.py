@@ -91,3 +91,14 @@ def recorded() -> Iterator[list[Any]]:
     with pytest.MonkeyPatch.context() as m:
         m.setattr(_space, "_Recorder", Rec)
         yield seen
+
+
+def group_decodes(space: Any, seed: int, n: int) -> Iterator[tuple[Any, Any]]:
+    """(recorder, decoding) of ``n`` vectors drawn with ``seed``: each one's groups decoded
+    (``_build.decode_groups``), nothing walked yet."""
+    from search_space import _build
+    from search_space._space import _Recorder
+
+    for vec in space.sample_vectors(np.random.default_rng(seed), n):
+        rec = _Recorder(vec[space.rep].tolist(), space._rep_list)
+        yield rec, _build.decode_groups(space, rec)

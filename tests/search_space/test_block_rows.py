@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from compiler.target import Target
-from search_space import _build, _ccore, _cgroups, build_space
-from search_space._space import _Recorder
-from tests.search_space.conftest import small_graph
+from search_space import _ccore, _cgroups, build_space
+from tests.search_space.conftest import group_decodes, small_graph
 
 pytestmark = pytest.mark.skipif(
     not _cgroups.available(),
@@ -29,11 +27,8 @@ pytestmark = pytest.mark.skipif(
 def test_block_rows_are_the_loops_rows(key: str) -> None:
     mod = _ccore.load_extension("_cshape")
     space = build_space(small_graph(key), Target.default())
-    rng = np.random.default_rng(5)
     found = 0
-    for vec in space.sample_vectors(rng, 8):
-        rec = _Recorder(vec[space.rep].tolist(), space._rep_list)
-        dec = _build.decode_groups(space, rec)
+    for _, dec in group_decodes(space, 5, 8):
         by_ops = space._cgroup_ops[dec.batch]
         codes = _ccore.tensor_codes(space)
         samples, cpp, parts, *_ = _cgroups._tables(space)

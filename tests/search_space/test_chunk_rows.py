@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from compiler.target import Target
 from search_space import _build, _ccore, _cderive, build_space
-from search_space._space import _Recorder
-from tests.search_space.conftest import small_graph
+from tests.search_space.conftest import group_decodes, small_graph
 
 pytestmark = pytest.mark.skipif(
     not _cderive.available() or _ccore._glue() is None,
@@ -39,11 +37,8 @@ def _miss(dec: Any, codes: dict[str, int], calls: list[Any], io: Any = None) -> 
 def test_chunk_dag_rows_from_kept_io_are_group_rows(key: str) -> None:
     glue = _ccore.load_extension("_cshape").cdag_rows
     space = build_space(small_graph(key), Target.default())
-    rng = np.random.default_rng(13)
     made = 0
-    for vec in space.sample_vectors(rng, 6):
-        rec = _Recorder(vec[space.rep].tolist(), space._rep_list)
-        dec = _build.decode_groups(space, rec)
+    for rec, dec in group_decodes(space, 13, 6):
         _build.walk_scopes(dec, rec)
         codes = _ccore.tensor_codes(space)
         want = {}

@@ -18,13 +18,12 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-import numpy as np
 import pytest
 
 from compiler.target import Target
 from search_space import _ccore, build_space
 from tests.search_space.conftest import small_graph
-from tests.search_space.test_cwalk_rows import _Spy, _tuple_steps, spy  # noqa: F401
+from tests.search_space.test_cwalk_rows import _Spy, _tuple_steps, spied_walks, spy  # noqa: F401
 
 pytestmark = pytest.mark.skipif(
     not _ccore.available(),
@@ -62,16 +61,9 @@ def _moved_out(out: Any, nc: int, off: int) -> Any:
 @pytest.mark.parametrize("key", ["tiny_cnn", "bert2", "deepfm"])
 def test_a_wide_cluster_walks_as_the_bit_masks_do(key: str, target: Target,
                                                    spy: _Spy) -> None:  # noqa: F811
-    space = build_space(small_graph(key), target)
-    rng = np.random.default_rng(11)
-    for v in space.sample_vectors(rng, 20):
-        space.decode(v)
-    assert spy.walk_calls
     walked = 0
-    for args, _ in spy.walk_calls:
-        cap, llb, nc = args[:3]
+    for cap, llb, nc, steps in spied_walks(spy, build_space(small_graph(key), target), 11, 20):
         assert nc <= 64  # the bit masks' way in the target's own cluster
-        steps = _tuple_steps(args)
         out = spy.mod.walk(cap, llb, nc, steps, True)
         for off in (0, 60):
             wide = spy.mod.walk(cap, llb, WIDE, _moved_steps(steps, off), True)
@@ -84,14 +76,8 @@ def test_tight_capacities_walk_alike_in_a_wide_cluster(target: Target,
                                                        spy: _Spy) -> None:  # noqa: F811
     """With L1 a tenth of the target's, most steps ask for L1 and are refused by the
     look-ahead or overflow: the overlap test and its maximum decide them."""
-    space = build_space(small_graph("bert2"), target)
-    rng = np.random.default_rng(12)
-    for v in space.sample_vectors(rng, 12):
-        space.decode(v)
     seen = set()
-    for args, _ in spy.walk_calls:
-        cap, llb, nc = args[:3]
-        steps = _tuple_steps(args)
+    for cap, llb, nc, steps in spied_walks(spy, build_space(small_graph("bert2"), target), 12, 12):
         for share in (0.1, 0.3):
             out = spy.mod.walk(cap * share, llb, nc, steps, True)
             seen.add(len(out) if out else 0)
@@ -106,15 +92,11 @@ def test_fixed_bytes_walk_alike_in_a_wide_cluster(target: Target,
     """Every result given fixed (unbatched) bytes, which the decodes of these models rarely
     have: a step's bytes per core (``step_pieces``: over the mask's bits, or over every core
     in a wide cluster) add them where the step has a piece, and the walks still agree."""
-    space = build_space(small_graph("bert2"), target)
-    rng = np.random.default_rng(13)
-    for v in space.sample_vectors(rng, 8):
-        space.decode(v)
     outs = set()
-    for args, _ in spy.walk_calls:
-        cap, llb, nc = args[:3]
-        steps = [(*s[:8], s[8] + 3000 + 7 * k, *s[9:]) for k, s in enumerate(_tuple_steps(args))]
-        plain = spy.mod.walk(cap, llb, nc, _tuple_steps(args), True)
+    for cap, llb, nc, plain_steps in spied_walks(spy, build_space(small_graph("bert2"), target),
+                                                 13, 8):
+        steps = [(*s[:8], s[8] + 3000 + 7 * k, *s[9:]) for k, s in enumerate(plain_steps)]
+        plain = spy.mod.walk(cap, llb, nc, plain_steps, True)
         out = spy.mod.walk(cap, llb, nc, steps, True)
         outs.add(out == plain)
         for off in (0, 60):

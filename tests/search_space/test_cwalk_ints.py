@@ -21,7 +21,7 @@ import pytest
 from compiler.target import Target
 from search_space import _ccore, build_space
 from tests.search_space.conftest import small_graph
-from tests.search_space.test_cwalk_rows import _Spy, _tuple_steps, spy  # noqa: F401
+from tests.search_space.test_cwalk_rows import _Spy, _tuple_steps, spied_walks, spy  # noqa: F401
 
 pytestmark = pytest.mark.skipif(
     not _ccore.available(),
@@ -48,15 +48,8 @@ def _moved(steps: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 @pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
 def test_ints_read_either_way_walk_alike(key: str, target: Target,
                                          spy: _Spy) -> None:  # noqa: F811
-    space = build_space(small_graph(key), target)
-    rng = np.random.default_rng(5)
-    for v in space.sample_vectors(rng, 12):
-        space.decode(v)
-    assert spy.walk_calls
     inputs = 0
-    for args, _ in spy.walk_calls:
-        cap, llb, nc = args[:3]
-        steps = _tuple_steps(args)
+    for cap, llb, nc, steps in spied_walks(spy, build_space(small_graph(key), target), 5, 12):
         inputs += sum(len(s[9]) for s in steps)
         out = spy.mod.walk(cap, llb, nc, steps, True)
         assert spy.mod.walk(cap, llb, nc, _moved(steps), True) == out

@@ -125,6 +125,16 @@ def _tuple_steps(args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     return steps
 
 
+def spied_walks(spy: _Spy, space: Any, seed: int, n: int
+                ) -> list[tuple[float, float, int, list[tuple[Any, ...]]]]:
+    """``space`` decodes ``n`` vectors drawn with ``seed``; the walks the spy saw, as
+    (L1 capacity, LLB capacity, cores, the per-step tuples ``walk`` reads)."""
+    for v in space.sample_vectors(np.random.default_rng(seed), n):
+        space.decode(v)
+    assert spy.walk_calls
+    return [(*args[:3], _tuple_steps(args)) for args, _ in spy.walk_calls]
+
+
 @pytest.mark.parametrize("key", ["tiny_cnn", "bert2", "deepfm"])
 def test_rows_walk_as_the_per_step_tuples_do(key: str, target: Target, spy: _Spy) -> None:
     space = build_space(small_graph(key), target)
