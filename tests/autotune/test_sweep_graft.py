@@ -158,3 +158,4 @@ def test_a_sweep_measures_its_grafts_in_later_chunks_only(tiny_graph: Graph, tmp
         measured = {candidate_id(GraphSchedule.from_json(dict(r.schedule)))
                     for by in recs.values() for rs in by.values() for r in rs}
         assert all(len(ids) <= k and set(ids) <= measured for _, ids in calls)
+        assert any(ids for _, ids in calls)  # some graft was found, and measured
