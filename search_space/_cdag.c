@@ -1056,7 +1056,7 @@ fail:
 
 /* blocks(values, rep, active, lens, below, d_cut, d_mode, min_ops, max_ops, modes, known):
  * search_space._build.read_blocks over a _Recorder's assignment (values, rep, active: a
- * read of parameter d marks active[rep[d]] and answers values[d]), statement by statement:
+ * read of parameter d marks active[rep[d]] (a bytearray: mark_read) and answers values[d]), statement by statement:
  * the same parameters are read in the same order. lens: each segment's op count; below:
  * the granularity's cut rank bound (its parameter read by the caller); d_cut per segment
  * boundary, d_mode per segment; max_ops -1: no bound; modes: MODES; known: the space's
@@ -1071,7 +1071,7 @@ static int rec_read(PyObject *values, PyObject *rep, PyObject *active, PyObject 
         PyErr_SetString(PyExc_ValueError, "bad parameter");
         return -1;
     }
-    if (PyDict_SetItem(active, PyList_GET_ITEM(rep, d), Py_None)) return -1;
+    if (mark_read(active, PyList_GET_ITEM(rep, d))) return -1;
     *out = PyLong_AsLong(PyList_GET_ITEM(values, d));
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
@@ -1096,7 +1096,7 @@ static PyObject *py_blocks(PyObject *self, PyObject *args) {
     long below, min_ops, max_ops;
     (void)self;
     if (!PyArg_ParseTuple(args, "O!O!O!O!lO!O!llO!O!", &PyList_Type, &values, &PyList_Type, &rep,
-                          &PyDict_Type, &active, &PyList_Type, &lens, &below, &PyList_Type, &d_cut,
+                          &PyByteArray_Type, &active, &PyList_Type, &lens, &below, &PyList_Type, &d_cut,
                           &PyList_Type, &d_mode, &min_ops, &max_ops, &PyTuple_Type, &modes,
                           &PyDict_Type, &known))
         return NULL;

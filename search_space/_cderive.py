@@ -303,7 +303,7 @@ def blocks(space: Any, get: Any, lens: list[int], below: int) -> list[Any] | Non
     ``active``); per block the space's known ``Block`` or (first segment, last segment,
     mode) to make. None: not compiled, or another reader (a trial, a projection)."""
     values, rep, active = (getattr(get, a, None) for a in ("values", "rep", "active"))
-    if type(values) is not list or type(rep) is not list or type(active) is not dict:
+    if type(values) is not list or type(rep) is not list or type(active) is not bytearray:
         return None
     mod = _load()
     if mod is None or not hasattr(mod, "blocks"):

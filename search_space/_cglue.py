@@ -77,7 +77,7 @@ def reader_parts(get: Callable[[int], int]) -> Any:
     over = getattr(get, "overrides", None)
     inner = getattr(get, "inner", None) if over is not None else get
     values, rep, active = (getattr(inner, a, None) for a in ("values", "rep", "active"))
-    if type(values) is not list or type(rep) is not list or type(active) is not dict:
+    if type(values) is not list or type(rep) is not list or type(active) is not bytearray:
         return get
     if over is None:
         return (values, rep, active, None, None)

@@ -206,7 +206,7 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
     ``Decoding.add_blocks`` and decode_groups' loop do; False (nothing set) when the C loop
     is not available or ``get`` is not a recorder over a whole assignment."""
     values, rep, active = (getattr(get, a, None) for a in ("values", "rep", "active"))
-    if type(values) is not list or type(rep) is not list or type(active) is not dict:
+    if type(values) is not list or type(rep) is not list or type(active) is not bytearray:
         return False
     mod = _load()
     if mod is None:

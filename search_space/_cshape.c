@@ -24,7 +24,7 @@
  *        parts_of, perms, spread_of, fit, unshuffle, bind_set, bind_sets, g_type, fit_tag[,
  *        fits, divs])
  *   values, rep, active: the recorder (search_space._space._Recorder): reading full
- *           parameter d marks rep[d] active and answers values[d]
+ *           parameter d marks rep[d] active (a bytearray, one byte per free parameter) and answers values[d]
  *   blocks: a sequence of blocks, each a tuple of group rows (op set row, slot op, slot
  *           parameter); an op set row (name, start, info, info's shared cache (a dict),
  *           separable (0/1), output tensor code, input tensor codes (a tuple, info.inputs'
@@ -167,6 +167,25 @@ static int as_long(PyObject *o, long lo, long hi, long *out, const char *what) {
     return 0;
 }
 
+/* The recorder's mark of a read (search_space._space._Recorder: active[rep[d]] = 1): f is
+ * rep[d], a free parameter's index; active a bytearray of one byte per free parameter.
+ * (_cutil.h's, which this module does not include: its as_long differs.) Its size is read at every call (the caller may have run Python since). */
+static int mark_read(PyObject *active, PyObject *f) {
+    if (!PyLong_Check(f)) {  /* an int: no Python code runs here (no __index__) */
+        PyErr_SetString(PyExc_TypeError, "a free parameter's index: an int");
+        return -1;
+    }
+    int overflow;
+    long i = PyLong_AsLongAndOverflow(f, &overflow);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    if (overflow || i < 0 || i >= PyByteArray_GET_SIZE(active)) {
+        PyErr_SetString(PyExc_ValueError, "a read outside the recorder's free parameters");
+        return -1;
+    }
+    PyByteArray_AS_STRING(active)[i] = 1;
+    return 0;
+}
+
 /* the recorder: marks rep[d] active, answers values[d] as a choice index in [0, n_choices) */
 static int rec_read(PyObject *values, PyObject *rep, PyObject *active, long d, Py_ssize_t n_choices,
                     long *out) {
@@ -174,7 +193,7 @@ static int rec_read(PyObject *values, PyObject *rep, PyObject *active, long d, P
         PyErr_SetString(PyExc_ValueError, "bad parameter");
         return -1;
     }
-    if (PyDict_SetItem(active, PyList_GET_ITEM(rep, d), Py_None)) return -1;
+    if (mark_read(active, PyList_GET_ITEM(rep, d))) return -1;
     return as_long(PyList_GET_ITEM(values, d), 0, (long)n_choices - 1, out, "a choice");
 }
 
@@ -521,7 +540,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     int split_ok;
     (void)self;
     if (!PyArg_ParseTuple(args, "O!O!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U|OO!O!:groups",
-                          &PyList_Type, &values, &PyList_Type, &rep, &PyDict_Type, &active, &blocks,
+                          &PyList_Type, &values, &PyList_Type, &rep, &PyByteArray_Type, &active, &blocks,
                           &n_codes, &batch, &n_cores, &PyTuple_Type, &spp_of, &split_ok,
                           &PyTuple_Type, &cpp_of, &PyTuple_Type, &parts_of,
                           &PyTuple_Type, &perms, &PyTuple_Type, &spread_of,
@@ -998,7 +1017,7 @@ static int attr_long(PyObject *o, const Fields *fl, int a, long lo, long hi, lon
  * search_space._space._Recorder and search_space._build._Overridden read it, or a call */
 typedef struct {
     PyObject *call;                     /* a callable reader, or NULL */
-    PyObject *values, *rep, *active;    /* the recorder (lists and a dict) */
+    PyObject *values, *rep, *active;    /* the recorder (lists and a bytearray) */
     PyObject *orep, *overrides;         /* the overrides (a list and a dict) or NULL */
 } Reader;
 
@@ -1010,7 +1029,7 @@ static int reader_of(PyObject *r, Reader *rd) {
         return 0;
     }
     if (PyTuple_GET_SIZE(r) != 5 || !PyList_Check(PyTuple_GET_ITEM(r, 0)) ||
-        !PyList_Check(PyTuple_GET_ITEM(r, 1)) || !PyDict_Check(PyTuple_GET_ITEM(r, 2))) {
+        !PyList_Check(PyTuple_GET_ITEM(r, 1)) || !PyByteArray_Check(PyTuple_GET_ITEM(r, 2))) {
         PyErr_SetString(PyExc_TypeError, "a recorder: (values, rep, active, orep, overrides)");
         return -1;
     }
@@ -1060,7 +1079,7 @@ static int reader_read(const Reader *rd, long d, Py_ssize_t n, long *out) {
     PyObject *f = PyList_GET_ITEM(rd->rep, d), *v = PyList_GET_ITEM(rd->values, d);
     Py_INCREF(f);
     Py_INCREF(v);
-    int rc = PyDict_SetItem(rd->active, f, Py_None);
+    int rc = mark_read(rd->active, f);
     Py_DECREF(f);
     if (rc == 0 && rd->overrides) {
         if (d >= PyList_GET_SIZE(rd->orep)) {

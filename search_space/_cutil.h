@@ -31,6 +31,24 @@ static inline long as_long(PyObject *o) {
     return PyLong_AsLong(o);
 }
 
+/* The recorder's mark of a read (search_space._space._Recorder: active[rep[d]] = 1): f is
+ * rep[d], a free parameter's index; active a bytearray of one byte per free parameter.
+ * Its size is read at every call (the caller may have run Python since). */
+static inline int mark_read(PyObject *active, PyObject *f) {
+    if (!PyLong_Check(f)) {  /* an int: no Python code runs here (no __index__) */
+        PyErr_SetString(PyExc_TypeError, "a free parameter's index: an int");
+        return -1;
+    }
+    long i = as_long(f);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    if (i < 0 || i >= PyByteArray_GET_SIZE(active)) {
+        PyErr_SetString(PyExc_ValueError, "a read outside the recorder's free parameters");
+        return -1;
+    }
+    PyByteArray_AS_STRING(active)[i] = 1;
+    return 0;
+}
+
 /* n + 1 zeroed items of sz bytes (one more: a zero-length table is still a pointer), NULL
  * when n is negative or the size overflows */
 static inline void *alloc_n(Py_ssize_t n, size_t sz) {

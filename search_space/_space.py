@@ -93,13 +93,13 @@ class _Mark:
     """What :meth:`Space._remember` marks a decoded schedule with: the space's token and, made
     when first asked (:meth:`Space._known`: ``encode``, ``mutate``, ``project``), the
     canonical vector (the decoded one, 0 where not read) and the free parameters read,
-    sorted. Until then it keeps the vector decoded and the recorder's table of parameters
-    read as they are (ints only: the garbage collector does not track it), so a sampled,
+    sorted. Until then it keeps the vector decoded and the recorder's marks of parameters
+    read as they are (a bytearray: the garbage collector does not track it), so a sampled,
     pre-checked candidate never pays for them (~40 us a BERT-large candidate, issue 20)."""
 
     __slots__ = ("_made", "_read", "_vec", "token")
 
-    def __init__(self, token: _Token, vec: np.ndarray | None, read: dict[int, None] | None,
+    def __init__(self, token: _Token, vec: np.ndarray | None, read: bytearray | None,
                  made: tuple[np.ndarray, tuple[int, ...]] | None = None) -> None:
         self.token, self._vec, self._read, self._made = token, vec, read, made
 
@@ -108,10 +108,10 @@ class _Mark:
         if self._made is None:
             vec, read = self._vec, self._read
             assert vec is not None and read is not None
-            idx = np.fromiter(read, dtype=np.intp, count=len(read))
+            idx = np.flatnonzero(np.frombuffer(read, dtype=np.uint8))
             canon = np.zeros(len(vec), dtype=np.int16)
             canon[idx] = vec[idx]
-            self._made = (canon, tuple(sorted(read)))
+            self._made = (canon, tuple(idx.tolist()))
             self._vec = self._read = None
         return self._made
 
@@ -191,18 +191,32 @@ class Projection:
 
 
 class _Recorder:
-    """A reader over a full-length assignment that records which parameters were read."""
+    """A reader over a full-length assignment that records which parameters were read.
+
+    ``active`` holds one byte per free parameter, 1 where it was read (``rep[d]`` of a read
+    of ``d``): the compiled decoder sets them in place (a dict's insert per read was ~3-4 %
+    of a candidate's instructions, issue 20); :meth:`read` lists them. ``n_free`` defaults
+    to the largest free parameter of ``rep`` plus one."""
 
     __slots__ = ("active", "rep", "values")
 
-    def __init__(self, values: list[int], rep: list[int]) -> None:
+    def __init__(self, values: list[int], rep: list[int], n_free: int | None = None) -> None:
         self.values = values
         self.rep = rep
-        self.active: dict[int, None] = {}  # free parameters read
+        self.active = bytearray(max(rep, default=-1) + 1 if n_free is None else n_free)
 
     def __call__(self, d: int) -> int:
-        self.active[self.rep[d]] = None
+        self.active[self.rep[d]] = 1
         return self.values[d]
+
+    def read(self) -> list[int]:
+        """The free parameters read, ascending."""
+        return read_params(self.active)
+
+
+def read_params(active: bytearray) -> list[int]:
+    """The free parameters a recorder's ``active`` marks as read, ascending."""
+    return np.flatnonzero(np.frombuffer(active, dtype=np.uint8)).tolist()  # type: ignore[no-any-return]
 
 
 class Space:
@@ -290,6 +304,7 @@ class Space:
         index = {d: k for k, d in enumerate(free)}
         self.rep = np.array([index[int(r)] for r in rep], dtype=np.int64)  # full dim -> free index
         self._rep_list: list[int] = self.rep.tolist()
+        self._n_free = len(free)
         self._rep_plain = bool((self.rep == np.arange(len(self.rep))).all())  # no ties: rep is k -> k
         self.free: tuple[Dim, ...] = tuple(dims[d] for d in free)
         self.n_choices = np.array([len(d.choices) for d in self.free], dtype=np.int64)
@@ -411,7 +426,7 @@ class Space:
             values = array("h", vec.tobytes()).tolist()
         else:
             values = vec[self.rep].tolist()
-        rec = _Recorder(values, self._rep_list)
+        rec = _Recorder(values, self._rep_list, self._n_free)
         s = self._decode(rec)
         # the recorder's table and a copy of the vector (the caller's may change) kept as
         # they are: the recorder is gone, so the table no longer changes

@@ -76,7 +76,7 @@ def single_op_graph() -> Graph:
 @contextmanager
 def recorded() -> Iterator[list[Any]]:
     """Every ``search_space._space._Recorder`` made inside the block, in order: what each
-    decode read (``rec.active``)."""
+    decode read (``rec.read()``)."""
     from search_space import _space
 
     seen: list[Any] = []

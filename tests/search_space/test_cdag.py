@@ -451,7 +451,7 @@ def test_read_blocks_in_c(key: str, options: dict[str, Any]) -> None:
         python.values = tuple(full)  # type: ignore[assignment]  # not a list: read_blocks takes the Python loop
         want = _build.read_blocks(space, python)
         assert got == want and all(a is b for a, b in zip(got, want, strict=True))
-        assert list(compiled.active) == list(python.active)
+        assert compiled.active == python.active and any(compiled.active)
         seen.add(len(got))
     assert len(seen) >= 2  # blocks of more than one size
 
@@ -460,8 +460,10 @@ def test_bad_block_tables_are_refused() -> None:
     from search_space import _cdag  # type: ignore[attr-defined]
     from search_space._dims import MODES
 
-    def blocks(values: Any, lens: Any, d_cut: Any, d_mode: Any) -> Any:
-        return _cdag.blocks(values, [0, 1, 2], {}, lens, 2, d_cut, d_mode, 1, -1, MODES, {})
+    def blocks(values: Any, lens: Any, d_cut: Any, d_mode: Any, rep: Any = (0, 1, 2),
+               active: Any = None) -> Any:
+        active = bytearray(3) if active is None else active
+        return _cdag.blocks(values, list(rep), active, lens, 2, d_cut, d_mode, 1, -1, MODES, {})
 
     assert blocks([0, 0, 1], [1, 1], [1], [0, 2]) == [(0, 0, "whole"), (1, 1, "anchors")]
     assert blocks([0, 5, 1], [1, 1], [1], [0, 2]) == [(0, 1, "whole")]  # rank 5: no cut
@@ -475,6 +477,22 @@ def test_bad_block_tables_are_refused() -> None:
         blocks([0, 0, 1], [1, -1], [1], [0, 2])  # a negative length
     with pytest.raises(TypeError):
         blocks((0, 0, 1), [1, 1], [1], [0, 2])  # values: a list
+    # the recorder's marks: one byte per free parameter, rep[d] one of them
+    marks = bytearray(3)
+    assert blocks([0, 0, 1], [1, 1], [1], [0, 2], active=marks) == [(0, 0, "whole"), (1, 1, "anchors")]
+    assert marks == bytearray([1, 1, 1])  # both modes and the cut read
+    marks = bytearray(3)
+    blocks([0, 0, 1], [1, 1], [1], [0, 2], rep=(2, 0, 2), active=marks)
+    assert marks == bytearray([1, 0, 1])
+    with pytest.raises(TypeError):
+        blocks([0, 0, 1], [1, 1], [1], [0, 2], active={})  # the marks: a bytearray
+    for rep in ((0, 3, 2), (0, -1, 2), (0, 2**70, 2)):  # outside the marks
+        with pytest.raises((ValueError, OverflowError)):
+            blocks([0, 0, 1], [1, 1], [1], [0, 2], rep=rep)
+    with pytest.raises(ValueError):
+        blocks([0, 0, 1], [1, 1], [1], [0, 2], active=bytearray(2))
+    with pytest.raises(TypeError):
+        blocks([0, 0, 1], [1, 1], [1], [0, 2], rep=(0, "1", 2))
 
 
 @pytest.mark.parametrize("key", ["resnet18", "bert_base", "mobilenet_v2"])

@@ -193,7 +193,7 @@ assert F(evil, sh=sh) == (2, 1, 1) and sh[("fit", 2, 1, 1)] == (2, 1, 1)  # noth
 G = type("G", (), {"__slots__": ()})
 def gcall(fits, divs):
     base = ("g0", 0, object(), {}, 1, 0, (), "t0")
-    return m.groups([0] * 12, list(range(12)), {}, [((base, 0, 0),)], 4, 8, 2, (1, 2, 4, 8), True,
+    return m.groups([0] * 12, list(range(12)), bytearray(12), [((base, 0, 0),)], 4, 8, 2, (1, 2, 4, 8), True,
                     (1, 2), (1, 2), ((0, 1), None), (0, 1), lambda *a: 1 // 0, lambda p, r: p,
                     lambda perm, cores, parts, split, spread: tuple(((0,),) for _ in range(split)),
                     {}, G, "fit", fits, divs)

@@ -43,7 +43,7 @@ def _decode(space: Any, vec: np.ndarray, compiled: bool, monkeypatch: pytest.Mon
         rec = _Recorder(vec[space.rep].tolist(), space._rep_list)
         dec = _build.decode_groups(space, rec)
         assert (_cgroups.STATS["c"] > before) == compiled, "the C loop ran (or did not) as asked"
-    return dec, list(rec.active)
+    return dec, rec.read()
 
 
 def _agree(space: Any, vec: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,9 +138,12 @@ def row(name="g0", start=0, slot=0, dim=0, shared=None, sep=1, out=0, ins=(), on
     return ((name, start, object(), {} if shared is None else shared, sep, out, ins, oname), slot, dim)
 
 def call(blocks, values=None, n_codes=4, batch=8, spp=(1, 2, 4, 8), cpp=(1, 2), parts=(1, 2),
-         perms=((0, 1), None), spread=(0, 1), fit=fit, bind_set=bind_set, bind_sets=None):
+         perms=((0, 1), None), spread=(0, 1), fit=fit, bind_set=bind_set, bind_sets=None,
+         rep=None, active=None):
     values = [0] * 12 if values is None else values
-    return mod.groups(values, list(range(len(values))), {}, blocks, n_codes, batch, 2, spp, True,
+    rep = list(range(len(values))) if rep is None else rep
+    active = bytearray(len(values)) if active is None else active
+    return mod.groups(values, rep, active, blocks, n_codes, batch, 2, spp, True,
                       cpp, parts, perms, spread, fit, lambda p, r: p, bind_set,
                       {} if bind_sets is None else bind_sets, G, "fit")
 
@@ -181,7 +184,16 @@ bad = [
     lambda: call([(row(),)], perms=((0, 1),), values=[0, 0, 0, 1] + [0] * 8),  # past the table
     lambda: call([(row(),)], bind_sets={((0, 1), 1, 1, 8, False): "x"}),  # a cached binding
     lambda: call([(row(),)], bind_sets={((0, 1), 1, 1, 8, False): ((0,),)}),  # of one chunk
+    lambda: call([(row(),)], active={}),                     # the marks: a bytearray
+    lambda: call([(row(),)], active=bytearray(0)),           # a read past the marks
+    lambda: call([(row(),)], rep=[-1] * 12),
+    lambda: call([(row(),)], rep=[2 ** 70] * 12),
+    lambda: call([(row(),)], rep=[0.0] * 12),                # a mark's index: an int
 ]
+marks = bytearray(12)
+call([(row(),), (row("g1", 1, 1, 6, out=1, ins=(0,), oname="t1"),)], active=marks,
+     rep=[11 - d for d in range(12)])
+assert marks != bytearray(12) and set(marks) == {0, 1}, marks  # rep[d] marked, nothing else
 def slots(seg_of=(0, 0, 1), first=(0, 2), parts=((0, 1), (2,))):
     return mod.unit_slots(seg_of, first, parts)
 

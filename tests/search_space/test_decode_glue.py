@@ -40,10 +40,10 @@ def _space_of(key: str, ties: bool = False) -> Any:
     return _SPACES[key, ties]
 
 
-def _eager(space: Any, vec: np.ndarray, read: dict[int, None]) -> tuple[np.ndarray, list[int]]:
+def _eager(space: Any, vec: np.ndarray, read: list[int]) -> tuple[np.ndarray, list[int]]:
     """The canonical vector and parameters read as ``_decode_free`` made them before."""
     mask = np.zeros(space.dimension, dtype=bool)
-    mask[list(read)] = True
+    mask[read] = True
     canon = np.zeros(space.dimension, dtype=np.int16)
     np.copyto(canon, vec, casting="unsafe", where=mask)
     return canon, np.flatnonzero(mask).tolist()
@@ -56,7 +56,7 @@ def test_the_mark_is_made_when_asked_and_equals_the_eager_one(seed: int, key: st
     vec = space.sample_vectors(np.random.default_rng(seed), 1)[0]
     with recorded() as seen:
         s = space._decode_marked(vec)
-    want_canon, want_active = _eager(space, vec, seen[-1].active)
+    want_canon, want_active = _eager(space, vec, seen[-1].read())
     vec[:] = 0  # the caller's vector changes: the mark kept its own copy
     assert space.precheck(s) is not None
     assert s._space_known._made is None  # precheck asks whether, not what
