@@ -64,7 +64,7 @@ from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
 from search_space._cblocks import partition as partition_compiled
 from search_space._cclass import shared_info
-from search_space._ccore import _Walked, scope_walk, walk_issue
+from search_space._ccore import _Walked, scope_walk, walk_issue, walk_partial, walk_whole
 from search_space._ccore import fits_l1 as fits_compiled
 from search_space._cderive import Derived, PackedTransfers
 from search_space._cderive import blocks as blocks_compiled
@@ -890,12 +890,16 @@ def decode_groups(space: SpaceLike, get: Reader) -> Decoding:
     return dec
 
 
-def walk_scopes(dec: Decoding, get: Reader) -> Mapping[Node, int]:
+def walk_scopes(dec: Decoding, get: Reader, partial: bool = False) -> Mapping[Node, int]:
     """Pass 3: every result's scope along the capacity walk (in C when built); for each
     step node the parameter that sets its scope. ``dec.schedule()`` then builds the
-    schedule; a later call walks again from pass 2's results (the walk's state is new)."""
+    schedule; a later call walks again from pass 2's results (the walk's state is new).
+    With ``partial`` the compiled walk may stop at its first overflow (``dec.walk`` then
+    has only its issue: :func:`search_space._ccore.walk_partial`); the Python walk ignores
+    it."""
     space = dec.space
-    compiled = scope_walk(dec, get, chunk_scopes)  # the same walk in C (search_space/_ccore.py)
+    # the same walk in C (search_space/_ccore.py)
+    compiled = scope_walk(dec, get, chunk_scopes, partial)
     if compiled is not None:
         return compiled
     dec.start_walk()
@@ -938,7 +942,9 @@ def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int) -> GraphSchedu
     """
     overrides: dict[int, int] = {}
     dec = decode_groups(space, get)
-    scope_dim = walk_scopes(dec, get)
+    # the walks a round reads only the issue of stop at their first overflow (compiled):
+    # the plain decode is walked again in full when no repair fits (below)
+    scope_dim = walk_scopes(dec, get, partial=max_rounds > 0)
     issue = walk_issue(dec.walk)
     if issue is None or max_rounds <= 0:
         return dec.schedule()
@@ -971,9 +977,12 @@ def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int) -> GraphSchedu
             break
         if not changed:
             break
-        scope_dim = walk_scopes(dec, _overridden(space, get, overrides))
+        scope_dim = walk_scopes(dec, _overridden(space, get, overrides), partial=True)
         issue = walk_issue(dec.walk)
     if issue is None:
         return dec.schedule()
-    dec.nodes, dec.walk = first_walk
+    if walk_partial(first_walk[1]):
+        walk_whole(dec, first_walk[1])  # the same walk as the first, in full
+    else:
+        dec.nodes, dec.walk = first_walk
     return dec.schedule()

@@ -170,28 +170,41 @@ class _Walked:
 
     The first overflow (``issue``) is known when the walk returns; the per-step layouts
     and the plan's per-step memory are built when first asked for (a capacity repair
-    round reads only the issue of the walks it does not return)."""
+    round reads only the issue of the walks it does not return). A ``partial`` walk
+    stopped at its first overflow (:func:`scope_walk` with ``partial``): only its issue
+    is read; its scopes, layouts and plan are refused (:func:`walk_whole` walks it again
+    in full with the answers it kept, ``partial``: (group wants, producer wants))."""
 
-    __slots__ = ("_layouts", "_plan", "_raw", "issue")
+    __slots__ = ("_layouts", "_plan", "_raw", "issue", "partial")
 
-    def __init__(self, scopes: list[int], issue: CapacityIssue | None, raw: tuple[Any, ...]) -> None:
+    def __init__(self, scopes: list[int], issue: CapacityIssue | None, raw: tuple[Any, ...],
+                 partial: tuple[list[Any], list[Any]] | None = None) -> None:
         self._layouts: list[tuple[str, None]] | None = None
         self._plan: MemoryPlan | None = None
         self._raw = (scopes, raw)
         self.issue = issue
+        self.partial = partial
+
+    def _whole(self) -> None:
+        if self.partial:
+            raise RuntimeError("a partial walk (stopped at its first overflow) has no plan: "
+                               "walk again in full")
 
     @property
     def scopes(self) -> list[int]:
         """Each step's scope: 0 L1, 1 LLB, 2 DDR."""
+        self._whole()
         return self._raw[0]  # type: ignore[no-any-return]
 
     @property
     def layouts(self) -> list[tuple[str, None]]:
+        self._whole()
         if self._layouts is None:
             self._layouts = [(_NAME[s], None) for s in self._raw[0]]
         return self._layouts
 
     def plan(self) -> MemoryPlan:
+        self._whole()
         if self._plan is None:
             space, rows, *rest = self._raw[1]
             self._plan = _plan_of(self.issue, space, rows.names_of(), *rest)
@@ -204,6 +217,25 @@ def walk_issue(walk: Any) -> CapacityIssue | None:
     if isinstance(walk, _Walked):
         return walk.issue
     return walk.plan().issue  # type: ignore[no-any-return]
+
+
+def walk_partial(walk: Any) -> bool:
+    """Whether ``walk`` is a compiled walk stopped at its first overflow (``partial``)."""
+    return isinstance(walk, _Walked) and walk.partial is not None
+
+
+def walk_whole(dec: Decoding, walk: _Walked) -> None:
+    """``dec.walk`` made the whole walk of the partial ``walk`` (a walk of ``dec``'s kept
+    steps, :func:`scope_walk` with ``partial``): the kept steps walked again with its
+    answers, on past its first overflow as a whole walk goes; its issue is the one the
+    partial walk explained (the same first overflow: nothing before it differs)."""
+    assert walk.partial is not None
+    sr: _StepRows = walk._raw[1][1]
+    res = _load().rewalk(sr.kept, *walk.partial)
+    scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
+    over = res[6] if len(res) > 6 else -1
+    dec.nodes = sr.nodes
+    dec.walk = _Walked(scopes, walk.issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))
 
 
 def tensor_codes(space: Space) -> dict[str, int]:
@@ -367,7 +399,7 @@ def _shape_tables(space: Space) -> dict[tuple[Any, ...], Any]:
 
 
 def scope_walk(dec: Decoding, get: Callable[[int], int],
-               chunk_scopes: Callable[..., Any]) -> Mapping[Node, int] | None:
+               chunk_scopes: Callable[..., Any], partial: bool = False) -> Mapping[Node, int] | None:
     """Order the chunk DAG and walk the scopes in C; the scope parameter of each step.
 
     Returns None (nothing decided, ``dec`` untouched) when the compiled walk is not
@@ -379,7 +411,9 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     gives a group's chunks). The C walk makes every step's row from its group's or its
     transfer's row (:func:`_step_rows`): no per-step Python. A walk that overflows is kept
     (``walk_rows`` with ``keep``): a capacity repair round walks the same parsed steps
-    again with its answers (``rewalk``), not parsing the rows again.
+    again with its answers (``rewalk``), not parsing the rows again. With ``partial`` a
+    walk that overflows stops there once the overflow is explained (``dec.walk`` is then
+    partial: its issue only, what a repair round reads of a walk it does not return).
     """
     mod = _load()
     if mod is None:
@@ -396,13 +430,13 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
     # the answers in walk order, in C when built (search_space/_cglue.py)
     gwants, pwants = wants(_glue(), sr.asks, sr.gd, sr.pd, groups, get, chunk_scopes)
     if sr.kept is not None:  # a repair round: the kept walk walked again (rewalk in _cwalk.c)
-        res = mod.rewalk(sr.kept, gwants, pwants)
+        res = mod.rewalk(sr.kept, gwants, pwants, partial)
     else:
         target = dec.space.target
         res, sr.kept = mod.walk_rows(float(target.l1.data_bytes), float(target.llb.bytes),
                                      target.chip.cores_per_cluster, sr.refs, sr.is_out, sr.reads,
                                      sr.grows, gwants, sr.trows, sr.tprod, pwants, True, *sr.tpack,
-                                     True)
+                                     True, partial)
     scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
     over = res[6] if len(res) > 6 else -1  # a step overflows: the walk went on as Python's does
     STATS["overflow" if over >= 0 else "c"] += 1
@@ -422,7 +456,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
                                mod, _ws_at)
         issue = _issue(dec, nodes, over, res[7:], halo, tiles, sr.tidx)
     dec.nodes = nodes
-    dec.walk = _Walked(scopes, issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))
+    dec.walk = _Walked(scopes, issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb),
+                       (gwants, pwants) if partial and over >= 0 else None)
     return _ScopeDims(sr)
 
 

@@ -142,6 +142,8 @@ typedef struct {
     unsigned char *stamp2;
     int failed;               /* a Python filler raised: the exception is set */
     int go_on;                /* walk on after an overflow (else stop: the caller walks in Python) */
+    int stop_first;           /* with go_on: stop at the first overflow once it is explained (a
+                               * partial walk: its steps after it keep their initial scopes) */
     int small;                /* at most 64 cores: each step's cores are its cmask's bits too */
     int overflow_at;          /* the first step that overflows, -1: none */
     /* the last failed evaluate(): what CapacityWalk.l1_issue / llb_issue explain */
@@ -896,6 +898,7 @@ static int run(Walk *w) {
         }
         w->mask_out[k] = m;
         w->held_out[k] = h;
+        if (w->stop_first && w->overflow_at == k) return 0;  /* what a repair round reads */
         if (w->overflow_at < 0) {
             /* a transfer outside L1 uses no L1 (its slice may hold a rejected L1 trial's
              * partial usage: CapacityWalk counts only the committed evaluation's) */
@@ -1628,7 +1631,7 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
  *   per transfer its position.
  *
  * walk_rows(cap_l1, cap_llb, n_cores, refs, is_out, reads, grows, gwants, trows, tprod,
- *           pwants[, go_on[, tpack, sizes, batch, ring[, keep]]]) -> what walk() returns: the
+ *           pwants[, go_on[, tpack, sizes, batch, ring[, keep[, stop]]]]) -> what walk() returns: the
  *   steps made from the rows, each as parse_step would read it (search_space/_ccore.py,
  *   _step_rows): grows[i] = (allowed, tensor, sb, fb, inputs, work, filler, tiles, ws,
  *   samples per chunk, binds: per chunk its parts), gwants[i] the scope each chunk asks
@@ -1636,7 +1639,10 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
  *   transfers ask for (0..3, 3 = auto). With tpack (bytes, not None) the transfers' rows
  *   come packed from _cdag.derive instead of trows (packed_step: six int32 per transfer;
  *   sizes two int64 per tensor code; batch; ring the binding of a transfer no group chunk
- *   binds). With keep: (that, handle), the walk kept when it overflowed (rewalk below). */
+ *   binds). With keep: (that, handle), the walk kept when it overflowed (rewalk below). With
+ *   go_on and stop: a partial walk, stopped at its first overflow once explained (what a
+ *   capacity repair round reads of a walk it will not return; the steps after it are left
+ *   at their initial scopes, no mask, no usage; the peaks are those up to it). */
 
 static int node_ref(PyObject *node, PyObject *gidx, PyObject *gsplit, PyObject *tidx,
                     int *ref, int *chunk) {
@@ -1944,13 +1950,13 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
     PyObject *refs, *is_out_b, *reads, *grows, *gwants, *trows, *tprod, *pwants;
     PyObject *tpack = Py_None, *sizes = Py_None, *ring = Py_None;
     long batch = 0;
-    int keep = 0;
+    int keep = 0, stop = 0;
     Packed pk;
     (void)self;
-    if (!PyArg_ParseTuple(args, "ddiO!O!O!O!O!O!O!O!|pOOlOp", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
+    if (!PyArg_ParseTuple(args, "ddiO!O!O!O!O!O!O!O!|pOOlOpp", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
                           &PyBytes_Type, &is_out_b, &PyList_Type, &reads, &PyList_Type, &grows,
                           &PyList_Type, &gwants, &PyList_Type, &trows, &PyList_Type, &tprod,
-                          &PyList_Type, &pwants, &go_on, &tpack, &sizes, &batch, &ring, &keep))
+                          &PyList_Type, &pwants, &go_on, &tpack, &sizes, &batch, &ring, &keep, &stop))
         return NULL;
     if (nc <= 0 || nc > 65536) return PyErr_Format(PyExc_ValueError, "cores per cluster out of range");
     memset(&pk, 0, sizeof pk);
@@ -1982,6 +1988,7 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto fail;
     }
+    w.stop_first = go_on && stop;
     const int *rf = (const int *)PyBytes_AS_STRING(refs);
     const unsigned char *io = (const unsigned char *)PyBytes_AS_STRING(is_out_b);
     for (Py_ssize_t k = 0; k < n; k++) {
@@ -2009,9 +2016,10 @@ fail:
  * walk_rows(..., keep=True) -> (what walk() returns, handle): the handle (None when the
  *   walk did not overflow: no repair round will walk it again) keeps the parsed and
  *   prepared steps and the rows they borrow from (walk_rows' arguments).
- * rewalk(handle, gwants, pwants) -> what walk() returns: the same steps walked again from
- *   the start with the scopes gwants / pwants ask for (as walk_rows reads them); the
- *   staying tables, bounds and working-set definitions (layout-only) are not made again. */
+ * rewalk(handle, gwants, pwants[, stop]) -> what walk() returns: the same steps walked again
+ *   from the start with the scopes gwants / pwants ask for (as walk_rows reads them); the
+ *   staying tables, bounds and working-set definitions (layout-only) are not made again.
+ *   With stop: a partial walk (walk_rows' stop), else a whole one. */
 typedef struct {
     Walk w;
     int *ref, *chunk;      /* per step: (group, chunk) or (-1 - transfer, 0) */
@@ -2116,8 +2124,10 @@ static int want_code(PyObject *obj, int *out) {
 
 static PyObject *py_rewalk(PyObject *self, PyObject *args) {
     PyObject *cap, *gwants, *pwants;
+    int stop = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OO!O!", &cap, &PyList_Type, &gwants, &PyList_Type, &pwants)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO!O!|p", &cap, &PyList_Type, &gwants, &PyList_Type, &pwants, &stop))
+        return NULL;
     Kept *kp = (Kept *)PyCapsule_GetPointer(cap, KEPT);
     if (!kp) return NULL;
     if (kp->busy) return PyErr_Format(PyExc_ValueError, "rewalk: the walk is walking");
@@ -2135,6 +2145,7 @@ static PyObject *py_rewalk(PyObject *self, PyObject *args) {
             if (want_code(PyList_GET_ITEM(pwants, kp->prod[k]), &s->want)) return NULL;
         }
     }
+    w->stop_first = w->go_on && stop;
     kp->busy = 1;
     PyObject *res = walk_run(w);
     kp->busy = 0;

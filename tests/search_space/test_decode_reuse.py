@@ -239,3 +239,59 @@ def test_working_sets_equal_the_direct_sums(key: str, target: Target) -> None:
                     assert got == _reference_work(graph, ops, streamed, off, False, samples, cores)
                     checked += 1
     assert checked > 100
+
+
+@compiled
+@pytest.mark.parametrize(("key", "l1_share", "llb_share"), [("bert2", 0.3, 1.0), ("bert2", 1.0, 0.02),
+                                                              ("tiny_cnn", 0.02, 1.0)])
+def test_partial_walks_of_repair_rounds_decide_as_whole_walks(
+        key: str, l1_share: float, llb_share: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled walks a repair round reads only the issue of stop at their first
+    overflow (``partial``), and the plain decode is walked again in full when no repair
+    fits (``walk_whole``): the schedule, its remembered plan (every step's memory, the
+    peaks) and its issue equal those of whole walks throughout."""
+    from compiler.capacity import plan_memory
+    from search_space import _build
+
+    t = Target.default()
+    t = t.replace(l1={"data_bytes": int(t.l1.data_bytes * l1_share)},
+                  llb={"bytes": int(t.llb.bytes * llb_share)})
+    space = build_space(small_graph(key), t)
+    rng = np.random.default_rng(32)
+    wholes: list[int] = []
+    whole = _build.walk_whole
+
+    def counted(dec: object, walk: object) -> None:
+        wholes.append(1)
+        whole(dec, walk)  # type: ignore[arg-type]
+
+    real = _build.scope_walk
+    stopped: list[int] = []
+
+    def seen(dec: object, get: object, cs: object, partial: bool = False) -> object:
+        out = real(dec, get, cs, partial)  # type: ignore[arg-type]
+        stopped.append(int(_ccore.walk_partial(dec.walk)))  # type: ignore[attr-defined]
+        return out
+
+    for v in space.sample_vectors(rng, 24):
+        values = v[space.rep].tolist()
+
+        def get(d: int, values: list[int] = values) -> int:
+            return values[d]
+
+        with monkeypatch.context() as m:
+            m.setattr(_build, "walk_whole", counted)
+            m.setattr(_build, "scope_walk", seen)
+            a = decode_fitted(space, get, space.options.repair_rounds)
+        with monkeypatch.context() as m:  # whole walks only
+            m.setattr(_build, "scope_walk", lambda dec, get, cs, partial=False: real(dec, get, cs))
+            b = decode_fitted(space, get, space.options.repair_rounds)
+        assert key_text(a) == key_text(b)
+        graph = space.graph_for(a.batch)
+        pa, pb = plan_memory(graph, a, t), plan_memory(graph, b, t)
+        assert pa.issue == pb.issue
+        assert pa.peak_l1_bytes_per_core == pb.peak_l1_bytes_per_core
+        assert pa.peak_llb_bytes == pb.peak_llb_bytes
+        assert [(s.l1_bytes, s.streamed, s.held) for s in pa.steps] == \
+            [(s.l1_bytes, s.streamed, s.held) for s in pb.steps]
+    assert sum(stopped) >= 3 and len(wholes) >= 1, (sum(stopped), len(wholes))  # both paths ran
