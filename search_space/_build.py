@@ -390,7 +390,8 @@ class Decoding:
         self.fixed: set[str] = set()
         self.nodes: list[Node] = []
         self.c_order: list[Node] | None = None  # the order, when derive() ran in C
-        self.c_reads: list[list[int]] = []  # and each step's reads by position
+        # and each step's reads by position (packed by _cdag.derive: _crows.unpack_reads)
+        self.c_reads: list[list[int]] | bytes = []
         self.c_for: tuple[str, int] = ("", -1)  # the (order, look-ahead) they are for
         # what the compiled walk reads of the order and transfers, made with them (_cderive.py)
         self.c_walk: tuple[Any, ...] | None = None

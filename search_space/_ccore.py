@@ -510,7 +510,8 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:
              for p, t in zip(map(by_out.get, map(_TENSOR, tl)), tl)]
     refs, is_out, asks, chunk_at, step_at = mod.index(
         nodes if isinstance(nodes, list) else list(nodes), gidx, gsplit, tidx, tprod, list(dec.outs))
-    reads = all_reads if isinstance(all_reads, list) else list(all_reads)
+    # (packed by _cdag.derive: bytes, which walk_rows reads as they are)
+    reads = all_reads if isinstance(all_reads, (list, bytes)) else list(all_reads)
     sr = _StepRows(asks=asks, gd=gd, gidx=gidx, grows=grows, is_out=is_out, names=gnames, nodes=nodes,
                    pd=pd, reads=reads, refs=refs, tidx=tidx, tiles=gtiles, tprod=tprod, trows=trows)
     # names are unique, else a name's last transfer is the one tidx (and the order) name

@@ -46,7 +46,8 @@
  * -> (transfers, deps, outs, order, reads): transfers in the final order; deps a dict
  *    node -> list of nodes (the Python code's insertion order); outs the output nodes;
  *    order the nodes in order; reads per order position the positions of its
- *    dependencies. Nothing is built that an earlier call built: the nodes are the given
+ *    dependencies (lazy: packed as bytes, int32: the count of steps, then per step its count
+ *    and its reads; what walk_rows in _cwalk.c reads). Nothing is built that an earlier call built: the nodes are the given
  *    tuples, the transfers the known values. With gout (per group the code of its result):
  *    a sixth item, what the compiled walk reads of the order and the transfers
  *    (walk_index below; search_space/_ccore.py, _packed_rows).
@@ -907,8 +908,7 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
         if (breadth_order(&d, topo, (int)nt, n_nodes, order_v, &n_ord)) { PyErr_NoMemory(); goto done; }
     }
     ord_l = PyList_New(n_ord);
-    reads_l = PyList_New(n_ord);
-    if (!ord_l || !reads_l) goto done;
+    if (!ord_l) goto done;
     for (int i = 0; i < n_ord; i++) {
         Py_INCREF(node_obj[order_v[i]]);
         PyList_SET_ITEM(ord_l, i, node_obj[order_v[i]]);
@@ -916,15 +916,31 @@ static PyObject *py_derive(PyObject *self, PyObject *args) {
     /* per order position, the positions of the steps it reads (CapacityWalk.reads) */
     for (int i = 0; i < n_nodes; i++) pos[i] = -1;
     for (int i = 0; i < n_ord; i++) pos[order_v[i]] = i;
-    for (int i = 0; i < n_ord; i++) {
-        IntVec *ds = &d.deps[order_v[i]];
-        PyObject *l = PyList_New(ds->n);
-        if (!l) goto done;
-        PyList_SET_ITEM(reads_l, i, l);
-        for (int k = 0; k < ds->n; k++) {
-            PyObject *x = PyLong_FromLong(pos[ds->v[k]]);
-            if (!x) goto done;
-            PyList_SET_ITEM(l, k, x);
+    if (lazy) {  /* packed (int32): the count of steps, then per step its count and reads */
+        size_t n_int = 1 + (size_t)n_ord;
+        for (int i = 0; i < n_ord; i++) n_int += (size_t)d.deps[order_v[i]].n;
+        if (n_int > (size_t)PY_SSIZE_T_MAX / sizeof(int)) { PyErr_NoMemory(); goto done; }
+        reads_l = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n_int * sizeof(int)));
+        if (!reads_l) goto done;
+        int *rv = (int *)PyBytes_AS_STRING(reads_l);
+        *rv++ = n_ord;
+        for (int i = 0; i < n_ord; i++) {
+            IntVec *ds = &d.deps[order_v[i]];
+            *rv++ = ds->n;
+            for (int k = 0; k < ds->n; k++) *rv++ = pos[ds->v[k]];
+        }
+    } else {
+        if (!(reads_l = PyList_New(n_ord))) goto done;
+        for (int i = 0; i < n_ord; i++) {
+            IntVec *ds = &d.deps[order_v[i]];
+            PyObject *l = PyList_New(ds->n);
+            if (!l) goto done;
+            PyList_SET_ITEM(reads_l, i, l);
+            for (int k = 0; k < ds->n; k++) {
+                PyObject *x = PyLong_FromLong(pos[ds->v[k]]);
+                if (!x) goto done;
+                PyList_SET_ITEM(l, k, x);
+            }
         }
     }
     if (lazy) {  /* in the transfers' place: (packed rows, bindings, names) */

@@ -42,7 +42,7 @@ class _StepRows:
     names: list[tuple[str, ...]]  # per group: its streamable inputs (the mask's bits)
     nodes: list[Node]  # the order
     pd: list[int]  # per group: its transfer-scope parameter
-    reads: list[list[int]]  # per step: the steps it reads
+    reads: list[list[int]] | bytes  # per step: the steps it reads (or packed: unpack_reads)
     refs: bytes  # per step: (group, chunk) or (-1 - transfer, 0), int32
     tiles: list[float]  # per group: its LLB weight tiles
     tprod: list[int]  # per transfer: its producer group, -1: fixed
@@ -183,7 +183,19 @@ def _issue(dec: Decoding, nodes: list[Node], k: int, found: tuple[Any, ...],
                          tuple(items), steps)
 
 
-def packed_rows(dec: Decoding, nodes: list[Node], reads: list[list[int]], packed: tuple[Any, ...],
+def unpack_reads(packed: bytes) -> list[list[int]]:
+    """Reads packed as ``_cdag.derive`` packs them (int32: the count of steps, then per step
+    its count and the positions it reads) as lists, per step."""
+    ints = memoryview(packed).cast("i").tolist()
+    out: list[list[int]] = []
+    at = 1
+    for _ in range(ints[0]):
+        out.append(ints[at + 1:at + 1 + ints[at]])
+        at += 1 + ints[at]
+    return out
+
+
+def packed_rows(dec: Decoding, nodes: list[Node], reads: list[list[int]] | bytes, packed: tuple[Any, ...],
                 group_rows: tuple[Any, ...], codes: dict[str, int]) -> tuple[Any, ...] | None:
     """:func:`search_space._ccore._step_rows` from what ``_cdag.derive`` computed beside the
     order (``walk_index`` in ``_cdag.c``: the step references, graph outputs, answers in

@@ -1294,8 +1294,26 @@ static int step_head(Step *s) {
     return 0;
 }
 
-static int step_reads(Walk *w, Step *s, PyObject *obj, int n) {
-    if (ints(w, obj, &s->reads, &s->n_reads)) return -1;
+/* a step's reads: a sequence of ints (obj), or packed (obj NULL: cnt int32 at pv, checked) */
+typedef struct {
+    PyObject *obj;
+    const int *pv;
+    int cnt;
+} Reads;
+
+static int step_reads(Walk *w, Step *s, const Reads *r, int n) {
+    if (r->obj) {
+        if (ints(w, r->obj, &s->reads, &s->n_reads)) return -1;
+    } else {
+        s->n_reads = r->cnt;
+        s->reads = (int *)wa(w, sizeof(int) * (size_t)(r->cnt ? r->cnt : 1), 0);
+        if (!s->reads) {
+            s->n_reads = 0;
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(s->reads, r->pv, sizeof(int) * (size_t)r->cnt);
+    }
     for (int q = 0; q < s->n_reads; q++)
         if (s->reads[q] < 0 || s->reads[q] >= n) return bad("read out of range");
     return 0;
@@ -1317,7 +1335,8 @@ static int parse_step(Walk *w, Step *s, PyObject *t, int n, int *is_out) {
     s->fb = PyLong_AsLong(PyTuple_GET_ITEM(t, 8));
     s->tiles = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 13));
     if (step_head(s)) return -1;
-    if (step_reads(w, s, PyTuple_GET_ITEM(t, 5), n)) return -1;
+    Reads rd = {PyTuple_GET_ITEM(t, 5), NULL, 0};
+    if (step_reads(w, s, &rd, n)) return -1;
     if (step_pieces_seq(w, s, PyTuple_GET_ITEM(t, 6))) return -1;
     if (step_inputs(w, s, PyTuple_GET_ITEM(t, 9))) return -1;
     if (step_work(s, PyTuple_GET_ITEM(t, 10), PyTuple_GET_ITEM(t, 12),
@@ -1633,7 +1652,9 @@ static PyObject *walk_steps(Walk *wp, int n, int *is_out) {
  * walk_rows(cap_l1, cap_llb, n_cores, refs, is_out, reads, grows, gwants, trows, tprod,
  *           pwants[, go_on[, tpack, sizes, batch, ring[, keep[, stop]]]]) -> what walk() returns: the
  *   steps made from the rows, each as parse_step would read it (search_space/_ccore.py,
- *   _step_rows): grows[i] = (allowed, tensor, sb, fb, inputs, work, filler, tiles, ws,
+ *   _step_rows): reads per step the steps it reads (a list of int sequences, or packed as
+ *   _cdag.derive packs them: bytes, int32, the count of steps, then per step its count and
+ *   its reads); grows[i] = (allowed, tensor, sb, fb, inputs, work, filler, tiles, ws,
  *   samples per chunk, binds: per chunk its parts), gwants[i] the scope each chunk asks
  *   for; trows[j] = (pieces, init, tensor, sb, fb); pwants[p] the scope producer p's free
  *   transfers ask for (0..3, 3 = auto). With tpack (bytes, not None) the transfers' rows
@@ -1809,7 +1830,7 @@ static int packed_kind(Step *s, int j, PyObject *tprod, PyObject *pwants) {
 }
 
 /* step k from its group's row (chunk `chunk`) or transfer's row */
-static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, PyObject *reads, PyObject *grows,
+static int rows_step(Walk *w, Step *s, int n, int ref, int chunk, const Reads *reads, PyObject *grows,
                      PyObject *gwants, PyObject *trows, PyObject *tprod, PyObject *pwants) {
     if (ref >= 0) {
         if (ref >= PyList_GET_SIZE(grows) || ref >= PyList_GET_SIZE(gwants)) return bad("group out of range");
@@ -1884,7 +1905,7 @@ typedef struct {
 
 enum { TPACK = 6 };
 
-static int packed_step(Walk *w, Step *s, int n, int j, PyObject *reads, PyObject *grows,
+static int packed_step(Walk *w, Step *s, int n, int j, const Reads *reads, PyObject *grows,
                        const Packed *pk) {
     if (j < 0 || j >= pk->nt) return bad("transfer out of range");
     const int *row = pk->tp + (size_t)TPACK * (size_t)j;
@@ -1953,8 +1974,8 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
     int keep = 0, stop = 0;
     Packed pk;
     (void)self;
-    if (!PyArg_ParseTuple(args, "ddiO!O!O!O!O!O!O!O!|pOOlOpp", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
-                          &PyBytes_Type, &is_out_b, &PyList_Type, &reads, &PyList_Type, &grows,
+    if (!PyArg_ParseTuple(args, "ddiO!O!OO!O!O!O!O!|pOOlOpp", &cap, &llb_cap, &nc, &PyBytes_Type, &refs,
+                          &PyBytes_Type, &is_out_b, &reads, &PyList_Type, &grows,
                           &PyList_Type, &gwants, &PyList_Type, &trows, &PyList_Type, &tprod,
                           &PyList_Type, &pwants, &go_on, &tpack, &sizes, &batch, &ring, &keep, &stop))
         return NULL;
@@ -1976,7 +1997,29 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
         pk.batch = batch;
         pk.ring = ring;
     }
-    Py_ssize_t n = PyList_GET_SIZE(reads);
+    /* reads: a list of int sequences, or packed by _cdag.derive (bytes, int32: the count of
+     * steps, then per step its count and reads), checked whole before any step is made */
+    Py_ssize_t n;
+    const int *rp = NULL;
+    if (PyBytes_Check(reads)) {
+        Py_ssize_t nb = PyBytes_GET_SIZE(reads), ni = nb / (Py_ssize_t)sizeof(int);
+        rp = (const int *)PyBytes_AS_STRING(reads);
+        if (nb % (Py_ssize_t)sizeof(int) || ni < 1 || rp[0] < 0 || rp[0] > (1 << 24))
+            return PyErr_Format(PyExc_ValueError, "packed reads: whole int32, the count first");
+        n = rp[0];
+        Py_ssize_t at = 1;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            if (at >= ni || rp[at] < 0 || rp[at] > ni - at - 1)
+                return PyErr_Format(PyExc_ValueError, "packed reads: a step's reads past the end");
+            at += 1 + rp[at];
+        }
+        if (at != ni) return PyErr_Format(PyExc_ValueError, "packed reads: bytes after the last step");
+        rp++;
+    } else if (PyList_Check(reads)) {
+        n = PyList_GET_SIZE(reads);
+    } else {
+        return PyErr_Format(PyExc_TypeError, "reads: a list, or packed (bytes)");
+    }
     /* refs: two int32 per step (compared by division: no product to overflow) */
     if (n > (1 << 24) || PyBytes_GET_SIZE(is_out_b) != (n ? n : 1)
         || PyBytes_GET_SIZE(refs) / (Py_ssize_t)(2 * sizeof(int)) != (n ? n : 1)
@@ -1993,10 +2036,19 @@ static PyObject *py_walk_rows(PyObject *self, PyObject *args) {
     const unsigned char *io = (const unsigned char *)PyBytes_AS_STRING(is_out_b);
     for (Py_ssize_t k = 0; k < n; k++) {
         w.n = (int)k + 1;  /* what free_walk frees */
+        Reads rd = {NULL, NULL, 0};
+        if (rp) {  /* (a list's item is read at its step: the earlier steps run no Python) */
+            rd.cnt = *rp;
+            rd.pv = rp + 1;
+            rp += 1 + rd.cnt;
+        } else {
+            if (k >= PyList_GET_SIZE(reads)) { bad("reads: one per step"); goto fail; }
+            rd.obj = PyList_GET_ITEM(reads, k);
+        }
         int rc = pk.tp && rf[2 * k] < 0
             ? packed_kind(&w.st[k], -1 - rf[2 * k], tprod, pwants)
-                || packed_step(&w, &w.st[k], (int)n, -1 - rf[2 * k], PyList_GET_ITEM(reads, k), grows, &pk)
-            : rows_step(&w, &w.st[k], (int)n, rf[2 * k], rf[2 * k + 1], PyList_GET_ITEM(reads, k),
+                || packed_step(&w, &w.st[k], (int)n, -1 - rf[2 * k], &rd, grows, &pk)
+            : rows_step(&w, &w.st[k], (int)n, rf[2 * k], rf[2 * k + 1], &rd,
                         grows, gwants, trows, tprod, pwants);
         if (rc) goto fail;
         is_out[k] = io[k] != 0;

@@ -33,6 +33,7 @@ from compiler.schedule import Placement, Transfer
 from compiler.target import Target
 from search_space import Space, _build, _cderive, build_spaces
 from search_space._dims import LOOKAHEADS, MODES, ORDERS
+from search_space._crows import unpack_reads
 from search_space._order import breadth_order, depth_order
 from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
@@ -261,8 +262,11 @@ def test_packed_transfers_are_the_values_derive_makes() -> None:
 
     eager = derive(None, {}, 0)
     places: dict[Any, Any] = {}
-    packed, dag, *rest = derive(None, places, 1)
-    assert rest == list(eager[2:]) and places == {}  # nothing made yet
+    packed, dag, outs, order, reads = derive(None, places, 1)
+    assert [outs, order] == list(eager[2:4]) and places == {}  # nothing made yet
+    # the reads packed (int32: the count of steps, then per step its count and reads)
+    assert isinstance(reads, bytes) and unpack_reads(reads) == eager[4] and any(eager[4])
+    assert np.frombuffer(reads, dtype=np.int32)[0] == len(eager[4])
     deps = _cdag.deps_of(*dag)  # the DAG packed: the same dict, in the same insertion order
     assert list(deps.items()) == list(eager[1].items())
     assert all(a is b for a, b in zip(deps, eager[1], strict=True))  # the same node objects

@@ -27,6 +27,7 @@ import pytest
 
 from compiler.target import Target
 from search_space import _build, _ccore, _crows, build_space
+from search_space._crows import unpack_reads
 from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph
 
@@ -105,6 +106,8 @@ def _ref_index(nodes: list[Any], gidx: dict[str, int], gsplit: list[int], tidx: 
 def _tuple_steps(args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """The per-step tuples ``walk`` reads, built in Python from ``walk_rows``' arguments."""
     _, _, _, refs, is_out, reads, grows, gwants, trows, tprod, pwants, *_ = args
+    if isinstance(reads, bytes):  # packed by _cdag.derive
+        reads = unpack_reads(reads)
     r = array("i")
     r.frombytes(refs)
     steps: list[tuple[Any, ...]] = []
@@ -371,6 +374,41 @@ def test_packed_transfers_walk_as_their_rows(key: str, target: Target) -> None:
             walks += 1
             overflows += len(a) > 6
     assert walks == 32 and overflows > 0  # the explanation of an overflow compared too
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
+def test_packed_reads_walk_as_their_lists(key: str, target: Target) -> None:
+    """The reads ``_cdag.derive`` packs (``dec.c_reads``: bytes) walk as the same reads as
+    lists do, at the target's capacities and at a tenth of them; a packed table that is
+    short, long, negative or reads a step out of range is refused (a ValueError)."""
+    space, mod, rng, (l1, llb, nc) = _set_up(key, target, 12)
+    walks = 0
+    for v in space.sample_vectors(rng, 8):
+        values = v[space.rep].tolist()
+        dec = _build.decode_groups(space, values.__getitem__)
+        sr, _ = _rows(dec, space, mod)
+        assert isinstance(sr.reads, bytes)
+        lists = unpack_reads(sr.reads)
+        assert len(lists) == len(sr.nodes) and any(lists)
+        for scale in (1.0, 0.1):
+            gw = [tuple(int(x) for x in rng.integers(0, 4, gr.split)) for gr in dec.groups]
+            pw = [int(x) for x in rng.integers(0, 4, len(dec.groups))]
+            args = (l1 * scale, llb * scale, nc, sr.refs, sr.is_out)
+            rest = (sr.grows, gw, [], sr.tprod, pw, True, *sr.tpack)
+            a = mod.walk_rows(*args, sr.reads, *rest)
+            assert a == mod.walk_rows(*args, lists, *rest)
+            walks += 1
+        ints = array("i", sr.reads).tolist()
+        for bad in (ints[:-1], ints + [0], [ints[0] + 1] + ints[1:], [-1] + ints[1:],
+                    [ints[0], -1] + ints[2:], [ints[0], 1, len(lists)] + ints[3:] if ints[1] == 0 else
+                    [ints[0], ints[1], len(lists)] + ints[3:]):
+            with pytest.raises(ValueError):
+                mod.walk_rows(*args, array("i", bad).tobytes(), *rest)
+        with pytest.raises(ValueError):
+            mod.walk_rows(*args, sr.reads[:-1], *rest)  # not whole int32
+        with pytest.raises(TypeError):
+            mod.walk_rows(*args, tuple(lists), *rest)
+    assert walks == 16
 
 
 def test_bad_packed_rows_are_refused() -> None:
