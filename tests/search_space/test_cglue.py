@@ -330,6 +330,19 @@ expect(ValueError, W, [0], [0, 1], [2, 3], gs, lambda d: 6)
 expect(ValueError, W, [-1], [0, 1], [2, 3], gs, lambda d: -5)   # past the xscopes, from the end
 assert W([0, -1], [0, 1], [2, 3], gs, lambda d: -1) == ([(0,), None], [2, None])  # from the end
 expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([-7] * 8, r8, bytearray(8), None, None))
+# the chunk codes dict's hits are remembered (wc_get): a value replaced, deleted or another
+# dict is read again, never the remembered one
+codes = {(0, 1, 1): (5,), (0, 2, 2): (5, 5)}
+for want in ((5,), (5,), (5,)):
+    assert W([0], [0], [2], [G()], ok_rec(), codes)[0] == [want]
+codes[(0, 1, 1)] = (6,)
+assert W([0, 1], [0, 1], [2, 3], [G(), G(2, 2)], ok_rec(), codes)[0] == [(6,), (5, 5)]
+codes[(0, 1, 1)] = (7,)
+assert W([0], [0], [2], [G()], ok_rec(), codes)[0] == [(7,)]
+del codes[(0, 1, 1)]
+assert W([0], [0], [2], [G()], ok_rec(), codes)[0] == [(0,)]  # codes_fn's
+assert W([0], [0], [2], [G()], ok_rec(), {(0, 1, 1): (4,)})[0] == [(4,)]
+assert W([0], [0], [2], [G()], ok_rec(), codes, lambda p, s, w: (3,) * s)[0] == [(3,)]
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, lambda d: "x")
 
 # groups with slots are read at the slot's offset (of the first group's type), others by name
