@@ -451,8 +451,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             gr = groups[i]
             tiles = sr.tiles[i]
             if not res[7]:  # an L1: the working set's halo, window and attention parts
-                halo = l1_halo(dec, gr.info, sr.names[i], masks[over], scopes[over] != 0,
-                               bool(helds[over]), gr.samples // gr.parts, gr.cores // gr.parts,
+                halo = l1_halo(dec, gr.info, sr.names[i], memoryview(masks).cast("Q")[over],
+                               scopes[over] != 0, helds[over] != 0, gr.samples // gr.parts, gr.cores // gr.parts,
                                mod, _ws_at)
         issue = _issue(dec, nodes, over, res[7:], halo, tiles, sr.tidx)
     dec.nodes = nodes

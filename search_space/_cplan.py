@@ -26,7 +26,7 @@ def streamed_of(names: tuple[str, ...], mask: int) -> frozenset[str]:
 
 def _plan_of(issue: CapacityIssue | None, space: Space,
              names_of: Callable[[], list[tuple[str, ...] | None]],
-             over: int, usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any],
+             over: int, usage: tuple[bytes, bytes, bytes], masks: bytes, helds: bytes,
              peak_l1: list[float], peak_llb: float) -> MemoryPlan:
     """The memory plan of a compiled walk (the steps up to an overflow), as
     ``CapacityWalk.plan`` gives it; its per-step memory is built when first read
@@ -37,13 +37,14 @@ def _plan_of(issue: CapacityIssue | None, space: Space,
 
 class _StepsOf:
     """Builds a compiled walk's per-step memory (``StepMemory`` values) from its packed
-    usage (``_cwalk.c``: per step a count, then the cores and bytes)."""
+    usage (``_cwalk.c``: per step a count, then the cores and bytes), masks (a uint64 per
+    step) and helds (a byte per step)."""
 
     __slots__ = ("helds", "masks", "names_of", "over", "stab", "usage")
 
     def __init__(self, stab: dict[tuple[tuple[str, ...], int], frozenset[str]],
                  names_of: Callable[[], list[tuple[str, ...] | None]], over: int,
-                 usage: tuple[bytes, bytes, bytes], masks: list[int], helds: list[Any]) -> None:
+                 usage: tuple[bytes, bytes, bytes], masks: bytes, helds: bytes) -> None:
         # the space's table of streamed sets, not the space: a plan never read must not
         # keep the space (and its shape tables) alive
         self.stab, self.names_of, self.over = stab, names_of, over
@@ -54,7 +55,7 @@ class _StepsOf:
         counts = memoryview(self.usage[0]).cast("i").tolist()
         cores = memoryview(self.usage[1]).cast("i").tolist()
         vals = memoryview(self.usage[2]).cast("d").tolist()
-        masks, helds, names_of = self.masks, self.helds, self.names_of()
+        masks, helds, names_of = memoryview(self.masks).cast("Q"), self.helds, self.names_of()
         mems = []
         empty: frozenset[str] = frozenset()
         u = 0
@@ -69,7 +70,7 @@ class _StepsOf:
             streamed = stab.get(skey)
             if streamed is None:
                 streamed = stab[skey] = streamed_of(names, masks[k])
-            mems.append(StepMemory(l1, streamed, helds[k]))
+            mems.append(StepMemory(l1, streamed, helds[k] != 0))
         return tuple(mems)
 
 

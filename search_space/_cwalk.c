@@ -14,7 +14,9 @@
  * Scope codes: 0 = L1, 1 = LLB, 2 = DDR.
  *
  * walk(cap_l1, cap_llb, n_cores, steps[, go_on]) -> (scopes, masks, held, usage, peak_l1,
- *                                                   peak_llb) (usage packed: (per-step counts
+ *                                                   peak_llb) (masks packed: a uint64 per
+ *                                                   step; held: a byte per step, 0 or 1;
+ *                                                   usage packed: (per-step counts
  *                                                   int32, cores int32, bytes double) as
  *                                                   bytes); on an overflow None, or with
  *                                                   go_on the same and (first overflowing
@@ -1578,7 +1580,11 @@ static PyObject *walk_run(Walk *w) {
         goto done;
     }
     {
-        PyObject *scopes = PyList_New(n), *masks = PyList_New(n), *helds = PyList_New(n);
+        /* masks and helds packed (read when the plan's steps are: search_space/_cplan.py):
+         * per step a uint64 mask, a held byte */
+        PyObject *scopes = PyList_New(n);
+        PyObject *masks = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(Mask) * n);
+        PyObject *helds = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
         PyObject *peaks = PyList_New(nc);
         /* the per-step usage packed (the caller builds the plan's (core, bytes) tuples only
          * when the plan's steps are read): per step its count (int32), then every step's
@@ -1597,10 +1603,12 @@ static PyObject *walk_run(Walk *w) {
         int *cnt_p = (int *)PyBytes_AS_STRING(ucount), *cores_p = (int *)PyBytes_AS_STRING(ucores);
         double *vals_p = (double *)PyBytes_AS_STRING(uvals);
         int u = 0;
+        Mask *mask_p = (Mask *)PyBytes_AS_STRING(masks);
+        unsigned char *held_p = (unsigned char *)PyBytes_AS_STRING(helds);
         for (int k = 0; k < n; k++) {
             PyList_SET_ITEM(scopes, k, PyLong_FromLong(w->scope[k]));
-            PyList_SET_ITEM(masks, k, PyLong_FromUnsignedLongLong(w->mask_out[k]));
-            PyList_SET_ITEM(helds, k, PyBool_FromLong(w->held_out[k]));
+            mask_p[k] = w->mask_out[k];
+            held_p[k] = w->held_out[k] != 0;
             int m = (w->st[k].kind != K_GROUP && w->scope[k] != L1) ? 0 : w->st[k].n_cores;
             cnt_p[k] = m;
             for (int q = 0; q < m; q++, u++) {
