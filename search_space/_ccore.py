@@ -224,18 +224,19 @@ def walk_partial(walk: Any) -> bool:
     return isinstance(walk, _Walked) and walk.partial is not None
 
 
-def walk_whole(dec: Decoding, walk: _Walked) -> None:
+def walk_whole(dec: Decoding, walk: Any) -> None:
     """``dec.walk`` made the whole walk of the partial ``walk`` (a walk of ``dec``'s kept
     steps, :func:`scope_walk` with ``partial``): the kept steps walked again with its
     answers, on past its first overflow as a whole walk goes; its issue is the one the
     partial walk explained (the same first overflow: nothing before it differs)."""
-    assert walk.partial is not None
+    assert isinstance(walk, _Walked) and walk.partial is not None
     sr: _StepRows = walk._raw[1][1]
     res = _load().rewalk(sr.kept, *walk.partial)
     scopes, masks, helds, usage, peak_l1, peak_llb = res[:6]
     over = res[6] if len(res) > 6 else -1
     dec.nodes = sr.nodes
-    dec.walk = _Walked(scopes, walk.issue, (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))
+    dec.walk = _Walked(scopes, walk.issue,
+                       (dec.space, sr, over, usage, masks, helds, peak_l1, peak_llb))
 
 
 def tensor_codes(space: Space) -> dict[str, int]:
@@ -452,7 +453,8 @@ def scope_walk(dec: Decoding, get: Callable[[int], int],
             tiles = sr.tiles[i]
             if not res[7]:  # an L1: the working set's halo, window and attention parts
                 halo = l1_halo(dec, gr.info, sr.names[i], memoryview(masks).cast("Q")[over],
-                               scopes[over] != 0, helds[over] != 0, gr.samples // gr.parts, gr.cores // gr.parts,
+                               scopes[over] != 0, helds[over] != 0, gr.samples // gr.parts,
+                               gr.cores // gr.parts,
                                mod, _ws_at)
         issue = _issue(dec, nodes, over, res[7:], halo, tiles, sr.tidx)
     dec.nodes = nodes

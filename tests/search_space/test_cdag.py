@@ -32,8 +32,8 @@ from compiler.model import load_onnx
 from compiler.schedule import Placement, Transfer
 from compiler.target import Target
 from search_space import Space, _build, _cderive, build_spaces
-from search_space._dims import LOOKAHEADS, MODES, ORDERS
 from search_space._crows import unpack_reads
+from search_space._dims import LOOKAHEADS, MODES, ORDERS
 from search_space._order import breadth_order, depth_order
 from tests.search_space._child import run_child
 from tests.search_space.conftest import small_graph

@@ -307,17 +307,18 @@ expect(ValueError, W, [0], [-1], [2, 3], gs, ok_rec())
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, ([0], [0], bytearray(1)))     # a recorder of 3
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, ([0], [0], bytearray(8), [0], [1]))  # overrides not a dict
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, 5)                  # not a reader
-expect(TypeError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, r8 := list(range(8)), {}, None, None))  # marks: a bytearray
+r8 = list(range(8))
+expect(TypeError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, r8, {}, None, None))  # marks: a bytearray
 expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, r8, bytearray(0), None, None))  # a read past them
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, [0.0] * 8, bytearray(8), None, None))  # rep: ints
-expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, [2 ** 70] * 8, bytearray(8), None, None))
+expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, [2**70] * 8, bytearray(8), None, None))
 marks = bytearray(8)
 W([0, -1, 1, -2], [0, 1], [2, 3], gs, ([0] * 8, [7, 6, 5, 4, 3, 2, 1, 0], marks, None, None))
 assert marks == bytearray([0, 0, 0, 0, 1, 1, 1, 1]), marks  # parameters 0..3 read: rep 7, 6, 5, 4
 expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([7] * 8, r8, bytearray(8), None, None))  # past the policies
 expect(ValueError, W, [-1], [0, 1], [2, 3], gs, ([4] * 8, r8, bytearray(8), None, None))  # past the xscopes
 expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, r8, bytearray(8), [0], {0: 9}))  # an override too
-expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, r8, bytearray(8), [], {0: 1}))  # overrides' rep short
+expect(ValueError, W, [0], [0, 1], [2, 3], gs, ([0] * 8, r8, bytearray(8), [], {0: 1}))  # a short orep
 expect(TypeError, W, [0], [0, 1], [2, 3], gs, (["a"] * 8, list(range(8)), bytearray(8), None, None))
 expect(ValueError, W, [1], [0, 1], [2, 3], gs, ok_rec(), None, lambda p, s, w: (0,))  # a code per chunk
 expect(ValueError, W, [1], [0, 1], [2, 3], gs, ok_rec(), None, lambda p, s, w: [0, 0])

@@ -399,9 +399,10 @@ def test_packed_reads_walk_as_their_lists(key: str, target: Target) -> None:
             assert a == mod.walk_rows(*args, lists, *rest)
             walks += 1
         ints = array("i", sr.reads).tolist()
-        for bad in (ints[:-1], ints + [0], [ints[0] + 1] + ints[1:], [-1] + ints[1:],
-                    [ints[0], -1] + ints[2:], [ints[0], 1, len(lists)] + ints[3:] if ints[1] == 0 else
-                    [ints[0], ints[1], len(lists)] + ints[3:]):
+        shifted = [ints[0], 1, len(lists), *ints[3:]] if ints[1] == 0 else \
+            [ints[0], ints[1], len(lists), *ints[3:]]  # a read past the steps
+        for bad in (ints[:-1], [*ints, 0], [ints[0] + 1, *ints[1:]], [-1, *ints[1:]],
+                    [ints[0], -1, *ints[2:]], shifted):
             with pytest.raises(ValueError):
                 mod.walk_rows(*args, array("i", bad).tobytes(), *rest)
         with pytest.raises(ValueError):
