@@ -52,13 +52,19 @@ class _StepRows:
     tpack: tuple[Any, ...]
     kept: Any  # the first walk, kept when it overflowed (rewalk in _cwalk.c), else None
 
-    def __init__(self, **kw: Any) -> None:
-        self.tpack = (None, None, 0, None)
+    def __init__(self, *, asks: list[int], gd: list[int], gidx: dict[str, int],
+                 grows: list[tuple[Any, ...]], is_out: bytes, names: list[tuple[str, ...]],
+                 nodes: list[Node], pd: list[int], reads: list[list[int]] | bytes, refs: bytes,
+                 tiles: list[float], tprod: list[int], trows: list[tuple[Any, ...]],
+                 tidx: dict[str, int] | None = None, tnames: list[str] | None = None,
+                 tpack: tuple[Any, ...] = (None, None, 0, None)) -> None:
+        # (the fields set directly, not by a loop of setattr over keywords)
+        self.asks, self.gd, self.gidx, self.grows, self.is_out = asks, gd, gidx, grows, is_out
+        self.names, self.nodes, self.pd, self.reads, self.refs = names, nodes, pd, reads, refs
+        self.tiles, self.tprod, self.trows, self.tpack = tiles, tprod, trows, tpack
         self.kept = None
-        self._tidx: dict[str, int] | None = None
-        self._tnames: list[str] = []
-        for k, v in kw.items():
-            setattr(self, k, v)
+        self._tnames: list[str] = [] if tnames is None else tnames
+        self._tidx: dict[str, int] | None = tidx
 
     @property
     def tidx(self) -> dict[str, int]:
