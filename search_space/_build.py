@@ -64,14 +64,15 @@ from compiler.memo import memo_of
 from compiler.schedule import GraphSchedule, GroupSpec, Transfer
 from search_space._cblocks import partition as partition_compiled
 from search_space._cclass import shared_info
-from search_space._ccore import _Walked, scope_walk, walk_issue, walk_partial, walk_whole
 from search_space._ccore import fits_l1 as fits_compiled
+from search_space._ccore import scope_walk, walk_whole
 from search_space._cderive import Derived, PackedTransfers
 from search_space._cderive import blocks as blocks_compiled
 from search_space._cderive import derive as derive_compiled
 from search_space._cgroups import decode_groups as groups_compiled
 from search_space._cgroups import set_reference_fit
 from search_space._cgroups import unit_slots as unit_slots_compiled
+from search_space._cplan import _Walked, walk_issue, walk_partial
 from search_space._dims import (
     CUT_BELOW,
     GRANULARITIES,
@@ -896,7 +897,7 @@ def walk_scopes(dec: Decoding, get: Reader, partial: bool = False) -> Mapping[No
     step node the parameter that sets its scope. ``dec.schedule()`` then builds the
     schedule; a later call walks again from pass 2's results (the walk's state is new).
     With ``partial`` the compiled walk may stop at its first overflow (``dec.walk`` then
-    has only its issue: :func:`search_space._ccore.walk_partial`); the Python walk ignores
+    has only its issue: :func:`search_space._cplan.walk_partial`); the Python walk ignores
     it."""
     space = dec.space
     # the same walk in C (search_space/_ccore.py)

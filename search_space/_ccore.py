@@ -63,8 +63,6 @@ from operator import attrgetter
 from typing import Any
 
 from compiler.capacity import (
-    CapacityIssue,
-    MemoryPlan,
     chunk_working_set,
     llb_weight_tiles,
 )
@@ -73,7 +71,7 @@ from compiler.footprint import group_profile, sample_bytes, weight_bytes
 from search_space._cfirst import ws_parts
 from search_space._cfoot import halo_values
 from search_space._cglue import CODE, wants
-from search_space._cplan import _plan_of, streamed_of
+from search_space._cplan import _Walked, streamed_of
 from search_space._crows import _cut_sides, _issue, _ScopeDims, _StepRows, l1_halo, packed_rows
 from search_space._order import breadth_order, depth_order
 
@@ -163,65 +161,6 @@ def missing(exc: ImportError) -> None:
 def available() -> bool:
     """Whether decoding uses the compiled walk (built, importable and not disabled)."""
     return _load() is not None
-
-
-class _Walked:
-    """What :meth:`Decoding.schedule` reads of a walk: each step's scope and the plan.
-
-    The first overflow (``issue``) is known when the walk returns; the per-step layouts
-    and the plan's per-step memory are built when first asked for (a capacity repair
-    round reads only the issue of the walks it does not return). A ``partial`` walk
-    stopped at its first overflow (:func:`scope_walk` with ``partial``): only its issue
-    is read; its scopes, layouts and plan are refused (:func:`walk_whole` walks it again
-    in full with the answers it kept, ``partial``: (group wants, producer wants))."""
-
-    __slots__ = ("_layouts", "_plan", "_raw", "issue", "partial")
-
-    def __init__(self, scopes: list[int], issue: CapacityIssue | None, raw: tuple[Any, ...],
-                 partial: tuple[list[Any], list[Any]] | None = None) -> None:
-        self._layouts: list[tuple[str, None]] | None = None
-        self._plan: MemoryPlan | None = None
-        self._raw = (scopes, raw)
-        self.issue = issue
-        self.partial = partial
-
-    def _whole(self) -> None:
-        if self.partial:
-            raise RuntimeError("a partial walk (stopped at its first overflow) has no plan: "
-                               "walk again in full")
-
-    @property
-    def scopes(self) -> list[int]:
-        """Each step's scope: 0 L1, 1 LLB, 2 DDR."""
-        self._whole()
-        return self._raw[0]  # type: ignore[no-any-return]
-
-    @property
-    def layouts(self) -> list[tuple[str, None]]:
-        self._whole()
-        if self._layouts is None:
-            self._layouts = [(_NAME[s], None) for s in self._raw[0]]
-        return self._layouts
-
-    def plan(self) -> MemoryPlan:
-        self._whole()
-        if self._plan is None:
-            space, rows, *rest = self._raw[1]
-            self._plan = _plan_of(self.issue, space, rows.names_of(), *rest)
-        return self._plan
-
-
-def walk_issue(walk: Any) -> CapacityIssue | None:
-    """The first overflow of a walk: a compiled one's (:class:`_Walked`) without building
-    its plan, else ``walk.plan().issue`` (a :class:`compiler.capacity.CapacityWalk`)."""
-    if isinstance(walk, _Walked):
-        return walk.issue
-    return walk.plan().issue  # type: ignore[no-any-return]
-
-
-def walk_partial(walk: Any) -> bool:
-    """Whether ``walk`` is a compiled walk stopped at its first overflow (``partial``)."""
-    return isinstance(walk, _Walked) and walk.partial is not None
 
 
 def walk_whole(dec: Decoding, walk: Any) -> None:

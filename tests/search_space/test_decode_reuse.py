@@ -25,7 +25,7 @@ from compiler.graph import Graph
 from compiler.key_text import key_text
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
-from search_space import _ccore, build_space
+from search_space import _ccore, _cplan, build_space
 from search_space._build import (
     _L1_NEXT,
     _LLB_NEXT,
@@ -270,7 +270,7 @@ def test_partial_walks_of_repair_rounds_decide_as_whole_walks(
 
     def seen(dec: object, get: object, cs: object, partial: bool = False) -> object:
         out = real(dec, get, cs, partial)  # type: ignore[arg-type]
-        stopped.append(int(_ccore.walk_partial(dec.walk)))  # type: ignore[attr-defined]
+        stopped.append(int(_cplan.walk_partial(dec.walk)))  # type: ignore[attr-defined]
         return out
 
     for v in space.sample_vectors(rng, 24):
