@@ -15,9 +15,13 @@
  * Cache(new_group, group_info, new_transfer, step_code, limit): the callbacks
  *   new_group(flat, i, sc) -> group code of flat group record i with its chunks' scopes sc
  *   group_info(code) -> (ops, text, first op repr) of a group code (key_text's pieces)
- *   new_transfer(name, kind, tensor, sf, df, s0, sn, d0, dn, scope, bind)
- *       -> (transfer code, placement, entry text)
+ *   new_transfer(tensor, df, d0, dn, scope, bind)
+ *       -> (transfer item code, placement, repr of the placement)
  *   step_code(node) -> the step code of an order node
+ * A placed transfer's entry text (key_text.transfer_text) is formatted here from its packed
+ * row (kind, tensor code, src factor, dst factor, first src chunk, src chunks, first dst
+ * chunk, dst chunks: _cdag.c's TR_PACK int32, kind 0 concat / 1 split) and its item's
+ * placement repr.
  * Cache.encode(batch, flat, gidx, chunk_at, scopes, nodes, rows, binds, names, tnames,
  *              step_at)
  *   -> (group codes, transfer codes, step codes as int32 bytearrays, text, placements)
