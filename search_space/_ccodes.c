@@ -710,7 +710,7 @@ static PyObject *Cache_stats(Cache *c, PyObject *Py_UNUSED(ignored)) {
 static int Cache_init(Cache *c, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"new_group", "group_info", "new_transfer", "step_code", "limit", NULL};
     PyObject *a, *b, *d, *e;
-    Py_ssize_t limit = 65536;
+    Py_ssize_t limit = 32768;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|n", kwlist, &a, &b, &d, &e, &limit)) return -1;
     if (limit < 1) { PyErr_SetString(PyExc_ValueError, "limit must be >= 1"); return -1; }
     Py_XSETREF(c->new_group, Py_NewRef(a));

@@ -317,9 +317,9 @@ class Decoded:
 
 
 _MOD: list[Any] = []
-# entries of each of a compiled cache's tables before it starts again (~200 bytes each, plus
-# the texts it shares with the value table's reprs)
-_CLIMIT = 65_536
+# entries of each of a compiled cache's tables before it starts again: a placed transfer's
+# entry holds its text (~300-400 bytes), as key_text's memo of them (_BOUND there, the same)
+_CLIMIT = 32_768
 
 
 def _ccodes() -> Any:
