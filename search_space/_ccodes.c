@@ -387,7 +387,7 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
     SEntry **gse = NULL;
     unsigned char *sc = NULL;
     PyObject **pieces = NULL;
-    PyObject *gb = NULL, *tb = NULL, *sb = NULL;
+    PyObject *gb = NULL, *tb = NULL, *sb = NULL, *opsref = NULL;
     int refuse = 0;
     owner = malloc(sizeof(int) * 2 * (size_t)(L ? L : 1));
     gcodes = malloc(sizeof(int) * (size_t)(G ? G : 1));
@@ -438,9 +438,9 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
         if (as_int(f[2], &split) || as_int(f[4], &cores) || as_int(f[5], &parts_)) goto fail;
         spread = PyObject_IsTrue(f[6]);
         if (spread < 0) goto fail;
-        PyObject *ops = PyObject_GetAttrString(f[1], "ops");
-        if (!ops) goto fail;
-        Py_DECREF(ops);  /* the space keeps it alive (an entry holds its own reference) */
+        Py_XSETREF(opsref, PyObject_GetAttrString(f[1], "ops"));  /* held while it is used */
+        if (!opsref) goto fail;
+        PyObject *ops = opsref;
         int a = ca[i], nsc = ca[i + 1] - a;
         if (nsc > MAX_SC || !PyTuple_Check(gbinds) || PyTuple_GET_SIZE(gbinds) != nsc || nsc != split) {
             refuse = 1; goto done;
@@ -696,7 +696,7 @@ fail:
 done:
     if (refuse && !PyErr_Occurred()) result = Py_NewRef(Py_None);
     Py_XDECREF(text); Py_XDECREF(places); Py_XDECREF(parts); Py_XDECREF(tmp);
-    Py_XDECREF(gb); Py_XDECREF(tb); Py_XDECREF(sb);
+    Py_XDECREF(gb); Py_XDECREF(tb); Py_XDECREF(sb); Py_XDECREF(opsref);
     free(owner); free(gcodes); free(idx); free(tidx); free(tent); free(gse); free(sc); free(pieces);
     return result;
 }
