@@ -42,5 +42,11 @@ setup(
             extra_compile_args=["-O2", "-ffp-contract=off"],
             optional=True,
         ),
+        Extension(
+            "search_space._ccodes",
+            ["search_space/_ccodes.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
     ]
 )

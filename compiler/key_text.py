@@ -32,7 +32,8 @@ from compiler.codes import LazySchedule, ScheduleCodes, ValueTable, codes_of
 from compiler.memo import peek_memo
 from compiler.schedule import GraphSchedule, Placement
 
-__all__ = ["coded_text", "key_text", "transfer_entries", "transfer_tail", "transfer_text"]
+__all__ = ["coded_text", "key_text", "text_pieces", "transfer_entries", "transfer_tail",
+           "transfer_text"]
 
 
 class _Pieces:
@@ -142,6 +143,12 @@ def key_text(schedule: GraphSchedule) -> str:
         memo[_MEMO_KEY] = text
         return text
     return repr(schedule.structural_key())
+
+
+def text_pieces(table: ValueTable) -> _Pieces:
+    """The reprs of ``table``'s values made so far (made on first use; kept while the
+    table lives): its ``group(table, code)`` is a group code's (ops, text, first op repr)."""
+    return _pieces(table)
 
 
 def _pieces(table: ValueTable) -> _Pieces:

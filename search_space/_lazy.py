@@ -19,6 +19,16 @@ builds, each when first asked for:
   when a reader first touches one of those fields (the simulator, the log writer,
   JSON, validation of a copy...).
 
+The codes and the text are made together in one C call (``search_space/_ccodes.c``,
+:meth:`Decoded._code_compiled`) when the compiled decoder packed the state (its transfers'
+rows, the walk's chunk positions): hash tables by value from what a group, a placed
+transfer and a name's steps are made of to their codes and text pieces; a value met the
+first time is interned by the Python code here (a callback, in the order :meth:`Decoded._code`
+interns), so the table, the codes and the text are the same (issue 20: codes and text
+0.23 against 0.38 ms per decoded BERT-base candidate in a tune). :meth:`Decoded._code`
+and ``coded_text`` are the reference and the fallback (``GRAPHTUNE_PURE_PYTHON=1``, not
+built, a state the C code declines); ``tests/search_space/test_ccodes.py`` compares them.
+
 A candidate that is only pre-checked (its memory plan is remembered beside it, the
 issue read from the plan) never computes any of them; one that is identified and
 featurised computes the codes and the text, not the objects.
@@ -37,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compiler.codes import ScheduleCodes, TransferItem, ValueTable
-from compiler.key_text import coded_text, transfer_entries
+from compiler.key_text import coded_text, text_pieces, transfer_entries
 from compiler.schedule import GroupSpec, Placement, Step, Transfer
 
 if TYPE_CHECKING:
@@ -59,7 +69,7 @@ class Interned:
     transfers, so a table keyed by their identity would only hold them alive (review).
     """
 
-    __slots__ = ("groups", "places", "steps", "table")
+    __slots__ = ("ccache", "groups", "places", "steps", "table")
 
     def __init__(self, places: dict[tuple[str, tuple[tuple[int, ...], ...]], Placement],
                  steps: dict[tuple[str, str, int], Step]) -> None:
@@ -67,12 +77,47 @@ class Interned:
         self.table: ValueTable | None = None
         # (name, id(ops), split, perm, cores, parts, spread, chunk scopes) -> group code
         self.groups: dict[tuple[Any, ...], int] = {}
+        # the compiled codes' caches for ``table`` (search_space._ccodes.Cache; made on first use)
+        self.ccache: Any = None
 
     def use(self, table: ValueTable) -> None:
         """Intern in ``table`` from now on (the caches of another table are dropped)."""
         if table is not self.table or len(self.groups) > _BOUND:
+            if table is not self.table:
+                self.ccache = None
             self.table = table
             self.groups = {}
+
+    def group_code(self, table: ValueTable, name: str, info: Any, split: int,
+                   scopes: Sequence[int], binds: Sequence[tuple[tuple[int, ...], ...]]) -> int:
+        """The code in ``table`` of the group spec a decoder's group record makes with its
+        chunks' ``scopes`` (interned when new)."""
+        places = tuple(self.placement(_NAME[s], b) for s, b in zip(scopes, binds))
+        # identities are stable keys: the space keeps its op tuples and placements alive
+        tkey = (name, id(info.ops), split, *map(id, places))
+        c = table.group_code(tkey)
+        if c is None:
+            c = table.add_group(tkey, GroupSpec(name, info.ops, split, places))
+        return c
+
+    def step_code(self, table: ValueTable, node: Node) -> int:
+        """The code in ``table`` of an order node's step (interned when new)."""
+        c = table.step_code(node)
+        if c is None:
+            c = table.add_step(node, self.step(node))
+        return c
+
+    def compiled(self, table: ValueTable) -> Any:
+        """The compiled codes' caches for ``table`` (:mod:`search_space._ccodes`), or None
+        (pure Python forced, not built, or ``table`` not the one interned in)."""
+        if table is not self.table:
+            return None
+        mod = _ccodes()
+        if mod is None:
+            return None
+        if self.ccache is None:
+            self.ccache = _compiled_cache(mod, self, table)
+        return self.ccache
 
     def placement(self, scope: str, bind: tuple[tuple[int, ...], ...]) -> Placement:
         """The space's shared Placement (as ``Space.placement``)."""
@@ -133,7 +178,8 @@ class Decoded:
     (issue 20).
     """
 
-    __slots__ = ("_codes", "_objects", "_state", "_text", "_transfers", "batch", "it", "table")
+    __slots__ = ("_codes", "_made", "_objects", "_state", "_text", "_transfers", "batch", "it",
+                 "table")
 
     def __init__(self, it: Interned, batch: int, groups: tuple[Any, ...], transfers: Sequence[Transfer],
                  nodes: list[Node], scopes: Sequence[int],
@@ -144,12 +190,43 @@ class Decoded:
         self._transfers: Sequence[list[Any]] = ()  # rows, made with the codes
         self._text: str | None = None
         self._objects: tuple[Any, ...] | None = None
+        # coded in C: the transfers and each one's placement (the rows made with the objects)
+        self._made: tuple[Sequence[Transfer], tuple[Placement, ...]] | None = None
 
     def codes(self) -> ScheduleCodes:
         if self._codes is None:
-            self._code()
+            if not self._code_compiled():
+                self._code()
         assert self._codes is not None
         return self._codes
+
+    def _code_compiled(self) -> bool:
+        """The codes and the text in one C call (:mod:`search_space._ccodes`) from what the
+        compiled decoder packed; False (nothing set) when that is not at hand: pure Python
+        forced, not built, transfers already made or the walk's positions unpacked (then
+        :meth:`_code`, the reference)."""
+        state = self._state
+        assert state is not None
+        groups, transfers, nodes, scopes, at = state
+        packed = getattr(transfers, "_packed", None)
+        parts = getattr(at, "_parts", None)
+        if packed is None or parts is None or type(scopes) is not list:
+            return False
+        assert self.table is not None
+        cache = self.it.compiled(self.table)
+        if cache is None:
+            return False
+        got = cache.encode(self.batch, groups, parts[0], parts[1], scopes, nodes, packed[0],
+                           packed[1], transfers.names, packed[2], parts[3])
+        if got is None:  # a state the C code does not take: the Python code
+            return False
+        g, t, st, self._text, places = got
+        self._codes = ScheduleCodes(self.table, np.frombuffer(g, dtype=np.int32),
+                                    np.frombuffer(t, dtype=np.int32),
+                                    np.frombuffer(st, dtype=np.int32))
+        self._made = (transfers, places)
+        self._state = None
+        return True
 
     def _code(self) -> None:
         state = self._state
@@ -178,13 +255,7 @@ class Decoded:
             key = (name, id(info.ops), split, perm, cores, parts, spread, sc)
             c = fast.get(key)
             if c is None:
-                places = tuple(it.placement(_NAME[s], b) for s, b in zip(sc, binds))
-                # identities are stable keys: the space keeps its op tuples and placements alive
-                tkey = (name, id(info.ops), split, *map(id, places))
-                c = table.group_code(tkey)
-                if c is None:
-                    c = table.add_group(tkey, GroupSpec(name, info.ops, split, places))
-                fast[key] = c
+                c = fast[key] = it.group_code(table, name, info, split, sc, binds)
             g_codes.append(c)
         t_codes = []
         rows = []
@@ -205,7 +276,7 @@ class Decoded:
         s_codes = table.step_codes(nodes)
         for k, c in enumerate(s_codes):
             if c is None:
-                s_codes[k] = table.add_step(nodes[k], it.step(nodes[k]))
+                s_codes[k] = it.step_code(table, nodes[k])
         self._codes = ScheduleCodes(table, np.array(g_codes, dtype=np.int32),
                                     np.array(t_codes, dtype=np.int32),
                                     np.array(s_codes, dtype=np.int32))
@@ -214,7 +285,9 @@ class Decoded:
 
     def key_text(self) -> str:
         if self._text is None:
-            codes = self.codes()
+            codes = self.codes()  # the compiled codes make the text with them
+            if self._text is not None:
+                return self._text
             table = codes.table
             entries = transfer_entries(table, self._transfers)
             self._text = coded_text(self.batch, table, codes.groups.tolist(), entries,
@@ -226,6 +299,11 @@ class Decoded:
             codes = self.codes()
             table = codes.table
             groups, steps = table.groups, table.steps
+            if self._made is not None:  # coded in C: the rows as _code makes them
+                made, places = self._made
+                self._transfers = [[t, None, c, None, p]
+                                   for t, c, p in zip(made, codes.transfers.tolist(), places)]
+                self._made = None
             for row in self._transfers:
                 if row[1] is None:  # the transfer with its result in its placement
                     t, place = row[0], row[4]
@@ -236,3 +314,47 @@ class Decoded:
                              tuple([row[1] for row in self._transfers]),
                              tuple([steps[c] for c in codes.order.tolist()]))
         return self._objects  # type: ignore[return-value]
+
+
+_MOD: list[Any] = []
+# entries of each of a compiled cache's tables before it starts again: a placed transfer's
+# entry holds its text (~300-400 bytes), as key_text's memo of them (_BOUND there, the same)
+_CLIMIT = 32_768
+
+
+def _ccodes() -> Any:
+    """The compiled codes (``search_space._ccodes``), or None (pure Python forced, or not
+    built: warned once by :func:`search_space._ccore.load_extension`)."""
+    if not _MOD:
+        from search_space._ccore import load_extension  # (it imports this module's users)
+
+        _MOD.append(load_extension)
+    return _MOD[0]("_ccodes")
+
+
+def _compiled_cache(mod: Any, it: Interned, table: ValueTable, limit: int = _CLIMIT) -> Any:
+    """A ``_ccodes.Cache`` for ``table``: what it calls back for a value met the first time
+    is the Python code's, so the table grows as :meth:`Decoded._code` grows it."""
+    pieces = text_pieces(table)
+
+    def new_group(groups: tuple[Any, ...], i: int, sc: tuple[int, ...]) -> int:
+        name, info, split, _, _, _, _, binds = groups[i * _NF:(i + 1) * _NF]
+        return it.group_code(table, name, info, split, sc, binds)
+
+    def group_info(c: int) -> tuple[tuple[int, ...], str, str]:
+        return pieces.group(table, c)
+
+    def new_transfer(tensor: str, df: int, d0: int, dn: int, scope: int,
+                     bind: tuple[tuple[int, ...], ...]) -> tuple[int, Placement, str]:
+        dst = tuple(range(d0, d0 + dn))
+        place = it.placement(_NAME[scope], bind)
+        tkey = (tensor, df, dst, id(place))
+        c = table.transfer_code(tkey)
+        if c is None:
+            c = table.add_transfer(tkey, TransferItem(tensor, df, dst, place))
+        return c, place, pieces.placement(place)
+
+    def step_code(node: Node) -> int:
+        return it.step_code(table, node)
+
+    return mod.Cache(new_group, group_info, new_transfer, step_code, limit)

@@ -13,7 +13,7 @@ import pytest
 
 from search_space import _ccore
 
-PARTS = ("_cwalk", "_cdag", "_cpart", "_cshape", "_canalyse")
+PARTS = ("_cwalk", "_cdag", "_cpart", "_cshape", "_canalyse", "_ccodes")
 
 
 def _compiler() -> str | None:
