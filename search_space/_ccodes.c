@@ -375,8 +375,14 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
         PyObject *k, *v;
         while (PyDict_Next(gidx, &pos, &k, &v)) {
             PyObject *name = PyTuple_GET_ITEM(flat, i * NF);
-            if (!PyUnicode_Check(k) || !PyUnicode_Check(name) || !PyLong_Check(v) || PyLong_AsLong(v) != i
-                || !same_str(k, name))
+            if (!PyUnicode_Check(k) || !PyUnicode_Check(name) || !PyLong_Check(v))
+                Py_RETURN_NONE;
+            long at = PyLong_AsLong(v);
+            if (at == -1 && PyErr_Occurred()) {  /* not a C long: not a decoder's index */
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            if (at != i || !same_str(k, name))
                 Py_RETURN_NONE;
             i++;
         }
@@ -508,7 +514,11 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
         int scope;
         if (as_int(PyList_GET_ITEM(scopes, sa[j]), &scope)) goto fail;
         if (scope < 0 || scope > 2 || row[1] < 0 || row[1] >= NT || row[0] < 0 || row[0] > 1
-            || row[4] < 0 || row[5] < 0 || row[6] < 0 || row[7] < 0) {
+            || row[4] < 0 || row[5] < 0 || row[6] < 0 || row[7] < 0
+            /* what _cdag.make_transfers refuses ("a bad row"): the Python path raises it */
+            || row[2] < 1 || row[3] < 1 || row[2] > (1 << 20) || row[3] > (1 << 20)
+            || row[5] > (1 << 20) || row[7] > (1 << 20)
+            || row[5] > INT_MAX - row[4] || row[7] > INT_MAX - row[6]) {
             refuse = 1; goto done;
         }
         Py_hash_t hn = PyObject_Hash(name), hb = PyObject_Hash(bind);

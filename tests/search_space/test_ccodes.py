@@ -153,6 +153,13 @@ def test_a_state_it_does_not_take_is_the_python_codes(target: Target) -> None:
     bad_chunks[-4:] = (10**6).to_bytes(4, "little")  # a position past the order
     assert cache.encode(*args[:3], bytes(bad_chunks), *args[4:]) is None
     assert cache.encode(*args[:4], scopes[:-1], *args[5:]) is None  # a scope short
+    huge = dict(gidx)
+    huge[next(iter(huge))] = 2**70  # an index that is no C long: declined, no error left set
+    assert cache.encode(*args[:2], huge, *args[3:]) is None
+    if transfers.names:  # a row _cdag.make_transfers refuses (a run past INT_MAX): declined
+        bad_rows = bytearray(rows)
+        bad_rows[16:24] = (2**31 - 10).to_bytes(4, "little") + (100).to_bytes(4, "little")
+        assert cache.encode(*args[:6], bytes(bad_rows), *args[7:]) is None
     if len(transfers.names) > 1:  # two transfers of one name: the Python code sorts them
         names = [transfers.names[0]] * len(transfers.names)
         assert cache.encode(*args[:8], names, *args[9:]) is None
