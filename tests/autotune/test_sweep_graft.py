@@ -159,3 +159,37 @@ def test_a_sweep_measures_its_grafts_in_later_chunks_only(tiny_graph: Graph, tmp
                     for by in recs.values() for rs in by.values() for r in rs}
         assert all(len(ids) <= k and set(ids) <= measured for _, ids in calls)
         assert any(ids for _, ids in calls)  # some graft was found, and measured
+
+
+def test_a_memo_kept_over_calls_picks_what_a_fresh_one_picks(tiny_graph: Graph, tmp_path: Path) -> None:
+    """``graft_seeds`` with one memo kept over a variant's successive calls (the log growing,
+    as a sweep's chunks see it) returns the schedules a fresh memo returns at each call, in
+    order: the memo (each record's vector, each graft's canonical vector or its overflow,
+    each schedule's feature row) only saves work (h111: -33 % of the grafts' CPU on
+    MobileNetV2 b16, the same picks)."""
+    import autotune.whatif._sweep as sweep_module
+    from autotune._tune import load_tasks
+    from autotune.sampling._studies import candidate_id
+    from autotune.whatif._graft import graft_seeds
+    from search_space import build_space
+
+    vs = make_variants(BASE, [parse_set("l1.data_bytes=64K,1M")])
+    log = tmp_path / "s.jsonl"
+    sweep_module.sweep([tiny_graph], vs, trials_per_variant=24, log=log, workers=0, seed=0,
+                       pretrained=False)
+    (task,) = load_tasks([tiny_graph])
+    recs = list(sweep_module._sim_records(str(log), [task], vs))
+    kept: dict[str, dict[Any, Any]] = {}
+    ranked = 0
+    for v in vs:
+        space = build_space(task.graph, v.target, task.batch)
+        for cut in range(len(recs) // 3, len(recs) + 1, 4):
+            own = [r for r in recs[:cut] if str(r.target) == v.key]
+            donors = [r for r in recs[:cut] if str(r.target) != v.key]
+            for count in (1, 2):
+                memo = kept.setdefault(f"{v.key} {count}", {})
+                again = graft_seeds(space, task.graph, v.target, own, donors, count, 0, memo)
+                fresh = graft_seeds(space, task.graph, v.target, own, donors, count, 0, {})
+                assert [candidate_id(s) for s in again] == [candidate_id(s) for s in fresh]
+                ranked += len(memo.get("row", {})) > 0
+    assert ranked  # some call ranked (more candidates than asked for): the rows were kept
