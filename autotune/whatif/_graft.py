@@ -184,12 +184,12 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
     new = [k for k in picked if k not in rows]  # features are per schedule: computed once
     for k, row in zip(new, ranker.features([schedule(k) for k in new]) if new else [], strict=True):
         rows[k] = row
-    mine = [_own_key(r) for r in ran]
-    todo = [(k, r) for k, r in zip(mine, ran, strict=True) if k not in rows]
+    mine: list[Any] = [_own_key(r) for r in ran]
+    todo = [(m, r) for m, r in zip(mine, ran, strict=True) if m not in rows]
     if todo:
         x = ranker.features([GraphSchedule.from_json(dict(r.schedule)) for _, r in todo])
-        for (k, _), row in zip(todo, x, strict=True):
-            rows[k] = row
+        for (m, _), row in zip(todo, x, strict=True):
+            rows[m] = row
     ranker.fit(np.array([rows[k] for k in mine]),
                np.array([float(r.result.throughput_per_s or 0.0) for r in ran]))
     scores = ranker.predict(np.array([rows[k] for k in picked]))
