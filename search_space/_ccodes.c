@@ -139,35 +139,27 @@ static void it_clear(Cache *c) {
     free(c->it); c->it = NULL; c->itcap = c->itn = 0;
 }
 
-static int s_grow(Cache *c) {
-    size_t cap = c->scap ? c->scap * 2 : 256;
-    SEntry *n = calloc(cap, sizeof(SEntry));
-    if (!n) { PyErr_NoMemory(); return -1; }
-    for (size_t i = 0; i < c->scap; i++) {
-        SEntry *e = &c->s[i];
-        if (!e->name) continue;
-        size_t j = (size_t)e->hash & (cap - 1);
-        while (n[j].name) j = (j + 1) & (cap - 1);
-        n[j] = *e;
+/* a table's doubling (open addressing, linear probing): the entries re-placed by their hash;
+ * KEY is the field that is NULL in an empty slot */
+#define DEFINE_GROW(NAME, TYPE, ARR, CAP, KEY, FIRST)                       \
+    static int NAME(Cache *c) {                                             \
+        size_t cap = c->CAP ? c->CAP * 2 : FIRST;                           \
+        TYPE *n = calloc(cap, sizeof(TYPE));                                \
+        if (!n) { PyErr_NoMemory(); return -1; }                            \
+        for (size_t i = 0; i < c->CAP; i++) {                               \
+            TYPE *e = &c->ARR[i];                                           \
+            if (!e->KEY) continue;                                          \
+            size_t j = (size_t)e->hash & (cap - 1);                         \
+            while (n[j].KEY) j = (j + 1) & (cap - 1);                       \
+            n[j] = *e;                                                      \
+        }                                                                   \
+        free(c->ARR); c->ARR = n; c->CAP = cap;                             \
+        return 0;                                                           \
     }
-    free(c->s); c->s = n; c->scap = cap;
-    return 0;
-}
 
-static int it_grow(Cache *c) {
-    size_t cap = c->itcap ? c->itcap * 2 : 1024;
-    IEntry *n = calloc(cap, sizeof(IEntry));
-    if (!n) { PyErr_NoMemory(); return -1; }
-    for (size_t i = 0; i < c->itcap; i++) {
-        IEntry *e = &c->it[i];
-        if (!e->tensor) continue;
-        size_t j = (size_t)e->hash & (cap - 1);
-        while (n[j].tensor) j = (j + 1) & (cap - 1);
-        n[j] = *e;
-    }
-    free(c->it); c->it = n; c->itcap = cap;
-    return 0;
-}
+DEFINE_GROW(s_grow, SEntry, s, scap, name, 256)
+
+DEFINE_GROW(it_grow, IEntry, it, itcap, tensor, 1024)
 
 static void info_clear(Cache *c) {
     for (size_t i = 0; i < c->icap; i++) {
@@ -186,35 +178,9 @@ static int same_str(PyObject *a, PyObject *b) {
     return PyUnicode_Compare(a, b) == 0;
 }
 
-static int g_grow(Cache *c) {
-    size_t cap = c->gcap ? c->gcap * 2 : 1024;
-    GEntry *n = calloc(cap, sizeof(GEntry));
-    if (!n) { PyErr_NoMemory(); return -1; }
-    for (size_t i = 0; i < c->gcap; i++) {
-        GEntry *e = &c->g[i];
-        if (!e->name) continue;
-        size_t j = (size_t)e->hash & (cap - 1);
-        while (n[j].name) j = (j + 1) & (cap - 1);
-        n[j] = *e;
-    }
-    free(c->g); c->g = n; c->gcap = cap;
-    return 0;
-}
+DEFINE_GROW(g_grow, GEntry, g, gcap, name, 1024)
 
-static int t_grow(Cache *c) {
-    size_t cap = c->tcap ? c->tcap * 2 : 1024;
-    TEntry *n = calloc(cap, sizeof(TEntry));
-    if (!n) { PyErr_NoMemory(); return -1; }
-    for (size_t i = 0; i < c->tcap; i++) {
-        TEntry *e = &c->t[i];
-        if (!e->name) continue;
-        size_t j = (size_t)e->hash & (cap - 1);
-        while (n[j].name) j = (j + 1) & (cap - 1);
-        n[j] = *e;
-    }
-    free(c->t); c->t = n; c->tcap = cap;
-    return 0;
-}
+DEFINE_GROW(t_grow, TEntry, t, tcap, name, 1024)
 
 /* the per-code pieces of group code `code` (asked of group_info once) */
 static GInfo *info_of(Cache *c, int code) {
