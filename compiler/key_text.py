@@ -113,7 +113,7 @@ def _tuple(parts: list[str]) -> str:
 
 def transfer_tail(table: ValueTable, dst_chunks: tuple[int, ...], placement: Placement) -> str:
     """``repr((dst_chunks, placement))[1:]``, the placement's repr remembered."""
-    return f"{dst_chunks!r}, {_pieces(table).placement(placement)})"
+    return f"{dst_chunks!r}, {text_pieces(table).placement(placement)})"
 
 
 def _grow(cache: list[object | None], n: int) -> None:
@@ -148,10 +148,6 @@ def key_text(schedule: GraphSchedule) -> str:
 def text_pieces(table: ValueTable) -> _Pieces:
     """The reprs of ``table``'s values made so far (made on first use; kept while the
     table lives): its ``group(table, code)`` is a group code's (ops, text, first op repr)."""
-    return _pieces(table)
-
-
-def _pieces(table: ValueTable) -> _Pieces:
     pieces = _PIECES.get(table)
     if pieces is None:
         pieces = _PIECES[table] = _Pieces()
@@ -178,7 +174,7 @@ def transfer_entries(table: ValueTable, rows: Sequence[list[Any]]) -> list[tuple
     one dict look-up, not a text formatted again (bounded: past :data:`_BOUND` entries
     the older half, by first use, is dropped and the newer half kept).
     """
-    pieces = _pieces(table)
+    pieces = text_pieces(table)
     memo = pieces.entries
     if len(memo) > _BOUND:
         memo = pieces.entries = dict(islice(memo.items(), len(memo) - _BOUND // 2, None))
@@ -205,7 +201,7 @@ def coded_text(batch: int, table: ValueTable, g_codes: list[int],
     """The key's text of a schedule whose groups and steps are the table's values of
     ``g_codes`` and ``s_codes`` (in its order) and whose transfers' entries are
     ``transfers`` as (name, :func:`transfer_text`)."""
-    pieces = _pieces(table)
+    pieces = text_pieces(table)
     cached = pieces.groups
     n_groups = len(table.groups)
     _grow(cached, n_groups)  # type: ignore[arg-type]
@@ -277,7 +273,7 @@ def _from_codes(s: GraphSchedule, codes: ScheduleCodes) -> str | None:
             return None
     # transfers: (name, kind, tensor, src_factor, dst_factor, src_chunks, dst_chunks,
     # placement), sorted by name; the interned item gives the costly tail
-    pieces = _pieces(table)
+    pieces = text_pieces(table)
     _grow(pieces.transfers, len(table.transfers))  # type: ignore[arg-type]
     transfers = []
     for t, c in zip(s.transfers, t_codes):

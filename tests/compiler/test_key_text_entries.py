@@ -70,7 +70,7 @@ def test_transfer_entries_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> No
         t = Transfer(f"t{k}", "split", "x", 1, 2, (0,), (0, 1), place)
         [(name, text)] = kt.transfer_entries(table, [[t, None, c, None, place]])
         assert text == _entry(t) and name == f"t{k}"
-        kept = [key[0] for key in kt._pieces(table).entries]
+        kept = [key[0] for key in kt.text_pieces(table).entries]
         assert len(kept) <= 5
         # the newest entries, in order of first use, always include the last three
         assert kept == [f"t{i}" for i in range(max(0, k + 1 - len(kept)), k + 1)]
