@@ -45,13 +45,8 @@ def vector_view(space: Space, schedule: GraphSchedule
     """What the neighbourhoods read of a schedule of ``space``: its vector, its active free
     parameters, those by kind, each cut parameter's cut index, the granularity parameter
     (-1: none) and the first cut choice that is not a boundary at that granularity."""
-    vec = space.encode(schedule)
-    known = space._known(schedule)
-    active = known[1] if known is not None else tuple(space._decode_free(vec)[2])
-    by_kind: dict[str, list[int]] = {}
-    for f in active:
-        by_kind.setdefault(space.free[f].kind, []).append(f)
-    cut_free = {int(space.rep[d]): k for k, d in enumerate(space.d_cut)}
+    vec, active, (by_kind, _) = space._by_kind(schedule)
+    cut_free = space.cut_free  # the space's (shared: read only), as by_kind's lists
     gran = int(space.rep[space.d_gran]) if space.d_gran >= 0 else -1
     below = CUT_BELOW[GRANULARITIES[int(vec[gran])]] if gran >= 0 else 0
     return vec, tuple(active), by_kind, cut_free, gran, below
@@ -145,7 +140,7 @@ def _moved_boundaries(space: Space, vec: np.ndarray, on: list[int], below: int,
     """``vec`` with one boundary of ``on`` moved by each of ``dists`` cut points, both
     ways, to a cut point that is not a boundary (their ranks swapped, as
     :meth:`Space.mutate`'s ``boundary`` move does)."""
-    cut_free = {int(space.rep[d]): k for k, d in enumerate(space.d_cut)}
+    cut_free = space.cut_free
     for f in on:
         k = cut_free.get(f)
         if k is None:

@@ -97,11 +97,14 @@ class _Mark:
     read as they are (a bytearray: the garbage collector does not track it), so a sampled,
     pre-checked candidate never pays for them (~40 us a BERT-large candidate, issue 20)."""
 
-    __slots__ = ("_made", "_read", "_vec", "token")
+    __slots__ = ("_made", "_read", "_vec", "kinds", "token")
 
     def __init__(self, token: _Token, vec: np.ndarray | None, read: bytearray | None,
                  made: tuple[np.ndarray, tuple[int, ...]] | None = None) -> None:
         self.token, self._vec, self._read, self._made = token, vec, read, made
+        # the parameters read by kind and the cut parameters among them (Space._by_kind),
+        # made when the schedule is first mutated: a parent is mutated many times a round
+        self.kinds: tuple[dict[str, list[int]], np.ndarray] | None = None
 
     def known(self) -> tuple[np.ndarray, tuple[int, ...]]:
         """(canonical vector, free parameters read in ascending order), made once."""
@@ -319,6 +322,9 @@ class Space:
             self._unit_of_free[self.rep[d]] = unit[free[self.rep[d]]]
         self._n_units = len(st.segments) + 1
         self._mode_free = np.array(sorted({int(self.rep[d]) for d in self.d_mode}), dtype=np.int64)
+        # each cut parameter's cut index (read only: mutate and the neighbourhoods share it)
+        self.cut_free: dict[int, int] = {int(self.rep[d]): k for k, d in enumerate(self.d_cut)}
+        self._kind_of_free: list[str] = [d.kind for d in self.free]
 
     def _tie_map(self) -> np.ndarray:
         """Full dim -> representative full dim when repeated segments share parameters."""
@@ -544,17 +550,12 @@ class Space:
             move: One of ``boundary, merge, split_group, split, rebind, scope, reorder``
                 (default: a random one each attempt).
         """
-        vec = self.encode(schedule)
-        known = self._known(schedule)
-        active = known[1] if known is not None else tuple(self._decode_free(vec)[2])
+        vec, _, (by_kind, cuts) = self._by_kind(schedule)
         key = key_text(schedule)  # its codes' text: the structural key's repr, cheaper
-        by_kind: dict[str, list[int]] = {}
-        for f in active:
-            by_kind.setdefault(self.free[f].kind, []).append(f)
-        cut_free = {int(self.rep[d]): k for k, d in enumerate(self.d_cut)}
+        cut_free = self.cut_free
         for _ in range(32):
             kind = move or _MOVES[int(rng.integers(len(_MOVES)))]
-            child = self._move(vec, kind, by_kind, cut_free, rng)
+            child = self._move(vec, kind, by_kind, cut_free, rng, cuts)
             if child is None:
                 continue
             s = self._decode_marked(child)
@@ -562,8 +563,34 @@ class Space:
                 return s
         return schedule
 
+    def _by_kind(self, schedule: GraphSchedule
+                 ) -> tuple[np.ndarray, tuple[int, ...], tuple[dict[str, list[int]], np.ndarray]]:
+        """A schedule of this space's vector, its free parameters read (ascending) and those
+        by kind (each list ascending) with the cut parameters among them as an array; the
+        last made once per decoded schedule (kept in its mark: a parent is mutated many
+        times a round, and the loop over its ~600 parameters was ~40 us of a BERT-base
+        child). The lists are shared: read them, never change them."""
+        vec = self.encode(schedule)
+        mark = getattr(schedule, "_space_known", None)
+        ours = mark is not None and mark.token is self._token
+        active = mark.known()[1] if ours else tuple(self._decode_free(vec)[2])
+        kinds = mark.kinds if ours else None
+        if kinds is None:
+            by_kind: dict[str, list[int]] = {}
+            of = self._kind_of_free
+            for f in active:
+                got = by_kind.get(of[f])
+                if got is None:
+                    got = by_kind[of[f]] = []
+                got.append(f)
+            kinds = (by_kind, np.array(by_kind.get("cut", ()), dtype=np.int64))
+            if ours:
+                mark.kinds = kinds
+        return vec, active, kinds
+
     def _move(self, vec: np.ndarray, kind: str, by_kind: dict[str, list[int]],
-              cut_free: dict[int, int], rng: np.random.Generator) -> np.ndarray | None:
+              cut_free: dict[int, int], rng: np.random.Generator,
+              cut_arr: np.ndarray | None = None) -> np.ndarray | None:
         child = vec.copy()
         cuts = by_kind.get("cut", [])
 
@@ -579,8 +606,11 @@ class Space:
 
         gran = int(self.rep[self.d_gran]) if self.d_gran >= 0 else -1
         below = CUT_BELOW[GRANULARITIES[int(child[gran])]] if gran >= 0 else 0
-        on = [f for f in cuts if child[f] < below]
-        off = [f for f in cuts if child[f] >= below]
+        if cut_arr is None:
+            cut_arr = np.array(cuts, dtype=np.int64)
+        is_on = child[cut_arr] < below
+        on: list[int] = cut_arr[is_on].tolist()
+        off: list[int] = cut_arr[~is_on].tolist()
 
         def rank(lo: int, hi: int) -> int:
             return int(rng.integers(lo, hi))
