@@ -325,6 +325,8 @@ class Space:
         # each cut parameter's cut index (read only: mutate and the neighbourhoods share it)
         self.cut_free: dict[int, int] = {int(self.rep[d]): k for k, d in enumerate(self.d_cut)}
         self._kind_of_free: list[str] = [d.kind for d in self.free]
+        self._free_names: list[str] = [d.name for d in self.free]
+        self._free_choices: list[tuple[Any, ...]] = [d.choices for d in self.free]
 
     def _tie_map(self) -> np.ndarray:
         """Full dim -> representative full dim when repeated segments share parameters."""
@@ -535,7 +537,7 @@ class Space:
         if v.shape != (len(self.free),):
             raise SpaceError(f"a vector of this space has {len(self.free)} entries, got {v.shape}")
         _, canon, active = self._decode_free(v)
-        return {self.free[f].name: self.free[f].choices[int(canon[f])] for f in active}
+        return self._params(canon, active)
 
     # ---- evolution -----------------------------------------------------------------------
     def mutate(self, schedule: GraphSchedule, rng: np.random.Generator,
@@ -741,7 +743,11 @@ class Space:
         return Projection(s, canon.copy(), self._params(canon, active), reason=exact.reason)
 
     def _params(self, vec: np.ndarray, active: Sequence[int]) -> dict[str, Any]:
-        return {self.free[f].name: self.free[f].choices[int(vec[f])] for f in active}
+        # the values as ints once, the names and choices from lists (every pick of a round
+        # makes its parameters: ~600 numpy scalar reads and attribute look-ups on BERT-base)
+        values = vec.tolist()
+        names, choices = self._free_names, self._free_choices
+        return {names[f]: choices[f][values[f]] for f in active}
 
     def _to_free(self, free: dict[int, int]) -> np.ndarray:
         vec = np.zeros(len(self.free), dtype=np.int16)

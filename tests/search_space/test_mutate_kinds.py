@@ -1,6 +1,7 @@
 """What ``Space.mutate`` reads of a parent, made once per decoded schedule
 (``Space._by_kind``, kept in the schedule's mark) and the space's ``cut_free``: the same
-children as reading them afresh, and never changed by a move."""
+children as reading them afresh, and never changed by a move. A projection's parameters
+from the space's name and choice lists: the definition's."""
 
 from __future__ import annotations
 
@@ -77,3 +78,19 @@ def test_a_parent_mutates_alike_with_and_without_its_kept_kinds(target: Target, 
         fresh._space_known.kinds = None
         assert key_text(space.mutate(kept, a)) == key_text(space.mutate(fresh, b))
     assert kept._space_known.kinds is not None
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(key=st.sampled_from(["tiny_cnn", "deepfm", "bert2"]), seed=st.integers(0, 2**16))
+def test_a_projection_s_parameters_are_the_definition(target: Target, key: str, seed: int) -> None:
+    """``project`` and ``params_of`` name each parameter read with its choice's value
+    (from the space's name and choice lists), in the order read, as the definition does."""
+    space = _space(target, key)
+    rng = np.random.default_rng(seed)
+    s = space.mutate(space.sample(rng), rng)
+    canon, active = space._known(s)
+    want = {space.free[f].name: space.free[f].choices[int(canon[f])] for f in active}
+    got = space.project(s).params
+    assert list(got.items()) == list(want.items())
+    assert all(type(a) is type(b) for a, b in zip(got.values(), want.values()))
+    assert list(space.params_of(canon).items()) == list(want.items())
