@@ -573,10 +573,11 @@ class Space:
         times a round, and the loop over its ~600 parameters was ~40 us of a BERT-base
         child). The lists are shared: read them, never change them."""
         vec = self.encode(schedule)
-        mark = getattr(schedule, "_space_known", None)
-        ours = mark is not None and mark.token is self._token
-        active = mark.known()[1] if ours else tuple(self._decode_free(vec)[2])
-        kinds = mark.kinds if ours else None
+        mark: _Mark | None = getattr(schedule, "_space_known", None)
+        if mark is not None and mark.token is not self._token:
+            mark = None  # another space's decode: nothing kept
+        active = mark.known()[1] if mark is not None else tuple(self._decode_free(vec)[2])
+        kinds = mark.kinds if mark is not None else None
         if kinds is None:
             by_kind: dict[str, list[int]] = {}
             of = self._kind_of_free
@@ -586,7 +587,7 @@ class Space:
                     got = by_kind[of[f]] = []
                 got.append(f)
             kinds = (by_kind, np.array(by_kind.get("cut", ()), dtype=np.int64))
-            if ours:
+            if mark is not None:
                 mark.kinds = kinds
         return vec, active, kinds
 
