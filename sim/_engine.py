@@ -35,7 +35,7 @@ against the invariants of :mod:`sim._invariants` before it is returned.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -45,8 +45,9 @@ from compiler.derive import chunk_dag
 from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
 from compiler.layout import group_layout, input_layout, transfer_layout
-from compiler.memo import memo_of
+from compiler.memo import BoundedDict, memo_of
 from sim._flows import Flows as _Flows
+from sim._flows import GroupStatic
 from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
 from sim._host import HostSegment, host_ops, host_segment_cycles
@@ -73,6 +74,65 @@ __all__ = ["run"]
 Node = tuple[str, str, int]
 _MODEL_INPUT = -1
 _MOVE_CACHE_LIMIT = 200_000
+# Step plans kept per graph and target (a BERT-base b8 tune of 400 measurements makes
+# ~6,000 of them, 60 % of its 15,300 group steps finding theirs; each holds a few small
+# dicts).
+_PLAN_LIMIT = 20_000
+
+
+@dataclass(frozen=True, eq=False)
+class _StepPlan:
+    """What a group step moves and computes whatever the timeline (:meth:`_Sim.step_plan`).
+
+    A step's flows depend only on its op set, its layout, the layouts and cores of its
+    inputs' providers and what the capacity model streams; its compute cost, when it
+    gathers no tables, only on those too. A tune's candidates share most of their steps
+    with the candidates they were bred from, so the plans are kept per graph and target
+    and each simulation only books them on the timeline. Never mutated once made.
+
+    Attributes:
+        info: The op set's :class:`~sim._flows.GroupStatic`.
+        work: Its :class:`~sim._model.GroupWork`.
+        staged: ``(source scope, flows)`` of the staged loads, in first-use order.
+        streamed: Flows of the streamed inputs, by source scope in first-use order.
+        kinds: ``(tensor, source scope)`` of each input another step provides (whose
+            readiness the step waits for).
+        ex: The exchange between a part's cores (None: nothing crosses).
+        out: The output's store to LLB/DDR (None: it stays in L1).
+        remote: Ops whose re-reads are charged at the source.
+        cost_of: Cost per part size (None: the step gathers tables, priced on the timeline).
+        first: The first weight tile's flows (None: none, or priced on the timeline).
+        host: ``(cycles, FLOPs, PCIe bytes)`` of the step's host ops.
+    """
+
+    info: GroupStatic
+    work: GroupWork
+    staged: tuple[tuple[str, _Flows], ...]
+    streamed: tuple[_Flows, ...]
+    kinds: tuple[tuple[str, str], ...]
+    ex: _Flows | None
+    out: _Flows | None
+    remote: frozenset[int]
+    cost_of: dict[int, ComputeCost] | None
+    first: _Flows | None
+    host: tuple[float, float, float]
+
+
+def _shift(layout: Layout, off: int) -> Layout:
+    """``layout`` with every piece's first sample ``off`` earlier."""
+    if not off:
+        return layout
+    return (layout[0], tuple((first - off, spp, parts) for first, spp, parts in layout[1]))
+
+
+def _plans(graph: Graph, target: Target) -> BoundedDict:
+    """The step plans of a graph (as simulated: its compute dtype) on a target."""
+    memo = memo_of(graph)
+    key = ("sim.steps", target.hash)
+    plans: BoundedDict | None = memo.get(key)
+    if plans is None:
+        plans = memo[key] = BoundedDict(_PLAN_LIMIT)
+    return plans
 
 
 @lru_cache(maxsize=32)
@@ -103,6 +163,7 @@ class _Sim:
             self.moves.clear()
         # per-run caches: a group's chunks share costs and working sets
         self.costs: dict[tuple[object, ...], ComputeCost] = {}
+        self.plans = _plans(graph, target)
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
         self.n = n
@@ -187,34 +248,28 @@ class _Sim:
 
     # ---- steps ----------------------------------------------------------------------------
     def inputs_flows(
-        self, k: int, dep_idx: list[int], tensors: tuple[tuple[str, int, int], ...],
+        self, tensors: tuple[tuple[str, int, int], ...],
+        srcs: tuple[tuple[Layout, tuple[int, ...]] | None, ...],
         dst: Layout, dst_cores: tuple[int, ...], streamed_names: frozenset[str],
         work: GroupWork | None = None,
-    ) -> tuple[dict[str, _Flows], dict[str, _Flows], dict[str, float]]:
-        """Flows bringing ``tensors`` from their providers to layout ``dst``.
+    ) -> tuple[dict[str, _Flows], dict[str, _Flows]]:
+        """Flows bringing ``tensors`` from their providers (``srcs[i]``: the layout and cores
+        of tensor ``i``'s provider, None for a model input) to layout ``dst``.
 
         Returns the staged loads and the streamed loads (``streamed_names``: inputs
         in LLB/DDR that the step reads tile by tile, as the capacity model decided),
-        each by source scope (separate DMA requests), and when the data of each
-        source scope is ready (``"*"``: all inputs). A streamed input that an op
+        each by source scope (separate DMA requests). A streamed input that an op
         re-reads once per extra weight tile (``work.rereads``) crosses its path once
         per pass.
         """
         staged: dict[str, _Flows] = {}
         streamed: dict[str, _Flows] = {}
-        by_tensor = {self.provides[d]: d for d in dep_idx}
-        ready: dict[str, float] = {"*": 0.0}
-        for name, sb, fb in tensors:
-            d = by_tensor.get(name, _MODEL_INPUT)
-            if d == _MODEL_INPUT:
+        for (name, sb, fb), got in zip(tensors, srcs):
+            if got is None:
                 src: Layout = input_layout(self.g.batch)
                 src_cores: tuple[int, ...] = ()
             else:
-                src = self.layouts[d]
-                src_cores = self.cores_of[d]
-                t = self.ready[d]
-                ready["*"] = max(ready["*"], t)
-                ready[src[0]] = max(ready.get(src[0], 0.0), t)
+                src, src_cores = got
             bucket = staged
             passes = 1
             if name in streamed_names:
@@ -229,7 +284,7 @@ class _Sim:
             if fb:
                 fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves),
                        fb * passes)
-        return staged, streamed, ready
+        return staged, streamed
 
     def gate(self, cores: tuple[int, ...], incoming: dict[int, float]) -> float:
         """Earliest load start allowed by L1 room on the destination cores."""
@@ -249,7 +304,7 @@ class _Sim:
         (the group's NPU ops: host ops are a host segment, :mod:`sim._host`), with
         ``tables`` bytes of embedding tables gathered in L1 from DDR and those via the
         LLB arriving ``wait`` cycles after compute starts."""
-        key = (gr.name, spp, cores, step_cores, remote, tables, wait)
+        key = (gr.ops, spp, cores, step_cores, remote, tables, wait)
         hit = self.costs.get(key)
         if hit is None:
             host = host_ops(self.g, gr.ops)
@@ -258,31 +313,45 @@ class _Sim:
                                                remote, tables, wait)
         return hit
 
-    def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
-        place = gr.chunks[chunk]
-        parts = place.core_bind
-        cores = self.cores_of[k]
-        samples = self.g.batch // gr.split
-        spp = samples // len(parts)
+    def step_plan(self, k: int, gr: GroupSpec, spp: int, samples: int,
+                  dep_idx: list[int], streamed_names: frozenset[str]) -> _StepPlan:
+        """What group step ``k`` moves and computes regardless of timing (see
+        :class:`_StepPlan`), shared by every simulation of the graph on the target that
+        runs the same op set on the same layout from the same sources.
+
+        Layouts are keyed relative to the step's first sample: a movement plan compares
+        sample ranges by their differences (integers), so every chunk of a group, and
+        every schedule that runs it the same way, shares one plan.
+        """
+        by_tensor = {self.provides[d]: d for d in dep_idx}
         info = _group_static(self.g, gr.ops, self.half_wb)
+        dst = self.layouts[k]
+        off = dst[1][0][0]
+        srcs = tuple(None if d is None else (_shift(self.layouts[d], off), self.cores_of[d])
+                     for d in (by_tensor.get(name) for name, _, _ in info.inputs))
+        if off:
+            dst = _shift(dst, off)
+        key = (gr.ops, samples, dst, streamed_names, srcs)
+        plan: _StepPlan | None = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = self.make_plan(dst, self.cores_of[k], gr, spp, samples,
+                                                    info, srcs, streamed_names)
+        return plan
+
+    def make_plan(self, place: Layout, cores: tuple[int, ...], gr: GroupSpec, spp: int,
+                  samples: int, info: GroupStatic,
+                  srcs: tuple[tuple[Layout, tuple[int, ...]] | None, ...],
+                  streamed_names: frozenset[str]) -> _StepPlan:
+        """The :class:`_StepPlan` of a step of ``gr`` at layout ``place`` on ``cores``."""
+        parts = place[1][0][2]
         work = group_work(self.g, gr.ops, self.t)
-        stage: Layout = ("L1", self.layouts[k][1])
-        mem = self.memory.steps[k]
-        staged, streamed, ready = self.inputs_flows(
-            k, dep_idx, info.inputs, stage, cores, mem.streamed, work)
-        out_off = place.mem_scope != "L1"
-        usage = dict(mem.l1_bytes)
-        top = max(usage.values(), default=0.0)
-        # compute, part by part: a part of n cores splits its samples' rows n ways; the
-        # cores run synchronised, so the step ends when its slowest part ends
-        loads = [(ready.get(kind, 0.0), fl) for kind, fl in staged.items()]
-        streams = list(streamed.values())
-        # gathered rows, priced where each table is placed (L1, LLB or DDR: sim._gathers)
-        l1_tables: list[tuple[int, float]] = []
-        if work.gathers:
-            l1_tables = self.gathers_of(k, work, spp, parts, cores, ready["*"], loads)
-        tables = sum(b for _, b in l1_tables)
+        stage: Layout = ("L1", place[1])
+        staged, streamed = self.inputs_flows(info.inputs, srcs, stage, cores, streamed_names,
+                                             work)
+        kinds = tuple((name, src[0][0]) for (name, _, _), src in zip(info.inputs, srcs)
+                      if src is not None)
         # the cores of a part exchange halos / operands at cuts inside a sample
+        ex: _Flows | None = None
         if work.cut_bytes or work.operands:
             ex = _Flows()
             for part in parts:
@@ -300,9 +369,61 @@ class _Sim:
                         near -= hb
                         ex.add(exchange_plan(self.chip, part, self.moves, reach), cuts * hb)
                 ex.add(exchange_plan(self.chip, part, self.moves), cuts * near)
-            if ex.flows:
-                streams.append(ex)
-                self.noc_bytes += ex.noc
+            if not ex.flows:
+                ex = None
+        out: _Flows | None = None
+        if place[0] != "L1":
+            out = _Flows()
+            out.add(move_plan(self.chip, stage, place, self.moves), info.out_sample)
+            if info.out_fixed:
+                out.add(fixed_plan(self.chip, "L1", cores, place[0], cores, self.moves),
+                        info.out_fixed)
+        remote = work.remote_ops(streamed_names)
+        cost_of: dict[int, ComputeCost] | None = None
+        first: _Flows | None = None
+        if not work.gathers:  # no tables: the costs and the first weight tile are fixed
+            cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote, 0.0, 0.0)
+                       for n in {len(p) for p in parts}}
+            if info.first_tile:
+                first = self.weight_flows(info.first_tile, cores, count=False)
+        host = host_segment_cycles(self.g, gr.ops, samples, self.t)
+        return _StepPlan(info, work, tuple(staged.items()), tuple(streamed.values()), kinds,
+                         ex, out, remote, cost_of, first, host)
+
+    def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
+        place = gr.chunks[chunk]
+        parts = place.core_bind
+        cores = self.cores_of[k]
+        samples = self.g.batch // gr.split
+        spp = samples // len(parts)
+        mem = self.memory.steps[k]
+        plan = self.step_plan(k, gr, spp, samples, dep_idx, mem.streamed)
+        info, work = plan.info, plan.work
+        # when the data of each source scope is ready ("*": all inputs)
+        ready: dict[str, float] = {"*": 0.0}
+        if plan.kinds:
+            by_tensor = {self.provides[d]: d for d in dep_idx}
+            for name, kind in plan.kinds:
+                t = self.ready[by_tensor[name]]
+                if t > ready["*"]:
+                    ready["*"] = t
+                if t > ready.get(kind, 0.0):
+                    ready[kind] = t
+        usage = dict(mem.l1_bytes)
+        top = max(usage.values(), default=0.0)
+        # compute, part by part: a part of n cores splits its samples' rows n ways; the
+        # cores run synchronised, so the step ends when its slowest part ends
+        loads = [(ready.get(kind, 0.0), fl) for kind, fl in plan.staged]
+        streams = list(plan.streamed)
+        # gathered rows, priced where each table is placed (L1, LLB or DDR: sim._gathers)
+        l1_tables: list[tuple[int, float]] = []
+        if work.gathers:
+            l1_tables = self.gathers_of(k, work, spp, parts, cores, ready["*"], loads)
+        tables = sum(b for _, b in l1_tables)
+        ex = plan.ex
+        if ex is not None:
+            streams.append(ex)
+            self.noc_bytes += ex.noc
         # the weight path carries the weights and the tables gathered in L1, each item at
         # most half the weight buffer, in op order: the first is loaded (double-buffered)
         # before compute, the rest streams during it (sim._gathers)
@@ -311,14 +432,18 @@ class _Sim:
         if l1_tables and l1_tables[0][0] < info.first_op:
             first, via = int(l1_tables[0][1]), l1_tables[1:]
         if first:
-            loads.append((0.0, self.weight_flows(first, cores)))
+            if plan.first is not None:
+                self.weight_bytes += plan.first.ddr
+                loads.append((0.0, plan.first))
+            else:
+                loads.append((0.0, self.weight_flows(first, cores)))
         incoming: dict[int, float] = {}
         for _, fl in loads:
             for c, b in fl.incoming.items():
                 incoming[c] = incoming.get(c, 0.0) + b
             self.noc_bytes += fl.noc
         # timing: loads may start during the previous step on these cores when L1 has room
-        label = self.label(k)
+        label = self.labels[k]
         gate = self.gate(cores, incoming)
         ls = le = max(gate, ready["*"])
         loads.sort(key=lambda x: x[0])  # first come, first served
@@ -338,21 +463,17 @@ class _Sim:
         path = info.weights + tables
         if path > first:
             streams.append(self.weight_flows(path - first, cores))
-        if out_off:
-            st = _Flows()
-            st.add(move_plan(self.chip, stage, self.layouts[k], self.moves), info.out_sample)
-            if info.out_fixed:
-                st.add(fixed_plan(self.chip, "L1", cores, place.mem_scope, cores, self.moves),
-                       info.out_fixed)
-            streams.append(st)
-        remote = work.remote_ops(mem.streamed)
-        cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote, tables, wait)
-                   for n in {len(p) for p in parts}}
+        if plan.out is not None:
+            streams.append(plan.out)
+        cost_of = plan.cost_of
+        if cost_of is None:
+            cost_of = {n: self.part_cost(gr, spp, n, len(cores), plan.remote, tables, wait)
+                       for n in {len(p) for p in parts}}
         slowest = max(cost_of.values(), key=lambda c: c.cycles)
         end = start + slowest.cycles
         # ops off the NPU: inputs over PCIe to the host, computed there, results back;
         # the step's cores wait for them
-        host_cycles, host_fl, host_bytes = host_segment_cycles(self.g, gr.ops, samples, self.t)
+        host_cycles, host_fl, host_bytes = plan.host
         if host_cycles:
             self.host.append(HostSegment(
                 self.label(k), tuple(self.g.ops[i].op_type for i in host_ops(self.g, gr.ops)),
@@ -437,8 +558,9 @@ class _Sim:
                         if x.step == label and x.op in names else x for x in self.gathers]
         return n, arrival - start
 
-    def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
-        """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""
+    def weight_flows(self, nbytes: float, cores: tuple[int, ...], count: bool = True) -> _Flows:
+        """Weights from DDR into every core's weight buffer (LLB broadcast when available);
+        ``count``: the bytes count as loaded by this simulation."""
         key = (nbytes, cores)
         fl = self.wcache.get(key)
         if fl is None:
@@ -452,7 +574,8 @@ class _Sim:
                 fl.flows[chip.ddr] = float(nbytes) * len(cores)
             fl.ddr = fl.flows[chip.ddr]
             self.wcache[key] = fl  # shared between simulations, never mutated
-        self.weight_bytes += fl.ddr
+        if count:
+            self.weight_bytes += fl.ddr
         return fl
 
     def transfer_step(self, k: int, tr: Transfer, dep_idx: list[int]) -> SimError | None:
