@@ -66,7 +66,7 @@ from sim._result import DmaEvent, SimError, SimResult, StepRecord
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, GroupSpec, Transfer
+    from compiler.schedule import GraphSchedule, GroupSpec, Placement, Transfer
     from compiler.target import Target
 
 __all__ = ["run"]
@@ -116,6 +116,19 @@ class _StepPlan:
     cost_of: dict[int, ComputeCost] | None
     first: _Flows | None
     host: tuple[float, float, float]
+
+
+_CORES: dict[Placement, tuple[int, ...]] = {}
+
+
+def _cores(place: Placement) -> tuple[int, ...]:
+    """``place.cores`` (remembered: a property that makes its tuple on every read)."""
+    hit = _CORES.get(place)
+    if hit is None:
+        if len(_CORES) > _PLAN_LIMIT:
+            _CORES.clear()
+        hit = _CORES[place] = place.cores
+    return hit
 
 
 def _shift(layout: Layout, off: int) -> Layout:
@@ -223,12 +236,12 @@ class _Sim:
                 gr = groups[node[1]]
                 self.layouts.append(group_layout(gr, node[2], g.batch))
                 self.provides.append(_group_static(g, gr.ops, self.half_wb).output)
-                self.cores_of.append(gr.chunks[node[2]].cores)
+                self.cores_of.append(_cores(gr.chunks[node[2]]))
             else:
                 tr = transfers[node[1]]
                 self.layouts.append(transfer_layout(tr, g.batch))
                 self.provides.append(tr.tensor)
-                self.cores_of.append(tr.placement.cores)
+                self.cores_of.append(_cores(tr.placement))
         self.deps_of = {pos[n]: [pos[d] for d in ds] for n, ds in deps.items()}
         for i, node in enumerate(order):
             dep_idx = self.deps_of.get(i, [])
@@ -448,8 +461,8 @@ class _Sim:
         ls = le = max(gate, ready["*"])
         loads.sort(key=lambda x: x[0])  # first come, first served
         for i, (data, fl) in enumerate(loads):
-            a, b = self.res.reserve(f"{label} load", fl.flows, max(gate, data),
-                                    self.latency_of(fl))
+            a, b = self.res.reserve(label, fl.flows, max(gate, data), self.latency_of(fl),
+                                    " load")
             ls, le = (a, b) if i == 0 else (min(ls, a), max(le, b))
         start = max(le, ready["*"])
         for c in cores:
@@ -480,7 +493,7 @@ class _Sim:
                 end, host_cycles, host_fl, host_bytes))
             end += host_cycles
         for fl in streams:
-            _, b = self.res.reserve(f"{label} stream", fl.flows, start, self.latency_of(fl))
+            _, b = self.res.reserve(label, fl.flows, start, self.latency_of(fl), " stream")
             end = max(end, b)
         for part in parts:
             cost = cost_of[len(part)]
@@ -618,8 +631,8 @@ class _Sim:
         fl.add(move_plan(self.chip, lay, ("DDR", lay[1]), self.moves), sb)
         if fb:
             fl.add(fixed_plan(self.chip, lay[0], self.cores_of[i], "DDR", (), self.moves), fb)
-        _, end = self.res.reserve(f"{self.label(i)} output", fl.flows, self.ready[i],
-                                  self.latency_of(fl))
+        _, end = self.res.reserve(self.label(i), fl.flows, self.ready[i], self.latency_of(fl),
+                                  " output")
         self.ready[i] = end
         self.records[self.rec_of[i]][7] = end
 
