@@ -594,22 +594,15 @@ class _Sim:
     def transfer_step(self, k: int, tr: Transfer, dep_idx: list[int]) -> SimError | None:
         dst = self.layouts[k]
         cores = self.cores_of[k]
-        sb, fb = sample_bytes(self.g, tr.tensor)
-        fl = _Flows()
+        # its flows, kept with the step plans (by tensor, layouts and cores, as made below)
+        key = ("transfer", tr.tensor, dst, cores,
+               tuple((self.layouts[d], self.cores_of[d]) for d in dep_idx))
+        fl: _Flows | None = self.plans.get(key)
+        if fl is None:
+            fl = self.plans[key] = self.transfer_flows(tr.tensor, dst, cores, dep_idx)
         data_ready = 0.0
-        srcs = dep_idx or [_MODEL_INPUT]
-        for d in srcs:
-            if d == _MODEL_INPUT:
-                src: Layout = input_layout(self.g.batch)
-                src_cores: tuple[int, ...] = ()
-            else:
-                data_ready = max(data_ready, self.ready[d])
-                src = self.layouts[d]
-                src_cores = self.cores_of[d]
-            if sb:
-                fl.add(move_plan(self.chip, src, dst, self.moves), sb)
-            if fb:
-                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], cores, self.moves), fb)
+        for d in dep_idx:
+            data_ready = max(data_ready, self.ready[d])
         self.noc_bytes += fl.noc
         label = self.label(k)
         ready = max(data_ready, self.gate(cores, fl.incoming) if dst[0] == "L1" else 0.0)
@@ -620,6 +613,25 @@ class _Sim:
         self.records.append([label, "transfer", cores, ls, le, ls, le, le, 0.0, 0.0, int(usage),
                              dst[0]])
         return None
+
+    def transfer_flows(self, tensor: str, dst: Layout, cores: tuple[int, ...],
+                       dep_idx: list[int]) -> _Flows:
+        """What a transfer of ``tensor`` to ``dst`` on ``cores`` moves from its sources
+        (the steps ``dep_idx``, or the model input)."""
+        sb, fb = sample_bytes(self.g, tensor)
+        fl = _Flows()
+        for d in dep_idx or [_MODEL_INPUT]:
+            if d == _MODEL_INPUT:
+                src: Layout = input_layout(self.g.batch)
+                src_cores: tuple[int, ...] = ()
+            else:
+                src = self.layouts[d]
+                src_cores = self.cores_of[d]
+            if sb:
+                fl.add(move_plan(self.chip, src, dst, self.moves), sb)
+            if fb:
+                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], cores, self.moves), fb)
+        return fl
 
     def final_store(self, i: int) -> None:
         """Model outputs not placed in DDR go back to DDR for the host."""
