@@ -4,7 +4,8 @@ plans made by earlier schedules, chunks of other groups and other layouts at oth
 samples) gives exactly the result of one simulated with every plan made afresh. Drawn by
 hypothesis as chains of mutations (a child shares most steps with its parent, as a tune's
 candidates do), on models with halos, attention operands, gathered tables and host-free
-chains, on the default target and ones with fewer cores and without the LLB broadcast."""
+chains, on the default target and ones with a small L1 (inputs stream in), fewer cores and
+without the LLB broadcast."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ MODELS = ("tiny_cnn", "resnet18", "bert", "deepfm")
 def _targets() -> dict[str, Target]:
     t = Target.default()
     return {"default": t,
+            # an eighth of the L1: inputs in LLB/DDR stream in (the plans' streamed sets)
+            "small_l1": t.replace(l1={"data_bytes": 128 * 1024, "weight_bytes": 32 * 1024}),
             "four_cores": t.replace(chip={"cores_per_cluster": 4},
                                     noc={"mesh_rows": 4, "mesh_cols": 2}),
             "no_broadcast": t.replace(llb={"broadcast": False})}
