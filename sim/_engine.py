@@ -35,7 +35,7 @@ against the invariants of :mod:`sim._invariants` before it is returned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -44,29 +44,26 @@ from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_me
 from compiler.derive import chunk_dag
 from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
-from compiler.layout import group_layout, input_layout, transfer_layout
-from compiler.memo import BoundedDict, memo_of
+from compiler.layout import group_layout, transfer_layout
+from compiler.memo import memo_of
 from sim._flows import Flows as _Flows
-from sim._flows import GroupStatic
 from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
-from sim._host import HostSegment, host_ops, host_segment_cycles
+from sim._host import HostSegment, host_ops
 from sim._invariants import check_invariants
 from sim._model import (
     ComputeCost,
     GroupWork,
-    cuts_inside_samples,
     group_cost,
-    group_work,
-    halo_reach,
 )
-from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
+from sim._moves import Layout, MovePlan, fixed_plan, move_plan
+from sim._plans import StepPlan, make_plan, placement_cores, plans_of, shift, transfer_flows
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, StepRecord
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, GroupSpec, Placement, Transfer
+    from compiler.schedule import GraphSchedule, GroupSpec, Transfer
     from compiler.target import Target
 
 __all__ = ["run"]
@@ -74,80 +71,6 @@ __all__ = ["run"]
 Node = tuple[str, str, int]
 _MODEL_INPUT = -1
 _MOVE_CACHE_LIMIT = 200_000
-# Step plans kept per graph and target (a BERT-base b8 tune of 400 measurements makes
-# ~6,000 of them, 60 % of its 15,300 group steps finding theirs; each holds a few small
-# dicts).
-_PLAN_LIMIT = 20_000
-
-
-@dataclass(frozen=True, eq=False)
-class _StepPlan:
-    """What a group step moves and computes whatever the timeline (:meth:`_Sim.step_plan`).
-
-    A step's flows depend only on its op set, its layout, the layouts and cores of its
-    inputs' providers and what the capacity model streams; its compute cost, when it
-    gathers no tables, only on those too. A tune's candidates share most of their steps
-    with the candidates they were bred from, so the plans are kept per graph and target
-    and each simulation only books them on the timeline. Never mutated once made.
-
-    Attributes:
-        info: The op set's :class:`~sim._flows.GroupStatic`.
-        work: Its :class:`~sim._model.GroupWork`.
-        staged: ``(source scope, flows)`` of the staged loads, in first-use order.
-        streamed: Flows of the streamed inputs, by source scope in first-use order.
-        kinds: ``(tensor, source scope)`` of each input another step provides (whose
-            readiness the step waits for).
-        ex: The exchange between a part's cores (None: nothing crosses).
-        out: The output's store to LLB/DDR (None: it stays in L1).
-        remote: Ops whose re-reads are charged at the source.
-        cost_of: Cost per part size (None: the step gathers tables, priced on the timeline).
-        first: The first weight tile's flows (None: none, or priced on the timeline).
-        host: ``(cycles, FLOPs, PCIe bytes)`` of the step's host ops.
-    """
-
-    info: GroupStatic
-    work: GroupWork
-    staged: tuple[tuple[str, _Flows], ...]
-    streamed: tuple[_Flows, ...]
-    kinds: tuple[tuple[str, str], ...]
-    ex: _Flows | None
-    out: _Flows | None
-    remote: frozenset[int]
-    cost_of: dict[int, ComputeCost] | None
-    first: _Flows | None
-    host: tuple[float, float, float]
-
-
-_CORES: dict[Placement, tuple[int, ...]] = {}
-
-
-def _cores(place: Placement) -> tuple[int, ...]:
-    """``place.cores`` (remembered: a property that makes its tuple on every read)."""
-    hit = _CORES.get(place)
-    if hit is None:
-        if len(_CORES) > _PLAN_LIMIT:
-            _CORES.clear()
-        hit = _CORES[place] = place.cores
-    return hit
-
-
-def _shift(layout: Layout, off: int) -> Layout:
-    """``layout`` with every piece's first sample ``off`` earlier."""
-    if not off:
-        return layout
-    return (layout[0], tuple((first - off, spp, parts) for first, spp, parts in layout[1]))
-
-
-def _plans(graph: Graph, target: Target) -> BoundedDict:
-    """The step plans of a graph (as simulated: its compute dtype) on a target."""
-    memo = memo_of(graph)
-    key = ("sim.steps", target.hash)
-    plans: BoundedDict | None = memo.get(key)
-    if plans is None:
-        plans = memo[key] = BoundedDict(_PLAN_LIMIT)
-    return plans
-
-
 @lru_cache(maxsize=32)
 def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], _Flows]:
     """Weight flows of one target by (bytes, cores), shared by every simulation."""
@@ -176,7 +99,7 @@ class _Sim:
             self.moves.clear()
         # per-run caches: a group's chunks share costs and working sets
         self.costs: dict[tuple[object, ...], ComputeCost] = {}
-        self.plans = _plans(graph, target)
+        self.plans = plans_of(graph, target)
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
         self.n = n
@@ -236,12 +159,12 @@ class _Sim:
                 gr = groups[node[1]]
                 self.layouts.append(group_layout(gr, node[2], g.batch))
                 self.provides.append(_group_static(g, gr.ops, self.half_wb).output)
-                self.cores_of.append(_cores(gr.chunks[node[2]]))
+                self.cores_of.append(placement_cores(gr.chunks[node[2]]))
             else:
                 tr = transfers[node[1]]
                 self.layouts.append(transfer_layout(tr, g.batch))
                 self.provides.append(tr.tensor)
-                self.cores_of.append(_cores(tr.placement))
+                self.cores_of.append(placement_cores(tr.placement))
         self.deps_of = {pos[n]: [pos[d] for d in ds] for n, ds in deps.items()}
         for i, node in enumerate(order):
             dep_idx = self.deps_of.get(i, [])
@@ -260,45 +183,6 @@ class _Sim:
         return self.labels[i]
 
     # ---- steps ----------------------------------------------------------------------------
-    def inputs_flows(
-        self, tensors: tuple[tuple[str, int, int], ...],
-        srcs: tuple[tuple[Layout, tuple[int, ...]] | None, ...],
-        dst: Layout, dst_cores: tuple[int, ...], streamed_names: frozenset[str],
-        work: GroupWork | None = None,
-    ) -> tuple[dict[str, _Flows], dict[str, _Flows]]:
-        """Flows bringing ``tensors`` from their providers (``srcs[i]``: the layout and cores
-        of tensor ``i``'s provider, None for a model input) to layout ``dst``.
-
-        Returns the staged loads and the streamed loads (``streamed_names``: inputs
-        in LLB/DDR that the step reads tile by tile, as the capacity model decided),
-        each by source scope (separate DMA requests). A streamed input that an op
-        re-reads once per extra weight tile (``work.rereads``) crosses its path once
-        per pass.
-        """
-        staged: dict[str, _Flows] = {}
-        streamed: dict[str, _Flows] = {}
-        for (name, sb, fb), got in zip(tensors, srcs):
-            if got is None:
-                src: Layout = input_layout(self.g.batch)
-                src_cores: tuple[int, ...] = ()
-            else:
-                src, src_cores = got
-            bucket = staged
-            passes = 1
-            if name in streamed_names:
-                bucket = streamed
-                if work is not None:
-                    passes += sum(x for _, t, x in work.rereads if t == name)
-            fl = bucket.get(src[0])
-            if fl is None:
-                fl = bucket[src[0]] = _Flows()
-            if sb:
-                fl.add(move_plan(self.chip, src, dst, self.moves), sb * passes)
-            if fb:
-                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves),
-                       fb * passes)
-        return staged, streamed
-
     def gate(self, cores: tuple[int, ...], incoming: dict[int, float]) -> float:
         """Earliest load start allowed by L1 room on the destination cores."""
         gate = 0.0
@@ -327,9 +211,9 @@ class _Sim:
         return hit
 
     def step_plan(self, k: int, gr: GroupSpec, spp: int, samples: int,
-                  dep_idx: list[int], streamed_names: frozenset[str]) -> _StepPlan:
+                  dep_idx: list[int], streamed_names: frozenset[str]) -> StepPlan:
         """What group step ``k`` moves and computes regardless of timing (see
-        :class:`_StepPlan`), shared by every simulation of the graph on the target that
+        :class:`StepPlan`), shared by every simulation of the graph on the target that
         runs the same op set on the same layout from the same sources.
 
         Layouts are keyed relative to the step's first sample: a movement plan compares
@@ -340,68 +224,16 @@ class _Sim:
         info = _group_static(self.g, gr.ops, self.half_wb)
         dst = self.layouts[k]
         off = dst[1][0][0]
-        srcs = tuple(None if d is None else (_shift(self.layouts[d], off), self.cores_of[d])
+        srcs = tuple(None if d is None else (shift(self.layouts[d], off), self.cores_of[d])
                      for d in (by_tensor.get(name) for name, _, _ in info.inputs))
         if off:
-            dst = _shift(dst, off)
+            dst = shift(dst, off)
         key = (gr.ops, samples, dst, streamed_names, srcs)
-        plan: _StepPlan | None = self.plans.get(key)
+        plan: StepPlan | None = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = self.make_plan(dst, self.cores_of[k], gr, spp, samples,
+            plan = self.plans[key] = make_plan(self, dst, self.cores_of[k], gr, spp, samples,
                                                     info, srcs, streamed_names)
         return plan
-
-    def make_plan(self, place: Layout, cores: tuple[int, ...], gr: GroupSpec, spp: int,
-                  samples: int, info: GroupStatic,
-                  srcs: tuple[tuple[Layout, tuple[int, ...]] | None, ...],
-                  streamed_names: frozenset[str]) -> _StepPlan:
-        """The :class:`_StepPlan` of a step of ``gr`` at layout ``place`` on ``cores``."""
-        parts = place[1][0][2]
-        work = group_work(self.g, gr.ops, self.t)
-        stage: Layout = ("L1", place[1])
-        staged, streamed = self.inputs_flows(info.inputs, srcs, stage, cores, streamed_names,
-                                             work)
-        kinds = tuple((name, src[0][0]) for (name, _, _), src in zip(info.inputs, srcs)
-                      if src is not None)
-        # the cores of a part exchange halos / operands at cuts inside a sample
-        ex: _Flows | None = None
-        if work.cut_bytes or work.operands:
-            ex = _Flows()
-            for part in parts:
-                cuts = cuts_inside_samples(spp, len(part))
-                if work.operands:  # attention's K and V, split as its compute is
-                    ex.add(exchange_plan(self.chip, part, self.moves),
-                           work.operand_exchange(spp, len(part)))
-                if not cuts or not work.cut_bytes:
-                    continue
-                near = work.cut_bytes
-                # a halo reaching past the neighbour's rows comes from further away
-                for hb, side_rows, in_rows in work.halos:
-                    reach = halo_reach(in_rows * spp / len(part), side_rows, len(part))
-                    if len(reach) > 1:
-                        near -= hb
-                        ex.add(exchange_plan(self.chip, part, self.moves, reach), cuts * hb)
-                ex.add(exchange_plan(self.chip, part, self.moves), cuts * near)
-            if not ex.flows:
-                ex = None
-        out: _Flows | None = None
-        if place[0] != "L1":
-            out = _Flows()
-            out.add(move_plan(self.chip, stage, place, self.moves), info.out_sample)
-            if info.out_fixed:
-                out.add(fixed_plan(self.chip, "L1", cores, place[0], cores, self.moves),
-                        info.out_fixed)
-        remote = work.remote_ops(streamed_names)
-        cost_of: dict[int, ComputeCost] | None = None
-        first: _Flows | None = None
-        if not work.gathers:  # no tables: the costs and the first weight tile are fixed
-            cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote, 0.0, 0.0)
-                       for n in {len(p) for p in parts}}
-            if info.first_tile:
-                first = self.weight_flows(info.first_tile, cores, count=False)
-        host = host_segment_cycles(self.g, gr.ops, samples, self.t)
-        return _StepPlan(info, work, tuple(staged.items()), tuple(streamed.values()), kinds,
-                         ex, out, remote, cost_of, first, host)
 
     def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
         place = gr.chunks[chunk]
@@ -599,7 +431,7 @@ class _Sim:
                tuple((self.layouts[d], self.cores_of[d]) for d in dep_idx))
         fl: _Flows | None = self.plans.get(key)
         if fl is None:
-            fl = self.plans[key] = self.transfer_flows(tr.tensor, dst, cores, dep_idx)
+            fl = self.plans[key] = transfer_flows(self, tr.tensor, dst, cores, dep_idx)
         data_ready = 0.0
         for d in dep_idx:
             data_ready = max(data_ready, self.ready[d])
@@ -613,25 +445,6 @@ class _Sim:
         self.records.append([label, "transfer", cores, ls, le, ls, le, le, 0.0, 0.0, int(usage),
                              dst[0]])
         return None
-
-    def transfer_flows(self, tensor: str, dst: Layout, cores: tuple[int, ...],
-                       dep_idx: list[int]) -> _Flows:
-        """What a transfer of ``tensor`` to ``dst`` on ``cores`` moves from its sources
-        (the steps ``dep_idx``, or the model input)."""
-        sb, fb = sample_bytes(self.g, tensor)
-        fl = _Flows()
-        for d in dep_idx or [_MODEL_INPUT]:
-            if d == _MODEL_INPUT:
-                src: Layout = input_layout(self.g.batch)
-                src_cores: tuple[int, ...] = ()
-            else:
-                src = self.layouts[d]
-                src_cores = self.cores_of[d]
-            if sb:
-                fl.add(move_plan(self.chip, src, dst, self.moves), sb)
-            if fb:
-                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], cores, self.moves), fb)
-        return fl
 
     def final_store(self, i: int) -> None:
         """Model outputs not placed in DDR go back to DDR for the host."""

@@ -1,4 +1,4 @@
-"""The simulator's step plans (``sim._engine._StepPlan``), kept across simulations of a
+"""The simulator's step plans (``sim._plans.StepPlan``), kept across simulations of a
 graph on a target, never change a result: a schedule simulated after others (its steps'
 plans made by earlier schedules, chunks of other groups and other layouts at other first
 samples) gives exactly the result of one simulated with every plan made afresh. Drawn by
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from compiler.errors import ScheduleError
 from compiler.graph import Graph
+from compiler.memo import BoundedDict
 from compiler.target import Target
 from sim import _engine, simulate
 from tests.sim.random_schedules import mutate, random_schedule
@@ -42,7 +43,7 @@ TARGETS = _targets()
 def _fresh(graph: Graph, s: Any, target: Target, monkeypatch: pytest.MonkeyPatch) -> Any:
     """``s`` simulated with every step plan made for it (none looked up)."""
     with monkeypatch.context() as m:
-        m.setattr(_engine, "_plans", lambda graph, target: _engine.BoundedDict(0))
+        m.setattr(_engine, "plans_of", lambda graph, target: BoundedDict(0))
         return simulate(graph, s, target)
 
 
