@@ -260,16 +260,11 @@ class RayPool(MeasurePool):
         self._load[k] += 1
 
     def _holder(self, k: int, cids: Sequence[str]) -> int:
-        """Worker ``k`` (the least loaded), or one that bred most of the batch (it measures
-        its own picks as the objects it built: see ``Breeder.take``) if it is as little
-        loaded, or has one job more while ``k`` is busy too.
+        """Worker ``k`` (the least loaded), or one as little loaded that bred most of the
+        batch (it measures its own picks as the objects it built: see ``Breeder.take``).
 
-        A worker is never left idle so that another measures its picks: the holder gets the
-        batch only if it breeds no more than ``k`` and ``k`` has a job running; then ``k``
-        only loses the batch it would have queued (its next comes when its running one
-        ends). A picks' worker that measures them saves decoding each again and writing
-        its JSON to compare (BERT-base b8, 2 workers: 64 % of picks measured where bred
-        when only exact equals were given to the holder; issue 20).
+        Only among equals (the same breeding jobs and batches): a worker is never kept
+        waiting, or left with a shorter queue, so that another measures its picks.
         """
         votes: dict[int, int] = {}
         for cid in cids:
@@ -279,10 +274,8 @@ class RayPool(MeasurePool):
         if not votes or k in votes:
             return k
         h = max(votes, key=lambda w: votes[w])
-        if self._actor_of(h) in self._down or self._breeds[h] > self._breeds[k]:
-            return k
-        if self._load[h] == self._load[k] or (self._load[k] >= 1 and (
-                self._load[h] == self._load[k] + 1)):
+        if (self._actor_of(h) not in self._down and self._breeds[h] == self._breeds[k]
+                and self._load[h] == self._load[k]):
             return h
         return k
 
