@@ -44,22 +44,20 @@ from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_me
 from compiler.derive import chunk_dag
 from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
-from compiler.layout import group_layout, input_layout, transfer_layout
+from compiler.layout import group_layout, transfer_layout
 from compiler.memo import memo_of
 from sim._flows import Flows as _Flows
 from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
-from sim._host import HostSegment, host_ops, host_segment_cycles
+from sim._host import HostSegment, host_ops
 from sim._invariants import check_invariants
 from sim._model import (
     ComputeCost,
     GroupWork,
-    cuts_inside_samples,
     group_cost,
-    group_work,
-    halo_reach,
 )
-from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
+from sim._moves import Layout, MovePlan, fixed_plan, move_plan
+from sim._plans import StepPlan, make_plan, placement_cores, plans_of, shift, transfer_flows
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, StepRecord
 
@@ -73,8 +71,6 @@ __all__ = ["run"]
 Node = tuple[str, str, int]
 _MODEL_INPUT = -1
 _MOVE_CACHE_LIMIT = 200_000
-
-
 @lru_cache(maxsize=32)
 def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], _Flows]:
     """Weight flows of one target by (bytes, cores), shared by every simulation."""
@@ -103,6 +99,7 @@ class _Sim:
             self.moves.clear()
         # per-run caches: a group's chunks share costs and working sets
         self.costs: dict[tuple[object, ...], ComputeCost] = {}
+        self.plans = plans_of(graph, target)
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
         self.n = n
@@ -162,12 +159,12 @@ class _Sim:
                 gr = groups[node[1]]
                 self.layouts.append(group_layout(gr, node[2], g.batch))
                 self.provides.append(_group_static(g, gr.ops, self.half_wb).output)
-                self.cores_of.append(gr.chunks[node[2]].cores)
+                self.cores_of.append(placement_cores(gr.chunks[node[2]]))
             else:
                 tr = transfers[node[1]]
                 self.layouts.append(transfer_layout(tr, g.batch))
                 self.provides.append(tr.tensor)
-                self.cores_of.append(tr.placement.cores)
+                self.cores_of.append(placement_cores(tr.placement))
         self.deps_of = {pos[n]: [pos[d] for d in ds] for n, ds in deps.items()}
         for i, node in enumerate(order):
             dep_idx = self.deps_of.get(i, [])
@@ -186,51 +183,6 @@ class _Sim:
         return self.labels[i]
 
     # ---- steps ----------------------------------------------------------------------------
-    def inputs_flows(
-        self, k: int, dep_idx: list[int], tensors: tuple[tuple[str, int, int], ...],
-        dst: Layout, dst_cores: tuple[int, ...], streamed_names: frozenset[str],
-        work: GroupWork | None = None,
-    ) -> tuple[dict[str, _Flows], dict[str, _Flows], dict[str, float]]:
-        """Flows bringing ``tensors`` from their providers to layout ``dst``.
-
-        Returns the staged loads and the streamed loads (``streamed_names``: inputs
-        in LLB/DDR that the step reads tile by tile, as the capacity model decided),
-        each by source scope (separate DMA requests), and when the data of each
-        source scope is ready (``"*"``: all inputs). A streamed input that an op
-        re-reads once per extra weight tile (``work.rereads``) crosses its path once
-        per pass.
-        """
-        staged: dict[str, _Flows] = {}
-        streamed: dict[str, _Flows] = {}
-        by_tensor = {self.provides[d]: d for d in dep_idx}
-        ready: dict[str, float] = {"*": 0.0}
-        for name, sb, fb in tensors:
-            d = by_tensor.get(name, _MODEL_INPUT)
-            if d == _MODEL_INPUT:
-                src: Layout = input_layout(self.g.batch)
-                src_cores: tuple[int, ...] = ()
-            else:
-                src = self.layouts[d]
-                src_cores = self.cores_of[d]
-                t = self.ready[d]
-                ready["*"] = max(ready["*"], t)
-                ready[src[0]] = max(ready.get(src[0], 0.0), t)
-            bucket = staged
-            passes = 1
-            if name in streamed_names:
-                bucket = streamed
-                if work is not None:
-                    passes += sum(x for _, t, x in work.rereads if t == name)
-            fl = bucket.get(src[0])
-            if fl is None:
-                fl = bucket[src[0]] = _Flows()
-            if sb:
-                fl.add(move_plan(self.chip, src, dst, self.moves), sb * passes)
-            if fb:
-                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], dst_cores, self.moves),
-                       fb * passes)
-        return staged, streamed, ready
-
     def gate(self, cores: tuple[int, ...], incoming: dict[int, float]) -> float:
         """Earliest load start allowed by L1 room on the destination cores."""
         gate = 0.0
@@ -249,7 +201,7 @@ class _Sim:
         (the group's NPU ops: host ops are a host segment, :mod:`sim._host`), with
         ``tables`` bytes of embedding tables gathered in L1 from DDR and those via the
         LLB arriving ``wait`` cycles after compute starts."""
-        key = (gr.name, spp, cores, step_cores, remote, tables, wait)
+        key = (gr.ops, spp, cores, step_cores, remote, tables, wait)
         hit = self.costs.get(key)
         if hit is None:
             host = host_ops(self.g, gr.ops)
@@ -258,51 +210,65 @@ class _Sim:
                                                remote, tables, wait)
         return hit
 
+    def step_plan(self, k: int, gr: GroupSpec, spp: int, samples: int,
+                  dep_idx: list[int], streamed_names: frozenset[str]) -> StepPlan:
+        """What group step ``k`` moves and computes regardless of timing (see
+        :class:`StepPlan`), shared by every simulation of the graph on the target that
+        runs the same op set on the same layout from the same sources.
+
+        Layouts are keyed relative to the step's first sample: a movement plan compares
+        sample ranges by their differences (integers), so every chunk of a group, and
+        every schedule that runs it the same way, shares one plan.
+        """
+        by_tensor = {self.provides[d]: d for d in dep_idx}
+        info = _group_static(self.g, gr.ops, self.half_wb)
+        dst = self.layouts[k]
+        off = dst[1][0][0]
+        srcs = tuple(None if d is None else (shift(self.layouts[d], off), self.cores_of[d])
+                     for d in (by_tensor.get(name) for name, _, _ in info.inputs))
+        if off:
+            dst = shift(dst, off)
+        key = (gr.ops, samples, dst, streamed_names, srcs)
+        plan: StepPlan | None = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = make_plan(self, dst, self.cores_of[k], gr, spp, samples,
+                                                    info, srcs, streamed_names)
+        return plan
+
     def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
         place = gr.chunks[chunk]
         parts = place.core_bind
         cores = self.cores_of[k]
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
-        info = _group_static(self.g, gr.ops, self.half_wb)
-        work = group_work(self.g, gr.ops, self.t)
-        stage: Layout = ("L1", self.layouts[k][1])
         mem = self.memory.steps[k]
-        staged, streamed, ready = self.inputs_flows(
-            k, dep_idx, info.inputs, stage, cores, mem.streamed, work)
-        out_off = place.mem_scope != "L1"
+        plan = self.step_plan(k, gr, spp, samples, dep_idx, mem.streamed)
+        info, work = plan.info, plan.work
+        # when the data of each source scope is ready ("*": all inputs)
+        ready: dict[str, float] = {"*": 0.0}
+        if plan.kinds:
+            by_tensor = {self.provides[d]: d for d in dep_idx}
+            for name, kind in plan.kinds:
+                t = self.ready[by_tensor[name]]
+                if t > ready["*"]:
+                    ready["*"] = t
+                if t > ready.get(kind, 0.0):
+                    ready[kind] = t
         usage = dict(mem.l1_bytes)
         top = max(usage.values(), default=0.0)
         # compute, part by part: a part of n cores splits its samples' rows n ways; the
         # cores run synchronised, so the step ends when its slowest part ends
-        loads = [(ready.get(kind, 0.0), fl) for kind, fl in staged.items()]
-        streams = list(streamed.values())
+        loads = [(ready.get(kind, 0.0), fl) for kind, fl in plan.staged]
+        streams = list(plan.streamed)
         # gathered rows, priced where each table is placed (L1, LLB or DDR: sim._gathers)
         l1_tables: list[tuple[int, float]] = []
         if work.gathers:
             l1_tables = self.gathers_of(k, work, spp, parts, cores, ready["*"], loads)
         tables = sum(b for _, b in l1_tables)
-        # the cores of a part exchange halos / operands at cuts inside a sample
-        if work.cut_bytes or work.operands:
-            ex = _Flows()
-            for part in parts:
-                cuts = cuts_inside_samples(spp, len(part))
-                if work.operands:  # attention's K and V, split as its compute is
-                    ex.add(exchange_plan(self.chip, part, self.moves),
-                           work.operand_exchange(spp, len(part)))
-                if not cuts or not work.cut_bytes:
-                    continue
-                near = work.cut_bytes
-                # a halo reaching past the neighbour's rows comes from further away
-                for hb, side_rows, in_rows in work.halos:
-                    reach = halo_reach(in_rows * spp / len(part), side_rows, len(part))
-                    if len(reach) > 1:
-                        near -= hb
-                        ex.add(exchange_plan(self.chip, part, self.moves, reach), cuts * hb)
-                ex.add(exchange_plan(self.chip, part, self.moves), cuts * near)
-            if ex.flows:
-                streams.append(ex)
-                self.noc_bytes += ex.noc
+        ex = plan.ex
+        if ex is not None:
+            streams.append(ex)
+            self.noc_bytes += ex.noc
         # the weight path carries the weights and the tables gathered in L1, each item at
         # most half the weight buffer, in op order: the first is loaded (double-buffered)
         # before compute, the rest streams during it (sim._gathers)
@@ -311,20 +277,24 @@ class _Sim:
         if l1_tables and l1_tables[0][0] < info.first_op:
             first, via = int(l1_tables[0][1]), l1_tables[1:]
         if first:
-            loads.append((0.0, self.weight_flows(first, cores)))
+            if plan.first is not None:
+                self.weight_bytes += plan.first.ddr
+                loads.append((0.0, plan.first))
+            else:
+                loads.append((0.0, self.weight_flows(first, cores)))
         incoming: dict[int, float] = {}
         for _, fl in loads:
             for c, b in fl.incoming.items():
                 incoming[c] = incoming.get(c, 0.0) + b
             self.noc_bytes += fl.noc
         # timing: loads may start during the previous step on these cores when L1 has room
-        label = self.label(k)
+        label = self.labels[k]
         gate = self.gate(cores, incoming)
         ls = le = max(gate, ready["*"])
         loads.sort(key=lambda x: x[0])  # first come, first served
         for i, (data, fl) in enumerate(loads):
-            a, b = self.res.reserve(f"{label} load", fl.flows, max(gate, data),
-                                    self.latency_of(fl))
+            a, b = self.res.reserve(label, fl.flows, max(gate, data), self.latency_of(fl),
+                                    " load")
             ls, le = (a, b) if i == 0 else (min(ls, a), max(le, b))
         start = max(le, ready["*"])
         for c in cores:
@@ -338,28 +308,24 @@ class _Sim:
         path = info.weights + tables
         if path > first:
             streams.append(self.weight_flows(path - first, cores))
-        if out_off:
-            st = _Flows()
-            st.add(move_plan(self.chip, stage, self.layouts[k], self.moves), info.out_sample)
-            if info.out_fixed:
-                st.add(fixed_plan(self.chip, "L1", cores, place.mem_scope, cores, self.moves),
-                       info.out_fixed)
-            streams.append(st)
-        remote = work.remote_ops(mem.streamed)
-        cost_of = {n: self.part_cost(gr, spp, n, len(cores), remote, tables, wait)
-                   for n in {len(p) for p in parts}}
+        if plan.out is not None:
+            streams.append(plan.out)
+        cost_of = plan.cost_of
+        if cost_of is None:
+            cost_of = {n: self.part_cost(gr, spp, n, len(cores), plan.remote, tables, wait)
+                       for n in {len(p) for p in parts}}
         slowest = max(cost_of.values(), key=lambda c: c.cycles)
         end = start + slowest.cycles
         # ops off the NPU: inputs over PCIe to the host, computed there, results back;
         # the step's cores wait for them
-        host_cycles, host_fl, host_bytes = host_segment_cycles(self.g, gr.ops, samples, self.t)
+        host_cycles, host_fl, host_bytes = plan.host
         if host_cycles:
             self.host.append(HostSegment(
                 self.label(k), tuple(self.g.ops[i].op_type for i in host_ops(self.g, gr.ops)),
                 end, host_cycles, host_fl, host_bytes))
             end += host_cycles
         for fl in streams:
-            _, b = self.res.reserve(f"{label} stream", fl.flows, start, self.latency_of(fl))
+            _, b = self.res.reserve(label, fl.flows, start, self.latency_of(fl), " stream")
             end = max(end, b)
         for part in parts:
             cost = cost_of[len(part)]
@@ -437,8 +403,9 @@ class _Sim:
                         if x.step == label and x.op in names else x for x in self.gathers]
         return n, arrival - start
 
-    def weight_flows(self, nbytes: float, cores: tuple[int, ...]) -> _Flows:
-        """Weights from DDR into every core's weight buffer (LLB broadcast when available)."""
+    def weight_flows(self, nbytes: float, cores: tuple[int, ...], count: bool = True) -> _Flows:
+        """Weights from DDR into every core's weight buffer (LLB broadcast when available);
+        ``count``: the bytes count as loaded by this simulation."""
         key = (nbytes, cores)
         fl = self.wcache.get(key)
         if fl is None:
@@ -452,28 +419,22 @@ class _Sim:
                 fl.flows[chip.ddr] = float(nbytes) * len(cores)
             fl.ddr = fl.flows[chip.ddr]
             self.wcache[key] = fl  # shared between simulations, never mutated
-        self.weight_bytes += fl.ddr
+        if count:
+            self.weight_bytes += fl.ddr
         return fl
 
     def transfer_step(self, k: int, tr: Transfer, dep_idx: list[int]) -> SimError | None:
         dst = self.layouts[k]
         cores = self.cores_of[k]
-        sb, fb = sample_bytes(self.g, tr.tensor)
-        fl = _Flows()
+        # its flows, kept with the step plans (by tensor, layouts and cores, as made below)
+        key = ("transfer", tr.tensor, dst, cores,
+               tuple((self.layouts[d], self.cores_of[d]) for d in dep_idx))
+        fl: _Flows | None = self.plans.get(key)
+        if fl is None:
+            fl = self.plans[key] = transfer_flows(self, tr.tensor, dst, cores, dep_idx)
         data_ready = 0.0
-        srcs = dep_idx or [_MODEL_INPUT]
-        for d in srcs:
-            if d == _MODEL_INPUT:
-                src: Layout = input_layout(self.g.batch)
-                src_cores: tuple[int, ...] = ()
-            else:
-                data_ready = max(data_ready, self.ready[d])
-                src = self.layouts[d]
-                src_cores = self.cores_of[d]
-            if sb:
-                fl.add(move_plan(self.chip, src, dst, self.moves), sb)
-            if fb:
-                fl.add(fixed_plan(self.chip, src[0], src_cores, dst[0], cores, self.moves), fb)
+        for d in dep_idx:
+            data_ready = max(data_ready, self.ready[d])
         self.noc_bytes += fl.noc
         label = self.label(k)
         ready = max(data_ready, self.gate(cores, fl.incoming) if dst[0] == "L1" else 0.0)
@@ -495,8 +456,8 @@ class _Sim:
         fl.add(move_plan(self.chip, lay, ("DDR", lay[1]), self.moves), sb)
         if fb:
             fl.add(fixed_plan(self.chip, lay[0], self.cores_of[i], "DDR", (), self.moves), fb)
-        _, end = self.res.reserve(f"{self.label(i)} output", fl.flows, self.ready[i],
-                                  self.latency_of(fl))
+        _, end = self.res.reserve(self.label(i), fl.flows, self.ready[i], self.latency_of(fl),
+                                  " output")
         self.ready[i] = end
         self.records[self.rec_of[i]][7] = end
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.derive import group_io
-from compiler.footprint import GATHER_OPS, Footprint, group_footprint, sample_bytes
+from compiler.footprint import GATHER_OPS, sample_bytes, weight_bytes
 from compiler.memo import memo_of
 
 if TYPE_CHECKING:
@@ -48,9 +48,14 @@ class Flows:
 
 @dataclass(frozen=True)
 class GroupStatic:
-    """What a group's op set costs regardless of placement (cached per graph)."""
+    """What a group's op set costs regardless of placement (cached per graph).
 
-    footprint: Footprint
+    Only the op set's weights are read from the capacity model's analysis
+    (:func:`compiler.footprint.weight_bytes`, equal to its footprint's ``weight_bytes``):
+    the rest of the footprint, which the compiled search core never makes in Python, cost
+    ~10 % of a BERT-base b8 measurement when a tune met a new op set (issue 20).
+    """
+
     inputs: tuple[tuple[str, int, int], ...]  # (tensor, bytes per sample, fixed bytes)
     output: str
     out_sample: int
@@ -67,7 +72,7 @@ def group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> GroupSta
     hit: GroupStatic | None = memo.get(key)
     if hit is None:
         io = group_io(graph, ops)
-        fp = group_footprint(graph, ops)
+        weights = weight_bytes(graph, ops)
         first_op = next((i for i in ops
                          if graph.ops[i].weights and graph.ops[i].op_type not in GATHER_OPS),
                         len(graph.ops))
@@ -75,8 +80,8 @@ def group_static(graph: Graph, ops: tuple[int, ...], half_wb: float) -> GroupSta
         out = io.outputs[0]
         osb, ofb = sample_bytes(graph, out)
         hit = GroupStatic(
-            fp, tuple((t, *sample_bytes(graph, t)) for t in io.inputs), out, osb, ofb,
-            fp.weight_bytes, int(min(first, half_wb, fp.weight_bytes)), first_op,
+            tuple((t, *sample_bytes(graph, t)) for t in io.inputs), out, osb, ofb,
+            weights, int(min(first, half_wb, weights)), first_op,
         )
         memo[key] = hit
     return hit

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compiler.bound import compulsory_ddr_bytes, lower_bound_cycles
+from compiler.memo import memo_of
 from compiler.opshape import op_shapes
 from sim._result import SimError, SimResult
 
@@ -50,12 +51,13 @@ def check_invariants(
     if lat < bound * (1 - _REL):
         return _violation(
             "latency>=bound", f"latency {lat:.0f} cycles is below the lower bound {bound:.0f}", r)
+    flops, int8 = _facts(graph)
     per_core = 2.0 * (target.matrix.macs_per_cycle + target.vector.lanes)
-    if any(d.int8 for d in op_shapes(graph)):  # INT8 ops: the units' INT8 rates
+    if int8:  # INT8 ops: the units' INT8 rates
         per_core = 2.0 * (target.matrix.macs_per_cycle * max(1.0, target.matrix.int8_rate)
                           + target.vector.lanes * max(1.0, target.vector.int8_rate))
     peak = per_core * max(cores_used, 1)
-    achieved = graph.flops / lat if lat > 0 else float("inf")
+    achieved = flops / lat if lat > 0 else float("inf")
     if achieved > peak * (1 + _REL):
         return _violation(
             "flops<=peak", f"{achieved:.0f} FLOP/cycle exceeds the peak {peak:.0f} of the "
@@ -70,6 +72,16 @@ def check_invariants(
             return _violation(
                 "busy<=100%", f"{name} is busy {busy:.0f} cycles in a latency of {lat:.0f}", r)
     return None
+
+
+def _facts(graph: Graph) -> tuple[int, bool]:
+    """The graph's FLOPs and whether it has INT8 ops (sums over every op: remembered per
+    graph, not made again for every result)."""
+    memo = memo_of(graph)
+    hit: tuple[int, bool] | None = memo.get("sim.invariant_facts")
+    if hit is None:
+        hit = memo["sim.invariant_facts"] = (graph.flops, any(d.int8 for d in op_shapes(graph)))
+    return hit
 
 
 def _violation(name: str, detail: str, r: SimResult) -> SimError:

@@ -94,7 +94,8 @@ class Reservations:
         self.events: list[tuple[str, float, tuple[tuple[int, float], ...]]] = []
 
     def reserve(
-        self, label: str, flows: dict[int, float], ready: float, latency: float
+        self, label: str, flows: dict[int, float], ready: float, latency: float,
+        suffix: str = "",
     ) -> tuple[float, float]:
         """Book a transfer; returns its ``(start, end)`` in cycles.
 
@@ -104,6 +105,8 @@ class Reservations:
             ready: Earliest start (data and buffers ready).
             latency: Cycles added to the end that occupy no resource (DMA setup,
                 DDR latency, NoC hops).
+            suffix: Appended to ``label`` on the timeline (joined only when recorded: a
+                simulation for tuning records nothing).
         """
         if not flows:
             return ready, ready
@@ -122,5 +125,5 @@ class Reservations:
                 longest = d
             spans.append((r, d))
         if self.record:
-            self.events.append((label, start, tuple(spans)))
+            self.events.append((label + suffix, start, tuple(spans)))
         return start, start + longest + latency

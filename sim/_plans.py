@@ -1,0 +1,241 @@
+"""Step plans: what a simulation step moves and computes whatever the timeline, kept per
+graph and target across simulations (used by :mod:`sim._engine`, whose ``_Sim`` is the
+:class:`PlanContext`).
+
+A tune's candidates share most of their steps with the ones they were bred from: a group
+step's flows (loads and streams by source, the exchange between a part's cores, the
+output's store), its compute cost when it gathers no tables and its host segment depend
+only on its op set, its layout and its inputs' providers' layouts and cores, all taken
+relative to the step's first sample (:func:`shift`). Each simulation books the plans on
+its timeline; made once, a plan is never mutated, so results are the same bit for bit
+(``tests/sim/test_step_plans.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from compiler.footprint import sample_bytes
+from compiler.layout import input_layout
+from compiler.memo import BoundedDict, memo_of
+from sim._flows import Flows, GroupStatic
+from sim._host import host_segment_cycles
+from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_work, halo_reach
+from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
+from sim._resources import Chip
+
+if TYPE_CHECKING:
+    from compiler.graph import Graph
+    from compiler.schedule import GroupSpec, Placement
+    from compiler.target import Target
+
+__all__ = ["PLAN_LIMIT", "PlanContext", "StepPlan", "inputs_flows", "make_plan", "placement_cores",
+           "plans_of", "shift", "transfer_flows"]
+
+_MODEL_INPUT = -1
+
+
+class PlanContext(Protocol):
+    """What making a plan reads of a simulation (``sim._engine._Sim``)."""
+
+    g: Graph
+    t: Target
+    chip: Chip
+    moves: dict[object, MovePlan]
+    layouts: list[Layout]
+    cores_of: list[tuple[int, ...]]
+
+    def part_cost(self, gr: GroupSpec, spp: int, cores: int, step_cores: int,
+                  remote: frozenset[int], tables: float, wait: float) -> ComputeCost: ...
+
+    def weight_flows(self, nbytes: float, cores: tuple[int, ...], count: bool = True
+                     ) -> Flows: ...
+
+
+# Step plans kept per graph and target (a BERT-base b8 tune of 400 measurements makes
+# ~6,000 of them, 60 % of its 15,300 group steps finding theirs; each holds a few small
+# dicts).
+PLAN_LIMIT = 20_000
+
+
+@dataclass(frozen=True, eq=False)
+class StepPlan:
+    """What a group step moves and computes whatever the timeline (``_Sim.step_plan``).
+
+    A step's flows depend only on its op set, its layout, the layouts and cores of its
+    inputs' providers and what the capacity model streams; its compute cost, when it
+    gathers no tables, only on those too. A tune's candidates share most of their steps
+    with the candidates they were bred from, so the plans are kept per graph and target
+    and each simulation only books them on the timeline. Never mutated once made.
+
+    Attributes:
+        info: The op set's :class:`~sim._flows.GroupStatic`.
+        work: Its :class:`~sim._model.GroupWork`.
+        staged: ``(source scope, flows)`` of the staged loads, in first-use order.
+        streamed: Flows of the streamed inputs, by source scope in first-use order.
+        kinds: ``(tensor, source scope)`` of each input another step provides (whose
+            readiness the step waits for).
+        ex: The exchange between a part's cores (None: nothing crosses).
+        out: The output's store to LLB/DDR (None: it stays in L1).
+        remote: Ops whose re-reads are charged at the source.
+        cost_of: Cost per part size (None: the step gathers tables, priced on the timeline).
+        first: The first weight tile's flows (None: none, or priced on the timeline).
+        host: ``(cycles, FLOPs, PCIe bytes)`` of the step's host ops.
+    """
+
+    info: GroupStatic
+    work: GroupWork
+    staged: tuple[tuple[str, Flows], ...]
+    streamed: tuple[Flows, ...]
+    kinds: tuple[tuple[str, str], ...]
+    ex: Flows | None
+    out: Flows | None
+    remote: frozenset[int]
+    cost_of: dict[int, ComputeCost] | None
+    first: Flows | None
+    host: tuple[float, float, float]
+
+
+_CORES: dict[Placement, tuple[int, ...]] = {}
+
+
+def placement_cores(place: Placement) -> tuple[int, ...]:
+    """``place.cores`` (remembered: a property that makes its tuple on every read)."""
+    hit = _CORES.get(place)
+    if hit is None:
+        if len(_CORES) > PLAN_LIMIT:
+            _CORES.clear()
+        hit = _CORES[place] = place.cores
+    return hit
+
+
+def shift(layout: Layout, off: int) -> Layout:
+    """``layout`` with every piece's first sample ``off`` earlier."""
+    if not off:
+        return layout
+    return (layout[0], tuple((first - off, spp, parts) for first, spp, parts in layout[1]))
+
+
+def plans_of(graph: Graph, target: Target) -> BoundedDict:
+    """The step plans of a graph (as simulated: its compute dtype) on a target."""
+    memo = memo_of(graph)
+    key = ("sim.steps", target.hash)
+    plans: BoundedDict | None = memo.get(key)
+    if plans is None:
+        plans = memo[key] = BoundedDict(PLAN_LIMIT)
+    return plans
+
+
+
+def inputs_flows(
+    sim: PlanContext, tensors: tuple[tuple[str, int, int], ...],
+    srcs: tuple[tuple[Layout, tuple[int, ...]] | None, ...],
+    dst: Layout, dst_cores: tuple[int, ...], streamed_names: frozenset[str],
+    work: GroupWork | None = None,
+) -> tuple[dict[str, Flows], dict[str, Flows]]:
+    """Flows bringing ``tensors`` from their providers (``srcs[i]``: the layout and cores
+    of tensor ``i``'s provider, None for a model input) to layout ``dst``.
+
+    Returns the staged loads and the streamed loads (``streamed_names``: inputs
+    in LLB/DDR that the step reads tile by tile, as the capacity model decided),
+    each by source scope (separate DMA requests). A streamed input that an op
+    re-reads once per extra weight tile (``work.rereads``) crosses its path once
+    per pass.
+    """
+    staged: dict[str, Flows] = {}
+    streamed: dict[str, Flows] = {}
+    for (name, sb, fb), got in zip(tensors, srcs):
+        if got is None:
+            src: Layout = input_layout(sim.g.batch)
+            src_cores: tuple[int, ...] = ()
+        else:
+            src, src_cores = got
+        bucket = staged
+        passes = 1
+        if name in streamed_names:
+            bucket = streamed
+            if work is not None:
+                passes += sum(x for _, t, x in work.rereads if t == name)
+        fl = bucket.get(src[0])
+        if fl is None:
+            fl = bucket[src[0]] = Flows()
+        if sb:
+            fl.add(move_plan(sim.chip, src, dst, sim.moves), sb * passes)
+        if fb:
+            fl.add(fixed_plan(sim.chip, src[0], src_cores, dst[0], dst_cores, sim.moves),
+                   fb * passes)
+    return staged, streamed
+
+
+def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: GroupSpec, spp: int,
+              samples: int, info: GroupStatic,
+              srcs: tuple[tuple[Layout, tuple[int, ...]] | None, ...],
+              streamed_names: frozenset[str]) -> StepPlan:
+    """The :class:`_StepPlan` of a step of ``gr`` at layout ``place`` on ``cores``."""
+    parts = place[1][0][2]
+    work = group_work(sim.g, gr.ops, sim.t)
+    stage: Layout = ("L1", place[1])
+    staged, streamed = inputs_flows(sim, info.inputs, srcs, stage, cores, streamed_names, work)
+    kinds = tuple((name, src[0][0]) for (name, _, _), src in zip(info.inputs, srcs)
+                  if src is not None)
+    # the cores of a part exchange halos / operands at cuts inside a sample
+    ex: Flows | None = None
+    if work.cut_bytes or work.operands:
+        ex = Flows()
+        for part in parts:
+            cuts = cuts_inside_samples(spp, len(part))
+            if work.operands:  # attention's K and V, split as its compute is
+                ex.add(exchange_plan(sim.chip, part, sim.moves),
+                       work.operand_exchange(spp, len(part)))
+            if not cuts or not work.cut_bytes:
+                continue
+            near = work.cut_bytes
+            # a halo reaching past the neighbour's rows comes from further away
+            for hb, side_rows, in_rows in work.halos:
+                reach = halo_reach(in_rows * spp / len(part), side_rows, len(part))
+                if len(reach) > 1:
+                    near -= hb
+                    ex.add(exchange_plan(sim.chip, part, sim.moves, reach), cuts * hb)
+            ex.add(exchange_plan(sim.chip, part, sim.moves), cuts * near)
+        if not ex.flows:
+            ex = None
+    out: Flows | None = None
+    if place[0] != "L1":
+        out = Flows()
+        out.add(move_plan(sim.chip, stage, place, sim.moves), info.out_sample)
+        if info.out_fixed:
+            out.add(fixed_plan(sim.chip, "L1", cores, place[0], cores, sim.moves),
+                    info.out_fixed)
+    remote = work.remote_ops(streamed_names)
+    cost_of: dict[int, ComputeCost] | None = None
+    first: Flows | None = None
+    if not work.gathers:  # no tables: the costs and the first weight tile are fixed
+        cost_of = {n: sim.part_cost(gr, spp, n, len(cores), remote, 0.0, 0.0)
+                   for n in {len(p) for p in parts}}
+        if info.first_tile:
+            first = sim.weight_flows(info.first_tile, cores, count=False)
+    host = host_segment_cycles(sim.g, gr.ops, samples, sim.t)
+    return StepPlan(info, work, tuple(staged.items()), tuple(streamed.values()), kinds,
+                     ex, out, remote, cost_of, first, host)
+
+
+def transfer_flows(sim: PlanContext, tensor: str, dst: Layout, cores: tuple[int, ...],
+                   dep_idx: list[int]) -> Flows:
+    """What a transfer of ``tensor`` to ``dst`` on ``cores`` moves from its sources
+    (the steps ``dep_idx``, or the model input)."""
+    sb, fb = sample_bytes(sim.g, tensor)
+    fl = Flows()
+    for d in dep_idx or [_MODEL_INPUT]:
+        if d == _MODEL_INPUT:
+            src: Layout = input_layout(sim.g.batch)
+            src_cores: tuple[int, ...] = ()
+        else:
+            src = sim.layouts[d]
+            src_cores = sim.cores_of[d]
+        if sb:
+            fl.add(move_plan(sim.chip, src, dst, sim.moves), sb)
+        if fb:
+            fl.add(fixed_plan(sim.chip, src[0], src_cores, dst[0], cores, sim.moves), fb)
+    return fl
+

@@ -1,0 +1,74 @@
+"""The simulator's step plans (``sim._plans.StepPlan``), kept across simulations of a
+graph on a target, never change a result: a schedule simulated after others (its steps'
+plans made by earlier schedules, chunks of other groups and other layouts at other first
+samples) gives exactly the result of one simulated with every plan made afresh. Drawn by
+hypothesis as chains of mutations (a child shares most steps with its parent, as a tune's
+candidates do), on models with halos, attention operands, gathered tables and host-free
+chains, on the default target and ones with a small L1 (inputs stream in), fewer cores and
+without the LLB broadcast."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compiler.errors import ScheduleError
+from compiler.graph import Graph
+from compiler.memo import BoundedDict
+from compiler.target import Target
+from sim import _engine, simulate
+from tests.sim.random_schedules import mutate, random_schedule
+from tests.sim.test_properties import graph_of
+
+MODELS = ("tiny_cnn", "resnet18", "bert", "deepfm")
+
+
+def _targets() -> dict[str, Target]:
+    t = Target.default()
+    return {"default": t,
+            # an eighth of the L1: inputs in LLB/DDR stream in (the plans' streamed sets)
+            "small_l1": t.replace(l1={"data_bytes": 128 * 1024, "weight_bytes": 32 * 1024}),
+            "four_cores": t.replace(chip={"cores_per_cluster": 4},
+                                    noc={"mesh_rows": 4, "mesh_cols": 2}),
+            "no_broadcast": t.replace(llb={"broadcast": False})}
+
+
+TARGETS = _targets()
+
+
+def _fresh(graph: Graph, s: Any, target: Target, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``s`` simulated with every step plan made for it (none looked up)."""
+    with monkeypatch.context() as m:
+        m.setattr(_engine, "plans_of", lambda graph, target: BoundedDict(0))
+        return simulate(graph, s, target)
+
+
+def _chain(graph: Graph, rng: random.Random, cores: int, n: int) -> list[Any]:
+    out: list[Any] = []
+    s = None
+    while len(out) < n:
+        try:
+            s = (random_schedule(graph, rng, cores) if s is None or rng.random() < 0.2
+                 else mutate(graph, s, rng, cores))
+        except ScheduleError:
+            s = None
+            continue
+        out.append(s)
+    return out
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(model=st.sampled_from(MODELS), tname=st.sampled_from(sorted(TARGETS)),
+       seed=st.integers(0, 2**31 - 1))
+def test_kept_step_plans_give_the_fresh_result(model: str, tname: str, seed: int) -> None:
+    graph, target = graph_of(model), TARGETS[tname]
+    rng = random.Random(seed)
+    with pytest.MonkeyPatch.context() as mp:
+        for s in _chain(graph, rng, target.chip.cores_per_cluster, 8):
+            kept = simulate(graph, s, target)  # plans from the earlier schedules
+            fresh = _fresh(graph, s, target, mp)
+            assert kept == fresh
