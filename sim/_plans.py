@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from compiler.schedule import GroupSpec, Placement
     from compiler.target import Target
 
-__all__ = ["PLAN_LIMIT", "PlanContext", "StepPlan", "inputs_flows", "make_plan", "placement_cores",
-           "plans_of", "shift", "transfer_flows"]
+__all__ = ["PLAN_LIMIT", "TARGETS_KEPT", "PlanContext", "StepPlan", "inputs_flows", "make_plan",
+           "placement_cores", "plans_of", "shift", "transfer_flows"]
 
 _MODEL_INPUT = -1
 
@@ -54,9 +54,12 @@ class PlanContext(Protocol):
 
 
 # Step plans kept per graph and target (a BERT-base b8 tune of 400 measurements makes
-# ~6,000 of them, 60 % of its 15,300 group steps finding theirs; each holds a few small
-# dicts).
-PLAN_LIMIT = 20_000
+# ~5,600 of them, 60 % of its 15,300 group steps finding theirs; they took ~70 MB of its
+# process, ~12 KB each), and the targets whose plans a graph keeps at once: a sweep
+# simulates one graph on many targets in the same processes, so without that bound a
+# process would keep up to PLAN_LIMIT plans per variant.
+PLAN_LIMIT = 8_000
+TARGETS_KEPT = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,12 +121,17 @@ def shift(layout: Layout, off: int) -> Layout:
 
 
 def plans_of(graph: Graph, target: Target) -> BoundedDict:
-    """The step plans of a graph (as simulated: its compute dtype) on a target."""
+    """The step plans of a graph (as simulated: its compute dtype) on a target; the graph
+    keeps those of its last :data:`TARGETS_KEPT` targets (a new one drops the oldest's)."""
     memo = memo_of(graph)
-    key = ("sim.steps", target.hash)
-    plans: BoundedDict | None = memo.get(key)
+    kept: dict[str, BoundedDict] | None = memo.get("sim.steps")
+    if kept is None:
+        kept = memo["sim.steps"] = {}
+    plans = kept.get(target.hash)
     if plans is None:
-        plans = memo[key] = BoundedDict(PLAN_LIMIT)
+        while len(kept) >= TARGETS_KEPT:
+            del kept[next(iter(kept))]
+        plans = kept[target.hash] = BoundedDict(PLAN_LIMIT)
     return plans
 
 

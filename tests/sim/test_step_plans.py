@@ -72,3 +72,25 @@ def test_kept_step_plans_give_the_fresh_result(model: str, tname: str, seed: int
             kept = simulate(graph, s, target)  # plans from the earlier schedules
             fresh = _fresh(graph, s, target, mp)
             assert kept == fresh
+
+
+def test_a_graph_keeps_the_plans_of_its_last_two_targets_only() -> None:
+    """A sweep simulates one graph on many targets in one process: the plans of each new
+    target replace the oldest's, so a process holds at most ``TARGETS_KEPT`` stores."""
+    from compiler.capacity import in_compute_dtype
+    from compiler.memo import memo_of
+    from sim._plans import PLAN_LIMIT, TARGETS_KEPT, plans_of
+
+    graph = graph_of("tiny_cnn")
+    s = _chain(graph, random.Random(0), 8, 1)[0]
+    targets = [TARGETS["default"], TARGETS["no_broadcast"],
+               TARGETS["default"].replace(ddr={"bytes_per_cycle": 13})]
+    for t in targets:
+        simulate(graph, s, t)
+        assert len(plans_of(in_compute_dtype(graph, t), t)) > 0  # the run kept its plans
+    kept = memo_of(in_compute_dtype(graph, targets[0]))["sim.steps"]
+    assert TARGETS_KEPT == 2 and list(kept) == [t.hash for t in targets[-2:]]
+    assert all(p.limit == PLAN_LIMIT for p in kept.values())
+    # a target met again starts afresh and pushes out the oldest kept
+    simulate(graph, s, targets[0])
+    assert list(kept) == [t.hash for t in (targets[2], targets[0])]
