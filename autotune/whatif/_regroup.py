@@ -33,7 +33,7 @@ import numpy as np
 if TYPE_CHECKING:
     from search_space import Space
 
-__all__ = ["KICK", "REGROUPS", "SPAN", "by_class", "regroup_vectors", "stalled"]
+__all__ = ["KICK", "REGROUPS", "SPAN", "by_class", "regroup_vectors", "stalled", "with_boundaries"]
 
 REGROUPS = 4
 """Regroupings a variant's later chunk measures first (per task), beside the grafts."""
@@ -55,14 +55,14 @@ def regroup_vectors(space: Space, base: np.ndarray, n_ops: int, span: int = SPAN
     """``((move, a, b), vector)``: ``base`` (a vector of ``space``) with the groups of
     ``[a, b)`` merged (``"merge"``), cut in two at ``b`` (``"cut"``: the group starting at
     ``a``) or re-cut at ``b`` (``"recut"``: the two groups from ``a``), each with the new
-    group's parameters varied (module docstring). Distinct vectors, none equal to ``base``;
-    none where ``base`` has no boundaries (granularity ``0``).
+    group's parameters varied (module docstring). Distinct vectors, none equal to ``base``.
+    A ``base`` of granularity ``0`` (one block) is taken at granularity ``1/32`` with no
+    boundary (the same schedule), so its block can be cut.
     """
     from autotune.whatif._graft import _view
 
+    base = with_boundaries(space, base)
     below, starts = _view(space, base)
-    if below == 0:
-        return []
     cut_dim: dict[int, int] = {}  # op that a boundary there starts -> its cut dim
     dims: dict[int, dict[str, int]] = {}  # op -> kind -> dim
     for f, d in enumerate(space.free):
@@ -133,6 +133,23 @@ def regroup_vectors(space: Space, base: np.ndarray, n_ops: int, span: int = SPAN
                 params(w, c, b)
                 add(("recut", a, c), iter([w]))
                 add(("recut", a, c), varied(w, a))
+    return out
+
+
+def with_boundaries(space: Space, base: np.ndarray) -> np.ndarray:
+    """``base``, or where its granularity is ``0`` (one block, no boundary) the same schedule
+    at granularity ``1/32`` with every cut point's rank ``1`` (no boundary), whose cut
+    points a move can make boundaries (a space of one segment: ``base``)."""
+    from autotune.whatif._graft import _view
+    from search_space._dims import CUT_BELOW, GRANULARITIES
+
+    if space.d_gran < 0 or _view(space, base)[0] > 0:
+        return base
+    out = base.copy()
+    out[space.rep[space.d_gran]] = GRANULARITIES.index("1/32")
+    for f, d in enumerate(space.free):
+        if d.kind == "cut":
+            out[f] = CUT_BELOW["1/32"]
     return out
 
 
