@@ -204,18 +204,20 @@ def test_graft_seeds_adds_its_regroupings_after_the_grafts(small: Any, tmp_path:
 def test_a_sweep_kicks_a_stalled_variants_next_chunk_and_asks_for_regroupings(
         small: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """``sweep(kick=k)`` gives a later chunk ``polish_kick=k`` exactly when the variant is
-    ``stalled`` before it (``kick=0``: never; some chunk is), and asks ``graft_seeds`` for
-    ``regroup`` regroupings."""
+    ``stalled`` before it (here: every other time it asks; ``kick=0``: never), and asks
+    ``graft_seeds`` for ``regroup`` regroupings."""
     import autotune._tune as tune_module
     import autotune.whatif._sweep as sweep_module
 
     seen: list[tuple[bool, int]] = []
     asked: list[int] = []
     real_tune, real_stalled, real_gs = tune_module.tune, sweep_module.stalled, sweep_module.graft_seeds
-    state = {"stalled": False}
+    state: dict[str, Any] = {"stalled": False}
 
-    def spy_stalled(history: Any, tpv: int) -> bool:
-        state["stalled"] = real_stalled(history, tpv)
+    def spy_stalled(history: Any, tpv: int) -> bool:  # every other asked: stalled
+        real_stalled(history, tpv)
+        state["n"] = state.get("n", 0) + 1
+        state["stalled"] = state["n"] % 2 == 1
         return state["stalled"]
 
     def spy_tune(*args: Any, **kwargs: Any) -> Any:
