@@ -101,22 +101,24 @@ def test_by_class_takes_the_best_of_each_move_first() -> None:
     assert by_class([], np.array([]), 3) == []
 
 
-@settings(max_examples=50, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.floats(1.0, 100.0)), max_size=260))
-def test_stalled_is_the_last_chunk_without_a_better_best(history: list[float | None]) -> None:
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 30), st.lists(st.sampled_from([1.0, 2.0, 3.0, 4.0]), max_size=230))
+@example(0, [4.0] * 100)  # stalled: 50 without a better best after the probe's 50
+@example(0, [4.0] * 99 + [3.0])  # the last record improved it
+@example(0, [4.0] * 99)  # no chunk after the probe yet
+def test_stalled_is_the_last_chunk_without_a_better_best(nones: int, values: list[float]) -> None:
     """A variant stalled when it had a chunk past its probe and its best after its last chunk
-    is no better than before it."""
+    is no better than before it (a history: None until every task ran, then a running best)."""
+    from itertools import accumulate
+
     from autotune.whatif._budget import chunk_size, probe_size
     from autotune.whatif._regroup import stalled
 
     c = chunk_size(200)
-    mono: list[float | None] = []
-    for v in history:  # a history is a running best
-        prev = mono[-1] if mono else None
-        mono.append(v if prev is None or v is None else min(v, prev))
-    expect = (len(mono) >= probe_size(200) + c and mono[-1] is not None
-              and mono[-c - 1] is not None and mono[-1] == mono[-c - 1])
-    assert stalled(mono, 200) == expect
+    history: list[float | None] = [None] * nones + list(accumulate(values, min))
+    expect = (len(history) >= probe_size(200) + c and history[-1] is not None
+              and history[-c - 1] is not None and history[-1] == history[-c - 1])
+    assert stalled(history, 200) == expect
 
 
 def test_the_stuck_best_of_the_seed_2_sweep_has_a_faster_regrouping(r50_16: Graph) -> None:
@@ -237,6 +239,7 @@ def test_a_sweep_kicks_a_stalled_variants_next_chunk_and_asks_for_regroupings(
     for kick in (3, 0):
         seen.clear()
         asked.clear()
+        state["n"] = 0  # the first asked: stalled
         sweep_module.sweep([small[0]], vs, trials_per_variant=24, log=tmp_path / f"k{kick}.jsonl",
                            workers=0, seed=0, pretrained=False, kick=kick, regroup=2)
         assert seen and asked and set(asked) == {2}
