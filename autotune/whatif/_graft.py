@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autotune.whatif._regroup import _view, by_class, regroup_vectors
+
 if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.schedule import GraphSchedule
@@ -50,17 +52,6 @@ SPAN = 3
 
 DONORS = 120
 """Distinct schedules per other variant that donate windows (their fastest first)."""
-
-
-def _view(space: Space, vec: np.ndarray) -> tuple[int, list[int]]:
-    """(the first cut rank that is no boundary at the vector's granularity, its group starts)."""
-    from search_space._dims import CUT_BELOW, GRANULARITIES
-
-    gran = int(space.rep[space.d_gran]) if space.d_gran >= 0 else -1
-    below = CUT_BELOW[GRANULARITIES[int(vec[gran])]] if gran >= 0 else 0
-    starts = [0, *sorted(space.free[f].at + 1 for f in range(len(space.free))
-                         if space.free[f].kind == "cut" and vec[f] < below)]
-    return below, starts
 
 
 def graft_vectors(space: Space, base: np.ndarray, donor: np.ndarray, n_ops: int,
@@ -217,8 +208,6 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
         out = [schedule(picked[k]) for k in order[:count]]
     if regroup < 1:
         return out
-    from autotune.whatif._regroup import by_class, regroup_vectors
-
     for s in out:  # the grafts picked: no regrouping repeats one
         seen.add(space.encode(s).tobytes())
     moves: dict[bytes, tuple[str, int, int]] = {}

@@ -50,6 +50,17 @@ _SLOT = ("mode", "samples", "cpp", "parts", "perm", "spread", "xscope")
 """Kinds of a segment's parameters (at a block's first segment); ``scope`` is per op."""
 
 
+def _view(space: Space, vec: np.ndarray) -> tuple[int, list[int]]:
+    """(the first cut rank that is no boundary at the vector's granularity, its group starts)."""
+    from search_space._dims import CUT_BELOW, GRANULARITIES
+
+    gran = int(space.rep[space.d_gran]) if space.d_gran >= 0 else -1
+    below = CUT_BELOW[GRANULARITIES[int(vec[gran])]] if gran >= 0 else 0
+    starts = [0, *sorted(space.free[f].at + 1 for f in range(len(space.free))
+                         if space.free[f].kind == "cut" and vec[f] < below)]
+    return below, starts
+
+
 def regroup_vectors(space: Space, base: np.ndarray, n_ops: int, span: int = SPAN
                     ) -> list[tuple[tuple[str, int, int], np.ndarray]]:
     """``((move, a, b), vector)``: ``base`` (a vector of ``space``) with the groups of
@@ -59,8 +70,6 @@ def regroup_vectors(space: Space, base: np.ndarray, n_ops: int, span: int = SPAN
     A ``base`` of granularity ``0`` (one block) is taken at granularity ``1/32`` with no
     boundary (the same schedule), so its block can be cut.
     """
-    from autotune.whatif._graft import _view
-
     base = with_boundaries(space, base)
     below, starts = _view(space, base)
     cut_dim: dict[int, int] = {}  # op that a boundary there starts -> its cut dim
@@ -140,7 +149,6 @@ def with_boundaries(space: Space, base: np.ndarray) -> np.ndarray:
     """``base``, or where its granularity is ``0`` (one block, no boundary) the same schedule
     at granularity ``1/32`` with every cut point's rank ``1`` (no boundary), whose cut
     points a move can make boundaries (a space of one segment: ``base``)."""
-    from autotune.whatif._graft import _view
     from search_space._dims import CUT_BELOW, GRANULARITIES
 
     if space.d_gran < 0 or _view(space, base)[0] > 0:
