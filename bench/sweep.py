@@ -109,9 +109,11 @@ def to_reach(c: list[float | None], ref: float, fraction: float) -> int | None:
 def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], cold_trials: int,
               sweep_trials: int, seed: int, out: Path,
               only: tuple[str, ...] = ("cold", "sweep", "pretrained"),
-              screen: tuple[str, ...] = (), graft: int | None = None) -> dict[str, Any]:
+              screen: tuple[str, ...] = (), graft: int | None = None,
+              regroup: int | None = None, kick: int | None = None) -> dict[str, Any]:
     from autotune._tune import load_tasks
     from autotune.whatif._graft import GRAFTS
+    from autotune.whatif._regroup import KICK, REGROUPS
     from autotune.whatif._sweep import sweep
     from autotune.whatif._targets import make_variants, parse_set
     from compiler.target import Target
@@ -134,7 +136,8 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
         sweep(tasks, variants, trials_per_variant=trials, log=d / f"{run}.jsonl", workers=0,
               seed=seed, warm=warm, pretrained=pre,
               allocate="adaptive" if run == "sweep" else "equal", screen=run in screen,
-              graft=GRAFTS if graft is None else graft)
+              graft=GRAFTS if graft is None else graft,
+              regroup=REGROUPS if regroup is None else regroup, kick=KICK if kick is None else kick)
         seconds[run], cpu[run] = time.time() - t0, time.process_time() - c0
         print(f"{name}: {run} done in {seconds[run]:.0f} s (cpu {cpu[run]:.0f} s)", flush=True)
     rows = []
@@ -399,6 +402,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--graft", type=int, default=None,
                     help="grafts a warm variant's later chunk measures first (default: the "
                          "sweep's, autotune.whatif._graft.GRAFTS; 0: none, the sweep before it)")
+    ap.add_argument("--regroup", type=int, default=None,
+                    help="regroupings of its best a warm variant's later chunk measures after the "
+                         "grafts (default: the sweep's, autotune.whatif._regroup.REGROUPS; 0: none)")
+    ap.add_argument("--kick", type=int, default=None,
+                    help="kick size of a later chunk after a chunk that left the best as it was "
+                         "(default: the sweep's, autotune.whatif._regroup.KICK; 0: none)")
     ap.add_argument("--held-out", nargs="*", default=None,
                     help="held-out models for the shipped model (no names: the four full-size)")
     ap.add_argument("--held-out-trials", type=int, default=150)
@@ -427,14 +436,14 @@ def main(argv: list[str] | None = None) -> int:
                                "load": os.getloadavg(), "models": [],
                                "screened": {"runs": args.screen, "population": _budget.POPULATION,
                                             "generations": _budget.GENERATIONS},
-                               "graft": args.graft}
+                               "graft": args.graft, "regroup": args.regroup, "kick": args.kick}
     for name in args.models:
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}
         results["models"].append(run_model(name, args.batch, opts, sets, args.cold_trials,
                                            args.sweep_trials, args.seed, out,
                                            tuple(args.runs.split(",")),
                                            tuple(x for x in args.screen.split(",") if x),
-                                           args.graft))
+                                           args.graft, args.regroup, args.kick))
         (out / "results.json").write_text(json.dumps(results, indent=1))
     if args.held_out is not None:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autotune.whatif._regroup import _view, by_class, regroup_vectors
+
 if TYPE_CHECKING:
     from compiler.graph import Graph
     from compiler.schedule import GraphSchedule
@@ -50,17 +52,6 @@ SPAN = 3
 
 DONORS = 120
 """Distinct schedules per other variant that donate windows (their fastest first)."""
-
-
-def _view(space: Space, vec: np.ndarray) -> tuple[int, list[int]]:
-    """(the first cut rank that is no boundary at the vector's granularity, its group starts)."""
-    from search_space._dims import CUT_BELOW, GRANULARITIES
-
-    gran = int(space.rep[space.d_gran]) if space.d_gran >= 0 else -1
-    below = CUT_BELOW[GRANULARITIES[int(vec[gran])]] if gran >= 0 else 0
-    starts = [0, *sorted(space.free[f].at + 1 for f in range(len(space.free))
-                         if space.free[f].kind == "cut" and vec[f] < below)]
-    return below, starts
 
 
 def graft_vectors(space: Space, base: np.ndarray, donor: np.ndarray, n_ops: int,
@@ -100,7 +91,8 @@ def graft_vectors(space: Space, base: np.ndarray, donor: np.ndarray, n_ops: int,
 
 def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record],
                 donors: Sequence[Record], count: int = GRAFTS, seed: int | None = None,
-                memo: dict[str, dict[Any, Any]] | None = None) -> list[GraphSchedule]:
+                memo: dict[str, dict[Any, Any]] | None = None, regroup: int = 0
+                ) -> list[GraphSchedule]:
     """The ``count`` schedules the cost model ranks first among ``donors`` (each in ``space``:
     exactly, else its nearest projection) and their grafts (:func:`graft_vectors`) into the
     fastest of ``own``.
@@ -120,8 +112,13 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
             work is saved: a kept memo picks what a fresh one picks (h111: the grafts' CPU
             -20 to -33 % on the eighteenth pass's logs, decoding and featurising each graft
             once instead of at every call, and projecting a record once instead of twice).
+        regroup: Also this many regroupings of the base (:mod:`autotune.whatif._regroup`:
+            groups merged, a group cut, a boundary moved), after the grafts: none of them,
+            ranked by the same model, one per move (:func:`~autotune.whatif._regroup.by_class`).
+            0 (the default): the grafts alone, as before.
 
-    Returns schedules that fit ``target`` and are none of ``own``, best-ranked first.
+    Returns schedules that fit ``target`` and are none of ``own``, best-ranked first (the
+    grafts, then the regroupings).
     """
     from autotune.sampling._ranker import CostModelRanker
     from compiler.capacity import check_capacity, in_compute_dtype
@@ -131,7 +128,7 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
     vecs, grafts = memo.setdefault("vector", {}), memo.setdefault("graft", {})
     rows = memo.setdefault("row", {})
     ran = [r for r in own if r.result.status.value == "ok" and r.result.latency_us]
-    if count < 1 or not ran:
+    if (count < 1 and regroup < 1) or not ran:
         return []
     base = _vector(space, min(ran, key=lambda r: float(r.result.latency_us or 0.0)), vecs)
     if base is None:
@@ -141,7 +138,7 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
     for r in donors:
         if r.result.status.value == "ok" and r.result.latency_us:
             by_target.setdefault(str(r.target), []).append(r)
-    for tk in sorted(by_target):
+    for tk in sorted(by_target) if count >= 1 else ():
         distinct: set[bytes] = set()
         for r in sorted(by_target[tk], key=lambda r: float(r.result.latency_us or 0.0)):
             v = _vector(space, r, vecs)
@@ -155,46 +152,74 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
                 break
     seen = {v.tobytes() for v in (_vector(space, r, vecs) for r in own) if v is not None}
     g = in_compute_dtype(graph, target)
-    picked: list[bytes] = []
     fresh: dict[bytes, GraphSchedule] = {}  # decoded in this call
-    for key, w in vectors.items():
-        if key in seen or grafts.get(key) is False:
-            continue
-        if key not in grafts:  # its canonical vector if it fits (decoded and checked once)
-            try:
-                s = space.decode(w)
-                grafts[key] = (space.encode(s).tobytes()
-                               if check_capacity(g, s, target) is None else False)
-                fresh[key] = s
-            except Exception:  # noqa: BLE001 - a graft that does not decode or check: not a seed
+
+    def fitting(cands: dict[bytes, np.ndarray]) -> list[bytes]:
+        """The candidates that fit and are none of ``seen`` (then seen), in order."""
+        picked: list[bytes] = []
+        for key, w in cands.items():
+            if key in seen or grafts.get(key) is False:
+                continue
+            if key not in grafts:  # its canonical vector if it fits (decoded and checked once)
+                try:
+                    s = space.decode(w)
+                    grafts[key] = (space.encode(s).tobytes()
+                                   if check_capacity(g, s, target) is None else False)
+                    fresh[key] = s
+                except Exception:  # noqa: BLE001 - a graft that does not decode or check: not a seed
+                    grafts[key] = False
+            canon = grafts[key]
+            if canon is False or canon in seen:  # overflows, or measured or picked: never again
                 grafts[key] = False
-        canon = grafts[key]
-        if canon is False or canon in seen:  # overflows, or measured or picked: never again
-            grafts[key] = False
-            continue
-        seen.add(canon)
-        picked.append(key)
+                continue
+            seen.add(canon)
+            picked.append(key)
+        return picked
 
     def schedule(key: bytes) -> GraphSchedule:
         return fresh[key] if key in fresh else space.decode(vectors[key])
 
+    ranker: list[CostModelRanker] = []
+
+    def scored(picked: list[bytes]) -> np.ndarray:
+        """The model's scores of ``picked`` (fitted once per call on the variant's rows)."""
+        if not ranker:
+            ranker.append(CostModelRanker(graph, target, seed))
+            mine: list[Any] = [_own_key(r) for r in ran]
+            todo = [(m, r) for m, r in zip(mine, ran, strict=True) if m not in rows]
+            if todo:
+                x = ranker[0].features([GraphSchedule.from_json(dict(r.schedule)) for _, r in todo])
+                for (m, _), row in zip(todo, x, strict=True):
+                    rows[m] = row
+            ranker[0].fit(np.array([rows[k] for k in mine]),
+                          np.array([float(r.result.throughput_per_s or 0.0) for r in ran]))
+        new = [k for k in picked if k not in rows]  # features are per schedule: computed once
+        for k, row in zip(new, ranker[0].features([schedule(k) for k in new]) if new else [],
+                          strict=True):
+            rows[k] = row
+        return np.asarray(ranker[0].predict(np.array([rows[k] for k in picked])))
+
+    picked = fitting(vectors)
     if len(picked) <= count:
-        return [schedule(k) for k in picked]
-    ranker = CostModelRanker(graph, target, seed)
-    new = [k for k in picked if k not in rows]  # features are per schedule: computed once
-    for k, row in zip(new, ranker.features([schedule(k) for k in new]) if new else [], strict=True):
-        rows[k] = row
-    mine: list[Any] = [_own_key(r) for r in ran]
-    todo = [(m, r) for m, r in zip(mine, ran, strict=True) if m not in rows]
-    if todo:
-        x = ranker.features([GraphSchedule.from_json(dict(r.schedule)) for _, r in todo])
-        for (m, _), row in zip(todo, x, strict=True):
-            rows[m] = row
-    ranker.fit(np.array([rows[k] for k in mine]),
-               np.array([float(r.result.throughput_per_s or 0.0) for r in ran]))
-    scores = ranker.predict(np.array([rows[k] for k in picked]))
-    order = sorted(range(len(picked)), key=lambda k: (-float(scores[k]), k))
-    return [schedule(picked[k]) for k in order[:count]]
+        out = [schedule(k) for k in picked]
+    else:
+        scores = scored(picked)
+        order = sorted(range(len(picked)), key=lambda k: (-float(scores[k]), k))
+        out = [schedule(picked[k]) for k in order[:count]]
+    if regroup < 1:
+        return out
+    for s in out:  # the grafts picked: no regrouping repeats one
+        seen.add(space.encode(s).tobytes())
+    moves: dict[bytes, tuple[str, int, int]] = {}
+    for mv, w in regroup_vectors(space, base, len(graph.ops)):
+        if w.tobytes() not in vectors:
+            vectors[w.tobytes()] = w
+            moves[w.tobytes()] = mv
+    keys = fitting({k: vectors[k] for k in moves})
+    if not keys:
+        return out
+    take = by_class([moves[k] for k in keys], scored(keys), regroup)
+    return out + [schedule(keys[k]) for k in take]
 
 
 def _own_key(rec: Record) -> tuple[Any, ...]:

@@ -43,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -57,6 +58,7 @@ from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._feasible import infeasible, infeasible_reason
 from autotune.whatif._graft import GRAFTS, graft_seeds
 from autotune.whatif._nearest import cross_sources, tuning_order
+from autotune.whatif._regroup import KICK, REGROUPS, stalled
 from autotune.whatif._rows import SweepResult, SweepRow
 from autotune.whatif._targets import Variant
 
@@ -90,6 +92,8 @@ def sweep(
     allocate: str = "adaptive",
     screen: bool = False,
     graft: int = GRAFTS,
+    regroup: int = REGROUPS,
+    kick: int = KICK,
 ) -> SweepResult:
     """Tune ``models`` on every variant into ``log``; write the table and plots to ``out``.
 
@@ -121,6 +125,10 @@ def sweep(
             (:func:`autotune.whatif._budget.screened`; off: as ``tune``, measured no better).
         graft: Grafts a variant's later chunk measures first, per task: windows of the other
             variants' schedules carried into its best (:mod:`autotune.whatif._graft`; 0: none).
+        regroup: Regroupings of its best (groups merged, a group cut, a boundary moved) a
+            later chunk measures after the grafts, per task (:mod:`autotune.whatif._regroup`).
+        kick: A later chunk of a variant whose previous chunk left its best as it was polishes
+            with kicks of this size (``GuidedOptions.polish_kick``; 0: none).
 
     Raises:
         GraphtuneError: a bad argument, model or log (before anything is measured).
@@ -160,8 +168,12 @@ def sweep(
                 result.measured += cold_start(tasks, variant, cold_share(trials), log_path, seed,
                                               workers, [*callbacks, *extra])
             warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
-                                            rows=loud is not None, graft=(graft, seed, memos))
+                                            rows=loud is not None,
+                                            graft=(graft, seed, memos, regroup))
         late = None if loud is not None else chunk_guided(trials_per_variant)  # polish sooner
+        if late is not None and kick and stalled(_histories(log_path, tasks, [variant]).get(
+                variant.key, []), trials_per_variant):
+            late = dataclasses.replace(late, polish_kick=kick)
         late = screened(late) if screen else late  # more evolution per measurement
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,
                    search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
@@ -388,7 +400,7 @@ def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
 
 def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
                finished: Sequence[Variant], pretrained: bool, rows: bool = True,
-               graft: tuple[int, int | None, dict[str, Any]] = (0, None, {})
+               graft: tuple[int, int | None, dict[str, Any], int] = (0, None, {}, 0)
                ) -> tuple[dict[str, list[Any]], Any]:
     """Warm seeds and the ranker factory of ``variant`` from the finished variants' records.
 
@@ -400,7 +412,8 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
     ranker is None: the default one), and the best of every other finished variant too
     (:func:`autotune.whatif._nearest.cross_sources`): a sibling's best found after this
     variant's probe is measured at its next chunk; then ``graft`` = (count, seed, memos) of
-    :func:`graft_seeds` (the finished variants' schedules grafted into ``variant``'s best).
+    :func:`graft_seeds` (the finished variants' schedules grafted into ``variant``'s best) and
+    the count of its regroupings.
     """
     from autotune.sampling._warm import MAX_PRIOR_ROWS_PER_TARGET, prior_data, ranker_factory, warm_schedules
     from autotune.whatif._nearest import prior_rows, seed_sources
@@ -444,23 +457,26 @@ def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
 
 
 def _grafts(task: Task, variant: Variant, own: dict[str, list[Record]],
-            recs: dict[str, dict[str, list[Record]]], graft: tuple[int, int | None, dict[str, Any]]
+            recs: dict[str, dict[str, list[Record]]],
+            graft: tuple[int, int | None, dict[str, Any], int]
             ) -> list[Any]:
     """:func:`graft_seeds` of the other variants' records of ``task`` (``recs``) into ``variant``
     (its records by task: ``own``)."""
     from compiler.errors import GraphtuneError
     from search_space import build_space
 
-    count, seed, memos = graft
+    count, seed, memos, regroup = graft
     donors = [r for tk, by in sorted(recs.items()) if tk != variant.key for r in by.get(task.key, [])]
     if count < 1 or not own.get(task.key) or not donors:
+        count = 0
+    if (count < 1 and regroup < 1) or not own.get(task.key):
         return []
     try:
         space = build_space(task.graph, variant.target, task.batch)
     except GraphtuneError:
         return []
     return graft_seeds(space, task.graph, variant.target, own[task.key], donors, count, seed,
-                       memos.setdefault(f"{variant.key} {task.key}", {}))
+                       memos.setdefault(f"{variant.key} {task.key}", {}), regroup)
 
 
 def _fitted(task: Task, variant: Variant, schedules: Sequence[Any]) -> list[Any]:

@@ -149,7 +149,7 @@ def test_a_sweep_measures_its_grafts_in_later_chunks_only(tiny_graph: Graph, tmp
         log = tmp_path / f"s{k}{warm}.jsonl"
         calls.clear()
         sweep_module.sweep([tiny_graph], vs, trials_per_variant=24, log=log, workers=0, seed=0,
-                           warm=warm, pretrained=False, graft=k)
+                           warm=warm, pretrained=False, graft=k, regroup=0)
         if k == 0 or not warm:
             assert calls == []
             continue
