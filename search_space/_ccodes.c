@@ -78,16 +78,30 @@ typedef struct {
     PyObject *place, *place_repr;  /* owned */
 } IEntry;
 
+/* a repr remembered by identity (an op tuple's, a placement's); the object is held, so its
+ * address is not reused while the entry lives */
+typedef struct {
+    uint64_t hash;
+    PyObject *key, *repr;  /* owned; key NULL: a free slot */
+} REntry;
+
 typedef struct {
     PyObject_HEAD
     PyObject *new_group, *group_info, *new_transfer, *step_code;
+    /* the first-time path in C (Cache(..., first=...)): the space's places dict, the Placement,
+     * GroupSpec and TransferItem types, the scope names, and the value table's lists and dicts
+     * (compiler.codes.ValueTable: add_group and add_transfer done here as there) */
+    PyObject *places, *place_type, *group_type, *item_type, *scope_names;
+    PyObject *t_groups, *t_group_ops, *t_group_first, *t_group_places, *t_ops, *t_placements,
+             *t_ops_codes, *t_place_codes, *t_group_codes, *t_transfers, *t_transfer_codes;
+    REntry *r; size_t rcap, rn;
     GEntry *g; size_t gcap, gn;
     TEntry *t; size_t tcap, tn;
     SEntry *s; size_t scap, sn;
     IEntry *it; size_t itcap, itn;
     GInfo *info; size_t icap;
     Py_ssize_t limit;
-    long long hits, misses;
+    long long hits, misses, firsts;
 } Cache;
 
 static PyObject *s_open, *s_close, *s_sep, *s_one, *s_empty, *s_g, *s_t;
@@ -183,7 +197,8 @@ DEFINE_GROW(g_grow, GEntry, g, gcap, name, 1024)
 DEFINE_GROW(t_grow, TEntry, t, tcap, name, 1024)
 
 /* the per-code pieces of group code `code` (asked of group_info once) */
-static GInfo *info_of(Cache *c, int code) {
+/* the (grown) slot of group code `code` */
+static GInfo *info_slot(Cache *c, int code) {
     if (code < 0) { PyErr_SetString(PyExc_ValueError, "a negative group code"); return NULL; }
     if ((size_t)code >= c->icap) {
         size_t cap = c->icap ? c->icap : 1024;
@@ -193,8 +208,27 @@ static GInfo *info_of(Cache *c, int code) {
         memset(n + c->icap, 0, (cap - c->icap) * sizeof(GInfo));
         c->info = n; c->icap = cap;
     }
-    GInfo *g = &c->info[code];
-    if (g->filled) return g;
+    return &c->info[code];
+}
+
+/* fill a slot from a group's (ops tuple, text, first op repr) (borrowed) */
+static int info_set(GInfo *g, PyObject *ops, PyObject *text, PyObject *first) {
+    g->empty = PyTuple_GET_SIZE(ops) == 0;
+    g->first = 0;
+    if (!g->empty) {
+        g->first = PyLong_AsLongLong(PyTuple_GET_ITEM(ops, 0));
+        if (g->first == -1 && PyErr_Occurred()) return -1;
+    }
+    g->split = -1;  /* set by the caller (the record's split) */
+    g->ops = Py_NewRef(ops); g->text = Py_NewRef(text); g->first_repr = Py_NewRef(first);
+    g->step_text = NULL;
+    g->filled = 1;
+    return 0;
+}
+
+static GInfo *info_of(Cache *c, int code) {
+    GInfo *g = info_slot(c, code);
+    if (!g || g->filled) return g;
     PyObject *r = PyObject_CallFunction(c->group_info, "i", code);
     if (!r) return NULL;
     PyObject *ops, *text, *first;
@@ -206,18 +240,9 @@ static GInfo *info_of(Cache *c, int code) {
         PyErr_SetString(PyExc_TypeError, "group_info: (ops tuple, text, first op repr) expected");
         return NULL;
     }
-    g->empty = PyTuple_GET_SIZE(ops) == 0;
-    g->first = 0;
-    if (!g->empty) {
-        g->first = PyLong_AsLongLong(PyTuple_GET_ITEM(ops, 0));
-        if (g->first == -1 && PyErr_Occurred()) { Py_DECREF(r); return NULL; }
-    }
-    g->split = -1;  /* set by the caller (the record's split) */
-    g->ops = Py_NewRef(ops); g->text = Py_NewRef(text); g->first_repr = Py_NewRef(first);
-    g->step_text = NULL;
-    g->filled = 1;
+    int bad = info_set(g, ops, text, first);
     Py_DECREF(r);
-    return g;
+    return bad ? NULL : g;
 }
 
 static int info_split(GInfo *g, int split) {
@@ -318,6 +343,234 @@ static int append_tuple(PyObject *out, PyObject **parts, Py_ssize_t n) {
     return PyList_Append(out, n == 1 ? s_one : s_close);
 }
 
+/* ---- the first-time path in C (Cache(..., first=...)) ----
+ * What a value met the first time costs in Python (issue 20: ~5 new group specs and ~5 new
+ * placed transfers a decoded BERT-base candidate) done here with the same objects, in the
+ * same order: _lazy.Interned.placement (the space's places dict, a Placement made when
+ * missing), Interned.group_code (the table's key (name, id(ops), split, id(place)...)),
+ * compiler.codes.ValueTable.add_group / add_transfer (its lists and dicts), the new_transfer
+ * callback's item key (tensor, dst factor, dst chunks, id(place)), and key_text._Pieces.group
+ * (repr((ops, split, chunks)) from the reprs of the op tuple and the placements, and the repr
+ * of the group's least op). */
+
+DEFINE_GROW(r_grow, REntry, r, rcap, key, 1024)
+
+static void r_clear(Cache *c) {
+    for (size_t i = 0; i < c->rcap; i++)
+        if (c->r[i].key) { Py_DECREF(c->r[i].key); Py_DECREF(c->r[i].repr); }
+    free(c->r); c->r = NULL; c->rcap = c->rn = 0;
+}
+
+/* repr(o), remembered by identity (o is held with it): a new reference */
+static PyObject *repr_of(Cache *c, PyObject *o) {
+    uint64_t h = mix(0, (uint64_t)(uintptr_t)o);
+    if (c->rcap)
+        for (size_t i = (size_t)h & (c->rcap - 1); c->r[i].key; i = (i + 1) & (c->rcap - 1))
+            if (c->r[i].key == o) return Py_NewRef(c->r[i].repr);
+    PyObject *rep = PyObject_Repr(o);
+    if (!rep) return NULL;
+    if (!PyUnicode_Check(rep)) { Py_DECREF(rep); PyErr_SetString(PyExc_TypeError, "repr: not a str"); return NULL; }
+    if (c->rn + 1 > (size_t)c->limit) r_clear(c);  /* bounded: starts again */
+    if (2 * (c->rn + 1) > c->rcap && r_grow(c)) { Py_DECREF(rep); return NULL; }
+    size_t i = (size_t)h & (c->rcap - 1);
+    while (c->r[i].key) i = (i + 1) & (c->rcap - 1);
+    c->r[i].hash = h; c->r[i].key = Py_NewRef(o); c->r[i].repr = Py_NewRef(rep);
+    c->rn++;
+    return rep;
+}
+
+/* the space's shared Placement(scope name, bind) (Interned.placement): a new reference */
+static PyObject *place_get(Cache *c, int scope, PyObject *bind) {
+    PyObject *name = PyTuple_GET_ITEM(c->scope_names, scope);
+    PyObject *key = PyTuple_Pack(2, name, bind);
+    if (!key) return NULL;
+    PyObject *p = PyDict_GetItemWithError(c->places, key);
+    if (p) { Py_INCREF(p); Py_DECREF(key); return p; }
+    if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+    p = PyObject_CallFunctionObjArgs(c->place_type, name, bind, NULL);
+    if (!p || PyDict_SetItem(c->places, key, p)) { Py_XDECREF(p); Py_DECREF(key); return NULL; }
+    Py_DECREF(key);
+    return p;
+}
+
+/* *code = d[key] when there (1), 0 when not, -1 on an error */
+static int code_in(PyObject *d, PyObject *key, int *code) {
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    if (!v) return PyErr_Occurred() ? -1 : 0;
+    return as_int(v, code) ? -1 : 1;
+}
+
+/* the code of o in an identity-keyed table (ValueTable._ops_codes / _place_codes and the list
+ * of values beside it), interned when new: a new reference to the code */
+static PyObject *id_code(PyObject *codes, PyObject *values, PyObject *o) {
+    PyObject *oid = PyLong_FromVoidPtr(o);
+    if (!oid) return NULL;
+    PyObject *k = PyDict_GetItemWithError(codes, oid);
+    if (k) { Py_DECREF(oid); return Py_NewRef(k); }
+    if (PyErr_Occurred()) { Py_DECREF(oid); return NULL; }
+    k = PyLong_FromSsize_t(PyList_GET_SIZE(values));
+    if (!k || PyDict_SetItem(codes, oid, k) || PyList_Append(values, o)) { Py_XDECREF(k); Py_DECREF(oid); return NULL; }
+    Py_DECREF(oid);
+    return k;
+}
+
+/* ValueTable.add_group(tkey, gs) for gs = GroupSpec(.., ops, .., places): its code */
+static int table_add_group(Cache *c, PyObject *tkey, PyObject *gs, PyObject *ops, PyObject *places, int *code) {
+    Py_ssize_t n = PyList_GET_SIZE(c->t_groups);
+    PyObject *v = PyLong_FromSsize_t(n);
+    if (!v || PyDict_SetItem(c->t_group_codes, tkey, v)) { Py_XDECREF(v); return -1; }
+    Py_DECREF(v);
+    if (PyList_Append(c->t_groups, gs)) return -1;
+    PyObject *o = id_code(c->t_ops_codes, c->t_ops, ops);
+    if (!o) return -1;
+    int bad = PyList_Append(c->t_group_ops, o);
+    Py_DECREF(o);
+    if (bad) return -1;
+    v = PyLong_FromSsize_t(PyList_GET_SIZE(c->t_group_places));
+    if (!v) return -1;
+    bad = PyList_Append(c->t_group_first, v);
+    Py_DECREF(v);
+    if (bad) return -1;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(places); j++) {
+        PyObject *k = id_code(c->t_place_codes, c->t_placements, PyTuple_GET_ITEM(places, j));
+        if (!k) return -1;
+        bad = PyList_Append(c->t_group_places, k);
+        Py_DECREF(k);
+        if (bad) return -1;
+    }
+    *code = (int)n;
+    return 0;
+}
+
+/* Interned.group_code(table, name, info, split, sc, binds): the code of the group spec, its
+ * chunks' placements in *places_out (a new tuple) */
+static int first_group(Cache *c, PyObject *name, PyObject *ops, PyObject *split, PyObject *binds,
+                       const unsigned char *sc, int nsc, int *code, PyObject **places_out) {
+    PyObject *places = PyTuple_New(nsc), *tkey = NULL, *gs = NULL;
+    if (!places) return -1;
+    for (int j = 0; j < nsc; j++) {
+        PyObject *p = place_get(c, sc[j], PyTuple_GET_ITEM(binds, j));
+        if (!p) goto fail;
+        PyTuple_SET_ITEM(places, j, p);
+    }
+    tkey = PyTuple_New(3 + nsc);
+    if (!tkey) goto fail;
+    PyTuple_SET_ITEM(tkey, 0, Py_NewRef(name));
+    PyObject *oid = PyLong_FromVoidPtr(ops);
+    if (!oid) goto fail;
+    PyTuple_SET_ITEM(tkey, 1, oid);
+    PyTuple_SET_ITEM(tkey, 2, Py_NewRef(split));
+    for (int j = 0; j < nsc; j++) {
+        PyObject *pid = PyLong_FromVoidPtr(PyTuple_GET_ITEM(places, j));
+        if (!pid) goto fail;
+        PyTuple_SET_ITEM(tkey, 3 + j, pid);
+    }
+    int found = code_in(c->t_group_codes, tkey, code);
+    if (found < 0) goto fail;
+    if (!found) {
+        gs = PyObject_CallFunctionObjArgs(c->group_type, name, ops, split, places, NULL);
+        if (!gs || table_add_group(c, tkey, gs, ops, places, code)) goto fail;
+        Py_DECREF(gs);
+    }
+    Py_DECREF(tkey);
+    c->firsts++;
+    *places_out = places;
+    return 0;
+fail:
+    Py_XDECREF(places); Py_XDECREF(tkey); Py_XDECREF(gs);
+    return -1;
+}
+
+/* key_text._Pieces.group's text pieces of a group spec (ops, split, places): repr((ops, split,
+ * chunks)) and repr(min(ops) if ops else -1), new references */
+static int group_pieces(Cache *c, PyObject *ops, PyObject *split, PyObject *places, PyObject **text_out,
+                        PyObject **first_out) {
+    PyObject *orep = NULL, *list = NULL, *chunks = NULL, *text = NULL, *first = NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(places);
+    PyObject **reps = calloc((size_t)(n ? n : 1), sizeof(PyObject *));
+    if (!reps) { PyErr_NoMemory(); return -1; }
+    int rc = -1;
+    if (!(orep = repr_of(c, ops))) goto done;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (!(reps[j] = repr_of(c, PyTuple_GET_ITEM(places, j)))) goto done;
+    if (!(list = PyList_New(0)) || append_tuple(list, reps, n) || !(chunks = PyUnicode_Join(s_empty, list)))
+        goto done;
+    if (!(text = PyUnicode_FromFormat("(%U, %R, %U)", orep, split, chunks))) goto done;
+    Py_ssize_t no = PyTuple_GET_SIZE(ops);
+    if (no == 0) {
+        first = PyUnicode_FromString("-1");
+    } else {
+        PyObject *m = PyTuple_GET_ITEM(ops, 0);  /* min(): the first of the least */
+        for (Py_ssize_t k = 1; k < no; k++) {
+            int lt = PyObject_RichCompareBool(PyTuple_GET_ITEM(ops, k), m, Py_LT);
+            if (lt < 0) goto done;
+            if (lt) m = PyTuple_GET_ITEM(ops, k);
+        }
+        first = PyObject_Repr(m);
+    }
+    if (!first) goto done;
+    *text_out = Py_NewRef(text); *first_out = Py_NewRef(first);
+    rc = 0;
+done:
+    for (Py_ssize_t j = 0; j < n; j++) Py_XDECREF(reps[j]);
+    free(reps);
+    Py_XDECREF(orep); Py_XDECREF(list); Py_XDECREF(chunks); Py_XDECREF(text); Py_XDECREF(first);
+    return rc;
+}
+
+/* the new_transfer callback's work: (item code, placement, placement repr), new references */
+static int first_transfer(Cache *c, PyObject *tensor, int df, int d0, int dn, int scope, PyObject *bind,
+                          int *code, PyObject **place_out, PyObject **repr_out) {
+    PyObject *place = place_get(c, scope, bind), *dst = NULL, *tkey = NULL, *dfo = NULL, *item = NULL;
+    if (!place) return -1;
+    if (!(dst = PyTuple_New(dn))) goto fail;
+    for (int k = 0; k < dn; k++) {
+        PyObject *v = PyLong_FromLong((long)d0 + k);
+        if (!v) goto fail;
+        PyTuple_SET_ITEM(dst, k, v);
+    }
+    if (!(dfo = PyLong_FromLong(df))) goto fail;
+    PyObject *pid = PyLong_FromVoidPtr(place);
+    if (!pid) goto fail;
+    tkey = PyTuple_Pack(4, tensor, dfo, dst, pid);
+    Py_DECREF(pid);
+    if (!tkey) goto fail;
+    int found = code_in(c->t_transfer_codes, tkey, code);
+    if (found < 0) goto fail;
+    if (!found) {
+        item = PyObject_CallFunctionObjArgs(c->item_type, tensor, dfo, dst, place, NULL);
+        if (!item) goto fail;
+        Py_ssize_t n = PyList_GET_SIZE(c->t_transfers);
+        PyObject *v = PyLong_FromSsize_t(n);
+        if (!v || PyDict_SetItem(c->t_transfer_codes, tkey, v)) { Py_XDECREF(v); goto fail; }
+        Py_DECREF(v);
+        if (PyList_Append(c->t_transfers, item)) goto fail;
+        Py_CLEAR(item);
+        *code = (int)n;
+    }
+    PyObject *rep = repr_of(c, place);
+    if (!rep) goto fail;
+    Py_DECREF(dst); Py_DECREF(tkey); Py_DECREF(dfo);
+    c->firsts++;
+    *place_out = place; *repr_out = rep;
+    return 0;
+fail:
+    Py_DECREF(place); Py_XDECREF(dst); Py_XDECREF(tkey); Py_XDECREF(dfo); Py_XDECREF(item);
+    return -1;
+}
+
+/* info_of for a group met the first time here: its pieces made in C from what first_group
+ * interned (the table's spec of `code` has these ops, split and placements) */
+static GInfo *info_from(Cache *c, int code, PyObject *ops, PyObject *split, PyObject *places) {
+    GInfo *g = info_slot(c, code);
+    if (!g || g->filled) return g;
+    PyObject *text = NULL, *first = NULL;
+    if (group_pieces(c, ops, split, places, &text, &first)) return NULL;
+    int bad = info_set(g, ops, text, first);
+    Py_DECREF(text); Py_DECREF(first);
+    return bad ? NULL : g;
+}
+
 static PyObject *Cache_encode(Cache *c, PyObject *args) {
     PyObject *batch, *flat, *gidx, *chunk_b, *scopes, *nodes, *rows_b, *binds, *names, *tnames, *step_b;
     if (!PyArg_ParseTuple(args, "OO!O!SO!O!SO!O!O!S", &batch, &PyTuple_Type, &flat, &PyDict_Type, &gidx,
@@ -359,7 +612,7 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
     SEntry **gse = NULL;
     unsigned char *sc = NULL;
     PyObject **pieces = NULL;
-    PyObject *gb = NULL, *tb = NULL, *sb = NULL, *opsref = NULL;
+    PyObject *gb = NULL, *tb = NULL, *sb = NULL, *opsref = NULL, *gplaces = NULL;
     int refuse = 0;
     owner = malloc(sizeof(int) * 2 * (size_t)(L ? L : 1));
     gcodes = malloc(sizeof(int) * (size_t)(G ? G : 1));
@@ -443,15 +696,19 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
         }
         if (code < 0) {
             c->misses++;
-            tmp = PyTuple_New(nsc);
-            if (!tmp) goto fail;
-            for (int j = 0; j < nsc; j++) PyTuple_SET_ITEM(tmp, j, PyLong_FromLong(sc[j]));
-            PyObject *r = PyObject_CallFunction(c->new_group, "OnO", flat, i, tmp);
-            Py_CLEAR(tmp);
-            if (!r) goto fail;
-            code = (int)PyLong_AsLong(r);
-            Py_DECREF(r);
-            if (code == -1 && PyErr_Occurred()) goto fail;
+            if (c->places && PyTuple_Check(ops)) {  /* interned here (first_group) */
+                if (first_group(c, name, ops, f[2], gbinds, sc, nsc, &code, &gplaces)) goto fail;
+            } else {  /* by the Python code */
+                tmp = PyTuple_New(nsc);
+                if (!tmp) goto fail;
+                for (int j = 0; j < nsc; j++) PyTuple_SET_ITEM(tmp, j, PyLong_FromLong(sc[j]));
+                PyObject *r = PyObject_CallFunction(c->new_group, "OnO", flat, i, tmp);
+                Py_CLEAR(tmp);
+                if (!r) goto fail;
+                code = (int)PyLong_AsLong(r);
+                Py_DECREF(r);
+                if (code == -1 && PyErr_Occurred()) goto fail;
+            }
             if (2 * (c->gn + 1) > c->gcap && g_grow(c)) goto fail;
             size_t s = (size_t)h & (c->gcap - 1);
             while (c->g[s].name) s = (s + 1) & (c->gcap - 1);
@@ -466,7 +723,8 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
         } else {
             c->hits++;
         }
-        GInfo *gi = info_of(c, code);
+        GInfo *gi = gplaces ? info_from(c, code, ops, f[2], gplaces) : info_of(c, code);
+        Py_CLEAR(gplaces);
         if (!gi || info_split(gi, split)) goto fail;
         gcodes[i] = code;
     }
@@ -526,27 +784,35 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
                 }
             }
             if (!item) {
-                PyObject *r = PyObject_CallFunction(c->new_transfer, "OiiiiO", tensor, row[3], row[6], row[7],
-                                                    scope, bind);
-                if (!r) goto fail;
                 int code;
-                if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(r, 2))
-                    || as_int(PyTuple_GET_ITEM(r, 0), &code)) {
+                PyObject *place, *place_repr;
+                if (c->places) {  /* interned here (first_transfer) */
+                    if (first_transfer(c, tensor, row[3], row[6], row[7], scope, bind, &code, &place, &place_repr))
+                        goto fail;
+                } else {  /* by the Python code */
+                    PyObject *r = PyObject_CallFunction(c->new_transfer, "OiiiiO", tensor, row[3], row[6], row[7],
+                                                        scope, bind);
+                    if (!r) goto fail;
+                    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(r, 2))
+                        || as_int(PyTuple_GET_ITEM(r, 0), &code)) {
+                        Py_DECREF(r);
+                        if (!PyErr_Occurred())
+                            PyErr_SetString(PyExc_TypeError, "new_transfer: (code, placement, placement repr) expected");
+                        goto fail;
+                    }
+                    place = Py_NewRef(PyTuple_GET_ITEM(r, 1));
+                    place_repr = Py_NewRef(PyTuple_GET_ITEM(r, 2));
                     Py_DECREF(r);
-                    if (!PyErr_Occurred())
-                        PyErr_SetString(PyExc_TypeError, "new_transfer: (code, placement, placement repr) expected");
-                    goto fail;
                 }
-                if (2 * (c->itn + 1) > c->itcap && it_grow(c)) { Py_DECREF(r); goto fail; }
+                if (2 * (c->itn + 1) > c->itcap && it_grow(c)) { Py_DECREF(place); Py_DECREF(place_repr); goto fail; }
                 si = (size_t)hi & (c->itcap - 1);
                 while (c->it[si].tensor) si = (si + 1) & (c->itcap - 1);
                 item = &c->it[si];
                 item->hash = hi; item->tensor = Py_NewRef(tensor); item->bind = Py_NewRef(bind);
                 item->df = row[3]; item->d0 = row[6]; item->dn = row[7]; item->scope = scope; item->code = code;
-                item->place = Py_NewRef(PyTuple_GET_ITEM(r, 1));
-                item->place_repr = Py_NewRef(PyTuple_GET_ITEM(r, 2));
+                item->place = place;
+                item->place_repr = place_repr;
                 c->itn++;
-                Py_DECREF(r);
             }
             /* its entry's text: transfer_text(name, kind, tensor, sf, df, src, transfer_tail) */
             PyObject *nrep = PyObject_Repr(name), *trep = PyObject_Repr(tensor), *entry = NULL;
@@ -672,45 +938,97 @@ fail:
 done:
     if (refuse && !PyErr_Occurred()) result = Py_NewRef(Py_None);
     Py_XDECREF(text); Py_XDECREF(places); Py_XDECREF(parts); Py_XDECREF(tmp);
-    Py_XDECREF(gb); Py_XDECREF(tb); Py_XDECREF(sb); Py_XDECREF(opsref);
+    Py_XDECREF(gb); Py_XDECREF(tb); Py_XDECREF(sb); Py_XDECREF(opsref); Py_XDECREF(gplaces);
     free(owner); free(gcodes); free(idx); free(tidx); free(tent); free(gse); free(sc); free(pieces);
     return result;
 }
 
 static PyObject *Cache_stats(Cache *c, PyObject *Py_UNUSED(ignored)) {
-    return Py_BuildValue("{s:L,s:L,s:n,s:n,s:n,s:n}", "hits", c->hits, "misses", c->misses,
+    return Py_BuildValue("{s:L,s:L,s:L,s:n,s:n,s:n,s:n}", "hits", c->hits, "misses", c->misses,
+                         "firsts", c->firsts,
                          "groups", (Py_ssize_t)c->gn, "transfers", (Py_ssize_t)c->tn,
                          "items", (Py_ssize_t)c->itn, "names", (Py_ssize_t)c->sn);
 }
 
+/* the value table's attribute `name`, of `type` (a new reference) */
+static PyObject *table_attr(PyObject *table, const char *name, PyTypeObject *type) {
+    PyObject *v = PyObject_GetAttrString(table, name);
+    if (v && !Py_IS_TYPE(v, type)) {
+        PyErr_Format(PyExc_TypeError, "first: the table's %s is not a %s", name, type->tp_name);
+        Py_CLEAR(v);
+    }
+    return v;
+}
+
+#define FIRST_REFS(X) X(places) X(place_type) X(group_type) X(item_type) X(scope_names) X(t_groups) \
+    X(t_group_ops) X(t_group_first) X(t_group_places) X(t_ops) X(t_placements) X(t_ops_codes)           \
+    X(t_place_codes) X(t_group_codes) X(t_transfers) X(t_transfer_codes)
+
 static int Cache_init(Cache *c, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"new_group", "group_info", "new_transfer", "step_code", "limit", NULL};
-    PyObject *a, *b, *d, *e;
+    static char *kwlist[] = {"new_group", "group_info", "new_transfer", "step_code", "limit", "first", NULL};
+    PyObject *a, *b, *d, *e, *first = Py_None;
     Py_ssize_t limit = 32768;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|n", kwlist, &a, &b, &d, &e, &limit)) return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|nO", kwlist, &a, &b, &d, &e, &limit, &first)) return -1;
     if (limit < 1) { PyErr_SetString(PyExc_ValueError, "limit must be >= 1"); return -1; }
+    if (c->places || c->gn || c->tn || c->itn || c->sn || c->rn || c->icap) {
+        PyErr_SetString(PyExc_RuntimeError, "a Cache is initialised once");
+        return -1;
+    }
     Py_XSETREF(c->new_group, Py_NewRef(a));
     Py_XSETREF(c->group_info, Py_NewRef(b));
     Py_XSETREF(c->new_transfer, Py_NewRef(d));
     Py_XSETREF(c->step_code, Py_NewRef(e));
     c->limit = limit;
+    if (first == Py_None) return 0;
+    /* (places dict, Placement, GroupSpec, TransferItem, scope names by code, value table) */
+    PyObject *places, *pt, *gt, *itt, *names, *table;
+    if (!PyArg_ParseTuple(first, "O!OOOO!O;first: (places, Placement, GroupSpec, TransferItem, scope names, table)",
+                          &PyDict_Type, &places, &pt, &gt, &itt, &PyTuple_Type, &names, &table))
+        return -1;
+    if (PyTuple_GET_SIZE(names) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(names, 0))
+        || !PyUnicode_Check(PyTuple_GET_ITEM(names, 1)) || !PyUnicode_Check(PyTuple_GET_ITEM(names, 2))) {
+        PyErr_SetString(PyExc_TypeError, "first: three scope names expected");
+        return -1;
+    }
+    PyObject *lists[6] = {NULL}, *dicts[5] = {NULL};
+    static const char *ln[6] = {"groups", "group_ops", "group_first", "group_places", "ops", "placements"};
+    static const char *dn[5] = {"_ops_codes", "_place_codes", "_group_codes", "transfers", "_transfer_codes"};
+    int bad = 0;
+    for (int k = 0; k < 6 && !bad; k++) bad = !(lists[k] = table_attr(table, ln[k], &PyList_Type));
+    for (int k = 0; k < 5 && !bad; k++)
+        bad = !(dicts[k] = table_attr(table, dn[k], k == 3 ? &PyList_Type : &PyDict_Type));
+    if (bad) {
+        for (int k = 0; k < 6; k++) Py_XDECREF(lists[k]);
+        for (int k = 0; k < 5; k++) Py_XDECREF(dicts[k]);
+        return -1;
+    }
+    c->places = Py_NewRef(places); c->place_type = Py_NewRef(pt); c->group_type = Py_NewRef(gt);
+    c->item_type = Py_NewRef(itt); c->scope_names = Py_NewRef(names);
+    c->t_groups = lists[0]; c->t_group_ops = lists[1]; c->t_group_first = lists[2]; c->t_group_places = lists[3];
+    c->t_ops = lists[4]; c->t_placements = lists[5];
+    c->t_ops_codes = dicts[0]; c->t_place_codes = dicts[1]; c->t_group_codes = dicts[2]; c->t_transfers = dicts[3];
+    c->t_transfer_codes = dicts[4];
     return 0;
 }
 
 static int Cache_traverse(Cache *c, visitproc visit, void *arg) {
     Py_VISIT(c->new_group); Py_VISIT(c->group_info); Py_VISIT(c->new_transfer); Py_VISIT(c->step_code);
+#define VISIT_REF(f) Py_VISIT(c->f);
+    FIRST_REFS(VISIT_REF)
     return 0;
 }
 
 static int Cache_clear_refs(Cache *c) {
     Py_CLEAR(c->new_group); Py_CLEAR(c->group_info); Py_CLEAR(c->new_transfer); Py_CLEAR(c->step_code);
+#define CLEAR_REF(f) Py_CLEAR(c->f);
+    FIRST_REFS(CLEAR_REF)
     return 0;
 }
 
 static void Cache_dealloc(Cache *c) {
     PyObject_GC_UnTrack(c);
     Cache_clear_refs(c);
-    g_clear(c); t_clear(c); s_clear(c); it_clear(c); info_clear(c);
+    g_clear(c); t_clear(c); s_clear(c); it_clear(c); info_clear(c); r_clear(c);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 

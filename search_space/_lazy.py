@@ -332,9 +332,15 @@ def _ccodes() -> Any:
     return _MOD[0]("_ccodes")
 
 
-def _compiled_cache(mod: Any, it: Interned, table: ValueTable, limit: int = _CLIMIT) -> Any:
-    """A ``_ccodes.Cache`` for ``table``: what it calls back for a value met the first time
-    is the Python code's, so the table grows as :meth:`Decoded._code` grows it."""
+def _compiled_cache(mod: Any, it: Interned, table: ValueTable, limit: int = _CLIMIT,
+                    first: bool = True) -> Any:
+    """A ``_ccodes.Cache`` for ``table``: a group spec or a placed transfer met the first time
+    is interned by the C code itself (``first``: the space's places dict, the value types, the
+    scope names and ``table``'s lists and dicts handed over; the same objects made in the same
+    order as :meth:`Interned.group_code`, :meth:`Interned.placement`, ``ValueTable.add_group``
+    and ``add_transfer`` and the callback below make them, and the text pieces
+    ``key_text``'s ``_Pieces.group`` makes), else by the Python callbacks; a new step is
+    always the callback's. Either way the table grows as :meth:`Decoded._code` grows it."""
     pieces = text_pieces(table)
 
     def new_group(groups: tuple[Any, ...], i: int, sc: tuple[int, ...]) -> int:
@@ -357,4 +363,5 @@ def _compiled_cache(mod: Any, it: Interned, table: ValueTable, limit: int = _CLI
     def step_code(node: Node) -> int:
         return it.step_code(table, node)
 
-    return mod.Cache(new_group, group_info, new_transfer, step_code, limit)
+    return mod.Cache(new_group, group_info, new_transfer, step_code, limit,
+                     (it.places, Placement, GroupSpec, TransferItem, _NAME, table) if first else None)

@@ -169,3 +169,39 @@ def test_a_state_it_does_not_take_is_the_python_codes(target: Target) -> None:
     src2._state = (*src2._state[:3], tuple(src2._state[3]), src2._state[4])  # scopes not a list
     assert key_text(s2) == repr(s2.structural_key()) == key_text(s)
     assert src2._made is None
+
+
+def _table_state(space: object) -> tuple[object, ...]:
+    """What the value table and the space's shared placements hold, by value and by code."""
+    t = space._interned.table  # type: ignore[attr-defined]
+    return (t.groups, t.group_ops, t.group_first, t.group_places, t.ops, t.placements,
+            t.transfers, t.steps, list(t._group_codes.values()), list(t._transfer_codes.values()),
+            list(t._ops_codes.values()), list(t._place_codes.values()),
+            list(space._places.items()))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("model,count", [("tiny_cnn", 120), ("bert2", 40), ("wide_and_deep", 80)])
+def test_first_time_values_interned_in_c_as_by_the_callbacks(model: str, count: int, target: Target,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group spec or placed transfer met the first time, interned by the C code, makes the
+    same table (values, codes, order), the same shared placements and the same text as the
+    Python callbacks make it (two spaces of one graph, the same candidates)."""
+    by_callbacks, in_c = (build_space(small_graph(model), target) for _ in range(2))
+    it_callbacks = _lazy.interned(by_callbacks)
+    real = _lazy._compiled_cache
+    monkeypatch.setattr(_lazy, "_compiled_cache", lambda mod, it, table, limit=_lazy._CLIMIT:
+                        real(mod, it, table, limit, first=it is not it_callbacks))
+    vectors = _vectors(build_space(small_graph(model), target), count, 11)  # a third space's
+    for v in vectors:
+        a, b = by_callbacks.decode(v), in_c.decode(v)
+        ta, tb = key_text(a), key_text(b)
+        assert a.built_by()._made is not None and b.built_by()._made is not None  # coded in C
+        assert ta == tb == repr(b.structural_key())
+        ca, cb = codes_of(a), codes_of(b)
+        for f in ("groups", "transfers", "order"):
+            assert getattr(ca, f).tolist() == getattr(cb, f).tolist()
+        assert b.groups == a.groups and b.transfers == a.transfers
+    assert _table_state(by_callbacks) == _table_state(in_c)
+    sa = it_callbacks.ccache.stats()
+    sb = in_c._interned.ccache.stats()  # type: ignore[attr-defined]
+    assert sa["firsts"] == 0 and sb["firsts"] > 0 and sb["misses"] == sa["misses"]
