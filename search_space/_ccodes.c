@@ -104,7 +104,7 @@ typedef struct {
     long long hits, misses, firsts;
 } Cache;
 
-static PyObject *s_open, *s_close, *s_sep, *s_one, *s_empty, *s_g, *s_t;
+static PyObject *s_open, *s_close, *s_sep, *s_one, *s_empty, *s_g, *s_t, *s_ops;
 
 /* one more value into a hash (a 64-bit finaliser: every input bit moves the low bits, which
  * index the tables) */
@@ -571,6 +571,17 @@ static GInfo *info_from(Cache *c, int code, PyObject *ops, PyObject *split, PyOb
     return bad ? NULL : g;
 }
 
+/* "(first, ch)" (PyUnicode_FromFormat("(%U, %d)"), formatted here when first is ASCII: the
+ * repr of an int) */
+static PyObject *step_text(PyObject *first, int ch) {
+    Py_ssize_t n;
+    const char *f = PyUnicode_IS_ASCII(first) ? PyUnicode_AsUTF8AndSize(first, &n) : NULL;
+    if (!f || n > 64) return PyUnicode_FromFormat("(%U, %d)", first, ch);
+    char buf[96];
+    int len = snprintf(buf, sizeof buf, "(%s, %d)", f, ch);
+    return PyUnicode_FromStringAndSize(buf, len);
+}
+
 static PyObject *Cache_encode(Cache *c, PyObject *args) {
     PyObject *batch, *flat, *gidx, *chunk_b, *scopes, *nodes, *rows_b, *binds, *names, *tnames, *step_b;
     if (!PyArg_ParseTuple(args, "OO!O!SO!O!SO!O!O!S", &batch, &PyTuple_Type, &flat, &PyDict_Type, &gidx,
@@ -663,7 +674,7 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
         if (as_int(f[2], &split) || as_int(f[4], &cores) || as_int(f[5], &parts_)) goto fail;
         spread = PyObject_IsTrue(f[6]);
         if (spread < 0) goto fail;
-        Py_XSETREF(opsref, PyObject_GetAttrString(f[1], "ops"));  /* held while it is used */
+        Py_XSETREF(opsref, PyObject_GetAttr(f[1], s_ops));  /* held while it is used */
         if (!opsref) goto fail;
         PyObject *ops = opsref;
         int a = ca[i], nsc = ca[i + 1] - a;
@@ -885,7 +896,7 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
         if (o >= 0) {
             GInfo *gi = &c->info[gcodes[o]];
             if (!gi->step_text[ch]) {
-                gi->step_text[ch] = PyUnicode_FromFormat("(%U, %d)", gi->first_repr, ch);
+                gi->step_text[ch] = step_text(gi->first_repr, ch);
                 if (!gi->step_text[ch]) goto fail;
             }
             pieces[k] = gi->step_text[ch];
@@ -1061,6 +1072,7 @@ PyMODINIT_FUNC PyInit__ccodes(void) {
     if (!s_empty && !(s_empty = PyUnicode_InternFromString(""))) return NULL;
     if (!s_g && !(s_g = PyUnicode_InternFromString("g"))) return NULL;
     if (!s_t && !(s_t = PyUnicode_InternFromString("t"))) return NULL;
+    if (!s_ops && !(s_ops = PyUnicode_InternFromString("ops"))) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Cache", (PyObject *)&CacheType) < 0) { Py_DECREF(m); return NULL; }
