@@ -19,7 +19,7 @@ definitions (:func:`compiler.derive.group_io`, :func:`compiler.footprint.streama
 
 from __future__ import annotations
 
-from itertools import chain, pairwise, repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +40,7 @@ from cost_model._feature_tables import (
     _TableState,
 )
 from search_space._ccore import load_extension
-from search_space._cfirst import analyse
+from search_space._cfirst import analyse, ascending
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -52,7 +52,7 @@ def _analysed(g: Graph, ops: tuple[int, ...]) -> Any:
     extension not built or pure Python forced, ``ops`` not strictly ascending, an op
     index the C analysis refuses (the Python definitions then answer, or raise, as the
     reference does), or no output found."""
-    if not all(a < b for a, b in pairwise(ops)):
+    if not ascending(ops):
         return None
     try:
         an = analyse(load_extension("_canalyse"), g, ops)
@@ -83,11 +83,16 @@ class _PartTables(_TableState):
                 inputs, output, stream = io.inputs, io.outputs[0], streamable_inputs(g, ops)
             # what group_footprint's summary adds up (weights; gathered rows per sample and
             # fixed), per op: the summary's live-byte profiles are not needed here
-            w = gs = gf = 0
-            for i in sorted(set(ops)):
-                w += self.op_weights[i]
-                gs += self.op_gathered[i][0]
-                gf += self.op_gathered[i][1]
+            ints = self.op_int_facts
+            if ints is not None:  # ints: the loop's sums, in C (an ascending tuple is its set)
+                order = ops if an is not None else sorted(set(ops))
+                w, gs, gf = (sum(map(col.__getitem__, order)) for col in ints)
+            else:
+                w = gs = gf = 0
+                for i in sorted(set(ops)):
+                    w += self.op_weights[i]
+                    gs += self.op_gathered[i][0]
+                    gf += self.op_gathered[i][1]
             osb, ofb = sample_bytes(g, output)
             hit = self.opsets[ops] = _OpSet(
                 ops, float(w), float(gs), float(gf), output, float(osb), float(ofb), inputs,

@@ -303,6 +303,12 @@ class _TableState:
                            for op in self.g.ops]
         self.op_gathered = [sample_bytes(self.g, op.output) if op.op_type in GATHER_OPS
                             else (0, 0) for op in self.g.ops]
+        # the same per op as three int lists, when every one is an int (an op set's sums are
+        # then exact in any order and summed with sum(map(...)), not a loop; else None)
+        per_op = (self.op_weights, [a for a, _ in self.op_gathered],
+                  [b for _, b in self.op_gathered])
+        self.op_int_facts = per_op if all(type(x) is int for col in per_op for x in col) \
+            else None
         self.opset_list: list[_OpSet] = []
         # per op set: weights, gathered bytes per sample and fixed, output bytes per sample and
         # fixed, ops
