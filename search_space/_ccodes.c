@@ -92,6 +92,9 @@ typedef struct {
      * GroupSpec and TransferItem types, the scope names, and the value table's lists and dicts
      * (compiler.codes.ValueTable: add_group and add_transfer done here as there) */
     PyObject *places, *place_type, *group_type, *item_type, *scope_names;
+    /* each type's field names in order when its instances may be made as its generated
+     * __init__ makes them (object.__new__, then object.__setattr__ field by field), else NULL */
+    PyObject *place_fields, *group_fields, *item_fields;
     PyObject *t_groups, *t_group_ops, *t_group_first, *t_group_places, *t_ops, *t_placements,
              *t_ops_codes, *t_place_codes, *t_group_codes, *t_transfers, *t_transfer_codes;
     REntry *r; size_t rcap, rn;
@@ -379,6 +382,21 @@ static PyObject *repr_of(Cache *c, PyObject *o) {
     return rep;
 }
 
+/* type(*args) for a frozen dataclass whose __init__ only sets its fields: as that __init__
+ * does (object.__setattr__ of each field in order, on object.__new__(type)) when `fields`
+ * (its field names) is given, else by calling the type */
+static PyObject *make_value(PyObject *type, PyObject *fields, PyObject *const *args, Py_ssize_t n) {
+    if (!fields || PyTuple_GET_SIZE(fields) != n) return PyObject_Vectorcall(type, args, (size_t)n, NULL);
+    PyObject *empty = PyTuple_New(0);
+    if (!empty) return NULL;
+    PyObject *obj = PyBaseObject_Type.tp_new((PyTypeObject *)type, empty, NULL);
+    Py_DECREF(empty);
+    if (!obj) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (PyObject_GenericSetAttr(obj, PyTuple_GET_ITEM(fields, k), args[k])) { Py_DECREF(obj); return NULL; }
+    return obj;
+}
+
 /* the space's shared Placement(scope name, bind) (Interned.placement): a new reference */
 static PyObject *place_get(Cache *c, int scope, PyObject *bind) {
     PyObject *name = PyTuple_GET_ITEM(c->scope_names, scope);
@@ -387,7 +405,8 @@ static PyObject *place_get(Cache *c, int scope, PyObject *bind) {
     PyObject *p = PyDict_GetItemWithError(c->places, key);
     if (p) { Py_INCREF(p); Py_DECREF(key); return p; }
     if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
-    p = PyObject_CallFunctionObjArgs(c->place_type, name, bind, NULL);
+    PyObject *args[2] = {name, bind};
+    p = make_value(c->place_type, c->place_fields, args, 2);
     if (!p || PyDict_SetItem(c->places, key, p)) { Py_XDECREF(p); Py_DECREF(key); return NULL; }
     Py_DECREF(key);
     return p;
@@ -468,7 +487,8 @@ static int first_group(Cache *c, PyObject *name, PyObject *ops, PyObject *split,
     int found = code_in(c->t_group_codes, tkey, code);
     if (found < 0) goto fail;
     if (!found) {
-        gs = PyObject_CallFunctionObjArgs(c->group_type, name, ops, split, places, NULL);
+        PyObject *args[4] = {name, ops, split, places};
+        gs = make_value(c->group_type, c->group_fields, args, 4);
         if (!gs || table_add_group(c, tkey, gs, ops, places, code)) goto fail;
         Py_DECREF(gs);
     }
@@ -538,7 +558,8 @@ static int first_transfer(Cache *c, PyObject *tensor, int df, int d0, int dn, in
     int found = code_in(c->t_transfer_codes, tkey, code);
     if (found < 0) goto fail;
     if (!found) {
-        item = PyObject_CallFunctionObjArgs(c->item_type, tensor, dfo, dst, place, NULL);
+        PyObject *args[4] = {tensor, dfo, dst, place};
+        item = make_value(c->item_type, c->item_fields, args, 4);
         if (!item) goto fail;
         Py_ssize_t n = PyList_GET_SIZE(c->t_transfers);
         PyObject *v = PyLong_FromSsize_t(n);
@@ -972,6 +993,7 @@ static PyObject *table_attr(PyObject *table, const char *name, PyTypeObject *typ
 }
 
 #define FIRST_REFS(X) X(places) X(place_type) X(group_type) X(item_type) X(scope_names) X(t_groups) \
+    X(place_fields) X(group_fields) X(item_fields) \
     X(t_group_ops) X(t_group_first) X(t_group_places) X(t_ops) X(t_placements) X(t_ops_codes)           \
     X(t_place_codes) X(t_group_codes) X(t_transfers) X(t_transfer_codes)
 
@@ -992,10 +1014,34 @@ static int Cache_init(Cache *c, PyObject *args, PyObject *kw) {
     c->limit = limit;
     if (first == Py_None) return 0;
     /* (places dict, Placement, GroupSpec, TransferItem, scope names by code, value table) */
-    PyObject *places, *pt, *gt, *itt, *names, *table;
-    if (!PyArg_ParseTuple(first, "O!OOOO!O;first: (places, Placement, GroupSpec, TransferItem, scope names, table)",
-                          &PyDict_Type, &places, &pt, &gt, &itt, &PyTuple_Type, &names, &table))
+    PyObject *places, *pt, *gt, *itt, *names, *table, *made = Py_None;
+    if (!PyArg_ParseTuple(first, "O!OOOO!O|O;first: (places, Placement, GroupSpec, TransferItem, scope names, table"
+                          "[, field names of the three or None each])",
+                          &PyDict_Type, &places, &pt, &gt, &itt, &PyTuple_Type, &names, &table, &made))
         return -1;
+    PyObject *fields[3] = {NULL, NULL, NULL};
+    if (made != Py_None) {
+        if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != 3) {
+            PyErr_SetString(PyExc_TypeError, "first: three field-name tuples (or None) expected");
+            return -1;
+        }
+        PyObject *types[3] = {pt, gt, itt};
+        for (int k = 0; k < 3; k++) {
+            PyObject *f = PyTuple_GET_ITEM(made, k);
+            if (f == Py_None) continue;
+            if (!PyType_Check(types[k]) || ((PyTypeObject *)types[k])->tp_new != PyBaseObject_Type.tp_new
+                || !PyTuple_Check(f)) {
+                PyErr_SetString(PyExc_TypeError, "first: field names for a type object.__new__ makes");
+                return -1;
+            }
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(f); j++)
+                if (!PyUnicode_Check(PyTuple_GET_ITEM(f, j))) {
+                    PyErr_SetString(PyExc_TypeError, "first: field names are str");
+                    return -1;
+                }
+            fields[k] = f;
+        }
+    }
     if (PyTuple_GET_SIZE(names) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(names, 0))
         || !PyUnicode_Check(PyTuple_GET_ITEM(names, 1)) || !PyUnicode_Check(PyTuple_GET_ITEM(names, 2))) {
         PyErr_SetString(PyExc_TypeError, "first: three scope names expected");
@@ -1015,6 +1061,8 @@ static int Cache_init(Cache *c, PyObject *args, PyObject *kw) {
     }
     c->places = Py_NewRef(places); c->place_type = Py_NewRef(pt); c->group_type = Py_NewRef(gt);
     c->item_type = Py_NewRef(itt); c->scope_names = Py_NewRef(names);
+    c->place_fields = Py_XNewRef(fields[0]); c->group_fields = Py_XNewRef(fields[1]);
+    c->item_fields = Py_XNewRef(fields[2]);
     c->t_groups = lists[0]; c->t_group_ops = lists[1]; c->t_group_first = lists[2]; c->t_group_places = lists[3];
     c->t_ops = lists[4]; c->t_placements = lists[5];
     c->t_ops_codes = dicts[0]; c->t_place_codes = dicts[1]; c->t_group_codes = dicts[2]; c->t_transfers = dicts[3];

@@ -174,7 +174,9 @@ def test_a_state_it_does_not_take_is_the_python_codes(target: Target) -> None:
 def _table_state(space: object) -> tuple[object, ...]:
     """What the value table and the space's shared placements hold, by value and by code."""
     t = space._interned.table  # type: ignore[attr-defined]
-    return (t.groups, t.group_ops, t.group_first, t.group_places, t.ops, t.placements,
+    made = [*t.groups, *t.placements, *t.transfers, *space._places.values()]  # type: ignore[attr-defined]
+    return ([list(vars(x).items()) for x in made],  # the instance dicts, keys in order
+            t.groups, t.group_ops, t.group_first, t.group_places, t.ops, t.placements,
             t.transfers, t.steps, list(t._group_codes.values()), list(t._transfer_codes.values()),
             list(t._ops_codes.values()), list(t._place_codes.values()),
             list(space._places.items()))  # type: ignore[attr-defined]
@@ -205,3 +207,42 @@ def test_first_time_values_interned_in_c_as_by_the_callbacks(model: str, count: 
     sa = it_callbacks.ccache.stats()
     sb = in_c._interned.ccache.stats()  # type: ignore[attr-defined]
     assert sa["firsts"] == 0 and sb["firsts"] > 0 and sb["misses"] == sa["misses"]
+
+
+def test_plain_fields_only_for_a_generated_init() -> None:
+    """The C code makes a value type's instances itself only when its ``__init__`` is the
+    generated one that sets the fields in order (else it calls the type)."""
+    import dataclasses
+
+    from compiler.schedule import GroupSpec, Placement
+
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        a: int
+        b: str
+
+    @dataclasses.dataclass(frozen=True)
+    class Post:
+        a: int
+
+        def __post_init__(self) -> None:
+            pass
+
+    @dataclasses.dataclass
+    class Mutable:
+        a: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Hidden:
+        a: int
+        b: int = dataclasses.field(init=False, default=0)
+
+    class NotData:
+        def __init__(self, a: int) -> None:
+            self.a = a
+
+    assert _lazy.plain_fields(Plain) == ("a", "b")
+    assert _lazy.plain_fields(Placement) == ("mem_scope", "core_bind")
+    assert _lazy.plain_fields(GroupSpec) == ("name", "ops", "split", "chunks")
+    for cls in (Post, Mutable, Hidden, NotData, int):
+        assert _lazy.plain_fields(cls) is None
