@@ -6,11 +6,16 @@
  * values into repr(schedule.structural_key()). This module does the same from what the
  * compiled decoder leaves (the flat group records, the packed transfers' int32 rows, the
  * packed chunk positions, the walk's scopes), with its own hash tables from what a value is
- * made of to its code and its text piece. A value met for the first time is interned by
- * the Python code (a callback, in the order the Python code interns it: groups, then
- * transfers, then steps in the order), so the table, the codes and the text are the ones
- * the Python code gives; the differential tests (tests/search_space/test_ccodes.py)
- * compare them on every zoo model.
+ * made of to its code and its text piece. A value met for the first time is interned in
+ * the order the Python code interns it (groups, then transfers, then steps in the order):
+ * a group spec or placed transfer here when the Cache was given `first` (see "the
+ * first-time path" below), else and for steps by the Python code (a callback), so the
+ * table, the codes and the text are the ones the Python code gives; the differential tests
+ * (tests/search_space/test_ccodes.py) compare them on every zoo model, and the C
+ * first-time path with the callbacks'.
+ *
+ * Cache(..., first=(places, Placement, GroupSpec, TransferItem, scope names, value table
+ *       [, (field names of the three types, or None each)])): the first-time path in C.
  *
  * Cache(new_group, group_info, new_transfer, step_code, limit): the callbacks
  *   new_group(flat, i, sc) -> group code of flat group record i with its chunks' scopes sc

@@ -22,10 +22,14 @@ builds, each when first asked for:
 The codes and the text are made together in one C call (``search_space/_ccodes.c``,
 :meth:`Decoded._code_compiled`) when the compiled decoder packed the state (its transfers'
 rows, the walk's chunk positions): hash tables by value from what a group, a placed
-transfer and a name's steps are made of to their codes and text pieces; a value met the
-first time is interned by the Python code here (a callback, in the order :meth:`Decoded._code`
-interns), so the table, the codes and the text are the same (issue 20: codes and text
-0.23 against 0.38 ms per decoded BERT-base candidate in a tune). :meth:`Decoded._code`
+transfer and a name's steps are made of to their codes and text pieces. A group spec or
+placed transfer met the first time is interned by the C code too (the space's placements,
+the value table's lists and dicts, the text pieces: the same objects in the same order as
+:meth:`Interned.group_code`, :meth:`Interned.placement` and the value table make them; a
+new step by the Python code here, a callback), in the order :meth:`Decoded._code` interns,
+so the table, the codes and the text are the same (issue 20: codes and text 0.23 against
+0.38 ms per decoded BERT-base candidate in a tune; the Python callbacks for first-time
+values were ~110 us of a mutated BERT-base child, now in C). :meth:`Decoded._code`
 and ``coded_text`` are the reference and the fallback (``GRAPHTUNE_PURE_PYTHON=1``, not
 built, a state the C code declines); ``tests/search_space/test_ccodes.py`` compares them.
 
