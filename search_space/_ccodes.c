@@ -292,13 +292,55 @@ static int *s_slot(SEntry *e, int ch) {
 }
 
 /* repr of the tuple (first, ..., first + n - 1) into buf (room for n * 13 + 4 chars) */
+/* the decimal text of v at p, as "%d" writes it; the end */
+static char *put_int(char *p, long long v) {
+    char tmp[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    if (v < 0) *p++ = '-';
+    do { tmp[n++] = (char)('0' + (int)(u % 10)); u /= 10; } while (u);
+    while (n) *p++ = tmp[--n];
+    return p;
+}
+
 static void run_text(char *buf, int first, int n) {
     char *p = buf;
     *p++ = '(';
-    for (int k = 0; k < n; k++) p += sprintf(p, k ? ", %d" : "%d", first + k);
+    for (int k = 0; k < n; k++) {
+        if (k) { *p++ = ','; *p++ = ' '; }
+        p = put_int(p, (long long)first + k);
+    }
     if (n == 1) *p++ = ',';
     *p++ = ')';
     *p = 0;
+}
+
+/* "(name, 'kind', tensor, sf, df, src, dst, place)" from its pieces' texts, as
+ * PyUnicode_FromFormat("(%U, '%s', %U, %d, %d, %s, %s, %U)") makes it; copied byte for byte
+ * when the three str pieces are ASCII (else that call) */
+static PyObject *entry_text(PyObject *nrep, const char *kind, PyObject *trep, int sf, int df, const char *src,
+                            const char *dst, PyObject *prep) {
+    if (!PyUnicode_IS_ASCII(nrep) || !PyUnicode_IS_ASCII(trep) || !PyUnicode_IS_ASCII(prep))
+        return PyUnicode_FromFormat("(%U, '%s', %U, %d, %d, %s, %s, %U)", nrep, kind, trep, sf, df, src, dst, prep);
+    Py_ssize_t ln = PyUnicode_GET_LENGTH(nrep), lt = PyUnicode_GET_LENGTH(trep), lp = PyUnicode_GET_LENGTH(prep);
+    size_t lk = strlen(kind), ls = strlen(src), ld = strlen(dst);
+    /* "(" n ", '" k "', " t ", " sf ", " df ", " src ", " dst ", " p ")": 16 fixed, 2 ints of <= 11 */
+    Py_ssize_t cap = ln + lt + lp + (Py_ssize_t)(lk + ls + ld) + 16 + 22;
+    char *buf = malloc((size_t)cap), *p = buf;
+    if (!buf) return PyErr_NoMemory();
+#define PUT(s, n) (memcpy(p, (s), (size_t)(n)), p += (n))
+    *p++ = '(';
+    PUT(PyUnicode_1BYTE_DATA(nrep), ln);
+    PUT(", '", 3); PUT(kind, lk); PUT("', ", 3);
+    PUT(PyUnicode_1BYTE_DATA(trep), lt);
+    PUT(", ", 2); p = put_int(p, sf); PUT(", ", 2); p = put_int(p, df);
+    PUT(", ", 2); PUT(src, ls); PUT(", ", 2); PUT(dst, ld); PUT(", ", 2);
+    PUT(PyUnicode_1BYTE_DATA(prep), lp);
+    *p++ = ')';
+#undef PUT
+    PyObject *out = PyUnicode_FromStringAndSize(buf, p - buf);
+    free(buf);
+    return out;
 }
 
 static int as_int(PyObject *o, int *out) {
@@ -857,9 +899,8 @@ static PyObject *Cache_encode(Cache *c, PyObject *args) {
             if (nrep && trep && src && dst) {
                 run_text(src, row[4], row[5]);
                 run_text(dst, row[6], row[7]);
-                entry = PyUnicode_FromFormat("(%U, '%s', %U, %d, %d, %s, %s, %U)", nrep,
-                                             row[0] == 0 ? "concat" : "split", trep, row[2], row[3], src, dst,
-                                             item->place_repr);
+                entry = entry_text(nrep, row[0] == 0 ? "concat" : "split", trep, row[2], row[3], src, dst,
+                                   item->place_repr);
             } else if (!PyErr_Occurred()) {
                 PyErr_NoMemory();
             }
