@@ -35,6 +35,7 @@ against the invariants of :mod:`sim._invariants` before it is returned.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -46,6 +47,8 @@ from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
 from compiler.layout import group_layout, transfer_layout
 from compiler.memo import memo_of
+from sim._ctime import load as _load_csim
+from sim._ctime import new_state
 from sim._flows import Flows as _Flows
 from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
@@ -122,6 +125,17 @@ class _Sim:
         self.llb_peak = 0.0
         self.llb_tables = 0.0  # bytes of tables copied into the LLB so far (LLB, via LLB)
         self.via_room = 0.0
+        # the compiled step (sim._ctime): the timing state in one array of doubles, which
+        # the Python steps read and write through these slices; not when recording
+        self.csim = None if record else _load_csim()
+        if self.csim is not None:
+            r = len(self.chip.bytes_per_cycle)
+            self.cst, mv = new_state(self.chip.bytes_per_cycle, n, self.l1_cap)
+            at = 3 + r
+            self.res.free_at, self.res.busy = mv[at:at + r], mv[at + r:at + 2 * r]
+            at += 2 * r
+            (self.core_start, self.core_free, self.core_usage, self.mme,
+             self.vme) = (mv[at + i * n:at + (i + 1) * n] for i in range(5))
 
     # ---- reservations ------------------------------------------------------------
     def latency_of(self, fl: _Flows) -> float:
@@ -146,7 +160,7 @@ class _Sim:
         for o in out_nodes:
             last[o] = end_pos
         self.last = last
-        self.ready = [0.0] * end_pos
+        self.ready = [0.0] * end_pos if self.csim is None else array("d", bytes(8 * end_pos))
         self.rec_of: dict[int, int] = {}
         groups = {gr.name: gr for gr in s.groups}
         transfers = {tr.name: tr for tr in s.transfers}
@@ -211,21 +225,24 @@ class _Sim:
         return hit
 
     def step_plan(self, k: int, gr: GroupSpec, spp: int, samples: int,
-                  dep_idx: list[int], streamed_names: frozenset[str]) -> StepPlan:
+                  dep_idx: list[int], streamed_names: frozenset[str]
+                  ) -> tuple[StepPlan, tuple[int, ...]]:
         """What group step ``k`` moves and computes regardless of timing (see
         :class:`StepPlan`), shared by every simulation of the graph on the target that
         runs the same op set on the same layout from the same sources.
 
         Layouts are keyed relative to the step's first sample: a movement plan compares
         sample ranges by their differences (integers), so every chunk of a group, and
-        every schedule that runs it the same way, shares one plan.
+        every schedule that runs it the same way, shares one plan. Also returns the steps
+        providing the plan's ``kinds``, in order.
         """
         by_tensor = {self.provides[d]: d for d in dep_idx}
         info = _group_static(self.g, gr.ops, self.half_wb)
         dst = self.layouts[k]
         off = dst[1][0][0]
+        ds = [by_tensor.get(name) for name, _, _ in info.inputs]
         srcs = tuple(None if d is None else (shift(self.layouts[d], off), self.cores_of[d])
-                     for d in (by_tensor.get(name) for name, _, _ in info.inputs))
+                     for d in ds)
         if off:
             dst = shift(dst, off)
         key = (gr.ops, samples, dst, streamed_names, srcs)
@@ -233,7 +250,7 @@ class _Sim:
         if plan is None:
             plan = self.plans[key] = make_plan(self, dst, self.cores_of[k], gr, spp, samples,
                                                     info, srcs, streamed_names)
-        return plan
+        return plan, tuple(d for d in ds if d is not None)
 
     def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
         place = gr.chunks[chunk]
@@ -242,7 +259,17 @@ class _Sim:
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
         mem = self.memory.steps[k]
-        plan = self.step_plan(k, gr, spp, samples, dep_idx, mem.streamed)
+        plan, deps = self.step_plan(k, gr, spp, samples, dep_idx, mem.streamed)
+        pk = plan.packed
+        if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
+            ls, le, start, end, top, self.noc_bytes, self.weight_bytes = self.csim.group_step(
+                pk[0], self.cst, self.ready, deps, mem.l1_bytes, self.noc_bytes,
+                self.weight_bytes)
+            self.rec_of[k] = len(self.records)
+            self.records.append([self.labels[k], "group", cores, ls, le, start, end, end, pk[1],
+                                 pk[2], int(top), place.mem_scope])
+            self.ready[k] = end
+            return None
         info, work = plan.info, plan.work
         # when the data of each source scope is ready ("*": all inputs)
         ready: dict[str, float] = {"*": 0.0}
