@@ -25,7 +25,8 @@ from array import array
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sim._flows import Flows
+    from sim._flows import Flows, GroupStatic
+    from sim._model import ComputeCost
 
 __all__ = ["available", "built", "load", "new_state", "pack_group", "pure_forced"]
 
@@ -81,85 +82,74 @@ def new_state(bw: tuple[float, ...], cores: int, l1_cap: float) -> tuple[array, 
     return st, memoryview(st)
 
 
-def _flows(out: array, fl: Flows, latency: float) -> None:
-    out.append(latency)
-    out.append(fl.noc)
-    out.append(len(fl.incoming))
-    for c, b in fl.incoming.items():
-        out.append(c)
-        out.append(b)
-    out.append(len(fl.flows))
-    for r, b in fl.flows.items():
-        out.append(r)
-        out.append(b)
+def _flows(out: list[float], fl: Flows, latency: float) -> None:
+    inc, fls = fl.incoming, fl.flows
+    out += (latency, fl.noc, len(inc))
+    for item in inc.items():
+        out += item
+    out.append(len(fls))
+    for item in fls.items():
+        out += item
 
 
-def pack_group(plan: Any, sim: Any, cores: tuple[int, ...],
+def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...],
+               streamed: tuple[Flows, ...], kinds: tuple[tuple[str, str], ...],
+               ex: Flows | None, out: Flows | None, cost_of: dict[int, ComputeCost],
+               first: Flows | None, cores: tuple[int, ...],
                parts: tuple[tuple[int, ...], ...]) -> tuple[bytes, float, float] | None:
-    """A group step plan (:class:`sim._plans.StepPlan`) packed for ``_csim.group_step``,
-    with the slowest part's matrix and vector cycles (the step's record), or None when the
-    C step does not take it (gathered tables or host ops: priced on the timeline in Python;
-    more scopes, loads or cores than its fixed tables hold)."""
-    if plan.cost_of is None or plan.host[0] or plan.work.gathers:
-        return None
-    info = plan.info
-    if len(cores) > _MAX_CORES or len(plan.staged) + 1 >= _MAX_LOADS:
-        return None
-    if any(c >= sim.n for c in cores):
+    """A group step plan's parts (:class:`sim._plans.StepPlan`'s fields of the same names,
+    of a step that gathers no tables and runs no host op: those are priced on the timeline
+    in Python) packed for ``_csim.group_step``, with the slowest part's matrix and vector
+    cycles (the step's record); None when more scopes, loads or cores than the C step's
+    fixed tables hold."""
+    if len(cores) > _MAX_CORES or len(staged) + 1 >= _MAX_LOADS:
         return None
     codes: dict[str, int] = {}
-
-    def code(scope: str) -> int:
-        return codes.setdefault(scope, len(codes))
-
-    a = array("d")
-    a.append(len(plan.kinds))
-    for _, kind in plan.kinds:
-        a.append(code(kind))
-    a.append(len(plan.staged))
-    for kind, fl in plan.staged:
-        a.append(code(kind))
-        _flows(a, fl, sim.latency_of(fl))
-    first = info.first_tile
-    if first:
-        fl = plan.first
+    a: list[float] = [len(kinds)]
+    for _, kind in kinds:
+        a.append(codes.setdefault(kind, len(codes)))
+    a.append(len(staged))
+    latency_of = sim.latency_of
+    for kind, fl in staged:
+        a.append(codes.setdefault(kind, len(codes)))
+        _flows(a, fl, latency_of(fl))
+    tile = info.first_tile
+    if tile:
+        assert first is not None  # no tables: the plan has the first tile's flows
         a.append(1)
-        _flows(a, fl, sim.latency_of(fl))
-        a.append(fl.ddr)
+        _flows(a, first, latency_of(first))
+        a.append(first.ddr)
     else:
         a.append(0)
-    streams = list(plan.streamed)
-    if plan.ex is not None:
-        a.append(1)
-        a.append(plan.ex.noc)
-        streams.append(plan.ex)
+    streams = list(streamed)
+    if ex is not None:
+        a += (1, ex.noc)
+        streams.append(ex)
     else:
         a.append(0)
-    path = info.weights + 0
+    path = info.weights + 0  # _Sim.group_step's weights + tables, with no tables
     wflow = None
-    if path > first:
-        wflow = sim.weight_flows(path - first, cores, count=False)
+    if path > tile:
+        wflow = sim.weight_flows(path - tile, cores, count=False)
         streams.append(wflow)
-    if plan.out is not None:
-        streams.append(plan.out)
+    if out is not None:
+        streams.append(out)
     if len(streams) > _MAX_LOADS or len(codes) > _MAX_SCOPES:
         return None
     a.append(len(streams))
     for fl in streams:
-        _flows(a, fl, sim.latency_of(fl))
+        _flows(a, fl, latency_of(fl))
     if wflow is not None:
-        a.append(1)
-        a.append(wflow.ddr)
+        a += (1, wflow.ddr)
     else:
         a.append(0)
-    slowest = max(plan.cost_of.values(), key=lambda c: c.cycles)
+    slowest = max(cost_of.values(), key=lambda c: c.cycles)
     a.append(slowest.cycles)
     a.append(len(cores))
-    a.extend(float(c) for c in cores)
-    entries = [(c, plan.cost_of[len(part)]) for part in parts for c in part]
-    a.append(len(entries))
-    for c, cost in entries:
-        a.append(c)
-        a.append(cost.mme_cycles)
-        a.append(cost.vme_cycles)
-    return a.tobytes(), slowest.mme_cycles, slowest.vme_cycles
+    a += cores
+    a.append(sum(len(part) for part in parts))
+    for part in parts:
+        cost = cost_of[len(part)]
+        for c in part:
+            a += (c, cost.mme_cycles, cost.vme_cycles)
+    return array("d", a).tobytes(), slowest.mme_cycles, slowest.vme_cycles

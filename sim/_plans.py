@@ -13,7 +13,7 @@ its timeline; made once, a plan is never mutated, so results are the same bit fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from compiler.footprint import sample_bytes
@@ -46,7 +46,6 @@ class PlanContext(Protocol):
     moves: dict[object, MovePlan]
     layouts: list[Layout]
     cores_of: list[tuple[int, ...]]
-    n: int
 
     def latency_of(self, fl: Flows) -> float: ...
 
@@ -232,11 +231,13 @@ def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: Group
         if info.first_tile:
             first = sim.weight_flows(info.first_tile, cores, count=False)
     host = host_segment_cycles(sim.g, gr.ops, samples, sim.t)
-    plan = StepPlan(info, work, tuple(staged.items()), tuple(streamed.values()), kinds,
-                    ex, out, remote, cost_of, first, host)
-    if built() is None:
-        return plan
-    return replace(plan, packed=pack_group(plan, sim, cores, parts))
+    staged_t, streamed_t = tuple(staged.items()), tuple(streamed.values())
+    packed = None
+    if cost_of is not None and not host[0] and built() is not None:
+        packed = pack_group(sim, info, staged_t, streamed_t, kinds, ex, out, cost_of, first,
+                            cores, parts)
+    return StepPlan(info, work, staged_t, streamed_t, kinds, ex, out, remote, cost_of, first,
+                    host, packed)
 
 
 def transfer_flows(sim: PlanContext, tensor: str, dst: Layout, cores: tuple[int, ...],
