@@ -18,13 +18,15 @@
  * A flows block (one reservation): latency, noc bytes, n_inc, n_inc x (core, bytes arriving
  * in its L1), n_fl, n_fl x (resource id, bytes).
  *
- * group_step(pack, st, ready, deps, l1, noc, wb) -> (ls, le, start, end, top, noc, wb)
+ * group_step(pack, st, ready, deps, l1, noc, wb[, events, label])
+ *   -> (ls, le, start, end, top, noc, wb)
  *   pack (bytes of doubles): K, K x input scope code; L, L x (scope code, flows block);
  *     first (0/1) [flows block, its DDR bytes]; ex (0/1) [its noc bytes]; M, M x flows block
  *     (the streams in order); weight stream (0/1) [its DDR bytes]; the slowest part's
  *     cycles; n_cores, n_cores x core; P, P x (core, mme cycles, vme cycles).
  *   deps: the steps providing the K inputs (their end times in `ready`); l1: the step's
- *   (core, bytes) in L1; noc, wb: the simulation's NoC and weight bytes so far.
+ *   (core, bytes) in L1; noc, wb: the simulation's NoC and weight bytes so far; events,
+ *   label: a recorded timeline (Reservations.events) and the step's label.
  * transfer_step(flows, st, ready, deps, gated, cores, noc) -> (ls, le, noc)
  */
 #define PY_SSIZE_T_CLEAN
@@ -107,6 +109,34 @@ static void read_block(Reader *r, const State *s, Block *b) {
     }
 }
 
+static PyObject *LOAD, *STREAM; /* the timeline's suffixes */
+
+/* a recorded reservation (Reservations.reserve with record on): (label + suffix, start,
+ * ((resource, cycles busy), ...)) appended to `events` */
+static int record(PyObject *events, PyObject *label, PyObject *suffix, const Block *b,
+                  const State *s, double start) {
+    PyObject *spans = PyTuple_New(b->n_fl);
+    if (spans == NULL) return -1;
+    for (int i = 0; i < b->n_fl; i++) {
+        int r = (int)b->fl[2 * i];
+        PyObject *span = Py_BuildValue("(id)", r, b->fl[2 * i + 1] / s->bw[r]);
+        if (span == NULL) {
+            Py_DECREF(spans);
+            return -1;
+        }
+        PyTuple_SET_ITEM(spans, i, span);
+    }
+    PyObject *name = PyUnicode_Concat(label, suffix);
+    PyObject *ev = name == NULL ? NULL : Py_BuildValue("(NdN)", name, start, spans);
+    if (ev == NULL) {
+        if (name == NULL) Py_DECREF(spans);
+        return -1;
+    }
+    int rc = PyList_Append(events, ev);
+    Py_DECREF(ev);
+    return rc;
+}
+
 /* Reservations.reserve: FCFS on every resource of the block, from `ready`. */
 static void reserve(const State *s, const Block *b, double ready, double *a, double *e) {
     if (b->n_fl == 0) {
@@ -181,10 +211,13 @@ static int dep_times(PyObject *deps, const Py_buffer *rb, double *out, Py_ssize_
 
 static PyObject *group_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 7 || !PyBytes_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "group_step(pack, st, ready, deps, l1, noc, wb)");
+    if ((nargs != 7 && nargs != 9) || !PyBytes_Check(args[0]) ||
+        (nargs == 9 && (!PyList_Check(args[7]) || !PyUnicode_Check(args[8])))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "group_step(pack, st, ready, deps, l1, noc, wb[, events, label])");
         return NULL;
     }
+    PyObject *events = nargs == 9 ? args[7] : NULL, *label = nargs == 9 ? args[8] : NULL;
     double noc = PyFloat_AsDouble(args[5]);
     double wb = PyFloat_AsDouble(args[6]);
     if (PyErr_Occurred()) return NULL;
@@ -295,6 +328,8 @@ static PyObject *group_step(PyObject *self, PyObject *const *args, Py_ssize_t na
     for (int i = 0; i < L; i++) {
         double data = load_ready[order[i]], a, e;
         reserve(&s, &loads[order[i]], gate > data ? gate : data, &a, &e);
+        if (events != NULL && loads[order[i]].n_fl &&
+            record(events, label, LOAD, &loads[order[i]], &s, a) < 0) goto done;
         if (i == 0) {
             ls = a;
             le = e;
@@ -311,6 +346,8 @@ static PyObject *group_step(PyObject *self, PyObject *const *args, Py_ssize_t na
     for (int i = 0; i < M; i++) {
         double a, e;
         reserve(&s, &streams[i], start, &a, &e);
+        if (events != NULL && streams[i].n_fl &&
+            record(events, label, STREAM, &streams[i], &s, a) < 0) goto done;
         if (e > end) end = e;
     }
     for (int i = 0; i < P; i++) {
@@ -341,4 +378,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "sim._csim",
                                     "The simulator's timed step in C (sim/_ctime.py).", -1,
                                     methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__csim(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__csim(void) {
+    LOAD = PyUnicode_InternFromString(" load");
+    STREAM = PyUnicode_InternFromString(" stream");
+    if (LOAD == NULL || STREAM == NULL) return NULL;
+    return PyModule_Create(&module);
+}

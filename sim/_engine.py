@@ -126,8 +126,8 @@ class _Sim:
         self.llb_tables = 0.0  # bytes of tables copied into the LLB so far (LLB, via LLB)
         self.via_room = 0.0
         # the compiled step (sim._ctime): the timing state in one array of doubles, which
-        # the Python steps read and write through these slices; not when recording
-        self.csim = None if record else _load_csim()
+        # the Python steps read and write through these slices
+        self.csim = _load_csim()
         if self.csim is not None:
             r = len(self.chip.bytes_per_cycle)
             self.cst, mv = new_state(self.chip.bytes_per_cycle, n, self.l1_cap)
@@ -262,9 +262,14 @@ class _Sim:
         plan, deps = self.step_plan(k, gr, spp, samples, dep_idx, mem.streamed)
         pk = plan.packed
         if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
-            ls, le, start, end, top, self.noc_bytes, self.weight_bytes = self.csim.group_step(
-                pk[0], self.cst, self.ready, deps, mem.l1_bytes, self.noc_bytes,
-                self.weight_bytes)
+            if self.res.record:  # the timeline's events too
+                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, mem.l1_bytes,
+                                           self.noc_bytes, self.weight_bytes, self.res.events,
+                                           self.labels[k])
+            else:
+                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, mem.l1_bytes,
+                                           self.noc_bytes, self.weight_bytes)
+            ls, le, start, end, top, self.noc_bytes, self.weight_bytes = out
             self.rec_of[k] = len(self.records)
             self.records.append([self.labels[k], "group", cores, ls, le, start, end, end, pk[1],
                                  pk[2], int(top), place.mem_scope])
