@@ -27,7 +27,8 @@
  *   deps: the steps providing the K inputs (their end times in `ready`); l1: the step's
  *   (core, bytes) in L1; noc, wb: the simulation's NoC and weight bytes so far; events,
  *   label: a recorded timeline (Reservations.events) and the step's label.
- * transfer_step(flows, st, ready, deps, gated, cores, noc) -> (ls, le, noc)
+ * transfer_step(pack, st, ready, deps, l1, noc[, events, label]) -> (ls, le, top, noc)
+ *   (its pack: below).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -109,7 +110,7 @@ static void read_block(Reader *r, const State *s, Block *b) {
     }
 }
 
-static PyObject *LOAD, *STREAM; /* the timeline's suffixes */
+static PyObject *LOAD, *STREAM, *EMPTY; /* the timeline's suffixes */
 
 /* a recorded reservation (Reservations.reserve with record on): (label + suffix, start,
  * ((resource, cycles busy), ...)) appended to `events` */
@@ -368,9 +369,96 @@ done:
     return out;
 }
 
+/* the largest of a step's L1 bytes (0 when none), as max(..., default=0.0) */
+static int l1_top(PyObject *l1, double *top) {
+    if (!PyTuple_Check(l1)) {
+        PyErr_SetString(PyExc_TypeError, "l1 must be a tuple of (core, bytes)");
+        return -1;
+    }
+    *top = 0.0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(l1); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(l1, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "l1 must be a tuple of (core, bytes)");
+            return -1;
+        }
+        double b = PyFloat_AsDouble(PyTuple_GET_ITEM(pair, 1));
+        if (b == -1.0 && PyErr_Occurred()) return -1;
+        if (i == 0 || b > *top) *top = b;
+    }
+    return 0;
+}
+
+/* transfer_step(pack, st, ready, deps, l1, noc[, events, label]) -> (ls, le, top, noc)
+ * pack: gated (0/1: the destination is L1, its loads wait for room), n_cores, n_cores x core,
+ * one flows block. deps: the source steps (a sequence of ints). */
+static PyObject *transfer_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if ((nargs != 6 && nargs != 8) || !PyBytes_Check(args[0]) ||
+        (nargs == 8 && (!PyList_Check(args[6]) || !PyUnicode_Check(args[7])))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "transfer_step(pack, st, ready, deps, l1, noc[, events, label])");
+        return NULL;
+    }
+    double noc = PyFloat_AsDouble(args[5]), top;
+    if (PyErr_Occurred() || l1_top(args[4], &top) < 0) return NULL;
+    PyObject *deps = PySequence_Fast(args[3], "deps must be a sequence of ints");
+    if (deps == NULL) return NULL;
+    Py_buffer sb, rb;
+    State s;
+    if (get_buffers(args[1], args[2], &sb, &rb, &s) < 0) {
+        Py_DECREF(deps);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    Reader r = {(const double *)PyBytes_AS_STRING(args[0]),
+                (const double *)(PyBytes_AS_STRING(args[0]) + PyBytes_GET_SIZE(args[0])), 0};
+    double incoming[MAX_CORES];
+    int cores[MAX_CORES];
+    int gated = rd(&r) != 0.0;
+    int nc = rdi(&r, MAX_CORES + 1);
+    for (int i = 0; i < nc && !r.bad; i++) cores[i] = rdi(&r, s.n);
+    Block b;
+    read_block(&r, &s, &b);
+    if (r.bad || r.p != r.end) {
+        PyErr_SetString(PyExc_ValueError, "malformed transfer pack");
+        goto done;
+    }
+    const double *ready = (const double *)rb.buf;
+    Py_ssize_t nr = rb.len / (Py_ssize_t)sizeof(double), nd = PySequence_Fast_GET_SIZE(deps);
+    double data = 0.0;
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        Py_ssize_t d = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(deps, i));
+        if (d == -1 && PyErr_Occurred()) goto done;
+        if (d < 0 || d >= nr) {
+            PyErr_SetString(PyExc_IndexError, "dependency out of range");
+            goto done;
+        }
+        if (ready[d] > data) data = ready[d];
+    }
+    noc += b.noc;
+    double gate = 0.0;
+    if (gated) {
+        for (int c = 0; c < s.n; c++) incoming[c] = 0.0;
+        for (int j = 0; j < b.n_inc; j++) incoming[(int)b.inc[2 * j]] += b.inc[2 * j + 1];
+        gate = gate_of(&s, incoming, cores, nc);
+    }
+    double ls, le;
+    reserve(&s, &b, gate > data ? gate : data, &ls, &le);
+    if (nargs == 8 && b.n_fl && record(args[6], args[7], EMPTY, &b, &s, ls) < 0) goto done;
+    out = Py_BuildValue("(dddd)", ls, le, top, noc);
+done:
+    Py_DECREF(deps);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&rb);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"group_step", (PyCFunction)(void (*)(void))group_step, METH_FASTCALL,
      "Book a group step packed by sim._ctime.pack_group (see the module doc)."},
+    {"transfer_step", (PyCFunction)(void (*)(void))transfer_step, METH_FASTCALL,
+     "Book a transfer step packed by sim._ctime.pack_transfer (see the module doc)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -381,6 +469,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "sim._csim",
 PyMODINIT_FUNC PyInit__csim(void) {
     LOAD = PyUnicode_InternFromString(" load");
     STREAM = PyUnicode_InternFromString(" stream");
-    if (LOAD == NULL || STREAM == NULL) return NULL;
+    EMPTY = PyUnicode_InternFromString("");
+    if (LOAD == NULL || STREAM == NULL || EMPTY == NULL) return NULL;
     return PyModule_Create(&module);
 }

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from sim._flows import Flows, GroupStatic
     from sim._model import ComputeCost
 
-__all__ = ["available", "built", "load", "new_state", "pack_group", "pure_forced"]
+__all__ = ["available", "built", "load", "new_state", "pack_group", "pack_transfer",
+           "pure_forced"]
 
 _state: dict[str, Any] = {"warned": False, "loaded": False, "mod": None}
 _ENV = "GRAPHTUNE_PURE_SIM"
@@ -153,3 +154,13 @@ def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...
         for c in part:
             a += (c, cost.mme_cycles, cost.vme_cycles)
     return array("d", a).tobytes(), slowest.mme_cycles, slowest.vme_cycles
+
+
+def pack_transfer(sim: Any, fl: Flows, gated: bool, cores: tuple[int, ...]) -> bytes | None:
+    """A transfer's flows packed for ``_csim.transfer_step`` (``gated``: its destination is
+    L1, so it waits for room there), or None when it has more cores than the C step holds."""
+    if len(cores) > _MAX_CORES:
+        return None
+    a: list[float] = [1 if gated else 0, len(cores), *cores]
+    _flows(a, fl, sim.latency_of(fl))
+    return array("d", a).tobytes()

@@ -48,7 +48,7 @@ from compiler.footprint import sample_bytes
 from compiler.layout import group_layout, transfer_layout
 from compiler.memo import memo_of
 from sim._ctime import load as _load_csim
-from sim._ctime import new_state
+from sim._ctime import built, new_state, pack_transfer
 from sim._flows import Flows as _Flows
 from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
@@ -100,9 +100,10 @@ class _Sim:
             self.wcache.clear()
         if len(self.moves) > _MOVE_CACHE_LIMIT:
             self.moves.clear()
-        # per-run caches: a group's chunks share costs and working sets
-        self.costs: dict[tuple[object, ...], ComputeCost] = {}
+        # a group step's cost is a pure function of its key: kept with the step plans, so
+        # the steps that gather tables (priced on the timeline) find it in later runs too
         self.plans = plans_of(graph, target)
+        self.costs = self.plans
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
         self.n = n
@@ -215,7 +216,7 @@ class _Sim:
         (the group's NPU ops: host ops are a host segment, :mod:`sim._host`), with
         ``tables`` bytes of embedding tables gathered in L1 from DDR and those via the
         LLB arriving ``wait`` cycles after compute starts."""
-        key = (gr.ops, spp, cores, step_cores, remote, tables, wait)
+        key = ("cost", gr.ops, spp, cores, step_cores, remote, tables, wait)
         hit = self.costs.get(key)
         if hit is None:
             host = host_ops(self.g, gr.ops)
@@ -461,9 +462,26 @@ class _Sim:
         # its flows, kept with the step plans (by tensor, layouts and cores, as made below)
         key = ("transfer", tr.tensor, dst, cores,
                tuple((self.layouts[d], self.cores_of[d]) for d in dep_idx))
-        fl: _Flows | None = self.plans.get(key)
-        if fl is None:
-            fl = self.plans[key] = transfer_flows(self, tr.tensor, dst, cores, dep_idx)
+        hit: tuple[_Flows, bytes | None] | None = self.plans.get(key)
+        if hit is None:
+            fl = transfer_flows(self, tr.tensor, dst, cores, dep_idx)
+            pk = pack_transfer(self, fl, dst[0] == "L1", cores) if built() is not None else None
+            hit = self.plans[key] = (fl, pk)
+        fl, pk = hit
+        if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
+            mem = self.memory.steps[k].l1_bytes
+            if self.res.record:
+                ls, le, usage, self.noc_bytes = self.csim.transfer_step(
+                    pk, self.cst, self.ready, dep_idx, mem, self.noc_bytes, self.res.events,
+                    self.labels[k])
+            else:
+                ls, le, usage, self.noc_bytes = self.csim.transfer_step(
+                    pk, self.cst, self.ready, dep_idx, mem, self.noc_bytes)
+            self.ready[k] = le
+            self.rec_of[k] = len(self.records)
+            self.records.append([self.labels[k], "transfer", cores, ls, le, ls, le, le, 0.0, 0.0,
+                                 int(usage), dst[0]])
+            return None
         data_ready = 0.0
         for d in dep_idx:
             data_ready = max(data_ready, self.ready[d])
