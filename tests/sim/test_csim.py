@@ -46,14 +46,18 @@ TARGETS = _targets()
 
 
 class _Counting:
-    """``sim._csim`` with its group steps counted (the C step must have run)."""
+    """``sim._csim`` with its steps counted (the C steps must have run)."""
 
     def __init__(self, mod: Any) -> None:
-        self.mod, self.calls = mod, 0
+        self.mod, self.calls, self.transfers = mod, 0, 0
 
     def group_step(self, *args: Any) -> Any:
         self.calls += 1
         return self.mod.group_step(*args)
+
+    def transfer_step(self, *args: Any) -> Any:
+        self.transfers += 1
+        return self.mod.transfer_step(*args)
 
 
 def _both(graph: Graph, s: Any, target: Target, mp: pytest.MonkeyPatch) -> tuple[str, str]:
@@ -141,7 +145,7 @@ def test_the_c_step_runs_and_a_gathering_model_mixes_both_steps(counted: _Counti
                     s = mutate(graph, s, rng, 8)
                 except ScheduleError:
                     break
-    assert counted.calls > 0 and ok > 0
+    assert counted.calls > 0 and counted.transfers > 0 and ok > 0
 
 
 def test_the_switch_and_the_recorded_timeline(monkeypatch: pytest.MonkeyPatch,
