@@ -21,7 +21,8 @@ core and with the Python decoder (``GRAPHTUNE_PURE_PYTHON=1``, inherited by the 
 workers), and prints the ratio (issue 20: >= 5x on BERT-base s128 b8, >= 3x on ResNet-50
 b16 at 400 trials). The goal compares decoders, so both jobs use the same simulator: the
 compiled step (``sim/_csim.c``) unless ``GRAPHTUNE_PURE_SIM=1`` is set for the whole run
-(then the Python step on both sides); the first line printed says which. ``--breed-budget X`` sets ``GuidedOptions.breed_budget`` (``inf``: the
+(then the Python step on both sides); the first line printed says which.
+``--breed-budget X`` sets ``GuidedOptions.breed_budget`` (``inf``: the
 fixed breeding effort; default: what ``tune`` uses).
 
 Run: ``.venv/bin/python bench/tune_workers.py [--model resnet50] [--candidates 200]

@@ -33,6 +33,7 @@ __all__ = ["available", "built", "load", "new_state", "pack_group", "pack_transf
 
 _state: dict[str, Any] = {"warned": False, "loaded": False, "mod": None}
 _ENV = "GRAPHTUNE_PURE_SIM"
+NEEDS = ("group_step", "transfer_step")  # what the current build of sim._csim has
 _MAX_SCOPES = 8  # sim/_csim.c's MAX_SCOPES, MAX_LOADS, MAX_CORES
 _MAX_LOADS = 64
 _MAX_CORES = 256
@@ -58,7 +59,12 @@ def built() -> Any:
     if not _state["loaded"]:
         _state["loaded"] = True
         try:
-            _state["mod"] = importlib.import_module("sim._csim")
+            mod = importlib.import_module("sim._csim")
+            for need in NEEDS:
+                if not hasattr(mod, need):  # a build older than this source
+                    raise ImportError(f"sim._csim is an older build (no {need}); reinstall: "
+                                      "pip install -e .")
+            _state["mod"] = mod
         except ImportError as exc:
             _state["mod"] = None
             if not _state["warned"]:

@@ -47,8 +47,8 @@ from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
 from compiler.layout import group_layout, transfer_layout
 from compiler.memo import memo_of
-from sim._ctime import load as _load_csim
 from sim._ctime import built, new_state, pack_transfer
+from sim._ctime import load as _load_csim
 from sim._flows import Flows as _Flows
 from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
