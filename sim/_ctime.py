@@ -22,7 +22,9 @@ import importlib
 import os
 import sys
 from array import array
-from typing import TYPE_CHECKING, Any
+from collections.abc import MutableSequence
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from sim._flows import Flows, GroupStatic
@@ -80,13 +82,18 @@ def available() -> bool:
     return load() is not None
 
 
-def new_state(bw: tuple[float, ...], cores: int, l1_cap: float) -> tuple[array, memoryview]:
-    """A simulation's state for ``sim/_csim.c`` (its layout is in that file's doc) and a
-    memoryview of it (slice it for the Python steps)."""
+def new_state(bw: tuple[float, ...], cores: int, l1_cap: float
+              ) -> tuple[array, list[MutableSequence[float]]]:
+    """A simulation's state for ``sim/_csim.c`` (its layout is in that file's doc) and
+    memoryview slices of it for the Python steps: free_at, busy (per resource), core_start,
+    core_free, core_usage, mme, vme (per core)."""
     r = len(bw)
     st = array("d", [float(r), float(cores), float(l1_cap), *bw])
     st.extend([0.0] * (3 * r + 5 * cores - r))
-    return st, memoryview(st)
+    mv = memoryview(st)
+    ends = [0, r, 2 * r] + [2 * r + i * cores for i in range(1, 6)]
+    at = 3 + r
+    return st, [cast("MutableSequence[float]", mv[at + a:at + b]) for a, b in pairwise(ends)]
 
 
 def _flows(out: list[float], fl: Flows, latency: float) -> None:

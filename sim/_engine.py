@@ -36,6 +36,7 @@ against the invariants of :mod:`sim._invariants` before it is returned.
 from __future__ import annotations
 
 from array import array
+from collections.abc import MutableSequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -113,11 +114,11 @@ class _Sim:
         self.ddr_lat = target.ddr.latency_cycles
         self.hop_lat = target.noc.hop_latency_cycles
         # timing state
-        self.core_start = [0.0] * n
-        self.core_free = [0.0] * n
-        self.core_usage = [0.0] * n
-        self.mme = [0.0] * n
-        self.vme = [0.0] * n
+        self.core_start: MutableSequence[float] = [0.0] * n
+        self.core_free: MutableSequence[float] = [0.0] * n
+        self.core_usage: MutableSequence[float] = [0.0] * n
+        self.mme: MutableSequence[float] = [0.0] * n
+        self.vme: MutableSequence[float] = [0.0] * n
         self.noc_bytes = 0.0
         self.weight_bytes = 0.0
         self.records: list[list[object]] = []
@@ -130,13 +131,9 @@ class _Sim:
         # the Python steps read and write through these slices
         self.csim = _load_csim()
         if self.csim is not None:
-            r = len(self.chip.bytes_per_cycle)
-            self.cst, mv = new_state(self.chip.bytes_per_cycle, n, self.l1_cap)
-            at = 3 + r
-            self.res.free_at, self.res.busy = mv[at:at + r], mv[at + r:at + 2 * r]
-            at += 2 * r
-            (self.core_start, self.core_free, self.core_usage, self.mme,
-             self.vme) = (mv[at + i * n:at + (i + 1) * n] for i in range(5))
+            self.cst, views = new_state(self.chip.bytes_per_cycle, n, self.l1_cap)
+            (self.res.free_at, self.res.busy, self.core_start, self.core_free, self.core_usage,
+             self.mme, self.vme) = views
 
     # ---- reservations ------------------------------------------------------------
     def latency_of(self, fl: _Flows) -> float:
@@ -161,7 +158,8 @@ class _Sim:
         for o in out_nodes:
             last[o] = end_pos
         self.last = last
-        self.ready = [0.0] * end_pos if self.csim is None else array("d", bytes(8 * end_pos))
+        self.ready: MutableSequence[float] = ([0.0] * end_pos if self.csim is None
+                                               else array("d", bytes(8 * end_pos)))
         self.rec_of: dict[int, int] = {}
         groups = {gr.name: gr for gr in s.groups}
         transfers = {tr.name: tr for tr in s.transfers}
