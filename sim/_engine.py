@@ -51,6 +51,7 @@ from compiler.memo import memo_of
 from sim._ctime import built, new_state, pack_transfer
 from sim._ctime import load as _load_csim
 from sim._flows import Flows as _Flows
+from sim._flows import GroupStatic
 from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
 from sim._host import HostSegment, host_ops
@@ -63,7 +64,7 @@ from sim._model import (
 from sim._moves import Layout, MovePlan, fixed_plan, move_plan
 from sim._plans import StepPlan, make_plan, placement_cores, plans_of, shift, transfer_flows
 from sim._resources import Chip, Reservations, chip_of
-from sim._result import DmaEvent, SimError, SimResult, StepRecord
+from sim._result import DmaEvent, SimError, SimResult, step_record
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -167,11 +168,15 @@ class _Sim:
         self.layouts: list[Layout] = []
         self.provides: list[str] = []
         self.cores_of: list[tuple[int, ...]] = []
+        self.info_of: dict[str, GroupStatic] = {}  # by group name (its chunks share it)
         for node in order:
             if node[0] == "g":
                 gr = groups[node[1]]
                 self.layouts.append(group_layout(gr, node[2], g.batch))
-                self.provides.append(_group_static(g, gr.ops, self.half_wb).output)
+                info = self.info_of.get(gr.name)
+                if info is None:
+                    info = self.info_of[gr.name] = _group_static(g, gr.ops, self.half_wb)
+                self.provides.append(info.output)
                 self.cores_of.append(placement_cores(gr.chunks[node[2]]))
             else:
                 tr = transfers[node[1]]
@@ -236,7 +241,7 @@ class _Sim:
         providing the plan's ``kinds``, in order.
         """
         by_tensor = {self.provides[d]: d for d in dep_idx}
-        info = _group_static(self.g, gr.ops, self.half_wb)
+        info = self.info_of[gr.name]
         dst = self.layouts[k]
         off = dst[1][0][0]
         ds = [by_tensor.get(name) for name, _, _ in info.inputs]
@@ -527,7 +532,7 @@ class _Sim:
         us = t.cycles_to_us(latency)
         batch = self.g.batch
         per_s = batch / (us * 1e-6) if us > 0 else 0.0
-        steps = tuple(StepRecord(*rec) for rec in self.records)  # type: ignore[arg-type]
+        steps = tuple(map(step_record, self.records))
         events = tuple(
             DmaEvent(label, chip.names[r], start, d, d * bw[r])
             for label, start, spans in res.events for r, d in spans
