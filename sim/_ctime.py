@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sim._flows import Flows, GroupStatic
     from sim._model import ComputeCost
 
-__all__ = ["available", "built", "load", "new_state", "pack_group", "pack_transfer",
+__all__ = ["MAX_CORES", "available", "built", "load", "new_state", "pack_group", "pack_transfer",
            "pure_forced"]
 
 _state: dict[str, Any] = {"warned": False, "loaded": False, "mod": None}
@@ -38,7 +38,7 @@ _ENV = "GRAPHTUNE_PURE_SIM"
 NEEDS = ("group_step", "transfer_step")  # what the current build of sim._csim has
 _MAX_SCOPES = 8  # sim/_csim.c's MAX_SCOPES, MAX_LOADS, MAX_CORES
 _MAX_LOADS = 64
-_MAX_CORES = 256
+MAX_CORES = 256
 
 
 def pure_forced() -> bool:
@@ -116,7 +116,7 @@ def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...
     in Python) packed for ``_csim.group_step``, with the slowest part's matrix and vector
     cycles (the step's record); None when more scopes, loads or cores than the C step's
     fixed tables hold."""
-    if len(cores) > _MAX_CORES or len(staged) + 1 >= _MAX_LOADS:
+    if len(cores) > MAX_CORES or len(staged) + 1 >= _MAX_LOADS or len(kinds) >= _MAX_LOADS:
         return None
     codes: dict[str, int] = {}
     a: list[float] = [len(kinds)]
@@ -148,7 +148,7 @@ def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...
         streams.append(wflow)
     if out is not None:
         streams.append(out)
-    if len(streams) > _MAX_LOADS or len(codes) > _MAX_SCOPES:
+    if len(streams) >= _MAX_LOADS or len(codes) > _MAX_SCOPES:
         return None
     a.append(len(streams))
     for fl in streams:
@@ -172,7 +172,7 @@ def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...
 def pack_transfer(sim: Any, fl: Flows, gated: bool, cores: tuple[int, ...]) -> bytes | None:
     """A transfer's flows packed for ``_csim.transfer_step`` (``gated``: its destination is
     L1, so it waits for room there), or None when it has more cores than the C step holds."""
-    if len(cores) > _MAX_CORES:
+    if len(cores) > MAX_CORES:
         return None
     a: list[float] = [1 if gated else 0, len(cores), *cores]
     _flows(a, fl, sim.latency_of(fl))

@@ -48,7 +48,7 @@ from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
 from compiler.layout import group_layout, transfer_layout
 from compiler.memo import memo_of
-from sim._ctime import built, new_state, pack_transfer
+from sim._ctime import MAX_CORES, built, new_state, pack_transfer
 from sim._ctime import load as _load_csim
 from sim._flows import Flows as _Flows
 from sim._flows import GroupStatic
@@ -130,7 +130,7 @@ class _Sim:
         self.via_room = 0.0
         # the compiled step (sim._ctime): the timing state in one array of doubles, which
         # the Python steps read and write through these slices
-        self.csim = _load_csim()
+        self.csim = _load_csim() if n <= MAX_CORES else None
         if self.csim is not None:
             self.cst, views = new_state(self.chip.bytes_per_cycle, n, self.l1_cap)
             (self.res.free_at, self.res.busy, self.core_start, self.core_free, self.core_usage,

@@ -191,3 +191,24 @@ def test_a_missing_extension_warns_once_and_simulates_in_python(
     assert repr(simulate(graph, s, target)) == want
     err = capsys.readouterr().err
     assert err.count("compiled simulator step is not available") == 1
+
+
+def test_a_malformed_pack_or_state_is_an_error_not_a_crash() -> None:
+    from array import array
+
+    mod = _ctime.built()
+    st, _ = _ctime.new_state((64.0, 64.0, 256.0, 27.0), 2, 1024.0)
+    ready = array("d", [0.0, 0.0])
+    with pytest.raises(ValueError, match="malformed step pack"):
+        mod.group_step(array("d", [0, 1, 5]).tobytes(), st, ready, (), (), 0.0, 0.0)
+    with pytest.raises(ValueError, match="malformed simulation state"):
+        mod.group_step(b"", array("d", [1.0]), ready, (), (), 0.0, 0.0)
+    with pytest.raises(ValueError, match="malformed transfer pack"):
+        mod.transfer_step(array("d", [1, 3, 0, 1, 2]).tobytes(), st, ready, [0], (), 0.0)
+    with pytest.raises(IndexError):
+        mod.transfer_step(array("d", [0, 0, 5.0, 0.0, 0, 0]).tobytes(), st, ready, [7], (), 0.0)
+    # a well-formed transfer: 128 bytes on the DDR channel (27 B/cycle) after step 0's end
+    ready[0] = 10.0
+    ls, le, top, noc = mod.transfer_step(array("d", [0, 0, 5.0, 0.0, 0, 1, 3, 128.0]).tobytes(),
+                                         st, ready, [0], ((0, 7.0),), 1.0)
+    assert (ls, le, top, noc) == (10.0, 10.0 + 128.0 / 27.0 + 5.0, 7.0, 1.0)
