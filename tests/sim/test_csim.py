@@ -174,6 +174,7 @@ def test_a_missing_extension_warns_once_and_simulates_in_python(
 
     from tests.sim.test_properties import seeds
 
+    monkeypatch.delenv("GRAPHTUNE_PURE_SIM", raising=False)  # the suite may run with it
     graph, target = graph_of("tiny_cnn"), TARGETS["default"]
     s = seeds("tiny_cnn", "default")[2]
     want = repr(simulate(graph, s, target))
