@@ -68,7 +68,9 @@ static int rdi(Reader *r, int lim) {
 static int state_of(Py_buffer *b, State *s) {
     const double *d = (const double *)b->buf;
     Py_ssize_t len = b->len / (Py_ssize_t)sizeof(double);
-    if (len < 3) return -1;
+    /* the counts checked as doubles before the casts (NaN or huge: refused) */
+    if (len < 3 || !(d[0] >= 1.0 && d[0] <= (double)(1 << 20)) ||
+        !(d[1] >= 1.0 && d[1] <= (double)MAX_CORES)) return -1;
     s->R = (int)d[0];
     s->n = (int)d[1];
     s->l1_cap = d[2];
@@ -262,8 +264,9 @@ static PyObject *group_step(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto done;
         }
         long c = PyLong_AsLong(PyTuple_GET_ITEM(pair, 0));
+        if (c == -1 && PyErr_Occurred()) goto done;
         double b = PyFloat_AsDouble(PyTuple_GET_ITEM(pair, 1));
-        if (PyErr_Occurred()) goto done;
+        if (b == -1.0 && PyErr_Occurred()) goto done;
         if (c < 0 || c >= s.n) {
             PyErr_SetString(PyExc_IndexError, "core out of range");
             goto done;

@@ -213,3 +213,15 @@ def test_a_malformed_pack_or_state_is_an_error_not_a_crash() -> None:
     ls, le, top, noc = mod.transfer_step(array("d", [0, 0, 5.0, 0.0, 0, 1, 3, 128.0]).tobytes(),
                                          st, ready, [0], ((0, 7.0),), 1.0)
     assert (ls, le, top, noc) == (10.0, 10.0 + 128.0 / 27.0 + 5.0, 7.0, 1.0)
+
+
+def test_a_chip_wider_than_the_c_tables_simulates_in_python(counted: _Counting) -> None:
+    """More cores a cluster than ``sim._csim`` holds (256): the Python step, the same result."""
+    from tests.sim.test_properties import seeds
+
+    graph = graph_of("tiny_cnn")
+    wide = Target.default().replace(chip={"cores_per_cluster": 512},
+                                    noc={"mesh_rows": 32, "mesh_cols": 32})
+    with pytest.MonkeyPatch.context() as mp:
+        c, py = _both(graph, seeds("tiny_cnn", "default")[2], wide, mp)
+    assert c == py and "status='ok'" in c and counted.calls == 0
