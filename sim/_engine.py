@@ -150,15 +150,7 @@ class _Sim:
         order: list[Node] = order_nodes(s)
         pos = {node: i for i, node in enumerate(order)}
         end_pos = len(order)
-        last = list(range(end_pos))
-        for node, ds in deps.items():
-            for d in ds:
-                if pos[node] > last[pos[d]]:
-                    last[pos[d]] = pos[node]
         out_nodes = {pos[o] for o in outs}
-        for o in out_nodes:
-            last[o] = end_pos
-        self.last = last
         self.ready: MutableSequence[float] = ([0.0] * end_pos if self.csim is None
                                                else array("d", bytes(8 * end_pos)))
         self.rec_of: dict[int, int] = {}
