@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 .PHONY: test test-slow demo bench bench-tune lint clean
 
 # setup.py and the C source: a changed search core is rebuilt (pip install -e builds it in place)
-$(STAMP): pyproject.toml setup.py search_space/_cwalk.c search_space/_cprofile.c search_space/_cprofile.h search_space/_cdag.c search_space/_cpart.c search_space/_cshape.c search_space/_canalyse.c search_space/_cutil.h
+$(STAMP): pyproject.toml setup.py search_space/_cwalk.c search_space/_cprofile.c search_space/_cprofile.h search_space/_cdag.c search_space/_cpart.c search_space/_cshape.c search_space/_canalyse.c search_space/_cutil.h sim/_csim.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,torch]'

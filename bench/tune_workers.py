@@ -19,7 +19,10 @@ the driver's waits are in the CPU times; idle gaps are not).
 ``--decoders`` instead runs the 2-worker job twice in one run, with the compiled search
 core and with the Python decoder (``GRAPHTUNE_PURE_PYTHON=1``, inherited by the Ray
 workers), and prints the ratio (issue 20: >= 5x on BERT-base s128 b8, >= 3x on ResNet-50
-b16 at 400 trials). ``--breed-budget X`` sets ``GuidedOptions.breed_budget`` (``inf``: the
+b16 at 400 trials). The goal compares decoders, so both jobs use the same simulator: the
+compiled step (``sim/_csim.c``) unless ``GRAPHTUNE_PURE_SIM=1`` is set for the whole run
+(then the Python step on both sides); the first line printed says which.
+``--breed-budget X`` sets ``GuidedOptions.breed_budget`` (``inf``: the
 fixed breeding effort; default: what ``tune`` uses).
 
 Run: ``.venv/bin/python bench/tune_workers.py [--model resnet50] [--candidates 200]
@@ -280,7 +283,13 @@ def main() -> None:
 
 
 def compare_decoders(graph: object, trials: int, cores: int, budget: float | None) -> None:
-    """The 2-worker job with the compiled core, then with the Python decoder."""
+    """The 2-worker job with the compiled core, then with the Python decoder, both with the
+    same simulator (``GRAPHTUNE_PURE_SIM`` is left as the run was started)."""
+    from sim import _ctime
+
+    print("simulator on both sides: " + ("compiled step (sim._csim)" if _ctime.available()
+                                          else "Python step (GRAPHTUNE_PURE_SIM or not built)"),
+          flush=True)
     rows = {}
     for name in ("compiled", "python"):
         if name == "python":

@@ -35,6 +35,8 @@ against the invariants of :mod:`sim._invariants` before it is returned.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import MutableSequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -46,7 +48,10 @@ from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
 from compiler.layout import group_layout, transfer_layout
 from compiler.memo import memo_of
+from sim._ctime import MAX_CORES, built, new_state, pack_transfer
+from sim._ctime import load as _load_csim
 from sim._flows import Flows as _Flows
+from sim._flows import GroupStatic
 from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
 from sim._host import HostSegment, host_ops
@@ -59,7 +64,7 @@ from sim._model import (
 from sim._moves import Layout, MovePlan, fixed_plan, move_plan
 from sim._plans import StepPlan, make_plan, placement_cores, plans_of, shift, transfer_flows
 from sim._resources import Chip, Reservations, chip_of
-from sim._result import DmaEvent, SimError, SimResult, StepRecord
+from sim._result import DmaEvent, SimError, SimResult, step_record
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -97,9 +102,10 @@ class _Sim:
             self.wcache.clear()
         if len(self.moves) > _MOVE_CACHE_LIMIT:
             self.moves.clear()
-        # per-run caches: a group's chunks share costs and working sets
-        self.costs: dict[tuple[object, ...], ComputeCost] = {}
+        # a group step's cost is a pure function of its key: kept with the step plans, so
+        # the steps that gather tables (priced on the timeline) find it in later runs too
         self.plans = plans_of(graph, target)
+        self.costs = self.plans
         self.res = Reservations(self.chip, record)
         n = self.chip.cores
         self.n = n
@@ -109,11 +115,11 @@ class _Sim:
         self.ddr_lat = target.ddr.latency_cycles
         self.hop_lat = target.noc.hop_latency_cycles
         # timing state
-        self.core_start = [0.0] * n
-        self.core_free = [0.0] * n
-        self.core_usage = [0.0] * n
-        self.mme = [0.0] * n
-        self.vme = [0.0] * n
+        self.core_start: MutableSequence[float] = [0.0] * n
+        self.core_free: MutableSequence[float] = [0.0] * n
+        self.core_usage: MutableSequence[float] = [0.0] * n
+        self.mme: MutableSequence[float] = [0.0] * n
+        self.vme: MutableSequence[float] = [0.0] * n
         self.noc_bytes = 0.0
         self.weight_bytes = 0.0
         self.records: list[list[object]] = []
@@ -122,6 +128,13 @@ class _Sim:
         self.llb_peak = 0.0
         self.llb_tables = 0.0  # bytes of tables copied into the LLB so far (LLB, via LLB)
         self.via_room = 0.0
+        # the compiled step (sim._ctime): the timing state in one array of doubles, which
+        # the Python steps read and write through these slices
+        self.csim = _load_csim() if n <= MAX_CORES else None
+        if self.csim is not None:
+            self.cst, views = new_state(self.chip.bytes_per_cycle, n, self.l1_cap)
+            (self.res.free_at, self.res.busy, self.core_start, self.core_free, self.core_usage,
+             self.mme, self.vme) = views
 
     # ---- reservations ------------------------------------------------------------
     def latency_of(self, fl: _Flows) -> float:
@@ -137,16 +150,9 @@ class _Sim:
         order: list[Node] = order_nodes(s)
         pos = {node: i for i, node in enumerate(order)}
         end_pos = len(order)
-        last = list(range(end_pos))
-        for node, ds in deps.items():
-            for d in ds:
-                if pos[node] > last[pos[d]]:
-                    last[pos[d]] = pos[node]
         out_nodes = {pos[o] for o in outs}
-        for o in out_nodes:
-            last[o] = end_pos
-        self.last = last
-        self.ready = [0.0] * end_pos
+        self.ready: MutableSequence[float] = ([0.0] * end_pos if self.csim is None
+                                               else array("d", bytes(8 * end_pos)))
         self.rec_of: dict[int, int] = {}
         groups = {gr.name: gr for gr in s.groups}
         transfers = {tr.name: tr for tr in s.transfers}
@@ -154,11 +160,15 @@ class _Sim:
         self.layouts: list[Layout] = []
         self.provides: list[str] = []
         self.cores_of: list[tuple[int, ...]] = []
+        self.info_of: dict[str, GroupStatic] = {}  # by group name (its chunks share it)
         for node in order:
             if node[0] == "g":
                 gr = groups[node[1]]
                 self.layouts.append(group_layout(gr, node[2], g.batch))
-                self.provides.append(_group_static(g, gr.ops, self.half_wb).output)
+                info = self.info_of.get(gr.name)
+                if info is None:
+                    info = self.info_of[gr.name] = _group_static(g, gr.ops, self.half_wb)
+                self.provides.append(info.output)
                 self.cores_of.append(placement_cores(gr.chunks[node[2]]))
             else:
                 tr = transfers[node[1]]
@@ -201,7 +211,7 @@ class _Sim:
         (the group's NPU ops: host ops are a host segment, :mod:`sim._host`), with
         ``tables`` bytes of embedding tables gathered in L1 from DDR and those via the
         LLB arriving ``wait`` cycles after compute starts."""
-        key = (gr.ops, spp, cores, step_cores, remote, tables, wait)
+        key = ("cost", gr.ops, spp, cores, step_cores, remote, tables, wait)
         hit = self.costs.get(key)
         if hit is None:
             host = host_ops(self.g, gr.ops)
@@ -211,21 +221,24 @@ class _Sim:
         return hit
 
     def step_plan(self, k: int, gr: GroupSpec, spp: int, samples: int,
-                  dep_idx: list[int], streamed_names: frozenset[str]) -> StepPlan:
+                  dep_idx: list[int], streamed_names: frozenset[str]
+                  ) -> tuple[StepPlan, tuple[int, ...]]:
         """What group step ``k`` moves and computes regardless of timing (see
         :class:`StepPlan`), shared by every simulation of the graph on the target that
         runs the same op set on the same layout from the same sources.
 
         Layouts are keyed relative to the step's first sample: a movement plan compares
         sample ranges by their differences (integers), so every chunk of a group, and
-        every schedule that runs it the same way, shares one plan.
+        every schedule that runs it the same way, shares one plan. Also returns the steps
+        providing the plan's ``kinds``, in order.
         """
         by_tensor = {self.provides[d]: d for d in dep_idx}
-        info = _group_static(self.g, gr.ops, self.half_wb)
+        info = self.info_of[gr.name]
         dst = self.layouts[k]
         off = dst[1][0][0]
+        ds = [by_tensor.get(name) for name, _, _ in info.inputs]
         srcs = tuple(None if d is None else (shift(self.layouts[d], off), self.cores_of[d])
-                     for d in (by_tensor.get(name) for name, _, _ in info.inputs))
+                     for d in ds)
         if off:
             dst = shift(dst, off)
         key = (gr.ops, samples, dst, streamed_names, srcs)
@@ -233,7 +246,7 @@ class _Sim:
         if plan is None:
             plan = self.plans[key] = make_plan(self, dst, self.cores_of[k], gr, spp, samples,
                                                     info, srcs, streamed_names)
-        return plan
+        return plan, tuple(d for d in ds if d is not None)
 
     def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
         place = gr.chunks[chunk]
@@ -242,7 +255,22 @@ class _Sim:
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
         mem = self.memory.steps[k]
-        plan = self.step_plan(k, gr, spp, samples, dep_idx, mem.streamed)
+        plan, deps = self.step_plan(k, gr, spp, samples, dep_idx, mem.streamed)
+        pk = plan.packed
+        if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
+            if self.res.record:  # the timeline's events too
+                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, mem.l1_bytes,
+                                           self.noc_bytes, self.weight_bytes, self.res.events,
+                                           self.labels[k])
+            else:
+                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, mem.l1_bytes,
+                                           self.noc_bytes, self.weight_bytes)
+            ls, le, start, end, top, self.noc_bytes, self.weight_bytes = out
+            self.rec_of[k] = len(self.records)
+            self.records.append([self.labels[k], "group", cores, ls, le, start, end, end, pk[1],
+                                 pk[2], int(top), place.mem_scope])
+            self.ready[k] = end
+            return None
         info, work = plan.info, plan.work
         # when the data of each source scope is ready ("*": all inputs)
         ready: dict[str, float] = {"*": 0.0}
@@ -429,9 +457,26 @@ class _Sim:
         # its flows, kept with the step plans (by tensor, layouts and cores, as made below)
         key = ("transfer", tr.tensor, dst, cores,
                tuple((self.layouts[d], self.cores_of[d]) for d in dep_idx))
-        fl: _Flows | None = self.plans.get(key)
-        if fl is None:
-            fl = self.plans[key] = transfer_flows(self, tr.tensor, dst, cores, dep_idx)
+        hit: tuple[_Flows, bytes | None] | None = self.plans.get(key)
+        if hit is None:
+            fl = transfer_flows(self, tr.tensor, dst, cores, dep_idx)
+            pk = pack_transfer(self, fl, dst[0] == "L1", cores) if built() is not None else None
+            hit = self.plans[key] = (fl, pk)
+        fl, pk = hit
+        if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
+            mem = self.memory.steps[k].l1_bytes
+            if self.res.record:
+                ls, le, usage, self.noc_bytes = self.csim.transfer_step(
+                    pk, self.cst, self.ready, dep_idx, mem, self.noc_bytes, self.res.events,
+                    self.labels[k])
+            else:
+                ls, le, usage, self.noc_bytes = self.csim.transfer_step(
+                    pk, self.cst, self.ready, dep_idx, mem, self.noc_bytes)
+            self.ready[k] = le
+            self.rec_of[k] = len(self.records)
+            self.records.append([self.labels[k], "transfer", cores, ls, le, ls, le, le, 0.0, 0.0,
+                                 int(usage), dst[0]])
+            return None
         data_ready = 0.0
         for d in dep_idx:
             data_ready = max(data_ready, self.ready[d])
@@ -479,7 +524,7 @@ class _Sim:
         us = t.cycles_to_us(latency)
         batch = self.g.batch
         per_s = batch / (us * 1e-6) if us > 0 else 0.0
-        steps = tuple(StepRecord(*rec) for rec in self.records)  # type: ignore[arg-type]
+        steps = tuple(map(step_record, self.records))
         events = tuple(
             DmaEvent(label, chip.names[r], start, d, d * bw[r])
             for label, start, spans in res.events for r, d in spans

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from compiler.footprint import sample_bytes
 from compiler.layout import input_layout
 from compiler.memo import BoundedDict, memo_of
+from sim._ctime import built, pack_group
 from sim._flows import Flows, GroupStatic
 from sim._host import host_segment_cycles
 from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_work, halo_reach
@@ -45,6 +46,8 @@ class PlanContext(Protocol):
     moves: dict[object, MovePlan]
     layouts: list[Layout]
     cores_of: list[tuple[int, ...]]
+
+    def latency_of(self, fl: Flows) -> float: ...
 
     def part_cost(self, gr: GroupSpec, spp: int, cores: int, step_cores: int,
                   remote: frozenset[int], tables: float, wait: float) -> ComputeCost: ...
@@ -85,6 +88,9 @@ class StepPlan:
         cost_of: Cost per part size (None: the step gathers tables, priced on the timeline).
         first: The first weight tile's flows (None: none, or priced on the timeline).
         host: ``(cycles, FLOPs, PCIe bytes)`` of the step's host ops.
+        packed: The plan packed for the compiled step (:func:`sim._ctime.pack_group`: the
+            flat array and the slowest part's matrix and vector cycles), or None (the
+            extension is not built, or the step is priced in Python).
     """
 
     info: GroupStatic
@@ -98,6 +104,7 @@ class StepPlan:
     cost_of: dict[int, ComputeCost] | None
     first: Flows | None
     host: tuple[float, float, float]
+    packed: tuple[bytes, float, float] | None = None
 
 
 _CORES: dict[Placement, tuple[int, ...]] = {}
@@ -224,8 +231,13 @@ def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: Group
         if info.first_tile:
             first = sim.weight_flows(info.first_tile, cores, count=False)
     host = host_segment_cycles(sim.g, gr.ops, samples, sim.t)
-    return StepPlan(info, work, tuple(staged.items()), tuple(streamed.values()), kinds,
-                     ex, out, remote, cost_of, first, host)
+    staged_t, streamed_t = tuple(staged.items()), tuple(streamed.values())
+    packed = None
+    if cost_of is not None and not host[0] and built() is not None:
+        packed = pack_group(sim, info, staged_t, streamed_t, kinds, ex, out, cost_of, first,
+                            cores, parts)
+    return StepPlan(info, work, staged_t, streamed_t, kinds, ex, out, remote, cost_of, first,
+                    host, packed)
 
 
 def transfer_flows(sim: PlanContext, tensor: str, dst: Layout, cores: tuple[int, ...],

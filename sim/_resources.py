@@ -10,6 +10,7 @@ one link therefore take longer than one: the second waits (contention).
 
 from __future__ import annotations
 
+from collections.abc import MutableSequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -88,8 +89,9 @@ class Reservations:
 
     def __init__(self, chip: Chip, record: bool = True) -> None:
         self.bw = chip.bytes_per_cycle
-        self.free_at = [0.0] * len(self.bw)
-        self.busy = [0.0] * len(self.bw)
+        # lists, or slices of the compiled step's state (sim._ctime.new_state)
+        self.free_at: MutableSequence[float] = [0.0] * len(self.bw)
+        self.busy: MutableSequence[float] = [0.0] * len(self.bw)
         self.record = record
         self.events: list[tuple[str, float, tuple[tuple[int, float], ...]]] = []
 

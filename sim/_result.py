@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sim._gathers import GatherRecord
@@ -62,6 +62,17 @@ class StepRecord:
             "l1_bytes": self.l1_bytes,
             "mem_scope": self.mem_scope,
         }
+
+
+_STEP_FIELDS = tuple(f.name for f in fields(StepRecord))
+
+
+def step_record(values: list[Any]) -> StepRecord:
+    """``StepRecord(*values)`` made without the frozen dataclass's ``__init__`` (one
+    ``object.__setattr__`` per field: a measurement makes one per step); the same value."""
+    rec = object.__new__(StepRecord)
+    rec.__dict__.update(zip(_STEP_FIELDS, values, strict=True))
+    return rec
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,179 @@
+"""The compiled timed step (``sim/_csim.c``), the Python step as reference and fallback.
+
+A simulation's timing-free work is kept per step plan (:mod:`sim._plans`); what is left per
+measurement is booking those plans on the timeline: each step's ready times, the L1 gate,
+the loads' and streams' reservations, the cores' times and engine cycles. For a group step
+that gathers no tables and runs no host op (nearly all of them), that booking runs in C on
+a flat array of doubles packed once per plan (:func:`pack_group`, kept in the plan), with
+the same floating-point operations in the same order as ``_Sim.group_step``, so results
+are the same bit for bit (``tests/sim/test_csim.py`` compares every ``SimResult`` field
+both ways). The simulation's state is one array of doubles (:func:`new_state`) that the
+Python steps (tables, host ops) read and write through memoryview slices.
+
+``GRAPHTUNE_PURE_SIM=1`` forces the Python step (read when a simulation starts; separate
+from ``GRAPHTUNE_PURE_PYTHON``, which forces the Python decoder). A simulation that records
+its timeline (``timeline=True``) runs the Python step. When the extension is missing (no C
+compiler at install time) or fails to import, the simulator warns once and runs in Python.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from array import array
+from collections.abc import MutableSequence
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from sim._flows import Flows, GroupStatic
+    from sim._model import ComputeCost
+
+__all__ = ["MAX_CORES", "available", "built", "load", "new_state", "pack_group", "pack_transfer",
+           "pure_forced"]
+
+_state: dict[str, Any] = {"warned": False, "loaded": False, "mod": None}
+_ENV = "GRAPHTUNE_PURE_SIM"
+NEEDS = ("group_step", "transfer_step")  # what the current build of sim._csim has
+_MAX_SCOPES = 8  # sim/_csim.c's MAX_SCOPES, MAX_LOADS, MAX_CORES
+_MAX_LOADS = 64
+MAX_CORES = 256
+
+
+def pure_forced() -> bool:
+    """Whether ``GRAPHTUNE_PURE_SIM`` forces the Python step (set and neither "" nor "0")."""
+    return os.environ.get(_ENV, "") not in ("", "0")
+
+
+def load() -> Any:
+    """The compiled step module ``sim._csim``, or None: the Python step forced
+    (``GRAPHTUNE_PURE_SIM``) or not built (one import attempt per process; a failure warns
+    once)."""
+    if pure_forced():
+        return None
+    return built()
+
+
+def built() -> Any:
+    """The compiled step module whatever ``GRAPHTUNE_PURE_SIM`` says (plans are packed for
+    it whenever it is built, so a plan made under the switch serves both ways), or None."""
+    if not _state["loaded"]:
+        _state["loaded"] = True
+        try:
+            mod = importlib.import_module("sim._csim")
+            for need in NEEDS:
+                if not hasattr(mod, need):  # a build older than this source
+                    raise ImportError(f"sim._csim is an older build (no {need}); reinstall: "
+                                      "pip install -e .")
+            _state["mod"] = mod
+        except ImportError as exc:
+            _state["mod"] = None
+            if not _state["warned"]:
+                _state["warned"] = True
+                sys.stderr.write(f"graphtune: warning: the compiled simulator step is not "
+                                 f"available ({exc}); simulating in Python (slower; see "
+                                 "README, Install)\n")
+    return _state["mod"]
+
+
+def available() -> bool:
+    """Whether simulations use the compiled step (built, importable and not disabled)."""
+    return load() is not None
+
+
+def new_state(bw: tuple[float, ...], cores: int, l1_cap: float
+              ) -> tuple[array, list[MutableSequence[float]]]:
+    """A simulation's state for ``sim/_csim.c`` (its layout is in that file's doc) and
+    memoryview slices of it for the Python steps: free_at, busy (per resource), core_start,
+    core_free, core_usage, mme, vme (per core)."""
+    r = len(bw)
+    st = array("d", [float(r), float(cores), float(l1_cap), *bw])
+    st.extend([0.0] * (3 * r + 5 * cores - r))
+    mv = memoryview(st)
+    ends = [0, r, 2 * r] + [2 * r + i * cores for i in range(1, 6)]
+    at = 3 + r
+    return st, [cast("MutableSequence[float]", mv[at + a:at + b]) for a, b in pairwise(ends)]
+
+
+def _flows(out: list[float], fl: Flows, latency: float) -> None:
+    inc, fls = fl.incoming, fl.flows
+    out += (latency, fl.noc, len(inc))
+    for item in inc.items():
+        out += item
+    out.append(len(fls))
+    for item in fls.items():
+        out += item
+
+
+def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...],
+               streamed: tuple[Flows, ...], kinds: tuple[tuple[str, str], ...],
+               ex: Flows | None, out: Flows | None, cost_of: dict[int, ComputeCost],
+               first: Flows | None, cores: tuple[int, ...],
+               parts: tuple[tuple[int, ...], ...]) -> tuple[bytes, float, float] | None:
+    """A group step plan's parts (:class:`sim._plans.StepPlan`'s fields of the same names,
+    of a step that gathers no tables and runs no host op: those are priced on the timeline
+    in Python) packed for ``_csim.group_step``, with the slowest part's matrix and vector
+    cycles (the step's record); None when more scopes, loads or cores than the C step's
+    fixed tables hold."""
+    if len(cores) > MAX_CORES or len(staged) + 1 >= _MAX_LOADS or len(kinds) >= _MAX_LOADS:
+        return None
+    codes: dict[str, int] = {}
+    a: list[float] = [len(kinds)]
+    for _, kind in kinds:
+        a.append(codes.setdefault(kind, len(codes)))
+    a.append(len(staged))
+    latency_of = sim.latency_of
+    for kind, fl in staged:
+        a.append(codes.setdefault(kind, len(codes)))
+        _flows(a, fl, latency_of(fl))
+    tile = info.first_tile
+    if tile:
+        assert first is not None  # no tables: the plan has the first tile's flows
+        a.append(1)
+        _flows(a, first, latency_of(first))
+        a.append(first.ddr)
+    else:
+        a.append(0)
+    streams = list(streamed)
+    if ex is not None:
+        a += (1, ex.noc)
+        streams.append(ex)
+    else:
+        a.append(0)
+    path = info.weights + 0  # _Sim.group_step's weights + tables, with no tables
+    wflow = None
+    if path > tile:
+        wflow = sim.weight_flows(path - tile, cores, count=False)
+        streams.append(wflow)
+    if out is not None:
+        streams.append(out)
+    if len(streams) >= _MAX_LOADS or len(codes) > _MAX_SCOPES:
+        return None
+    a.append(len(streams))
+    for fl in streams:
+        _flows(a, fl, latency_of(fl))
+    if wflow is not None:
+        a += (1, wflow.ddr)
+    else:
+        a.append(0)
+    slowest = max(cost_of.values(), key=lambda c: c.cycles)
+    a.append(slowest.cycles)
+    a.append(len(cores))
+    a += cores
+    a.append(sum(len(part) for part in parts))
+    for part in parts:
+        cost = cost_of[len(part)]
+        for c in part:
+            a += (c, cost.mme_cycles, cost.vme_cycles)
+    return array("d", a).tobytes(), slowest.mme_cycles, slowest.vme_cycles
+
+
+def pack_transfer(sim: Any, fl: Flows, gated: bool, cores: tuple[int, ...]) -> bytes | None:
+    """A transfer's flows packed for ``_csim.transfer_step`` (``gated``: its destination is
+    L1, so it waits for room there), or None when it has more cores than the C step holds."""
+    if len(cores) > MAX_CORES:
+        return None
+    a: list[float] = [1 if gated else 0, len(cores), *cores]
+    _flows(a, fl, sim.latency_of(fl))
+    return array("d", a).tobytes()
