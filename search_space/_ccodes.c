@@ -324,8 +324,8 @@ static PyObject *entry_text(PyObject *nrep, const char *kind, PyObject *trep, in
         return PyUnicode_FromFormat("(%U, '%s', %U, %d, %d, %s, %s, %U)", nrep, kind, trep, sf, df, src, dst, prep);
     Py_ssize_t ln = PyUnicode_GET_LENGTH(nrep), lt = PyUnicode_GET_LENGTH(trep), lp = PyUnicode_GET_LENGTH(prep);
     size_t lk = strlen(kind), ls = strlen(src), ld = strlen(dst);
-    /* "(" n ", '" k "', " t ", " sf ", " df ", " src ", " dst ", " p ")": 16 fixed, 2 ints of <= 11 */
-    Py_ssize_t cap = ln + lt + lp + (Py_ssize_t)(lk + ls + ld) + 16 + 22;
+    /* "(" n ", '" k "', " t ", " sf ", " df ", " src ", " dst ", " p ")": 18 fixed, 2 ints of <= 11 */
+    Py_ssize_t cap = ln + lt + lp + (Py_ssize_t)(lk + ls + ld) + 18 + 22;
     char *buf = malloc((size_t)cap), *p = buf;
     if (!buf) return PyErr_NoMemory();
 #define PUT(s, n) (memcpy(p, (s), (size_t)(n)), p += (n))

@@ -222,8 +222,9 @@ static PyObject *group_step(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     PyObject *events = nargs == 9 ? args[7] : NULL, *label = nargs == 9 ? args[8] : NULL;
     double noc = PyFloat_AsDouble(args[5]);
+    if (noc == -1.0 && PyErr_Occurred()) return NULL;
     double wb = PyFloat_AsDouble(args[6]);
-    if (PyErr_Occurred()) return NULL;
+    if (wb == -1.0 && PyErr_Occurred()) return NULL;
     Py_buffer sb, rb;
     State s;
     if (get_buffers(args[1], args[2], &sb, &rb, &s) < 0) return NULL;
