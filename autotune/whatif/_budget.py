@@ -137,13 +137,16 @@ def chunk_guided(trials_per_variant: int) -> GuidedOptions:
     return GuidedOptions(polish_after=c // 2, polish_limit=c // 8, polish_deep=c // 4 + c // 8)
 
 
-def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> float:
+def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0,
+          borrowed: int = 0) -> float:
     """Expected relative gain per measurement of a variant with these latencies (in order).
 
     ``None`` is a failed measurement; ``floor`` the variant's lower bound (0: unknown,
     then the forward term is ``1 / n``). 0 when nothing ran, or when the best is at
     the floor and did not fall over the recent window: the second half of the history,
-    or the last ``chunk`` measurements when that is shorter.
+    or the last ``chunk`` measurements when that is shorter. ``borrowed``: measurements of
+    the history that another variant lent it (:func:`lend_to`), not counted in the forward
+    term's ``n`` (they were the lender's share).
     """
     best: list[float] = []
     cur = float("inf")
@@ -157,7 +160,7 @@ def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> 
     now, n = best[-1], len(best)
     back = max(ok[0], (n - 1) // 2, n - 1 - chunk)
     backward = (best[back] - now) / now / max(n - 1 - back, 1)
-    forward = max(now - floor, 0.0) / now / n
+    forward = max(now - floor, 0.0) / now / max(n - borrowed, 1)
     return ALPHA * backward + (1 - ALPHA) * forward
 
 
@@ -213,7 +216,9 @@ def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
             cross-round: :func:`cross_reserve`).
         below: Variant key -> the keys of the variants it dominates, the most constrained
             first: a picked variant may lend its chunk to one of them (:func:`lend_to`); the
-            lender's score then counts the chunk as measurements without a gain. None: no
+            lender's score then counts the chunk as measurements without a gain, and the
+            borrower's forward term does not count it (:func:`score`'s ``borrowed``: a chunk
+            lent is the lender's share, so the borrower keeps its own chunks). None: no
             lending (each chunk to the variant picked).
 
     Returns ``(budget per key, the key of each chunk handed out)``. The replay stops
@@ -230,6 +235,7 @@ def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
         return sum(max(budget[k], len(histories.get(k, ()))) for k in keys)
 
     lent = dict.fromkeys(keys, 0)
+    borrowed = dict.fromkeys(keys, 0)
 
     def seen(k: str) -> list[float | None]:
         """``k``'s history as the allotment has it: its budget's records, then a chunk it
@@ -238,7 +244,7 @@ def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
         return h + h[-1:] * lent[k] if h else h
 
     while spent() + chunk <= total:
-        scores = {k: score(seen(k), chunk, (floors or {}).get(k, 0.0)) for k in keys}
+        scores = {k: score(seen(k), chunk, (floors or {}).get(k, 0.0), borrowed[k]) for k in keys}
         pick = max(keys, key=lambda k: (scores[k], -budget[k]))
         if scores[pick] <= 0.0:
             break
@@ -247,6 +253,7 @@ def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
             {k: seen(k) for k in keys}, trials_per_variant)
         if to is not None:
             lent[pick] += chunk
+            borrowed[to] += chunk
             pick = to
         budget[pick] += chunk
         handed.append(pick)

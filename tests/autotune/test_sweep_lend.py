@@ -68,7 +68,8 @@ def test_the_twentieth_pass_mbs0_chunk_goes_to_the_stuck_384k() -> None:
     """The twentieth pass's MobileNetV2 seed-0 log at its 1,300th record: without lending the
     allotment hands the next chunk to 512K / DDR 27 (as the log did), stalled at 1,663.5 since
     its 54th; with lending to 384K / DDR 27, the miss, at the same 1,663.5; both within the
-    total, and lending moves nothing else at that point."""
+    total, and lending moves nothing else at that point. Once the lent chunk is measured
+    (without a gain), 384K / DDR 27 still gets its own next chunk: the lent one was 512K's."""
     d = json.loads(DATA.read_text())
     keys, hist, floors = d["keys"], d["histories"], d["floors"]
     mbit = {k: (k.split("/")[0], int(k.split("/")[1])) for k in keys}
@@ -86,6 +87,11 @@ def test_the_twentieth_pass_mbs0_chunk_goes_to_the_stuck_384k() -> None:
     assert handed_lent[:-1] == handed[:-1]
     assert lent["384K/27"] == plain["384K/27"] + chunk_size(200) and lent["512K/27"] == plain["512K/27"] - 50
     assert sum(lent.values()) == sum(plain.values()) <= total
+    # the lent chunk measured without a gain (as the first run with lending did): the borrower
+    # keeps its own next chunk (the twentieth pass's log gave it 384K / DDR 27 at its 1,350th)
+    hist["384K/27"] = hist["384K/27"] + hist["384K/27"][-1:] * chunk_size(200)
+    after, handed_after = allot(hist, keys, 200, floors, cross_reserve(len(keys)), below)
+    assert handed_after[-1] == "384K/27" and after["384K/27"] == lent["384K/27"] + chunk_size(200)
 
 
 @settings(max_examples=80, deadline=None)
@@ -118,9 +124,9 @@ def test_a_lender_lends_until_its_score_falls_then_the_others_get_theirs() -> No
     p, c = probe_size(per), chunk_size(per)
     hist: dict[str, list[float | None]] = {
         "a": [3000.0] * p + [2000.0] * (2 * c),  # stalled over its last chunk, far above its floor
-        "b": [2500.0] * p + [2000.0] * c,  # its twin below, as fast
+        "b": [2500.0] * (p - 5) + [2000.0] * 5,  # its twin below, as fast (in its probe)
         "g": [1800.0 - i for i in range(p + c)]}  # still falling
-    keys, floors = ["a", "b", "g"], {"a": 100.0, "b": 100.0, "g": 1000.0}
+    keys, floors = ["a", "b", "g"], {"a": 100.0, "b": 1990.0, "g": 1000.0}
     got: list[str] = []
     while True:
         budget, handed = allot(hist, keys, per, floors, 0, {"a": ["b"]})
