@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
 
 __all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "TWIN", "allot", "chunk_guided",
-           "chunk_size", "cross_reserve", "lend_to", "probe_size", "score", "screened"]
+           "chunk_size", "cross_reserve", "lend_to", "probe_size", "score", "screened",
+           "stalled"]
 
 ALPHA = 0.2
 """Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
@@ -164,6 +165,17 @@ def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0,
     return ALPHA * backward + (1 - ALPHA) * forward
 
 
+def stalled(history: Sequence[float | None], trials_per_variant: int) -> bool:
+    """Whether a variant whose best after each of its records is ``history`` (the sweep's
+    ``_histories``) had a chunk after its probe and its last chunk (:func:`chunk_size`
+    records) left its best as it was."""
+    c = chunk_size(trials_per_variant)
+    if len(history) < probe_size(trials_per_variant) + c:
+        return False
+    now, before = history[-1], history[-c - 1]
+    return now is not None and before is not None and now >= before
+
+
 TWIN = 1e-4
 """Relative difference of two variants' bests within which :func:`lend_to` takes them for one
 basin (the same schedule, or one as fast)."""
@@ -186,8 +198,6 @@ def lend_to(pick: str, history: Sequence[float | None], below: Sequence[str],
     512K variant passed its bar (cold 1,674.6) and the 384K one missed its own (cold 1,633.2,
     bar 1,649.7), which kicks reached offline only after 150 measurements from its 101st (h111).
     """
-    from autotune.whatif._regroup import stalled
-
     if not below or not stalled(history, trials_per_variant):
         return None
     mine = history[-1]
