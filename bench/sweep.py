@@ -110,7 +110,8 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
               sweep_trials: int, seed: int, out: Path,
               only: tuple[str, ...] = ("cold", "sweep", "pretrained"),
               screen: tuple[str, ...] = (), graft: int | None = None,
-              regroup: int | None = None, kick: int | None = None) -> dict[str, Any]:
+              regroup: int | None = None, kick: int | None = None,
+              lend: bool = True) -> dict[str, Any]:
     from autotune._tune import load_tasks
     from autotune.whatif._graft import GRAFTS
     from autotune.whatif._regroup import KICK, REGROUPS
@@ -137,7 +138,8 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
               seed=seed, warm=warm, pretrained=pre,
               allocate="adaptive" if run == "sweep" else "equal", screen=run in screen,
               graft=GRAFTS if graft is None else graft,
-              regroup=REGROUPS if regroup is None else regroup, kick=KICK if kick is None else kick)
+              regroup=REGROUPS if regroup is None else regroup, kick=KICK if kick is None else kick,
+              lend=lend)
         seconds[run], cpu[run] = time.time() - t0, time.process_time() - c0
         print(f"{name}: {run} done in {seconds[run]:.0f} s (cpu {cpu[run]:.0f} s)", flush=True)
     rows = []
@@ -408,6 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kick", type=int, default=None,
                     help="kick size of a later chunk after a chunk that left the best as it was "
                          "(default: the sweep's, autotune.whatif._regroup.KICK; 0: none)")
+    ap.add_argument("--lend", type=int, choices=(0, 1), default=1,
+                    help="1 (the default): a stalled variant lends its chunk to a variant it "
+                         "dominates whose best is as fast (autotune.whatif._budget.lend_to); "
+                         "0: each keeps its chunks (the sweep before it)")
     ap.add_argument("--held-out", nargs="*", default=None,
                     help="held-out models for the shipped model (no names: the four full-size)")
     ap.add_argument("--held-out-trials", type=int, default=150)
@@ -436,14 +442,16 @@ def main(argv: list[str] | None = None) -> int:
                                "load": os.getloadavg(), "models": [],
                                "screened": {"runs": args.screen, "population": _budget.POPULATION,
                                             "generations": _budget.GENERATIONS},
-                               "graft": args.graft, "regroup": args.regroup, "kick": args.kick}
+                               "graft": args.graft, "regroup": args.regroup, "kick": args.kick,
+                               "lend": args.lend}
     for name in args.models:
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}
         results["models"].append(run_model(name, args.batch, opts, sets, args.cold_trials,
                                            args.sweep_trials, args.seed, out,
                                            tuple(args.runs.split(",")),
                                            tuple(x for x in args.screen.split(",") if x),
-                                           args.graft, args.regroup, args.kick))
+                                           args.graft, args.regroup, args.kick,
+                                           bool(args.lend)))
         (out / "results.json").write_text(json.dumps(results, indent=1))
     if args.held_out is not None:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,

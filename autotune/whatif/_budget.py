@@ -51,8 +51,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
 
-__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "allot", "chunk_guided", "chunk_size",
-           "cross_reserve", "probe_size", "score", "screened"]
+__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "TWIN", "allot", "chunk_guided",
+           "chunk_size", "cross_reserve", "lend_to", "probe_size", "score", "screened",
+           "stalled"]
 
 ALPHA = 0.2
 """Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
@@ -137,13 +138,16 @@ def chunk_guided(trials_per_variant: int) -> GuidedOptions:
     return GuidedOptions(polish_after=c // 2, polish_limit=c // 8, polish_deep=c // 4 + c // 8)
 
 
-def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> float:
+def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0,
+          borrowed: int = 0) -> float:
     """Expected relative gain per measurement of a variant with these latencies (in order).
 
     ``None`` is a failed measurement; ``floor`` the variant's lower bound (0: unknown,
     then the forward term is ``1 / n``). 0 when nothing ran, or when the best is at
     the floor and did not fall over the recent window: the second half of the history,
-    or the last ``chunk`` measurements when that is shorter.
+    or the last ``chunk`` measurements when that is shorter. ``borrowed``: measurements of
+    the history that another variant lent it (:func:`lend_to`), not counted in the forward
+    term's ``n`` (they were the lender's share).
     """
     best: list[float] = []
     cur = float("inf")
@@ -157,13 +161,60 @@ def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0) -> 
     now, n = best[-1], len(best)
     back = max(ok[0], (n - 1) // 2, n - 1 - chunk)
     backward = (best[back] - now) / now / max(n - 1 - back, 1)
-    forward = max(now - floor, 0.0) / now / n
+    forward = max(now - floor, 0.0) / now / max(n - borrowed, 1)
     return ALPHA * backward + (1 - ALPHA) * forward
+
+
+def stalled(history: Sequence[float | None], trials_per_variant: int) -> bool:
+    """Whether a variant whose best after each of its records is ``history`` (the sweep's
+    ``_histories``) had a chunk after its probe and its last chunk (:func:`chunk_size`
+    records) left its best as it was."""
+    c = chunk_size(trials_per_variant)
+    if len(history) < probe_size(trials_per_variant) + c:
+        return False
+    now, before = history[-1], history[-c - 1]
+    return now is not None and before is not None and now >= before
+
+
+TWIN = 1e-4
+"""Relative difference of two variants' bests within which :func:`lend_to` takes them for one
+basin (the same schedule, or one as fast)."""
+
+
+def lend_to(pick: str, history: Sequence[float | None], below: Sequence[str],
+            histories: Mapping[str, Sequence[float | None]], trials_per_variant: int) -> str | None:
+    """The variant ``pick``'s chunk goes to instead, or None (it keeps it).
+
+    ``pick``'s chunk is lent when its last chunk left its best as it was (``history``: its
+    best after each of its records, as the allotment has it) and a variant it dominates
+    (``below``: those whose every schedule fits ``pick``, the most constrained first) has a
+    best within :data:`TWIN` of its own: the two sit in one basin, and what the smaller one
+    finds fits the larger (its next chunk measures it: the other variants' bests are its warm
+    seeds), while the larger's finds may overflow the smaller. The first such variant takes
+    the chunk (its own search, kicked when it too stalled: ``sweep(kick=...)``).
+
+    Why (``bench/results/sweep.md``, twenty-first pass): on MobileNetV2 b16 seed 0, L1 512K and
+    384K at DDR 27 both sat at 1,663.5 us from their 54th measurement for 150 more each; the
+    512K variant passed its bar (cold 1,674.6) and the 384K one missed its own (cold 1,633.2,
+    bar 1,649.7), which kicks reached offline only after 150 measurements from its 101st (h111).
+    """
+    if not below or not stalled(history, trials_per_variant):
+        return None
+    mine = history[-1]
+    if mine is None:
+        return None
+    for k in below:
+        h = histories.get(k, ())
+        theirs = h[-1] if h else None
+        if theirs is not None and abs(theirs - mine) <= TWIN * mine:
+            return k
+    return None
 
 
 def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
           trials_per_variant: int, floors: Mapping[str, float] | None = None,
-          reserve: int = 0) -> tuple[dict[str, int], list[str]]:
+          reserve: int = 0, below: Mapping[str, Sequence[str]] | None = None
+          ) -> tuple[dict[str, int], list[str]]:
     """Each variant's measurement budget, and the chunks in the order they were handed out.
 
     Args:
@@ -173,6 +224,12 @@ def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
         floors: Variant key -> its lower bound (missing: unknown).
         reserve: Measurements of the total the chunks leave for later (the sweep's final
             cross-round: :func:`cross_reserve`).
+        below: Variant key -> the keys of the variants it dominates, the most constrained
+            first: a picked variant may lend its chunk to one of them (:func:`lend_to`); the
+            lender's score then counts the chunk as measurements without a gain, and the
+            borrower's forward term does not count it (:func:`score`'s ``borrowed``: a chunk
+            lent is the lender's share, so the borrower keeps its own chunks). None: no
+            lending (each chunk to the variant picked).
 
     Returns ``(budget per key, the key of each chunk handed out)``. The replay stops
     at the first variant whose log does not hold its allotment yet: that is the one
@@ -187,12 +244,27 @@ def allot(histories: Mapping[str, Sequence[float | None]], keys: Sequence[str],
     def spent() -> int:
         return sum(max(budget[k], len(histories.get(k, ()))) for k in keys)
 
+    lent = dict.fromkeys(keys, 0)
+    borrowed = dict.fromkeys(keys, 0)
+
+    def seen(k: str) -> list[float | None]:
+        """``k``'s history as the allotment has it: its budget's records, then a chunk it
+        lent counted as records without a gain."""
+        h = list(histories.get(k, ()))[:budget[k]]
+        return h + h[-1:] * lent[k] if h else h
+
     while spent() + chunk <= total:
-        scores = {k: score(list(histories.get(k, ()))[:budget[k]], chunk,
-                           (floors or {}).get(k, 0.0)) for k in keys}
+        scores = {k: score(seen(k), chunk, (floors or {}).get(k, 0.0), borrowed[k]) for k in keys}
         pick = max(keys, key=lambda k: (scores[k], -budget[k]))
         if scores[pick] <= 0.0:
             break
+        to = None if not below else lend_to(
+            pick, seen(pick), [k for k in below.get(pick, ()) if k in budget],
+            {k: seen(k) for k in keys}, trials_per_variant)
+        if to is not None:
+            lent[pick] += chunk
+            borrowed[to] += chunk
+            pick = to
         budget[pick] += chunk
         handed.append(pick)
         if len(histories.get(pick, ())) < budget[pick]:

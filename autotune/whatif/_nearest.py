@@ -50,8 +50,8 @@ from typing import Any
 
 from autotune.whatif._targets import Variant
 
-__all__ = ["cross_sources", "distance", "dominates", "from_base", "is_rate", "prior_rows", "ranked",
-           "same_capacities", "seed_sources", "tuning_order"]
+__all__ = ["cross_sources", "distance", "dominates", "from_base", "is_rate", "lenders", "prior_rows",
+           "ranked", "same_capacities", "seed_sources", "tuning_order"]
 
 TIE = 1e-9
 RATE_SUFFIXES = ("_per_cycle", "_cycles", "_per_element", "_per_s", "_us", "_rate")
@@ -129,6 +129,16 @@ def dominates(a: Variant, b: Variant) -> bool:
         if (x - y) * way < 0:
             return False
     return True
+
+
+def lenders(live: Sequence[Variant]) -> dict[str, list[str]]:
+    """Variant key -> the keys of the other variants it dominates (:func:`dominates`: each of
+    their schedules fits it), the most constrained first (the one the most variants dominate),
+    then in ``live``'s order: whom a stalled variant may lend a chunk to
+    (:func:`autotune.whatif._budget.lend_to`)."""
+    over = {w.key: sum(dominates(v, w) for v in live if v.key != w.key) for w in live}
+    return {v.key: sorted((w.key for w in live if w.key != v.key and dominates(v, w)),
+                          key=lambda k: -over[k]) for v in live}
 
 
 def cross_sources(variant: Variant, others: Sequence[Variant]) -> list[Variant]:

@@ -25,10 +25,12 @@ are read from the log as the grafts' are.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from autotune.whatif._budget import stalled
 
 if TYPE_CHECKING:
     from search_space import Space
@@ -172,16 +174,3 @@ def by_class(moves: list[tuple[str, int, int]], scores: np.ndarray, count: int) 
             best[mv] = k
     order = sorted(best.values(), key=lambda k: (-float(scores[k]), k))
     return order[:count]
-
-
-def stalled(history: Sequence[float | None], trials_per_variant: int) -> bool:
-    """Whether a variant whose best after each of its records is ``history`` (the sweep's
-    ``_histories``) had a chunk after its probe and its last chunk (:func:`chunk_size`
-    records) left its best as it was."""
-    from autotune.whatif._budget import chunk_size, probe_size
-
-    c = chunk_size(trials_per_variant)
-    if len(history) < probe_size(trials_per_variant) + c:
-        return False
-    now, before = history[-1], history[-c - 1]
-    return now is not None and before is not None and now >= before

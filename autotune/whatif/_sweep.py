@@ -57,7 +57,7 @@ from autotune.whatif._budget import CROSS_MOST, allot, chunk_guided, cross_reser
 from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._feasible import infeasible, infeasible_reason
 from autotune.whatif._graft import GRAFTS, graft_seeds
-from autotune.whatif._nearest import cross_sources, tuning_order
+from autotune.whatif._nearest import cross_sources, lenders, tuning_order
 from autotune.whatif._regroup import KICK, REGROUPS, stalled
 from autotune.whatif._rows import SweepResult, SweepRow
 from autotune.whatif._targets import Variant
@@ -94,6 +94,7 @@ def sweep(
     graft: int = GRAFTS,
     regroup: int = REGROUPS,
     kick: int = KICK,
+    lend: bool = True,
 ) -> SweepResult:
     """Tune ``models`` on every variant into ``log``; write the table and plots to ``out``.
 
@@ -129,6 +130,9 @@ def sweep(
             later chunk measures after the grafts, per task (:mod:`autotune.whatif._regroup`).
         kick: A later chunk of a variant whose previous chunk left its best as it was polishes
             with kicks of this size (``GuidedOptions.polish_kick``; 0: none).
+        lend: A variant picked for a chunk after one that left its best as it was lends it to
+            a variant it dominates whose best is as fast (:func:`autotune.whatif._budget.lend_to`:
+            one basin, and the smaller's finds fit the larger); False: each keeps its chunks.
 
     Raises:
         GraphtuneError: a bad argument, model or log (before anything is measured).
@@ -219,15 +223,16 @@ def sweep(
             ordered = [variants[i] for i in order]
             live = [v for v in ordered if v.name not in reasons]
             reserve = cross_reserve(len(live)) if warm else 0
+            below = lenders(live) if lend else None
             _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
-                            on_variant, t_end, reserve)
+                            on_variant, t_end, reserve, below)
             for again in ((len(live) - 1, 0) if reserve else ()):
                 # then chunks leaving 1 per other variant: the last chunk's best reaches them (h88)
                 _cross_round(log_path, tasks, ordered, reasons, trials_per_variant, run,
                              on_variant, t_end)
                 if again:
                     _spend_the_rest(log_path, tasks, ordered, reasons, trials_per_variant, run,
-                                    on_variant, t_end, again)
+                                    on_variant, t_end, again, below)
     result.rows = sweep_table(log_path, tasks, variants, reasons, trials_per_variant)
     if out is not None:
         from autotune.whatif._out import write_outputs
@@ -241,8 +246,10 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
                     run: Callable[[Variant, int, Sequence[Variant], Sequence[Callable[[JobState], None]],
                                    bool | None], None],
                     on_variant: Callable[[int, Variant, str], None] | None,
-                    t_end: float | None, reserve: int = 0) -> None:
-    """Chunks to the variants whose best still improves (:func:`allot`), leaving ``reserve``."""
+                    t_end: float | None, reserve: int = 0,
+                    below: dict[str, list[str]] | None = None) -> None:
+    """Chunks to the variants whose best still improves (:func:`allot`), leaving ``reserve``;
+    ``below``: who may lend a chunk to whom (:func:`lenders`; None: nobody)."""
     exhausted: set[str] = set()
     while True:
         live = [v for v in ordered if v.name not in reasons and v.key not in exhausted]
@@ -250,7 +257,7 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
             return
         hist = _histories(log_path, tasks, live)
         budget, handed = allot(hist, [v.key for v in live], trials_per_variant,
-                               {v.key: _floor(tasks, v) for v in live}, reserve)
+                               {v.key: _floor(tasks, v) for v in live}, reserve, below)
         if not handed or len(hist.get(handed[-1], [])) >= budget[handed[-1]]:
             return
         if t_end is not None and time.monotonic() >= t_end:
