@@ -31,6 +31,7 @@ from compiler.schedule import SCOPES, GraphSchedule, GroupSpec, Placement, Step,
 
 __all__ = [
     "MOVES",
+    "chain",
     "mutate",
     "random_groups",
     "random_placement",
@@ -356,3 +357,19 @@ def _retransfer(graph: Graph, s: GraphSchedule, rng: random.Random, cores: int,
 
 MOVES = (_regroup_split, _regroup_merge, _regroup_shift, _resplit, _rescope, _rebind, _rebind,
          _reorder, _retransfer)
+
+
+def chain(graph: Graph, rng: random.Random, cores: int, n: int) -> list[GraphSchedule]:
+    """``n`` schedules, each a mutation of the one before (a fresh random one after a move
+    that fails, and one time in five)."""
+    out: list[GraphSchedule] = []
+    s: GraphSchedule | None = None
+    while len(out) < n:
+        try:
+            s = (random_schedule(graph, rng, cores) if s is None or rng.random() < 0.2
+                 else mutate(graph, s, rng, cores))
+        except ScheduleError:
+            s = None
+            continue
+        out.append(s)
+    return out

@@ -23,7 +23,7 @@ from compiler.graph import Graph
 from compiler.target import Target
 from sim import _ctime, _engine, simulate
 from sim._explain import explain
-from tests.sim.random_schedules import mutate, random_schedule
+from tests.sim.random_schedules import chain, mutate
 from tests.sim.test_properties import draw_schedule, graph_of
 
 pytestmark = pytest.mark.skipif(_ctime.built() is None,
@@ -76,20 +76,6 @@ def _both(graph: Graph, s: Any, target: Target, mp: pytest.MonkeyPatch) -> tuple
     return out[0], out[1]
 
 
-def _chain(graph: Graph, rng: random.Random, cores: int, n: int) -> list[Any]:
-    out: list[Any] = []
-    s = None
-    while len(out) < n:
-        try:
-            s = (random_schedule(graph, rng, cores) if s is None or rng.random() < 0.2
-                 else mutate(graph, s, rng, cores))
-        except ScheduleError:
-            s = None
-            continue
-        out.append(s)
-    return out
-
-
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> _Counting:
     c = _Counting(_ctime.built())
@@ -105,7 +91,7 @@ def test_the_c_step_gives_the_python_result_bit_for_bit(
     graph, target = graph_of(model), TARGETS[tname]
     rng = random.Random(seed)
     with pytest.MonkeyPatch.context() as mp:
-        for s in _chain(graph, rng, target.chip.cores_per_cluster, 6):
+        for s in chain(graph, rng, target.chip.cores_per_cluster, 6):
             c, py = _both(graph, s, target, mp)
             assert c == py
 

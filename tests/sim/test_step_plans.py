@@ -16,12 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.errors import ScheduleError
 from compiler.graph import Graph
 from compiler.memo import BoundedDict
 from compiler.target import Target
 from sim import _engine, simulate
-from tests.sim.random_schedules import mutate, random_schedule
+from tests.sim.random_schedules import chain
 from tests.sim.test_properties import graph_of
 
 MODELS = ("tiny_cnn", "resnet18", "bert", "deepfm")
@@ -47,20 +46,6 @@ def _fresh(graph: Graph, s: Any, target: Target, monkeypatch: pytest.MonkeyPatch
         return simulate(graph, s, target)
 
 
-def _chain(graph: Graph, rng: random.Random, cores: int, n: int) -> list[Any]:
-    out: list[Any] = []
-    s = None
-    while len(out) < n:
-        try:
-            s = (random_schedule(graph, rng, cores) if s is None or rng.random() < 0.2
-                 else mutate(graph, s, rng, cores))
-        except ScheduleError:
-            s = None
-            continue
-        out.append(s)
-    return out
-
-
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(model=st.sampled_from(MODELS), tname=st.sampled_from(sorted(TARGETS)),
        seed=st.integers(0, 2**31 - 1))
@@ -68,7 +53,7 @@ def test_kept_step_plans_give_the_fresh_result(model: str, tname: str, seed: int
     graph, target = graph_of(model), TARGETS[tname]
     rng = random.Random(seed)
     with pytest.MonkeyPatch.context() as mp:
-        for s in _chain(graph, rng, target.chip.cores_per_cluster, 8):
+        for s in chain(graph, rng, target.chip.cores_per_cluster, 8):
             kept = simulate(graph, s, target)  # plans from the earlier schedules
             fresh = _fresh(graph, s, target, mp)
             assert kept == fresh
@@ -83,7 +68,7 @@ def test_a_graph_keeps_the_plans_of_its_last_two_targets_only() -> None:
 
     graph = graph_of("tiny_cnn")  # shared with the other tests: start without kept plans
     memo_of(in_compute_dtype(graph, TARGETS["default"])).pop("sim.steps", None)
-    s = _chain(graph, random.Random(0), 8, 1)[0]
+    s = chain(graph, random.Random(0), 8, 1)[0]
     targets = [TARGETS["default"], TARGETS["no_broadcast"],
                TARGETS["default"].replace(ddr={"bytes_per_cycle": 13})]
     for t in targets:
