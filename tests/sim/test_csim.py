@@ -25,6 +25,7 @@ from sim import _ctime, _engine, simulate
 from sim._explain import explain
 from tests.sim.random_schedules import chain, mutate
 from tests.sim.test_properties import draw_schedule, graph_of
+from tests.sim.test_step_plans import TARGETS as PLAN_TARGETS
 
 pytestmark = pytest.mark.skipif(_ctime.built() is None,
                                 reason="sim._csim not built: the Python step is used")
@@ -32,17 +33,9 @@ pytestmark = pytest.mark.skipif(_ctime.built() is None,
 MODELS = ("tiny_cnn", "resnet18", "mobilenet_v2", "bert", "deepfm", "wide_and_deep")
 
 
-def _targets() -> dict[str, Target]:
-    t = Target.default()
-    return {"default": t,
-            # an eighth of the L1: inputs in LLB/DDR stream in, loads wait on the L1 gate
-            "small_l1": t.replace(l1={"data_bytes": 128 * 1024, "weight_bytes": 32 * 1024}),
-            "four_cores": t.replace(chip={"cores_per_cluster": 4},
-                                    noc={"mesh_rows": 4, "mesh_cols": 2}),
-            "no_broadcast": t.replace(llb={"broadcast": False}, ddr={"bytes_per_cycle": 13})}
-
-
-TARGETS = _targets()
+# the step-plan test's targets, DDR halved where the LLB does not broadcast
+TARGETS = dict(PLAN_TARGETS, no_broadcast=PLAN_TARGETS["no_broadcast"].replace(
+    ddr={"bytes_per_cycle": 13}))
 
 
 class _Counting:
