@@ -47,6 +47,13 @@ typedef struct {
     int bad;
 } Reader;
 
+/* a reader over a pack (a bytes object of doubles) */
+static Reader reader_of(PyObject *pack) {
+    const char *b = PyBytes_AS_STRING(pack);
+    Reader r = {(const double *)b, (const double *)(b + PyBytes_GET_SIZE(pack)), 0};
+    return r;
+}
+
 static double rd(Reader *r) {
     if (r->p >= r->end) {
         r->bad = 1;
@@ -229,8 +236,7 @@ static PyObject *group_step(PyObject *self, PyObject *const *args, Py_ssize_t na
     State s;
     if (get_buffers(args[1], args[2], &sb, &rb, &s) < 0) return NULL;
     PyObject *out = NULL;
-    Reader r = {(const double *)PyBytes_AS_STRING(args[0]),
-                (const double *)(PyBytes_AS_STRING(args[0]) + PyBytes_GET_SIZE(args[0])), 0};
+    Reader r = reader_of(args[0]);
     double incoming[MAX_CORES], usage[MAX_CORES], t_dep[MAX_LOADS];
     double kind_ready[MAX_SCOPES], load_ready[MAX_LOADS];
     Block loads[MAX_LOADS], streams[MAX_LOADS];
@@ -415,8 +421,7 @@ static PyObject *transfer_step(PyObject *self, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     PyObject *out = NULL;
-    Reader r = {(const double *)PyBytes_AS_STRING(args[0]),
-                (const double *)(PyBytes_AS_STRING(args[0]) + PyBytes_GET_SIZE(args[0])), 0};
+    Reader r = reader_of(args[0]);
     double incoming[MAX_CORES];
     int cores[MAX_CORES];
     int gated = rd(&r) != 0.0;
