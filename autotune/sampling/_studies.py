@@ -9,6 +9,7 @@ space) so the tuned result is never worse than any of them.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import zlib
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autotune.sampling._ids import PrefixDigests
 from compiler.errors import GraphtuneError
 from compiler.key_text import key_text
 
@@ -116,17 +116,9 @@ def candidate_id(schedule: GraphSchedule) -> str:
 
     The sha256 of ``repr(schedule.structural_key())``, whose text a decoded schedule
     builds from its codes (:func:`compiler.key_text.key_text`: the same bytes, so ids
-    in logs stay valid, at a fraction of the cost), hashed on from the state of the
-    longest prefix it shares with a text hashed before
-    (:class:`autotune.sampling._ids.PrefixDigests`: the same digest).
+    in logs stay valid, at a fraction of the cost).
     """
-    return _DIGESTS.hexdigest(key_text(schedule).encode())[:20]
-
-
-# the sha256 of texts that share prefixes from the prefix's hash state (a BERT-base
-# tune's breeding hashed ~40 % of its ids' bytes before: the parent's text up to the
-# child's first change)
-_DIGESTS = PrefixDigests()
+    return hashlib.sha256(key_text(schedule).encode()).hexdigest()[:20]
 
 
 def seed_schedules(graph: Graph, target: Target) -> list[tuple[str, GraphSchedule]]:
