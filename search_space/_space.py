@@ -325,6 +325,7 @@ class Space:
         # each cut parameter's cut index (read only: mutate and the neighbourhoods share it)
         self.cut_free: dict[int, int] = {int(self.rep[d]): k for k, d in enumerate(self.d_cut)}
         self._kind_of_free: list[str] = [d.kind for d in self.free]
+        self._at_of_free: list[int] = [d.at for d in self.free]
         self._free_names: list[str] = [d.name for d in self.free]
         self._free_choices: list[tuple[Any, ...]] = [d.choices for d in self.free]
 
@@ -676,11 +677,14 @@ class Space:
         several tensors to later ops, its block falls back to its anchor partition)."""
         start = self.structure.segments[k + 1][0]
         seg = [int(self.rep[d]) for d in self._seg_dims[start]]
+        kind_of, at = self._kind_of_free, self._at_of_free  # lists: no record read a param
         for f in [*seg, int(self.rep[self.d_scope[start]])]:
-            kind = self.free[f].kind
-            src = [a for a in by_kind.get(kind, []) if self.free[a].at < start]
-            if src and f not in by_kind.get(kind, ()):
-                child[f] = child[max(src, key=lambda a: self.free[a].at)]
+            same = by_kind.get(kind_of[f], ())
+            if f in same:
+                continue
+            src = [a for a in same if at[a] < start]
+            if src:  # the nearest before (the first of equals, as max keeps)
+                child[f] = child[max(src, key=at.__getitem__)]
 
     def crossover(self, a: GraphSchedule, b: GraphSchedule, rng: np.random.Generator) -> GraphSchedule:
         """Uniform crossover by segment: each segment's parameters (and the global ones)

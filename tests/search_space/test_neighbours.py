@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,3 +71,29 @@ def test_every_mutate_child_is_a_neighbour(target: Target, key: str, seed: int,
         assert np.all((v >= 0) & (v < space.n_choices))
     again = neighbour_vectors(space, space.decode(space.encode(s)))
     assert [(m, v.tobytes()) for m, v in again] == [(m, v.tobytes()) for m, v in vecs]
+
+
+def _inherit_reference(space, child: np.ndarray, k: int, by_kind: dict[str, list[int]]) -> None:  # type: ignore[no-untyped-def]
+    """``Space._inherit`` as first written (each parameter's record read)."""
+    start = space.structure.segments[k + 1][0]
+    seg = [int(space.rep[d]) for d in space._seg_dims[start]]
+    for f in [*seg, int(space.rep[space.d_scope[start]])]:
+        kind = space.free[f].kind
+        src = [a for a in by_kind.get(kind, []) if space.free[a].at < start]
+        if src and f not in by_kind.get(kind, ()):
+            child[f] = child[max(src, key=lambda a: space.free[a].at)]
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2", "wide_and_deep"])
+def test_inherit_equals_the_reference_at_every_cut_point(target: Target, key: str) -> None:
+    """A new boundary at each cut point of mutated schedules: the parameters the new group
+    takes are those the reference takes (the nearest before; the first of equals)."""
+    space = build_space(small_graph(key), target, 8 if key != "wide_and_deep" else 2048)
+    for seed in range(4):
+        s = _schedule(space, seed, seed)
+        vec, _, (by_kind, _) = space._by_kind(s)
+        for k in range(len(space.structure.segments) - 1):
+            got, want = vec.copy(), vec.copy()
+            space._inherit(got, k, by_kind)
+            _inherit_reference(space, want, k, by_kind)
+            assert got.tolist() == want.tolist(), (key, seed, k)
