@@ -313,14 +313,14 @@ def open_storage(spec: str | None, log_path: str) -> StorageHandle:
     Raises:
         GraphtuneError: the storage cannot be opened (checked before anything starts).
     """
-    from optuna.storages import JournalStorage
+    from autotune.running._trials import journal_storage
 
     _register()
     if spec is None:
         path = journal_path_for(log_path)
         journal = BufferedJournalFile(path)
         try:
-            storage = JournalStorage(journal)  # type: ignore[arg-type]
+            storage = journal_storage(journal)  # JournalStorage, trials made cheaply
         except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
             journal.close()
             raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None
