@@ -47,12 +47,12 @@ def _cheap_trials() -> type:
     class CheapTrials(JournalStorage):  # type: ignore[misc]
         """A ``JournalStorage`` whose templated trials are written from memo (module doc)."""
 
-        _memo: _Set | None = None
+        _memo: dict[int, _Known] | None = None  # by study
 
         def create_new_trial(self, study_id: int, template_trial: Any = None) -> int:
             if template_trial is None or template_trial.datetime_start is None:
                 return super().create_new_trial(study_id, template_trial)
-            written = _written(self, template_trial)
+            written = _written(self, study_id, template_trial)
             if written is None:
                 return super().create_new_trial(study_id, template_trial)
             from optuna.storages.journal import _storage
@@ -89,52 +89,65 @@ def _cheap_trials() -> type:
     return CheapTrials
 
 
-class _Set:
-    """What is written of one set of distributions (names and objects, in order): their JSON
-    and, per distribution, its choices' indices (the first of equal choices, as
-    ``tuple.index`` finds it)."""
+class _Known:
+    """What was written of a study's distributions, by parameter name: the distribution
+    object (compared by identity), its JSON and its choices' indices (the first of equal
+    choices, as ``tuple.index`` finds it; None: not a categorical of hashable choices).
 
-    def __init__(self, dists: dict[str, Any]) -> None:
+    A trial's parameters are a different subset of the space's on most trials (a
+    schedule's parameters depend on its choices), so this is kept per name, and a trial
+    is written with C-level maps over its names, not a Python loop over them.
+    """
+
+    def __init__(self) -> None:
+        self.dist: dict[str, Any] = {}
+        self.json: dict[str, str] = {}
+        self.index: dict[str, dict[Any, int] | None] = {}
+
+    def learn(self, dists: dict[str, Any]) -> None:
         from optuna.distributions import CategoricalDistribution
         from optuna.storages.journal import _storage
 
-        self.names = list(dists)
-        self.objs = list(dists.values())  # keeps them alive: compared by identity
-        self.jsons = {k: _storage.distribution_to_json(d) for k, d in dists.items()}
-        self.maps: list[dict[Any, int]] | None = []
-        for d in self.objs:
-            first: dict[Any, int] = {}
+        if len(self.dist) > 65536:
+            self.__init__()  # type: ignore[misc]
+        for k, d in dists.items():
+            if self.dist.get(k) is d:
+                continue
+            first: dict[Any, int] | None = {}
             try:
                 if type(d) is not CategoricalDistribution:
                     raise TypeError
                 for i, c in enumerate(d.choices):
-                    first.setdefault(c, i)
+                    first.setdefault(c, i)  # type: ignore[union-attr]
             except TypeError:  # another kind of distribution, or an unhashable choice
-                self.maps = None
-                break
-            self.maps.append(first)
+                first = None
+            self.dist[k], self.json[k], self.index[k] = d, _storage.distribution_to_json(d), first
 
-    def same(self, dists: dict[str, Any]) -> bool:
-        # list == compares by identity first, in C: the same objects are equal at once
-        return len(dists) == len(self.names) and list(dists.values()) == self.objs and (
-            list(dists) == self.names)
-
-    def internal(self, params: dict[str, Any]) -> dict[str, int] | None:
-        """``{name: to_internal_repr(value)}`` (None: a value to leave to Optuna: not a
-        choice found by lookup, such as a NaN that is not the choice's own object)."""
-        if self.maps is None or list(params) != self.names:
+    def written(self, t: Any) -> tuple[dict[str, str], dict[str, int]] | None:
+        """The template's distributions and parameters as Optuna writes them (None: a value
+        to leave to Optuna: not found by lookup, such as a NaN not the choice's object)."""
+        dists = t.distributions
+        names = list(dists)
+        # list == compares by identity first, in C
+        if list(map(self.dist.get, names)) != list(dists.values()):
+            self.learn(dists)
+        if list(t.params) != names:
             return None
         try:
-            return dict(zip(self.names, map(dict.__getitem__, self.maps, params.values())))
-        except (KeyError, TypeError):
+            params = dict(zip(names, map(dict.__getitem__, map(self.index.__getitem__, names),
+                                         t.params.values())))
+        except (KeyError, TypeError):  # not found, unhashable, or no index (None)
             return None
+        return dict(zip(names, map(self.json.__getitem__, names))), params
 
 
-def _written(storage: Any, t: Any) -> tuple[dict[str, str], dict[str, int]] | None:
-    """The template's distributions and parameters as Optuna writes them, from the memo of
-    its distribution set (made again when the set changes); None: Optuna's call does it."""
-    held = storage._memo
-    if held is None or not held.same(t.distributions):
-        held = storage._memo = _Set(t.distributions)
-    params = held.internal(t.params)
-    return None if params is None else (held.jsons, params)
+def _written(storage: Any, study_id: int, t: Any) -> tuple[dict[str, str], dict[str, int]] | None:
+    """The template's distributions and parameters as Optuna writes them, from what the
+    storage knows of the study's distributions; None: Optuna's call does it."""
+    memo = storage._memo
+    if memo is None:
+        memo = storage._memo = {}
+    known = memo.get(study_id)
+    if known is None:
+        known = memo[study_id] = _Known()
+    return known.written(t)
