@@ -7,7 +7,9 @@ the journal format and file (the dashboard and ``JournalStorage`` read it as
 usual) but writes the operations of a batch in one append when the driver
 calls :meth:`BufferedJournalFile.flush`. The driver's periodic flush
 (``flush(wait=False)``) hands the batch to a writer thread (the append's JSON and
-fsync, ~6 ms on the driver's thread before, are off it); the flush at the end of a job
+fsync, ~6 ms on the driver's thread before, are off it; its lines are Optuna's, byte for
+byte, a created trial's many distributions joined from pieces kept per name:
+:class:`autotune.running._trials.LineEncoder`); the flush at the end of a job
 waits for everything to be on disk. Losing the unflushed (or not yet written) tail to
 a crash costs nothing: the tuning log is the truth and
 :mod:`autotune.running._reconcile` restores the study from it.
@@ -132,6 +134,7 @@ class BufferedJournalFile:
         self._failed: BaseException | None = None
         self._closing = False
         self._writer: threading.Thread | None = None
+        self._encode: Callable[[dict[str, Any]], str] | None = None  # the writer's lines
 
     def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
         """Operations from ``log_number_from`` on: the file's, then the unwritten ones."""
@@ -185,7 +188,7 @@ class BufferedJournalFile:
                 n = self._handed
                 batch = self._pending[:n]
             try:
-                self._inner.append_logs(batch)
+                self._append(batch)
             except BaseException as exc:  # noqa: BLE001 - raised in the driver's next flush
                 with self._cv:
                     self._failed = exc
@@ -196,6 +199,26 @@ class BufferedJournalFile:
                 self._handed -= n
                 self._in_file += n
                 self._cv.notify_all()
+
+    def _append(self, ops: list[dict[str, Any]]) -> None:
+        """What Optuna's ``JournalFileBackend.append_logs`` does (under its file lock, one
+        write and an fsync), the lines made by :class:`autotune.running._trials.LineEncoder`
+        (the same bytes); Optuna's own call if its lock is not where this looks."""
+        from optuna.storages.journal import _file
+
+        lock = getattr(self._inner, "_lock", None)
+        if lock is None or not hasattr(_file, "get_lock_file"):
+            self._inner.append_logs(ops)
+            return
+        if self._encode is None:
+            from autotune.running._trials import LineEncoder
+
+            self._encode = LineEncoder()
+        data = ("\n".join(map(self._encode, ops)) + "\n").encode("utf-8")
+        with _file.get_lock_file(lock), open(self.path, "ab") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
 
     def close(self) -> None:
         """Flush (and wait), stop the writer and release the file."""

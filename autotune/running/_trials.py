@@ -151,3 +151,41 @@ def _written(storage: Any, study_id: int, t: Any) -> tuple[dict[str, str], dict[
     if known is None:
         known = memo[study_id] = _Known()
     return known.written(t)
+
+
+class LineEncoder:
+    """An operation as the journal file's line: ``json.dumps(op, separators=(",", ":"))``,
+    byte for byte (Optuna's ``JournalFileBackend.append_logs``), with a created trial's
+    distributions (a few hundred ``"name":"{...JSON...}"`` pairs on a large model, the
+    same on every trial of a task) joined from pieces kept per name: on BERT-base's 226
+    parameters ~0.08 against ~0.19 ms of the journal writer's thread per trial."""
+
+    _FROM = 8  # fewer distributions than this: json.dumps
+
+    def __init__(self) -> None:
+        import json
+
+        self._dumps = json.JSONEncoder(separators=(",", ":")).encode
+        self._text: dict[str, str] = {}  # name -> its distribution's JSON (a str)
+        self._piece: dict[str, str] = {}  # name -> '"name":"...escaped JSON..."'
+
+    def __call__(self, op: dict[str, Any]) -> str:
+        dumps = self._dumps
+        d = op.get("distributions")
+        if (type(d) is not dict or len(d) < self._FROM
+                or not all(type(k) is str for k in op)):
+            return dumps(op)
+        # the same str objects on every trial (the memo): list == compares identity first
+        if list(map(self._text.get, d)) != list(d.values()):
+            if not all(type(k) is str and type(v) is str for k, v in d.items()):
+                return dumps(op)
+            if len(self._text) > 65536:
+                self._text.clear()
+                self._piece.clear()
+            for k, v in d.items():
+                if self._text.get(k) != v:
+                    self._text[k] = v
+                    self._piece[k] = f"{dumps(k)}:{dumps(v)}"
+        parts = [f'"distributions":{{{",".join(map(self._piece.__getitem__, d))}}}'
+                 if k == "distributions" else f"{dumps(k)}:{dumps(v)}" for k, v in op.items()]
+        return "{" + ",".join(parts) + "}"

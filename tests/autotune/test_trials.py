@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 optuna = pytest.importorskip("optuna")
 
@@ -111,3 +113,52 @@ def test_the_tune_storage_is_the_cheap_one(tmp_path: Path) -> None:
         assert type(handle.storage).__name__ == "CheapTrials"
     finally:
         handle.close()
+
+
+def _create_op(names: list[str], texts: list[str], **extra: Any) -> dict[str, Any]:
+    return {"op_code": 4, "worker_id": "w-1", "study_id": 0, "datetime_start": "2026-11-28",
+            "state": TrialState.RUNNING, "value": None, "values": None,
+            "distributions": dict(zip(names, texts)),
+            "params": {n: i for i, n in enumerate(names)}, **extra}
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(_TEXT, min_size=0, max_size=20, unique=True),
+       texts=st.lists(_TEXT, min_size=20, max_size=20),
+       extra=st.dictionaries(_TEXT, st.one_of(st.none(), st.integers(), st.floats(),
+                                              _TEXT, st.lists(st.integers(), max_size=3)),
+                             max_size=3))
+def test_a_line_is_optunas_line(names: list[str], texts: list[str],
+                                extra: dict[str, Any]) -> None:
+    import json
+
+    from autotune.running._trials import LineEncoder
+
+    enc = LineEncoder()
+    texts = texts[:len(names)]
+    for op in (_create_op(names, texts, **extra), _create_op(names, texts[::-1]),
+               {"op_code": 5, "trial_id": 3, "user_attr": extra}):
+        for _ in range(2):  # learnt, then from the pieces
+            assert enc(op) == json.dumps(op, separators=(",", ":"))
+
+
+def test_the_journal_file_is_the_one_optuna_writes(tmp_path: Path) -> None:
+    """The same operations appended by Optuna's backend and by the tune's journal (its
+    lines from :class:`LineEncoder`): the same bytes."""
+    from optuna.storages.journal import JournalFileBackend
+
+    names = [f"p{i}" for i in range(30)]
+    texts = [f'{{"name":"CategoricalDistribution","attributes":{{"choices":[{i}, "a\\"b"]}}}}'
+             for i in range(30)]
+    ops = [_create_op(names, texts), _create_op(names[:12], texts[:12]),
+           {"op_code": 5, "worker_id": "w", "trial_id": 0, "user_attr": {"k": "é"}},
+           _create_op(names, texts[::-1], value=float("nan"))]
+    plain = tmp_path / "optuna.journal"
+    JournalFileBackend(str(plain)).append_logs(ops)
+    ours = BufferedJournalFile(str(tmp_path / "ours.journal"))
+    ours.append_logs(ops)
+    ours.close()
+    assert (tmp_path / "ours.journal").read_bytes() == plain.read_bytes()
