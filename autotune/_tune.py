@@ -74,18 +74,20 @@ is still there when asked for (``GuidedOptions(breed_budget=1.0)``, the old defa
 measured 0.5 in issue 20's eighth session: 10-19 % less CPU per measurement, less selected
 picks, ``bench/results/space_ccore.md``)."""
 
-FIT_BUDGET = 0.25
+FIT_BUDGET = 0.125
 """``GuidedOptions.fit_budget`` of a guided job on Ray workers, unless given: a retraining
-waits for as many measurements as take four times its time to measure. On gpt1 (a candidate
-measured in ~1.5 ms, a fit ~47 ms) 10 retrainings in 300 measurements cost 1.6-2.3 ms of
-the driver's CPU per measurement, more than measuring (``bench/results/sim_vs_tune.md``,
-h89). 0.5 until issue 20's h119: on BERT-base s128 b8 and ResNet-50 b16 it bound most
-retrainings after the first few (a 400-trial 2-worker BERT-base tune retrained at 61, 106
-and 183 rows, 45 and 77 apart where ``retrain_growth`` asked for 16 and 27), and the
-retrainings were 1.0-1.7 ms of the driver's CPU per measurement, the driver's largest part
-(a cost both decoders share, so it counted four times in issue 20's 5x); a quarter halves
-what the budget allows (``bench/results/tuning.md``: the driver split and
-``bench/tune_quality.py`` at 1,000 measurements with it)."""
+waits for as many measurements as take eight times its time to measure. On gpt1 (a
+candidate measured in ~1.5 ms, a fit ~47 ms) 10 retrainings in 300 measurements cost
+1.6-2.3 ms of the driver's CPU per measurement, more than measuring
+(``bench/results/sim_vs_tune.md``, h89). 0.5 until issue 20's h119: on BERT-base s128 b8
+and ResNet-50 b16 it bound most retrainings after the first few (a 400-trial 2-worker
+BERT-base tune retrained at 61, 106 and 183 rows, 45 and 77 apart where ``retrain_growth``
+asked for 16 and 27), and the retrainings were 1.0-1.7 ms of the driver's CPU per
+measurement, its largest part (a cost both decoders share: it counted four times in issue
+20's 5x). ``bench/tune_quality.py`` at 1,000 measurements (seed 0) found the same best
+schedules on its four models with 0.25 and with 0.125 as the committed results allow
+(``bench/results/tuning.md``). Late in a long tune a retraining's rows make it slower, so
+retrainings grow rarer (about eight fits' time of measuring apart)."""
 
 FEW_WORKERS_BATCH = 8
 """Candidates per batch by default (``RunOptions.batch_size`` None) on a Ray pool of at most
