@@ -105,8 +105,12 @@ class _Known:
         self.index: dict[str, dict[Any, int] | None] = {}
 
     def learn(self, dists: dict[str, Any]) -> None:
-        from optuna.distributions import CategoricalDistribution
-        from optuna.storages.journal import _storage
+        # Optuna's own conversion, not the journal module's memo of it (_journal._register):
+        # a distribution object met the first time misses the memo's identity map and is
+        # looked up by value, its choices compared element by element with every equal
+        # one's (~0.19 ms each: ~0.9 ms a measurement over a 400-trial BERT-base tune's
+        # first sight of its parameters, against ~0.03 ms converting it)
+        from optuna.distributions import CategoricalDistribution, distribution_to_json
 
         if len(self.dist) > 65536:
             self.__init__()  # type: ignore[misc]
@@ -121,7 +125,7 @@ class _Known:
                     first.setdefault(c, i)  # type: ignore[union-attr]
             except TypeError:  # another kind of distribution, or an unhashable choice
                 first = None
-            self.dist[k], self.json[k], self.index[k] = d, _storage.distribution_to_json(d), first
+            self.dist[k], self.json[k], self.index[k] = d, distribution_to_json(d), first
 
     def written(self, t: Any) -> tuple[dict[str, str], dict[str, int]] | None:
         """The template's distributions and parameters as Optuna writes them (None: a value
