@@ -138,7 +138,8 @@ class _Known:
         if list(t.params) != names:
             return None
         try:
-            params = dict(zip(names, map(dict.__getitem__, map(self.index.__getitem__, names),
+            get: Any = dict.__getitem__  # on None (no index) a TypeError, as wanted
+            params = dict(zip(names, map(get, map(self.index.__getitem__, names),
                                          t.params.values())))
         except (KeyError, TypeError):  # not found, unhashable, or no index (None)
             return None
