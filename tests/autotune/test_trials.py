@@ -63,10 +63,18 @@ def _templates() -> list[FrozenTrial]:
     ]
 
 
-def _run(tmp_path: Path, name: str, cheap: bool) -> tuple[list[dict[str, Any]], list[Any], str]:
+def _run(tmp_path: Path, name: str, cheap: bool,
+         monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, Any]], list[Any], str]:
+    from optuna import distributions
     from optuna.storages import JournalStorage
+    from optuna.storages.journal import _storage
 
     _register()
+    # Optuna's own conversion on the plain side, not the journal module's memo of it: its
+    # by-value lookup answers a distribution of (False, True) with the JSON of an equal one
+    # of (0, 1) met before (in this process: any tune a test ran), where Optuna and the
+    # cheap path write the distribution's own JSON
+    monkeypatch.setattr(_storage, "distribution_to_json", distributions.distribution_to_json)
     journal = BufferedJournalFile(str(tmp_path / f"{name}.journal"))
     storage = journal_storage(journal) if cheap else JournalStorage(journal)  # type: ignore[arg-type]
     study = optuna.create_study(storage=storage, study_name="s")
@@ -95,9 +103,10 @@ def _same(a: Any, b: Any) -> bool:
     return bool(type(a) is type(b) and a == b)
 
 
-def test_the_cheap_trials_write_and_read_what_optuna_does(tmp_path: Path) -> None:
-    want_ops, want_trials, plain = _run(tmp_path, "optuna", cheap=False)
-    got_ops, got_trials, cheap = _run(tmp_path, "cheap", cheap=True)
+def test_the_cheap_trials_write_and_read_what_optuna_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    want_ops, want_trials, plain = _run(tmp_path, "optuna", False, monkeypatch)
+    got_ops, got_trials, cheap = _run(tmp_path, "cheap", True, monkeypatch)
     assert plain == "JournalStorage" and cheap != plain  # the cheap path was taken
     assert len(got_ops) == len(want_ops) == 10
     for got, want in zip(got_ops, want_ops):
@@ -162,3 +171,17 @@ def test_the_journal_file_is_the_one_optuna_writes(tmp_path: Path) -> None:
     ours.append_logs(ops)
     ours.close()
     assert (tmp_path / "ours.journal").read_bytes() == plain.read_bytes()
+
+
+def test_equal_distributions_of_other_types_write_their_own_json(tmp_path: Path) -> None:
+    """(False, True) == (0, 1) as tuples: the journal's memo of the conversion must not
+    answer one with the other's JSON (a by-value cache did: a bool parameter read back as
+    an int after a resume)."""
+    from optuna.storages.journal import _storage
+
+    from autotune.running._journal import open_storage
+
+    open_storage(None, str(tmp_path / "t.jsonl")).close()  # installs the memo
+    ints = _storage.distribution_to_json(CategoricalDistribution((0, 1)))
+    bools = _storage.distribution_to_json(CategoricalDistribution((False, True)))
+    assert "[0, 1]" in ints and "[false, true]" in bools
