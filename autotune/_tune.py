@@ -80,13 +80,13 @@ waits for as many measurements as take eight times its time to measure. On gpt1 
 candidate measured in ~1.5 ms, a fit ~47 ms) 10 retrainings in 300 measurements cost
 1.6-2.3 ms of the driver's CPU per measurement, more than measuring
 (``bench/results/sim_vs_tune.md``, h89). 0.5 until issue 20's h119: on BERT-base s128 b8
-and ResNet-50 b16 it bound most retrainings after the first few (a 400-trial 2-worker
-BERT-base tune retrained at 61, 106 and 183 rows, 45 and 77 apart where ``retrain_growth``
-asked for 16 and 27), and the retrainings were 1.0-1.7 ms of the driver's CPU per
-measurement, its largest part (a cost both decoders share: it counted four times in issue
-20's 5x). ``bench/tune_quality.py`` at 1,000 measurements (seed 0) found the same best
-schedules on its four models with 0.25 and with 0.125 as the committed results allow
-(``bench/results/tuning.md``). Late in a long tune a retraining's rows make it slower, so
+and ResNet-50 b16 the retrainings were 1.0-1.7 ms of the driver's CPU per measurement, its
+largest part (a cost both decoders share: it counted four times in issue 20's 5x); at 0.125
+the budget decides the retrainings after the first few (a 400-trial 2-worker BERT-base
+tune retrained at 21, 37, 85, 207 and 306 rows, the budget asking 27, 92 and 80 apart where
+``retrain_growth`` asked 9, 21 and 52). ``bench/tune_quality.py`` at 1,000 measurements
+(seed 0) found best schedules on its four models within the committed results' bars with
+0.25 and with 0.125 (``bench/results/tuning.md``). Late in a long tune a retraining's rows make it slower, so
 retrainings grow rarer (about eight fits' time of measuring apart)."""
 
 FEW_WORKERS_BATCH = 8

@@ -4,9 +4,10 @@
 ``Booster.eval_set`` read the data's column names and types back from C and set them on
 the booster (``_assign_dmatrix_features``, four C calls and a comparison per matrix), a
 callback container parses the evaluation text into a history, and ``EarlyStopping``
-keeps its own. On a tune's retrainings (a few hundred rows, ~250 rounds with early
-stopping) that was about a third of a retraining's CPU (issue 20: the driver's CPU per
-measurement). :func:`train` makes the same C calls in the same order (``XGBoosterUpdateOneIter``,
+keeps its own. On the six retrainings of a 400-trial BERT-base tune (a few hundred
+rows, ~250 rounds with early stopping) that was 18 % of their CPU and 8.8 % of their
+instructions (issue 20: the driver's CPU per measurement, ``bench/results/tuning.md``).
+:func:`train` makes the same C calls in the same order (``XGBoosterUpdateOneIter``,
 ``XGBoosterEvalOneIter``), parses the evaluation text as ``xgboost.callback`` does, stops
 on the same rule (``EarlyStopping``: the last metric of the held-out set, strictly better
 by ``min_delta`` 0, ``rounds`` rounds without improving) and sets the same ``best_score``
