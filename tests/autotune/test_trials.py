@@ -34,7 +34,10 @@ DISTS: dict[str, Any] = {
     "c": CategoricalDistribution((True, 1, 2.0)),  # 1 finds True's index, as tuple.index does
     "d": CategoricalDistribution((False, True)),
     "e": CategoricalDistribution((1.5, NAN, 3)),
+    # enough parameters for the replay's maps (a trial of 8 or more; fewer: Optuna's reading)
+    **{f"g{i}": CategoricalDistribution(tuple(range(i + 2))) for i in range(6)},
 }
+G = {f"g{i}": i % (i + 2) for i in range(6)}
 
 
 def _template(params: dict[str, Any], dists: dict[str, Any], **kw: Any) -> FrozenTrial:
@@ -51,15 +54,16 @@ def _templates() -> list[FrozenTrial]:
     sub = {k: DISTS[k] for k in ("b", "a")}  # a subset, in another order
     other = {**full, "f": FloatDistribution(0.0, 1.0)}  # not categorical: Optuna's call
     return [
-        _template({"a": 2, "b": None, "c": 1, "d": True, "e": 3}, full),
-        _template({"a": 0, "b": "y", "c": True, "d": False, "e": 1.5}, dict(full)),  # same set
+        _template({"a": 2, "b": None, "c": 1, "d": True, "e": 3, **G}, full),
+        _template({"a": 0, "b": "y", "c": True, "d": False, "e": 1.5, **G}, dict(full)),
         _template({"b": "x", "a": 3}, sub),
-        _template({"a": 1, "b": "x", "c": 2.0, "d": True, "e": NAN}, full),  # a NaN: long way
-        _template({"a": 1, "b": "x", "c": 2, "d": True, "e": 3.0}, full),  # 2 == 2.0, 3.0 == 3
-        _template({"a": 1, "b": "y", "c": True, "d": False, "e": 3, "f": 0.25}, other),
-        _template({"a": 3, "b": None, "c": 1, "d": True, "e": 1.5}, full, state=TrialState.COMPLETE,
-                  value=2.5, complete=datetime.datetime(2026, 11, 28, 11, 0, 1)),
-        _template({"a": 0, "b": "x", "c": True, "d": True, "e": 3}, full, user_attrs={}),
+        _template({"a": 1, "b": "x", "c": 2.0, "d": True, "e": NAN, **G}, full),  # a NaN
+        _template({"a": 1, "b": "x", "c": 2, "d": True, "e": 3.0, **G}, full),  # 2 == 2.0
+        _template({"a": 1, "b": "y", "c": True, "d": False, "e": 3, **G, "f": 0.25}, other),
+        _template({"a": 3, "b": None, "c": 1, "d": True, "e": 1.5, **G}, full,
+                  state=TrialState.COMPLETE, value=2.5,
+                  complete=datetime.datetime(2026, 11, 28, 11, 0, 1)),
+        _template({"a": 0, "b": "x", "c": True, "d": True, "e": 3, **G}, full, user_attrs={}),
     ]
 
 
