@@ -74,13 +74,20 @@ is still there when asked for (``GuidedOptions(breed_budget=1.0)``, the old defa
 measured 0.5 in issue 20's eighth session: 10-19 % less CPU per measurement, less selected
 picks, ``bench/results/space_ccore.md``)."""
 
-FIT_BUDGET = 0.5
+FIT_BUDGET = 0.125
 """``GuidedOptions.fit_budget`` of a guided job on Ray workers, unless given: a retraining
-waits for as many measurements as take twice its time to measure. On gpt1 (a candidate
-measured in ~1.5 ms, a fit ~47 ms) 10 retrainings in 300 measurements cost 1.6-2.3 ms of
-the driver's CPU per measurement, more than measuring (``bench/results/sim_vs_tune.md``,
-h89); on ResNet-50 and BERT-base, whose measurements cost more, the counts
-(``retrain_every``, ``retrain_growth``) still decide most retrainings."""
+waits for as many measurements as take eight times its time to measure. On gpt1 (a
+candidate measured in ~1.5 ms, a fit ~47 ms) 10 retrainings in 300 measurements cost
+1.6-2.3 ms of the driver's CPU per measurement, more than measuring
+(``bench/results/sim_vs_tune.md``, h89). 0.5 until issue 20's h119: on BERT-base s128 b8
+and ResNet-50 b16 the retrainings were 1.0-1.7 ms of the driver's CPU per measurement, its
+largest part (a cost both decoders share: it counted four times in issue 20's 5x); at 0.125
+the budget decides the retrainings after the first few (a 400-trial 2-worker BERT-base
+tune retrained at 21, 37, 85, 207 and 306 rows, the budget asking 27, 92 and 80 apart where
+``retrain_growth`` asked 9, 21 and 52). ``bench/tune_quality.py`` at 1,000 measurements
+(seed 0) found best schedules on its four models within the committed results' bars with
+0.25 and with 0.125 (``bench/results/tuning.md``). Late in a long tune a retraining's rows make it slower, so
+retrainings grow rarer (about eight fits' time of measuring apart)."""
 
 FEW_WORKERS_BATCH = 8
 """Candidates per batch by default (``RunOptions.batch_size`` None) on a Ray pool of at most

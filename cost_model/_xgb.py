@@ -70,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from cost_model._base import CostModel, CostModelError, check_training_data
+from cost_model._boost import train
 from cost_model._features import feature_names
 from cost_model._simple import AnalyticalModel
 
@@ -231,7 +232,7 @@ class XGBModel(CostModel):
             rounds, booster = self._rounds_that_generalise(self._design(X, prior), d.get_label(),
                                                            rounds, base)
         if booster is None or self.refit:
-            booster = xgb.train(self.params, d, rounds, xgb_model=base)
+            booster = train(self.params, d, rounds, base=base)
         self._booster = self._named(booster)
         self._trained_on = n
 
@@ -254,8 +255,8 @@ class XGBModel(CostModel):
             return rounds, None
         dtr = xgb.DMatrix(X[~held], label=label[~held], nthread=1)  # unnamed: see _train
         dva = xgb.DMatrix(X[held], label=label[held], nthread=1)
-        b = xgb.train(self.params, dtr, rounds, evals=[(dva, "held")], early_stopping_rounds=30,
-                      verbose_eval=False, xgb_model=base)
+        # cost_model._boost.train: xgboost.train's booster without its per-round Python
+        b = train(self.params, dtr, rounds, held=dva, early_stopping_rounds=30, base=base)
         done = base.num_boosted_rounds() if base is not None else 0
         best = int(b.best_iteration) + 1
         return max(1, best - done), (b[:best] if best > done else None)

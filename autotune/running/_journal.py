@@ -7,7 +7,9 @@ the journal format and file (the dashboard and ``JournalStorage`` read it as
 usual) but writes the operations of a batch in one append when the driver
 calls :meth:`BufferedJournalFile.flush`. The driver's periodic flush
 (``flush(wait=False)``) hands the batch to a writer thread (the append's JSON and
-fsync, ~6 ms on the driver's thread before, are off it); the flush at the end of a job
+fsync, ~6 ms on the driver's thread before, are off it; its lines are Optuna's, byte for
+byte, a created trial's many distributions joined from pieces kept per name:
+:class:`autotune.running._trials.LineEncoder`); the flush at the end of a job
 waits for everything to be on disk. Losing the unflushed (or not yet written) tail to
 a crash costs nothing: the tuning log is the truth and
 :mod:`autotune.running._reconcile` restores the study from it.
@@ -132,6 +134,7 @@ class BufferedJournalFile:
         self._failed: BaseException | None = None
         self._closing = False
         self._writer: threading.Thread | None = None
+        self._encode: Callable[[dict[str, Any]], str] | None = None  # the writer's lines
 
     def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
         """Operations from ``log_number_from`` on: the file's, then the unwritten ones."""
@@ -185,7 +188,7 @@ class BufferedJournalFile:
                 n = self._handed
                 batch = self._pending[:n]
             try:
-                self._inner.append_logs(batch)
+                self._append(batch)
             except BaseException as exc:  # noqa: BLE001 - raised in the driver's next flush
                 with self._cv:
                     self._failed = exc
@@ -196,6 +199,26 @@ class BufferedJournalFile:
                 self._handed -= n
                 self._in_file += n
                 self._cv.notify_all()
+
+    def _append(self, ops: list[dict[str, Any]]) -> None:
+        """What Optuna's ``JournalFileBackend.append_logs`` does (under its file lock, one
+        write and an fsync), the lines made by :class:`autotune.running._trials.LineEncoder`
+        (the same bytes); Optuna's own call if its lock is not where this looks."""
+        from optuna.storages.journal import _file
+
+        lock = getattr(self._inner, "_lock", None)
+        if lock is None or not hasattr(_file, "get_lock_file"):
+            self._inner.append_logs(ops)
+            return
+        if self._encode is None:
+            from autotune.running._trials import LineEncoder
+
+            self._encode = LineEncoder()
+        data = ("\n".join(map(self._encode, ops)) + "\n").encode("utf-8")
+        with _file.get_lock_file(lock), open(self.path, "ab") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
 
     def close(self) -> None:
         """Flush (and wait), stop the writer and release the file."""
@@ -226,8 +249,12 @@ def _memo_distributions() -> None:
     Optuna's journal writes every new trial's distributions as JSON and reads them back
     when it applies its own log: on a 74-parameter GPT block that was ~3 ms of the
     driver's CPU per trial, every one the same few dozen strings. The conversions are
-    pure (a distribution is a value: equal ones give equal JSON), so the journal
-    module's two names are replaced by memoised ones (bounded). Once per process.
+    pure, so the journal module's two names are replaced by memoised ones (bounded): JSON
+    to a distribution by the text, a distribution to JSON by the object
+    (:func:`_by_identity`), never by value: equal distributions may write different JSON
+    (choices ``(False, True)`` equal ``(0, 1)``: a by-value cache wrote the first one met
+    for both), and a by-value hit (~5 us: the choices compared element by element) cost
+    more than converting (~3 us). Once per process.
     """
     import functools
 
@@ -238,19 +265,19 @@ def _memo_distributions() -> None:
     _storage.json_to_distribution = functools.lru_cache(maxsize=8192)(  # type: ignore[attr-defined]
         _storage.json_to_distribution)
     _storage.distribution_to_json = _by_identity(  # type: ignore[attr-defined]
-        functools.lru_cache(maxsize=8192)(_storage.distribution_to_json))
+        _storage.distribution_to_json)
 
 
 def _by_identity(to_json: Callable[[Any], str]) -> Callable[[Any], str]:
     """``to_json`` remembered by the distribution object itself, before its value.
 
-    The lru cache alone hashes and compares a distribution by value: a categorical's
-    hash and ``==`` walk its whole ``choices`` tuple, element by element, for each of a
-    trial's parameters (74 x ~18 choices on a GPT block: with the lru cache alone,
+    An lru cache hashes and compares a distribution by value: a categorical's hash and
+    ``==`` walk its whole ``choices`` tuple, element by element, for each of a trial's
+    parameters (74 x ~18 choices on a GPT block: with an lru cache alone,
     ``create_new_trial`` took 0.87 ms of the driver's CPU per trial, 0.09 ms with this;
     ``bench/results/tuning.md``). The driver passes the same distribution objects every time
     (``Driver._distributions``), so the object's id finds them first (its entry keeps
-    the object alive, so the id is not reused); anything else goes by value as before.
+    the object alive, so the id is not reused); anything else is converted.
     """
     seen: dict[int, tuple[Any, str]] = {}
 
@@ -313,14 +340,14 @@ def open_storage(spec: str | None, log_path: str) -> StorageHandle:
     Raises:
         GraphtuneError: the storage cannot be opened (checked before anything starts).
     """
-    from optuna.storages import JournalStorage
+    from autotune.running._trials import journal_storage
 
     _register()
     if spec is None:
         path = journal_path_for(log_path)
         journal = BufferedJournalFile(path)
         try:
-            storage = JournalStorage(journal)  # type: ignore[arg-type]
+            storage = journal_storage(journal)  # JournalStorage, trials made cheaply
         except Exception as exc:  # noqa: BLE001 - a damaged journal raises many kinds
             journal.close()
             raise GraphtuneError(f"{path} is not an Optuna journal ({exc})") from None

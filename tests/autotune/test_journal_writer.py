@@ -20,7 +20,7 @@ def _op(i: int) -> dict[str, Any]:
 
 def test_a_flush_that_does_not_wait_returns_while_the_append_hangs(tmp_path: Path) -> None:
     journal = BufferedJournalFile(str(tmp_path / "j.journal"))
-    inner = journal._inner.append_logs
+    inner = journal._append  # the append (lines, file lock, write, fsync)
     entered, release = threading.Event(), threading.Event()
 
     def slow(logs: list[dict[str, Any]]) -> None:  # an fsync that takes its time
@@ -28,7 +28,7 @@ def test_a_flush_that_does_not_wait_returns_while_the_append_hangs(tmp_path: Pat
         assert release.wait(30)
         inner(logs)
 
-    journal._inner.append_logs = slow  # type: ignore[method-assign]
+    journal._append = slow  # type: ignore[method-assign]
     journal.append_logs([_op(0), _op(1)])
     journal.flush(wait=False)  # returns at once (the old flush blocked here)
     assert entered.wait(30)
@@ -50,7 +50,7 @@ def test_a_failed_append_is_one_error_line_at_the_next_flush(tmp_path: Path) -> 
     def full(logs: list[dict[str, Any]]) -> None:
         raise OSError(28, "No space left on device")
 
-    journal._inner.append_logs = full  # type: ignore[method-assign]
+    journal._append = full  # type: ignore[method-assign]
     journal.append_logs([_op(0)])
     with pytest.raises(GraphtuneError, match="No space left on device"):
         journal.flush()
@@ -62,19 +62,17 @@ def test_a_failed_append_is_one_error_line_at_the_next_flush(tmp_path: Path) -> 
 def test_no_journal_append_runs_on_the_drivers_thread(
         tiny_graph: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A whole (in-process) tune: its journal is written, and never by the driver's thread."""
-    from optuna.storages.journal import JournalFileBackend
-
     import autotune.running._driver as driver_mod
     from autotune import tune
 
     threads: list[str] = []
-    real = JournalFileBackend.append_logs
+    real = BufferedJournalFile._append
 
     def append(self: Any, logs: list[dict[str, Any]]) -> None:
         threads.append(threading.current_thread().name)
         real(self, logs)
 
-    monkeypatch.setattr(JournalFileBackend, "append_logs", append)
+    monkeypatch.setattr(BufferedJournalFile, "_append", append)
     monkeypatch.setattr(driver_mod, "FLUSH_EVERY_S", 0.0)  # a periodic flush per batch
     log = tmp_path / "t.jsonl"
     tune([tiny_graph], trials=24, workers=0, log=str(log), seed=0, curve=False)

@@ -22,16 +22,16 @@ def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_one_training_keeps_the_early_stopped_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    import xgboost as xgb
+    from cost_model import _xgb
 
     calls: list[int] = []
-    real = xgb.train
+    real = _xgb.train  # cost_model._boost.train: xgboost.train's booster (test_boost)
 
     def counting(*args: object, **kw: object) -> object:
         calls.append(1)
         return real(*args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(xgb, "train", counting)
+    monkeypatch.setattr(_xgb, "train", counting)
     x, y = _data(200)
     two, one = XGBModel(seed=0), XGBModel(seed=0, refit=False)
     two.fit(x, y)

@@ -1,0 +1,191 @@
+"""``autotune.running._trials.journal_storage``: trials created with their parameters write
+what Optuna's ``JournalStorage.create_new_trial`` writes, and read back the same.
+
+Two journals side by side, the same template trials into each: one through Optuna's own
+``JournalStorage``, one through the storage a tune opens; their operations (but the
+writer's random id) and the trials read back must be equal, whichever way a template
+leaves the memo (the same distributions, a subset, another order, a value Optuna finds the
+long way, a distribution that is not categorical).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+optuna = pytest.importorskip("optuna")
+
+from optuna.distributions import CategoricalDistribution, FloatDistribution  # noqa: E402
+from optuna.trial import FrozenTrial, TrialState  # noqa: E402
+
+from autotune.running._journal import BufferedJournalFile, _register  # noqa: E402
+from autotune.running._trials import journal_storage  # noqa: E402
+
+NAN = float("nan")
+DISTS: dict[str, Any] = {
+    "a": CategoricalDistribution((0, 1, 2, 3)),
+    "b": CategoricalDistribution(("x", "y", None)),
+    "c": CategoricalDistribution((True, 1, 2.0)),  # 1 finds True's index, as tuple.index does
+    "d": CategoricalDistribution((False, True)),
+    "e": CategoricalDistribution((1.5, NAN, 3)),
+    # enough parameters for the replay's maps (a trial of 8 or more; fewer: Optuna's reading)
+    **{f"g{i}": CategoricalDistribution(tuple(range(i + 2))) for i in range(6)},
+}
+G = {f"g{i}": i % (i + 2) for i in range(6)}
+
+
+def _template(params: dict[str, Any], dists: dict[str, Any], **kw: Any) -> FrozenTrial:
+    return FrozenTrial(number=0, state=kw.get("state", TrialState.RUNNING),
+                       value=kw.get("value"),
+                       datetime_start=datetime.datetime(2026, 11, 28, 11, 0, 0, 123456),
+                       datetime_complete=kw.get("complete"), params=params,
+                       distributions=dists, user_attrs=kw.get("user_attrs", {"cid": "c1"}),
+                       system_attrs={}, intermediate_values={}, trial_id=0)
+
+
+def _templates() -> list[FrozenTrial]:
+    full = dict(DISTS)
+    sub = {k: DISTS[k] for k in ("b", "a")}  # a subset, in another order
+    other = {**full, "f": FloatDistribution(0.0, 1.0)}  # not categorical: Optuna's call
+    return [
+        _template({"a": 2, "b": None, "c": 1, "d": True, "e": 3, **G}, full),
+        _template({"a": 0, "b": "y", "c": True, "d": False, "e": 1.5, **G}, dict(full)),
+        _template({"b": "x", "a": 3}, sub),
+        _template({"a": 1, "b": "x", "c": 2.0, "d": True, "e": NAN, **G}, full),  # a NaN
+        _template({"a": 1, "b": "x", "c": 2, "d": True, "e": 3.0, **G}, full),  # 2 == 2.0
+        _template({"a": 1, "b": "y", "c": True, "d": False, "e": 3, **G, "f": 0.25}, other),
+        _template({"a": 3, "b": None, "c": 1, "d": True, "e": 1.5, **G}, full,
+                  state=TrialState.COMPLETE, value=2.5,
+                  complete=datetime.datetime(2026, 11, 28, 11, 0, 1)),
+        _template({"a": 0, "b": "x", "c": True, "d": True, "e": 3, **G}, full, user_attrs={}),
+    ]
+
+
+def _run(tmp_path: Path, name: str, cheap: bool,
+         monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, Any]], list[Any], str]:
+    from optuna import distributions
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import _storage
+
+    _register()
+    # Optuna's own conversion on the plain side, not the journal module's memo of it: its
+    # by-value lookup answers a distribution of (False, True) with the JSON of an equal one
+    # of (0, 1) met before (in this process: any tune a test ran), where Optuna and the
+    # cheap path write the distribution's own JSON
+    monkeypatch.setattr(_storage, "distribution_to_json", distributions.distribution_to_json)
+    journal = BufferedJournalFile(str(tmp_path / f"{name}.journal"))
+    storage = journal_storage(journal) if cheap else JournalStorage(journal)  # type: ignore[arg-type]
+    study = optuna.create_study(storage=storage, study_name="s")
+    for t in _templates():
+        storage.create_new_trial(study._study_id, template_trial=t)
+    storage.create_new_trial(study._study_id)  # no template: Optuna's call either way
+    # the writer's random id differs; so does the start of the trial made without a template
+    ops = [{k: v for k, v in op.items()
+            if k != "worker_id" and (k != "datetime_start" or "state" in op)}
+           for op in journal.read_logs(0)]
+    trials = [(t.number, t.state, t.value, t.params, t.distributions, t.user_attrs,
+               t.datetime_complete)
+              for t in optuna.load_study(storage=storage, study_name="s").get_trials()]
+    kind = type(storage).__name__
+    journal.close()
+    return ops, trials, kind
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    return bool(type(a) is type(b) and a == b)
+
+
+def test_the_cheap_trials_write_and_read_what_optuna_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    want_ops, want_trials, plain = _run(tmp_path, "optuna", False, monkeypatch)
+    got_ops, got_trials, cheap = _run(tmp_path, "cheap", True, monkeypatch)
+    assert plain == "JournalStorage" and cheap != plain  # the cheap path was taken
+    assert len(got_ops) == len(want_ops) == 10
+    for got, want in zip(got_ops, want_ops):
+        assert _same(got, want), (got, want)
+    assert _same(got_trials, want_trials)
+
+
+def test_the_tune_storage_is_the_cheap_one(tmp_path: Path) -> None:
+    from autotune.running._journal import open_storage
+
+    handle = open_storage(None, str(tmp_path / "t.jsonl"))
+    try:
+        assert type(handle.storage).__name__ == "CheapTrials"
+    finally:
+        handle.close()
+
+
+def _create_op(names: list[str], texts: list[str], **extra: Any) -> dict[str, Any]:
+    return {"op_code": 4, "worker_id": "w-1", "study_id": 0, "datetime_start": "2026-11-28",
+            "state": TrialState.RUNNING, "value": None, "values": None,
+            "distributions": dict(zip(names, texts)),
+            "params": {n: i for i, n in enumerate(names)}, **extra}
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(_TEXT, min_size=0, max_size=20, unique=True),
+       texts=st.lists(_TEXT, min_size=20, max_size=20),
+       extra=st.dictionaries(_TEXT, st.one_of(st.none(), st.integers(), st.floats(),
+                                              _TEXT, st.lists(st.integers(), max_size=3)),
+                             max_size=3))
+def test_a_line_is_optunas_line(names: list[str], texts: list[str],
+                                extra: dict[str, Any]) -> None:
+    import json
+
+    from autotune.running._trials import LineEncoder
+
+    enc = LineEncoder()
+    texts = texts[:len(names)]
+    for op in (_create_op(names, texts, **extra), _create_op(names, texts[::-1]),
+               {"op_code": 5, "trial_id": 3, "user_attr": extra}):
+        for _ in range(2):  # learnt, then from the pieces
+            assert enc(op) == json.dumps(op, separators=(",", ":"))
+
+
+def test_the_journal_file_is_the_one_optuna_writes(tmp_path: Path) -> None:
+    """The same operations appended by Optuna's backend and by the tune's journal (its
+    lines from :class:`LineEncoder`): the same bytes."""
+    from optuna.storages.journal import JournalFileBackend
+
+    names = [f"p{i}" for i in range(30)]
+    texts = [f'{{"name":"CategoricalDistribution","attributes":{{"choices":[{i}, "a\\"b"]}}}}'
+             for i in range(30)]
+    ops = [_create_op(names, texts), _create_op(names[:12], texts[:12]),
+           {"op_code": 5, "worker_id": "w", "trial_id": 0, "user_attr": {"k": "é"}},
+           _create_op(names, texts[::-1], value=float("nan"))]
+    plain = tmp_path / "optuna.journal"
+    JournalFileBackend(str(plain)).append_logs(ops)
+    ours = BufferedJournalFile(str(tmp_path / "ours.journal"))
+    ours.append_logs(ops)
+    ours.close()
+    assert (tmp_path / "ours.journal").read_bytes() == plain.read_bytes()
+
+
+def test_equal_distributions_of_other_types_write_their_own_json(tmp_path: Path) -> None:
+    """(False, True) == (0, 1) as tuples: the journal's memo of the conversion must not
+    answer one with the other's JSON (a by-value cache did: a bool parameter read back as
+    an int after a resume)."""
+    from optuna.storages.journal import _storage
+
+    from autotune.running._journal import open_storage
+
+    open_storage(None, str(tmp_path / "t.jsonl")).close()  # installs the memo
+    ints = _storage.distribution_to_json(CategoricalDistribution((0, 1)))
+    bools = _storage.distribution_to_json(CategoricalDistribution((False, True)))
+    assert "[0, 1]" in ints and "[false, true]" in bools
