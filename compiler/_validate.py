@@ -62,7 +62,9 @@ def _check_partition(s: GraphSchedule, graph: Graph) -> None:
                     f"op {graph.ops[i].name} is in two groups: {owner[i]} and {g.name}"
                 )
             owner[i] = g.name
-    missing = [] if len(owner) == n and min(owner) >= 0 else [op.name for op in graph.ops if op.index not in owner]
+    missing: list[str] = []
+    if len(owner) != n or min(owner) < 0:  # else every op is owned
+        missing = [op.name for op in graph.ops if op.index not in owner]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise ScheduleError(f"op {missing[0]}{more} is in no group: every op needs one")
