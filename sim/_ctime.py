@@ -23,7 +23,7 @@ import os
 import sys
 from array import array
 from collections.abc import MutableSequence
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -96,14 +96,15 @@ def new_state(bw: tuple[float, ...], cores: int, l1_cap: float
     return st, [cast("MutableSequence[float]", mv[at + a:at + b]) for a, b in pairwise(ends)]
 
 
+_flat = chain.from_iterable
+
+
 def _flows(out: list[float], fl: Flows, latency: float) -> None:
     inc, fls = fl.incoming, fl.flows
     out += (latency, fl.noc, len(inc))
-    for item in inc.items():
-        out += item
+    out += _flat(inc.items())
     out.append(len(fls))
-    for item in fls.items():
-        out += item
+    out += _flat(fls.items())
 
 
 def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...],
