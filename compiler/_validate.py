@@ -9,8 +9,8 @@ from compiler.derive import chunk_dag, derived, group_io, group_order
 from compiler.errors import ScheduleError
 
 if TYPE_CHECKING:
-    from compiler._schedule_parts import Placement
-    from compiler.graph import Graph
+    from compiler._schedule_parts import GroupSpec, Placement
+    from compiler.graph import Graph, Op
     from compiler.target import Target
 
 
@@ -103,9 +103,41 @@ def _passed(graph: Graph, target: Target | None) -> dict[object, object]:
 
 
 def _check_group(g: object, graph: Graph, target: Target | None) -> None:
+    """A group's own checks. Its op set's checks (they read the op set and split only; a
+    tune's new groups mostly place op sets met before) and its chunks' core bindings (by
+    placement and samples, as the transfers') are remembered in :func:`_passed`."""
     from compiler._schedule_parts import GroupSpec
 
     assert isinstance(g, GroupSpec)
+    passed = _passed(graph, target)
+    opkey = ("op set", id(g.ops), g.split)
+    seen = passed.get(opkey)
+    if seen is None or seen[0] is not g.ops:  # type: ignore[index]
+        out_op = _check_op_set(g, graph)
+        passed[opkey] = (g.ops, out_op)
+    else:
+        out_op = seen[1]  # type: ignore[index]
+    if len(g.chunks) != g.split:
+        raise ScheduleError(
+            f"group {g.name}: split {g.split} needs {g.split} chunk placements, "
+            f"got {len(g.chunks)}"
+        )
+    samples = graph.batch // g.split
+    for c, p in enumerate(g.chunks):
+        if out_op.on_npu and p.mem_scope not in out_op.allowed_scopes:
+            raise ScheduleError(
+                f"group {g.name} chunk {c}: output op {out_op.name} ({out_op.op_type}) cannot "
+                f"be placed in {p.mem_scope} (allowed: {', '.join(out_op.allowed_scopes)})"
+            )
+        key = (id(p), samples)
+        if passed.get(key) is p:
+            continue
+        _check_bind(f"group {g.name} chunk {c}", p, samples, target)
+        passed[key] = p
+
+
+def _check_op_set(g: GroupSpec, graph: Graph) -> Op:
+    """The checks of a group that read only its op set and split; returns its output op."""
     if g.split < 1:
         raise ScheduleError(f"group {g.name}: split factor must be >= 1, got {g.split}")
     host = [graph.ops[i] for i in g.ops if not graph.ops[i].on_npu]
@@ -128,29 +160,13 @@ def _check_group(g: object, graph: Graph, target: Target | None) -> None:
                     f"group {g.name}: op {op.name} ({op.op_type}) mixes samples, so the "
                     "group cannot be split along the batch: use split 1"
                 )
-    if g.split > 1:
-        out_t = group_io(graph, g.ops).outputs[0]
-        if not graph.tensors[out_t].batched:
-            raise ScheduleError(
-                f"group {g.name}: its output {out_t} does not carry the batch, so the group "
-                "cannot be split along the batch: use split 1"
-            )
-    if len(g.chunks) != g.split:
-        raise ScheduleError(
-            f"group {g.name}: split {g.split} needs {g.split} chunk placements, "
-            f"got {len(g.chunks)}"
-        )
     out = group_io(graph, g.ops).outputs[0]
-    out_op = graph.ops[graph.producer[out]]
-    samples = graph.batch // g.split
-    for c, p in enumerate(g.chunks):
-        where = f"group {g.name} chunk {c}"
-        if out_op.on_npu and p.mem_scope not in out_op.allowed_scopes:
-            raise ScheduleError(
-                f"{where}: output op {out_op.name} ({out_op.op_type}) cannot be placed in "
-                f"{p.mem_scope} (allowed: {', '.join(out_op.allowed_scopes)})"
-            )
-        _check_bind(where, p, samples, target)
+    if g.split > 1 and not graph.tensors[out].batched:
+        raise ScheduleError(
+            f"group {g.name}: its output {out} does not carry the batch, so the group "
+            "cannot be split along the batch: use split 1"
+        )
+    return graph.ops[graph.producer[out]]
 
 
 def _check_bind(where: str, p: Placement, samples: int, target: Target | None) -> None:

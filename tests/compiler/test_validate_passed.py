@@ -263,3 +263,19 @@ def test_group_order_agrees_with_walking_every_op(branchy: Graph, data: st.DataO
         except ScheduleError as exc:
             got = str(exc).removesuffix(" (split them at a single tensor)")
         assert got == want
+
+
+def test_an_op_set_passed_at_one_split_is_checked_at_another(tiny: Graph) -> None:
+    """A group's op-set checks are remembered by its op tuple and split: the same op tuple at
+    a split that does not divide the batch still fails, every time."""
+    target = Target.default()
+    memo_of(tiny).pop(("validated", id(target)), None)
+    s = _two_groups(tiny)  # group A at split 2 (batch 4)
+    V.validate_schedule(s, tiny, target)  # type: ignore[arg-type]
+    a, b = s.groups
+    three = dataclasses.replace(a, split=3, chunks=(a.chunks[0],) * 3)
+    assert three.ops is a.ops
+    for _ in range(2):
+        with pytest.raises(ScheduleError, match="split factor 3 does not divide batch 4"):
+            V._check_group(three, tiny, target)
+    V._check_group(a, tiny, target)
