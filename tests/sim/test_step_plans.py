@@ -117,3 +117,30 @@ def test_a_kept_exchange_is_the_fresh_one(model: str, tname: str, seed: int) -> 
         fresh = SimpleNamespace(chip=chip, moves={}, plans=BoundedDict(10))
         assert _flows_of(exchange_flows(kept, ops, work, spp, parts)) == _flows_of(
             exchange_flows(fresh, ops, work, spp, parts))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_movement_plans_see_sample_ranges_by_their_differences(data: st.DataObject) -> None:
+    """What lets a transfer's (and a group step's) kept flows be keyed by layouts relative to
+    its first sample: a movement plan between two layouts is the same after both are shifted
+    by the same number of samples."""
+    from sim._moves import move_plan
+    from sim._plans import shift
+    from sim._resources import chip_of
+
+    chip = chip_of(TARGETS["default"])
+    cores = st.lists(st.integers(0, 7), min_size=1, max_size=4, unique=True).map(tuple)
+
+    def layout() -> Any:
+        scope = data.draw(st.sampled_from(("L1", "LLB", "DDR")))
+        spp = data.draw(st.sampled_from((1, 2, 4)))
+        pieces, first = [], data.draw(st.integers(0, 8))
+        for _ in range(data.draw(st.integers(1, 3))):
+            parts = tuple(data.draw(cores) for _ in range(data.draw(st.integers(1, 2))))
+            pieces.append((first, spp, parts))
+            first += spp * len(parts) + data.draw(st.integers(0, 2))
+        return (scope, tuple(pieces))
+
+    src, dst, off = layout(), layout(), data.draw(st.integers(-8, 8))
+    assert move_plan(chip, shift(src, off), shift(dst, off), {}) == move_plan(chip, src, dst, {})
