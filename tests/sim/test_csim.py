@@ -204,3 +204,15 @@ def test_a_chip_wider_than_the_c_tables_simulates_in_python(counted: _Counting) 
     with pytest.MonkeyPatch.context() as mp:
         c, py = _both(graph, seeds("tiny_cnn", "default")[2], wide, mp)
     assert c == py and "status='ok'" in c and counted.calls == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=False), st.integers(-2**53, 2**53)), max_size=400))
+def test_packs_are_the_bytes_of_an_array_of_doubles(items: list[float]) -> None:
+    """A plan is packed with ``struct`` (``sim._ctime._doubles``): the bytes that
+    ``array("d", items).tobytes()`` gives, integers converted as floats."""
+    from array import array
+
+    from sim._ctime import _doubles
+
+    assert _doubles(items) == array("d", items).tobytes()
