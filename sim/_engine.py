@@ -68,7 +68,7 @@ from sim._result import DmaEvent, SimError, SimResult, step_record
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, GroupSpec, Transfer
+    from compiler.schedule import GraphSchedule, GroupSpec, Step, Transfer
     from compiler.target import Target
 
 __all__ = ["run"]
@@ -86,6 +86,21 @@ def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], _Flows]
 def _move_cache(target: Target) -> dict[object, MovePlan]:
     """Movement plans of one target, shared by every simulation."""
     return {}
+
+
+# order steps' labels by id, each step kept beside its text (Step.__str__ runs in Python
+# for every step of every run; a decoder's steps are interned)
+_LABELS: dict[int, tuple[Step, str]] = {}
+_LABELS_LIMIT = 20_000
+
+
+def _label(step: Step) -> str:
+    hit = _LABELS.get(id(step))
+    if hit is None or hit[0] is not step:
+        if len(_LABELS) > _LABELS_LIMIT:
+            _LABELS.clear()
+        hit = _LABELS[id(step)] = (step, str(step))
+    return hit[1]
 
 
 class _Sim:
@@ -156,7 +171,7 @@ class _Sim:
         self.rec_of: dict[int, int] = {}
         groups = {gr.name: gr for gr in s.groups}
         transfers = {tr.name: tr for tr in s.transfers}
-        self.labels = [str(st) for st in s.order]
+        self.labels = [_label(st) for st in s.order]
         self.layouts: list[Layout] = []
         self.provides: list[str] = []
         self.cores_of: list[tuple[int, ...]] = []

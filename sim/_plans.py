@@ -109,17 +109,19 @@ class StepPlan:
     packed: tuple[bytes, float, float] | None = None
 
 
-_CORES: dict[Placement, tuple[int, ...]] = {}
+# by id, each placement kept beside its tuple (hashing a Placement runs its dataclass
+# __hash__ in Python; a decoder's placements are interned, so ids repeat)
+_CORES: dict[int, tuple[Placement, tuple[int, ...]]] = {}
 
 
 def placement_cores(place: Placement) -> tuple[int, ...]:
     """``place.cores`` (remembered: a property that makes its tuple on every read)."""
-    hit = _CORES.get(place)
-    if hit is None:
+    hit = _CORES.get(id(place))
+    if hit is None or hit[0] is not place:
         if len(_CORES) > PLAN_LIMIT:
             _CORES.clear()
-        hit = _CORES[place] = place.cores
-    return hit
+        hit = _CORES[id(place)] = (place, place.cores)
+    return hit[1]
 
 
 def shift(layout: Layout, off: int) -> Layout:
