@@ -62,13 +62,13 @@ from sim._model import (
     group_cost,
 )
 from sim._moves import Layout, MovePlan, fixed_plan, move_plan
-from sim._plans import StepPlan, make_plan, placement_cores, plans_of, shift, transfer_flows
+from sim._plans import StepPlan, make_plan, placement_cores, plans_of, shift, step_label, transfer_flows
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, step_record
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GraphSchedule, GroupSpec, Step, Transfer
+    from compiler.schedule import GraphSchedule, GroupSpec, Transfer
     from compiler.target import Target
 
 __all__ = ["run"]
@@ -86,21 +86,6 @@ def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], _Flows]
 def _move_cache(target: Target) -> dict[object, MovePlan]:
     """Movement plans of one target, shared by every simulation."""
     return {}
-
-
-# order steps' labels by id, each step kept beside its text (Step.__str__ runs in Python
-# for every step of every run; a decoder's steps are interned)
-_LABELS: dict[int, tuple[Step, str]] = {}
-_LABELS_LIMIT = 20_000
-
-
-def _label(step: Step) -> str:
-    hit = _LABELS.get(id(step))
-    if hit is None or hit[0] is not step:
-        if len(_LABELS) > _LABELS_LIMIT:
-            _LABELS.clear()
-        hit = _LABELS[id(step)] = (step, str(step))
-    return hit[1]
 
 
 class _Sim:
@@ -171,7 +156,7 @@ class _Sim:
         self.rec_of: dict[int, int] = {}
         groups = {gr.name: gr for gr in s.groups}
         transfers = {tr.name: tr for tr in s.transfers}
-        self.labels = [_label(st) for st in s.order]
+        self.labels = [step_label(st) for st in s.order]
         self.layouts: list[Layout] = []
         self.provides: list[str] = []
         self.cores_of: list[tuple[int, ...]] = []
@@ -267,13 +252,10 @@ class _Sim:
             if off:  # shift(src, off), inline: every step of every run makes its key
                 src = (src[0], tuple([(first - off, n, p) for first, n, p in src[1]]))
             got.append((src, cores_of[d]))
-        srcs = tuple(got)
-        if off:
-            dst = shift(dst, off)
-        key = (gr.ops, samples, dst, streamed_names, srcs)
+        key = (gr.ops, samples, shift(dst, off), streamed_names, srcs := tuple(got))
         plan: StepPlan | None = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = make_plan(self, dst, cores_of[k], gr, spp, samples,
+            plan = self.plans[key] = make_plan(self, key[2], cores_of[k], gr, spp, samples,
                                                     info, srcs, streamed_names)
         return plan, tuple(deps)
 
@@ -483,10 +465,8 @@ class _Sim:
     def transfer_step(self, k: int, tr: Transfer, dep_idx: list[int]) -> SimError | None:
         dst = self.layouts[k]
         cores = self.cores_of[k]
-        # its flows, kept with the step plans (by tensor, layouts and cores, as made below);
-        # the layouts taken relative to its first sample, as a group step's (a movement
-        # plan compares sample ranges by their differences), unless it reads the model input
-        # (whose layout is absolute)
+        # its flows, kept with the step plans (by tensor, layouts and cores), layouts relative
+        # to its first sample as a group step's (the model input's layout is absolute)
         off = dst[1][0][0] if dep_idx else 0
         key = ("transfer", tr.tensor, shift(dst, off), cores,
                tuple((shift(self.layouts[d], off), self.cores_of[d]) for d in dep_idx))

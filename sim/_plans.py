@@ -28,11 +28,12 @@ from sim._resources import Chip
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GroupSpec, Placement
+    from compiler.schedule import GroupSpec, Placement, Step
     from compiler.target import Target
 
 __all__ = ["PLAN_LIMIT", "TARGETS_KEPT", "PlanContext", "StepPlan", "exchange_flows",
-           "inputs_flows", "make_plan", "placement_cores", "plans_of", "shift", "transfer_flows"]
+           "inputs_flows", "make_plan", "placement_cores", "plans_of", "shift", "step_label",
+           "transfer_flows"]
 
 _MODEL_INPUT = -1
 _NONE: Flows | None = Flows()  # "not kept" (a kept exchange may be None)
@@ -121,6 +122,21 @@ def placement_cores(place: Placement) -> tuple[int, ...]:
         if len(_CORES) > PLAN_LIMIT:
             _CORES.clear()
         hit = _CORES[id(place)] = (place, place.cores)
+    return hit[1]
+
+
+# order steps' labels by id, each step kept beside its text (Step.__str__ runs in Python for
+# every step of every run; a decoder's steps are interned)
+_LABELS: dict[int, tuple[Step, str]] = {}
+
+
+def step_label(step: Step) -> str:
+    """``str(step)`` (remembered by identity)."""
+    hit = _LABELS.get(id(step))
+    if hit is None or hit[0] is not step:
+        if len(_LABELS) > PLAN_LIMIT:
+            _LABELS.clear()
+        hit = _LABELS[id(step)] = (step, str(step))
     return hit[1]
 
 
