@@ -9,8 +9,8 @@ from compiler.derive import chunk_dag, derived, group_io, group_order
 from compiler.errors import ScheduleError
 
 if TYPE_CHECKING:
-    from compiler._schedule_parts import Placement
-    from compiler.graph import Graph
+    from compiler._schedule_parts import GroupSpec, Placement
+    from compiler.graph import Graph, Op
     from compiler.target import Target
 
 
@@ -26,6 +26,25 @@ def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> 
             f"schedule was made for workload {s.workload_key}, this model is "
             f"{graph.workload_key}: make the schedule for this model"
         )
+    passed = _passed(graph, target)
+    # the checks below read only the groups' names and op sets (and the graph): a tune's
+    # candidates share their interned op tuples, so a partition met before is not walked
+    # again (key: names and op tuples by identity, the tuples kept alive in the value)
+    skey = tuple([(g.name, id(g.ops)) for g in s.groups])
+    if passed.get(skey) is None:
+        _check_partition(s, graph)
+        passed[skey] = tuple([g.ops for g in s.groups])
+    for g in s.groups:
+        if passed.get(id(g)) is not g:
+            _check_group(g, graph, target)
+            passed[id(g)] = g
+    _check_transfers(s, graph, target, passed)
+    _check_order(s, graph)
+
+
+def _check_partition(s: GraphSchedule, graph: Graph) -> None:
+    """The groups' names, op sets, order and outputs (what :func:`validate_schedule`'s memo of
+    partitions stands for)."""
     names = [g.name for g in s.groups]
     dup = _first_dup(names)
     if dup:
@@ -43,7 +62,9 @@ def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> 
                     f"op {graph.ops[i].name} is in two groups: {owner[i]} and {g.name}"
                 )
             owner[i] = g.name
-    missing = [op.name for op in graph.ops if op.index not in owner]
+    missing: list[str] = []
+    if len(owner) != n or min(owner) < 0:  # else every op is owned
+        missing = [op.name for op in graph.ops if op.index not in owner]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise ScheduleError(f"op {missing[0]}{more} is in no group: every op needs one")
@@ -56,13 +77,6 @@ def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> 
                 f"group {g.name} has {len(io.outputs)} outputs ({what}): "
                 "a group must have exactly one output"
             )
-    passed = _passed(graph, target)
-    for g in s.groups:
-        if passed.get(id(g)) is not g:
-            _check_group(g, graph, target)
-            passed[id(g)] = g
-    _check_transfers(s, graph, target, passed)
-    _check_order(s, graph)
 
 
 # Groups and transfer placements that passed their own checks, per graph and target (a
@@ -75,7 +89,7 @@ _PASSED_LIMIT = 100_000
 
 def _passed(graph: Graph, target: Target | None) -> dict[object, object]:
     """What passed its checks for this graph and target object: group id -> group,
-    (placement id, samples) -> placement."""
+    (placement id, samples) -> placement, ((name, op tuple id), ...) -> the op tuples."""
     from compiler.memo import memo_of
 
     memo = memo_of(graph)
@@ -89,9 +103,41 @@ def _passed(graph: Graph, target: Target | None) -> dict[object, object]:
 
 
 def _check_group(g: object, graph: Graph, target: Target | None) -> None:
+    """A group's own checks. Its op set's checks (they read the op set and split only; a
+    tune's new groups mostly place op sets met before) and its chunks' core bindings (by
+    placement and samples, as the transfers') are remembered in :func:`_passed`."""
     from compiler._schedule_parts import GroupSpec
 
     assert isinstance(g, GroupSpec)
+    passed = _passed(graph, target)
+    opkey = ("op set", id(g.ops), g.split)
+    seen = passed.get(opkey)
+    if seen is None or seen[0] is not g.ops:  # type: ignore[index]
+        out_op = _check_op_set(g, graph)
+        passed[opkey] = (g.ops, out_op)
+    else:
+        out_op = seen[1]  # type: ignore[index]
+    if len(g.chunks) != g.split:
+        raise ScheduleError(
+            f"group {g.name}: split {g.split} needs {g.split} chunk placements, "
+            f"got {len(g.chunks)}"
+        )
+    samples = graph.batch // g.split
+    for c, p in enumerate(g.chunks):
+        if out_op.on_npu and p.mem_scope not in out_op.allowed_scopes:
+            raise ScheduleError(
+                f"group {g.name} chunk {c}: output op {out_op.name} ({out_op.op_type}) cannot "
+                f"be placed in {p.mem_scope} (allowed: {', '.join(out_op.allowed_scopes)})"
+            )
+        key = (id(p), samples)
+        if passed.get(key) is p:
+            continue
+        _check_bind(f"group {g.name} chunk {c}", p, samples, target)
+        passed[key] = p
+
+
+def _check_op_set(g: GroupSpec, graph: Graph) -> Op:
+    """The checks of a group that read only its op set and split; returns its output op."""
     if g.split < 1:
         raise ScheduleError(f"group {g.name}: split factor must be >= 1, got {g.split}")
     host = [graph.ops[i] for i in g.ops if not graph.ops[i].on_npu]
@@ -114,29 +160,13 @@ def _check_group(g: object, graph: Graph, target: Target | None) -> None:
                     f"group {g.name}: op {op.name} ({op.op_type}) mixes samples, so the "
                     "group cannot be split along the batch: use split 1"
                 )
-    if g.split > 1:
-        out_t = group_io(graph, g.ops).outputs[0]
-        if not graph.tensors[out_t].batched:
-            raise ScheduleError(
-                f"group {g.name}: its output {out_t} does not carry the batch, so the group "
-                "cannot be split along the batch: use split 1"
-            )
-    if len(g.chunks) != g.split:
-        raise ScheduleError(
-            f"group {g.name}: split {g.split} needs {g.split} chunk placements, "
-            f"got {len(g.chunks)}"
-        )
     out = group_io(graph, g.ops).outputs[0]
-    out_op = graph.ops[graph.producer[out]]
-    samples = graph.batch // g.split
-    for c, p in enumerate(g.chunks):
-        where = f"group {g.name} chunk {c}"
-        if out_op.on_npu and p.mem_scope not in out_op.allowed_scopes:
-            raise ScheduleError(
-                f"{where}: output op {out_op.name} ({out_op.op_type}) cannot be placed in "
-                f"{p.mem_scope} (allowed: {', '.join(out_op.allowed_scopes)})"
-            )
-        _check_bind(where, p, samples, target)
+    if g.split > 1 and not graph.tensors[out].batched:
+        raise ScheduleError(
+            f"group {g.name}: its output {out} does not carry the batch, so the group "
+            "cannot be split along the batch: use split 1"
+        )
+    return graph.ops[graph.producer[out]]
 
 
 def _check_bind(where: str, p: Placement, samples: int, target: Target | None) -> None:

@@ -112,11 +112,25 @@ def group_order(graph: Graph, groups: Sequence[GroupSpec]) -> list[str]:
     """
     owner = {i: g.name for g in groups for i in g.ops}
     deps: dict[str, set[str]] = {g.name: set() for g in groups}
-    for g in groups:
-        for i in g.ops:
-            for p in graph.preds(i):
-                if owner.get(p) not in (None, g.name):
-                    deps[g.name].add(owner[p])
+    if len(owner) == sum([len(g.ops) for g in groups]):
+        # no op in two groups: an op's predecessors inside its own op set are its group's,
+        # so only those outside it (remembered per op set) can add a dependency
+        memo = memo_of(graph)
+        for g in groups:
+            key = ("outside preds", g.ops)
+            outside = memo.get(key)
+            if outside is None:
+                outside = memo[key] = _outside_preds(graph, g.ops)
+            for p in outside:
+                o = owner.get(p)
+                if o is not None and o != g.name:
+                    deps[g.name].add(o)
+    else:
+        for g in groups:
+            for i in g.ops:
+                for p in graph.preds(i):
+                    if owner.get(p) not in (None, g.name):
+                        deps[g.name].add(owner[p])
     first = {g.name: min(g.ops) if g.ops else 0 for g in groups}
     users: dict[str, list[str]] = {g.name: [] for g in groups}
     waiting = {n: len(d) for n, d in deps.items()}
@@ -140,6 +154,12 @@ def group_order(graph: Graph, groups: Sequence[GroupSpec]) -> list[str]:
             "groups form a cycle: " + " -> ".join(cycle) + " (split them at a single tensor)"
         )
     return done
+
+
+def _outside_preds(graph: Graph, ops: tuple[int, ...]) -> tuple[int, ...]:
+    """The ops outside ``ops`` whose outputs an op of ``ops`` reads (first-read order)."""
+    inside = set(ops)
+    return tuple(dict.fromkeys(p for i in ops for p in graph.preds(i) if p not in inside))
 
 
 def _find_cycle(deps: dict[str, set[str]]) -> list[str]:

@@ -47,10 +47,14 @@ typedef struct {
     int bad;
 } Reader;
 
-/* a reader over a pack (a bytes object of doubles) */
+/* a reader over a pack (a bytes object of doubles); a length that is not a whole number of
+   doubles is malformed (the reader starts bad, at its end: nothing past the data is read) */
 static Reader reader_of(PyObject *pack) {
     const char *b = PyBytes_AS_STRING(pack);
-    Reader r = {(const double *)b, (const double *)(b + PyBytes_GET_SIZE(pack)), 0};
+    Py_ssize_t n = PyBytes_GET_SIZE(pack);
+    const double *end = (const double *)(b + n - n % (Py_ssize_t)sizeof(double));
+    Reader r = {(const double *)b, end, n % (Py_ssize_t)sizeof(double) != 0};
+    if (r.bad) r.p = end;
     return r;
 }
 

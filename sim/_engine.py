@@ -62,7 +62,7 @@ from sim._model import (
     group_cost,
 )
 from sim._moves import Layout, MovePlan, fixed_plan, move_plan
-from sim._plans import StepPlan, make_plan, placement_cores, plans_of, shift, transfer_flows
+from sim._plans import StepPlan, make_plan, placement_cores, plans_of, shift, step_label, transfer_flows
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, step_record
 
@@ -156,11 +156,12 @@ class _Sim:
         self.rec_of: dict[int, int] = {}
         groups = {gr.name: gr for gr in s.groups}
         transfers = {tr.name: tr for tr in s.transfers}
-        self.labels = [str(st) for st in s.order]
+        self.labels = [step_label(st) for st in s.order]
         self.layouts: list[Layout] = []
         self.provides: list[str] = []
         self.cores_of: list[tuple[int, ...]] = []
         self.info_of: dict[str, GroupStatic] = {}  # by group name (its chunks share it)
+        self.group_cores: set[tuple[int, ...]] = set()  # the group steps' core tuples
         for node in order:
             if node[0] == "g":
                 gr = groups[node[1]]
@@ -169,7 +170,9 @@ class _Sim:
                 if info is None:
                     info = self.info_of[gr.name] = _group_static(g, gr.ops, self.half_wb)
                 self.provides.append(info.output)
-                self.cores_of.append(placement_cores(gr.chunks[node[2]]))
+                cores = placement_cores(gr.chunks[node[2]])
+                self.cores_of.append(cores)
+                self.group_cores.add(cores)
             else:
                 tr = transfers[node[1]]
                 self.layouts.append(transfer_layout(tr, g.batch))
@@ -232,21 +235,29 @@ class _Sim:
         every schedule that runs it the same way, shares one plan. Also returns the steps
         providing the plan's ``kinds``, in order.
         """
-        by_tensor = {self.provides[d]: d for d in dep_idx}
+        provides, layouts, cores_of = self.provides, self.layouts, self.cores_of
+        by_tensor = {provides[d]: d for d in dep_idx}
         info = self.info_of[gr.name]
-        dst = self.layouts[k]
+        dst = layouts[k]
         off = dst[1][0][0]
-        ds = [by_tensor.get(name) for name, _, _ in info.inputs]
-        srcs = tuple(None if d is None else (shift(self.layouts[d], off), self.cores_of[d])
-                     for d in ds)
-        if off:
-            dst = shift(dst, off)
-        key = (gr.ops, samples, dst, streamed_names, srcs)
+        got: list[tuple[Layout, tuple[int, ...]] | None] = []
+        deps: list[int] = []
+        for name, _, _ in info.inputs:
+            d = by_tensor.get(name)
+            if d is None:
+                got.append(None)
+                continue
+            deps.append(d)
+            src = layouts[d]
+            if off:  # shift(src, off), inline: every step of every run makes its key
+                src = (src[0], tuple([(first - off, n, p) for first, n, p in src[1]]))
+            got.append((src, cores_of[d]))
+        key = (gr.ops, samples, shift(dst, off), streamed_names, srcs := tuple(got))
         plan: StepPlan | None = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = make_plan(self, dst, self.cores_of[k], gr, spp, samples,
+            plan = self.plans[key] = make_plan(self, key[2], cores_of[k], gr, spp, samples,
                                                     info, srcs, streamed_names)
-        return plan, tuple(d for d in ds if d is not None)
+        return plan, tuple(deps)
 
     def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
         place = gr.chunks[chunk]
@@ -454,9 +465,11 @@ class _Sim:
     def transfer_step(self, k: int, tr: Transfer, dep_idx: list[int]) -> SimError | None:
         dst = self.layouts[k]
         cores = self.cores_of[k]
-        # its flows, kept with the step plans (by tensor, layouts and cores, as made below)
-        key = ("transfer", tr.tensor, dst, cores,
-               tuple((self.layouts[d], self.cores_of[d]) for d in dep_idx))
+        # its flows, kept with the step plans (by tensor, layouts and cores), layouts relative
+        # to its first sample as a group step's (the model input's layout is absolute)
+        off = dst[1][0][0] if dep_idx else 0
+        key = ("transfer", tr.tensor, shift(dst, off), cores,
+               tuple((shift(self.layouts[d], off), self.cores_of[d]) for d in dep_idx))
         hit: tuple[_Flows, bytes | None] | None = self.plans.get(key)
         if hit is None:
             fl = transfer_flows(self, tr.tensor, dst, cores, dep_idx)
@@ -579,8 +592,7 @@ def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = Tr
     sim = _Sim(sized, schedule, target, record, memory)
     out = sim.run()
     if isinstance(out, SimResult):
-        used = {c for i, step in enumerate(schedule.order) if step.kind == "group"
-                for c in sim.cores_of[i]}
+        used: set[int] = set().union(*sim.group_cores)
         bad = check_invariants(out, sized, target, len(used))
         if bad is not None:
             return bad

@@ -70,6 +70,9 @@ if TYPE_CHECKING:
 __all__ = ["ComputeCost", "GroupWork", "cuts_inside_samples", "group_cost", "group_work",
            "halo_reach"]
 
+# OpKind members as module names for _cost (its loop runs per op of every new op set)
+_VIEW, _MATRIX, _BATCHED = OpKind.VIEW, OpKind.MATRIX, OpKind.BATCHED_MATMUL
+_VECTOR, _SPECIAL, _MOVE = OpKind.VECTOR, OpKind.SPECIAL, OpKind.MOVE
 _VECTOR_TILE = 4096  # elements per vector instruction tile (fill/drain granularity)
 
 
@@ -302,13 +305,14 @@ def _cost(
     for i in ops:
         d = shapes[i]
         kind = d.kind
-        if kind == OpKind.VIEW:
+        if kind == _VIEW:
             continue
+        is_matrix = kind in (_MATRIX, _BATCHED)
         # INT8 ops at the units' INT8 rates (compiler.opshape.unit_rates)
         mat, lanes = unit_rates(d, target) if d.int8 else (fp_mat, fp_lanes)
         macs = mat.macs_per_cycle
         share = math.ceil(s * d.amount / k) if d.batched else math.ceil(d.amount)
-        if kind == OpKind.MATRIX and d.groups > 1:
+        if kind == _MATRIX and d.groups > 1:
             engine, c, u = grouped_conv_cycles(d, share, mat, round(lanes))
             if engine == "vector":
                 vme += c
@@ -319,8 +323,8 @@ def _cost(
                 useful += u
                 fill += d.k * gm * gn / macs + ovh
                 wbound += max(c, d.weight_bytes / wbw)
-        elif kind.is_matrix:
-            if kind == OpKind.BATCHED_MATMUL and d.batched:
+        elif is_matrix:
+            if kind == _BATCHED and d.batched:
                 # whole heads per core, or a head's rows over cores (compiler.opshape)
                 sp = batched_split(d, s, k)
                 mt = matrix_tiles(d, sp.gemms, mat, sp.rows)
@@ -331,11 +335,11 @@ def _cost(
             useful += mt.useful_cycles
             fill += d.k * gm * gn / macs + ovh
             wbound += max(t_op, d.weight_bytes / wbw)
-        elif kind in (OpKind.VECTOR, OpKind.SPECIAL):
-            c = share / lanes * (tcpe if kind == OpKind.SPECIAL else 1.0)
+        elif kind in (_VECTOR, _SPECIAL):
+            c = share / lanes * (tcpe if kind == _SPECIAL else 1.0)
             vme += c
             fill += min(c, _VECTOR_TILE / lanes)
-        elif kind == OpKind.MOVE:
+        elif kind == _MOVE:
             move += 2.0 * share / l1bw
         else:  # gather: rows arrive by DMA (see the engine), written once into L1
             move += share / l1bw
@@ -343,10 +347,10 @@ def _cost(
             c = share * (d.requant_flops / max(d.amount, 1e-9)) / lanes
             vme += c
             fill += min(c, _VECTOR_TILE / lanes)
-        if d.weight_bytes > half_wb and kind.is_matrix and i not in remote:
+        if d.weight_bytes > half_wb and is_matrix and i not in remote:
             extra = math.ceil(d.weight_bytes / half_wb) - 1
             streamed = s * d.in_bytes / k if d.batched else d.in_bytes
             move += extra * streamed / l1bw
-        if d.weight_bytes and not kind.is_matrix:
+        if d.weight_bytes and not is_matrix:
             wbound += d.weight_bytes / wbw
     return ComputeCost(mme, vme, move, fill, useful, wbound)

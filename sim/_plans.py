@@ -28,13 +28,15 @@ from sim._resources import Chip
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GroupSpec, Placement
+    from compiler.schedule import GroupSpec, Placement, Step
     from compiler.target import Target
 
-__all__ = ["PLAN_LIMIT", "TARGETS_KEPT", "PlanContext", "StepPlan", "inputs_flows", "make_plan",
-           "placement_cores", "plans_of", "shift", "transfer_flows"]
+__all__ = ["PLAN_LIMIT", "TARGETS_KEPT", "PlanContext", "StepPlan", "exchange_flows",
+           "inputs_flows", "make_plan", "placement_cores", "plans_of", "shift", "step_label",
+           "transfer_flows"]
 
 _MODEL_INPUT = -1
+_NONE: Flows | None = Flows()  # "not kept" (a kept exchange may be None)
 
 
 class PlanContext(Protocol):
@@ -44,6 +46,7 @@ class PlanContext(Protocol):
     t: Target
     chip: Chip
     moves: dict[object, MovePlan]
+    plans: BoundedDict
     layouts: list[Layout]
     cores_of: list[tuple[int, ...]]
 
@@ -107,17 +110,34 @@ class StepPlan:
     packed: tuple[bytes, float, float] | None = None
 
 
-_CORES: dict[Placement, tuple[int, ...]] = {}
+# by id, each placement kept beside its tuple (hashing a Placement runs its dataclass
+# __hash__ in Python; a decoder's placements are interned, so ids repeat)
+_CORES: dict[int, tuple[Placement, tuple[int, ...]]] = {}
 
 
 def placement_cores(place: Placement) -> tuple[int, ...]:
     """``place.cores`` (remembered: a property that makes its tuple on every read)."""
-    hit = _CORES.get(place)
-    if hit is None:
+    hit = _CORES.get(id(place))
+    if hit is None or hit[0] is not place:
         if len(_CORES) > PLAN_LIMIT:
             _CORES.clear()
-        hit = _CORES[place] = place.cores
-    return hit
+        hit = _CORES[id(place)] = (place, place.cores)
+    return hit[1]
+
+
+# order steps' labels by id, each step kept beside its text (Step.__str__ runs in Python for
+# every step of every run; a decoder's steps are interned)
+_LABELS: dict[int, tuple[Step, str]] = {}
+
+
+def step_label(step: Step) -> str:
+    """``str(step)`` (remembered by identity)."""
+    hit = _LABELS.get(id(step))
+    if hit is None or hit[0] is not step:
+        if len(_LABELS) > PLAN_LIMIT:
+            _LABELS.clear()
+        hit = _LABELS[id(step)] = (step, str(step))
+    return hit[1]
 
 
 def shift(layout: Layout, off: int) -> Layout:
@@ -183,6 +203,35 @@ def inputs_flows(
     return staged, streamed
 
 
+def exchange_flows(sim: PlanContext, ops: tuple[int, ...], work: GroupWork, spp: int,
+                   parts: tuple[tuple[int, ...], ...]) -> Flows | None:
+    """What the cores of each part of a step of ``ops`` exchange (halos at cuts inside a
+    sample, batched matmuls' operands), None when nothing crosses; kept with the step plans
+    (by op set, samples per part and parts: many plans share it)."""
+    key = ("exchange", ops, spp, parts)
+    hit: Flows | None = sim.plans.get(key, _NONE)
+    if hit is not _NONE:
+        return hit
+    ex = Flows()
+    for part in parts:
+        cuts = cuts_inside_samples(spp, len(part))
+        if work.operands:  # attention's K and V, split as its compute is
+            ex.add(exchange_plan(sim.chip, part, sim.moves),
+                   work.operand_exchange(spp, len(part)))
+        if not cuts or not work.cut_bytes:
+            continue
+        near = work.cut_bytes
+        # a halo reaching past the neighbour's rows comes from further away
+        for hb, side_rows, in_rows in work.halos:
+            reach = halo_reach(in_rows * spp / len(part), side_rows, len(part))
+            if len(reach) > 1:
+                near -= hb
+                ex.add(exchange_plan(sim.chip, part, sim.moves, reach), cuts * hb)
+        ex.add(exchange_plan(sim.chip, part, sim.moves), cuts * near)
+    kept = sim.plans[key] = ex if ex.flows else None
+    return kept
+
+
 def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: GroupSpec, spp: int,
               samples: int, info: GroupStatic,
               srcs: tuple[tuple[Layout, tuple[int, ...]] | None, ...],
@@ -197,24 +246,7 @@ def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: Group
     # the cores of a part exchange halos / operands at cuts inside a sample
     ex: Flows | None = None
     if work.cut_bytes or work.operands:
-        ex = Flows()
-        for part in parts:
-            cuts = cuts_inside_samples(spp, len(part))
-            if work.operands:  # attention's K and V, split as its compute is
-                ex.add(exchange_plan(sim.chip, part, sim.moves),
-                       work.operand_exchange(spp, len(part)))
-            if not cuts or not work.cut_bytes:
-                continue
-            near = work.cut_bytes
-            # a halo reaching past the neighbour's rows comes from further away
-            for hb, side_rows, in_rows in work.halos:
-                reach = halo_reach(in_rows * spp / len(part), side_rows, len(part))
-                if len(reach) > 1:
-                    near -= hb
-                    ex.add(exchange_plan(sim.chip, part, sim.moves, reach), cuts * hb)
-            ex.add(exchange_plan(sim.chip, part, sim.moves), cuts * near)
-        if not ex.flows:
-            ex = None
+        ex = exchange_flows(sim, gr.ops, work, spp, parts)
     out: Flows | None = None
     if place[0] != "L1":
         out = Flows()

@@ -187,6 +187,13 @@ def test_a_malformed_pack_or_state_is_an_error_not_a_crash() -> None:
         mod.transfer_step(array("d", [1, 3, 0, 1, 2]).tobytes(), st, ready, [0], (), 0.0)
     with pytest.raises(IndexError):
         mod.transfer_step(array("d", [0, 0, 5.0, 0.0, 0, 0]).tobytes(), st, ready, [7], (), 0.0)
+    # a pack that is not a whole number of doubles: malformed before any read past its end
+    # (before, a read past the data caught only by ASan, then the same error: review 46)
+    for odd in (bytes(4), bytes(20), bytes(44), array("d", [0, 0, 5.0, 0.0, 0, 0]).tobytes() + b"x"):
+        with pytest.raises(ValueError, match="malformed step pack"):
+            mod.group_step(odd, st, ready, (), (), 0.0, 0.0)
+        with pytest.raises(ValueError, match="malformed transfer pack"):
+            mod.transfer_step(odd, st, ready, [], (), 0.0)
     # a well-formed transfer: 128 bytes on the DDR channel (27 B/cycle) after step 0's end
     ready[0] = 10.0
     ls, le, top, noc = mod.transfer_step(array("d", [0, 0, 5.0, 0.0, 0, 1, 3, 128.0]).tobytes(),
@@ -204,3 +211,15 @@ def test_a_chip_wider_than_the_c_tables_simulates_in_python(counted: _Counting) 
     with pytest.MonkeyPatch.context() as mp:
         c, py = _both(graph, seeds("tiny_cnn", "default")[2], wide, mp)
     assert c == py and "status='ok'" in c and counted.calls == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=False), st.integers(-2**53, 2**53)), max_size=400))
+def test_packs_are_the_bytes_of_an_array_of_doubles(items: list[float]) -> None:
+    """A plan is packed with ``struct`` (``sim._ctime._doubles``): the bytes that
+    ``array("d", items).tobytes()`` gives, integers converted as floats."""
+    from array import array
+
+    from sim._ctime import _doubles
+
+    assert _doubles(items) == array("d", items).tobytes()

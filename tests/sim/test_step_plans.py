@@ -80,3 +80,67 @@ def test_a_graph_keeps_the_plans_of_its_last_two_targets_only() -> None:
     # a target met again starts afresh and pushes out the oldest kept
     simulate(graph, s, targets[0])
     assert list(kept) == [t.hash for t in (targets[2], targets[0])]
+
+
+def _flows_of(fl: Any) -> Any:
+    return None if fl is None else (fl.flows, fl.incoming, fl.staying, fl.noc, fl.ddr, fl.hops)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(model=st.sampled_from(("resnet18", "bert")), tname=st.sampled_from(sorted(TARGETS)),
+       seed=st.integers(0, 2**31 - 1))
+def test_a_kept_exchange_is_the_fresh_one(model: str, tname: str, seed: int) -> None:
+    """The exchange between a part's cores (halos, attention's operands) is kept by op set,
+    samples per part and parts (``sim._plans.exchange_flows``): one kept while others of the
+    same op sets at other sample counts and bindings were made equals one made afresh."""
+    from types import SimpleNamespace
+
+    from compiler.capacity import in_compute_dtype
+    from sim._model import group_work
+    from sim._plans import exchange_flows
+    from sim._resources import chip_of
+
+    target = TARGETS[tname]
+    graph = in_compute_dtype(graph_of(model), target)
+    rng = random.Random(seed)
+    n, cores = len(graph.ops), target.chip.cores_per_cluster
+    chip = chip_of(target)
+    kept = SimpleNamespace(chip=chip, moves={}, plans=BoundedDict(10_000))
+    runs = [tuple(range(a, min(n, a + rng.randint(1, 12)))) for a in rng.sample(range(n), 4)]
+    for _ in range(40):
+        ops = rng.choice(runs)
+        work = group_work(graph, ops, target)
+        spp = rng.choice((1, 2, 4))
+        order = rng.sample(range(cores), cores)
+        size = rng.choice([k for k in (1, 2, 4, 8) if k <= cores])
+        parts = tuple(tuple(order[i:i + size]) for i in range(0, rng.choice((size, cores)), size))
+        fresh = SimpleNamespace(chip=chip, moves={}, plans=BoundedDict(10))
+        assert _flows_of(exchange_flows(kept, ops, work, spp, parts)) == _flows_of(
+            exchange_flows(fresh, ops, work, spp, parts))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_movement_plans_see_sample_ranges_by_their_differences(data: st.DataObject) -> None:
+    """What lets a transfer's (and a group step's) kept flows be keyed by layouts relative to
+    its first sample: a movement plan between two layouts is the same after both are shifted
+    by the same number of samples."""
+    from sim._moves import move_plan
+    from sim._plans import shift
+    from sim._resources import chip_of
+
+    chip = chip_of(TARGETS["default"])
+    cores = st.lists(st.integers(0, 7), min_size=1, max_size=4, unique=True).map(tuple)
+
+    def layout() -> Any:
+        scope = data.draw(st.sampled_from(("L1", "LLB", "DDR")))
+        spp = data.draw(st.sampled_from((1, 2, 4)))
+        pieces, first = [], data.draw(st.integers(0, 8))
+        for _ in range(data.draw(st.integers(1, 3))):
+            parts = tuple(data.draw(cores) for _ in range(data.draw(st.integers(1, 2))))
+            pieces.append((first, spp, parts))
+            first += spp * len(parts) + data.draw(st.integers(0, 2))
+        return (scope, tuple(pieces))
+
+    src, dst, off = layout(), layout(), data.draw(st.integers(-8, 8))
+    assert move_plan(chip, shift(src, off), shift(dst, off), {}) == move_plan(chip, src, dst, {})
