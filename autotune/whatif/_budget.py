@@ -198,7 +198,9 @@ def later_options(late: GuidedOptions, history: Sequence[float | None], trials_p
     9,270.1 from the DDR-13 sibling's best, which seed 0's log does not hold (no record of
     any variant, fitted, is faster there than its best). Offline, 150 more measurements
     from that best with ``apart=20`` and no polish reached 9,478.3 and 9,507.9 (sampler
-    seeds 0 and 1), the chunk as it is 9,510.2 (no polish) and 9,514.2 (50, polished).
+    seeds 0 and 1), the chunk as it is 9,510.2 (no polish) and 9,514.2 (50, polished). In the
+    sweep (``restart=20``) the miss stayed (9,518.2), and MobileNetV2 seed 0's 384K / DDR 27 lost
+    the pass its kicked chunks had found (1,654.0 against 1,634.6): off by default.
     """
     if restart > 0 and stalled(history, trials_per_variant, RESTART_TOL):
         return replace(late, apart=restart, polish_after=-1)
