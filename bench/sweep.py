@@ -111,7 +111,7 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
               only: tuple[str, ...] = ("cold", "sweep", "pretrained"),
               screen: tuple[str, ...] = (), graft: int | None = None,
               regroup: int | None = None, kick: int | None = None,
-              lend: bool = True) -> dict[str, Any]:
+              lend: bool = True, restart: int = 0) -> dict[str, Any]:
     from autotune._tune import load_tasks
     from autotune.whatif._graft import GRAFTS
     from autotune.whatif._regroup import KICK, REGROUPS
@@ -139,7 +139,7 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
               allocate="adaptive" if run == "sweep" else "equal", screen=run in screen,
               graft=GRAFTS if graft is None else graft,
               regroup=REGROUPS if regroup is None else regroup, kick=KICK if kick is None else kick,
-              lend=lend)
+              lend=lend, restart=restart)
         seconds[run], cpu[run] = time.time() - t0, time.process_time() - c0
         print(f"{name}: {run} done in {seconds[run]:.0f} s (cpu {cpu[run]:.0f} s)", flush=True)
     rows = []
@@ -414,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="1 (the default): a stalled variant lends its chunk to a variant it "
                          "dominates whose best is as fast (autotune.whatif._budget.lend_to); "
                          "0: each keeps its chunks (the sweep before it)")
+    ap.add_argument("--restart", type=int, default=0,
+                    help="after a chunk that gained < 0.01 %%, a variant's next chunk breeds from "
+                         "candidates this many parameters from its best, unpolished "
+                         "(autotune.whatif._budget.later_options; default 0: never)")
     ap.add_argument("--held-out", nargs="*", default=None,
                     help="held-out models for the shipped model (no names: the four full-size)")
     ap.add_argument("--held-out-trials", type=int, default=150)
@@ -443,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
                                "screened": {"runs": args.screen, "population": _budget.POPULATION,
                                             "generations": _budget.GENERATIONS},
                                "graft": args.graft, "regroup": args.regroup, "kick": args.kick,
-                               "lend": args.lend}
+                               "lend": args.lend, "restart": args.restart}
     for name in args.models:
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}
         results["models"].append(run_model(name, args.batch, opts, sets, args.cold_trials,
@@ -451,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
                                            tuple(args.runs.split(",")),
                                            tuple(x for x in args.screen.split(",") if x),
                                            args.graft, args.regroup, args.kick,
-                                           bool(args.lend)))
+                                           bool(args.lend), args.restart))
         (out / "results.json").write_text(json.dumps(results, indent=1))
     if args.held_out is not None:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,

@@ -156,6 +156,11 @@ class GuidedOptions:
             shape of its own), polished after the one-move neighbourhood (0: never).
             Measured with 2 workers on MobileNetV2 b16, where tunes stalled at
             1,507-1,516 µs (``bench/results/tuning.md``, 2026-11-27, h82).
+        apart: 0 (the default: evolution breeds from the best), or a restart elsewhere:
+            evolution's parents are the best measured candidates that differ from the
+            incumbent (the best measured when this sampler first breeds) in at least this
+            many parameters, so its lines leave the incumbent's basin (a sweep's stalled
+            variant: :func:`autotune.whatif._budget.restart_guided`). ``tune`` never sets it.
     """
 
     population: int = 96
@@ -178,6 +183,7 @@ class GuidedOptions:
     polish_kick: int = 0
     kick_limit: int | None = 32
     polish_deep: int = 48
+    apart: int = 0
 
 
 @dataclass
@@ -237,6 +243,7 @@ class GuidedSampler(BaseSampler):
         # the best of the others (the own line), and the island of each request not back yet
         self._borrowed: set[str] = set()
         self._own_top: list[tuple[float, int, str]] = []
+        self._incumbent: np.ndarray | None = None  # options.apart's reference (_apart)
         self._islands: deque[bool] = deque()
         o = self.options
         self.polish = PolishState(o.polish_after, o.polish_limit,
@@ -603,6 +610,8 @@ class GuidedSampler(BaseSampler):
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = own  # until the next request: scores, snapshot
         best = self._own_best(o.parents) if own else self._best(o.parents)
+        if o.apart > 0:
+            best = self._apart(o.parents, own)
         parents = tuple(best)
         base, seen = self._seen_parts(pending)
         share = max(1, share) if parents else 1
@@ -806,6 +815,24 @@ class GuidedSampler(BaseSampler):
         mine = [(-y, i + 1, c) for i, (c, y) in enumerate(self._scores.items())
                 if c not in self._borrowed]
         self._own_top = sorted(mine)[:self.options.parents]
+
+    def _apart(self, k: int, own: bool) -> list[np.ndarray]:
+        """The vectors of the ``k`` best measured candidates (of the own line if ``own``) that
+        differ from the incumbent in at least ``options.apart`` parameters, best first (the
+        incumbent: the best measured when first asked, kept for this sampler's life)."""
+        if self._incumbent is None and self._top:
+            self._incumbent = self._vectors[self._top[0][2]]
+        ref = self._incumbent
+        order = sorted(((-y, i, c) for i, (c, y) in enumerate(self._scores.items())
+                        if not (own and c in self._borrowed)))
+        out: list[np.ndarray] = []
+        for _, _, c in order:
+            v = self._vectors[c]
+            if ref is None or int(np.count_nonzero(v != ref)) >= self.options.apart:
+                out.append(v)
+                if len(out) >= k:
+                    break
+        return out
 
     def _own_best(self, k: int) -> list[np.ndarray]:
         """The vectors of the ``k`` best measured candidates of the own line, best first."""

@@ -51,9 +51,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
 
-__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "TWIN", "allot", "chunk_guided",
-           "chunk_size", "cross_reserve", "lend_to", "probe_size", "score", "screened",
-           "stalled"]
+__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "RESTART_TOL", "TWIN", "allot",
+           "chunk_guided", "chunk_size", "cross_reserve", "later_options", "lend_to", "probe_size",
+           "score", "screened", "stalled"]
 
 ALPHA = 0.2
 """Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
@@ -165,15 +165,48 @@ def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0,
     return ALPHA * backward + (1 - ALPHA) * forward
 
 
-def stalled(history: Sequence[float | None], trials_per_variant: int) -> bool:
+def stalled(history: Sequence[float | None], trials_per_variant: int, tol: float = 0.0) -> bool:
     """Whether a variant whose best after each of its records is ``history`` (the sweep's
     ``_histories``) had a chunk after its probe and its last chunk (:func:`chunk_size`
-    records) left its best as it was."""
+    records) left its best as it was (``tol``: or gained less than this share of it)."""
     c = chunk_size(trials_per_variant)
     if len(history) < probe_size(trials_per_variant) + c:
         return False
     now, before = history[-1], history[-c - 1]
-    return now is not None and before is not None and now >= before
+    return now is not None and before is not None and now >= before * (1.0 - tol)
+
+
+RESTART_TOL = 1e-4
+"""A chunk that gained less than this share of the best counts as stalled for a restart
+(:func:`later_options`): ResNet-50 b16 seed 0's L1 384K / DDR 27 gained 1e-12 us in its
+third chunk (9,518.163398148146 -> ...145), so ``stalled`` never held and no kick came."""
+
+
+def later_options(late: GuidedOptions, history: Sequence[float | None], trials_per_variant: int,
+                  kick: int = 0, restart: int = 0) -> GuidedOptions:
+    """The guided sampler's options of a variant's later chunk (``late``: :func:`chunk_guided`)
+    after its records' bests ``history``.
+
+    ``restart`` > 0 and the last chunk gained less than :data:`RESTART_TOL`: a restart
+    elsewhere, evolution bred from the best measured candidates that differ from the best in
+    at least ``restart`` parameters (``GuidedOptions.apart``) and no polish (which would climb
+    from the best again). Else ``kick`` > 0 and the last chunk left the best as it was: the
+    polish kicked (``polish_kick``). Else ``late``.
+
+    Why (``bench/results/sweep.md``, twenty-second pass): the sweep's one miss (ResNet-50 b16
+    seed 0, L1 384K / DDR 27, 9,518.1 us, bar 9,435.8) is a basin; seed 2's sweep reached
+    9,270.1 from the DDR-13 sibling's best, which seed 0's log does not hold (no record of
+    any variant, fitted, is faster there than its best). Offline, 150 more measurements
+    from that best with ``apart=20`` and no polish reached 9,478.3 and 9,507.9 (sampler
+    seeds 0 and 1), the chunk as it is 9,510.2 (no polish) and 9,514.2 (50, polished). In the
+    sweep (``restart=20``) the miss stayed (9,518.2), and MobileNetV2 seed 0's 384K / DDR 27 lost
+    the pass its kicked chunks had found (1,654.0 against 1,634.6): off by default.
+    """
+    if restart > 0 and stalled(history, trials_per_variant, RESTART_TOL):
+        return replace(late, apart=restart, polish_after=-1)
+    if kick > 0 and stalled(history, trials_per_variant):
+        return replace(late, polish_kick=kick)
+    return late
 
 
 TWIN = 1e-4

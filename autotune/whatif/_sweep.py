@@ -43,7 +43,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
@@ -58,7 +57,7 @@ from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._feasible import infeasible, infeasible_reason
 from autotune.whatif._graft import GRAFTS, graft_seeds
 from autotune.whatif._nearest import cross_sources, lenders, tuning_order
-from autotune.whatif._regroup import KICK, REGROUPS, stalled
+from autotune.whatif._regroup import KICK, REGROUPS
 from autotune.whatif._rows import SweepResult, SweepRow
 from autotune.whatif._targets import Variant
 
@@ -95,6 +94,7 @@ def sweep(
     regroup: int = REGROUPS,
     kick: int = KICK,
     lend: bool = True,
+    restart: int = 0,
 ) -> SweepResult:
     """Tune ``models`` on every variant into ``log``; write the table and plots to ``out``.
 
@@ -133,6 +133,8 @@ def sweep(
         lend: A variant picked for a chunk after one that left its best as it was lends it to
             a variant it dominates whose best is as fast (:func:`autotune.whatif._budget.lend_to`:
             one basin, and the smaller's finds fit the larger); False: each keeps its chunks.
+        restart: After a chunk that gained < 0.01 %, breed from candidates this many parameters
+            from the best, unpolished (:func:`autotune.whatif._budget.later_options`; 0: never).
 
     Raises:
         GraphtuneError: a bad argument, model or log (before anything is measured).
@@ -162,10 +164,9 @@ def sweep(
     def run(variant: Variant, trials: int, finished: Sequence[Variant],
             extra: Sequence[Callable[[JobState], None]], loud: bool | None,
             seeds: dict[str, list[Any]] | None = None) -> None:
-        """Tune ``variant`` to ``trials`` records, warm from ``finished``. A later chunk (``loud``
-        None) takes only their seeds: its own rows rank by then (WarmRanker.own_enough).
-        ``seeds``: these warm seeds instead, all measured (the final cross-round: the levels
-        were measured in the probe, so they are no baseline that drops a seed either)."""
+        """Tune ``variant`` to ``trials`` records, warm from ``finished``. A later chunk (``loud`` None)
+        takes only their seeds: its own rows rank by then (WarmRanker.own_enough). ``seeds``: these
+        instead, all measured (the cross-round: the levels were measured, so no baseline drops one)."""
         warm_seeds, ranker = seeds, None
         if warm and finished and seeds is None:
             if loud is not None:  # the probe: its cold share first (:mod:`._cold`)
@@ -175,9 +176,10 @@ def sweep(
                                             rows=loud is not None,
                                             graft=(graft, seed, memos, regroup))
         late = None if loud is not None else chunk_guided(trials_per_variant)  # polish sooner
-        if late is not None and kick and stalled(_histories(log_path, tasks, [variant]).get(
-                variant.key, []), trials_per_variant):
-            late = dataclasses.replace(late, polish_kick=kick)
+        if late is not None and (kick or restart):  # kicked, or a restart elsewhere, if stalled
+            from autotune.whatif._budget import later_options as later
+            late = later(late, _histories(log_path, tasks, [variant]).get(variant.key, []),
+                         trials_per_variant, kick, restart)
         late = screened(late) if screen else late  # more evolution per measurement
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,
                    search=SearchOptions(seed=seed, ranker=ranker, warm_schedules=warm_seeds,
@@ -351,8 +353,7 @@ def _floor(tasks: Sequence[Task], variant: Variant) -> float:
 
 def _histories(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
                ) -> dict[str, list[float | None]]:
-    """Variant key -> the tasks' weighted best latency after each of its records, in log order
-    (None until every task has run once)."""
+    """Variant key -> the tasks' weighted best latency after each record, in log order (None first)."""
     weight = {t.key: float(t.weight) for t in tasks}
     best: dict[str, dict[str, float]] = {}
     out: dict[str, list[float | None]] = {}
@@ -519,9 +520,8 @@ def _fastest(recs: Sequence[Record], n: int) -> list[Record]:
 def _failure_reason(log_path: str, tasks: Sequence[Task], variant: Variant) -> str:
     recs = _records(log_path, tasks, [variant]).get(variant.key, {})
     errors = [r.result for by in recs.values() for r in by if r.result.status.value != "ok"]
-    for r in errors:
-        if r.status.value == "capacity":
-            return f"capacity: every schedule measured overflows ({r.error})"
+    for r in (r for r in errors if r.status.value == "capacity"):
+        return f"capacity: every schedule measured overflows ({r.error})"
     if errors:
         return f"no schedule ran: {errors[0].status.value}: {errors[0].error}"
     return "no schedule was measured"

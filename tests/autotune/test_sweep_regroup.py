@@ -216,15 +216,16 @@ def test_a_sweep_kicks_a_stalled_variants_next_chunk_and_asks_for_regroupings(
     ``stalled`` before it (here: every other time it asks; ``kick=0``: never), and asks
     ``graft_seeds`` for ``regroup`` regroupings."""
     import autotune._tune as tune_module
+    import autotune.whatif._budget as budget_module
     import autotune.whatif._sweep as sweep_module
 
     seen: list[tuple[bool, int]] = []
     asked: list[int] = []
-    real_tune, real_stalled, real_gs = tune_module.tune, sweep_module.stalled, sweep_module.graft_seeds
+    real_tune, real_stalled, real_gs = tune_module.tune, budget_module.stalled, sweep_module.graft_seeds
     state: dict[str, Any] = {"stalled": False}
 
-    def spy_stalled(history: Any, tpv: int) -> bool:  # every other asked: stalled
-        real_stalled(history, tpv)
+    def spy_stalled(history: Any, tpv: int, tol: float = 0.0) -> bool:  # every other asked: stalled
+        real_stalled(history, tpv, tol)
         state["n"] = state.get("n", 0) + 1
         state["stalled"] = state["n"] % 2 == 1
         return state["stalled"]
@@ -239,7 +240,7 @@ def test_a_sweep_kicks_a_stalled_variants_next_chunk_and_asks_for_regroupings(
         asked.append(args[8] if len(args) > 8 else kwargs.get("regroup", 0))
         return real_gs(*args, **kwargs)
 
-    monkeypatch.setattr(sweep_module, "stalled", spy_stalled)
+    monkeypatch.setattr(budget_module, "stalled", spy_stalled)  # as later_options asks it
     monkeypatch.setattr(tune_module, "tune", spy_tune)
     monkeypatch.setattr(sweep_module, "graft_seeds", spy_gs)
     vs = make_variants(BASE, [parse_set("l1.data_bytes=384K,1M")])
@@ -248,7 +249,8 @@ def test_a_sweep_kicks_a_stalled_variants_next_chunk_and_asks_for_regroupings(
         asked.clear()
         state["n"] = 0  # the first asked: stalled
         sweep_module.sweep([small[0]], vs, trials_per_variant=24, log=tmp_path / f"k{kick}.jsonl",
-                           workers=0, seed=0, pretrained=False, kick=kick, regroup=2)
+                           workers=0, seed=0, pretrained=False, kick=kick, regroup=2,
+                           lend=False)  # lend_to asks the patched stalled too
         assert seen and asked and set(asked) == {2}
         assert all(k == (kick if was else 0) for was, k in seen)
         assert any(was for was, _ in seen) == bool(kick)  # stalled is asked only with kicks
