@@ -104,15 +104,19 @@ def single_tensor_cuts(graph: Graph) -> list[int]:
     return cuts
 
 
-def group_order(graph: Graph, groups: Sequence[GroupSpec]) -> list[str]:
+def group_order(graph: Graph, groups: Sequence[GroupSpec], *, every_op: bool = False) -> list[str]:
     """GroupSpec names in a topological order (ties: smallest op index first).
+
+    Args:
+        every_op: walk every op's predecessors, not the outside predecessors kept per op
+            set (the reference the kept ones are tested against; the same order).
 
     Raises:
         ScheduleError: the groups form a cycle (named).
     """
     owner = {i: g.name for g in groups for i in g.ops}
     deps: dict[str, set[str]] = {g.name: set() for g in groups}
-    if len(owner) == sum([len(g.ops) for g in groups]):
+    if not every_op and len(owner) == sum([len(g.ops) for g in groups]):
         # no op in two groups: an op's predecessors inside its own op set are its group's,
         # so only those outside it (remembered per op set) can add a dependency
         memo = memo_of(graph)
