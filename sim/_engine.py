@@ -62,7 +62,18 @@ from sim._model import (
     group_cost,
 )
 from sim._moves import Layout, MovePlan, fixed_plan, move_plan
-from sim._plans import StepPlan, make_plan, placement_cores, plans_of, shift, step_label, transfer_flows
+from sim._plans import (
+    StepPlan,
+    group_token,
+    make_plan,
+    ops_token,
+    placement_cores,
+    plans_of,
+    shift,
+    step_label,
+    transfer_flows,
+    transfer_token,
+)
 from sim._resources import Chip, Reservations, chip_of
 from sim._result import DmaEvent, SimError, SimResult, step_record
 
@@ -88,6 +99,25 @@ def _move_cache(target: Target) -> dict[object, MovePlan]:
     return {}
 
 
+# by id, each target kept beside its chip and caches (the caches above are found by the
+# target's value: hashing a Target runs its dataclasses' __hash__ in Python, three times a run)
+_TARGETS: dict[int, tuple[Target, Chip, dict[object, MovePlan],
+                          dict[tuple[float, tuple[int, ...]], _Flows]]] = {}
+
+
+def _of_target(target: Target) -> tuple[Target, Chip, dict[object, MovePlan],
+                                         dict[tuple[float, tuple[int, ...]], _Flows]]:
+    """``(target, chip_of(target), _move_cache(target), _weight_cache(target))``, remembered
+    by the target's identity."""
+    hit = _TARGETS.get(id(target))
+    if hit is None or hit[0] is not target:
+        if len(_TARGETS) >= 32:
+            _TARGETS.clear()
+        hit = _TARGETS[id(target)] = (target, chip_of(target), _move_cache(target),
+                                      _weight_cache(target))
+    return hit
+
+
 class _Sim:
     """One simulation's state (lives for one ``run`` call)."""
 
@@ -95,9 +125,7 @@ class _Sim:
                  memory: MemoryPlan) -> None:
         self.g, self.s, self.t = graph, schedule, target
         self.memory = memory
-        self.chip: Chip = chip_of(target)
-        self.moves = _move_cache(target)
-        self.wcache = _weight_cache(target)
+        _, self.chip, self.moves, self.wcache = _of_target(target)
         if len(self.wcache) > _MOVE_CACHE_LIMIT:
             self.wcache.clear()
         if len(self.moves) > _MOVE_CACHE_LIMIT:
@@ -162,22 +190,33 @@ class _Sim:
         self.cores_of: list[tuple[int, ...]] = []
         self.info_of: dict[str, GroupStatic] = {}  # by group name (its chunks share it)
         self.group_cores: set[tuple[int, ...]] = set()  # the group steps' core tuples
+        # each node's layout token (sim._plans.layout_token: its layout relative to its first
+        # sample, with its cores) and first sample: what the step plans' keys are made of
+        self.toks: list[int] = []
+        self.firsts: list[int] = []
         for node in order:
             if node[0] == "g":
                 gr = groups[node[1]]
-                self.layouts.append(group_layout(gr, node[2], g.batch))
+                lay = group_layout(gr, node[2], g.batch)
+                self.layouts.append(lay)
                 info = self.info_of.get(gr.name)
                 if info is None:
                     info = self.info_of[gr.name] = _group_static(g, gr.ops, self.half_wb)
                 self.provides.append(info.output)
-                cores = placement_cores(gr.chunks[node[2]])
+                place = gr.chunks[node[2]]
+                cores = placement_cores(place)
                 self.cores_of.append(cores)
                 self.group_cores.add(cores)
+                self.toks.append(group_token(place, g.batch // gr.split, cores))
             else:
                 tr = transfers[node[1]]
-                self.layouts.append(transfer_layout(tr, g.batch))
+                lay = transfer_layout(tr, g.batch)
+                self.layouts.append(lay)
                 self.provides.append(tr.tensor)
-                self.cores_of.append(placement_cores(tr.placement))
+                cores = placement_cores(tr.placement)
+                self.cores_of.append(cores)
+                self.toks.append(transfer_token(tr, lay, cores, g.batch))
+            self.firsts.append(lay[1][0][0])
         self.deps_of = {pos[n]: [pos[d] for d in ds] for n, ds in deps.items()}
         for i, node in enumerate(order):
             dep_idx = self.deps_of.get(i, [])
@@ -235,12 +274,11 @@ class _Sim:
         every schedule that runs it the same way, shares one plan. Also returns the steps
         providing the plan's ``kinds``, in order.
         """
-        provides, layouts, cores_of = self.provides, self.layouts, self.cores_of
+        provides, toks, firsts = self.provides, self.toks, self.firsts
         by_tensor = {provides[d]: d for d in dep_idx}
         info = self.info_of[gr.name]
-        dst = layouts[k]
-        off = dst[1][0][0]
-        got: list[tuple[Layout, tuple[int, ...]] | None] = []
+        off = firsts[k]
+        got: list[tuple[int, int] | None] = []
         deps: list[int] = []
         for name, _, _ in info.inputs:
             d = by_tensor.get(name)
@@ -248,15 +286,17 @@ class _Sim:
                 got.append(None)
                 continue
             deps.append(d)
-            src = layouts[d]
-            if off:  # shift(src, off), inline: every step of every run makes its key
-                src = (src[0], tuple([(first - off, n, p) for first, n, p in src[1]]))
-            got.append((src, cores_of[d]))
-        key = (gr.ops, samples, shift(dst, off), streamed_names, srcs := tuple(got))
+            got.append((toks[d], firsts[d] - off))
+        # the layouts by their tokens (the source's relative to the step's first sample: its
+        # own first sample minus the step's), a short key of ints and the streamed set
+        key = (ops_token(gr.ops), samples, toks[k], streamed_names, tuple(got))
         plan: StepPlan | None = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = make_plan(self, key[2], cores_of[k], gr, spp, samples,
-                                                    info, srcs, streamed_names)
+            layouts, cores_of = self.layouts, self.cores_of
+            srcs = tuple(None if d is None else (shift(layouts[d], off), cores_of[d])
+                         for d in map(by_tensor.get, (name for name, _, _ in info.inputs)))
+            plan = self.plans[key] = make_plan(self, shift(layouts[k], off), cores_of[k], gr,
+                                                    spp, samples, info, srcs, streamed_names)
         return plan, tuple(deps)
 
     def group_step(self, k: int, gr: GroupSpec, chunk: int, dep_idx: list[int]) -> SimError | None:
@@ -467,9 +507,10 @@ class _Sim:
         cores = self.cores_of[k]
         # its flows, kept with the step plans (by tensor, layouts and cores), layouts relative
         # to its first sample as a group step's (the model input's layout is absolute)
-        off = dst[1][0][0] if dep_idx else 0
-        key = ("transfer", tr.tensor, shift(dst, off), cores,
-               tuple((shift(self.layouts[d], off), self.cores_of[d]) for d in dep_idx))
+        firsts, toks = self.firsts, self.toks
+        off = firsts[k] if dep_idx else 0
+        key = ("transfer", tr.tensor, toks[k], firsts[k] - off,
+               tuple([(toks[d], firsts[d] - off) for d in dep_idx]))
         hit: tuple[_Flows, bytes | None] | None = self.plans.get(key)
         if hit is None:
             fl = transfer_flows(self, tr.tensor, dst, cores, dep_idx)

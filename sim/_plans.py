@@ -14,6 +14,7 @@ its timeline; made once, a plan is never mutated, so results are the same bit fo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
 from compiler.footprint import sample_bytes
@@ -28,12 +29,13 @@ from sim._resources import Chip
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
-    from compiler.schedule import GroupSpec, Placement, Step
+    from compiler.schedule import GroupSpec, Placement, Step, Transfer
     from compiler.target import Target
 
 __all__ = ["PLAN_LIMIT", "TARGETS_KEPT", "PlanContext", "StepPlan", "exchange_flows",
-           "inputs_flows", "make_plan", "placement_cores", "plans_of", "shift", "step_label",
-           "transfer_flows"]
+           "group_token", "inputs_flows", "layout_token", "make_plan", "ops_token",
+           "placement_cores", "plans_of", "shift", "step_label", "transfer_flows",
+           "transfer_token"]
 
 _MODEL_INPUT = -1
 _NONE: Flows | None = Flows()  # "not kept" (a kept exchange may be None)
@@ -138,6 +140,73 @@ def step_label(step: Step) -> str:
             _LABELS.clear()
         hit = _LABELS[id(step)] = (step, str(step))
     return hit[1]
+
+
+# Tokens: small ints standing for a value in the step plans' keys, so a key is a short tuple
+# of ints (hashed and compared in a few instructions) instead of nested layout tuples
+# hashed and compared element by element on every step of every run. A token stands for
+# one value for the life of the process (numbers are never reused, even when the table is
+# cleared: a value met again after a clear gets a new number, which only misses the plans
+# kept under the old one), so equal tokens mean equal values.
+_NEXT = count()
+_TOKENS: dict[object, int] = {}
+# by id, each object kept beside its token (the decoder interns placements, op tuples and
+# transfers, so ids repeat across candidates)
+_BY_ID: dict[tuple[int, int], tuple[object, int]] = {}
+
+
+def layout_token(norm: Layout, cores: tuple[int, ...]) -> int:
+    """The token of a layout taken relative to its first sample (``shift(layout,
+    first)``) with the cores of its placement."""
+    key = (norm, cores)
+    tok = _TOKENS.get(key)
+    if tok is None:
+        if len(_TOKENS) >= 4 * PLAN_LIMIT:
+            _TOKENS.clear()
+        tok = _TOKENS[key] = next(_NEXT)
+    return tok
+
+
+def _by_id(obj: object, n: int) -> int | None:
+    hit = _BY_ID.get((id(obj), n))
+    return hit[1] if hit is not None and hit[0] is obj else None
+
+
+def _keep(obj: object, n: int, tok: int) -> int:
+    if len(_BY_ID) >= 4 * PLAN_LIMIT:
+        _BY_ID.clear()
+    _BY_ID[(id(obj), n)] = (obj, tok)
+    return tok
+
+
+def ops_token(ops: tuple[int, ...]) -> int:
+    """The token of an op set (an op tuple), remembered by the tuple's identity."""
+    tok = _by_id(ops, -1)
+    if tok is None:
+        tok = _keep(ops, -1, layout_token(("ops", ops), ()))  # type: ignore[arg-type]
+    return tok
+
+
+def group_token(place: Placement, samples: int, cores: tuple[int, ...]) -> int:
+    """:func:`layout_token` of a group chunk at ``place`` running ``samples`` samples
+    (:func:`compiler.layout.group_layout` relative to its first sample), remembered by the
+    placement's identity."""
+    tok = _by_id(place, samples)
+    if tok is None:
+        parts = place.core_bind
+        norm = (place.mem_scope, ((0, samples // len(parts), parts),))
+        tok = _keep(place, samples, layout_token(norm, cores))
+    return tok
+
+
+def transfer_token(tr: Transfer, layout: Layout, cores: tuple[int, ...], batch: int) -> int:
+    """:func:`layout_token` of a transfer's ``layout`` (its
+    :func:`compiler.layout.transfer_layout` at ``batch``), remembered by the transfer's
+    identity."""
+    tok = _by_id(tr, batch)
+    if tok is None:
+        tok = _keep(tr, batch, layout_token(shift(layout, layout[1][0][0]), cores))
+    return tok
 
 
 def shift(layout: Layout, off: int) -> Layout:

@@ -144,3 +144,36 @@ def test_movement_plans_see_sample_ranges_by_their_differences(data: st.DataObje
 
     src, dst, off = layout(), layout(), data.draw(st.integers(-8, 8))
     assert move_plan(chip, shift(src, off), shift(dst, off), {}) == move_plan(chip, src, dst, {})
+
+
+def test_a_token_stands_for_one_value_even_after_the_table_is_cleared() -> None:
+    from sim import _plans
+
+    a = ("L1", ((0, 2, ((0, 1), (2, 3))),))
+    b = ("L1", ((0, 2, ((0, 1), (2, 3))),))  # equal, another object
+    tok = _plans.layout_token(a, (0, 1, 2, 3))
+    assert _plans.layout_token(b, (0, 1, 2, 3)) == tok
+    assert _plans.layout_token(a, (0, 1)) != tok  # the cores count
+    assert _plans.layout_token(("LLB", a[1]), (0, 1, 2, 3)) != tok  # the scope counts
+    _plans._TOKENS.clear()
+    again = _plans.layout_token(a, (0, 1, 2, 3))
+    assert again != tok  # a new number: a plan kept under the old one is missed, never wrong
+    assert _plans.layout_token(("DDR", a[1]), ()) not in (tok, again)
+
+
+def test_tokens_by_identity_are_the_tokens_by_value() -> None:
+    from compiler.schedule import Placement
+    from sim import _plans
+
+    p = Placement("L1", ((0, 1), (2, 3)))
+    q = Placement("L1", ((0, 1), (2, 3)))  # equal, another object
+    r = Placement("L1", ((0, 1, 2, 3),))
+    cores = (0, 1, 2, 3)
+    assert _plans.group_token(p, 4, cores) == _plans.group_token(q, 4, cores)
+    assert _plans.group_token(p, 4, cores) == _plans.layout_token(
+        ("L1", ((0, 2, ((0, 1), (2, 3))),)), cores)
+    assert _plans.group_token(p, 4, cores) != _plans.group_token(p, 2, cores)  # samples
+    assert _plans.group_token(p, 4, cores) != _plans.group_token(r, 4, cores)  # the parts
+    ops, same = (1, 2, 3), tuple([1, 2, 3])
+    assert ops is not same and _plans.ops_token(ops) == _plans.ops_token(same)
+    assert _plans.ops_token((1, 2)) != _plans.ops_token(ops)
