@@ -42,6 +42,25 @@ def validate_schedule(s: GraphSchedule, graph: Graph, target: Target | None) -> 
     _check_order(s, graph)
 
 
+def mark_valid(s: object, graph: Graph, target: Target) -> None:
+    """Remember that ``s`` is valid for ``graph`` on ``target`` (it passed
+    :func:`validate_schedule`, or a search space decoded it for that graph and target: valid
+    by construction), so :func:`known_valid` answers yes. A schedule is frozen: once valid
+    for a (graph, target), it stays valid."""
+    from compiler.memo import memo_of
+
+    memo_of(s, limit=8)[("valid", id(graph), target.hash)] = graph
+
+
+def known_valid(s: object, graph: Graph, target: Target) -> bool:
+    """Whether :func:`mark_valid` was called for ``s``, this graph object and this target's
+    value (the simulator validates a schedule only when not)."""
+    from compiler.memo import peek_memo
+
+    memo = peek_memo(s)
+    return memo is not None and memo.get(("valid", id(graph), target.hash)) is graph
+
+
 def _check_partition(s: GraphSchedule, graph: Graph) -> None:
     """The groups' names, op sets, order and outputs (what :func:`validate_schedule`'s memo of
     partitions stands for)."""

@@ -763,8 +763,10 @@ class Space:
     # ---- checks and reporting --------------------------------------------------------------
     def precheck(self, schedule: GraphSchedule) -> Check:
         """Structure (``GraphSchedule.validate``; skipped for schedules this space decoded,
-        valid by construction) and capacity (:func:`compiler.capacity.check_capacity`,
+        valid by construction, which are marked valid so the simulator skips it too:
+        ``compiler._validate.mark_valid``) and capacity (:func:`compiler.capacity.check_capacity`,
         the simulator's own model, without timing)."""
+        from compiler._validate import mark_valid
         from compiler.capacity import check_capacity
 
         try:
@@ -776,6 +778,8 @@ class Space:
                 schedule.validate(graph, self.target)
             except ScheduleError as exc:
                 return Check(False, "structure", str(exc))
+        else:  # the simulator then takes it as valid too (compiler._validate.mark_valid)
+            mark_valid(schedule, graph, self.target)
         issue = check_capacity(graph, schedule, self.target)
         if issue is not None:
             return Check(False, "capacity", issue.message)

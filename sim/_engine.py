@@ -38,16 +38,15 @@ from __future__ import annotations
 from array import array
 from collections.abc import MutableSequence
 from dataclasses import replace
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from compiler._validate import known_valid, mark_valid
 from compiler.bound import lower_bound_cycles
 from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_memory
 from compiler.derive import chunk_dag
 from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
 from compiler.layout import group_layout, transfer_layout
-from compiler.memo import memo_of
 from sim._ctime import MAX_CORES, built, new_state, pack_transfer
 from sim._ctime import load as _load_csim
 from sim._flows import Flows as _Flows
@@ -56,12 +55,8 @@ from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
 from sim._host import HostSegment, host_ops
 from sim._invariants import check_invariants
-from sim._model import (
-    ComputeCost,
-    GroupWork,
-    group_cost,
-)
-from sim._moves import Layout, MovePlan, fixed_plan, move_plan
+from sim._model import ComputeCost, GroupWork, group_cost
+from sim._moves import Layout, fixed_plan, move_plan
 from sim._plans import (
     StepPlan,
     group_token,
@@ -71,10 +66,11 @@ from sim._plans import (
     plans_of,
     shift,
     step_label,
+    target_caches,
     transfer_flows,
     transfer_token,
 )
-from sim._resources import Chip, Reservations, chip_of
+from sim._resources import Reservations
 from sim._result import DmaEvent, SimError, SimResult, step_record
 
 if TYPE_CHECKING:
@@ -86,36 +82,6 @@ __all__ = ["run"]
 
 Node = tuple[str, str, int]
 _MODEL_INPUT = -1
-_MOVE_CACHE_LIMIT = 200_000
-@lru_cache(maxsize=32)
-def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], _Flows]:
-    """Weight flows of one target by (bytes, cores), shared by every simulation."""
-    return {}
-
-
-@lru_cache(maxsize=32)
-def _move_cache(target: Target) -> dict[object, MovePlan]:
-    """Movement plans of one target, shared by every simulation."""
-    return {}
-
-
-# by id, each target kept beside its chip and caches (the caches above are found by the
-# target's value: hashing a Target runs its dataclasses' __hash__ in Python, three times a run)
-_TARGETS: dict[int, tuple[Target, Chip, dict[object, MovePlan],
-                          dict[tuple[float, tuple[int, ...]], _Flows]]] = {}
-
-
-def _of_target(target: Target) -> tuple[Target, Chip, dict[object, MovePlan],
-                                         dict[tuple[float, tuple[int, ...]], _Flows]]:
-    """``(target, chip_of(target), _move_cache(target), _weight_cache(target))``, remembered
-    by the target's identity."""
-    hit = _TARGETS.get(id(target))
-    if hit is None or hit[0] is not target:
-        if len(_TARGETS) >= 32:
-            _TARGETS.clear()
-        hit = _TARGETS[id(target)] = (target, chip_of(target), _move_cache(target),
-                                      _weight_cache(target))
-    return hit
 
 
 class _Sim:
@@ -125,11 +91,7 @@ class _Sim:
                  memory: MemoryPlan) -> None:
         self.g, self.s, self.t = graph, schedule, target
         self.memory = memory
-        _, self.chip, self.moves, self.wcache = _of_target(target)
-        if len(self.wcache) > _MOVE_CACHE_LIMIT:
-            self.wcache.clear()
-        if len(self.moves) > _MOVE_CACHE_LIMIT:
-            self.moves.clear()
+        self.chip, self.moves, self.wcache = target_caches(target)
         # a group step's cost is a pure function of its key: kept with the step plans, so
         # the steps that gather tables (priced on the timeline) find it in later runs too
         self.plans = plans_of(graph, target)
@@ -190,8 +152,7 @@ class _Sim:
         self.cores_of: list[tuple[int, ...]] = []
         self.info_of: dict[str, GroupStatic] = {}  # by group name (its chunks share it)
         self.group_cores: set[tuple[int, ...]] = set()  # the group steps' core tuples
-        # each node's layout token (sim._plans.layout_token: its layout relative to its first
-        # sample, with its cores) and first sample: what the step plans' keys are made of
+        # each node's layout token (sim._plans.layout_token) and first sample: the plans' keys
         self.toks: list[int] = []
         self.firsts: list[int] = []
         for node in order:
@@ -287,8 +248,7 @@ class _Sim:
                 continue
             deps.append(d)
             got.append((toks[d], firsts[d] - off))
-        # the layouts by their tokens (the source's relative to the step's first sample: its
-        # own first sample minus the step's), a short key of ints and the streamed set
+        # layouts by their tokens, a source's first sample relative to the step's: a short key
         key = (ops_token(gr.ops), samples, toks[k], streamed_names, tuple(got))
         plan: StepPlan | None = self.plans.get(key)
         if plan is None:
@@ -610,13 +570,13 @@ class _Sim:
 def run(graph: Graph, schedule: GraphSchedule, target: Target, record: bool = True
         ) -> SimResult | SimError:
     """Validate and simulate; never raises for a bad schedule (see the module doc)."""
-    # A schedule is frozen: once valid for a (graph, target), it stays valid.
-    memo = memo_of(schedule, limit=8)
-    mark = ("sim.valid", id(graph), target.hash)
+    # A schedule is frozen: once valid for a (graph, target), it stays valid (validated by an
+    # earlier run, or decoded by a search space of this graph and target: its pre-check
+    # marks it, valid by construction).
     try:
-        if memo.get(mark) is not graph:
+        if not known_valid(schedule, graph, target):
             schedule.validate(graph, target)
-            memo[mark] = graph
+            mark_valid(schedule, graph, target)
     except ScheduleError as exc:
         graph = in_compute_dtype(graph, target)
         bound_us = target.cycles_to_us(lower_bound_cycles(graph, graph.batch, target))

@@ -6,7 +6,8 @@ A tune's candidates share most of their steps with the ones they were bred from:
 step's flows (loads and streams by source, the exchange between a part's cores, the
 output's store), its compute cost when it gathers no tables and its host segment depend
 only on its op set, its layout and its inputs' providers' layouts and cores, all taken
-relative to the step's first sample (:func:`shift`). Each simulation books the plans on
+relative to the step's first sample (:func:`shift`), which its key says with tokens
+(:func:`layout_token`: ints, cheap to hash and compare). Each simulation books the plans on
 its timeline; made once, a plan is never mutated, so results are the same bit for bit
 (``tests/sim/test_step_plans.py``).
 """
@@ -14,6 +15,7 @@ its timeline; made once, a plan is never mutated, so results are the same bit fo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
@@ -25,7 +27,7 @@ from sim._flows import Flows, GroupStatic
 from sim._host import host_segment_cycles
 from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_work, halo_reach
 from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
-from sim._resources import Chip
+from sim._resources import Chip, chip_of
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -34,8 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PLAN_LIMIT", "TARGETS_KEPT", "PlanContext", "StepPlan", "exchange_flows",
            "group_token", "inputs_flows", "layout_token", "make_plan", "ops_token",
-           "placement_cores", "plans_of", "shift", "step_label", "transfer_flows",
-           "transfer_token"]
+           "placement_cores", "plans_of", "shift", "step_label", "target_caches",
+           "transfer_flows", "transfer_token"]
 
 _MODEL_INPUT = -1
 _NONE: Flows | None = Flows()  # "not kept" (a kept exchange may be None)
@@ -140,6 +142,46 @@ def step_label(step: Step) -> str:
             _LABELS.clear()
         hit = _LABELS[id(step)] = (step, str(step))
     return hit[1]
+
+
+_MOVE_CACHE_LIMIT = 200_000
+
+
+@lru_cache(maxsize=32)
+def _weight_cache(target: Target) -> dict[tuple[float, tuple[int, ...]], Flows]:
+    """Weight flows of one target by (bytes, cores), shared by every simulation."""
+    return {}
+
+
+@lru_cache(maxsize=32)
+def _move_cache(target: Target) -> dict[object, MovePlan]:
+    """Movement plans of one target, shared by every simulation."""
+    return {}
+
+
+# by id, each target kept beside its chip and caches (the caches above are found by the
+# target's value: hashing a Target runs its dataclasses' __hash__ in Python, three times a run)
+_TARGETS: dict[int, tuple[Target, Chip, dict[object, MovePlan],
+                          dict[tuple[float, tuple[int, ...]], Flows]]] = {}
+
+
+def target_caches(target: Target) -> tuple[Chip, dict[object, MovePlan],
+                                           dict[tuple[float, tuple[int, ...]], Flows]]:
+    """A simulation's ``(chip_of(target), movement plans, weight flows)``, shared by every
+    simulation on an equal target and found by the target's identity; each cache is
+    emptied past 200,000 entries."""
+    hit = _TARGETS.get(id(target))
+    if hit is None or hit[0] is not target:
+        if len(_TARGETS) >= 32:
+            _TARGETS.clear()
+        hit = _TARGETS[id(target)] = (target, chip_of(target), _move_cache(target),
+                                      _weight_cache(target))
+    _, chip, moves, wcache = hit
+    if len(wcache) > _MOVE_CACHE_LIMIT:
+        wcache.clear()
+    if len(moves) > _MOVE_CACHE_LIMIT:
+        moves.clear()
+    return chip, moves, wcache
 
 
 # Tokens: small ints standing for a value in the step plans' keys, so a key is a short tuple
