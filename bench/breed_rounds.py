@@ -152,7 +152,7 @@ def _replay(space: Any, rec: dict[str, Any], warm: int, rounds: int, split: bool
         per = 1e3 * total / decoded
         print(f"cpu ms a decoded candidate: {per:.4f} (load {os.getloadavg()[0]:.2f})")
         rest = total - sum(clock.t.values())
-        for k, v in sorted(clock.t.items()) + [("rest", rest)]:
+        for k, v in [*sorted(clock.t.items()), ("rest", rest)]:
             print(f"  {k:14s} {1e3 * v / decoded:.4f}  {100 * v / total:5.1f} %")
         print(f"  gc (inside the above) {1e3 * gc_s[0] / decoded:.4f}  {100 * gc_s[0] / total:5.1f} %"
               f" in {gc_s[1]} collections")
