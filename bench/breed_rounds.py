@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # after PYTHONPATH: a tree to compare
 
 MODELS = {"bert_base": 8, "resnet50": 16, "bert_large": 8, "mobilenet_v2": 16, "gpt1": 8}
 
