@@ -31,7 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # after PYTHONPATH: a tree to compare
+# the tree on PYTHONPATH first (to replay another tree's code), this one after it; not this
+# directory (bench/cost_model.py would stand for the package)
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 MODELS = {"bert_base": 8, "resnet50": 16, "bert_large": 8, "mobilenet_v2": 16, "gpt1": 8}
 
@@ -147,7 +150,8 @@ def _replay(space: Any, rec: dict[str, Any], warm: int, rounds: int, split: bool
     total = time.process_time() - t0
     if split:
         gc.callbacks.remove(on_gc)
-    print(f"rounds {len(todo) - warm} decoded {decoded} picks {picks}")
+    print(f"rounds {len(todo) - warm} decoded {decoded} picks {picks} "
+          f"(tree {Path(_breed.__file__).resolve().parents[2]})")
     if split and decoded:
         per = 1e3 * total / decoded
         print(f"cpu ms a decoded candidate: {per:.4f} (load {os.getloadavg()[0]:.2f})")
