@@ -80,13 +80,6 @@ if TYPE_CHECKING:
 __all__ = ["Check", "Projection", "Space", "SpaceError", "SpaceOptions", "build_space", "build_spaces"]
 
 _MOVES = ("boundary", "merge", "split_group", "split", "rebind", "scope", "reorder")
-# Children (mutated, crossed over) a space remembers by their vector (Space._child): a
-# tune's evolution draws a vector it decoded before for ~11 % of its children (BERT-base
-# b8 and ResNet-50 b16 tunes' breeding, half of them within ~200-300 decodes), and decoding
-# is a pure function of the vector. Bounded (oldest first): each is a whole decoded
-# schedule (~66 KB on BERT-base b8, ~38 KB on ResNet-50 b16, as many as Breeder.HELD_PICKS);
-# 1024 take ~86 % of what 2048 would (9 % of a BERT-base tune's decodes at 2048, 7.8 %).
-RECENT_CHILDREN = 1024
 _FIRST_GRAIN = GRANULARITIES.index("1/32")  # the coarsest granularity with boundaries
 
 
@@ -261,8 +254,6 @@ class Space:
         # what marks this space's own decodes (_remember): not the space, so a kept
         # schedule does not keep the space alive
         self._token = _Token()
-        # the last RECENT_CHILDREN children decoded, by their vector's bytes (_child)
-        self._children: dict[bytes, GraphSchedule] = {}
         self._layout()
 
     def __getstate__(self) -> tuple[Any, ...]:
@@ -451,21 +442,6 @@ class Space:
         object.__setattr__(s, "_space_known", _Mark(self._token, vec.copy(), rec.active))
         return s
 
-    def _child(self, vec: np.ndarray) -> GraphSchedule:
-        """``_decode_marked(vec)`` of a child's int16 vector, the same object as the last
-        time this space decoded that vector for a child (the last :data:`RECENT_CHILDREN`):
-        decoding is deterministic, a schedule is not changed once made (its memo and mark
-        are caches of what it is), so the object stands for a second decode of it."""
-        if vec.dtype != np.int16:  # (the bytes of another type's equal vector differ)
-            return self._decode_marked(vec)
-        key = vec.tobytes()
-        s = self._children.get(key)
-        if s is None:
-            s = self._children[key] = self._decode_marked(vec)
-            if len(self._children) > RECENT_CHILDREN:
-                del self._children[next(iter(self._children))]
-        return s
-
     def decode(self, vector: np.ndarray | Sequence[int]) -> GraphSchedule:
         """The schedule a vector of choice indices describes (inactive entries ignored).
 
@@ -585,7 +561,7 @@ class Space:
             child = self._move(vec, kind, by_kind, cut_free, rng, cuts)
             if child is None:
                 continue
-            s = self._child(child)
+            s = self._decode_marked(child)
             if key_text(s) != key:
                 return s
         return schedule
@@ -716,7 +692,7 @@ class Space:
         va, vb = self.encode(a), self.encode(b)
         take_a = rng.random(self._n_units) < 0.5
         child = np.where(take_a[self._unit_of_free], va, vb).astype(np.int16)
-        return self._child(child)
+        return self._decode_marked(child)
 
     # ---- projection ----------------------------------------------------------------------
     def project(self, schedule: GraphSchedule) -> Projection:
