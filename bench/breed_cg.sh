@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Callgrind instructions per decoded candidate of a tune's breeding (issue 20), load-independent.
+#
+# usage: bench/breed_cg.sh TREE RECORDING [WARM] [ROUNDS] [OUTDIR]
+#   RECORDING: made by `bench/breed_rounds.py record` (any tree: the rounds are data).
+# Runs `bench/breed_rounds.py replay` of TREE under valgrind twice, with --rounds 0 and with
+# --rounds ROUNDS (both after WARM rounds), and prints (Ir(ROUNDS) - Ir(0)) / decoded.
+# PYTHONHASHSEED is fixed (0) so both runs hash alike. Each run is ~50x the native time.
+set -e
+TREE=$1; REC=$2; WARM=${3:-5}; ROUNDS=${4:-10}; OUT=${5:-$(mktemp -d)}
+PY=${PY:-/work/main/.venv/bin/python}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT"
+ir() {  # ROUNDS -> total Ir of the run
+  PYTHONHASHSEED=0 PYTHONPATH=$TREE valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.$1.out" \
+    "$PY" "$HERE/breed_rounds.py" replay "$REC" --warm "$WARM" --rounds "$1" > "$OUT/replay.$1.txt" 2>"$OUT/vg.$1.log"
+  grep -m1 '^summary:\|^totals:' "$OUT/cg.$1.out" | awk '{print $2}'
+}
+a=$(ir 0); b=$(ir "$ROUNDS")
+dec=$(awk '/^rounds/{print $4}' "$OUT/replay.$ROUNDS.txt")
+echo "tree $TREE rounds $WARM+$ROUNDS decoded $dec Ir $a -> $b per decoded $(( (b - a) / dec ))"
