@@ -8,10 +8,12 @@ before), ``slim`` sends the picks this worker bred as their ids alone
 (``autotune.running._ray_pool.slim``), ``both`` runs the two, each in a fresh process,
 and prints the CPU of each. The measurements must be equal (checked).
 
-Under ``valgrind --tool=callgrind`` run ``--mode full`` and ``--mode slim`` apart: the
-setup and the breeding are the same instructions in both, so the difference of the two
-totals is the difference of the batches (load-independent; CPU clocks on a shared
-machine are not).
+For load-independent counts, ``--save F`` writes the batches as sent (both ways) and
+the JSON each worker held beside its picks; ``--io F --mode full|slim`` then does only
+what differs between the two ways, ten times over: the driver's pickling of each call's
+argument, the worker's unpickling, and ``Breeder.take``'s comparison of a sent JSON with
+the held one (full only). Run it under ``valgrind --tool=callgrind`` for each mode (a
+process that imports nothing else: its count is the batches' plus a constant).
 
 Run: ``python bench/batch_cost.py [--model bert_base] [--mode both] [--batches 4]``
 """
@@ -20,11 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import pickle
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -38,7 +41,21 @@ from autotune.sampling._ranker import CostModelRanker  # noqa: E402
 from compiler.target import Target  # noqa: E402
 
 
-def run(model: str, mode: str, batches: int) -> tuple[float, list[tuple[str, float | None]]]:
+def io(path: str, mode: str, rounds: int = 10) -> int:
+    """The serialisation and comparison of ``--save``'s batches (see the module doc)."""
+    with open(path, "rb") as f:
+        saved = pickle.load(f)
+    n = 0
+    for _ in range(rounds):
+        for full, thin, held in saved:
+            got = pickle.loads(pickle.dumps(full if mode == "full" else thin, protocol=5))
+            for made, obj in zip(held, got[1]):
+                n += obj is None or made == obj
+    return n
+
+
+def run(model: str, mode: str, batches: int, save: str = ""
+        ) -> tuple[float, list[tuple[str, float | None]]]:
     """CPU seconds of the batches (pickling, unpickling, measuring) and their results."""
     graph = zoo_graph(model)
     target = Target.default()
@@ -50,15 +67,22 @@ def run(model: str, mode: str, batches: int) -> tuple[float, list[tuple[str, flo
     bred = worker.breed("k", request, CostModelRanker(graph, target, seed=0).snapshot())
     picks = pickle.loads(pickle.dumps(bred)).picks  # as the driver holds them
     out: list[tuple[str, float | None]] = []
+    saved: list[Any] = []
     c0 = time.process_time()
     for b in range(0, min(len(picks), 8 * batches), 8):
         part = picks[b:b + 8]
         packed = ("k", [p.json for p in part], None, [p.cid for p in part],
                   pack_vectors([(graph.batch, p.vector) for p in part]))
         sent = slim(packed, range(len(part))) if mode == "slim" else packed
+        if save:  # the JSON each pick was bred with, as the worker holds it (its own copy)
+            saved.append((packed, slim(packed, range(len(part))),
+                          [pickle.loads(pickle.dumps(p.json)) for p in part]))
         _, got, _ = worker.measure_packed(pickle.loads(pickle.dumps(sent, protocol=5)))
         assert got is not None
         out += [(m["status"], m["latency_us"]) for m in got]
+    if save:
+        with open(save, "wb") as f:
+            pickle.dump(saved, f, protocol=5)
     return time.process_time() - c0, out
 
 
@@ -68,7 +92,13 @@ def main() -> None:
     ap.add_argument("--mode", default="both", choices=("full", "slim", "both"))
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--json", action="store_true", help="print one JSON line (for --mode both)")
+    ap.add_argument("--save", default="", help="write the batches to this file (see --io)")
+    ap.add_argument("--io", default="", help="only the batches' serialisation, from --save's file")
     args = ap.parse_args()
+    if args.io:
+        assert args.mode != "both", "--io: one --mode a process (a callgrind count each)"
+        print(f"{args.mode}: {io(args.io, args.mode)} picks stood for their JSON")
+        return
     if args.mode == "both":
         got = {}
         for mode in ("full", "slim"):
@@ -80,7 +110,7 @@ def main() -> None:
         assert got["full"]["results"] == got["slim"]["results"], "the measurements differ"
         print("measurements equal")
         return
-    cpu, results = run(args.model, args.mode, args.batches)
+    cpu, results = run(args.model, args.mode, args.batches, args.save)
     line = (f"{args.model} {args.mode}: {len(results)} measured, "
             f"{1e3 * cpu / len(results):.3f} CPU ms a measurement (pickle, unpickle, measure)")
     print(json.dumps({"line": line, "results": results}) if args.json else line)

@@ -189,3 +189,42 @@ def test_equal_distributions_of_other_types_write_their_own_json(tmp_path: Path)
     ints = _storage.distribution_to_json(CategoricalDistribution((0, 1)))
     bools = _storage.distribution_to_json(CategoricalDistribution((False, True)))
     assert "[0, 1]" in ints and "[false, true]" in bools
+
+
+def test_a_created_trial_is_read_into_the_replay_as_optuna_reads_it_from_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tune's storage reads a templated trial it wrote into its replay itself
+    (``_trials._replay_own``: C-level maps, not the replay's loops over the names): the
+    trials equal those a fresh ``JournalStorage`` reads from the journal file."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    from autotune.running import _trials
+
+    own: list[bool] = []
+    real = _trials._replay_own
+
+    def spy(storage: Any, texts: dict[str, str]) -> bool:
+        own.append(real(storage, texts))
+        return own[-1]
+
+    monkeypatch.setattr(_trials, "_replay_own", spy)
+    _register()
+    path = str(tmp_path / "t.journal")
+    journal = BufferedJournalFile(path)
+    storage = journal_storage(journal)
+    study = optuna.create_study(storage=storage, study_name="s")
+    for t in _templates():
+        storage.create_new_trial(study._study_id, template_trial=t)
+    # read itself: all but the one with a float distribution (Optuna's call writes it)
+    assert own == [True] * 7
+    got = storage.get_all_trials(study._study_id, deepcopy=False)
+    journal.flush()
+    want = JournalStorage(JournalFileBackend(path)).get_all_trials(0, deepcopy=False)
+    journal.close()
+    assert len(got) == len(want) == 8
+    for g, w in zip(got, want):
+        assert _same(g.params, w.params) and g.distributions == w.distributions
+        assert list(g.distributions) == list(w.distributions)
+        assert {k: v for k, v in vars(g).items() if k not in ("_params", "_distributions")} \
+            == {k: v for k, v in vars(w).items() if k not in ("_params", "_distributions")}
