@@ -12,8 +12,9 @@ For load-independent counts, ``--save F`` writes the batches as sent (both ways)
 the JSON each worker held beside its picks; ``--io F --mode full|slim`` then does only
 what differs between the two ways, ten times over: the driver's pickling of each call's
 argument, the worker's unpickling, and ``Breeder.take``'s comparison of a sent JSON with
-the held one (full only). Run it under ``valgrind --tool=callgrind`` for each mode (a
-process that imports nothing else: its count is the batches' plus a constant).
+the held one (full only), the collector set as in a worker (``search_gc``). Run it
+under ``valgrind --tool=callgrind`` for each mode (the rest of the process is the same in
+both: the difference of the counts is the batches').
 
 Run: ``python bench/batch_cost.py [--model bert_base] [--mode both] [--batches 4]``
 """
@@ -43,14 +44,17 @@ from compiler.target import Target  # noqa: E402
 
 def io(path: str, mode: str, rounds: int = 10) -> int:
     """The serialisation and comparison of ``--save``'s batches (see the module doc)."""
+    from compiler.memo import search_gc
+
     with open(path, "rb") as f:
         saved = pickle.load(f)
     n = 0
-    for _ in range(rounds):
-        for full, thin, held in saved:
-            got = pickle.loads(pickle.dumps(full if mode == "full" else thin, protocol=5))
-            for made, obj in zip(held, got[1]):
-                n += obj is None or made == obj
+    with search_gc():  # the collector as in a worker (and in the driver)
+        for _ in range(rounds):
+            for full, thin, held in saved:
+                got = pickle.loads(pickle.dumps(full if mode == "full" else thin, protocol=5))
+                for made, obj in zip(held, got[1]):
+                    n += obj is None or made == obj
     return n
 
 
