@@ -41,7 +41,9 @@ def journal_storage(backend: Any) -> Any:
 
     storage = JournalStorage(backend)
     needs = ("_thread_lock", "_write_log", "_sync_with_backend", "_replay_result")
+    replay = ("_apply_create_trial", "_trials", "log_number_read")  # (_replay_own)
     if (all(hasattr(storage, n) for n in needs)
+            and all(hasattr(storage._replay_result, n) for n in replay)
             and hasattr(_storage, "JournalOperation") and hasattr(_storage, "SNAPSHOT_INTERVAL")):
         storage.__class__ = _cheap_trials()
     return storage
