@@ -4,15 +4,14 @@
 ``--params`` of ``--space`` categorical parameters a trial, a different subset each time,
 as BERT-base s128 b8's ~226 of ~400), four user attributes and a completed state each,
 the journal flushed every ``--flush`` trials: through the storage a tune opens
-(``autotune.running._journal.open_storage``). ``--replay optuna`` reads each created trial
-into the storage's replay with Optuna's own ``apply_logs`` (``_trials._replay_own`` off),
-``own`` (default) as the tune does. Prints the CPU ms a trial.
+(``autotune.running._journal.open_storage``). Prints the CPU ms a trial.
 
-Under ``valgrind --tool=callgrind`` run ``--replay optuna`` and ``--replay own`` apart:
-the same instructions but the replay's, so the difference of the totals is the replay's
-(load-independent).
+Under ``valgrind --tool=callgrind``, two runs at different ``--trials`` give the
+instructions a trial (the slope; load-independent). At h125's da643b9 it had a
+``--replay`` option comparing a created trial read into the replay by C-level maps with
+Optuna's reading: no gain (``bench/results/tuning.md``), dropped.
 
-Run: ``python bench/trial_cost.py [--trials 300] [--replay own]``
+Run: ``python bench/trial_cost.py [--trials 300]``
 """
 
 from __future__ import annotations
@@ -25,17 +24,14 @@ import time
 from pathlib import Path
 
 
-def run(trials: int, space: int, params: int, flush: int, replay: str) -> float:
+def run(trials: int, space: int, params: int, flush: int) -> float:
     """CPU seconds of ``trials`` trials (see the module doc)."""
     import optuna
     from optuna.distributions import CategoricalDistribution
     from optuna.trial import FrozenTrial, TrialState
 
-    from autotune.running import _trials
     from autotune.running._journal import open_storage
 
-    if replay == "optuna":
-        _trials._replay_own = lambda storage, texts: False  # type: ignore[assignment]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     rng = random.Random(0)
     dists = {f"p{i}": CategoricalDistribution(tuple(range(2 + i % 19))) for i in range(space)}
@@ -74,11 +70,10 @@ def main() -> None:
     ap.add_argument("--space", type=int, default=400)
     ap.add_argument("--params", type=int, default=226)
     ap.add_argument("--flush", type=int, default=40)
-    ap.add_argument("--replay", default="own", choices=("own", "optuna"))
     args = ap.parse_args()
-    cpu = run(args.trials, args.space, args.params, args.flush, args.replay)
-    print(f"{args.trials} trials, replay {args.replay}: {1e3 * cpu / args.trials:.3f} CPU ms a "
-          "trial (the main thread and the journal writer's)")
+    cpu = run(args.trials, args.space, args.params, args.flush)
+    print(f"{args.trials} trials: {1e3 * cpu / args.trials:.3f} CPU ms a trial (the main "
+          "thread and the journal writer's)")
 
 
 if __name__ == "__main__":

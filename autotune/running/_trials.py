@@ -13,9 +13,7 @@ choices' indices), with C-level maps over the trial's names: a trial's parameter
 different subset of the space's on most trials (85 sets in 115 BERT-base trials), so
 nothing is kept per set. Anything it cannot write the same way (a value not found by a
 lookup, such as a NaN that is not the choice's own object; another kind of distribution),
-and a template-less call, goes to Optuna's own ``create_new_trial``. The trial written is
-read into the storage's replay by :func:`_replay_own` (Optuna's ``_apply_create_trial``
-with the distributions and parameters converted by C-level maps: the same objects).
+and a template-less call, goes to Optuna's own ``create_new_trial``.
 
 :class:`LineEncoder` makes the journal file's lines (``BufferedJournalFile._append``).
 
@@ -26,7 +24,6 @@ If Optuna's internals this relies on are not there, :func:`journal_storage` is a
 from __future__ import annotations
 
 import functools
-import operator
 from datetime import UTC
 from typing import Any
 
@@ -41,9 +38,7 @@ def journal_storage(backend: Any) -> Any:
 
     storage = JournalStorage(backend)
     needs = ("_thread_lock", "_write_log", "_sync_with_backend", "_replay_result")
-    replay = ("_apply_create_trial", "_trials", "log_number_read")  # (_replay_own)
     if (all(hasattr(storage, n) for n in needs)
-            and all(hasattr(storage._replay_result, n) for n in replay)
             and hasattr(_storage, "JournalOperation") and hasattr(_storage, "SNAPSHOT_INTERVAL")):
         storage.__class__ = _cheap_trials()
     return storage
@@ -86,8 +81,7 @@ def _cheap_trials() -> type:
             log["intermediate_values"] = t.intermediate_values
             with self._thread_lock:
                 self._write_log(_storage.JournalOperation.CREATE_TRIAL, log)
-                if not _replay_own(self, log["distributions"]):
-                    self._sync_with_backend()
+                self._sync_with_backend()
                 trial_id: int = self._replay_result._last_created_trial_id_by_this_process
                 if (isinstance(self._backend, _storage.BaseJournalSnapshot) and trial_id != 0
                         and trial_id % _storage.SNAPSHOT_INTERVAL == 0):
@@ -97,37 +91,6 @@ def _cheap_trials() -> type:
             return trial_id
 
     return CheapTrials
-
-
-def _replay_own(storage: Any, texts: dict[str, str]) -> bool:
-    """Read the trial just written (the one operation not yet replayed, whose distributions
-    are ``texts``) into the storage's replay as Optuna's ``_apply_create_trial`` does, its
-    distributions and parameters converted with C-level maps instead of its two loops over
-    the names (the parameters' values are the choices at their indices: what
-    ``CategoricalDistribution.to_external_repr`` returns; the distributions the same
-    objects, from the same cached ``json_to_distribution``). False: not that operation, or
-    another kind of distribution (nothing read: the caller syncs as Optuna does)."""
-    from optuna.distributions import CategoricalDistribution
-    from optuna.storages.journal import _storage
-
-    replay = storage._replay_result
-    pending = list(storage._backend.read_logs(replay.log_number_read))
-    if len(pending) != 1 or pending[0].get("distributions") is not texts:
-        return False
-    op = pending[0]
-    dists = list(map(_storage.json_to_distribution, texts.values()))
-    if not all(type(d) is CategoricalDistribution for d in dists):
-        return False
-    names = list(texts)
-    params = dict(zip(names, map(operator.getitem, map(operator.attrgetter("choices"), dists),
-                                 op["params"].values())))
-    replay.log_number_read += 1
-    replay._apply_create_trial({k: v for k, v in op.items()
-                                if k != "distributions" and k != "params"})
-    trial = replay._trials[replay._last_created_trial_id_by_this_process]
-    trial._distributions = dict(zip(names, dists))
-    trial._params = params
-    return True
 
 
 class _Known:
