@@ -146,7 +146,8 @@ class _Worker:
         (:func:`autotune.running._ray_pool.slim`): measured as the schedule held
         (``Breeder.take``); if one is not held (the process restarted, or dropped it),
         nothing is measured and the answer is ``(host, None, 0.0)``: the pool sends the
-        batch again with every JSON.
+        batch again with every JSON (the batch's other held picks were taken: they are
+        then decoded from their vectors or parsed, the same measurement).
         """
         turn: AbstractContextManager[Any] = self._turns or nullcontext()
         if self._turns is not None:
