@@ -181,6 +181,8 @@ class CpuProbe:
                         - d.get("w_breed", 0.0),
                         # measured as the object their worker bred (Breeder.take)
                         "w_held": d.get("w_held", 0.0),
+                        # batches sent again whole: a pick sent by id was not held (slim)
+                        "resent": float(getattr(self.pool, "resent", 0)),
                         "decoded": d["decoded"], "decoded_polish": d["decoded_polish"],
                         "fits": d["fits"],
                         # the collector's CPU inside the parts above, and its collections
@@ -195,7 +197,8 @@ def split_text(f: dict[str, float]) -> str:
         return ""
     n = f.get("split_n") or f["n"]
     parts = ("driver_main", "driver_fit", "driver_ray", "w_measure", "w_breed", "w_other")
-    held = f" (measured where bred: {100 * f.get('w_held', 0.0) / n:.0f} %)" if n else ""
+    held = (f" (measured where bred: {100 * f.get('w_held', 0.0) / n:.0f} %, batches sent "
+            f"again whole: {f.get('resent', 0.0):.0f})") if n else ""
     effort = (f"; decoded per measurement {f.get('decoded', 0.0) / n:.2f} (polish "
               f"{f.get('decoded_polish', 0.0) / n:.2f}), "
               f"{f.get('fits', 0.0):.0f} retrainings") if n else ""

@@ -301,7 +301,7 @@ class RecordWriter:
 
     def write(self, record: Record) -> None:
         """Append one record (see the class contract)."""
-        data = record.to_line().encode("utf-8")
+        data = record.to_line_bytes()  # (to_line() is these bytes decoded)
         with self._lock:
             if self._fd < 0:
                 raise ValueError(f"writer for {self.path} is closed")
@@ -436,7 +436,7 @@ def write_records_atomic(path: str | os.PathLike[str], records: Iterable[Record]
     count = 0
     try:
         for record in records:
-            out.write(record.to_line().encode("utf-8"))
+            out.write(record.to_line_bytes())
             count += 1
         out.commit()
     except OutputError as exc:

@@ -5,7 +5,8 @@ dashboard) with one CPU per worker; ``address`` joins an existing cluster
 instead. Each actor receives every task's graph, the target and the measurer
 in its constructor (one ``ray.put`` for the graphs), so a batch carries only
 schedule JSON (with the picks' ids and vectors as bytes), in one argument
-(``_Worker.measure_packed``: cheaper than Ray's serialisation of each argument).
+(``_Worker.measure_packed``: cheaper than Ray's serialisation of each argument); a
+pick goes to the worker that bred it as its id alone (:func:`slim`).
 Actors also breed the guided sampler's rounds (:meth:`RayPool.submit_breed`; the cost
 model goes to the object store once per snapshot, unpickled once per actor). Actors restart when they
 die; the batch they held comes back as ``worker_lost`` measurements (breeding they
@@ -174,6 +175,7 @@ class RayPool(MeasurePool):
         self._bred_on: set[int] = set()  # units that bred (since their process last started)
         self._bred_by: dict[str, int] = {}  # candidate id of a pick -> the worker that bred it
         self._cancelled = 0  # breeding calls cancelled in a row (asked again: bounded)
+        self.resent = 0  # batches sent again whole: a pick sent without its JSON was not held
         self._refs: dict[Any, _InFlight] = {}
         # By process (an actor): with one slot each and no breeders, process k is worker k.
         self._pings: dict[Any, int] = {}  # ping of a restarting process -> its index
@@ -245,39 +247,44 @@ class RayPool(MeasurePool):
                cids: Sequence[str] | None = None,
                vectors: Sequence[tuple[int, np.ndarray] | None] | None = None) -> None:
         k = self._least_loaded()
+        packed = (task_key, list(schedules), self._timeout_s, list(cids) if cids else None,
+                  pack_vectors(vectors))
+        owned: list[int] = []
         if cids:
-            k = self._holder(k, cids)
-        self._send(batch_id, (task_key, list(schedules), self._timeout_s,
-                              list(cids) if cids else None, pack_vectors(vectors)), k)
+            k, owned = self._holder(k, cids)
+        self._send(batch_id, packed, k, sent=slim(packed, owned))
 
-    def _send(self, batch_id: int, packed: tuple[Any, ...], k: int, tries: int = 0) -> None:
+    def _send(self, batch_id: int, packed: tuple[Any, ...], k: int, tries: int = 0,
+              sent: tuple[Any, ...] | None = None) -> None:
+        """Send a batch to worker ``k``: ``sent`` if given (its picks bred there without their
+        JSON: :func:`slim`), else ``packed``, which is kept for a call sent again."""
         a = self._actor_of(k)
-        ref = self._actors[a].measure_packed.remote(packed)
+        ref = self._actors[a].measure_packed.remote(packed if sent is None else sent)
         size = len(packed[1])
         deadline = time.monotonic() + _BATCH_GRACE_S + (self._timeout_s or 60.0) * size
         self._refs[ref] = _InFlight(batch_id, size, a, deadline, unit=k, packed=packed,
                                     tries=tries)
         self._load[k] += 1
 
-    def _holder(self, k: int, cids: Sequence[str]) -> int:
+    def _holder(self, k: int, cids: Sequence[str]) -> tuple[int, list[int]]:
         """Worker ``k`` (the least loaded), or one as little loaded that bred most of the
-        batch (it measures its own picks as the objects it built: see ``Breeder.take``).
+        batch (it measures its own picks as the objects it built: see ``Breeder.take``);
+        and the positions of the picks the chosen worker bred (sent without their JSON).
 
         Only among equals (the same breeding jobs and batches): a worker is never kept
         waiting, or left with a shorter queue, so that another measures its picks.
         """
         votes: dict[int, int] = {}
-        for cid in cids:
-            w = self._bred_by.pop(cid, None)
+        bred = [self._bred_by.pop(cid, None) for cid in cids]
+        for w in bred:
             if w is not None:
                 votes[w] = votes.get(w, 0) + 1
-        if not votes or k in votes:
-            return k
-        h = max(votes, key=lambda w: votes[w])
-        if (self._actor_of(h) not in self._down and self._breeds[h] == self._breeds[k]
-                and self._load[h] == self._load[k]):
-            return h
-        return k
+        if votes and k not in votes:
+            h = max(votes, key=lambda w: votes[w])
+            if (self._actor_of(h) not in self._down and self._breeds[h] == self._breeds[k]
+                    and self._load[h] == self._load[k]):
+                k = h
+        return k, [i for i, w in enumerate(bred) if w == k]
 
     def submit_breed(self, batch_id: int, task_key: str, request: BreedRequest,
                      scorer: Scorer) -> None:
@@ -383,6 +390,11 @@ class RayPool(MeasurePool):
             host, out, seconds = ray.get(ref)
         except ray.exceptions.RayError as exc:
             return self._failed(job, exc)
+        if out is None:  # it no longer held a pick sent without its JSON: sent again, whole
+            self.resent += 1
+            assert job.packed is not None  # (a measuring call's argument is kept)
+            self._send(job.batch_id, job.packed, job.unit, job.tries)
+            return None
         return Finished(job.batch_id, host, tuple(map(measurement_from_json, out)), seconds=seconds)
 
     def _failed(self, job: _InFlight, exc: BaseException) -> Finished | None:
@@ -528,6 +540,25 @@ class RayPool(MeasurePool):
                 pass
         if self._stop_ray is not None:
             self._stop_ray()
+
+
+def slim(packed: tuple[Any, ...], owned: Sequence[int]) -> tuple[Any, ...] | None:
+    """A batch's call argument with the picks at ``owned`` (bred by the worker it goes to)
+    as None, their vectors too: the worker measures the schedule it holds (``Breeder.take``)
+    and never reads their JSON, so it is not sent (a BERT-base s128 schedule's is ~17 KB
+    pickled, ~0.3 ms of the worker's CPU to unpickle and ~0.15 of the driver's to pickle).
+    A worker that no longer holds one (restarted, or it dropped the pick) answers None, and
+    the pool sends ``packed`` again (:meth:`RayPool._collect`). None: nothing to leave out."""
+    if not owned:
+        return None
+    task_key, schedules, timeout_s, cids, vectors = packed
+    schedules = list(schedules)
+    vectors = None if vectors is None else list(vectors)
+    for i in owned:
+        schedules[i] = None
+        if vectors is not None:
+            vectors[i] = None
+    return task_key, schedules, timeout_s, cids, vectors
 
 
 def _actor_maker(target: Target, measurer: Measurer, slots: int, cpus: float,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -135,26 +136,40 @@ class _Worker:
                 "held": float(b.taken) if b is not None else 0.0,
                 "rebuilt": float(b.rebuilt) if b is not None else 0.0}
 
-    def measure(self, task_key: str, schedules: Sequence[dict[str, Any]],
+    def measure(self, task_key: str, schedules: Sequence[dict[str, Any] | None],
                 timeout_s: float | None, cids: Sequence[str] | None = None,
                 vectors: Sequence[tuple[int, np.ndarray] | None] | None = None
-                ) -> tuple[str, list[dict[str, Any]], float]:
+                ) -> tuple[str, list[dict[str, Any]] | None, float]:
+        """Measure a batch: ``(host, measurements as JSON, wall seconds)``.
+
+        A schedule given as None is a pick this process bred, sent as its id alone
+        (:func:`autotune.running._ray_pool.slim`): measured as the schedule held
+        (``Breeder.take``); if one is not held (the process restarted, or dropped it),
+        nothing is measured and the answer is ``(host, None, 0.0)``: the pool sends the
+        batch again with every JSON (the batch's other held picks were taken: they are
+        then decoded from their vectors or parsed, the same measurement).
+        """
         turn: AbstractContextManager[Any] = self._turns or nullcontext()
         if self._turns is not None:
             self._loaded.wait(LOAD_WAIT_S)
         with turn, working():
             t0, c0 = time.perf_counter(), time.thread_time()  # the wall seconds come back too
-            held = (self._breeder.take(task_key, cids, schedules, vectors) if self._breeder
+            held = (self._breeder.take(task_key, cids, schedules, vectors)  # type: ignore[arg-type]
+                    if self._breeder
                     else None)
             graph = self._graphs.get(task_key)
             if graph is None:  # restarted, and not loaded again (the pool loads it)
                 raise WorkerNotLoaded(f"the worker holds no graph {task_key!r}")
-            host, out = measure_json(self._measurer, graph, schedules,
+            if None in schedules and (held is None or any(
+                    obj is None and s is None for obj, s in zip(schedules, held))):
+                return socket.gethostname(), None, 0.0  # a pick sent by id is not here
+            host, out = measure_json(self._measurer, graph, schedules,  # type: ignore[arg-type]
                                      self._target, timeout_s, held)
             self._spent["measure"] += time.thread_time() - c0
             return host, out, time.perf_counter() - t0  # (what breeding is weighed by)
 
-    def measure_packed(self, packed: tuple[Any, ...]) -> tuple[str, list[dict[str, Any]], float]:
+    def measure_packed(self, packed: tuple[Any, ...]
+                       ) -> tuple[str, list[dict[str, Any]] | None, float]:
         """:meth:`measure` with its arguments in one tuple, the vectors as bytes
         (:func:`pack_vectors`: what :class:`autotune.running._ray_pool.RayPool` sends):
         Ray serialises each argument of a call apart, and numpy arrays out of band, which

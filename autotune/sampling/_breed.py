@@ -345,9 +345,10 @@ class Breeder:
             for k, (cid, obj) in enumerate(zip(cids, schedules)):
                 s = self._held.pop((task_key, cid), None)
                 made = self._held_json.pop((task_key, cid), None)
-                # the JSON it was sent as: the same dict in process, an equal copy remotely
-                same = (made is obj or made == obj) if made is not None else (
-                    s is not None and s.to_json() == obj)
+                # the JSON it was sent as: the same dict in process, an equal copy remotely;
+                # None: sent by its id alone, to the process that bred it (RayPool: slim)
+                same = obj is None or ((made is obj or made == obj) if made is not None else (
+                    s is not None and s.to_json() == obj))
                 if s is not None and same:
                     out[k] = s
                     self.taken += 1
