@@ -145,41 +145,46 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
               lend=lend, restart=restart)
         seconds[run], cpu[run] = time.time() - t0, time.process_time() - c0
         print(f"{name}: {run} done in {seconds[run]:.0f} s (cpu {cpu[run]:.0f} s)", flush=True)
-    rows = []
-    for v in variants:
-        curves = {run: curve(d / f"{run}.jsonl", v.key, weights) for run in runs}
-        finals = {run: min((x for x in c if x is not None), default=None) for run, c in curves.items()}
-        given = (cold_rows or {}).get(v.name) if not curves["cold"] else None
-        if given is not None:  # the cold reference of an earlier run's JSON
-            finals["cold"] = given["cold_best_us"]
-        known = [x for x in finals.values() if x is not None]
-        if not known:
-            rows.append({"variant": v.name, "infeasible": True})
-            continue
-        ref = min(known)
-        row = {
-            "variant": v.name,
-            "cold_best_us": finals["cold"], "sweep_best_us": finals["sweep"],
-            "pretrained_best_us": finals["pretrained"],
-            "sweep_vs_cold": (finals["cold"] / finals["sweep"]  # > 1: the sweep found faster
-                              if finals["cold"] and finals["sweep"] else None),
-            "measurements": {run: len(c) for run, c in curves.items()},
-            "to_98": {run: to_reach(c, ref, 0.98) for run, c in curves.items()},
-            "to_98_cold_within_sweep_budget": to_reach(curves["cold"][:sweep_trials], ref, 0.98),
-            "cold_best_at_sweep_trials_us": min((x for x in curves["cold"][:sweep_trials]
-                                                 if x is not None), default=None),
-            "best_known_us": ref,
-        }
-        if given is not None:
-            row["measurements"]["cold"] = given["measurements"]["cold"]
-            row["to_98"]["cold"] = given["to_98"]["cold"]  # against that run's best known
-            row["cold_best_at_sweep_trials_us"] = given["cold_best_at_sweep_trials_us"]
-            row["cold_from"] = True
-        rows.append(row)
+    rows = [row_of(v.name, {run: curve(d / f"{run}.jsonl", v.key, weights) for run in runs},
+                   sweep_trials, None if cold_rows is None else cold_rows.get(v.name))
+            for v in variants]
     total = {run: sum(r.get("measurements", {}).get(run, 0) for r in rows) for run in runs}
     return {"model": name, "batch": batch, "options": options, "sets": sets, "seed": seed,
             "cold_trials": cold_trials, "sweep_trials": sweep_trials, "rows": rows,
             "total_measurements": total, "seconds": seconds, "cpu_seconds": cpu}
+
+
+def row_of(variant: str, curves: dict[str, list[float | None]], sweep_trials: int,
+           given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A variant's row of the table from each run's curve (:func:`curve`); ``given``: the cold
+    reference's row of an earlier run (:func:`cold_from`), used when the cold curve is empty."""
+    finals = {run: min((x for x in c if x is not None), default=None) for run, c in curves.items()}
+    given = given if not curves["cold"] else None
+    if given is not None:  # the cold reference of an earlier run's JSON
+        finals["cold"] = given["cold_best_us"]
+    known = [x for x in finals.values() if x is not None]
+    if not known:
+        return {"variant": variant, "infeasible": True}
+    ref = min(known)
+    row = {
+        "variant": variant,
+        "cold_best_us": finals["cold"], "sweep_best_us": finals["sweep"],
+        "pretrained_best_us": finals["pretrained"],
+        "sweep_vs_cold": (finals["cold"] / finals["sweep"]  # > 1: the sweep found faster
+                          if finals["cold"] and finals["sweep"] else None),
+        "measurements": {run: len(c) for run, c in curves.items()},
+        "to_98": {run: to_reach(c, ref, 0.98) for run, c in curves.items()},
+        "to_98_cold_within_sweep_budget": to_reach(curves["cold"][:sweep_trials], ref, 0.98),
+        "cold_best_at_sweep_trials_us": min((x for x in curves["cold"][:sweep_trials]
+                                             if x is not None), default=None),
+        "best_known_us": ref,
+    }
+    if given is not None:
+        row["measurements"]["cold"] = given["measurements"]["cold"]
+        row["to_98"]["cold"] = given["to_98"]["cold"]  # against that run's best known
+        row["cold_best_at_sweep_trials_us"] = given["cold_best_at_sweep_trials_us"]
+        row["cold_from"] = True
+    return row
 
 
 def cold_from(path: Path, model: str) -> dict[str, dict[str, Any]]:
