@@ -111,7 +111,10 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
               only: tuple[str, ...] = ("cold", "sweep", "pretrained"),
               screen: tuple[str, ...] = (), graft: int | None = None,
               regroup: int | None = None, kick: int | None = None,
-              lend: bool = True, restart: int = 0) -> dict[str, Any]:
+              lend: bool = True, restart: int = 0,
+              cold_rows: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One model's runs and its table; ``cold_rows`` (:func:`cold_from`): the cold references'
+    rows by variant, taken where the cold log holds nothing."""
     from autotune._tune import load_tasks
     from autotune.whatif._graft import GRAFTS
     from autotune.whatif._regroup import KICK, REGROUPS
@@ -142,32 +145,58 @@ def run_model(name: str, batch: int, options: dict[str, Any], sets: list[str], c
               lend=lend, restart=restart)
         seconds[run], cpu[run] = time.time() - t0, time.process_time() - c0
         print(f"{name}: {run} done in {seconds[run]:.0f} s (cpu {cpu[run]:.0f} s)", flush=True)
-    rows = []
-    for v in variants:
-        curves = {run: curve(d / f"{run}.jsonl", v.key, weights) for run in runs}
-        finals = {run: min((x for x in c if x is not None), default=None) for run, c in curves.items()}
-        known = [x for x in finals.values() if x is not None]
-        if not known:
-            rows.append({"variant": v.name, "infeasible": True})
-            continue
-        ref = min(known)
-        rows.append({
-            "variant": v.name,
-            "cold_best_us": finals["cold"], "sweep_best_us": finals["sweep"],
-            "pretrained_best_us": finals["pretrained"],
-            "sweep_vs_cold": (finals["cold"] / finals["sweep"]  # > 1: the sweep found faster
-                              if finals["cold"] and finals["sweep"] else None),
-            "measurements": {run: len(c) for run, c in curves.items()},
-            "to_98": {run: to_reach(c, ref, 0.98) for run, c in curves.items()},
-            "to_98_cold_within_sweep_budget": to_reach(curves["cold"][:sweep_trials], ref, 0.98),
-            "cold_best_at_sweep_trials_us": min((x for x in curves["cold"][:sweep_trials]
-                                                 if x is not None), default=None),
-            "best_known_us": ref,
-        })
+    rows = [row_of(v.name, {run: curve(d / f"{run}.jsonl", v.key, weights) for run in runs},
+                   sweep_trials, None if cold_rows is None else cold_rows.get(v.name))
+            for v in variants]
     total = {run: sum(r.get("measurements", {}).get(run, 0) for r in rows) for run in runs}
     return {"model": name, "batch": batch, "options": options, "sets": sets, "seed": seed,
             "cold_trials": cold_trials, "sweep_trials": sweep_trials, "rows": rows,
             "total_measurements": total, "seconds": seconds, "cpu_seconds": cpu}
+
+
+def row_of(variant: str, curves: dict[str, list[float | None]], sweep_trials: int,
+           given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A variant's row of the table from each run's curve (:func:`curve`); ``given``: the cold
+    reference's row of an earlier run (:func:`cold_from`), used when the cold curve is empty."""
+    finals = {run: min((x for x in c if x is not None), default=None) for run, c in curves.items()}
+    given = given if not curves["cold"] else None
+    if given is not None:  # the cold reference of an earlier run's JSON
+        finals["cold"] = given["cold_best_us"]
+    known = [x for x in finals.values() if x is not None]
+    if not known:
+        return {"variant": variant, "infeasible": True}
+    ref = min(known)
+    row = {
+        "variant": variant,
+        "cold_best_us": finals["cold"], "sweep_best_us": finals["sweep"],
+        "pretrained_best_us": finals["pretrained"],
+        "sweep_vs_cold": (finals["cold"] / finals["sweep"]  # > 1: the sweep found faster
+                          if finals["cold"] and finals["sweep"] else None),
+        "measurements": {run: len(c) for run, c in curves.items()},
+        "to_98": {run: to_reach(c, ref, 0.98) for run, c in curves.items()},
+        "to_98_cold_within_sweep_budget": to_reach(curves["cold"][:sweep_trials], ref, 0.98),
+        "cold_best_at_sweep_trials_us": min((x for x in curves["cold"][:sweep_trials]
+                                             if x is not None), default=None),
+        "best_known_us": ref,
+    }
+    if given is not None:
+        row["measurements"]["cold"] = given["measurements"]["cold"]
+        row["to_98"]["cold"] = given["to_98"]["cold"]  # against that run's best known
+        row["cold_best_at_sweep_trials_us"] = given["cold_best_at_sweep_trials_us"]
+        row["cold_from"] = True
+    return row
+
+
+def cold_from(path: Path, model: str) -> dict[str, dict[str, Any]]:
+    """The cold references' rows, by variant name, of ``model`` in an earlier run's
+    ``results.json`` (e.g. ``bench/results/sweep/r50_twentyfirst_pass_seed0.json``): a sweep-only
+    run (``--runs sweep``) is compared against them without the cold logs."""
+    data = json.loads(Path(path).read_text())
+    for m in data["models"]:
+        if m["model"] == model:
+            return {r["variant"]: r for r in m["rows"]
+                    if not r.get("infeasible") and r.get("cold_best_us") is not None}
+    raise SystemExit(f"{path}: no results for {model}")
 
 
 def reach_statistic(reach: list[int | None], trials: int) -> tuple[float, float]:
@@ -418,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="after a chunk that gained < 0.01 %%, a variant's next chunk breeds from "
                          "candidates this many parameters from its best, unpolished "
                          "(autotune.whatif._budget.later_options; default 0: never)")
+    ap.add_argument("--cold-from", default=None, metavar="JSON",
+                    help="an earlier run's results.json whose cold bests (and measurements) stand "
+                         "in for a model's cold run where its cold log holds nothing")
     ap.add_argument("--held-out", nargs="*", default=None,
                     help="held-out models for the shipped model (no names: the four full-size)")
     ap.add_argument("--held-out-trials", type=int, default=150)
@@ -447,7 +479,8 @@ def main(argv: list[str] | None = None) -> int:
                                "screened": {"runs": args.screen, "population": _budget.POPULATION,
                                             "generations": _budget.GENERATIONS},
                                "graft": args.graft, "regroup": args.regroup, "kick": args.kick,
-                               "lend": args.lend, "restart": args.restart}
+                               "lend": args.lend, "restart": args.restart,
+                               "cold_from": args.cold_from}
     for name in args.models:
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}
         results["models"].append(run_model(name, args.batch, opts, sets, args.cold_trials,
@@ -455,7 +488,9 @@ def main(argv: list[str] | None = None) -> int:
                                            tuple(args.runs.split(",")),
                                            tuple(x for x in args.screen.split(",") if x),
                                            args.graft, args.regroup, args.kick,
-                                           bool(args.lend), args.restart))
+                                           bool(args.lend), args.restart,
+                                           cold_from(Path(args.cold_from), name)
+                                           if args.cold_from else None))
         (out / "results.json").write_text(json.dumps(results, indent=1))
     if args.held_out is not None:
         results["held_out"] = run_held_out(args.held_out_trials, args.seed, out,

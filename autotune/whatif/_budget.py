@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
 
-__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "RESTART_TOL", "TWIN", "allot",
+__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "RESTART_TOL", "STALL_TOL", "TWIN", "allot",
            "chunk_guided", "chunk_size", "cross_reserve", "later_options", "lend_to", "probe_size",
            "score", "screened", "stalled"]
 
@@ -165,10 +165,25 @@ def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0,
     return ALPHA * backward + (1 - ALPHA) * forward
 
 
-def stalled(history: Sequence[float | None], trials_per_variant: int, tol: float = 0.0) -> bool:
+STALL_TOL = 1e-6
+"""A chunk that gained less than this share of the best left it as it was (:func:`stalled`'s
+default: the kicks of :func:`later_options` and the lending of :func:`lend_to`).
+
+Why this size: a gain nobody would measure. The STCP920 runs at 1 GHz (a cycle is 1 ns), so a
+millionth of a sweep's bests is a cycle or two of MobileNetV2 b16's ~1,500 µs and ~10 of
+ResNet-50 b16's ~9,500 µs, four orders under the 10 µs the simulator charges each inference's
+launch on the host, while the weighted sum of the tasks' bests moves by float noise (~1e-16 of
+it) when a candidate ties the best. Why at all (``bench/results/sweep.md``, twenty-second and
+twenty-third passes): ResNet-50 b16 seed 0's L1 384K / DDR 27, the sweep's one miss, gained
+1e-12 µs in its third chunk (9,518.163398148146 -> ...145), so with no tolerance ``stalled``
+never held and neither the kicks nor the lending came to that variant."""
+
+
+def stalled(history: Sequence[float | None], trials_per_variant: int,
+            tol: float = STALL_TOL) -> bool:
     """Whether a variant whose best after each of its records is ``history`` (the sweep's
     ``_histories``) had a chunk after its probe and its last chunk (:func:`chunk_size`
-    records) left its best as it was (``tol``: or gained less than this share of it)."""
+    records) left its best as it was: gained less than ``tol`` (:data:`STALL_TOL`) of it."""
     c = chunk_size(trials_per_variant)
     if len(history) < probe_size(trials_per_variant) + c:
         return False
@@ -178,8 +193,8 @@ def stalled(history: Sequence[float | None], trials_per_variant: int, tol: float
 
 RESTART_TOL = 1e-4
 """A chunk that gained less than this share of the best counts as stalled for a restart
-(:func:`later_options`): ResNet-50 b16 seed 0's L1 384K / DDR 27 gained 1e-12 us in its
-third chunk (9,518.163398148146 -> ...145), so ``stalled`` never held and no kick came."""
+(:func:`later_options`; off by default): a larger share than :data:`STALL_TOL`, since a
+restart gives up the polish."""
 
 
 def later_options(late: GuidedOptions, history: Sequence[float | None], trials_per_variant: int,
@@ -191,7 +206,7 @@ def later_options(late: GuidedOptions, history: Sequence[float | None], trials_p
     elsewhere, evolution bred from the best measured candidates that differ from the best in
     at least ``restart`` parameters (``GuidedOptions.apart``) and no polish (which would climb
     from the best again). Else ``kick`` > 0 and the last chunk left the best as it was: the
-    polish kicked (``polish_kick``). Else ``late``.
+    polish kicked (``polish_kick``). Else ``late``. (A gain below :data:`STALL_TOL` is none.)
 
     Why (``bench/results/sweep.md``, twenty-second pass): the sweep's one miss (ResNet-50 b16
     seed 0, L1 384K / DDR 27, 9,518.1 us, bar 9,435.8) is a basin; seed 2's sweep reached

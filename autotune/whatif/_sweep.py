@@ -128,8 +128,8 @@ def sweep(
             variants' schedules carried into its best (:mod:`autotune.whatif._graft`; 0: none).
         regroup: Regroupings of its best (groups merged, a group cut, a boundary moved) a
             later chunk measures after the grafts, per task (:mod:`autotune.whatif._regroup`).
-        kick: A later chunk of a variant whose previous chunk left its best as it was polishes
-            with kicks of this size (``GuidedOptions.polish_kick``; 0: none).
+        kick: A later chunk of a variant whose previous chunk left its best as it was (gained
+            < ``_budget.STALL_TOL`` of it) kicks its polish this far (``polish_kick``; 0: none).
         lend: A variant picked for a chunk after one that left its best as it was lends it to
             a variant it dominates whose best is as fast (:func:`autotune.whatif._budget.lend_to`:
             one basin, and the smaller's finds fit the larger); False: each keeps its chunks.

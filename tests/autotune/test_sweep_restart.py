@@ -17,7 +17,15 @@ from hypothesis import strategies as st
 from autotune.sampling._guided import GuidedOptions, GuidedSampler
 from autotune.sampling._ranker import CostModelRanker
 from autotune.sampling._studies import candidate_id
-from autotune.whatif._budget import RESTART_TOL, chunk_guided, chunk_size, later_options, probe_size, stalled
+from autotune.whatif._budget import (
+    RESTART_TOL,
+    STALL_TOL,
+    chunk_guided,
+    chunk_size,
+    later_options,
+    probe_size,
+    stalled,
+)
 from autotune.whatif._targets import make_variants, parse_set
 from compiler.graph import Graph
 from compiler.target import Target
@@ -100,14 +108,15 @@ def test_apart_breeds_from_the_best_far_from_the_incumbent(tiny_graph: Graph, tu
 
 def test_later_options_at_the_sweeps_miss() -> None:
     """ResNet-50 b16 seed 0, L1 384K / DDR 27: its third chunk moved the best by 1e-12 us, so
-    ``stalled`` (and the kick) never held; a restart takes it for a stall."""
+    with no tolerance ``stalled`` (and the kick) never held; with ``STALL_TOL`` the kick comes,
+    and a restart takes it for a stall first."""
     per = 200
     c = chunk_size(per)
     h: list[float | None] = [9640.9] * probe_size(per) + [9518.163398148146] * c
     h += [9518.163398148146] * (c - 7) + [9518.163398148145] * 7
     late = chunk_guided(per)
-    assert not stalled(h, per) and stalled(h, per, RESTART_TOL)
-    assert later_options(late, h, per, kick=4) is late
+    assert not stalled(h, per, 0.0) and stalled(h, per) and stalled(h, per, RESTART_TOL)
+    assert later_options(late, h, per, kick=4) == dataclasses.replace(late, polish_kick=4)
     r = later_options(late, h, per, kick=4, restart=20)
     assert (r.apart, r.polish_after, r.polish_kick) == (20, -1, 0)
     assert dataclasses.replace(r, apart=0, polish_after=late.polish_after) == late
@@ -121,7 +130,7 @@ def test_later_options_at_the_sweeps_miss() -> None:
 def test_later_options_is_a_restart_a_kick_or_the_chunk(raw: list[float | None], kick: int,
                                                          restart: int) -> None:
     """A restart exactly when ``restart`` and the last chunk gained < ``RESTART_TOL``; else a
-    kick exactly when ``kick`` and it gained nothing; else the chunk's options themselves."""
+    kick exactly when ``kick`` and it gained < ``STALL_TOL``; else the chunk's options themselves."""
     best: list[float | None] = []
     cur: float | None = None
     for x in raw:  # a running best, as _histories gives
@@ -134,7 +143,7 @@ def test_later_options_is_a_restart_a_kick_or_the_chunk(raw: list[float | None],
     ok = len(best) >= probe_size(per) + c and best[-1] is not None and best[-c - 1] is not None
     if restart and ok and best[-1] >= best[-c - 1] * (1 - RESTART_TOL):  # type: ignore[operator]
         assert (got.apart, got.polish_after, got.polish_kick) == (restart, -1, 0)
-    elif kick and ok and best[-1] >= best[-c - 1]:  # type: ignore[operator]
+    elif kick and ok and best[-1] >= best[-c - 1] * (1 - STALL_TOL):  # type: ignore[operator]
         assert got == dataclasses.replace(late, polish_kick=kick)
     else:
         assert got is late
