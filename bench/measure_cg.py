@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -30,6 +29,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measure_path import bred_picks, guided_picks  # noqa: E402
 
 from autotune._tune import load_tasks  # noqa: E402
 from autotune.measure._measurer import SimMeasurer, measure_json  # noqa: E402
@@ -44,16 +47,7 @@ def _picks(args: argparse.Namespace) -> tuple[object, list[GraphSchedule], list[
     graph = load_tasks([args.onnx])[0].graph
     target = Target.default()
     space = build_space(graph, target, graph.batch)
-    rows = [json.loads(line) for line in args.log.read_text().splitlines() if line.strip()]
-    picks = [r["schedule"] for r in rows if r["prov"].get("tuner") == "graphtune-guided"]
-    bred = []
-    for obj in picks[:args.n]:
-        vector = space.project(GraphSchedule.from_json(obj)).vector
-        if vector is None:
-            continue
-        s = space.decode(vector)
-        space.precheck(s)  # what breeding does to a pick before it is sent
-        bred.append(s)
+    bred = bred_picks(space, guided_picks(args.log)[:args.n])
     return graph, bred, [s.to_json() for s in bred]
 
 

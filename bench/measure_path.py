@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -34,6 +35,26 @@ from search_space import build_space  # noqa: E402
 from sim import measure  # noqa: E402
 
 
+def guided_picks(log: Path) -> list[dict]:
+    """The schedule JSON of the guided sampler's picks in a tuning log, in its order."""
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [r["schedule"] for r in rows if r["prov"].get("tuner") == "graphtune-guided"]
+
+
+def bred_picks(space: Any, picks: list[dict]) -> list[GraphSchedule]:
+    """Each pick rebuilt as breeding builds it: its vector decoded, then pre-checked (what
+    breeding does to a pick before it is sent); picks outside the space are left out."""
+    bred = []
+    for obj in picks:
+        vector = space.project(GraphSchedule.from_json(obj)).vector
+        if vector is None:
+            continue
+        s = space.decode(vector)
+        space.precheck(s)
+        bred.append(s)
+    return bred
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--model", default="resnet50", choices=sorted(MODELS))
@@ -42,17 +63,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     graph, target = zoo_graph(args.model), Target.default()
     space = build_space(graph, target, graph.batch)
-    rows = [json.loads(line) for line in args.log.read_text().splitlines() if line.strip()]
-    picks = [r["schedule"] for r in rows if r["prov"].get("tuner") == "graphtune-guided"]
     with search_gc():
-        bred = []
-        for obj in picks[-args.n:]:
-            vector = space.project(GraphSchedule.from_json(obj)).vector
-            if vector is None:
-                continue
-            s = space.decode(vector)
-            space.precheck(s)  # what breeding does to a pick before it is sent
-            bred.append(s)
+        bred = bred_picks(space, guided_picks(args.log)[-args.n:])
         sent = [s.to_json() for s in bred]
         measure(graph, [GraphSchedule.from_json(j) for j in sent], target)  # warm the memos
         out = {}

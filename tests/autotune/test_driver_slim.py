@@ -17,12 +17,14 @@ import ray
 
 from autotune.measure._measurer import SimMeasurer
 from autotune.running import _ray_worker
-from autotune.running._ray_pool import RayPool, _InFlight, slim
+from autotune.running._ray_pool import _InFlight, slim
 from autotune.running._ray_worker import _Worker, pack_vectors
 from autotune.sampling._breed import BreedRequest
 from autotune.sampling._ranker import CostModelRanker
 from compiler.graph import Graph
 from compiler.target import Target
+from tests.autotune.test_worker_errors import _Actor
+from tests.autotune.test_worker_errors import _pool_with_actors as _pool
 
 
 def test_slim_leaves_out_the_json_and_vector_of_the_held_picks_only() -> None:
@@ -83,30 +85,6 @@ def test_a_worker_that_does_not_hold_a_pick_sent_by_id_measures_nothing(
     _, out, seconds = restarted.measure_packed(sent)
     assert out is None and seconds == 0.0
     assert restarted._breeder is not None and restarted._breeder.taken == 0
-
-
-class _Actor:
-    """A stand-in actor: its calls return fresh refs (what was sent is kept)."""
-
-    def __init__(self) -> None:
-        self.sent: list[Any] = []
-        self.measure_packed = self
-
-    def remote(self, packed: Any) -> str:
-        self.sent.append(packed)
-        return f"ref{len(self.sent)}"
-
-
-def _pool(workers: int = 2) -> RayPool:
-    pool = object.__new__(RayPool)
-    pool.workers = workers
-    pool._per, pool._measuring = 1, workers
-    pool._actors = [_Actor() for _ in range(workers)]
-    pool._load, pool._breeds = [0] * workers, [0] * workers
-    pool._bred_by, pool._bred_on = {}, set()
-    pool._refs, pool._pings, pool._down, pool._reping = {}, {}, {}, {}
-    pool._cancelled, pool.resent, pool._timeout_s = 0, 0, None
-    return pool
 
 
 def test_the_pool_sends_its_picks_by_id_and_the_whole_batch_again_if_asked(

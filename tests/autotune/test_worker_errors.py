@@ -36,7 +36,7 @@ def _bare_pool(workers: int = 2) -> RayPool:
     pool._load, pool._breeds = [0] * workers, [0] * workers
     pool._bred_by, pool._bred_on = {}, set()
     pool._refs, pool._pings, pool._down, pool._reping = {}, {}, {}, {}
-    pool._cancelled = 0
+    pool._cancelled, pool.resent = 0, 0
     return pool
 
 
