@@ -74,10 +74,9 @@ def _run(tmp_path: Path, name: str, cheap: bool,
     from optuna.storages.journal import _storage
 
     _register()
-    # Optuna's own conversion on the plain side, not the journal module's memo of it: its
-    # by-value lookup answers a distribution of (False, True) with the JSON of an equal one
-    # of (0, 1) met before (in this process: any tune a test ran), where Optuna and the
-    # cheap path write the distribution's own JSON
+    # Optuna's own conversion on the plain side, not the journal module's memo of it
+    # (`_journal._by_identity`, tested with it): the plain side is the reference, so it
+    # writes each distribution's own JSON whatever this process's tunes converted before
     monkeypatch.setattr(_storage, "distribution_to_json", distributions.distribution_to_json)
     journal = BufferedJournalFile(str(tmp_path / f"{name}.journal"))
     storage = journal_storage(journal) if cheap else JournalStorage(journal)  # type: ignore[arg-type]
