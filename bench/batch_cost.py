@@ -95,12 +95,14 @@ def main() -> None:
     ap.add_argument("--model", default="bert_base", choices=sorted(MODELS))
     ap.add_argument("--mode", default="both", choices=("full", "slim", "both"))
     ap.add_argument("--batches", type=int, default=4)
-    ap.add_argument("--json", action="store_true", help="print one JSON line (for --mode both)")
+    ap.add_argument("--json", action="store_true",
+                    help="print one JSON line (a single --mode: what --mode both runs)")
     ap.add_argument("--save", default="", help="write the batches to this file (see --io)")
     ap.add_argument("--io", default="", help="only the batches' serialisation, from --save's file")
     args = ap.parse_args()
     if args.io:
-        assert args.mode != "both", "--io: one --mode a process (a callgrind count each)"
+        if args.mode == "both":
+            ap.error("--io needs --mode full or slim (one a process: a callgrind count each)")
         print(f"{args.mode}: {io(args.io, args.mode)} picks stood for their JSON")
         return
     if args.mode == "both":

@@ -8,7 +8,7 @@
 # PYTHONHASHSEED is fixed (0) so both runs hash alike. Each run is ~50x the native time.
 set -e
 TREE=$1; REC=$2; WARM=${3:-5}; ROUNDS=${4:-10}; OUT=${5:-$(mktemp -d)}
-PY=${PY:-/work/main/.venv/bin/python}
+PY=${PY:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 ir() {  # ROUNDS -> total Ir of the run
@@ -18,4 +18,7 @@ ir() {  # ROUNDS -> total Ir of the run
 }
 a=$(ir 0); b=$(ir "$ROUNDS")
 dec=$(awk '/^rounds/{print $4}' "$OUT/replay.$ROUNDS.txt")
+if [ -z "$dec" ] || [ "$dec" -eq 0 ]; then
+  echo "breed_cg.sh: the replay decoded nothing (see $OUT/replay.$ROUNDS.txt, $OUT/vg.$ROUNDS.log)" >&2; exit 1
+fi
 echo "tree $TREE rounds $WARM+$ROUNDS decoded $dec Ir $a -> $b per decoded $(( (b - a) / dec ))"

@@ -11,7 +11,9 @@ instructions per measurement: a load-independent figure (same tree, log and inpu
 count). ``--digest`` prints a digest of every ``SimResult`` field instead (repr of each,
 timeline off and on), to compare trees and ``GRAPHTUNE_PURE_SIM=1`` bit for bit.
 
-Run (a log of the model, e.g. ``/tmp/s47/same/run.sh``'s; the graph from its ONNX file):
+Run (a tuning log of the model and its ONNX file, e.g. ``graphtune zoo bert_base --batch 8
+--weights inputs -o bert.onnx`` then ``graphtune tune bert.onnx --trials 300 --workers 0
+--seed 0 --log bert.c.jsonl``):
 ``PYTHONPATH=. .venv/bin/python bench/measure_cg.py --onnx bert.onnx --log bert.c.jsonl --cg``
 (``--n``: the first N guided picks, 150 by default; ``--out``: keep the callgrind file, for
 ``callgrind_annotate --inclusive=yes``).

@@ -183,6 +183,7 @@ def row_of(variant: str, curves: dict[str, list[float | None]], sweep_trials: in
         row["measurements"]["cold"] = given["measurements"]["cold"]
         row["to_98"]["cold"] = given["to_98"]["cold"]  # against that run's best known
         row["cold_best_at_sweep_trials_us"] = given["cold_best_at_sweep_trials_us"]
+        row["to_98_cold_within_sweep_budget"] = given.get("to_98_cold_within_sweep_budget")
         row["cold_from"] = True
     return row
 

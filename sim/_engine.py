@@ -168,7 +168,7 @@ class _Sim:
                 cores = placement_cores(place)
                 self.cores_of.append(cores)
                 self.group_cores.add(cores)
-                self.toks.append(group_token(place, g.batch // gr.split, cores))
+                self.toks.append(group_token(place, lay, cores))
             else:
                 tr = transfers[node[1]]
                 lay = transfer_layout(tr, g.batch)

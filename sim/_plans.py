@@ -229,15 +229,14 @@ def ops_token(ops: tuple[int, ...]) -> int:
     return tok
 
 
-def group_token(place: Placement, samples: int, cores: tuple[int, ...]) -> int:
-    """:func:`layout_token` of a group chunk at ``place`` running ``samples`` samples
-    (:func:`compiler.layout.group_layout` relative to its first sample), remembered by the
-    placement's identity."""
-    tok = _by_id(place, samples)
+def group_token(place: Placement, layout: Layout, cores: tuple[int, ...]) -> int:
+    """:func:`layout_token` of a group chunk's ``layout`` at ``place`` (its
+    :func:`compiler.layout.group_layout`), remembered by the placement's identity with the
+    samples per part (relative to its first sample, the layout depends on nothing else)."""
+    spp = layout[1][0][1]
+    tok = _by_id(place, spp)
     if tok is None:
-        parts = place.core_bind
-        norm = (place.mem_scope, ((0, samples // len(parts), parts),))
-        tok = _keep(place, samples, layout_token(norm, cores))
+        tok = _keep(place, spp, layout_token(shift(layout, layout[1][0][0]), cores))
     return tok
 
 

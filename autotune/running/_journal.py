@@ -291,7 +291,6 @@ def _by_identity(to_json: Callable[[Any], str]) -> Callable[[Any], str]:
         seen[id(dist)] = (dist, text)
         return text
 
-    memo.cache_info = getattr(to_json, "cache_info", None)  # type: ignore[attr-defined]
     return memo
 
 

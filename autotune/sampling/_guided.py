@@ -609,9 +609,8 @@ class GuidedSampler(BaseSampler):
         self._islands.append(islands and not own)
         if hasattr(self.ranker, "cold_round"):
             self.ranker.cold_round = own  # until the next request: scores, snapshot
-        best = self._own_best(o.parents) if own else self._best(o.parents)
-        if o.apart > 0:
-            best = self._apart(o.parents, own)
+        best = (self._apart(o.parents, own) if o.apart > 0
+                else self._own_best(o.parents) if own else self._best(o.parents))
         parents = tuple(best)
         base, seen = self._seen_parts(pending)
         share = max(1, share) if parents else 1

@@ -177,8 +177,8 @@ def sweep(
                                             graft=(graft, seed, memos, regroup))
         late = None if loud is not None else chunk_guided(trials_per_variant)  # polish sooner
         if late is not None and (kick or restart):  # kicked, or a restart elsewhere, if stalled
-            from autotune.whatif._budget import later_options as later
-            late = later(late, _histories(log_path, tasks, [variant]).get(variant.key, []),
+            from autotune.whatif._budget import later_options  # (the module at 600 lines)
+            late = later_options(late, _histories(log_path, tasks, [variant]).get(variant.key, []),
                          trials_per_variant, kick, restart)
         late = screened(late) if screen else late  # more evolution per measurement
         res = tune(tasks, trials=trials, log=log_path, target=variant.target,

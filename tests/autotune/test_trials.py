@@ -188,3 +188,24 @@ def test_equal_distributions_of_other_types_write_their_own_json(tmp_path: Path)
     ints = _storage.distribution_to_json(CategoricalDistribution((0, 1)))
     bools = _storage.distribution_to_json(CategoricalDistribution((False, True)))
     assert "[0, 1]" in ints and "[false, true]" in bools
+
+
+def test_a_distribution_equal_to_one_learnt_is_written_as_itself() -> None:
+    """(False, True) == (0, 1): a trial whose distribution equals (not is) the one learnt
+    for its name is written with its own JSON and index, not the first one's."""
+    import datetime
+
+    from autotune.running._trials import _Known
+
+    def trial(d: CategoricalDistribution, p: object) -> FrozenTrial:
+        return FrozenTrial(number=0, state=TrialState.RUNNING, value=None,
+                           datetime_start=datetime.datetime.now(), datetime_complete=None,
+                           params={"a": p}, distributions={"a": d}, user_attrs={},
+                           system_attrs={}, intermediate_values={}, trial_id=0)
+
+    known = _Known()
+    ints = known.written(trial(CategoricalDistribution((0, 1)), 1))
+    bools = known.written(trial(CategoricalDistribution((False, True)), True))
+    assert ints is not None and bools is not None
+    assert "[0, 1]" in ints[0]["a"] and "[false, true]" in bools[0]["a"]
+    assert ints[1] == bools[1] == {"a": 1}

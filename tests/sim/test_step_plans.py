@@ -169,11 +169,16 @@ def test_tokens_by_identity_are_the_tokens_by_value() -> None:
     q = Placement("L1", ((0, 1), (2, 3)))  # equal, another object
     r = Placement("L1", ((0, 1, 2, 3),))
     cores = (0, 1, 2, 3)
-    assert _plans.group_token(p, 4, cores) == _plans.group_token(q, 4, cores)
-    assert _plans.group_token(p, 4, cores) == _plans.layout_token(
-        ("L1", ((0, 2, ((0, 1), (2, 3))),)), cores)
-    assert _plans.group_token(p, 4, cores) != _plans.group_token(p, 2, cores)  # samples
-    assert _plans.group_token(p, 4, cores) != _plans.group_token(r, 4, cores)  # the parts
+
+    def lay(place: Placement, chunk: int, samples: int) -> Any:  # compiler.layout.group_layout's
+        return (place.mem_scope, ((chunk * samples, samples // len(place.core_bind), place.core_bind),))
+
+    tok = _plans.group_token(p, lay(p, 0, 4), cores)
+    assert tok == _plans.group_token(q, lay(q, 0, 4), cores)
+    assert tok == _plans.group_token(p, lay(p, 3, 4), cores)  # relative to its first sample
+    assert tok == _plans.layout_token(("L1", ((0, 2, ((0, 1), (2, 3))),)), cores)
+    assert tok != _plans.group_token(p, lay(p, 0, 2), cores)  # samples
+    assert tok != _plans.group_token(r, lay(r, 0, 4), cores)  # the parts
     ops, same = (1, 2, 3), tuple([1, 2, 3])
     assert ops is not same and _plans.ops_token(ops) == _plans.ops_token(same)
     assert _plans.ops_token((1, 2)) != _plans.ops_token(ops)
