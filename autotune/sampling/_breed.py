@@ -21,6 +21,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -418,6 +419,39 @@ def _parent(space: Space, vector: np.ndarray) -> GraphSchedule:
     return s
 
 
+# Feature rows per space, by candidate id, kept over rounds (a polish round ranks the same
+# best's neighbours again, and parents come back round after round): 16 % of a BERT-base
+# tune's rows were featurised by an earlier round. Only for a scorer whose rows are
+# ``cost_model.features`` of the space's own graph and target (:func:`_rows_by_schedule`):
+# a function of the schedule alone, so of its candidate id. Bounded: past _MAX_ROWS the
+# older half is dropped.
+_ROWS: weakref.WeakKeyDictionary[Space, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+_MAX_ROWS = 8192
+
+
+def _rows_by_schedule(space: Space, scorer: Scorer) -> bool:
+    """Whether ``scorer``'s feature rows are ``cost_model.features(space.graph, [s],
+    space.target)`` of each schedule alone (the snapshot a pool sends, or the in-process
+    ranker with the space's graph and target), so rows may be kept by candidate id."""
+    from autotune.sampling._ranker import CostModelRanker, _CostModelScorer
+
+    if type(scorer) is _CostModelScorer:
+        return True
+    inner = scorer._ranker if type(scorer) is RankerScorer else None
+    return (type(inner) is CostModelRanker and inner._graph is space.graph
+            and inner._target == space.target)
+
+
+def _kept_rows(space: Space) -> dict[str, np.ndarray]:
+    rows = _ROWS.get(space)
+    if rows is None:
+        rows = _ROWS[space] = {}
+    elif len(rows) > _MAX_ROWS:
+        for cid in list(islice(rows, len(rows) // 2)):
+            del rows[cid]
+    return rows
+
+
 def _cdf(p: np.ndarray) -> np.ndarray:
     """What ``Generator.choice(len(p), p=p)`` draws by (its cumulative sum, made once)."""
     cdf = np.asarray(p, dtype=np.float64).cumsum()
@@ -439,6 +473,8 @@ class _Round:
         self.seen = set(req.seen)  # and req.seen_base, not copied (the bulk of them)
         self.base: frozenset[str] = req.seen_base
         self.rows: dict[str, np.ndarray] = {}  # features computed this round
+        # features kept over rounds (None: this scorer's rows are not kept)
+        self.kept = _kept_rows(space) if _rows_by_schedule(space, scorer) else None
         self.decoded = 0  # candidates decoded (sampled, mutated, crossed over)
 
     def admit(self, cid: str, s: GraphSchedule) -> bool:
@@ -448,12 +484,27 @@ class _Round:
         return True
 
     def features_of(self, items: Sequence[tuple[str, GraphSchedule]]) -> list[np.ndarray]:
-        todo = [(cid, s) for cid, s in items if cid not in self.rows]
+        rows, kept = self.rows, self.kept
+        todo = [(cid, s) for cid, s in items if cid not in rows]
+        if todo and kept:
+            rest = []
+            for cid, s in todo:
+                row = kept.get(cid)
+                if row is None:
+                    rest.append((cid, s))
+                else:
+                    rows[cid] = row
+            todo = rest
         if todo:
-            x = self.scorer.features(self.space, [s for _, s in todo])
-            for (cid, _), row in zip(todo, np.asarray(x, dtype=np.float32)):
-                self.rows[cid] = row
-        return [self.rows[cid] for cid, _ in items]
+            x = np.asarray(self.scorer.features(self.space, [s for _, s in todo]),
+                           dtype=np.float32)
+            if kept is not None:
+                x.flags.writeable = False  # its rows are kept: shared, never written
+            for (cid, _), row in zip(todo, x):
+                rows[cid] = row
+                if kept is not None:
+                    kept[cid] = row
+        return [rows[cid] for cid, _ in items]
 
     def predict(self, items: Sequence[tuple[str, GraphSchedule]]) -> np.ndarray:
         if not items:
