@@ -710,6 +710,12 @@ class Space:
         va, vb = self.encode(a), self.encode(b)
         take_a = rng.random(self._n_units) < 0.5
         child = np.where(take_a[self._unit_of_free], va, vb).astype(np.int16)
+        # a child that is a parent's canonical vector decodes to that parent (decoding reads
+        # what it read before): the parent itself, not decoded again (14 % of a BERT-base
+        # tune's crossovers: the same parent drawn twice, or every segment from one side)
+        for p, v in ((a, va), (b, vb)):
+            if self._decoded_here(p) and np.array_equal(child, v):
+                return p
         return self._decode_marked(child)
 
     # ---- projection ----------------------------------------------------------------------

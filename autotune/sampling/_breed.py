@@ -13,6 +13,10 @@ gives the same answer anywhere.
 
 The cost model travels as a :class:`Scorer`: a picklable snapshot of the model
 (:meth:`autotune.sampling._ranker.CostModelRanker.snapshot`), or the ranker itself in-process.
+A candidate's feature row is computed once per space while kept (``_ROWS``, by candidate
+id, over rounds) when the scorer's rows are ``cost_model.features`` of the space's graph
+and target: a function of the schedule alone (a polish round ranks the same best's
+neighbours again; parents come back round after round).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from search_space import _space, build_space
 from tests.search_space.conftest import small_graph
 
 _SPACES: dict[str, Any] = {}
+_OTHER: dict[str, Any] = {}  # another space of each model
 _MOVES = ("boundary", "merge", "split_group", "split", "rebind", "scope", "reorder", None)
 
 
@@ -100,3 +101,37 @@ def test_another_space_s_schedule_keeps_nothing(target: Target) -> None:
     for _ in range(20):
         space.mutate(parent, rng, "reorder")
     assert parent._space_known.noops is None
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(key=st.sampled_from(["tiny_cnn", "deepfm", "bert2"]), seed=st.integers(0, 2**16),
+       same=st.booleans())
+def test_a_crossover_that_is_a_parent_is_that_parent(target: Target, key: str, seed: int,
+                                                     same: bool) -> None:
+    """A crossover child is the decode of its vector, with the randomness the definition
+    uses; a child that is a parent's vector (the same parent twice, or one move apart) is
+    that parent object, and a parent another space decoded is never returned."""
+    space = _space_of(target, key)
+    rng = np.random.default_rng(seed)
+    a = space.sample(rng)
+    b = a if same else space.mutate(a, rng)
+    returned = 0
+    for _ in range(12):
+        want_rng = np.random.default_rng(rng.bit_generator.state["state"]["state"] % 2**32)
+        got_rng = np.random.default_rng(rng.bit_generator.state["state"]["state"] % 2**32)
+        va, vb = space.encode(a), space.encode(b)
+        take_a = want_rng.random(space._n_units) < 0.5
+        child = np.where(take_a[space._unit_of_free], va, vb).astype(np.int16)
+        got = space.crossover(a, b, got_rng)
+        assert key_text(got) == key_text(space.decode(child))
+        assert want_rng.bit_generator.state == got_rng.bit_generator.state
+        returned += got is a or got is b
+        rng.random()
+    if same:
+        assert returned == 12
+    other = _OTHER.get(key)
+    if other is None:
+        other = _OTHER[key] = build_space(small_graph(key), target, small_graph(key).batch)
+    copy = other.decode(space.encode(a))
+    got = space.crossover(copy, copy, np.random.default_rng(seed))
+    assert got is not copy and key_text(got) == key_text(a)
