@@ -48,6 +48,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from autotune.sampling._polish import STALL_TOL
+
 if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
 
@@ -163,20 +165,6 @@ def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0,
     backward = (best[back] - now) / now / max(n - 1 - back, 1)
     forward = max(now - floor, 0.0) / now / max(n - borrowed, 1)
     return ALPHA * backward + (1 - ALPHA) * forward
-
-
-STALL_TOL = 1e-6
-"""A chunk that gained less than this share of the best left it as it was (:func:`stalled`'s
-default: the kicks of :func:`later_options` and the lending of :func:`lend_to`).
-
-Why this size: a gain nobody would measure. The STCP920 runs at 1 GHz (a cycle is 1 ns), so a
-millionth of a sweep's bests is a cycle or two of MobileNetV2 b16's ~1,500 µs and ~10 of
-ResNet-50 b16's ~9,500 µs, four orders under the 10 µs the simulator charges each inference's
-launch on the host, while the weighted sum of the tasks' bests moves by float noise (~1e-16 of
-it) when a candidate ties the best. Why at all (``bench/results/sweep.md``, twenty-second and
-twenty-third passes): ResNet-50 b16 seed 0's L1 384K / DDR 27, the sweep's one miss, gained
-1e-12 µs in its third chunk (9,518.163398148146 -> ...145), so with no tolerance ``stalled``
-never held and neither the kicks nor the lending came to that variant."""
 
 
 def stalled(history: Sequence[float | None], trials_per_variant: int,
