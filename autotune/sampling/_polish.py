@@ -91,10 +91,11 @@ __all__ = ["DEEP", "POLISH_ATTR", "PROV_POLISH", "STALL_TOL", "PolishState", "be
 
 STALL_TOL = 1e-6
 """A gain smaller than this share of the best is none: a tie (float noise), not a new best.
-Asked by :class:`PolishState` (a measurement that beats the best by less is not a new best:
-``since_best`` goes on counting, so the second ring and the kicks come) and by the sweep's
-stall test (:func:`autotune.whatif._budget.stalled`: a chunk that gained less left the best
-as it was, for its kicks and its lending).
+Asked by a sweep's :class:`PolishState` (``GuidedOptions.polish_tol``: a measurement that
+beats the best by less is not a new best, ``since_best`` goes on counting, so the second ring
+and the kicks come; ``tune`` keeps 0, since its committed 300-trial BERT-base b8 log changes
+at its 86th record with it) and by the sweep's stall test (:func:`autotune.whatif._budget.stalled`:
+a chunk that gained less left the best as it was, for its kicks and its lending).
 
 Why this size: a gain nobody would measure. The STCP920 runs at 1 GHz (a cycle is 1 ns), so a
 millionth of a sweep's bests is a cycle or two of MobileNetV2 b16's ~1,500 µs and ~10 of
@@ -278,7 +279,8 @@ class PolishState:
             any. Then the next kick.
         kick_limit: Proposals per schedule of a kicked climb.
         tol: A measurement is a new best when faster than the best by more than this
-            share of it (:func:`beats`, :data:`STALL_TOL`: a float tie is not one).
+            share of it (:func:`beats`; 0, ``tune``'s: any gain; a sweep's
+            :data:`STALL_TOL`: a float tie is not one).
         deep: 0, or once a schedule's one-move neighbourhood is polished, its *second
             ring* (:mod:`autotune.sampling._deep`: a boundary moved with its group's
             parameters, a new boundary with a shape of its own) is polished the same
@@ -289,7 +291,7 @@ class PolishState:
     """
 
     def __init__(self, after: int, limit: int | None, window: int, kick: int = 0,
-                 kick_limit: int | None = 32, deep: int = 0, tol: float = STALL_TOL) -> None:
+                 kick_limit: int | None = 32, deep: int = 0, tol: float = 0.0) -> None:
         self.after, self.limit, self.window, self.tol = after, limit, window, tol
         self.kick, self.kick_limit, self.deep = kick, kick_limit, deep
         self.since_best = 0  # measurements since the best improved

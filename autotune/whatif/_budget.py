@@ -53,9 +53,9 @@ from autotune.sampling._polish import STALL_TOL
 if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
 
-__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "RESTART_TOL", "STALL_TOL", "TWIN", "allot",
-           "chunk_guided", "chunk_size", "cross_reserve", "later_options", "lend_to", "probe_size",
-           "score", "screened", "stalled"]
+__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "RESTART_TOL", "STALL_TOL", "TWIN",
+           "allot", "chunk_guided", "chunk_size", "cross_reserve", "later_options", "lend_to",
+           "probe_guided", "probe_size", "score", "screened", "stalled"]
 
 ALPHA = 0.2
 """Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
@@ -137,7 +137,17 @@ def chunk_guided(trials_per_variant: int) -> GuidedOptions:
     from autotune.sampling._guided import GuidedOptions
 
     c = chunk_size(trials_per_variant)
-    return GuidedOptions(polish_after=c // 2, polish_limit=c // 8, polish_deep=c // 4 + c // 8)
+    return GuidedOptions(polish_after=c // 2, polish_limit=c // 8, polish_deep=c // 4 + c // 8,
+                         polish_tol=STALL_TOL)
+
+
+def probe_guided() -> GuidedOptions:
+    """The guided sampler's options in a variant's probe: ``tune``'s, but a tie with the best
+    (a gain under :data:`STALL_TOL` of it) is no new best to the polish (``polish_tol``), as
+    in the chunks (:func:`chunk_guided`), so a variant's polish counts the same in both."""
+    from autotune.sampling._guided import GuidedOptions
+
+    return GuidedOptions(polish_tol=STALL_TOL)
 
 
 def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0,
