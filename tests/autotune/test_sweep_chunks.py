@@ -78,6 +78,15 @@ def test_only_the_later_chunks_tune_with_the_chunks_options(tiny_graph: Graph, t
     assert probes == 2 and cold == 1 and chunks >= 1  # two probes, the second with its cold share
 
 
+def test_a_cold_reference_tunes_with_tunes_options(tiny_graph: Graph, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``warm=False`` (``bench/sweep.py``'s cold references, the independent cold tunes the
+    sweep is held to): every tune with ``tune``'s options, no tie tolerance."""
+    events = sweep_events(tiny_graph, tmp_path, monkeypatch, warm=False, allocate="equal")
+    tunes = [value for kind, value in events if kind == "tune"]
+    assert len(tunes) == 2 and all(value is None for value in tunes)
+
+
 def test_the_cross_round_comes_after_the_last_chunk(tiny_graph: Graph, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """After the probes: chunks leaving the cross-round's reserve, the round, then chunks
