@@ -10,6 +10,8 @@ hand):
 
 * **When**: the best has not improved for ``GuidedOptions.polish_after`` measurements,
   or the best was itself found by polishing (the climb goes on from the new best).
+  "Improved": by more than ``GuidedOptions.polish_tol`` of it (:func:`beats`; ``tune``: 0,
+  any gain; a sweep: :data:`STALL_TOL`, so a float tie with the best is none).
 * **What**: the one-move neighbourhood of the best
   (:func:`search_space._neighbours.neighbour_vectors`: every child one
   :meth:`Space.mutate` move can make), in a fixed shuffled order per schedule; a polish
