@@ -10,8 +10,8 @@ hand):
 
 * **When**: the best has not improved for ``GuidedOptions.polish_after`` measurements,
   or the best was itself found by polishing (the climb goes on from the new best).
-  "Improved": by more than ``GuidedOptions.polish_tol`` of it (:func:`beats`; ``tune``: 0,
-  any gain; a sweep: :data:`STALL_TOL`, so a float tie with the best is none).
+  "Improved": by more than ``GuidedOptions.polish_tol`` of it (:func:`beats`; 0 by
+  default, any gain; :data:`STALL_TOL`: a float tie with the best is none).
 * **What**: the one-move neighbourhood of the best
   (:func:`search_space._neighbours.neighbour_vectors`: every child one
   :meth:`Space.mutate` move can make), in a fixed shuffled order per schedule; a polish
@@ -93,11 +93,12 @@ __all__ = ["DEEP", "POLISH_ATTR", "PROV_POLISH", "STALL_TOL", "PolishState", "be
 
 STALL_TOL = 1e-6
 """A gain smaller than this share of the best is none: a tie (float noise), not a new best.
-Asked by a sweep's :class:`PolishState` (``GuidedOptions.polish_tol``: a measurement that
-beats the best by less is not a new best, ``since_best`` goes on counting, so the second ring
-and the kicks come; ``tune`` keeps 0, since its committed 300-trial BERT-base b8 log changes
-at its 86th record with it) and by the sweep's stall test (:func:`autotune.whatif._budget.stalled`:
-a chunk that gained less left the best as it was, for its kicks and its lending).
+Asked by the sweep's stall test (:func:`autotune.whatif._budget.stalled`: a chunk that gained
+less left the best as it was, for its kicks and its lending) and, when an option says so, by
+:class:`PolishState` (``GuidedOptions.polish_tol``: a measurement that beats the best by less
+is not a new best, ``since_best`` goes on counting, so the second ring and the kicks come; 0
+by default: ``tune``'s 300-trial BERT-base b8 log changes at its 86th record with it, and a
+sweep with it did no better, :data:`autotune.whatif._budget.POLISH_TOL`).
 
 Why this size: a gain nobody would measure. The STCP920 runs at 1 GHz (a cycle is 1 ns), so a
 millionth of a sweep's bests is a cycle or two of MobileNetV2 b16's ~1,500 µs and ~10 of
@@ -107,7 +108,8 @@ it) when a candidate ties the best. Why at all (``bench/results/sweep.md``, twen
 twenty-fourth passes): ResNet-50 b16 seed 0's L1 384K / DDR 27, the sweep's one miss, gained
 1e-12 µs in its third chunk (9,518.163398148146 -> ...145); with no tolerance the sweep's
 ``stalled`` never held, and with it there (twenty-third pass) the polish still took that tie
-for a new best, reset ``since_best`` and so no kick round came in the kicked chunk."""
+for a new best, reset ``since_best`` and so no kick round came in the kicked chunk (with the
+polish's tolerance too it came, and gained nothing: twenty-fourth pass)."""
 
 
 def beats(y: float, best: float, tol: float = STALL_TOL) -> bool:

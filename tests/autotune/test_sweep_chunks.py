@@ -58,8 +58,8 @@ def test_a_later_chunk_polishes_after_half_a_chunk() -> None:
 def test_only_the_later_chunks_tune_with_the_chunks_options(tiny_graph: Graph, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Two variants, 24 on average: a probe's cold share tunes with ``tune``'s options (None),
-    the probes themselves with :func:`probe_guided`'s (``tune``'s but the polish's tie
-    tolerance); every tune after an ``on_variant(..., "more")`` (a chunk) has
+    the probes themselves with :func:`probe_guided`'s (``tune``'s with the sweep's
+    ``POLISH_TOL``); every tune after an ``on_variant(..., "more")`` (a chunk) has
     :func:`chunk_guided`'s."""
     events = sweep_events(tiny_graph, tmp_path, monkeypatch)
     what = ""

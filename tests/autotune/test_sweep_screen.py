@@ -43,8 +43,8 @@ def test_screened_breeds_more_per_measurement_and_changes_nothing_else(base: Any
 def test_a_sweep_screens_only_when_asked(tiny_graph: Graph, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch, warm: bool,
                                          screen: bool | None, expect: bool) -> None:
-    """By default (``screen`` not given) every probe of a warm sweep has a tune's options but
-    the polish's tie tolerance (:func:`probe_guided`), its cold share a tune's (None), a cold
+    """By default (``screen`` not given) every probe of a warm sweep has a tune's options with
+    the sweep's polish tie tolerance (:func:`probe_guided`), its cold share a tune's (None), a cold
     reference's tunes a tune's; with ``screen=True`` every one but a probe's cold share has
     :func:`screened`'s breeding, warm or not (the bench's ``--screen cold``: a cold reference
     with it)."""
