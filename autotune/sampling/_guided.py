@@ -161,6 +161,11 @@ class GuidedOptions:
             incumbent (the best measured when this sampler first breeds) in at least this
             many parameters, so its lines leave the incumbent's basin (a sweep's stalled
             variant: :func:`autotune.whatif._budget.restart_guided`). ``tune`` never sets it.
+        polish_tol: ``PolishState``'s ``tol``: a measurement is the polish's new best when
+            faster by more than this share of the best (:func:`autotune.sampling._polish.beats`).
+            0 (the default, ``tune``'s: its 300-trial BERT-base log changes at its 86th
+            record with :data:`~autotune.sampling._polish.STALL_TOL`); a sweep's is
+            :data:`autotune.whatif._budget.POLISH_TOL` (0 too: measured no better).
     """
 
     population: int = 96
@@ -184,6 +189,7 @@ class GuidedOptions:
     kick_limit: int | None = 32
     polish_deep: int = 48
     apart: int = 0
+    polish_tol: float = 0.0
 
 
 @dataclass
@@ -248,7 +254,7 @@ class GuidedSampler(BaseSampler):
         o = self.options
         self.polish = PolishState(o.polish_after, o.polish_limit,
                                   o.polish_window or o.population, o.polish_kick, o.kick_limit,
-                                  o.polish_deep)
+                                  o.polish_deep, o.polish_tol)
         self._searched = False  # the last request was a kick or a kicked climb's
         self._x: list[np.ndarray] = []
         self._y: list[float] = []

@@ -10,6 +10,8 @@ hand):
 
 * **When**: the best has not improved for ``GuidedOptions.polish_after`` measurements,
   or the best was itself found by polishing (the climb goes on from the new best).
+  "Improved": by more than ``GuidedOptions.polish_tol`` of it (:func:`beats`; 0 by
+  default, any gain; :data:`STALL_TOL`: a float tie with the best is none).
 * **What**: the one-move neighbourhood of the best
   (:func:`search_space._neighbours.neighbour_vectors`: every child one
   :meth:`Space.mutate` move can make), in a fixed shuffled order per schedule; a polish
@@ -86,8 +88,34 @@ if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
     from search_space import Space
 
-__all__ = ["DEEP", "POLISH_ATTR", "PROV_POLISH", "PolishState", "deep_key", "is_deep",
-           "polish_ranked", "ring_of"]
+__all__ = ["DEEP", "POLISH_ATTR", "PROV_POLISH", "STALL_TOL", "PolishState", "beats", "deep_key",
+           "is_deep", "polish_ranked", "ring_of"]
+
+STALL_TOL = 1e-6
+"""A gain smaller than this share of the best is none: a tie (float noise), not a new best.
+Asked by the sweep's stall test (:func:`autotune.whatif._budget.stalled`: a chunk that gained
+less left the best as it was, for its kicks and its lending) and, when an option says so, by
+:class:`PolishState` (``GuidedOptions.polish_tol``: a measurement that beats the best by less
+is not a new best, ``since_best`` goes on counting, so the second ring and the kicks come; 0
+by default: ``tune``'s 300-trial BERT-base b8 log changes at its 86th record with it, and a
+sweep with it did no better, :data:`autotune.whatif._budget.POLISH_TOL`).
+
+Why this size: a gain nobody would measure. The STCP920 runs at 1 GHz (a cycle is 1 ns), so a
+millionth of a sweep's bests is a cycle or two of MobileNetV2 b16's ~1,500 µs and ~10 of
+ResNet-50 b16's ~9,500 µs, four orders under the 10 µs the simulator charges each inference's
+launch on the host, while the weighted sum of the tasks' bests moves by float noise (~1e-16 of
+it) when a candidate ties the best. Why at all (``bench/results/sweep.md``, twenty-second to
+twenty-fourth passes): ResNet-50 b16 seed 0's L1 384K / DDR 27, the sweep's one miss, gained
+1e-12 µs in its third chunk (9,518.163398148146 -> ...145); with no tolerance the sweep's
+``stalled`` never held, and with it there (twenty-third pass) the polish still took that tie
+for a new best, reset ``since_best`` and so no kick round came in the kicked chunk (with the
+polish's tolerance too it came, and gained nothing: twenty-fourth pass)."""
+
+
+def beats(y: float, best: float, tol: float = STALL_TOL) -> bool:
+    """Whether speed ``y`` (higher: faster) is a new best over ``best``: higher by more than
+    ``tol`` of it (:data:`STALL_TOL`); anything finite beats a best of ``-inf`` (none yet)."""
+    return y > best + tol * abs(best) if np.isfinite(best) else y > best
 
 POLISH_ATTR = "graphtune_polish"
 """Trial user attribute of a polish proposal (value: the polished schedule's candidate id)."""
@@ -254,6 +282,9 @@ class PolishState:
             climb that ends below the best has made a new best, which is polished as
             any. Then the next kick.
         kick_limit: Proposals per schedule of a kicked climb.
+        tol: A measurement is a new best when faster than the best by more than this
+            share of it (:func:`beats`; 0, ``tune``'s: any gain; a sweep's
+            :data:`STALL_TOL`: a float tie is not one).
         deep: 0, or once a schedule's one-move neighbourhood is polished, its *second
             ring* (:mod:`autotune.sampling._deep`: a boundary moved with its group's
             parameters, a new boundary with a shape of its own) is polished the same
@@ -264,8 +295,8 @@ class PolishState:
     """
 
     def __init__(self, after: int, limit: int | None, window: int, kick: int = 0,
-                 kick_limit: int | None = 32, deep: int = 0) -> None:
-        self.after, self.limit, self.window = after, limit, window
+                 kick_limit: int | None = 32, deep: int = 0, tol: float = 0.0) -> None:
+        self.after, self.limit, self.window, self.tol = after, limit, window, tol
         self.kick, self.kick_limit, self.deep = kick, kick_limit, deep
         self.since_best = 0  # measurements since the best improved
         self.best: str = ""  # candidate id of the best measured
@@ -302,7 +333,7 @@ class PolishState:
             if inherited:
                 self._inherited[polish_of] = self._inherited.get(polish_of, 0) + 1
                 self._check_limit(polish_of)
-        if y is not None and y > self._best_y:
+        if y is not None and beats(y, self._best_y, self.tol):
             self._best_y, self.best, self.since_best = y, cid, 0
         else:
             self.since_best += 1
