@@ -38,7 +38,7 @@ import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from autotune.job._state import JobState, TaskState
 from autotune.running._cadence import Cadence
@@ -296,7 +296,7 @@ class Driver:
             self._task_pending[k] = self._task_pending.get(k, 0) + len(batch)
             # A remote worker decodes a bred pick's vector again (cheaper than its JSON).
             vectors = [c.vector for c in batch] if self.pool.remote else []
-            sent = []
+            sent: list[Any] = []  # (dicts, or a Ray worker's picks' logs.ScheduleText)
             for c in batch:
                 if c.json is None:  # a bred pick's came with it
                     c.json = c.schedule.to_json()
@@ -548,7 +548,9 @@ class Driver:
                         else {**c.json, "source": source})
         if not m.lower_bound_us and ts.lower_bound_us:  # a plug-in measurer gave none
             m = replace(m, lower_bound_us=ts.lower_bound_us)
-        rec = m.to_record(ts.task.graph, schedule, self.target, measurer=self.measurer.name,
+        # (a ScheduleText is kept as it is: its to_json() is itself)
+        rec = m.to_record(ts.task.graph, cast("Any", schedule), self.target,
+                          measurer=self.measurer.name,
                           measurer_version=self.measurer.version, tuner=c.tuner, study=study,
                           trial=c.trial.number if c.trial is not None else None, host=host,
                           params=c.params, cost_model=c.cost_model,
