@@ -46,6 +46,7 @@ from autotune.running._failures import Failures
 from autotune.running._notes import note_measurement as note_measurement
 from autotune.running._notes import objective_of
 from autotune.running._reconcile import CID_ATTR, OWNER_ATTR, SEED_ATTR, SEED_CID_ATTR, result_attrs
+from autotune.running._trials import set_user_attrs
 from autotune.sampling._polish import POLISH_ATTR, PROV_POLISH
 from autotune.sampling._studies import candidate_id, seed_schedules
 from compiler.errors import GraphtuneError
@@ -560,14 +561,12 @@ class Driver:
         value = self.value(m) if m.status != "worker_lost" else None
         attrs = result_attrs(m.status, m.latency_us, m.throughput_per_s, ts.lower_bound_us)
         if c.trial is not None:
-            for key, v in attrs.items():
-                c.trial.set_user_attr(key, v)
+            set_user_attrs(c.trial, attrs)
         elif c.placeholder is not None:
             from optuna.trial import TrialState
 
             storage = ts.study._storage
-            for key, v in attrs.items():
-                storage.set_trial_user_attr(c.placeholder, key, v)
+            set_user_attrs(None, attrs, storage, c.placeholder)
             # Failed, not complete: it has no parameters for a sampler to learn from.
             storage.set_trial_state_values(c.placeholder, TrialState.FAIL)
         self.note(ts, c.tuner, rec.schedule, c.trial.number if c.trial else None, m, c.cid)
