@@ -16,6 +16,9 @@ the held one (full only), the collector set as in a worker (``search_gc``). Run 
 under ``valgrind --tool=callgrind`` for each mode (the rest of the process is the same in
 both: the difference of the counts is the batches').
 
+``--travel dict|text [--part worker|all]``: a bred round's picks on their way from the
+worker to the log, their JSON as a dict or as its log text (see :func:`travel`).
+
 Run: ``python bench/batch_cost.py [--model bert_base] [--mode both] [--batches 4]``
 """
 
@@ -90,6 +93,43 @@ def run(model: str, mode: str, batches: int, save: str = ""
     return time.process_time() - c0, out
 
 
+def travel(model: str, mode: str, part: str, picks: int) -> int:
+    """A round of ``picks`` bred picks' way from their worker to the log (``--travel``): the
+    worker's making of the picks' JSON as text (``text``; ``dict``: as before) and its
+    pickling of the round; with ``part`` ``all`` also the driver's unpickling and each
+    pick's log line with its ``source`` set, as ``Driver._record`` writes it. Under
+    callgrind (``PYTHONHASHSEED=0``: the breeding the same), ``all`` minus ``worker`` is
+    the driver's count and ``text`` minus ``dict`` the change."""
+    from autotune.running import _ray_worker
+    from logs import Provenance, Record, Result, ScheduleText, Status, TargetKey, WorkloadInfo
+
+    graph = zoo_graph(model)
+    target = Target.default()
+    if mode == "dict":
+        _ray_worker.picks_as_text = lambda bred: bred  # type: ignore[assignment]
+    worker = _Worker(target, SimMeasurer())
+    worker.load({"k": graph})
+    request = BreedRequest(batch=graph.batch, parents=(), seed=0, proposals=picks, eps=1,
+                           seen=frozenset(), population=max(16, picks), generations=1,
+                           random_share=0.25, crossover=0.15)
+    sent = pickle.dumps(worker.breed("k", request,
+                                     CostModelRanker(graph, target, seed=0).snapshot()),
+                        protocol=5)
+    if part == "worker":
+        return len(sent)
+    bred = pickle.loads(sent)
+    size = 0
+    for n, p in enumerate(bred.picks):
+        source = f"tuner:s/{n}"
+        sched = (p.json.with_source(source) if type(p.json) is ScheduleText
+                 else {**p.json, "source": source})
+        rec = Record(WorkloadInfo("k", model, {}, graph.batch), TargetKey("c", "h"), sched,
+                     Result(Status.OK, latency_us=1.0 + n), Provenance(
+                         tuner="t", study="s", trial=n, time_unix_s=1.0, params=p.params))
+        size += len(rec.to_line_bytes())
+    return size
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="bert_base", choices=sorted(MODELS))
@@ -99,7 +139,17 @@ def main() -> None:
                     help="print one JSON line (a single --mode: what --mode both runs)")
     ap.add_argument("--save", default="", help="write the batches to this file (see --io)")
     ap.add_argument("--io", default="", help="only the batches' serialisation, from --save's file")
+    ap.add_argument("--travel", default="", choices=("", "dict", "text"),
+                    help="only a bred round's way to the log, its picks' JSON as a dict or "
+                         "as text (see travel())")
+    ap.add_argument("--part", default="all", choices=("worker", "all"))
+    ap.add_argument("--picks", type=int, default=16)
     args = ap.parse_args()
+    if args.travel:
+        c0 = time.process_time()
+        size = travel(args.model, args.travel, args.part, args.picks)
+        print(f"{args.travel} {args.part}: {size} bytes, {time.process_time() - c0:.2f} CPU s")
+        return
     if args.io:
         if args.mode == "both":
             ap.error("--io needs --mode full or slim (one a process: a callgrind count each)")

@@ -38,6 +38,7 @@ from logs._record import (
 )
 from logs._schema import RECORD_SCHEMA, NewerVersionError, validate
 from logs._table import ROW_FIELDS, record_row, to_dataframe
+from logs._text import ScheduleText
 
 __all__ = [
     "RECORD_SCHEMA",
@@ -58,6 +59,7 @@ __all__ = [
     "Record",
     "RecordWriter",
     "Result",
+    "ScheduleText",
     "Status",
     "TargetKey",
     "WorkloadInfo",

@@ -4,7 +4,9 @@ A :class:`Record` is a frozen snapshot; :meth:`Record.to_json` and
 :meth:`Record.from_json` convert it to and from the keyed JSON object stored on
 one line of a log (see ``logs/README.md`` for the format and the versioning
 rules). Schedules are opaque JSON objects here: the compiler owns their
-meaning, ``logs`` only requires the keys ``"v"`` and ``"batch"``.
+meaning, ``logs`` only requires the keys ``"v"`` and ``"batch"``. A schedule may
+be any ``Mapping``; a :class:`logs.ScheduleText` (the object as its line's text
+already) is copied into the line instead of dumped again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from logs._errors import LogError
 from logs._status import SCHEMA_MAJOR as SCHEMA_MAJOR
 from logs._status import SCHEMA_VERSION as SCHEMA_VERSION
 from logs._status import Status as Status
+from logs._text import LINE_JSON, ScheduleText
 
 IndexKey = tuple[str, str, str]
 """``(workload_key, chip, hash)``: what records are grouped and ranked by."""
@@ -377,6 +380,8 @@ class Record:
         ``,"crc32":``. A reader that finds the CRC intact knows the line is
         whole and was checked when written, so it can decode only the part
         before the schedule; anything else is decoded and checked in full.
+        A :class:`logs.ScheduleText` schedule's text is the line's schedule as
+        it is (the same bytes ``json.dumps`` of its object writes).
 
         Raises:
             ValueError: The record would not be read back (e.g. ``batch`` < 1).
@@ -384,17 +389,22 @@ class Record:
         from logs._schema import check_record
 
         obj = self.to_json()
-        problem = check_record(obj)
+        sched: Any = obj["schedule"]
+        # a ScheduleText is its line's text already (its 'v' and 'batch' checked by __post_init__)
+        whole = type(sched) is not ScheduleText
+        problem = check_record(obj, with_schedule=whole)
         if problem:
             raise ValueError(f"record cannot be written: {problem}")
-        sched = json.dumps(obj.pop("schedule"), **_LINE_JSON)
+        del obj["schedule"]
+        sched = json.dumps(sched, **_LINE_JSON) if whole else sched.text
         head = json.dumps(obj, **_LINE_JSON)
         body = f'{head[:-1]},"schedule":{sched}'.encode()
         return b'%s,"crc32":%d}\n' % (body, zlib.crc32(body))
 
     def canonical(self) -> str:
         """Key-sorted JSON text: equal for equal records, used for ties and de-duplication."""
-        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=_plain)
 
     def rank_key(self) -> tuple[float, float, str]:
         """Sort key of valid records: latency, then earlier time, then the JSON text."""
@@ -402,7 +412,7 @@ class Record:
         return (latency, self.prov.time_unix_s, self.canonical())
 
 
-_LINE_JSON: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False, "allow_nan": False}
+_LINE_JSON = LINE_JSON
 _WORKLOAD_KEYS = frozenset({"key", "model", "input_shapes", "batch"})
 _RESULT_KEYS = frozenset({"status", "latency_us", "throughput_per_s", "error", "lower_bound_us"})
 _PROV_KEYS = frozenset(
@@ -411,6 +421,13 @@ _PROV_KEYS = frozenset(
 )
 # crc32 is a property of a line, not of the record: dropped on read.
 _RECORD_KEYS = frozenset({"v", "workload", "target", "result", "prov", "schedule", "crc32"})
+
+
+def _plain(obj: Any) -> Any:
+    """``json.dumps``' ``default``: a schedule carried as its text, as its object."""
+    if isinstance(obj, ScheduleText):
+        return obj.parsed()
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 def _extra(obj: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:

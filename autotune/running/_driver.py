@@ -36,9 +36,9 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from autotune.job._state import JobState, TaskState
 from autotune.running._cadence import Cadence
@@ -46,10 +46,11 @@ from autotune.running._failures import Failures
 from autotune.running._notes import note_measurement as note_measurement
 from autotune.running._notes import objective_of
 from autotune.running._reconcile import CID_ATTR, OWNER_ATTR, SEED_ATTR, SEED_CID_ATTR, result_attrs
+from autotune.running._trials import set_user_attrs
 from autotune.sampling._polish import POLISH_ATTR, PROV_POLISH
 from autotune.sampling._studies import candidate_id, seed_schedules
 from compiler.errors import GraphtuneError
-from logs import RecordWriter
+from logs import RecordWriter, ScheduleText
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,9 +114,10 @@ class Candidate:
     polish_of: str = ""  # a polish proposal: the candidate id of the schedule polished
     vector: tuple[int, np.ndarray] | None = None  # its space's batch and vector, if bred
     # its JSON as sent to the pool (a bred pick's, as its breeder made it: see
-    # autotune.sampling._breed.Pick): the record's schedule is the same with its ``source``
-    # set (writing a bred schedule's JSON again cost the driver 0.06-0.6 ms a measurement)
-    json: dict[str, Any] | None = None
+    # autotune.sampling._breed.Pick; from a Ray worker, as its log text: a logs.ScheduleText):
+    # the record's schedule is the same with its ``source`` set (writing a bred schedule's
+    # JSON again cost the driver 0.06-0.6 ms a measurement)
+    json: Mapping[str, Any] | None = None
 
 
 def is_seed_label(tuner: str) -> bool:
@@ -295,7 +297,7 @@ class Driver:
             self._task_pending[k] = self._task_pending.get(k, 0) + len(batch)
             # A remote worker decodes a bred pick's vector again (cheaper than its JSON).
             vectors = [c.vector for c in batch] if self.pool.remote else []
-            sent = []
+            sent: list[Any] = []  # (dicts, or a Ray worker's picks' logs.ScheduleText)
             for c in batch:
                 if c.json is None:  # a bred pick's came with it
                     c.json = c.schedule.to_json()
@@ -537,15 +539,19 @@ class Driver:
     def _record(self, c: Candidate, m: Measurement, host: str) -> None:
         ts = self.job.tasks[c.task]
         study = ts.study.study_name if c.trial is not None else ""
-        schedule: GraphSchedule | dict[str, Any] = c.schedule if c.json is None else c.json
+        schedule: GraphSchedule | Mapping[str, Any] = c.schedule if c.json is None else c.json
         if not is_seed_label(c.tuner):
             source = f"tuner:{study}/{c.trial.number if c.trial else ''}"
-            # (the same JSON as ``replace(c.schedule, source=source).to_json()``)
+            # (the same JSON as ``replace(c.schedule, source=source).to_json()``; a pick's
+            # log text from its worker has it spliced in: autotune.running._texts)
             schedule = (replace(c.schedule, source=source) if c.json is None
+                        else c.json.with_source(source) if type(c.json) is ScheduleText
                         else {**c.json, "source": source})
         if not m.lower_bound_us and ts.lower_bound_us:  # a plug-in measurer gave none
             m = replace(m, lower_bound_us=ts.lower_bound_us)
-        rec = m.to_record(ts.task.graph, schedule, self.target, measurer=self.measurer.name,
+        # (a ScheduleText is kept as it is: its to_json() is itself)
+        rec = m.to_record(ts.task.graph, cast("Any", schedule), self.target,
+                          measurer=self.measurer.name,
                           measurer_version=self.measurer.version, tuner=c.tuner, study=study,
                           trial=c.trial.number if c.trial is not None else None, host=host,
                           params=c.params, cost_model=c.cost_model,
@@ -555,17 +561,15 @@ class Driver:
         value = self.value(m) if m.status != "worker_lost" else None
         attrs = result_attrs(m.status, m.latency_us, m.throughput_per_s, ts.lower_bound_us)
         if c.trial is not None:
-            for key, v in attrs.items():
-                c.trial.set_user_attr(key, v)
+            set_user_attrs(c.trial, attrs)
         elif c.placeholder is not None:
             from optuna.trial import TrialState
 
             storage = ts.study._storage
-            for key, v in attrs.items():
-                storage.set_trial_user_attr(c.placeholder, key, v)
+            set_user_attrs(None, attrs, storage, c.placeholder)
             # Failed, not complete: it has no parameters for a sampler to learn from.
             storage.set_trial_state_values(c.placeholder, TrialState.FAIL)
-        self.note(ts, c.tuner, dict(rec.schedule), c.trial.number if c.trial else None, m, c.cid)
+        self.note(ts, c.tuner, rec.schedule, c.trial.number if c.trial else None, m, c.cid)
         self._tell(c.trial, value)
         for trial in self._inflight.pop((c.task, c.cid), []):
             self._tell(trial, value)
@@ -579,7 +583,7 @@ class Driver:
         """The study value of a measurement (None: failed)."""
         return objective_of(m, self.objective)
 
-    def note(self, ts: TaskState, tuner: str, schedule: GraphSchedule | dict[str, Any],
+    def note(self, ts: TaskState, tuner: str, schedule: GraphSchedule | Mapping[str, Any],
              trial: int | None, m: Measurement, cid: str) -> None:
         """Update a task's counters, best, baselines and curve with one measurement."""
         note_measurement(ts, self.objective, tuner, schedule, trial, m, cid)

@@ -4,6 +4,7 @@ its counters, best, baselines, curve, and the candidates whose worker raised onc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._state import Best
@@ -31,7 +32,7 @@ def objective_of(m: Measurement, objective: str) -> float | None:
 
 
 def note_measurement(ts: TaskState, objective: str, tuner: str,
-                     schedule: GraphSchedule | dict[str, Any], trial: int | None,
+                     schedule: GraphSchedule | Mapping[str, Any], trial: int | None,
                      m: Measurement, cid: str) -> None:
     """Update a task's state with one measurement (this run's or a logged one)."""
     ts.records += 1
@@ -45,7 +46,8 @@ def note_measurement(ts: TaskState, objective: str, tuner: str,
     if not m.ok:
         ts.errors[m.status] = ts.errors.get(m.status, 0) + 1
     if latency is not None and _better(m, ts.best, objective):
-        sched = schedule if isinstance(schedule, dict) else schedule.to_json()
+        # (a dict of its own: a record's schedule may be its log text, logs.ScheduleText)
+        sched = dict(schedule) if isinstance(schedule, Mapping) else schedule.to_json()
         ts.best = Best(latency, m.throughput_per_s, sched, tuner, trial)
     if ts.best is not None:
         ts.curve.append((ts.records, ts.best.latency_us))

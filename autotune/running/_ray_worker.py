@@ -28,6 +28,7 @@ from autotune.measure._measurer import Measurer, SimMeasurer, measure_json
 from autotune.measure._slots import enable, working
 from autotune.running._gc_clock import GcClock
 from autotune.running._pool import WorkerNotLoaded
+from autotune.running._texts import as_dicts, picks_as_text
 from autotune.sampling._breed import Bred, Breeder, BreedRequest, Scorer
 from compiler.memo import search_gc
 
@@ -174,13 +175,17 @@ class _Worker:
         (:func:`pack_vectors`: what :class:`autotune.running._ray_pool.RayPool` sends):
         Ray serialises each argument of a call apart, and numpy arrays out of band, which
         cost the actor ~0.5 ms and the driver ~0.2 ms of CPU more a batch of 4 (issue 20).
-        Plain values only: nothing here unpickles (Ray's own serialisation does)."""
+        Plain values only: nothing here unpickles (Ray's own serialisation does). A
+        schedule sent as its text (a pick bred by another worker:
+        :func:`autotune.running._texts.picks_as_text`) is measured as its object."""
         task_key, schedules, timeout_s, cids, vectors = packed
-        return self.measure(task_key, schedules, timeout_s, cids, unpack_vectors(vectors))
+        return self.measure(task_key, as_dicts(schedules), timeout_s, cids,
+                            unpack_vectors(vectors))
 
     def breed(self, task_key: str, request: BreedRequest, scorer: Scorer | tuple[Any]) -> Bred:
         """Breed a round; ``scorer`` as itself, or ``(ref,)``: a reference to it in the
-        object store, unpickled once per process (:meth:`_scorer`)."""
+        object store, unpickled once per process (:meth:`_scorer`). Its picks' JSON goes
+        back as their log text (:func:`autotune.running._texts.picks_as_text`)."""
         if self._breeder is None or task_key not in self._graphs:
             raise WorkerNotLoaded(f"the worker holds no graph {task_key!r}")
         with working():
@@ -197,9 +202,11 @@ class _Worker:
                         got = ray.get(base)
                         self._bases = {**dict(list(self._bases.items())[-1:]), base.hex(): got}
                     request = replace(request, seen_base=got)
-                return self._breeder(task_key, request, scorer)
+                bred = self._breeder(task_key, request, scorer)
             finally:
                 self._spent["breed"] += time.thread_time() - c0
+            # not in the breeding's CPU (as the pickling of their JSON it replaces)
+            return picks_as_text(bred)
 
 
     def _scorer(self, ref: Any) -> Scorer:

@@ -16,6 +16,7 @@ lookup, such as a NaN that is not the choice's own object; another kind of distr
 and a template-less call, goes to Optuna's own ``create_new_trial``.
 
 :class:`LineEncoder` makes the journal file's lines (``BufferedJournalFile._append``).
+:func:`set_user_attrs` sets a trial's user attributes with one read-back.
 
 If Optuna's internals this relies on are not there, :func:`journal_storage` is a plain
 ``JournalStorage``.
@@ -28,7 +29,7 @@ import operator
 from datetime import UTC
 from typing import Any
 
-__all__ = ["journal_storage"]
+__all__ = ["journal_storage", "set_user_attrs"]
 
 
 def journal_storage(backend: Any) -> Any:
@@ -91,7 +92,40 @@ def _cheap_trials() -> type:
                     self._backend.save_snapshot(pickle.dumps(self._replay_result))
             return trial_id
 
+        def set_trial_user_attrs(self, trial_id: int, attrs: dict[str, Any]) -> None:
+            """``set_trial_user_attr`` of each of ``attrs`` in order (the same operations),
+            read back once (:func:`set_user_attrs`)."""
+            from optuna.storages.journal import _storage
+
+            with self._thread_lock:
+                for key, value in attrs.items():
+                    self._write_log(_storage.JournalOperation.SET_TRIAL_USER_ATTR,
+                                    {"trial_id": trial_id, "user_attr": {key: value}})
+                self._sync_with_backend()
+
     return CheapTrials
+
+
+def set_user_attrs(trial: Any, attrs: dict[str, Any], storage: Any = None,
+                   trial_id: int | None = None) -> None:
+    """``trial.set_user_attr(key, value)`` for each of ``attrs`` (``trial`` None: on
+    ``storage``'s trial ``trial_id``). On this module's storage the operations are written
+    as Optuna writes them, one each, but read back once: every read-back cost the driver's
+    thread a journal read, a replay and the trial's copy (~0.01 ms; a measurement's record
+    sets four, issue 20)."""
+    if trial is not None:
+        storage, trial_id = trial.storage, trial._trial_id
+    many = getattr(storage, "set_trial_user_attrs", None)
+    if many is None or (trial is not None and not hasattr(trial, "_cached_frozen_trial")):
+        for key, value in attrs.items():
+            if trial is not None:
+                trial.set_user_attr(key, value)
+            else:
+                storage.set_trial_user_attr(trial_id, key, value)
+        return
+    many(trial_id, attrs)
+    if trial is not None:  # what Trial.set_user_attr keeps of it
+        trial._cached_frozen_trial.user_attrs.update(attrs)
 
 
 class _Known:

@@ -173,7 +173,7 @@ class _Parsed:
         if self._schedule is None:
             from compiler.schedule import GraphSchedule
 
-            self._schedule = GraphSchedule.from_json(self._json)
+            self._schedule = GraphSchedule.from_json(dict(self._json))  # (a Mapping: ScheduleText)
         return self._schedule
 
     def codes(self) -> None:

@@ -1,0 +1,93 @@
+"""A bred pick's schedule JSON as its log line's text, made in the worker that bred it.
+
+A measuring worker returns a breeding round's picks to the driver with their schedules'
+JSON (``autotune.sampling._breed.Pick.json``), which the driver sends on, and writes
+into the log with the pick's ``source`` set. As a dict that costs the driver an unpickling
+(~17 KB pickled on BERT-base s128 b8) and a ``json.dumps`` per record (~26 KB of text),
+the most of its main thread's CPU a measurement (issue 20). :func:`picks_as_text` turns
+the picks' JSON into :class:`logs.ScheduleText` before they leave the worker: the text
+``json.dumps`` would write, made from text kept per group spec, transfer and order step
+(the decoder interns them: a round's picks share many of them, so a schedule's text is
+partly joined, not written; a new one's is written from the schedule's JSON the breeder
+made, with one C encoder kept for it); the driver unpickles a string and splices the record's
+``source`` into it (``ScheduleText.with_source``); the log's bytes are the same.
+
+A worker given a batch with such texts measures them as the dicts they stand for
+(:func:`as_dicts`).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Sequence
+from dataclasses import replace
+from itertools import repeat
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from operator import itemgetter
+from typing import Any
+
+from logs import ScheduleText
+from logs._text import dumps
+
+__all__ = ["as_dicts", "picks_as_text", "schedule_text"]
+
+_LISTS = ("groups", "transfers", "order")
+_SCALARS = (str, int, float, bool, type(None))
+_MEMO_MAX = 1 << 17  # entries kept (each holds its object: an id is not reused while kept)
+_memo: dict[int, tuple[Any, str]] = {}
+_MISS = (None, "")
+# json.dumps(obj, **LINE_JSON)'s C encoder, made once (json.dumps makes one a call: ~1.3 us
+# of an item's ~3); its chunks joined are the same text
+_encode = c_make_encoder(None, json.JSONEncoder().default, encode_basestring, None, ":", ",",
+                         False, False, False) if c_make_encoder is not None else None
+
+
+def _text(value: Any) -> str:
+    return "".join(_encode(value, 0)) if _encode is not None else dumps(value)
+
+
+def _list_text(items: Sequence[Any], values: list[Any]) -> str:
+    """``dumps(values)``, ``values[i]`` being ``items[i].to_json()``: each item's text from
+    the memo (by identity), a new one's written from its value and kept."""
+    got = list(map(_memo.get, map(id, items), repeat(_MISS)))
+    if not all(map(operator.is_, map(itemgetter(0), got), items)):
+        if len(_memo) + len(items) > _MEMO_MAX:
+            _memo.clear()
+        for i, (item, value) in enumerate(zip(items, values)):
+            if got[i][0] is not item:
+                got[i] = _memo[id(item)] = (item, _text(value))
+    return "[" + ",".join(map(itemgetter(1), got)) + "]"
+
+
+def schedule_text(schedule: Any, obj: dict[str, Any]) -> ScheduleText:
+    """``obj`` (``schedule.to_json()``: its lists' items are the schedule's items' JSON) as a
+    :class:`logs.ScheduleText`, its lists' items' text kept per item object (see the module
+    doc)."""
+    pieces = []
+    for k, v in obj.items():
+        items = getattr(schedule, k) if k in _LISTS and type(v) is list else None
+        if items is not None and len(items) == len(v):
+            pieces.append((k, _list_text(items, v)))
+        else:
+            pieces.append((k, dumps(v)))
+    return ScheduleText.join(pieces, {k: v for k, v in obj.items() if type(v) in _SCALARS})
+
+
+def picks_as_text(bred: Any) -> Any:
+    """A breeding round (``autotune.sampling._breed.Bred``) whose picks carry their JSON
+    as :class:`logs.ScheduleText` (a pick without JSON, or with another kind of value
+    in it, as it was)."""
+    picks = []
+    for p in bred.picks:
+        obj = p.json
+        if type(obj) is dict and all(type(obj.get(k)) is list for k in _LISTS):
+            p = replace(p, json=schedule_text(p.schedule, obj))
+        picks.append(p)
+    return replace(bred, picks=tuple(picks))
+
+
+def as_dicts(schedules: Sequence[Any]) -> list[Any]:
+    """A batch's schedules with each :class:`logs.ScheduleText` as its object (parsed: the
+    worker's copy, as an unpickled dict was); the rest as they are."""
+    return [s.parsed() if type(s) is ScheduleText else s for s in schedules]

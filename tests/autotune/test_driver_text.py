@@ -1,0 +1,95 @@
+"""A bred pick's schedule comes back from its worker as its log text (``autotune.running._texts``).
+
+The text is what ``json.dumps`` of the schedule's JSON writes (made from text kept per
+interned group spec, transfer and step); the driver holds the pick as before (its lazy
+schedule reads the same), and the record it writes has the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+
+from autotune.running import _texts
+from autotune.running._texts import as_dicts, picks_as_text, schedule_text
+from compiler.graph import Graph
+from compiler.target import Target
+from logs import Provenance, Record, Result, ScheduleText, Status, TargetKey, WorkloadInfo
+from search_space import build_space
+from tests.autotune.test_driver_slim import _bred, _worker
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def test_schedule_text_is_json_dumps_of_its_json(tiny_graph: Graph, tune_target: Target,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    schedules = [space.decode(v) for v in space.sample_vectors(np.random.default_rng(3), 60)]
+    for rounds in range(2):  # cold, then from the memo
+        for s in schedules:
+            obj = s.to_json()
+            t = schedule_text(s, obj)
+            assert t.text == _dumps(obj), rounds
+            assert t.with_source("tuner:s/1").text == _dumps({**obj, "source": "tuner:s/1"})
+            assert t["batch"] == obj["batch"] and t == obj
+    # a full memo starts again, the texts the same
+    monkeypatch.setattr(_texts, "_MEMO_MAX", 3)
+    _texts._memo.clear()
+    for s in schedules[:5]:
+        assert schedule_text(s, s.to_json()).text == _dumps(s.to_json())
+    longest = max(len(getattr(s, k)) for s in schedules[:5] for k in _texts._LISTS)
+    assert len(_texts._memo) <= longest  # cleared before each list that would overflow it
+    # without the C encoder: json.dumps, the same texts
+    monkeypatch.setattr(_texts, "_encode", None)
+    _texts._memo.clear()
+    for s in schedules[:10]:
+        assert schedule_text(s, s.to_json()).text == _dumps(s.to_json())
+    # a JSON whose lists do not match the schedule's: written from the JSON itself
+    obj = schedules[0].to_json()
+    obj["groups"] = obj["groups"][:1]
+    assert schedule_text(schedules[0], obj).text == _dumps(obj)
+
+
+def test_a_workers_picks_travel_as_text_and_read_as_before(
+        tiny_graph: Graph, tune_target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    worker = _worker(tiny_graph, tune_target, monkeypatch)
+    picks = _bred(worker, tiny_graph, tune_target, seed=4)  # (pickled, as the driver has them)
+    assert worker._breeder is not None
+    for p in picks:
+        assert type(p.json) is ScheduleText
+        held = worker._breeder._held_json[("k", p.cid)]
+        assert p.json.text == _dumps(held) and p.json == held
+        # the pick's schedule, parsed from the text when read (the driver rarely does)
+        assert p.schedule.to_json() == held and p.schedule.groups
+        rec = [Record(WorkloadInfo("k", "tiny", {}, tiny_graph.batch), TargetKey("c", "h"), s,
+                      Result(Status.OK, latency_us=2.0), Provenance(time_unix_s=1.0))
+               for s in (p.json.with_source("tuner:t/3"), {**held, "source": "tuner:t/3"})]
+        assert rec[0].to_line_bytes() == rec[1].to_line_bytes()
+    assert as_dicts([picks[0].json, None, {"a": 1}]) == [picks[0].json.parsed(), None, {"a": 1}]
+    assert type(as_dicts([picks[0].json])[0]) is dict
+
+
+def test_picks_without_json_stay_as_they_are(tiny_graph: Graph, tune_target: Target,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    worker = _worker(tiny_graph, tune_target, monkeypatch)
+    bred = pickle.loads(pickle.dumps(_bred_raw(worker, tiny_graph, tune_target)))
+    from dataclasses import replace
+
+    plain = replace(bred, picks=tuple(replace(p, json=None) for p in bred.picks))
+    assert all(p.json is None for p in picks_as_text(plain).picks)
+
+
+def _bred_raw(worker: Any, graph: Graph, target: Target) -> Any:
+    from autotune.sampling._breed import BreedRequest
+    from autotune.sampling._ranker import CostModelRanker
+
+    request = BreedRequest(batch=graph.batch, parents=(), seed=5, proposals=4, eps=1,
+                           seen=frozenset(), population=16, generations=1, random_share=0.25,
+                           crossover=0.15)
+    return worker.breed("k", request, CostModelRanker(graph, target, seed=0).snapshot())
