@@ -128,7 +128,9 @@ def test_zoo_models_at_two_batches(name: str, target: Target, checked: _Checked)
     n = 5 if name in DEEP else 12  # the deep CNNs: fewer vectors, as many steps
     for batch in (1, 6):
         _exercise(zoo_graph(name, batch, **kw), target, n, seed=batch)
-    assert checked.count >= 4 * n
+    # two batches of n samples and n children; a crossover child equal to a parent is that
+    # parent, not decoded again (``Space.crossover``), so a few children may not decode
+    assert checked.count >= 3 * n
 
 
 @pytest.mark.parametrize("fixture", ["resnet18_b16", "mobilenet_v2_b16", "vit_b1", "gpt_b16",
