@@ -46,12 +46,10 @@ from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_me
 from compiler.derive import chunk_dag
 from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
-from compiler.layout import group_layout, transfer_layout
 from sim._ctime import MAX_CORES, built, new_state, pack_transfer
 from sim._ctime import load as _load_csim
 from sim._flows import Flows as _Flows
 from sim._flows import GroupStatic
-from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
 from sim._host import HostSegment, host_ops
 from sim._invariants import check_invariants
@@ -59,16 +57,15 @@ from sim._model import ComputeCost, GroupWork, group_cost
 from sim._moves import Layout, fixed_plan, move_plan
 from sim._plans import (
     StepPlan,
-    group_token,
     make_plan,
+    node_facts,
     ops_token,
-    placement_cores,
     plans_of,
     shift,
+    step_facts,
     step_label,
     target_caches,
     transfer_flows,
-    transfer_token,
 )
 from sim._resources import Reservations
 from sim._result import DmaEvent, SimError, SimResult, step_record
@@ -91,6 +88,8 @@ class _Sim:
                  memory: MemoryPlan) -> None:
         self.g, self.s, self.t = graph, schedule, target
         self.memory = memory
+        # each step's L1 use and streamed inputs (the two fields of the plan's steps read here)
+        self.l1s, self.streamed = step_facts(memory)
         self.chip, self.moves, self.wcache = target_caches(target)
         # a group step's cost is a pure function of its key: kept with the step plans, so
         # the steps that gather tables (priced on the timeline) find it in later runs too
@@ -155,28 +154,21 @@ class _Sim:
         # each node's layout token (sim._plans.layout_token) and first sample: the plans' keys
         self.toks: list[int] = []
         self.firsts: list[int] = []
+        facts = node_facts(g, self.half_wb)
         for node in order:
             if node[0] == "g":
                 gr = groups[node[1]]
-                lay = group_layout(gr, node[2], g.batch)
-                self.layouts.append(lay)
-                info = self.info_of.get(gr.name)
-                if info is None:
-                    info = self.info_of[gr.name] = _group_static(g, gr.ops, self.half_wb)
+                info, lay, cores, tok = facts.group(g, gr, node[2])
+                self.info_of[gr.name] = info
                 self.provides.append(info.output)
-                place = gr.chunks[node[2]]
-                cores = placement_cores(place)
-                self.cores_of.append(cores)
                 self.group_cores.add(cores)
-                self.toks.append(group_token(place, lay, cores))
             else:
                 tr = transfers[node[1]]
-                lay = transfer_layout(tr, g.batch)
-                self.layouts.append(lay)
+                lay, cores, tok = facts.transfer(tr)
                 self.provides.append(tr.tensor)
-                cores = placement_cores(tr.placement)
-                self.cores_of.append(cores)
-                self.toks.append(transfer_token(tr, lay, cores, g.batch))
+            self.layouts.append(lay)
+            self.cores_of.append(cores)
+            self.toks.append(tok)
             self.firsts.append(lay[1][0][0])
         self.deps_of = {pos[n]: [pos[d] for d in ds] for n, ds in deps.items()}
         for i, node in enumerate(order):
@@ -265,16 +257,16 @@ class _Sim:
         cores = self.cores_of[k]
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
-        mem = self.memory.steps[k]
-        plan, deps = self.step_plan(k, gr, spp, samples, dep_idx, mem.streamed)
+        l1_bytes = self.l1s[k]
+        plan, deps = self.step_plan(k, gr, spp, samples, dep_idx, self.streamed[k])
         pk = plan.packed
         if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
             if self.res.record:  # the timeline's events too
-                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, mem.l1_bytes,
+                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, l1_bytes,
                                            self.noc_bytes, self.weight_bytes, self.res.events,
                                            self.labels[k])
             else:
-                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, mem.l1_bytes,
+                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, l1_bytes,
                                            self.noc_bytes, self.weight_bytes)
             ls, le, start, end, top, self.noc_bytes, self.weight_bytes = out
             self.rec_of[k] = len(self.records)
@@ -293,7 +285,7 @@ class _Sim:
                     ready["*"] = t
                 if t > ready.get(kind, 0.0):
                     ready[kind] = t
-        usage = dict(mem.l1_bytes)
+        usage = dict(l1_bytes)
         top = max(usage.values(), default=0.0)
         # compute, part by part: a part of n cores splits its samples' rows n ways; the
         # cores run synchronised, so the step ends when its slowest part ends
@@ -478,7 +470,7 @@ class _Sim:
             hit = self.plans[key] = (fl, pk)
         fl, pk = hit
         if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
-            mem = self.memory.steps[k].l1_bytes
+            mem = self.l1s[k]
             if self.res.record:
                 ls, le, usage, self.noc_bytes = self.csim.transfer_step(
                     pk, self.cst, self.ready, dep_idx, mem, self.noc_bytes, self.res.events,
@@ -500,7 +492,7 @@ class _Sim:
         ls, le = self.res.reserve(label, fl.flows, ready, self.latency_of(fl))
         self.ready[k] = le
         self.rec_of[k] = len(self.records)
-        usage = max((b for _, b in self.memory.steps[k].l1_bytes), default=0.0)
+        usage = max((b for _, b in self.l1s[k]), default=0.0)
         self.records.append([label, "transfer", cores, ls, le, ls, le, le, 0.0, 0.0, int(usage),
                              dst[0]])
         return None
