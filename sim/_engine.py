@@ -46,6 +46,7 @@ from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_me
 from compiler.derive import chunk_dag
 from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
+from compiler.layout import transfer_layout
 from sim._ctime import MAX_CORES, built, new_state, pack_transfer
 from sim._ctime import load as _load_csim
 from sim._flows import Flows as _Flows
@@ -60,12 +61,14 @@ from sim._plans import (
     make_plan,
     node_facts,
     ops_token,
+    placement_cores,
     plans_of,
     shift,
     step_facts,
     step_label,
     target_caches,
     transfer_flows,
+    transfer_token,
 )
 from sim._resources import Reservations
 from sim._result import DmaEvent, SimError, SimResult, step_record
@@ -163,8 +166,10 @@ class _Sim:
                 self.provides.append(info.output)
                 self.group_cores.add(cores)
             else:
-                tr = transfers[node[1]]
-                lay, cores, tok = facts.transfer(tr)
+                tr = transfers[node[1]]  # (not interned: each is met once, made here)
+                lay = transfer_layout(tr, g.batch)
+                cores = placement_cores(tr.placement)
+                tok = transfer_token(tr, lay, cores, g.batch)
                 self.provides.append(tr.tensor)
             self.layouts.append(lay)
             self.cores_of.append(cores)

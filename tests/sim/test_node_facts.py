@@ -1,9 +1,9 @@
 """What a simulation's set-up reads, made once and found again: a compiled walk's memory
 plan gives each step's L1 use and streamed inputs without making its ``StepMemory`` values
-(``search_space._cplan._LazyPlan.step_facts``), and each group chunk's and transfer's
-layout, cores, token and op-set facts are kept by the object's identity
-(``sim._plans.NodeFacts``). Both give the values they stand for, and the results of
-decoded picks are those of their parsed copies (planned by the Python walk, set up afresh)."""
+(``search_space._cplan._LazyPlan.step_facts``), and each group chunk's layout, cores, token
+and op-set facts are kept by the group's identity (``sim._plans.NodeFacts``). Both give the
+values they stand for, and the results of decoded picks are those of their parsed copies
+(planned by the Python walk, set up afresh)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from compiler.capacity import in_compute_dtype, plan_memory
-from compiler.layout import group_layout, transfer_layout
+from compiler.layout import group_layout
 from compiler.schedule import GraphSchedule
 from compiler.target import Target
 from search_space import build_space
@@ -28,7 +28,6 @@ from sim._plans import (
     node_facts,
     placement_cores,
     step_facts,
-    transfer_token,
 )
 from tests.sim.test_properties import graph_of
 
@@ -92,11 +91,6 @@ def test_node_facts_are_the_values_they_stand_for() -> None:
                     want = (group_static(sized, gr.ops, half_wb), lay, cores,
                             group_token(place, lay, cores))
                     assert facts.group(sized, gr, chunk) == want
-            for tr in sched.transfers:
-                lay = transfer_layout(tr, sized.batch)
-                cores = placement_cores(tr.placement)
-                assert facts.transfer(tr) == (lay, cores,
-                                              transfer_token(tr, lay, cores, sized.batch))
 
 
 def test_node_facts_are_found_by_identity_not_by_a_reused_id() -> None:
@@ -108,11 +102,6 @@ def test_node_facts_are_found_by_identity_not_by_a_reused_id() -> None:
     # another object's entry under this group's id (an id reused after the first died)
     facts.kept[(id(gr), 0)] = (picks[1].groups[-1], ("stale",))
     assert facts.group(sized, gr, 0) == right
-    tr = next((t for s in picks for t in s.transfers), None)
-    if tr is not None:
-        right_t = facts.transfer(tr)
-        facts.kept[(id(tr), -1)] = (gr, ("stale",))
-        assert facts.transfer(tr) == right_t
 
 
 def test_node_facts_keep_no_graph_alive() -> None:
