@@ -256,10 +256,7 @@ def group_cost(
     key = ("sim.cost", target.hash, ops, samples, cores, step_cores, remote, tables)
     hit: ComputeCost | None = memo.get(key)
     if hit is None:
-        terms = memo.get(("sim.op_terms", target.hash))
-        if terms is None:
-            terms = memo[("sim.op_terms", target.hash)] = {}
-        hit = _cost(op_shapes(graph), ops, samples, cores, target, step_cores, remote, terms)
+        hit = _cost(op_shapes(graph), ops, samples, cores, target, step_cores, remote)
         if tables:
             wbw = weight_path_bytes_per_cycle(target, step_cores)
             hit = replace(hit, weight_bound_cycles=hit.weight_bound_cycles + tables / wbw)
@@ -292,89 +289,68 @@ def grouped_conv_cycles(d: OpShape, rows: float, mat: MatrixUnit, lanes: int
     return best
 
 
-# the terms an op adds to a part's cost, by field of ComputeCost (in its order)
-_MME, _VME, _MOVE_F, _FILL, _USEFUL, _WBOUND = range(6)
-_OP_TERMS_LIMIT = 200_000
-
-
 def _cost(
     shapes: tuple[OpShape, ...], ops: tuple[int, ...], s: int, k: int, target: Target,
     step_cores: int, remote: frozenset[int],
-    kept: dict[tuple[int, int, int, int, bool], tuple[tuple[int, float], ...]] | None = None,
 ) -> ComputeCost:
-    """Each op's terms (:func:`_op_terms`) added in op order, field by field, as the
-    cost's sums always were: the same floats whether an op's terms are made now or found in
-    ``kept`` (the terms of one graph's ops on one target, by op, samples, cores, step cores
-    and whether the op's re-reads are charged at the source: a new op set's cost is mostly
-    ops met before)."""
-    wbw = weight_path_bytes_per_cycle(target, step_cores)
-    acc = [0.0] * 6
-    for i in ops:
-        key = (i, s, k, step_cores, i in remote)
-        terms = None if kept is None else kept.get(key)
-        if terms is None:
-            terms = _op_terms(shapes[i], s, k, target, wbw, key[4])
-            if kept is not None:
-                if len(kept) >= _OP_TERMS_LIMIT:
-                    kept.clear()
-                kept[key] = terms
-        for f, v in terms:
-            acc[f] += v
-    return ComputeCost(*acc)
-
-
-def _op_terms(d: OpShape, s: int, k: int, target: Target, wbw: float, remote: bool
-              ) -> tuple[tuple[int, float], ...]:
-    """What op ``d`` adds to each field of a part's :class:`ComputeCost` (``s`` samples per
-    part on ``k`` cores, weights at ``wbw`` bytes per cycle; ``remote``: its re-reads are
-    charged at the source), in the order the cost adds them."""
-    out: list[tuple[int, float]] = []
-    kind = d.kind
-    if kind == _VIEW:
-        return ()
     mat, vec = target.matrix, target.vector
-    gm, gn, ovh = mat.granule_m, mat.granule_n, mat.instr_overhead_cycles
+    gm, gn, macs, ovh = mat.granule_m, mat.granule_n, mat.macs_per_cycle, mat.instr_overhead_cycles
     lanes: float = vec.lanes
     tcpe = vec.transcendental_cycles_per_element
     l1bw = target.l1.bytes_per_cycle
     half_wb = target.l1.weight_bytes / 2
-    is_matrix = kind in (_MATRIX, _BATCHED)
-    # INT8 ops at the units' INT8 rates (compiler.opshape.unit_rates)
-    mat, lanes = unit_rates(d, target) if d.int8 else (mat, float(lanes))
-    macs = mat.macs_per_cycle
-    share = math.ceil(s * d.amount / k) if d.batched else math.ceil(d.amount)
-    if kind == _MATRIX and d.groups > 1:
-        engine, c, u = grouped_conv_cycles(d, share, mat, round(lanes))
-        if engine == "vector":
-            out += ((_VME, c), (_FILL, min(c, _VECTOR_TILE / lanes)),
-                    (_WBOUND, d.weight_bytes / wbw))
-        else:
-            out += ((_MME, c), (_USEFUL, u), (_FILL, d.k * gm * gn / macs + ovh),
-                    (_WBOUND, max(c, d.weight_bytes / wbw)))
-    elif is_matrix:
-        if kind == _BATCHED and d.batched:
-            # whole heads per core, or a head's rows over cores (compiler.opshape)
-            sp = batched_split(d, s, k)
-            mt = matrix_tiles(d, sp.gemms, mat, sp.rows)
-        else:
-            mt = matrix_tiles(d, share, mat)
-        t_op = mt.padded_cycles + mt.tiles * ovh
-        out += ((_MME, t_op), (_USEFUL, mt.useful_cycles), (_FILL, d.k * gm * gn / macs + ovh),
-                (_WBOUND, max(t_op, d.weight_bytes / wbw)))
-    elif kind in (_VECTOR, _SPECIAL):
-        c = share / lanes * (tcpe if kind == _SPECIAL else 1.0)
-        out += ((_VME, c), (_FILL, min(c, _VECTOR_TILE / lanes)))
-    elif kind == _MOVE:
-        out.append((_MOVE_F, 2.0 * share / l1bw))
-    else:  # gather: rows arrive by DMA (see the engine), written once into L1
-        out.append((_MOVE_F, share / l1bw))
-    if d.requant_flops:  # the vector unit requantizes the array's INT8 results
-        c = share * (d.requant_flops / max(d.amount, 1e-9)) / lanes
-        out += ((_VME, c), (_FILL, min(c, _VECTOR_TILE / lanes)))
-    if d.weight_bytes > half_wb and is_matrix and not remote:
-        extra = math.ceil(d.weight_bytes / half_wb) - 1
-        streamed = s * d.in_bytes / k if d.batched else d.in_bytes
-        out.append((_MOVE_F, extra * streamed / l1bw))
-    if d.weight_bytes and not is_matrix:
-        out.append((_WBOUND, d.weight_bytes / wbw))
-    return tuple(out)
+    wbw = weight_path_bytes_per_cycle(target, step_cores)
+    mme = vme = move = fill = useful = wbound = 0.0
+    fp_mat, fp_lanes = mat, float(lanes)
+    for i in ops:
+        d = shapes[i]
+        kind = d.kind
+        if kind == _VIEW:
+            continue
+        is_matrix = kind in (_MATRIX, _BATCHED)
+        # INT8 ops at the units' INT8 rates (compiler.opshape.unit_rates)
+        mat, lanes = unit_rates(d, target) if d.int8 else (fp_mat, fp_lanes)
+        macs = mat.macs_per_cycle
+        share = math.ceil(s * d.amount / k) if d.batched else math.ceil(d.amount)
+        if kind == _MATRIX and d.groups > 1:
+            engine, c, u = grouped_conv_cycles(d, share, mat, round(lanes))
+            if engine == "vector":
+                vme += c
+                fill += min(c, _VECTOR_TILE / lanes)
+                wbound += d.weight_bytes / wbw
+            else:
+                mme += c
+                useful += u
+                fill += d.k * gm * gn / macs + ovh
+                wbound += max(c, d.weight_bytes / wbw)
+        elif is_matrix:
+            if kind == _BATCHED and d.batched:
+                # whole heads per core, or a head's rows over cores (compiler.opshape)
+                sp = batched_split(d, s, k)
+                mt = matrix_tiles(d, sp.gemms, mat, sp.rows)
+            else:
+                mt = matrix_tiles(d, share, mat)
+            t_op = mt.padded_cycles + mt.tiles * ovh
+            mme += t_op
+            useful += mt.useful_cycles
+            fill += d.k * gm * gn / macs + ovh
+            wbound += max(t_op, d.weight_bytes / wbw)
+        elif kind in (_VECTOR, _SPECIAL):
+            c = share / lanes * (tcpe if kind == _SPECIAL else 1.0)
+            vme += c
+            fill += min(c, _VECTOR_TILE / lanes)
+        elif kind == _MOVE:
+            move += 2.0 * share / l1bw
+        else:  # gather: rows arrive by DMA (see the engine), written once into L1
+            move += share / l1bw
+        if d.requant_flops:  # the vector unit requantizes the array's INT8 results
+            c = share * (d.requant_flops / max(d.amount, 1e-9)) / lanes
+            vme += c
+            fill += min(c, _VECTOR_TILE / lanes)
+        if d.weight_bytes > half_wb and is_matrix and i not in remote:
+            extra = math.ceil(d.weight_bytes / half_wb) - 1
+            streamed = s * d.in_bytes / k if d.batched else d.in_bytes
+            move += extra * streamed / l1bw
+        if d.weight_bytes and not is_matrix:
+            wbound += d.weight_bytes / wbw
+    return ComputeCost(mme, vme, move, fill, useful, wbound)
