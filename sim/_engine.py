@@ -46,11 +46,12 @@ from compiler.capacity import MemoryPlan, in_compute_dtype, order_nodes, plan_me
 from compiler.derive import chunk_dag
 from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
-from compiler.layout import transfer_layout
+from compiler.layout import group_layout, transfer_layout
 from sim._ctime import MAX_CORES, built, new_state, pack_transfer
 from sim._ctime import load as _load_csim
 from sim._flows import Flows as _Flows
 from sim._flows import GroupStatic
+from sim._flows import group_static as _group_static
 from sim._gathers import VIA_LLB, GatherRecord, plan_via_llb, step_gathers
 from sim._host import HostSegment, host_ops
 from sim._invariants import check_invariants
@@ -58,8 +59,8 @@ from sim._model import ComputeCost, GroupWork, group_cost
 from sim._moves import Layout, fixed_plan, move_plan
 from sim._plans import (
     StepPlan,
+    group_token,
     make_plan,
-    node_facts,
     ops_token,
     placement_cores,
     plans_of,
@@ -157,16 +158,20 @@ class _Sim:
         # each node's layout token (sim._plans.layout_token) and first sample: the plans' keys
         self.toks: list[int] = []
         self.firsts: list[int] = []
-        facts = node_facts(g, self.half_wb)
         for node in order:
             if node[0] == "g":
                 gr = groups[node[1]]
-                info, lay, cores, tok = facts.group(g, gr, node[2])
-                self.info_of[gr.name] = info
+                lay = group_layout(gr, node[2], g.batch)
+                info = self.info_of.get(gr.name)
+                if info is None:
+                    info = self.info_of[gr.name] = _group_static(g, gr.ops, self.half_wb)
                 self.provides.append(info.output)
+                place = gr.chunks[node[2]]
+                cores = placement_cores(place)
                 self.group_cores.add(cores)
+                tok = group_token(place, lay, cores)
             else:
-                tr = transfers[node[1]]  # (not interned: each is met once, made here)
+                tr = transfers[node[1]]
                 lay = transfer_layout(tr, g.batch)
                 cores = placement_cores(tr.placement)
                 tok = transfer_token(tr, lay, cores, g.batch)

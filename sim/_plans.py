@@ -20,10 +20,10 @@ from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
 from compiler.footprint import sample_bytes
-from compiler.layout import group_layout, input_layout
+from compiler.layout import input_layout
 from compiler.memo import BoundedDict, memo_of
 from sim._ctime import built, pack_group
-from sim._flows import Flows, GroupStatic, group_static
+from sim._flows import Flows, GroupStatic
 from sim._host import host_segment_cycles
 from sim._model import ComputeCost, GroupWork, cuts_inside_samples, group_work, halo_reach
 from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
@@ -35,10 +35,10 @@ if TYPE_CHECKING:
     from compiler.schedule import GroupSpec, Placement, Step, Transfer
     from compiler.target import Target
 
-__all__ = ["PLAN_LIMIT", "TARGETS_KEPT", "NodeFacts", "PlanContext", "StepPlan",
-           "exchange_flows", "group_token", "inputs_flows", "layout_token", "make_plan",
-           "node_facts", "ops_token", "placement_cores", "plans_of", "shift", "step_facts",
-           "step_label", "target_caches", "transfer_flows", "transfer_token"]
+__all__ = ["PLAN_LIMIT", "TARGETS_KEPT", "PlanContext", "StepPlan", "exchange_flows",
+           "group_token", "inputs_flows", "layout_token", "make_plan", "ops_token",
+           "placement_cores", "plans_of", "shift", "step_facts", "step_label", "target_caches",
+           "transfer_flows", "transfer_token"]
 
 _MODEL_INPUT = -1
 _NONE: Flows | None = Flows()  # "not kept" (a kept exchange may be None)
@@ -251,52 +251,6 @@ def transfer_token(tr: Transfer, layout: Layout, cores: tuple[int, ...], batch: 
     if tok is None:
         tok = _keep(tr, batch, layout_token(shift(layout, layout[1][0][0]), cores))
     return tok
-
-
-class NodeFacts:
-    """What a simulation's set-up reads of each group chunk, remembered by the group's
-    identity for one graph (as simulated) and weight buffer: ``(GroupStatic, layout, cores,
-    token)``. A decoder interns its groups, so a tune's candidates meet the same objects
-    again (a ResNet-50 replay finds ~55 % of its group chunks, BERT-base ~13 %; transfers
-    are not interned: a run makes theirs); each entry keeps its object (an id is not reused
-    while it lives). Kept in the graph's memo, so it holds no reference to the graph (which
-    would keep it alive)."""
-
-    __slots__ = ("batch", "half_wb", "kept")
-
-    def __init__(self, batch: int, half_wb: float) -> None:
-        self.batch, self.half_wb = batch, half_wb
-        self.kept: dict[tuple[int, int], tuple[object, tuple[object, ...]]] = {}
-
-    def group(self, graph: Graph, gr: GroupSpec, chunk: int
-              ) -> tuple[GroupStatic, Layout, tuple[int, ...], int]:
-        """Chunk ``chunk`` of ``gr`` (of ``graph``, the graph these facts are kept for): its
-        op set's facts, layout, cores and layout token."""
-        hit = self.kept.get((id(gr), chunk))
-        if hit is None or hit[0] is not gr:
-            lay = group_layout(gr, chunk, self.batch)
-            place = gr.chunks[chunk]
-            cores = placement_cores(place)
-            hit = self._keep(gr, chunk, (group_static(graph, gr.ops, self.half_wb), lay,
-                                         cores, group_token(place, lay, cores)))
-        return hit[1]  # type: ignore[return-value]
-
-    def _keep(self, obj: object, n: int, facts: tuple[object, ...]
-              ) -> tuple[object, tuple[object, ...]]:
-        if len(self.kept) >= 4 * PLAN_LIMIT:
-            self.kept.clear()
-        hit = self.kept[(id(obj), n)] = (obj, facts)
-        return hit
-
-
-def node_facts(graph: Graph, half_wb: float) -> NodeFacts:
-    """The graph's :class:`NodeFacts` for a weight buffer of ``2 * half_wb`` bytes."""
-    memo = memo_of(graph)
-    key = ("sim.nodes", half_wb)
-    facts: NodeFacts | None = memo.get(key)
-    if facts is None:
-        facts = memo[key] = NodeFacts(graph.batch, half_wb)
-    return facts
 
 
 def step_facts(memory: MemoryPlan) -> tuple[list[tuple[tuple[int, float], ...]],

@@ -20,7 +20,6 @@ from compiler.graph import Graph
 from compiler.memo import BoundedDict
 from compiler.target import Target
 from sim import _engine, simulate
-from sim._plans import NodeFacts
 from tests.sim.random_schedules import chain
 from tests.sim.test_properties import graph_of
 
@@ -44,8 +43,6 @@ def _fresh(graph: Graph, s: Any, target: Target, monkeypatch: pytest.MonkeyPatch
     """``s`` simulated with every step plan made for it (none looked up)."""
     with monkeypatch.context() as m:
         m.setattr(_engine, "plans_of", lambda graph, target: BoundedDict(0))
-        # and every node's set-up facts made for it (none found by identity)
-        m.setattr(_engine, "node_facts", lambda graph, half_wb: NodeFacts(graph.batch, half_wb))
         return simulate(graph, s, target)
 
 
