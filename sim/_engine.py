@@ -90,10 +90,8 @@ class _Sim:
 
     def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target, record: bool,
                  memory: MemoryPlan) -> None:
-        self.g, self.s, self.t = graph, schedule, target
-        self.memory = memory
-        # each step's L1 use and streamed inputs (the two fields of the plan's steps read here)
-        self.l1s, self.streamed = step_facts(memory)
+        self.g, self.s, self.t, self.memory = graph, schedule, target, memory
+        self.l1s, self.streamed = step_facts(memory)  # each step's L1 use, streamed inputs
         self.chip, self.moves, self.wcache = target_caches(target)
         # a group step's cost is a pure function of its key: kept with the step plans, so
         # the steps that gather tables (priced on the timeline) find it in later runs too
@@ -162,23 +160,24 @@ class _Sim:
             if node[0] == "g":
                 gr = groups[node[1]]
                 lay = group_layout(gr, node[2], g.batch)
+                self.layouts.append(lay)
                 info = self.info_of.get(gr.name)
                 if info is None:
                     info = self.info_of[gr.name] = _group_static(g, gr.ops, self.half_wb)
                 self.provides.append(info.output)
                 place = gr.chunks[node[2]]
                 cores = placement_cores(place)
+                self.cores_of.append(cores)
                 self.group_cores.add(cores)
-                tok = group_token(place, lay, cores)
+                self.toks.append(group_token(place, lay, cores))
             else:
                 tr = transfers[node[1]]
                 lay = transfer_layout(tr, g.batch)
-                cores = placement_cores(tr.placement)
-                tok = transfer_token(tr, lay, cores, g.batch)
+                self.layouts.append(lay)
                 self.provides.append(tr.tensor)
-            self.layouts.append(lay)
-            self.cores_of.append(cores)
-            self.toks.append(tok)
+                cores = placement_cores(tr.placement)
+                self.cores_of.append(cores)
+                self.toks.append(transfer_token(tr, lay, cores, g.batch))
             self.firsts.append(lay[1][0][0])
         self.deps_of = {pos[n]: [pos[d] for d in ds] for n, ds in deps.items()}
         for i, node in enumerate(order):
@@ -267,8 +266,8 @@ class _Sim:
         cores = self.cores_of[k]
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
-        l1_bytes = self.l1s[k]
         plan, deps = self.step_plan(k, gr, spp, samples, dep_idx, self.streamed[k])
+        l1_bytes = self.l1s[k]
         pk = plan.packed
         if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
             if self.res.record:  # the timeline's events too
@@ -480,14 +479,13 @@ class _Sim:
             hit = self.plans[key] = (fl, pk)
         fl, pk = hit
         if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
-            mem = self.l1s[k]
             if self.res.record:
                 ls, le, usage, self.noc_bytes = self.csim.transfer_step(
-                    pk, self.cst, self.ready, dep_idx, mem, self.noc_bytes, self.res.events,
-                    self.labels[k])
+                    pk, self.cst, self.ready, dep_idx, self.l1s[k], self.noc_bytes,
+                    self.res.events, self.labels[k])
             else:
                 ls, le, usage, self.noc_bytes = self.csim.transfer_step(
-                    pk, self.cst, self.ready, dep_idx, mem, self.noc_bytes)
+                    pk, self.cst, self.ready, dep_idx, self.l1s[k], self.noc_bytes)
             self.ready[k] = le
             self.rec_of[k] = len(self.records)
             self.records.append([self.labels[k], "transfer", cores, ls, le, ls, le, le, 0.0, 0.0,
