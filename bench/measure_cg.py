@@ -11,6 +11,13 @@ instructions per measurement: a load-independent figure (same tree, log and inpu
 count). ``--digest`` prints a digest of every ``SimResult`` field instead (repr of each,
 timeline off and on), to compare trees and ``GRAPHTUNE_PURE_SIM=1`` bit for bit.
 
+``--replay`` measures the picks as a tune's worker meets them instead: in the log's order,
+one ``measure_json`` call each, nothing warmed (the graph's memos and the simulator's step
+plans made as met; in a real tune ~32-40 % of the group steps miss the plan cache and making
+those plans is much of a measurement). The picks are still rebuilt (decoded, pre-checked)
+first, outside the instrumentation. ``--profile FILE`` writes a cProfile of the measuring
+(``pstats``) instead of counting instructions.
+
 Run (a tuning log of the model and its ONNX file, e.g. ``graphtune zoo bert_base --batch 8
 --weights inputs -o bert.onnx`` then ``graphtune tune bert.onnx --trials 300 --workers 0
 --seed 0 --log bert.c.jsonl``):
@@ -22,6 +29,7 @@ Run (a tuning log of the model and its ONNX file, e.g. ``graphtune zoo bert_base
 from __future__ import annotations
 
 import argparse
+import cProfile
 import ctypes
 import hashlib
 import os
@@ -90,6 +98,17 @@ def _under_callgrind(argv: list[str], n_out: Path | None) -> None:
     print(f"{n} picks: {total:,} Ir, {total // n:,} Ir per measurement")
 
 
+def _measure_picks(graph: object, sent: list[dict], bred: list[GraphSchedule], target: Target,
+                   replay: bool) -> None:
+    """Measure the held picks as a worker does: one batch, or (``replay``) one at a time."""
+    if not replay:
+        measure_json(SimMeasurer(), graph, sent, target, None, bred)  # type: ignore[arg-type]
+        return
+    measurer = SimMeasurer()
+    for obj, held in zip(sent, bred):
+        measure_json(measurer, graph, [obj], target, None, [held])  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--onnx", type=Path, required=True)
@@ -98,10 +117,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cg", action="store_true", help="run under callgrind, print Ir per pick")
     ap.add_argument("--out", type=Path, help="with --cg: keep the callgrind file here")
     ap.add_argument("--digest", action="store_true", help="print the results' digest")
+    ap.add_argument("--replay", action="store_true",
+                    help="measure the picks one at a time in order, plans made as met (no warm-up)")
+    ap.add_argument("--profile", type=Path, help="write a cProfile of the measuring here")
     args = ap.parse_args(argv)
     if args.cg:
-        _under_callgrind(["--onnx", str(args.onnx), "--log", str(args.log), "--n", str(args.n)],
-                         args.out)
+        _under_callgrind(["--onnx", str(args.onnx), "--log", str(args.log), "--n", str(args.n)]
+                         + ["--replay"] * args.replay, args.out)
         return
     target = Target.default()
     with search_gc():
@@ -109,11 +131,18 @@ def main(argv: list[str] | None = None) -> None:
         if args.digest:
             print(f"{len(bred)} picks, digest {_digest(graph, bred, target)}")
             return
-        measure(graph, [GraphSchedule.from_json(j) for j in sent], target)  # warm the memos
+        if not args.replay:
+            measure(graph, [GraphSchedule.from_json(j) for j in sent], target)  # warm the memos
         lib = ctypes.CDLL(os.environ["MEASURE_CG_LIB"]) if "MEASURE_CG_LIB" in os.environ else None
+        prof = cProfile.Profile() if args.profile else None
         if lib is not None:
             lib.cg_start()
-        measure_json(SimMeasurer(), graph, sent, target, None, bred)
+        if prof is not None:
+            prof.enable()
+        _measure_picks(graph, sent, bred, target, args.replay)
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(str(args.profile))
         if lib is not None:
             lib.cg_stop()
     print(f"picks {len(bred)}")

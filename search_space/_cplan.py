@@ -5,7 +5,9 @@ the cores and bytes as ``bytes``); :func:`_plan_of` makes the
 :class:`compiler.capacity.MemoryPlan` remembered beside the decoded schedule, whose
 ``steps`` (one :class:`compiler.capacity.StepMemory` per step walked) are built when
 first read (:class:`_LazyPlan`): the pre-check reads only the plan's issue, the
-simulator and the explanation read the steps of the candidates they measure.
+explanation reads the steps; the simulator reads each step's L1 use and streamed
+inputs as two lists (:meth:`_LazyPlan.step_facts`), made without the ``StepMemory``
+values.
 :class:`_Walked` is what a decode keeps of a compiled walk (its scopes, its issue, the plan
 made from them when first read), whole or partial (stopped at its first overflow).
 """
@@ -104,7 +106,7 @@ class _StepsOf:
     usage (``_cwalk.c``: per step a count, then the cores and bytes), masks (a uint64 per
     step) and helds (a byte per step)."""
 
-    __slots__ = ("helds", "masks", "names_of", "over", "stab", "usage")
+    __slots__ = ("done", "helds", "masks", "names_of", "over", "stab", "usage")
 
     def __init__(self, stab: dict[tuple[tuple[str, ...], int], frozenset[str]],
                  names_of: Callable[[], list[tuple[str, ...] | None]], over: int,
@@ -113,29 +115,44 @@ class _StepsOf:
         # keep the space (and its shape tables) alive
         self.stab, self.names_of, self.over = stab, names_of, over
         self.usage, self.masks, self.helds = usage, masks, helds
+        self.done: tuple[list[Any], list[Any], list[Any]] | None = None
 
-    def __call__(self) -> tuple[StepMemory, ...]:
+    def facts(self) -> tuple[list[tuple[tuple[int, float], ...]], list[frozenset[str]],
+                             list[bool]]:
+        """Each step's ``(l1_bytes, streamed, held)`` as three lists (the fields of the
+        ``StepMemory`` values, without making them: what the simulator reads), made once."""
+        got = self.done
+        if got is not None:
+            return got
         stab = self.stab
         counts = memoryview(self.usage[0]).cast("i").tolist()
         cores = memoryview(self.usage[1]).cast("i").tolist()
         vals = memoryview(self.usage[2]).cast("d").tolist()
         masks, helds, names_of = memoryview(self.masks).cast("Q"), self.helds, self.names_of()
-        mems = []
+        l1s: list[tuple[tuple[int, float], ...]] = []
+        streams: list[frozenset[str]] = []
+        held: list[bool] = []
         empty: frozenset[str] = frozenset()
         u = 0
         for k, names in enumerate(names_of if self.over < 0 else names_of[:self.over]):
             m = counts[k]
-            l1 = tuple(zip(cores[u:u + m], vals[u:u + m]))
+            l1s.append(tuple(zip(cores[u:u + m], vals[u:u + m])))
             u += m
             if names is None:
-                mems.append(StepMemory(l1, empty, False))
+                streams.append(empty)
+                held.append(False)
                 continue
             skey = (names, masks[k])
             streamed = stab.get(skey)
             if streamed is None:
                 streamed = stab[skey] = streamed_of(names, masks[k])
-            mems.append(StepMemory(l1, streamed, helds[k] != 0))
-        return tuple(mems)
+            streams.append(streamed)
+            held.append(helds[k] != 0)
+        got = self.done = (l1s, streams, held)
+        return got
+
+    def __call__(self) -> tuple[StepMemory, ...]:
+        return tuple(map(StepMemory, *self.facts()))
 
 
 class _LazyPlan(MemoryPlan):
@@ -162,6 +179,17 @@ class _LazyPlan(MemoryPlan):
             object.__setattr__(self, "_steps", steps)
             object.__setattr__(self, "_build", None)
         return steps
+
+    def step_facts(self) -> tuple[list[tuple[tuple[int, float], ...]], list[frozenset[str]]]:
+        """Each step's ``l1_bytes`` and ``streamed`` (as ``steps`` has them), as two lists,
+        without making the ``StepMemory`` values when they are not made yet (the simulator
+        reads these two fields of every step of every run: :func:`sim._engine.step_facts`)."""
+        build: _StepsOf | None = self.__dict__["_build"]
+        if build is None:
+            steps = self.steps
+            return [m.l1_bytes for m in steps], [m.streamed for m in steps]
+        l1s, streams, _ = build.facts()
+        return l1s, streams
 
     def _fields(self) -> tuple[Any, ...]:
         return (self.steps, self.peak_l1_bytes_per_core, self.peak_llb_bytes, self.issue)

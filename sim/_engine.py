@@ -65,6 +65,7 @@ from sim._plans import (
     placement_cores,
     plans_of,
     shift,
+    step_facts,
     step_label,
     target_caches,
     transfer_flows,
@@ -89,8 +90,8 @@ class _Sim:
 
     def __init__(self, graph: Graph, schedule: GraphSchedule, target: Target, record: bool,
                  memory: MemoryPlan) -> None:
-        self.g, self.s, self.t = graph, schedule, target
-        self.memory = memory
+        self.g, self.s, self.t, self.memory = graph, schedule, target, memory
+        self.l1s, self.streamed = step_facts(memory)  # each step's L1 use, streamed inputs
         self.chip, self.moves, self.wcache = target_caches(target)
         # a group step's cost is a pure function of its key: kept with the step plans, so
         # the steps that gather tables (priced on the timeline) find it in later runs too
@@ -265,16 +266,16 @@ class _Sim:
         cores = self.cores_of[k]
         samples = self.g.batch // gr.split
         spp = samples // len(parts)
-        mem = self.memory.steps[k]
-        plan, deps = self.step_plan(k, gr, spp, samples, dep_idx, mem.streamed)
+        plan, deps = self.step_plan(k, gr, spp, samples, dep_idx, self.streamed[k])
+        l1_bytes = self.l1s[k]
         pk = plan.packed
         if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
             if self.res.record:  # the timeline's events too
-                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, mem.l1_bytes,
+                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, l1_bytes,
                                            self.noc_bytes, self.weight_bytes, self.res.events,
                                            self.labels[k])
             else:
-                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, mem.l1_bytes,
+                out = self.csim.group_step(pk[0], self.cst, self.ready, deps, l1_bytes,
                                            self.noc_bytes, self.weight_bytes)
             ls, le, start, end, top, self.noc_bytes, self.weight_bytes = out
             self.rec_of[k] = len(self.records)
@@ -293,7 +294,7 @@ class _Sim:
                     ready["*"] = t
                 if t > ready.get(kind, 0.0):
                     ready[kind] = t
-        usage = dict(mem.l1_bytes)
+        usage = dict(l1_bytes)
         top = max(usage.values(), default=0.0)
         # compute, part by part: a part of n cores splits its samples' rows n ways; the
         # cores run synchronised, so the step ends when its slowest part ends
@@ -478,14 +479,13 @@ class _Sim:
             hit = self.plans[key] = (fl, pk)
         fl, pk = hit
         if pk is not None and self.csim is not None:  # the compiled step (sim._ctime)
-            mem = self.memory.steps[k].l1_bytes
             if self.res.record:
                 ls, le, usage, self.noc_bytes = self.csim.transfer_step(
-                    pk, self.cst, self.ready, dep_idx, mem, self.noc_bytes, self.res.events,
-                    self.labels[k])
+                    pk, self.cst, self.ready, dep_idx, self.l1s[k], self.noc_bytes,
+                    self.res.events, self.labels[k])
             else:
                 ls, le, usage, self.noc_bytes = self.csim.transfer_step(
-                    pk, self.cst, self.ready, dep_idx, mem, self.noc_bytes)
+                    pk, self.cst, self.ready, dep_idx, self.l1s[k], self.noc_bytes)
             self.ready[k] = le
             self.rec_of[k] = len(self.records)
             self.records.append([self.labels[k], "transfer", cores, ls, le, ls, le, le, 0.0, 0.0,
@@ -500,7 +500,7 @@ class _Sim:
         ls, le = self.res.reserve(label, fl.flows, ready, self.latency_of(fl))
         self.ready[k] = le
         self.rec_of[k] = len(self.records)
-        usage = max((b for _, b in self.memory.steps[k].l1_bytes), default=0.0)
+        usage = max((b for _, b in self.l1s[k]), default=0.0)
         self.records.append([label, "transfer", cores, ls, le, ls, le, le, 0.0, 0.0, int(usage),
                              dst[0]])
         return None

@@ -34,12 +34,19 @@ class Flows:
         if nbytes <= 0:
             return
         f = self.flows
+        get = f.get
         for r, c in plan.flows:
-            f[r] = f.get(r, 0.0) + c * nbytes
-        for r, c in plan.incoming:
-            self.incoming[r] = self.incoming.get(r, 0.0) + c * nbytes
-        for r, c in plan.staying:
-            self.staying[r] = self.staying.get(r, 0.0) + c * nbytes
+            f[r] = get(r, 0.0) + c * nbytes
+        if plan.incoming:
+            f = self.incoming
+            get = f.get
+            for r, c in plan.incoming:
+                f[r] = get(r, 0.0) + c * nbytes
+        if plan.staying:
+            f = self.staying
+            get = f.get
+            for r, c in plan.staying:
+                f[r] = get(r, 0.0) + c * nbytes
         self.noc += plan.noc * nbytes
         self.ddr += plan.ddr * nbytes
         if plan.hops > self.hops:

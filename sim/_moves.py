@@ -23,6 +23,7 @@ Plans are linear in the bytes per sample, so they are cached per layout pair.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from compiler.layout import Layout, part_ranges, slices
 from sim._resources import Chip
@@ -65,6 +66,12 @@ def move_plan(chip: Chip, src: Layout, dst: Layout, cache: dict[object, MovePlan
     return hit
 
 
+# a move plan's pieces as part ranges, and the slices between two parts' cores: pure
+# functions of tuples met again and again by the plans a tune makes (read, never mutated)
+_ranges = lru_cache(maxsize=8192)(part_ranges)
+_slices = lru_cache(maxsize=8192)(slices)
+
+
 def _plan(chip: Chip, src: Layout, dst: Layout) -> MovePlan:
     s_scope, d_scope = src[0], dst[0]
     if s_scope == d_scope and s_scope != "L1":
@@ -75,7 +82,7 @@ def _plan(chip: Chip, src: Layout, dst: Layout) -> MovePlan:
     noc = 0.0
     hops = 0
     off = {"LLB": chip.llb, "DDR": chip.ddr}
-    s_parts, d_parts = part_ranges(src[1]), part_ranges(dst[1])
+    s_parts, d_parts = _ranges(src[1]), _ranges(dst[1])
     i = 0
     for d_lo, d_hi, d_cores in d_parts:
         while i < len(s_parts) and s_parts[i][1] <= d_lo:
@@ -88,7 +95,7 @@ def _plan(chip: Chip, src: Layout, dst: Layout) -> MovePlan:
             if n <= 0:
                 continue
             if s_scope == "L1" and d_scope == "L1":
-                for a, b, frac in slices(s_cores, d_cores):
+                for a, b, frac in _slices(s_cores, d_cores):
                     nb = n * frac
                     if a == b:
                         staying[b] = staying.get(b, 0.0) + nb

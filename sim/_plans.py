@@ -14,7 +14,7 @@ its timeline; made once, a plan is never mutated, so results are the same bit fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from itertools import count
 from typing import TYPE_CHECKING, Protocol
@@ -30,13 +30,14 @@ from sim._moves import Layout, MovePlan, exchange_plan, fixed_plan, move_plan
 from sim._resources import Chip, chip_of
 
 if TYPE_CHECKING:
+    from compiler.capacity import MemoryPlan
     from compiler.graph import Graph
     from compiler.schedule import GroupSpec, Placement, Step, Transfer
     from compiler.target import Target
 
 __all__ = ["PLAN_LIMIT", "TARGETS_KEPT", "PlanContext", "StepPlan", "exchange_flows",
            "group_token", "inputs_flows", "layout_token", "make_plan", "ops_token",
-           "placement_cores", "plans_of", "shift", "step_label", "target_caches",
+           "placement_cores", "plans_of", "shift", "step_facts", "step_label", "target_caches",
            "transfer_flows", "transfer_token"]
 
 _MODEL_INPUT = -1
@@ -113,6 +114,8 @@ class StepPlan:
     host: tuple[float, float, float]
     packed: tuple[bytes, float, float] | None = None
 
+
+_PLAN_FIELDS = tuple(f.name for f in fields(StepPlan))
 
 # by id, each placement kept beside its tuple (hashing a Placement runs its dataclass
 # __hash__ in Python; a decoder's placements are interned, so ids repeat)
@@ -250,6 +253,18 @@ def transfer_token(tr: Transfer, layout: Layout, cores: tuple[int, ...], batch: 
     return tok
 
 
+def step_facts(memory: MemoryPlan) -> tuple[list[tuple[tuple[int, float], ...]],
+                                            list[frozenset[str]]]:
+    """Each step's ``l1_bytes`` and ``streamed`` of a memory plan, as two lists: a compiled
+    walk's plan gives them without making its ``StepMemory`` values
+    (:meth:`search_space._cplan._LazyPlan.step_facts`), any other plan from its steps."""
+    facts = getattr(memory, "step_facts", None)
+    if facts is not None:
+        return facts()  # type: ignore[no-any-return]
+    steps = memory.steps
+    return [m.l1_bytes for m in steps], [m.streamed for m in steps]
+
+
 def shift(layout: Layout, off: int) -> Layout:
     """``layout`` with every piece's first sample ``off`` earlier."""
     if not off:
@@ -378,8 +393,10 @@ def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: Group
     if cost_of is not None and not host[0] and built() is not None:
         packed = pack_group(sim, info, staged_t, streamed_t, kinds, ex, out, cost_of, first,
                             cores, parts)
-    return StepPlan(info, work, staged_t, streamed_t, kinds, ex, out, remote, cost_of, first,
-                    host, packed)
+    plan = object.__new__(StepPlan)  # the frozen dataclass's value, without its __init__'s
+    plan.__dict__.update(zip(_PLAN_FIELDS, (info, work, staged_t, streamed_t, kinds, ex, out,
+                                            remote, cost_of, first, host, packed), strict=True))
+    return plan
 
 
 def transfer_flows(sim: PlanContext, tensor: str, dst: Layout, cores: tuple[int, ...],
