@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from compiler.graph import Graph
 from compiler.model import Model
 from compiler.target import Target
+from search_space import build_space
 from tests.sim.conftest import zoo_graph
 
 SMALL = {
@@ -38,6 +39,18 @@ def small_graph(key: str) -> Graph:
         batch, kw = SMALL[key]
         _graphs[key] = zoo_graph("bert_base" if key == "bert2" else key, batch, **kw)
     return _graphs[key]
+
+
+_spaces: dict[tuple[str, str], Any] = {}
+
+
+def small_space(target: Target, key: str) -> Any:
+    """The search space of :func:`small_graph` ``key`` on ``target``, cached for the session."""
+    k = (key, target.hash)
+    if k not in _spaces:
+        g = small_graph(key)
+        _spaces[k] = build_space(g, target, g.batch)
+    return _spaces[k]
 
 
 def onnx_model(nodes: list, inputs: dict[str, list[int]], outputs: dict[str, list[int]],

@@ -13,18 +13,7 @@ from hypothesis import strategies as st
 
 from compiler.key_text import key_text
 from compiler.target import Target
-from search_space import build_space
-from tests.search_space.conftest import small_graph
-
-_SPACES: dict[str, Any] = {}
-
-
-def _space(target: Target, key: str) -> Any:
-    space = _SPACES.get(key)
-    if space is None:
-        g = small_graph(key)
-        space = _SPACES[key] = build_space(g, target, g.batch)
-    return space
+from tests.search_space.conftest import small_space
 
 
 def _fresh(space: Any, s: Any) -> dict[str, list[int]]:
@@ -45,7 +34,7 @@ def test_the_kept_kinds_are_the_definition_and_a_move_leaves_them(target: Target
     define, the cut array is their cut list, a second read is the kept one, and after 40
     moves of every kind from it they are still the definition (a move never changes the
     shared lists)."""
-    space = _space(target, key)
+    space = small_space(target, key)
     rng = np.random.default_rng(seed)
     s = space.sample(rng)
     for _ in range(moves):
@@ -70,7 +59,7 @@ def test_a_parent_mutates_alike_with_and_without_its_kept_kinds(target: Target, 
     """Two decodes of one vector, one keeping its kinds after its first move and one made
     to read them afresh before every move, give the same 30 children with the same
     randomness."""
-    space = _space(target, key)
+    space = small_space(target, key)
     v = space.encode(space.sample(np.random.default_rng(seed)))
     kept, fresh = space.decode(v), space.decode(v)
     a, b = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
@@ -85,7 +74,7 @@ def test_a_parent_mutates_alike_with_and_without_its_kept_kinds(target: Target, 
 def test_a_projection_s_parameters_are_the_definition(target: Target, key: str, seed: int) -> None:
     """``project`` and ``params_of`` name each parameter read with its choice's value
     (from the space's name and choice lists), in the order read, as the definition does."""
-    space = _space(target, key)
+    space = small_space(target, key)
     rng = np.random.default_rng(seed)
     s = space.mutate(space.sample(rng), rng)
     canon, active = space._known(s)

@@ -15,19 +15,11 @@ from hypothesis import strategies as st
 from compiler.key_text import key_text
 from compiler.target import Target
 from search_space import _space, build_space
-from tests.search_space.conftest import small_graph
+from tests.search_space.conftest import small_graph, small_space
 
-_SPACES: dict[str, Any] = {}
 _OTHER: dict[str, Any] = {}  # another space of each model
 _MOVES = ("boundary", "merge", "split_group", "split", "rebind", "scope", "reorder", None)
 
-
-def _space_of(target: Target, key: str) -> Any:
-    space = _SPACES.get(key)
-    if space is None:
-        g = small_graph(key)
-        space = _SPACES[key] = build_space(g, target, g.batch)
-    return space
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -38,7 +30,7 @@ def test_a_parent_mutates_alike_with_and_without_its_noops(target: Target, key: 
     """Two decodes of one vector, one remembering its no-op children and one made to forget
     them before every move, give the same 40 children and leave the randomness in the same
     state; the decodes the first spares are those whose vector it remembered."""
-    space = _space_of(target, key)
+    space = small_space(target, key)
     v = space.encode(space.sample(np.random.default_rng(seed)))
     kept, fresh = space.decode(v), space.decode(v)
     a, b = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
@@ -55,7 +47,7 @@ def test_a_reorder_heavy_parent_spares_decodes(target: Target) -> None:
     """bert2's reorder moves mostly give the parent back: a parent remembering its no-op
     children decodes fewer children than one made to forget them (the same moves), and
     holds at most ``NOOP_CHILDREN`` vectors."""
-    space = _space_of(target, "bert2")
+    space = small_space(target, "bert2")
     decodes = {True: 0, False: 0}
     real = space._decode_marked
     for keep in (True, False):
@@ -83,7 +75,7 @@ def test_a_reorder_heavy_parent_spares_decodes(target: Target) -> None:
 def test_the_memo_is_bounded(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
     """With room for one no-op child, a parent remembers one."""
     monkeypatch.setattr(_space, "NOOP_CHILDREN", 1)
-    space = _space_of(target, "bert2")
+    space = small_space(target, "bert2")
     rng = np.random.default_rng(5)
     for seed in range(4):
         parent = space.sample(np.random.default_rng(seed))
@@ -94,7 +86,7 @@ def test_the_memo_is_bounded(target: Target, monkeypatch: pytest.MonkeyPatch) ->
 
 def test_another_space_s_schedule_keeps_nothing(target: Target) -> None:
     """A schedule decoded by another space (a copy) gets no memo from this one."""
-    space = _space_of(target, "bert2")
+    space = small_space(target, "bert2")
     other = build_space(small_graph("bert2"), target, small_graph("bert2").batch)
     parent = other.sample(np.random.default_rng(0))
     rng = np.random.default_rng(1)
@@ -111,7 +103,7 @@ def test_a_crossover_that_is_a_parent_is_that_parent(target: Target, key: str, s
     """A crossover child is the decode of its vector, with the randomness the definition
     uses; a child that is a parent's vector (the same parent twice, or one move apart) is
     that parent object, and a parent another space decoded is never returned."""
-    space = _space_of(target, key)
+    space = small_space(target, key)
     rng = np.random.default_rng(seed)
     a = space.sample(rng)
     b = a if same else space.mutate(a, rng)
