@@ -44,7 +44,7 @@ def record_row(rec: Record) -> dict[str, Any]:
     res = rec.result
     bound = res.lower_bound_us
     ratio = (res.latency_us / bound if res.latency_us is not None and bound else None)
-    cand = hashlib.sha256(json.dumps(rec.schedule, sort_keys=True, separators=(",", ":"))
+    cand = hashlib.sha256(json.dumps(dict(rec.schedule), sort_keys=True, separators=(",", ":"))
                           .encode()).hexdigest()[:12]
     when = datetime.datetime.fromtimestamp(rec.prov.time_unix_s, tz=datetime.UTC)
     return {

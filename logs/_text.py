@@ -60,6 +60,8 @@ class ScheduleText(Mapping[str, Any]):
         at = None
         n = 1  # the text's length so far: "{"
         for k, v in pieces:
+            if type(k) is not str:  # json.dumps would quote it: the line would not be JSON
+                raise TypeError(f"a schedule's keys are strings, not {type(k).__name__} ({k!r})")
             key = dumps(k) + ":"
             if k == "source":
                 start = n + (1 if parts else 0) + len(key)
@@ -109,8 +111,8 @@ class ScheduleText(Mapping[str, Any]):
         return len(self.parsed())
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, ScheduleText):
-            return self.text == other.text
+        if isinstance(other, ScheduleText) and self.text == other.text:
+            return True  # the same text is the same object (else compared as mappings)
         return super().__eq__(other)
 
     __hash__ = None  # type: ignore[assignment]  # (a mapping, as a dict)

@@ -183,7 +183,7 @@ class _LazyPlan(MemoryPlan):
     def step_facts(self) -> tuple[list[tuple[tuple[int, float], ...]], list[frozenset[str]]]:
         """Each step's ``l1_bytes`` and ``streamed`` (as ``steps`` has them), as two lists,
         without making the ``StepMemory`` values when they are not made yet (the simulator
-        reads these two fields of every step of every run: :func:`sim._engine.step_facts`)."""
+        reads these two fields of every step of every run: :func:`sim._plans.step_facts`)."""
         build: _StepsOf | None = self.__dict__["_build"]
         if build is None:
             steps = self.steps

@@ -91,3 +91,17 @@ def test_a_record_writes_the_same_line_and_reads_back_the_same(tmp_path: Any) ->
 def test_a_text_without_its_keys_is_no_record() -> None:
     with pytest.raises(ValueError, match="'v' and 'batch'"):
         _record(ScheduleText.of({"v": 1}))
+
+
+def test_keys_that_json_would_quote_are_refused_and_equal_objects_compare_equal() -> None:
+    """A key that is no string would be written unquoted (a line that is not JSON, with a
+    valid CRC): refused. Two texts of one object in another key order are equal, as dicts."""
+    with pytest.raises(TypeError, match="keys are strings"):
+        ScheduleText.of({"v": 1, "batch": 1, 2: 3})  # type: ignore[dict-item]
+    a, b = ScheduleText.of({"v": 1, "batch": 2}), ScheduleText.of({"batch": 2, "v": 1})
+    assert a.text != b.text and a == b and a != ScheduleText.of({"v": 1, "batch": 3})
+
+
+def test_a_text_schedule_has_the_table_row_of_its_object() -> None:
+    from logs._table import record_row
+    assert record_row(_record(ScheduleText.of(_OBJ))) == record_row(_record(_OBJ))
