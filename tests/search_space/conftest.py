@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.graph import Graph
+from compiler.key_text import key_text
 from compiler.model import Model
 from compiler.target import Target
 from search_space import build_space
@@ -51,6 +52,22 @@ def small_space(target: Target, key: str) -> Any:
         g = small_graph(key)
         _spaces[k] = build_space(g, target, g.batch)
     return _spaces[k]
+
+
+def mutate_twins(target: Target, key: str, seed: int, n: int, forget: str,
+                 move: str | None = None) -> Any:
+    """Two decodes of one vector of :func:`small_space` ``key`` mutated ``n`` times alike, the
+    second made to forget its mark's memo ``forget`` before every move: the same children
+    and the randomness in the same state each time (asserted). Returns the first parent."""
+    space = small_space(target, key)
+    v = space.encode(space.sample(np.random.default_rng(seed)))
+    kept, fresh = space.decode(v), space.decode(v)
+    a, b = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    for _ in range(n):
+        setattr(fresh._space_known, forget, None)
+        assert key_text(space.mutate(kept, a, move)) == key_text(space.mutate(fresh, b, move))
+        assert a.bit_generator.state == b.bit_generator.state
+    return kept
 
 
 def onnx_model(nodes: list, inputs: dict[str, list[int]], outputs: dict[str, list[int]],

@@ -11,9 +11,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.key_text import key_text
 from compiler.target import Target
-from tests.search_space.conftest import small_space
+from tests.search_space.conftest import mutate_twins, small_space
 
 
 def _fresh(space: Any, s: Any) -> dict[str, list[int]]:
@@ -58,14 +57,8 @@ def test_a_parent_mutates_alike_with_and_without_its_kept_kinds(target: Target, 
                                                                 seed: int) -> None:
     """Two decodes of one vector, one keeping its kinds after its first move and one made
     to read them afresh before every move, give the same 30 children with the same
-    randomness."""
-    space = small_space(target, key)
-    v = space.encode(space.sample(np.random.default_rng(seed)))
-    kept, fresh = space.decode(v), space.decode(v)
-    a, b = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
-    for _ in range(30):
-        fresh._space_known.kinds = None
-        assert key_text(space.mutate(kept, a)) == key_text(space.mutate(fresh, b))
+    randomness (:func:`mutate_twins`)."""
+    kept = mutate_twins(target, key, seed, 30, "kinds")
     assert kept._space_known.kinds is not None
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from compiler.key_text import key_text
 from compiler.target import Target
 from search_space import _space, build_space
-from tests.search_space.conftest import small_graph, small_space
+from tests.search_space.conftest import mutate_twins, small_graph, small_space
 
 _OTHER: dict[str, Any] = {}  # another space of each model
 _MOVES = ("boundary", "merge", "split_group", "split", "rebind", "scope", "reorder", None)
@@ -31,13 +31,7 @@ def test_a_parent_mutates_alike_with_and_without_its_noops(target: Target, key: 
     them before every move, give the same 40 children and leave the randomness in the same
     state; the decodes the first spares are those whose vector it remembered."""
     space = small_space(target, key)
-    v = space.encode(space.sample(np.random.default_rng(seed)))
-    kept, fresh = space.decode(v), space.decode(v)
-    a, b = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
-    for _ in range(40):
-        fresh._space_known.noops = None
-        assert key_text(space.mutate(kept, a, move)) == key_text(space.mutate(fresh, b, move))
-        assert a.bit_generator.state == b.bit_generator.state
+    kept = mutate_twins(target, key, seed, 40, "noops", move)
     parent = key_text(kept)
     for raw in kept._space_known.noops or ():  # each one decodes to the parent
         assert key_text(space.decode(np.frombuffer(raw, dtype=np.int16))) == parent
