@@ -163,9 +163,10 @@ class GuidedOptions:
             variant: :func:`autotune.whatif._budget.restart_guided`). ``tune`` never sets it.
         polish_tol: ``PolishState``'s ``tol``: a measurement is the polish's new best when
             faster by more than this share of the best (:func:`autotune.sampling._polish.beats`).
-            0 (the default, ``tune``'s: its 300-trial BERT-base log changes at its 86th
-            record with :data:`~autotune.sampling._polish.STALL_TOL`); a sweep's is
-            :data:`autotune.whatif._budget.POLISH_TOL` (0 too: measured no better).
+            0 (the default, ``tune``'s and a sweep's: with
+            :data:`~autotune.sampling._polish.STALL_TOL` a 300-trial BERT-base tune's log
+            changes at its 86th record, and the sweep did no better: ``bench/results/sweep.md``,
+            twenty-fourth pass).
     """
 
     population: int = 96

@@ -98,7 +98,7 @@ less left the best as it was, for its kicks and its lending) and, when an option
 :class:`PolishState` (``GuidedOptions.polish_tol``: a measurement that beats the best by less
 is not a new best, ``since_best`` goes on counting, so the second ring and the kicks come; 0
 by default: ``tune``'s 300-trial BERT-base b8 log changes at its 86th record with it, and a
-sweep with it did no better, :data:`autotune.whatif._budget.POLISH_TOL`).
+sweep with it did no better: ``bench/results/sweep.md``, twenty-fourth pass).
 
 Why this size: a gain nobody would measure. The STCP920 runs at 1 GHz (a cycle is 1 ns), so a
 millionth of a sweep's bests is a cycle or two of MobileNetV2 b16's ~1,500 µs and ~10 of

@@ -53,9 +53,9 @@ from autotune.sampling._polish import STALL_TOL
 if TYPE_CHECKING:
     from autotune.sampling._guided import GuidedOptions
 
-__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POLISH_TOL", "POPULATION", "RESTART_TOL",
-           "STALL_TOL", "TWIN", "allot", "chunk_guided", "chunk_size", "cross_reserve",
-           "later_options", "lend_to", "probe_guided", "probe_size", "score", "screened", "stalled"]
+__all__ = ["ALPHA", "CROSS_MOST", "GENERATIONS", "POPULATION", "RESTART_TOL", "STALL_TOL", "TWIN",
+           "allot", "chunk_guided", "chunk_size", "cross_reserve", "later_options", "lend_to",
+           "probe_size", "score", "screened", "stalled"]
 
 ALPHA = 0.2
 """Weight of the last chunk's gain against the average gain (Ansor's ``alpha``)."""
@@ -112,7 +112,7 @@ def chunk_size(trials_per_variant: int) -> int:
     return max(trials_per_variant // 4, 8)
 
 
-def chunk_guided(trials_per_variant: int, polish_tol: float | None = None) -> GuidedOptions:
+def chunk_guided(trials_per_variant: int) -> GuidedOptions:
     """The guided sampler's options in a later chunk: the polish (:mod:`autotune.sampling._polish`)
     after half a chunk without a better best, not a whole tune's 64, and per schedule an
     eighth of a chunk for its one-move ring and three eighths for its second ring
@@ -133,36 +133,11 @@ def chunk_guided(trials_per_variant: int, polish_tol: float | None = None) -> Gu
     latency (61 of the 70 rebind moves), while 2 carried-boundary moves reach 9,087.7; with
     12 per ring the sweep measured 24 one-move neighbours of it (23 at 9,169.3) and 12 of
     the second ring, and ended 0.9866 of the cold best.
-
-    ``polish_tol``: the polish's tie tolerance (``GuidedOptions.polish_tol``; None:
-    :data:`POLISH_TOL`).
     """
     from autotune.sampling._guided import GuidedOptions
 
-    polish_tol = POLISH_TOL if polish_tol is None else polish_tol
     c = chunk_size(trials_per_variant)
-    return GuidedOptions(polish_after=c // 2, polish_limit=c // 8, polish_deep=c // 4 + c // 8,
-                         polish_tol=polish_tol)
-
-
-POLISH_TOL = 0.0
-"""``GuidedOptions.polish_tol`` of a sweep's probes and chunks (:func:`probe_guided`,
-:func:`chunk_guided`): 0, ``tune``'s (a float tie with the best is a new best to the polish).
-
-Why not :data:`STALL_TOL` (``bench/results/sweep.md``, twenty-fourth pass): with it the miss
-(ResNet-50 b16 seed 0, L1 384K / DDR 27) got its kick round in its kicked chunk (two kicks and
-a 16-proposal climb, no gain) but lost the 0.1 us the old chunk's polish of the tied schedule
-(a plateau move) had found: 9,518.2 us, still 0.9814 of its cold tune; and MobileNetV2 b16
-seed 0's 384K / DDR 27 lost its pass (1,663.5 us, 0.9818; was 1,634.6, 0.9991: the logs part
-at a tie of another variant, and its kicked climbs found no better basin)."""
-
-
-def probe_guided(polish_tol: float | None = None) -> GuidedOptions:
-    """The guided sampler's options in a variant's probe: ``tune``'s, with the polish's tie
-    tolerance ``polish_tol`` (None: :data:`POLISH_TOL`), as in the chunks (:func:`chunk_guided`)."""
-    from autotune.sampling._guided import GuidedOptions
-
-    return GuidedOptions(polish_tol=POLISH_TOL if polish_tol is None else polish_tol)
+    return GuidedOptions(polish_after=c // 2, polish_limit=c // 8, polish_deep=c // 4 + c // 8)
 
 
 def score(latencies: Sequence[float | None], chunk: int, floor: float = 0.0,

@@ -175,9 +175,9 @@ def sweep(
             warm_seeds, ranker = _warm_from(log_path, tasks, variant, finished, pretrained,
                                             rows=loud is not None,
                                             graft=(graft, seed, memos, regroup))
-        from autotune.whatif._budget import later_options, probe_guided  # (the module at 600 lines)
-        late = chunk_guided(trials_per_variant) if loud is None else probe_guided() if warm else None
-        if loud is None and late is not None and (kick or restart):  # kicked, or restarted, if stalled
+        late = None if loud is not None else chunk_guided(trials_per_variant)  # polish sooner
+        if late is not None and (kick or restart):  # kicked, or a restart elsewhere, if stalled
+            from autotune.whatif._budget import later_options  # (the module at 600 lines)
             late = later_options(late, _histories(log_path, tasks, [variant]).get(variant.key, []),
                          trials_per_variant, kick, restart)
         late = screened(late) if screen else late  # more evolution per measurement

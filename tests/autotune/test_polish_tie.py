@@ -4,11 +4,10 @@ of it, so a float tie does not reset ``since_best`` and the kick round comes
 (``bench/results/sweep.md``, twenty-third and twenty-fourth passes: ResNet-50 b16 seed 0's
 L1 384K / DDR 27 took a 1e-12 gain for a new best and no kick came in its kicked chunk).
 An option (``GuidedOptions.polish_tol``), off in ``tune`` (its committed logs stand) and in
-the sweep (``_budget.POLISH_TOL``: with it the sweep did no better)."""
+the sweep (with it the sweep did no better)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 from autotune.sampling._guided import GuidedOptions, GuidedSampler
 from autotune.sampling._polish import STALL_TOL, PolishState, beats, deep_key
 from autotune.whatif import _budget
-from autotune.whatif._budget import chunk_guided, probe_guided
+from autotune.whatif._budget import chunk_guided
 from tests.autotune.test_tune_units import FakeRanker, tiny_space  # noqa: F401 - a fixture
 
 BEST_US = 9518.163398148146  # the miss's best, and its 1e-12 "gain"
@@ -82,14 +81,10 @@ def test_a_real_gain_resets_the_count_and_is_polished() -> None:
 
 
 def test_an_option_tune_and_the_sweep_leave_off(tiny_space: Any) -> None:  # noqa: F811
-    """0 in ``tune`` and, measured no better (twenty-fourth pass), in a sweep's probes and
-    chunks (``POLISH_TOL``); ``STALL_TOL`` when asked; the sampler's polish takes it."""
-    assert GuidedOptions().polish_tol == 0.0 == _budget.POLISH_TOL
-    assert chunk_guided(200).polish_tol == probe_guided().polish_tol == 0.0
-    assert probe_guided() == GuidedOptions()
-    assert chunk_guided(200, STALL_TOL) == replace(chunk_guided(200), polish_tol=STALL_TOL)
-    assert probe_guided(STALL_TOL) == GuidedOptions(polish_tol=STALL_TOL)
+    """0 in ``tune`` and, measured no better (twenty-fourth pass), in a sweep's chunks;
+    ``STALL_TOL`` when asked; the sampler's polish takes it."""
+    assert GuidedOptions().polish_tol == 0.0 == chunk_guided(200).polish_tol
     assert _budget.STALL_TOL is STALL_TOL  # one constant: the stall test asks the same
-    for o in (GuidedOptions(), probe_guided(STALL_TOL)):
+    for o in (GuidedOptions(), GuidedOptions(polish_tol=STALL_TOL)):
         s = GuidedSampler(space=tiny_space, ranker=FakeRanker(tiny_space), options=o)
         assert s.polish.tol == o.polish_tol

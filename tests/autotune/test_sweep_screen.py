@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from autotune.whatif._budget import GENERATIONS, POPULATION, chunk_guided, probe_guided, screened
+from autotune.whatif._budget import GENERATIONS, POPULATION, chunk_guided, screened
 from compiler.graph import Graph
 from tests.autotune.test_sweep_chunks import sweep_events
 
@@ -43,21 +43,17 @@ def test_screened_breeds_more_per_measurement_and_changes_nothing_else(base: Any
 def test_a_sweep_screens_only_when_asked(tiny_graph: Graph, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch, warm: bool,
                                          screen: bool | None, expect: bool) -> None:
-    """By default (``screen`` not given) every probe of a warm sweep has a tune's options with
-    the sweep's polish tie tolerance (:func:`probe_guided`), its cold share a tune's (None), a cold
-    reference's tunes a tune's; with ``screen=True`` every one but a probe's cold share has
-    :func:`screened`'s breeding, warm or not (the bench's ``--screen cold``: a cold reference
-    with it)."""
+    """By default (``screen`` not given) every tune of a warm sweep has a tune's options
+    (None); with ``screen=True`` every one but a probe's cold share has :func:`screened`'s,
+    warm or not (the bench's ``--screen cold``: a cold reference with it)."""
     kw = {} if screen is None else {"screen": screen}
     events = sweep_events(tiny_graph, tmp_path, monkeypatch, trials=12, warm=warm,
                           allocate="equal", **kw)
     seen = [value for kind, value in events if kind == "tune"]
-    if warm:  # the second variant's probe starts with a cold share: a cold reference's start
-        assert len(seen) == 3 and seen[1] is None
-        seen = [seen[0], seen[2]]
-    assert len(seen) == 2
-    base = probe_guided() if warm else None
-    assert all(g == (screened(base) if expect else base) for g in seen)
+    cold_shares = 1 if warm else 0  # the second variant's probe: a cold reference's start
+    assert len(seen) == 2 + cold_shares
+    assert sum(g is None for g in seen) == (cold_shares if expect else len(seen))
+    assert all(g == screened() for g in seen if g is not None)
 
 
 def test_a_screened_sweeps_chunks_are_screened_chunks(tiny_graph: Graph, tmp_path: Path,
