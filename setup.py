@@ -1,7 +1,7 @@
 """The compiled search core (search_space/_cwalk.c with _cprofile.c, search_space/_cdag.c,
 search_space/_cpart.c, search_space/_cshape.c, search_space/_canalyse.c; _cdag.c,
 _canalyse.c and _cwalk.c share search_space/_cutil.h) and the simulator's timed step
-(sim/_csim.c),
+(sim/_csim.c) and its plans' movement and packing (sim/_cpack.c),
 optional: without a C compiler the package installs and decoding runs in Python
 (search_space/_ccore.py warns once)."""
 
@@ -47,6 +47,13 @@ setup(
             # the simulator's timed step (sim/_ctime.py): the same sums as the Python step
             "sim._csim",
             ["sim/_csim.c"],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,
+        ),
+        Extension(
+            # a step plan's movement plans and packing (sim/_ctime.py): the same sums as Python
+            "sim._cpack",
+            ["sim/_cpack.c"],
             extra_compile_args=["-O2", "-ffp-contract=off"],
             optional=True,
         ),

@@ -10,8 +10,12 @@ are the same bit for bit (``tests/sim/test_csim.py`` compares every ``SimResult`
 both ways). The simulation's state is one array of doubles (:func:`new_state`) that the
 Python steps (tables, host ops) read and write through memoryview slices.
 
-``GRAPHTUNE_PURE_SIM=1`` forces the Python step (read when a simulation starts; separate
-from ``GRAPHTUNE_PURE_PYTHON``, which forces the Python decoder). A simulation that records
+A new plan's movement plans and packing run in C too (``sim/_cpack.c``: :func:`load_pack`,
+``sim._moves.move_plan``'s ``cpack``, :func:`pack_group`'s), the Python functions the
+reference (``tests/sim/test_cpack.py`` compares them bit for bit).
+
+``GRAPHTUNE_PURE_SIM=1`` forces the Python step and the Python plan making (read when a
+simulation starts; separate from ``GRAPHTUNE_PURE_PYTHON``, which forces the Python decoder). A simulation that records
 its timeline (``timeline=True``) runs the Python step. When the extension is missing (no C
 compiler at install time) or fails to import, the simulator warns once and runs in Python.
 """
@@ -31,8 +35,8 @@ if TYPE_CHECKING:
     from sim._flows import Flows, GroupStatic
     from sim._model import ComputeCost
 
-__all__ = ["MAX_CORES", "available", "built", "load", "new_state", "pack_group", "pack_transfer",
-           "pure_forced"]
+__all__ = ["MAX_CORES", "available", "built", "load", "load_pack", "new_state", "pack_group",
+           "pack_transfer", "pure_forced"]
 
 _state: dict[str, Any] = {"warned": False, "loaded": False, "mod": None}
 _ENV = "GRAPHTUNE_PURE_SIM"
@@ -78,6 +82,26 @@ def built() -> Any:
     return _state["mod"]
 
 
+_pack_state: dict[str, Any] = {"loaded": False, "mod": None}
+PACK_NEEDS = ("move_plan", "pack_group")  # what the current build of sim._cpack has
+
+
+def load_pack() -> Any:
+    """The compiled plan maker ``sim._cpack`` (movement plans, packing), or None: the Python
+    functions forced (``GRAPHTUNE_PURE_SIM``) or it is not built (then quietly: the Python
+    functions make the same plans; :func:`built` warns for the simulator's C)."""
+    if pure_forced():
+        return None
+    if not _pack_state["loaded"]:
+        _pack_state["loaded"] = True
+        try:
+            mod = importlib.import_module("sim._cpack")
+            _pack_state["mod"] = mod if all(hasattr(mod, n) for n in PACK_NEEDS) else None
+        except ImportError:
+            _pack_state["mod"] = None
+    return _pack_state["mod"]
+
+
 def available() -> bool:
     """Whether simulations use the compiled step (built, importable and not disabled)."""
     return load() is not None
@@ -119,14 +143,18 @@ def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...
                streamed: tuple[Flows, ...], kinds: tuple[tuple[str, str], ...],
                ex: Flows | None, out: Flows | None, cost_of: dict[int, ComputeCost],
                first: Flows | None, cores: tuple[int, ...],
-               parts: tuple[tuple[int, ...], ...]) -> tuple[bytes, float, float] | None:
+               parts: tuple[tuple[int, ...], ...], cpack: Any = None
+               ) -> tuple[bytes, float, float] | None:
     """A group step plan's parts (:class:`sim._plans.StepPlan`'s fields of the same names,
     of a step that gathers no tables and runs no host op: those are priced on the timeline
     in Python) packed for ``_csim.group_step``, with the slowest part's matrix and vector
     cycles (the step's record); None when more scopes, loads or cores than the C step's
-    fixed tables hold."""
+    fixed tables hold. ``cpack`` (:func:`load_pack`'s module): packed in C, the same bytes."""
     if len(cores) > MAX_CORES or len(staged) + 1 >= _MAX_LOADS or len(kinds) >= _MAX_LOADS:
         return None
+    if cpack is not None:
+        return _pack_group_c(cpack, sim, info, staged, streamed, kinds, ex, out, cost_of, first,
+                             cores, parts)
     codes: dict[str, int] = {}
     a: list[float] = [len(kinds)]
     for _, kind in kinds:
@@ -176,6 +204,36 @@ def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...
         for c in part:
             a += (c, cost.mme_cycles, cost.vme_cycles)
     return _doubles(a), slowest.mme_cycles, slowest.vme_cycles
+
+
+def _pack_group_c(cpack: Any, sim: Any, info: GroupStatic,
+                  staged: tuple[tuple[str, Flows], ...], streamed: tuple[Flows, ...],
+                  kinds: tuple[tuple[str, str], ...], ex: Flows | None, out: Flows | None,
+                  cost_of: dict[int, ComputeCost], first: Flows | None, cores: tuple[int, ...],
+                  parts: tuple[tuple[int, ...], ...]) -> tuple[bytes, float, float] | None:
+    """:func:`pack_group`'s pack made by ``sim/_cpack.c`` (the streams listed here, as there)."""
+    tile = info.first_tile
+    if tile:
+        assert first is not None  # no tables: the plan has the first tile's flows
+    streams = list(streamed)
+    if ex is not None:
+        streams.append(ex)
+    path = info.weights + 0
+    wflow = None
+    if path > tile:
+        wflow = sim.weight_flows(path - tile, cores, count=False)
+        streams.append(wflow)
+    if out is not None:
+        streams.append(out)
+    if len(streams) >= _MAX_LOADS:
+        return None
+    slowest = max(cost_of.values(), key=lambda c: c.cycles)
+    pk = cpack.pack_group(kinds, staged, first if tile else None, ex, tuple(streams), wflow,
+                          slowest.cycles, cores, parts, cost_of, sim.setup, sim.hop_lat,
+                          sim.ddr_lat)
+    if pk is None:
+        return None
+    return pk, slowest.mme_cycles, slowest.vme_cycles
 
 
 def pack_transfer(sim: Any, fl: Flows, gated: bool, cores: tuple[int, ...]) -> bytes | None:

@@ -47,7 +47,7 @@ from compiler.derive import chunk_dag
 from compiler.errors import ScheduleError
 from compiler.footprint import sample_bytes
 from compiler.layout import group_layout, transfer_layout
-from sim._ctime import MAX_CORES, built, new_state, pack_transfer
+from sim._ctime import MAX_CORES, built, load_pack, new_state, pack_transfer
 from sim._ctime import load as _load_csim
 from sim._flows import Flows as _Flows
 from sim._flows import GroupStatic
@@ -119,9 +119,9 @@ class _Sim:
         self.llb_peak = 0.0
         self.llb_tables = 0.0  # bytes of tables copied into the LLB so far (LLB, via LLB)
         self.via_room = 0.0
-        # the compiled step (sim._ctime): the timing state in one array of doubles, which
-        # the Python steps read and write through these slices
-        self.csim = _load_csim() if n <= MAX_CORES else None
+        # the compiled step and plan maker (sim._ctime): the timing state in one array of
+        # doubles, which the Python steps read and write through these slices
+        self.csim, self.cpack = (_load_csim() if n <= MAX_CORES else None), load_pack()
         if self.csim is not None:
             self.cst, views = new_state(self.chip.bytes_per_cycle, n, self.l1_cap)
             (self.res.free_at, self.res.busy, self.core_start, self.core_free, self.core_usage,
@@ -512,7 +512,7 @@ class _Sim:
             return
         sb, fb = sample_bytes(self.g, self.provides[i])
         fl = _Flows()
-        fl.add(move_plan(self.chip, lay, ("DDR", lay[1]), self.moves), sb)
+        fl.add(move_plan(self.chip, lay, ("DDR", lay[1]), self.moves, self.cpack), sb)
         if fb:
             fl.add(fixed_plan(self.chip, lay[0], self.cores_of[i], "DDR", (), self.moves), fb)
         _, end = self.res.reserve(self.label(i), fl.flows, self.ready[i], self.latency_of(fl),

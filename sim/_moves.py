@@ -17,13 +17,16 @@ range and returns, per byte of one sample, what every resource carries:
 * LLB <-> DDR: the system DMAs (LLB port and DDR channel);
 * the same off-core scope: a view, nothing moves.
 
-Plans are linear in the bytes per sample, so they are cached per layout pair.
+Plans are linear in the bytes per sample, so they are cached per layout pair. With the
+compiled plan maker (``sim/_cpack.c``, passed as ``cpack``) :func:`move_plan` makes a new
+plan in C, the same plan bit for bit (:func:`_plan` is the reference).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from compiler.layout import Layout, part_ranges, slices
 from sim._resources import Chip
@@ -56,14 +59,48 @@ class MovePlan:
 _EMPTY = MovePlan((), (), (), 0.0, 0.0, 0)
 
 
-def move_plan(chip: Chip, src: Layout, dst: Layout, cache: dict[object, MovePlan]) -> MovePlan:
-    """Per-sample-byte movement from layout ``src`` to layout ``dst`` (see module doc)."""
+def move_plan(chip: Chip, src: Layout, dst: Layout, cache: dict[object, MovePlan],
+              cpack: Any = None) -> MovePlan:
+    """Per-sample-byte movement from layout ``src`` to layout ``dst`` (see module doc);
+    ``cpack``: the compiled plan maker (``sim._ctime.load_pack``), or None."""
     key = (src, dst)
     hit = cache.get(key)
     if hit is None:
-        hit = _plan(chip, src, dst)
+        hit = _plan(chip, src, dst) if cpack is None else _plan_c(cpack, chip, src, dst)
         cache[key] = hit
     return hit
+
+
+_SCOPES = {"L1": 0, "LLB": 1, "DDR": 2}  # sim/_cpack.c's scope codes
+_FIELDS = ("flows", "incoming", "staying", "noc", "ddr", "hops")
+# by id, each chip kept beside its routes as one flat tuple ((a, b)'s at a * cores + b)
+_ROUTES: dict[int, tuple[Chip, tuple[tuple[int, ...], ...]]] = {}
+
+
+def _plan_c(cpack: Any, chip: Chip, src: Layout, dst: Layout) -> MovePlan:
+    """:func:`_plan` made by ``sim/_cpack.c`` (the same plan; :func:`_plan` for a scope or
+    core the C function does not take)."""
+    s_scope, d_scope = src[0], dst[0]
+    if s_scope == d_scope and s_scope != "L1":
+        return _EMPTY
+    sc, dc = _SCOPES.get(s_scope), _SCOPES.get(d_scope)
+    if sc is None or dc is None:
+        return _plan(chip, src, dst)
+    hit = _ROUTES.get(id(chip))
+    if hit is None or hit[0] is not chip:
+        if len(_ROUTES) >= 32:
+            _ROUTES.clear()
+        n = chip.cores
+        hit = _ROUTES[id(chip)] = (chip, tuple(chip.routes.get((a, b), ())
+                                               for a in range(n) for b in range(n)))
+    try:
+        got = cpack.move_plan(sc, dc, src[1], dst[1], hit[1], chip.cores, len(chip.names),
+                              chip.llb, chip.ddr)
+    except ValueError:  # a core or link out of range: Python says what is wrong
+        return _plan(chip, src, dst)
+    plan = object.__new__(MovePlan)  # the frozen dataclass's value, without its __init__'s
+    plan.__dict__.update(zip(_FIELDS, got, strict=True))
+    return plan
 
 
 # a move plan's pieces as part ranges, and the slices between two parts' cores: pure

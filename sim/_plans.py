@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from itertools import count
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from compiler.footprint import sample_bytes
 from compiler.layout import input_layout
@@ -54,6 +54,7 @@ class PlanContext(Protocol):
     plans: BoundedDict
     layouts: list[Layout]
     cores_of: list[tuple[int, ...]]
+    cpack: Any  # the compiled plan maker (sim._ctime.load_pack), or None
 
     def latency_of(self, fl: Flows) -> float: ...
 
@@ -321,7 +322,7 @@ def inputs_flows(
         if fl is None:
             fl = bucket[src[0]] = Flows()
         if sb:
-            fl.add(move_plan(sim.chip, src, dst, sim.moves), sb * passes)
+            fl.add(move_plan(sim.chip, src, dst, sim.moves, sim.cpack), sb * passes)
         if fb:
             fl.add(fixed_plan(sim.chip, src[0], src_cores, dst[0], dst_cores, sim.moves),
                    fb * passes)
@@ -375,7 +376,7 @@ def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: Group
     out: Flows | None = None
     if place[0] != "L1":
         out = Flows()
-        out.add(move_plan(sim.chip, stage, place, sim.moves), info.out_sample)
+        out.add(move_plan(sim.chip, stage, place, sim.moves, sim.cpack), info.out_sample)
         if info.out_fixed:
             out.add(fixed_plan(sim.chip, "L1", cores, place[0], cores, sim.moves),
                     info.out_fixed)
@@ -392,7 +393,7 @@ def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: Group
     packed = None
     if cost_of is not None and not host[0] and built() is not None:
         packed = pack_group(sim, info, staged_t, streamed_t, kinds, ex, out, cost_of, first,
-                            cores, parts)
+                            cores, parts, sim.cpack)
     plan = object.__new__(StepPlan)  # the frozen dataclass's value, without its __init__'s
     plan.__dict__.update(zip(_PLAN_FIELDS, (info, work, staged_t, streamed_t, kinds, ex, out,
                                             remote, cost_of, first, host, packed), strict=True))
@@ -413,7 +414,7 @@ def transfer_flows(sim: PlanContext, tensor: str, dst: Layout, cores: tuple[int,
             src = sim.layouts[d]
             src_cores = sim.cores_of[d]
         if sb:
-            fl.add(move_plan(sim.chip, src, dst, sim.moves), sb)
+            fl.add(move_plan(sim.chip, src, dst, sim.moves, sim.cpack), sb)
         if fb:
             fl.add(fixed_plan(sim.chip, src[0], src_cores, dst[0], cores, sim.moves), fb)
     return fl

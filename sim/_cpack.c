@@ -1,0 +1,473 @@
+/* A step plan's timing-free parts made in C (sim/_ctime.py and sim/_moves.py drive it).
+ *
+ * The Python functions are the reference and the fallback (GRAPHTUNE_PURE_SIM=1, or this
+ * module not built): sim._moves._plan (a movement plan between two layouts) and
+ * sim._ctime.pack_group (a group step plan packed for sim/_csim.c). This module does the same
+ * floating-point operations in the same order, and keeps the same insertion order where the
+ * Python code fills a dict (a resource's first contribution decides its place), so every
+ * plan and pack is the same bit for bit (tests/sim/test_cpack.py compares them on random
+ * layouts and on the zoo's schedules). Built with -ffp-contract=off (no fused multiply-adds).
+ *
+ * move_plan(s_scope, d_scope, s_pieces, d_pieces, routes, n_cores, n_res, llb, ddr)
+ *   -> (flows, incoming, staying, noc, ddr bytes, hops): MovePlan's fields.
+ *   scopes: 0 L1, 1 LLB, 2 DDR (not both the same off-core scope: that is the empty plan);
+ *   pieces: a layout's ((first sample, samples per part, ((core, ...), ...)), ...);
+ *   routes: a tuple of n_cores * n_cores link tuples, (a, b)'s at a * n_cores + b.
+ * pack_group(kinds, staged, first, ex, streams, wflow, slowest, cores, parts, cost_of,
+ *            setup, hop_lat, ddr_lat) -> bytes, or None (more than MAX_SCOPES scopes)
+ *   kinds: ((tensor, scope), ...); staged: ((scope, Flows), ...); first, ex, wflow: a Flows
+ *   or None; streams: the streams in order (streamed inputs, ex, wflow, out: as
+ *   pack_group lists them); slowest: the slowest part's cycles; cost_of: {part size:
+ *   ComputeCost}; setup, hop_lat, ddr_lat: _Sim.latency_of's terms.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_SCOPES = 8, MAX_CODES = 160 };
+
+/* ---- a growable array of doubles ------------------------------------------------------ */
+typedef struct {
+    double *d;
+    Py_ssize_t n, cap;
+} Buf;
+
+static int put(Buf *b, double v) {
+    if (b->n == b->cap) {
+        Py_ssize_t cap = b->cap ? 2 * b->cap : 256;
+        double *d = PyMem_Realloc(b->d, (size_t)cap * sizeof(double));
+        if (d == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->d = d;
+        b->cap = cap;
+    }
+    b->d[b->n++] = v;
+    return 0;
+}
+
+static PyObject *S_FLOWS, *S_INCOMING, *S_NOC, *S_HOPS, *S_DDR, *S_MME, *S_VME;
+
+static int num_attr(PyObject *o, PyObject *name, double *out) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL) return -1;
+    *out = PyFloat_AsDouble(v);
+    Py_DECREF(v);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* a dict of (int -> number) items, in order, as pairs of doubles */
+static int put_items(Buf *b, PyObject *d) {
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "a Flows dict expected");
+        return -1;
+    }
+    if (put(b, (double)PyDict_GET_SIZE(d)) < 0) return -1;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        double kk = PyFloat_AsDouble(k), vv = PyFloat_AsDouble(v);
+        if (PyErr_Occurred()) return -1;
+        if (put(b, kk) < 0 || put(b, vv) < 0) return -1;
+    }
+    return 0;
+}
+
+/* sim._ctime._flows: latency, noc, n_inc, incoming items, n_fl, flows items; `ddr` gets
+   the Flows' DDR bytes */
+static int put_flows(Buf *b, PyObject *fl, const double lat3[3], double *ddr) {
+    double hops, noc;
+    if (num_attr(fl, S_HOPS, &hops) < 0 || num_attr(fl, S_DDR, ddr) < 0 ||
+        num_attr(fl, S_NOC, &noc) < 0)
+        return -1;
+    double lat = lat3[0] + hops * lat3[1]; /* _Sim.latency_of */
+    if (*ddr > 0) lat += lat3[2];
+    if (put(b, lat) < 0 || put(b, noc) < 0) return -1;
+    PyObject *inc = PyObject_GetAttr(fl, S_INCOMING);
+    if (inc == NULL) return -1;
+    int rc = put_items(b, inc);
+    Py_DECREF(inc);
+    if (rc < 0) return -1;
+    PyObject *fls = PyObject_GetAttr(fl, S_FLOWS);
+    if (fls == NULL) return -1;
+    rc = put_items(b, fls);
+    Py_DECREF(fls);
+    return rc;
+}
+
+/* a scope's code: its place among the scopes met so far (codes.setdefault) */
+static int code_of(PyObject **codes, int *n, PyObject *kind) {
+    for (int i = 0; i < *n; i++) {
+        int eq = PyObject_RichCompareBool(codes[i], kind, Py_EQ);
+        if (eq < 0) return -1;
+        if (eq) return i;
+    }
+    if (*n >= MAX_CODES) {
+        PyErr_SetString(PyExc_ValueError, "too many scopes");
+        return -1;
+    }
+    codes[*n] = kind;
+    return (*n)++;
+}
+
+static PyObject *pack_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "pack_group takes 13 arguments");
+        return NULL;
+    }
+    PyObject *kinds = args[0], *staged = args[1], *first = args[2], *ex = args[3];
+    PyObject *streams = args[4], *wflow = args[5], *cores = args[7], *parts = args[8];
+    PyObject *cost_of = args[9];
+    if (!PyTuple_Check(kinds) || !PyTuple_Check(staged) || !PyTuple_Check(streams) ||
+        !PyTuple_Check(cores) || !PyTuple_Check(parts) || !PyDict_Check(cost_of)) {
+        PyErr_SetString(PyExc_TypeError, "pack_group: tuples and a dict expected");
+        return NULL;
+    }
+    double slowest = PyFloat_AsDouble(args[6]);
+    double lat3[3] = {PyFloat_AsDouble(args[10]), PyFloat_AsDouble(args[11]),
+                      PyFloat_AsDouble(args[12])};
+    if (PyErr_Occurred()) return NULL;
+    PyObject *codes[MAX_CODES];
+    int n_codes = 0;
+    Buf b = {NULL, 0, 0};
+    double ddr;
+    Py_ssize_t nk = PyTuple_GET_SIZE(kinds), ns = PyTuple_GET_SIZE(staged);
+    if (put(&b, (double)nk) < 0) goto fail;
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *it = PyTuple_GET_ITEM(kinds, i);
+        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) goto bad;
+        int c = code_of(codes, &n_codes, PyTuple_GET_ITEM(it, 1));
+        if (c < 0 || put(&b, c) < 0) goto fail;
+    }
+    if (put(&b, (double)ns) < 0) goto fail;
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        PyObject *it = PyTuple_GET_ITEM(staged, i);
+        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) goto bad;
+        int c = code_of(codes, &n_codes, PyTuple_GET_ITEM(it, 0));
+        if (c < 0 || put(&b, c) < 0) goto fail;
+        if (put_flows(&b, PyTuple_GET_ITEM(it, 1), lat3, &ddr) < 0) goto fail;
+    }
+    if (first != Py_None) {
+        if (put(&b, 1) < 0 || put_flows(&b, first, lat3, &ddr) < 0 || put(&b, ddr) < 0)
+            goto fail;
+    } else if (put(&b, 0) < 0) goto fail;
+    if (ex != Py_None) {
+        double noc;
+        if (num_attr(ex, S_NOC, &noc) < 0 || put(&b, 1) < 0 || put(&b, noc) < 0) goto fail;
+    } else if (put(&b, 0) < 0) goto fail;
+    if (n_codes > MAX_SCOPES) {
+        PyMem_Free(b.d);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t nm = PyTuple_GET_SIZE(streams);
+    if (put(&b, (double)nm) < 0) goto fail;
+    for (Py_ssize_t i = 0; i < nm; i++)
+        if (put_flows(&b, PyTuple_GET_ITEM(streams, i), lat3, &ddr) < 0) goto fail;
+    if (wflow != Py_None) {
+        if (num_attr(wflow, S_DDR, &ddr) < 0 || put(&b, 1) < 0 || put(&b, ddr) < 0) goto fail;
+    } else if (put(&b, 0) < 0) goto fail;
+    if (put(&b, slowest) < 0) goto fail;
+    Py_ssize_t nc = PyTuple_GET_SIZE(cores), np = PyTuple_GET_SIZE(parts), total = 0;
+    if (put(&b, (double)nc) < 0) goto fail;
+    for (Py_ssize_t i = 0; i < nc; i++) {
+        double c = PyFloat_AsDouble(PyTuple_GET_ITEM(cores, i));
+        if ((c == -1.0 && PyErr_Occurred()) || put(&b, c) < 0) goto fail;
+    }
+    for (Py_ssize_t i = 0; i < np; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        if (!PyTuple_Check(part)) goto bad;
+        total += PyTuple_GET_SIZE(part);
+    }
+    if (put(&b, (double)total) < 0) goto fail;
+    for (Py_ssize_t i = 0; i < np; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        PyObject *size = PyLong_FromSsize_t(PyTuple_GET_SIZE(part));
+        if (size == NULL) goto fail;
+        PyObject *cost = PyDict_GetItemWithError(cost_of, size);
+        Py_DECREF(size);
+        if (cost == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "a part size not costed");
+            goto fail;
+        }
+        double mme, vme;
+        if (num_attr(cost, S_MME, &mme) < 0 || num_attr(cost, S_VME, &vme) < 0) goto fail;
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(part); j++) {
+            double c = PyFloat_AsDouble(PyTuple_GET_ITEM(part, j));
+            if ((c == -1.0 && PyErr_Occurred()) || put(&b, c) < 0 || put(&b, mme) < 0 ||
+                put(&b, vme) < 0)
+                goto fail;
+        }
+    }
+    PyObject *out = PyBytes_FromStringAndSize((const char *)b.d,
+                                              b.n * (Py_ssize_t)sizeof(double));
+    PyMem_Free(b.d);
+    return out;
+bad:
+    PyErr_SetString(PyExc_TypeError, "pack_group: malformed arguments");
+fail:
+    PyMem_Free(b.d);
+    return NULL;
+}
+
+/* ---- movement plans ------------------------------------------------------------------ */
+typedef struct {
+    long lo, hi;
+    PyObject *cores; /* a tuple of ints (borrowed) */
+} Range;
+
+static int cmp_cores(PyObject *a, PyObject *b) {
+    Py_ssize_t na = PyTuple_GET_SIZE(a), nb = PyTuple_GET_SIZE(b);
+    for (Py_ssize_t i = 0; i < na && i < nb; i++) {
+        long x = PyLong_AsLong(PyTuple_GET_ITEM(a, i)), y = PyLong_AsLong(PyTuple_GET_ITEM(b, i));
+        if (x != y) return x < y ? -1 : 1;
+    }
+    return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+static int cmp_range(const void *pa, const void *pb) {
+    const Range *a = pa, *b = pb;
+    if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+    if (a->hi != b->hi) return a->hi < b->hi ? -1 : 1;
+    return cmp_cores(a->cores, b->cores);
+}
+
+/* compiler.layout.part_ranges: (first sample, end sample, cores) of every part, sorted;
+   every core checked in [0, n_cores) */
+static Range *ranges_of(PyObject *pieces, Py_ssize_t *count, long n_cores) {
+    if (!PyTuple_Check(pieces)) {
+        PyErr_SetString(PyExc_TypeError, "pieces: a tuple expected");
+        return NULL;
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pieces); i++) {
+        PyObject *pc = PyTuple_GET_ITEM(pieces, i);
+        if (!PyTuple_Check(pc) || PyTuple_GET_SIZE(pc) != 3 ||
+            !PyTuple_Check(PyTuple_GET_ITEM(pc, 2))) {
+            PyErr_SetString(PyExc_TypeError, "a piece: (first, spp, parts) expected");
+            return NULL;
+        }
+        n += PyTuple_GET_SIZE(PyTuple_GET_ITEM(pc, 2));
+    }
+    Range *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Range));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pieces); i++) {
+        PyObject *pc = PyTuple_GET_ITEM(pieces, i), *parts = PyTuple_GET_ITEM(pc, 2);
+        long first = PyLong_AsLong(PyTuple_GET_ITEM(pc, 0));
+        long spp = PyLong_AsLong(PyTuple_GET_ITEM(pc, 1));
+        if (PyErr_Occurred()) goto fail;
+        for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
+            PyObject *cs = PyTuple_GET_ITEM(parts, p);
+            if (!PyTuple_Check(cs) || PyTuple_GET_SIZE(cs) == 0) {
+                PyErr_SetString(PyExc_ValueError, "a part: a non-empty tuple of cores expected");
+                goto fail;
+            }
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(cs); j++) {
+                long c = PyLong_AsLong(PyTuple_GET_ITEM(cs, j));
+                if (PyErr_Occurred()) goto fail;
+                if (c < 0 || c >= n_cores) {
+                    PyErr_SetString(PyExc_ValueError, "a core out of range");
+                    goto fail;
+                }
+            }
+            out[k].lo = first + (long)p * spp;
+            out[k].hi = out[k].lo + spp;
+            out[k].cores = cs;
+            k++;
+        }
+    }
+    qsort(out, (size_t)k, sizeof(Range), cmp_range);
+    *count = k;
+    return out;
+fail:
+    PyMem_Free(out);
+    return NULL;
+}
+
+/* one dict of the plan being made: values by resource id, ids in first-added order */
+typedef struct {
+    double *val;
+    int *order, *seen;
+    int n;
+} Acc;
+
+static void acc_add(Acc *a, long r, double v) {
+    if (!a->seen[r]) {
+        a->seen[r] = 1;
+        a->val[r] = 0.0;
+        a->order[a->n++] = (int)r;
+    }
+    a->val[r] = a->val[r] + v;
+}
+
+static PyObject *acc_items(const Acc *a) {
+    PyObject *t = PyTuple_New(a->n);
+    if (t == NULL) return NULL;
+    for (int i = 0; i < a->n; i++) {
+        PyObject *it = Py_BuildValue("(id)", a->order[i], a->val[a->order[i]]);
+        if (it == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, it);
+    }
+    return t;
+}
+
+static PyObject *move_plan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "move_plan takes 9 arguments");
+        return NULL;
+    }
+    long s_scope = PyLong_AsLong(args[0]), d_scope = PyLong_AsLong(args[1]);
+    PyObject *routes = args[4];
+    long nc = PyLong_AsLong(args[5]), n_res = PyLong_AsLong(args[6]);
+    long llb = PyLong_AsLong(args[7]), ddr = PyLong_AsLong(args[8]);
+    if (PyErr_Occurred()) return NULL;
+    if (s_scope < 0 || s_scope > 2 || d_scope < 0 || d_scope > 2 || nc <= 0 || n_res <= nc ||
+        llb < 0 || llb >= n_res || ddr < 0 || ddr >= n_res || !PyTuple_Check(routes) ||
+        PyTuple_GET_SIZE(routes) != (Py_ssize_t)nc * nc) {
+        PyErr_SetString(PyExc_ValueError, "move_plan: bad scopes, counts or routes");
+        return NULL;
+    }
+    Py_ssize_t ns, nd;
+    Range *sp = ranges_of(args[2], &ns, nc);
+    if (sp == NULL) return NULL;
+    Range *dp = ranges_of(args[3], &nd, nc);
+    if (dp == NULL) {
+        PyMem_Free(sp);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    size_t R = (size_t)n_res;
+    double *vals = PyMem_Calloc(3 * R, sizeof(double));
+    int *ints = PyMem_Calloc(6 * R, sizeof(int));
+    if (vals == NULL || ints == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Acc fl = {vals, ints, ints + R, 0}, inc = {vals + R, ints + 2 * R, ints + 3 * R, 0},
+        stay = {vals + 2 * R, ints + 4 * R, ints + 5 * R, 0};
+    double noc = 0.0;
+    long hops = 0;
+    long off_s = s_scope == 1 ? llb : ddr, off_d = d_scope == 1 ? llb : ddr;
+    Py_ssize_t i = 0;
+    for (Py_ssize_t di = 0; di < nd; di++) {
+        long d_lo = dp[di].lo, d_hi = dp[di].hi;
+        PyObject *d_cores = dp[di].cores;
+        while (i < ns && sp[i].hi <= d_lo) i++;
+        Py_ssize_t j = i;
+        while (j < ns && sp[j].lo < d_hi) {
+            long s_lo = sp[j].lo, s_hi = sp[j].hi;
+            PyObject *s_cores = sp[j].cores;
+            long n = (s_hi < d_hi ? s_hi : d_hi) - (s_lo > d_lo ? s_lo : d_lo);
+            j++;
+            if (n <= 0) continue;
+            if (s_scope == 0 && d_scope == 0) {
+                /* compiler.layout.slices(s_cores, d_cores) */
+                Py_ssize_t ks = PyTuple_GET_SIZE(s_cores), kd = PyTuple_GET_SIZE(d_cores);
+                for (Py_ssize_t jj = 0; jj < kd; jj++) {
+                    double lo = (double)jj / (double)kd, hi = (double)(jj + 1) / (double)kd;
+                    long bcore = PyLong_AsLong(PyTuple_GET_ITEM(d_cores, jj));
+                    for (Py_ssize_t ii = 0; ii < ks; ii++) {
+                        double x = (double)ii / (double)ks, y = (double)(ii + 1) / (double)ks;
+                        double a = x > lo ? x : lo, bb = y < hi ? y : hi;
+                        if (!(bb > a)) continue;
+                        double frac = bb - a;
+                        long acore = PyLong_AsLong(PyTuple_GET_ITEM(s_cores, ii));
+                        double nb = (double)n * frac;
+                        if (acore == bcore) {
+                            acc_add(&stay, bcore, nb);
+                            continue;
+                        }
+                        acc_add(&inc, bcore, nb);
+                        acc_add(&fl, acore, nb);
+                        acc_add(&fl, bcore, nb);
+                        PyObject *route = PyTuple_GET_ITEM(routes, acore * nc + bcore);
+                        if (!PyTuple_Check(route)) {
+                            PyErr_SetString(PyExc_TypeError, "a route: a tuple expected");
+                            goto done;
+                        }
+                        Py_ssize_t nl = PyTuple_GET_SIZE(route);
+                        for (Py_ssize_t l = 0; l < nl; l++) {
+                            long link = PyLong_AsLong(PyTuple_GET_ITEM(route, l));
+                            if (link < 0 || link >= n_res) {
+                                if (!PyErr_Occurred())
+                                    PyErr_SetString(PyExc_ValueError, "a link out of range");
+                                goto done;
+                            }
+                            acc_add(&fl, link, nb);
+                        }
+                        noc = noc + nb;
+                        if (nl > hops) hops = (long)nl;
+                    }
+                }
+            } else if (d_scope == 0) {
+                acc_add(&fl, off_s, (double)n);
+                Py_ssize_t k = PyTuple_GET_SIZE(d_cores);
+                for (Py_ssize_t c = 0; c < k; c++) {
+                    long core = PyLong_AsLong(PyTuple_GET_ITEM(d_cores, c));
+                    acc_add(&fl, core, (double)n / (double)k);
+                    acc_add(&inc, core, (double)n / (double)k);
+                }
+            } else if (s_scope == 0) {
+                acc_add(&fl, off_d, (double)n);
+                Py_ssize_t k = PyTuple_GET_SIZE(s_cores);
+                for (Py_ssize_t c = 0; c < k; c++)
+                    acc_add(&fl, PyLong_AsLong(PyTuple_GET_ITEM(s_cores, c)),
+                            (double)n / (double)k);
+            } else { /* LLB <-> DDR through the system DMAs */
+                acc_add(&fl, llb, (double)n);
+                acc_add(&fl, ddr, (double)n);
+            }
+        }
+    }
+    {
+        PyObject *a = acc_items(&fl), *b = a ? acc_items(&inc) : NULL,
+                 *c = b ? acc_items(&stay) : NULL;
+        if (c != NULL)
+            result = Py_BuildValue("(NNNddl)", a, b, c, noc, fl.seen[ddr] ? fl.val[ddr] : 0.0,
+                                   hops);
+        else {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+        }
+    }
+done:
+    PyMem_Free(vals);
+    PyMem_Free(ints);
+    PyMem_Free(sp);
+    PyMem_Free(dp);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"move_plan", (PyCFunction)(void (*)(void))move_plan, METH_FASTCALL,
+     "A movement plan's fields (sim._moves._plan; see the module doc)."},
+    {"pack_group", (PyCFunction)(void (*)(void))pack_group, METH_FASTCALL,
+     "A group step plan packed for sim._csim.group_step (sim._ctime.pack_group)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "sim._cpack",
+                                    "A step plan's timing-free parts in C (sim/_ctime.py).",
+                                    -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__cpack(void) {
+    S_FLOWS = PyUnicode_InternFromString("flows");
+    S_INCOMING = PyUnicode_InternFromString("incoming");
+    S_NOC = PyUnicode_InternFromString("noc");
+    S_HOPS = PyUnicode_InternFromString("hops");
+    S_DDR = PyUnicode_InternFromString("ddr");
+    S_MME = PyUnicode_InternFromString("mme_cycles");
+    S_VME = PyUnicode_InternFromString("vme_cycles");
+    if (!S_FLOWS || !S_INCOMING || !S_NOC || !S_HOPS || !S_DDR || !S_MME || !S_VME) return NULL;
+    return PyModule_Create(&module);
+}
