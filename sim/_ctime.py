@@ -15,9 +15,10 @@ A new plan's movement plans and packing run in C too (``sim/_cpack.c``: :func:`l
 reference (``tests/sim/test_cpack.py`` compares them bit for bit).
 
 ``GRAPHTUNE_PURE_SIM=1`` forces the Python step and the Python plan making (read when a
-simulation starts; separate from ``GRAPHTUNE_PURE_PYTHON``, which forces the Python decoder). A simulation that records
-its timeline (``timeline=True``) runs the Python step. When the extension is missing (no C
-compiler at install time) or fails to import, the simulator warns once and runs in Python.
+simulation starts; separate from ``GRAPHTUNE_PURE_PYTHON``, which forces the Python
+decoder). A simulation that records its timeline (``timeline=True``) runs the Python step.
+When the extension is missing (no C compiler at install time) or fails to import, the
+simulator warns once and runs in Python.
 """
 
 from __future__ import annotations
