@@ -19,6 +19,9 @@
  *   or None; streams: the streams in order (streamed inputs, ex, wflow, out: as
  *   pack_group lists them); slowest: the slowest part's cycles; cost_of: {part size:
  *   ComputeCost}; setup, hop_lat, ddr_lat: _Sim.latency_of's terms.
+ * add_items(into, items, nbytes): sim._flows.Flows.add's sums of one dict: for each
+ *   (resource, coefficient) of `items` in order, into[resource] = into.get(resource, 0.0) +
+ *   coefficient * nbytes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -448,7 +451,43 @@ done:
     return result;
 }
 
+static PyObject *add_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyDict_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "add_items(dict, tuple, nbytes)");
+        return NULL;
+    }
+    PyObject *into = args[0], *items = args[1];
+    double nbytes = PyFloat_AsDouble(args[2]);
+    if (nbytes == -1.0 && PyErr_Occurred()) return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
+        PyObject *it = PyTuple_GET_ITEM(items, i);
+        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) {
+            PyErr_SetString(PyExc_TypeError, "add_items: (resource, coefficient) pairs");
+            return NULL;
+        }
+        PyObject *r = PyTuple_GET_ITEM(it, 0);
+        double c = PyFloat_AsDouble(PyTuple_GET_ITEM(it, 1));
+        if (c == -1.0 && PyErr_Occurred()) return NULL;
+        PyObject *old = PyDict_GetItemWithError(into, r);
+        double base = 0.0;
+        if (old != NULL) {
+            base = PyFloat_AsDouble(old);
+            if (base == -1.0 && PyErr_Occurred()) return NULL;
+        } else if (PyErr_Occurred()) return NULL;
+        PyObject *v = PyFloat_FromDouble(base + c * nbytes);
+        if (v == NULL || PyDict_SetItem(into, r, v) < 0) {
+            Py_XDECREF(v);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"add_items", (PyCFunction)(void (*)(void))add_items, METH_FASTCALL,
+     "One dict's sums of sim._flows.Flows.add (see the module doc)."},
     {"move_plan", (PyCFunction)(void (*)(void))move_plan, METH_FASTCALL,
      "A movement plan's fields (sim._moves._plan; see the module doc)."},
     {"pack_group", (PyCFunction)(void (*)(void))pack_group, METH_FASTCALL,

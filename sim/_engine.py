@@ -510,11 +510,10 @@ class _Sim:
         lay = self.layouts[i]
         if lay[0] == "DDR":
             return
-        sb, fb = sample_bytes(self.g, self.provides[i])
-        fl = _Flows()
-        fl.add(move_plan(self.chip, lay, ("DDR", lay[1]), self.moves, self.cpack), sb)
+        (sb, fb), fl, cp = sample_bytes(self.g, self.provides[i]), _Flows(), self.cpack
+        fl.add(move_plan(self.chip, lay, ("DDR", lay[1]), self.moves, cp), sb, cp)
         if fb:
-            fl.add(fixed_plan(self.chip, lay[0], self.cores_of[i], "DDR", (), self.moves), fb)
+            fl.add(fixed_plan(self.chip, lay[0], self.cores_of[i], "DDR", (), self.moves), fb, cp)
         _, end = self.res.reserve(self.label(i), fl.flows, self.ready[i], self.latency_of(fl),
                                   " output")
         self.ready[i] = end

@@ -4,7 +4,7 @@ regardless of placement (used by :mod:`sim._engine`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compiler.derive import group_io
 from compiler.footprint import GATHER_OPS, sample_bytes, weight_bytes
@@ -30,8 +30,23 @@ class Flows:
         self.ddr = 0.0
         self.hops = 0
 
-    def add(self, plan: MovePlan, nbytes: float) -> None:
+    def add(self, plan: MovePlan, nbytes: float, cpack: Any = None) -> None:
+        """Adds ``plan`` times ``nbytes``; ``cpack`` (``sim._ctime.load_pack``'s module):
+        each dict's sums made by ``sim/_cpack.c``'s ``add_items``, the same sums in the same
+        order (this method's loops are the reference)."""
         if nbytes <= 0:
+            return
+        if cpack is not None:
+            add = cpack.add_items
+            add(self.flows, plan.flows, nbytes)
+            if plan.incoming:
+                add(self.incoming, plan.incoming, nbytes)
+            if plan.staying:
+                add(self.staying, plan.staying, nbytes)
+            self.noc += plan.noc * nbytes
+            self.ddr += plan.ddr * nbytes
+            if plan.hops > self.hops:
+                self.hops = plan.hops
             return
         f = self.flows
         get = f.get

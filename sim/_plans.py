@@ -322,10 +322,10 @@ def inputs_flows(
         if fl is None:
             fl = bucket[src[0]] = Flows()
         if sb:
-            fl.add(move_plan(sim.chip, src, dst, sim.moves, sim.cpack), sb * passes)
+            fl.add(move_plan(sim.chip, src, dst, sim.moves, sim.cpack), sb * passes, sim.cpack)
         if fb:
             fl.add(fixed_plan(sim.chip, src[0], src_cores, dst[0], dst_cores, sim.moves),
-                   fb * passes)
+                   fb * passes, sim.cpack)
     return staged, streamed
 
 
@@ -343,7 +343,7 @@ def exchange_flows(sim: PlanContext, ops: tuple[int, ...], work: GroupWork, spp:
         cuts = cuts_inside_samples(spp, len(part))
         if work.operands:  # attention's K and V, split as its compute is
             ex.add(exchange_plan(sim.chip, part, sim.moves),
-                   work.operand_exchange(spp, len(part)))
+                   work.operand_exchange(spp, len(part)), sim.cpack)
         if not cuts or not work.cut_bytes:
             continue
         near = work.cut_bytes
@@ -352,8 +352,8 @@ def exchange_flows(sim: PlanContext, ops: tuple[int, ...], work: GroupWork, spp:
             reach = halo_reach(in_rows * spp / len(part), side_rows, len(part))
             if len(reach) > 1:
                 near -= hb
-                ex.add(exchange_plan(sim.chip, part, sim.moves, reach), cuts * hb)
-        ex.add(exchange_plan(sim.chip, part, sim.moves), cuts * near)
+                ex.add(exchange_plan(sim.chip, part, sim.moves, reach), cuts * hb, sim.cpack)
+        ex.add(exchange_plan(sim.chip, part, sim.moves), cuts * near, sim.cpack)
     kept = sim.plans[key] = ex if ex.flows else None
     return kept
 
@@ -376,10 +376,11 @@ def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: Group
     out: Flows | None = None
     if place[0] != "L1":
         out = Flows()
-        out.add(move_plan(sim.chip, stage, place, sim.moves, sim.cpack), info.out_sample)
+        out.add(move_plan(sim.chip, stage, place, sim.moves, sim.cpack), info.out_sample,
+                sim.cpack)
         if info.out_fixed:
             out.add(fixed_plan(sim.chip, "L1", cores, place[0], cores, sim.moves),
-                    info.out_fixed)
+                    info.out_fixed, sim.cpack)
     remote = work.remote_ops(streamed_names)
     cost_of: dict[int, ComputeCost] | None = None
     first: Flows | None = None
@@ -414,8 +415,8 @@ def transfer_flows(sim: PlanContext, tensor: str, dst: Layout, cores: tuple[int,
             src = sim.layouts[d]
             src_cores = sim.cores_of[d]
         if sb:
-            fl.add(move_plan(sim.chip, src, dst, sim.moves, sim.cpack), sb)
+            fl.add(move_plan(sim.chip, src, dst, sim.moves, sim.cpack), sb, sim.cpack)
         if fb:
-            fl.add(fixed_plan(sim.chip, src[0], src_cores, dst[0], cores, sim.moves), fb)
+            fl.add(fixed_plan(sim.chip, src[0], src_cores, dst[0], cores, sim.moves), fb, sim.cpack)
     return fl
 

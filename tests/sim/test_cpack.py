@@ -135,3 +135,17 @@ def test_the_switch_makes_plans_in_python(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("GRAPHTUNE_PURE_SIM", "0")
     mod = _ctime.load_pack()
     assert mod is not None and all(hasattr(mod, n) for n in _ctime.PACK_NEEDS)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**31 - 1))
+def test_flows_added_in_c_are_pythons(seed: int) -> None:
+    """``Flows.add`` with ``add_items``: the same dicts (values to the bit, keys in order)."""
+    chip, rng, cpack = chip_of(Target.default()), random.Random(seed), _ctime.load_pack()
+    c, py = Flows(), Flows()
+    for _ in range(6):
+        plan = _moves._plan(chip, _layout(rng, chip.cores), _layout(rng, chip.cores))
+        nbytes = rng.choice([rng.randint(-3, 10**6), rng.random() * 1e5, 0, 3])
+        c.add(plan, nbytes, cpack)
+        py.add(plan, nbytes)
+        assert _flows_repr(c) == _flows_repr(py)
