@@ -16,7 +16,8 @@ one ``measure_json`` call each, nothing warmed (the graph's memos and the simula
 plans made as met; in a real tune ~32-40 % of the group steps miss the plan cache and making
 those plans is much of a measurement). The picks are still rebuilt (decoded, pre-checked)
 first, outside the instrumentation. ``--profile FILE`` writes a cProfile of the measuring
-(``pstats``) instead of counting instructions.
+(``pstats``) instead of counting instructions. Without ``--cg`` it prints the measuring's
+process time per measurement beside the 1-minute load (a clock figure: noisy under load).
 
 Run (a tuning log of the model and its ONNX file, e.g. ``graphtune zoo bert_base --batch 8
 --weights inputs -o bert.onnx`` then ``graphtune tune bert.onnx --trials 300 --workers 0
@@ -36,6 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -139,13 +141,16 @@ def main(argv: list[str] | None = None) -> None:
             lib.cg_start()
         if prof is not None:
             prof.enable()
+        cpu = time.process_time()
         _measure_picks(graph, sent, bred, target, args.replay)
+        cpu = time.process_time() - cpu
         if prof is not None:
             prof.disable()
             prof.dump_stats(str(args.profile))
         if lib is not None:
             lib.cg_stop()
-    print(f"picks {len(bred)}")
+    print(f"picks {len(bred)}, {1e3 * cpu / max(len(bred), 1):.3f} ms CPU a measurement "
+          f"(process time; 1-minute load {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from compiler.memo import memo_of
 if TYPE_CHECKING:
     from compiler.graph import Graph
 
-__all__ = ["VIEW_OPS", "reads_from_outside", "view_source", "view_sources"]
+__all__ = ["VIEW_OPS", "produced_data", "reads_from_outside", "view_source", "view_sources"]
 
 VIEW_OPS = frozenset({"reshape", "squeeze", "expand_dims", "flatten", "tuple_get_item"})
 
@@ -66,7 +66,13 @@ def reads_from_outside(graph: Graph, ops: tuple[int, ...], tensor: str) -> bool:
     True when the tensor's source (views followed) is not produced by an op of the
     set that is not a view: a group input, a model input, or a weight.
     """
-    src = view_source(graph, ops, tensor)
+    return view_source(graph, ops, tensor) not in produced_data(graph, ops)
+
+
+def produced_data(graph: Graph, ops: tuple[int, ...]) -> frozenset[str]:
+    """The outputs of the ops of ``ops`` that are not views (what
+    :func:`reads_from_outside` compares a source with; remembered per (graph, op set): a
+    caller asking for many tensors of one large op set reads it once)."""
     memo = memo_of(graph)
     key = ("views.produced", ops)
     made: frozenset[str] | None = memo.get(key)
@@ -74,4 +80,4 @@ def reads_from_outside(graph: Graph, ops: tuple[int, ...], tensor: str) -> bool:
         sources = view_sources(graph, ops)
         made = memo[key] = frozenset(graph.ops[i].output for i in ops
                                      if graph.ops[i].output not in sources)
-    return src not in made
+    return made

@@ -313,11 +313,17 @@ static PyObject *acc_items(const Acc *a) {
     PyObject *t = PyTuple_New(a->n);
     if (t == NULL) return NULL;
     for (int i = 0; i < a->n; i++) {
-        PyObject *it = Py_BuildValue("(id)", a->order[i], a->val[a->order[i]]);
-        if (it == NULL) {
+        PyObject *it = PyTuple_New(2), *k = PyLong_FromLong(a->order[i]),
+                 *v = PyFloat_FromDouble(a->val[a->order[i]]);
+        if (it == NULL || k == NULL || v == NULL) {
+            Py_XDECREF(it);
+            Py_XDECREF(k);
+            Py_XDECREF(v);
             Py_DECREF(t);
             return NULL;
         }
+        PyTuple_SET_ITEM(it, 0, k);
+        PyTuple_SET_ITEM(it, 1, v);
         PyTuple_SET_ITEM(t, i, it);
     }
     return t;

@@ -61,7 +61,7 @@ from compiler.opshape import (
     unit_rates,
     weight_path_bytes_per_cycle,
 )
-from compiler.views import reads_from_outside, view_source
+from compiler.views import produced_data, view_sources
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -170,6 +170,8 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
         gather_ops = []
         halos = []
         operands: list[OpShape] = []
+        sources: dict[str, str] | None = None
+        made: frozenset[str] = frozenset()
         for i in ops:
             d = shapes[i]
             if d.batched:
@@ -182,13 +184,17 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
             if d.kind == OpKind.GATHER:
                 gathers.append(d)
                 gather_ops.append(i)
-            op = graph.ops[i]
             # a view of a group input is that input (issue 25 item 1): it streams from
             # wherever the input lives, once per extra weight tile
-            if d.kind.is_matrix and d.weight_bytes > half_wb and op.inputs \
-                    and reads_from_outside(graph, ops, op.inputs[0]):
-                rereads.append((i, view_source(graph, ops, op.inputs[0]),
-                                math.ceil(d.weight_bytes / half_wb) - 1))
+            # (compiler.views.reads_from_outside, the op set's views and outputs read once:
+            # asking per op hashed a large op set's tuple twice per matmul)
+            if d.weight_bytes > half_wb and d.kind.is_matrix and graph.ops[i].inputs:
+                if sources is None:
+                    sources, made = view_sources(graph, ops), produced_data(graph, ops)
+                first = graph.ops[i].inputs[0]
+                src = sources.get(first, first)
+                if src not in made:
+                    rereads.append((i, src, math.ceil(d.weight_bytes / half_wb) - 1))
         hit = memo[key] = GroupWork(cut, tuple(rereads), tuple(gathers), tuple(halos),
                                     tuple(operands), tuple(gather_ops))
     return hit

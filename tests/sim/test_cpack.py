@@ -149,3 +149,28 @@ def test_flows_added_in_c_are_pythons(seed: int) -> None:
         c.add(plan, nbytes, cpack)
         py.add(plan, nbytes)
         assert _flows_repr(c) == _flows_repr(py)
+
+
+def test_malformed_arguments_raise() -> None:
+    """Wrong counts, shapes and types raise (never read past what was given)."""
+    cpack, chip = _ctime.load_pack(), chip_of(Target.default())
+    n, routes = chip.cores, tuple(chip.routes.get((a, b), ()) for a in range(chip.cores)
+                                  for b in range(chip.cores))
+    good = ((0, 2, ((0,), (1,))),)
+    with pytest.raises(TypeError):
+        cpack.move_plan(0, 0, good, good)
+    with pytest.raises(ValueError):
+        cpack.move_plan(0, 0, good, good, routes[:-1], n, len(chip.names), chip.llb, chip.ddr)
+    with pytest.raises(ValueError):
+        cpack.move_plan(3, 0, good, good, routes, n, len(chip.names), chip.llb, chip.ddr)
+    for bad in ([(0, 2, ((0,),))], ((0, 2),), ((0, 2, ((),)),), ((0, 2, ((n,),)),)):
+        with pytest.raises((TypeError, ValueError)):
+            cpack.move_plan(0, 0, bad, good, routes, n, len(chip.names), chip.llb, chip.ddr)
+    with pytest.raises(TypeError):
+        cpack.pack_group((), (), None, None, (), None, 1.0, (0,), ((0,),), {})
+    with pytest.raises(KeyError):  # a part size without its cost
+        cpack.pack_group((), (), None, None, (), None, 1.0, (0,), ((0,),), {}, 0, 0, 0)
+    with pytest.raises(TypeError):
+        cpack.add_items({}, [(0, 1.0)], 2.0)
+    with pytest.raises(TypeError):
+        cpack.add_items({}, ((0,),), 2.0)
