@@ -96,7 +96,7 @@ def _under_callgrind(argv: list[str], n_out: Path | None) -> None:
         count = [line for line in run.stdout.splitlines() if line.startswith("picks ")]
         total = next(int(line.split()[1]) for line in out.read_text().splitlines()
                      if line.startswith("totals:"))
-    n = int(count[0].split()[1])
+    n = int(count[0].split()[1].rstrip(","))
     print(f"{n} picks: {total:,} Ir, {total // n:,} Ir per measurement")
 
 

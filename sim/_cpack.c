@@ -22,6 +22,8 @@
  * add_items(into, items, nbytes): sim._flows.Flows.add's sums of one dict: for each
  *   (resource, coefficient) of `items` in order, into[resource] = into.get(resource, 0.0) +
  *   coefficient * nbytes.
+ * add_plan(flows, plan, nbytes): all of Flows.add (nbytes > 0): add_items of the plan's
+ *   flows, incoming and staying into the Flows' dicts, then its noc, ddr and hops.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -491,7 +493,72 @@ static PyObject *add_items(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
+static PyObject *S_STAYING;
+
+/* `into_obj.name` (a dict) += `plan.name` (pairs) * nbytes; skipped when the pairs are empty */
+static int add_named(PyObject *into_obj, PyObject *plan, PyObject *name, PyObject *nb) {
+    PyObject *items = PyObject_GetAttr(plan, name);
+    if (items == NULL) return -1;
+    if (PyTuple_Check(items) && PyTuple_GET_SIZE(items) == 0) {
+        Py_DECREF(items);
+        return 0;
+    }
+    PyObject *into = PyObject_GetAttr(into_obj, name);
+    if (into == NULL) {
+        Py_DECREF(items);
+        return -1;
+    }
+    PyObject *args[3] = {into, items, nb};
+    PyObject *r = add_items(NULL, args, 3);
+    Py_DECREF(into);
+    Py_DECREF(items);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* fl.name += plan.name * nbytes (floats) */
+static int add_scaled(PyObject *fl, PyObject *plan, PyObject *name, double nbytes) {
+    double mine, theirs;
+    if (num_attr(fl, name, &mine) < 0 || num_attr(plan, name, &theirs) < 0) return -1;
+    PyObject *v = PyFloat_FromDouble(mine + theirs * nbytes);
+    if (v == NULL) return -1;
+    int rc = PyObject_SetAttr(fl, name, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+static PyObject *add_plan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "add_plan(flows, plan, nbytes)");
+        return NULL;
+    }
+    PyObject *fl = args[0], *plan = args[1];
+    double nbytes = PyFloat_AsDouble(args[2]);
+    if (nbytes == -1.0 && PyErr_Occurred()) return NULL;
+    if (add_named(fl, plan, S_FLOWS, args[2]) < 0 || add_named(fl, plan, S_INCOMING, args[2]) < 0 ||
+        add_named(fl, plan, S_STAYING, args[2]) < 0 || add_scaled(fl, plan, S_NOC, nbytes) < 0 ||
+        add_scaled(fl, plan, S_DDR, nbytes) < 0)
+        return NULL;
+    PyObject *ph = PyObject_GetAttr(plan, S_HOPS);
+    if (ph == NULL) return NULL;
+    PyObject *mh = PyObject_GetAttr(fl, S_HOPS);
+    if (mh == NULL) {
+        Py_DECREF(ph);
+        return NULL;
+    }
+    int gt = PyObject_RichCompareBool(ph, mh, Py_GT);
+    Py_DECREF(mh);
+    if (gt > 0 && PyObject_SetAttr(fl, S_HOPS, ph) < 0) gt = -1;
+    Py_DECREF(ph);
+    if (gt < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"add_plan", (PyCFunction)(void (*)(void))add_plan, METH_FASTCALL,
+     "All of sim._flows.Flows.add (see the module doc)."},
     {"add_items", (PyCFunction)(void (*)(void))add_items, METH_FASTCALL,
      "One dict's sums of sim._flows.Flows.add (see the module doc)."},
     {"move_plan", (PyCFunction)(void (*)(void))move_plan, METH_FASTCALL,
@@ -511,8 +578,10 @@ PyMODINIT_FUNC PyInit__cpack(void) {
     S_NOC = PyUnicode_InternFromString("noc");
     S_HOPS = PyUnicode_InternFromString("hops");
     S_DDR = PyUnicode_InternFromString("ddr");
+    S_STAYING = PyUnicode_InternFromString("staying");
     S_MME = PyUnicode_InternFromString("mme_cycles");
     S_VME = PyUnicode_InternFromString("vme_cycles");
-    if (!S_FLOWS || !S_INCOMING || !S_NOC || !S_HOPS || !S_DDR || !S_MME || !S_VME) return NULL;
+    if (!S_FLOWS || !S_INCOMING || !S_NOC || !S_HOPS || !S_DDR || !S_MME || !S_VME || !S_STAYING)
+        return NULL;
     return PyModule_Create(&module);
 }

@@ -84,7 +84,7 @@ def built() -> Any:
 
 
 _pack_state: dict[str, Any] = {"loaded": False, "mod": None}
-PACK_NEEDS = ("move_plan", "pack_group")  # what the current build of sim._cpack has
+PACK_NEEDS = ("add_items", "add_plan", "move_plan", "pack_group")  # what the current build of sim._cpack has
 
 
 def load_pack() -> Any:

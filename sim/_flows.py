@@ -32,21 +32,12 @@ class Flows:
 
     def add(self, plan: MovePlan, nbytes: float, cpack: Any = None) -> None:
         """Adds ``plan`` times ``nbytes``; ``cpack`` (``sim._ctime.load_pack``'s module):
-        each dict's sums made by ``sim/_cpack.c``'s ``add_items``, the same sums in the same
-        order (this method's loops are the reference)."""
+        added by ``sim/_cpack.c``'s ``add_plan``, the same sums in the same order (this
+        method's loops are the reference)."""
         if nbytes <= 0:
             return
         if cpack is not None:
-            add = cpack.add_items
-            add(self.flows, plan.flows, nbytes)
-            if plan.incoming:
-                add(self.incoming, plan.incoming, nbytes)
-            if plan.staying:
-                add(self.staying, plan.staying, nbytes)
-            self.noc += plan.noc * nbytes
-            self.ddr += plan.ddr * nbytes
-            if plan.hops > self.hops:
-                self.hops = plan.hops
+            cpack.add_plan(self, plan, nbytes)
             return
         f = self.flows
         get = f.get

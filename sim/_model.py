@@ -72,7 +72,7 @@ __all__ = ["ComputeCost", "GroupWork", "cuts_inside_samples", "group_cost", "gro
 
 # OpKind members as module names for _cost (its loop runs per op of every new op set)
 _VIEW, _MATRIX, _BATCHED = OpKind.VIEW, OpKind.MATRIX, OpKind.BATCHED_MATMUL
-_VECTOR, _SPECIAL, _MOVE = OpKind.VECTOR, OpKind.SPECIAL, OpKind.MOVE
+_VECTOR, _SPECIAL, _MOVE, _GATHER = OpKind.VECTOR, OpKind.SPECIAL, OpKind.MOVE, OpKind.GATHER
 _VECTOR_TILE = 4096  # elements per vector instruction tile (fill/drain granularity)
 
 
@@ -176,12 +176,12 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
             d = shapes[i]
             if d.batched:
                 cut += d.halo_bytes
-                if d.kind == OpKind.BATCHED_MATMUL and d.operand_bytes:
+                if d.kind == _BATCHED and d.operand_bytes:
                     operands.append(d)
                 if d.halo_bytes and d.in_rows and d.in_bytes:
                     rows = d.halo_bytes / (d.in_bytes / d.in_rows)
                     halos.append((d.halo_bytes, rows / 2, d.in_rows))
-            if d.kind == OpKind.GATHER:
+            if d.kind == _GATHER:
                 gathers.append(d)
                 gather_ops.append(i)
             # a view of a group input is that input (issue 25 item 1): it streams from

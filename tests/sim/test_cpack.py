@@ -140,7 +140,8 @@ def test_the_switch_makes_plans_in_python(monkeypatch: pytest.MonkeyPatch) -> No
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**31 - 1))
 def test_flows_added_in_c_are_pythons(seed: int) -> None:
-    """``Flows.add`` with ``add_items``: the same dicts (values to the bit, keys in order)."""
+    """``Flows.add`` by ``add_plan``: the same dicts (values to the bit, keys in order), noc,
+    ddr and hops."""
     chip, rng, cpack = chip_of(Target.default()), random.Random(seed), _ctime.load_pack()
     c, py = Flows(), Flows()
     for _ in range(6):
