@@ -24,9 +24,19 @@
  *   coefficient * nbytes.
  * add_plan(flows, plan, nbytes): all of Flows.add (nbytes > 0): add_items of the plan's
  *   flows, incoming and staying into the Flows' dicts, then its noc, ddr and hops.
+ * op_cost(rows, ops, s, k, params, remote) -> (mme, vme, move, fill, useful, wbound), or
+ *   None: sim._model._cost's sums (with compiler.opshape.matrix_tiles, batched_split and
+ *   sim._model.grouped_conv_cycles inlined). rows: each op's ROW doubles (kind, batched,
+ *   amount, groups, gemm_rows, n, k, weight_bytes, in_bytes, requant_flops, int8; see
+ *   sim._model._shape_rows); params: granule m, granule n, MACs per cycle (FP16, INT8),
+ *   instruction overhead, lanes (FP16, INT8), transcendental cycles per element, L1
+ *   bytes per cycle, half the weight buffer, the weight path's bytes per cycle, the
+ *   vector tile. Python multiplies integers exactly: a product of two integral values past
+ *   2**53 (where a double would round) gives None, and the caller prices in Python.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -556,7 +566,165 @@ static PyObject *add_plan(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_RETURN_NONE;
 }
 
+/* ---- compute costs ------------------------------------------------------------------ */
+enum { K_MATRIX, K_BATCHED, K_VECTOR, K_SPECIAL, K_MOVE, K_VIEW, K_GATHER, ROW = 11 };
+enum { P_GM, P_GN, P_MACS, P_MACS8, P_OVH, P_LANES, P_LANES8, P_TCPE, P_L1BW, P_HALF_WB, P_WBW,
+       P_TILE, N_PARAMS };
+
+/* a * b, noting when both are integral and the product is past 2**53 (Python's exact
+   integer product and a double's would differ) */
+static double mulx(double a, double b, int *bad) {
+    double r = a * b;
+    if (fabs(r) > 9007199254740992.0 && a == floor(a) && b == floor(b)) *bad = 1;
+    return r;
+}
+
+typedef struct {
+    double tiles, padded, useful;
+} Tiles;
+
+/* compiler.opshape.matrix_tiles(shape, share, matrix, gemm_rows) */
+static Tiles matrix_tiles(const double *d, double share, double rows_given, const double *p,
+                          double macs, int *bad) {
+    double reps, rows;
+    if ((int)d[0] == K_MATRIX) {
+        reps = d[3];
+        rows = share;
+    } else {
+        reps = share;
+        rows = rows_given;
+    }
+    double gm = p[P_GM], gn = p[P_GN];
+    Tiles t;
+    t.tiles = trunc(mulx(mulx(reps, ceil(rows / gm), bad), ceil(d[5] / gn), bad));
+    t.padded = mulx(mulx(mulx(t.tiles, gm, bad), gn, bad), d[6], bad) / macs;
+    t.useful = mulx(mulx(mulx(reps, rows, bad), d[5], bad), d[6], bad) / macs;
+    return t;
+}
+
+static PyObject *op_cost(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1]) ||
+        !PyBytes_Check(args[4]) || !PyAnySet_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "op_cost(rows, ops, s, k, params, remote)");
+        return NULL;
+    }
+    const double *rows = (const double *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n_ops = PyBytes_GET_SIZE(args[0]) / (Py_ssize_t)(ROW * sizeof(double));
+    if (PyBytes_GET_SIZE(args[4]) != (Py_ssize_t)(N_PARAMS * sizeof(double))) {
+        PyErr_SetString(PyExc_ValueError, "op_cost: params");
+        return NULL;
+    }
+    const double *p = (const double *)PyBytes_AS_STRING(args[4]);
+    PyObject *ops = args[1], *remote = args[5];
+    double s = PyFloat_AsDouble(args[2]), k = PyFloat_AsDouble(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    double gm = p[P_GM], gn = p[P_GN], ovh = p[P_OVH], tcpe = p[P_TCPE], l1bw = p[P_L1BW];
+    double half_wb = p[P_HALF_WB], wbw = p[P_WBW], tile = p[P_TILE];
+    double mme = 0.0, vme = 0.0, move = 0.0, fill = 0.0, useful = 0.0, wbound = 0.0;
+    int bad = 0;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(ops); j++) {
+        long i = PyLong_AsLong(PyTuple_GET_ITEM(ops, j));
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        if (i < 0 || i >= n_ops) {
+            PyErr_SetString(PyExc_IndexError, "op_cost: an op out of range");
+            return NULL;
+        }
+        const double *d = rows + ROW * i;
+        int kind = (int)d[0];
+        if (kind == K_VIEW) continue;
+        int is_matrix = kind == K_MATRIX || kind == K_BATCHED;
+        double macs = d[10] != 0.0 ? p[P_MACS8] : p[P_MACS];
+        double lanes = d[10] != 0.0 ? p[P_LANES8] : p[P_LANES];
+        double share = d[1] != 0.0 ? ceil(mulx(s, d[2], &bad) / k) : ceil(d[2]);
+        if (kind == K_MATRIX && d[3] > 1) { /* sim._model.grouped_conv_cycles */
+            double ilanes = nearbyint(lanes);
+            Tiles mt = matrix_tiles(d, share, 0.0, p, macs, &bad);
+            double best = mt.padded + mulx(mt.tiles, ovh, &bad), bu = mt.useful;
+            int vector = 0;
+            double pack = d[5] < gn ? floor(gn / d[5]) : 1.0;
+            if (pack > 1) {
+                double packs = ceil(d[3] / pack);
+                double tiles = mulx(mulx(packs, ceil(share / gm), &bad),
+                                    ceil(mulx(pack, d[5], &bad) / gn), &bad);
+                double cyc = mulx(tiles, mulx(mulx(mulx(gm, gn, &bad), pack, &bad), d[6], &bad)
+                                             / macs + ovh, &bad);
+                if (cyc < best) best = cyc;
+            }
+            double vec = mulx(mulx(mulx(share, d[3], &bad), d[5], &bad), d[6], &bad) / ilanes;
+            if (vec < best) {
+                best = vec;
+                bu = 0.0;
+                vector = 1;
+            }
+            if (vector) {
+                vme += best;
+                fill += (tile / lanes < best) ? tile / lanes : best;
+                wbound += d[7] / wbw;
+            } else {
+                mme += best;
+                useful += bu;
+                fill += mulx(mulx(d[6], gm, &bad), gn, &bad) / macs + ovh;
+                wbound += (d[7] / wbw > best) ? d[7] / wbw : best;
+            }
+        } else if (is_matrix) {
+            Tiles mt;
+            if (kind == K_BATCHED && d[1] != 0.0) { /* compiler.opshape.batched_split */
+                double total = ceil(mulx(d[2], s, &bad) - 1e-9);
+                if (total < 1) total = 1;
+                double gemms, rws;
+                if (total >= k) {
+                    gemms = ceil(total / k);
+                    rws = d[4];
+                } else {
+                    double per = floor(k / total);
+                    gemms = 1;
+                    rws = ceil(d[4] / per);
+                }
+                mt = matrix_tiles(d, gemms, rws, p, macs, &bad);
+            } else {
+                mt = matrix_tiles(d, share, d[4], p, macs, &bad);
+            }
+            double t_op = mt.padded + mulx(mt.tiles, ovh, &bad);
+            mme += t_op;
+            useful += mt.useful;
+            fill += mulx(mulx(d[6], gm, &bad), gn, &bad) / macs + ovh;
+            wbound += (d[7] / wbw > t_op) ? d[7] / wbw : t_op;
+        } else if (kind == K_VECTOR || kind == K_SPECIAL) {
+            double c = share / lanes * (kind == K_SPECIAL ? tcpe : 1.0);
+            vme += c;
+            fill += (tile / lanes < c) ? tile / lanes : c;
+        } else if (kind == K_MOVE) {
+            move += 2.0 * share / l1bw;
+        } else {
+            move += share / l1bw;
+        }
+        if (d[9] != 0.0) {
+            double c = share * (d[9] / ((1e-9 > d[2]) ? 1e-9 : d[2])) / lanes;
+            vme += c;
+            fill += (tile / lanes < c) ? tile / lanes : c;
+        }
+        if (d[7] > half_wb && is_matrix) {
+            PyObject *key = PyLong_FromLong(i);
+            if (key == NULL) return NULL;
+            int in = PySet_Contains(remote, key);
+            Py_DECREF(key);
+            if (in < 0) return NULL;
+            if (!in) {
+                double extra = ceil(d[7] / half_wb) - 1;
+                double streamed = d[1] != 0.0 ? mulx(s, d[8], &bad) / k : d[8];
+                move += mulx(extra, streamed, &bad) / l1bw;
+            }
+        }
+        if (d[7] != 0.0 && !is_matrix) wbound += d[7] / wbw;
+    }
+    if (bad) Py_RETURN_NONE;
+    return Py_BuildValue("(dddddd)", mme, vme, move, fill, useful, wbound);
+}
+
 static PyMethodDef methods[] = {
+    {"op_cost", (PyCFunction)(void (*)(void))op_cost, METH_FASTCALL,
+     "sim._model._cost's sums (see the module doc)."},
     {"add_plan", (PyCFunction)(void (*)(void))add_plan, METH_FASTCALL,
      "All of sim._flows.Flows.add (see the module doc)."},
     {"add_items", (PyCFunction)(void (*)(void))add_items, METH_FASTCALL,

@@ -84,7 +84,8 @@ def built() -> Any:
 
 
 _pack_state: dict[str, Any] = {"loaded": False, "mod": None}
-PACK_NEEDS = ("add_items", "add_plan", "move_plan", "pack_group")  # what the current build of sim._cpack has
+# what the current build of sim._cpack has
+PACK_NEEDS = ("add_items", "add_plan", "move_plan", "op_cost", "pack_group")
 
 
 def load_pack() -> Any:

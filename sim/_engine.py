@@ -221,7 +221,7 @@ class _Sim:
             host = host_ops(self.g, gr.ops)
             ops = tuple(i for i in gr.ops if i not in host) if host else gr.ops
             hit = self.costs[key] = group_cost(self.g, ops, spp, cores, self.t, step_cores,
-                                               remote, tables, wait)
+                                               remote, tables, wait, self.cpack)
         return hit
 
     def step_plan(self, k: int, gr: GroupSpec, spp: int, samples: int,

@@ -47,8 +47,9 @@ their arrival after compute start (``tables_wait``, from the timeline).
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compiler.memo import memo_of
 from compiler.opshape import (
@@ -232,7 +233,7 @@ def cuts_inside_samples(samples: int, cores: int) -> int:
 def group_cost(
     graph: Graph, ops: tuple[int, ...], samples: int, cores: int, target: Target,
     step_cores: int = 1, remote: frozenset[int] = frozenset(), tables: float = 0.0,
-    tables_wait: float = 0.0,
+    tables_wait: float = 0.0, cpack: Any = None,
 ) -> ComputeCost:
     """Per-core compute cost of ``ops`` for ``samples`` samples shared by ``cores`` cores.
 
@@ -254,6 +255,8 @@ def group_cost(
             via the LLB (:func:`sim._gathers.plan_via_llb`) have all arrived: added to
             ``weight_bound_cycles`` as the direct tables' arrival is (not cached: it
             comes from the timeline).
+        cpack: The compiled plan maker (``sim._ctime.load_pack``): the sums made by
+            ``sim/_cpack.c``'s ``op_cost`` (the same; :func:`_cost` is the reference).
 
     Cached per graph, op set, sample count, core counts, re-read placement, tables and
     target.
@@ -262,7 +265,10 @@ def group_cost(
     key = ("sim.cost", target.hash, ops, samples, cores, step_cores, remote, tables)
     hit: ComputeCost | None = memo.get(key)
     if hit is None:
-        hit = _cost(op_shapes(graph), ops, samples, cores, target, step_cores, remote)
+        got = None if cpack is None else _cost_c(cpack, graph, ops, samples, cores, target,
+                                                  step_cores, remote)
+        hit = (_cost(op_shapes(graph), ops, samples, cores, target, step_cores, remote)
+               if got is None else ComputeCost(*got))
         if tables:
             wbw = weight_path_bytes_per_cycle(target, step_cores)
             hit = replace(hit, weight_bound_cycles=hit.weight_bound_cycles + tables / wbw)
@@ -293,6 +299,45 @@ def grouped_conv_cycles(d: OpShape, rows: float, mat: MatrixUnit, lanes: int
     if vec < best[1]:
         best = ("vector", vec, 0.0)
     return best
+
+
+_TWO53 = float(2**53)
+
+
+def _shape_rows(graph: Graph) -> bytes | None:
+    """Each op's :class:`OpShape` fields that :func:`_cost` reads, as ``sim/_cpack.c``'s
+    rows of doubles (remembered per graph); None when a value is not exact as a double."""
+    memo = memo_of(graph)
+    hit: tuple[bytes | None] | None = memo.get("sim.shape_rows")
+    if hit is None:
+        vals: list[float] = []
+        for d in op_shapes(graph):
+            vals += (int(d.kind), 1.0 if d.batched else 0.0, d.amount, d.groups, d.gemm_rows,
+                     d.n, d.k, d.weight_bytes, d.in_bytes, d.requant_flops,
+                     1.0 if d.int8 else 0.0)
+        exact = all(abs(v) < _TWO53 and float(v) == v for v in vals)
+        hit = memo["sim.shape_rows"] = (struct.pack(f"{len(vals)}d", *vals) if exact else None,)
+    return hit[0]
+
+
+def _cost_c(cpack: Any, graph: Graph, ops: tuple[int, ...], s: int, k: int, target: Target,
+            step_cores: int, remote: frozenset[int]) -> tuple[float, ...] | None:
+    """:func:`_cost`'s sums made by ``sim/_cpack.c`` (``op_cost``), or None (a value or
+    product past what a double holds exactly: priced in Python)."""
+    rows = _shape_rows(graph)
+    if rows is None:
+        return None
+    mat, vec = target.matrix, target.vector
+    params = (mat.granule_m, mat.granule_n, mat.macs_per_cycle,
+              round(mat.macs_per_cycle * mat.int8_rate), mat.instr_overhead_cycles,
+              float(vec.lanes), vec.lanes * vec.int8_rate, vec.transcendental_cycles_per_element,
+              target.l1.bytes_per_cycle, target.l1.weight_bytes / 2,
+              weight_path_bytes_per_cycle(target, step_cores), _VECTOR_TILE)
+    if not all(abs(v) < _TWO53 for v in params):
+        return None
+    got: tuple[float, ...] | None = cpack.op_cost(rows, ops, s, k, struct.pack("12d", *params),
+                                                  remote)
+    return got
 
 
 def _cost(
