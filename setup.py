@@ -51,7 +51,7 @@ setup(
             optional=True,
         ),
         Extension(
-            # a step plan's movement plans and packing (sim/_ctime.py): the same sums as Python
+            # a new step plan's moves, flow sums, costs, packing (sim/_ctime.py): as Python
             "sim._cpack",
             ["sim/_cpack.c"],
             extra_compile_args=["-O2", "-ffp-contract=off"],
