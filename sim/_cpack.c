@@ -28,11 +28,14 @@
  *   None: sim._model._cost's sums (with compiler.opshape.matrix_tiles, batched_split and
  *   sim._model.grouped_conv_cycles inlined). rows: each op's ROW doubles (kind, batched,
  *   amount, groups, gemm_rows, n, k, weight_bytes, in_bytes, requant_flops, int8; see
- *   sim._model._shape_rows); params: granule m, granule n, MACs per cycle (FP16, INT8),
+ *   halo_bytes, operand_bytes, in_rows; sim._model._shape_rows); params: granule m, granule n, MACs per cycle (FP16, INT8),
  *   instruction overhead, lanes (FP16, INT8), transcendental cycles per element, L1
  *   bytes per cycle, half the weight buffer, the weight path's bytes per cycle, the
  *   vector tile. Python multiplies integers exactly: a product of two integral values past
  *   2**53 (where a double would round) gives None, and the caller prices in Python.
+ * work_scan(rows, ops, half_wb) -> (cut, picks): sim._model.group_work's sum of its
+ *   batched ops' halo bytes, in op order, and the ops its loop does more with (a batched
+ *   op with an operand or a halo, a gather, a matmul past half the weight buffer), in order.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -567,7 +570,7 @@ static PyObject *add_plan(PyObject *self, PyObject *const *args, Py_ssize_t narg
 }
 
 /* ---- compute costs ------------------------------------------------------------------ */
-enum { K_MATRIX, K_BATCHED, K_VECTOR, K_SPECIAL, K_MOVE, K_VIEW, K_GATHER, ROW = 11 };
+enum { K_MATRIX, K_BATCHED, K_VECTOR, K_SPECIAL, K_MOVE, K_VIEW, K_GATHER, ROW = 14 };
 enum { P_GM, P_GN, P_MACS, P_MACS8, P_OVH, P_LANES, P_LANES8, P_TCPE, P_L1BW, P_HALF_WB, P_WBW,
        P_TILE, N_PARAMS };
 
@@ -722,7 +725,49 @@ static PyObject *op_cost(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return Py_BuildValue("(dddddd)", mme, vme, move, fill, useful, wbound);
 }
 
+static PyObject *work_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "work_scan(rows, ops, half_wb)");
+        return NULL;
+    }
+    const double *rows = (const double *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n_ops = PyBytes_GET_SIZE(args[0]) / (Py_ssize_t)(ROW * sizeof(double));
+    PyObject *ops = args[1];
+    double half_wb = PyFloat_AsDouble(args[2]);
+    if (half_wb == -1.0 && PyErr_Occurred()) return NULL;
+    PyObject *picks = PyList_New(0);
+    if (picks == NULL) return NULL;
+    double cut = 0.0;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(ops); j++) {
+        PyObject *op = PyTuple_GET_ITEM(ops, j);
+        long i = PyLong_AsLong(op);
+        if (i == -1 && PyErr_Occurred()) goto fail;
+        if (i < 0 || i >= n_ops) {
+            PyErr_SetString(PyExc_IndexError, "work_scan: an op out of range");
+            goto fail;
+        }
+        const double *d = rows + ROW * i;
+        int kind = (int)d[0], pick = 0;
+        if (d[1] != 0.0) {
+            cut += d[11];
+            if ((kind == K_BATCHED && d[12] != 0.0) ||
+                (d[11] != 0.0 && d[13] != 0.0 && d[8] != 0.0))
+                pick = 1;
+        }
+        if (kind == K_GATHER || (d[7] > half_wb && (kind == K_MATRIX || kind == K_BATCHED)))
+            pick = 1;
+        if (pick && PyList_Append(picks, op) < 0) goto fail;
+    }
+    return Py_BuildValue("(dN)", cut, picks);
+fail:
+    Py_DECREF(picks);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"work_scan", (PyCFunction)(void (*)(void))work_scan, METH_FASTCALL,
+     "sim._model.group_work's halo sum and the ops it does more with (see the module doc)."},
     {"op_cost", (PyCFunction)(void (*)(void))op_cost, METH_FASTCALL,
      "sim._model._cost's sums (see the module doc)."},
     {"add_plan", (PyCFunction)(void (*)(void))add_plan, METH_FASTCALL,

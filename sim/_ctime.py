@@ -85,7 +85,7 @@ def built() -> Any:
 
 _pack_state: dict[str, Any] = {"loaded": False, "mod": None}
 # what the current build of sim._cpack has
-PACK_NEEDS = ("add_items", "add_plan", "move_plan", "op_cost", "pack_group")
+PACK_NEEDS = ("add_items", "add_plan", "move_plan", "op_cost", "pack_group", "work_scan")
 
 
 def load_pack() -> Any:

@@ -157,15 +157,21 @@ class GroupWork:
         return frozenset(i for i, t, _ in self.rereads if t in streamed)
 
 
-def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
-    """The :class:`GroupWork` of an op set on a target (cached per graph)."""
+def group_work(graph: Graph, ops: tuple[int, ...], target: Target, cpack: Any = None
+               ) -> GroupWork:
+    """The :class:`GroupWork` of an op set on a target (cached per graph); ``cpack`` (the
+    compiled plan maker, ``sim._ctime.load_pack``): the ops scanned in C
+    (``sim/_cpack.c``'s ``work_scan``: the halo sum and the few ops the loop below does
+    more with), the same value."""
     memo = memo_of(graph)
     half_wb = target.l1.weight_bytes / 2
     key = ("sim.work", ops, half_wb)
     hit: GroupWork | None = memo.get(key)
     if hit is None:
         shapes = op_shapes(graph)
-        cut = 0.0
+        rows = None if cpack is None else _shape_rows(graph)
+        scan = None if rows is None else cpack.work_scan(rows, ops, half_wb)
+        cut = 0.0 if scan is None else scan[0]
         rereads = []
         gathers = []
         gather_ops = []
@@ -173,10 +179,11 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target) -> GroupWork:
         operands: list[OpShape] = []
         sources: dict[str, str] | None = None
         made: frozenset[str] = frozenset()
-        for i in ops:
+        for i in (ops if scan is None else scan[1]):
             d = shapes[i]
             if d.batched:
-                cut += d.halo_bytes
+                if scan is None:
+                    cut += d.halo_bytes
                 if d.kind == _BATCHED and d.operand_bytes:
                     operands.append(d)
                 if d.halo_bytes and d.in_rows and d.in_bytes:
@@ -305,7 +312,8 @@ _TWO53 = float(2**53)
 
 
 def _shape_rows(graph: Graph) -> bytes | None:
-    """Each op's :class:`OpShape` fields that :func:`_cost` reads, as ``sim/_cpack.c``'s
+    """Each op's :class:`OpShape` fields that :func:`_cost` and :func:`group_work` read, as
+    ``sim/_cpack.c``'s
     rows of doubles (remembered per graph); None when a value is not exact as a double."""
     memo = memo_of(graph)
     hit: tuple[bytes | None] | None = memo.get("sim.shape_rows")
@@ -314,7 +322,7 @@ def _shape_rows(graph: Graph) -> bytes | None:
         for d in op_shapes(graph):
             vals += (int(d.kind), 1.0 if d.batched else 0.0, d.amount, d.groups, d.gemm_rows,
                      d.n, d.k, d.weight_bytes, d.in_bytes, d.requant_flops,
-                     1.0 if d.int8 else 0.0)
+                     1.0 if d.int8 else 0.0, d.halo_bytes, d.operand_bytes, d.in_rows)
         exact = all(abs(v) < _TWO53 and float(v) == v for v in vals)
         hit = memo["sim.shape_rows"] = (struct.pack(f"{len(vals)}d", *vals) if exact else None,)
     return hit[0]

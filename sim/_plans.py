@@ -364,7 +364,7 @@ def make_plan(sim: PlanContext, place: Layout, cores: tuple[int, ...], gr: Group
               streamed_names: frozenset[str]) -> StepPlan:
     """The :class:`_StepPlan` of a step of ``gr`` at layout ``place`` on ``cores``."""
     parts = place[1][0][2]
-    work = group_work(sim.g, gr.ops, sim.t)
+    work = group_work(sim.g, gr.ops, sim.t, sim.cpack)
     stage: Layout = ("L1", place[1])
     staged, streamed = inputs_flows(sim, info.inputs, srcs, stage, cores, streamed_names, work)
     kinds = tuple((name, src[0][0]) for (name, _, _), src in zip(info.inputs, srcs)

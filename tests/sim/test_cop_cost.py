@@ -75,8 +75,8 @@ def test_a_product_past_two_to_the_53_is_priced_in_python() -> None:
     import struct
 
     cpack = _ctime.load_pack()
-    row = [0, 0, 2.0**40, 1, 1, 2.0**20, 64, 0, 0, 0, 0]  # a MATRIX op, huge rows x n
+    row = [0, 0, 2.0**40, 1, 1, 2.0**20, 64, 0, 0, 0, 0, 0, 0, 0]  # a MATRIX op: huge rows x n
     params = struct.pack("12d", 64, 32, 2048, 4096, 2, 32.0, 64.0, 8.0, 64, 1e6, 32, 4096)
-    assert cpack.op_cost(struct.pack("11d", *row), (0,), 1, 1, params, frozenset()) is None
+    assert cpack.op_cost(struct.pack("14d", *row), (0,), 1, 1, params, frozenset()) is None
     row[2] = 4096.0
-    assert cpack.op_cost(struct.pack("11d", *row), (0,), 1, 1, params, frozenset()) is not None
+    assert cpack.op_cost(struct.pack("14d", *row), (0,), 1, 1, params, frozenset()) is not None

@@ -1,4 +1,5 @@
-"""A new op set's :class:`sim._model.GroupWork` reads the op set's views and outputs once
+"""A new op set's :class:`sim._model.GroupWork` (its ops scanned in C or in Python, the
+same value) reads the op set's views and outputs once
 (``compiler.views.view_sources`` and ``produced_data``) instead of asking
 ``reads_from_outside`` per matmul: its re-reads are those of the per-op questions (the
 reference, written out below), on random op sets (contiguous runs and scattered subsets,
@@ -19,10 +20,11 @@ from compiler.memo import memo_of
 from compiler.opshape import op_shapes
 from compiler.target import Target
 from compiler.views import reads_from_outside, view_source
+from sim import _ctime
 from sim._model import group_work
 from tests.sim.test_properties import graph_of
 
-MODELS = ("tiny_cnn", "resnet18", "bert", "deepfm")
+MODELS = ("tiny_cnn", "resnet18", "mobilenet_v2", "bert", "deepfm")
 TARGETS = {"default": Target.default(),
            "small_wb": Target.default().replace(l1={"weight_bytes": 16 * 1024})}
 
@@ -45,7 +47,7 @@ def _rereads(graph: Graph, ops: tuple[int, ...], target: Target) -> tuple:
        seed=st.integers(0, 2**31 - 1))
 def test_rereads_are_the_per_op_questions(model: str, tname: str, seed: int) -> None:
     graph, target, rng = graph_of(model), TARGETS[tname], random.Random(seed)
-    n = len(graph.ops)
+    n, cpack = len(graph.ops), _ctime.load_pack()
     for _ in range(6):
         if rng.random() < 0.5:
             lo = rng.randrange(n)
@@ -55,6 +57,11 @@ def test_rereads_are_the_per_op_questions(model: str, tname: str, seed: int) -> 
         for key in [k for k in memo_of(graph) if isinstance(k, tuple) and k[0] == "sim.work"]:
             del memo_of(graph)[key]
         assert group_work(graph, ops, target).rereads == _rereads(graph, ops, target)
+        if cpack is not None:  # scanned in C: the same value, field by field
+            py = group_work(graph, ops, target)
+            for key in [k for k in memo_of(graph) if isinstance(k, tuple) and k[0] == "sim.work"]:
+                del memo_of(graph)[key]
+            assert repr(group_work(graph, ops, target, cpack)) == repr(py)
 
 
 @pytest.mark.parametrize("model", ["bert", "resnet18"])
