@@ -169,8 +169,8 @@ def group_work(graph: Graph, ops: tuple[int, ...], target: Target, cpack: Any = 
     hit: GroupWork | None = memo.get(key)
     if hit is None:
         shapes = op_shapes(graph)
-        rows = None if cpack is None else _shape_rows(graph)
-        scan = None if rows is None else cpack.work_scan(rows, ops, half_wb)
+        srows = None if cpack is None else _shape_rows(graph)
+        scan = None if srows is None else cpack.work_scan(srows, ops, half_wb)
         cut = 0.0 if scan is None else scan[0]
         rereads = []
         gathers = []
