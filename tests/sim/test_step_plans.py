@@ -96,6 +96,7 @@ def test_a_kept_exchange_is_the_fresh_one(model: str, tname: str, seed: int) -> 
     from types import SimpleNamespace
 
     from compiler.capacity import in_compute_dtype
+    from sim import _ctime
     from sim._model import group_work
     from sim._plans import exchange_flows
     from sim._resources import chip_of
@@ -105,7 +106,9 @@ def test_a_kept_exchange_is_the_fresh_one(model: str, tname: str, seed: int) -> 
     rng = random.Random(seed)
     n, cores = len(graph.ops), target.chip.cores_per_cluster
     chip = chip_of(target)
-    kept = SimpleNamespace(chip=chip, moves={}, plans=BoundedDict(10_000))
+    # the kept ones made with the compiled plan maker when built, the fresh ones in Python
+    kept = SimpleNamespace(chip=chip, moves={}, plans=BoundedDict(10_000),
+                           cpack=_ctime.load_pack())
     runs = [tuple(range(a, min(n, a + rng.randint(1, 12)))) for a in rng.sample(range(n), 4)]
     for _ in range(40):
         ops = rng.choice(runs)
@@ -114,7 +117,7 @@ def test_a_kept_exchange_is_the_fresh_one(model: str, tname: str, seed: int) -> 
         order = rng.sample(range(cores), cores)
         size = rng.choice([k for k in (1, 2, 4, 8) if k <= cores])
         parts = tuple(tuple(order[i:i + size]) for i in range(0, rng.choice((size, cores)), size))
-        fresh = SimpleNamespace(chip=chip, moves={}, plans=BoundedDict(10))
+        fresh = SimpleNamespace(chip=chip, moves={}, plans=BoundedDict(10), cpack=None)
         assert _flows_of(exchange_flows(kept, ops, work, spp, parts)) == _flows_of(
             exchange_flows(fresh, ops, work, spp, parts))
 
