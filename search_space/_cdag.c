@@ -1072,7 +1072,8 @@ fail:
 
 /* blocks(values, rep, active, lens, below, d_cut, d_mode, min_ops, max_ops, modes, known):
  * search_space._build.read_blocks over a _Recorder's assignment (values, rep, active: a
- * read of parameter d marks active[rep[d]] (a bytearray: mark_read) and answers values[d]), statement by statement:
+ * read of parameter d marks active[rep[d]] (a bytearray: mark_read) and answers values[d];
+ * values a list of ints or an int16 vector's bytes), statement by statement:
  * the same parameters are read in the same order. lens: each segment's op count; below:
  * the granularity's cut rank bound (its parameter read by the caller); d_cut per segment
  * boundary, d_mode per segment; max_ops -1: no bound; modes: MODES; known: the space's
@@ -1083,11 +1084,20 @@ static int rec_read(PyObject *values, PyObject *rep, PyObject *active, PyObject 
     if (i < 0 || i >= PyList_GET_SIZE(dims)) { PyErr_SetString(PyExc_ValueError, "bad parameter index"); return -1; }
     long d = PyLong_AsLong(PyList_GET_ITEM(dims, i));
     if (d == -1 && PyErr_Occurred()) return -1;
-    if (d < 0 || d >= PyList_GET_SIZE(values) || d >= PyList_GET_SIZE(rep)) {
+    /* values: a list of ints, or the bytes of an int16 vector read in place (search_space._cglue.c_values) */
+    int raw = PyBytes_Check(values);
+    Py_ssize_t nv = raw ? PyBytes_GET_SIZE(values) / (Py_ssize_t)sizeof(int16_t) : PyList_GET_SIZE(values);
+    if (d < 0 || d >= nv || d >= PyList_GET_SIZE(rep)) {
         PyErr_SetString(PyExc_ValueError, "bad parameter");
         return -1;
     }
     if (mark_read(active, PyList_GET_ITEM(rep, d))) return -1;
+    if (raw) {
+        int16_t x;
+        memcpy(&x, PyBytes_AS_STRING(values) + d * (Py_ssize_t)sizeof(int16_t), sizeof x);
+        *out = x;
+        return 0;
+    }
     *out = PyLong_AsLong(PyList_GET_ITEM(values, d));
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
@@ -1111,11 +1121,15 @@ static PyObject *py_blocks(PyObject *self, PyObject *args) {
     PyObject *values, *rep, *active, *lens, *d_cut, *d_mode, *modes, *known;
     long below, min_ops, max_ops;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!lO!O!llO!O!", &PyList_Type, &values, &PyList_Type, &rep,
+    if (!PyArg_ParseTuple(args, "OO!O!O!lO!O!llO!O!", &values, &PyList_Type, &rep,
                           &PyByteArray_Type, &active, &PyList_Type, &lens, &below, &PyList_Type, &d_cut,
                           &PyList_Type, &d_mode, &min_ops, &max_ops, &PyTuple_Type, &modes,
                           &PyDict_Type, &known))
         return NULL;
+    if (!PyList_Check(values) && !PyBytes_Check(values)) {
+        PyErr_SetString(PyExc_TypeError, "a recorder's values: a list or int16 bytes");
+        return NULL;
+    }
     Py_ssize_t n = PyList_GET_SIZE(lens);
     if (n < 1 || PyList_GET_SIZE(d_mode) != n || PyList_GET_SIZE(d_cut) < n - 1) {
         PyErr_SetString(PyExc_ValueError, "a mode per segment and a cut per boundary expected");

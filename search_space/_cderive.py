@@ -47,6 +47,7 @@ from compiler.derive import Node, group_io
 from compiler.schedule import Placement, Transfer
 from search_space._ccore import load_extension, tensor_codes
 from search_space._cfirst import ascending, io_of
+from search_space._cglue import c_values
 from search_space._crows import RING
 from search_space._dims import MODES
 
@@ -303,7 +304,8 @@ def blocks(space: Any, get: Any, lens: list[int], below: int) -> list[Any] | Non
     ``active``); per block the space's known ``Block`` or (first segment, last segment,
     mode) to make. None: not compiled, or another reader (a trial, a projection)."""
     values, rep, active = (getattr(get, a, None) for a in ("values", "rep", "active"))
-    if type(values) is not list or type(rep) is not list or type(active) is not bytearray:
+    values = c_values(values)
+    if values is None or type(rep) is not list or type(active) is not bytearray:
         return None
     mod = _load()
     if mod is None or not hasattr(mod, "blocks"):

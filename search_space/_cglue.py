@@ -68,16 +68,32 @@ def chunk_codes(chunk_scopes: Callable[..., Any], policy: int, split: int, wave:
     return codes
 
 
+def c_values(values: Any) -> list[int] | bytes | None:
+    """A recorder's ``values`` as the compiled readers take them (``_cshape.groups``/``wants``,
+    ``_cdag.blocks``): its list of ints, or for the compiled decoder's ``memoryview`` of an
+    int16 vector (:meth:`search_space._space.Space._decode_marked`: no list of ~2,000 ints
+    made per decode, issue 20) the bytes under it, which C reads in place; None for anything
+    else (the caller's Python path)."""
+    if type(values) is list:
+        return values
+    if type(values) is memoryview and values.format == "h" and values.ndim == 1:
+        raw = values.obj
+        if type(raw) is bytes and len(raw) == values.nbytes:
+            return raw
+    return None
+
+
 def reader_parts(get: Callable[[int], int]) -> Any:
     """What ``wants`` in ``_cshape.c`` reads the answers with: a recorder over a whole
-    assignment (``search_space._space._Recorder``: its values, rep and active), possibly
+    assignment (``search_space._space._Recorder``: its values (:func:`c_values`), rep and active), possibly
     under a capacity repair's overrides (``search_space._build._Overridden``: its rep and
     overrides), as a tuple (values, rep, active, overrides' rep or None, overrides or None);
     any other reader as itself (called once per answer)."""
     over = getattr(get, "overrides", None)
     inner = getattr(get, "inner", None) if over is not None else get
     values, rep, active = (getattr(inner, a, None) for a in ("values", "rep", "active"))
-    if type(values) is not list or type(rep) is not list or type(active) is not bytearray:
+    values = c_values(values)
+    if values is None or type(rep) is not list or type(active) is not bytearray:
         return get
     if over is None:
         return (values, rep, active, None, None)

@@ -43,6 +43,7 @@ from typing import Any
 from search_space._ccore import _FIT_STREAMED, _fill, _shape_tables, load_extension, tensor_codes
 from search_space._ccore import _load as _load_walk
 from search_space._cfoot import halo_values
+from search_space._cglue import c_values
 from search_space._crows import _cut_sides
 from search_space._dims import perm_order, unshuffle
 
@@ -206,7 +207,8 @@ def decode_groups(dec: Decoding, get: Any, blocks: list[Any], fit: Any, bind_set
     ``Decoding.add_blocks`` and decode_groups' loop do; False (nothing set) when the C loop
     is not available or ``get`` is not a recorder over a whole assignment."""
     values, rep, active = (getattr(get, a, None) for a in ("values", "rep", "active"))
-    if type(values) is not list or type(rep) is not list or type(active) is not bytearray:
+    values = c_values(values)
+    if values is None or type(rep) is not list or type(active) is not bytearray:
         return False
     mod = _load()
     if mod is None:

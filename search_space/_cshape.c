@@ -25,6 +25,7 @@
  *        fits, divs])
  *   values, rep, active: the recorder (search_space._space._Recorder): reading full
  *           parameter d marks rep[d] active (a bytearray, one byte per free parameter) and answers values[d]
+ *           (values: a list of ints, or the compiled decoder's int16 vector's bytes: vals_ok)
  *   blocks: a sequence of blocks, each a tuple of group rows (op set row, slot op, slot
  *           parameter); an op set row (name, start, info, info's shared cache (a dict),
  *           separable (0/1), output tensor code, input tensor codes (a tuple, info.inputs'
@@ -186,15 +187,39 @@ static int mark_read(PyObject *active, PyObject *f) {
     return 0;
 }
 
+/* A recorder's values as search_space._cglue.c_values passes them: a list of ints, or the
+ * bytes of the compiled decoder's int16 vector (Space._decode_marked), read in place (no
+ * list of ints made per decode, issue 20). */
+static int vals_ok(PyObject *values) {
+    if (PyList_Check(values) || PyBytes_Check(values)) return 0;
+    PyErr_SetString(PyExc_TypeError, "a recorder's values: a list or int16 bytes");
+    return -1;
+}
+
+static Py_ssize_t vals_len(PyObject *values) {
+    return PyList_Check(values) ? PyList_GET_SIZE(values)
+                                : PyBytes_GET_SIZE(values) / (Py_ssize_t)sizeof(int16_t);
+}
+
+/* values[d] (d checked by the caller) in [lo, hi], as as_long reads a list's item */
+static int vals_get(PyObject *values, Py_ssize_t d, long lo, long hi, long *out, const char *what) {
+    if (PyList_Check(values)) return as_long(PyList_GET_ITEM(values, d), lo, hi, out, what);
+    int16_t x;
+    memcpy(&x, PyBytes_AS_STRING(values) + d * (Py_ssize_t)sizeof(int16_t), sizeof x);
+    if (x < lo || x > hi) { PyErr_Format(PyExc_ValueError, "%s out of range", what); return -1; }
+    *out = x;
+    return 0;
+}
+
 /* the recorder: marks rep[d] active, answers values[d] as a choice index in [0, n_choices) */
 static int rec_read(PyObject *values, PyObject *rep, PyObject *active, long d, Py_ssize_t n_choices,
                     long *out) {
-    if (d < 0 || d >= PyList_GET_SIZE(values) || d >= PyList_GET_SIZE(rep)) {
+    if (d < 0 || d >= vals_len(values) || d >= PyList_GET_SIZE(rep)) {
         PyErr_SetString(PyExc_ValueError, "bad parameter");
         return -1;
     }
     if (mark_read(active, PyList_GET_ITEM(rep, d))) return -1;
-    return as_long(PyList_GET_ITEM(values, d), 0, (long)n_choices - 1, out, "a choice");
+    return vals_get(values, d, 0, (long)n_choices - 1, out, "a choice");
 }
 
 static int choice_long(PyObject *tab, long i, long *out) {
@@ -539,8 +564,8 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
     long n_codes, batch, n_cores;
     int split_ok;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!O!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U|OO!O!:groups",
-                          &PyList_Type, &values, &PyList_Type, &rep, &PyByteArray_Type, &active, &blocks,
+    if (!PyArg_ParseTuple(args, "OO!O!Olll" "O!p" "O!O!O!O!" "OOOO!O!U|OO!O!:groups",
+                          &values, &PyList_Type, &rep, &PyByteArray_Type, &active, &blocks,
                           &n_codes, &batch, &n_cores, &PyTuple_Type, &spp_of, &split_ok,
                           &PyTuple_Type, &cpp_of, &PyTuple_Type, &parts_of,
                           &PyTuple_Type, &perms, &PyTuple_Type, &spread_of,
@@ -552,6 +577,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "bad sizes");
         return NULL;
     }
+    if (vals_ok(values)) return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(spp_of); i++) {
         long v;
         if (as_long(PyTuple_GET_ITEM(spp_of, i), 1, batch, &v, "samples per part")) return NULL;
@@ -1017,7 +1043,7 @@ static int attr_long(PyObject *o, const Fields *fl, int a, long lo, long hi, lon
  * search_space._space._Recorder and search_space._build._Overridden read it, or a call */
 typedef struct {
     PyObject *call;                     /* a callable reader, or NULL */
-    PyObject *values, *rep, *active;    /* the recorder (lists and a bytearray) */
+    PyObject *values, *rep, *active;    /* the recorder (values: vals_ok's; a list and a bytearray) */
     PyObject *orep, *overrides;         /* the overrides (a list and a dict) or NULL */
 } Reader;
 
@@ -1028,7 +1054,7 @@ static int reader_of(PyObject *r, Reader *rd) {
         rd->call = r;
         return 0;
     }
-    if (PyTuple_GET_SIZE(r) != 5 || !PyList_Check(PyTuple_GET_ITEM(r, 0)) ||
+    if (PyTuple_GET_SIZE(r) != 5 || !(PyList_Check(PyTuple_GET_ITEM(r, 0)) || PyBytes_Check(PyTuple_GET_ITEM(r, 0))) ||
         !PyList_Check(PyTuple_GET_ITEM(r, 1)) || !PyByteArray_Check(PyTuple_GET_ITEM(r, 2))) {
         PyErr_SetString(PyExc_TypeError, "a recorder: (values, rep, active, orep, overrides)");
         return -1;
@@ -1072,15 +1098,29 @@ static int reader_read(const Reader *rd, long d, Py_ssize_t n, long *out) {
         return rc;
     }
     /* sizes read at every call: a dict's hash or a key's __eq__ may run Python */
-    if (d < 0 || d >= PyList_GET_SIZE(rd->values) || d >= PyList_GET_SIZE(rd->rep)) {
+    if (d < 0 || d >= vals_len(rd->values) || d >= PyList_GET_SIZE(rd->rep)) {
         PyErr_SetString(PyExc_ValueError, "bad parameter");
         return -1;
     }
-    PyObject *f = PyList_GET_ITEM(rd->rep, d), *v = PyList_GET_ITEM(rd->values, d);
+    PyObject *f = PyList_GET_ITEM(rd->rep, d);
     Py_INCREF(f);
-    Py_INCREF(v);
     int rc = mark_read(rd->active, f);
     Py_DECREF(f);
+    if (PyBytes_Check(rd->values) && !rd->overrides) {  /* read in place (vals_get) */
+        if (rc == 0 && (rc = vals_get(rd->values, d, -(long)n, (long)n - 1, out, "an answer")) == 0 && *out < 0)
+            *out += (long)n;
+        return rc;
+    }
+    PyObject *v;
+    if (PyBytes_Check(rd->values)) {
+        long x;
+        if (rc || vals_get(rd->values, d, SHRT_MIN, SHRT_MAX, &x, "an answer")) return -1;
+        v = PyLong_FromLong(x);
+        if (!v) return -1;
+    } else {
+        v = PyList_GET_ITEM(rd->values, d);
+        Py_INCREF(v);
+    }
     if (rc == 0 && rd->overrides) {
         if (d >= PyList_GET_SIZE(rd->orep)) {
             PyErr_SetString(PyExc_ValueError, "bad parameter");
