@@ -261,7 +261,10 @@ class XGBModel(CostModel):
         dtr = xgb.DMatrix(X[~held], label=label[~held], nthread=1)  # unnamed: see _train
         dva = xgb.DMatrix(X[held], label=label[held], nthread=1)
         # cost_model._boost.train: xgboost.train's booster without its per-round Python
-        b = train(self.params, dtr, rounds, held=dva, early_stopping_rounds=30, base=base)
+        # from scratch, not reset: only its slice is kept (cost_model._boost.train; on a
+        # base the unreset booster's slice is not the reset one's)
+        b = train(self.params, dtr, rounds, held=dva, early_stopping_rounds=30, base=base,
+                  reset=base is not None)
         done = base.num_boosted_rounds() if base is not None else 0
         best = int(b.best_iteration) + 1
         return max(1, best - done), (b[:best] if best > done else None)
