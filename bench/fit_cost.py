@@ -58,6 +58,8 @@ def capture(model: str, trials: int, out: Path) -> None:
 
 def refit(fits: Path, repeat: int, seeds: list[int], train: bool) -> None:
     """Do every kept retraining again (see the module doc)."""
+    import xgboost  # noqa: F401  (imported by the first training: in the fixed part too)
+
     from autotune.sampling._ranker import FIT_PARAMS, REFIT
     from cost_model import XGBModel
 
