@@ -15,6 +15,11 @@ by ``min_delta`` 0, ``rounds`` rounds without improving) and sets the same ``bes
 returns (``tests/cost_model/test_boost.py`` compares their raw bytes). The names and
 types are assigned once, before the first round, as the first round's call would.
 
+``reset=False`` skips the last step, ``Booster.reset()`` (a round trip of the model
+through a buffer, ~8 % of a tune's retraining), for a booster trained from scratch that
+is only sliced: ``XGBModel``'s early stopping keeps ``booster[:best]``, byte for byte the
+reset booster's slice.
+
 If this XGBoost lacks the private C handles used here, :func:`train` is ``xgboost.train``.
 """
 
