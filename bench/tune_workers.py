@@ -16,6 +16,11 @@ measurements / max(busiest process's CPU s, all CPU s / cores). That is what the
 job would do on a quiet machine if nothing else limited it (Ray's messaging and
 the driver's waits are in the CPU times; idle gaps are not).
 
+Each job's CPU per measurement is split: the driver's main thread, its retrainings and the
+rest of its process (``driver_ray``: Ray's threads and the study journal's writer, printed
+apart), the workers' measure and breed calls and the rest of their processes (``w_other``:
+Ray's call handling and threads, and the picks' texts, printed apart).
+
 ``--decoders`` instead runs the 2-worker job twice in one run, with the compiled search
 core and with the Python decoder (``GRAPHTUNE_PURE_PYTHON=1``, inherited by the Ray
 workers), and prints the ratio (issue 20: >= 5x on BERT-base s128 b8, >= 3x on ResNet-50
@@ -103,7 +108,8 @@ class CpuProbe:
                "decoded": float(getattr(self._sampler, "decoded", 0)),
                "decoded_polish": float(getattr(self._sampler, "decoded_polish", 0)),
                "fits": float(getattr(self._sampler, "fits", 0)),
-               "gc": self._gc.seconds, "gc_runs": float(self._gc.collections)}
+               "gc": self._gc.seconds, "gc_runs": float(self._gc.collections),
+               "journal": journal_cpu()}
         if isinstance(self.pool, RayPool):
             for w in self.pool.worker_cpu():
                 for k, v in w.items():
@@ -179,6 +185,9 @@ class CpuProbe:
                         "w_measure": d.get("w_measure", 0.0), "w_breed": d.get("w_breed", 0.0),
                         "w_other": d.get("w_process", 0.0) - d.get("w_measure", 0.0)
                         - d.get("w_breed", 0.0),
+                        # of driver_ray: the study journal's writer thread; of w_other: the
+                        # picks' texts (made after breeding, read back before measuring)
+                        "driver_journal": d["journal"], "w_text": d.get("w_text", 0.0),
                         # measured as the object their worker bred (Breeder.take)
                         "w_held": d.get("w_held", 0.0),
                         # batches sent again whole: a pick sent by id was not held (slim)
@@ -205,7 +214,20 @@ def split_text(f: dict[str, float]) -> str:
     gcs = (f"; of it GC: driver {1e3 * f.get('driver_gc', 0.0) / n:.2f} "
            f"({f.get('driver_gc_runs', 0.0):.0f} collections), workers "
            f"{1e3 * f.get('w_gc', 0.0) / n:.2f} ({f.get('w_gc_runs', 0.0):.0f})") if n else ""
-    return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts) + held + effort + gcs
+    inside = (f"; of driver_ray the journal writer {1e3 * f.get('driver_journal', 0.0) / n:.2f}, "
+              f"of w_other the picks' texts {1e3 * f.get('w_text', 0.0) / n:.2f}") if n else ""
+    return "; ".join(f"{p} {1e3 * f[p] / n:.2f}" for p in parts) + held + effort + gcs + inside
+
+
+def journal_cpu() -> float:
+    """CPU seconds of this process's study-journal writer threads so far (named ``journal
+    ...``: ``autotune.running._journal.BufferedJournalFile``; 10 ms ticks of ``/proc``)."""
+    import threading
+
+    import psutil
+
+    ids = {t.native_id for t in threading.enumerate() if t.name.startswith("journal ")}
+    return sum(t.user_time + t.system_time for t in psutil.Process().threads() if t.id in ids)
 
 
 def run_job(graph: object, trials: int, workers: int, cores: int,

@@ -212,26 +212,31 @@ class XGBModel(CostModel):
         order = np.argsort(self._groups, kind="stable")  # ranking wants each query contiguous
         X, y, g = self._X[order], self._y[order], self._groups[order]
         prior = self._prior(X)
-        # one thread here too: building a DMatrix with OpenMP's default threads costs ~12 ms
-        # (wall) on a 2-core machine against 0.9 ms with one, whatever its size. No column
-        # names while training: XGBoost's Python layer reads them back from C and compares
-        # them on every boosting round and every evaluation (about a third of a tune's
-        # retraining, issue 20); the trees get the names when trained (_named).
-        d = xgb.DMatrix(self._design(X, prior), nthread=1)
-        if self.objective == "rank":
-            d.set_label(np.log(y))
-            d.set_base_margin(prior)
-            _, counts = np.unique(g, return_counts=True)
-            d.set_group(counts)
-        else:
-            d.set_label(_centred(np.log(y) - prior, g))
+        design = self._design(X, prior)
         base = _unnamed(self._base.copy()) if self._base is not None else None
         rounds = self.warm_rounds if base is not None else self.rounds
         booster = None
         if self.objective == "regression" and self.validation and n >= 40:
-            rounds, booster = self._rounds_that_generalise(self._design(X, prior), d.get_label(),
-                                                           rounds, base)
+            # (the label as the DMatrix below holds it: float32)
+            label = _centred(np.log(y) - prior, g).astype(np.float32)
+            rounds, booster = self._rounds_that_generalise(design, label, rounds, base)
         if booster is None or self.refit:
+            # The matrix of all rows only when it is trained on: a tune keeps the
+            # early-stopped model (refit=False), so its retrainings built it for nothing
+            # (issue 20). One thread here too: building a DMatrix with OpenMP's default
+            # threads costs ~12 ms (wall) on a 2-core machine against 0.9 ms with one,
+            # whatever its size. No column names while training: XGBoost's Python layer
+            # reads them back from C and compares them on every boosting round and every
+            # evaluation (about a third of a tune's retraining, issue 20); the trees get the
+            # names when trained (_named).
+            d = xgb.DMatrix(design, nthread=1)
+            if self.objective == "rank":
+                d.set_label(np.log(y))
+                d.set_base_margin(prior)
+                _, counts = np.unique(g, return_counts=True)
+                d.set_group(counts)
+            else:
+                d.set_label(_centred(np.log(y) - prior, g))
             booster = train(self.params, d, rounds, base=base)
         self._booster = self._named(booster)
         self._trained_on = n
@@ -256,7 +261,10 @@ class XGBModel(CostModel):
         dtr = xgb.DMatrix(X[~held], label=label[~held], nthread=1)  # unnamed: see _train
         dva = xgb.DMatrix(X[held], label=label[held], nthread=1)
         # cost_model._boost.train: xgboost.train's booster without its per-round Python
-        b = train(self.params, dtr, rounds, held=dva, early_stopping_rounds=30, base=base)
+        # from scratch, not reset: only its slice is kept (cost_model._boost.train; on a
+        # base the unreset booster's slice is not the reset one's)
+        b = train(self.params, dtr, rounds, held=dva, early_stopping_rounds=30, base=base,
+                  reset=base is not None)
         done = base.num_boosted_rounds() if base is not None else 0
         best = int(b.best_iteration) + 1
         return max(1, best - done), (b[:best] if best > done else None)

@@ -87,8 +87,10 @@ class _Worker:
         search_gc().__enter__()  # the process measures and breeds until it ends (see its doc)
         self._gc = GcClock().start()  # the collector's share of the process's CPU (cpu())
         # CPU seconds of the threads Ray runs the actor's calls on, in each kind of call:
-        # what a bench splits a measurement's CPU by (:meth:`cpu`).
-        self._spent = {"measure": 0.0, "breed": 0.0}
+        # what a bench splits a measurement's CPU by (:meth:`cpu`); "text": the picks' log
+        # text made after breeding and a batch's texts and vectors read back before
+        # measuring (outside the other two).
+        self._spent = {"measure": 0.0, "breed": 0.0, "text": 0.0}
         self._bases: dict[str, frozenset[str]] = {}  # the last seen sets sent ahead, by ref
         self._scorers: dict[str, Scorer] = {}  # the last cost models sent, by ref
 
@@ -128,7 +130,8 @@ class _Worker:
         return os.getpid()
 
     def cpu(self) -> dict[str, float]:
-        """CPU seconds so far: in ``measure`` and ``breed`` calls (their threads'), the
+        """CPU seconds so far: in ``measure`` and ``breed`` calls (their threads'), in the
+        picks' texts (``text``: made after breeding, read back before measuring), the
         whole process's (Ray's own threads and the calls' unpickling included), and the
         garbage collector's (``gc``, inside the others; ``gc_runs``: its collections)."""
         b = self._breeder
@@ -179,8 +182,10 @@ class _Worker:
         schedule sent as its text (a pick bred by another worker:
         :func:`autotune.running._texts.picks_as_text`) is measured as its object."""
         task_key, schedules, timeout_s, cids, vectors = packed
-        return self.measure(task_key, as_dicts(schedules), timeout_s, cids,
-                            unpack_vectors(vectors))
+        c0 = time.thread_time()
+        dicts, unpacked = as_dicts(schedules), unpack_vectors(vectors)
+        self._spent["text"] += time.thread_time() - c0
+        return self.measure(task_key, dicts, timeout_s, cids, unpacked)
 
     def breed(self, task_key: str, request: BreedRequest, scorer: Scorer | tuple[Any]) -> Bred:
         """Breed a round; ``scorer`` as itself, or ``(ref,)``: a reference to it in the
@@ -206,7 +211,11 @@ class _Worker:
             finally:
                 self._spent["breed"] += time.thread_time() - c0
             # not in the breeding's CPU (as the pickling of their JSON it replaces)
-            return picks_as_text(bred)
+            c0 = time.thread_time()
+            try:
+                return picks_as_text(bred)
+            finally:
+                self._spent["text"] += time.thread_time() - c0
 
 
     def _scorer(self, ref: Any) -> Scorer:

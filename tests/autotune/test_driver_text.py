@@ -93,3 +93,41 @@ def _bred_raw(worker: Any, graph: Graph, target: Target) -> Any:
                            seen=frozenset(), population=16, generations=1, random_share=0.25,
                            crossover=0.15)
     return worker.breed("k", request, CostModelRanker(graph, target, seed=0).snapshot())
+
+
+def test_the_texts_cpu_is_counted_apart(tiny_graph: Graph, tune_target: Target,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's ``cpu()`` has the picks' texts (made after breeding, read back before
+    measuring) as ``text``, outside ``breed`` and ``measure`` (bench/tune_workers.py
+    prints it as part of the workers' other CPU)."""
+    import time
+
+    from autotune.running import _ray_worker
+
+    worker = _worker(tiny_graph, tune_target, monkeypatch)
+    real_text, real_dicts = _ray_worker.picks_as_text, _ray_worker.as_dicts
+
+    def slow_text(bred: Any) -> Any:
+        c0 = time.thread_time()
+        while time.thread_time() - c0 < 0.05:
+            pass
+        return real_text(bred)
+
+    def slow_dicts(schedules: Any) -> Any:
+        c0 = time.thread_time()
+        while time.thread_time() - c0 < 0.05:
+            pass
+        return real_dicts(schedules)
+
+    monkeypatch.setattr(_ray_worker, "picks_as_text", slow_text)
+    monkeypatch.setattr(_ray_worker, "as_dicts", slow_dicts)
+    before = worker.cpu()
+    bred = _bred_raw(worker, tiny_graph, tune_target)
+    after_breed = worker.cpu()
+    assert after_breed["text"] - before["text"] >= 0.05
+    assert after_breed["breed"] - before["breed"] < after_breed["process"] - before["process"] - 0.05
+    sent = [bred.picks[0].json]
+    worker.measure_packed(("k", sent, None, [bred.picks[0].cid], None))
+    after = worker.cpu()
+    assert after["text"] - after_breed["text"] >= 0.05
+    assert after["measure"] - after_breed["measure"] < 0.05

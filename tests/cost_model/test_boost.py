@@ -106,3 +106,67 @@ def test_without_xgboost_internals_it_is_xgboost_train(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(_boost, "_internals", lambda: None)
     assert _raw(train(params, dtr, 80, held=dva, early_stopping_rounds=5)) == want
+
+
+def test_an_unreset_booster_slices_to_the_reset_ones_slice() -> None:
+    """``reset=False`` (XGBModel's early stopping keeps only a slice): the slice is the
+    reset booster's slice in every form a tune uses (JSON, UBJSON, pickle, configuration,
+    margins), trained from scratch (on a base it is not: XGBModel resets there); and the
+    booster really is left unreset."""
+    import pickle
+
+    import xgboost as xgb
+
+    dtr, dva = _d(260, 10, 4)
+    params = {**_BASE, "objective": "reg:absoluteerror"}
+    forms = []
+    for reset in (True, False):
+        b = train(params, dtr, 300, held=dva, early_stopping_rounds=30, reset=reset)
+        best = int(b.best_iteration) + 1
+        assert best < b.num_boosted_rounds()  # stopped early: a real slice
+        s = b[:best]
+        forms.append((bytes(s.save_raw("json")), _raw(s), pickle.dumps(s), s.save_config(),
+                      s.inplace_predict(np.ones((3, 10)), predict_type="margin").tobytes()))
+    assert forms[0] == forms[1]
+    calls: list[int] = []
+    real = xgb.Booster.reset
+
+    def counted(self: Any) -> Any:
+        calls.append(1)
+        return real(self)
+
+    try:
+        xgb.Booster.reset = counted  # type: ignore[method-assign]
+        train(params, dtr, 5, reset=False)
+        assert not calls
+        train(params, dtr, 5)
+        assert calls
+    finally:
+        xgb.Booster.reset = real  # type: ignore[method-assign]
+
+
+def test_xgb_model_slices_an_unreset_booster(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Any) -> None:
+    """XGBModel's early stopping (refit=False, a tune's) trains without the reset: its
+    early-stopped booster is only sliced. Not on a loaded base (there the slices differ)."""
+    from cost_model import XGBModel, _xgb
+    from cost_model._features import feature_names
+
+    seen: list[bool] = []
+    real = _xgb.train
+
+    def spy(*a: Any, **k: Any) -> Any:
+        seen.append(k.get("reset", True))
+        return real(*a, **k)
+
+    monkeypatch.setattr(_xgb, "train", spy)
+    rng = np.random.default_rng(0)
+    x = rng.random((120, len(feature_names()))) + 0.1
+    y = np.exp(x[:, 0])
+    model = XGBModel(seed=0, refit=False)
+    model.fit(x, y)
+    assert seen == [False]
+    model.save(tmp_path / "m.json")
+    seen.clear()
+    XGBModel.load(tmp_path / "m.json", refit=False).fit(x, y)
+    assert seen == [True]

@@ -128,3 +128,37 @@ def test_predict_gives_the_margins_of_a_dmatrix_prediction(objective: str) -> No
     d = xgb.DMatrix(model._design(q, prior), feature_names=model._names(), nthread=1)
     want = np.asarray(model._booster.predict(d, output_margin=True)) + prior
     assert np.array_equal(model.predict(q), want, equal_nan=True)
+
+
+def test_the_kept_model_is_trained_without_a_matrix_of_all_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``refit=False`` trains on the held-in rows only: no DMatrix of all of them is built
+    (issue 20: a tune's retrainings built one for nothing), and the trees are those the
+    label read back from such a matrix gave (its float32 label)."""
+    import xgboost as xgb
+
+    from cost_model import _xgb
+
+    x, y = _data(200)
+    model = XGBModel(seed=0, refit=False)
+    # the reference: the early-stopped trees from the whole matrix's label, as before
+    design = model._design(x.astype(np.float64), model._prior(x))
+    whole = xgb.DMatrix(design, nthread=1)
+    whole.set_label(_xgb._centred(np.log(y) - model._prior(x), np.zeros(len(y), dtype=np.int64)))
+    _, want = model._rounds_that_generalise(design, whole.get_label(), model.rounds, None)
+    real = xgb.DMatrix
+    rows: list[int] = []
+
+    class Counted(real):  # type: ignore[misc,valid-type]
+        def __init__(self, data: np.ndarray, *a: object, **k: object) -> None:
+            rows.append(len(data))
+            super().__init__(data, *a, **k)
+
+    monkeypatch.setattr(xgb, "DMatrix", Counted)
+    model.fit(x, y)
+    assert rows and 200 not in rows and sum(rows) == 200  # held in + held out
+    assert model._booster.save_raw("json") == model._named(want).save_raw("json")
+    # with refit the whole matrix is built (and trained on)
+    rows.clear()
+    XGBModel(seed=0).fit(x, y)
+    assert 200 in rows
