@@ -14,14 +14,15 @@ breeder made, with one C encoder kept for it); the driver unpickles a string and
 
 The memo is per worker process and bounded by bytes (issue 20, h134, measured in 2-worker
 Ray tunes): it keeps group specs and order steps only. A transfer is made anew by every
-decode (:mod:`search_space._cderive`), so it was never found again (0 hits in 26,966 of a
-10,000-trial BERT-base tune's first 3,300 picks a worker, against 60 % of group specs and
-98 % of steps) and the memo only pinned it (~180 bytes a transfer the decoder had dropped):
-a schedule's transfers are written whole, one encoder call. The memo starts again past
+decode (:mod:`search_space._cderive`), so it was never found again (0 hits in ~54,000 a
+worker in a 10,000-trial BERT-base tune, against 61-63 % of group specs and 99 % of steps)
+and the memo only pinned it (~180 bytes a transfer the decoder had dropped): a schedule's
+transfers are written whole, one encoder call. The memo starts again past
 :data:`_MEMO_BYTES`, each entry charged its text's length and :data:`_ENTRY_BYTES` (the
-str's header, the tuple, the dict's slot and the int key): ~9 MB a worker at most, where the
-old bound of 2**17 entries of any kind held ~45-60 MB when full (~340 bytes an entry
-measured, with the pinned transfers more), which a 10,000-trial BERT-base tune reaches.
+str's header, the tuple, the dict's slot and the int key): 8.4 MB a worker at most (that
+tune: 8.25 MB at its fullest, 58-59 % of group specs found); the old bound, 2**17 entries
+of any kind, held ~37.5 MB a worker at the end of that tune (90,000 entries, 23,500 of
+them transfers only it kept) and ~54 MB when full (~414 bytes an entry).
 
 A worker given a batch with such texts measures them as the dicts they stand for
 (:func:`as_dicts`).
