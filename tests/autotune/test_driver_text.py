@@ -39,21 +39,60 @@ def test_schedule_text_is_json_dumps_of_its_json(tiny_graph: Graph, tune_target:
             assert t.with_source("tuner:s/1").text == _dumps({**obj, "source": "tuner:s/1"})
             assert t["batch"] == obj["batch"] and t == obj
     # a full memo starts again, the texts the same
-    monkeypatch.setattr(_texts, "_MEMO_MAX", 3)
-    _texts._memo.clear()
-    for s in schedules[:5]:
+    monkeypatch.setattr(_texts, "_MEMO_BYTES", 3000)
+    _empty_memo(monkeypatch)
+    for s in schedules[:20]:
         assert schedule_text(s, s.to_json()).text == _dumps(s.to_json())
-    longest = max(len(getattr(s, k)) for s in schedules[:5] for k in _texts._LISTS)
-    assert len(_texts._memo) <= longest  # cleared before each list that would overflow it
+        held = [t for _, t in _texts._memo.values()]
+        assert _texts._memo_bytes == sum(map(len, held)) + _texts._ENTRY_BYTES * len(held)
+        assert _texts._memo_bytes <= 3000
     # without the C encoder: json.dumps, the same texts
     monkeypatch.setattr(_texts, "_encode", None)
-    _texts._memo.clear()
+    _empty_memo(monkeypatch)
     for s in schedules[:10]:
         assert schedule_text(s, s.to_json()).text == _dumps(s.to_json())
     # a JSON whose lists do not match the schedule's: written from the JSON itself
     obj = schedules[0].to_json()
     obj["groups"] = obj["groups"][:1]
     assert schedule_text(schedules[0], obj).text == _dumps(obj)
+
+
+def _empty_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_texts, "_memo", {})
+    monkeypatch.setattr(_texts, "_memo_bytes", 0)
+
+
+def test_the_memo_keeps_group_specs_and_steps_not_transfers(
+        tiny_graph: Graph, tune_target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    space = build_space(tiny_graph, tune_target, tiny_graph.batch)
+    schedules = [space.decode(v) for v in space.sample_vectors(np.random.default_rng(4), 20)]
+    assert any(s.transfers for s in schedules)
+    _empty_memo(monkeypatch)
+    for s in schedules:
+        schedule_text(s, s.to_json())
+    kept = {id(x) for s in schedules for k in ("groups", "order") for x in getattr(s, k)}
+    assert set(_texts._memo) == kept  # each one's (a transfer is made anew by each decode)
+
+
+def test_a_full_memo_holds_at_most_16_mb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worst case: items with short texts, each item kept alive only by the memo (a
+    transfer the decoder dropped, a group spec of a value table it replaced), until the memo
+    starts again. The old bound (2**17 entries) held ~26 MB of these, BERT-base's ~60 MB."""
+    import tracemalloc
+
+    _empty_memo(monkeypatch)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        top, n = 0, 0
+        while n < 300_000 and (n < 1000 or len(_texts._memo) >= 1000):
+            _texts._list_text([object() for _ in range(100)], list(range(n, n + 100)))
+            n += 100
+            top = max(top, tracemalloc.get_traced_memory()[0] - base)
+    finally:
+        tracemalloc.stop()
+    assert n < 300_000  # it started again
+    assert top <= 16 << 20, top
 
 
 def test_a_workers_picks_travel_as_text_and_read_as_before(
