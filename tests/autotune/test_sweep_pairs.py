@@ -128,4 +128,4 @@ def test_graft_seeds_adds_the_pairs_the_model_ranks_first(r50_16: Graph,
     gc = in_compute_dtype(r50_16, t)
     for s in got:
         assert space.encode(s).tobytes() != base.tobytes() and check_capacity(gc, s, t) is None
-    print([pairs.get(space.encode(s).tobytes()) for s in got])
+    assert [pairs.get(space.encode(s).tobytes()) for s in got] == [("pair", 152, 158)] * 2
