@@ -448,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="after a chunk that gained < 0.01 %%, a variant's next chunk breeds from "
                          "candidates this many parameters from its best, unpolished "
                          "(autotune.whatif._budget.later_options; default 0: never)")
+    ap.add_argument("--pairs", type=int, default=0,
+                    help="pairs of regroupings a later chunk measures after its regroupings "
+                         "(autotune.whatif._regroup.PAIRS; default 0: none)")
     ap.add_argument("--cold-from", default=None, metavar="JSON",
                     help="an earlier run's results.json whose cold bests (and measurements) stand "
                          "in for a model's cold run where its cold log holds nothing")
@@ -473,14 +476,16 @@ def main(argv: list[str] | None = None) -> int:
     sets = args.sets or ["l1.data_bytes=384K,512K,768K,1M", "ddr.bytes_per_cycle=13,27"]
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    from autotune.whatif import _budget
+    from autotune.whatif import _budget, _regroup
+
+    _regroup.PAIRS = args.pairs  # read by graft_seeds at each later chunk
 
     results: dict[str, Any] = {"command": " ".join(["bench/sweep.py", *(argv or sys.argv[1:])]),
                                "load": os.getloadavg(), "models": [],
                                "screened": {"runs": args.screen, "population": _budget.POPULATION,
                                             "generations": _budget.GENERATIONS},
                                "graft": args.graft, "regroup": args.regroup, "kick": args.kick,
-                               "lend": args.lend, "restart": args.restart,
+                               "lend": args.lend, "restart": args.restart, "pairs": args.pairs,
                                "cold_from": args.cold_from}
     for name in args.models:
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autotune.whatif._regroup import _view, by_class, regroup_vectors
+from autotune.whatif._regroup import _view, by_class, pair_vectors, regroup_vectors
 
 if TYPE_CHECKING:
     from compiler.graph import Graph
@@ -115,10 +115,13 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
         regroup: Also this many regroupings of the base (:mod:`autotune.whatif._regroup`:
             groups merged, a group cut, a boundary moved), after the grafts: none of them,
             ranked by the same model, one per move (:func:`~autotune.whatif._regroup.by_class`).
-            0 (the default): the grafts alone, as before.
+            0 (the default): the grafts alone, as before. Then
+            :data:`autotune.whatif._regroup.PAIRS` pairs of regroupings
+            (:func:`~autotune.whatif._regroup.pair_vectors`), the model's first (0, the default:
+            none).
 
     Returns schedules that fit ``target`` and are none of ``own``, best-ranked first (the
-    grafts, then the regroupings).
+    grafts, then the regroupings, then the pairs).
     """
     from autotune.sampling._ranker import CostModelRanker
     from compiler.capacity import check_capacity, in_compute_dtype
@@ -128,7 +131,9 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
     vecs, grafts = memo.setdefault("vector", {}), memo.setdefault("graft", {})
     rows = memo.setdefault("row", {})
     ran = [r for r in own if r.result.status.value == "ok" and r.result.latency_us]
-    if (count < 1 and regroup < 1) or not ran:
+    from autotune.whatif import _regroup
+
+    if (count < 1 and regroup < 1 and _regroup.PAIRS < 1) or not ran:
         return []
     base = _vector(space, min(ran, key=lambda r: float(r.result.latency_us or 0.0)), vecs)
     if base is None:
@@ -206,18 +211,19 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
         scores = scored(picked)
         order = sorted(range(len(picked)), key=lambda k: (-float(scores[k]), k))
         out = [schedule(picked[k]) for k in order[:count]]
-    if regroup < 1:
+    if regroup < 1 and _regroup.PAIRS < 1:
         return out
     for s in out:  # the grafts picked: no regrouping repeats one
         seen.add(space.encode(s).tobytes())
     moves: dict[bytes, tuple[str, int, int]] = {}
-    for mv, w in regroup_vectors(space, base, len(graph.ops)):
+    for mv, w in regroup_vectors(space, base, len(graph.ops)) if regroup >= 1 else ():
         if w.tobytes() not in vectors:
             vectors[w.tobytes()] = w
             moves[w.tobytes()] = mv
     keys = fitting({k: vectors[k] for k in moves})
     take = by_class([moves[k] for k in keys], scored(keys), regroup) if keys else []
     picks = [schedule(keys[k]) for k in take]
+    picks += _pairs(space, base, len(graph.ops), vectors, moves, fitting, scored, schedule)
     # the regroupings' verdicts and feature rows are not kept: ~14,000-16,000 a best, kept
     # for every best of every variant they took a sweep's peak memory from ~2 GB to
     # 3.8-5.5 GB (the twentieth pass); only work is lost (a kept memo is a cache)
@@ -225,6 +231,30 @@ def graft_seeds(space: Space, graph: Graph, target: Target, own: Sequence[Record
         grafts.pop(k, None)
         rows.pop(k, None)
     return out + picks
+
+
+def _pairs(space: Space, base: np.ndarray, n_ops: int, vectors: dict[bytes, np.ndarray],
+           moves: dict[bytes, tuple[str, int, int]], fitting: Any, scored: Any, schedule: Any
+           ) -> list[GraphSchedule]:
+    """The :data:`autotune.whatif._regroup.PAIRS` pairs of regroupings of ``base`` the model
+    ranks first (:func:`~autotune.whatif._regroup.pair_vectors`), after the regroupings
+    (``moves``: theirs and these are forgotten by the caller, as the regroupings are)."""
+    from autotune.whatif import _regroup
+
+    if _regroup.PAIRS < 1:  # (read here, so a test or a bench run may set it)
+        return []
+    pairs: dict[bytes, tuple[str, int, int]] = {}
+    for mv, w in pair_vectors(space, base, n_ops):
+        if w.tobytes() not in vectors:
+            vectors[w.tobytes()] = w
+            pairs[w.tobytes()] = mv
+    keys = fitting({k: vectors[k] for k in pairs})
+    moves.update(pairs)
+    if not keys:
+        return []
+    scores = scored(keys)
+    order = sorted(range(len(keys)), key=lambda k: (-float(scores[k]), k))
+    return [schedule(keys[k]) for k in order[:_regroup.PAIRS]]
 
 
 def _own_key(rec: Record) -> tuple[Any, ...]:

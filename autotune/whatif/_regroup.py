@@ -21,10 +21,18 @@ with the new group's split and scope (or its cores) set to every choice:
 :func:`autotune.whatif._graft.graft_seeds` ranks them beside the grafts by the same cost
 model and measures :data:`REGROUPS` of them per later chunk (``regroup``), so the picks
 are read from the log as the grafts' are.
+
+:func:`pair_vectors` makes *pairs* of them: a boundary moved by at most :data:`REACH` ops (a
+plain re-cut), then one of the two groups it changed cut (each split x scope or cores x parts
+of the new group). The sweep's miss (ResNet-50 b16 seed 0, L1 384K / DDR 27) is such a pair
+and two scope moves from its bar, where the re-cut alone is slower than its best
+(``bench/results/sweep.md``, twenty-fifth pass); ``graft_seeds`` measures the :data:`PAIRS`
+the model ranks first after the regroupings (0, the default: none).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -35,7 +43,8 @@ from autotune.whatif._budget import stalled
 if TYPE_CHECKING:
     from search_space import Space
 
-__all__ = ["KICK", "REGROUPS", "SPAN", "by_class", "regroup_vectors", "stalled", "with_boundaries"]
+__all__ = ["KICK", "PAIRS", "REACH", "REGROUPS", "SPAN", "by_class", "pair_vectors", "regroup_vectors",
+           "stalled", "with_boundaries"]
 
 REGROUPS = 4
 """Regroupings a variant's later chunk measures first (per task), beside the grafts."""
@@ -47,6 +56,13 @@ MobileNetV2 seed 0, L1 384K / DDR 27, moved only with kicks."""
 
 SPAN = 4
 """Most consecutive groups one merge makes one."""
+
+PAIRS = 0
+"""Pairs of regroupings (:func:`pair_vectors`) a variant's later chunk measures after its
+regroupings, per task (0: none)."""
+
+REACH = 2
+"""Ops a boundary moves by at most in the first move of a pair (:func:`pair_vectors`)."""
 
 _SLOT = ("mode", "samples", "cpp", "parts", "perm", "spread", "xscope")
 """Kinds of a segment's parameters (at a block's first segment); ``scope`` is per op."""
@@ -144,6 +160,36 @@ def regroup_vectors(space: Space, base: np.ndarray, n_ops: int, span: int = SPAN
                 params(w, c, b)
                 add(("recut", a, c), iter([w]))
                 add(("recut", a, c), varied(w, a))
+    return out
+
+
+def pair_vectors(space: Space, base: np.ndarray, n_ops: int, reach: int = REACH
+                 ) -> list[tuple[tuple[str, int, int], np.ndarray]]:
+    """``(("pair", c, d), vector)``: ``base`` with a group boundary moved to the cut point ``c``
+    at most ``reach`` ops away (a plain ``recut`` of :func:`regroup_vectors`: the group from
+    ``c`` keeps the parameters of the one it was part of), then one of the two groups that move
+    changed cut in two at ``d`` with the new group's parameters varied (a ``cut``). Distinct
+    vectors, none equal to ``base`` nor to one of its single regroupings' plain recuts.
+
+    Why (``bench/results/sweep.md``, twenty-fifth pass): the sweep's miss (ResNet-50 b16 seed 0,
+    L1 384K / DDR 27, 9,518.2 us) is two regroupings from 9,456.0 (its boundary 151 moved to
+    152, 9,535.1, uphill; then a cut at 158), and two scope moves from there 9,416.2 passes its
+    bar (9,435.8); the first alone is slower than the best, so no single move climbs there.
+    """
+    _, starts = _view(space, with_boundaries(space, base))
+    out: list[tuple[tuple[str, int, int], np.ndarray]] = []
+    seen = {base.tobytes()}
+    firsts: dict[tuple[str, int, int], np.ndarray] = {}
+    after = dict(itertools.pairwise(starts))  # a group's start -> the next one's
+    for mv, w in regroup_vectors(space, base, n_ops):
+        if mv[0] == "recut" and 0 < abs(mv[2] - after[mv[1]]) <= reach and mv not in firsts:
+            firsts[mv] = w  # the first of each move is the plain one (its head as it was)
+    for (_, a, c), w in firsts.items():
+        seen.add(w.tobytes())
+        for mv2, w2 in regroup_vectors(space, w, n_ops):
+            if mv2[0] == "cut" and mv2[1] in (a, c) and w2.tobytes() not in seen:
+                seen.add(w2.tobytes())
+                out.append((("pair", c, mv2[2]), w2))
     return out
 
 

@@ -46,3 +46,30 @@ def test_cold_from_a_runs_json_stands_in_for_an_empty_cold_log() -> None:
     assert "cold_from" not in own
     with pytest.raises(SystemExit):
         cold_from(path, "mobilenet_v2")
+
+
+def test_pairs_sets_the_module_constant_the_sweep_reads(tmp_path: object, monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """``bench/sweep.py --pairs N``: every run's later chunks measure N pairs of regroupings
+    (``autotune.whatif._regroup.PAIRS``, read by ``graft_seeds``), and the JSON says so; 0 by
+    default."""
+    import json
+    from pathlib import Path
+
+    import autotune.whatif._regroup as regroup_module
+    import bench.sweep as bench_sweep
+
+    seen: list[int] = []
+
+    def stub(*_args: object, **_kwargs: object) -> dict[str, object]:
+        seen.append(regroup_module.PAIRS)
+        return {"model": "m", "batch": 1, "options": {}, "cold_trials": 1, "sweep_trials": 1,
+                "total_measurements": {}, "seconds": {}, "rows": []}
+
+    monkeypatch.setattr(bench_sweep, "run_model", stub)
+    monkeypatch.setattr(regroup_module, "PAIRS", 0)
+    out = Path(str(tmp_path))
+    for argv, want in ((["--pairs", "2"], 2), ([], 0)):
+        assert bench_sweep.main(["--models", "m", "--runs", "sweep", "-o", str(out), *argv]) == 0
+        assert seen[-1] == want
+        assert json.loads((out / "results.json").read_text())["pairs"] == want
