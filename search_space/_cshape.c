@@ -679,7 +679,7 @@ static PyObject *py_groups(PyObject *self, PyObject *args) {
                 }
                 if (as_long(PyTuple_GET_ITEM(base, 1), 0, INT_MAX, &x->start, "a group's first op") ||
                     as_long(PyTuple_GET_ITEM(row, 1), 0, INT_MAX, &slot_op, "a group's slot op") ||
-                    as_long(PyTuple_GET_ITEM(row, 2), 0, (long)PyList_GET_SIZE(values) - 5, &x->slot_dim,
+                    as_long(PyTuple_GET_ITEM(row, 2), 0, (long)vals_len(values) - 5, &x->slot_dim,
                             "a group's slot parameter") ||
                     as_long(PyTuple_GET_ITEM(base, 4), 0, 1, &x->sep, "separable") ||
                     as_long(PyTuple_GET_ITEM(base, 5), 0, n_codes - 1, &x->out_code, "an output code"))

@@ -578,7 +578,7 @@ enum { P_GM, P_GN, P_MACS, P_MACS8, P_OVH, P_LANES, P_LANES8, P_TCPE, P_L1BW, P_
    integer product and a double's would differ) */
 static double mulx(double a, double b, int *bad) {
     double r = a * b;
-    if (fabs(r) > 9007199254740992.0 && a == floor(a) && b == floor(b)) *bad = 1;
+    if (fabs(r) >= 9007199254740992.0 && a == floor(a) && b == floor(b)) *bad = 1;
     return r;
 }
 

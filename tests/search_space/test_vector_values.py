@@ -137,3 +137,22 @@ def test_decodes_take_the_compiled_path_and_equal_python(key: str, target: Targe
     pure = [space._decode_marked(v) for v in vecs]  # the Python readers index the view
     assert [key_text(s) for s in pure] == [key_text(s) for s in compiled]
     assert [s._space_known.known()[1] for s in pure] == [s._space_known.known()[1] for s in compiled]
+
+
+@pytest.mark.parametrize("key", ["tiny_cnn", "bert2"])
+def test_a_short_vector_fails_alike_from_the_bytes_and_the_list(key: str, target: Target) -> None:
+    """Every prefix of a vector (down to 3 parameters) decodes its groups alike, or fails
+    with the same message, from the list and from the bytes: ``_cshape.groups`` bounds a
+    group's slot parameter by the values' length in parameters, not in bytes (a review
+    found it read the bytes' length: a vector cut short decoded from the bytes)."""
+    space, vecs = _vectors(key, target, 1, 0)
+    vec = vecs[0]
+    for cut in range(len(vec), 2, -1):
+        results = []
+        for values in (vec[:cut].tolist(), _view(vec[:cut])):
+            try:
+                dec = _build.decode_groups(space, _Recorder(values, space._rep_list))
+                results.append(("ok", dec.flat, dec.topo))
+            except ValueError as exc:
+                results.append(("error", str(exc), None))
+        assert results[0] == results[1], cut
