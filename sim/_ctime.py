@@ -141,6 +141,24 @@ def _flows(out: list[float], fl: Flows, latency: float) -> None:
     out += _flat(fls.items())
 
 
+def _streams(sim: Any, info: GroupStatic, streamed: tuple[Flows, ...], ex: Flows | None,
+             out: Flows | None, cores: tuple[int, ...]) -> tuple[list[Flows], Flows | None]:
+    """A group step's streams in the packed order (streamed inputs, the exchange, the
+    weights past the first tile, the output) and the weights' flows (None when the first
+    tile holds them all), for both packers."""
+    streams = list(streamed)
+    if ex is not None:
+        streams.append(ex)
+    path = info.weights + 0  # _Sim.group_step's weights + tables, with no tables
+    wflow = None
+    if path > info.first_tile:
+        wflow = sim.weight_flows(path - info.first_tile, cores, count=False)
+        streams.append(wflow)
+    if out is not None:
+        streams.append(out)
+    return streams, wflow
+
+
 def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...],
                streamed: tuple[Flows, ...], kinds: tuple[tuple[str, str], ...],
                ex: Flows | None, out: Flows | None, cost_of: dict[int, ComputeCost],
@@ -174,19 +192,11 @@ def pack_group(sim: Any, info: GroupStatic, staged: tuple[tuple[str, Flows], ...
         a.append(first.ddr)
     else:
         a.append(0)
-    streams = list(streamed)
     if ex is not None:
         a += (1, ex.noc)
-        streams.append(ex)
     else:
         a.append(0)
-    path = info.weights + 0  # _Sim.group_step's weights + tables, with no tables
-    wflow = None
-    if path > tile:
-        wflow = sim.weight_flows(path - tile, cores, count=False)
-        streams.append(wflow)
-    if out is not None:
-        streams.append(out)
+    streams, wflow = _streams(sim, info, streamed, ex, out, cores)
     if len(streams) >= _MAX_LOADS or len(codes) > _MAX_SCOPES:
         return None
     a.append(len(streams))
@@ -217,16 +227,7 @@ def _pack_group_c(cpack: Any, sim: Any, info: GroupStatic,
     tile = info.first_tile
     if tile:
         assert first is not None  # no tables: the plan has the first tile's flows
-    streams = list(streamed)
-    if ex is not None:
-        streams.append(ex)
-    path = info.weights + 0
-    wflow = None
-    if path > tile:
-        wflow = sim.weight_flows(path - tile, cores, count=False)
-        streams.append(wflow)
-    if out is not None:
-        streams.append(out)
+    streams, wflow = _streams(sim, info, streamed, ex, out, cores)
     if len(streams) >= _MAX_LOADS:
         return None
     slowest = max(cost_of.values(), key=lambda c: c.cycles)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -125,3 +126,12 @@ def ops_named(graph: Graph, *types: str) -> list[int]:
 def group(name: str, ops: Sequence[int], scope: str, bind: object, split: int = 1) -> GroupSpec:
     """A group with the same placement for every chunk."""
     return GroupSpec(name, tuple(ops), split, (Placement.make(scope, bind),) * split)
+
+
+def random_op_set(rng: random.Random, n: int) -> tuple[int, ...]:
+    """An op set of a graph of ``n`` ops for the differential tests: half the time a run of
+    consecutive ops, half any ops in ascending order."""
+    if rng.random() < 0.5:
+        lo = rng.randrange(n)
+        return tuple(range(lo, rng.randint(lo + 1, n)))
+    return tuple(sorted(rng.sample(range(n), rng.randint(1, n))))

@@ -18,6 +18,7 @@ from compiler.opshape import op_shapes
 from compiler.target import Target
 from sim import _ctime
 from sim._model import _cost, _cost_c, group_work
+from tests.sim.conftest import random_op_set
 from tests.sim.test_int8 import _model
 from tests.sim.test_properties import graph_of
 
@@ -51,11 +52,7 @@ def test_costs_made_in_c_are_pythons(model: str, tname: str, seed: int) -> None:
     n, shapes = len(graph.ops), op_shapes(graph)
     made = 0
     for _ in range(8):
-        if rng.random() < 0.5:
-            lo = rng.randrange(n)
-            ops = tuple(range(lo, rng.randint(lo + 1, n)))
-        else:
-            ops = tuple(sorted(rng.sample(range(n), rng.randint(1, n))))
+        ops = random_op_set(rng, n)
         s, k = rng.choice([1, 2, 3, 4, 8, 16]), rng.choice([1, 2, 3, 4, 8])
         step = k * rng.randint(1, 4)
         rereads = [i for i, _, _ in group_work(graph, ops, target).rereads]

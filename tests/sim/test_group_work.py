@@ -22,6 +22,7 @@ from compiler.target import Target
 from compiler.views import reads_from_outside, view_source
 from sim import _ctime
 from sim._model import group_work
+from tests.sim.conftest import random_op_set
 from tests.sim.test_properties import graph_of
 
 MODELS = ("tiny_cnn", "resnet18", "mobilenet_v2", "bert", "deepfm")
@@ -49,11 +50,7 @@ def test_rereads_are_the_per_op_questions(model: str, tname: str, seed: int) -> 
     graph, target, rng = graph_of(model), TARGETS[tname], random.Random(seed)
     n, cpack = len(graph.ops), _ctime.load_pack()
     for _ in range(6):
-        if rng.random() < 0.5:
-            lo = rng.randrange(n)
-            ops = tuple(range(lo, rng.randint(lo + 1, n)))
-        else:
-            ops = tuple(sorted(rng.sample(range(n), rng.randint(1, n))))
+        ops = random_op_set(rng, n)
         for key in [k for k in memo_of(graph) if isinstance(k, tuple) and k[0] == "sim.work"]:
             del memo_of(graph)[key]
         assert group_work(graph, ops, target).rereads == _rereads(graph, ops, target)
