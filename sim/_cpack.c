@@ -294,8 +294,13 @@ static Range *ranges_of(PyObject *pieces, Py_ssize_t *count, long n_cores) {
                     goto fail;
                 }
             }
-            out[k].lo = first + (long)p * spp;
-            out[k].hi = out[k].lo + spp;
+            long off;
+            if (__builtin_mul_overflow((long)p, spp, &off) ||
+                __builtin_add_overflow(first, off, &out[k].lo) ||
+                __builtin_add_overflow(out[k].lo, spp, &out[k].hi)) {
+                PyErr_SetString(PyExc_ValueError, "a part's samples out of range");
+                goto fail;
+            }
             out[k].cores = cs;
             k++;
         }
@@ -614,6 +619,10 @@ static PyObject *op_cost(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     const double *rows = (const double *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t n_ops = PyBytes_GET_SIZE(args[0]) / (Py_ssize_t)(ROW * sizeof(double));
+    if (PyBytes_GET_SIZE(args[0]) % (Py_ssize_t)(ROW * sizeof(double)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "rows: not whole rows of ROW doubles (a stale build?)");
+        return NULL;
+    }
     if (PyBytes_GET_SIZE(args[4]) != (Py_ssize_t)(N_PARAMS * sizeof(double))) {
         PyErr_SetString(PyExc_ValueError, "op_cost: params");
         return NULL;
@@ -634,6 +643,10 @@ static PyObject *op_cost(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             return NULL;
         }
         const double *d = rows + ROW * i;
+        if (!(d[0] >= K_MATRIX && d[0] <= K_GATHER)) { /* NaN too: (int) of it is undefined */
+            PyErr_SetString(PyExc_ValueError, "op_cost: an op's kind out of range");
+            return NULL;
+        }
         int kind = (int)d[0];
         if (kind == K_VIEW) continue;
         int is_matrix = kind == K_MATRIX || kind == K_BATCHED;
@@ -733,6 +746,10 @@ static PyObject *work_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     const double *rows = (const double *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t n_ops = PyBytes_GET_SIZE(args[0]) / (Py_ssize_t)(ROW * sizeof(double));
+    if (PyBytes_GET_SIZE(args[0]) % (Py_ssize_t)(ROW * sizeof(double)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "rows: not whole rows of ROW doubles (a stale build?)");
+        return NULL;
+    }
     PyObject *ops = args[1];
     double half_wb = PyFloat_AsDouble(args[2]);
     if (half_wb == -1.0 && PyErr_Occurred()) return NULL;
@@ -748,6 +765,10 @@ static PyObject *work_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
             goto fail;
         }
         const double *d = rows + ROW * i;
+        if (!(d[0] >= K_MATRIX && d[0] <= K_GATHER)) { /* NaN too: (int) of it is undefined */
+            PyErr_SetString(PyExc_ValueError, "work_scan: an op's kind out of range");
+            goto fail;
+        }
         int kind = (int)d[0], pick = 0;
         if (d[1] != 0.0) {
             cut += d[11];

@@ -175,3 +175,33 @@ def test_malformed_arguments_raise() -> None:
         cpack.add_items({}, [(0, 1.0)], 2.0)
     with pytest.raises(TypeError):
         cpack.add_items({}, ((0,),), 2.0)
+
+
+def test_rows_kinds_and_ranges_out_of_bounds_raise() -> None:
+    """What the C refuses rather than reads wrong: op rows that are not whole rows (a stale
+    build's layout), an op's kind out of range or NaN (``(int)`` of it is undefined), a
+    part's samples past a C long (a plan of empty ranges, where Python's ints make a real
+    one: the caller falls back to Python on the ValueError)."""
+    import struct
+
+    cpack, chip = _ctime.load_pack(), chip_of(Target.default())
+    params = struct.pack("12d", *([1.0] * 12))
+    row = [0.0] * 14
+    for bad_rows in (struct.pack("13d", *row[:13]), struct.pack("15d", *row, 0.0)):
+        with pytest.raises(ValueError, match="whole rows"):
+            cpack.op_cost(bad_rows, (0,), 1, 1, params, frozenset())
+        with pytest.raises(ValueError, match="whole rows"):
+            cpack.work_scan(bad_rows, (0,), 1.0)
+    for kind in (float("nan"), -1.0, 7.0):
+        rows = struct.pack("14d", kind, *row[1:])
+        with pytest.raises(ValueError, match="kind out of range"):
+            cpack.op_cost(rows, (0,), 1, 1, params, frozenset())
+        with pytest.raises(ValueError, match="kind out of range"):
+            cpack.work_scan(rows, (0,), 1.0)
+    n, routes = chip.cores, tuple(chip.routes.get((a, b), ()) for a in range(chip.cores)
+                                  for b in range(chip.cores))
+    huge = ((2**62, 2**62, ((0,), (1,))),)
+    with pytest.raises(ValueError, match="samples out of range"):
+        cpack.move_plan(0, 0, huge, huge, routes, n, len(chip.names), chip.llb, chip.ddr)
+    src, dst = ("LLB", huge), ("L1", huge)
+    assert _fields(_moves._plan_c(cpack, chip, src, dst)) == _fields(_moves._plan(chip, src, dst))
