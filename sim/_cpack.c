@@ -610,6 +610,35 @@ static Tiles matrix_tiles(const double *d, double share, double rows_given, cons
     return t;
 }
 
+/* The op rows' bytes as doubles (``n``: whole rows of ROW; anything else a stale build's
+   layout: ValueError). */
+static const double *op_rows(PyObject *b, Py_ssize_t *n) {
+    Py_ssize_t size = PyBytes_GET_SIZE(b), row = (Py_ssize_t)(ROW * sizeof(double));
+    if (size % row != 0) {
+        PyErr_SetString(PyExc_ValueError, "rows: not whole rows of ROW doubles (a stale build?)");
+        return NULL;
+    }
+    *n = size / row;
+    return (const double *)PyBytes_AS_STRING(b);
+}
+
+/* Op ``op``'s row, its kind checked (NaN too: (int) of it is undefined); NULL with the
+   exception set for an op or a kind out of range. */
+static const double *op_row(const double *rows, Py_ssize_t n, PyObject *op, const char *who) {
+    long i = PyLong_AsLong(op);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    if (i < 0 || i >= n) {
+        PyErr_Format(PyExc_IndexError, "%s: an op out of range", who);
+        return NULL;
+    }
+    const double *d = rows + ROW * i;
+    if (!(d[0] >= K_MATRIX && d[0] <= K_GATHER)) {
+        PyErr_Format(PyExc_ValueError, "%s: an op's kind out of range", who);
+        return NULL;
+    }
+    return d;
+}
+
 static PyObject *op_cost(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 6 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1]) ||
@@ -617,12 +646,9 @@ static PyObject *op_cost(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "op_cost(rows, ops, s, k, params, remote)");
         return NULL;
     }
-    const double *rows = (const double *)PyBytes_AS_STRING(args[0]);
-    Py_ssize_t n_ops = PyBytes_GET_SIZE(args[0]) / (Py_ssize_t)(ROW * sizeof(double));
-    if (PyBytes_GET_SIZE(args[0]) % (Py_ssize_t)(ROW * sizeof(double)) != 0) {
-        PyErr_SetString(PyExc_ValueError, "rows: not whole rows of ROW doubles (a stale build?)");
-        return NULL;
-    }
+    Py_ssize_t n_ops;
+    const double *rows = op_rows(args[0], &n_ops);
+    if (rows == NULL) return NULL;
     if (PyBytes_GET_SIZE(args[4]) != (Py_ssize_t)(N_PARAMS * sizeof(double))) {
         PyErr_SetString(PyExc_ValueError, "op_cost: params");
         return NULL;
@@ -636,17 +662,8 @@ static PyObject *op_cost(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     double mme = 0.0, vme = 0.0, move = 0.0, fill = 0.0, useful = 0.0, wbound = 0.0;
     int bad = 0;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(ops); j++) {
-        long i = PyLong_AsLong(PyTuple_GET_ITEM(ops, j));
-        if (i == -1 && PyErr_Occurred()) return NULL;
-        if (i < 0 || i >= n_ops) {
-            PyErr_SetString(PyExc_IndexError, "op_cost: an op out of range");
-            return NULL;
-        }
-        const double *d = rows + ROW * i;
-        if (!(d[0] >= K_MATRIX && d[0] <= K_GATHER)) { /* NaN too: (int) of it is undefined */
-            PyErr_SetString(PyExc_ValueError, "op_cost: an op's kind out of range");
-            return NULL;
-        }
+        const double *d = op_row(rows, n_ops, PyTuple_GET_ITEM(ops, j), "op_cost");
+        if (d == NULL) return NULL;
         int kind = (int)d[0];
         if (kind == K_VIEW) continue;
         int is_matrix = kind == K_MATRIX || kind == K_BATCHED;
@@ -721,10 +738,7 @@ static PyObject *op_cost(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             fill += (tile / lanes < c) ? tile / lanes : c;
         }
         if (d[7] > half_wb && is_matrix) {
-            PyObject *key = PyLong_FromLong(i);
-            if (key == NULL) return NULL;
-            int in = PySet_Contains(remote, key);
-            Py_DECREF(key);
+            int in = PySet_Contains(remote, PyTuple_GET_ITEM(ops, j)); /* an int: op_row read it */
             if (in < 0) return NULL;
             if (!in) {
                 double extra = ceil(d[7] / half_wb) - 1;
@@ -744,12 +758,9 @@ static PyObject *work_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "work_scan(rows, ops, half_wb)");
         return NULL;
     }
-    const double *rows = (const double *)PyBytes_AS_STRING(args[0]);
-    Py_ssize_t n_ops = PyBytes_GET_SIZE(args[0]) / (Py_ssize_t)(ROW * sizeof(double));
-    if (PyBytes_GET_SIZE(args[0]) % (Py_ssize_t)(ROW * sizeof(double)) != 0) {
-        PyErr_SetString(PyExc_ValueError, "rows: not whole rows of ROW doubles (a stale build?)");
-        return NULL;
-    }
+    Py_ssize_t n_ops;
+    const double *rows = op_rows(args[0], &n_ops);
+    if (rows == NULL) return NULL;
     PyObject *ops = args[1];
     double half_wb = PyFloat_AsDouble(args[2]);
     if (half_wb == -1.0 && PyErr_Occurred()) return NULL;
@@ -758,17 +769,8 @@ static PyObject *work_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
     double cut = 0.0;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(ops); j++) {
         PyObject *op = PyTuple_GET_ITEM(ops, j);
-        long i = PyLong_AsLong(op);
-        if (i == -1 && PyErr_Occurred()) goto fail;
-        if (i < 0 || i >= n_ops) {
-            PyErr_SetString(PyExc_IndexError, "work_scan: an op out of range");
-            goto fail;
-        }
-        const double *d = rows + ROW * i;
-        if (!(d[0] >= K_MATRIX && d[0] <= K_GATHER)) { /* NaN too: (int) of it is undefined */
-            PyErr_SetString(PyExc_ValueError, "work_scan: an op's kind out of range");
-            goto fail;
-        }
+        const double *d = op_row(rows, n_ops, op, "work_scan");
+        if (d == NULL) goto fail;
         int kind = (int)d[0], pick = 0;
         if (d[1] != 0.0) {
             cut += d[11];
