@@ -574,6 +574,154 @@ static PyObject *add_plan(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_RETURN_NONE;
 }
 
+/* ---- a new step plan's input flows ------------------------------------------------------ */
+static PyObject *S_FIXED, *ZERO, *ONE;
+
+/* cache[key], or fn(*fargs) (sim._moves.move_plan / fixed_plan: they make the plan and keep
+   it in the cache); a new reference */
+static PyObject *cached_plan(PyObject *cache, PyObject *key, PyObject *fn,
+                             PyObject *const *fargs, Py_ssize_t nf) {
+    if (key == NULL) return NULL;
+    PyObject *hit = PyDict_GetItemWithError(cache, key);
+    Py_DECREF(key);
+    if (hit != NULL) {
+        Py_INCREF(hit);
+        return hit;
+    }
+    if (PyErr_Occurred()) return NULL;
+    return PyObject_Vectorcall(fn, fargs, (size_t)nf, NULL);
+}
+
+/* Flows.add(plan, nbytes, cpack): nothing when nbytes <= 0; steals `plan` and `nb` */
+static int add_owned(PyObject *fl, PyObject *plan, PyObject *nb) {
+    int rc = -1;
+    if (plan != NULL && nb != NULL) {
+        int le = PyObject_RichCompareBool(nb, ZERO, Py_LE);
+        if (le > 0) rc = 0;
+        else if (le == 0) {
+            PyObject *args[3] = {fl, plan, nb};
+            PyObject *r = add_plan(NULL, args, 3);
+            if (r != NULL) {
+                Py_DECREF(r);
+                rc = 0;
+            }
+        }
+    }
+    Py_XDECREF(plan);
+    Py_XDECREF(nb);
+    return rc;
+}
+
+/* 1 + the extra passes of `rereads` ((op, tensor, extra), ...) over `name`: a new int */
+static PyObject *passes_of(PyObject *rereads, PyObject *name) {
+    PyObject *sum = Py_NewRef(ZERO);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rereads); i++) {
+        PyObject *r = PyTuple_GET_ITEM(rereads, i);
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a reread: (op, tensor, extra passes) expected");
+            Py_DECREF(sum);
+            return NULL;
+        }
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(r, 1), name, Py_EQ);
+        if (eq < 0) {
+            Py_DECREF(sum);
+            return NULL;
+        }
+        if (eq) {
+            PyObject *s = PyNumber_Add(sum, PyTuple_GET_ITEM(r, 2));
+            Py_DECREF(sum);
+            if (s == NULL) return NULL;
+            sum = s;
+        }
+    }
+    PyObject *p = PyNumber_Add(ONE, sum);
+    Py_DECREF(sum);
+    return p;
+}
+
+static PyObject *inputs_flows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 13 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1]) ||
+        !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) < 1 || !PyAnySet_Check(args[4]) ||
+        !PyTuple_Check(args[5]) || !PyTuple_Check(args[6]) || PyTuple_GET_SIZE(args[6]) < 1 ||
+        !PyDict_Check(args[7])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "inputs_flows(tensors, srcs, dst, dst_cores, streamed, rereads, "
+                        "input_layout, moves, move_plan, fixed_plan, Flows, chip, cpack)");
+        return NULL;
+    }
+    PyObject *tensors = args[0], *srcs = args[1], *dst = args[2], *dst_cores = args[3];
+    PyObject *streamed_names = args[4], *rereads = args[5], *in_layout = args[6];
+    PyObject *moves = args[7], *move_fn = args[8], *fixed_fn = args[9], *flows_type = args[10];
+    PyObject *chip = args[11], *cpack = args[12];
+    PyObject *dst_scope = PyTuple_GET_ITEM(dst, 0), *no_cores = PyTuple_New(0);
+    PyObject *staged = PyDict_New(), *streamed = PyDict_New();
+    if (no_cores == NULL || staged == NULL || streamed == NULL) goto fail;
+    Py_ssize_t n = PyTuple_GET_SIZE(tensors);
+    if (PyTuple_GET_SIZE(srcs) < n) n = PyTuple_GET_SIZE(srcs); /* zip */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(tensors, i), *got = PyTuple_GET_ITEM(srcs, i);
+        PyObject *src = in_layout, *src_cores = no_cores;
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) goto bad;
+        if (got != Py_None) {
+            if (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2) goto bad;
+            src = PyTuple_GET_ITEM(got, 0);
+            src_cores = PyTuple_GET_ITEM(got, 1);
+            if (!PyTuple_Check(src) || PyTuple_GET_SIZE(src) < 1) goto bad;
+        }
+        PyObject *name = PyTuple_GET_ITEM(t, 0), *sb = PyTuple_GET_ITEM(t, 1);
+        PyObject *fb = PyTuple_GET_ITEM(t, 2), *bucket = staged, *passes;
+        int in = PySet_Contains(streamed_names, name);
+        if (in < 0) goto fail;
+        if (in) {
+            bucket = streamed;
+            passes = passes_of(rereads, name);
+            if (passes == NULL) goto fail;
+        } else
+            passes = Py_NewRef(ONE);
+        PyObject *scope = PyTuple_GET_ITEM(src, 0);
+        PyObject *fl = PyDict_GetItemWithError(bucket, scope); /* borrowed */
+        if (fl == NULL) {
+            if (PyErr_Occurred() || (fl = PyObject_CallNoArgs(flows_type)) == NULL) {
+                Py_DECREF(passes);
+                goto fail;
+            }
+            int rc = PyDict_SetItem(bucket, scope, fl);
+            Py_DECREF(fl); /* the bucket holds it */
+            if (rc < 0) {
+                Py_DECREF(passes);
+                goto fail;
+            }
+        }
+        int rc = PyObject_IsTrue(sb);
+        if (rc > 0) {
+            PyObject *fa[5] = {chip, src, dst, moves, cpack};
+            PyObject *plan = cached_plan(moves, PyTuple_Pack(2, src, dst), move_fn, fa, 5);
+            rc = add_owned(fl, plan, plan ? PyNumber_Multiply(sb, passes) : NULL);
+        }
+        if (rc >= 0) rc = PyObject_IsTrue(fb);
+        if (rc > 0) {
+            PyObject *fa[6] = {chip, scope, src_cores, dst_scope, dst_cores, moves};
+            PyObject *plan = cached_plan(
+                moves, PyTuple_Pack(5, S_FIXED, scope, src_cores, dst_scope, dst_cores),
+                fixed_fn, fa, 6);
+            rc = add_owned(fl, plan, plan ? PyNumber_Multiply(fb, passes) : NULL);
+        }
+        Py_DECREF(passes);
+        if (rc < 0) goto fail;
+    }
+    Py_DECREF(no_cores);
+    return Py_BuildValue("(NN)", staged, streamed);
+bad:
+    PyErr_SetString(PyExc_TypeError, "inputs_flows: (tensor, bytes, bytes) and "
+                                     "(layout, cores) or None expected");
+fail:
+    Py_XDECREF(no_cores);
+    Py_XDECREF(staged);
+    Py_XDECREF(streamed);
+    return NULL;
+}
+
 /* ---- compute costs ------------------------------------------------------------------ */
 enum { K_MATRIX, K_BATCHED, K_VECTOR, K_SPECIAL, K_MOVE, K_VIEW, K_GATHER, ROW = 14 };
 enum { P_GM, P_GN, P_MACS, P_MACS8, P_OVH, P_LANES, P_LANES8, P_TCPE, P_L1BW, P_HALF_WB, P_WBW,
@@ -789,6 +937,8 @@ fail:
 }
 
 static PyMethodDef methods[] = {
+    {"inputs_flows", (PyCFunction)(void (*)(void))inputs_flows, METH_FASTCALL,
+     "sim._plans.inputs_flows's loop (see the module doc)."},
     {"work_scan", (PyCFunction)(void (*)(void))work_scan, METH_FASTCALL,
      "sim._model.group_work's halo sum and the ops it does more with (see the module doc)."},
     {"op_cost", (PyCFunction)(void (*)(void))op_cost, METH_FASTCALL,
@@ -817,6 +967,10 @@ PyMODINIT_FUNC PyInit__cpack(void) {
     S_STAYING = PyUnicode_InternFromString("staying");
     S_MME = PyUnicode_InternFromString("mme_cycles");
     S_VME = PyUnicode_InternFromString("vme_cycles");
+    S_FIXED = PyUnicode_InternFromString("fixed");
+    ZERO = PyLong_FromLong(0);
+    ONE = PyLong_FromLong(1);
+    if (!S_FIXED || !ZERO || !ONE) return NULL;
     if (!S_FLOWS || !S_INCOMING || !S_NOC || !S_HOPS || !S_DDR || !S_MME || !S_VME || !S_STAYING)
         return NULL;
     return PyModule_Create(&module);

@@ -85,7 +85,8 @@ def built() -> Any:
 
 _pack_state: dict[str, Any] = {"loaded": False, "mod": None}
 # what the current build of sim._cpack has
-PACK_NEEDS = ("add_items", "add_plan", "move_plan", "op_cost", "pack_group", "work_scan")
+PACK_NEEDS = ("add_items", "add_plan", "inputs_flows", "move_plan", "op_cost", "pack_group",
+              "work_scan")
 
 
 def load_pack() -> Any:

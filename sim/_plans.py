@@ -302,8 +302,16 @@ def inputs_flows(
     in LLB/DDR that the step reads tile by tile, as the capacity model decided),
     each by source scope (separate DMA requests). A streamed input that an op
     re-reads once per extra weight tile (``work.rereads``) crosses its path once
-    per pass.
+    per pass. With the compiled plan maker (``sim.cpack``) the loop below runs in C
+    (``sim/_cpack.c``'s ``inputs_flows``: the same caches read, the same plans made on a
+    miss by :func:`~sim._moves.move_plan` and :func:`~sim._moves.fixed_plan`, the same
+    sums in the same order).
     """
+    cpack = sim.cpack
+    if cpack is not None:
+        return cpack.inputs_flows(  # type: ignore[no-any-return]
+            tensors, srcs, dst, dst_cores, streamed_names, () if work is None else work.rereads,
+            input_layout(sim.g.batch), sim.moves, move_plan, fixed_plan, Flows, sim.chip, cpack)
     staged: dict[str, Flows] = {}
     streamed: dict[str, Flows] = {}
     for (name, sb, fb), got in zip(tensors, srcs):
