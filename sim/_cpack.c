@@ -12,7 +12,15 @@
  *   -> (flows, incoming, staying, noc, ddr bytes, hops): MovePlan's fields.
  *   scopes: 0 L1, 1 LLB, 2 DDR (not both the same off-core scope: that is the empty plan);
  *   pieces: a layout's ((first sample, samples per part, ((core, ...), ...)), ...);
- *   routes: a tuple of n_cores * n_cores link tuples, (a, b)'s at a * n_cores + b.
+ *   routes: a tuple of n_cores * n_cores link tuples, (a, b)'s at a * n_cores + b (None:
+ *   the chip has no route from a to b, a ValueError when a plan needs it). A conversion that
+ *   fails raises at once (each number checked before the next is read).
+ * inputs_flows(tensors, srcs, dst, dst_cores, streamed, rereads, input_layout, moves,
+ *              move_plan, fixed_plan, Flows, chip, cpack) -> (staged, streamed):
+ *   sim._plans.inputs_flows's loop: each input's movement and fixed plans read from the
+ *   cache `moves` by the keys sim._moves.move_plan and fixed_plan use (a miss calls them:
+ *   they make the plan and keep it), added to its bucket's Flows (made by calling Flows)
+ *   as Flows.add does (add_plan), `bytes * passes` as Python ints.
  * pack_group(kinds, staged, first, ex, streams, wflow, slowest, cores, parts, cost_of,
  *            setup, hop_lat, ddr_lat) -> bytes, or None (more than MAX_SCOPES scopes)
  *   kinds: ((tensor, scope), ...); staged: ((scope, Flows), ...); first, ex, wflow: a Flows
@@ -66,6 +74,24 @@ static int put(Buf *b, double v) {
     return 0;
 }
 
+/* one or two numbers as doubles / C longs, each checked before the next is read (a second
+   conversion run with the first's error set would replace it, or run Python code with an
+   error pending); b may be NULL */
+static int as_doubles(PyObject *a, double *x, PyObject *b, double *y) {
+    *x = PyFloat_AsDouble(a);
+    if (*x == -1.0 && PyErr_Occurred()) return -1;
+    if (b == NULL) return 0;
+    *y = PyFloat_AsDouble(b);
+    return (*y == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int as_longs(PyObject *a, long *x, PyObject *b, long *y) {
+    *x = PyLong_AsLong(a);
+    if (*x == -1 && PyErr_Occurred()) return -1;
+    *y = PyLong_AsLong(b);
+    return (*y == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
 static PyObject *S_FLOWS, *S_INCOMING, *S_NOC, *S_HOPS, *S_DDR, *S_MME, *S_VME;
 
 static int num_attr(PyObject *o, PyObject *name, double *out) {
@@ -86,8 +112,10 @@ static int put_items(Buf *b, PyObject *d) {
     Py_ssize_t pos = 0;
     PyObject *k, *v;
     while (PyDict_Next(d, &pos, &k, &v)) {
-        double kk = PyFloat_AsDouble(k), vv = PyFloat_AsDouble(v);
-        if (PyErr_Occurred()) return -1;
+        double kk = PyFloat_AsDouble(k);
+        if (kk == -1.0 && PyErr_Occurred()) return -1;
+        double vv = PyFloat_AsDouble(v);
+        if (vv == -1.0 && PyErr_Occurred()) return -1;
         if (put(b, kk) < 0 || put(b, vv) < 0) return -1;
     }
     return 0;
@@ -144,10 +172,11 @@ static PyObject *pack_group(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "pack_group: tuples and a dict expected");
         return NULL;
     }
-    double slowest = PyFloat_AsDouble(args[6]);
-    double lat3[3] = {PyFloat_AsDouble(args[10]), PyFloat_AsDouble(args[11]),
-                      PyFloat_AsDouble(args[12])};
-    if (PyErr_Occurred()) return NULL;
+    double slowest, lat3[3];
+    if (as_doubles(args[6], &slowest, NULL, NULL) < 0 ||
+        as_doubles(args[10], &lat3[0], args[11], &lat3[1]) < 0 ||
+        as_doubles(args[12], &lat3[2], NULL, NULL) < 0)
+        return NULL;
     PyObject *codes[MAX_CODES];
     int n_codes = 0;
     Buf b = {NULL, 0, 0};
@@ -277,9 +306,9 @@ static Range *ranges_of(PyObject *pieces, Py_ssize_t *count, long n_cores) {
     Py_ssize_t k = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pieces); i++) {
         PyObject *pc = PyTuple_GET_ITEM(pieces, i), *parts = PyTuple_GET_ITEM(pc, 2);
-        long first = PyLong_AsLong(PyTuple_GET_ITEM(pc, 0));
-        long spp = PyLong_AsLong(PyTuple_GET_ITEM(pc, 1));
-        if (PyErr_Occurred()) goto fail;
+        long first, spp;
+        if (as_longs(PyTuple_GET_ITEM(pc, 0), &first, PyTuple_GET_ITEM(pc, 1), &spp) < 0)
+            goto fail;
         for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(parts); p++) {
             PyObject *cs = PyTuple_GET_ITEM(parts, p);
             if (!PyTuple_Check(cs) || PyTuple_GET_SIZE(cs) == 0) {
@@ -355,11 +384,11 @@ static PyObject *move_plan(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "move_plan takes 9 arguments");
         return NULL;
     }
-    long s_scope = PyLong_AsLong(args[0]), d_scope = PyLong_AsLong(args[1]);
+    long s_scope, d_scope, nc, n_res, llb, ddr;
     PyObject *routes = args[4];
-    long nc = PyLong_AsLong(args[5]), n_res = PyLong_AsLong(args[6]);
-    long llb = PyLong_AsLong(args[7]), ddr = PyLong_AsLong(args[8]);
-    if (PyErr_Occurred()) return NULL;
+    if (as_longs(args[0], &s_scope, args[1], &d_scope) < 0 ||
+        as_longs(args[5], &nc, args[6], &n_res) < 0 || as_longs(args[7], &llb, args[8], &ddr) < 0)
+        return NULL;
     if (s_scope < 0 || s_scope > 2 || d_scope < 0 || d_scope > 2 || nc <= 0 || n_res <= nc ||
         llb < 0 || llb >= n_res || ddr < 0 || ddr >= n_res || !PyTuple_Check(routes) ||
         PyTuple_GET_SIZE(routes) != (Py_ssize_t)nc * nc) {
@@ -420,6 +449,10 @@ static PyObject *move_plan(PyObject *self, PyObject *const *args, Py_ssize_t nar
                         acc_add(&fl, acore, nb);
                         acc_add(&fl, bcore, nb);
                         PyObject *route = PyTuple_GET_ITEM(routes, acore * nc + bcore);
+                        if (route == Py_None) { /* the chip has no such route */
+                            PyErr_SetString(PyExc_ValueError, "no route between two cores");
+                            goto done;
+                        }
                         if (!PyTuple_Check(route)) {
                             PyErr_SetString(PyExc_TypeError, "a route: a tuple expected");
                             goto done;
@@ -803,8 +836,8 @@ static PyObject *op_cost(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     const double *p = (const double *)PyBytes_AS_STRING(args[4]);
     PyObject *ops = args[1], *remote = args[5];
-    double s = PyFloat_AsDouble(args[2]), k = PyFloat_AsDouble(args[3]);
-    if (PyErr_Occurred()) return NULL;
+    double s, k;
+    if (as_doubles(args[2], &s, args[3], &k) < 0) return NULL;
     double gm = p[P_GM], gn = p[P_GN], ovh = p[P_OVH], tcpe = p[P_TCPE], l1bw = p[P_L1BW];
     double half_wb = p[P_HALF_WB], wbw = p[P_WBW], tile = p[P_TILE];
     double mme = 0.0, vme = 0.0, move = 0.0, fill = 0.0, useful = 0.0, wbound = 0.0;

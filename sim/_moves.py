@@ -73,13 +73,15 @@ def move_plan(chip: Chip, src: Layout, dst: Layout, cache: dict[object, MovePlan
 
 _SCOPES = {"L1": 0, "LLB": 1, "DDR": 2}  # sim/_cpack.c's scope codes
 _FIELDS = ("flows", "incoming", "staying", "noc", "ddr", "hops")
-# by id, each chip kept beside its routes as one flat tuple ((a, b)'s at a * cores + b)
-_ROUTES: dict[int, tuple[Chip, tuple[tuple[int, ...], ...]]] = {}
+# by id, each chip kept beside its routes as one flat tuple ((a, b)'s at a * cores + b; None
+# where the chip has no route: the C raises if a plan needs it, and _plan says what is wrong)
+_ROUTES: dict[int, tuple[Chip, tuple[tuple[int, ...] | None, ...]]] = {}
 
 
 def _plan_c(cpack: Any, chip: Chip, src: Layout, dst: Layout) -> MovePlan:
-    """:func:`_plan` made by ``sim/_cpack.c`` (the same plan; :func:`_plan` for a scope or
-    core the C function does not take)."""
+    """:func:`_plan` made by ``sim/_cpack.c`` (the same plan; :func:`_plan` for a scope,
+    core or route the C function does not take: its ValueError, TypeError or OverflowError
+    falls back, and Python makes the plan or raises what it raises)."""
     s_scope, d_scope = src[0], dst[0]
     if s_scope == d_scope and s_scope != "L1":
         return _EMPTY
@@ -91,12 +93,14 @@ def _plan_c(cpack: Any, chip: Chip, src: Layout, dst: Layout) -> MovePlan:
         if len(_ROUTES) >= 32:
             _ROUTES.clear()
         n = chip.cores
-        hit = _ROUTES[id(chip)] = (chip, tuple(chip.routes.get((a, b), ())
+        hit = _ROUTES[id(chip)] = (chip, tuple(chip.routes.get((a, b))
                                                for a in range(n) for b in range(n)))
     try:
         got = cpack.move_plan(sc, dc, src[1], dst[1], hit[1], chip.cores, len(chip.names),
                               chip.llb, chip.ddr)
-    except ValueError:  # a core or link out of range: Python says what is wrong
+    except (ValueError, TypeError, OverflowError):
+        # a core or link out of range, a missing route, a value the C does not take (a core
+        # past a C long, not an int): Python makes the plan or says what is wrong
         return _plan(chip, src, dst)
     plan = object.__new__(MovePlan)  # the frozen dataclass's value, without its __init__'s
     plan.__dict__.update(zip(_FIELDS, got, strict=True))

@@ -55,6 +55,10 @@ class PlanContext(Protocol):
     layouts: list[Layout]
     cores_of: list[tuple[int, ...]]
     cpack: Any  # the compiled plan maker (sim._ctime.load_pack), or None
+    # latency_of's terms, which the compiled packer (sim/_cpack.c's pack_group) reads
+    setup: float
+    hop_lat: float
+    ddr_lat: float
 
     def latency_of(self, fl: Flows) -> float: ...
 
