@@ -510,6 +510,34 @@ done:
     return result;
 }
 
+/* into[r] = into.get(r, 0.0) + c * nbytes for each (r, c) of items, in order (`lookup` 0:
+   into is empty and taken to stay so, 0.0 + c * nbytes put as Python adds it) */
+static int fill_items(PyObject *into, PyObject *items, double nbytes, int lookup) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
+        PyObject *it = PyTuple_GET_ITEM(items, i);
+        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) {
+            PyErr_SetString(PyExc_TypeError, "add_items: (resource, coefficient) pairs");
+            return -1;
+        }
+        PyObject *r = PyTuple_GET_ITEM(it, 0);
+        double c = PyFloat_AsDouble(PyTuple_GET_ITEM(it, 1));
+        if (c == -1.0 && PyErr_Occurred()) return -1;
+        PyObject *old = lookup ? PyDict_GetItemWithError(into, r) : NULL;
+        double base = 0.0;
+        if (old != NULL) {
+            base = PyFloat_AsDouble(old);
+            if (base == -1.0 && PyErr_Occurred()) return -1;
+        } else if (PyErr_Occurred()) return -1;
+        PyObject *v = PyFloat_FromDouble(base + c * nbytes);
+        if (v == NULL || PyDict_SetItem(into, r, v) < 0) {
+            Py_XDECREF(v);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    return 0;
+}
+
 static PyObject *add_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 3 || !PyDict_Check(args[0]) || !PyTuple_Check(args[1])) {
@@ -519,28 +547,15 @@ static PyObject *add_items(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *into = args[0], *items = args[1];
     double nbytes = PyFloat_AsDouble(args[2]);
     if (nbytes == -1.0 && PyErr_Occurred()) return NULL;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
-        PyObject *it = PyTuple_GET_ITEM(items, i);
-        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) {
-            PyErr_SetString(PyExc_TypeError, "add_items: (resource, coefficient) pairs");
-            return NULL;
-        }
-        PyObject *r = PyTuple_GET_ITEM(it, 0);
-        double c = PyFloat_AsDouble(PyTuple_GET_ITEM(it, 1));
-        if (c == -1.0 && PyErr_Occurred()) return NULL;
-        PyObject *old = PyDict_GetItemWithError(into, r);
-        double base = 0.0;
-        if (old != NULL) {
-            base = PyFloat_AsDouble(old);
-            if (base == -1.0 && PyErr_Occurred()) return NULL;
-        } else if (PyErr_Occurred()) return NULL;
-        PyObject *v = PyFloat_FromDouble(base + c * nbytes);
-        if (v == NULL || PyDict_SetItem(into, r, v) < 0) {
-            Py_XDECREF(v);
-            return NULL;
-        }
-        Py_DECREF(v);
+    /* into empty (a new Flows' first plan): the items put without looking each up, as a
+       plan's resources are distinct (its dict's keys); if some repeated (fewer keys than
+       items), into is emptied and the items added again with the lookups */
+    if (PyDict_GET_SIZE(into) == 0) {
+        if (fill_items(into, items, nbytes, 0) < 0) return NULL;
+        if (PyDict_GET_SIZE(into) == PyTuple_GET_SIZE(items)) Py_RETURN_NONE;
+        PyDict_Clear(into);
     }
+    if (fill_items(into, items, nbytes, 1) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -136,3 +136,18 @@ def test_the_plan_context_declares_what_the_c_reads() -> None:
     assert {"setup", "hop_lat", "ddr_lat", "cpack", "moves", "chip"} <= declared
     sim_init = _engine._Sim.__init__.__code__.co_names
     assert {"setup", "hop_lat", "ddr_lat"} <= set(sim_init)
+
+
+@pytest.mark.parametrize("items", [((1, 2.0), (1, 3.0), (2, -0.0)), ((3, -0.0), (1, 0.5)),
+                                   ((1, 2.0), (2, 1.0), (1, -2.0), (2, 4.0))])
+def test_items_added_to_an_empty_dict_are_pythons(items: Any) -> None:
+    """``add_items`` into an empty dict puts the items without looking each up; resources
+    repeated (never in a plan made from a dict, but add_items takes any pairs) are summed as
+    Python sums them, in Python's order, and -0.0 becomes 0.0 as ``0.0 + -0.0`` does."""
+    cpack = _ctime.load_pack()
+    for start in ({}, {2: 1.0}):
+        want, got = dict(start), dict(start)
+        for r, c in items:
+            want[r] = want.get(r, 0.0) + c * 3
+        cpack.add_items(got, items, 3)
+        assert repr(list(got.items())) == repr(list(want.items()))
