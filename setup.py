@@ -1,7 +1,8 @@
 """The compiled search core (search_space/_cwalk.c with _cprofile.c, search_space/_cdag.c,
 search_space/_cpart.c, search_space/_cshape.c, search_space/_canalyse.c; _cdag.c,
 _canalyse.c and _cwalk.c share search_space/_cutil.h) and the simulator's timed step
-(sim/_csim.c) and its plans' movement and packing (sim/_cpack.c),
+(sim/_csim.c) and its plans' movement and packing (sim/_cpack.c), and a bred pick's log
+text's writer (logs/_cjson.c),
 optional: without a C compiler the package installs and decoding runs in Python
 (search_space/_ccore.py warns once)."""
 
@@ -63,5 +64,6 @@ setup(
             extra_compile_args=["-O2"],
             optional=True,
         ),
+        Extension("logs._cjson", ["logs/_cjson.c"], extra_compile_args=["-O2"], optional=True),
     ]
 )

@@ -147,6 +147,11 @@ class BufferedJournalFile:
                 yield entry
         yield from tail
 
+    def op_count(self) -> int:
+        """The operations in the journal: the file's and the unwritten ones."""
+        with self._cv:
+            return self._in_file + len(self._pending)
+
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         """Queue operations (written by :meth:`flush`)."""
         with self._cv:

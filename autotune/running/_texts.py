@@ -9,7 +9,8 @@ the picks' JSON into :class:`logs.ScheduleText` before they leave the worker: th
 ``json.dumps`` would write, made from text kept per group spec and order step (the
 decoder interns them: a round's picks share many of them, so a schedule's text is partly
 joined, not written; a new one's, and the transfers', written from the schedule's JSON the
-breeder made, with one C encoder kept for it); the driver unpickles a string and splices the record's
+breeder made, by ``logs._cjson.text`` (a compact JSON writer in C; the json module's C
+encoder, kept once, for what it does not take)); the driver unpickles a string and splices the record's
 ``source`` into it (``ScheduleText.with_source``); the log's bytes are the same.
 
 The memo is per worker process and bounded by bytes (issue 20, h134, measured in 2-worker
@@ -60,7 +61,19 @@ _encode = c_make_encoder(None, json.JSONEncoder().default, encode_basestring, No
                          False, False, False) if c_make_encoder is not None else None
 
 
+try:  # the compact text of the values a schedule's JSON is made of, written in C
+    from logs._cjson import text as _ctext
+except ImportError:  # not built: the json encoder, the same text
+    _ctext = None
+
+
 def _text(value: Any) -> str:
+    """``dumps(value)``: from ``logs._cjson`` when it takes the value (None: it does not),
+    else from the json module's C encoder."""
+    if _ctext is not None:
+        text = _ctext(value)
+        if text is not None:
+            return text
     return "".join(_encode(value, 0)) if _encode is not None else dumps(value)
 
 

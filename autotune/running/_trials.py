@@ -13,7 +13,10 @@ choices' indices), with C-level maps over the trial's names: a trial's parameter
 different subset of the space's on most trials (85 sets in 115 BERT-base trials), so
 nothing is kept per set. Anything it cannot write the same way (a value not found by a
 lookup, such as a NaN that is not the choice's own object; another kind of distribution),
-and a template-less call, goes to Optuna's own ``create_new_trial``.
+and a template-less call, goes to Optuna's own ``create_new_trial``. On the tune's private
+journal the created trial is not read back either: Optuna's replay makes it without the
+two per-parameter maps (distributions from JSON, values from indices), set from the same
+memo (:func:`_write_created`); a stock ``JournalStorage`` reads the same file the same way.
 
 :class:`LineEncoder` makes the journal file's lines (``BufferedJournalFile._append``).
 :func:`set_user_attrs` sets a trial's user attributes with one read-back.
@@ -82,8 +85,7 @@ def _cheap_trials() -> type:
             log["system_attrs"] = t.system_attrs
             log["intermediate_values"] = t.intermediate_values
             with self._thread_lock:
-                self._write_log(_storage.JournalOperation.CREATE_TRIAL, log)
-                self._sync_with_backend()
+                _write_created(self, log)
                 trial_id: int = self._replay_result._last_created_trial_id_by_this_process
                 if (isinstance(self._backend, _storage.BaseJournalSnapshot) and trial_id != 0
                         and trial_id % _storage.SNAPSHOT_INTERVAL == 0):
@@ -142,11 +144,15 @@ class _Known:
         self.dist: dict[str, Any] = {}
         self.json: dict[str, str] = {}
         self.index: dict[str, dict[Any, int] | None] = {}
+        # what Optuna's replay of the JSON makes (``json_to_distribution``), and its choices
+        self.read: dict[str, Any] = {}
+        self.choices: dict[str, tuple[Any, ...]] = {}
 
     def learn(self, dists: dict[str, Any]) -> None:
         # Optuna's own conversion, not the journal module's memo of it (_journal._register):
         # each (name, object) is converted once here, so the memo would only keep a copy
         from optuna.distributions import CategoricalDistribution, distribution_to_json
+        from optuna.storages.journal import _storage
 
         if len(self.dist) > 65536:
             self.__init__()  # type: ignore[misc]
@@ -162,6 +168,18 @@ class _Known:
             except TypeError:  # another kind of distribution, or an unhashable choice
                 first = None
             self.dist[k], self.json[k], self.index[k] = d, distribution_to_json(d), first
+            if first is not None:
+                self.read[k] = r = _storage.json_to_distribution(self.json[k])
+                self.choices[k] = r.choices
+
+    def replayed(self, params: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The distributions and parameters Optuna's replay reads from a created trial's
+        operation (``json_to_distribution`` of each JSON, ``to_external_repr`` of each
+        index: the choice at it), for ``params`` as :meth:`written` made them."""
+        names = list(params)
+        return (dict(zip(names, map(self.read.__getitem__, names))),
+                dict(zip(names, map(operator.getitem, map(self.choices.__getitem__, names),
+                                    params.values()))))
 
     def written(self, t: Any) -> tuple[dict[str, str], dict[str, int]] | None:
         """The template's distributions and parameters as Optuna writes them (None: a value
@@ -180,6 +198,41 @@ class _Known:
         except (KeyError, TypeError):  # not found, unhashable, or no index (None)
             return None
         return dict(zip(names, map(self.json.__getitem__, names))), params
+
+
+def _write_created(storage: Any, log: dict[str, Any]) -> None:
+    """Write a created trial's operation (``log``, as Optuna's ``create_new_trial`` makes
+    it; its distributions and parameters from :meth:`_Known.written`) and read it into the
+    storage's replay, under the storage's lock.
+
+    Optuna reads its own operation back from the backend and replays it: every
+    parameter's distribution from its JSON and its value from its index, a Python call
+    each (~226 a BERT-base trial). On the tune's private journal
+    (:class:`autotune.running._journal.BufferedJournalFile`, one writer: its
+    ``op_count`` is the replay's count before the write and one more after) the trial is
+    replayed by Optuna's own ``_apply_create_trial`` without the two maps, which are then
+    set from what :class:`_Known` kept (:meth:`_Known.replayed`: C-level maps). The
+    operation written is the same; anything else: Optuna's read-back.
+    """
+    from optuna.storages.journal import _storage
+
+    replay = storage._replay_result
+    count = getattr(storage._backend, "op_count", None)
+    if count is not None and count() != replay.log_number_read:
+        storage._sync_with_backend()  # (none unread on a private journal)
+    storage._write_log(_storage.JournalOperation.CREATE_TRIAL, log)
+    if (count is None or count() != replay.log_number_read + 1
+            or not hasattr(replay, "_apply_create_trial")):
+        storage._sync_with_backend()
+        return
+    op = {"op_code": _storage.JournalOperation.CREATE_TRIAL, "worker_id": replay.worker_id,
+          **log}
+    del op["distributions"], op["params"]
+    trial_id = len(replay._trials)
+    replay.log_number_read += 1
+    replay._apply_create_trial(op)  # raises KeyError (no such study) as Optuna's read-back
+    trial = replay._trials[trial_id]
+    trial._distributions, trial._params = storage._memo[log["study_id"]].replayed(log["params"])
 
 
 def _written(storage: Any, study_id: int, t: Any) -> tuple[dict[str, str], dict[str, int]] | None:

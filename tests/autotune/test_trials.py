@@ -209,3 +209,79 @@ def test_a_distribution_equal_to_one_learnt_is_written_as_itself() -> None:
     assert ints is not None and bools is not None
     assert "[0, 1]" in ints[0]["a"] and "[false, true]" in bools[0]["a"]
     assert ints[1] == bools[1] == {"a": 1}
+
+
+def _ask_like(storage: Any, study: Any, n: int, seed: int) -> None:
+    """``n`` templated trials as the guided sampler makes them (a different subset of the
+    parameters each time, values equal to but not always the choice objects), each told."""
+    import random
+
+    rng = random.Random(seed)
+    names = list(DISTS)
+    for _ in range(n):
+        keep = [k for k in names if rng.random() < 0.8 and k != "e"]
+        ds = {k: DISTS[k] for k in keep}
+        ps = {k: rng.choice(DISTS[k].choices) for k in keep}
+        if "c" in ps and ps["c"] is True and rng.random() < 0.5:
+            ps["c"] = 1  # equal to True: Optuna reads back the choice at its index, True
+        tid = storage.create_new_trial(study._study_id, template_trial=_template(ps, ds))
+        storage.set_trial_user_attr(tid, "k", tid)
+        storage.set_trial_state_values(tid, TrialState.COMPLETE, [float(tid)])
+
+
+def _read(storage: Any) -> list[Any]:
+    return [(t.number, t.state, t.values, t.params, t.distributions, t.user_attrs,
+             t.datetime_start, t.datetime_complete)
+            for t in optuna.load_study(storage=storage, study_name="s").get_trials()]
+
+
+def test_a_created_trial_is_replayed_without_reading_it_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tune's storage replays its own created trials from what it kept (Optuna's
+    ``_apply_create_trial`` sees no distributions or parameters), and reads what Optuna's
+    replay of the same file reads: a stock ``JournalStorage`` loads the new journal."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend, _storage
+
+    from autotune.running._journal import open_storage
+
+    seen: list[bool] = []
+    apply = _storage.JournalStorageReplayResult._apply_create_trial
+
+    def spy(self: Any, log: dict[str, Any]) -> None:
+        seen.append("distributions" in log)
+        apply(self, log)
+
+    monkeypatch.setattr(_storage.JournalStorageReplayResult, "_apply_create_trial", spy)
+    handle = open_storage(None, str(tmp_path / "t.jsonl"))
+    study = optuna.create_study(storage=handle.storage, study_name="s")
+    _ask_like(handle.storage, study, 40, 1)
+    assert seen == [False] * 40  # every one replayed from the memo
+    ours = _read(handle.storage)
+    handle.close()
+    seen.clear()
+    stock = _read(JournalStorage(JournalFileBackend(str(tmp_path / "t.journal"))))
+    assert seen == [True] * 40  # stock Optuna reads the file
+    assert _same(ours, stock)
+    assert any(p.get("c") is True for _, _, _, p, *_ in ours)
+
+
+def test_an_old_journal_resumes(tmp_path: Path) -> None:
+    """A journal stock Optuna wrote is resumed by the tune's storage, which adds trials
+    to it; stock Optuna reads the whole file as the tune's storage does."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    from autotune.running._journal import open_storage
+
+    path = str(tmp_path / "t.journal")
+    old = JournalStorage(JournalFileBackend(path))
+    _ask_like(old, optuna.create_study(storage=old, study_name="s"), 15, 2)
+    handle = open_storage(None, str(tmp_path / "t.jsonl"))
+    assert type(handle.storage).__name__ == "CheapTrials"
+    study = optuna.load_study(storage=handle.storage, study_name="s")
+    _ask_like(handle.storage, study, 15, 3)
+    ours = _read(handle.storage)
+    handle.close()
+    stock = _read(JournalStorage(JournalFileBackend(path)))
+    assert len(ours) == 30 and _same(ours, stock)
