@@ -817,8 +817,8 @@ REFERENCE_FIT = Decoding.fit
 overridden in a subclass is called as it is (``search_space._cgroups._c_fit``)."""
 set_reference_fit(REFERENCE_FIT, Decoding.fits_l1)
 
-def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None,
-                dec: Decoding | None = None) -> tuple[GraphSchedule, Mapping[Node, int]]:
+def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None = None
+                ) -> tuple[GraphSchedule, Mapping[Node, int]]:
     """Build the schedule the reader's answers describe (see the module doc).
 
     Args:
@@ -826,15 +826,12 @@ def decode_with(space: SpaceLike, get: Reader, overrides: dict[int, int] | None 
         get: The reader.
         overrides: Choice indices by free parameter that replace the reader's answer
             (the capacity repair's demotions of scope parameters).
-        dec: Passes 1 and 2 already run with ``get`` (:func:`decode_groups`, no
-            overrides: they read no scope parameter), else None.
 
     Returns:
         The schedule, and for each step node the parameter that sets its scope.
     """
     read = _overridden(space, get, overrides)
-    if dec is None:
-        dec = decode_groups(space, read)
+    dec = decode_groups(space, read)
     scope_dim = walk_scopes(dec, read)
     return dec.schedule(), scope_dim
 
@@ -937,8 +934,7 @@ _X_L1_NEXT = {"auto": "LLB", "L1": "LLB", "LLB": "DDR"}
 _X_LLB_NEXT = {"auto": "DDR", "LLB": "DDR"}
 
 
-def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int, dec: Decoding | None = None
-                  ) -> GraphSchedule:
+def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int) -> GraphSchedule:
     """Decode; when the capacity model still reports an overflow, re-decode with the
     scope parameter of one result occupying that memory one step slower (largest
     first; the overflowing step's own output last), up to ``max_rounds`` times.
@@ -949,12 +945,10 @@ def decode_fitted(space: SpaceLike, get: Reader, max_rounds: int, dec: Decoding 
     parameters, so it walks the scopes of the same groups, chunk DAG and order again
     (:func:`decode_groups` runs once), and only the schedule returned is built: the
     overflow of a walk is its plan's (what :func:`compiler.capacity.check_capacity`
-    of the built schedule returns, the same plan remembered beside it). ``dec``: passes 1
-    and 2 already run with ``get`` (:func:`decode_groups`), else None.
+    of the built schedule returns, the same plan remembered beside it).
     """
     overrides: dict[int, int] = {}
-    if dec is None:
-        dec = decode_groups(space, get)
+    dec = decode_groups(space, get)
     # the walks a round reads only the issue of stop at their first overflow (compiled):
     # the plain decode is walked again in full when no repair fits (below)
     scope_dim = walk_scopes(dec, get, partial=max_rounds > 0)

@@ -16,8 +16,7 @@ decodes, each paying the walk, the schedule, its codes and text: issue 20, h131)
 :func:`decodes_to_parent` decides that from passes 1 and 2 of the child's decode
 (:func:`search_space._build.decode_groups`: blocks, groups, the chunk DAG and its order,
 compiled or Python as the full decode would run them) and the parent's order codes, so the
-caller skips the walk, the schedule and its codes; when the orders differ the decode goes
-on from those passes (``Space._decode_marked``'s ``begun``). The verdict equals the full decode's
+caller skips the walk, the schedule and its codes. The verdict equals the full decode's
 (``tests/search_space/test_reorder_noop.py`` compares both on random moves of several zoo
 models, compiled and pure Python).
 """
@@ -33,7 +32,6 @@ from search_space._build import decode_groups
 
 if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
-    from search_space._build import Decoding
 
 STATS = {"same": 0, "other": 0, "skipped": 0}  # verdicts (benches, tests)
 
@@ -47,34 +45,28 @@ def order_only(space: Any, parent_vec: np.ndarray, child: np.ndarray) -> bool:
     return 0 < len(diff) <= 2 and all(f in (fo, fl) for f in diff.tolist())
 
 
-def decodes_to_parent(space: Any, parent: GraphSchedule, child: np.ndarray
-                      ) -> tuple[bool, tuple[Any, Decoding] | None]:
-    """``(True, None)`` when ``child`` (a vector of ``space``) is known to decode to
-    ``parent``, a schedule ``space`` decoded: the child differs from the parent's canonical
-    vector only in the order parameters and its chunk order is the parent's. Else ``False``
-    (decode it: another order, another change, not this space's decode or its codes not at
-    hand) with, when passes 1 and 2 of the child were run, its recorder and ``Decoding``:
-    ``Space._decode_marked(child, begun)`` goes on from them (not running them twice)."""
+def decodes_to_parent(space: Any, parent: GraphSchedule, child: np.ndarray) -> bool:
+    """True when ``child`` (a vector of ``space``) is known to decode to ``parent``, a
+    schedule ``space`` decoded: the child differs from the parent's canonical vector only in
+    the order parameters and its chunk order is the parent's. False: not known (decode it):
+    another order, another change, not this space's decode or its codes not at hand."""
     known = space._known(parent)
     if known is None or not order_only(space, known[0], child):
         STATS["skipped"] += 1
-        return False, None
+        return False
     codes = codes_of(parent)
     if codes is None:
         STATS["skipped"] += 1
-        return False, None
+        return False
     # passes 1 and 2 as the full decode runs them (decode_fitted and decode_with start so)
-    rec = space._reader(child)
-    dec = decode_groups(space, rec)
+    dec = decode_groups(space, space._reader(child))
     nodes = dec.chunk_order()
     order = codes.order
-    same = False
-    if len(nodes) == len(order):
-        # the parent's order steps by their nodes (the value table keys a step by its node)
-        got = codes.table.step_codes(nodes)  # type: ignore[arg-type]
-        same = None not in got and np.array_equal(np.asarray(got, dtype=np.int64), order)
-    if same:
-        STATS["same"] += 1
-        return True, None
-    STATS["other"] += 1
-    return False, (rec, dec)
+    if len(nodes) != len(order):
+        STATS["other"] += 1
+        return False
+    # the parent's order steps by their nodes (the value table keys a step by its node)
+    got = codes.table.step_codes(nodes)  # type: ignore[arg-type]
+    same = None not in got and np.array_equal(np.asarray(got, dtype=np.int64), order)
+    STATS["same" if same else "other"] += 1
+    return bool(same)

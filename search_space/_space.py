@@ -54,7 +54,7 @@ from compiler.codes import ValueTable
 from compiler.errors import GraphtuneError, ScheduleError
 from compiler.key_text import key_text
 from compiler.schedule import GraphSchedule, Placement, Step
-from search_space._build import Decoding, decode_fitted, decode_with
+from search_space._build import decode_fitted, decode_with
 from search_space._dims import (
     CUT_BELOW,
     GRANULARITIES,
@@ -420,11 +420,10 @@ class Space:
         mark = getattr(s, "_space_known", None)
         return mark is not None and mark.token is self._token
 
-    def _decode(self, get: Callable[[int], int], dec: Decoding | None = None) -> GraphSchedule:
-        """Decode from a reader (``dec``: passes 1 and 2 already run with it)."""
+    def _decode(self, get: Callable[[int], int]) -> GraphSchedule:
         if self.options.repair_rounds > 0:
-            return decode_fitted(self, get, self.options.repair_rounds, dec)
-        return decode_with(self, get, None, dec)[0]
+            return decode_fitted(self, get, self.options.repair_rounds)
+        return decode_with(self, get)[0]
 
     # ---- the numeric view ----------------------------------------------------------------
     def _decode_free(self, vec: np.ndarray) -> tuple[GraphSchedule, np.ndarray, list[int]]:
@@ -432,18 +431,12 @@ class Space:
         canon, active = s._space_known.known()  # type: ignore[attr-defined]
         return s, canon, list(active)
 
-    def _decode_marked(self, vec: np.ndarray, begun: tuple[_Recorder, Decoding] | None = None
-                       ) -> GraphSchedule:
+    def _decode_marked(self, vec: np.ndarray) -> GraphSchedule:
         """Decode a free vector and mark the schedule (:class:`_Mark`): its canonical vector
         and parameters read are made only when asked (``sample`` and a mutated child never
-        ask). ``begun``: a recorder of ``vec`` and passes 1 and 2 run with it
-        (:func:`search_space._reorder.decodes_to_parent`'s), the decode goes on from them."""
-        if begun is None:
-            rec = self._reader(vec)
-            s = self._decode(rec)
-        else:
-            rec = begun[0]
-            s = self._decode(rec, begun[1])
+        ask)."""
+        rec = self._reader(vec)
+        s = self._decode(rec)
         # the recorder's table and a copy of the vector (the caller's may change) kept as
         # they are: the recorder is gone, so the table no longer changes
         object.__setattr__(s, "_space_known", _Mark(self._token, vec.copy(), rec.active))
@@ -588,12 +581,11 @@ class Space:
             raw = child.tobytes() if mark is not None else b""
             if noops is not None and raw in noops:
                 continue  # decoded before to this schedule (decoding is deterministic)
-            same, begun = False, None
-            if kind == "reorder" and mark is not None:
-                # its chunk order the parent's: it is the parent (search_space/_reorder.py)
-                same, begun = decodes_to_parent(self, schedule, child)
-            if not same:
-                s = self._decode_marked(child, begun)  # (from passes 1-2 if begun)
+            if kind == "reorder" and mark is not None and \
+                    decodes_to_parent(self, schedule, child):
+                pass  # its chunk order is the parent's: it is the parent (_reorder.py)
+            else:
+                s = self._decode_marked(child)
                 if key_text(s) != key:
                     return s
             if mark is not None:

@@ -239,15 +239,13 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
         got = hood.decoded[k]
         if got is None:
             decoded += 1
-            if hood.moves[k] == "reorder":
-                # its chunk order the parent's: it is the parent (search_space._reorder);
-                # else decoded on from the passes the verdict ran (space.decode's int16)
-                vec = np.asarray(hood.vectors[k], dtype=np.int16)
-                same, begun = decodes_to_parent(space, parent_schedule, vec)
-                s = parent_schedule if same else space._decode_marked(vec, begun)
+            if hood.moves[k] == "reorder" and decodes_to_parent(space, parent_schedule,
+                                                                 hood.vectors[k]):
+                # its chunk order is the parent's: it is the parent (search_space._reorder)
+                got = hood.decoded[k] = (own, parent_schedule)
             else:
                 s = space.decode(hood.vectors[k])
-            got = hood.decoded[k] = (own if s is parent_schedule else candidate_id(s), s)
+                got = hood.decoded[k] = (candidate_id(s), s)
         cid, s = got
         if cid in seen_here:
             continue
