@@ -573,21 +573,16 @@ class Decoding:
         return self.draft
 
     # ---- pass 3: order, then scopes along a capacity walk -------------------------------------
-    def chunk_order(self) -> list[Node]:
-        """The execution order of the chunk DAG: the one derive() computed in C, else
-        :func:`depth_order` / :func:`breadth_order` of the order and look-ahead read (what
-        nothing else reads: :mod:`search_space._reorder`)."""
-        compiled = self.compiled_order()
-        if compiled is not None:
-            return compiled
-        splits = {gr.name: gr.split for gr in self.groups}
-        if self.order == "depth":
-            return depth_order(self.deps, self.outs, splits, self.lookahead)
-        return breadth_order(self.deps, self.topo, splits)
-
     def start_walk(self) -> None:
         """Fix the order and start the capacity walk that decides every result's scope."""
-        self.nodes = self.chunk_order()
+        splits = {gr.name: gr.split for gr in self.groups}
+        compiled = self.compiled_order()
+        if compiled is not None:
+            self.nodes = compiled
+        elif self.order == "depth":
+            self.nodes = depth_order(self.deps, self.outs, splits, self.lookahead)
+        else:
+            self.nodes = breadth_order(self.deps, self.topo, splits)
         self.walk = walk = CapacityWalk(self.graph, self.space.target, self._drafts(), self.transfers,
                                         self.deps, self.outs, self.nodes)
         n_steps = len(self.nodes)

@@ -73,6 +73,7 @@ from search_space._cfoot import halo_values
 from search_space._cglue import CODE, wants
 from search_space._cplan import _Walked, streamed_of
 from search_space._crows import _cut_sides, _issue, _ScopeDims, _StepRows, l1_halo, packed_rows
+from search_space._order import breadth_order, depth_order
 
 # a search_space._build.Decoding and a search_space.Space; typed Any because _build
 # calls this module (importing either back would close a circle, ARCHITECTURE.md)
@@ -426,7 +427,11 @@ def _step_rows(dec: Decoding, space: Space, mod: Any) -> tuple[Any, ...] | None:
             return packed_rows(dec, nodes, all_reads, packed, _group_rows(dec, space),
                                tensor_codes(space))
     else:
-        nodes = dec.chunk_order()
+        splits = {gr.name: gr.split for gr in dec.groups}
+        if dec.order == "depth":
+            nodes = depth_order(dec.deps, dec.outs, splits, dec.lookahead)
+        else:
+            nodes = breadth_order(dec.deps, dec.topo, splits)
         pos = {node: i for i, node in enumerate(nodes)}
         all_reads = [[pos[d] for d in dec.deps.get(node, ())] for node in nodes]
     gidx, grows, gnames, gtiles, gd, pd, gsplit, wide = _group_rows(dec, space)

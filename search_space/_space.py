@@ -69,7 +69,6 @@ from search_space._dims import (
     divisors,
     perm_choices,
 )
-from search_space._reorder import decodes_to_parent
 from search_space._structure import GroupInfo, Structure, analyse
 
 if TYPE_CHECKING:
@@ -435,15 +434,6 @@ class Space:
         """Decode a free vector and mark the schedule (:class:`_Mark`): its canonical vector
         and parameters read are made only when asked (``sample`` and a mutated child never
         ask)."""
-        rec = self._reader(vec)
-        s = self._decode(rec)
-        # the recorder's table and a copy of the vector (the caller's may change) kept as
-        # they are: the recorder is gone, so the table no longer changes
-        object.__setattr__(s, "_space_known", _Mark(self._token, vec.copy(), rec.active))
-        return s
-
-    def _reader(self, vec: np.ndarray) -> _Recorder:
-        """A recorder answering a free vector's choices (what a decode reads)."""
         values: list[int] | memoryview
         if self._rep_plain and vec.dtype == np.int16:
             # every parameter free (no ties): the vector's bytes as they are, read as int16
@@ -453,7 +443,12 @@ class Space:
             values = memoryview(vec.tobytes()).cast("h")
         else:
             values = vec[self.rep].tolist()
-        return _Recorder(values, self._rep_list, self._n_free)
+        rec = _Recorder(values, self._rep_list, self._n_free)
+        s = self._decode(rec)
+        # the recorder's table and a copy of the vector (the caller's may change) kept as
+        # they are: the recorder is gone, so the table no longer changes
+        object.__setattr__(s, "_space_known", _Mark(self._token, vec.copy(), rec.active))
+        return s
 
     def decode(self, vector: np.ndarray | Sequence[int]) -> GraphSchedule:
         """The schedule a vector of choice indices describes (inactive entries ignored).
@@ -581,13 +576,9 @@ class Space:
             raw = child.tobytes() if mark is not None else b""
             if noops is not None and raw in noops:
                 continue  # decoded before to this schedule (decoding is deterministic)
-            if kind == "reorder" and mark is not None and \
-                    decodes_to_parent(self, schedule, child):
-                pass  # its chunk order is the parent's: it is the parent (_reorder.py)
-            else:
-                s = self._decode_marked(child)
-                if key_text(s) != key:
-                    return s
+            s = self._decode_marked(child)
+            if key_text(s) != key:
+                return s
             if mark is not None:
                 if noops is None:
                     noops = mark.noops = set()

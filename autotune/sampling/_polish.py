@@ -83,7 +83,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from autotune.sampling._studies import candidate_id
-from search_space._reorder import decodes_to_parent
 
 if TYPE_CHECKING:
     from compiler.schedule import GraphSchedule
@@ -238,14 +237,9 @@ def polish_ranked(space: Space, parent: np.ndarray, parent_schedule: GraphSchedu
     for k in range(min(window, len(hood.vectors))):
         got = hood.decoded[k]
         if got is None:
+            s = space.decode(hood.vectors[k])
             decoded += 1
-            if hood.moves[k] == "reorder" and decodes_to_parent(space, parent_schedule,
-                                                                 hood.vectors[k]):
-                # its chunk order is the parent's: it is the parent (search_space._reorder)
-                got = hood.decoded[k] = (own, parent_schedule)
-            else:
-                s = space.decode(hood.vectors[k])
-                got = hood.decoded[k] = (candidate_id(s), s)
+            got = hood.decoded[k] = (candidate_id(s), s)
         cid, s = got
         if cid in seen_here:
             continue
