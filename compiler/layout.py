@@ -52,8 +52,10 @@ def transfer_layout(tr: Transfer, batch: int) -> Layout:
     return (tr.placement.mem_scope, tuple((d * samples, spp, parts) for d in tr.dst_chunks))
 
 
+@lru_cache(maxsize=64)
 def input_layout(batch: int) -> Layout:
-    """A model input: the whole batch in DDR."""
+    """A model input: the whole batch in DDR (one tuple per batch: the plan maker asks on
+    every new step plan)."""
     return ("DDR", ((0, batch, ((-1,),)),))
 
 

@@ -692,7 +692,7 @@ static PyObject *inputs_flows(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (nargs != 13 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1]) ||
         !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) < 1 || !PyAnySet_Check(args[4]) ||
         !PyTuple_Check(args[5]) || !PyTuple_Check(args[6]) || PyTuple_GET_SIZE(args[6]) < 1 ||
-        !PyDict_Check(args[7])) {
+        !PyDict_CheckExact(args[7])) {
         PyErr_SetString(PyExc_TypeError,
                         "inputs_flows(tensors, srcs, dst, dst_cores, streamed, rereads, "
                         "input_layout, moves, move_plan, fixed_plan, Flows, chip, cpack)");

@@ -61,12 +61,15 @@ def _cheap_trials() -> type:
         def create_new_trial(self, study_id: int, template_trial: Any = None) -> int:
             if template_trial is None or template_trial.datetime_start is None:
                 return super().create_new_trial(study_id, template_trial)
-            written = _written(self, study_id, template_trial)
-            if written is None:
-                return super().create_new_trial(study_id, template_trial)
             from optuna.storages.journal import _storage
 
-            t = template_trial
+            with self._thread_lock:  # the memo read and replayed under one lock
+                written = _written(self, study_id, template_trial)
+                if written is not None:
+                    return self._create_written(study_id, template_trial, written, _storage)
+            return super().create_new_trial(study_id, template_trial)
+
+        def _create_written(self, study_id: int, t: Any, written: Any, _storage: Any) -> int:
             log: dict[str, Any] = {"study_id": study_id,
                                    "datetime_start": None, "state": t.state}
             if t.values is not None and len(t.values) > 1:
@@ -84,14 +87,13 @@ def _cheap_trials() -> type:
             log["user_attrs"] = t.user_attrs
             log["system_attrs"] = t.system_attrs
             log["intermediate_values"] = t.intermediate_values
-            with self._thread_lock:
-                _write_created(self, log)
-                trial_id: int = self._replay_result._last_created_trial_id_by_this_process
-                if (isinstance(self._backend, _storage.BaseJournalSnapshot) and trial_id != 0
-                        and trial_id % _storage.SNAPSHOT_INTERVAL == 0):
-                    import pickle
+            _write_created(self, log)
+            trial_id: int = self._replay_result._last_created_trial_id_by_this_process
+            if (isinstance(self._backend, _storage.BaseJournalSnapshot) and trial_id != 0
+                    and trial_id % _storage.SNAPSHOT_INTERVAL == 0):
+                import pickle
 
-                    self._backend.save_snapshot(pickle.dumps(self._replay_result))
+                self._backend.save_snapshot(pickle.dumps(self._replay_result))
             return trial_id
 
         def set_trial_user_attrs(self, trial_id: int, attrs: dict[str, Any]) -> None:

@@ -34,7 +34,7 @@ DISTS: dict[str, Any] = {
     "c": CategoricalDistribution((True, 1, 2.0)),  # 1 finds True's index, as tuple.index does
     "d": CategoricalDistribution((False, True)),
     "e": CategoricalDistribution((1.5, NAN, 3)),
-    # enough parameters for the replay's maps (a trial of 8 or more; fewer: Optuna's reading)
+    # enough parameters for the journal line's joined pieces (LineEncoder._FROM: 8 or more)
     **{f"g{i}": CategoricalDistribution(tuple(range(i + 2))) for i in range(6)},
 }
 G = {f"g{i}": i % (i + 2) for i in range(6)}
@@ -285,3 +285,80 @@ def test_an_old_journal_resumes(tmp_path: Path) -> None:
     handle.close()
     stock = _read(JournalStorage(JournalFileBackend(path)))
     assert len(ours) == 30 and _same(ours, stock)
+
+
+def _replay_state(storage: Any) -> str:
+    """Everything the storage's replay holds: every trial's fields (system attributes,
+    intermediate values and ids included) and the replay's own bookkeeping."""
+    r = storage._replay_result
+    trials = {tid: dict(t.__dict__) for tid, t in r._trials.items()}
+    return repr((r.log_number_read, trials, r._study_id_to_trial_ids, r._trial_id_to_study_id,
+                 r._last_created_trial_id_by_this_process,
+                 sorted(r._worker_id_to_owned_trial_id.values())))
+
+
+def _mixed_trials(storage: Any, seed: int) -> list[Any]:
+    """Templates of every state, naive and aware starts, system attributes and
+    intermediate values, some into a study that does not exist (Optuna's KeyError)."""
+    import random
+
+    rng = random.Random(seed)
+    study_id = storage.create_new_study([optuna.study.StudyDirection.MINIMIZE], "s")
+    out: list[Any] = []
+    for _ in range(40):
+        keep = [k for k in DISTS if rng.random() < 0.85]
+        params = {k: rng.choice(DISTS[k].choices) for k in keep}
+        state = rng.choice([TrialState.RUNNING, TrialState.WAITING, TrialState.COMPLETE,
+                            TrialState.FAIL])
+        done = state == TrialState.COMPLETE
+        tz = rng.choice([None, datetime.UTC,
+                         datetime.timezone(datetime.timedelta(hours=5))])
+        t = FrozenTrial(number=0, state=state, value=2.5 if done else None,
+                        datetime_start=datetime.datetime(2026, 11, 28, 11, 0, 0, 123456,
+                                                         tzinfo=tz),
+                        datetime_complete=datetime.datetime(2026, 11, 28, 11, 0, 1) if done
+                        else None, params=params, distributions={k: DISTS[k] for k in keep},
+                        user_attrs={"cid": "c1"}, system_attrs={"s": {"k": 1}},
+                        intermediate_values={1: 0.5} if rng.random() < 0.3 else {},
+                        trial_id=0)
+        try:
+            tid = storage.create_new_trial(study_id if rng.random() > 0.05 else 99,
+                                           template_trial=t)
+        except KeyError:
+            out.append(("KeyError", storage._replay_result.log_number_read))
+            continue
+        out.append(repr(storage.get_trial(tid).params))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_replay_without_read_back_holds_what_the_read_back_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """The same templates into two tune storages, one with the read-back forced (its
+    journal's ``op_count`` taken away): every trial's whole state and the replay's
+    bookkeeping are equal, and the first took the path without the read-back."""
+    from optuna.storages.journal import _storage
+
+    from autotune.running._journal import open_storage
+
+    seen: list[bool] = []
+    apply = _storage.JournalStorageReplayResult._apply_create_trial
+
+    def spy(self: Any, log: dict[str, Any]) -> None:
+        seen.append("distributions" in log)
+        apply(self, log)
+
+    monkeypatch.setattr(_storage.JournalStorageReplayResult, "_apply_create_trial", spy)
+    states = []
+    for forced in (False, True):
+        handle = open_storage(None, str(tmp_path / f"{forced}.jsonl"))
+        if forced:
+            handle.journal.op_count = None  # type: ignore[method-assign]
+        got = _mixed_trials(handle.storage, seed)
+        states.append((got, _replay_state(handle.storage)))
+        handle.close()
+        if not forced:
+            assert seen and not all(seen)  # the memo's path was taken
+            seen.clear()
+    assert all(seen)  # the forced storage read every trial back
+    assert states[0] == states[1]
