@@ -33,7 +33,9 @@ def test_scope_moves_are_distinct_candidates_the_region_first(small: Any, seed: 
     _, space = small
     rng = np.random.default_rng(seed)
     x = space.encode(space.sample(rng))
-    old = space.encode(space.sample(rng))
+    old = x.copy()  # x with one op's scope changed: the region is that op
+    f = int(rng.choice([f for f, d in enumerate(space.free) if d.kind == "scope" and space.n_choices[f] > 1]))
+    old[f] = (x[f] + 1) % space.n_choices[f]
     at = np.array([f.at for f in space.free])
     diff = at[np.nonzero(x != old)[0]]
     lo, hi = (int(diff.min()), int(diff.max())) if len(diff) else (-1, -1)
@@ -49,7 +51,7 @@ def test_scope_moves_are_distinct_candidates_the_region_first(small: Any, seed: 
         (f,) = np.nonzero(w != x)[0]
         assert space.free[int(f)].kind in ("scope", "xscope")
         near.append(lo <= int(at[f]) <= hi)
-    assert near == sorted(near, reverse=True)  # the region first
+    assert near == sorted(near, reverse=True)  # the region (the op's scope moves) first
     s = score(moves)
     for part in (True, False):
         mine = [float(v) for v, n in zip(s, near, strict=True) if n is part]
@@ -167,3 +169,27 @@ def test_climbed_chunk_splits_a_chunk_only_when_it_found_a_new_best(monkeypatch:
     assert chunk_of(4) == [(46, None), (50, None)] and climbs == [([85.0, 80.0], 4)]
     recs[:2] = [_Rec(100.0), _Rec(70.0)]  # nothing new beats the old best: no climb
     assert chunk_of(4) == [(46, None), (50, None)] and climbs == []
+
+
+def test_bench_climb_sets_the_module_constant_the_sweep_reads(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench/sweep.py --climb N`` sets ``autotune.whatif._climb.CLIMB`` for the runs and writes
+    it to ``results.json``; without it the sweep's own (0 here)."""
+    import json
+
+    import autotune.whatif._climb as climb
+    import bench.sweep as bench_sweep
+
+    seen: list[int] = []
+
+    def stub(*_args: object, **_kwargs: object) -> dict[str, object]:
+        seen.append(climb.CLIMB)
+        return {"model": "m", "batch": 1, "options": {}, "cold_trials": 1, "sweep_trials": 1,
+                "total_measurements": {}, "seconds": {}, "rows": []}
+
+    monkeypatch.setattr(bench_sweep, "run_model", stub)
+    monkeypatch.setattr(climb, "CLIMB", 0)
+    for argv, want in ((["--climb", "40"], 40), (["--climb", "0"], 0)):
+        assert bench_sweep.main(["--models", "m", "--runs", "sweep", "-o", str(tmp_path), *argv]) == 0
+        assert seen[-1] == want
+        assert json.loads((tmp_path / "results.json").read_text())["climb"] == want
