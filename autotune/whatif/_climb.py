@@ -15,13 +15,14 @@ the start changed against the chunk's old best first (the region of a new regrou
 the rest in the model's order; it measures them :data:`BLOCK` at a time and moves to the
 fastest of a block that beats the current schedule (by more than ``STALL_TOL``), then starts
 again from there; a start whose :data:`PER_STEP` first moves find nothing faster is left.
-The sweep (:mod:`autotune.whatif._sweep`, ``climb``) spends at most :data:`CLIMB` of a
-chunk's measurements this way, from the chunk's new bests, fastest first.
+After a later chunk that found a new best, the sweep (:mod:`autotune.whatif._sweep`:
+:func:`climbed_chunk`) climbs the chunk's new bests, fastest first, for at most :data:`CLIMB`
+measurements more (within the sweep's total: the allotment takes them from later chunks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,11 +35,11 @@ if TYPE_CHECKING:
     from logs import Record
     from search_space import Space
 
-__all__ = ["BLOCK", "CLIMB", "PER_STEP", "climbed_chunk", "scope_climb", "scope_moves"]
+__all__ = ["BLOCK", "CLIMB", "PER_STEP", "climbed_chunk", "room", "scope_climb", "scope_moves"]
 
 CLIMB = 0
-"""Measurements of a later chunk a sweep spends climbing its new bests by scope moves
-(:func:`scope_climb`; 0: none)."""
+"""Most measurements a sweep spends after a later chunk that found a new best, climbing the
+chunk's new bests by scope moves (:func:`climbed_chunk`; 0: none)."""
 
 BLOCK = 4
 """Scope moves measured at once (one ``tune`` of them): the climb moves after each block."""
@@ -122,16 +123,17 @@ def scope_climb(space: Space, starts: Sequence[tuple[np.ndarray, float]], old: n
 
 
 def climbed_chunk(run: Callable[..., None], variant: Variant, others: Sequence[Variant],
-                  extra: Sequence[Any], log_path: str, tasks: Sequence[Task], have: int, total: int,
-                  seed: int | None = None, budget: int | None = None) -> None:
-    """A sweep's later chunk of ``variant`` (``have`` records, to ``total``) that climbs its
-    new bests. ``run(variant, trials, others, extra, None, seeds)`` is the sweep's tune of
+                  extra: Sequence[Any], log_path: str, tasks: Sequence[Task], total: int,
+                  room: int, seed: int | None = None, budget: int | None = None) -> None:
+    """A sweep's later chunk of ``variant`` (to ``total`` records), then a climb of its new
+    bests. ``run(variant, trials, others, extra, None, seeds)`` is the sweep's tune of
     ``variant`` to ``trials`` records, warm from ``others`` (``seeds``: these schedules only,
-    by task key; None: a chunk's tune). With a ``budget`` (:data:`CLIMB` when None) under the
-    chunk and one task, the chunk tunes to ``total - budget``; the records it measured that
-    were a new best when measured (against the best before the chunk), fastest first, are
-    climbed by :func:`scope_climb` within ``budget``; what the climb leaves is tuned as
-    before. Otherwise (0, a chunk no larger, several tasks) it is one tune to ``total``."""
+    by task key; None: a chunk's tune), as before. Then, with a ``budget`` (:data:`CLIMB` when
+    None) and one task, the records the chunk measured that were a new best when measured
+    (against the best before it) are climbed, fastest first, by :func:`scope_climb`, measuring
+    at most ``budget`` and ``room`` (what the sweep's total leaves after the chunks handed out:
+    :func:`room`; the allotment counts a variant's records past its budget, so the climb is
+    paid from the later chunks)."""
 
     def run_to(trials: int, seeds: dict[str, list[Any]] | None) -> None:
         run(variant, trials, others, extra, None, seeds)
@@ -139,13 +141,13 @@ def climbed_chunk(run: Callable[..., None], variant: Variant, others: Sequence[V
     from compiler.errors import GraphtuneError
     from search_space import build_space
 
-    budget = CLIMB if budget is None else budget
-    if budget < 1 or total - have <= budget or len(tasks) != 1:
+    budget = min(CLIMB if budget is None else budget, room)
+    if budget < 1 or len(tasks) != 1:
         run_to(total, None)
         return
     task = tasks[0]
     before = _ok(log_path, task, variant)
-    run_to(total - budget, None)
+    run_to(total, None)
     after = _ok(log_path, task, variant)
     best = min((lat for _, lat in before), default=float("inf"))
     starts = []
@@ -153,14 +155,21 @@ def climbed_chunk(run: Callable[..., None], variant: Variant, others: Sequence[V
         if lat < best * (1.0 - STALL_TOL):
             best = lat
             starts.append((rec, lat))
-    if starts:
-        try:
-            space = build_space(task.graph, variant.target, task.batch)
-        except GraphtuneError:
-            starts = []
-    if starts:
-        _climb(space, run_to, log_path, task, variant, before, after, starts, seed, budget)
-    run_to(total, None)
+    if not starts:
+        return
+    try:
+        space = build_space(task.graph, variant.target, task.batch)
+    except GraphtuneError:
+        return
+    _climb(space, run_to, log_path, task, variant, before, after, starts, seed, budget)
+
+
+def room(histories: Mapping[str, Sequence[Any]], budget: Mapping[str, int], trials_per_variant: int,
+         reserve: int) -> int:
+    """Measurements the sweep's total leaves (``trials_per_variant`` per variant of ``budget``,
+    less ``reserve``) after each variant's ``budget`` or its records, whichever is more."""
+    total = trials_per_variant * len(budget) - reserve
+    return total - sum(max(b, len(histories.get(k, ()))) for k, b in budget.items())
 
 
 def _climb(space: Space, run_to: Callable[..., None],

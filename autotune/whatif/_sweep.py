@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.job._tasks import Task, model_names
 from autotune.whatif._budget import CROSS_MOST, allot, chunk_guided, cross_reserve, probe_size, screened
-from autotune.whatif._climb import climbed_chunk
+from autotune.whatif._climb import climbed_chunk, room
 from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._feasible import infeasible, infeasible_reason
 from autotune.whatif._graft import GRAFTS, graft_seeds
@@ -269,8 +269,8 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
         if on_variant:
             on_variant(ordered.index(variant), variant, "more")
         others = [v for v in ordered if v.name not in reasons and v.key != variant.key]
-        climbed_chunk(run, variant, others, [] if t_end is None else [_deadline(t_end)], log_path,
-                      tasks, have, budget[variant.key])  # one tune unless _climb.CLIMB
+        climbed_chunk(run, variant, others, [] if t_end is None else [_deadline(t_end)], log_path, tasks,
+                      budget[variant.key], room(hist, budget, trials_per_variant, reserve))  # (_climb)
         if len(_histories(log_path, tasks, [variant]).get(variant.key, [])) <= have:
             exhausted.add(variant.key)  # nothing new to measure (or the time is spent)
 

@@ -112,7 +112,8 @@ def test_the_climb_takes_the_misss_pair_under_its_bar(r50_16: Graph) -> None:
     for budget in (0, 3):  # never past the budget
         measured.clear()
         x, y, spent = scope_climb(space, [(pair, lat(pair))], base, oracle, measure, budget)
-        assert spent == len(measured) <= budget and y == min([lat(pair), *got[-spent:]] if spent else [lat(pair)])
+        assert spent == len(measured) <= budget
+        assert y == min([lat(pair), *got[-spent:]] if spent else [lat(pair)])
 
 
 class _Rec:
@@ -122,22 +123,21 @@ class _Rec:
         self.lat = lat
 
 
-def test_climbed_chunk_splits_a_chunk_only_when_it_found_a_new_best(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``CLIMB`` 0 (the default), a chunk no larger than the budget or several tasks: one tune to
-    the chunk's total. Else a tune to ``total - budget``, then the climb from the new bests of
-    that part (fastest first) when it found any, then a tune to ``total``."""
+def test_climbed_chunk_climbs_after_a_chunk_that_found_a_new_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunk is one tune to its total, as before; then, with ``CLIMB`` (or ``budget``) > 0,
+    room left in the sweep's total and one task, a climb from the chunk's new bests (against the
+    best before it), within the budget and the room; none when the chunk found none."""
     import autotune.whatif._climb as climb
 
     assert climb.CLIMB == 0
     log: list[Any] = []
-    recs: list[_Rec] = [_Rec(100.0), _Rec(90.0)]
+    recs: list[_Rec] = []
     chunk = [_Rec(95.0), _Rec(85.0), _Rec(88.0), _Rec(80.0)]
 
     def run(variant: Any, trials: int, others: Any, extra: Any, loud: Any, seeds: Any) -> None:
         assert loud is None and variant == "v" and others == ["o"]
         log.append((trials, seeds))
-        if trials == 46 and len(recs) == 2:
-            recs.extend(chunk)
+        recs.extend(chunk)
 
     climbs: list[Any] = []
     monkeypatch.setattr(climb, "_ok", lambda _p, _t, _v: [(r, r.lat) for r in recs])
@@ -153,22 +153,22 @@ def test_climbed_chunk_splits_a_chunk_only_when_it_found_a_new_best(monkeypatch:
     import search_space
 
     monkeypatch.setattr(search_space, "build_space", lambda *a: "space")
-    task, v = [Task()], Variant()
 
-    def chunk_of(budget: int | None, tasks: list[Any] = task, have: int = 10, total: int = 50) -> list[Any]:
+    def chunk_of(budget: int | None, tasks: int = 1, room: int = 100, old: float = 90.0) -> list[Any]:
         log.clear()
         climbs.clear()
-        del recs[2:]
-        climb.climbed_chunk(lambda _v, *a: run("v", *a), v, ["o"], [], "log", tasks, have, total,  # type: ignore[arg-type]
-                            budget=budget)
+        recs[:] = [_Rec(100.0), _Rec(old)]
+        climb.climbed_chunk(lambda _v, *a: run("v", *a), Variant(), ["o"], [], "log",  # type: ignore[arg-type]
+                            [Task()] * tasks, 50, room, budget=budget)
         return log
 
-    assert chunk_of(None) == [(50, None)]  # CLIMB 0
-    assert chunk_of(4, task * 2) == [(50, None)]  # two tasks
-    assert chunk_of(40) == [(50, None)]  # no part left before the climb
-    assert chunk_of(4) == [(46, None), (50, None)] and climbs == [([85.0, 80.0], 4)]
-    recs[:2] = [_Rec(100.0), _Rec(70.0)]  # nothing new beats the old best: no climb
-    assert chunk_of(4) == [(46, None), (50, None)] and climbs == []
+    assert chunk_of(None) == [(50, None)] and climbs == []  # CLIMB 0
+    assert chunk_of(4, tasks=2) == [(50, None)] and climbs == []  # two tasks
+    assert chunk_of(4, room=0) == [(50, None)] and climbs == []  # the sweep's total is spent
+    assert chunk_of(40) == [(50, None)] and climbs == [([85.0, 80.0], 40)]
+    assert chunk_of(40, room=7) == [(50, None)] and climbs == [([85.0, 80.0], 7)]
+    assert chunk_of(40, old=70.0) == [(50, None)] and climbs == []  # nothing beat the old best
+    assert climb.room({"a": [0] * 60, "b": [0] * 10}, {"a": 50, "b": 50}, 100, 30) == 200 - 30 - 110
 
 
 def test_bench_climb_sets_the_module_constant_the_sweep_reads(tmp_path: Path,
