@@ -207,9 +207,9 @@ def _climb(space: Space, run_to: Callable[..., None],
 
 
 def _all(log_path: str, task: Task, variant: Variant) -> list[Record]:
-    from autotune.whatif._sweep import _records
+    from autotune.whatif._log import records
 
-    return _records(log_path, [task], [variant]).get(variant.key, {}).get(task.key, [])
+    return records(log_path, [task], [variant]).get(variant.key, {}).get(task.key, [])
 
 
 def _ok(log_path: str, task: Task, variant: Variant) -> list[tuple[Record, float]]:

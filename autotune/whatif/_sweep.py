@@ -46,8 +46,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +56,8 @@ from autotune.whatif._climb import climbed_chunk, room
 from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._feasible import infeasible, infeasible_reason
 from autotune.whatif._graft import GRAFTS, graft_seeds
+from autotune.whatif._log import records as _records
+from autotune.whatif._log import sim_records as _sim_records
 from autotune.whatif._nearest import cross_sources, lenders, tuning_order
 from autotune.whatif._regroup import KICK, REGROUPS
 from autotune.whatif._rows import SweepResult, SweepRow
@@ -376,34 +377,6 @@ def _deadline(t_end: float) -> Callable[[JobState], None]:
                     ts.stopped = "the sweep's time budget"
 
     return check
-
-
-def _sim_records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
-                 ) -> Iterator[Record]:
-    """The log's records of these tasks on these variants by today's simulator, in log order."""
-    from logs import LogWarning, read_records
-    from sim import MEASURER, MEASURER_VERSION
-
-    keys, wanted = {t.key for t in tasks}, {v.key for v in variants}
-    if not os.path.exists(log_path) or not os.path.getsize(log_path):
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LogWarning)
-        for rec in read_records(log_path):
-            if str(rec.target) not in wanted or rec.workload.key not in keys:
-                continue
-            if rec.prov.measurer != MEASURER or rec.prov.measurer_version != MEASURER_VERSION:
-                continue
-            yield rec
-
-
-def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
-             ) -> dict[str, dict[str, list[Record]]]:
-    """Target key -> workload key -> the log's simulator records of these tasks and variants."""
-    out: dict[str, dict[str, list[Record]]] = {}
-    for rec in _sim_records(log_path, tasks, variants):
-        out.setdefault(str(rec.target), {}).setdefault(rec.workload.key, []).append(rec)
-    return out
 
 
 def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
