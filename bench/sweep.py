@@ -451,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=0,
                     help="pairs of regroupings a later chunk measures after its regroupings "
                          "(autotune.whatif._regroup.PAIRS; default 0: none)")
+    ap.add_argument("--climb", type=int, default=None,
+                    help="measurements of a later chunk that climb its new bests by scope moves "
+                         "(autotune.whatif._climb.CLIMB; default: the sweep's; 0: none)")
     ap.add_argument("--cold-from", default=None, metavar="JSON",
                     help="an earlier run's results.json whose cold bests (and measurements) stand "
                          "in for a model's cold run where its cold log holds nothing")
@@ -476,9 +479,11 @@ def main(argv: list[str] | None = None) -> int:
     sets = args.sets or ["l1.data_bytes=384K,512K,768K,1M", "ddr.bytes_per_cycle=13,27"]
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    from autotune.whatif import _budget, _regroup
+    from autotune.whatif import _budget, _climb, _regroup
 
     _regroup.PAIRS = args.pairs  # read by graft_seeds at each later chunk
+    if args.climb is not None:
+        _climb.CLIMB = args.climb  # read by climbed_chunk at each later chunk
 
     results: dict[str, Any] = {"command": " ".join(["bench/sweep.py", *(argv or sys.argv[1:])]),
                                "load": os.getloadavg(), "models": [],
@@ -486,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
                                             "generations": _budget.GENERATIONS},
                                "graft": args.graft, "regroup": args.regroup, "kick": args.kick,
                                "lend": args.lend, "restart": args.restart, "pairs": args.pairs,
+                               "climb": _climb.CLIMB,
                                "cold_from": args.cold_from}
     for name in args.models:
         opts = {"image_size": args.image_size} if args.image_size != 224 else {}

@@ -46,16 +46,18 @@ from __future__ import annotations
 import logging
 import os
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.job._tasks import Task, model_names
 from autotune.whatif._budget import CROSS_MOST, allot, chunk_guided, cross_reserve, probe_size, screened
+from autotune.whatif._climb import climbed_chunk, room
 from autotune.whatif._cold import cold_share, cold_start
 from autotune.whatif._feasible import infeasible, infeasible_reason
 from autotune.whatif._graft import GRAFTS, graft_seeds
+from autotune.whatif._log import records as _records
+from autotune.whatif._log import sim_records as _sim_records
 from autotune.whatif._nearest import cross_sources, lenders, tuning_order
 from autotune.whatif._regroup import KICK, REGROUPS
 from autotune.whatif._rows import SweepResult, SweepRow
@@ -245,8 +247,7 @@ def sweep(
 
 def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Variant],
                     reasons: dict[str, str], trials_per_variant: int,
-                    run: Callable[[Variant, int, Sequence[Variant], Sequence[Callable[[JobState], None]],
-                                   bool | None], None],
+                    run: Callable[..., None],
                     on_variant: Callable[[int, Variant, str], None] | None,
                     t_end: float | None, reserve: int = 0,
                     below: dict[str, list[str]] | None = None) -> None:
@@ -269,8 +270,8 @@ def _spend_the_rest(log_path: str, tasks: Sequence[Task], ordered: Sequence[Vari
         if on_variant:
             on_variant(ordered.index(variant), variant, "more")
         others = [v for v in ordered if v.name not in reasons and v.key != variant.key]
-        run(variant, budget[variant.key], others,
-            [] if t_end is None else [_deadline(t_end)], None)
+        climbed_chunk(run, variant, others, [] if t_end is None else [_deadline(t_end)], log_path, tasks,
+                      budget[variant.key], room(hist, budget, trials_per_variant, reserve))  # (_climb)
         if len(_histories(log_path, tasks, [variant]).get(variant.key, [])) <= have:
             exhausted.add(variant.key)  # nothing new to measure (or the time is spent)
 
@@ -376,34 +377,6 @@ def _deadline(t_end: float) -> Callable[[JobState], None]:
                     ts.stopped = "the sweep's time budget"
 
     return check
-
-
-def _sim_records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
-                 ) -> Iterator[Record]:
-    """The log's records of these tasks on these variants by today's simulator, in log order."""
-    from logs import LogWarning, read_records
-    from sim import MEASURER, MEASURER_VERSION
-
-    keys, wanted = {t.key for t in tasks}, {v.key for v in variants}
-    if not os.path.exists(log_path) or not os.path.getsize(log_path):
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LogWarning)
-        for rec in read_records(log_path):
-            if str(rec.target) not in wanted or rec.workload.key not in keys:
-                continue
-            if rec.prov.measurer != MEASURER or rec.prov.measurer_version != MEASURER_VERSION:
-                continue
-            yield rec
-
-
-def _records(log_path: str, tasks: Sequence[Task], variants: Sequence[Variant]
-             ) -> dict[str, dict[str, list[Record]]]:
-    """Target key -> workload key -> the log's simulator records of these tasks and variants."""
-    out: dict[str, dict[str, list[Record]]] = {}
-    for rec in _sim_records(log_path, tasks, variants):
-        out.setdefault(str(rec.target), {}).setdefault(rec.workload.key, []).append(rec)
-    return out
 
 
 def _warm_from(log_path: str, tasks: Sequence[Task], variant: Variant,
