@@ -235,15 +235,10 @@ def _read(storage: Any) -> list[Any]:
             for t in optuna.load_study(storage=storage, study_name="s").get_trials()]
 
 
-def test_a_created_trial_is_replayed_without_reading_it_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tune's storage replays its own created trials from what it kept (Optuna's
-    ``_apply_create_trial`` sees no distributions or parameters), and reads what Optuna's
-    replay of the same file reads: a stock ``JournalStorage`` loads the new journal."""
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend, _storage
-
-    from autotune.running._journal import open_storage
+def _spy_creates(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Optuna's replay of each created trial, noted: True when it read the trial's
+    distributions (the read-back), False when the memo's path replayed it."""
+    from optuna.storages.journal import _storage
 
     seen: list[bool] = []
     apply = _storage.JournalStorageReplayResult._apply_create_trial
@@ -253,6 +248,20 @@ def test_a_created_trial_is_replayed_without_reading_it_back(
         apply(self, log)
 
     monkeypatch.setattr(_storage.JournalStorageReplayResult, "_apply_create_trial", spy)
+    return seen
+
+
+def test_a_created_trial_is_replayed_without_reading_it_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tune's storage replays its own created trials from what it kept (Optuna's
+    ``_apply_create_trial`` sees no distributions or parameters), and reads what Optuna's
+    replay of the same file reads: a stock ``JournalStorage`` loads the new journal."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    from autotune.running._journal import open_storage
+
+    seen = _spy_creates(monkeypatch)
     handle = open_storage(None, str(tmp_path / "t.jsonl"))
     study = optuna.create_study(storage=handle.storage, study_name="s")
     _ask_like(handle.storage, study, 40, 1)
@@ -337,18 +346,9 @@ def test_the_replay_without_read_back_holds_what_the_read_back_holds(
     """The same templates into two tune storages, one with the read-back forced (its
     journal's ``op_count`` taken away): every trial's whole state and the replay's
     bookkeeping are equal, and the first took the path without the read-back."""
-    from optuna.storages.journal import _storage
-
     from autotune.running._journal import open_storage
 
-    seen: list[bool] = []
-    apply = _storage.JournalStorageReplayResult._apply_create_trial
-
-    def spy(self: Any, log: dict[str, Any]) -> None:
-        seen.append("distributions" in log)
-        apply(self, log)
-
-    monkeypatch.setattr(_storage.JournalStorageReplayResult, "_apply_create_trial", spy)
+    seen = _spy_creates(monkeypatch)
     states = []
     for forced in (False, True):
         handle = open_storage(None, str(tmp_path / f"{forced}.jsonl"))
