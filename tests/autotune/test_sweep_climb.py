@@ -11,12 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autotune.whatif._targets import make_variants, parse_set
 from compiler.graph import Graph
-from compiler.target import Target
-from tests.autotune.test_sweep_graft import _resnet50, small  # noqa: F401 - the fixture
+from tests.autotune.test_sweep_graft import _resnet50, recorded, small  # noqa: F401
 
-BASE = Target.default()
 DATA = Path(__file__).parent / "data" / "sweep_pair_r50.jsonl"
 BAR = 9341.43 / 0.99  # the miss's bar: 0.99 of its cold best's speed
 
@@ -72,25 +69,9 @@ def test_the_climb_takes_the_misss_pair_under_its_bar(r50_16: Graph) -> None:
     from autotune.sampling._studies import candidate_id
     from autotune.whatif._climb import BLOCK, scope_climb
     from autotune.whatif._regroup import pair_vectors
-    from compiler.schedule import GraphSchedule
-    from logs import read_records
-    from search_space import build_space
-    from sim import SimError, simulate
 
-    (rec,) = list(read_records(DATA))
-    variant = next(v for v in make_variants(BASE, [parse_set("l1.data_bytes=384K"),
-                                                   parse_set("ddr.bytes_per_cycle=27")]))
-    t = variant.target
-    space = build_space(r50_16, t, 16)
-    base = space.encode(GraphSchedule.from_json(dict(rec.schedule)))
-    memo: dict[bytes, float] = {}
-
-    def lat(w: np.ndarray) -> float:
-        if w.tobytes() not in memo:
-            r = simulate(r50_16, space.decode(w), t, timeline=False)
-            memo[w.tobytes()] = float("inf") if isinstance(r, SimError) else float(r.latency_us)
-        return memo[w.tobytes()]
-
+    _, _, space, base, lat = recorded(r50_16, DATA, 16, "l1.data_bytes=384K",
+                                      "ddr.bytes_per_cycle=27")
     pair = min((w for mv, w in pair_vectors(space, base, len(r50_16.ops)) if mv == ("pair", 152, 158)),
                key=lat)
     assert lat(pair) == pytest.approx(9455.99, abs=0.05)

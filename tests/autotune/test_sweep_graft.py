@@ -5,8 +5,9 @@ variant's best, the sweep's way into a basin that its warm starts and the tune's
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -29,6 +30,43 @@ def _resnet50(batch: int, **options: Any) -> Graph:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return Model(zoo.build("resnet50", batch=batch, weights="inputs", **options), name="resnet50").graph
+
+
+class Recorded(NamedTuple):
+    """A test log's one record on its sweep variant: the record, the variant's target and
+    space, the record's vector, and a vector's simulated latency (inf: it does not fit),
+    memoised."""
+
+    rec: Any
+    target: Target
+    space: Any
+    base: np.ndarray
+    lat: Callable[[np.ndarray], float]
+
+
+def recorded(graph: Graph, data: Path, batch: int, *sets: str) -> Recorded:
+    """:class:`Recorded` of the one record of ``data`` on the variant ``sets`` (``--set``
+    texts) of the default target; the record is of that variant."""
+    from compiler.schedule import GraphSchedule
+    from logs import read_records
+    from search_space import build_space
+    from sim import SimError, simulate
+
+    (rec,) = list(read_records(data))
+    variant = make_variants(BASE, [parse_set(x) for x in sets])[0]
+    assert str(rec.target) == variant.key
+    t = variant.target
+    space = build_space(graph, t, batch)
+    memo: dict[bytes, float] = {}
+
+    def lat(w: np.ndarray) -> float:
+        key = w.tobytes()
+        if key not in memo:
+            r = simulate(graph, space.decode(w), t, timeline=False)
+            memo[key] = float("inf") if isinstance(r, SimError) else float(r.latency_us)
+        return memo[key]
+
+    return Recorded(rec, t, space, space.encode(GraphSchedule.from_json(dict(rec.schedule))), lat)
 
 
 @pytest.fixture(scope="module")

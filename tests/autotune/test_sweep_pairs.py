@@ -12,13 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autotune.whatif._targets import make_variants, parse_set
 from compiler.graph import Graph
-from compiler.target import Target
-from tests.autotune.test_sweep_graft import _resnet50, _starts, small  # noqa: F401 - the fixture
+from tests.autotune.test_sweep_graft import _resnet50, _starts, recorded, small  # noqa: F401
 
-BASE = Target.default()
 DATA = Path(__file__).parent / "data" / "sweep_pair_r50.jsonl"
+MISS = ("l1.data_bytes=384K", "ddr.bytes_per_cycle=27")  # the sweep's miss (seed 0)
 
 
 @settings(max_examples=8, deadline=None)
@@ -66,24 +64,9 @@ def test_the_miss_is_a_pair_and_two_scope_moves_from_its_bar(r50_16: Graph) -> N
     boundary move alone is slower than the best; then two scope moves give 9,416.2, under the
     bar (offline, h133)."""
     from autotune.whatif._regroup import pair_vectors, regroup_vectors
-    from compiler.schedule import GraphSchedule
-    from logs import read_records
-    from search_space import build_space
-    from sim import SimError, simulate
 
-    (rec,) = list(read_records(DATA))
-    variant = next(v for v in make_variants(BASE, [parse_set("l1.data_bytes=384K"),
-                                                   parse_set("ddr.bytes_per_cycle=27")]))
-    assert str(rec.target) == variant.key
-    t = variant.target
-    space = build_space(r50_16, t, 16)
-    base = space.encode(GraphSchedule.from_json(dict(rec.schedule)))
+    _, _, space, base, lat = recorded(r50_16, DATA, 16, *MISS)
     assert _starts(space, base) == [0, 47, 89, 99, 151, 174]
-
-    def lat(w: np.ndarray) -> float:
-        r = simulate(r50_16, space.decode(w), t, timeline=False)
-        return float("inf") if isinstance(r, SimError) else float(r.latency_us)
-
     assert lat(base) == pytest.approx(9518.16, abs=0.01)
     n = len(r50_16.ops)
     alone = [w for mv, w in regroup_vectors(space, base, n) if mv == ("recut", 99, 152)]
@@ -108,21 +91,13 @@ def test_graft_seeds_adds_the_pairs_the_model_ranks_first(r50_16: Graph,
     from autotune.whatif._graft import graft_seeds
     from autotune.whatif._regroup import pair_vectors
     from compiler.capacity import check_capacity, in_compute_dtype
-    from compiler.schedule import GraphSchedule
-    from logs import read_records
-    from search_space import build_space
 
-    (rec,) = list(read_records(DATA))
-    variant = next(v for v in make_variants(BASE, [parse_set("l1.data_bytes=384K"),
-                                                   parse_set("ddr.bytes_per_cycle=27")]))
-    t = variant.target
-    space = build_space(r50_16, t, 16)
+    rec, t, space, base, _ = recorded(r50_16, DATA, 16, *MISS)
     assert regroup_module.PAIRS == 0  # off by default
     assert graft_seeds(space, r50_16, t, [rec], [], count=0, seed=0) == []
     monkeypatch.setattr(regroup_module, "PAIRS", 2)
     got = graft_seeds(space, r50_16, t, [rec], [], count=0, seed=0)
     assert len(got) == 2
-    base = space.encode(GraphSchedule.from_json(dict(rec.schedule)))
     pairs = {space.encode(space.decode(w)).tobytes(): mv
              for mv, w in pair_vectors(space, base, len(r50_16.ops))}
     gc = in_compute_dtype(r50_16, t)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from autotune.whatif._targets import make_variants, parse_set
 from compiler.graph import Graph
 from compiler.target import Target
-from tests.autotune.test_sweep_graft import _resnet50, _starts, small  # noqa: F401 - the fixture
+from tests.autotune.test_sweep_graft import _resnet50, _starts, recorded, small  # noqa: F401
 
 BASE = Target.default()
 DATA = Path(__file__).parent / "data" / "sweep_regroup_r50.jsonl"
@@ -128,24 +128,10 @@ def test_the_stuck_best_of_the_seed_2_sweep_has_a_faster_regrouping(r50_16: Grap
     gives 6,968.1 µs (offline, h114), and the cut of its group 89-128 at 99 gives 6,947.1; from
     the re-cut, group 0's scope in DDR with lookahead 1 is within 1 % of the cold best."""
     from autotune.whatif._regroup import regroup_vectors
-    from compiler.schedule import GraphSchedule
-    from logs import read_records
-    from search_space import build_space
-    from sim import SimError, simulate
 
-    (rec,) = list(read_records(DATA))
-    variant = next(v for v in make_variants(BASE, [parse_set("l1.data_bytes=1M"),
-                                                   parse_set("ddr.bytes_per_cycle=27")]))
-    assert str(rec.target) == variant.key
-    t = variant.target
-    space = build_space(r50_16, t, 16)
-    base = space.encode(GraphSchedule.from_json(dict(rec.schedule)))
+    _, _, space, base, lat = recorded(r50_16, DATA, 16, "l1.data_bytes=1M",
+                                      "ddr.bytes_per_cycle=27")
     assert _starts(space, base) == [0, 47, 89, 129, 151]
-
-    def lat(w: np.ndarray) -> float:
-        r = simulate(r50_16, space.decode(w), t, timeline=False)
-        return float("inf") if isinstance(r, SimError) else float(r.latency_us)
-
     assert lat(base) == pytest.approx(6975.13, abs=0.01)
     out = regroup_vectors(space, base, len(r50_16.ops))
     recut = [w for mv, w in out if mv == ("recut", 89, 140)]
